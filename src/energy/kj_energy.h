@@ -1,0 +1,100 @@
+/* Energy engine interfaces shared by run, replay and compare. Implementation: src/energy/.
+ * Everything here is plain C with no GPU dependency (NVML is reached through dlopen), so the
+ * estimators are tested on synthetic streams on machines without a GPU. */
+#ifndef KJ_ENERGY_H
+#define KJ_ENERGY_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+/** One reading of one GPU, as stored in the power_sample table (t_ns: CLOCK_MONOTONIC).
+ *  Fields that were not read are negative (-1). energy_mj is NVML's total-energy counter. */
+struct kj_power_sample {
+	int64_t t_ns;
+	int64_t power_mw;      /* instantaneous power (NVML_FI_DEV_POWER_INSTANT), -1 if absent */
+	int64_t power_avg_mw;  /* nvmlDeviceGetPowerUsage (averaged over the driver's window) */
+	int64_t energy_mj;     /* total-energy counter, -1 if not read in this sample */
+	int energy_updated;    /* 1: the counter changed since the previous read (an update edge) */
+};
+
+/** Energy of a window with its uncertainty. method names how it was obtained. */
+struct kj_window_energy {
+	double energy_j;        /* total energy in the window */
+	double uncertainty_j;   /* stated 1-sigma-ish bound (see docs/method.md) */
+	double dynamic_j;       /* energy above idle power; NAN when idle power is unknown */
+	double avg_power_w;
+	const char *method;     /* "counter-edges", "power-integration", "none" */
+	int ok;                 /* 0: no usable samples cover the window (energy is not 0, it is unknown) */
+};
+
+/**
+ * @brief Energy of [t0_ns, t1_ns] from one device's samples (sorted by t_ns).
+ * Uses the counter's update edges inside the window and power for the partial periods at both
+ * ends; falls back to power integration when the device has no counter. idle_mw < 0: unknown.
+ */
+int kj_energy_window(const struct kj_power_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
+		     double idle_mw, struct kj_window_energy *out);
+
+/**
+ * @brief Load the power samples of one device of a run database, sorted by time.
+ * @param out  receives a malloc'ed array (caller frees); *n its length (0 when none).
+ */
+int kj_energy_load_samples(sqlite3 *db, int64_t device_id, struct kj_power_sample **out, size_t *n);
+
+/** @brief Idle power of a device stored in the run (idle_power table); -1 when unknown. */
+double kj_energy_idle_mw(sqlite3 *db, int64_t device_id);
+
+/* ---- amortised measurement of short repeated work (replay, pipeline) ---- */
+
+/** Work enqueued by kj_amortize_measure(): enqueue() submits one unit (a CUDA graph of U
+ *  launches, say) asynchronously; sync() waits for all submitted units. Both return 0 or <0. */
+struct kj_amortize_work {
+	void *ctx;
+	int (*enqueue)(void *ctx);
+	int (*sync)(void *ctx);
+	int launches_per_unit;   /* U */
+};
+
+struct kj_amortize_opts {
+	int nvml_index;          /* GPU to read */
+	double min_seconds;      /* run at least this long after warm-up (default 3) */
+	int min_updates;         /* and at least this many counter updates (default 20) */
+	double warmup_max_s;     /* give up waiting for a steady SM clock after this (default 5) */
+};
+
+struct kj_amortize_result {
+	double seconds;            /* measured span */
+	int64_t launches;          /* launches in the measured span */
+	double time_per_launch_ns;
+	double energy_per_launch_mj;
+	double energy_unc_mj;      /* uncertainty of energy_per_launch_mj */
+	double avg_power_w;
+	int counter_updates;
+	const char *method;
+};
+
+/** @brief Warm up until the SM clock is steady, then run work for the requested span and return
+ *  time, energy and power per launch. Returns KJ_ENODEV without NVML. */
+int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
+			struct kj_amortize_result *r);
+
+/* ---- the sampler that `kjoule run` and `kjoule power` use ---- */
+struct kj_sampler;
+
+struct kj_sampler_opts {
+	int interval_us;         /* power sampling period (default 5000) */
+	const int *nvml_indices; /* GPUs to sample; NULL with n_indices 0: all */
+	int n_indices;
+};
+
+/** @brief Start sampling threads (power at interval_us; energy counter continuously). */
+int kj_sampler_start(const struct kj_sampler_opts *o, struct kj_sampler **out);
+/** @brief Stop the threads; samples stay in memory until kj_sampler_close(). */
+int kj_sampler_stop(struct kj_sampler *s);
+/** @brief Write devices (by UUID, creating device rows that are missing) and their samples into
+ *  a run database inside the caller's transaction; errors seen while sampling become problems. */
+int kj_sampler_write_db(struct kj_sampler *s, sqlite3 *db);
+/** @brief Free; accepts NULL. */
+void kj_sampler_close(struct kj_sampler *s);
+
+#endif

@@ -1,0 +1,47 @@
+/* Opening, creating and checking run databases. The handle is a plain sqlite3 *, so every
+ * module can run its own SQL; these helpers own only the checks and the meta table. */
+#ifndef KJ_DB_H
+#define KJ_DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * @brief Open an existing run database.
+ * @param path   file to open
+ * @param write  0 read-only, 1 read-write (for commands that add replay or power results)
+ * @param out    receives the handle; close it with kj_db_close()
+ * @return 0, KJ_ENOTFOUND (no file), KJ_ESCHEMA (foreign, truncated or newer schema) or KJ_EDB.
+ *         A message naming the file and the problem is printed on failure.
+ */
+int kj_db_open(const char *path, int write, sqlite3 **out);
+
+/**
+ * @brief Create a new, empty run database at path with the current schema (in one transaction).
+ * @return 0, KJ_EEXIST if path exists, KJ_EDB.
+ */
+int kj_db_create(const char *path, sqlite3 **out);
+
+/** @brief Close a handle; accepts NULL. */
+void kj_db_close(sqlite3 *db);
+
+/** @brief Run SQL with no result rows; prints SQLite's message with `what` on failure. */
+int kj_db_exec(sqlite3 *db, const char *sql, const char *what);
+
+/** @brief Prepare a statement; prints SQLite's message on failure. */
+int kj_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
+
+/** @brief Set meta[key] = value (text). */
+int kj_db_meta_set(sqlite3 *db, const char *key, const char *value);
+
+/** @brief Copy meta[key] into buf (empty string if absent). @return 0, or KJ_ENOTFOUND. */
+int kj_db_meta_get(sqlite3 *db, const char *key, char *buf, size_t len);
+
+/** @brief Number of rows of a table (or -1 on error). */
+int64_t kj_db_count(sqlite3 *db, const char *table);
+
+/** @brief Record a problem (something not captured, an error) in the problem table. */
+int kj_db_problem(sqlite3 *db, int64_t pid, int64_t t_ns, const char *severity, const char *what);
+
+#endif
