@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Here (no GPU): build everything into .carry/build and gather the shared libraries the GPU
+# machine's image lacks into .carry/lib, so one `device run` with carry [".carry"] can test there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B .carry/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build .carry/build -j"$(nproc)" >/dev/null
+mkdir -p .carry/lib
+for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0; do
+	src=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+	[ -n "$src" ] && cp -L "$src" .carry/lib/
+done
+rm -rf .carry/build/CMakeFiles/*.dir .carry/build/src/*/*/CMakeFiles/*.dir 2>/dev/null || true
+du -sh .carry
