@@ -1,0 +1,56 @@
+/* Internals of the injection library (libkjoule_inject.so), loaded into the traced program by
+ * CUDA_INJECTION64_PATH. It copies what CUPTI reports into a per-process spool file and does
+ * nothing else on the program's threads: no SQLite, no compression, no hashing of big data. */
+#ifndef KJ_INJECT_H
+#define KJ_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kj_spool.h"
+
+struct kj_inject_config {
+	int params_k;        /* capture parameters of the first K launches of each unique kernel */
+	int api;             /* record every driver and runtime API call */
+	int snapshot;        /* save buffers the captured parameters point to */
+	int64_t snapshot_cap;/* bytes at most per run */
+	int params_iteration;/* capture every launch of the N-th iteration range (0: off) */
+	char iteration_range[128];
+};
+
+extern struct kj_inject_config kj_cfg;
+
+/* ---- spool writer (inject_spool.c) ---- */
+/** Open <dir>/p<pid>.spool exclusively (no symlinks followed); start the flush thread. */
+int kj_spool_open(const char *dir);
+/** Append one record (hdr.size already set, padded to 8). Thread-safe. */
+void kj_spool_write(const void *rec, size_t size);
+/** Append a record given as header part + payload part (payload padded to 8 here). */
+void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
+/** Write what is buffered to the file now. */
+void kj_spool_flush(void);
+/** Final flush, END record, close. Idempotent. */
+void kj_spool_close(int clean);
+/** Id of an interned string, writing a STRING record the first time. ptr_key: a stable
+ *  pointer for the string (CUPTI-owned names) or NULL to intern by content. */
+uint32_t kj_spool_string(const char *s);
+/** Report a problem once per distinct text (also printed to stderr once). */
+void kj_spool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** CLOCK_MONOTONIC now, in ns (the trace clock). */
+int64_t kj_now_ns(void);
+
+/* ---- activity buffers (inject_activity.c) ---- */
+int kj_activity_start(void);
+void kj_activity_flush(void);
+
+/* ---- callbacks (inject_callbacks.c) ---- */
+int kj_callbacks_start(void);
+
+/* ---- allocation ranges seen by callbacks (inject_alloc.c) ---- */
+void kj_alloc_add(uint64_t base, uint64_t bytes);
+void kj_alloc_remove(uint64_t base);
+/** 1 if addr falls inside a live allocation. */
+int kj_alloc_contains(uint64_t addr);
+
+#endif

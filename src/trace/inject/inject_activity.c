@@ -1,0 +1,227 @@
+/* CUPTI activity buffers: hands CUPTI empty buffers and turns completed ones into spool
+ * records. Runs on CUPTI's own thread; the traced program's threads never come here. */
+#include <cupti.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+#define ACT_BUF (8u << 20)
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = aligned_alloc(8, ACT_BUF);
+	*size = *buffer ? ACT_BUF : 0;
+	*max_records = 0;
+}
+
+static void put_kernel(const CUpti_ActivityKernel10 *k)
+{
+	struct kj_rec_kernel r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_KERNEL;
+	r.h.size = sizeof(r);
+	r.start_ns = (int64_t)k->start;
+	r.end_ns = (int64_t)k->end;
+	r.graph_node_id = k->graphNodeId;
+	r.graph_id = k->graphId;
+	r.device = k->deviceId;
+	r.context = k->contextId;
+	r.stream = k->streamId;
+	r.correlation = k->correlationId;
+	r.name_id = kj_spool_string(k->name);
+	r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
+	r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
+	r.cluster[0] = k->clusterX, r.cluster[1] = k->clusterY, r.cluster[2] = k->clusterZ;
+	r.shmem_static = k->staticSharedMemory;
+	r.shmem_dynamic = k->dynamicSharedMemory;
+	r.registers = k->registersPerThread;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void put_memcpy(const CUpti_ActivityMemcpy6 *m)
+{
+	struct kj_rec_memcpy r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MEMCPY;
+	r.h.size = sizeof(r);
+	r.start_ns = (int64_t)m->start;
+	r.end_ns = (int64_t)m->end;
+	r.bytes = m->bytes;
+	r.graph_node_id = m->graphNodeId;
+	r.device = m->deviceId;
+	r.context = m->contextId;
+	r.stream = m->streamId;
+	r.correlation = m->correlationId;
+	r.copy_kind = m->copyKind;
+	r.src_kind = m->srcKind;
+	r.dst_kind = m->dstKind;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void put_memset(const CUpti_ActivityMemset4 *m)
+{
+	struct kj_rec_memcpy r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MEMSET;
+	r.h.size = sizeof(r);
+	r.start_ns = (int64_t)m->start;
+	r.end_ns = (int64_t)m->end;
+	r.bytes = m->bytes;
+	r.graph_node_id = m->graphNodeId;
+	r.device = m->deviceId;
+	r.context = m->contextId;
+	r.stream = m->streamId;
+	r.correlation = m->correlationId;
+	r.dst_kind = (uint8_t)m->memoryKind;
+	r.is_memset = 1;
+	r.value = m->value;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void put_memory(const CUpti_ActivityMemory4 *m)
+{
+	struct kj_rec_memory r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MEMORY;
+	r.h.size = sizeof(r);
+	r.t_ns = (int64_t)m->timestamp;
+	r.address = m->address;
+	r.bytes = m->bytes;
+	r.device = m->deviceId;
+	r.stream = m->streamId;
+	r.correlation = m->correlationId;
+	r.op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? 1 : 2;
+	r.kind = (uint8_t)m->memoryKind;
+	r.pool = (uint8_t)m->memoryPoolConfig.memoryPoolType;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void put_marker(const CUpti_ActivityMarker2 *m)
+{
+	struct kj_rec_marker r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MARKER;
+	r.h.size = sizeof(r);
+	r.t_ns = (int64_t)m->timestamp;
+	r.id = m->id;
+	r.flags = (uint32_t)m->flags;
+	/* end records carry no name; the ingest pairs them with their start by id */
+	r.name_id = m->name ? kj_spool_string(m->name) : 0;
+	r.domain_id = m->domain ? kj_spool_string(m->domain) : 0;
+	if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+		r.tid = m->objectId.pt.threadId;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void put_api(const CUpti_ActivityAPI *a)
+{
+	struct kj_rec_api r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_API;
+	r.h.size = sizeof(r);
+	r.start_ns = (int64_t)a->start;
+	r.end_ns = (int64_t)a->end;
+	r.domain = a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : 2;
+	r.cbid = a->cbid;
+	r.tid = a->threadId;
+	r.correlation = a->correlationId;
+	r.status = a->returnValue;
+	r.bytes = -1;
+	r.stream = -1;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+	(void)size;
+	while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		switch (rec->kind) {
+		case CUPTI_ACTIVITY_KIND_KERNEL:
+		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+			put_kernel((const CUpti_ActivityKernel10 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMCPY:
+			put_memcpy((const CUpti_ActivityMemcpy6 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMSET:
+			put_memset((const CUpti_ActivityMemset4 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MEMORY2:
+			put_memory((const CUpti_ActivityMemory4 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_MARKER:
+			put_marker((const CUpti_ActivityMarker2 *)rec);
+			break;
+		case CUPTI_ACTIVITY_KIND_DRIVER:
+		case CUPTI_ACTIVITY_KIND_RUNTIME:
+			put_api((const CUpti_ActivityAPI *)rec);
+			break;
+		default:
+			break;
+		}
+	}
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped) {
+		struct kj_rec_dropped d;
+		memset(&d, 0, sizeof(d));
+		d.h.type = KJ_REC_DROPPED;
+		d.h.size = sizeof(d);
+		d.count = dropped;
+		kj_spool_write(&d, sizeof(d));
+	}
+	free(buffer);
+}
+
+static uint64_t CUPTIAPI monotonic_timestamp(void)
+{
+	return (uint64_t)kj_now_ns();
+}
+
+static int enable(CUpti_ActivityKind kind, const char *what)
+{
+	CUptiResult r = cuptiActivityEnable(kind);
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = NULL;
+		cuptiGetResultString(r, &msg);
+		kj_spool_problem("%s not recorded: cuptiActivityEnable: %s", what, msg ? msg : "?");
+		return -1;
+	}
+	return 0;
+}
+
+int kj_activity_start(void)
+{
+	CUptiResult r;
+	if (cuptiActivityRegisterTimestampCallback(monotonic_timestamp) != CUPTI_SUCCESS)
+		kj_spool_problem("CUPTI timestamps are not CLOCK_MONOTONIC (clock_sync maps them)");
+	r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = NULL;
+		cuptiGetResultString(r, &msg);
+		kj_spool_problem("no GPU activity recorded: cuptiActivityRegisterCallbacks: %s",
+				 msg ? msg : "?");
+		return -1;
+	}
+	if (enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels") != 0)
+		return -1;
+	enable(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
+	enable(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
+	enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations");
+	enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+	if (kj_cfg.api) {
+		enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
+		enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls");
+	}
+	/* deliver completed buffers at least every second: a killed program loses at most that */
+	cuptiActivityFlushPeriod(500);
+	return 0;
+}
+
+void kj_activity_flush(void)
+{
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}

@@ -1,0 +1,603 @@
+#define _GNU_SOURCE
+/* Driver-API and resource callbacks: launch parameters and unique-kernel keys, allocation
+ * ranges, module images, device facts, graph nodes. These run on the program's own threads,
+ * so each does a few hash lookups and a buffered append, nothing more. */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject.h"
+
+/* ---- per-handle function facts, cached: querying them on every launch tripled wall time ---- */
+struct fninfo {
+	uintptr_t handle;
+	uint32_t kind;     /* 1 CUfunction, 2 CUkernel, 0 unknown */
+	uint32_t name_id;
+	uint64_t name_hash;
+	uint32_t nparams, total;
+	uint32_t *layout;  /* nparams pairs (offset, size) */
+};
+
+static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fninfo **fns;
+static size_t fn_cap, fn_n;
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static struct fninfo *query_fn(uintptr_t handle)
+{
+	struct fninfo *fi = calloc(1, sizeof(*fi));
+	const char *name = NULL;
+	size_t off, sz;
+	uint32_t cap = 0;
+	if (!fi)
+		return NULL;
+	fi->handle = handle;
+	/* Runtime launches under CUDA 13 usually pass a CUkernel where a CUfunction is expected:
+	 * the CUfunction queries refuse it (invalid handle) and the CUkernel ones answer. */
+	if (cuFuncGetParamInfo((CUfunction)handle, 0, &off, &sz) != CUDA_ERROR_INVALID_HANDLE &&
+	    cuFuncGetName(&name, (CUfunction)handle) == CUDA_SUCCESS)
+		fi->kind = 1;
+	else if (cuKernelGetName(&name, (CUkernel)handle) == CUDA_SUCCESS)
+		fi->kind = 2;
+	fi->name_id = kj_spool_string(name ? name : "?");
+	fi->name_hash = hash_str(name);
+	for (uint32_t i = 0; fi->kind; i++) {
+		CUresult r = fi->kind == 1 ? cuFuncGetParamInfo((CUfunction)handle, i, &off, &sz)
+					   : cuKernelGetParamInfo((CUkernel)handle, i, &off, &sz);
+		if (r != CUDA_SUCCESS)
+			break;
+		if (fi->nparams == cap) {
+			cap = cap ? cap * 2 : 8;
+			uint32_t *l = realloc(fi->layout, cap * 2 * sizeof(uint32_t));
+			if (!l)
+				break;
+			fi->layout = l;
+		}
+		fi->layout[2 * fi->nparams] = (uint32_t)off;
+		fi->layout[2 * fi->nparams + 1] = (uint32_t)sz;
+		fi->nparams++;
+		if (off + sz > fi->total)
+			fi->total = (uint32_t)(off + sz);
+	}
+	return fi;
+}
+
+static struct fninfo *lookup_fn(uintptr_t handle)
+{
+	struct fninfo *fi = NULL;
+	size_t i;
+	pthread_mutex_lock(&fn_lock);
+	if ((fn_n + 1) * 2 > fn_cap) {
+		size_t ncap = fn_cap ? fn_cap * 2 : 4096;
+		struct fninfo **n = calloc(ncap, sizeof(*n));
+		if (!n)
+			goto out;
+		for (size_t j = 0; j < fn_cap; j++)
+			if (fns[j]) {
+				size_t k = (fns[j]->handle >> 4) & (ncap - 1);
+				while (n[k])
+					k = (k + 1) & (ncap - 1);
+				n[k] = fns[j];
+			}
+		free(fns);
+		fns = n;
+		fn_cap = ncap;
+	}
+	for (i = (handle >> 4) & (fn_cap - 1); fns[i]; i = (i + 1) & (fn_cap - 1))
+		if (fns[i]->handle == handle) {
+			fi = fns[i];
+			goto out;
+		}
+	fi = query_fn(handle);
+	if (fi) {
+		fns[i] = fi;
+		fn_n++;
+	}
+out:
+	pthread_mutex_unlock(&fn_lock);
+	return fi;
+}
+
+/* ---- how many times each unique key was seen (for first-K parameter capture) ---- */
+static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *keys;
+static uint32_t *key_count;
+static size_t key_cap, key_n;
+
+/* Count one more launch of key; returns the count before this launch. */
+static uint32_t key_seen(uint64_t key)
+{
+	uint32_t before = UINT32_MAX;
+	size_t i;
+	key |= 1;
+	pthread_mutex_lock(&key_lock);
+	if ((key_n + 1) * 2 > key_cap) {
+		size_t ncap = key_cap ? key_cap * 2 : 4096;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *nc = calloc(ncap, sizeof(*nc));
+		if (!nk || !nc) {
+			free(nk);
+			free(nc);
+			goto out;
+		}
+		for (size_t j = 0; j < key_cap; j++)
+			if (keys[j]) {
+				size_t k = keys[j] & (ncap - 1);
+				while (nk[k])
+					k = (k + 1) & (ncap - 1);
+				nk[k] = keys[j];
+				nc[k] = key_count[j];
+			}
+		free(keys);
+		free(key_count);
+		keys = nk;
+		key_count = nc;
+		key_cap = ncap;
+	}
+	for (i = key & (key_cap - 1); keys[i] && keys[i] != key; i = (i + 1) & (key_cap - 1))
+		;
+	if (!keys[i]) {
+		keys[i] = key;
+		key_n++;
+	}
+	before = key_count[i];
+	if (key_count[i] < UINT32_MAX)
+		key_count[i]++;
+out:
+	pthread_mutex_unlock(&key_lock);
+	return before;
+}
+
+/* ---- launches ---- */
+struct launch {
+	uintptr_t f;
+	uint32_t grid[3], block[3], cluster[3], shmem;
+	CUstream stream;
+	int ptsz;
+	void **params;
+	void **extra;
+};
+
+static __thread uint64_t tl_key;
+static __thread uint64_t tl_node;
+static __thread int tl_in_launch;
+
+/* Copy the parameter block into blob (fi->total bytes). 0 ok, -1 unknown layout. */
+static int gather_params(const struct fninfo *fi, const struct launch *l, unsigned char *blob)
+{
+	if (l->params) {
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			if (l->params[i])
+				memcpy(blob + fi->layout[2 * i], l->params[i], fi->layout[2 * i + 1]);
+		return 0;
+	}
+	if (l->extra) {
+		void *buf = NULL;
+		size_t size = 0;
+		for (void **e = l->extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+			if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = e[1];
+			else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = *(size_t *)e[1];
+		}
+		if (buf && size >= fi->total) {
+			memcpy(blob, buf, fi->total);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The unique-kernel key: the function, its geometry and the parameter bytes that are not device
+ * pointers, so the same work on other buffers falls together and other sizes do not. */
+static uint64_t launch_key(const struct fninfo *fi, const struct launch *l, const unsigned char *blob)
+{
+	uint64_t h = fi->name_hash;
+	for (int i = 0; i < 3; i++) {
+		h = mix(h, l->grid[i]);
+		h = mix(h, l->block[i]);
+		h = mix(h, l->cluster[i]);
+	}
+	h = mix(h, l->shmem);
+	for (uint32_t i = 0; blob && i < fi->nparams; i++) {
+		uint32_t off = fi->layout[2 * i], sz = fi->layout[2 * i + 1], j = 0;
+		for (; j + 8 <= sz && ((off + j) & 7) == 0; j += 8) {
+			uint64_t w;
+			memcpy(&w, blob + off + j, 8);
+			h = mix(h, kj_alloc_contains(w) ? 0x5054525F5054525FULL : w);
+		}
+		for (; j < sz; j++)
+			h = mix(h, blob[off + j]);
+	}
+	return h ? h : 1;
+}
+
+static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
+{
+	struct fninfo *fi = lookup_fn(l->f);
+	unsigned char stackblob[4096];
+	unsigned char *blob = NULL;
+	struct kj_rec_launch rec;
+	uint64_t key;
+
+	if (!fi)
+		return;
+	if (fi->total <= sizeof(stackblob))
+		blob = stackblob;
+	else
+		blob = malloc(fi->total);
+	if (blob) {
+		memset(blob, 0, fi->total);
+		if (gather_params(fi, l, blob) != 0) {
+			if (blob != stackblob)
+				free(blob);
+			blob = NULL;
+		}
+	}
+	key = launch_key(fi, l, blob);
+	tl_key = key;
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = KJ_REC_LAUNCH;
+	rec.h.size = sizeof(rec);
+	rec.key = key;
+	rec.launch_ns = kj_now_ns();
+	rec.correlation = cb->correlationId;
+	rec.tid = (uint32_t)gettid();
+	kj_spool_write(&rec, sizeof(rec));
+
+	if (blob && kj_cfg.params_k > 0 && key_seen(key) < (uint32_t)kj_cfg.params_k) {
+		struct kj_rec_params *p;
+		size_t head = sizeof(*p) + fi->nparams * 2 * sizeof(uint32_t);
+		p = malloc(head + fi->total);
+		if (p) {
+			uint32_t sid = 0;
+			memset(p, 0, sizeof(*p));
+			p->h.type = KJ_REC_PARAMS;
+			p->key = key;
+			p->launch_ns = rec.launch_ns;
+			p->correlation = cb->correlationId;
+			p->name_id = fi->name_id;
+			memcpy(p->grid, l->grid, sizeof(p->grid));
+			memcpy(p->block, l->block, sizeof(p->block));
+			memcpy(p->cluster, l->cluster, sizeof(p->cluster));
+			p->shmem_dynamic = l->shmem;
+			if (cuptiGetStreamIdEx(cb->context, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
+				p->stream = sid;
+			p->handle_kind = fi->kind;
+			p->nparams = fi->nparams;
+			p->blob_len = fi->total;
+			p->iteration = -1;
+			memcpy(p + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));
+			memcpy((unsigned char *)p + head, blob, fi->total);
+			kj_spool_write2(p, head, (unsigned char *)p + head, fi->total);
+			free(p);
+		}
+	}
+	if (blob && blob != stackblob)
+		free(blob);
+}
+
+static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	struct launch l;
+	memset(&l, 0, sizeof(l));
+	l.cluster[0] = l.cluster[1] = l.cluster[2] = 0;
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+		const cuLaunchKernel_params *p = cb->functionParams;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
+		l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
+		l.shmem = p->sharedMemBytes;
+		l.stream = p->hStream;
+		l.params = p->kernelParams;
+		l.extra = p->extra;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+		const cuLaunchCooperativeKernel_params *p = cb->functionParams;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
+		l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
+		l.shmem = p->sharedMemBytes;
+		l.stream = p->hStream;
+		l.params = p->kernelParams;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+		const cuLaunchKernelEx_params *p = cb->functionParams;
+		const CUlaunchConfig *c = p->config;
+		if (!c)
+			return;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = c->gridDimX, l.grid[1] = c->gridDimY, l.grid[2] = c->gridDimZ;
+		l.block[0] = c->blockDimX, l.block[1] = c->blockDimY, l.block[2] = c->blockDimZ;
+		l.shmem = c->sharedMemBytes;
+		l.stream = c->hStream;
+		for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+			if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+				l.cluster[0] = c->attrs[i].value.clusterDim.x;
+				l.cluster[1] = c->attrs[i].value.clusterDim.y;
+				l.cluster[2] = c->attrs[i].value.clusterDim.z;
+			}
+		l.params = p->kernelParams;
+		l.extra = p->extra;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+		break;
+	}
+	default:
+		return;
+	}
+	on_launch(cb, &l);
+}
+
+static void put_vmm(uint64_t ptr, uint64_t bytes, int op, uint32_t corr)
+{
+	struct kj_rec_memory r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MEMORY;
+	r.h.size = sizeof(r);
+	r.t_ns = kj_now_ns();
+	r.address = ptr;
+	r.bytes = bytes;
+	r.correlation = corr;
+	r.op = (uint8_t)op;
+	r.via = 1;
+	kj_spool_write(&r, sizeof(r));
+}
+
+static int succeeded(const CUpti_CallbackData *cb)
+{
+	return cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
+}
+
+static void handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	int enter = cb->callbackSite == CUPTI_API_ENTER;
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+		if (!enter && succeeded(cb)) {
+			const cuMemAlloc_v2_params *p = cb->functionParams;
+			kj_alloc_add(*p->dptr, p->bytesize);
+		}
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+		if (!enter && succeeded(cb)) {
+			const cuMemAllocPitch_v2_params *p = cb->functionParams;
+			kj_alloc_add(*p->dptr, (uint64_t)*p->pPitch * p->Height);
+		}
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+		if (!enter && succeeded(cb)) {
+			const cuMemAllocAsync_params *p = cb->functionParams;
+			kj_alloc_add(*p->dptr, p->bytesize);
+		}
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+		if (!enter && succeeded(cb)) {
+			const cuMemAllocFromPoolAsync_params *p = cb->functionParams;
+			kj_alloc_add(*p->dptr, p->bytesize);
+		}
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+		if (enter)
+			kj_alloc_remove(((const cuMemFree_v2_params *)cb->functionParams)->dptr);
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+		if (enter)
+			kj_alloc_remove(((const cuMemFreeAsync_params *)cb->functionParams)->dptr);
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
+		if (!enter && succeeded(cb)) {
+			const cuMemMap_params *p = cb->functionParams;
+			kj_alloc_add(p->ptr, p->size);
+			put_vmm(p->ptr, p->size, 1, cb->correlationId);
+		}
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+		if (enter) {
+			const cuMemUnmap_params *p = cb->functionParams;
+			kj_alloc_remove(p->ptr);
+			put_vmm(p->ptr, p->size, 2, cb->correlationId);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void put_device(CUcontext ctx)
+{
+	struct kj_rec_device d;
+	uint32_t ordinal = 0;
+	CUdevice dev;
+	CUuuid uuid;
+	int v = 0;
+	if (cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS || cuDeviceGet(&dev, (int)ordinal) != CUDA_SUCCESS)
+		return;
+	memset(&d, 0, sizeof(d));
+	d.h.type = KJ_REC_DEVICE;
+	d.h.size = sizeof(d);
+	d.ordinal = ordinal;
+	cuDeviceGetName(d.name, sizeof(d.name) - 1, dev);
+	if (cuDeviceGetUuid_v2(&uuid, dev) == CUDA_SUCCESS)
+		memcpy(d.uuid, uuid.bytes, 16);
+	cuDeviceGetPCIBusId(d.pci_bus_id, sizeof(d.pci_bus_id) - 1, dev);
+#define ATTR(field, a) if (cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS) d.field = (uint32_t)v
+	ATTR(cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+	ATTR(cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+	ATTR(sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+	ATTR(l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+	ATTR(clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+	ATTR(mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+#undef ATTR
+	{
+		size_t mem = 0;
+		if (cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS)
+			d.memory_bytes = mem;
+	}
+	if (cuDriverGetVersion(&v) == CUDA_SUCCESS)
+		d.driver_version = (uint32_t)v;
+	kj_spool_write(&d, sizeof(d));
+}
+
+static void put_module(const CUpti_ModuleResourceData *m)
+{
+	struct kj_rec_module r;
+	if (!m || !m->pCubin || !m->cubinSize)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MODULE;
+	r.t_ns = kj_now_ns();
+	r.bytes = m->cubinSize;
+	r.module_id = m->moduleId;
+	kj_spool_write2(&r, sizeof(r), m->pCubin, m->cubinSize);
+}
+
+static void put_graphnode(uint64_t node, uint64_t key, uint64_t original)
+{
+	struct kj_rec_graphnode g;
+	memset(&g, 0, sizeof(g));
+	g.h.type = KJ_REC_GRAPHNODE;
+	g.h.size = sizeof(g);
+	g.node_id = node;
+	g.key = key;
+	g.original_node_id = original;
+	kj_spool_write(&g, sizeof(g));
+}
+
+static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
+{
+	switch (id) {
+	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+		put_device(rd->context);
+		break;
+	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+		put_module(rd->resourceDescriptor);
+		break;
+	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
+		const CUpti_GraphData *g = rd->resourceDescriptor;
+		uint64_t nid = 0;
+		if (g && tl_in_launch && cuptiGetGraphNodeId(g->node, &nid) == CUPTI_SUCCESS)
+			tl_node = nid;
+		break;
+	}
+	case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
+		const CUpti_GraphData *g = rd->resourceDescriptor;
+		uint64_t nid = 0, orig = 0;
+		if (g && cuptiGetGraphNodeId(g->node, &nid) == CUPTI_SUCCESS &&
+		    cuptiGetGraphNodeId(g->originalNode, &orig) == CUPTI_SUCCESS)
+			put_graphnode(nid, 0, orig);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static int is_launch(CUpti_CallbackId id)
+{
+	return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
+	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+}
+
+static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+			      const void *data)
+{
+	(void)userdata;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+		handle_resource(id, data);
+		return;
+	}
+	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	const CUpti_CallbackData *cb = data;
+	if (is_launch(id)) {
+		if (cb->callbackSite == CUPTI_API_ENTER) {
+			tl_in_launch = 1;
+			tl_node = 0;
+			handle_launch(id, cb);
+		} else {
+			/* a launch into a capturing stream created a graph node: remember its key */
+			if (tl_node)
+				put_graphnode(tl_node, tl_key, 0);
+			tl_in_launch = 0;
+			tl_node = 0;
+		}
+		return;
+	}
+	handle_memory(id, cb);
+}
+
+static CUpti_SubscriberHandle subscriber;
+
+int kj_callbacks_start(void)
+{
+	static const CUpti_CallbackId driver_ids[] = {
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+		CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+		CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+		CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+	};
+	static const CUpti_CallbackId resource_ids[] = {
+		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+		CUPTI_CBID_RESOURCE_MODULE_LOADED,
+		CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+		CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+	};
+	CUptiResult r = cuptiSubscribe(&subscriber, callback, NULL);
+	if (r != CUPTI_SUCCESS) {
+		const char *msg = NULL;
+		cuptiGetResultString(r, &msg);
+		kj_spool_problem("launch parameters, unique-kernel keys, modules and devices not recorded: "
+				 "cuptiSubscribe: %s (another CUPTI client, such as a profiler, holds it)",
+				 msg ? msg : "?");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
+		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
+		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* Entry points of the injection library: InitializeInjection (CUDA_INJECTION64_PATH) and the
+ * NVTX injection hooks, which forward to CUPTI's so NVTX ranges reach CUPTI's MARKER activity. */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+
+#define KJ_EXPORT __attribute__((visibility("default")))
+
+struct kj_inject_config kj_cfg = {.params_k = 1};
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int started;
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : dflt;
+}
+
+static void put_process(void)
+{
+	char exe[1024] = "", text[8192];
+	size_t len = 0;
+	struct kj_rec_process p;
+	struct timespec rt;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f;
+	if (n > 0)
+		exe[n] = '\0';
+	len = (size_t)snprintf(text, sizeof(text), "%s", exe) + 1;
+	f = fopen("/proc/self/cmdline", "r");
+	if (f) {
+		len += fread(text + len, 1, sizeof(text) - len - 1, f);
+		fclose(f);
+	}
+	memset(&p, 0, sizeof(p));
+	p.h.type = KJ_REC_PROCESS;
+	p.pid = getpid();
+	p.ppid = getppid();
+	p.start_ns = kj_now_ns();
+	clock_gettime(CLOCK_REALTIME, &rt);
+	p.start_realtime_ns = (int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec;
+	p.text_len = (uint32_t)len;
+	kj_spool_write2(&p, sizeof(p), text, len);
+}
+
+static void put_clock(void)
+{
+	struct kj_rec_clock c;
+	struct timespec rt;
+	uint64_t t = 0;
+	memset(&c, 0, sizeof(c));
+	c.h.type = KJ_REC_CLOCK;
+	c.h.size = sizeof(c);
+	c.monotonic_ns = kj_now_ns();
+	cuptiGetTimestamp(&t);
+	c.trace_ns = (int64_t)t;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	c.realtime_ns = (int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec;
+	kj_spool_write(&c, sizeof(c));
+}
+
+static void at_exit(void)
+{
+	if (!started)
+		return;
+	kj_activity_flush();
+	put_clock();
+	kj_spool_close(1);
+}
+
+/* After fork() without exec the child must not write into the parent's spool. */
+static void in_forked_child(void)
+{
+	kj_spool_close(0);
+	started = 0;
+}
+
+static void start(void)
+{
+	const char *dir = getenv("KJOULE_SPOOL");
+	const char *range = getenv("KJOULE_ITERATION_RANGE");
+	if (!dir || !*dir) {
+		fprintf(stderr, "kjoule: injection library loaded without KJOULE_SPOOL: not tracing "
+				"(use `kjoule run -- CMD`)\n");
+		return;
+	}
+	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
+	kj_cfg.api = env_int("KJOULE_API", 0);
+	kj_cfg.snapshot = env_int("KJOULE_SNAPSHOT", 0);
+	kj_cfg.params_iteration = env_int("KJOULE_PARAMS_ITERATION", 0);
+	if (range)
+		snprintf(kj_cfg.iteration_range, sizeof(kj_cfg.iteration_range), "%s", range);
+	if (kj_spool_open(dir) != 0)
+		return;
+	started = 1;
+	put_process();
+	put_clock();
+	if (kj_activity_start() != 0)
+		kj_spool_problem("GPU activity is not recorded in process %ld", (long)getpid());
+	kj_callbacks_start();
+	atexit(at_exit);
+	pthread_atfork(NULL, NULL, in_forked_child);
+}
+
+/* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
+KJ_EXPORT int InitializeInjection(void)
+{
+	pthread_once(&once, start);
+	return 1;
+}
+
+/* NVTX_INJECTION64_PATH may name this library too: hand NVTX over to CUPTI's hooks. */
+static void *cupti_symbol(const char *name)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcupti.so", RTLD_LAZY | RTLD_NOLOAD);
+	return h ? dlsym(h, name) : NULL;
+}
+
+KJ_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
+{
+	int (*fn)(void *) = (int (*)(void *))cupti_symbol("InitializeInjectionNvtx2");
+	return fn ? fn(get_export_table) : 0;
+}
+
+KJ_EXPORT int InitializeInjectionNvtx(void *get_export_table)
+{
+	int (*fn)(void *) = (int (*)(void *))cupti_symbol("InitializeInjectionNvtx");
+	return fn ? fn(get_export_table) : 0;
+}

@@ -1,0 +1,249 @@
+/* Spool writer: one buffered, append-only file per process. The buffer is written out when
+ * full and by a flush thread every 250 ms, so a killed process loses at most that much. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+
+#define SPOOL_BUF (1u << 20)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int fd = -1;
+static unsigned char *buf;
+static size_t used;
+static pthread_t flusher;
+static volatile int stopping;
+static int write_failed;
+
+int64_t kj_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void write_all(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	while (n && !write_failed) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			write_failed = 1;
+			fprintf(stderr, "kjoule: trace file write failed (%s): tracing stops here\n",
+				strerror(errno));
+			return;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+}
+
+static void flush_locked(void)
+{
+	if (used && fd >= 0)
+		write_all(buf, used);
+	used = 0;
+}
+
+static void *flush_loop(void *arg)
+{
+	(void)arg;
+	struct timespec ts = {0, 250 * 1000 * 1000};
+	while (!stopping) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&lock);
+		flush_locked();
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
+int kj_spool_open(const char *dir)
+{
+	char path[4096];
+	struct kj_rec_file f;
+	snprintf(path, sizeof(path), "%s/p%ld.spool", dir, (long)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "kjoule: cannot create %s: %s: this process is not traced\n", path,
+			strerror(errno));
+		return -1;
+	}
+	buf = malloc(SPOOL_BUF);
+	if (!buf) {
+		close(fd);
+		fd = -1;
+		return -1;
+	}
+	memset(&f, 0, sizeof(f));
+	f.h.type = KJ_REC_FILE;
+	f.h.size = sizeof(f);
+	f.magic = KJ_SPOOL_MAGIC;
+	f.version = KJ_SPOOL_VERSION;
+	kj_spool_write(&f, sizeof(f));
+	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+		pthread_detach(flusher);
+	return 0;
+}
+
+void kj_spool_write(const void *rec, size_t size)
+{
+	pthread_mutex_lock(&lock);
+	if (fd >= 0) {
+		if (used + size > SPOOL_BUF)
+			flush_locked();
+		if (size > SPOOL_BUF)
+			write_all(rec, size);
+		else {
+			memcpy(buf + used, rec, size);
+			used += size;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size)
+{
+	static const unsigned char zeros[8];
+	size_t total = KJ_REC_ALIGN(head_size + payload_size);
+	struct kj_rec_hdr *h = head;
+	h->size = (uint32_t)total;
+	pthread_mutex_lock(&lock);
+	if (fd >= 0) {
+		if (used + total > SPOOL_BUF)
+			flush_locked();
+		if (total > SPOOL_BUF) {
+			write_all(head, head_size);
+			write_all(payload, payload_size);
+			write_all(zeros, total - head_size - payload_size);
+		} else {
+			memcpy(buf + used, head, head_size);
+			memcpy(buf + used + head_size, payload, payload_size);
+			memset(buf + used + head_size + payload_size, 0, total - head_size - payload_size);
+			used += total;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void kj_spool_flush(void)
+{
+	pthread_mutex_lock(&lock);
+	flush_locked();
+	pthread_mutex_unlock(&lock);
+}
+
+void kj_spool_close(int clean)
+{
+	struct kj_rec_text end;
+	if (fd < 0)
+		return;
+	if (clean) {
+		memset(&end, 0, sizeof(end));
+		end.h.type = KJ_REC_END;
+		end.h.size = sizeof(end);
+		end.t_ns = kj_now_ns();
+		kj_spool_write(&end, sizeof(end));
+	}
+	stopping = 1;
+	pthread_mutex_lock(&lock);
+	flush_locked();
+	close(fd);
+	fd = -1;
+	pthread_mutex_unlock(&lock);
+}
+
+/* String interning: open-addressing table keyed by content hash. */
+struct str_slot {
+	uint64_t hash;
+	char *text;
+	uint32_t id;
+};
+static struct str_slot *strs;
+static size_t str_cap, str_n;
+static pthread_mutex_t str_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h | 1;
+}
+
+static int str_grow(void)
+{
+	size_t ncap = str_cap ? str_cap * 2 : 1024;
+	struct str_slot *n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -1;
+	for (size_t i = 0; i < str_cap; i++) {
+		if (!strs[i].hash)
+			continue;
+		size_t j = strs[i].hash & (ncap - 1);
+		while (n[j].hash)
+			j = (j + 1) & (ncap - 1);
+		n[j] = strs[i];
+	}
+	free(strs);
+	strs = n;
+	str_cap = ncap;
+	return 0;
+}
+
+uint32_t kj_spool_string(const char *s)
+{
+	uint64_t h;
+	size_t i;
+	uint32_t id = 0;
+	if (!s)
+		s = "";
+	h = fnv1a(s);
+	pthread_mutex_lock(&str_lock);
+	if ((str_n + 1) * 2 > str_cap && str_grow() != 0)
+		goto out;
+	for (i = h & (str_cap - 1); strs[i].hash; i = (i + 1) & (str_cap - 1))
+		if (strs[i].hash == h && !strcmp(strs[i].text, s)) {
+			id = strs[i].id;
+			goto out;
+		}
+	strs[i].hash = h;
+	strs[i].text = strdup(s);
+	strs[i].id = id = (uint32_t)++str_n;
+	{
+		struct kj_rec_string r;
+		memset(&r, 0, sizeof(r));
+		r.h.type = KJ_REC_STRING;
+		r.id = id;
+		r.len = (uint32_t)strlen(s);
+		kj_spool_write2(&r, sizeof(r), s, r.len);
+	}
+out:
+	pthread_mutex_unlock(&str_lock);
+	return id;
+}
+
+void kj_spool_problem(const char *fmt, ...)
+{
+	char text[1024];
+	struct kj_rec_text r;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "kjoule: %s\n", text);
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_PROBLEM;
+	r.t_ns = kj_now_ns();
+	r.len = (uint32_t)strlen(text);
+	kj_spool_write2(&r, sizeof(r), text, r.len);
+}

@@ -1,0 +1,188 @@
+/* The spool: binary records the injection library appends, one file per traced process, and
+ * that `kjoule run` ingests into the run database. Every record starts with kj_rec_hdr; size
+ * covers the header and is a multiple of 8. A file that ends inside a record was cut short
+ * (the process died): the reader keeps every complete record before it.
+ * Strings (kernel names, NVTX names and domains) are interned per file: a KJ_REC_STRING
+ * record gives the text of an id before any record that uses the id. */
+#ifndef KJ_SPOOL_H
+#define KJ_SPOOL_H
+
+#include <stdint.h>
+
+#define KJ_SPOOL_MAGIC 0x6C6F6F70736A6BULL /* "kjspool" */
+#define KJ_SPOOL_VERSION 1
+
+enum kj_rec_type {
+	KJ_REC_FILE = 1,      /* first record: magic, version */
+	KJ_REC_PROCESS,       /* pid, ppid, start clocks; text = exe then args, NUL separated */
+	KJ_REC_STRING,        /* id; text */
+	KJ_REC_KERNEL,
+	KJ_REC_MEMCPY,
+	KJ_REC_MEMSET,
+	KJ_REC_MEMORY,        /* allocation or free */
+	KJ_REC_MARKER,        /* NVTX range start/end */
+	KJ_REC_API,           /* driver/runtime API call (with --api) */
+	KJ_REC_LAUNCH,        /* every launch seen by the callback: correlation -> unique key */
+	KJ_REC_PARAMS,        /* captured parameter block of one launch */
+	KJ_REC_MODULE,        /* a loaded module's image */
+	KJ_REC_DEVICE,        /* device facts, per ordinal */
+	KJ_REC_CLOCK,         /* clock sync triple */
+	KJ_REC_PROBLEM,       /* text: something not recorded, and why */
+	KJ_REC_GRAPHNODE,     /* graph node -> unique key of the kernel it launches */
+	KJ_REC_END,           /* clean end of the process's trace */
+	KJ_REC_DROPPED,       /* CUPTI dropped records */
+	KJ_REC_SEQOP,         /* stream op inside the captured iteration (--params-iteration) */
+	KJ_REC_SNAPSHOT,      /* device buffer contents (--snapshot) */
+};
+
+struct kj_rec_hdr {
+	uint32_t type;
+	uint32_t size;
+};
+
+struct kj_rec_file {
+	struct kj_rec_hdr h;
+	uint64_t magic;
+	uint32_t version;
+	uint32_t pad;
+};
+
+struct kj_rec_process {
+	struct kj_rec_hdr h;
+	int64_t pid, ppid;
+	int64_t start_ns, start_realtime_ns;
+	uint32_t text_len, pad; /* followed by text */
+};
+
+struct kj_rec_string {
+	struct kj_rec_hdr h;
+	uint32_t id, len; /* followed by len bytes (no NUL) */
+};
+
+struct kj_rec_kernel {
+	struct kj_rec_hdr h;
+	int64_t start_ns, end_ns;
+	uint64_t graph_node_id;
+	uint32_t device, context, stream, correlation;
+	uint32_t name_id, graph_id;
+	int32_t grid[3], block[3];
+	uint32_t cluster[3];
+	int32_t shmem_static, shmem_dynamic;
+	uint32_t registers;
+};
+
+struct kj_rec_memcpy {
+	struct kj_rec_hdr h;
+	int64_t start_ns, end_ns;
+	uint64_t bytes, graph_node_id;
+	uint32_t device, context, stream, correlation;
+	uint8_t copy_kind, src_kind, dst_kind, is_memset;
+	uint32_t value; /* memset value */
+};
+
+struct kj_rec_memory {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint64_t address, bytes;
+	uint32_t device, stream, correlation;
+	uint8_t op;   /* 1 allocation, 2 release */
+	uint8_t kind; /* CUPTI memory kind */
+	uint8_t pool; /* CUPTI pool type (0 none) */
+	uint8_t via;  /* 0 CUPTI activity, 1 VMM map callback */
+};
+
+struct kj_rec_marker {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint32_t id, flags; /* CUPTI marker flags: start/end/instant */
+	uint32_t name_id, domain_id;
+	uint32_t tid, pad;
+};
+
+struct kj_rec_api {
+	struct kj_rec_hdr h;
+	int64_t start_ns, end_ns;
+	uint32_t domain; /* 1 driver, 2 runtime */
+	uint32_t cbid, tid, correlation, status, pad;
+	int64_t bytes;   /* -1 unknown */
+	int64_t stream;  /* -1 unknown */
+};
+
+struct kj_rec_launch {
+	struct kj_rec_hdr h;
+	uint64_t key;
+	int64_t launch_ns;
+	uint32_t correlation, tid;
+};
+
+struct kj_rec_params {
+	struct kj_rec_hdr h;
+	uint64_t key;
+	int64_t launch_ns;
+	uint32_t correlation, name_id;
+	uint32_t grid[3], block[3], cluster[3];
+	uint32_t shmem_dynamic, stream;
+	uint32_t handle_kind; /* 1 CUfunction, 2 CUkernel */
+	uint32_t nparams;
+	uint32_t blob_len;
+	int32_t iteration;    /* -1: first-K capture; else the --params-iteration instance */
+	uint32_t pad;
+	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
+};
+
+struct kj_rec_module {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint64_t bytes;
+	uint32_t module_id, pad; /* followed by the image */
+};
+
+struct kj_rec_device {
+	struct kj_rec_hdr h;
+	uint32_t ordinal, cc_major, cc_minor, sm_count;
+	uint64_t memory_bytes;
+	uint32_t l2_bytes, clock_khz, mem_clock_khz, driver_version;
+	uint8_t uuid[16];
+	char name[128];
+	char pci_bus_id[32];
+};
+
+struct kj_rec_clock {
+	struct kj_rec_hdr h;
+	int64_t trace_ns, monotonic_ns, realtime_ns;
+};
+
+struct kj_rec_text {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint32_t len, pad; /* followed by text */
+};
+
+struct kj_rec_graphnode {
+	struct kj_rec_hdr h;
+	uint64_t node_id, key;
+	uint64_t original_node_id; /* clones: the node it was cloned from; else 0 */
+};
+
+struct kj_rec_dropped {
+	struct kj_rec_hdr h;
+	uint64_t count;
+};
+
+struct kj_rec_seqop {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint64_t event;  /* CUevent handle value, for record/wait pairing */
+	uint64_t bytes;
+	uint32_t iteration, ordinal, stream, op, correlation, kind;
+};
+
+struct kj_rec_snapshot {
+	struct kj_rec_hdr h;
+	uint64_t address, bytes;
+	uint32_t correlation, pad; /* followed by the bytes */
+};
+
+#define KJ_REC_ALIGN(n) (((n) + 7u) & ~7u)
+
+#endif
