@@ -1,12 +1,398 @@
-/* Placeholder until the info command lands: says so and fails. */
+/* kjoule info: what a run database holds: the command and how it ended, processes, devices,
+ * row counts of every table, what was captured and what was not, and recorded problems.
+ * The facts are gathered once into a JSON object; --json prints it, the text form renders it. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "kj_cli.h"
+#include "kj_db.h"
+#include "kj_error.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kjoule info RUN.kjdb [--json]\n"
+		   "\n"
+		   "What a run database holds: the traced command, start time, duration, exit status\n"
+		   "and whether the run ended abnormally; processes; devices; the row count of every\n"
+		   "table; what was captured and what was not; recorded problems.\n"
+		   "\n"
+		   "  --json   one JSON object instead of text\n");
+}
+
+/* Tables reported under "counts", with the key used in the report. */
+static const struct {
+	const char *key, *table;
+} count_tables[] = {
+	{"kernels", "kernel"},
+	{"unique_kernels", "unique_kernel"},
+	{"kernel_names", "kernel_name"},
+	{"memcpys", "memcpy"},
+	{"memsets", "memset"},
+	{"api_calls", "api_call"},
+	{"allocations", "allocation"},
+	{"nvtx_ranges", "nvtx_range"},
+	{"modules", "module"},
+	{"module_loads", "module_load"},
+	{"launch_params", "launch_params"},
+	{"sequence_ops", "sequence_op"},
+	{"snapshots", "snapshot"},
+	{"power_samples", "power_sample"},
+	{"idle_power", "idle_power"},
+	{"meter_samples", "meter_sample"},
+	{"replay_kernel", "replay_kernel"},
+	{"replay_energy", "replay_energy"},
+	{"replay_sequence", "replay_sequence"},
+	{"problems", "problem"},
+};
+
+static json_t *meta_json(sqlite3 *db, const char *key)
+{
+	char buf[8192];
+	if (kj_db_meta_get(db, key, buf, sizeof(buf)))
+		return json_null();
+	return json_string(buf);
+}
+
+static int parse_i64(const char *s, int64_t *v)
+{
+	char *end;
+	if (!s || !*s)
+		return 0;
+	long long x = strtoll(s, &end, 10);
+	if (*end)
+		return 0;
+	*v = x;
+	return 1;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(st, i));
+	case SQLITE_NULL:
+		return json_null();
+	default:
+		return json_string((const char *)sqlite3_column_text(st, i));
+	}
+}
+
+/* Rows of sql as an array of objects keyed by column name. */
+static json_t *rows_json(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *arr = json_array();
+	if (kj_db_prepare(db, sql, &st))
+		return arr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (int i = 0; i < sqlite3_column_count(st); i++)
+			json_object_set_new(o, sqlite3_column_name(st, i), col_json(st, i));
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return arr;
+}
+
+static json_t *scalar_json(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *v = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = col_json(st, 0);
+	sqlite3_finalize(st);
+	return v ? v : json_null();
+}
+
+/* The traced command as one readable line: a JSON array of arguments is joined with spaces. */
+static char *command_text(const char *raw)
+{
+	json_t *a = json_loads(raw, 0, NULL);
+	size_t len = 1, i;
+	json_t *v;
+	char *out;
+	if (!json_is_array(a)) {
+		json_decref(a);
+		return strdup(raw);
+	}
+	json_array_foreach(a, i, v) len += (json_is_string(v) ? strlen(json_string_value(v)) : 4) + 3;
+	out = calloc(1, len);
+	if (out)
+		json_array_foreach(a, i, v)
+		{
+			const char *s = json_is_string(v) ? json_string_value(v) : "?";
+			int q = strchr(s, ' ') != NULL || *s == '\0';
+			if (i)
+				strcat(out, " ");
+			if (q)
+				strcat(out, "'");
+			strcat(out, s);
+			if (q)
+				strcat(out, "'");
+		}
+	json_decref(a);
+	return out;
+}
+
+/* start_realtime: ns or s since the epoch as digits are shown as UTC ISO-8601; else as is. */
+static json_t *realtime_json(const char *raw)
+{
+	int64_t v;
+	char buf[64];
+	struct tm tm;
+	time_t t;
+	if (!parse_i64(raw, &v))
+		return json_string(raw);
+	t = (time_t)(v > 100000000000000LL ? v / 1000000000LL : v);
+	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return json_string(raw);
+	return json_string(buf);
+}
+
+static json_t *gather(sqlite3 *db, const char *path)
+{
+	json_t *o = json_object(), *counts = json_object(), *missing = json_array();
+	char buf[8192], buf2[64];
+	int64_t start_ns = 0, end_ns = 0, n;
+	int have_start, have_end;
+
+	json_object_set_new(o, "file", json_string(path));
+	json_object_set_new(o, "schema_version", meta_json(db, "schema_version"));
+	if (!kj_db_meta_get(db, "command", buf, sizeof(buf))) {
+		char *c = command_text(buf);
+		json_object_set_new(o, "command", c ? json_string(c) : json_null());
+		free(c);
+	} else {
+		json_object_set_new(o, "command", json_null());
+	}
+	if (!kj_db_meta_get(db, "start_realtime", buf, sizeof(buf)))
+		json_object_set_new(o, "start_time", realtime_json(buf));
+	else
+		json_object_set_new(o, "start_time", json_null());
+	have_start = !kj_db_meta_get(db, "start_ns", buf, sizeof(buf)) && parse_i64(buf, &start_ns);
+	have_end = !kj_db_meta_get(db, "end_ns", buf, sizeof(buf)) && parse_i64(buf, &end_ns);
+	json_object_set_new(o, "start_ns", have_start ? json_integer(start_ns) : json_null());
+	json_object_set_new(o, "end_ns", have_end ? json_integer(end_ns) : json_null());
+	json_object_set_new(o, "duration_s", have_start && have_end && end_ns >= start_ns
+						     ? json_real((double)(end_ns - start_ns) / 1e9)
+						     : json_null());
+	if (!kj_db_meta_get(db, "exit_code", buf2, sizeof(buf2)) && parse_i64(buf2, &n))
+		json_object_set_new(o, "exit_code", json_integer(n));
+	else
+		json_object_set_new(o, "exit_code", json_null());
+	if (!kj_db_meta_get(db, "end_status", buf, sizeof(buf)) && buf[0]) {
+		json_object_set_new(o, "end_status", json_string(buf));
+		json_object_set_new(o, "abnormal", json_boolean(strcmp(buf, "exited") != 0));
+		if (!strcmp(buf, "signaled"))
+			json_object_set_new(o, "end_note", json_string("the program was killed by a signal"));
+		else if (!strcmp(buf, "killed"))
+			json_object_set_new(o, "end_note", json_string("the run was killed"));
+		else if (strcmp(buf, "exited"))
+			json_object_set_new(o, "end_note", json_string("the run did not exit normally"));
+	} else {
+		json_object_set_new(o, "end_status", json_null());
+		json_object_set_new(o, "abnormal", json_true());
+		json_object_set_new(o, "end_note",
+				    json_string("the end of the run was not recorded: the tracer or the "
+						"program stopped before it could write it"));
+	}
+	json_object_set_new(o, "processes",
+			    rows_json(db, "SELECT pid, ppid, exe, args, start_ns, end_ns, ended_cleanly,"
+					  " cupti_status FROM process ORDER BY pid"));
+	json_object_set_new(o, "devices",
+			    rows_json(db, "SELECT id, name, uuid, sm_count, power_limit_mw, memory_bytes,"
+					  " cc_major, cc_minor, driver_version, cuda_version, pci_bus_id"
+					  " FROM device ORDER BY id"));
+	for (size_t i = 0; i < sizeof(count_tables) / sizeof(count_tables[0]); i++) {
+		n = kj_db_count(db, count_tables[i].table);
+		json_object_set_new(counts, count_tables[i].key, n >= 0 ? json_integer(n) : json_null());
+	}
+	json_object_set_new(counts, "module_bytes",
+			    scalar_json(db, "SELECT coalesce(sum(bytes), 0) FROM module"));
+	json_object_set_new(o, "counts", counts);
+	json_object_set_new(o, "gpu_first_start_ns", scalar_json(db, "SELECT min(start_ns) FROM gpu_activity"));
+	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, "SELECT max(end_ns) FROM gpu_activity"));
+
+#define COUNT(k) json_integer_value(json_object_get(counts, k))
+	if (COUNT("kernels") == 0)
+		json_array_append_new(missing, json_string("no kernels: the program launched no GPU "
+							   "work, or it was not traced (see problems)"));
+	if (COUNT("memcpys") == 0 && COUNT("memsets") == 0)
+		json_array_append_new(missing, json_string("no memcpy or memset"));
+	if (COUNT("api_calls") == 0)
+		json_array_append_new(missing, json_string("no API calls: traced without --api"));
+	if (COUNT("allocations") == 0)
+		json_array_append_new(missing, json_string("no device memory allocations"));
+	if (COUNT("nvtx_ranges") == 0)
+		json_array_append_new(missing, json_string("no NVTX ranges"));
+	if (COUNT("modules") == 0)
+		json_array_append_new(missing, json_string("no modules (cubins not stored: replay cannot "
+							   "load kernels from this run)"));
+	if (COUNT("launch_params") == 0)
+		json_array_append_new(missing, json_string("no launch parameters (traced with "
+							   "--no-params: kernels cannot be replayed)"));
+	if (COUNT("snapshots") == 0)
+		json_array_append_new(missing, json_string("no buffer snapshots (traced without --snapshot)"));
+	if (COUNT("power_samples") == 0)
+		json_array_append_new(missing, json_string("no power samples"));
+	if (COUNT("replay_kernel") == 0 && COUNT("replay_energy") == 0)
+		json_array_append_new(missing, json_string("not replayed yet (kjoule replay)"));
+	if (json_array_size(json_object_get(o, "devices")) == 0)
+		json_array_append_new(missing, json_string("no device facts"));
+#undef COUNT
+	json_object_set_new(o, "not_captured", missing);
+	json_object_set_new(o, "problems",
+			    rows_json(db, "SELECT pid, t_ns, severity, what FROM problem ORDER BY id"));
+	return o;
+}
+
+static const char *sv(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int64_t iv(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+static void print_text(json_t *o)
+{
+	json_t *v, *counts = json_object_get(o, "counts");
+	size_t i;
+	const char *s;
+
+	printf("run:        %s (schema %s)\n", sv(o, "file"), sv(o, "schema_version") ? sv(o, "schema_version") : "?");
+	printf("command:    %s\n", sv(o, "command") ? sv(o, "command") : "(not recorded)");
+	printf("started:    %s\n", sv(o, "start_time") ? sv(o, "start_time") : "(not recorded)");
+	v = json_object_get(o, "duration_s");
+	if (json_is_real(v))
+		printf("duration:   %.3f s\n", json_real_value(v));
+	else
+		printf("duration:   unknown (start or end not recorded)\n");
+	s = sv(o, "end_status");
+	if (s && iv(o, "exit_code") >= 0)
+		printf("ended:      %s, exit code %" PRId64 "\n", s, iv(o, "exit_code"));
+	else if (s)
+		printf("ended:      %s\n", s);
+	else
+		printf("ended:      unknown\n");
+	if (json_is_true(json_object_get(o, "abnormal")))
+		printf("            ABNORMAL END: %s\n", sv(o, "end_note") ? sv(o, "end_note") : "");
+	printf("\nprocesses:  %zu\n", json_array_size(json_object_get(o, "processes")));
+	json_array_foreach(json_object_get(o, "processes"), i, v)
+	{
+		printf("  pid %-8" PRId64 " ppid %-8" PRId64 " %s", iv(v, "pid"), iv(v, "ppid"),
+		       sv(v, "exe") ? sv(v, "exe") : "?");
+		if (iv(v, "start_ns") >= 0 && iv(v, "end_ns") >= iv(v, "start_ns"))
+			printf("  %.3f s", (double)(iv(v, "end_ns") - iv(v, "start_ns")) / 1e9);
+		if (iv(v, "ended_cleanly") == 0)
+			printf("  (did not end cleanly)");
+		if (sv(v, "cupti_status") && strcmp(sv(v, "cupti_status"), "ok"))
+			printf("  CUPTI: %s", sv(v, "cupti_status"));
+		printf("\n");
+	}
+	printf("devices:    %zu\n", json_array_size(json_object_get(o, "devices")));
+	json_array_foreach(json_object_get(o, "devices"), i, v)
+	{
+		printf("  %" PRId64 ": %s  %s", iv(v, "id"), sv(v, "name") ? sv(v, "name") : "?",
+		       sv(v, "uuid") ? sv(v, "uuid") : "?");
+		if (iv(v, "sm_count") >= 0)
+			printf("  %" PRId64 " SMs", iv(v, "sm_count"));
+		if (iv(v, "power_limit_mw") >= 0)
+			printf("  power limit %.0f W", (double)iv(v, "power_limit_mw") / 1000.0);
+		if (iv(v, "memory_bytes") >= 0)
+			printf("  %.1f GiB", (double)iv(v, "memory_bytes") / (1024.0 * 1024 * 1024));
+		if (sv(v, "driver_version"))
+			printf("  driver %s", sv(v, "driver_version"));
+		printf("\n");
+	}
+	printf("\ncounts:\n");
+	for (size_t k = 0; k < sizeof(count_tables) / sizeof(count_tables[0]); k++) {
+		int64_t n = iv(counts, count_tables[k].key);
+		if (n < 0)
+			printf("  %-16s (table absent)\n", count_tables[k].key);
+		else if (!strcmp(count_tables[k].key, "modules"))
+			printf("  %-16s %" PRId64 " (%" PRId64 " bytes)\n", "modules", n,
+			       iv(counts, "module_bytes"));
+		else
+			printf("  %-16s %" PRId64 "\n", count_tables[k].key, n);
+	}
+	if (iv(o, "gpu_first_start_ns") >= 0 && iv(o, "gpu_last_end_ns") >= iv(o, "gpu_first_start_ns"))
+		printf("  %-16s %.3f ms (first GPU activity to last)\n", "gpu_span",
+		       (double)(iv(o, "gpu_last_end_ns") - iv(o, "gpu_first_start_ns")) / 1e6);
+	printf("\nnot captured:\n");
+	if (json_array_size(json_object_get(o, "not_captured")) == 0)
+		printf("  (everything kjoule records is present)\n");
+	json_array_foreach(json_object_get(o, "not_captured"), i, v) printf("  - %s\n", json_string_value(v));
+	printf("\nproblems:   %zu\n", json_array_size(json_object_get(o, "problems")));
+	json_array_foreach(json_object_get(o, "problems"), i, v)
+	{
+		printf("  [%s]", sv(v, "severity") ? sv(v, "severity") : "?");
+		if (iv(v, "pid") >= 0)
+			printf(" pid %" PRId64, iv(v, "pid"));
+		printf(" %s\n", sv(v, "what") ? sv(v, "what") : "");
+	}
+}
 
 int cmd_info(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kjoule info: not implemented yet\n");
-	return 1;
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c, as_json = 0, rc = 1;
+	sqlite3 *db = NULL;
+	json_t *o = NULL;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			as_json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			kj_errorf("info: unknown option '%s'", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		kj_errorf("info: %s", argc - optind < 1 ? "no run database given" : "one run database only");
+		usage(stderr);
+		return 2;
+	}
+	if (kj_db_open(argv[optind], 0, &db))
+		return 1;
+	o = gather(db, argv[optind]);
+	if (!o) {
+		kj_errorf("%s", kj_strerror(KJ_ENOMEM));
+		goto out;
+	}
+	if (as_json) {
+		if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)))
+			goto out;
+		putchar('\n');
+	} else {
+		print_text(o);
+	}
+	rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+	json_decref(o);
+	kj_db_close(db);
+	return rc;
 }

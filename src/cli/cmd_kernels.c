@@ -1,12 +1,386 @@
-/* Placeholder until the kernels command lands: says so and fails. */
+/* kjoule kernels: the unique kernels of a run (and its copies), with counts, durations, tiers and
+ * share of GPU busy time, as an aligned table, CSV or JSON lines. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "kj_cli.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+#include "kj_kernels.h"
+
+enum fmt { FMT_TABLE, FMT_CSV, FMT_JSONL };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kjoule kernels RUN.kjdb [--format table|csv|jsonl] [--top N]\n"
+		"                       [--sort total|count|mean] [--tier T] [--wide]\n"
+		"\n"
+		"Unique kernels of a run (launches of the same function, geometry and non-pointer\n"
+		"parameters), plus memcpy/memset grouped by kind and size (tier 'copy'): launch count,\n"
+		"total/mean/min/max duration in microseconds, share of GPU busy time, tier.\n"
+		"\n"
+		"  --format F   table (default), csv (with a header) or jsonl (one object per line)\n"
+		"  --top N      only the first N rows after sorting and filtering\n"
+		"  --sort K     total (default), count or mean; descending\n"
+		"  --tier T     only rows of tier T: copy gemm attention norm elementwise reduction\n"
+		"               communication other\n"
+		"  --wide       table: do not shorten names\n");
+}
+
+/* Duration in ns as microseconds with three decimals, exactly. */
+static void fmt_us(char *buf, size_t len, int64_t ns)
+{
+	snprintf(buf, len, "%" PRId64 ".%03" PRId64, ns / 1000, (ns < 0 ? -ns : ns) % 1000);
+}
+
+static void fmt_dims(char *buf, size_t len, const int64_t d[3])
+{
+	if (d[0] < 0)
+		snprintf(buf, len, "?");
+	else
+		snprintf(buf, len, "%" PRId64 "x%" PRId64 "x%" PRId64, d[0], d[1] < 0 ? 1 : d[1],
+			 d[2] < 0 ? 1 : d[2]);
+}
+
+/* The name shown in a table: demangled, without "void " and without the parameter list. */
+static void display_name(char *buf, size_t len, const struct kj_kernel_stat *s, size_t width)
+{
+	const char *n = s->demangled ? s->demangled : s->name;
+	size_t l;
+	if (!strncmp(n, "void ", 5))
+		n += 5;
+	l = strlen(n);
+	if (l > 0 && n[l - 1] == ')' && s->kind == KJ_ACT_KERNEL) {
+		int depth = 0;
+		for (size_t i = l; i-- > 0;) {
+			if (n[i] == ')')
+				depth++;
+			else if (n[i] == '(' && --depth == 0) {
+				if (i > 0)
+					l = i;
+				break;
+			}
+		}
+	}
+	if (s->kind != KJ_ACT_KERNEL) {
+		snprintf(buf, len, "[%s %" PRId64 " B]", n, s->bytes);
+		return;
+	}
+	if (width > 3 && l > width) {
+		snprintf(buf, len, "%.*s...", (int)(width - 3), n);
+		return;
+	}
+	snprintf(buf, len, "%.*s", (int)l, n);
+}
+
+static int term_width(void)
+{
+	struct winsize ws;
+	const char *c = getenv("COLUMNS");
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (c && atoi(c) > 0)
+		return atoi(c);
+	return 160;
+}
+
+static void print_table(const struct kj_kernel_report *r, struct kj_kernel_stat **rows, size_t n,
+			int wide)
+{
+	const int fixed = 14 + 9 + 13 + 11 * 3 + 8 + 14 * 2;
+	int w = term_width() - fixed;
+	size_t namew = wide ? 0 : (size_t)(w < 30 ? 30 : w);
+	char name[4096], tot[32], mean[32], mn[32], mx[32], g[64], b[64];
+
+	printf("%-13s %8s %12s %10s %10s %10s %7s %-13s %-13s %s\n", "TIER", "COUNT", "TOTAL_us",
+	       "MEAN_us", "MIN_us", "MAX_us", "BUSY%", "GRID", "BLOCK", "NAME");
+	for (size_t i = 0; i < n; i++) {
+		const struct kj_kernel_stat *s = rows[i];
+		fmt_us(tot, sizeof(tot), s->total_ns);
+		snprintf(mean, sizeof(mean), "%.3f", s->mean_ns / 1000.0);
+		fmt_us(mn, sizeof(mn), s->min_ns);
+		fmt_us(mx, sizeof(mx), s->max_ns);
+		if (s->kind == KJ_ACT_KERNEL) {
+			fmt_dims(g, sizeof(g), s->grid);
+			fmt_dims(b, sizeof(b), s->block);
+		} else {
+			snprintf(g, sizeof(g), "-");
+			snprintf(b, sizeof(b), "-");
+		}
+		display_name(name, sizeof(name), s, namew);
+		printf("%-13s %8" PRId64 " %12s %10s %10s %10s %6.2f%% %-13s %-13s %s\n", s->tier,
+		       s->count, tot, mean, mn, mx, 100.0 * s->share_of_busy, g, b, name);
+	}
+	fmt_us(tot, sizeof(tot), r->busy_ns);
+	fmt_us(mean, sizeof(mean), r->span_ns);
+	printf("# %" PRId64 " kernel launches of %zu unique kernels, %" PRId64 " memcpy, %" PRId64
+	       " memset; GPU busy %s us on %d device%s (span %s us); %zu of %zu rows shown\n",
+	       r->kernel_launches, r->unique_kernels, r->memcpys, r->memsets, tot, r->devices,
+	       r->devices == 1 ? "" : "s", mean, n, r->n);
+	if (r->untimed)
+		printf("# %" PRId64 " rows without valid timestamps are counted but not timed\n",
+		       r->untimed);
+}
+
+static void csv_field(FILE *f, const char *s, int last)
+{
+	if (!s)
+		s = "";
+	if (strpbrk(s, ",\"\n\r")) {
+		fputc('"', f);
+		for (; *s; s++) {
+			if (*s == '"')
+				fputc('"', f);
+			fputc(*s, f);
+		}
+		fputc('"', f);
+	} else {
+		fputs(s, f);
+	}
+	fputc(last ? '\n' : ',', f);
+}
+
+static void csv_i64(FILE *f, int64_t v)
+{
+	if (v >= 0)
+		fprintf(f, "%" PRId64, v);
+	fputc(',', f);
+}
+
+static const char *kind_name(enum kj_activity_kind k)
+{
+	return k == KJ_ACT_MEMCPY ? "memcpy" : k == KJ_ACT_MEMSET ? "memset" : "kernel";
+}
+
+static void print_csv(struct kj_kernel_stat **rows, size_t n)
+{
+	char a[32], b[32], c[32], g[64], bl[64];
+	printf("kind,tier,count,total_us,mean_us,min_us,max_us,share_of_busy,grid,block,shmem,"
+	       "shmem_static,registers,unique_id,key,keyed_by,bytes,copy_kind,name,demangled\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct kj_kernel_stat *s = rows[i];
+		fmt_us(a, sizeof(a), s->total_ns);
+		fmt_us(b, sizeof(b), s->min_ns);
+		fmt_us(c, sizeof(c), s->max_ns);
+		printf("%s,%s,%" PRId64 ",%s,%.3f,%s,%s,%.6f,", kind_name(s->kind), s->tier, s->count,
+		       a, s->mean_ns / 1000.0, b, c, s->share_of_busy);
+		if (s->kind == KJ_ACT_KERNEL) {
+			fmt_dims(g, sizeof(g), s->grid);
+			fmt_dims(bl, sizeof(bl), s->block);
+			printf("%s,%s,", g, bl);
+		} else {
+			printf(",,");
+		}
+		csv_i64(stdout, s->shmem_dynamic);
+		csv_i64(stdout, s->shmem_static);
+		csv_i64(stdout, s->registers);
+		csv_i64(stdout, s->unique_id);
+		csv_field(stdout, s->key, 0);
+		csv_field(stdout, s->keyed_by, 0);
+		csv_i64(stdout, s->bytes);
+		csv_field(stdout, s->copy_kind, 0);
+		csv_field(stdout, s->name, 0);
+		csv_field(stdout, s->demangled, 1);
+	}
+}
+
+static json_t *jint(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *jdims(const int64_t d[3])
+{
+	if (d[0] < 0)
+		return json_null();
+	return json_pack("[III]", (json_int_t)d[0], (json_int_t)(d[1] < 0 ? 1 : d[1]),
+			 (json_int_t)(d[2] < 0 ? 1 : d[2]));
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* A finite double for JSON (jansson refuses NaN and infinities). */
+static json_t *jreal(double v, double scale)
+{
+	if (!isfinite(v))
+		v = 0.0;
+	return json_real(round(v * scale) / scale);
+}
+
+static int print_jsonl(struct kj_kernel_stat **rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct kj_kernel_stat *s = rows[i];
+		json_t *o = json_object();
+		char *text;
+		if (!o)
+			return KJ_ENOMEM;
+		json_object_set_new(o, "kind", json_string(kind_name(s->kind)));
+		json_object_set_new(o, "name", jstr(s->name));
+		json_object_set_new(o, "demangled", jstr(s->demangled));
+		json_object_set_new(o, "tier", json_string(s->tier));
+		json_object_set_new(o, "count", json_integer(s->count));
+		json_object_set_new(o, "total_us", jreal(s->total_ns / 1000.0, 1000.0));
+		json_object_set_new(o, "mean_us", jreal(s->mean_ns / 1000.0, 1000.0));
+		json_object_set_new(o, "min_us", jreal(s->min_ns / 1000.0, 1000.0));
+		json_object_set_new(o, "max_us", jreal(s->max_ns / 1000.0, 1000.0));
+		json_object_set_new(o, "share_of_busy", jreal(s->share_of_busy, 1e6));
+		json_object_set_new(o, "grid", s->kind == KJ_ACT_KERNEL ? jdims(s->grid) : json_null());
+		json_object_set_new(o, "block", s->kind == KJ_ACT_KERNEL ? jdims(s->block) : json_null());
+		json_object_set_new(o, "cluster", s->kind == KJ_ACT_KERNEL ? jdims(s->cluster) : json_null());
+		json_object_set_new(o, "shmem", jint(s->shmem_dynamic));
+		json_object_set_new(o, "shmem_static", jint(s->shmem_static));
+		json_object_set_new(o, "registers", jint(s->registers));
+		json_object_set_new(o, "unique_id", jint(s->unique_id));
+		json_object_set_new(o, "key", jstr(s->key));
+		json_object_set_new(o, "keyed_by", jstr(s->keyed_by));
+		json_object_set_new(o, "bytes", jint(s->bytes));
+		json_object_set_new(o, "copy_kind", jstr(s->copy_kind));
+		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+		json_decref(o);
+		if (!text)
+			return KJ_ENOMEM;
+		puts(text);
+		free(text);
+	}
+	return 0;
+}
 
 int cmd_kernels(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kjoule kernels: not implemented yet\n");
-	return 1;
+	static const struct option opts[] = {
+		{"format", required_argument, NULL, 'f'}, {"top", required_argument, NULL, 'n'},
+		{"sort", required_argument, NULL, 's'},   {"tier", required_argument, NULL, 't'},
+		{"wide", no_argument, NULL, 'w'},         {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	enum fmt fmt = FMT_TABLE;
+	enum kj_kernel_sort sort = KJ_SORT_TOTAL;
+	const char *tier = NULL, *path;
+	long top = -1;
+	int wide = 0, c, rc = 1;
+	sqlite3 *db = NULL;
+	struct kj_kernel_report *r = NULL;
+	struct kj_kernel_stat **rows = NULL;
+	size_t n = 0;
+	char *end;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:n:s:t:wh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "table"))
+				fmt = FMT_TABLE;
+			else if (!strcmp(optarg, "csv"))
+				fmt = FMT_CSV;
+			else if (!strcmp(optarg, "jsonl"))
+				fmt = FMT_JSONL;
+			else {
+				kj_errorf("kernels: --format: '%s' is not table, csv or jsonl", optarg);
+				goto usage;
+			}
+			break;
+		case 'n':
+			top = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || top < 1) {
+				kj_errorf("kernels: --top: '%s' is not a positive number", optarg);
+				goto usage;
+			}
+			break;
+		case 's':
+			if (!strcmp(optarg, "total"))
+				sort = KJ_SORT_TOTAL;
+			else if (!strcmp(optarg, "count"))
+				sort = KJ_SORT_COUNT;
+			else if (!strcmp(optarg, "mean"))
+				sort = KJ_SORT_MEAN;
+			else {
+				kj_errorf("kernels: --sort: '%s' is not total, count or mean", optarg);
+				goto usage;
+			}
+			break;
+		case 't':
+			if (!(tier = kj_tier_canonical(optarg))) {
+				kj_errorf("kernels: --tier: '%s' is not a tier", optarg);
+				goto usage;
+			}
+			break;
+		case 'w':
+			wide = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			if (optopt && optopt != '?')
+				kj_errorf("kernels: option -%c needs a value or is unknown", optopt);
+			else
+				kj_errorf("kernels: unknown option '%s'", argv[optind - 1]);
+			goto usage;
+		}
+	}
+	if (argc - optind != 1) {
+		kj_errorf("kernels: %s", argc - optind < 1 ? "no run database given" : "one run database only");
+		goto usage;
+	}
+	path = argv[optind];
+	if (kj_db_open(path, 0, &db))
+		goto out;
+	if ((c = kj_kernels_analyze(db, &r))) {
+		kj_errorf("%s: %s", path, kj_strerror(c));
+		goto out;
+	}
+	kj_kernel_report_sort(r, sort);
+	rows = malloc((r->n ? r->n : 1) * sizeof(*rows));
+	if (!rows) {
+		kj_errorf("%s", kj_strerror(KJ_ENOMEM));
+		goto out;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (!tier || r->rows[i].tier == tier)
+			rows[n++] = &r->rows[i];
+	if (top > 0 && (size_t)top < n)
+		n = (size_t)top;
+	if (r->n == 0)
+		kj_warnf("%s: the run holds no kernels, memcpys or memsets", path);
+	switch (fmt) {
+	case FMT_TABLE:
+		print_table(r, rows, n, wide);
+		break;
+	case FMT_CSV:
+		print_csv(rows, n);
+		break;
+	case FMT_JSONL:
+		if (print_jsonl(rows, n)) {
+			kj_errorf("%s", kj_strerror(KJ_ENOMEM));
+			goto out;
+		}
+		break;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		kj_errorf("kernels: writing output failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(rows);
+	kj_kernel_report_free(r);
+	kj_db_close(db);
+	return rc;
+usage:
+	usage(stderr);
+	return 2;
 }
