@@ -1,12 +1,442 @@
-/* Placeholder until the run command lands: says so and fails. */
+/* kjoule run: trace an unmodified CUDA program into one run database.
+ * The program runs as our child with the injection library named in CUDA_INJECTION64_PATH;
+ * each traced process appends to its own spool file in a private directory beside the output;
+ * this parent samples power meanwhile, then ingests everything into a temporary database in
+ * one transaction and renames it over the output, so a reader never sees a half-written run. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kj_cli.h"
+#include "kj_db.h"
+#include "kj_energy.h"
+#include "kj_error.h"
+#include "kj_ingest.h"
+
+struct run_opts {
+	const char *output;
+	int params_k;
+	int api;
+	int snapshot;
+	int force;
+	int params_iteration;
+	const char *iteration_range;
+	int power;
+	int power_interval_ms;
+	char **cmd;
+};
+
+static volatile sig_atomic_t child_pid;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api] [--snapshot]\n"
+		"                  [--params-iteration N] [--iteration-range NAME] [--no-power]\n"
+		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
+		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
+		"  -o PATH             output (default kjoule.kjdb); refused if it exists, unless --force\n"
+		"  --params K          capture parameters of the first K launches of each unique kernel (1)\n"
+		"  --no-params         activity only: no launch parameters (cheapest; no replay later)\n"
+		"  --api               also record every CUDA driver and runtime API call\n"
+		"  --no-power          do not sample GPU power and energy\n"
+		"Exits with CMD's exit code (127: CMD not found, 128+N: CMD killed by signal N).\n");
+}
+
+static int parse(int argc, char **argv, struct run_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->output = "kjoule.kjdb";
+	o->params_k = 1;
+	o->power = 1;
+	o->power_interval_ms = 5;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			o->cmd = argv + i + 1;
+			return argv[i + 1] ? 0 : -1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && next) {
+			o->output = next;
+			i++;
+		} else if (!strcmp(a, "--params") && next) {
+			char *end;
+			long k = strtol(next, &end, 10);
+			if (*end || k < 0 || k > 1000000) {
+				kj_errorf("run: --params wants a count 0..1000000, got '%s'", next);
+				return -1;
+			}
+			o->params_k = (int)k;
+			i++;
+		} else if (!strcmp(a, "--no-params")) {
+			o->params_k = 0;
+		} else if (!strcmp(a, "--api")) {
+			o->api = 1;
+		} else if (!strcmp(a, "--snapshot")) {
+			o->snapshot = 1;
+		} else if (!strcmp(a, "--force")) {
+			o->force = 1;
+		} else if (!strcmp(a, "--no-power")) {
+			o->power = 0;
+		} else if (!strcmp(a, "--power-interval-ms") && next) {
+			o->power_interval_ms = atoi(next);
+			if (o->power_interval_ms < 1 || o->power_interval_ms > 10000) {
+				kj_errorf("run: --power-interval-ms wants 1..10000, got '%s'", next);
+				return -1;
+			}
+			i++;
+		} else if (!strcmp(a, "--params-iteration") && next) {
+			o->params_iteration = atoi(next);
+			i++;
+		} else if (!strcmp(a, "--iteration-range") && next) {
+			o->iteration_range = next;
+			i++;
+		} else if (a[0] != '-') {
+			o->cmd = argv + i; /* CMD without "--" */
+			return 0;
+		} else {
+			kj_errorf("run: unknown or incomplete option '%s'", a);
+			return -1;
+		}
+	}
+	return -1;
+}
+
+/* The injection library: $KJ_INJECT_LIB, else beside this binary (build tree or lib/). */
+static int find_inject(char *out, size_t len)
+{
+	const char *env = getenv("KJ_INJECT_LIB");
+	char self[PATH_MAX];
+	ssize_t n;
+	static const char *const rel[] = {"src/trace/inject/libkjoule_inject.so", "libkjoule_inject.so",
+					  "../lib/libkjoule_inject.so", "../lib/kjoule/libkjoule_inject.so"};
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK) == 0 ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	char *dir = dirname(self);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(out, len, "%s/%s", dir, rel[i]);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void iso_now(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+/* Fork and exec CMD with the tracing environment. Returns the child's pid, or -1 with *exec_errno
+ * set when CMD could not be started. */
+static pid_t start_child(char **cmd, int *exec_errno)
+{
+	int pipefd[2];
+	pid_t pid;
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		*exec_errno = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		execvp(cmd[0], cmd);
+		int e = errno;
+		ssize_t w = write(pipefd[1], &e, sizeof(e));
+		(void)w;
+		_exit(127);
+	}
+	close(pipefd[1]);
+	int e = 0;
+	ssize_t r;
+	do
+		r = read(pipefd[0], &e, sizeof(e));
+	while (r < 0 && errno == EINTR);
+	close(pipefd[0]);
+	if (r == (ssize_t)sizeof(e)) {
+		waitpid(pid, NULL, 0);
+		*exec_errno = e;
+		return -1;
+	}
+	return pid;
+}
+
+/* Wait for the child; as a subreaper, also for descendants it left behind (torchrun workers),
+ * at most grace_s seconds after the child itself ended. */
+static int wait_all(pid_t child, int *status, int grace_s)
+{
+	int st = 0, have = 0;
+	int64_t deadline = 0;
+	for (;;) {
+		int s;
+		pid_t p = waitpid(-1, &s, deadline ? WNOHANG : 0);
+		if (p == child) {
+			st = s;
+			have = 1;
+			deadline = mono_ns() + (int64_t)grace_s * 1000000000LL;
+			continue;
+		}
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* ECHILD: nobody left */
+		}
+		if (p == 0) {
+			if (mono_ns() > deadline)
+				return have ? (*status = st, 1) : -1; /* descendants still running */
+			usleep(20000);
+		}
+	}
+	*status = st;
+	return have ? 0 : -1;
+}
+
+static json_t *command_json(char **cmd)
+{
+	json_t *a = json_array();
+	for (char **c = cmd; *c; c++)
+		json_array_append_new(a, json_string(*c));
+	return a;
+}
+
+static void set_meta_int(sqlite3 *db, const char *key, long long v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%lld", v);
+	kj_db_meta_set(db, key, buf);
+}
+
+static int remove_tree(const char *dir)
+{
+	char path[PATH_MAX];
+	DIR *d;
+	struct dirent *e;
+	d = opendir(dir);
+	if (d) {
+		while ((e = readdir(d)) != NULL) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	return rmdir(dir);
+}
 
 int cmd_run(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kjoule run: not implemented yet\n");
-	return 1;
+	struct run_opts o;
+	char inject[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX], tmpdb[PATH_MAX], started_iso[40];
+	char *base, *dcopy, *bcopy;
+	struct kj_sampler *sampler = NULL;
+	struct kj_ingest_stats stats;
+	sqlite3 *db = NULL;
+	int traced = 1, status = 0, exec_errno = 0, exit_code, rc;
+	int64_t start_ns, end_ns;
+	pid_t pid;
+
+	if (parse(argc, argv, &o) != 0) {
+		usage(stderr);
+		return 2;
+	}
+	struct stat sb;
+	if (lstat(o.output, &sb) == 0 && !o.force) {
+		kj_errorf("run: %s exists; choose another -o or add --force", o.output);
+		return 1;
+	}
+	if (lstat(o.output, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		kj_errorf("run: %s exists and is not a regular file; not replacing it", o.output);
+		return 1;
+	}
+	dcopy = strdup(o.output);
+	bcopy = strdup(o.output);
+	if (!dcopy || !bcopy)
+		return 1;
+	snprintf(outdir, sizeof(outdir), "%s", dirname(dcopy));
+	base = basename(bcopy);
+	snprintf(spool, sizeof(spool), "%s/.%s.spool.XXXXXX", outdir, base);
+	if (!mkdtemp(spool)) {
+		kj_errorf("run: cannot create a temporary directory in %s: %s", outdir, strerror(errno));
+		return 1;
+	}
+	if (find_inject(inject, sizeof(inject)) != 0) {
+		kj_warnf("run: injection library libkjoule_inject.so not found (set KJ_INJECT_LIB): "
+			 "the program runs untraced");
+		traced = 0;
+	}
+	if (traced) {
+		char k[16];
+		setenv("CUDA_INJECTION64_PATH", inject, 1);
+		setenv("NVTX_INJECTION64_PATH", inject, 1);
+		setenv("KJOULE_SPOOL", spool, 1);
+		snprintf(k, sizeof(k), "%d", o.params_k);
+		setenv("KJOULE_PARAMS_K", k, 1);
+		setenv("KJOULE_API", o.api ? "1" : "0", 1);
+		setenv("KJOULE_SNAPSHOT", o.snapshot ? "1" : "0", 1);
+		snprintf(k, sizeof(k), "%d", o.params_iteration);
+		setenv("KJOULE_PARAMS_ITERATION", k, 1);
+		if (o.iteration_range)
+			setenv("KJOULE_ITERATION_RANGE", o.iteration_range, 1);
+	}
+	if (o.power) {
+		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000};
+		if (kj_sampler_start(&so, &sampler) != 0) {
+			kj_warnf("run: GPU power is not sampled (no NVML): the run has no energy figures");
+			sampler = NULL;
+		}
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	iso_now(started_iso, sizeof(started_iso));
+	start_ns = mono_ns();
+	pid = start_child(o.cmd, &exec_errno);
+	if (pid < 0) {
+		kj_errorf("run: %s: %s", o.cmd[0], strerror(exec_errno));
+		kj_sampler_stop(sampler);
+		kj_sampler_close(sampler);
+		remove_tree(spool);
+		return exec_errno == ENOENT || exec_errno == EACCES ? 127 : 126;
+	}
+	child_pid = pid;
+	signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C reaches the program; we write what it did */
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGTERM, forward_signal);
+	signal(SIGHUP, forward_signal);
+	rc = wait_all(pid, &status, 10);
+	end_ns = mono_ns();
+	kj_sampler_stop(sampler);
+	if (WIFEXITED(status))
+		exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		exit_code = 128 + WTERMSIG(status);
+	else
+		exit_code = 1;
+
+	snprintf(tmpdb, sizeof(tmpdb), "%s/.%s.XXXXXX.tmp", outdir, base);
+	{
+		int fd = mkstemps(tmpdb, 4);
+		if (fd < 0) {
+			kj_errorf("run: cannot create a temporary file in %s: %s", outdir, strerror(errno));
+			goto fail;
+		}
+		close(fd);
+		unlink(tmpdb); /* kj_db_create wants to create it itself; the name stays ours */
+	}
+	if (kj_db_create(tmpdb, &db) != 0)
+		goto fail;
+	kj_db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", "pragmas");
+	if (kj_db_exec(db, "BEGIN", "begin"))
+		goto fail;
+	memset(&stats, 0, sizeof(stats));
+	if (sampler && kj_sampler_write_db(sampler, db) != 0)
+		kj_warnf("run: power samples could not be written");
+	if (kj_ingest_dir(db, spool, &stats) != 0)
+		kj_warnf("run: some trace files could not be read (see the problem table)");
+	{
+		json_t *cmd = command_json(o.cmd);
+		char *text = json_dumps(cmd, JSON_COMPACT);
+		char cwd[PATH_MAX], opts[256];
+		kj_db_meta_set(db, "command", text ? text : "[]");
+		free(text);
+		json_decref(cmd);
+		if (getcwd(cwd, sizeof(cwd)))
+			kj_db_meta_set(db, "cwd", cwd);
+		kj_db_meta_set(db, "kjoule_version", KJ_VERSION);
+		kj_db_meta_set(db, "clock", "CLOCK_MONOTONIC");
+		kj_db_meta_set(db, "start_realtime", started_iso);
+		set_meta_int(db, "start_ns", start_ns);
+		set_meta_int(db, "end_ns", end_ns);
+		set_meta_int(db, "exit_code", exit_code);
+		set_meta_int(db, "pid", pid);
+		kj_db_meta_set(db, "end_status", WIFSIGNALED(status) ? "signaled" : "exited");
+		if (WIFSIGNALED(status))
+			set_meta_int(db, "signal", WTERMSIG(status));
+		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"snapshot\":%d,\"power\":%d,"
+			 "\"power_interval_ms\":%d}", o.params_k, o.api, o.snapshot, sampler != NULL,
+			 o.power_interval_ms);
+		kj_db_meta_set(db, "capture", opts);
+		kj_db_meta_set(db, "traced", traced ? "1" : "0");
+		if (!traced)
+			kj_db_problem(db, -1, -1, "error", "injection library not found: nothing was traced");
+		if (!sampler && o.power)
+			kj_db_problem(db, -1, -1, "warning", "NVML not available: no power or energy samples");
+		if (rc == 1)
+			kj_db_problem(db, -1, -1, "warning",
+				      "processes started by the program were still running 10 s after it ended; "
+				      "their trace was taken as it stood");
+		if (traced && stats.processes == 0)
+			kj_db_problem(db, -1, -1, "warning",
+				      "no process initialised CUDA: nothing on the GPU was recorded");
+	}
+	if (kj_db_exec(db, "COMMIT", "commit"))
+		goto fail;
+	kj_db_close(db);
+	db = NULL;
+	if (rename(tmpdb, o.output) != 0) {
+		kj_errorf("run: cannot rename %s to %s: %s", tmpdb, o.output, strerror(errno));
+		goto fail;
+	}
+	remove_tree(spool);
+	kj_sampler_close(sampler);
+	fprintf(stderr,
+		"kjoule: wrote %s: %lld processes, %lld kernels (%lld unique), %lld copies, %lld memsets,"
+		" %lld NVTX ranges, %lld modules, %lld parameter captures\n",
+		o.output, (long long)stats.processes, (long long)stats.kernels,
+		(long long)stats.unique_kernels, (long long)stats.memcpys, (long long)stats.memsets,
+		(long long)stats.nvtx_ranges, (long long)stats.modules, (long long)stats.params);
+	free(dcopy);
+	free(bcopy);
+	return exit_code;
+fail:
+	kj_db_close(db);
+	unlink(tmpdb);
+	kj_errorf("run: trace files kept in %s", spool);
+	kj_sampler_close(sampler);
+	free(dcopy);
+	free(bcopy);
+	return exit_code ? exit_code : 1;
 }

@@ -103,7 +103,7 @@ struct kj_rec_api {
 	struct kj_rec_hdr h;
 	int64_t start_ns, end_ns;
 	uint32_t domain; /* 1 driver, 2 runtime */
-	uint32_t cbid, tid, correlation, status, pad;
+	uint32_t cbid, tid, correlation, status, name_id;
 	int64_t bytes;   /* -1 unknown */
 	int64_t stream;  /* -1 unknown */
 };

@@ -115,6 +115,21 @@ static void put_marker(const CUpti_ActivityMarker2 *m)
 	kj_spool_write(&r, sizeof(r));
 }
 
+/* API names are interned once per (domain, cbid): the parent has no CUPTI to ask. */
+static uint32_t api_name_id(int runtime, uint32_t cbid)
+{
+	static uint32_t ids[2][4096];
+	const char *name = NULL;
+	if (cbid >= 4096)
+		return 0;
+	if (!ids[runtime][cbid]) {
+		cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+				     cbid, &name);
+		ids[runtime][cbid] = kj_spool_string(name ? name : "?");
+	}
+	return ids[runtime][cbid];
+}
+
 static void put_api(const CUpti_ActivityAPI *a)
 {
 	struct kj_rec_api r;
@@ -128,6 +143,7 @@ static void put_api(const CUpti_ActivityAPI *a)
 	r.tid = a->threadId;
 	r.correlation = a->correlationId;
 	r.status = a->returnValue;
+	r.name_id = api_name_id(r.domain == 2, a->cbid);
 	r.bytes = -1;
 	r.stream = -1;
 	kj_spool_write(&r, sizeof(r));

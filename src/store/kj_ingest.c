@@ -1,0 +1,1045 @@
+#include "kj_ingest.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "kj_cubin.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+#include "kj_map.h"
+#include "kj_spool.h"
+
+enum stmt_id {
+	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
+	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_COUNT
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+	[S_KERNEL] = "INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id,"
+		     " start_ns, end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y,"
+		     " block_z, cluster_x, cluster_y, cluster_z, shmem_dynamic, shmem_static, registers,"
+		     " graph_id, graph_node_id, launch_tid, launch_ns)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_MEMCPY] = "INSERT INTO memcpy(pid, device_id, context_id, stream_id, correlation_id,"
+		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_MEMSET] = "INSERT INTO memset(pid, device_id, context_id, stream_id, correlation_id,"
+		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+	[S_API] = "INSERT INTO api_call(pid, tid, domain, cbid, name, start_ns, end_ns, correlation_id,"
+		  " status) VALUES(?,?,?,?,?,?,?,?,?)",
+	[S_ALLOC] = "INSERT INTO allocation(pid, device_id, address, bytes, kind, alloc_ns, stream_id)"
+		    " VALUES(?,?,?,?,?,?,?)",
+	[S_FREE] = "UPDATE allocation SET free_ns = ? WHERE id = ?",
+	[S_NVTX] = "INSERT INTO nvtx_range(id, pid, tid, domain, name, start_ns, end_ns, depth,"
+		   " parent_id, kind) VALUES(?,?,?,?,?,?,?,?,?,?)",
+	[S_NAME_FIND] = "SELECT id FROM kernel_name WHERE mangled = ?",
+	[S_NAME_ADD] = "INSERT INTO kernel_name(mangled, demangled) VALUES(?, ?)",
+	[S_UNIQUE_FIND] = "SELECT id FROM unique_kernel WHERE key = ?",
+	[S_UNIQUE_ADD] = "INSERT INTO unique_kernel(key, name_id, grid_x, grid_y, grid_z, block_x,"
+			 " block_y, block_z, cluster_x, cluster_y, cluster_z, shmem_dynamic, shmem_static,"
+			 " registers, param_bytes, param_layout, tier, launches, keyed_by)"
+			 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)",
+	[S_PARAMS] = "INSERT INTO launch_params(unique_id, pid, correlation_id, ordinal, handle_kind,"
+		     " grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z,"
+		     " shmem_dynamic, stream_id, launch_ns, iteration, layout, params)"
+		     " VALUES(?,?,?,(SELECT count(*) FROM launch_params WHERE unique_id = ?1),"
+		     " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[S_MODULE_FIND] = "SELECT 1 FROM module WHERE hash = ?",
+	[S_MODULE_ADD] = "INSERT INTO module(hash, format, bytes, codec, data) VALUES(?,?,?,?,?)",
+	[S_MODFN] = "INSERT OR IGNORE INTO module_function(hash, mangled) VALUES(?, ?)",
+	[S_MODLOAD] = "INSERT INTO module_load(pid, cupti_module_id, hash, load_ns) VALUES(?,?,?,?)",
+	[S_DEVICE_FIND] = "SELECT id FROM device WHERE uuid = ?",
+	[S_DEVICE_ADD] = "INSERT INTO device(uuid) VALUES(?)",
+	[S_DEVICE_FILL] = "UPDATE device SET name = coalesce(name, ?2), cc_major = ?3, cc_minor = ?4,"
+			  " sm_count = ?5, memory_bytes = ?6, l2_bytes = ?7,"
+			  " sm_clock_max_mhz = coalesce(sm_clock_max_mhz, ?8),"
+			  " mem_clock_max_mhz = coalesce(mem_clock_max_mhz, ?9),"
+			  " cuda_version = ?10, pci_bus_id = coalesce(pci_bus_id, ?11) WHERE id = ?1",
+	[S_PROCDEV] = "INSERT OR REPLACE INTO process_device(pid, ordinal, device_id) VALUES(?,?,?)",
+	[S_CLOCK] = "INSERT INTO clock_sync(pid, trace_ns, monotonic_ns, realtime_ns) VALUES(?,?,?,?)",
+};
+
+struct launch_info {
+	uint64_t key;
+	int64_t launch_ns;
+	uint32_t tid;
+};
+
+struct marker {
+	int64_t t_ns;
+	uint32_t id, flags, name_id, domain_id, tid;
+};
+
+struct ingest {
+	sqlite3 *db;
+	const char *path;
+	const unsigned char *data;
+	size_t n;
+	int64_t pid;
+	sqlite3_stmt *st[S_COUNT];
+	char **strings;
+	size_t nstrings;
+	int64_t *name_ids;      /* string id -> kernel_name.id (0: not yet) */
+	struct launch_info *launches;
+	size_t nlaunches, cap_launches;
+	struct kj_map *corr;    /* correlation -> index into launches */
+	struct kj_map *nodes;   /* graph node id -> key */
+	struct kj_map *clones;  /* cloned node id -> original node id */
+	struct kj_map *uniques; /* key -> unique_kernel.id */
+	struct kj_map *devices; /* ordinal -> device.id */
+	struct kj_map *allocs;  /* address -> open allocation row */
+	struct marker *markers;
+	size_t nmarkers, cap_markers;
+	int saw_end, truncated;
+	struct kj_ingest_stats *stats;
+};
+
+void kj_uuid_format(const unsigned char u[16], char out[41])
+{
+	snprintf(out, 41,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+static int step_done(struct ingest *in, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		kj_errorf("%s: database: %s", in->path, sqlite3_errmsg(in->db));
+		return KJ_EDB;
+	}
+	return 0;
+}
+
+static const char *str(const struct ingest *in, uint32_t id)
+{
+	return id && id < in->nstrings && in->strings[id] ? in->strings[id] : NULL;
+}
+
+static void bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v)
+{
+	if (have)
+		sqlite3_bind_int64(st, col, v);
+	else
+		sqlite3_bind_null(st, col);
+}
+
+static int64_t device_id(struct ingest *in, uint32_t ordinal)
+{
+	uint64_t v;
+	return kj_map_get(in->devices, ordinal, &v) ? (int64_t)v : -1;
+}
+
+/* kernel_name.id of a mangled name, adding it (with its demangled form) when new. */
+static int64_t name_id(struct ingest *in, uint32_t sid)
+{
+	const char *mangled = str(in, sid);
+	sqlite3_stmt *st;
+	int64_t id = 0;
+	if (!mangled)
+		mangled = "?";
+	if (sid < in->nstrings && in->name_ids[sid])
+		return in->name_ids[sid];
+	st = in->st[S_NAME_FIND];
+	sqlite3_bind_text(st, 1, mangled, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (!id) {
+		char *dem = kj_demangle(mangled);
+		st = in->st[S_NAME_ADD];
+		sqlite3_bind_text(st, 1, mangled, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, dem ? dem : mangled, -1, SQLITE_TRANSIENT);
+		free(dem);
+		if (step_done(in, st) == 0)
+			id = sqlite3_last_insert_rowid(in->db);
+	}
+	if (sid < in->nstrings)
+		in->name_ids[sid] = id;
+	return id;
+}
+
+struct unique_desc {
+	uint64_t key;
+	int by_params;
+	uint32_t name_sid;
+	uint32_t grid[3], block[3], cluster[3];
+	int64_t shmem_dynamic, shmem_static, registers;
+	int have_static;
+	const uint32_t *layout;
+	uint32_t nparams, param_bytes;
+};
+
+/* unique_kernel.id for a key, creating the row from d when new. */
+static int64_t unique_id(struct ingest *in, const struct unique_desc *d)
+{
+	uint64_t mapkey = d->key ^ (d->by_params ? 0 : 0x8000000000000000ULL), v;
+	char keytext[24];
+	sqlite3_stmt *st;
+	int64_t id = 0;
+	if (kj_map_get(in->uniques, mapkey, &v))
+		return (int64_t)v;
+	snprintf(keytext, sizeof(keytext), "%c%016llx", d->by_params ? 'p' : 'g',
+		 (unsigned long long)d->key);
+	st = in->st[S_UNIQUE_FIND];
+	sqlite3_bind_text(st, 1, keytext, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (!id) {
+		const char *mangled = str(in, d->name_sid);
+		int64_t nid = name_id(in, d->name_sid);
+		char *dem = kj_demangle(mangled ? mangled : "?");
+		char *layout = NULL;
+		st = in->st[S_UNIQUE_ADD];
+		sqlite3_bind_text(st, 1, keytext, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, nid);
+		for (int i = 0; i < 3; i++) {
+			sqlite3_bind_int64(st, 3 + i, d->grid[i]);
+			sqlite3_bind_int64(st, 6 + i, d->block[i]);
+			sqlite3_bind_int64(st, 9 + i, d->cluster[i]);
+		}
+		sqlite3_bind_int64(st, 12, d->shmem_dynamic);
+		bind_opt_i64(st, 13, d->have_static, d->shmem_static);
+		bind_opt_i64(st, 14, d->have_static, d->registers);
+		if (d->layout) {
+			layout = malloc((size_t)d->nparams * 24 + 1);
+			if (layout) {
+				size_t len = 0;
+				layout[0] = '\0';
+				for (uint32_t i = 0; i < d->nparams; i++)
+					len += (size_t)sprintf(layout + len, "%s%u:%u", i ? "," : "",
+							       d->layout[2 * i], d->layout[2 * i + 1]);
+			}
+			sqlite3_bind_int64(st, 15, d->param_bytes);
+			sqlite3_bind_text(st, 16, layout ? layout : "", -1, SQLITE_TRANSIENT);
+		}
+		sqlite3_bind_text(st, 17, kj_tier_classify(mangled ? mangled : "?", dem ? dem : ""), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 18, d->by_params ? "params" : "geometry", -1, SQLITE_STATIC);
+		free(dem);
+		free(layout);
+		if (step_done(in, st) == 0)
+			id = sqlite3_last_insert_rowid(in->db);
+		in->stats->unique_kernels++;
+	}
+	kj_map_put(in->uniques, mapkey, (uint64_t)id);
+	return id;
+}
+
+static uint64_t geometry_key(const char *name, const struct kj_rec_kernel *k)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (const char *s = name ? name : ""; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	for (int i = 0; i < 3; i++) {
+		h = (h ^ (uint32_t)k->grid[i]) * 1099511628211ULL;
+		h = (h ^ (uint32_t)k->block[i]) * 1099511628211ULL;
+		h = (h ^ k->cluster[i]) * 1099511628211ULL;
+	}
+	h = (h ^ (uint32_t)k->shmem_dynamic) * 1099511628211ULL;
+	return h;
+}
+
+/* The unique key of a kernel activity: its launch's key, the key of the graph node it ran
+ * from (or of the node that node was cloned from), else its name and geometry. */
+static int kernel_key(struct ingest *in, const struct kj_rec_kernel *k, uint64_t *key, int64_t *launch_ns,
+		      uint32_t *tid)
+{
+	uint64_t v;
+	*launch_ns = -1;
+	*tid = 0;
+	if (k->graph_node_id) {
+		uint64_t node = k->graph_node_id;
+		for (int hops = 0; hops < 8; hops++) {
+			if (kj_map_get(in->nodes, node, &v) && v) {
+				*key = v;
+				return 1;
+			}
+			if (!kj_map_get(in->clones, node, &node))
+				break;
+		}
+	} else if (kj_map_get(in->corr, k->correlation, &v)) {
+		const struct launch_info *l = &in->launches[v];
+		*key = l->key;
+		*launch_ns = l->launch_ns;
+		*tid = l->tid;
+		return 1;
+	}
+	return 0;
+}
+
+static int put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
+{
+	struct unique_desc d;
+	sqlite3_stmt *st = in->st[S_KERNEL];
+	int64_t launch_ns;
+	uint32_t tid;
+	memset(&d, 0, sizeof(d));
+	d.by_params = kernel_key(in, k, &d.key, &launch_ns, &tid);
+	if (!d.by_params)
+		d.key = geometry_key(str(in, k->name_id), k);
+	d.name_sid = k->name_id;
+	for (int i = 0; i < 3; i++) {
+		d.grid[i] = (uint32_t)k->grid[i];
+		d.block[i] = (uint32_t)k->block[i];
+		d.cluster[i] = k->cluster[i];
+	}
+	d.shmem_dynamic = k->shmem_dynamic;
+	d.shmem_static = k->shmem_static;
+	d.registers = k->registers;
+	d.have_static = 1;
+	int64_t uid = unique_id(in, &d);
+	int64_t dev = device_id(in, k->device);
+	sqlite3_bind_int64(st, 1, in->pid);
+	bind_opt_i64(st, 2, dev >= 0, dev);
+	sqlite3_bind_int64(st, 3, k->context);
+	sqlite3_bind_int64(st, 4, k->stream);
+	sqlite3_bind_int64(st, 5, k->correlation);
+	sqlite3_bind_int64(st, 6, k->start_ns);
+	sqlite3_bind_int64(st, 7, k->end_ns);
+	sqlite3_bind_int64(st, 8, name_id(in, k->name_id));
+	sqlite3_bind_int64(st, 9, uid);
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_int64(st, 10 + i, k->grid[i]);
+		sqlite3_bind_int64(st, 13 + i, k->block[i]);
+		sqlite3_bind_int64(st, 16 + i, k->cluster[i]);
+	}
+	sqlite3_bind_int64(st, 19, k->shmem_dynamic);
+	sqlite3_bind_int64(st, 20, k->shmem_static);
+	sqlite3_bind_int64(st, 21, k->registers);
+	bind_opt_i64(st, 22, k->graph_node_id != 0, k->graph_id);
+	bind_opt_i64(st, 23, k->graph_node_id != 0, (int64_t)k->graph_node_id);
+	bind_opt_i64(st, 24, launch_ns >= 0, tid);
+	bind_opt_i64(st, 25, launch_ns >= 0, launch_ns);
+	in->stats->kernels++;
+	return step_done(in, st);
+}
+
+static const char *copy_kind(uint8_t k)
+{
+	static const char *const names[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+					    "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
+}
+
+static const char *mem_kind(uint8_t k)
+{
+	static const char *const names[] = {"unknown", "pageable", "pinned", "device", "array",
+					    "managed", "device_static", "managed_static"};
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
+}
+
+static int put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
+{
+	int64_t dev = device_id(in, m->device);
+	sqlite3_stmt *st = in->st[m->is_memset ? S_MEMSET : S_MEMCPY];
+	sqlite3_bind_int64(st, 1, in->pid);
+	bind_opt_i64(st, 2, dev >= 0, dev);
+	sqlite3_bind_int64(st, 3, m->context);
+	sqlite3_bind_int64(st, 4, m->stream);
+	sqlite3_bind_int64(st, 5, m->correlation);
+	sqlite3_bind_int64(st, 6, m->start_ns);
+	sqlite3_bind_int64(st, 7, m->end_ns);
+	sqlite3_bind_int64(st, 8, (int64_t)m->bytes);
+	if (m->is_memset) {
+		sqlite3_bind_int64(st, 9, m->value);
+		sqlite3_bind_text(st, 10, mem_kind(m->dst_kind), -1, SQLITE_STATIC);
+		bind_opt_i64(st, 11, m->graph_node_id != 0, (int64_t)m->graph_node_id);
+		in->stats->memsets++;
+	} else {
+		sqlite3_bind_text(st, 9, copy_kind(m->copy_kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 10, mem_kind(m->src_kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 11, mem_kind(m->dst_kind), -1, SQLITE_STATIC);
+		bind_opt_i64(st, 12, m->graph_node_id != 0, (int64_t)m->graph_node_id);
+		in->stats->memcpys++;
+	}
+	return step_done(in, st);
+}
+
+static int put_memory(struct ingest *in, const struct kj_rec_memory *m)
+{
+	uint64_t row;
+	if (m->op == 1) {
+		sqlite3_stmt *st = in->st[S_ALLOC];
+		int64_t dev = m->via ? -1 : device_id(in, m->device);
+		const char *kind = m->via ? "vmm" : m->pool ? "pool" : mem_kind(m->kind);
+		sqlite3_bind_int64(st, 1, in->pid);
+		bind_opt_i64(st, 2, dev >= 0, dev);
+		sqlite3_bind_int64(st, 3, (int64_t)m->address);
+		sqlite3_bind_int64(st, 4, (int64_t)m->bytes);
+		sqlite3_bind_text(st, 5, kind, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, m->t_ns);
+		bind_opt_i64(st, 7, m->pool != 0, m->stream);
+		if (step_done(in, st))
+			return KJ_EDB;
+		kj_map_put(in->allocs, m->address, (uint64_t)sqlite3_last_insert_rowid(in->db));
+		in->stats->allocations++;
+		return 0;
+	}
+	if (kj_map_get(in->allocs, m->address, &row) && row) {
+		sqlite3_stmt *st = in->st[S_FREE];
+		sqlite3_bind_int64(st, 1, m->t_ns);
+		sqlite3_bind_int64(st, 2, (int64_t)row);
+		kj_map_put(in->allocs, m->address, 0);
+		return step_done(in, st);
+	}
+	return 0;
+}
+
+static int put_api(struct ingest *in, const struct kj_rec_api *a)
+{
+	sqlite3_stmt *st = in->st[S_API];
+	const char *name = str(in, a->name_id);
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, a->tid);
+	sqlite3_bind_text(st, 3, a->domain == 1 ? "driver" : "runtime", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, a->cbid);
+	if (name)
+		sqlite3_bind_text(st, 5, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, a->start_ns);
+	sqlite3_bind_int64(st, 7, a->end_ns);
+	sqlite3_bind_int64(st, 8, a->correlation);
+	sqlite3_bind_int64(st, 9, a->status);
+	in->stats->api_calls++;
+	return step_done(in, st);
+}
+
+static int put_params(struct ingest *in, const struct kj_rec_params *p)
+{
+	size_t head = sizeof(*p) + (size_t)p->nparams * 2 * sizeof(uint32_t);
+	const uint32_t *layout = (const uint32_t *)(p + 1);
+	const unsigned char *blob = (const unsigned char *)p + head;
+	struct unique_desc d;
+	char *text;
+	size_t len = 0;
+	if (head + p->blob_len > p->h.size)
+		return KJ_EINVAL;
+	memset(&d, 0, sizeof(d));
+	d.key = p->key;
+	d.by_params = 1;
+	d.name_sid = p->name_id;
+	memcpy(d.grid, p->grid, sizeof(d.grid));
+	memcpy(d.block, p->block, sizeof(d.block));
+	memcpy(d.cluster, p->cluster, sizeof(d.cluster));
+	d.shmem_dynamic = p->shmem_dynamic;
+	d.layout = layout;
+	d.nparams = p->nparams;
+	d.param_bytes = p->blob_len;
+	int64_t uid = unique_id(in, &d);
+	text = malloc((size_t)p->nparams * 24 + 1);
+	if (!text)
+		return KJ_ENOMEM;
+	text[0] = '\0';
+	for (uint32_t i = 0; i < p->nparams; i++)
+		len += (size_t)sprintf(text + len, "%s%u:%u", i ? "," : "", layout[2 * i], layout[2 * i + 1]);
+	sqlite3_stmt *st = in->st[S_PARAMS];
+	sqlite3_bind_int64(st, 1, uid);
+	sqlite3_bind_int64(st, 2, in->pid);
+	sqlite3_bind_int64(st, 3, p->correlation);
+	sqlite3_bind_text(st, 4, p->handle_kind == 1 ? "function" : p->handle_kind == 2 ? "kernel" : "unknown",
+			  -1, SQLITE_STATIC);
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_int64(st, 5 + i, p->grid[i]);
+		sqlite3_bind_int64(st, 8 + i, p->block[i]);
+		sqlite3_bind_int64(st, 11 + i, p->cluster[i]);
+	}
+	sqlite3_bind_int64(st, 14, p->shmem_dynamic);
+	sqlite3_bind_int64(st, 15, p->stream);
+	sqlite3_bind_int64(st, 16, p->launch_ns);
+	bind_opt_i64(st, 17, p->iteration >= 0, p->iteration);
+	sqlite3_bind_text(st, 18, text, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 19, blob, (int)p->blob_len, SQLITE_STATIC);
+	free(text);
+	in->stats->params++;
+	/* a layout learnt here completes a unique kernel first seen without one */
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "UPDATE unique_kernel SET param_bytes = %u WHERE id = %lld AND param_bytes IS NULL",
+		 p->blob_len, (long long)uid);
+	sqlite3_exec(in->db, sql, NULL, NULL, NULL);
+	return step_done(in, st);
+}
+
+static void module_hash(const unsigned char *p, size_t n, char out[33])
+{
+	uint64_t a = 1469598103934665603ULL, b = 0x9e3779b97f4a7c15ULL ^ n;
+	for (size_t i = 0; i < n; i++) {
+		a = (a ^ p[i]) * 1099511628211ULL;
+		b = (b + p[i] + 1) * 0xff51afd7ed558ccdULL;
+		b ^= b >> 29;
+	}
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+struct modfn_ctx {
+	struct ingest *in;
+	const char *hash;
+};
+
+static void add_module_function(const char *name, void *ud)
+{
+	struct modfn_ctx *c = ud;
+	sqlite3_stmt *st = c->in->st[S_MODFN];
+	sqlite3_bind_text(st, 1, c->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	step_done(c->in, st);
+}
+
+static int put_module(struct ingest *in, const struct kj_rec_module *m)
+{
+	const unsigned char *img = (const unsigned char *)(m + 1);
+	char hash[33];
+	sqlite3_stmt *st;
+	int have = 0;
+	if (sizeof(*m) + m->bytes > m->h.size)
+		return KJ_EINVAL;
+	module_hash(img, m->bytes, hash);
+	st = in->st[S_MODULE_FIND];
+	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_reset(st);
+	if (!have) {
+		size_t cap = ZSTD_compressBound(m->bytes);
+		void *z = malloc(cap);
+		size_t zn;
+		struct modfn_ctx c = {in, hash};
+		if (!z)
+			return KJ_ENOMEM;
+		zn = ZSTD_compress(z, cap, img, m->bytes, 3);
+		st = in->st[S_MODULE_ADD];
+		sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, kj_cubin_format(img, m->bytes), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)m->bytes);
+		if (ZSTD_isError(zn)) {
+			sqlite3_bind_text(st, 4, "none", -1, SQLITE_STATIC);
+			sqlite3_bind_blob64(st, 5, img, m->bytes, SQLITE_STATIC);
+		} else {
+			sqlite3_bind_text(st, 4, "zstd", -1, SQLITE_STATIC);
+			sqlite3_bind_blob64(st, 5, z, zn, SQLITE_STATIC);
+		}
+		int rc = step_done(in, st);
+		free(z);
+		if (rc)
+			return rc;
+		if (kj_cubin_functions(img, m->bytes, add_module_function, &c) < 0) {
+			char what[160];
+			snprintf(what, sizeof(what), "module %s: function names not readable (%s image)",
+				 hash, kj_cubin_format(img, m->bytes));
+			kj_db_problem(in->db, in->pid, m->t_ns, "warning", what);
+		}
+		in->stats->modules++;
+		in->stats->module_bytes += (int64_t)m->bytes;
+	}
+	st = in->st[S_MODLOAD];
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, m->module_id);
+	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, m->t_ns);
+	return step_done(in, st);
+}
+
+static int put_device(struct ingest *in, const struct kj_rec_device *d)
+{
+	char uuid[41];
+	sqlite3_stmt *st = in->st[S_DEVICE_FIND];
+	int64_t id = 0;
+	kj_uuid_format(d->uuid, uuid);
+	sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (!id) {
+		st = in->st[S_DEVICE_ADD];
+		sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
+		if (step_done(in, st))
+			return KJ_EDB;
+		id = sqlite3_last_insert_rowid(in->db);
+	}
+	st = in->st[S_DEVICE_FILL];
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, d->name, (int)strnlen(d->name, sizeof(d->name)), SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, d->cc_major);
+	sqlite3_bind_int64(st, 4, d->cc_minor);
+	sqlite3_bind_int64(st, 5, d->sm_count);
+	sqlite3_bind_int64(st, 6, (int64_t)d->memory_bytes);
+	sqlite3_bind_int64(st, 7, d->l2_bytes);
+	sqlite3_bind_int64(st, 8, d->clock_khz / 1000);
+	sqlite3_bind_int64(st, 9, d->mem_clock_khz / 1000);
+	sqlite3_bind_int64(st, 10, d->driver_version);
+	sqlite3_bind_text(st, 11, d->pci_bus_id, (int)strnlen(d->pci_bus_id, sizeof(d->pci_bus_id)),
+			  SQLITE_STATIC);
+	if (step_done(in, st))
+		return KJ_EDB;
+	kj_map_put(in->devices, d->ordinal, (uint64_t)id);
+	st = in->st[S_PROCDEV];
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, d->ordinal);
+	sqlite3_bind_int64(st, 3, id);
+	return step_done(in, st);
+}
+
+static int put_process(struct ingest *in, const struct kj_rec_process *p)
+{
+	const char *text = (const char *)(p + 1);
+	size_t len = p->text_len;
+	char sql[] = "INSERT OR REPLACE INTO process(pid, ppid, exe, args, start_ns, ended_cleanly)"
+		     " VALUES(?,?,?,?,?,0)";
+	sqlite3_stmt *st;
+	char *args;
+	if (sizeof(*p) + len > p->h.size)
+		return KJ_EINVAL;
+	in->pid = p->pid;
+	if (kj_db_prepare(in->db, sql, &st))
+		return KJ_EDB;
+	size_t exe_len = strnlen(text, len);
+	args = malloc(len + 1);
+	if (!args) {
+		sqlite3_finalize(st);
+		return KJ_ENOMEM;
+	}
+	/* /proc/self/cmdline: NUL-separated words; stored space-separated for reading */
+	size_t alen = 0;
+	for (size_t i = exe_len + 1; i < len; i++)
+		args[alen++] = text[i] ? text[i] : ' ';
+	while (alen && args[alen - 1] == ' ')
+		alen--;
+	args[alen] = '\0';
+	sqlite3_bind_int64(st, 1, p->pid);
+	sqlite3_bind_int64(st, 2, p->ppid);
+	sqlite3_bind_text(st, 3, text, (int)exe_len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, args, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, p->start_ns);
+	int rc = step_done(in, st);
+	sqlite3_finalize(st);
+	free(args);
+	in->stats->processes++;
+	return rc;
+}
+
+static int put_text(struct ingest *in, const struct kj_rec_text *t, const char *severity)
+{
+	char *what;
+	int rc;
+	if (sizeof(*t) + t->len > t->h.size)
+		return KJ_EINVAL;
+	what = strndup((const char *)(t + 1), t->len);
+	if (!what)
+		return KJ_ENOMEM;
+	rc = kj_db_problem(in->db, in->pid, t->t_ns, severity, what);
+	free(what);
+	return rc;
+}
+
+static int add_string(struct ingest *in, const struct kj_rec_string *s)
+{
+	if (sizeof(*s) + s->len > s->h.size || s->id > 100000000)
+		return KJ_EINVAL;
+	if (s->id >= in->nstrings) {
+		size_t n = in->nstrings ? in->nstrings : 256;
+		while (n <= s->id)
+			n *= 2;
+		char **ns = realloc(in->strings, n * sizeof(*ns));
+		int64_t *ni = realloc(in->name_ids, n * sizeof(*ni));
+		if (ns)
+			in->strings = ns;
+		if (ni)
+			in->name_ids = ni;
+		if (!ns || !ni)
+			return KJ_ENOMEM;
+		memset(in->strings + in->nstrings, 0, (n - in->nstrings) * sizeof(*ns));
+		memset(in->name_ids + in->nstrings, 0, (n - in->nstrings) * sizeof(*ni));
+		in->nstrings = n;
+	}
+	free(in->strings[s->id]);
+	in->strings[s->id] = strndup((const char *)(s + 1), s->len);
+	return in->strings[s->id] ? 0 : KJ_ENOMEM;
+}
+
+static int add_launch(struct ingest *in, const struct kj_rec_launch *l)
+{
+	if (in->nlaunches == in->cap_launches) {
+		size_t n = in->cap_launches ? in->cap_launches * 2 : 4096;
+		struct launch_info *nl = realloc(in->launches, n * sizeof(*nl));
+		if (!nl)
+			return KJ_ENOMEM;
+		in->launches = nl;
+		in->cap_launches = n;
+	}
+	in->launches[in->nlaunches] = (struct launch_info){l->key, l->launch_ns, l->tid};
+	return kj_map_put(in->corr, l->correlation, in->nlaunches++);
+}
+
+static int add_marker(struct ingest *in, const struct kj_rec_marker *m)
+{
+	if (in->nmarkers == in->cap_markers) {
+		size_t n = in->cap_markers ? in->cap_markers * 2 : 1024;
+		struct marker *nm = realloc(in->markers, n * sizeof(*nm));
+		if (!nm)
+			return KJ_ENOMEM;
+		in->markers = nm;
+		in->cap_markers = n;
+	}
+	in->markers[in->nmarkers++] = (struct marker){m->t_ns, m->id, m->flags, m->name_id, m->domain_id, m->tid};
+	return 0;
+}
+
+static int cmp_marker(const void *a, const void *b)
+{
+	const struct marker *x = a, *y = b;
+	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns ? 1 : 0;
+}
+
+struct open_range {
+	uint32_t id, tid;
+	int64_t row, start_ns;
+	int depth;
+	int64_t parent;
+	uint32_t name_id, domain_id;
+};
+
+/* Pair NVTX start and end markers into ranges; depth and parent come from the ranges open on
+ * the same thread when one starts. A range that never ends keeps end_ns NULL. */
+static int put_ranges(struct ingest *in)
+{
+	struct open_range *open = NULL;
+	size_t nopen = 0, cap = 0;
+	int64_t next_row;
+	int rc = 0;
+	sqlite3_stmt *st = in->st[S_NVTX];
+	sqlite3_stmt *q;
+	if (!in->nmarkers)
+		return 0;
+	qsort(in->markers, in->nmarkers, sizeof(*in->markers), cmp_marker);
+	if (kj_db_prepare(in->db, "SELECT coalesce(max(id), 0) + 1 FROM nvtx_range", &q))
+		return KJ_EDB;
+	sqlite3_step(q);
+	next_row = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	for (size_t i = 0; i < in->nmarkers && !rc; i++) {
+		const struct marker *m = &in->markers[i];
+		if (m->flags & 2) { /* start */
+			if (nopen == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct open_range *n = realloc(open, cap * sizeof(*n));
+				if (!n) {
+					rc = KJ_ENOMEM;
+					break;
+				}
+				open = n;
+			}
+			struct open_range *o = &open[nopen++];
+			o->id = m->id;
+			o->tid = m->tid;
+			o->row = next_row++;
+			o->start_ns = m->t_ns;
+			o->name_id = m->name_id;
+			o->domain_id = m->domain_id;
+			o->depth = 0;
+			o->parent = 0;
+			for (size_t j = nopen - 1; j-- > 0;)
+				if (open[j].tid == m->tid) {
+					o->depth = open[j].depth + 1;
+					o->parent = open[j].row;
+					break;
+				}
+		} else if (m->flags & 4) { /* end */
+			size_t j = nopen;
+			while (j-- > 0)
+				if (open[j].id == m->id)
+					break;
+			if (j == (size_t)-1)
+				continue;
+			struct open_range o = open[j];
+			memmove(open + j, open + j + 1, (nopen - j - 1) * sizeof(*open));
+			nopen--;
+			sqlite3_bind_int64(st, 1, o.row);
+			sqlite3_bind_int64(st, 2, in->pid);
+			sqlite3_bind_int64(st, 3, o.tid);
+			if (str(in, o.domain_id))
+				sqlite3_bind_text(st, 4, str(in, o.domain_id), -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 5, str(in, o.name_id) ? str(in, o.name_id) : "", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 6, o.start_ns);
+			sqlite3_bind_int64(st, 7, m->t_ns);
+			sqlite3_bind_int64(st, 8, o.depth);
+			bind_opt_i64(st, 9, o.parent != 0, o.parent);
+			sqlite3_bind_text(st, 10, "range", -1, SQLITE_STATIC);
+			rc = step_done(in, st);
+			in->stats->nvtx_ranges++;
+		}
+	}
+	for (size_t j = 0; j < nopen && !rc; j++) { /* never closed */
+		const struct open_range *o = &open[j];
+		sqlite3_bind_int64(st, 1, o->row);
+		sqlite3_bind_int64(st, 2, in->pid);
+		sqlite3_bind_int64(st, 3, o->tid);
+		if (str(in, o->domain_id))
+			sqlite3_bind_text(st, 4, str(in, o->domain_id), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, str(in, o->name_id) ? str(in, o->name_id) : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, o->start_ns);
+		sqlite3_bind_int64(st, 8, o->depth);
+		bind_opt_i64(st, 9, o->parent != 0, o->parent);
+		sqlite3_bind_text(st, 10, "range", -1, SQLITE_STATIC);
+		rc = step_done(in, st);
+		in->stats->nvtx_ranges++;
+	}
+	free(open);
+	return rc;
+}
+
+/* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
+ * writes rows. Returns the offset of the first incomplete record (== n when none). */
+static int walk(struct ingest *in, int pass, size_t *stop)
+{
+	size_t off = sizeof(struct kj_rec_file);
+	int rc = 0;
+	while (off + sizeof(struct kj_rec_hdr) <= in->n && !rc) {
+		const struct kj_rec_hdr *h = (const void *)(in->data + off);
+		if (h->size < sizeof(*h) || h->size % 8 || h->size > in->n - off)
+			break;
+		const void *r = h;
+		switch (h->type) {
+		case KJ_REC_STRING:
+			if (pass == 1)
+				rc = add_string(in, r);
+			break;
+		case KJ_REC_LAUNCH:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_launch))
+				rc = add_launch(in, r);
+			break;
+		case KJ_REC_GRAPHNODE:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_graphnode)) {
+				const struct kj_rec_graphnode *g = r;
+				if (g->original_node_id)
+					rc = kj_map_put(in->clones, g->node_id, g->original_node_id);
+				else
+					rc = kj_map_put(in->nodes, g->node_id, g->key);
+			}
+			break;
+		case KJ_REC_PROCESS:
+			if (pass == 2)
+				rc = put_process(in, r);
+			break;
+		case KJ_REC_DEVICE:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_device))
+				rc = put_device(in, r);
+			break;
+		case KJ_REC_KERNEL:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_kernel))
+				rc = put_kernel(in, r);
+			break;
+		case KJ_REC_MEMCPY:
+		case KJ_REC_MEMSET:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy))
+				rc = put_copy(in, r);
+			break;
+		case KJ_REC_MEMORY:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_memory))
+				rc = put_memory(in, r);
+			break;
+		case KJ_REC_MARKER:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_marker))
+				rc = add_marker(in, r);
+			break;
+		case KJ_REC_API:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_api))
+				rc = put_api(in, r);
+			break;
+		case KJ_REC_PARAMS:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_params))
+				rc = put_params(in, r);
+			break;
+		case KJ_REC_MODULE:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_module))
+				rc = put_module(in, r);
+			break;
+		case KJ_REC_CLOCK:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_clock)) {
+				const struct kj_rec_clock *c = r;
+				sqlite3_stmt *st = in->st[S_CLOCK];
+				sqlite3_bind_int64(st, 1, in->pid);
+				sqlite3_bind_int64(st, 2, c->trace_ns);
+				sqlite3_bind_int64(st, 3, c->monotonic_ns);
+				sqlite3_bind_int64(st, 4, c->realtime_ns);
+				rc = step_done(in, st);
+			}
+			break;
+		case KJ_REC_PROBLEM:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_text))
+				rc = put_text(in, r, "warning");
+			break;
+		case KJ_REC_DROPPED:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_dropped)) {
+				const struct kj_rec_dropped *d = r;
+				char what[128];
+				snprintf(what, sizeof(what), "CUPTI dropped %llu activity records",
+					 (unsigned long long)d->count);
+				in->stats->dropped_records += (int64_t)d->count;
+				rc = kj_db_problem(in->db, in->pid, -1, "error", what);
+			}
+			break;
+		case KJ_REC_END:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_text)) {
+				const struct kj_rec_text *t = r;
+				char sql[160];
+				in->saw_end = 1;
+				snprintf(sql, sizeof(sql),
+					 "UPDATE process SET ended_cleanly = 1, end_ns = %lld WHERE pid = %lld",
+					 (long long)t->t_ns, (long long)in->pid);
+				rc = kj_db_exec(in->db, sql, "process end");
+			}
+			break;
+		default:
+			break; /* unknown record types of newer injection libraries are skipped */
+		}
+		off += h->size;
+	}
+	*stop = off;
+	return rc;
+}
+
+static void ingest_free(struct ingest *in)
+{
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(in->st[i]);
+	for (size_t i = 0; i < in->nstrings; i++)
+		free(in->strings[i]);
+	free(in->strings);
+	free(in->name_ids);
+	free(in->launches);
+	free(in->markers);
+	kj_map_free(in->corr);
+	kj_map_free(in->nodes);
+	kj_map_free(in->clones);
+	kj_map_free(in->uniques);
+	kj_map_free(in->devices);
+	kj_map_free(in->allocs);
+}
+
+int kj_ingest_file(sqlite3 *db, const char *path, struct kj_ingest_stats *stats)
+{
+	struct ingest in;
+	struct stat sb;
+	struct kj_ingest_stats dummy;
+	const struct kj_rec_file *f;
+	size_t stop = 0;
+	int fd, rc = 0;
+
+	memset(&in, 0, sizeof(in));
+	memset(&dummy, 0, sizeof(dummy));
+	in.db = db;
+	in.path = path;
+	in.pid = -1;
+	in.stats = stats ? stats : &dummy;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		kj_errorf("%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return KJ_EIO;
+	}
+	in.n = (size_t)sb.st_size;
+	if (in.n < sizeof(struct kj_rec_file)) {
+		close(fd);
+		kj_warnf("%s: empty trace file (the process ended before CUDA started)", path);
+		return 0;
+	}
+	in.data = mmap(NULL, in.n, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (in.data == MAP_FAILED) {
+		kj_errorf("%s: mmap: %s", path, strerror(errno));
+		return KJ_EIO;
+	}
+	f = (const void *)in.data;
+	if (f->h.type != KJ_REC_FILE || f->magic != KJ_SPOOL_MAGIC) {
+		kj_errorf("%s: not a kjoule trace spool file", path);
+		rc = KJ_EINVAL;
+		goto out;
+	}
+	if (f->version > KJ_SPOOL_VERSION) {
+		kj_errorf("%s: spool version %u is newer than this kjoule (%u)", path, f->version,
+			  KJ_SPOOL_VERSION);
+		rc = KJ_EINVAL;
+		goto out;
+	}
+	in.corr = kj_map_new();
+	in.nodes = kj_map_new();
+	in.clones = kj_map_new();
+	in.uniques = kj_map_new();
+	in.devices = kj_map_new();
+	in.allocs = kj_map_new();
+	if (!in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < S_COUNT; i++)
+		if ((rc = kj_db_prepare(db, stmt_sql[i], &in.st[i])) != 0)
+			goto out;
+	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = walk(&in, 2, &stop)) != 0 ||
+	    (rc = put_ranges(&in)) != 0)
+		goto out;
+	if (stop != in.n) {
+		char what[256];
+		snprintf(what, sizeof(what),
+			 "trace of process %lld cut short after %zu of %zu bytes: the process was killed "
+			 "or crashed; records up to then are kept", (long long)in.pid, stop, in.n);
+		kj_db_problem(db, in.pid, -1, "warning", what);
+		in.stats->truncated_files++;
+	} else if (!in.saw_end) {
+		char what[200];
+		snprintf(what, sizeof(what),
+			 "process %lld ended without closing its trace (killed, crashed or _exit): "
+			 "the last second of activity may be missing", (long long)in.pid);
+		kj_db_problem(db, in.pid, -1, "warning", what);
+	}
+out:
+	ingest_free(&in);
+	munmap((void *)in.data, in.n);
+	return rc;
+}
+
+int kj_ingest_dir(sqlite3 *db, const char *dir, struct kj_ingest_stats *stats)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int first = 0;
+	if (!d) {
+		kj_errorf("%s: %s", dir, strerror(errno));
+		return KJ_EIO;
+	}
+	while ((e = readdir(d)) != NULL) {
+		char path[4096];
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] != 'p' || len < 7 || strcmp(e->d_name + len - 6, ".spool"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		int rc = kj_ingest_file(db, path, stats);
+		if (rc && !first)
+			first = rc;
+	}
+	closedir(d);
+	if (kj_db_exec(db,
+		       "UPDATE unique_kernel SET launches = (SELECT count(*) FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id);"
+		       "UPDATE unique_kernel SET shmem_static = (SELECT shmem_static FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id LIMIT 1),"
+		       " registers = (SELECT registers FROM kernel k WHERE k.unique_id = unique_kernel.id"
+		       " LIMIT 1) WHERE registers IS NULL;",
+		       "unique kernel counts"))
+		return KJ_EDB;
+	return first;
+}
