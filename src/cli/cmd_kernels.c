@@ -279,7 +279,7 @@ int cmd_kernels(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:n:s:t:wh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:n:s:t:wh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "table"))
@@ -324,11 +324,11 @@ int cmd_kernels(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case ':':
+			kj_errorf("kernels: option '%s' needs a value", argv[optind - 1]);
+			goto usage;
 		default:
-			if (optopt && optopt != '?')
-				kj_errorf("kernels: option -%c needs a value or is unknown", optopt);
-			else
-				kj_errorf("kernels: unknown option '%s'", argv[optind - 1]);
+			kj_errorf("kernels: unknown option '%s'", argv[optind - 1]);
 			goto usage;
 		}
 	}

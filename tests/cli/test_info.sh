@@ -1,0 +1,99 @@
+#!/bin/bash
+# kjoule info on databases built by tests/tools/kjgen.py: text and --json, how the run ended,
+# counts, what was not captured, problems, bad files (exit 1), bad options (exit 2).
+# usage: test_info.sh KJOULE_BIN SRC_DIR BUILD_DIR
+KJ=$1 SRC=$2
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+T=$(mktemp -d /tmp/kjtest_info.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+GEN="python3 $SRC/tests/tools/kjgen.py"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect() {
+	local want=$1; shift
+	"$@" >"$T/out" 2>"$T/err"
+	local got=$?
+	[ "$got" = "$want" ] || fail "exit $got (want $want): $* -- $(head -c 300 "$T/err")"
+}
+has() { grep -q -- "$1" "$T/out" || fail "output lacks '$1'"; }
+lacks() { grep -q -- "$1" "$T/out" && fail "output has '$1'"; }
+
+$GEN -o "$T/a.kjdb" --kernels 500 --unique 8 --memcpy 6 --memset 2 --nvtx 3 --devices 2 \
+	--problem "warning:CUPTI: MULTIPLE_SUBSCRIBERS, kernels of pid 4242 not traced" || exit 1
+expect 0 "$KJ" info "$T/a.kjdb"
+has "python3 infer.py --seq-len 5"
+has "2026-01-01T00:00:00Z"
+has "exited, exit code 0"
+lacks "ABNORMAL"
+has "NVIDIA H200"
+has "132 SMs"
+has "power limit 700 W"
+has "kernels  *500"
+has "unique_kernels  *8"
+has "memcpys  *6"
+has "traced without --api"
+has "no power samples"
+has "no modules"
+has "MULTIPLE_SUBSCRIBERS"
+grep -qi "nan" "$T/out" && fail "NaN in info"
+
+expect 0 "$KJ" info "$T/a.kjdb" --json
+python3 - "$T/out" <<'PY' || fail "info --json content"
+import json, sys
+o = json.load(open(sys.argv[1]))
+c = o["counts"]
+assert c["kernels"] == 500 and c["unique_kernels"] == 8 and c["memcpys"] == 6 and c["memsets"] == 2, c
+assert c["nvtx_ranges"] == 3 and c["api_calls"] == 0 and c["problems"] == 1, c
+assert o["abnormal"] is False and o["end_status"] == "exited" and o["exit_code"] == 0
+assert o["command"] == "python3 infer.py --seq-len 5", o["command"]
+assert len(o["devices"]) == 2 and o["devices"][0]["sm_count"] == 132
+assert len(o["processes"]) == 1 and o["processes"][0]["pid"] == 4242
+assert any("--api" in s for s in o["not_captured"])
+assert o["problems"][0]["severity"] == "warning"
+assert o["duration_s"] > 0
+PY
+
+# Everything captured: no "traced without --api" and friends
+$GEN -o "$T/full.kjdb" --kernels 50 --api 20 --power 5 --modules 2 --params || exit 1
+expect 0 "$KJ" info "$T/full.kjdb"
+lacks "traced without --api"
+lacks "no power samples"
+lacks "no modules"
+has "modules  *2 (512 bytes)"
+
+# Abnormal ends
+for st in killed signaled none; do
+	$GEN -o "$T/$st.kjdb" --kernels 10 --end-status "$st" --exit-code 137 || exit 1
+	expect 0 "$KJ" info "$T/$st.kjdb"
+	has "ABNORMAL END"
+	expect 0 "$KJ" info "$T/$st.kjdb" --json
+	python3 -c "import json; o=json.load(open('$T/out')); assert o['abnormal'] is True" ||
+		fail "$st: abnormal not true"
+done
+$GEN -o "$T/odd.kjdb" --kernels 1 --end-status interrupted || exit 1
+expect 0 "$KJ" info "$T/odd.kjdb"
+has "ended:      interrupted"
+
+# No kernels
+$GEN -o "$T/empty.kjdb" --kernels 0 --memcpy 0 --memset 0 --nvtx 0 || exit 1
+expect 0 "$KJ" info "$T/empty.kjdb"
+has "no kernels"
+expect 0 "$KJ" info "$T/empty.kjdb" --json
+python3 -c "import json; o=json.load(open('$T/out')); assert o['counts']['kernels'] == 0" || fail "empty json"
+
+# Bad files and options
+: >"$T/zero.kjdb"
+head -c 2000 "$T/a.kjdb" >"$T/trunc.kjdb"
+python3 -c "import sqlite3; sqlite3.connect('$T/foreign.kjdb').execute('CREATE TABLE t(x)')"
+$GEN -o "$T/newer.kjdb" --schema-version 99 --kernels 5 || exit 1
+for f in missing.kjdb zero.kjdb trunc.kjdb foreign.kjdb newer.kjdb; do
+	expect 1 "$KJ" info "$T/$f"
+	grep -q "$f" "$T/err" || fail "$f: error does not name the file: $(cat "$T/err")"
+done
+expect 2 "$KJ" info "$T/a.kjdb" --bogus
+grep -q "usage: kjoule info" "$T/err" || fail "no usage"
+expect 2 "$KJ" info
+expect 2 "$KJ" info "$T/a.kjdb" "$T/a.kjdb"
+expect 0 "$KJ" info --help
+
+[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }

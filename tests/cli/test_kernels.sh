@@ -1,0 +1,151 @@
+#!/bin/bash
+# kjoule kernels on databases built by tests/tools/kjgen.py: csv/jsonl shapes, values worked out
+# by hand, --top/--sort/--tier, empty runs, bad files (exit 1), bad options (exit 2).
+# usage: test_kernels.sh KJOULE_BIN SRC_DIR BUILD_DIR
+KJ=$1 SRC=$2
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+T=$(mktemp -d /tmp/kjtest_kernels.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+GEN="python3 $SRC/tests/tools/kjgen.py"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# expect CODE CMD...: run CMD (stdout to $T/out, stderr to $T/err), check its exit code
+expect() {
+	local want=$1; shift
+	"$@" >"$T/out" 2>"$T/err"
+	local got=$?
+	[ "$got" = "$want" ] || fail "exit $got (want $want): $* -- $(head -c 300 "$T/err")"
+}
+
+# A run with hand-checked numbers: gemm x3 (10/20/30 us), a demangled name with commas,
+# a fallback group (no unique id), memcpy and memset.
+cat >"$T/spec.json" <<'JSON'
+{"kernels": [
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1000000, "end": 1010000, "unique": "g", "grid": [16,8,1]},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1020000, "end": 1040000, "unique": "g", "grid": [16,8,1]},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1050000, "end": 1080000, "unique": "g", "grid": [16,8,1]},
+ {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1100000, "end": 1101000, "unique": "f"},
+ {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1102000, "end": 1103000, "unique": "f"},
+ {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1104000, "end": 1105000, "unique": "f"},
+ {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1106000, "end": 1107000, "unique": "f"},
+ {"name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "start": 1000000, "end": 1100000},
+ {"name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "start": 1200000, "end": 1250000}
+],
+ "memcpy": [{"kind": "HtoD", "bytes": 4096, "start": 900000, "end": 905000}],
+ "memset": [{"bytes": 64, "start": 1300000, "end": 1300500}]}
+JSON
+$GEN -o "$T/spec.kjdb" --spec "$T/spec.json" || { echo "kjgen failed"; exit 1; }
+
+expect 0 "$KJ" kernels "$T/spec.kjdb" --format csv
+cp "$T/out" "$T/spec.csv"
+python3 - "$T/spec.csv" <<'PY' || fail "csv content"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr = rows[0]
+assert all(len(r) == len(hdr) for r in rows), "field counts differ"
+assert len(rows) == 1 + 5, rows
+d = [dict(zip(hdr, r)) for r in rows[1:]]
+# busy: nccl [1000,1100) covers gemm 1..3 and fill 1; + fill [1100,1101)? no: fill 1 starts at 1100
+# union (us): [900,905) 5 + [1000,1101) 101 + [1102,1103) 1 + [1104,1105) 1 + [1106,1107) 1
+#           + [1200,1250) 50 + [1300,1300.5) 0.5 = 159.5 us
+g = [x for x in d if x["name"].startswith("nvjet")][0]
+assert g["tier"] == "gemm" and g["count"] == "3", g
+assert g["total_us"] == "60.000" and g["mean_us"] == "20.000", g
+assert g["min_us"] == "10.000" and g["max_us"] == "30.000", g
+assert abs(float(g["share_of_busy"]) - 60 / 159.5) < 1e-6, g
+assert g["grid"] == "16x8x1" and g["keyed_by"] == "params" and g["key"] == "g", g
+n = [x for x in d if x["name"].startswith("nccl")][0]
+assert n["tier"] == "communication" and n["count"] == "2" and n["unique_id"] == "" and n["total_us"] == "150.000", n
+f = [x for x in d if "FillFunctor" in x["name"]][0]
+assert f["tier"] == "elementwise" and f["count"] == "4", f
+assert f["demangled"].startswith("void at::native::vectorized_elementwise_kernel<4, "), f["demangled"]
+assert "," in f["demangled"]
+c = [x for x in d if x["kind"] == "memcpy"][0]
+assert c["tier"] == "copy" and c["bytes"] == "4096" and c["copy_kind"] == "HtoD", c
+s = [x for x in d if x["kind"] == "memset"][0]
+assert s["total_us"] == "0.500" and s["bytes"] == "64", s
+assert [x["kind"] for x in d][0] == "kernel" and d[0]["name"].startswith("nccl"), "sorted by total"
+PY
+
+expect 0 "$KJ" kernels "$T/spec.kjdb" --format jsonl
+python3 - "$T/out" <<'PY' || fail "jsonl content"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+objs = [json.loads(l) for l in lines]
+assert len(objs) == 5
+keys = {"name", "demangled", "tier", "count", "total_us", "mean_us", "min_us", "max_us",
+        "share_of_busy", "grid", "block", "shmem", "registers", "key", "keyed_by", "unique_id"}
+for o in objs:
+    assert keys <= set(o), set(o) ^ keys
+g = [o for o in objs if o["name"].startswith("nvjet")][0]
+assert g["grid"] == [16, 8, 1] and g["count"] == 3 and g["total_us"] == 60.0 and g["mean_us"] == 20.0
+assert g["min_us"] == 10.0 and g["max_us"] == 30.0
+PY
+
+expect 0 "$KJ" kernels "$T/spec.kjdb"
+grep -q "^# 9 kernel launches of 3 unique kernels, 1 memcpy, 1 memset; GPU busy 159.500 us" "$T/out" ||
+	fail "table closing line: $(tail -1 "$T/out")"
+head -1 "$T/out" | grep -q "TIER.*COUNT.*TOTAL_us.*NAME" || fail "table header"
+grep -q "gemm .* 3 .*60.000" "$T/out" || fail "table gemm row"
+
+# A larger random run: --top, --sort, --tier
+$GEN -o "$T/r.kjdb" --kernels 3000 --unique 30 --random-order --streams 3 --memcpy 30 --null-unique 0.2 ||
+	{ echo "kjgen failed"; exit 1; }
+for sort in total count mean; do
+	expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --sort "$sort"
+	python3 - "$T/out" "$sort" <<'PY' || fail "--sort $sort order"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+col = {"total": "total_us", "count": "count", "mean": "mean_us"}[sys.argv[2]]
+v = [float(r[col]) for r in rows]
+assert v == sorted(v, reverse=True), v[:10]
+assert sum(int(r["count"]) for r in rows if r["kind"] == "kernel") == 3000
+PY
+done
+expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --top 7
+[ "$(wc -l <"$T/out")" = 8 ] || fail "--top 7 gave $(wc -l <"$T/out") lines"
+expect 0 "$KJ" kernels "$T/r.kjdb" --format jsonl --top 3 --sort count
+[ "$(wc -l <"$T/out")" = 3 ] || fail "jsonl --top 3"
+expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --tier gemm
+python3 -c "
+import csv,sys
+r=list(csv.DictReader(open('$T/out')))
+assert r and all(x['tier']=='gemm' for x in r)" || fail "--tier gemm"
+expect 0 "$KJ" kernels "$T/r.kjdb" --tier copy --format csv
+grep -q "^memcpy,copy," "$T/out" || fail "--tier copy"
+
+# A run with no kernels: exit 0, empty results, no NaN
+$GEN -o "$T/empty.kjdb" --kernels 0 --memcpy 0 --memset 0 --nvtx 0 || exit 1
+expect 0 "$KJ" kernels "$T/empty.kjdb"
+grep -qi "nan" "$T/out" && fail "NaN in empty table"
+grep -q "no kernels" "$T/err" || fail "empty run not reported: $(cat "$T/err")"
+grep -q "^# 0 kernel launches" "$T/out" || fail "empty closing line"
+expect 0 "$KJ" kernels "$T/empty.kjdb" --format csv
+[ "$(wc -l <"$T/out")" = 1 ] || fail "empty csv should be the header only"
+expect 0 "$KJ" kernels "$T/empty.kjdb" --format jsonl
+[ -s "$T/out" ] && fail "empty jsonl should be empty"
+
+# Bad files: exit 1 and the file named
+: >"$T/zero.kjdb"
+head -c 2000 "$T/r.kjdb" >"$T/trunc.kjdb"
+sqlite3 "$T/foreign.kjdb" "CREATE TABLE t(x)" 2>/dev/null ||
+	python3 -c "import sqlite3; sqlite3.connect('$T/foreign.kjdb').execute('CREATE TABLE t(x)')"
+$GEN -o "$T/newer.kjdb" --schema-version 99 --kernels 5 || exit 1
+echo "not a database at all, just text" >"$T/text.kjdb"
+for f in missing.kjdb zero.kjdb trunc.kjdb foreign.kjdb newer.kjdb text.kjdb; do
+	expect 1 "$KJ" kernels "$T/$f"
+	grep -q "$f" "$T/err" || fail "$f: error does not name the file: $(cat "$T/err")"
+done
+grep -q "newer" <("$KJ" kernels "$T/newer.kjdb" 2>&1) || fail "newer schema not explained"
+
+# Bad options: exit 2 with usage
+for args in "--format xml" "--top 0" "--top abc" "--top" "--sort foo" "--tier bogus" "--bogus" "-x"; do
+	# shellcheck disable=SC2086
+	expect 2 "$KJ" kernels "$T/r.kjdb" $args
+	grep -q "usage: kjoule kernels" "$T/err" || fail "no usage for '$args'"
+done
+expect 2 "$KJ" kernels
+expect 2 "$KJ" kernels "$T/r.kjdb" "$T/r.kjdb"
+expect 0 "$KJ" kernels --help
+
+[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }
