@@ -299,7 +299,10 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	snprintf(outdir, sizeof(outdir), "%s", dirname(dcopy));
 	base = basename(bcopy);
-	snprintf(spool, sizeof(spool), "%s/.%s.spool.XXXXXX", outdir, base);
+	if (snprintf(spool, sizeof(spool), "%s/.%s.spool.XXXXXX", outdir, base) >= (int)sizeof(spool)) {
+		kj_errorf("run: output path too long: %s", o.output);
+		return 1;
+	}
 	if (!mkdtemp(spool)) {
 		kj_errorf("run: cannot create a temporary directory in %s: %s", outdir, strerror(errno));
 		return 1;
@@ -356,7 +359,8 @@ int cmd_run(int argc, char **argv)
 	else
 		exit_code = 1;
 
-	snprintf(tmpdb, sizeof(tmpdb), "%s/.%s.XXXXXX.tmp", outdir, base);
+	if (snprintf(tmpdb, sizeof(tmpdb), "%s/.%s.XXXXXX.tmp", outdir, base) >= (int)sizeof(tmpdb))
+		goto fail;
 	{
 		int fd = mkstemps(tmpdb, 4);
 		if (fd < 0) {
