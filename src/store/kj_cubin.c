@@ -91,7 +91,8 @@ int kj_cubin_functions(const void *image, size_t bytes, void (*fn)(const char *n
 	if (magic != FATBIN_MAGIC)
 		return KJ_EINVAL;
 	/* fatbin: {magic u32, version u16, header size u16, payload size u64}, then entries
-	 * {kind u16, version u16, header size u32, payload size u64, ... flags u64 at 0x20}. */
+	 * {kind u16 (1 PTX, 2 ELF), version u16, header size u32, payload size u64, u32 u32,
+	 * version u16 u16, arch u32 (0x1c), name offset and length u32 u32, flags u64 (0x28)}. */
 	memcpy(&hsize, p + 6, 2);
 	memcpy(&fsize, p + 8, 8);
 	if (hsize < 16 || hsize > bytes)
@@ -108,8 +109,8 @@ int kj_cubin_functions(const void *image, size_t bytes, void (*fn)(const char *n
 		memcpy(&esize, p + pos + 8, 8);
 		if (ehsize < 16 || ehsize > end - pos || esize > end - pos - ehsize)
 			break;
-		if (ehsize >= 0x28)
-			memcpy(&flags, p + pos + 0x20, 8);
+		if (ehsize >= 0x30)
+			memcpy(&flags, p + pos + 0x28, 8);
 		if (kind == 2 && !(flags & 0x2000)) {
 			int r = elf_functions(p + pos + ehsize, esize, fn, ud);
 			if (r > 0)
