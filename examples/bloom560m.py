@@ -30,6 +30,8 @@ def main():
                     help="capture the forward once and replay it (torch.compile reduce-overhead: "
                          "HF BLOOM copies a CPU scalar inside forward, so torch.cuda.graph cannot)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--torch-profiler", action="store_true",
+                    help="run the timed loop under torch.profiler (CPU+CUDA), for overhead comparisons")
     a = ap.parse_args()
 
     torch.manual_seed(a.seed)
@@ -42,6 +44,11 @@ def main():
         forward = torch.compile(model, mode="reduce-overhead", fullgraph=False)
 
     times = []
+    prof = None
+    if a.torch_profiler:
+        from torch.profiler import ProfilerActivity, profile
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.__enter__()
     with torch.inference_mode():
         for i in range(a.warmup + a.iters):
             torch.cuda.synchronize()
@@ -52,6 +59,8 @@ def main():
             torch.cuda.synchronize()
             if i >= a.warmup:
                 times.append((time.perf_counter() - t0) * 1e3)
+    if prof is not None:
+        prof.__exit__(None, None, None)
     logits = out.logits.float()
     assert torch.isfinite(logits).all(), "non-finite logits"
     times.sort()
