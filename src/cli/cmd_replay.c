@@ -1,12 +1,364 @@
-/* Placeholder until the replay command lands: says so and fails. */
+/* kjoule replay RUN: re-launch every captured unique kernel alone, in a worker process each
+ * (kjoule-replay-worker, which links libcuda; this binary does not), store and print the results.
+ * docs/replay.md describes the method. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kj_cli.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_replay.h"
+
+struct replay_opts {
+	const char *run, *pattern, *cache, *timer;
+	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
+	double energy_s;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kjoule replay RUN.kjdb [--runs N] [--warmup W] [--cache warm|cold|both]\n"
+		"                     [--energy] [--unroll U] [--energy-seconds S] [--kernel PATTERN]\n"
+		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
+		"                     [--timer cupti|events] [--relocate]\n"
+		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
+		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
+		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
+		"  --runs N         timed launches per cache mode (100)     --warmup W  untimed first (10)\n"
+		"  --cache MODE     warm, cold (L2 flushed before each launch) or both (both)\n"
+		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds (3)\n"
+		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
+		"  --timeout S      a worker running longer is killed and its kernel marked failed (120)\n"
+		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
+		"  --relocate       do not re-create original addresses: relocate pointers (testing)\n"
+		"Environment: KJ_REPLAY_WORKER names the worker (default: beside the kjoule binary).\n");
+}
+
+/* The worker's path: $KJ_REPLAY_WORKER, else beside this binary (or its build-tree place). */
+static int find_worker(char *buf, size_t len)
+{
+	const char *env = getenv("KJ_REPLAY_WORKER");
+	char self[PATH_MAX];
+	ssize_t n;
+	if (env && *env) {
+		int w = snprintf(buf, len, "%s", env);
+		return w > 0 && (size_t)w < len && access(buf, X_OK) == 0 ? 0 : KJ_ENOTFOUND;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return KJ_ENOTFOUND;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	const char *rel[] = {"kjoule-replay-worker", "src/replay/worker/kjoule-replay-worker",
+			     "../libexec/kjoule/kjoule-replay-worker"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		int w = snprintf(buf, len, "%s/%s", self, rel[i]);
+		if (w > 0 && (size_t)w < len && access(buf, X_OK) == 0)
+			return 0;
+	}
+	if (snprintf(buf, len, "%s/kjoule-replay-worker", self) < 0)
+		buf[0] = '\0';
+	return KJ_ENOTFOUND;
+}
+
+/* Run argv with stdout piped back; each line goes to on_line. Kills the child after timeout_s.
+ * *status receives the waitpid status; *timed_out 1 if it was killed for time. */
+static int run_child(char *const argv[], int timeout_s, void (*on_line)(const char *, void *),
+		     void *arg, int *status, int *timed_out)
+{
+	int fd[2];
+	pid_t pid;
+	char buf[8192];
+	size_t have = 0;
+	struct timespec t0, t;
+
+	*timed_out = 0;
+	if (pipe(fd))
+		return KJ_EIO;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return KJ_EIO;
+	}
+	if (pid == 0) {
+		dup2(fd[1], STDOUT_FILENO);
+		close(fd[0]);
+		close(fd[1]);
+		execv(argv[0], argv);
+		fprintf(stderr, "kjoule: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fd[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = {fd[0], POLLIN, 0};
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left_ms = (long)timeout_s * 1000 - ((t.tv_sec - t0.tv_sec) * 1000 +
+							 (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left_ms <= 0) {
+			kill(pid, SIGKILL);
+			*timed_out = 1;
+			break;
+		}
+		int pr = poll(&p, 1, (int)(left_ms > 1000 ? 1000 : left_ms));
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr <= 0)
+			continue;
+		ssize_t r = read(fd[0], buf + have, sizeof(buf) - 1 - have);
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			on_line(line, arg);
+			line = nl + 1;
+		}
+		have = strlen(line);
+		memmove(buf, line, have + 1);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer is not ours: drop it */
+	}
+	close(fd[0]);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+struct line_ctx {
+	struct kj_replay_result *res;
+	int got_result;
+	struct kj_replay_device *dev;
+	int got_device;
+};
+
+static void on_line(const char *line, void *arg)
+{
+	struct line_ctx *c = arg;
+	if (c->res && kj_replay_parse_line(line, c->res) == 1 && !strncmp(line, "KJ_RESULT\t", 10))
+		c->got_result = 1;
+	if (c->dev && kj_replay_parse_device(line, c->dev) == 1)
+		c->got_device = 1;
+}
+
+static int parse_args(int argc, char **argv, struct replay_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->runs = 100;
+	o->warmup = 10;
+	o->cache = "both";
+	o->unroll = 100;
+	o->jobs = 1;
+	o->timeout_s = 120;
+	o->energy_s = 3.0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		} else if (!strcmp(a, "--energy")) {
+			o->energy = 1;
+		} else if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strcmp(a, "--any-arch")) {
+			o->any_arch = 1;
+		} else if (!strcmp(a, "--relocate")) {
+			o->relocate = 1;
+		} else if (!strcmp(a, "--sequence") || !strcmp(a, "--graph")) {
+			o->sequence = 1;
+		} else if (v && !strcmp(a, "--runs")) {
+			o->runs = atoi(v), i++;
+		} else if (v && !strcmp(a, "--warmup")) {
+			o->warmup = atoi(v), i++;
+		} else if (v && !strcmp(a, "--cache")) {
+			o->cache = v, i++;
+		} else if (v && !strcmp(a, "--unroll")) {
+			o->unroll = atoi(v), i++;
+		} else if (v && !strcmp(a, "--energy-seconds")) {
+			o->energy_s = atof(v), i++;
+		} else if (v && !strcmp(a, "--kernel")) {
+			o->pattern = v, i++;
+		} else if (v && !strcmp(a, "--jobs")) {
+			o->jobs = atoi(v), i++;
+		} else if (v && !strcmp(a, "--device")) {
+			o->device = atoi(v), i++;
+		} else if (v && !strcmp(a, "--timeout")) {
+			o->timeout_s = atoi(v), i++;
+		} else if (v && !strcmp(a, "--timer")) {
+			o->timer = v, i++;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "kjoule replay: unknown or incomplete option '%s'\n", a);
+			return 2;
+		} else if (!o->run) {
+			o->run = a;
+		} else {
+			fprintf(stderr, "kjoule replay: one run database only ('%s')\n", a);
+			return 2;
+		}
+	}
+	if (!o->run || o->runs < 1 || o->warmup < 0 || o->unroll < 1 || o->timeout_s < 1 ||
+	    o->energy_s <= 0 ||
+	    (strcmp(o->cache, "warm") && strcmp(o->cache, "cold") && strcmp(o->cache, "both")) ||
+	    (o->timer && strcmp(o->timer, "cupti") && strcmp(o->timer, "events"))) {
+		usage(stderr);
+		return 2;
+	}
+	if (o->jobs != 1) {
+		kj_warnf("--jobs %d: replays run one at a time on one GPU (timing needs the GPU alone)", o->jobs);
+		o->jobs = 1;
+	}
+	return 0;
+}
 
 int cmd_replay(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "kjoule replay: not implemented yet\n");
-	return 1;
+	struct replay_opts o;
+	struct kj_replay_plan plan;
+	struct kj_replay_device dev;
+	sqlite3 *db = NULL;
+	char worker[PATH_MAX], num[8][32];
+	int rc, status, timed_out, ret = 1;
+
+	memset(&plan, 0, sizeof(plan));
+	if ((rc = parse_args(argc, argv, &o)))
+		return rc == 1 ? 0 : rc;
+	if (o.sequence) {
+		kj_errorf("replay --sequence is not implemented yet (docs/replay.md, limits)");
+		return 1;
+	}
+	if (kj_db_open(o.run, 1, &db))
+		return 1;
+	snprintf(plan.run_path, sizeof(plan.run_path), "%s", o.run);
+	plan.cache_warm = strcmp(o.cache, "cold") != 0;
+	plan.cache_cold = strcmp(o.cache, "warm") != 0;
+	if (kj_replay_plan_load(db, o.pattern, &plan))
+		goto out;
+	if (find_worker(worker, sizeof(worker))) {
+		kj_errorf("replay worker not found (%s); build kjoule with CUDA (KJ_WITH_CUDA) or set "
+			  "KJ_REPLAY_WORKER", worker);
+		goto out;
+	}
+	/* the GPU we are on, against the one the run was captured on */
+	{
+		char devs[16];
+		snprintf(devs, sizeof(devs), "%d", o.device);
+		char *pargv[] = {worker, "--probe", "--device", devs, NULL};
+		struct line_ctx c = {NULL, 0, &dev, 0};
+		memset(&dev, 0, sizeof(dev));
+		if (run_child(pargv, 60, on_line, &c, &status, &timed_out) || !c.got_device) {
+			kj_errorf("no usable GPU for replay (the worker's probe of device %d failed)", o.device);
+			goto out;
+		}
+	}
+	if (plan.captured_cc_major >= 0 &&
+	    (plan.captured_cc_major != dev.cc_major || plan.captured_cc_minor != dev.cc_minor)) {
+		if (!o.any_arch) {
+			kj_errorf("%s was captured on %s (sm_%d%d); this GPU is %s (sm_%d%d): its kernels are "
+				  "binaries for the captured architecture. Replay on a sm_%d%d GPU, or re-trace "
+				  "here (`kjoule run`); --any-arch tries anyway",
+				  o.run, plan.captured_gpu[0] ? plan.captured_gpu : "another GPU",
+				  plan.captured_cc_major, plan.captured_cc_minor, dev.name, dev.cc_major,
+				  dev.cc_minor, plan.captured_cc_major, plan.captured_cc_minor);
+			goto out;
+		}
+		kj_warnf("captured on sm_%d%d, replaying on sm_%d%d (--any-arch)", plan.captured_cc_major,
+			 plan.captured_cc_minor, dev.cc_major, dev.cc_minor);
+	}
+	for (size_t i = 0; i < plan.n; i++) {
+		struct kj_replay_item *it = &plan.items[i];
+		if (it->skip[0])
+			continue;
+		snprintf(num[0], sizeof(num[0]), "%" PRId64, it->unique_id);
+		snprintf(num[1], sizeof(num[1]), "%d", o.runs);
+		snprintf(num[2], sizeof(num[2]), "%d", o.warmup);
+		snprintf(num[3], sizeof(num[3]), "%d", o.unroll);
+		snprintf(num[4], sizeof(num[4]), "%d", o.device);
+		snprintf(num[5], sizeof(num[5]), "%g", o.energy_s);
+		char *wargv[24];
+		int k = 0;
+		wargv[k++] = worker;
+		wargv[k++] = "--db";
+		wargv[k++] = (char *)o.run;
+		wargv[k++] = "--unique";
+		wargv[k++] = num[0];
+		wargv[k++] = "--runs";
+		wargv[k++] = num[1];
+		wargv[k++] = "--warmup";
+		wargv[k++] = num[2];
+		wargv[k++] = "--cache";
+		wargv[k++] = (char *)o.cache;
+		wargv[k++] = "--device";
+		wargv[k++] = num[4];
+		if (o.energy) {
+			wargv[k++] = "--energy";
+			wargv[k++] = "--unroll";
+			wargv[k++] = num[3];
+			wargv[k++] = "--energy-seconds";
+			wargv[k++] = num[5];
+		}
+		if (o.timer) {
+			wargv[k++] = "--timer";
+			wargv[k++] = (char *)o.timer;
+		}
+		if (o.relocate)
+			wargv[k++] = "--relocate";
+		wargv[k] = NULL;
+		struct line_ctx c = {&it->res, 0, NULL, 0};
+		it->res.unique_id = it->unique_id;
+		it->res.dynamic_mj_per_launch = 0.0 / 0.0;
+		if (run_child(wargv, o.timeout_s + (o.energy ? (int)(o.energy_s * 3) + 30 : 0), on_line,
+			      &c, &status, &timed_out)) {
+			kj_replay_result_set(&it->res, "failed", "cannot start the replay worker");
+		} else if (timed_out) {
+			kj_replay_result_set(&it->res, "failed", "timed out after %d s (worker killed)",
+					     o.timeout_s);
+		} else if (!c.got_result) {
+			if (WIFSIGNALED(status))
+				kj_replay_result_set(&it->res, "failed", "worker died of signal %d (%s)",
+						     WTERMSIG(status), strsignal(WTERMSIG(status)));
+			else
+				kj_replay_result_set(&it->res, "failed", "worker exited %d without a result",
+						     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		}
+		if (!o.json || isatty(STDERR_FILENO))
+			fprintf(stderr, "[%zu/%zu] %-9s %.60s\n", i + 1, plan.n, it->res.status,
+				it->demangled ? it->demangled : it->mangled);
+	}
+	if (kj_replay_plan_store(db, &plan))
+		goto out;
+	if (o.json) {
+		char *text = kj_replay_report_json(&plan);
+		if (!text) {
+			kj_errorf("out of memory writing JSON");
+			goto out;
+		}
+		printf("%s\n", text);
+		free(text);
+	} else {
+		printf("kjoule replay %s on %s (sm_%d%d), %d runs, cache %s%s\n", o.run, dev.name,
+		       dev.cc_major, dev.cc_minor, o.runs, o.cache, o.energy ? ", energy" : "");
+		kj_replay_report_print(stdout, &plan);
+	}
+	ret = 0;
+out:
+	kj_replay_plan_free(&plan);
+	kj_db_close(db);
+	return ret;
 }

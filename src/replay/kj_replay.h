@@ -1,0 +1,197 @@
+/* kjoule replay, CPU side: parameter blocks rebuilt from the tracer's layout, pointer words
+ * classified against recorded allocation ranges, relocation, the worker's result protocol,
+ * the plan (which unique kernels can be replayed, and why not) and the report.
+ * No CUDA here: the GPU side is src/replay/worker (kjoule-replay-worker). docs/replay.md. */
+#ifndef KJ_REPLAY_H
+#define KJ_REPLAY_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- parameter blocks ---- */
+
+/** One kernel parameter: its byte offset and size in the parameter block. */
+struct kj_replay_param {
+	uint32_t offset;
+	uint32_t size;
+};
+
+/**
+ * @brief Parse a launch_params.layout text "off:size,off:size,..." (parameter order).
+ * @param layout  the text; NULL or "" is a kernel without parameters (*n = 0, *out = NULL)
+ * @param blob_len length of the parameter block the layout describes; every parameter must lie
+ *                 inside it (pass SIZE_MAX to skip the check)
+ * @param out     receives a malloc'ed array (caller frees)
+ * @return 0, KJ_EINVAL (bad text, overlapping or out-of-block parameters; errbuf says where),
+ *         KJ_ENOMEM.
+ */
+int kj_replay_layout_parse(const char *layout, size_t blob_len, struct kj_replay_param **out,
+			   size_t *n, char *errbuf, size_t errlen);
+
+/* ---- allocation ranges and pointer words ---- */
+
+/** A recorded device allocation [address, address + bytes). id: allocation.id. */
+struct kj_replay_range {
+	uint64_t address;
+	uint64_t bytes;
+	int64_t id;
+};
+
+/**
+ * @brief Sort ranges by address and drop those that overlap a later-listed one (the caller lists
+ *        them in allocation order, so an address reused after a free keeps its newest owner).
+ * @return the new count.
+ */
+size_t kj_replay_ranges_normalize(struct kj_replay_range *r, size_t n);
+
+/**
+ * @brief Index of the range holding addr in sorted, non-overlapping ranges, or -1.
+ *        An address one past the end of a range (an end pointer) belongs to it unless another
+ *        range starts there.
+ */
+ssize_t kj_replay_range_find(const struct kj_replay_range *r, size_t n, uint64_t addr);
+
+/** A pointer found in a parameter block: the word at offset holds value, inside range. */
+struct kj_replay_ptr {
+	uint32_t offset;
+	uint32_t range;
+	uint64_t value;
+};
+
+/**
+ * @brief Find the device pointers of a parameter block: every 8-byte-aligned 8-byte word that
+ *        lies wholly inside one parameter of at least 8 bytes (top-level pointers, pointers inside
+ *        by-value structs, the global address in a TMA descriptor) and whose value falls in a
+ *        recorded range. With no layout (np == 0) the whole block is scanned.
+ * @param out receives a malloc'ed array (NULL when none; caller frees)
+ * @return 0 or KJ_ENOMEM.
+ */
+int kj_replay_scan_pointers(const uint8_t *blob, size_t len, const struct kj_replay_param *p,
+			    size_t np, const struct kj_replay_range *r, size_t nr,
+			    struct kj_replay_ptr **out, size_t *nout);
+
+/**
+ * @brief Rewrite pointer words for ranges that moved: new_base[range] != 0 means the range now
+ *        starts there; the word becomes new_base + (value - old address).
+ * @return the number of words rewritten.
+ */
+size_t kj_replay_relocate(uint8_t *blob, size_t len, const struct kj_replay_ptr *ptrs, size_t n,
+			  const struct kj_replay_range *r, const uint64_t *new_base);
+
+/** A granularity-aligned virtual-address region to re-create; ranges [first, last] map into it. */
+struct kj_replay_region {
+	uint64_t base;
+	uint64_t bytes;
+};
+
+/**
+ * @brief Merge the used ranges (used[i] != 0) of sorted ranges into regions aligned to gran
+ *        (a power of two), touching or overlapping regions joined.
+ * @param region_of receives, per range, the index of its region (-1 when unused)
+ * @return 0, KJ_EINVAL (gran not a power of two), KJ_ENOMEM.
+ */
+int kj_replay_regions(const struct kj_replay_range *r, const int *used, size_t nr, uint64_t gran,
+		      struct kj_replay_region **out, size_t *nout, int *region_of);
+
+/* ---- timing statistics ---- */
+
+struct kj_replay_timing {
+	int runs; /* 0: not measured */
+	int64_t min_ns, median_ns, max_ns;
+	double mean_ns, stdev_ns;
+};
+
+/** @brief min/median/mean/max/sample stdev of n durations (the array is sorted in place). */
+void kj_replay_stats(int64_t *ns, size_t n, struct kj_replay_timing *out);
+
+/* ---- one unique kernel's result (what the worker reports, what the database stores) ---- */
+
+struct kj_replay_result {
+	int64_t unique_id;
+	char status[16];   /* ok | relocated | failed | skipped */
+	char error[512];   /* why failed/skipped; for relocated, which allocations moved */
+	struct kj_replay_timing warm, cold;
+	char timer[16];    /* "cupti" (kernel start..end) or "events" */
+	int has_energy;
+	int unroll;
+	int64_t energy_launches;
+	double seconds, energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw;
+	double dynamic_mj_per_launch; /* NAN when idle power is unknown */
+	char method[32];
+};
+
+/** @brief A result with status "failed"/"skipped" and its reason (printf-style). */
+void kj_replay_result_set(struct kj_replay_result *r, const char *status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/**
+ * @brief The worker's stdout protocol: one line per record, tab-separated key=value fields after a
+ *        tag: "KJ_RESULT", "KJ_TIMING" (cache=warm|cold), "KJ_ENERGY", "KJ_DEVICE". Values never
+ *        hold tabs or newlines (kj_replay_emit replaces them).
+ */
+void kj_replay_emit(FILE *f, const struct kj_replay_result *r);
+
+/**
+ * @brief Fold one protocol line into r (lines of other tags are ignored).
+ * @return 1 if the line was a result line, 0 if ignored, KJ_EINVAL if malformed.
+ */
+int kj_replay_parse_line(const char *line, struct kj_replay_result *r);
+
+/** What the worker's --probe says about the current GPU. */
+struct kj_replay_device {
+	int cc_major, cc_minor;
+	int64_t l2_bytes;
+	char name[128];
+};
+/** @brief Parse a "KJ_DEVICE ..." line. @return 1 if parsed, 0 if another line. */
+int kj_replay_parse_device(const char *line, struct kj_replay_device *d);
+
+/* ---- the plan: which unique kernels to replay ---- */
+
+struct kj_replay_item {
+	int64_t unique_id;
+	char *mangled;
+	char *demangled;
+	int64_t launches;     /* launches of this unique kernel in the run */
+	int64_t traced_ns;    /* Σ traced kernel durations (0 when the run has no kernel rows) */
+	char skip[512];       /* non-empty: not replayed, and why */
+	struct kj_replay_result res;
+};
+
+struct kj_replay_plan {
+	struct kj_replay_item *items;
+	size_t n;
+	int64_t total_launches;   /* all kernel launches of the run (selected or not) */
+	int64_t traced_busy_ns;   /* Σ kernel durations of the run */
+	int captured_cc_major, captured_cc_minor;  /* -1 when the run has no device row */
+	char captured_gpu[128];
+	int have_params;          /* the run has launch_params rows */
+	int cache_warm, cache_cold; /* set by the caller: which cache modes were asked for */
+	char run_path[256];       /* for messages */
+};
+
+/**
+ * @brief Check that db is a run this build can replay and list its unique kernels, matching
+ *        pattern (fnmatch glob on mangled or demangled name, or a substring; NULL: all), with a
+ *        skip reason where replay cannot work (no parameters, unknown function, stripped module).
+ * @return 0; KJ_ESCHEMA (tables missing: message printed); KJ_ENOTFOUND (no parameters captured
+ *         at all, or nothing matches: message printed); KJ_EDB; KJ_ENOMEM.
+ */
+int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan *plan);
+
+/** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */
+void kj_replay_plan_free(struct kj_replay_plan *plan);
+
+/** @brief Store results in replay_kernel / replay_energy, one transaction, INSERT OR REPLACE. */
+int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan);
+
+/** @brief Table sorted by count x median (warm, else cold), then coverage. */
+void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan);
+
+/** @brief The same as JSON (malloc'ed text, caller frees), NULL on allocation failure. */
+char *kj_replay_report_json(const struct kj_replay_plan *plan);
+
+#endif

@@ -1,0 +1,420 @@
+/* Replay, CPU side: layouts, pointer classification (inside structs, unaligned edges), relocation,
+ * regions, statistics, the worker protocol, the plan on good and bad databases, storage, report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_replay.h"
+
+static void test_layout_parse(void **state)
+{
+	(void)state;
+	struct kj_replay_param *p = NULL;
+	size_t n = 99;
+	char err[200];
+	assert_int_equal(kj_replay_layout_parse("0:8,8:40,48:4", 52, &p, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(p[1].offset, 8);
+	assert_int_equal(p[1].size, 40);
+	assert_int_equal(p[2].offset, 48);
+	free(p);
+	assert_int_equal(kj_replay_layout_parse("", 0, &p, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	assert_null(p);
+	assert_int_equal(kj_replay_layout_parse(NULL, 0, &p, &n, err, sizeof(err)), 0);
+	const char *bad[] = {"0:8,", "a:b", "8:0", "0:8;8:8", "0:", ":8", "0:8,,8:8", "-1:4"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(kj_replay_layout_parse(bad[i], SIZE_MAX, &p, &n, err, sizeof(err)), KJ_EINVAL);
+		assert_non_null(strstr(err, "layout"));
+	}
+	/* overlapping, and past the end of the block */
+	assert_int_equal(kj_replay_layout_parse("0:8,4:8", SIZE_MAX, &p, &n, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "overlaps"));
+	assert_int_equal(kj_replay_layout_parse("0:8,8:8", 12, &p, &n, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "ends past"));
+}
+
+static struct kj_replay_range R3[] = {
+	{0x7f0000000000ull, 0x1000, 1},
+	{0x7f0000001000ull, 0x100, 2}, /* starts where range 1 ends */
+	{0x7f0000200000ull, 0x200000, 3},
+};
+
+static void test_ranges(void **state)
+{
+	(void)state;
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000000000ull), 0);
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000000fffull), 0);
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000001000ull), 1); /* not range 0's end */
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000001100ull), 1); /* range 1's end pointer */
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000001101ull), -1);
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x10), -1);
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000300000ull), 2);
+	assert_int_equal(kj_replay_range_find(R3, 3, 0x7f0000400001ull), -1);
+	assert_int_equal(kj_replay_range_find(R3, 0, 0x7f0000000000ull), -1);
+
+	/* address reuse: the newer allocation (listed later) wins, zero-sized ones go */
+	struct kj_replay_range r[] = {
+		{0x2000, 0x1000, 10}, {0x1000, 0x800, 11}, {0x2800, 0x100, 12}, {0x9000, 0, 13}};
+	size_t n = kj_replay_ranges_normalize(r, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(r[0].id, 11);
+	assert_int_equal(r[1].id, 12);
+}
+
+static void put64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+static void test_scan_pointers(void **state)
+{
+	(void)state;
+	uint8_t blob[96];
+	struct kj_replay_param layout[4] = {{0, 4}, {8, 40}, {48, 8}, {56, 36}};
+	struct kj_replay_ptr *p = NULL;
+	size_t n = 0;
+	memset(blob, 0, sizeof(blob));
+	/* param 0: an int; param 1: struct {int; int; T* a; long; T* b; T* c-end} */
+	blob[0] = 7;
+	put64(blob, 16, 0x7f0000000010ull);       /* inside struct, aligned: pointer */
+	put64(blob, 24, 12345);                   /* a size: not a pointer */
+	put64(blob, 32, 0x7f0000200000ull);       /* pointer into range 3 */
+	put64(blob, 40, 0x7f0000001100ull);       /* end pointer of range 2 */
+	put64(blob, 48, 0x7f0000000800ull);       /* top-level pointer param */
+	/* param 3 starts at 56 (aligned): a word at 60 would be unaligned */
+	uint64_t unaligned = 0x7f0000000020ull;
+	memcpy(blob + 60, &unaligned, 8);
+	assert_int_equal(kj_replay_scan_pointers(blob, 92, layout, 4, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(p[0].offset, 16);
+	assert_int_equal(p[0].range, 0);
+	assert_int_equal(p[1].offset, 32);
+	assert_int_equal(p[1].range, 2);
+	assert_int_equal(p[2].offset, 40);
+	assert_int_equal(p[2].range, 1);
+	assert_int_equal(p[3].offset, 48);
+	free(p);
+
+	/* a 4-byte parameter never holds a pointer, even if 8 bytes from it would match; a word
+	 * straddling two parameters is not one either */
+	struct kj_replay_param small[2] = {{0, 4}, {4, 4}};
+	uint8_t b2[8];
+	put64(b2, 0, 0x7f0000000010ull);
+	assert_int_equal(kj_replay_scan_pointers(b2, 8, small, 2, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 0);
+	assert_null(p);
+	/* no layout: the whole block is scanned */
+	assert_int_equal(kj_replay_scan_pointers(b2, 8, NULL, 0, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 1);
+	free(p);
+	/* a parameter at an odd offset (packed) with 8 bytes: its aligned word lies outside it */
+	struct kj_replay_param odd[1] = {{4, 8}};
+	uint8_t b3[16];
+	memset(b3, 0, sizeof(b3));
+	put64(b3, 4, 0x7f0000000010ull);
+	put64(b3, 8, 0x7f0000000010ull);
+	assert_int_equal(kj_replay_scan_pointers(b3, 12, odd, 1, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 0);
+	/* TMA-like 128-byte descriptor: the global address somewhere inside is found */
+	uint8_t tma[136];
+	struct kj_replay_param tl[2] = {{0, 128}, {128, 8}};
+	memset(tma, 0xff, sizeof(tma));
+	put64(tma, 0, 0x7f0000200040ull);
+	put64(tma, 128, 0x7f0000000000ull);
+	assert_int_equal(kj_replay_scan_pointers(tma, 136, tl, 2, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(p[0].offset, 0);
+	assert_int_equal(p[1].offset, 128);
+	free(p);
+}
+
+static void test_relocate(void **state)
+{
+	(void)state;
+	uint8_t blob[24];
+	struct kj_replay_ptr *p = NULL;
+	size_t n = 0;
+	memset(blob, 0, sizeof(blob));
+	put64(blob, 0, 0x7f0000000010ull);
+	put64(blob, 8, 0x7f0000200000ull + 0x1234);
+	put64(blob, 16, 0x7f0000001000ull);
+	assert_int_equal(kj_replay_scan_pointers(blob, 24, NULL, 0, R3, 3, &p, &n), 0);
+	assert_int_equal(n, 3);
+	uint64_t nb[3] = {0x500000000000ull, 0, 0x600000000000ull};
+	assert_int_equal(kj_replay_relocate(blob, 24, p, n, R3, nb), 2);
+	uint64_t v;
+	memcpy(&v, blob, 8);
+	assert_true(v == 0x500000000010ull);
+	memcpy(&v, blob + 8, 8);
+	assert_true(v == 0x600000001234ull);
+	memcpy(&v, blob + 16, 8);
+	assert_true(v == 0x7f0000001000ull); /* range 1 did not move */
+	free(p);
+}
+
+static void test_regions(void **state)
+{
+	(void)state;
+	int used[3] = {1, 1, 1}, of[3];
+	struct kj_replay_region *g = NULL;
+	size_t n = 0;
+	assert_int_equal(kj_replay_regions(R3, used, 3, 2u << 20, &g, &n, of), 0);
+	/* ranges 0 and 1 share the first 2 MB granule; range 2 is the next granule: joined */
+	assert_int_equal(n, 1);
+	assert_true(g[0].base == 0x7f0000000000ull);
+	assert_true(g[0].bytes == 4u << 20);
+	free(g);
+	used[1] = 0;
+	assert_int_equal(kj_replay_regions(R3, used, 3, 64 << 10, &g, &n, of), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(of[0], 0);
+	assert_int_equal(of[1], -1);
+	assert_int_equal(of[2], 1);
+	assert_true(g[0].bytes == 64 << 10);
+	assert_true(g[1].base == 0x7f0000200000ull && g[1].bytes == 0x200000);
+	free(g);
+	assert_int_equal(kj_replay_regions(R3, used, 3, 3000, &g, &n, of), KJ_EINVAL);
+}
+
+static void test_stats_and_protocol(void **state)
+{
+	(void)state;
+	int64_t v[] = {50, 10, 40, 20, 30};
+	struct kj_replay_timing t;
+	kj_replay_stats(v, 5, &t);
+	assert_int_equal(t.runs, 5);
+	assert_int_equal(t.min_ns, 10);
+	assert_int_equal(t.median_ns, 30);
+	assert_int_equal(t.max_ns, 50);
+	assert_true(fabs(t.mean_ns - 30) < 1e-9);
+	assert_true(fabs(t.stdev_ns - sqrt(250.0)) < 1e-9);
+	int64_t w[] = {4, 2};
+	kj_replay_stats(w, 2, &t);
+	assert_int_equal(t.median_ns, 3);
+
+	struct kj_replay_result r, q;
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	r.unique_id = 42;
+	kj_replay_result_set(&r, "relocated", "moved\tallocation 3\nand 4");
+	r.warm = t;
+	snprintf(r.timer, sizeof(r.timer), "cupti");
+	r.has_energy = 1;
+	r.unroll = 100;
+	r.energy_launches = 123400;
+	r.seconds = 3.1;
+	r.energy_mj_per_launch = 0.0123;
+	r.energy_unc_mj = 0.0004;
+	r.power_mw = 412000;
+	r.idle_mw = -1;
+	r.dynamic_mj_per_launch = NAN;
+	snprintf(r.method, sizeof(r.method), "counter-edges");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	kj_replay_emit(f, &r);
+	fclose(f);
+	char *line = strtok(buf, "\n");
+	int results = 0;
+	while (line) {
+		int rc = kj_replay_parse_line(line, &q);
+		assert_true(rc == 1);
+		results++;
+		line = strtok(NULL, "\n");
+	}
+	free(buf);
+	assert_int_equal(results, 3);
+	assert_int_equal(q.unique_id, 42);
+	assert_string_equal(q.status, "relocated");
+	assert_string_equal(q.error, "moved allocation 3 and 4");
+	assert_int_equal(q.warm.median_ns, 3);
+	assert_int_equal(q.cold.runs, 0);
+	assert_string_equal(q.timer, "cupti");
+	assert_true(q.has_energy && q.unroll == 100 && q.energy_launches == 123400);
+	assert_true(fabs(q.energy_mj_per_launch - 0.0123) < 1e-12);
+	assert_true(isnan(q.dynamic_mj_per_launch));
+	assert_string_equal(q.method, "counter-edges");
+	assert_int_equal(kj_replay_parse_line("KJ_TIMING\tunique=1\tcache=warm\truns=x", &q), KJ_EINVAL);
+	assert_int_equal(kj_replay_parse_line("KJ_RESULT\tstatus=ok", &q), KJ_EINVAL);
+	assert_int_equal(kj_replay_parse_line("some warning", &q), 0);
+	struct kj_replay_device d;
+	assert_int_equal(kj_replay_parse_device("KJ_DEVICE\tcc_major=9\tcc_minor=0\tl2=52428800\tname=NVIDIA H100 80GB HBM3", &d), 1);
+	assert_int_equal(d.cc_major, 9);
+	assert_int_equal(d.l2_bytes, 52428800);
+	assert_string_equal(d.name, "NVIDIA H100 80GB HBM3");
+	assert_int_equal(kj_replay_parse_device("KJ_RESULT\tunique=1", &d), 0);
+}
+
+/* ---- plan, storage, report on real databases ---- */
+static char dir[] = "/tmp/kjtest_replay_XXXXXX";
+
+static sqlite3 *make_db(const char *name, int with_params)
+{
+	char p[256];
+	sqlite3 *db = NULL;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	assert_int_equal(kj_db_exec(db,
+		"INSERT INTO device(id, name, cc_major, cc_minor) VALUES(1, 'NVIDIA H100', 9, 0);"
+		"INSERT INTO module(hash, format, bytes, codec, data) VALUES('aa', 'cubin', 4, 'none', x'7f454c46');"
+		"INSERT INTO module(hash, format, bytes, codec, data) VALUES('bb', 'fatbin', 4, 'zstd', NULL);"
+		"INSERT INTO module_function VALUES('aa', '_Z4gemmPf'), ('aa', 'noparams'), ('bb', 'stripped_k');"
+		"INSERT INTO kernel_name(id, mangled, demangled) VALUES(1, '_Z4gemmPf', 'gemm(float*)'),"
+		" (2, 'stripped_k', 'stripped_k'), (3, 'ghost', 'ghost'), (4, 'noparams', 'noparams');"
+		"INSERT INTO unique_kernel(id, key, name_id, launches) VALUES(1, 'k1', 1, 3), (2, 'k2', 2, 5),"
+		" (3, 'k3', 3, 1), (4, 'k4', 4, 2);"
+		"INSERT INTO kernel(unique_id, start_ns, end_ns) VALUES(1, 0, 1000), (1, 2000, 3000),"
+		" (1, 4000, 5000), (1, 6000, 7000), (2, 0, 500), (3, 0, 100);",
+		"fill"), 0);
+	if (with_params)
+		assert_int_equal(kj_db_exec(db,
+			"INSERT INTO launch_params(unique_id, layout, params) VALUES(1, '0:8', x'0000000000000000'),"
+			" (2, '0:8', x'0000000000000000'), (3, '0:8', x'0000000000000000');", "params"), 0);
+	return db;
+}
+
+static void test_plan(void **state)
+{
+	(void)state;
+	struct kj_replay_plan plan;
+	sqlite3 *db = make_db("plan.kjdb", 1);
+	memset(&plan, 0, sizeof(plan));
+	snprintf(plan.run_path, sizeof(plan.run_path), "plan.kjdb");
+	assert_int_equal(kj_replay_plan_load(db, NULL, &plan), 0);
+	assert_int_equal(plan.n, 4);
+	assert_int_equal(plan.captured_cc_major, 9);
+	assert_string_equal(plan.captured_gpu, "NVIDIA H100");
+	assert_int_equal(plan.traced_busy_ns, 4600);
+	assert_int_equal(plan.total_launches, 6);
+	assert_int_equal(plan.items[0].launches, 4); /* from the kernel table, not unique_kernel */
+	assert_string_equal(plan.items[0].skip, "");
+	assert_non_null(strstr(plan.items[1].skip, "stripped"));
+	assert_non_null(strstr(plan.items[1].skip, "bb"));
+	assert_non_null(strstr(plan.items[2].skip, "unknown function"));
+	assert_non_null(strstr(plan.items[3].skip, "no parameters"));
+	assert_string_equal(plan.items[3].res.status, "skipped");
+	kj_replay_plan_free(&plan);
+
+	assert_int_equal(kj_replay_plan_load(db, "gemm*", &plan), 0);
+	assert_int_equal(plan.n, 1);
+	kj_replay_plan_free(&plan);
+	assert_int_equal(kj_replay_plan_load(db, "strip", &plan), 0); /* substring */
+	assert_int_equal(plan.n, 1);
+	kj_replay_plan_free(&plan);
+	assert_int_equal(kj_replay_plan_load(db, "nomatch", &plan), KJ_ENOTFOUND);
+	kj_replay_plan_free(&plan);
+	kj_db_close(db);
+
+	/* --no-params run */
+	db = make_db("noparams.kjdb", 0);
+	assert_int_equal(kj_replay_plan_load(db, NULL, &plan), KJ_ENOTFOUND);
+	kj_replay_plan_free(&plan);
+	/* a schema without the replay tables */
+	assert_int_equal(kj_db_exec(db, "INSERT INTO launch_params(unique_id) VALUES(1); DROP TABLE module_function;", "drop"), 0);
+	assert_int_equal(kj_replay_plan_load(db, NULL, &plan), KJ_ESCHEMA);
+	kj_replay_plan_free(&plan);
+	kj_db_close(db);
+}
+
+static void test_store_and_report(void **state)
+{
+	(void)state;
+	struct kj_replay_plan plan;
+	sqlite3 *db = make_db("store.kjdb", 1);
+	memset(&plan, 0, sizeof(plan));
+	plan.cache_warm = plan.cache_cold = 1;
+	assert_int_equal(kj_replay_plan_load(db, NULL, &plan), 0);
+	struct kj_replay_result *a = &plan.items[0].res;
+	snprintf(a->status, sizeof(a->status), "ok");
+	a->warm = (struct kj_replay_timing){10, 900, 1100, 1500, 1120.0, 50.0};
+	a->cold = (struct kj_replay_timing){10, 1500, 1700, 2000, 1710.0, 40.0};
+	a->has_energy = 1;
+	a->unroll = 100;
+	a->energy_mj_per_launch = 0.5;
+	a->idle_mw = -1;
+	a->dynamic_mj_per_launch = NAN;
+	snprintf(a->method, sizeof(a->method), "counter-edges");
+	/* unique 3 ("ghost") is skipped; give unique 2 a failure */
+	kj_replay_result_set(&plan.items[1].res, "failed", "first launch: CUDA_ERROR_ILLEGAL_ADDRESS");
+	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
+	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
+	assert_int_equal(kj_db_count(db, "replay_energy"), 1);
+	/* again: replaced, not duplicated */
+	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
+	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
+	sqlite3_stmt *st;
+	assert_int_equal(kj_db_prepare(db, "SELECT median_ns, status FROM replay_kernel WHERE unique_id = 1 AND cache = 'cold'", &st), 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(st, 0), 1700);
+	assert_string_equal((const char *)sqlite3_column_text(st, 1), "ok");
+	sqlite3_finalize(st);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	kj_replay_report_print(f, &plan);
+	fclose(f);
+	assert_non_null(strstr(buf, "gemm(float*)"));
+	assert_non_null(strstr(buf, "coverage: launches 4/6 replayed (66.7%: exact 4, relocated 0); unique kernels 1/4"));
+	assert_non_null(strstr(buf, "ILLEGAL_ADDRESS"));
+	assert_non_null(strstr(buf, "traced GPU busy"));
+	/* gemm: 4 x 1.1 us = 4.4 us against 4.6 us traced */
+	assert_non_null(strstr(buf, "0.004 ms (-4.3%)"));
+	/* the replayed kernel sorts first */
+	assert_true(strstr(buf, "gemm(float*)") < strstr(buf, "stripped_k"));
+	free(buf);
+
+	char *js = kj_replay_report_json(&plan);
+	assert_non_null(js);
+	json_error_t err;
+	json_t *root = json_loads(js, 0, &err);
+	assert_non_null(root);
+	json_t *k0 = json_array_get(json_object_get(root, "kernels"), 0);
+	assert_string_equal(json_string_value(json_object_get(k0, "status")), "ok");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(k0, "warm"), "median_ns")), 1100);
+	assert_true(json_is_null(json_object_get(json_object_get(k0, "energy"), "dynamic_mj_per_launch")));
+	json_t *cov = json_object_get(root, "coverage");
+	assert_int_equal(json_integer_value(json_object_get(cov, "launches_exact")), 4);
+	assert_int_equal(json_integer_value(json_object_get(cov, "unique_not_replayed")), 3);
+	json_decref(root);
+	free(js);
+	kj_replay_plan_free(&plan);
+	kj_db_close(db);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout_parse),   cmocka_unit_test(test_ranges),
+		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
+		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
+		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
