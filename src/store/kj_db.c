@@ -42,7 +42,8 @@ int kj_db_open(const char *path, int write, sqlite3 **out)
 		kj_errorf("%s: empty file, not a kjoule run database", path);
 		return KJ_ESCHEMA;
 	}
-	rc = sqlite3_open_v2(path, &db, write ? (SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(path, &db, (write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX,
+			     NULL);
 	if (rc != SQLITE_OK) {
 		kj_errorf("%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		sqlite3_close(db);
