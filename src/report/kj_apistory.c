@@ -1,0 +1,747 @@
+/* kjoule api: stages, synchronisation, idle periods, allocations and per-API totals. */
+#include "kj_apistory.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_report.h"
+
+#define US(ns) ((double)(ns) / 1e3)
+
+static json_t *jus(double ns)
+{
+	if (!isfinite(ns))
+		return json_null();
+	return json_real(round(ns) / 1e3);
+}
+
+struct api_agg {
+	int64_t count, total_ns, max_ns;
+};
+
+struct gap {
+	int64_t s, e;
+	/* API calls overlapping the gap, by name index: count and overlapped ns */
+	size_t names[4];
+	int64_t ov[4], cnt[4];
+	int n_names;
+	int64_t other_calls;
+	int64_t calls;
+};
+
+/* keep the n longest gaps, sorted by decreasing length */
+struct gaps {
+	struct gap *v;
+	int n, cap;
+	int64_t total_ns, count;
+};
+
+static void gaps_add(void *ctx, int64_t s, int64_t e)
+{
+	struct gaps *g = ctx;
+	int64_t len = e - s;
+	int i;
+	g->total_ns += len;
+	g->count++;
+	if (g->n == g->cap && (g->n == 0 || len <= g->v[g->n - 1].e - g->v[g->n - 1].s))
+		return;
+	if (g->n < g->cap)
+		g->n++;
+	for (i = g->n - 1; i > 0 && g->v[i - 1].e - g->v[i - 1].s < len; i--)
+		g->v[i] = g->v[i - 1];
+	memset(&g->v[i], 0, sizeof(g->v[i]));
+	g->v[i].s = s;
+	g->v[i].e = e;
+}
+
+static int contains_ci(const char *s, const char *sub)
+{
+	size_t n = strlen(sub);
+	for (; s && *s; s++)
+		if (!strncasecmp(s, sub, n))
+			return 1;
+	return 0;
+}
+
+static int64_t scalar_i64(sqlite3 *db, const char *sql, int64_t dflt)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = dflt;
+	if (kj_db_prepare(db, sql, &st))
+		return dflt;
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static json_t *stage(const char *name, int64_t s, int64_t e, int known, const char *how)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "stage", json_string(name));
+	if (known && e >= s) {
+		json_object_set_new(o, "start_us", jus((double)s));
+		json_object_set_new(o, "duration_us", jus((double)(e - s)));
+	} else {
+		json_object_set_new(o, "start_us", json_null());
+		json_object_set_new(o, "duration_us", json_null());
+	}
+	json_object_set_new(o, "defined_as", json_string(how));
+	return o;
+}
+
+static int alloc_cmp(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1]; /* frees (negative) before allocations */
+}
+
+static json_t *allocations(sqlite3 *db, int64_t t0, int64_t load_end)
+{
+	sqlite3_stmt *st = NULL;
+	json_t *o = json_object();
+	int64_t *ev = NULL;
+	size_t n = 0, cap = 0;
+	int64_t count = 0, frees = 0, total = 0, at_load = -1;
+	if (kj_db_prepare(db,
+			  "SELECT alloc_ns, free_ns, coalesce(bytes, 0) FROM allocation WHERE"
+			  " alloc_ns IS NOT NULL",
+			  &st))
+		return o;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 2);
+		int has_free = sqlite3_column_type(st, 1) != SQLITE_NULL;
+		if (n + 2 > cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			int64_t *ne = realloc(ev, nc * 2 * sizeof(*ne));
+			if (!ne)
+				break;
+			ev = ne;
+			cap = nc;
+		}
+		ev[2 * n] = a;
+		ev[2 * n + 1] = b;
+		n++;
+		count++;
+		total += b;
+		if (has_free) {
+			ev[2 * n] = sqlite3_column_int64(st, 1);
+			ev[2 * n + 1] = -b;
+			n++;
+			frees++;
+		}
+	}
+	sqlite3_finalize(st);
+	qsort(ev, n, 2 * sizeof(*ev), alloc_cmp);
+	int64_t live = 0, peak = 0, peak_t = 0;
+	json_t *tl = json_array();
+	int64_t first = n ? ev[0] : 0, last = n ? ev[2 * (n - 1)] : 0;
+	int64_t span = last - first > 0 ? last - first : 1;
+	int next_pt = 0;
+	for (size_t i = 0; i < n; i++) {
+		live += ev[2 * i + 1];
+		if (live > peak) {
+			peak = live;
+			peak_t = ev[2 * i];
+		}
+		if (load_end >= 0 && ev[2 * i] <= load_end)
+			at_load = live;
+		/* up to 20 points of the live-bytes curve, evenly spaced in time */
+		int pt = (int)((double)(ev[2 * i] - first) * 19.0 / (double)span);
+		if (pt >= next_pt && (i + 1 == n || ev[2 * (i + 1)] != ev[2 * i])) {
+			json_t *p = json_object();
+			json_object_set_new(p, "t_us", jus((double)(ev[2 * i] - t0)));
+			json_object_set_new(p, "live_bytes", json_integer(live));
+			json_array_append_new(tl, p);
+			next_pt = pt + 1;
+		}
+	}
+	free(ev);
+	json_object_set_new(o, "allocations", json_integer(count));
+	json_object_set_new(o, "frees", json_integer(frees));
+	json_object_set_new(o, "bytes_allocated", json_integer(total));
+	json_object_set_new(o, "peak_live_bytes", json_integer(peak));
+	json_object_set_new(o, "peak_at_us", count ? jus((double)(peak_t - t0)) : json_null());
+	json_object_set_new(o, "live_bytes_after_loading", at_load >= 0 ? json_integer(at_load) : json_null());
+	json_object_set_new(o, "live_bytes_at_end", json_integer(live));
+	json_object_set_new(o, "timeline", tl);
+	return o;
+}
+
+int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
+{
+	int64_t t0, t1;
+	struct kj_iters it;
+	struct kj_acts acts;
+	struct kj_smap names = {0};
+	struct api_agg *agg = NULL;
+	size_t agg_cap = 0;
+	struct gaps gp = {0};
+	sqlite3_stmt *st = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	*out = NULL;
+	memset(&acts, 0, sizeof(acts));
+	memset(&it, 0, sizeof(it));
+	rc = kj_run_extent(db, &t0, &t1);
+	if (rc == KJ_ENOTFOUND) {
+		kj_errorf("the run holds no kernels, copies, API calls or NVTX ranges");
+		return rc;
+	}
+	if (rc)
+		return rc;
+	rc = kj_acts_load(db, &acts);
+	if (!rc)
+		rc = kj_iters_find(db, o->region, o->skip, t0, t1, o->quiet, &it);
+	if (rc)
+		goto done;
+	j = json_object();
+	int64_t n_api = kj_db_count(db, "api_call");
+	int has_api = n_api > 0;
+	json_object_set_new(j, "api_traced", json_boolean(has_api));
+	if (!has_api)
+		json_object_set_new(j, "note", json_string(
+			"no API calls in this run (trace with kjoule run --api for them); the answers"
+			" below come from kernels, copies, allocations and NVTX ranges"));
+	json_object_set_new(j, "run_duration_us", jus((double)(t1 - t0)));
+	json_object_set_new(j, "api_calls", json_integer(n_api));
+
+	/* boundaries */
+	int64_t first_iter = it.whole_run ? -1 : it.v[0].start_ns;
+	int64_t first_api = scalar_i64(db, "SELECT min(start_ns) FROM api_call", -1);
+	int64_t first_alloc = scalar_i64(db, "SELECT min(alloc_ns) FROM allocation", -1);
+	if (first_alloc < 0)
+		first_alloc = scalar_i64(db,
+					 "SELECT min(start_ns) FROM api_call WHERE name LIKE"
+					 " '%Alloc%' OR name LIKE '%MemCreate%'",
+					 -1);
+	int64_t first_kernel = -1;
+	for (size_t k = 0; k < acts.n; k++)
+		if (acts.v[k].type == KJ_ACT_KERNEL) {
+			first_kernel = acts.v[k].key_ns;
+			break;
+		}
+	int64_t init_start = first_api >= 0 ? first_api : t0;
+
+	/* per-iteration kernel counts and bytes */
+	int64_t *kper = calloc(it.n ? it.n : 1, sizeof(*kper));
+	int64_t h2d = 0, d2h = 0, d2d = 0, h2d_load = 0, d2h_iter = 0, h2d_iter = 0;
+	int64_t ncopies = 0;
+	if (!kper) {
+		rc = KJ_ENOMEM;
+		goto done;
+	}
+	for (size_t k = 0; k < acts.n; k++) {
+		const struct kj_act *a = &acts.v[k];
+		long ow = kj_iters_owner(&it, a->key_ns);
+		if (a->type == KJ_ACT_KERNEL && ow >= 0)
+			kper[ow]++;
+		if (a->type == KJ_ACT_MEMCPY) {
+			ncopies++;
+			if (a->dir == KJ_COPY_H2D) {
+				h2d += a->bytes;
+				if (first_iter >= 0 && a->key_ns < first_iter)
+					h2d_load += a->bytes;
+				if (ow >= 0 && !it.v[ow].skipped)
+					h2d_iter += a->bytes;
+			} else if (a->dir == KJ_COPY_D2H) {
+				d2h += a->bytes;
+				if (ow >= 0 && !it.v[ow].skipped)
+					d2h_iter += a->bytes;
+			} else if (a->dir == KJ_COPY_D2D) {
+				d2d += a->bytes;
+			}
+		}
+	}
+	{
+		json_t *ki = json_object();
+		double mean = 0;
+		int64_t mn = 0, mx = 0, nk = 0;
+		for (size_t i = 0; i < it.n; i++) {
+			if (it.v[i].skipped)
+				continue;
+			if (!nk || kper[i] < mn)
+				mn = kper[i];
+			if (!nk || kper[i] > mx)
+				mx = kper[i];
+			mean += (double)kper[i];
+			nk++;
+		}
+		json_object_set_new(ki, "region", it.whole_run ? json_null() : json_string(it.region));
+		json_object_set_new(ki, "iterations", json_integer((json_int_t)it.n));
+		json_object_set_new(ki, "skipped", json_integer(it.skip));
+		json_object_set_new(ki, "mean", nk ? json_real(round(mean / (double)nk * 1000) / 1000) : json_null());
+		json_object_set_new(ki, "min", nk ? json_integer(mn) : json_null());
+		json_object_set_new(ki, "max", nk ? json_integer(mx) : json_null());
+		json_object_set_new(ki, "kernels_total", json_integer((json_int_t)acts.n_kernels));
+		json_object_set_new(j, "kernels_per_iteration", ki);
+	}
+	{
+		json_t *b = json_object();
+		json_object_set_new(b, "h2d", json_integer(h2d));
+		json_object_set_new(b, "d2h", json_integer(d2h));
+		json_object_set_new(b, "d2d", json_integer(d2d));
+		json_object_set_new(b, "h2d_before_first_iteration", first_iter >= 0 ? json_integer(h2d_load) : json_null());
+		json_object_set_new(b, "h2d_per_iteration", it.n_kept && !it.whole_run ? json_real((double)h2d_iter / (double)it.n_kept) : json_null());
+		json_object_set_new(b, "d2h_per_iteration", it.n_kept && !it.whole_run ? json_real((double)d2h_iter / (double)it.n_kept) : json_null());
+		json_object_set_new(b, "copies", json_integer(ncopies));
+		json_object_set_new(j, "bytes", b);
+	}
+
+	/* stages */
+	{
+		json_t *sv = json_array();
+		int64_t warm_s = -1, warm_e = -1, steady_s = -1, steady_e = -1, steady_sum = 0;
+		for (size_t i = 0; i < it.n; i++) {
+			const struct kj_iter *x = &it.v[i];
+			if (x->skipped) {
+				if (warm_s < 0)
+					warm_s = x->start_ns;
+				warm_e = x->end_ns;
+			} else {
+				if (steady_s < 0)
+					steady_s = x->start_ns;
+				steady_e = x->end_ns;
+				steady_sum += x->end_ns - x->start_ns;
+			}
+		}
+		json_array_append_new(sv, stage("initialisation", init_start, first_alloc,
+						first_alloc >= 0,
+						has_api ? "first API call to first allocation"
+							: "first event to first allocation"));
+		int64_t wl_end = first_kernel;
+		json_array_append_new(sv, stage("weight_loading", first_alloc, wl_end,
+						first_alloc >= 0 && wl_end >= 0,
+						"first allocation to first kernel launch"));
+		json_array_append_new(sv, stage("warm_up", warm_s, warm_e, warm_s >= 0 && !it.whole_run,
+						"skipped iterations (first start to last end)"));
+		json_t *sd = stage("steady", steady_s, steady_e, steady_s >= 0 && !it.whole_run,
+				   "measured iterations (first start to last end)");
+		json_object_set_new(sd, "iterations_us", steady_s >= 0 && !it.whole_run ? jus((double)steady_sum) : json_null());
+		json_object_set_new(sd, "per_iteration_us", it.n_kept && !it.whole_run ? jus((double)steady_sum / (double)it.n_kept) : json_null());
+		json_array_append_new(sv, sd);
+		int64_t last_end = it.whole_run ? -1 : it.v[it.n - 1].end_ns;
+		json_array_append_new(sv, stage("after_iterations", last_end, t1, last_end >= 0,
+						"last iteration end to the run's last event"));
+		json_object_set_new(j, "stages", sv);
+	}
+	/* per token */
+	{
+		json_t *tk = json_object();
+		int64_t n = 0, sum = 0, mn = 0, mx = 0;
+		char name[256] = "";
+		if (kj_db_prepare(db,
+				  "SELECT name, end_ns - start_ns FROM nvtx_range WHERE end_ns IS NOT"
+				  " NULL AND start_ns IS NOT NULL AND (lower(name) LIKE '%token%' OR"
+				  " lower(name) LIKE '%decode%') ORDER BY start_ns",
+				  &st) == 0) {
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				int64_t d = sqlite3_column_int64(st, 1);
+				if (!n)
+					snprintf(name, sizeof(name), "%s", sqlite3_column_text(st, 0));
+				if (!n || d < mn)
+					mn = d;
+				if (!n || d > mx)
+					mx = d;
+				sum += d;
+				n++;
+			}
+			sqlite3_finalize(st);
+		}
+		json_object_set_new(tk, "ranges", json_integer(n));
+		json_object_set_new(tk, "first_name", n ? json_string(name) : json_null());
+		json_object_set_new(tk, "mean_us", n ? jus((double)sum / (double)n) : json_null());
+		json_object_set_new(tk, "min_us", n ? jus((double)mn) : json_null());
+		json_object_set_new(tk, "max_us", n ? jus((double)mx) : json_null());
+		json_object_set_new(tk, "total_us", n ? jus((double)sum) : json_null());
+		json_object_set_new(j, "per_token", tk);
+	}
+
+	/* GPU idle gaps: union of all GPU activity inside its own span */
+	gp.cap = o->gaps > 0 ? o->gaps : 10;
+	gp.v = calloc((size_t)gp.cap, sizeof(*gp.v));
+	struct kj_ival *iv = malloc((acts.n ? acts.n : 1) * sizeof(*iv));
+	if (!gp.v || !iv) {
+		free(iv);
+		free(kper);
+		rc = KJ_ENOMEM;
+		goto done;
+	}
+	for (size_t k = 0; k < acts.n; k++)
+		iv[k] = (struct kj_ival){acts.v[k].start_ns, acts.v[k].end_ns};
+	int64_t gspan_s = 0, gspan_e = 0;
+	int64_t gbusy = kj_ival_union(iv, acts.n, INT64_MIN, INT64_MAX, &gspan_s, &gspan_e, NULL);
+	kj_ival_gaps(iv, acts.n, INT64_MIN, INT64_MAX, gaps_add, &gp);
+	free(iv);
+	free(kper);
+
+	/* one pass over API calls: per-name totals, loading counts, sync, overlap with gaps */
+	int64_t load_calls = 0, load_ns = 0, sync_calls = 0, sync_ns = 0;
+	if (has_api) {
+		if (kj_db_prepare(db,
+				  "SELECT name, start_ns, coalesce(end_ns, start_ns) FROM api_call WHERE"
+				  " start_ns IS NOT NULL ORDER BY start_ns",
+				  &st)) {
+			rc = KJ_EDB;
+			goto done;
+		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *nm = (const char *)sqlite3_column_text(st, 0);
+			int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
+			int64_t d = e > s ? e - s : 0;
+			size_t ix = kj_smap_intern(&names, nm ? nm : "?");
+			if (ix == (size_t)-1) {
+				rc = KJ_ENOMEM;
+				break;
+			}
+			if (ix >= agg_cap) {
+				size_t nc = agg_cap ? agg_cap * 2 : 64;
+				struct api_agg *na = realloc(agg, nc * sizeof(*na));
+				if (!na) {
+					rc = KJ_ENOMEM;
+					break;
+				}
+				memset(na + agg_cap, 0, (nc - agg_cap) * sizeof(*na));
+				agg = na;
+				agg_cap = nc;
+			}
+			agg[ix].count++;
+			agg[ix].total_ns += d;
+			if (d > agg[ix].max_ns)
+				agg[ix].max_ns = d;
+			if (first_iter >= 0 && s < first_iter) {
+				load_calls++;
+				load_ns += d;
+			}
+			if (nm && strstr(nm, "Synchronize")) {
+				sync_calls++;
+				sync_ns += d;
+			}
+			for (int g = 0; g < gp.n; g++) {
+				struct gap *x = &gp.v[g];
+				int64_t ov = (e < x->e ? e : x->e) - (s > x->s ? s : x->s);
+				if (ov <= 0 && !(d == 0 && s >= x->s && s < x->e))
+					continue;
+				x->calls++;
+				int k;
+				for (k = 0; k < x->n_names && x->names[k] != ix; k++)
+					;
+				if (k == x->n_names) {
+					if (x->n_names == 4) {
+						x->other_calls++;
+						continue;
+					}
+					x->names[k] = ix;
+					x->n_names++;
+				}
+				x->cnt[k]++;
+				x->ov[k] += ov > 0 ? ov : 0;
+			}
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != KJ_ENOMEM) {
+			kj_errorf("database: reading API calls: %s", sqlite3_errmsg(db));
+			rc = KJ_EDB;
+		}
+		if (rc == KJ_ENOMEM)
+			goto done;
+		rc = 0;
+	}
+	{
+		json_t *ld = json_object();
+		json_object_set_new(ld, "before", first_iter >= 0 ? jus((double)(first_iter - t0)) : json_null());
+		json_object_set_new(ld, "api_calls", has_api && first_iter >= 0 ? json_integer(load_calls) : json_null());
+		json_object_set_new(ld, "api_time_us", has_api && first_iter >= 0 ? jus((double)load_ns) : json_null());
+		json_object_set_new(j, "loading", ld);
+	}
+	{
+		json_t *sy = json_object();
+		json_object_set_new(sy, "calls", has_api ? json_integer(sync_calls) : json_null());
+		json_object_set_new(sy, "time_us", has_api ? jus((double)sync_ns) : json_null());
+		json_object_set_new(sy, "fraction_of_run", has_api && t1 > t0 ? json_real(round((double)sync_ns / (double)(t1 - t0) * 1e6) / 1e6) : json_null());
+		json_object_set_new(j, "synchronization", sy);
+	}
+	{
+		json_t *gv = json_array(), *gi = json_object();
+		json_object_set_new(gi, "gpu_span_us", acts.n ? jus((double)(gspan_e - gspan_s)) : json_null());
+		json_object_set_new(gi, "gpu_busy_us", jus((double)gbusy));
+		json_object_set_new(gi, "gaps", json_integer(gp.count));
+		json_object_set_new(gi, "idle_us", jus((double)gp.total_ns));
+		for (int g = 0; g < gp.n; g++) {
+			struct gap *x = &gp.v[g];
+			json_t *e = json_object(), *cpu = json_array();
+			json_object_set_new(e, "start_us", jus((double)(x->s - t0)));
+			json_object_set_new(e, "duration_us", jus((double)(x->e - x->s)));
+			long ow = kj_iters_owner(&it, x->s);
+			json_object_set_new(e, "iteration", ow >= 0 && !it.whole_run ? json_integer(ow) : json_null());
+			for (int k = 0; k < x->n_names; k++) {
+				json_t *c = json_object();
+				json_object_set_new(c, "name", json_string(names.names[x->names[k]]));
+				json_object_set_new(c, "calls", json_integer(x->cnt[k]));
+				json_object_set_new(c, "overlap_us", jus((double)x->ov[k]));
+				json_array_append_new(cpu, c);
+			}
+			json_object_set_new(e, "api_calls", has_api ? json_integer(x->calls) : json_null());
+			json_object_set_new(e, "cpu", has_api ? cpu : (json_decref(cpu), json_null()));
+			json_object_set_new(e, "cpu_summary", json_string(
+				!has_api ? "unknown (no API trace)"
+				: x->calls == 0 ? "no CUDA API call: host code (framework, Python)"
+						: "in CUDA API calls"));
+			json_array_append_new(gv, e);
+		}
+		json_object_set_new(gi, "longest", gv);
+		json_object_set_new(j, "gpu_idle", gi);
+	}
+	json_object_set_new(j, "allocations", allocations(db, t0, first_kernel));
+	{
+		json_t *pa = json_array();
+		size_t *ord = malloc((names.n ? names.n : 1) * sizeof(*ord));
+		if (ord) {
+			for (size_t i = 0; i < names.n; i++)
+				ord[i] = i;
+			/* insertion sort by total time: distinct API names are few */
+			for (size_t i = 1; i < names.n; i++) {
+				size_t v = ord[i], k = i;
+				while (k > 0 && agg[ord[k - 1]].total_ns < agg[v].total_ns) {
+					ord[k] = ord[k - 1];
+					k--;
+				}
+				ord[k] = v;
+			}
+			for (size_t i = 0; i < names.n; i++) {
+				const struct api_agg *a = &agg[ord[i]];
+				json_t *e = json_object();
+				json_object_set_new(e, "name", json_string(names.names[ord[i]]));
+				json_object_set_new(e, "count", json_integer(a->count));
+				json_object_set_new(e, "total_us", jus((double)a->total_ns));
+				json_object_set_new(e, "mean_us", jus((double)a->total_ns / (double)a->count));
+				json_object_set_new(e, "max_us", jus((double)a->max_ns));
+				json_object_set_new(e, "synchronizes", json_boolean(contains_ci(names.names[ord[i]], "synchronize")));
+				json_array_append_new(pa, e);
+			}
+			free(ord);
+		}
+		json_object_set_new(j, "per_api", has_api ? pa : (json_decref(pa), json_null()));
+	}
+done:
+	if (rc && j) {
+		json_decref(j);
+		j = NULL;
+	}
+	if (rc == KJ_ENOMEM)
+		kj_errorf("api: out of memory");
+	free(agg);
+	free(gp.v);
+	kj_smap_free(&names);
+	kj_iters_free(&it);
+	kj_acts_free(&acts);
+	*out = j;
+	return rc;
+}
+
+/* ---- text ---- */
+
+static double num(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void pr_us(FILE *f, const char *label, const json_t *o, const char *k)
+{
+	double v = num(o, k);
+	if (isnan(v))
+		fprintf(f, "  %-40s %14s\n", label, "n/a");
+	else
+		fprintf(f, "  %-40s %14.1f us\n", label, v);
+}
+
+static void pr_bytes(FILE *f, const char *label, double b)
+{
+	if (isnan(b))
+		fprintf(f, "  %-40s %14s\n", label, "n/a");
+	else
+		fprintf(f, "  %-40s %14.0f B (%.2f MiB)\n", label, b, b / 1048576.0);
+}
+
+void kj_api_print(const json_t *j, FILE *f)
+{
+	const json_t *x;
+	size_t i;
+	if (!json_is_true(json_object_get(j, "api_traced")))
+		fprintf(f, "note: %s\n", json_string_value(json_object_get(j, "note")));
+	fprintf(f, "run: %.1f us, %lld API calls\n", num(j, "run_duration_us"),
+		(long long)json_integer_value(json_object_get(j, "api_calls")));
+
+	x = json_object_get(j, "loading");
+	fprintf(f, "\nModel loading (before the first iteration)\n");
+	pr_us(f, "time before the first iteration", x, "before");
+	if (!isnan(num(x, "api_calls")))
+		fprintf(f, "  %-40s %14.0f (%.1f us inside them)\n", "CUDA API calls", num(x, "api_calls"),
+			num(x, "api_time_us"));
+
+	x = json_object_get(j, "kernels_per_iteration");
+	fprintf(f, "\nKernels launched per iteration");
+	if (json_is_string(json_object_get(x, "region")))
+		fprintf(f, " (region '%s', %lld iterations, %lld skipped)",
+			json_string_value(json_object_get(x, "region")),
+			(long long)json_integer_value(json_object_get(x, "iterations")),
+			(long long)json_integer_value(json_object_get(x, "skipped")));
+	else
+		fprintf(f, " (no NVTX iterations: the whole run)");
+	fprintf(f, "\n  mean %.1f, min %.0f, max %.0f; %.0f kernels in the run\n", num(x, "mean"),
+		num(x, "min"), num(x, "max"), num(x, "kernels_total"));
+
+	x = json_object_get(j, "bytes");
+	fprintf(f, "\nBytes copied\n");
+	pr_bytes(f, "host to device", num(x, "h2d"));
+	pr_bytes(f, "device to host", num(x, "d2h"));
+	pr_bytes(f, "device to device", num(x, "d2d"));
+	pr_bytes(f, "host to device before the first iteration", num(x, "h2d_before_first_iteration"));
+	pr_bytes(f, "host to device per measured iteration", num(x, "h2d_per_iteration"));
+	pr_bytes(f, "device to host per measured iteration", num(x, "d2h_per_iteration"));
+
+	fprintf(f, "\nStages\n");
+	x = json_object_get(j, "stages");
+	for (i = 0; i < json_array_size(x); i++) {
+		const json_t *s = json_array_get(x, i);
+		double d = num(s, "duration_us");
+		if (isnan(d))
+			fprintf(f, "  %-18s %14s   (%s)\n", json_string_value(json_object_get(s, "stage")),
+				"n/a", json_string_value(json_object_get(s, "defined_as")));
+		else
+			fprintf(f, "  %-18s %14.1f us (%s)\n",
+				json_string_value(json_object_get(s, "stage")), d,
+				json_string_value(json_object_get(s, "defined_as")));
+		if (!isnan(num(s, "per_iteration_us")))
+			fprintf(f, "  %-18s %14.1f us per measured iteration\n", "", num(s, "per_iteration_us"));
+	}
+	x = json_object_get(j, "per_token");
+	if (num(x, "ranges") > 0)
+		fprintf(f, "  per token ('%s'..., %.0f ranges): mean %.1f us, min %.1f, max %.1f\n",
+			json_string_value(json_object_get(x, "first_name")), num(x, "ranges"),
+			num(x, "mean_us"), num(x, "min_us"), num(x, "max_us"));
+	else
+		fprintf(f, "  per token: no NVTX ranges named like token/decode\n");
+
+	x = json_object_get(j, "synchronization");
+	fprintf(f, "\nBlocked in synchronisation (calls named *Synchronize*)\n");
+	if (isnan(num(x, "calls")))
+		fprintf(f, "  unknown without an API trace\n");
+	else
+		fprintf(f, "  %.0f calls, %.1f us (%.1f%% of the run)\n", num(x, "calls"),
+			num(x, "time_us"), 100 * num(x, "fraction_of_run"));
+
+	x = json_object_get(j, "gpu_idle");
+	fprintf(f, "\nGPU idle: %.1f us in %.0f gaps inside the GPU span of %.1f us (busy %.1f us)\n",
+		num(x, "idle_us"), num(x, "gaps"), num(x, "gpu_span_us"), num(x, "gpu_busy_us"));
+	const json_t *lg = json_object_get(x, "longest");
+	for (i = 0; i < json_array_size(lg); i++) {
+		const json_t *g = json_array_get(lg, i), *cpu = json_object_get(g, "cpu");
+		fprintf(f, "  %10.1f us at %.1f us: %s", num(g, "duration_us"), num(g, "start_us"),
+			json_string_value(json_object_get(g, "cpu_summary")));
+		for (size_t k = 0; k < json_array_size(cpu); k++) {
+			const json_t *c = json_array_get(cpu, k);
+			fprintf(f, "%s%s x%.0f (%.1f us)", k ? ", " : " ", json_string_value(json_object_get(c, "name")),
+				num(c, "calls"), num(c, "overlap_us"));
+		}
+		fputc('\n', f);
+	}
+
+	x = json_object_get(j, "allocations");
+	fprintf(f, "\nAllocations: %.0f (%.0f freed), %.2f MiB allocated, peak live %.2f MiB",
+		num(x, "allocations"), num(x, "frees"), num(x, "bytes_allocated") / 1048576.0,
+		num(x, "peak_live_bytes") / 1048576.0);
+	if (!isnan(num(x, "peak_at_us")))
+		fprintf(f, " at %.1f us", num(x, "peak_at_us"));
+	fputc('\n', f);
+	const json_t *tl = json_object_get(x, "timeline");
+	for (i = 0; i < json_array_size(tl); i++) {
+		const json_t *p = json_array_get(tl, i);
+		fprintf(f, "  %12.1f us  %12.2f MiB live\n", num(p, "t_us"), num(p, "live_bytes") / 1048576.0);
+	}
+
+	x = json_object_get(j, "per_api");
+	if (json_is_array(x)) {
+		fprintf(f, "\nCalls per API (by total time)\n  %10s %14s %12s %12s  %s\n", "count",
+			"total_us", "mean_us", "max_us", "name");
+		for (i = 0; i < json_array_size(x); i++) {
+			const json_t *a = json_array_get(x, i);
+			fprintf(f, "  %10.0f %14.1f %12.2f %12.1f  %s\n", num(a, "count"), num(a, "total_us"),
+				num(a, "mean_us"), num(a, "max_us"), json_string_value(json_object_get(a, "name")));
+		}
+	}
+}
+
+/* ---- jsonl ---- */
+
+static void put_us(FILE *f, int64_t ns)
+{
+	int64_t a = ns < 0 ? -ns : ns;
+	fprintf(f, "%s%lld.%03lld", ns < 0 ? "-" : "", (long long)(a / 1000), (long long)(a % 1000));
+}
+
+int kj_api_jsonl(sqlite3 *db, FILE *f)
+{
+	static const char *sql =
+		"SELECT 'api', name, start_ns, end_ns, bytes, stream_id FROM api_call"
+		" UNION ALL SELECT 'kernel', coalesce(n.demangled, n.mangled), k.start_ns, k.end_ns,"
+		" NULL, k.stream_id FROM kernel k LEFT JOIN kernel_name n ON n.id = k.name_id"
+		" UNION ALL SELECT 'memcpy', 'memcpy ' || coalesce(kind, ''), start_ns, end_ns, bytes,"
+		" stream_id FROM memcpy"
+		" UNION ALL SELECT 'memset', 'memset', start_ns, end_ns, bytes, stream_id FROM memset"
+		" UNION ALL SELECT 'nvtx', name, start_ns, end_ns, NULL, NULL FROM nvtx_range"
+		" UNION ALL SELECT 'alloc', coalesce(kind, 'allocation'), alloc_ns, free_ns, bytes,"
+		" stream_id FROM allocation";
+	sqlite3_stmt *st = NULL;
+	int64_t t0, t1;
+	int rc = kj_run_extent(db, &t0, &t1);
+	if (rc == KJ_ENOTFOUND) {
+		kj_errorf("the run holds no kernels, copies, API calls or NVTX ranges");
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (kj_db_prepare(db, sql, &st))
+		return KJ_EDB;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+			continue;
+		int64_t s = sqlite3_column_int64(st, 2);
+		fputs("{\"type\":\"", f);
+		fputs((const char *)sqlite3_column_text(st, 0), f);
+		fputs("\",\"name\":", f);
+		kj_json_put_str(f, (const char *)sqlite3_column_text(st, 1));
+		fputs(",\"ts\":", f);
+		put_us(f, s - t0);
+		fputs(",\"duration_us\":", f);
+		if (sqlite3_column_type(st, 3) == SQLITE_NULL || sqlite3_column_int64(st, 3) < s)
+			fputs("null", f);
+		else
+			put_us(f, sqlite3_column_int64(st, 3) - s);
+		fputs(",\"size\":", f);
+		if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+			fputs("null", f);
+		else
+			fprintf(f, "%lld", (long long)sqlite3_column_int64(st, 4));
+		fputs(",\"stream\":", f);
+		if (sqlite3_column_type(st, 5) == SQLITE_NULL)
+			fputs("null", f);
+		else
+			fprintf(f, "%lld", (long long)sqlite3_column_int64(st, 5));
+		fputs("}\n", f);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		kj_errorf("database: %s", sqlite3_errmsg(db));
+		return KJ_EDB;
+	}
+	return ferror(f) ? KJ_EIO : 0;
+}
