@@ -1,0 +1,549 @@
+/* compare, timeline and api on run databases built here with hand-computed decompositions.
+ *
+ * The main run (times in us; the database holds ns = us * 1000): four 'step' ranges (depth 0) at
+ * 0, 2000, 4000, 6000, each 1000 long, so the first is skipped as warm-up by default. In each,
+ * relative to its start o:
+ *   K1 unique 1 (gemm) stream 1 [100, 300) launched at 50
+ *   K2 unique 2 (norm) stream 2 [200, 400) launched at 60   (overlaps K1 by 100)
+ *   K1 again             stream 1 [600, 700) launched at 550
+ *   memcpy HtoD 100 B    stream 1 [800, 850) (no launch time: its start assigns it)
+ *   'layer' range (depth 1) [40, 500): launches K1 and K2 -> GPU busy [100, 400) = 300
+ *   cuStreamSynchronize [860, 900)
+ * Per iteration, by hand: wall 1000; busy = |[100,400) u [600,700) u [800,850)| = 450;
+ * span 750; idle in span 300; host-only 250; kernel sum 500; copy sum 50; overlap 100.
+ * Replay warm: unique 1 150, unique 2 180 -> Σ = 480 (in situ 500) -> predicted wall 980,
+ * explained 0.98, naive error -52%. Cold: unique 1 only, 250 -> Σ 500 over 2/3 of launches.
+ * Sequence replay eager 900, graph 600 -> framework/host 100, launch cost 300.
+ * Energy: constant 200 W -> 0.2 J measured; replay 10 + 10 + 20 mJ = 0.04 J; idle 100 W over the
+ * non-kernel time 1000 - 400 = 600 us -> 0.06 J; predicted 0.1 J, error -50%. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kj_apistory.h"
+#include "kj_compare.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_report.h"
+#include "kj_timeline.h"
+
+static char dir[] = "/tmp/kjtest_report_XXXXXX";
+#define US 1000LL /* ns per us */
+#define T0 1000000000LL
+
+static void exec(sqlite3 *db, const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	char *err = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		fprintf(stderr, "SQL failed: %s\n%s\n", err, sql);
+		fail();
+	}
+}
+
+static void kernel(sqlite3 *db, int64_t corr, int stream, int uid, int64_t s, int64_t e,
+		   int64_t launch)
+{
+	exec(db,
+	     "INSERT INTO kernel(pid, device_id, stream_id, correlation_id, start_ns, end_ns,"
+	     " name_id, unique_id, launch_ns, launch_tid) VALUES(7, 0, %d, %lld, %lld, %lld, %d, %d,"
+	     " %lld, 8)",
+	     stream, (long long)corr, (long long)(T0 + s * US), (long long)(T0 + e * US), uid, uid,
+	     (long long)(T0 + launch * US));
+	exec(db,
+	     "INSERT INTO api_call(pid, tid, domain, name, start_ns, end_ns, correlation_id)"
+	     " VALUES(7, 8, 'driver', 'cuLaunchKernel', %lld, %lld, %lld)",
+	     (long long)(T0 + launch * US), (long long)(T0 + (launch + 5) * US), (long long)corr);
+}
+
+static void make_main(const char *path, int with_power)
+{
+	sqlite3 *db = NULL;
+	unlink(path);
+	assert_int_equal(kj_db_create(path, &db), 0);
+	exec(db, "INSERT INTO process(pid, exe) VALUES(7, 'python3')");
+	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'ampere_sgemm_128x64_tn'),"
+		 " (2, 'vectorized_layer_norm_kernel')");
+	exec(db, "INSERT INTO unique_kernel(id, key, name_id, tier) VALUES(1, 'a', 1, 'gemm'),"
+		 " (2, 'b', 2, 'norm')");
+	int64_t corr = 1;
+	for (int i = 0; i < 4; i++) {
+		int64_t o = 2000LL * i;
+		exec(db,
+		     "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES"
+		     " (7, 8, 'step', %lld, %lld, 0), (7, 8, 'layer', %lld, %lld, 1)",
+		     (long long)(T0 + o * US), (long long)(T0 + (o + 1000) * US),
+		     (long long)(T0 + (o + 40) * US), (long long)(T0 + (o + 500) * US));
+		kernel(db, corr++, 1, 1, o + 100, o + 300, o + 50);
+		kernel(db, corr++, 2, 2, o + 200, o + 400, o + 60);
+		kernel(db, corr++, 1, 1, o + 600, o + 700, o + 550);
+		exec(db,
+		     "INSERT INTO memcpy(pid, device_id, stream_id, start_ns, end_ns, bytes, kind)"
+		     " VALUES(7, 0, 1, %lld, %lld, 100, 'HtoD')",
+		     (long long)(T0 + (o + 800) * US), (long long)(T0 + (o + 850) * US));
+		exec(db,
+		     "INSERT INTO api_call(pid, tid, name, start_ns, end_ns) VALUES(7, 8,"
+		     " 'cuStreamSynchronize', %lld, %lld)",
+		     (long long)(T0 + (o + 860) * US), (long long)(T0 + (o + 900) * US));
+	}
+	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns) VALUES"
+		 " (1, 'warm', 10, 150000), (2, 'warm', 10, 180000), (1, 'cold', 10, 250000)");
+	exec(db, "INSERT INTO replay_sequence(iteration, mode, runs, median_ns) VALUES"
+		 " (1, 'eager', 5, 900000), (1, 'graph', 5, 600000)");
+	if (with_power) {
+		exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-x', 'test')");
+		exec(db, "INSERT INTO replay_energy(unique_id, energy_mj_per_launch) VALUES(1, 10),"
+			 " (2, 20)");
+		exec(db, "INSERT INTO idle_power(device_id, median_mw, samples) VALUES(0, 100000, 10)");
+		/* 200 W: one sample per 100 us, the counter gains 20 mJ per sample */
+		for (int k = 0; k <= 80; k++)
+			exec(db,
+			     "INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw,"
+			     " energy_mj, energy_updated) VALUES(0, %lld, 200000, 200000, %d, 1)",
+			     (long long)(T0 + (k * 100LL - 50) * US), 1000 + 20 * k);
+	}
+	kj_db_close(db);
+}
+
+static json_t *compare_json(const char *path, const char *region, int skip, int expect_rc)
+{
+	sqlite3 *db = NULL;
+	struct kj_compare *c = NULL;
+	struct kj_compare_opts o = {.region = region, .skip = skip, .top = 5, .quiet = 1};
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	assert_int_equal(kj_compare_compute(db, &o, &c), expect_rc);
+	json_t *j = c ? kj_compare_json(c) : NULL;
+	if (c) {
+		/* the text report must never print NaN or inf */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		kj_compare_print(c, f);
+		fclose(f);
+		assert_null(strstr(buf, "nan"));
+		assert_null(strstr(buf, "inf "));
+		free(buf);
+	}
+	kj_compare_free(c);
+	kj_db_close(db);
+	return j;
+}
+
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_number(v)) {
+		fprintf(stderr, "field %s is not a number\n", k);
+		fail();
+	}
+	return json_number_value(v);
+}
+
+static int near(double a, double b)
+{
+	return fabs(a - b) < 1e-6 * (fabs(b) + 1);
+}
+#define NEAR(a, b) assert_true(near((a), (double)(b)))
+
+static void test_decomposition_by_hand(void **state)
+{
+	(void)state;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
+	make_main(p, 1);
+	json_t *j = compare_json(p, NULL, -1, 0);
+	json_t *it = json_object_get(j, "iterations");
+	assert_string_equal(json_string_value(json_object_get(it, "region")), "step");
+	assert_int_equal(json_integer_value(json_object_get(it, "instances")), 4);
+	assert_int_equal(json_integer_value(json_object_get(it, "skipped")), 1);
+	NEAR(jnum(j, "wall_us"), 1000);
+	NEAR(jnum(j, "busy_us"), 450);
+	NEAR(jnum(j, "span_us"), 750);
+	NEAR(jnum(j, "idle_us"), 300);
+	NEAR(jnum(j, "host_only_us"), 250);
+	NEAR(jnum(j, "kernel_sum_us"), 500);
+	NEAR(jnum(j, "copy_sum_us"), 50);
+	NEAR(jnum(j, "overlap_us"), 100);
+	NEAR(jnum(j, "kernel_busy_us"), 400);
+	/* the decomposition adds up */
+	NEAR(jnum(j, "busy_us") + jnum(j, "idle_us") + jnum(j, "host_only_us"), jnum(j, "wall_us"));
+	NEAR(jnum(j, "replay_sum_warm_us"), 480);
+	NEAR(jnum(j, "replay_sum_cold_us"), 500);
+	NEAR(jnum(j, "replay_coverage_warm"), 1.0);
+	assert_true(fabs(jnum(j, "replay_coverage_cold") - 2.0 / 3.0) < 1e-5);
+	NEAR(jnum(j, "predicted_wall_us"), 980);
+	NEAR(jnum(j, "explained_fraction"), 0.98);
+	NEAR(jnum(j, "naive_error_pct"), -52);
+	NEAR(jnum(j, "sequence_eager_us"), 900);
+	NEAR(jnum(j, "sequence_graph_us"), 600);
+	NEAR(jnum(j, "framework_host_us"), 100);
+	NEAR(jnum(j, "launch_cost_us"), 300);
+	NEAR(jnum(j, "kernels_per_iteration"), 3);
+	NEAR(jnum(j, "bytes_h2d_per_iteration"), 100);
+	/* energy */
+	assert_true(fabs(jnum(j, "energy_measured_j") - 0.2) < 0.01);
+	NEAR(jnum(j, "energy_kernels_j"), 0.04);
+	NEAR(jnum(j, "energy_idle_j"), 0.06);
+	NEAR(jnum(j, "energy_predicted_j"), 0.1);
+	assert_true(fabs(jnum(j, "energy_error_pct") + 50) < 3);
+	/* tiers: gemm 2 launches 300 us, norm 1 launch 200 us, memcpy 1 launch 50 us */
+	json_t *tiers = json_object_get(j, "tiers");
+	int seen = 0;
+	for (size_t i = 0; i < json_array_size(tiers); i++) {
+		json_t *t = json_array_get(tiers, i);
+		const char *n = json_string_value(json_object_get(t, "tier"));
+		if (!strcmp(n, "gemm")) {
+			NEAR(jnum(t, "measured_us"), 300);
+			NEAR(jnum(t, "launches_per_iteration"), 2);
+			NEAR(jnum(t, "replay_warm_us"), 300);
+			NEAR(jnum(t, "energy_j"), 0.02);
+			seen |= 1;
+		} else if (!strcmp(n, "norm")) {
+			NEAR(jnum(t, "measured_us"), 200);
+			seen |= 2;
+		} else if (!strcmp(n, "memcpy")) {
+			NEAR(jnum(t, "measured_us"), 50);
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 7);
+	json_t *top = json_object_get(j, "top_kernels");
+	assert_int_equal(json_array_size(top), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(top, 0), "tier")), "gemm");
+	json_t *reg = json_object_get(j, "regions");
+	assert_int_equal(json_array_size(reg), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(reg, 0), "name")), "layer");
+	NEAR(jnum(json_array_get(reg, 0), "time_us"), 460);
+	NEAR(jnum(json_array_get(reg, 0), "gpu_busy_us"), 300);
+	NEAR(jnum(json_array_get(reg, 0), "kernels_per_iteration"), 2);
+	json_decref(j);
+
+	/* --skip 0 keeps the first instance: same per-iteration figures here */
+	j = compare_json(p, "step", 0, 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "iterations"), "measured")), 4);
+	NEAR(jnum(j, "busy_us"), 450);
+	json_decref(j);
+	/* skipping everything is refused, an absent region too */
+	assert_null(compare_json(p, "step", 4, KJ_EINVAL));
+	assert_null(compare_json(p, "nope", -1, KJ_ENOTFOUND));
+}
+
+static void test_missing_inputs_are_null(void **state)
+{
+	(void)state;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/nopower.kjdb", dir);
+	make_main(p, 0);
+	sqlite3 *db = NULL;
+	assert_int_equal(kj_db_open(p, 1, &db), 0);
+	exec(db, "DELETE FROM replay_kernel; DELETE FROM replay_sequence");
+	kj_db_close(db);
+	json_t *j = compare_json(p, NULL, -1, 0);
+	const char *nulls[] = {"replay_sum_warm_us", "replay_sum_cold_us", "sequence_eager_us",
+			       "sequence_graph_us", "explained_fraction", "energy_measured_j",
+			       "energy_predicted_j", "energy_error_pct", "idle_power_w", NULL};
+	for (int k = 0; nulls[k]; k++)
+		assert_true(json_is_null(json_object_get(j, nulls[k])));
+	NEAR(jnum(j, "busy_us"), 450);
+	assert_true(json_array_size(json_object_get(j, "missing")) >= 4);
+	json_decref(j);
+}
+
+static void test_whole_run_unclosed_overlap(void **state)
+{
+	(void)state;
+	char p[256];
+	sqlite3 *db = NULL;
+	/* no NVTX at all: the whole run [first start, last end] is one iteration */
+	snprintf(p, sizeof(p), "%s/whole.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	kernel(db, 1, 1, 1, 100, 200, 10);
+	kernel(db, 2, 1, 1, 400, 500, 300);
+	kj_db_close(db);
+	json_t *j = compare_json(p, NULL, -1, 0);
+	assert_true(json_is_true(json_object_get(json_object_get(j, "iterations"), "whole_run")));
+	NEAR(jnum(j, "wall_us"), 490); /* first API call at 10 to the last kernel's end 500 */
+	NEAR(jnum(j, "busy_us"), 200);
+	NEAR(jnum(j, "idle_us"), 200);
+	NEAR(jnum(j, "host_only_us"), 90);
+	json_decref(j);
+
+	/* ranges that never close end at the next instance; overlapping ones are counted */
+	snprintf(p, sizeof(p), "%s/unclosed.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	exec(db, "INSERT INTO nvtx_range(pid, name, start_ns, end_ns, depth) VALUES"
+		 " (7, 'it', %lld, NULL, 0), (7, 'it', %lld, %lld, 0), (7, 'it', %lld, %lld, 0)",
+		 (long long)(T0), (long long)(T0 + 1000 * US), (long long)(T0 + 2500 * US),
+		 (long long)(T0 + 2000 * US), (long long)(T0 + 3000 * US));
+	kernel(db, 1, 1, 1, 100, 200, 50);
+	kj_db_close(db);
+	{
+		struct kj_iters it;
+		assert_int_equal(kj_db_open(p, 0, &db), 0);
+		assert_int_equal(kj_iters_find(db, NULL, -1, T0, T0 + 3000 * US, 1, &it), 0);
+		assert_int_equal(it.n, 3);
+		assert_int_equal(it.unclosed, 1);
+		assert_int_equal(it.overlaps, 1);
+		assert_int_equal(it.v[0].end_ns, T0 + 1000 * US);
+		assert_int_equal(it.skip, 0);
+		/* time 2200 us is in both the 2nd and 3rd instances: the latest start wins */
+		assert_int_equal(kj_iters_owner(&it, T0 + 2200 * US), 2);
+		assert_int_equal(kj_iters_owner(&it, T0 + 1500 * US), 1);
+		kj_iters_free(&it);
+		kj_db_close(db);
+	}
+	j = compare_json(p, NULL, -1, 0);
+	assert_true(fabs(jnum(j, "busy_us") - 100.0 / 3.0) < 0.001); /* reported to 1 ns */
+	json_decref(j);
+}
+
+static void test_empty_and_no_kernels(void **state)
+{
+	(void)state;
+	char p[256];
+	sqlite3 *db = NULL;
+	snprintf(p, sizeof(p), "%s/empty.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	kj_db_close(db);
+	assert_null(compare_json(p, NULL, -1, KJ_ENOTFOUND));
+	/* NVTX only: figures are zero, predictions null, nothing divides by zero */
+	snprintf(p, sizeof(p), "%s/nokernels.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	exec(db, "INSERT INTO nvtx_range(pid, name, start_ns, end_ns, depth) VALUES"
+		 " (7, 'f', 100, 100, 0), (7, 'f', 200, 300, 0)");
+	kj_db_close(db);
+	json_t *j = compare_json(p, NULL, -1, 0);
+	NEAR(jnum(j, "busy_us"), 0);
+	assert_true(json_is_null(json_object_get(j, "explained_fraction")));
+	char *s = json_dumps(j, 0);
+	assert_null(strstr(s, "nan"));
+	free(s);
+	json_decref(j);
+}
+
+static void test_intervals(void **state)
+{
+	(void)state;
+	struct kj_ival v[] = {{50, 60}, {0, 10}, {5, 20}, {30, 40}, {35, 38}, {60, 70}};
+	int64_t s, e, sum;
+	/* union: [0,20) + [30,40) + [50,70) = 20 + 10 + 20 */
+	assert_int_equal(kj_ival_union(v, 6, INT64_MIN, INT64_MAX, &s, &e, &sum), 50);
+	assert_int_equal(s, 0);
+	assert_int_equal(e, 70);
+	assert_int_equal(sum, 10 + 15 + 10 + 3 + 10 + 10);
+	/* clipped to [8, 55): [8,20) + [30,40) + [50,55) */
+	assert_int_equal(kj_ival_union(v, 6, 8, 55, &s, &e, NULL), 12 + 10 + 5);
+	assert_int_equal(s, 8);
+	assert_int_equal(e, 55);
+	assert_int_equal(kj_ival_union(v, 0, 0, 10, &s, &e, &sum), 0);
+	int64_t t;
+	assert_int_equal(kj_parse_time_ns("1.5ms", &t), 0);
+	assert_int_equal(t, 1500000);
+	assert_int_equal(kj_parse_time_ns("250", &t), 0);
+	assert_int_equal(t, 250000);
+	assert_int_not_equal(kj_parse_time_ns("abc", &t), 0);
+	assert_int_not_equal(kj_parse_time_ns("5parsecs", &t), 0);
+}
+
+static void test_write_dir(void **state)
+{
+	(void)state;
+	char p[256], out[256], f[300];
+	sqlite3 *db = NULL;
+	struct kj_compare *c = NULL;
+	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
+	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	make_main(p, 1);
+	assert_int_equal(kj_db_open(p, 0, &db), 0);
+	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
+	assert_int_equal(kj_compare_write_dir(c, out), 0);
+	const char *files[] = {"full_model_timing.json", "comparison_report.json",
+			       "energy_report.json", NULL};
+	for (int k = 0; files[k]; k++) {
+		json_error_t err;
+		snprintf(f, sizeof(f), "%s/%s", out, files[k]);
+		json_t *j = json_load_file(f, 0, &err);
+		assert_non_null(j);
+		if (k == 0) {
+			NEAR(jnum(j, "full_model_inference_us"), 1000);
+			assert_int_equal(json_integer_value(json_object_get(j, "num_runs")), 3);
+		} else if (k == 1) {
+			NEAR(jnum(j, "predicted_from_kernels_us"), 480);
+			NEAR(jnum(j, "error_percent"), -52);
+			assert_non_null(json_object_get(json_object_get(j, "tier_breakdown"), "gemm"));
+		} else {
+			assert_true(fabs(jnum(json_object_get(j, "energy_joules"), "per_run") - 0.2) < 0.01);
+			assert_int_equal(json_integer_value(json_object_get(j, "num_runs")), 3);
+		}
+		json_decref(j);
+	}
+	const char *csv[] = {"tiers.csv", "top_kernels.csv", "regions.csv", "iterations.csv", NULL};
+	for (int k = 0; csv[k]; k++) {
+		snprintf(f, sizeof(f), "%s/%s", out, csv[k]);
+		assert_int_equal(access(f, R_OK), 0);
+	}
+	kj_compare_free(c);
+	kj_db_close(db);
+}
+
+static void test_chrome_trace_fields(void **state)
+{
+	(void)state;
+	char p[256], tp[300];
+	sqlite3 *db = NULL;
+	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
+	snprintf(tp, sizeof(tp), "%s/trace.json", dir);
+	make_main(p, 1);
+	assert_int_equal(kj_db_open(p, 0, &db), 0);
+	FILE *f = fopen(tp, "w");
+	struct kj_timeline_opts o = {.format = KJ_TL_CHROME, .iteration = -1, .quiet = 1,
+				     .run_path = "a \"quoted\"\\path"};
+	assert_int_equal(kj_timeline_write(db, &o, f), 0);
+	fclose(f);
+	json_error_t err;
+	json_t *j = json_load_file(tp, 0, &err);
+	if (!j)
+		fprintf(stderr, "%s line %d\n", err.text, err.line);
+	assert_non_null(j);
+	json_t *ev = json_object_get(j, "traceEvents");
+	size_t nx_kernel = 0, nx_api = 0, ns = 0, nf = 0, nc = 0, nnvtx = 0;
+	for (size_t i = 0; i < json_array_size(ev); i++) {
+		json_t *e = json_array_get(ev, i);
+		const char *ph = json_string_value(json_object_get(e, "ph"));
+		assert_non_null(ph);
+		assert_true(json_is_number(json_object_get(e, "ts")));
+		assert_true(json_is_integer(json_object_get(e, "pid")));
+		assert_true(json_is_integer(json_object_get(e, "tid")));
+		assert_true(json_is_string(json_object_get(e, "name")));
+		if (!strcmp(ph, "X")) {
+			assert_true(json_is_number(json_object_get(e, "dur")));
+			const char *cat = json_string_value(json_object_get(e, "cat"));
+			if (!strcmp(cat, "kernel"))
+				nx_kernel++;
+			else if (!strcmp(cat, "cuda_api"))
+				nx_api++;
+			else if (!strcmp(cat, "nvtx"))
+				nnvtx++;
+		} else if (!strcmp(ph, "s")) {
+			ns++;
+		} else if (!strcmp(ph, "f")) {
+			nf++;
+			assert_string_equal(json_string_value(json_object_get(e, "bp")), "e");
+		} else if (!strcmp(ph, "C")) {
+			nc++;
+		}
+	}
+	assert_int_equal(nx_kernel, 12);
+	assert_int_equal(nx_api, 16);
+	assert_int_equal(nnvtx, 8);
+	assert_int_equal(ns, 12);
+	assert_int_equal(nf, 12);
+	assert_true(nc >= 81 * 2);
+	/* the first kernel starts 100 us after the run's first event (the first API call at 50) */
+	json_decref(j);
+
+	/* ascii and svg of iteration 1 */
+	char *buf = NULL;
+	size_t len = 0;
+	f = open_memstream(&buf, &len);
+	o.format = KJ_TL_SVG;
+	o.iteration = 1;
+	assert_int_equal(kj_timeline_write(db, &o, f), 0);
+	fclose(f);
+	size_t bars = 0;
+	for (char *q = buf; (q = strstr(q, "<rect class=\"k\"")); q++)
+		bars++;
+	assert_int_equal(bars, 4);
+	free(buf);
+	f = open_memstream(&buf, &len);
+	o.format = KJ_TL_ASCII;
+	o.width = 40;
+	assert_int_equal(kj_timeline_write(db, &o, f), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "gpu0 s1"));
+	assert_non_null(strstr(buf, "gpu0 s2"));
+	assert_non_null(strstr(buf, "G"));
+	free(buf);
+	o.iteration = 9;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(kj_timeline_write(db, &o, f), KJ_ENOTFOUND);
+	fclose(f);
+	free(buf);
+	kj_db_close(db);
+}
+
+static void test_api_story(void **state)
+{
+	(void)state;
+	char p[256];
+	sqlite3 *db = NULL;
+	json_t *j = NULL;
+	struct kj_api_opts o = {.skip = -1, .gaps = 3, .quiet = 1};
+	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
+	make_main(p, 0);
+	assert_int_equal(kj_db_open(p, 0, &db), 0);
+	assert_int_equal(kj_api_story(db, &o, &j), 0);
+	assert_true(json_is_true(json_object_get(j, "api_traced")));
+	json_t *k = json_object_get(j, "kernels_per_iteration");
+	NEAR(jnum(k, "mean"), 3);
+	NEAR(jnum(json_object_get(j, "bytes"), "h2d"), 400);
+	json_t *sy = json_object_get(j, "synchronization");
+	NEAR(jnum(sy, "calls"), 4);
+	NEAR(jnum(sy, "time_us"), 160);
+	/* GPU idle: between iterations 850 -> 2100 is the longest gap (1250 us) */
+	json_t *g = json_array_get(json_object_get(json_object_get(j, "gpu_idle"), "longest"), 0);
+	NEAR(jnum(g, "duration_us"), 1250);
+	json_t *pa = json_object_get(j, "per_api");
+	assert_int_equal(json_array_size(pa), 2);
+	json_decref(j);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(kj_api_jsonl(db, f), 0);
+	fclose(f);
+	size_t lines = 0;
+	for (char *q = buf; *q; q++)
+		lines += *q == '\n';
+	/* 16 API calls, 12 kernels, 4 copies, 8 NVTX ranges */
+	assert_int_equal(lines, 40);
+	free(buf);
+	kj_db_close(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_intervals),
+		cmocka_unit_test(test_decomposition_by_hand),
+		cmocka_unit_test(test_missing_inputs_are_null),
+		cmocka_unit_test(test_whole_run_unclosed_overlap),
+		cmocka_unit_test(test_empty_and_no_kernels),
+		cmocka_unit_test(test_write_dir),
+		cmocka_unit_test(test_chrome_trace_fields),
+		cmocka_unit_test(test_api_story),
+	};
+	if (!mkdtemp(dir))
+		return 1;
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return rc;
+}
