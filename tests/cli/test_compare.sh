@@ -1,0 +1,107 @@
+#!/bin/bash
+# kjoule compare on generated runs: text, --json parsed, -o DIR files, bad inputs.
+# usage: test_compare.sh KJOULE_BIN SRC_DIR BUILD_DIR   (exit 77: skipped, no python3)
+set -u
+KJ=$1 SRC=$2
+command -v python3 >/dev/null || exit 77
+T=$(mktemp -d /tmp/kjcli_compare.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+python3 "$SRC/bench/analysis_speed/mkrun.py" -o "$T/run.kjdb" --iterations 6 --kernels 40 --power-ms 0.05 >/dev/null \
+	|| fail "mkrun"
+"$KJ" compare "$T/run.kjdb" >"$T/out.txt" 2>"$T/err.txt" || fail "compare text: $(cat "$T/err.txt")"
+grep -q "Decomposition" "$T/out.txt" || fail "no decomposition in text report"
+grep -qi "nan" "$T/out.txt" && fail "NaN in text report"
+
+"$KJ" compare "$T/run.kjdb" --json --top 3 >"$T/out.json" || fail "compare --json"
+python3 - "$T/out.json" <<'PY' || fail "json checks"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+need = ["wall_us", "span_us", "busy_us", "kernel_sum_us", "replay_sum_warm_us", "replay_sum_cold_us",
+        "sequence_eager_us", "sequence_graph_us", "idle_us", "explained_fraction", "energy_measured_j",
+        "energy_predicted_j", "energy_error_pct", "tiers", "top_kernels", "regions"]
+for k in need:
+    assert k in j, k
+for k, v in j.items():
+    assert not (isinstance(v, float) and (math.isnan(v) or math.isinf(v))), k
+assert j["iterations"]["instances"] == 6 and j["iterations"]["skipped"] == 1
+assert abs(j["busy_us"] + j["idle_us"] + j["host_only_us"] - j["wall_us"]) < 0.01
+assert 0.9 < j["explained_fraction"] < 1.1, j["explained_fraction"]
+assert len(j["top_kernels"]) == 3
+assert [r["name"] for r in j["regions"]] == ["layer.0", "layer.1", "layer.2", "layer.3"]
+assert j["energy_measured_j"] > 0
+PY
+
+"$KJ" compare "$T/run.kjdb" -o "$T/dir" >/dev/null || fail "compare -o"
+for f in full_model_timing.json comparison_report.json energy_report.json tiers.csv top_kernels.csv \
+	regions.csv iterations.csv; do
+	[ -s "$T/dir/$f" ] || fail "missing $f"
+done
+python3 - "$T/dir" <<'PY' || fail "seed files"
+import csv, json, sys, os
+d = sys.argv[1]
+f = json.load(open(os.path.join(d, "full_model_timing.json")))
+for k in ["full_model_inference_us", "full_model_inference_ms", "min_time_us", "max_time_us", "num_runs",
+          "start_timestamp", "end_timestamp"]:
+    assert k in f, k
+assert f["num_runs"] == 5
+c = json.load(open(os.path.join(d, "comparison_report.json")))
+for k in ["full_model_inference_us", "predicted_from_kernels_us", "error_percent", "tier_breakdown", "top_kernels"]:
+    assert k in c, k
+e = json.load(open(os.path.join(d, "energy_report.json")))
+for k in ["duration_seconds", "num_power_samples", "num_runs", "power_watts", "energy_joules", "energy_wh"]:
+    assert k in e, k
+rows = list(csv.DictReader(open(os.path.join(d, "iterations.csv"))))
+assert len(rows) == 6 and rows[0]["skipped"] == "1"
+PY
+
+# a run without replay or power: still reported, with what it lacks said
+python3 "$SRC/bench/analysis_speed/mkrun.py" -o "$T/bare.kjdb" --no-replay --no-power --no-api >/dev/null
+"$KJ" compare "$T/bare.kjdb" >"$T/bare.txt" || fail "bare run"
+grep -q "no kernel replays" "$T/bare.txt" || fail "missing replay not said"
+grep -q "no power samples" "$T/bare.txt" || fail "missing power not said"
+"$KJ" compare "$T/bare.kjdb" --json | python3 -c "
+import json,sys; j=json.load(sys.stdin); assert j['explained_fraction'] is None and j['energy_measured_j'] is None" \
+	|| fail "nulls for a bare run"
+
+# options
+"$KJ" compare "$T/run.kjdb" --region nope >/dev/null 2>"$T/e" && fail "absent region accepted"
+grep -q "no NVTX range named 'nope'" "$T/e" || fail "absent region message"
+"$KJ" compare "$T/run.kjdb" --skip 6 >/dev/null 2>"$T/e" && fail "--skip 6 accepted"
+"$KJ" compare "$T/run.kjdb" --skip x >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --skip is not a usage error"
+"$KJ" compare >/dev/null 2>&1; [ $? -eq 2 ] || fail "no argument is not a usage error"
+
+# bad input: missing, empty, text, foreign SQLite, truncated
+"$KJ" compare "$T/missing.kjdb" 2>"$T/e" && fail "missing file accepted"
+: >"$T/empty.kjdb"
+"$KJ" compare "$T/empty.kjdb" 2>"$T/e" && fail "empty file accepted"
+grep -q "empty" "$T/e" || fail "empty file message: $(cat "$T/e")"
+echo "time,watts" >"$T/text.kjdb"
+"$KJ" compare "$T/text.kjdb" 2>"$T/e" && fail "text file accepted"
+python3 -c "import sqlite3; d=sqlite3.connect('$T/foreign.db'); d.execute('create table t(x)'); d.commit()"
+"$KJ" compare "$T/foreign.db" 2>"$T/e" && fail "foreign db accepted"
+grep -q "not a kjoule run database" "$T/e" || fail "foreign message: $(cat "$T/e")"
+head -c 3000 "$T/run.kjdb" >"$T/trunc.kjdb"
+"$KJ" compare "$T/trunc.kjdb" >/dev/null 2>"$T/e" && fail "truncated db accepted"
+[ -s "$T/e" ] || fail "truncated db: no message"
+
+# a run with no kernels, NVTX ranges that never close, overlapping iterations
+python3 - "$SRC" "$T/odd.kjdb" <<'PY' || fail "odd run"
+import sys
+sys.path.insert(0, sys.argv[1] + "/tests/tools")
+import kjgen
+db = kjgen.create(sys.argv[2], sys.argv[1])
+db.executemany("INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES(1, 1, 'f', ?, ?, 0)",
+               [(1000, None), (5000, 9000), (8000, 12000), (13000, 13000)])
+db.execute("COMMIT")
+PY
+"$KJ" compare "$T/odd.kjdb" --json >"$T/odd.json" 2>"$T/e" || fail "odd run: $(cat "$T/e")"
+grep -q "never closed" "$T/e" || fail "unclosed range not warned"
+grep -q "overlapping" "$T/e" || fail "overlap not warned"
+grep -qi "no kernels" "$T/e" || fail "no kernels not said"
+python3 -c "
+import json; j=json.load(open('$T/odd.json')); assert j['busy_us'] == 0 and j['explained_fraction'] is None
+assert j['iterations']['unclosed'] == 1 and j['iterations']['overlapping'] == 1" || fail "odd run json"
+grep -qi nan "$T/odd.json" && fail "NaN in odd json"
+echo ok
