@@ -21,6 +21,8 @@
 struct replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
+	int graph;
+	long long iteration;
 	double energy_s;
 };
 
@@ -31,6 +33,7 @@ static void usage(FILE *f)
 		"                     [--energy] [--unroll U] [--energy-seconds S] [--kernel PATTERN]\n"
 		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
 		"                     [--timer cupti|events] [--relocate]\n"
+		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--runs N] [--energy]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
 		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
@@ -41,6 +44,9 @@ static void usage(FILE *f)
 		"  --timeout S      a worker running longer is killed and its kernel marked failed (120)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
 		"  --relocate       do not re-create original addresses: relocate pointers (testing)\n"
+		"  --sequence       replay one captured iteration (kjoule run --params-iteration) in order,\n"
+		"                   on its streams with its event dependencies; --graph: also as one CUDA\n"
+		"                   graph (energy per iteration with --energy); results in replay_sequence\n"
 		"Environment: KJ_REPLAY_WORKER names the worker (default: beside the kjoule binary).\n");
 }
 
@@ -168,6 +174,7 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 	o->jobs = 1;
 	o->timeout_s = 120;
 	o->energy_s = 3.0;
+	o->iteration = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -181,8 +188,12 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->any_arch = 1;
 		} else if (!strcmp(a, "--relocate")) {
 			o->relocate = 1;
-		} else if (!strcmp(a, "--sequence") || !strcmp(a, "--graph")) {
+		} else if (!strcmp(a, "--sequence")) {
 			o->sequence = 1;
+		} else if (!strcmp(a, "--graph")) {
+			o->graph = 1;
+		} else if (v && !strcmp(a, "--iteration")) {
+			o->iteration = atoll(v), i++;
 		} else if (v && !strcmp(a, "--runs")) {
 			o->runs = atoi(v), i++;
 		} else if (v && !strcmp(a, "--warmup")) {
@@ -227,6 +238,82 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 	return 0;
 }
 
+struct seq_ctx {
+	struct kj_replay_seq s[2];
+	size_t n;
+};
+
+static void on_seq_line(const char *line, void *arg)
+{
+	struct seq_ctx *c = arg;
+	if (c->n < 2 && kj_replay_parse_seq(line, &c->s[c->n]) == 1)
+		c->n++;
+}
+
+/* --sequence: one worker replays the whole iteration (eager, and as a graph with --graph). */
+static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
+{
+	struct kj_replay_seq_info info;
+	struct seq_ctx c;
+	char worker[PATH_MAX], it[32], runs[16], warm[16], dev[16], es[32];
+	int status, timed_out;
+
+	memset(&c, 0, sizeof(c));
+	if (kj_replay_seq_info_load(db, o->run, o->iteration, &info))
+		return 1;
+	if (find_worker(worker, sizeof(worker))) {
+		kj_errorf("replay worker not found (%s); build kjoule with CUDA or set KJ_REPLAY_WORKER", worker);
+		return 1;
+	}
+	snprintf(it, sizeof(it), "%lld", (long long)info.iteration);
+	snprintf(runs, sizeof(runs), "%d", o->runs);
+	snprintf(warm, sizeof(warm), "%d", o->warmup);
+	snprintf(dev, sizeof(dev), "%d", o->device);
+	snprintf(es, sizeof(es), "%g", o->energy_s);
+	char *argv[20];
+	int k = 0;
+	argv[k++] = worker;
+	argv[k++] = "--db";
+	argv[k++] = (char *)o->run;
+	argv[k++] = "--sequence";
+	argv[k++] = it;
+	argv[k++] = "--runs";
+	argv[k++] = runs;
+	argv[k++] = "--warmup";
+	argv[k++] = warm;
+	argv[k++] = "--device";
+	argv[k++] = dev;
+	if (o->graph)
+		argv[k++] = "--graph";
+	if (o->energy) {
+		argv[k++] = "--energy";
+		argv[k++] = "--energy-seconds";
+		argv[k++] = es;
+	}
+	if (o->relocate)
+		argv[k++] = "--relocate";
+	argv[k] = NULL;
+	if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0), on_seq_line,
+		      &c, &status, &timed_out) || !c.n) {
+		kj_errorf("sequence replay of iteration %s: %s", it,
+			  timed_out ? "timed out (worker killed)" :
+			  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
+		return 1;
+	}
+	if (kj_replay_seq_store(db, c.s, c.n))
+		return 1;
+	if (o->json) {
+		char *text = kj_replay_seq_json(&info, c.s, c.n);
+		if (!text)
+			return 1;
+		printf("%s\n", text);
+		free(text);
+	} else {
+		kj_replay_seq_print(stdout, &info, c.s, c.n);
+	}
+	return strcmp(c.s[0].status, "failed") ? 0 : 1;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	struct replay_opts o;
@@ -239,12 +326,13 @@ int cmd_replay(int argc, char **argv)
 	memset(&plan, 0, sizeof(plan));
 	if ((rc = parse_args(argc, argv, &o)))
 		return rc == 1 ? 0 : rc;
-	if (o.sequence) {
-		kj_errorf("replay --sequence is not implemented yet (docs/replay.md, limits)");
-		return 1;
-	}
 	if (kj_db_open(o.run, 1, &db))
 		return 1;
+	if (o.sequence) {
+		ret = replay_sequence(&o, db);
+		kj_db_close(db);
+		return ret;
+	}
 	snprintf(plan.run_path, sizeof(plan.run_path), "%s", o.run);
 	plan.cache_warm = strcmp(o.cache, "cold") != 0;
 	plan.cache_cold = strcmp(o.cache, "warm") != 0;

@@ -427,3 +427,35 @@ int kj_replay_parse_device(const char *line, struct kj_replay_device *d)
 		d->name[0] = '\0';
 	return 1;
 }
+
+void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s)
+{
+	char err[sizeof(s->error)];
+	clean(err, sizeof(err), s->error);
+	fprintf(f, "KJ_SEQ\titeration=%" PRId64 "\tmode=%s\tstatus=%s\truns=%d\tlaunches=%" PRId64
+		   "\tops=%" PRId64 "\tmin=%" PRId64 "\tmedian=%" PRId64 "\tmax=%" PRId64
+		   "\tenergy=%d\tmj=%.9g\tunc=%.9g\terror=%s\n",
+		s->iteration, s->mode, s->status[0] ? s->status : "failed", s->runs, s->launches, s->ops,
+		s->min_ns, s->median_ns, s->max_ns, s->has_energy, s->energy_mj, s->energy_unc_mj, err);
+	fflush(f);
+}
+
+int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
+{
+	int64_t runs, energy;
+	if (strncmp(line, "KJ_SEQ\t", 7))
+		return 0;
+	memset(s, 0, sizeof(*s));
+	if (field_i64(line, "iteration", &s->iteration) || !field(line, "mode", s->mode, sizeof(s->mode)) ||
+	    !field(line, "status", s->status, sizeof(s->status)) || field_i64(line, "runs", &runs) ||
+	    field_i64(line, "launches", &s->launches) || field_i64(line, "ops", &s->ops) ||
+	    field_i64(line, "min", &s->min_ns) || field_i64(line, "median", &s->median_ns) ||
+	    field_i64(line, "max", &s->max_ns) || field_i64(line, "energy", &energy) ||
+	    field_dbl(line, "mj", &s->energy_mj) || field_dbl(line, "unc", &s->energy_unc_mj))
+		return KJ_EINVAL;
+	s->runs = (int)runs;
+	s->has_energy = energy != 0;
+	if (!field(line, "error", s->error, sizeof(s->error)))
+		s->error[0] = '\0';
+	return 1;
+}

@@ -194,4 +194,49 @@ void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan);
 /** @brief The same as JSON (malloc'ed text, caller frees), NULL on allocation failure. */
 char *kj_replay_report_json(const struct kj_replay_plan *plan);
 
+/* ---- whole-iteration (sequence) replay ---- */
+
+/** One mode of a replayed iteration: "eager" (stream launches) or "graph" (one CUDA graph). */
+struct kj_replay_seq {
+	int64_t iteration;
+	char mode[8];
+	char status[16];      /* ok | relocated | failed */
+	char error[256];
+	int runs;
+	int64_t launches;     /* kernel launches per iteration */
+	int64_t ops;          /* all operations per iteration */
+	int64_t min_ns, median_ns, max_ns;
+	int has_energy;
+	double energy_mj, energy_unc_mj; /* per iteration */
+};
+
+/** @brief Worker side: one "KJ_SEQ" line. */
+void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s);
+/** @brief Parse a "KJ_SEQ" line. @return 1 parsed, 0 another line, KJ_EINVAL malformed. */
+int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s);
+
+/** What the run says about one captured iteration. */
+struct kj_replay_seq_info {
+	int64_t iteration;
+	int64_t kernels, copies, memsets, events, ops;
+	int64_t traced_span_ns;  /* first start .. last end of its GPU work as traced; 0 unknown */
+	int64_t traced_busy_ns;  /* Σ of its kernel durations as traced; 0 unknown */
+};
+
+/**
+ * @brief The iteration to replay (iteration < 0: the first captured one) and its traced times.
+ * @return 0; KJ_ENOTFOUND when the run holds no sequence_op rows (message says to re-run
+ *         `kjoule run --params-iteration`); KJ_ESCHEMA; KJ_EDB.
+ */
+int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
+			    struct kj_replay_seq_info *out);
+/** @brief Store modes in replay_sequence (one transaction, INSERT OR REPLACE). */
+int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n);
+/** @brief Text report: per mode time and energy, and the split of the traced span. */
+void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
+			 const struct kj_replay_seq *s, size_t n);
+/** @brief JSON of the same (malloc'ed), NULL on allocation failure. */
+char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_replay_seq *s,
+			 size_t n);
+
 #endif

@@ -394,6 +394,69 @@ static void test_store_and_report(void **state)
 	kj_db_close(db);
 }
 
+static void test_sequence(void **state)
+{
+	(void)state;
+	struct kj_replay_seq s, q;
+	struct kj_replay_seq_info info;
+	memset(&s, 0, sizeof(s));
+	s.iteration = 3;
+	snprintf(s.mode, sizeof(s.mode), "graph");
+	snprintf(s.status, sizeof(s.status), "ok");
+	s.runs = 20;
+	s.launches = 679;
+	s.ops = 700;
+	s.min_ns = 1400000;
+	s.median_ns = 1500000;
+	s.max_ns = 1700000;
+	s.has_energy = 1;
+	s.energy_mj = 812.5;
+	s.energy_unc_mj = 9.5;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	kj_replay_seq_emit(f, &s);
+	fclose(f);
+	assert_int_equal(kj_replay_parse_seq(buf, &q), 1);
+	free(buf);
+	assert_int_equal(q.iteration, 3);
+	assert_string_equal(q.mode, "graph");
+	assert_int_equal(q.launches, 679);
+	assert_int_equal(q.median_ns, 1500000);
+	assert_true(q.has_energy && fabs(q.energy_mj - 812.5) < 1e-9);
+	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=x", &q), KJ_EINVAL);
+	assert_int_equal(kj_replay_parse_seq("KJ_RESULT\tunique=1", &q), 0);
+
+	sqlite3 *db = make_db("seq.kjdb", 1);
+	assert_int_equal(kj_replay_seq_info_load(db, "seq.kjdb", -1, &info), KJ_ENOTFOUND);
+	assert_int_equal(kj_db_exec(db,
+		"UPDATE kernel SET correlation_id = rowid;"
+		"INSERT INTO sequence_op(iteration, ordinal, stream_id, op, correlation_id, launch_params_id, bytes, kind)"
+		" VALUES(3, 0, 1, 'kernel', 1, 1, NULL, NULL), (3, 1, 1, 'memcpy', 99, NULL, 64, 'HtoD'),"
+		" (3, 2, 1, 'kernel', 2, 1, NULL, NULL), (4, 0, 1, 'kernel', 3, 1, NULL, NULL);", "seq"), 0);
+	assert_int_equal(kj_replay_seq_info_load(db, "seq.kjdb", -1, &info), 0);
+	assert_int_equal(info.iteration, 3);
+	assert_int_equal(info.kernels, 2);
+	assert_int_equal(info.copies, 1);
+	assert_int_equal(info.traced_busy_ns, 2000);
+	assert_int_equal(info.traced_span_ns, 3000);
+	assert_int_equal(kj_replay_seq_info_load(db, "seq.kjdb", 9, &info), KJ_ENOTFOUND);
+	assert_int_equal(kj_replay_seq_store(db, &s, 1), 0);
+	assert_int_equal(kj_replay_seq_store(db, &s, 1), 0);
+	assert_int_equal(kj_db_count(db, "replay_sequence"), 1);
+	kj_replay_seq_info_load(db, "seq.kjdb", 3, &info);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	kj_replay_seq_print(f, &info, &s, 1);
+	fclose(f);
+	assert_non_null(strstr(buf, "graph vs traced GPU busy"));
+	free(buf);
+	char *js = kj_replay_seq_json(&info, &s, 1);
+	assert_non_null(strstr(js, "\"median_ns\": 1500000"));
+	free(js);
+	kj_db_close(db);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -415,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
 		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
+		cmocka_unit_test(test_sequence),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

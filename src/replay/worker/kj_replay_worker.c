@@ -36,9 +36,26 @@
 struct opts {
 	const char *db;
 	int64_t unique;
-	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti;
+	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti, graph;
+	int64_t sequence; /* >= 0: replay this iteration (sequence_op), not a unique kernel */
 	double energy_s;
 	int probe;
+};
+
+/* One launch as captured: function, geometry, parameter block and its pointer words. */
+struct klaunch {
+	CUfunction fn;
+	char *mangled;
+	int64_t pid, launch_ns;
+	unsigned grid[3], block[3], cluster[3], shmem;
+	uint8_t *blob;
+	size_t blob_len;
+	struct kj_replay_param *layout;
+	size_t nlayout;
+	void **kparams;
+	int use_cluster_attr;
+	struct kj_replay_ptr *ptrs;
+	size_t nptrs;
 };
 
 /* Everything one replay holds; released by replay_close(). */
@@ -50,19 +67,13 @@ struct replay {
 	CUstream stream;
 	CUmodule mod;
 	CUlibrary lib;
-	CUfunction fn;
-	char *mangled;
-	int64_t pid, launch_ns, device_id;
-	unsigned grid[3], block[3], cluster[3], shmem;
-	uint8_t *blob;
-	size_t blob_len;
-	struct kj_replay_param *layout;
-	size_t nlayout;
-	void **kparams;
+	CUmodule mods[64];     /* modules loaded, by hash (sequence replay loads several) */
+	char mod_hash[64][72];
+	size_t nmods;
+	struct klaunch k;
+	int64_t device_id;
 	struct kj_replay_range *ranges;
 	size_t nranges;
-	struct kj_replay_ptr *ptrs;
-	size_t nptrs;
 	struct kj_replay_region *regions;
 	size_t nregions;
 	int *region_of;
@@ -70,7 +81,6 @@ struct replay {
 	CUmemGenericAllocationHandle *region_h;
 	int *region_moved;
 	uint64_t gran;
-	int use_cluster_attr;
 	CUdeviceptr flush;
 	size_t flush_bytes;
 	struct kj_replay_result res;
@@ -101,7 +111,7 @@ static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt)
 
 /* Read the kernel's name, geometry and one captured parameter block (the first launch of a plain
  * capture, before those of --params-iteration captures). */
-static int load_launch(struct replay *R)
+static int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = KJ_ENOTFOUND;
@@ -113,37 +123,43 @@ static int load_launch(struct replay *R)
 			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
 			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic"
 			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
-			  " JOIN launch_params p ON p.unique_id = u.id WHERE u.id = ?"
+			  " JOIN launch_params p ON p.unique_id = u.id"
+			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
 			  " ORDER BY (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1", &st)) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
 	sqlite3_bind_int64(st, 1, R->o.unique);
+	sqlite3_bind_int64(st, 2, lp_id);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		kj_replay_result_set(&R->res, "skipped",
-				     "no parameters captured for unique kernel %" PRId64, R->o.unique);
+		if (lp_id >= 0)
+			kj_replay_result_set(&R->res, "failed",
+					     "launch_params %" PRId64 " missing, or its kernel unknown", lp_id);
+		else
+			kj_replay_result_set(&R->res, "skipped",
+					     "no parameters captured for unique kernel %" PRId64, R->o.unique);
 		goto out;
 	}
-	R->mangled = strdup((const char *)sqlite3_column_text(st, 0));
-	R->pid = col_i64(st, 1, -1);
-	R->launch_ns = col_i64(st, 2, -1);
+	k->mangled = strdup((const char *)sqlite3_column_text(st, 0));
+	k->pid = col_i64(st, 1, -1);
+	k->launch_ns = col_i64(st, 2, -1);
 	for (int i = 0; i < 3; i++) {
-		R->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
-		R->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
-		R->cluster[i] = (unsigned)col_i64(st, 9 + i, col_i64(st, 21 + i, 0));
+		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
+		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
+		k->cluster[i] = (unsigned)col_i64(st, 9 + i, col_i64(st, 21 + i, 0));
 	}
-	R->shmem = (unsigned)col_i64(st, 12, col_i64(st, 24, 0));
-	R->blob_len = (size_t)sqlite3_column_bytes(st, 14);
-	R->blob = malloc(R->blob_len + 8);
-	if (!R->blob || !R->mangled) {
+	k->shmem = (unsigned)col_i64(st, 12, col_i64(st, 24, 0));
+	k->blob_len = (size_t)sqlite3_column_bytes(st, 14);
+	k->blob = malloc(k->blob_len + 8);
+	if (!k->blob || !k->mangled) {
 		rc = KJ_ENOMEM;
 		kj_replay_result_set(&R->res, "failed", "out of memory");
 		goto out;
 	}
-	if (R->blob_len)
-		memcpy(R->blob, sqlite3_column_blob(st, 14), R->blob_len);
-	rc = kj_replay_layout_parse((const char *)sqlite3_column_text(st, 13), R->blob_len, &R->layout,
-				    &R->nlayout, err, sizeof(err));
+	if (k->blob_len)
+		memcpy(k->blob, sqlite3_column_blob(st, 14), k->blob_len);
+	rc = kj_replay_layout_parse((const char *)sqlite3_column_text(st, 13), k->blob_len, &k->layout,
+				    &k->nlayout, err, sizeof(err));
 	if (rc) {
 		kj_replay_result_set(&R->res, "failed", "launch_params of unique kernel %" PRId64 ": %s",
 				     R->o.unique, err);
@@ -153,6 +169,11 @@ static int load_launch(struct replay *R)
 out:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+static int load_launch(struct replay *R)
+{
+	return load_launch_k(R, &R->k, -1);
 }
 
 /* The allocations of the launching process that were live when the kernel was launched. */
@@ -169,8 +190,8 @@ static int load_ranges(struct replay *R)
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
-	sqlite3_bind_int64(st, 1, R->pid);
-	sqlite3_bind_int64(st, 2, R->launch_ns);
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.launch_ns);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (R->nranges == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -235,7 +256,7 @@ static int apply_snapshot(struct replay *R, int *applied)
 				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL ORDER BY id",
 			  &st))
 		return 0; /* older databases: no snapshot table is not an error */
-	sqlite3_bind_int64(st, 1, R->pid);
+	sqlite3_bind_int64(st, 1, R->k.pid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
@@ -272,36 +293,26 @@ static int apply_snapshot(struct replay *R, int *applied)
 	return 0;
 }
 
-/* Re-create the referenced allocations, at their recorded addresses where the driver gives
- * them, elsewhere otherwise (then relocate the parameter words). */
-static int map_allocations(struct replay *R)
+/* Re-create the used ranges' regions, at their recorded addresses where the driver gives them,
+ * elsewhere otherwise (region_moved; the parameter words are relocated afterwards). */
+static int map_used(struct replay *R, const int *used)
 {
-	int *used = NULL;
 	CUmemAllocationProp prop;
 	CUmemAccessDesc acc;
 	size_t gran = 0;
-	int rc = 0;
+	int rc;
 
-	if (kj_replay_scan_pointers(R->blob, R->blob_len, R->layout, R->nlayout, R->ranges,
-				    R->nranges, &R->ptrs, &R->nptrs))
-		return KJ_ENOMEM;
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = R->dev;
 	CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 	R->gran = gran;
-	used = calloc(R->nranges + 1, sizeof(*used));
 	R->region_of = calloc(R->nranges + 1, sizeof(*R->region_of));
-	if (!used || !R->region_of) {
-		free(used);
+	if (!R->region_of)
 		return KJ_ENOMEM;
-	}
-	for (size_t i = 0; i < R->nptrs; i++)
-		used[R->ptrs[i].range] = 1;
 	rc = kj_replay_regions(R->ranges, used, R->nranges, gran, &R->regions, &R->nregions,
 			       R->region_of);
-	free(used);
 	if (rc)
 		return rc;
 	R->region_va = calloc(R->nregions + 1, sizeof(*R->region_va));
@@ -333,17 +344,44 @@ static int map_allocations(struct replay *R)
 	return 0;
 }
 
-/* Rewrite the pointer words of moved regions; says which allocations moved in res.error. */
-static int relocate(struct replay *R)
+/* Find the pointer words of one launch's parameters; mark their ranges used. */
+static int scan_launch(struct replay *R, struct klaunch *k, int *used)
+{
+	if (kj_replay_scan_pointers(k->blob, k->blob_len, k->layout, k->nlayout, R->ranges,
+				    R->nranges, &k->ptrs, &k->nptrs))
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < k->nptrs; i++)
+		used[k->ptrs[i].range] = 1;
+	return 0;
+}
+
+static int map_allocations(struct replay *R)
+{
+	int *used = calloc(R->nranges + 1, sizeof(*used));
+	int rc;
+	if (!used)
+		return KJ_ENOMEM;
+	rc = scan_launch(R, &R->k, used);
+	if (!rc)
+		rc = map_used(R, used);
+	free(used);
+	return rc;
+}
+
+/* Rewrite the pointer words of moved regions in k's parameters; when describe, says which
+ * allocations moved in res.error and sets status "relocated". @return words rewritten. */
+static size_t relocate_launch(struct replay *R, struct klaunch *k, int describe)
 {
 	uint64_t *nb = calloc(R->nranges + 1, sizeof(*nb));
-	size_t moved = 0, len = 0;
+	size_t moved = 0, len = 0, words = 0;
 	if (!nb)
-		return KJ_ENOMEM;
+		return 0;
 	for (size_t i = 0; i < R->nranges; i++) {
 		int g = R->region_of[i];
 		if (g >= 0 && R->region_moved[g]) {
 			nb[i] = R->region_va[g] + (R->ranges[i].address - R->regions[g].base);
+			if (!describe)
+				continue;
 			if (!moved++)
 				len = (size_t)snprintf(R->res.error, sizeof(R->res.error),
 						       "relocated allocations:");
@@ -353,19 +391,25 @@ static int relocate(struct replay *R)
 							R->ranges[i].id, R->ranges[i].address, nb[i]);
 		}
 	}
-	if (moved) {
-		size_t words = kj_replay_relocate(R->blob, R->blob_len, R->ptrs, R->nptrs, R->ranges, nb);
+	words = kj_replay_relocate(k->blob, k->blob_len, k->ptrs, k->nptrs, R->ranges, nb);
+	if (describe && moved) {
 		snprintf(R->res.status, sizeof(R->res.status), "relocated");
 		if (len < sizeof(R->res.error))
 			snprintf(R->res.error + len, sizeof(R->res.error) - len, "; %zu pointer words rewritten",
 				 words);
 	}
 	free(nb);
+	return words;
+}
+
+static int relocate(struct replay *R)
+{
+	relocate_launch(R, &R->k, 1);
 	return 0;
 }
 
 /* Load the first captured module with data that defines the function, and find the function. */
-static int load_function(struct replay *R)
+static int load_function_k(struct replay *R, struct klaunch *kl)
 {
 	sqlite3_stmt *st = NULL;
 	char tried[256] = "";
@@ -377,7 +421,7 @@ static int load_function(struct replay *R)
 			  " JOIN module m ON m.hash = f.hash WHERE f.mangled = ? AND m.data IS NOT NULL"
 			  " ORDER BY m.hash", &st))
 		return KJ_EDB;
-	sqlite3_bind_text(st, 1, R->mangled, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, kl->mangled, -1, SQLITE_STATIC);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *hash = (const char *)sqlite3_column_text(st, 0);
 		const char *format = (const char *)sqlite3_column_text(st, 1);
@@ -388,6 +432,13 @@ static int load_function(struct replay *R)
 		uint8_t *img = NULL;
 		size_t img_len = len;
 		CUresult e;
+
+		for (size_t c = 0; c < R->nmods; c++)
+			if (!strcmp(R->mod_hash[c], hash) &&
+			    cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS) {
+				sqlite3_finalize(st);
+				return 0;
+			}
 
 		if (codec && !strcmp(codec, "zstd")) {
 			unsigned long long fs = ZSTD_getFrameContentSize(data, len);
@@ -411,19 +462,21 @@ static int load_function(struct replay *R)
 		}
 		img[img_len] = '\0'; /* PTX must be NUL-terminated */
 		(void)format;
-		e = cuModuleLoadData(&R->mod, img);
+		CUmodule mod = NULL;
+		e = cuModuleLoadData(&mod, img);
 		if (e == CUDA_SUCCESS) {
-			e = cuModuleGetFunction(&R->fn, R->mod, R->mangled);
-			if (e != CUDA_SUCCESS) {
-				cuModuleUnload(R->mod);
-				R->mod = NULL;
+			if (R->nmods < sizeof(R->mods) / sizeof(R->mods[0])) {
+				R->mods[R->nmods] = mod;
+				snprintf(R->mod_hash[R->nmods], sizeof(R->mod_hash[0]), "%s", hash);
+				R->nmods++;
 			}
+			e = cuModuleGetFunction(&kl->fn, mod, kl->mangled);
 		}
 		if (e != CUDA_SUCCESS) { /* CUDA 12+ library form (CUkernel handles) */
 			CUkernel k;
 			if (cuLibraryLoadData(&R->lib, img, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS) {
-				if (cuLibraryGetKernel(&k, R->lib, R->mangled) == CUDA_SUCCESS &&
-				    cuKernelGetFunction(&R->fn, k) == CUDA_SUCCESS)
+				if (cuLibraryGetKernel(&k, R->lib, kl->mangled) == CUDA_SUCCESS &&
+				    cuKernelGetFunction(&kl->fn, k) == CUDA_SUCCESS)
 					e = CUDA_SUCCESS;
 				else {
 					cuLibraryUnload(R->lib);
@@ -445,60 +498,74 @@ static int load_function(struct replay *R)
 	sqlite3_finalize(st);
 	if (rc)
 		kj_replay_result_set(&R->res, "failed", "cannot load %.120s from any captured module:%s",
-				     R->mangled, tl ? tried : " no module with data defines it");
+				     kl->mangled, tl ? tried : " no module with data defines it");
 	return rc;
+}
+
+static CUresult launch_k(const struct klaunch *k, CUstream stream)
+{
+	CUlaunchConfig cfg;
+	CUlaunchAttribute attr[1];
+	size_t blob_len = k->blob_len;
+	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k->blob, CU_LAUNCH_PARAM_BUFFER_SIZE,
+			 &blob_len, CU_LAUNCH_PARAM_END};
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = k->grid[0];
+	cfg.gridDimY = k->grid[1];
+	cfg.gridDimZ = k->grid[2];
+	cfg.blockDimX = k->block[0];
+	cfg.blockDimY = k->block[1];
+	cfg.blockDimZ = k->block[2];
+	cfg.sharedMemBytes = k->shmem;
+	cfg.hStream = stream;
+	if (k->use_cluster_attr) {
+		memset(attr, 0, sizeof(attr));
+		attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[0].value.clusterDim.x = k->cluster[0] ? k->cluster[0] : 1;
+		attr[0].value.clusterDim.y = k->cluster[1] ? k->cluster[1] : 1;
+		attr[0].value.clusterDim.z = k->cluster[2] ? k->cluster[2] : 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
+	}
+	if (k->nlayout || !k->blob_len)
+		return cuLaunchKernelEx(&cfg, k->fn, k->nlayout ? k->kparams : NULL, NULL);
+	return cuLaunchKernelEx(&cfg, k->fn, NULL, (void **)extra);
 }
 
 static CUresult launch(struct replay *R)
 {
-	CUlaunchConfig cfg;
-	CUlaunchAttribute attr[1];
-	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, R->blob, CU_LAUNCH_PARAM_BUFFER_SIZE,
-			 &R->blob_len, CU_LAUNCH_PARAM_END};
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.gridDimX = R->grid[0];
-	cfg.gridDimY = R->grid[1];
-	cfg.gridDimZ = R->grid[2];
-	cfg.blockDimX = R->block[0];
-	cfg.blockDimY = R->block[1];
-	cfg.blockDimZ = R->block[2];
-	cfg.sharedMemBytes = R->shmem;
-	cfg.hStream = R->stream;
-	if (R->use_cluster_attr) {
-		memset(attr, 0, sizeof(attr));
-		attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		attr[0].value.clusterDim.x = R->cluster[0] ? R->cluster[0] : 1;
-		attr[0].value.clusterDim.y = R->cluster[1] ? R->cluster[1] : 1;
-		attr[0].value.clusterDim.z = R->cluster[2] ? R->cluster[2] : 1;
-		cfg.attrs = attr;
-		cfg.numAttrs = 1;
-	}
-	if (R->nlayout || !R->blob_len)
-		return cuLaunchKernelEx(&cfg, R->fn, R->nlayout ? R->kparams : NULL, NULL);
-	return cuLaunchKernelEx(&cfg, R->fn, NULL, extra);
+	return launch_k(&R->k, R->stream);
 }
 
-/* Attributes, then one launch checked to completion. */
-static int prepare_launch(struct replay *R)
+static int load_function(struct replay *R)
 {
-	R->kparams = calloc(R->nlayout + 1, sizeof(*R->kparams));
-	if (!R->kparams)
+	return load_function_k(R, &R->k);
+}
+
+/* Parameter pointers and function attributes of one launch; probes the cluster attribute with a
+ * launch on stream when check (then synchronizes and reports a failing kernel). */
+static int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
+{
+	k->kparams = calloc(k->nlayout + 1, sizeof(*k->kparams));
+	if (!k->kparams)
 		return KJ_ENOMEM;
-	for (size_t i = 0; i < R->nlayout; i++)
-		R->kparams[i] = R->blob + R->layout[i].offset;
-	if (R->shmem > 48 * 1024)
-		CU(cuFuncSetAttribute(R->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)R->shmem));
-	unsigned csize = (R->cluster[0] ? R->cluster[0] : 1) * (R->cluster[1] ? R->cluster[1] : 1) *
-			 (R->cluster[2] ? R->cluster[2] : 1);
-	R->use_cluster_attr = csize > 1;
+	for (size_t i = 0; i < k->nlayout; i++)
+		k->kparams[i] = k->blob + k->layout[i].offset;
+	if (k->shmem > 48 * 1024)
+		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->shmem));
+	unsigned csize = (k->cluster[0] ? k->cluster[0] : 1) * (k->cluster[1] ? k->cluster[1] : 1) *
+			 (k->cluster[2] ? k->cluster[2] : 1);
+	k->use_cluster_attr = csize > 1;
 	if (csize > 8)
-		CU(cuFuncSetAttribute(R->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
-	CUresult e = launch(R);
-	if (e != CUDA_SUCCESS && R->use_cluster_attr) {
+		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+	if (!check)
+		return 0;
+	CUresult e = launch_k(k, stream);
+	if (e != CUDA_SUCCESS && k->use_cluster_attr) {
 		/* a compile-time cluster size can refuse the launch attribute */
-		R->use_cluster_attr = 0;
-		if (launch(R) != CUDA_SUCCESS)
-			R->use_cluster_attr = 1;
+		k->use_cluster_attr = 0;
+		if (launch_k(k, stream) != CUDA_SUCCESS)
+			k->use_cluster_attr = 1;
 		else
 			e = CUDA_SUCCESS;
 	}
@@ -506,12 +573,17 @@ static int prepare_launch(struct replay *R)
 		cu_fail(&R->res, "first launch", e, __LINE__);
 		return KJ_EGPU;
 	}
-	e = cuStreamSynchronize(R->stream);
+	e = cuStreamSynchronize(stream);
 	if (e != CUDA_SUCCESS) {
 		cu_fail(&R->res, "first launch (kernel ran and failed)", e, __LINE__);
 		return KJ_EGPU;
 	}
 	return 0;
+}
+
+static int prepare_launch(struct replay *R)
+{
+	return prepare_k(R, &R->k, R->stream, 1);
 }
 
 /* ---- timing ---- */
@@ -730,6 +802,421 @@ static int measure_energy(struct replay *R)
 }
 #endif
 
+/* ---- whole-iteration (sequence) replay ---- */
+struct seq_op {
+	int type;              /* 0 kernel, 1 memcpy, 2 memset, 3 event record, 4 event wait */
+	int stream;            /* index into streams */
+	int event;             /* index into events, -1 none */
+	int kernel;            /* index into launches */
+	int64_t bytes;
+	int copy;              /* 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
+	int pageable;          /* host side pageable */
+};
+
+struct seq {
+	struct seq_op *ops;
+	size_t nops;
+	struct klaunch *k;
+	size_t nk;
+	int64_t *stream_ids;
+	CUstream *streams;
+	size_t nstreams;
+	int64_t *event_ids;
+	CUevent *events;
+	size_t nevents;
+	CUevent start, stop, *join;
+	CUdeviceptr d1, d2;
+	void *pinned, *pinned2, *pageable, *pageable2;
+	int64_t max_bytes;
+	int graph_mode;       /* enqueueing into a capture: pinned host memory only */
+};
+
+static int seq_index(int64_t **ids, size_t *n, int64_t id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*ids)[i] == id)
+			return (int)i;
+	int64_t *ni = realloc(*ids, (*n + 1) * sizeof(*ni));
+	if (!ni)
+		return -1;
+	*ids = ni;
+	ni[*n] = id;
+	return (int)(*n)++;
+}
+
+/* Read the ops of one iteration, their launches, and the host kinds of their copies. */
+static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+	if (kj_db_prepare(R->db,
+			  "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
+			  " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
+			  "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid"
+			  " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, iteration);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *op = (const char *)sqlite3_column_text(st, 0);
+		const char *kind = (const char *)sqlite3_column_text(st, 5);
+		const char *hk = (const char *)sqlite3_column_text(st, 6);
+		struct seq_op o;
+		memset(&o, 0, sizeof(o));
+		o.event = -1;
+		o.kernel = -1;
+		if (!op)
+			continue;
+		if (!strcmp(op, "kernel"))
+			o.type = 0;
+		else if (!strcmp(op, "memcpy"))
+			o.type = 1;
+		else if (!strcmp(op, "memset"))
+			o.type = 2;
+		else if (!strcmp(op, "event_record"))
+			o.type = 3;
+		else if (!strcmp(op, "event_wait"))
+			o.type = 4;
+		else
+			continue; /* unknown operations are skipped */
+		o.stream = seq_index(&S->stream_ids, &S->nstreams, col_i64(st, 1, 0));
+		if (o.stream < 0) {
+			rc = KJ_ENOMEM;
+			break;
+		}
+		if (o.type >= 3) {
+			o.event = seq_index(&S->event_ids, &S->nevents, col_i64(st, 2, -1));
+			if (o.event < 0) {
+				rc = KJ_ENOMEM;
+				break;
+			}
+		}
+		o.bytes = col_i64(st, 4, 0);
+		if (o.bytes > S->max_bytes)
+			S->max_bytes = o.bytes;
+		if (o.type == 1) {
+			o.copy = !kind ? 2 : !strcmp(kind, "HtoD") ? 0 : !strcmp(kind, "DtoH") ? 1
+				 : !strcmp(kind, "HtoH") ? 3 : 2;
+			o.pageable = hk && strstr(hk, "pageable") != NULL;
+		}
+		if (o.type == 0) {
+			struct klaunch *nk = realloc(S->k, (S->nk + 1) * sizeof(*nk));
+			if (!nk) {
+				rc = KJ_ENOMEM;
+				break;
+			}
+			S->k = nk;
+			memset(&S->k[S->nk], 0, sizeof(S->k[0]));
+			rc = load_launch_k(R, &S->k[S->nk], col_i64(st, 3, -1));
+			if (rc)
+				break;
+			if (R->k.pid < 0 && sqlite3_column_type(st, 7) != SQLITE_NULL)
+				R->k.pid = col_i64(st, 7, -1);
+			if (R->k.pid < 0)
+				R->k.pid = S->k[S->nk].pid;
+			o.kernel = (int)S->nk++;
+		}
+		struct seq_op *no = realloc(S->ops, (S->nops + 1) * sizeof(*no));
+		if (!no) {
+			rc = KJ_ENOMEM;
+			break;
+		}
+		S->ops = no;
+		S->ops[S->nops++] = o;
+	}
+	sqlite3_finalize(st);
+	if (!rc && !S->nstreams)
+		rc = seq_index(&S->stream_ids, &S->nstreams, 0) < 0 ? KJ_ENOMEM : 0;
+	return rc;
+}
+
+/* Enqueue one iteration: fork every stream from the first, the ops in recorded order, join. */
+static CUresult seq_enqueue(struct seq *S)
+{
+	CUresult e;
+	CUstream o = S->streams[0];
+	if ((e = cuEventRecord(S->start, o)))
+		return e;
+	for (size_t i = 1; i < S->nstreams; i++)
+		if ((e = cuStreamWaitEvent(S->streams[i], S->start, 0)))
+			return e;
+	unsigned char *recorded = calloc(S->nevents + 1, 1);
+	if (!recorded)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < S->nops; i++) {
+		const struct seq_op *op = &S->ops[i];
+		CUstream s = S->streams[op->stream];
+		size_t b = (size_t)op->bytes;
+		void *h = op->pageable && !S->graph_mode ? S->pageable : S->pinned;
+		void *h2 = op->pageable && !S->graph_mode ? S->pageable2 : S->pinned2;
+		switch (op->type) {
+		case 0:
+			e = launch_k(&S->k[op->kernel], s);
+			break;
+		case 1:
+			if (!b)
+				continue;
+			e = op->copy == 0 ? cuMemcpyHtoDAsync(S->d1, h, b, s)
+			    : op->copy == 1 ? cuMemcpyDtoHAsync(h, S->d1, b, s)
+			    : op->copy == 3 ? cuMemcpyAsync((CUdeviceptr)h2, (CUdeviceptr)h, b, s)
+					    : cuMemcpyDtoDAsync(S->d2, S->d1, b, s);
+			break;
+		case 2:
+			e = b ? cuMemsetD8Async(S->d1, 0x3c, b, s) : CUDA_SUCCESS;
+			break;
+		case 3:
+			e = cuEventRecord(S->events[op->event], s);
+			recorded[op->event] = 1;
+			break;
+		default: /* a wait on an event recorded before the iteration began has nothing to wait for */
+			e = recorded[op->event] ? cuStreamWaitEvent(s, S->events[op->event], 0) : CUDA_SUCCESS;
+			break;
+		}
+		if (e) {
+			free(recorded);
+			return e;
+		}
+	}
+	free(recorded);
+	for (size_t i = 1; i < S->nstreams; i++) {
+		if ((e = cuEventRecord(S->join[i], S->streams[i])) ||
+		    (e = cuStreamWaitEvent(o, S->join[i], 0)))
+			return e;
+	}
+	return CUDA_SUCCESS;
+}
+
+struct seq_graph {
+	CUgraphExec exec;
+	CUstream stream;
+};
+
+static int seq_graph_enqueue(void *ctx)
+{
+	struct seq_graph *g = ctx;
+	return cuGraphLaunch(g->exec, g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+}
+
+static int seq_graph_sync(void *ctx)
+{
+	struct seq_graph *g = ctx;
+	return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+}
+
+/* Time one mode: N iterations after W, each bracketed by events on the first stream. */
+static int seq_time(struct replay *R, struct seq *S, CUgraphExec exec, struct kj_replay_seq *out)
+{
+	int n = R->o.runs;
+	int64_t *ns = calloc((size_t)n + 1, sizeof(*ns));
+	CUevent a = NULL, b = NULL;
+	CUresult e = CUDA_SUCCESS;
+	CUstream o = S->streams[0];
+	if (!ns)
+		return KJ_ENOMEM;
+	if ((e = cuEventCreate(&a, 0)) || (e = cuEventCreate(&b, 0)))
+		goto out;
+	for (int i = -R->o.warmup; i < n; i++) {
+		if ((e = cuEventRecord(a, o)))
+			goto out;
+		e = exec ? cuGraphLaunch(exec, o) : seq_enqueue(S);
+		if (e || (e = cuEventRecord(b, o)) || (e = cuEventSynchronize(b)))
+			goto out;
+		float ms;
+		if ((e = cuEventElapsedTime(&ms, a, b)))
+			goto out;
+		if (i >= 0)
+			ns[i] = (int64_t)llround((double)ms * 1e6);
+	}
+	struct kj_replay_timing t;
+	kj_replay_stats(ns, (size_t)n, &t);
+	out->runs = t.runs;
+	out->min_ns = t.min_ns;
+	out->median_ns = t.median_ns;
+	out->max_ns = t.max_ns;
+out:
+	if (a)
+		cuEventDestroy(a);
+	if (b)
+		cuEventDestroy(b);
+	free(ns);
+	if (e) {
+		const char *name = NULL;
+		cuGetErrorName(e, &name);
+		snprintf(out->status, sizeof(out->status), "failed");
+		snprintf(out->error, sizeof(out->error), "%s replay: %s", out->mode, name ? name : "?");
+		return KJ_EGPU;
+	}
+	return 0;
+}
+
+#ifdef KJ_HAVE_AMORTIZE
+static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
+{
+	struct seq_graph g = {exec, s};
+	struct kj_amortize_work w = {&g, seq_graph_enqueue, seq_graph_sync, 1};
+	struct kj_amortize_opts ao;
+	struct kj_amortize_result ar;
+	memset(&ao, 0, sizeof(ao));
+	memset(&ar, 0, sizeof(ar));
+	ao.nvml_index = R->o.device;
+	ao.min_seconds = R->o.energy_s;
+	if (kj_amortize_measure(&w, &ao, &ar) == 0) {
+		out->has_energy = 1;
+		out->energy_mj = ar.energy_per_launch_mj;
+		out->energy_unc_mj = ar.energy_unc_mj;
+	}
+}
+#else
+static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
+{
+	(void)R;
+	(void)exec;
+	(void)s;
+	(void)out;
+	(void)seq_graph_enqueue;
+	(void)seq_graph_sync;
+	kj_warnf("sequence energy not measured: this worker was built without kj_amortize_measure");
+}
+#endif
+
+/* Replay one captured iteration eagerly and, with graph, as one CUDA graph; prints KJ_SEQ lines. */
+static int sequence_run(struct replay *R, int64_t iteration, int graph)
+{
+	struct seq S;
+	struct kj_replay_seq eager, gr;
+	int rc, *used = NULL, moved = 0;
+	CUgraph g = NULL;
+	CUgraphExec exec = NULL;
+
+	memset(&S, 0, sizeof(S));
+	memset(&eager, 0, sizeof(eager));
+	memset(&gr, 0, sizeof(gr));
+	eager.iteration = gr.iteration = iteration;
+	snprintf(eager.mode, sizeof(eager.mode), "eager");
+	snprintf(gr.mode, sizeof(gr.mode), "graph");
+	snprintf(eager.status, sizeof(eager.status), "ok");
+	snprintf(gr.status, sizeof(gr.status), "ok");
+	R->device_id = 0;
+	R->k.pid = -1;
+	R->k.launch_ns = -1;
+	if ((rc = kj_db_open(R->o.db, 0, &R->db)))
+		goto fail;
+	if ((rc = seq_load(R, iteration, &S)))
+		goto fail;
+	if ((rc = load_ranges(R)))
+		goto fail;
+	eager.launches = gr.launches = (int64_t)S.nk;
+	eager.ops = gr.ops = (int64_t)S.nops;
+	if (cuInit(0) || cuDeviceGet(&R->dev, R->o.device) || cuDevicePrimaryCtxRetain(&R->ctx, R->dev) ||
+	    cuCtxSetCurrent(R->ctx)) {
+		rc = KJ_ENODEV;
+		goto fail;
+	}
+	used = calloc(R->nranges + 1, sizeof(*used));
+	if (!used) {
+		rc = KJ_ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < S.nk && !rc; i++)
+		rc = scan_launch(R, &S.k[i], used);
+	if (rc || (rc = map_used(R, used)))
+		goto fail;
+	if ((rc = fill_regions(R)))
+		goto fail;
+	int applied;
+	apply_snapshot(R, &applied);
+	for (size_t i = 0; i < S.nk; i++)
+		moved += relocate_launch(R, &S.k[i], 0) > 0;
+	for (size_t i = 0; i < S.nk; i++)
+		if ((rc = load_function_k(R, &S.k[i])) || (rc = prepare_k(R, &S.k[i], NULL, 0)))
+			goto fail;
+	S.streams = calloc(S.nstreams, sizeof(*S.streams));
+	S.join = calloc(S.nstreams, sizeof(*S.join));
+	S.events = calloc(S.nevents + 1, sizeof(*S.events));
+	if (!S.streams || !S.join || !S.events) {
+		rc = KJ_ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < S.nstreams; i++)
+		if (cuStreamCreate(&S.streams[i], CU_STREAM_NON_BLOCKING) ||
+		    cuEventCreate(&S.join[i], CU_EVENT_DISABLE_TIMING))
+			goto gpu_fail;
+	for (size_t i = 0; i < S.nevents; i++)
+		if (cuEventCreate(&S.events[i], CU_EVENT_DISABLE_TIMING))
+			goto gpu_fail;
+	if (cuEventCreate(&S.start, CU_EVENT_DISABLE_TIMING))
+		goto gpu_fail;
+	size_t mb = (size_t)(S.max_bytes > 0 ? S.max_bytes : 16);
+	if (cuMemAlloc(&S.d1, mb) || cuMemAlloc(&S.d2, mb) || cuMemHostAlloc(&S.pinned, mb, 0) ||
+	    cuMemHostAlloc(&S.pinned2, mb, 0))
+		goto gpu_fail;
+	S.pageable = malloc(mb);
+	S.pageable2 = malloc(mb);
+	if (!S.pageable || !S.pageable2) {
+		rc = KJ_ENOMEM;
+		goto fail;
+	}
+	fill_pattern(S.pinned, mb, 7);
+	fill_pattern(S.pageable, mb, 8);
+	if (moved) {
+		snprintf(eager.status, sizeof(eager.status), "relocated");
+		snprintf(gr.status, sizeof(gr.status), "relocated");
+		snprintf(eager.error, sizeof(eager.error), "%d launches relocated", moved);
+		snprintf(gr.error, sizeof(gr.error), "%d launches relocated", moved);
+	}
+	/* one checked iteration first: a fault fails the replay here, with its error */
+	CUresult e = seq_enqueue(&S);
+	if (!e)
+		e = cuCtxSynchronize();
+	if (e) {
+		const char *name = NULL;
+		cuGetErrorName(e, &name);
+		snprintf(eager.status, sizeof(eager.status), "failed");
+		snprintf(eager.error, sizeof(eager.error), "first iteration: %s", name ? name : "?");
+		gr = eager;
+		snprintf(gr.mode, sizeof(gr.mode), "graph");
+		goto emit;
+	}
+	seq_time(R, &S, NULL, &eager);
+	if (graph) {
+		S.graph_mode = 1;
+		e = cuStreamBeginCapture(S.streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+		if (!e) {
+			CUresult e2 = seq_enqueue(&S);
+			e = cuStreamEndCapture(S.streams[0], &g);
+			if (e2)
+				e = e2;
+		}
+		if (!e)
+			e = cuGraphInstantiate(&exec, g, 0);
+		if (e) {
+			const char *name = NULL;
+			cuGetErrorName(e, &name);
+			snprintf(gr.status, sizeof(gr.status), "failed");
+			snprintf(gr.error, sizeof(gr.error), "graph capture: %s", name ? name : "?");
+		} else {
+			seq_time(R, &S, exec, &gr);
+			if (R->o.energy && strcmp(gr.status, "failed"))
+				seq_energy(R, exec, S.streams[0], &gr);
+		}
+	}
+	/* without a graph, energy needs one anyway: the eager mode has none */
+emit:
+	kj_replay_seq_emit(stdout, &eager);
+	if (graph)
+		kj_replay_seq_emit(stdout, &gr);
+	free(used);
+	return 0;
+gpu_fail:
+	rc = KJ_EGPU;
+fail:
+	snprintf(eager.status, sizeof(eager.status), "failed");
+	snprintf(eager.error, sizeof(eager.error), "%.200s%s%s", R->res.error[0] ? R->res.error : "",
+		 R->res.error[0] ? "; " : "", kj_strerror(rc));
+	kj_replay_seq_emit(stdout, &eager);
+	free(used);
+	return rc;
+}
+
 static int probe(int device)
 {
 	CUdevice dev;
@@ -763,7 +1250,7 @@ static int replay_run(struct replay *R)
 	{
 		sqlite3_stmt *st = NULL;
 		if (!kj_db_prepare(R->db, "SELECT device_id FROM process_device WHERE pid = ? ORDER BY ordinal LIMIT 1", &st)) {
-			sqlite3_bind_int64(st, 1, R->pid);
+			sqlite3_bind_int64(st, 1, R->k.pid);
 			if (sqlite3_step(st) == SQLITE_ROW)
 				R->device_id = sqlite3_column_int64(st, 0);
 			sqlite3_finalize(st);
@@ -804,8 +1291,8 @@ static void replay_close(struct replay *R)
 	if (R->ctx) {
 		if (R->flush)
 			cuMemFree(R->flush);
-		if (R->mod)
-			cuModuleUnload(R->mod);
+		for (size_t m = 0; m < R->nmods; m++)
+			cuModuleUnload(R->mods[m]);
 		if (R->lib)
 			cuLibraryUnload(R->lib);
 		for (size_t g = 0; R->region_va && g < R->nregions; g++) {
@@ -821,12 +1308,12 @@ static void replay_close(struct replay *R)
 		cuDevicePrimaryCtxRelease(R->dev);
 	}
 	kj_db_close(R->db);
-	free(R->mangled);
-	free(R->blob);
-	free(R->layout);
-	free(R->kparams);
+	free(R->k.mangled);
+	free(R->k.blob);
+	free(R->k.layout);
+	free(R->k.kparams);
 	free(R->ranges);
-	free(R->ptrs);
+	free(R->k.ptrs);
 	free(R->regions);
 	free(R->region_of);
 	free(R->region_va);
@@ -839,7 +1326,9 @@ static int usage(void)
 	fprintf(stderr, "usage: kjoule-replay-worker --probe [--device D]\n"
 			"       kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W]\n"
 			"              [--cache warm|cold|both] [--energy] [--unroll U] [--energy-seconds S]\n"
-			"              [--device D] [--timer cupti|events] [--relocate]\n");
+			"              [--device D] [--timer cupti|events] [--relocate]\n"
+			"       kjoule-replay-worker --db RUN --sequence ITERATION [--graph] [--runs N]\n"
+			"              [--warmup W] [--energy] [--energy-seconds S] [--device D]\n");
 	return 2;
 }
 
@@ -848,6 +1337,7 @@ int main(int argc, char **argv)
 	struct replay R;
 	memset(&R, 0, sizeof(R));
 	R.o.unique = -1;
+	R.o.sequence = -1;
 	R.o.runs = 100;
 	R.o.warmup = 10;
 	R.o.warm = 1;
@@ -863,6 +1353,10 @@ int main(int argc, char **argv)
 			R.o.energy = 1;
 		} else if (!strcmp(a, "--relocate")) {
 			R.o.relocate = 1;
+		} else if (!strcmp(a, "--graph")) {
+			R.o.graph = 1;
+		} else if (v && !strcmp(a, "--sequence")) {
+			R.o.sequence = strtoll(v, NULL, 10), i++;
 		} else if (v && !strcmp(a, "--db")) {
 			R.o.db = v, i++;
 		} else if (v && !strcmp(a, "--unique")) {
@@ -891,6 +1385,8 @@ int main(int argc, char **argv)
 	}
 	if (R.o.probe)
 		return probe(R.o.device);
+	if (R.o.db && R.o.sequence >= 0 && R.o.runs >= 1 && R.o.warmup >= 0)
+		return sequence_run(&R, R.o.sequence, R.o.graph) ? 1 : 0;
 	if (!R.o.db || R.o.unique < 0 || R.o.runs < 1 || R.o.warmup < 0 || R.o.unroll < 1)
 		return usage();
 	R.res.unique_id = R.o.unique;

@@ -471,6 +471,30 @@ int main(int argc, char **argv)
 		record("kj_stripped_kernel", NULL, "0:8", 1, 1, 32, 0, 0, a9, 0);
 		record("kj_missing_kernel", NULL, "0:8", 1, 1, 32, 0, 0, a9, 0);
 	}
+	/* 11. one captured iteration on two streams with event dependencies, copies and a memset */
+	{
+		char q[2048];
+		snprintf(q, sizeof(q),
+			 "INSERT INTO memcpy(pid, stream_id, correlation_id, bytes, kind, src_kind, dst_kind)"
+			 " VALUES(%1$" PRId64 ", 1, 9001, 4194304, 'HtoD', 'pageable', 'device'),"
+			 " (%1$" PRId64 ", 1, 9002, 4194304, 'DtoH', 'device', 'pinned');"
+			 "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op, correlation_id,"
+			 " event_id, launch_params_id, bytes, kind) VALUES"
+			 " (0, 0, %1$" PRId64 ", 1, 'memcpy', 9001, NULL, NULL, 4194304, 'HtoD'),"
+			 " (0, 1, %1$" PRId64 ", 1, 'kernel', 1000, NULL, (SELECT id FROM launch_params WHERE unique_id = 1), NULL, NULL),"
+			 " (0, 2, %1$" PRId64 ", 1, 'event_record', NULL, 1, NULL, NULL, NULL),"
+			 " (0, 3, %1$" PRId64 ", 2, 'event_wait', NULL, 1, NULL, NULL, NULL),"
+			 " (0, 4, %1$" PRId64 ", 2, 'kernel', 2000, NULL, (SELECT id FROM launch_params WHERE unique_id = 2), NULL, NULL),"
+			 " (0, 5, %1$" PRId64 ", 1, 'kernel', 3000, NULL, (SELECT id FROM launch_params WHERE unique_id = 3), NULL, NULL),"
+			 " (0, 6, %1$" PRId64 ", 2, 'memset', NULL, NULL, NULL, 1048576, NULL),"
+			 " (0, 7, %1$" PRId64 ", 2, 'event_record', NULL, 2, NULL, NULL, NULL),"
+			 " (0, 8, %1$" PRId64 ", 1, 'event_wait', NULL, 2, NULL, NULL, NULL),"
+			 " (0, 9, %1$" PRId64 ", 1, 'kernel', 7000, NULL, (SELECT id FROM launch_params WHERE unique_id = 7), NULL, NULL),"
+			 " (0, 10, %1$" PRId64 ", 1, 'kernel', 4000, NULL, (SELECT id FROM launch_params WHERE unique_id = 4), NULL, NULL),"
+			 " (0, 11, %1$" PRId64 ", 1, 'memcpy', 9002, NULL, NULL, 4194304, 'DtoH');",
+			 pid);
+		sql(q);
+	}
 	sql("COMMIT");
 	CK(cuCtxSynchronize());
 	kj_db_close(db);

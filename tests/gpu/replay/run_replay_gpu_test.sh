@@ -64,6 +64,20 @@ if "$kjoule" replay "$dir/noparams.kjdb" 2>"$dir/noparams.err" || ! grep -q "wit
 else
 	echo "ok   no parameters: $(head -c 160 "$dir/noparams.err")"
 fi
+# one captured iteration: eager and as one CUDA graph
+if "$kjoule" replay "$db" --sequence --graph --runs 20 --warmup 3 --json >"$dir/seq.json" 2>"$dir/seq.err"; then
+	python3 - "$dir/seq.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = {x["mode"]: x for x in d["modes"]}
+ok = all(m.get(k) and m[k]["status"] == "ok" and m[k]["median_ns"] > 0 and m[k]["launches"] == 5 for k in ("eager", "graph"))
+print(("ok   " if ok else "FAIL ") + "sequence replay: " + ", ".join(
+    f"{k} {v['status']} {v['median_ns']/1e3:.1f} us {v.get('error') or ''}" for k, v in m.items()))
+sys.exit(0 if ok else 1)
+PY
+else
+	echo "FAIL: kjoule replay --sequence exited $?"; cat "$dir/seq.err"; fail=1
+fi
 # results stored
 n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM replay_kernel').fetchone()[0])" "$db")
 [ "$n" -ge 14 ] && echo "ok   $n replay_kernel rows stored" || { echo "FAIL: $n replay_kernel rows"; fail=1; }

@@ -1,0 +1,187 @@
+/* Whole-iteration replay, CPU side: which iteration, its traced times, storage and report. */
+#include "kj_replay.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <string.h>
+#include <time.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+
+static int64_t q_i64(sqlite3 *db, const char *sql, int64_t it, int64_t dflt)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = dflt;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return dflt;
+	if (it >= -1)
+		sqlite3_bind_int64(st, 1, it);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
+			    struct kj_replay_seq_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (q_i64(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN"
+		      " ('sequence_op', 'replay_sequence', 'launch_params')", -2, 0) != 3) {
+		kj_errorf("%s: unknown schema: no sequence_op/replay_sequence tables", run);
+		return KJ_ESCHEMA;
+	}
+	if (q_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
+		kj_errorf("%s: no whole iteration was captured; re-run `kjoule run --params-iteration N` "
+			  "to replay one with --sequence", run);
+		return KJ_ENOTFOUND;
+	}
+	if (iteration < 0)
+		iteration = q_i64(db, "SELECT min(iteration) FROM sequence_op", -2, 0);
+	out->iteration = iteration;
+	out->ops = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?", iteration, 0);
+	if (!out->ops) {
+		kj_errorf("%s: iteration %" PRId64 " was not captured (sequence_op has other iterations)",
+			  run, iteration);
+		return KJ_ENOTFOUND;
+	}
+	out->kernels = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'kernel'", iteration, 0);
+	out->copies = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
+	out->memsets = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
+	out->events = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
+	out->traced_busy_ns = q_i64(db,
+		"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
+		" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
+		" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
+	out->traced_span_ns = q_i64(db,
+		"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
+		" JOIN sequence_op s ON s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)"
+		" WHERE s.iteration = ?1)", iteration, 0);
+	return 0;
+}
+
+int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = KJ_EDB;
+
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
+		return KJ_EDB;
+	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
+			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &st))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, s[i].iteration);
+		sqlite3_bind_text(st, 2, s[i].mode, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 3, ok ? s[i].runs : 0);
+		sqlite3_bind_int64(st, 4, s[i].launches);
+		if (ok) {
+			sqlite3_bind_int64(st, 5, s[i].median_ns);
+			sqlite3_bind_int64(st, 6, s[i].min_ns);
+			sqlite3_bind_int64(st, 7, s[i].max_ns);
+		} else {
+			sqlite3_bind_null(st, 5);
+			sqlite3_bind_null(st, 6);
+			sqlite3_bind_null(st, 7);
+		}
+		if (ok && s[i].has_energy) {
+			sqlite3_bind_double(st, 8, s[i].energy_mj);
+			sqlite3_bind_double(st, 9, s[i].energy_unc_mj);
+		} else {
+			sqlite3_bind_null(st, 8);
+			sqlite3_bind_null(st, 9);
+		}
+		sqlite3_bind_text(st, 10, when, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	if (rc) {
+		kj_db_exec(db, "ROLLBACK", "rollback replay_sequence");
+		return rc;
+	}
+	return kj_db_exec(db, "COMMIT", "commit replay_sequence");
+}
+
+static const struct kj_replay_seq *mode_of(const struct kj_replay_seq *s, size_t n, const char *m)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].mode, m) && s[i].runs > 0 && strcmp(s[i].status, "failed"))
+			return &s[i];
+	return NULL;
+}
+
+void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
+			 const struct kj_replay_seq *s, size_t n)
+{
+	fprintf(f, "iteration %" PRId64 ": %" PRId64 " operations (%" PRId64 " kernel launches, %" PRId64
+		   " copies, %" PRId64 " memsets, %" PRId64 " event operations)\n",
+		info->iteration, info->ops, info->kernels, info->copies, info->memsets, info->events);
+	fprintf(f, "%-6s %-9s %5s %11s %11s %11s %12s\n", "mode", "status", "runs", "median_ms",
+		"min_ms", "max_ms", "energy_mJ");
+	for (size_t i = 0; i < n; i++) {
+		char e[40] = "-";
+		if (s[i].has_energy)
+			snprintf(e, sizeof(e), "%.4g±%.2g", s[i].energy_mj, s[i].energy_unc_mj);
+		fprintf(f, "%-6s %-9s %5d %11.4f %11.4f %11.4f %12s\n", s[i].mode, s[i].status, s[i].runs,
+			s[i].median_ns / 1e6, s[i].min_ns / 1e6, s[i].max_ns / 1e6, e);
+		if (s[i].error[0])
+			fprintf(f, "       %s\n", s[i].error);
+	}
+	const struct kj_replay_seq *eager = mode_of(s, n, "eager"), *graph = mode_of(s, n, "graph");
+	if (info->traced_span_ns > 0)
+		fprintf(f, "traced: span %.4f ms, GPU busy %.4f ms\n", info->traced_span_ns / 1e6,
+			info->traced_busy_ns / 1e6);
+	if (eager && info->traced_span_ns > 0)
+		fprintf(f, "framework/host cost (traced span - eager): %.4f ms\n",
+			(info->traced_span_ns - eager->median_ns) / 1e6);
+	if (eager && graph)
+		fprintf(f, "launch cost (eager - graph): %.4f ms\n", (eager->median_ns - graph->median_ns) / 1e6);
+	if (graph && info->traced_busy_ns > 0)
+		fprintf(f, "graph vs traced GPU busy: %+.1f%%\n",
+			100.0 * (double)(graph->median_ns - info->traced_busy_ns) / (double)info->traced_busy_ns);
+}
+
+char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_replay_seq *s,
+			 size_t n)
+{
+	json_t *root = json_object(), *modes = json_array();
+	char *text = NULL;
+	if (!root || !modes) {
+		json_decref(root);
+		json_decref(modes);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(modes, json_pack("{s:s, s:s, s:s?, s:i, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+			"mode", s[i].mode, "status", s[i].status, "error", s[i].error[0] ? s[i].error : NULL,
+			"runs", s[i].runs, "launches", (json_int_t)s[i].launches, "ops", (json_int_t)s[i].ops,
+			"median_ns", (json_int_t)s[i].median_ns, "min_ns", (json_int_t)s[i].min_ns,
+			"max_ns", (json_int_t)s[i].max_ns,
+			"energy_mj", s[i].has_energy ? json_real(s[i].energy_mj) : json_null(),
+			"energy_unc_mj", s[i].has_energy ? json_real(s[i].energy_unc_mj) : json_null()));
+	json_object_set_new(root, "iteration", json_integer(info->iteration));
+	json_object_set_new(root, "ops", json_integer(info->ops));
+	json_object_set_new(root, "kernels", json_integer(info->kernels));
+	json_object_set_new(root, "copies", json_integer(info->copies));
+	json_object_set_new(root, "memsets", json_integer(info->memsets));
+	json_object_set_new(root, "traced_span_ns", json_integer(info->traced_span_ns));
+	json_object_set_new(root, "traced_busy_ns", json_integer(info->traced_busy_ns));
+	json_object_set_new(root, "modes", modes);
+	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return text;
+}
