@@ -23,8 +23,9 @@ sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import kjgen  # noqa: E402
 
 NAMES = [k[0] for k in kjgen.REAL_KERNELS]
-TIERS = ["elementwise", "gemm", "gemm", "collective", "triton", "triton", "gemm", "norm",
-         "reduce", "attention", "elementwise", "softmax", "custom"]
+# tiers as src/analyze/kj_kernel_class.c names them
+TIERS = ["elementwise", "gemm", "gemm", "communication", "elementwise", "reduction", "gemm", "norm",
+         "reduction", "attention", "elementwise", "reduction", "other"]
 PID, TID = 4242, 4243
 
 
