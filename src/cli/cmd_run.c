@@ -52,6 +52,10 @@ static void usage(FILE *f)
 		"  --params K          capture parameters of the first K launches of each unique kernel (1)\n"
 		"  --no-params         activity only: no launch parameters (cheapest; no replay later)\n"
 		"  --api               also record every CUDA driver and runtime API call\n"
+		"  --params-iteration N  keep every launch's parameters in the N-th iteration (1-based)\n"
+		"                      and its kernels/copies in order, for `kjoule replay --sequence`\n"
+		"  --iteration-range NAME  the NVTX range that marks iterations (default: the most\n"
+		"                      repeated top-level range)\n"
 		"  --no-power          do not sample GPU power and energy\n"
 		"Exits with CMD's exit code (127: CMD not found, 128+N: CMD killed by signal N).\n");
 }
@@ -378,7 +382,8 @@ int cmd_run(int argc, char **argv)
 	memset(&stats, 0, sizeof(stats));
 	if (sampler && kj_sampler_write_db(sampler, db) != 0)
 		kj_warnf("run: power samples could not be written");
-	if (kj_ingest_dir(db, spool, &stats) != 0)
+	struct kj_ingest_opts io = {o.params_k, o.params_iteration, o.iteration_range};
+	if (kj_ingest_dir(db, spool, &io, &stats) != 0)
 		kj_warnf("run: some trace files could not be read (see the problem table)");
 	{
 		json_t *cmd = command_json(o.cmd);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_PARAMS] = "INSERT INTO launch_params(unique_id, pid, correlation_id, ordinal, handle_kind,"
 		     " grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z,"
 		     " shmem_dynamic, stream_id, launch_ns, iteration, layout, params)"
-		     " VALUES(?,?,?,(SELECT count(*) FROM launch_params WHERE unique_id = ?1),"
-		     " ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MODULE_FIND] = "SELECT 1 FROM module WHERE hash = ?",
 	[S_MODULE_ADD] = "INSERT INTO module(hash, format, bytes, codec, data) VALUES(?,?,?,?,?)",
 	[S_MODFN] = "INSERT OR IGNORE INTO module_function(hash, mangled) VALUES(?, ?)",
@@ -71,9 +71,25 @@ static const char *const stmt_sql[S_COUNT] = {
 };
 
 struct launch_info {
-	uint64_t key;
+	uint64_t key;        /* unique key, set by classify() */
 	int64_t launch_ns;
-	uint32_t tid;
+	int64_t unique_id;
+	const struct kj_word_diff *diffs;
+	uint32_t group;      /* index into ingest.groups */
+	uint32_t tid, stream, correlation, ndiff;
+};
+
+struct group_info {
+	const struct kj_rec_group *rec;
+	const uint32_t *layout;
+	const unsigned char *ref;
+	uint32_t *param_words; /* word indices that tell work apart */
+	uint32_t nparam_words;
+	uint32_t launches_kept; /* parameter blocks written so far (first-K capture) */
+};
+
+struct range {
+	uint64_t base, end;
 };
 
 struct marker {
@@ -93,8 +109,14 @@ struct ingest {
 	int64_t *name_ids;      /* string id -> kernel_name.id (0: not yet) */
 	struct launch_info *launches;
 	size_t nlaunches, cap_launches;
+	struct group_info *groups;
+	size_t ngroups, cap_groups;
+	struct kj_map *group_index; /* group id -> index into groups */
+	struct range *ranges;   /* device allocations ever made, sorted by base */
+	size_t nranges, cap_ranges;
+	const struct kj_ingest_opts *opts;
 	struct kj_map *corr;    /* correlation -> index into launches */
-	struct kj_map *nodes;   /* graph node id -> key */
+	struct kj_map *nodes;   /* graph node id -> correlation of the launch that made it */
 	struct kj_map *clones;  /* cloned node id -> original node id */
 	struct kj_map *uniques; /* key -> unique_kernel.id */
 	struct kj_map *devices; /* ordinal -> device.id */
@@ -255,55 +277,55 @@ static uint64_t geometry_key(const char *name, const struct kj_rec_kernel *k)
 	return h;
 }
 
-/* The unique key of a kernel activity: its launch's key, the key of the graph node it ran
- * from (or of the node that node was cloned from), else its name and geometry. */
-static int kernel_key(struct ingest *in, const struct kj_rec_kernel *k, uint64_t *key, int64_t *launch_ns,
-		      uint32_t *tid)
+/* The launch a kernel activity came from: its own launch, or the launch that created the graph
+ * node it ran from (or the node that node was cloned from). NULL when unknown. */
+static const struct launch_info *kernel_launch(struct ingest *in, const struct kj_rec_kernel *k)
 {
-	uint64_t v;
-	*launch_ns = -1;
-	*tid = 0;
+	uint64_t v, corr = 0;
 	if (k->graph_node_id) {
 		uint64_t node = k->graph_node_id;
-		for (int hops = 0; hops < 8; hops++) {
-			if (kj_map_get(in->nodes, node, &v) && v) {
-				*key = v;
-				return 1;
-			}
-			if (!kj_map_get(in->clones, node, &node))
+		for (int hops = 0; hops < 8 && !corr; hops++) {
+			if (kj_map_get(in->nodes, node, &v) && v)
+				corr = v;
+			else if (!kj_map_get(in->clones, node, &node))
 				break;
 		}
-	} else if (kj_map_get(in->corr, k->correlation, &v)) {
-		const struct launch_info *l = &in->launches[v];
-		*key = l->key;
-		*launch_ns = l->launch_ns;
-		*tid = l->tid;
-		return 1;
+		if (!corr)
+			return NULL;
+	} else {
+		corr = k->correlation;
 	}
-	return 0;
+	return kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
 }
 
 static int put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 {
-	struct unique_desc d;
 	sqlite3_stmt *st = in->st[S_KERNEL];
-	int64_t launch_ns;
-	uint32_t tid;
-	memset(&d, 0, sizeof(d));
-	d.by_params = kernel_key(in, k, &d.key, &launch_ns, &tid);
-	if (!d.by_params)
+	const struct launch_info *l = kernel_launch(in, k);
+	int64_t launch_ns = -1, uid;
+	uint32_t tid = 0;
+	if (l && l->unique_id > 0) {
+		uid = l->unique_id;
+		if (!k->graph_node_id) {
+			launch_ns = l->launch_ns;
+			tid = l->tid;
+		}
+	} else {
+		struct unique_desc d;
+		memset(&d, 0, sizeof(d));
 		d.key = geometry_key(str(in, k->name_id), k);
-	d.name_sid = k->name_id;
-	for (int i = 0; i < 3; i++) {
-		d.grid[i] = (uint32_t)k->grid[i];
-		d.block[i] = (uint32_t)k->block[i];
-		d.cluster[i] = k->cluster[i];
+		d.name_sid = k->name_id;
+		for (int i = 0; i < 3; i++) {
+			d.grid[i] = (uint32_t)k->grid[i];
+			d.block[i] = (uint32_t)k->block[i];
+			d.cluster[i] = k->cluster[i];
+		}
+		d.shmem_dynamic = k->shmem_dynamic;
+		d.shmem_static = k->shmem_static;
+		d.registers = k->registers;
+		d.have_static = 1;
+		uid = unique_id(in, &d);
 	}
-	d.shmem_dynamic = k->shmem_dynamic;
-	d.shmem_static = k->shmem_static;
-	d.registers = k->registers;
-	d.have_static = 1;
-	int64_t uid = unique_id(in, &d);
 	int64_t dev = device_id(in, k->device);
 	sqlite3_bind_int64(st, 1, in->pid);
 	bind_opt_i64(st, 2, dev >= 0, dev);
@@ -416,62 +438,6 @@ static int put_api(struct ingest *in, const struct kj_rec_api *a)
 	sqlite3_bind_int64(st, 8, a->correlation);
 	sqlite3_bind_int64(st, 9, a->status);
 	in->stats->api_calls++;
-	return step_done(in, st);
-}
-
-static int put_params(struct ingest *in, const struct kj_rec_params *p)
-{
-	size_t head = sizeof(*p) + (size_t)p->nparams * 2 * sizeof(uint32_t);
-	const uint32_t *layout = (const uint32_t *)(p + 1);
-	const unsigned char *blob = (const unsigned char *)p + head;
-	struct unique_desc d;
-	char *text;
-	size_t len = 0;
-	if (head + p->blob_len > p->h.size)
-		return KJ_EINVAL;
-	memset(&d, 0, sizeof(d));
-	d.key = p->key;
-	d.by_params = 1;
-	d.name_sid = p->name_id;
-	memcpy(d.grid, p->grid, sizeof(d.grid));
-	memcpy(d.block, p->block, sizeof(d.block));
-	memcpy(d.cluster, p->cluster, sizeof(d.cluster));
-	d.shmem_dynamic = p->shmem_dynamic;
-	d.layout = layout;
-	d.nparams = p->nparams;
-	d.param_bytes = p->blob_len;
-	int64_t uid = unique_id(in, &d);
-	text = malloc((size_t)p->nparams * 24 + 1);
-	if (!text)
-		return KJ_ENOMEM;
-	text[0] = '\0';
-	for (uint32_t i = 0; i < p->nparams; i++)
-		len += (size_t)sprintf(text + len, "%s%u:%u", i ? "," : "", layout[2 * i], layout[2 * i + 1]);
-	sqlite3_stmt *st = in->st[S_PARAMS];
-	sqlite3_bind_int64(st, 1, uid);
-	sqlite3_bind_int64(st, 2, in->pid);
-	sqlite3_bind_int64(st, 3, p->correlation);
-	sqlite3_bind_text(st, 4, p->handle_kind == 1 ? "function" : p->handle_kind == 2 ? "kernel" : "unknown",
-			  -1, SQLITE_STATIC);
-	for (int i = 0; i < 3; i++) {
-		sqlite3_bind_int64(st, 5 + i, p->grid[i]);
-		sqlite3_bind_int64(st, 8 + i, p->block[i]);
-		sqlite3_bind_int64(st, 11 + i, p->cluster[i]);
-	}
-	sqlite3_bind_int64(st, 14, p->shmem_dynamic);
-	sqlite3_bind_int64(st, 15, p->stream);
-	sqlite3_bind_int64(st, 16, p->launch_ns);
-	bind_opt_i64(st, 17, p->iteration >= 0, p->iteration);
-	sqlite3_bind_text(st, 18, text, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(st, 19, blob, (int)p->blob_len, SQLITE_STATIC);
-	free(text);
-	in->stats->params++;
-	/* a layout learnt here completes a unique kernel first seen without one */
-	char sql[256];
-	snprintf(sql, sizeof(sql),
-		 "UPDATE unique_kernel SET param_bytes = %u WHERE id = %lld AND param_bytes IS NULL",
-		 p->blob_len, (long long)uid);
-	sqlite3_exec(in->db, sql, NULL, NULL, NULL);
 	return step_done(in, st);
 }
 
@@ -672,6 +638,11 @@ static int add_string(struct ingest *in, const struct kj_rec_string *s)
 
 static int add_launch(struct ingest *in, const struct kj_rec_launch *l)
 {
+	uint64_t gi;
+	if (sizeof(*l) + (size_t)l->ndiff * sizeof(struct kj_word_diff) > l->h.size)
+		return KJ_EINVAL;
+	if (!kj_map_get(in->group_index, l->group, &gi))
+		return 0; /* a group record always comes first; without it the launch is not keyed */
 	if (in->nlaunches == in->cap_launches) {
 		size_t n = in->cap_launches ? in->cap_launches * 2 : 4096;
 		struct launch_info *nl = realloc(in->launches, n * sizeof(*nl));
@@ -680,8 +651,306 @@ static int add_launch(struct ingest *in, const struct kj_rec_launch *l)
 		in->launches = nl;
 		in->cap_launches = n;
 	}
-	in->launches[in->nlaunches] = (struct launch_info){l->key, l->launch_ns, l->tid};
+	struct launch_info *li = &in->launches[in->nlaunches];
+	memset(li, 0, sizeof(*li));
+	li->launch_ns = l->launch_ns;
+	li->tid = l->tid;
+	li->stream = l->stream;
+	li->correlation = l->correlation;
+	li->group = (uint32_t)gi;
+	li->ndiff = l->ndiff;
+	li->diffs = (const struct kj_word_diff *)(l + 1);
 	return kj_map_put(in->corr, l->correlation, in->nlaunches++);
+}
+
+static int add_group(struct ingest *in, const struct kj_rec_group *g)
+{
+	size_t head = sizeof(*g) + (size_t)g->nparams * 2 * sizeof(uint32_t);
+	if (head + g->blob_len > g->h.size)
+		return KJ_EINVAL;
+	if (in->ngroups == in->cap_groups) {
+		size_t n = in->cap_groups ? in->cap_groups * 2 : 256;
+		struct group_info *ng = realloc(in->groups, n * sizeof(*ng));
+		if (!ng)
+			return KJ_ENOMEM;
+		in->groups = ng;
+		in->cap_groups = n;
+	}
+	struct group_info *gi = &in->groups[in->ngroups];
+	memset(gi, 0, sizeof(*gi));
+	gi->rec = g;
+	gi->layout = (const uint32_t *)(g + 1);
+	gi->ref = g->blob_len ? (const unsigned char *)g + head : NULL;
+	return kj_map_put(in->group_index, g->group, in->ngroups++);
+}
+
+static int add_range(struct ingest *in, const struct kj_rec_memory *m)
+{
+	if (m->op != 1 || !m->bytes)
+		return 0;
+	if (in->nranges == in->cap_ranges) {
+		size_t n = in->cap_ranges ? in->cap_ranges * 2 : 256;
+		struct range *nr = realloc(in->ranges, n * sizeof(*nr));
+		if (!nr)
+			return KJ_ENOMEM;
+		in->ranges = nr;
+		in->cap_ranges = n;
+	}
+	in->ranges[in->nranges++] = (struct range){m->address, m->address + m->bytes};
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->base < y->base ? -1 : x->base > y->base ? 1 : 0;
+}
+
+/* 1 if v falls inside a device allocation made at any time in this process. */
+static int is_device_pointer(const struct ingest *in, uint64_t v)
+{
+	size_t lo = 0, hi = in->nranges;
+	while (lo < hi) { /* first range with base > v */
+		size_t mid = (lo + hi) / 2;
+		if (in->ranges[mid].base <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges may nest (pools, VMM): look back over a few for one that contains v */
+	for (size_t i = lo, back = 0; i > 0 && back < 64; i--, back++)
+		if (v < in->ranges[i - 1].end)
+			return 1;
+	return 0;
+}
+
+/* Stack and mmap addresses (0x7f..........), and the heap-sized values junk words carry. */
+static int looks_like_host_address(uint64_t v)
+{
+	return (v >> 40) == 0x7f || (v >> 40) == 0x55 || (v >> 40) == 0x56 ||
+	       (v >= 0x1000000 && v < 0x100000000ULL && (v & 0xf) == 0);
+}
+
+#define KJ_MAX_WORD_VALUES 8
+
+struct word_stat {
+	uint64_t values[KJ_MAX_WORD_VALUES + 1];
+	int n;            /* distinct values seen (capped at KJ_MAX_WORD_VALUES + 1) */
+	int all_pointer;  /* every value is a device pointer */
+	int other_host;   /* every value but the reference one looks like a host address */
+};
+
+static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
+{
+	uint64_t v = 0;
+	for (uint32_t i = 0; i < l->ndiff; i++)
+		if (l->diffs[i].word == w)
+			return l->diffs[i].value;
+	if (g->ref) {
+		uint32_t len = g->rec->blob_len;
+		uint32_t n = len - w * 8 < 8 ? len - w * 8 : 8;
+		memcpy(&v, g->ref + w * 8, n);
+	}
+	return v;
+}
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+/* Decide, per group, which parameter words tell work apart (see kj_ingest.h), then give every
+ * launch its unique key. Runs between the two passes. */
+static int classify(struct ingest *in)
+{
+	struct kj_map *index = kj_map_new();
+	struct word_stat *stats = NULL;
+	size_t nstats = 0, cap = 0;
+	int rc = 0;
+	if (!index)
+		return KJ_ENOMEM;
+	qsort(in->ranges, in->nranges, sizeof(*in->ranges), cmp_range);
+	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
+		const struct launch_info *l = &in->launches[i];
+		const struct group_info *g = &in->groups[l->group];
+		for (uint32_t d = 0; d < l->ndiff; d++) {
+			uint64_t wkey = ((uint64_t)l->group << 24) | l->diffs[d].word, si;
+			uint64_t v = l->diffs[d].value;
+			struct word_stat *ws;
+			if (l->diffs[d].word >= (1u << 24) || !g->ref || l->diffs[d].word * 8 >= g->rec->blob_len)
+				continue;
+			if (!kj_map_get(index, wkey, &si)) {
+				if (nstats == cap) {
+					cap = cap ? cap * 2 : 1024;
+					struct word_stat *n = realloc(stats, cap * sizeof(*n));
+					if (!n) {
+						rc = KJ_ENOMEM;
+						break;
+					}
+					stats = n;
+				}
+				si = nstats++;
+				ws = &stats[si];
+				memset(ws, 0, sizeof(*ws));
+				struct launch_info none;
+				memset(&none, 0, sizeof(none));
+				ws->values[0] = word_value(g, &none, l->diffs[d].word);
+				ws->n = 1;
+				ws->all_pointer = is_device_pointer(in, ws->values[0]);
+				ws->other_host = 1;
+				if ((rc = kj_map_put(index, wkey, si)) != 0)
+					break;
+			}
+			ws = &stats[si];
+			if (ws->n > KJ_MAX_WORD_VALUES)
+				continue;
+			int seen = 0;
+			for (int j = 0; j < ws->n && !seen; j++)
+				seen = ws->values[j] == v;
+			if (seen)
+				continue;
+			ws->values[ws->n++] = v;
+			if (ws->all_pointer && !is_device_pointer(in, v))
+				ws->all_pointer = 0;
+			if (ws->other_host && !looks_like_host_address(v))
+				ws->other_host = 0;
+		}
+	}
+	/* the parameter words of each group: varying, not pointers, not junk */
+	for (size_t gi = 0; gi < in->ngroups && !rc; gi++) {
+		struct group_info *g = &in->groups[gi];
+		uint32_t words = g->ref ? (g->rec->blob_len + 7) / 8 : 0;
+		for (uint32_t w = 0; w < words; w++) {
+			uint64_t si;
+			if (!kj_map_get(index, ((uint64_t)gi << 24) | w, &si))
+				continue;
+			const struct word_stat *ws = &stats[si];
+			if (ws->all_pointer || ws->n > KJ_MAX_WORD_VALUES || ws->other_host)
+				continue;
+			uint32_t *pw = realloc(g->param_words, (g->nparam_words + 1) * sizeof(*pw));
+			if (!pw) {
+				rc = KJ_ENOMEM;
+				break;
+			}
+			g->param_words = pw;
+			pw[g->nparam_words++] = w;
+		}
+	}
+	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
+		struct launch_info *l = &in->launches[i];
+		const struct group_info *g = &in->groups[l->group];
+		uint64_t h = g->rec->group;
+		for (uint32_t j = 0; j < g->nparam_words; j++)
+			h = mix64(mix64(h, g->param_words[j]), word_value(g, l, g->param_words[j]));
+		l->key = h;
+	}
+	free(stats);
+	kj_map_free(index);
+	return rc;
+}
+
+static char *layout_text(const uint32_t *layout, uint32_t n)
+{
+	char *text = malloc((size_t)n * 24 + 1);
+	size_t len = 0;
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	for (uint32_t i = 0; i < n; i++)
+		len += (size_t)sprintf(text + len, "%s%u:%u", i ? "," : "", layout[2 * i], layout[2 * i + 1]);
+	return text;
+}
+
+/* Write one launch's full parameter block (its group's reference with its words applied). */
+static int put_launch_params(struct ingest *in, const struct launch_info *l, int64_t ordinal,
+			     int iteration)
+{
+	const struct group_info *g = &in->groups[l->group];
+	const struct kj_rec_group *r = g->rec;
+	unsigned char *blob;
+	char *layout;
+	sqlite3_stmt *st = in->st[S_PARAMS];
+	int rc;
+	if (!g->ref)
+		return 0;
+	blob = malloc(r->blob_len);
+	layout = layout_text(g->layout, r->nparams);
+	if (!blob || !layout) {
+		free(blob);
+		free(layout);
+		return KJ_ENOMEM;
+	}
+	memcpy(blob, g->ref, r->blob_len);
+	for (uint32_t d = 0; d < l->ndiff; d++) {
+		uint32_t w = l->diffs[d].word;
+		if ((uint64_t)w * 8 >= r->blob_len)
+			continue;
+		uint32_t n = r->blob_len - w * 8 < 8 ? r->blob_len - w * 8 : 8;
+		memcpy(blob + w * 8, &l->diffs[d].value, n);
+	}
+	sqlite3_bind_int64(st, 1, l->unique_id);
+	sqlite3_bind_int64(st, 2, in->pid);
+	sqlite3_bind_int64(st, 3, l->correlation);
+	bind_opt_i64(st, 4, ordinal >= 0, ordinal);
+	sqlite3_bind_text(st, 5, r->handle_kind == 1 ? "function" : r->handle_kind == 2 ? "kernel" : "unknown",
+			  -1, SQLITE_STATIC);
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_int64(st, 6 + i, r->grid[i]);
+		sqlite3_bind_int64(st, 9 + i, r->block[i]);
+		sqlite3_bind_int64(st, 12 + i, r->cluster[i]);
+	}
+	sqlite3_bind_int64(st, 15, r->shmem_dynamic);
+	sqlite3_bind_int64(st, 16, l->stream);
+	sqlite3_bind_int64(st, 17, l->launch_ns);
+	bind_opt_i64(st, 18, iteration > 0, iteration);
+	sqlite3_bind_text(st, 19, layout, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 20, blob, (int)r->blob_len, SQLITE_TRANSIENT);
+	rc = step_done(in, st);
+	free(blob);
+	free(layout);
+	in->stats->params++;
+	return rc;
+}
+
+/* Unique-kernel rows for every keyed launch, and the first K parameter blocks of each. */
+static int put_uniques(struct ingest *in)
+{
+	struct kj_map *kept = kj_map_new();
+	int k = in->opts ? in->opts->params_k : 1;
+	int rc = 0;
+	if (!kept)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
+		struct launch_info *l = &in->launches[i];
+		const struct group_info *g = &in->groups[l->group];
+		const struct kj_rec_group *r = g->rec;
+		struct unique_desc d;
+		uint64_t n = 0;
+		memset(&d, 0, sizeof(d));
+		d.key = l->key;
+		d.by_params = g->ref != NULL;
+		d.name_sid = r->name_id;
+		memcpy(d.grid, r->grid, sizeof(d.grid));
+		memcpy(d.block, r->block, sizeof(d.block));
+		memcpy(d.cluster, r->cluster, sizeof(d.cluster));
+		d.shmem_dynamic = r->shmem_dynamic;
+		d.layout = g->layout;
+		d.nparams = r->nparams;
+		d.param_bytes = r->blob_len;
+		l->unique_id = unique_id(in, &d);
+		if (l->unique_id <= 0) {
+			rc = KJ_EDB;
+			break;
+		}
+		kj_map_get(kept, (uint64_t)l->unique_id, &n);
+		if ((int64_t)n < k && g->ref) {
+			rc = put_launch_params(in, l, (int64_t)n, 0);
+			kj_map_put(kept, (uint64_t)l->unique_id, n + 1);
+		}
+	}
+	kj_map_free(kept);
+	return rc;
 }
 
 static int add_marker(struct ingest *in, const struct kj_rec_marker *m)
@@ -817,6 +1086,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			if (pass == 1)
 				rc = add_string(in, r);
 			break;
+		case KJ_REC_GROUP:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_group))
+				rc = add_group(in, r);
+			break;
 		case KJ_REC_LAUNCH:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_launch))
 				rc = add_launch(in, r);
@@ -827,12 +1100,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				if (g->original_node_id)
 					rc = kj_map_put(in->clones, g->node_id, g->original_node_id);
 				else
-					rc = kj_map_put(in->nodes, g->node_id, g->key);
+					rc = kj_map_put(in->nodes, g->node_id, g->correlation);
 			}
 			break;
-		case KJ_REC_PROCESS:
-			if (pass == 2)
-				rc = put_process(in, r);
+		case KJ_REC_PROCESS: /* written by walk_process() */
 			break;
 		case KJ_REC_DEVICE:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_device))
@@ -848,6 +1119,8 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = put_copy(in, r);
 			break;
 		case KJ_REC_MEMORY:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_memory))
+				rc = add_range(in, r);
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_memory))
 				rc = put_memory(in, r);
 			break;
@@ -858,10 +1131,6 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_API:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_api))
 				rc = put_api(in, r);
-			break;
-		case KJ_REC_PARAMS:
-			if (pass == 2 && h->size >= sizeof(struct kj_rec_params))
-				rc = put_params(in, r);
 			break;
 		case KJ_REC_MODULE:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_module))
@@ -912,6 +1181,124 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 	return rc;
 }
 
+/* The process record, read ahead of pass 2 so every row can carry the pid. */
+static int walk_process(struct ingest *in)
+{
+	size_t off = sizeof(struct kj_rec_file);
+	while (off + sizeof(struct kj_rec_hdr) <= in->n) {
+		const struct kj_rec_hdr *h = (const void *)(in->data + off);
+		if (h->size < sizeof(*h) || h->size % 8 || h->size > in->n - off)
+			break;
+		if (h->type == KJ_REC_PROCESS && h->size >= sizeof(struct kj_rec_process))
+			return put_process(in, (const void *)h);
+		off += h->size;
+	}
+	return 0;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *text, int64_t arg)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+	if (kj_db_prepare(db, sql, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, pid);
+	if (text)
+		sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* --params-iteration N: every launch inside the N-th instance of the iteration range keeps its
+ * parameters, and the iteration's kernels, copies and memsets become sequence_op rows in issue
+ * (correlation) order, for whole-iteration replay. */
+static int put_iteration(struct ingest *in)
+{
+	char name[256] = "", what[2048];
+	sqlite3_stmt *st = NULL;
+	int n = in->opts ? in->opts->params_iteration : 0;
+	int64_t start = -1, end = -1, seq = 0, min_corr = INT64_MAX, max_corr = -1;
+	int rc = 0;
+	if (n <= 0 || in->pid < 0)
+		return 0;
+	if (in->opts->iteration_range) {
+		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
+	} else if (kj_db_prepare(in->db, "SELECT name FROM nvtx_range WHERE pid = ? AND depth = 0 AND"
+				 " end_ns IS NOT NULL GROUP BY name ORDER BY count(*) DESC LIMIT 1", &st) == 0) {
+		sqlite3_bind_int64(st, 1, in->pid);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	start = query_int(in->db, "SELECT start_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2 AND"
+			  " end_ns IS NOT NULL ORDER BY start_ns LIMIT 1 OFFSET ?3 - 1", in->pid, name, n);
+	end = query_int(in->db, "SELECT end_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2 AND"
+			" end_ns IS NOT NULL ORDER BY start_ns LIMIT 1 OFFSET ?3 - 1", in->pid, name, n);
+	if (!name[0] || start < 0 || end < 0) {
+		snprintf(what, sizeof(what), "--params-iteration %d: process %lld has no instance %d of "
+			 "the iteration range '%s'", n, (long long)in->pid, n, name[0] ? name : "(none)");
+		return kj_db_problem(in->db, in->pid, -1, "warning", what);
+	}
+	if (kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
+			  " correlation_id, launch_params_id, bytes, kind) VALUES(?,?,?,?,?,?,?,?,?)", &st))
+		return KJ_EDB;
+	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
+		const struct launch_info *l = &in->launches[i];
+		if (l->launch_ns < start || l->launch_ns > end)
+			continue;
+		if ((rc = put_launch_params(in, l, -1, n)) != 0)
+			break;
+		sqlite3_bind_int64(st, 1, n);
+		sqlite3_bind_int64(st, 2, seq++);
+		sqlite3_bind_int64(st, 3, in->pid);
+		sqlite3_bind_int64(st, 4, l->stream);
+		sqlite3_bind_text(st, 5, "kernel", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, l->correlation);
+		sqlite3_bind_int64(st, 7, sqlite3_last_insert_rowid(in->db));
+		rc = step_done(in, st);
+		if (l->correlation < min_corr)
+			min_corr = l->correlation;
+		if (l->correlation > max_corr)
+			max_corr = l->correlation;
+	}
+	sqlite3_finalize(st);
+	if (rc || max_corr < 0)
+		return rc;
+	snprintf(what, sizeof(what),
+		 "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op, correlation_id, bytes, kind)"
+		 " SELECT %d, 0, pid, stream_id, 'memcpy', correlation_id, bytes, kind FROM memcpy"
+		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld"
+		 " UNION ALL SELECT %d, 0, pid, stream_id, 'memset', correlation_id, bytes, NULL FROM memset"
+		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld;"
+		 "UPDATE sequence_op SET ordinal = (SELECT rn FROM (SELECT id, row_number() OVER"
+		 " (ORDER BY correlation_id, id) - 1 AS rn FROM sequence_op WHERE iteration = %d AND pid = %lld) t"
+		 " WHERE t.id = sequence_op.id) WHERE iteration = %d AND pid = %lld;",
+		 n, (long long)in->pid, (long long)min_corr, (long long)max_corr, n, (long long)in->pid,
+		 (long long)min_corr, (long long)max_corr, n, (long long)in->pid, n, (long long)in->pid);
+	rc = kj_db_exec(in->db, what, "iteration sequence");
+	if (!rc) {
+		snprintf(what, sizeof(what), "%s#%d", name, n);
+		kj_db_meta_set(in->db, "params_iteration", what);
+	}
+	return rc;
+}
+
+/* unique_kernel.launches and the per-kernel facts a first capture could not know */
+static int count_launches(sqlite3 *db)
+{
+	return kj_db_exec(db,
+		       "UPDATE unique_kernel SET launches = (SELECT count(*) FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id);"
+		       "UPDATE unique_kernel SET shmem_static = (SELECT shmem_static FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id LIMIT 1),"
+		       " registers = (SELECT registers FROM kernel k WHERE k.unique_id = unique_kernel.id"
+		       " LIMIT 1) WHERE registers IS NULL;",
+		       "unique kernel counts");
+}
+
 static void ingest_free(struct ingest *in)
 {
 	for (int i = 0; i < S_COUNT; i++)
@@ -921,6 +1308,11 @@ static void ingest_free(struct ingest *in)
 	free(in->strings);
 	free(in->name_ids);
 	free(in->launches);
+	for (size_t i = 0; i < in->ngroups; i++)
+		free(in->groups[i].param_words);
+	free(in->groups);
+	free(in->ranges);
+	kj_map_free(in->group_index);
 	free(in->markers);
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
@@ -930,7 +1322,8 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->allocs);
 }
 
-int kj_ingest_file(sqlite3 *db, const char *path, struct kj_ingest_stats *stats)
+int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *opts,
+		   struct kj_ingest_stats *stats)
 {
 	struct ingest in;
 	struct stat sb;
@@ -944,6 +1337,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, struct kj_ingest_stats *stats)
 	in.db = db;
 	in.path = path;
 	in.pid = -1;
+	in.opts = opts;
 	in.stats = stats ? stats : &dummy;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -982,15 +1376,23 @@ int kj_ingest_file(sqlite3 *db, const char *path, struct kj_ingest_stats *stats)
 	in.uniques = kj_map_new();
 	in.devices = kj_map_new();
 	in.allocs = kj_map_new();
-	if (!in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs) {
+	in.group_index = kj_map_new();
+	if (!in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
+	    !in.group_index) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < S_COUNT; i++)
 		if ((rc = kj_db_prepare(db, stmt_sql[i], &in.st[i])) != 0)
 			goto out;
-	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = walk(&in, 2, &stop)) != 0 ||
-	    (rc = put_ranges(&in)) != 0)
+	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = classify(&in)) != 0)
+		goto out;
+	/* the process row first: unique kernels and parameters carry its pid */
+	if ((rc = walk_process(&in)) != 0 || (rc = put_uniques(&in)) != 0 ||
+	    (rc = walk(&in, 2, &stop)) != 0 || (rc = put_ranges(&in)) != 0 ||
+	    (rc = put_iteration(&in)) != 0)
+		goto out;
+	if ((rc = count_launches(db)) != 0)
 		goto out;
 	if (stop != in.n) {
 		char what[256];
@@ -1012,7 +1414,8 @@ out:
 	return rc;
 }
 
-int kj_ingest_dir(sqlite3 *db, const char *dir, struct kj_ingest_stats *stats)
+int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
+		  struct kj_ingest_stats *stats)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -1027,19 +1430,10 @@ int kj_ingest_dir(sqlite3 *db, const char *dir, struct kj_ingest_stats *stats)
 		if (e->d_name[0] != 'p' || len < 7 || strcmp(e->d_name + len - 6, ".spool"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		int rc = kj_ingest_file(db, path, stats);
+		int rc = kj_ingest_file(db, path, opts, stats);
 		if (rc && !first)
 			first = rc;
 	}
 	closedir(d);
-	if (kj_db_exec(db,
-		       "UPDATE unique_kernel SET launches = (SELECT count(*) FROM kernel k"
-		       " WHERE k.unique_id = unique_kernel.id);"
-		       "UPDATE unique_kernel SET shmem_static = (SELECT shmem_static FROM kernel k"
-		       " WHERE k.unique_id = unique_kernel.id LIMIT 1),"
-		       " registers = (SELECT registers FROM kernel k WHERE k.unique_id = unique_kernel.id"
-		       " LIMIT 1) WHERE registers IS NULL;",
-		       "unique kernel counts"))
-		return KJ_EDB;
 	return first;
 }

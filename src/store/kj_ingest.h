@@ -6,10 +6,27 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+/** How to ingest: parameter capture and the whole-iteration capture. */
+struct kj_ingest_opts {
+	int params_k;               /* keep the parameter blocks of the first K launches per unique kernel */
+	int params_iteration;       /* > 0: keep every launch's parameters in that instance (1-based) */
+	const char *iteration_range;/* NVTX range name of iterations; NULL: the most repeated top-level */
+};
+
 struct kj_ingest_stats {
 	int64_t processes, kernels, memcpys, memsets, api_calls, allocations, nvtx_ranges;
 	int64_t modules, module_bytes, params, unique_kernels, truncated_files, dropped_records;
 };
+
+/**
+ * Unique kernels: launches of one function with one geometry form a group; the tracer sends each
+ * launch's parameter words that differ from the group's first launch. A parameter word is then
+ * - a pointer, when all its values fall inside recorded device allocations,
+ * - volatile, when it takes more than 8 values, or all its other values look like host addresses
+ *   (uninitialised padding and unused array slots of by-value structs carry stack and heap junk),
+ * - else a parameter that tells different work apart (sizes, strides, scalars).
+ * A unique kernel is a group split by the values of its parameter words.
+ */
 
 /**
  * @brief Ingest one spool file into db (the caller holds the transaction).
@@ -17,13 +34,15 @@ struct kj_ingest_stats {
  * counted in stats->truncated_files and noted in the problem table.
  * @return 0, KJ_EIO (unreadable file), KJ_EINVAL (not a spool file), KJ_EDB.
  */
-int kj_ingest_file(sqlite3 *db, const char *path, struct kj_ingest_stats *stats);
+int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *opts,
+		   struct kj_ingest_stats *stats);
 
 /**
  * @brief Ingest every p<pid>.spool file of a directory, then fill unique_kernel.launches.
  * @return 0 or the first error; files that fail are named on stderr and the rest still ingested.
  */
-int kj_ingest_dir(sqlite3 *db, const char *dir, struct kj_ingest_stats *stats);
+int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
+		  struct kj_ingest_stats *stats);
 
 /** @brief Format a 16-byte CUDA/NVML UUID as NVML does: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
 void kj_uuid_format(const unsigned char uuid[16], char out[41]);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KJ_SPOOL_MAGIC 0x6C6F6F70736A6BULL /* "kjspool" */
-#define KJ_SPOOL_VERSION 1
+#define KJ_SPOOL_VERSION 2
 
 enum kj_rec_type {
 	KJ_REC_FILE = 1,      /* first record: magic, version */
@@ -22,13 +22,13 @@ enum kj_rec_type {
 	KJ_REC_MEMORY,        /* allocation or free */
 	KJ_REC_MARKER,        /* NVTX range start/end */
 	KJ_REC_API,           /* driver/runtime API call (with --api) */
-	KJ_REC_LAUNCH,        /* every launch seen by the callback: correlation -> unique key */
-	KJ_REC_PARAMS,        /* captured parameter block of one launch */
+	KJ_REC_LAUNCH,        /* every launch: its group and how its parameters differ from the group's */
+	KJ_REC_GROUP,         /* a launch group (function + geometry) and its reference parameter block */
 	KJ_REC_MODULE,        /* a loaded module's image */
 	KJ_REC_DEVICE,        /* device facts, per ordinal */
 	KJ_REC_CLOCK,         /* clock sync triple */
 	KJ_REC_PROBLEM,       /* text: something not recorded, and why */
-	KJ_REC_GRAPHNODE,     /* graph node -> unique key of the kernel it launches */
+	KJ_REC_GRAPHNODE,     /* graph node -> the launch (correlation) that created it */
 	KJ_REC_END,           /* clean end of the process's trace */
 	KJ_REC_DROPPED,       /* CUPTI dropped records */
 	KJ_REC_SEQOP,         /* stream op inside the captured iteration (--params-iteration) */
@@ -108,25 +108,36 @@ struct kj_rec_api {
 	int64_t stream;  /* -1 unknown */
 };
 
+/* One launch. Its parameter block is the group's reference block with these 8-byte words
+ * replaced (word i covers bytes 8i..8i+7; a last partial word is zero-padded). Without parameter
+ * capture (--no-params) ndiff is 0 and the group has no block. */
 struct kj_rec_launch {
 	struct kj_rec_hdr h;
-	uint64_t key;
+	uint64_t group;
 	int64_t launch_ns;
 	uint32_t correlation, tid;
+	uint32_t stream, ndiff;
+	/* followed by ndiff struct kj_word_diff */
 };
 
-struct kj_rec_params {
+struct kj_word_diff {
+	uint32_t word, pad;
+	uint64_t value;
+};
+
+/* A launch group: one function with one launch geometry, and the parameter block of its first
+ * launch. Unique kernels are groups split further by the parameter words that matter. */
+struct kj_rec_group {
 	struct kj_rec_hdr h;
-	uint64_t key;
+	uint64_t group;
 	int64_t launch_ns;
 	uint32_t correlation, name_id;
 	uint32_t grid[3], block[3], cluster[3];
 	uint32_t shmem_dynamic, stream;
-	uint32_t handle_kind; /* 1 CUfunction, 2 CUkernel */
+	uint32_t handle_kind; /* 1 CUfunction, 2 CUkernel, 0 unknown */
 	uint32_t nparams;
-	uint32_t blob_len;
-	int32_t iteration;    /* -1: first-K capture; else the --params-iteration instance */
-	uint32_t pad;
+	uint32_t blob_len;    /* 0 when parameters are not captured or not readable */
+	uint32_t pad[2];
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
 };
 
@@ -160,8 +171,9 @@ struct kj_rec_text {
 
 struct kj_rec_graphnode {
 	struct kj_rec_hdr h;
-	uint64_t node_id, key;
-	uint64_t original_node_id; /* clones: the node it was cloned from; else 0 */
+	uint64_t node_id;
+	uint64_t correlation;      /* the launch into a capturing stream that made the node */
+	uint64_t original_node_id; /* clones: the node it was cloned from (correlation 0) */
 };
 
 struct kj_rec_dropped {

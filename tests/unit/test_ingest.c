@@ -58,11 +58,55 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	put(b, &k, sizeof(k), NULL, 0);
 }
 
-static void put_launch(struct buf *b, uint32_t corr, uint64_t key, int64_t t)
+/* a launch of group g; diffs: pairs (word, value) */
+static void put_launch(struct buf *b, uint32_t corr, uint64_t g, int64_t t, int ndiff, const uint64_t *diffs)
 {
-	struct kj_rec_launch l = {{KJ_REC_LAUNCH, 0}, key, t, corr, 42};
-	put(b, &l, sizeof(l), NULL, 0);
+	struct kj_rec_launch l;
+	struct kj_word_diff d[8];
+	memset(&l, 0, sizeof(l));
+	l.h.type = KJ_REC_LAUNCH;
+	l.group = g;
+	l.launch_ns = t;
+	l.correlation = corr;
+	l.tid = 42;
+	l.stream = 7;
+	l.ndiff = (uint32_t)ndiff;
+	for (int i = 0; i < ndiff; i++) {
+		d[i].word = (uint32_t)diffs[2 * i];
+		d[i].pad = 0;
+		d[i].value = diffs[2 * i + 1];
+	}
+	put(b, &l, sizeof(l), d, (size_t)ndiff * sizeof(d[0]));
 }
+
+/* a group: kj_scale with one grid and a reference block of nwords 8-byte parameters */
+static void put_group(struct buf *b, uint64_t g, int grid, int nwords, const uint64_t *ref)
+{
+	struct {
+		struct kj_rec_group g;
+		uint32_t layout[16];
+	} r;
+	memset(&r, 0, sizeof(r));
+	r.g.h.type = KJ_REC_GROUP;
+	r.g.group = g;
+	r.g.name_id = 1;
+	r.g.grid[0] = (uint32_t)grid, r.g.grid[1] = r.g.grid[2] = 1;
+	r.g.block[0] = 256, r.g.block[1] = r.g.block[2] = 1;
+	r.g.handle_kind = 2;
+	r.g.nparams = (uint32_t)nwords;
+	r.g.blob_len = (uint32_t)nwords * 8;
+	for (int i = 0; i < nwords; i++)
+		r.layout[2 * i] = (uint32_t)i * 8, r.layout[2 * i + 1] = 8;
+	/* header with its layout, then the block: sizes computed like the injection library does */
+	size_t head = sizeof(r.g) + (size_t)nwords * 2 * sizeof(uint32_t);
+	unsigned char tmp[512];
+	memcpy(tmp, &r, head);
+	memcpy(tmp + head, ref, (size_t)nwords * 8);
+	put(b, tmp, head + (size_t)nwords * 8, NULL, 0);
+}
+
+#define PTR1 0x7f0000000100ULL
+#define PTR2 0x7f0000080000ULL
 
 static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name, int64_t t)
 {
@@ -77,8 +121,11 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 	put(b, &m, sizeof(m), NULL, 0);
 }
 
-/* A whole process's spool: 5 kernels (2 launches of key A, 1 of key B, 1 without a launch record,
- * 1 from a graph node cloned from a node of key B), copies, NVTX ranges, an allocation. */
+/* A whole process's spool. Group A (kj_scale, grid 4096) has four parameter words: a device
+ * pointer, a size, a junk word (stack garbage) and a constant; launches 10 and 11 differ only in
+ * pointer and junk (one unique kernel), launch 12 in its size (another). Group B (grid 2048):
+ * launch 13, and launch 14 captured into graph node 70, whose clone 80 runs. Kernel 99 has no
+ * launch record and is keyed by its geometry. */
 static struct buf make_spool(void)
 {
 	struct buf b = {NULL, 0};
@@ -86,6 +133,10 @@ static struct buf make_spool(void)
 	struct kj_rec_process p;
 	struct kj_rec_device d;
 	const char text[] = "/usr/bin/python3\0python3\0infer.py\0";
+	const uint64_t ref_a[4] = {PTR1, 5, 0x7ffd00000001ULL, 9};
+	const uint64_t ref_b[1] = {3};
+	const uint64_t d11[] = {0, PTR2, 2, 0x7ffd00000002ULL};
+	const uint64_t d12[] = {1, 7, 2, 0x7ffd00000003ULL};
 	put(&b, &f, sizeof(f), NULL, 0);
 	memset(&p, 0, sizeof(p));
 	p.h.type = KJ_REC_PROCESS;
@@ -104,48 +155,6 @@ static struct buf make_spool(void)
 	d.uuid[0] = 0xab;
 	snprintf(d.name, sizeof(d.name), "NVIDIA H200");
 	put(&b, &d, sizeof(d), NULL, 0);
-	put_launch(&b, 10, 0xA, 100);
-	put_launch(&b, 11, 0xA, 200);
-	put_launch(&b, 12, 0xB, 300);
-	struct kj_rec_graphnode g1 = {{KJ_REC_GRAPHNODE, 0}, 70, 0xB, 0};
-	struct kj_rec_graphnode g2 = {{KJ_REC_GRAPHNODE, 0}, 80, 0, 70};
-	put(&b, &g1, sizeof(g1), NULL, 0);
-	put(&b, &g2, sizeof(g2), NULL, 0);
-	{
-		struct {
-			struct kj_rec_params p;
-			uint32_t layout[4];
-		} pr;
-		unsigned char blob[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-		memset(&pr, 0, sizeof(pr));
-		pr.p.h.type = KJ_REC_PARAMS;
-		pr.p.key = 0xA;
-		pr.p.correlation = 10;
-		pr.p.name_id = 1;
-		pr.p.grid[0] = 4096, pr.p.grid[1] = pr.p.grid[2] = 1;
-		pr.p.block[0] = 256, pr.p.block[1] = pr.p.block[2] = 1;
-		pr.p.handle_kind = 2;
-		pr.p.nparams = 2;
-		pr.p.blob_len = sizeof(blob);
-		pr.p.iteration = -1;
-		pr.layout[0] = 0, pr.layout[1] = 8, pr.layout[2] = 8, pr.layout[3] = 4;
-		put(&b, &pr, sizeof(pr), blob, sizeof(blob));
-	}
-	put_kernel(&b, 10, 1000, 1500, 4096, 0);
-	put_kernel(&b, 11, 2000, 2500, 4096, 0);
-	put_kernel(&b, 12, 3000, 3100, 2048, 0);
-	put_kernel(&b, 99, 4000, 4100, 1024, 0);
-	put_kernel(&b, 555, 5000, 5050, 2048, 80);
-	{
-		struct kj_rec_memcpy m;
-		memset(&m, 0, sizeof(m));
-		m.h.type = KJ_REC_MEMCPY;
-		m.start_ns = 500, m.end_ns = 900, m.bytes = 4096, m.copy_kind = 1, m.src_kind = 2, m.dst_kind = 3;
-		put(&b, &m, sizeof(m), NULL, 0);
-		m.h.type = KJ_REC_MEMSET;
-		m.is_memset = 1, m.value = 0, m.start_ns = 950, m.end_ns = 960;
-		put(&b, &m, sizeof(m), NULL, 0);
-	}
 	{
 		struct kj_rec_memory m;
 		memset(&m, 0, sizeof(m));
@@ -155,15 +164,47 @@ static struct buf make_spool(void)
 		m.t_ns = 6000, m.op = 2;
 		put(&b, &m, sizeof(m), NULL, 0);
 	}
-	put_marker(&b, 1, 2, 2, 10);     /* forward starts */
+	put_group(&b, 0xA, 4096, 4, ref_a);
+	put_launch(&b, 10, 0xA, 100, 0, NULL);
+	put_launch(&b, 11, 0xA, 200, 2, d11);
+	put_launch(&b, 12, 0xA, 300, 2, d12);
+	put_group(&b, 0xB, 2048, 1, ref_b);
+	put_launch(&b, 13, 0xB, 400, 0, NULL);
+	put_launch(&b, 15, 0xB, 450, 0, NULL);
+	struct kj_rec_graphnode g1 = {{KJ_REC_GRAPHNODE, 0}, 70, 15, 0};
+	struct kj_rec_graphnode g2 = {{KJ_REC_GRAPHNODE, 0}, 80, 0, 70};
+	put(&b, &g1, sizeof(g1), NULL, 0);
+	put(&b, &g2, sizeof(g2), NULL, 0);
+	put_kernel(&b, 10, 1000, 1500, 4096, 0);
+	put_kernel(&b, 11, 2000, 2500, 4096, 0);
+	put_kernel(&b, 12, 3000, 3100, 4096, 0);
+	put_kernel(&b, 13, 3200, 3300, 2048, 0);
+	put_kernel(&b, 99, 4000, 4100, 1024, 0);
+	put_kernel(&b, 555, 5000, 5050, 2048, 80);
+	{
+		struct kj_rec_memcpy m;
+		memset(&m, 0, sizeof(m));
+		m.h.type = KJ_REC_MEMCPY;
+		m.correlation = 14;
+		m.start_ns = 500, m.end_ns = 900, m.bytes = 4096, m.copy_kind = 1, m.src_kind = 2, m.dst_kind = 3;
+		put(&b, &m, sizeof(m), NULL, 0);
+		m.h.type = KJ_REC_MEMSET;
+		m.correlation = 9;
+		m.is_memset = 1, m.value = 0, m.start_ns = 950, m.end_ns = 960;
+		put(&b, &m, sizeof(m), NULL, 0);
+	}
+	put_marker(&b, 1, 2, 2, 10);     /* forward 1 starts */
 	put_marker(&b, 2, 2, 3, 20);     /* layer starts inside it */
-	put_marker(&b, 2, 4, 0, 2600);   /* layer ends */
-	put_marker(&b, 1, 4, 0, 5100);   /* forward ends */
+	put_marker(&b, 2, 4, 0, 150);    /* layer ends */
+	put_marker(&b, 1, 4, 0, 250);    /* forward 1 ends */
+	put_marker(&b, 4, 2, 2, 260);    /* forward 2: launches 12, 13 and 15, the copy of 14 */
+	put_marker(&b, 4, 4, 0, 5100);
 	put_marker(&b, 3, 2, 2, 5200);   /* a forward that never ends */
 	return b;
 }
 
-static sqlite3 *ingest(struct buf *b, const char *name, struct kj_ingest_stats *st)
+static sqlite3 *ingest(struct buf *b, const char *name, const struct kj_ingest_opts *opts,
+		       struct kj_ingest_stats *st)
 {
 	char path[256], dbpath[256];
 	sqlite3 *db = NULL;
@@ -176,7 +217,7 @@ static sqlite3 *ingest(struct buf *b, const char *name, struct kj_ingest_stats *
 	fclose(f);
 	assert_int_equal(kj_db_create(dbpath, &db), 0);
 	memset(st, 0, sizeof(*st));
-	assert_int_equal(kj_ingest_file(db, path, st), 0);
+	assert_int_equal(kj_ingest_file(db, path, opts, st), 0);
 	return db;
 }
 
@@ -208,36 +249,46 @@ static void test_complete_spool(void **state)
 	struct buf b = make_spool();
 	struct kj_rec_text end;
 	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {1, 0, NULL};
 	char t[256];
 	memset(&end, 0, sizeof(end));
 	end.h.type = KJ_REC_END;
 	end.t_ns = 7000;
 	put(&b, &end, sizeof(end), NULL, 0);
-	sqlite3 *db = ingest(&b, "complete", &st);
-	assert_int_equal(st.kernels, 5);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 5);
-	/* keys A, B (launch and cloned graph node), and one by geometry */
-	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 3);
+	sqlite3 *db = ingest(&b, "complete", &opts, &st);
+	assert_int_equal(st.kernels, 6);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 6);
+	/* A split in two by its size word (not by pointer or junk), B, and one by geometry */
+	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 4);
 	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel WHERE keyed_by='geometry'"), 1);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel k JOIN unique_kernel u ON u.id=k.unique_id"
-				" WHERE u.key='p000000000000000a'"), 2);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel k JOIN unique_kernel u ON u.id=k.unique_id"
-				" WHERE u.key='p000000000000000b'"), 2);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel WHERE graph_node_id = 80"), 1);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (10, 11)"), 1);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (10, 12)"), 2);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id = 13"
+				" OR graph_node_id = 80"), 1);
+	assert_int_equal(q1(db, "SELECT launches FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 13"), 2);
 	assert_int_equal(q1(db, "SELECT launch_ns FROM kernel WHERE correlation_id = 11"), 200);
 	assert_int_equal(q1(db, "SELECT launch_tid FROM kernel WHERE correlation_id = 11"), 42);
 	assert_int_equal(q1(db, "SELECT launch_ns FROM kernel WHERE correlation_id = 99"), -1);
 	assert_string_equal(qtext(db, "SELECT demangled FROM kernel_name", t, sizeof(t)),
 			    "kj_scale(float const*, float*, int, float)");
-	assert_string_equal(qtext(db, "SELECT layout FROM launch_params", t, sizeof(t)), "0:8,8:4");
-	assert_int_equal(q1(db, "SELECT length(params) FROM launch_params"), 12);
-	assert_int_equal(q1(db, "SELECT param_bytes FROM unique_kernel WHERE key='p000000000000000a'"), 12);
-	assert_string_equal(qtext(db, "SELECT handle_kind FROM launch_params", t, sizeof(t)), "kernel");
+	/* first-K capture, K = 1: one parameter block per unique kernel that has parameters */
+	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params"), 3);
+	assert_string_equal(qtext(db, "SELECT layout FROM launch_params WHERE correlation_id = 12", t, sizeof(t)),
+			    "0:8,8:8,16:8,24:8");
+	/* the block of launch 12 is the reference with its words applied: size 7, constant 9 */
+	assert_int_equal(q1(db, "SELECT length(params) FROM launch_params WHERE correlation_id = 12"), 32);
+	assert_int_equal(q1(db, "SELECT hex(substr(params, 9, 1)) = '07' AND hex(substr(params, 25, 1)) = '09'"
+				" FROM launch_params WHERE correlation_id = 12"), 1);
+	assert_int_equal(q1(db, "SELECT param_bytes FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 10"), 32);
+	assert_string_equal(qtext(db, "SELECT handle_kind FROM launch_params LIMIT 1", t, sizeof(t)), "kernel");
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op"), 0);
 	assert_string_equal(qtext(db, "SELECT kind || src_kind || dst_kind FROM memcpy", t, sizeof(t)),
 			    "HtoDpinneddevice");
 	assert_int_equal(q1(db, "SELECT count(*) FROM memset"), 1);
 	assert_int_equal(q1(db, "SELECT free_ns FROM allocation"), 6000);
-	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range"), 4);
 	assert_int_equal(q1(db, "SELECT depth FROM nvtx_range WHERE name='layer'"), 1);
 	assert_int_equal(q1(db, "SELECT p.start_ns FROM nvtx_range c JOIN nvtx_range p ON p.id=c.parent_id"
 				" WHERE c.name='layer'"), 10);
@@ -252,6 +303,29 @@ static void test_complete_spool(void **state)
 	free(b.p);
 }
 
+static void test_iteration_capture(void **state)
+{
+	(void)state;
+	struct buf b = make_spool();
+	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {0, 2, NULL};
+	char t[64];
+	sqlite3 *db = ingest(&b, "iter", &opts, &st);
+	/* K = 0: no first-K blocks; the second 'forward' holds launches 12, 13, 15 and the copy of 14 */
+	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params WHERE iteration IS NULL"), 0);
+	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params WHERE iteration = 2"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op WHERE iteration = 2"), 4);
+	assert_string_equal(qtext(db, "SELECT group_concat(op || correlation_id, ' ') FROM"
+				      " (SELECT * FROM sequence_op ORDER BY ordinal)", t, sizeof(t)),
+			    "kernel12 kernel13 memcpy14 kernel15");
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op s JOIN launch_params p"
+				" ON p.id = s.launch_params_id WHERE s.op = 'kernel'"), 3);
+	assert_string_equal(qtext(db, "SELECT value FROM meta WHERE key = 'params_iteration'", t, sizeof(t)),
+			    "forward#2");
+	kj_db_close(db);
+	free(b.p);
+}
+
 static void test_truncated_spool(void **state)
 {
 	(void)state;
@@ -259,9 +333,9 @@ static void test_truncated_spool(void **state)
 	struct kj_ingest_stats st;
 	/* cut inside the last record: the process was killed mid-write */
 	b.n -= 5;
-	sqlite3 *db = ingest(&b, "cut", &st);
+	sqlite3 *db = ingest(&b, "cut", NULL, &st);
 	assert_int_equal(st.truncated_files, 1);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 5);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 6);
 	assert_int_equal(q1(db, "SELECT ended_cleanly FROM process"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE what LIKE '%cut short%'"), 1);
 	kj_db_close(db);
@@ -280,7 +354,7 @@ static void test_not_a_spool(void **state)
 	fputs("this is not a spool file at all, but long enough", f);
 	fclose(f);
 	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	assert_int_equal(kj_ingest_file(db, path, NULL), KJ_EINVAL);
+	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
 	kj_db_close(db);
 }
 
@@ -332,6 +406,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_complete_spool),
+		cmocka_unit_test(test_iteration_capture),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),

@@ -47,10 +47,4 @@ void kj_activity_flush(void);
 /* ---- callbacks (inject_callbacks.c) ---- */
 int kj_callbacks_start(void);
 
-/* ---- allocation ranges seen by callbacks (inject_alloc.c) ---- */
-void kj_alloc_add(uint64_t base, uint64_t bytes);
-void kj_alloc_remove(uint64_t base);
-/** 1 if addr falls inside a live allocation. */
-int kj_alloc_contains(uint64_t addr);
-
 #endif

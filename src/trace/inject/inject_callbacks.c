@@ -114,54 +114,62 @@ out:
 	return fi;
 }
 
-/* ---- how many times each unique key was seen (for first-K parameter capture) ---- */
-static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *keys;
-static uint32_t *key_count;
-static size_t key_cap, key_n;
+/* ---- launch groups: one function with one geometry, and its first parameter block ---- */
+struct group {
+	uint64_t id;
+	uint32_t blob_len;
+	unsigned char *ref; /* reference parameter block (NULL without capture) */
+};
 
-/* Count one more launch of key; returns the count before this launch. */
-static uint32_t key_seen(uint64_t key)
+static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct group **groups;
+static size_t group_cap, group_n;
+
+/* The group of id, created (with ref as its reference block) when new: *created tells which. */
+static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t len, int *created)
 {
-	uint32_t before = UINT32_MAX;
+	struct group *g = NULL;
 	size_t i;
-	key |= 1;
-	pthread_mutex_lock(&key_lock);
-	if ((key_n + 1) * 2 > key_cap) {
-		size_t ncap = key_cap ? key_cap * 2 : 4096;
-		uint64_t *nk = calloc(ncap, sizeof(*nk));
-		uint32_t *nc = calloc(ncap, sizeof(*nc));
-		if (!nk || !nc) {
-			free(nk);
-			free(nc);
+	*created = 0;
+	pthread_mutex_lock(&group_lock);
+	if ((group_n + 1) * 2 > group_cap) {
+		size_t ncap = group_cap ? group_cap * 2 : 4096;
+		struct group **n = calloc(ncap, sizeof(*n));
+		if (!n)
+			goto out;
+		for (size_t j = 0; j < group_cap; j++)
+			if (groups[j]) {
+				size_t k = groups[j]->id & (ncap - 1);
+				while (n[k])
+					k = (k + 1) & (ncap - 1);
+				n[k] = groups[j];
+			}
+		free(groups);
+		groups = n;
+		group_cap = ncap;
+	}
+	for (i = id & (group_cap - 1); groups[i]; i = (i + 1) & (group_cap - 1))
+		if (groups[i]->id == id) {
+			g = groups[i];
 			goto out;
 		}
-		for (size_t j = 0; j < key_cap; j++)
-			if (keys[j]) {
-				size_t k = keys[j] & (ncap - 1);
-				while (nk[k])
-					k = (k + 1) & (ncap - 1);
-				nk[k] = keys[j];
-				nc[k] = key_count[j];
-			}
-		free(keys);
-		free(key_count);
-		keys = nk;
-		key_count = nc;
-		key_cap = ncap;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		goto out;
+	g->id = id;
+	if (ref && len) {
+		g->ref = malloc(len);
+		if (g->ref) {
+			memcpy(g->ref, ref, len);
+			g->blob_len = len;
+		}
 	}
-	for (i = key & (key_cap - 1); keys[i] && keys[i] != key; i = (i + 1) & (key_cap - 1))
-		;
-	if (!keys[i]) {
-		keys[i] = key;
-		key_n++;
-	}
-	before = key_count[i];
-	if (key_count[i] < UINT32_MAX)
-		key_count[i]++;
+	groups[i] = g;
+	group_n++;
+	*created = 1;
 out:
-	pthread_mutex_unlock(&key_lock);
-	return before;
+	pthread_mutex_unlock(&group_lock);
+	return g;
 }
 
 /* ---- launches ---- */
@@ -174,7 +182,7 @@ struct launch {
 	void **extra;
 };
 
-static __thread uint64_t tl_key;
+static __thread uint32_t tl_corr;
 static __thread uint64_t tl_node;
 static __thread int tl_in_launch;
 
@@ -204,9 +212,7 @@ static int gather_params(const struct fninfo *fi, const struct launch *l, unsign
 	return -1;
 }
 
-/* The unique-kernel key: the function, its geometry and the parameter bytes that are not device
- * pointers, so the same work on other buffers falls together and other sizes do not. */
-static uint64_t launch_key(const struct fninfo *fi, const struct launch *l, const unsigned char *blob)
+static uint64_t group_id(const struct fninfo *fi, const struct launch *l)
 {
 	uint64_t h = fi->name_hash;
 	for (int i = 0; i < 3; i++) {
@@ -214,81 +220,105 @@ static uint64_t launch_key(const struct fninfo *fi, const struct launch *l, cons
 		h = mix(h, l->block[i]);
 		h = mix(h, l->cluster[i]);
 	}
-	h = mix(h, l->shmem);
-	for (uint32_t i = 0; blob && i < fi->nparams; i++) {
-		uint32_t off = fi->layout[2 * i], sz = fi->layout[2 * i + 1], j = 0;
-		for (; j + 8 <= sz && ((off + j) & 7) == 0; j += 8) {
-			uint64_t w;
-			memcpy(&w, blob + off + j, 8);
-			h = mix(h, kj_alloc_contains(w) ? 0x5054525F5054525FULL : w);
-		}
-		for (; j < sz; j++)
-			h = mix(h, blob[off + j]);
-	}
-	return h ? h : 1;
+	return mix(h, l->shmem);
 }
 
+static void put_group(const struct fninfo *fi, const struct launch *l, const struct group *g,
+		      const CUpti_CallbackData *cb, int64_t t)
+{
+	size_t head = sizeof(struct kj_rec_group) + fi->nparams * 2 * sizeof(uint32_t);
+	struct kj_rec_group *r = calloc(1, head);
+	uint32_t sid = 0;
+	if (!r)
+		return;
+	r->h.type = KJ_REC_GROUP;
+	r->group = g->id;
+	r->launch_ns = t;
+	r->correlation = cb->correlationId;
+	r->name_id = fi->name_id;
+	memcpy(r->grid, l->grid, sizeof(r->grid));
+	memcpy(r->block, l->block, sizeof(r->block));
+	memcpy(r->cluster, l->cluster, sizeof(r->cluster));
+	r->shmem_dynamic = l->shmem;
+	if (cuptiGetStreamIdEx(cb->context, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
+		r->stream = sid;
+	r->handle_kind = fi->kind;
+	r->nparams = fi->nparams;
+	r->blob_len = g->blob_len;
+	memcpy(r + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));
+	kj_spool_write2(r, head, g->ref, g->blob_len);
+	free(r);
+}
+
+/* Every launch: a group record the first time its function and geometry are seen, then a launch
+ * record with the parameter words that differ from the group's first launch. The unique-kernel
+ * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
 static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
 {
 	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
 	unsigned char *blob = NULL;
+	struct kj_word_diff stackdiff[64], *diffs = stackdiff;
 	struct kj_rec_launch rec;
-	uint64_t key;
+	struct group *g;
+	int created;
+	uint32_t ndiff = 0;
 
 	if (!fi)
 		return;
-	if (fi->total <= sizeof(stackblob))
-		blob = stackblob;
-	else
-		blob = malloc(fi->total);
-	if (blob) {
-		memset(blob, 0, fi->total);
-		if (gather_params(fi, l, blob) != 0) {
-			if (blob != stackblob)
-				free(blob);
-			blob = NULL;
+	if (kj_cfg.params_k > 0 && fi->total) {
+		blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
+		if (blob) {
+			memset(blob, 0, fi->total);
+			if (gather_params(fi, l, blob) != 0) {
+				if (blob != stackblob)
+					free(blob);
+				blob = NULL;
+			}
 		}
 	}
-	key = launch_key(fi, l, blob);
-	tl_key = key;
 	memset(&rec, 0, sizeof(rec));
 	rec.h.type = KJ_REC_LAUNCH;
-	rec.h.size = sizeof(rec);
-	rec.key = key;
 	rec.launch_ns = kj_now_ns();
 	rec.correlation = cb->correlationId;
 	rec.tid = (uint32_t)gettid();
-	kj_spool_write(&rec, sizeof(rec));
-
-	if (blob && kj_cfg.params_k > 0 && key_seen(key) < (uint32_t)kj_cfg.params_k) {
-		struct kj_rec_params *p;
-		size_t head = sizeof(*p) + fi->nparams * 2 * sizeof(uint32_t);
-		p = malloc(head + fi->total);
-		if (p) {
-			uint32_t sid = 0;
-			memset(p, 0, sizeof(*p));
-			p->h.type = KJ_REC_PARAMS;
-			p->key = key;
-			p->launch_ns = rec.launch_ns;
-			p->correlation = cb->correlationId;
-			p->name_id = fi->name_id;
-			memcpy(p->grid, l->grid, sizeof(p->grid));
-			memcpy(p->block, l->block, sizeof(p->block));
-			memcpy(p->cluster, l->cluster, sizeof(p->cluster));
-			p->shmem_dynamic = l->shmem;
-			if (cuptiGetStreamIdEx(cb->context, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
-				p->stream = sid;
-			p->handle_kind = fi->kind;
-			p->nparams = fi->nparams;
-			p->blob_len = fi->total;
-			p->iteration = -1;
-			memcpy(p + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));
-			memcpy((unsigned char *)p + head, blob, fi->total);
-			kj_spool_write2(p, head, (unsigned char *)p + head, fi->total);
-			free(p);
+	tl_corr = cb->correlationId;
+	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
+	if (!g)
+		goto out;
+	rec.group = g->id;
+	if (created)
+		put_group(fi, l, g, cb, rec.launch_ns);
+	else if (blob && g->ref && g->blob_len == fi->total) {
+		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
+		for (uint32_t w = 0; w < words; w++) {
+			uint64_t a = 0, b = 0;
+			uint32_t n = fi->total - w * 8 < 8 ? fi->total - w * 8 : 8;
+			memcpy(&a, blob + w * 8, n);
+			memcpy(&b, g->ref + w * 8, n);
+			if (a == b)
+				continue;
+			if (ndiff == cap) {
+				struct kj_word_diff *nd = malloc(2 * cap * sizeof(*nd));
+				if (!nd)
+					break;
+				memcpy(nd, diffs, ndiff * sizeof(*nd));
+				if (diffs != stackdiff)
+					free(diffs);
+				diffs = nd;
+				cap *= 2;
+			}
+			diffs[ndiff].word = w;
+			diffs[ndiff].pad = 0;
+			diffs[ndiff].value = a;
+			ndiff++;
 		}
 	}
+	rec.ndiff = ndiff;
+	kj_spool_write2(&rec, sizeof(rec), diffs, ndiff * sizeof(*diffs));
+out:
+	if (diffs != stackdiff)
+		free(diffs);
 	if (blob && blob != stackblob)
 		free(blob);
 }
@@ -372,61 +402,16 @@ static int succeeded(const CUpti_CallbackData *cb)
 	return cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
 }
 
+/* VMM mappings (cuMemMap) are not allocations CUPTI reports: record them ourselves. The other
+ * allocation kinds arrive as CUPTI MEMORY2 activity. */
 static void handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
-	int enter = cb->callbackSite == CUPTI_API_ENTER;
-	switch (id) {
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
-		if (!enter && succeeded(cb)) {
-			const cuMemAlloc_v2_params *p = cb->functionParams;
-			kj_alloc_add(*p->dptr, p->bytesize);
-		}
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
-		if (!enter && succeeded(cb)) {
-			const cuMemAllocPitch_v2_params *p = cb->functionParams;
-			kj_alloc_add(*p->dptr, (uint64_t)*p->pPitch * p->Height);
-		}
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
-		if (!enter && succeeded(cb)) {
-			const cuMemAllocAsync_params *p = cb->functionParams;
-			kj_alloc_add(*p->dptr, p->bytesize);
-		}
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
-		if (!enter && succeeded(cb)) {
-			const cuMemAllocFromPoolAsync_params *p = cb->functionParams;
-			kj_alloc_add(*p->dptr, p->bytesize);
-		}
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-		if (enter)
-			kj_alloc_remove(((const cuMemFree_v2_params *)cb->functionParams)->dptr);
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-		if (enter)
-			kj_alloc_remove(((const cuMemFreeAsync_params *)cb->functionParams)->dptr);
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
-		if (!enter && succeeded(cb)) {
-			const cuMemMap_params *p = cb->functionParams;
-			kj_alloc_add(p->ptr, p->size);
-			put_vmm(p->ptr, p->size, 1, cb->correlationId);
-		}
-		break;
-	case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
-		if (enter) {
-			const cuMemUnmap_params *p = cb->functionParams;
-			kj_alloc_remove(p->ptr);
-			put_vmm(p->ptr, p->size, 2, cb->correlationId);
-		}
-		break;
-	default:
-		break;
+	if (id == CUPTI_DRIVER_TRACE_CBID_cuMemMap && cb->callbackSite == CUPTI_API_EXIT && succeeded(cb)) {
+		const cuMemMap_params *p = cb->functionParams;
+		put_vmm(p->ptr, p->size, 1, cb->correlationId);
+	} else if (id == CUPTI_DRIVER_TRACE_CBID_cuMemUnmap && cb->callbackSite == CUPTI_API_ENTER) {
+		const cuMemUnmap_params *p = cb->functionParams;
+		put_vmm(p->ptr, p->size, 2, cb->correlationId);
 	}
 }
 
@@ -478,14 +463,14 @@ static void put_module(const CUpti_ModuleResourceData *m)
 	kj_spool_write2(&r, sizeof(r), m->pCubin, m->cubinSize);
 }
 
-static void put_graphnode(uint64_t node, uint64_t key, uint64_t original)
+static void put_graphnode(uint64_t node, uint64_t correlation, uint64_t original)
 {
 	struct kj_rec_graphnode g;
 	memset(&g, 0, sizeof(g));
 	g.h.type = KJ_REC_GRAPHNODE;
 	g.h.size = sizeof(g);
 	g.node_id = node;
-	g.key = key;
+	g.correlation = correlation;
 	g.original_node_id = original;
 	kj_spool_write(&g, sizeof(g));
 }
@@ -548,7 +533,7 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		} else {
 			/* a launch into a capturing stream created a graph node: remember its key */
 			if (tl_node)
-				put_graphnode(tl_node, tl_key, 0);
+				put_graphnode(tl_node, tl_corr, 0);
 			tl_in_launch = 0;
 			tl_node = 0;
 		}
@@ -568,15 +553,6 @@ int kj_callbacks_start(void)
 		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
 		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
 		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-		CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-		CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
 		CUPTI_DRIVER_TRACE_CBID_cuMemMap,
 		CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
 	};
