@@ -11,7 +11,7 @@ ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupt
 echo "== gpu tests"
 (cd "$KJ_BUILD" && ctest -L gpu --output-on-failure 2>&1 | tail -60) | tee "$OUT/gpu_tests.log"
 echo "== traced BLOOM-560M"
-/usr/bin/time -v "$kj" run --force -o "$OUT/bloom.kjdb" -- python3 examples/bloom560m.py --iters 20 --warmup 5 \
+/usr/bin/time -v "$kj" run --force --params-iteration 10 -o "$OUT/bloom.kjdb" -- python3 examples/bloom560m.py --iters 20 --warmup 5 \
 	> "$OUT/bloom_run.log" 2>&1
 tail -5 "$OUT/bloom_run.log"
 "$kj" info "$OUT/bloom.kjdb" 2>&1 | head -60
@@ -38,5 +38,13 @@ print("params", q("SELECT handle_kind, count(*) FROM launch_params GROUP BY 1"))
 print("unique without params", q("SELECT count(*) FROM unique_kernel u WHERE NOT EXISTS (SELECT 1 FROM launch_params p WHERE p.unique_id=u.id)")[0][0])
 print("allocations", q("SELECT kind, count(*), sum(bytes) FROM allocation GROUP BY 1"))
 print("problems", q("SELECT severity, what FROM problem"))
+print("iteration capture", q("SELECT value FROM meta WHERE key='params_iteration'"), q("SELECT op, count(*) FROM sequence_op GROUP BY 1"))
+print("unique groups split by params (name+geometry -> uniques)", q("SELECT count(*) FROM (SELECT name_id, grid_x, grid_y, grid_z, block_x, shmem_dynamic, count(*) c FROM unique_kernel GROUP BY 1,2,3,4,5,6 HAVING c > 1)"))
+print("unique kernels with >= 24 launches", q("SELECT count(*) FROM unique_kernel WHERE launches >= 24")[0][0], "of", q("SELECT count(*) FROM unique_kernel")[0][0])
 PY
 ls -la "$OUT"
+
+if [ -n "${KJ_OVERHEAD:-}" ]; then
+	echo "== overhead benchmark"
+	python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 200 --warmup 20 -o "$OUT/trace_overhead.json"
+fi
