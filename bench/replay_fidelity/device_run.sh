@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One GPU-machine call for replay: GPU tests, the synthetic fidelity bench, and (when the tracer
+# works) BLOOM-560M traced, replayed per kernel and as a sequence. Logs and JSON under $OUT.
+# usage (device): source scripts/device-env.sh; bench/replay_fidelity/device_run.sh [BUILD]
+set -u
+build=${1:-$KJ_BUILD}
+export KJ_BUILD=$build KJ_REPLAY_WORKER=$build/kjoule-replay-worker
+out=${OUT:-/tmp/kjout}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv,noheader
+echo "== tests"
+(cd "$build" && timeout 240 ctest -R "test_replay|gpu_replay" --output-on-failure) >"$out/ctest.log" 2>&1
+echo "ctest exit $?"; grep -E "^(ok|FAIL)|tests passed|Passed|Failed|kernel  " "$out/ctest.log" | head -40
+cp "$build/tests/gpu/replay/replay.json" "$out/replay_test.json" 2>/dev/null
+echo "== synthetic fidelity"
+timeout 200 bench/replay_fidelity/run.sh "" "$out" 2>"$out/bench_synth.err" | tee "$out/bench_synth.log"
+rm -f "$out"/*.kjdb "$out"/*.raw.json
+[ "${KJ_SKIP_BLOOM:-0}" = 1 ] && exit 0
+echo "== BLOOM-560M"
+b=/tmp/bloom.kjdb; rm -f $b
+timeout 150 "$build/kjoule" run -o $b --params-iteration 3 -- python3 examples/bloom560m.py --iters 5 --warmup 2 \
+	>"$out/bloom_run.log" 2>&1; echo "kjoule run exit $? $(tail -c 300 "$out/bloom_run.log")"
+[ -s $b ] || exit 0
+python3 - $b <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for t in ("kernel", "unique_kernel", "launch_params", "module", "module_function", "allocation", "sequence_op", "device"):
+    try: print(t, c.execute(f"select count(*) from {t}").fetchone()[0], end="; ")
+    except Exception as e: print(t, e, end="; ")
+print()
+PY
+t0=$(date +%s)
+timeout 200 bench/replay_fidelity/run.sh $b "$out" 2>"$out/bench_bloom.err" | tee "$out/bench_bloom.log"
+echo "bloom replay wall $(( $(date +%s) - t0 )) s"; tail -5 "$out/bench_bloom.err"
+timeout 90 "$build/kjoule" replay $b --sequence --graph --runs 20 2>&1 | tee "$out/bloom_sequence.log"
