@@ -220,9 +220,12 @@ static void meta_name(struct chrome *c, const char *what, int64_t pid, int64_t t
 	}
 }
 
-static int64_t gpu_tid(int64_t device, int64_t stream)
+/* GPU track id of a (process, device, stream): distinct per process too, because Perfetto
+ * takes tids as global thread ids; stays below 2^32 (Perfetto reads pid/tid as uint32). */
+static int64_t gpu_tid(int64_t pid, int64_t device, int64_t stream)
 {
-	return GPU_TID_BASE + device * 10000000LL + (stream >= 0 ? stream % 10000000LL : 9999999);
+	int64_t p = (pid < 0 ? -pid : pid) % 200, d = (device < 0 ? 0 : device) % 8;
+	return GPU_TID_BASE + (p * 8 + d) * 1000000LL + (stream >= 0 ? stream % 1000000LL : 999999);
 }
 
 static int chrome_metadata(sqlite3 *db, struct chrome *c)
@@ -243,7 +246,7 @@ static int chrome_metadata(sqlite3 *db, struct chrome *c)
 		const char *exe = (const char *)sqlite3_column_text(st, 1);
 		snprintf(buf, sizeof(buf), "%s (pid %" PRId64 ")", exe && *exe ? exe : "process",
 			 pid);
-		meta_name(c, "process_name", pid, 0, buf, pid);
+		meta_name(c, "process_name", pid, pid, buf, pid);
 	}
 	sqlite3_finalize(st);
 	if (kj_db_prepare(db,
@@ -271,7 +274,7 @@ static int chrome_metadata(sqlite3 *db, struct chrome *c)
 		int64_t pid = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1);
 		int64_t stream = sqlite3_column_int64(st, 2);
 		snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRId64, dev, stream);
-		meta_name(c, "thread_name", pid, gpu_tid(dev, stream), buf,
+		meta_name(c, "thread_name", pid, gpu_tid(pid, dev, stream), buf,
 			  1000000000LL + dev * 100000 + (stream >= 0 ? stream : 99999));
 	}
 	sqlite3_finalize(st);
@@ -280,7 +283,8 @@ static int chrome_metadata(sqlite3 *db, struct chrome *c)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t dev = sqlite3_column_int64(st, 0);
 		snprintf(buf, sizeof(buf), "GPU %" PRId64 " power, energy, clocks", dev);
-		meta_name(c, "process_name", COUNTER_PID_BASE + dev, 0, buf, COUNTER_PID_BASE + dev);
+		meta_name(c, "process_name", COUNTER_PID_BASE + dev, COUNTER_PID_BASE + dev, buf,
+			  COUNTER_PID_BASE + dev);
 	}
 	sqlite3_finalize(st);
 	return 0;
@@ -442,7 +446,7 @@ static int chrome_gpu(sqlite3 *db, struct chrome *c)
 		int64_t pid = sqlite3_column_int64(st, 1), dev = sqlite3_column_int64(st, 2);
 		int64_t stream = sqlite3_column_int64(st, 3);
 		int64_t s = sqlite3_column_int64(st, 5), e = sqlite3_column_int64(st, 6);
-		int64_t gtid = gpu_tid(dev, stream);
+		int64_t gtid = gpu_tid(pid, dev, stream);
 		if (e < s)
 			continue;
 		ev_begin(c);
@@ -499,8 +503,9 @@ static int chrome_gpu(sqlite3 *db, struct chrome *c)
 			wb_i64(&c->w, sqlite3_column_int64(st, 15));
 		}
 		WB_LIT(&c->w, "}}");
+		/* the flow ends just inside the slice so that it binds to it after sorting */
 		if (sqlite3_column_type(st, 4) != SQLITE_NULL)
-			chrome_flow(c, pid, sqlite3_column_int64(st, 4), gtid, s);
+			chrome_flow(c, pid, sqlite3_column_int64(st, 4), gtid, e > s ? s + 1 : s);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : KJ_EDB;
@@ -530,7 +535,9 @@ static int chrome_counters(sqlite3 *db, struct chrome *c)
 			ev_begin(c);
 			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"power\",\"pid\":");
 			wb_i64(&c->w, pid);
-			WB_LIT(&c->w, ",\"tid\":0,\"ts\":");
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
 			wb_us(&c->w, t - c->t0);
 			WB_LIT(&c->w, ",\"args\":{\"W\":");
 			wb_us(&c->w, sqlite3_column_int64(st, 2)); /* mW/1000 = W, 3 decimals */
@@ -543,7 +550,9 @@ static int chrome_counters(sqlite3 *db, struct chrome *c)
 			ev_begin(c);
 			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"energy\",\"pid\":");
 			wb_i64(&c->w, pid);
-			WB_LIT(&c->w, ",\"tid\":0,\"ts\":");
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
 			wb_us(&c->w, t - c->t0);
 			WB_LIT(&c->w, ",\"args\":{\"J\":");
 			wb_us(&c->w, e - e0); /* mJ/1000 = J */
@@ -553,7 +562,9 @@ static int chrome_counters(sqlite3 *db, struct chrome *c)
 			ev_begin(c);
 			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"clocks\",\"pid\":");
 			wb_i64(&c->w, pid);
-			WB_LIT(&c->w, ",\"tid\":0,\"ts\":");
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
 			wb_us(&c->w, t - c->t0);
 			WB_LIT(&c->w, ",\"args\":{\"sm_MHz\":");
 			wb_i64(&c->w, sqlite3_column_int64(st, 4));
