@@ -219,11 +219,12 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		c->n_groups++;
 	}
 	sqlite3_finalize(st);
-	/* isolated replays: rows with a median and no error */
+	/* isolated replays: rows with a median whose replay succeeded (status ok or relocated,
+	 * as src/replay writes them; rows without a status count when they hold no error) */
 	if (kj_db_prepare(db,
 			  "SELECT unique_id, lower(cache), median_ns FROM replay_kernel"
-			  " WHERE median_ns IS NOT NULL AND median_ns > 0"
-			  " AND (error IS NULL OR error = '')",
+			  " WHERE median_ns IS NOT NULL AND median_ns > 0 AND (lower(status) IN"
+			  " ('ok', 'relocated') OR (status IS NULL AND (error IS NULL OR error = '')))",
 			  &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {

@@ -12,7 +12,8 @@
  * Per iteration, by hand: wall 1000; busy = |[100,400) u [600,700) u [800,850)| = 450;
  * span 750; idle in span 300; host-only 250; kernel sum 500; copy sum 50; overlap 100.
  * Replay warm: unique 1 150, unique 2 180 -> Σ = 480 (in situ 500) -> predicted wall 980,
- * explained 0.98, naive error -52%. Cold: unique 1 only, 250 -> Σ 500 over 2/3 of launches.
+ * explained 0.98, naive error -52%. Cold: unique 1 only, 250 -> Σ 500 over 2/3 of launches
+ * (unique 2's cold replay failed and is ignored).
  * Sequence replay eager 900, graph 600 -> framework/host 100, launch cost 300.
  * Energy: constant 200 W -> 0.2 J measured; replay 10 + 10 + 20 mJ = 0.04 J; idle 100 W over the
  * non-kernel time 1000 - 400 = 600 us -> 0.06 J; predicted 0.1 J, error -50%. */
@@ -99,6 +100,9 @@ static void make_main(const char *path, int with_power)
 	}
 	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns) VALUES"
 		 " (1, 'warm', 10, 150000), (2, 'warm', 10, 180000), (1, 'cold', 10, 250000)");
+	/* a failed replay is not a measurement */
+	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status, error) VALUES"
+		 " (2, 'cold', 3, 999000, 'failed', 'illegal address')");
 	exec(db, "INSERT INTO replay_sequence(iteration, mode, runs, median_ns) VALUES"
 		 " (1, 'eager', 5, 900000), (1, 'graph', 5, 600000)");
 	if (with_power) {
