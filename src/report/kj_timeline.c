@@ -758,7 +758,67 @@ static int pick(const struct kj_acts *acts, const struct kj_iters *it, long sel_
 
 /* ---- ascii ---- */
 
-static int timeline_ascii(const struct kj_timeline_opts *o, FILE *f, const struct kj_acts *acts,
+/* One row per CPU thread that made API calls in [lo, hi]: 'Y' synchronising, 'L' launching,
+ * 'A' any other CUDA call, '.' none (host code or nothing); at most 8 threads. */
+static void ascii_cpu_rows(sqlite3 *db, FILE *f, int64_t lo, int64_t hi, int width, double bucket)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t tids[8];
+	int nt = 0;
+	double *cov = calloc((size_t)8 * (size_t)width * 3, sizeof(*cov));
+	if (!cov || kj_db_prepare(db,
+				  "SELECT tid, name, start_ns, coalesce(end_ns, start_ns) FROM api_call"
+				  " WHERE start_ns <= ?2 AND coalesce(end_ns, start_ns) >= ?1"
+				  " AND start_ns >= ?1 - 60000000000 ORDER BY start_ns",
+				  &st)) {
+		free(cov);
+		return;
+	}
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t tid = sqlite3_column_int64(st, 0);
+		const char *nm = (const char *)sqlite3_column_text(st, 1);
+		int64_t s0 = sqlite3_column_int64(st, 2), e0 = sqlite3_column_int64(st, 3);
+		int r, kind = nm && strstr(nm, "Synchronize") ? 0 : nm && strstr(nm, "Launch") ? 1 : 2;
+		for (r = 0; r < nt && tids[r] != tid; r++)
+			;
+		if (r == nt) {
+			if (nt == 8)
+				continue;
+			tids[nt++] = tid;
+		}
+		int64_t a = s0 < lo ? lo : s0, b = e0 > hi ? hi : e0;
+		if (b < a)
+			continue;
+		long b0 = (long)((double)(a - lo) / bucket), b1 = (long)((double)(b - lo) / bucket);
+		if (b1 >= width)
+			b1 = width - 1;
+		if (b0 >= width)
+			b0 = width - 1;
+		for (long k = b0; k <= b1; k++) {
+			double bs = lo + k * bucket, be = bs + bucket;
+			double ov = (b < be ? b : be) - (a > bs ? a : bs);
+			cov[((size_t)r * (size_t)width + (size_t)k) * 3 + (size_t)kind] += ov > 0 ? ov : 1;
+		}
+	}
+	sqlite3_finalize(st);
+	for (int r = 0; r < nt; r++) {
+		char label[32];
+		snprintf(label, sizeof(label), "cpu %" PRId64, tids[r]);
+		fprintf(f, "%-12s|", label);
+		for (int k = 0; k < width; k++) {
+			double *c = &cov[((size_t)r * (size_t)width + (size_t)k) * 3];
+			int best = c[0] >= c[1] && c[0] >= c[2] ? 0 : c[1] >= c[2] ? 1 : 2;
+			fputc(c[best] > 0 ? "YLA"[best] : '.', f);
+		}
+		fputs("|\n", f);
+	}
+	free(cov);
+}
+
+static int timeline_ascii(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f,
+			  const struct kj_acts *acts,
 			  const unsigned char *sty, const struct kj_iters *it, long sel_iter,
 			  int64_t t0, int64_t lo, int64_t hi)
 {
@@ -849,6 +909,7 @@ static int timeline_ascii(const struct kj_timeline_opts *o, FILE *f, const struc
 	}
 	if (nl == 0)
 		fprintf(f, "%-12s|%*s|\n", "(no GPU work)", width, "");
+	ascii_cpu_rows(db, f, lo, hi, width, bucket);
 	/* axis: a tick every 10 columns, labels in us from the window start */
 	memset(line, '-', (size_t)width);
 	for (int b = 0; b < width; b += 10)
@@ -866,7 +927,8 @@ static int timeline_ascii(const struct kj_timeline_opts *o, FILE *f, const struc
 	for (size_t s = 0; s < N_STYLES; s++)
 		if (strcmp(styles[s].tier, "copy"))
 			fprintf(f, "%c %s  ", styles[s].ch, styles[s].tier);
-	fprintf(f, ". idle  (lower case: busy under half the column)\n");
+	fprintf(f, ". idle  (lower case: busy under half the column)\n"
+		   "        cpu rows: Y synchronising, L launching, A other CUDA call, . host code\n");
 	free(line);
 	free(cov);
 	free(all);
@@ -925,7 +987,53 @@ static double nice_step(double range)
 	return p;
 }
 
-static int timeline_svg(const struct kj_timeline_opts *o, FILE *f, const struct kj_acts *acts,
+/* NVTX ranges inside [lo, hi] below the iteration's own depth, one row per depth (3 at most),
+ * as <rect class="nvtx"> with their names; returns the rows drawn. */
+static int svg_nvtx_rows(sqlite3 *db, FILE *f, const struct kj_iters *it, long sel, int64_t lo,
+			 int64_t hi, double x0, double scale, double y0, double lane_h, int draw)
+{
+	sqlite3_stmt *st = NULL;
+	int rows = 0;
+	if (kj_db_prepare(db,
+			  "SELECT name, start_ns, end_ns, depth FROM nvtx_range WHERE end_ns IS NOT NULL"
+			  " AND start_ns >= ?1 AND end_ns <= ?2 AND name IS NOT NULL ORDER BY start_ns",
+			  &st))
+		return 0;
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *nm = (const char *)sqlite3_column_text(st, 0);
+		int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
+		int depth = sqlite3_column_int(st, 3);
+		if (sel >= 0 && !it->whole_run && !strcmp(nm, it->region))
+			continue;
+		int row = depth > 0 ? depth - 1 : 0;
+		if (row > 2)
+			continue;
+		if (row + 1 > rows)
+			rows = row + 1;
+		if (!draw)
+			continue;
+		double x = x0 + (double)(s0 - lo) * scale, w = (double)(e0 - s0) * scale;
+		double y = y0 + row * lane_h;
+		fprintf(f, "<rect class=\"nvtx\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\""
+			   " fill=\"#fff3c4\" stroke=\"#c9a400\" stroke-width=\"0.5\"><title>",
+			x, y, w < 0.5 ? 0.5 : w, lane_h - 6);
+		xml_text(f, nm);
+		fprintf(f, " %.3f us</title></rect>\n", (double)(e0 - s0) / 1e3);
+		if (w > 6.5 * (double)strlen(nm) + 4) { /* the name fits inside the bar */
+			fprintf(f, "<text class=\"lab\" x=\"%.2f\" y=\"%.1f\" font-size=\"10\">",
+				x + 2, y + lane_h / 2);
+			xml_text(f, nm);
+			fprintf(f, "</text>\n");
+		}
+	}
+	sqlite3_finalize(st);
+	return rows;
+}
+
+static int timeline_svg(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f,
+			const struct kj_acts *acts,
 			const unsigned char *sty, const struct kj_names *names,
 			const struct kj_iters *it, long sel_iter, int64_t t0, int64_t lo, int64_t hi)
 {
@@ -940,7 +1048,9 @@ static int timeline_svg(const struct kj_timeline_opts *o, FILE *f, const struct 
 	double x0 = 150, plot_w = W - x0 - 20, lane_h = 26, top = 50;
 	int64_t len = hi - lo > 0 ? hi - lo : 1;
 	double scale = plot_w / (double)len;
-	double busy_y = top + (double)nl * lane_h + 6;
+	int nv_rows = svg_nvtx_rows(db, f, it, sel_iter, lo, hi, 0, 0, 0, 0, 0);
+	double nvtx_y = top + (double)nl * lane_h + 6;
+	double busy_y = nvtx_y + (double)nv_rows * lane_h;
 	double axis_y = busy_y + lane_h + 4;
 	double H = axis_y + 40 + 24 * 2;
 	int used[N_STYLES] = {0};
@@ -993,6 +1103,11 @@ static int timeline_svg(const struct kj_timeline_opts *o, FILE *f, const struct 
 		xml_text(f, nm);
 		fprintf(f, " (%s) %.3f us</title></rect>\n", styles[sty[idx[q]]].tier,
 			(double)(a->end_ns - a->start_ns) / 1e3);
+	}
+	if (nv_rows) {
+		fprintf(f, "<text class=\"lab\" x=\"10\" y=\"%.1f\">NVTX ranges</text>\n",
+			nvtx_y + lane_h / 2);
+		svg_nvtx_rows(db, f, it, sel_iter, lo, hi, x0, scale, nvtx_y, lane_h, 1);
 	}
 	/* busy/idle row: union of every lane, idle gaps visible (before, inside and after) */
 	fprintf(f, "<text class=\"lab\" x=\"10\" y=\"%.1f\">GPU busy / idle</text>\n",
@@ -1127,9 +1242,9 @@ int kj_timeline_write(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f)
 	}
 	if (!rc) {
 		if (o->format == KJ_TL_ASCII)
-			rc = timeline_ascii(o, f, &acts, sty, &it, sel, t0, lo, hi);
+			rc = timeline_ascii(db, o, f, &acts, sty, &it, sel, t0, lo, hi);
 		else
-			rc = timeline_svg(o, f, &acts, sty, &names, &it, sel, t0, lo, hi);
+			rc = timeline_svg(db, o, f, &acts, sty, &names, &it, sel, t0, lo, hi);
 	}
 	free(sty);
 	kj_names_free(&names);
