@@ -53,6 +53,7 @@ assert 30 <= k(b) < k(a), (k(a), k(b))" || fail "iteration window"
 "$KJ" timeline "$T/run.kjdb" --format ascii --width 60 >"$T/a.txt" || fail "ascii"
 grep -q "^gpu0 s7" "$T/a.txt" && grep -q "^gpu0 s8" "$T/a.txt" || fail "ascii rows per stream"
 grep -q "legend" "$T/a.txt" || fail "ascii legend"
+grep -q "^cpu 4243 *|.*L" "$T/a.txt" || fail "ascii CPU row with launches"
 grep -q "us " "$T/a.txt" || fail "ascii axis"
 "$KJ" timeline "$T/run.kjdb" --format ascii --from 100 --to 2ms >/dev/null || fail "ascii window"
 "$KJ" timeline "$T/run.kjdb" --format ascii --from 2ms --to 1ms 2>/dev/null && fail "reversed window accepted"
@@ -67,6 +68,7 @@ bars = [e for e in rects if e.get("class") == "k"]
 assert len(bars) == 31, len(bars)            # 30 kernels + the result copy
 assert any(e.get("class") == "idle" for e in rects)
 assert any(e.get("class") == "legend" for e in rects)
+assert len([e for e in rects if e.get("class") == "nvtx"]) == 4   # layer.0 .. layer.3
 assert any("us" in (t.text or "") for t in r.iter(ns + "text"))
 PY
 "$KJ" timeline "$T/run.kjdb" --format svg --iteration 99 -o "$T/x.svg" 2>/dev/null && fail "absent iteration accepted"
