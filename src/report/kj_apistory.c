@@ -79,12 +79,13 @@ static int64_t scalar_i64(sqlite3 *db, const char *sql, int64_t dflt)
 	return v;
 }
 
-static json_t *stage(const char *name, int64_t s, int64_t e, int known, const char *how)
+/* a stage [s, e) with its start in us after the run's first event t0 */
+static json_t *stage(const char *name, int64_t t0, int64_t s, int64_t e, int known, const char *how)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "stage", json_string(name));
 	if (known && e >= s) {
-		json_object_set_new(o, "start_us", jus((double)s));
+		json_object_set_new(o, "start_us", jus((double)(s - t0)));
 		json_object_set_new(o, "duration_us", jus((double)(e - s)));
 	} else {
 		json_object_set_new(o, "start_us", json_null());
@@ -228,7 +229,10 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 			first_kernel = acts.v[k].key_ns;
 			break;
 		}
-	int64_t init_start = first_api >= 0 ? first_api : t0;
+	/* without an API trace, initialisation starts with the traced process */
+	int64_t proc_start = scalar_i64(db, "SELECT min(start_ns) FROM process", -1);
+	int64_t init_start = first_api >= 0 ? first_api
+			     : proc_start >= 0 && proc_start <= t0 ? proc_start : t0;
 
 	/* per-iteration kernel counts and bytes */
 	int64_t *kper = calloc(it.n ? it.n : 1, sizeof(*kper));
@@ -312,23 +316,28 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 				steady_sum += x->end_ns - x->start_ns;
 			}
 		}
-		json_array_append_new(sv, stage("initialisation", init_start, first_alloc,
+		json_array_append_new(sv, stage("initialisation", t0, init_start, first_alloc,
 						first_alloc >= 0,
 						has_api ? "first API call to first allocation"
+						: proc_start >= 0 && proc_start <= t0
+							? "process start to first allocation"
 							: "first event to first allocation"));
 		int64_t wl_end = first_kernel;
-		json_array_append_new(sv, stage("weight_loading", first_alloc, wl_end,
+		json_array_append_new(sv, stage("weight_loading", t0, first_alloc, wl_end,
 						first_alloc >= 0 && wl_end >= 0,
 						"first allocation to first kernel launch"));
-		json_array_append_new(sv, stage("warm_up", warm_s, warm_e, warm_s >= 0 && !it.whole_run,
+		json_array_append_new(sv, stage("setup", t0, wl_end, first_iter,
+						wl_end >= 0 && first_iter >= wl_end,
+						"first kernel launch to the first iteration"));
+		json_array_append_new(sv, stage("warm_up", t0, warm_s, warm_e, warm_s >= 0 && !it.whole_run,
 						"skipped iterations (first start to last end)"));
-		json_t *sd = stage("steady", steady_s, steady_e, steady_s >= 0 && !it.whole_run,
+		json_t *sd = stage("steady", t0, steady_s, steady_e, steady_s >= 0 && !it.whole_run,
 				   "measured iterations (first start to last end)");
 		json_object_set_new(sd, "iterations_us", steady_s >= 0 && !it.whole_run ? jus((double)steady_sum) : json_null());
 		json_object_set_new(sd, "per_iteration_us", it.n_kept && !it.whole_run ? jus((double)steady_sum / (double)it.n_kept) : json_null());
 		json_array_append_new(sv, sd);
 		int64_t last_end = it.whole_run ? -1 : it.v[it.n - 1].end_ns;
-		json_array_append_new(sv, stage("after_iterations", last_end, t1, last_end >= 0,
+		json_array_append_new(sv, stage("after_iterations", t0, last_end, t1, last_end >= 0,
 						"last iteration end to the run's last event"));
 		json_object_set_new(j, "stages", sv);
 	}

@@ -43,7 +43,7 @@ struct kj_acts {
 int kj_acts_load(sqlite3 *db, struct kj_acts *out);
 void kj_acts_free(struct kj_acts *a);
 
-/** @brief First start and last end over GPU activity, API calls and NVTX ranges.
+/** @brief First start and last end over GPU activity, API calls, NVTX ranges and allocations.
  *  @return 0, or KJ_ENOTFOUND when the run holds no timed row at all. */
 int kj_run_extent(sqlite3 *db, int64_t *t0_ns, int64_t *t1_ns);
 

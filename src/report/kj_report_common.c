@@ -147,7 +147,8 @@ int kj_run_extent(sqlite3 *db, int64_t *t0_ns, int64_t *t1_ns)
 		" UNION ALL SELECT min(start_ns), max(end_ns) FROM memcpy"
 		" UNION ALL SELECT min(start_ns), max(end_ns) FROM memset"
 		" UNION ALL SELECT min(start_ns), max(end_ns) FROM api_call"
-		" UNION ALL SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM nvtx_range)";
+		" UNION ALL SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM nvtx_range"
+		" UNION ALL SELECT min(alloc_ns), max(coalesce(free_ns, alloc_ns)) FROM allocation)";
 	sqlite3_stmt *st = NULL;
 	int rc = KJ_ENOTFOUND;
 	if (kj_db_prepare(db, sql, &st))
