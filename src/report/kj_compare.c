@@ -23,7 +23,7 @@ struct cmp_iter {
 	int64_t start_ns, end_ns;
 	int skipped, closed;
 	int64_t wall, span, busy, kernel_busy, kernel_sum, copy_sum, clipped_sum, overlap, idle,
-		host_only, outside;
+		host_only, outside, inherited;
 	int64_t n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
 	double replay_warm, replay_cold;     /* Σ over covered launches */
 	double insitu_warm, insitu_cold;     /* in-situ Σ of the same launches */
@@ -153,6 +153,7 @@ GETTER(overlap)
 GETTER(idle)
 GETTER(host_only)
 GETTER(outside)
+GETTER(inherited)
 GETTER(n_kernels)
 GETTER(n_copies)
 GETTER(n_memsets)
@@ -483,8 +484,23 @@ nomem:
 	return KJ_ENOMEM;
 }
 
+/* GPU activity sorted by start, for what ran inside each iteration's window */
+struct win_act {
+	int64_t s, e;
+	long owner;
+	int kernel;
+};
+
+static int win_cmp(const void *a, const void *b)
+{
+	const struct win_act *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
 int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_compare **out)
 {
+	struct win_act *win = NULL;
+	int64_t max_dur = 0;
 	struct kj_compare *c = calloc(1, sizeof(*c));
 	struct kj_imap gmap = {0};
 	long *owner = NULL;
@@ -542,11 +558,21 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		goto fail;
 	}
 	/* assign each activity to the iteration that launched it; CSR lists per iteration */
+	win = malloc((na ? na : 1) * sizeof(*win));
+	if (!win) {
+		rc = KJ_ENOMEM;
+		goto fail;
+	}
 	for (size_t k = 0; k < na; k++) {
-		owner[k] = kj_iters_owner(&c->it, c->acts.v[k].key_ns);
+		const struct kj_act *a = &c->acts.v[k];
+		owner[k] = kj_iters_owner(&c->it, a->key_ns);
 		if (owner[k] >= 0)
 			first[owner[k] + 1]++;
+		win[k] = (struct win_act){a->start_ns, a->end_ns, owner[k], a->type == KJ_ACT_KERNEL};
+		if (a->end_ns - a->start_ns > max_dur)
+			max_dur = a->end_ns - a->start_ns;
 	}
+	qsort(win, na, sizeof(*win), win_cmp);
 	for (size_t i = 0; i < ni; i++)
 		first[i + 1] += first[i];
 	{
@@ -630,6 +656,40 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				}
 			}
 		}
+		/* own work that ran outside the window (launched here, finished after the end) */
+		int64_t own_clipped = 0;
+		for (size_t q = 0; q < nall; q++) {
+			int64_t cs = iv_all[q].s > it->start_ns ? iv_all[q].s : it->start_ns;
+			int64_t ce = iv_all[q].e < it->end_ns ? iv_all[q].e : it->end_ns;
+			if (ce > cs)
+				own_clipped += ce - cs;
+		}
+		x->outside = x->kernel_sum + x->copy_sum - own_clipped;
+		/* the window's accounting: every GPU activity that ran inside it, whoever launched it */
+		nall = nk = 0;
+		{
+			size_t lo = 0, hi = na;
+			int64_t from = it->start_ns - max_dur;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (win[mid].s < from)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (size_t k = lo; k < na && win[k].s < it->end_ns; k++) {
+				if (win[k].e <= it->start_ns)
+					continue;
+				iv_all[nall++] = (struct kj_ival){win[k].s, win[k].e};
+				if (win[k].kernel)
+					iv_k[nk++] = (struct kj_ival){win[k].s, win[k].e};
+				if (win[k].owner != (long)i) {
+					int64_t cs = win[k].s > it->start_ns ? win[k].s : it->start_ns;
+					int64_t ce = win[k].e < it->end_ns ? win[k].e : it->end_ns;
+					x->inherited += ce - cs;
+				}
+			}
+		}
 		x->busy = kj_ival_union(iv_all, nall, it->start_ns, it->end_ns, &ss, &se,
 					&x->clipped_sum);
 		x->span = se - ss;
@@ -637,7 +697,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		x->overlap = x->clipped_sum - x->busy;
 		x->idle = x->span - x->busy;
 		x->host_only = x->wall - x->span;
-		x->outside = x->kernel_sum + x->copy_sum - x->clipped_sum;
 	}
 	/* tiers from groups (tier table may have grown with unclassified groups) */
 	{
@@ -683,6 +742,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	free(order);
 	free(iv_all);
 	free(iv_k);
+	free(win);
 	kj_imap_free(&gmap);
 	*out = c;
 	return 0;
@@ -694,6 +754,7 @@ fail:
 	free(order);
 	free(iv_all);
 	free(iv_k);
+	free(win);
 	kj_imap_free(&gmap);
 	kj_compare_free(c);
 	return rc ? rc : KJ_EINVAL;
@@ -720,7 +781,7 @@ void kj_compare_free(struct kj_compare *c)
 struct cmp_summary {
 	int64_t n;
 	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
-		outside, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
+		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
 	double replay_warm, replay_cold, insitu_warm, insitu_cold;
 	double cov_warm, cov_cold, cov_energy; /* fractions of kernel launches */
 	int have_warm, have_cold, full_warm, full_cold;
@@ -750,6 +811,7 @@ static void summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->idle = iter_stat(c, get_idle, 0);
 	s->host_only = iter_stat(c, get_host_only, 0);
 	s->outside = iter_stat(c, get_outside, 0);
+	s->inherited = iter_stat(c, get_inherited, 0);
 	s->n_kernels = iter_stat(c, get_n_kernels, 0);
 	s->n_copies = iter_stat(c, get_n_copies, 0);
 	s->n_memsets = iter_stat(c, get_n_memsets, 0);
@@ -990,6 +1052,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "idle_us", num_or_null(s.idle.mean * NS_US, s.n > 0));
 	json_object_set_new(o, "host_only_us", num_or_null(s.host_only.mean * NS_US, s.n > 0));
 	json_object_set_new(o, "outside_us", num_or_null(s.outside.mean * NS_US, s.n > 0));
+	json_object_set_new(o, "inherited_us", num_or_null(s.inherited.mean * NS_US, s.n > 0));
 	json_object_set_new(o, "kernels_per_iteration", num_or_null(s.n_kernels.mean, s.n > 0));
 	json_object_set_new(o, "copies_per_iteration", num_or_null(s.n_copies.mean, s.n > 0));
 	json_object_set_new(o, "memsets_per_iteration", num_or_null(s.n_memsets.mean, s.n > 0));
@@ -1085,7 +1148,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	row(f, "idle inside the span", s.idle, NULL);
 	row(f, "host-only (outside the span)", s.host_only, NULL);
 	if (s.outside.max > 0)
-		row(f, "GPU work after the iteration ended", s.outside, "(not in the wall)");
+		row(f, "own GPU work after the range ended", s.outside, "(not in this wall)");
+	if (s.inherited.max > 0)
+		row(f, "earlier work running in this window", s.inherited, "(in busy)");
 	fprintf(f, "  kernels %.1f, copies %.1f, memsets %.1f per iteration\n", s.n_kernels.mean,
 		s.n_copies.mean, s.n_memsets.mean);
 

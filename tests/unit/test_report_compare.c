@@ -312,6 +312,27 @@ static void test_whole_run_unclosed_overlap(void **state)
 	j = compare_json(p, NULL, -1, 0);
 	assert_true(fabs(jnum(j, "busy_us") - 100.0 / 3.0) < 0.001); /* reported to 1 ns */
 	json_decref(j);
+
+	/* work launched at 900 in [0, 1000) runs [950, 1200): 50 us inside its own window, 200 us
+	 * after it (outside), and those 200 us are busy time of the next window (inherited) */
+	snprintf(p, sizeof(p), "%s/spill.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	exec(db, "INSERT INTO nvtx_range(pid, name, start_ns, end_ns, depth) VALUES"
+		 " (7, 'it', %lld, %lld, 0), (7, 'it', %lld, %lld, 0)",
+		 (long long)T0, (long long)(T0 + 1000 * US), (long long)(T0 + 1000 * US),
+		 (long long)(T0 + 2000 * US));
+	kernel(db, 1, 1, 1, 950, 1200, 900);
+	kj_db_close(db);
+	j = compare_json(p, NULL, -1, 0);
+	json_t *st = json_object_get(j, "stats");
+	NEAR(jnum(json_object_get(st, "busy_us"), "min"), 50);
+	NEAR(jnum(json_object_get(st, "busy_us"), "max"), 200);
+	NEAR(jnum(j, "outside_us"), 100);   /* (200 + 0) / 2 */
+	NEAR(jnum(j, "inherited_us"), 100); /* (0 + 200) / 2 */
+	NEAR(jnum(j, "kernel_sum_us"), 125);
+	NEAR(jnum(j, "busy_us") + jnum(j, "idle_us") + jnum(j, "host_only_us"), jnum(j, "wall_us"));
+	json_decref(j);
 }
 
 static void test_empty_and_no_kernels(void **state)
