@@ -139,7 +139,8 @@ static json_t *allocations(sqlite3 *db, int64_t t0, int64_t load_end)
 		}
 	}
 	sqlite3_finalize(st);
-	qsort(ev, n, 2 * sizeof(*ev), alloc_cmp);
+	if (n)
+		qsort(ev, n, 2 * sizeof(*ev), alloc_cmp);
 	int64_t live = 0, peak = 0, peak_t = 0;
 	json_t *tl = json_array();
 	int64_t first = n ? ev[0] : 0, last = n ? ev[2 * (n - 1)] : 0;
