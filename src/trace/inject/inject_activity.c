@@ -115,40 +115,6 @@ static void put_marker(const CUpti_ActivityMarker2 *m)
 	kj_spool_write(&r, sizeof(r));
 }
 
-/* API names are interned once per (domain, cbid): the parent has no CUPTI to ask. */
-static uint32_t api_name_id(int runtime, uint32_t cbid)
-{
-	static uint32_t ids[2][4096];
-	const char *name = NULL;
-	if (cbid >= 4096)
-		return 0;
-	if (!ids[runtime][cbid]) {
-		cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
-				     cbid, &name);
-		ids[runtime][cbid] = kj_spool_string(name ? name : "?");
-	}
-	return ids[runtime][cbid];
-}
-
-static void put_api(const CUpti_ActivityAPI *a)
-{
-	struct kj_rec_api r;
-	memset(&r, 0, sizeof(r));
-	r.h.type = KJ_REC_API;
-	r.h.size = sizeof(r);
-	r.start_ns = (int64_t)a->start;
-	r.end_ns = (int64_t)a->end;
-	r.domain = a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : 2;
-	r.cbid = a->cbid;
-	r.tid = a->threadId;
-	r.correlation = a->correlationId;
-	r.status = a->returnValue;
-	r.name_id = api_name_id(r.domain == 2, a->cbid);
-	r.bytes = -1;
-	r.stream = -1;
-	kj_spool_write(&r, sizeof(r));
-}
-
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
 				      size_t size, size_t valid)
 {
@@ -172,10 +138,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 			break;
 		case CUPTI_ACTIVITY_KIND_MARKER:
 			put_marker((const CUpti_ActivityMarker2 *)rec);
-			break;
-		case CUPTI_ACTIVITY_KIND_DRIVER:
-		case CUPTI_ACTIVITY_KIND_RUNTIME:
-			put_api((const CUpti_ActivityAPI *)rec);
 			break;
 		default:
 			break;
@@ -228,10 +190,6 @@ int kj_activity_start(void)
 	enable(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
 	enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations");
 	enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
-	if (kj_cfg.api) {
-		enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
-		enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls");
-	}
 	/* deliver completed buffers at least every second: a killed program loses at most that */
 	cuptiActivityFlushPeriod(500);
 	return 0;

@@ -78,7 +78,29 @@ static struct fninfo *query_fn(uintptr_t handle)
 	return fi;
 }
 
+/* Per-thread direct-mapped caches in front of the shared tables: entries never move or die. */
+#define TL_CACHE 256
+static __thread struct {
+	uintptr_t handle;
+	struct fninfo *fi;
+} tl_fn[TL_CACHE];
+
+static struct fninfo *lookup_fn_shared(uintptr_t handle);
+
 static struct fninfo *lookup_fn(uintptr_t handle)
+{
+	size_t slot = (handle >> 4) & (TL_CACHE - 1);
+	if (tl_fn[slot].handle == handle && tl_fn[slot].fi)
+		return tl_fn[slot].fi;
+	struct fninfo *fi = lookup_fn_shared(handle);
+	if (fi) {
+		tl_fn[slot].handle = handle;
+		tl_fn[slot].fi = fi;
+	}
+	return fi;
+}
+
+static struct fninfo *lookup_fn_shared(uintptr_t handle)
 {
 	struct fninfo *fi = NULL;
 	size_t i;
@@ -125,12 +147,17 @@ static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct group **groups;
 static size_t group_cap, group_n;
 
+static __thread struct group *tl_group[TL_CACHE];
+
 /* The group of id, created (with ref as its reference block) when new: *created tells which. */
 static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t len, int *created)
 {
-	struct group *g = NULL;
+	struct group *g = tl_group[id & (TL_CACHE - 1)];
 	size_t i;
 	*created = 0;
+	if (g && g->id == id)
+		return g;
+	g = NULL;
 	pthread_mutex_lock(&group_lock);
 	if ((group_n + 1) * 2 > group_cap) {
 		size_t ncap = group_cap ? group_cap * 2 : 4096;
@@ -169,6 +196,8 @@ static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t l
 	*created = 1;
 out:
 	pthread_mutex_unlock(&group_lock);
+	if (g)
+		tl_group[id & (TL_CACHE - 1)] = g;
 	return g;
 }
 
@@ -183,6 +212,7 @@ struct launch {
 };
 
 static __thread uint32_t tl_corr;
+static __thread uint32_t tl_tid;
 static __thread uint64_t tl_node;
 static __thread int tl_in_launch;
 
@@ -281,7 +311,9 @@ static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
 	rec.h.type = KJ_REC_LAUNCH;
 	rec.launch_ns = kj_now_ns();
 	rec.correlation = cb->correlationId;
-	rec.tid = (uint32_t)gettid();
+	if (!tl_tid)
+		tl_tid = (uint32_t)gettid();
+	rec.tid = tl_tid;
 	tl_corr = cb->correlationId;
 	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
 	if (!g)
@@ -504,6 +536,114 @@ static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 	}
 }
 
+/* ---- every API call, with --api: our own callbacks cost less than CUPTI's API activity ---- */
+#define API_DEPTH 16
+static __thread int64_t tl_api_start[API_DEPTH];
+static __thread int tl_api_depth;
+
+static uint32_t api_name_id(int runtime, uint32_t cbid)
+{
+	static uint32_t ids[2][2048];
+	const char *name = NULL;
+	if (cbid >= 2048)
+		return kj_spool_string("?");
+	if (!ids[runtime][cbid]) {
+		cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API,
+				     cbid, &name);
+		ids[runtime][cbid] = kj_spool_string(name ? name : "?");
+	}
+	return ids[runtime][cbid];
+}
+
+/* The main argument of the calls the API story asks about: bytes of copies, sets and
+ * allocations, and the stream of synchronisations and asynchronous copies. */
+static void api_args(CUpti_CallbackId id, const CUpti_CallbackData *cb, struct kj_rec_api *r)
+{
+	CUstream stream = NULL;
+	int have_stream = 0;
+	switch (id) {
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+		r->bytes = (int64_t)((const cudaMemcpy_v3020_params *)cb->functionParams)->count;
+		break;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020: {
+		const cudaMemcpyAsync_v3020_params *p = cb->functionParams;
+		r->bytes = (int64_t)p->count;
+		stream = (CUstream)p->stream;
+		have_stream = 1;
+		break;
+	}
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020: {
+		const cudaMemsetAsync_v3020_params *p = cb->functionParams;
+		r->bytes = (int64_t)p->count;
+		stream = (CUstream)p->stream;
+		have_stream = 1;
+		break;
+	}
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
+		r->bytes = (int64_t)((const cudaMalloc_v3020_params *)cb->functionParams)->size;
+		break;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
+		r->bytes = (int64_t)((const cudaMallocHost_v3020_params *)cb->functionParams)->size;
+		break;
+	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020: {
+		const cudaMallocAsync_v11020_params *p = cb->functionParams;
+		r->bytes = (int64_t)p->size;
+		stream = (CUstream)p->hStream;
+		have_stream = 1;
+		break;
+	}
+	case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+		stream = (CUstream)((const cudaStreamSynchronize_v3020_params *)cb->functionParams)->stream;
+		have_stream = 1;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+		r->bytes = (int64_t)((const cuMemAlloc_v2_params *)cb->functionParams)->bytesize;
+		break;
+	default:
+		break;
+	}
+	if (have_stream) {
+		uint32_t sid = 0;
+		if (cuptiGetStreamIdEx(cb->context, stream, 0, &sid) == CUPTI_SUCCESS)
+			r->stream = sid;
+	}
+}
+
+static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (tl_api_depth < API_DEPTH)
+			tl_api_start[tl_api_depth] = kj_now_ns();
+		tl_api_depth++;
+		return;
+	}
+	if (tl_api_depth <= 0)
+		return;
+	tl_api_depth--;
+	if (tl_api_depth >= API_DEPTH)
+		return;
+	struct kj_rec_api r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_API;
+	r.h.size = sizeof(r);
+	r.start_ns = tl_api_start[tl_api_depth];
+	r.end_ns = kj_now_ns();
+	r.domain = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 2;
+	r.cbid = id;
+	if (!tl_tid)
+		tl_tid = (uint32_t)gettid();
+	r.tid = tl_tid;
+	r.correlation = cb->correlationId;
+	if (cb->functionReturnValue)
+		r.status = r.domain == 1 ? (uint32_t)*(const CUresult *)cb->functionReturnValue
+					 : (uint32_t)*(const cudaError_t *)cb->functionReturnValue;
+	r.name_id = api_name_id(r.domain == 2, id);
+	r.bytes = -1;
+	r.stream = -1;
+	api_args(id, cb, &r);
+	kj_spool_write(&r, sizeof(r));
+}
+
 static int is_launch(CUpti_CallbackId id)
 {
 	return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
@@ -514,17 +654,32 @@ static int is_launch(CUpti_CallbackId id)
 	       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
 }
 
+static __thread int tl_busy; /* inside our own handling: driver calls we make are not the program's */
+
+static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
+
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
 			      const void *data)
 {
 	(void)userdata;
+	if (tl_busy)
+		return;
+	tl_busy = 1;
+	dispatch(domain, id, data);
+	tl_busy = 0;
+}
+
+static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data)
+{
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
 		handle_resource(id, data);
 		return;
 	}
+	const CUpti_CallbackData *cb = data;
+	if (kj_cfg.api && (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API))
+		api_call(domain, id, cb);
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
-	const CUpti_CallbackData *cb = data;
 	if (is_launch(id)) {
 		if (cb->callbackSite == CUPTI_API_ENTER) {
 			tl_in_launch = 1;
@@ -575,5 +730,9 @@ int kj_callbacks_start(void)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
+	if (kj_cfg.api) {
+		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+	}
 	return 0;
 }
