@@ -662,6 +662,10 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 			      const void *data)
 {
 	(void)userdata;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE) { /* module loads may happen inside our own calls */
+		handle_resource(id, data);
+		return;
+	}
 	if (tl_busy)
 		return;
 	tl_busy = 1;
