@@ -38,7 +38,7 @@ static const char *const stmt_sql[S_COUNT] = {
 		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id)"
 		     " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	[S_API] = "INSERT INTO api_call(pid, tid, domain, cbid, name, start_ns, end_ns, correlation_id,"
-		  " status) VALUES(?,?,?,?,?,?,?,?,?)",
+		  " status, bytes, stream_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	[S_ALLOC] = "INSERT INTO allocation(pid, device_id, address, bytes, kind, alloc_ns, stream_id)"
 		    " VALUES(?,?,?,?,?,?,?)",
 	[S_FREE] = "UPDATE allocation SET free_ns = ? WHERE id = ?",
@@ -437,6 +437,8 @@ static int put_api(struct ingest *in, const struct kj_rec_api *a)
 	sqlite3_bind_int64(st, 7, a->end_ns);
 	sqlite3_bind_int64(st, 8, a->correlation);
 	sqlite3_bind_int64(st, 9, a->status);
+	bind_opt_i64(st, 10, a->bytes >= 0, a->bytes);
+	bind_opt_i64(st, 11, a->stream >= 0, a->stream);
 	in->stats->api_calls++;
 	return step_done(in, st);
 }
