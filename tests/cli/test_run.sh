@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# kjoule run on a machine with or without a GPU: exit codes pass through, the database is always
+# complete and valid, bad invocations are refused clearly, nothing is left behind.
+# usage: test_run.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+
+"$kj" run -o "$dir/ok.kjdb" -- true 2>"$dir/err"; rc=$?
+check "exit code of a successful command" '[ $rc -eq 0 ]'
+check "database written" '[ -s "$dir/ok.kjdb" ]'
+check "command recorded" '[ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE key=\"command\"")" = "[\"true\"]" ]'
+check "exit recorded" '[ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE key=\"end_status\"")" = "exited" ]'
+check "kjoule info reads it" '"$kj" info "$dir/ok.kjdb" >/dev/null'
+
+"$kj" run -o "$dir/three.kjdb" -- sh -c 'exit 3' 2>/dev/null; rc=$?
+check "exit code passes through (3)" '[ $rc -eq 3 ]'
+
+"$kj" run -o "$dir/killed.kjdb" -- sh -c 'kill -9 $$' 2>/dev/null; rc=$?
+check "killed command exits 128+9" '[ $rc -eq 137 ]'
+check "killed run recorded as signaled" '[ "$(q "$dir/killed.kjdb" "SELECT value FROM meta WHERE key=\"end_status\"")" = "signaled" ]'
+check "info says the run ended abnormally" '"$kj" info "$dir/killed.kjdb" | grep -qi "abnormal\|signal"'
+
+"$kj" run -o "$dir/nf.kjdb" -- /nonexistent/cmd 2>"$dir/err"; rc=$?
+check "missing command exits 127" '[ $rc -eq 127 ]'
+check "missing command named" 'grep -q "/nonexistent/cmd" "$dir/err"'
+check "no database for a command that never ran" '[ ! -e "$dir/nf.kjdb" ]'
+
+"$kj" run -o "$dir/ok.kjdb" -- true 2>"$dir/err"; rc=$?
+check "existing output refused" '[ $rc -ne 0 ] && grep -q "exists" "$dir/err"'
+"$kj" run --force -o "$dir/ok.kjdb" -- sh -c 'exit 0' 2>/dev/null; rc=$?
+check "--force replaces it" '[ $rc -eq 0 ] && [ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE key=\"command\"")" = "[\"sh\",\"-c\",\"exit 0\"]" ]'
+
+ln -s /etc/passwd "$dir/link.kjdb"
+"$kj" run --force -o "$dir/link.kjdb" -- true 2>"$dir/err"; rc=$?
+check "a symlink at the output is not followed or replaced" '[ $rc -ne 0 ] && [ -L "$dir/link.kjdb" ]'
+
+out=$("$kj" run -o "$dir/echo.kjdb" -- printf 'a b\n' 2>/dev/null)
+check "the command's output is unchanged" '[ "$out" = "a b" ]'
+check "arguments reach the command without a shell" '"$kj" run -o "$dir/arg.kjdb" -- test "a;b" = "a;b" 2>/dev/null'
+
+"$kj" run 2>"$dir/err"; rc=$?
+check "no command: usage, exit 2" '[ $rc -eq 2 ] && grep -q usage "$dir/err"'
+"$kj" run --params x -- true 2>"$dir/err"; rc=$?
+check "bad --params: exit 2 naming the option" '[ $rc -eq 2 ] && grep -q -- "--params" "$dir/err"'
+
+left=$(ls -A "$dir" | grep -v '\.kjdb$\|^err$' || true)
+check "no temporary files left behind" '[ -z "$left" ]'
+exit $fail
