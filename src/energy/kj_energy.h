@@ -20,11 +20,18 @@ struct kj_power_sample {
 /** Energy of a window with its uncertainty. method names how it was obtained. */
 struct kj_window_energy {
 	double energy_j;        /* total energy in the window */
-	double uncertainty_j;   /* stated 1-sigma-ish bound (see docs/method.md) */
+	double uncertainty_j;   /* stated bound on |error| (docs/energy.md: the uncertainty model) */
 	double dynamic_j;       /* energy above idle power; NAN when idle power is unknown */
 	double avg_power_w;
-	const char *method;     /* "counter-edges", "power-integration", "none" */
+	const char *method;     /* "counter-edges", "counter-edges+power", "power-integration", "none" */
 	int ok;                 /* 0: no usable samples cover the window (energy is not 0, it is unknown) */
+	/* added by the energy engine (docs/energy.md): */
+	int gaps;               /* sampling gaps inside the window (reads further apart than expected) */
+	double gap_s;           /* their total length */
+	int counter_periods;    /* whole counter update periods inside the window */
+	int resets;             /* counter went backwards (driver restart) inside the window */
+	double power_s;         /* part of the window integrated from power readings, not the counter */
+	int steady;             /* 1: steady load around the window: energy = its counter power x length */
 };
 
 /**

@@ -1,0 +1,69 @@
+/* GPU telemetry back-end: a table of function pointers (nvtop style) so the sampler and the
+ * amortised primitive read NVML through dlopen() and tests can plug in a fake back-end.
+ * Read-only by design: nothing here changes any GPU setting. */
+#ifndef KJ_GPU_H
+#define KJ_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Facts about one GPU (strings empty and numbers -1 when the driver does not say). */
+struct kj_gpu_info {
+	char uuid[96];
+	char name[96];
+	char pci_bus_id[32];
+	char driver_version[64];
+	int64_t power_limit_mw;
+	int64_t memory_bytes;
+	int sm_clock_max_mhz;
+	int mem_clock_max_mhz;
+	int energy_counter; /* 1: nvmlDeviceGetTotalEnergyConsumption works on this GPU */
+};
+
+/** Slowly changing state; fields not read are -1. */
+struct kj_gpu_state {
+	int sm_clock_mhz;
+	int mem_clock_mhz;
+	int temp_c;
+	int util_gpu_pct;
+	int util_mem_pct;
+	int64_t throttle_reasons; /* NVML clocks-event reason bits */
+};
+
+/**
+ * Back-end operations. Each returns 0 or the vendor's positive error code; strerror() turns such
+ * a code into the vendor's text. unsupported(code) says whether the code means "this GPU does not
+ * have that reading" (so a field is absent, not an error). Functions may be called from several
+ * threads at once for different or the same device.
+ */
+struct kj_gpu_backend {
+	const char *name;
+	void *ctx;
+	int (*count)(void *ctx, int *n);
+	int (*info)(void *ctx, int idx, struct kj_gpu_info *out);
+	/* inst_mw: instantaneous power (-1 if absent); avg_mw: the driver's averaged power */
+	int (*power)(void *ctx, int idx, int64_t *inst_mw, int64_t *avg_mw);
+	int (*energy)(void *ctx, int idx, uint64_t *mj);
+	int (*state)(void *ctx, int idx, struct kj_gpu_state *out);
+	int (*sm_clock)(void *ctx, int idx, int *mhz);
+	const char *(*strerror)(void *ctx, int code);
+	int (*unsupported)(void *ctx, int code);
+	void (*close)(void *ctx);
+};
+
+/**
+ * @brief Open NVML through dlopen("libnvidia-ml.so.1") and fill *be.
+ * @param why  on failure receives a sentence saying why (library absent, nvmlInit error text)
+ * @return 0, or KJ_ENODEV when NVML is absent or fails to initialise.
+ */
+int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len);
+
+/** @brief Release a back-end opened by kj_gpu_nvml_open(); accepts a zeroed struct. */
+void kj_gpu_backend_close(struct kj_gpu_backend *be);
+
+/** @brief CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t kj_now_ns(void);
+/** @brief CLOCK_REALTIME now, in nanoseconds since the Unix epoch. */
+int64_t kj_realtime_ns(void);
+
+#endif
