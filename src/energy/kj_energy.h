@@ -92,6 +92,9 @@ struct kj_sampler_opts {
 	int interval_us;         /* power sampling period (default 5000) */
 	const int *nvml_indices; /* GPUs to sample; NULL with n_indices 0: all */
 	int n_indices;
+	/* added by the energy engine: */
+	int slow_every;          /* read clocks/temperature/utilisation every Nth power read (default 20) */
+	int no_counter;          /* 1: do not read the energy counter (power only) */
 };
 
 /** @brief Start sampling threads (power at interval_us; energy counter continuously). */

@@ -1,0 +1,573 @@
+/* Power and energy sampler: one thread polls every GPU's power every interval_us (and its
+ * clocks, temperature, utilisation and throttle reasons every slow_every-th time); one thread per
+ * GPU reads the total-energy counter back to back (a read costs ~4.7 ms on H200) and keeps the
+ * reads that bracket each update edge. Rows stay in memory until kj_sampler_close(); NVML errors
+ * are counted and kept as text (they become problem rows), never fatal. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_sampler.h"
+
+#define KJ_MAX_ERRTEXT 16
+/* a counter read faster than this is followed by a pause (drivers where the read is cheap) */
+#define KJ_MIN_COUNTER_PERIOD_NS 1000000LL
+
+struct rowvec {
+	struct kj_sampler_row *v;
+	size_t n, cap;
+};
+
+struct errtext {
+	int64_t t_ns;
+	int count;
+	char text[200];
+};
+
+struct slot {
+	int index;
+	struct kj_gpu_info info;
+	pthread_t counter_thread;
+	int counter_started;
+	pthread_mutex_t mu;
+	struct rowvec power, counter;
+	int64_t power_latest, counter_latest; /* t_ns of the newest read of each thread */
+	struct errtext err[KJ_MAX_ERRTEXT];
+	int nerr;
+	struct kj_sampler_stats st;
+	double counter_ns_sum;
+	struct kj_sampler *owner;
+};
+
+struct kj_sampler {
+	struct kj_gpu_backend own_be;
+	struct kj_gpu_backend *be;
+	struct slot *slots;
+	int nslots;
+	int interval_us, slow_every;
+	pthread_t power_thread;
+	int power_started;
+	atomic_int stop;
+	int stopped;
+	char first_error[256];
+};
+
+static int push(struct rowvec *r, const struct kj_sampler_row *x)
+{
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 4096;
+		struct kj_sampler_row *nv = realloc(r->v, nc * sizeof(*nv));
+		if (!nv)
+			return KJ_ENOMEM;
+		r->v = nv;
+		r->cap = nc;
+	}
+	r->v[r->n++] = *x;
+	return 0;
+}
+
+/* Keeps the vendor's text of an error, once per distinct text, with a count. Caller holds mu. */
+static void note_error(struct slot *sl, const char *what, int code, int64_t t)
+{
+	char buf[200];
+	struct kj_sampler *s = sl->owner;
+	snprintf(buf, sizeof(buf), "GPU %d (%s): %s: %s (NVML error %d)", sl->index, sl->info.uuid,
+		 what, s->be->strerror(s->be->ctx, code), code);
+	sl->st.errors++;
+	for (int i = 0; i < sl->nerr; i++)
+		if (!strcmp(sl->err[i].text, buf)) {
+			sl->err[i].count++;
+			return;
+		}
+	if (sl->nerr < KJ_MAX_ERRTEXT) {
+		struct errtext *e = &sl->err[sl->nerr++];
+		e->t_ns = t;
+		e->count = 1;
+		snprintf(e->text, sizeof(e->text), "%s", buf);
+	}
+	if (!s->first_error[0])
+		snprintf(s->first_error, sizeof(s->first_error), "%s", buf);
+}
+
+static void blank_row(struct kj_sampler_row *r)
+{
+	r->s.t_ns = 0;
+	r->s.power_mw = r->s.power_avg_mw = r->s.energy_mj = -1;
+	r->s.energy_updated = 0;
+	r->realtime_ns = 0;
+	r->st.sm_clock_mhz = r->st.mem_clock_mhz = r->st.temp_c = -1;
+	r->st.util_gpu_pct = r->st.util_mem_pct = -1;
+	r->st.throttle_reasons = -1;
+}
+
+static void *power_main(void *arg)
+{
+	struct kj_sampler *s = arg;
+	int64_t next = kj_now_ns(), tick = 0;
+	int64_t period = (int64_t)s->interval_us * 1000;
+
+	while (!atomic_load(&s->stop)) {
+		for (int i = 0; i < s->nslots; i++) {
+			struct slot *sl = &s->slots[i];
+			struct kj_sampler_row r;
+			int64_t a, b, inst, avg;
+			int rc, rc2 = 0;
+			blank_row(&r);
+			a = kj_now_ns();
+			rc = s->be->power(s->be->ctx, sl->index, &inst, &avg);
+			b = kj_now_ns();
+			r.s.t_ns = a + (b - a) / 2;
+			r.realtime_ns = kj_realtime_ns() - (b - r.s.t_ns);
+			r.s.power_mw = inst;
+			r.s.power_avg_mw = avg;
+			if (tick % s->slow_every == 0)
+				rc2 = s->be->state(s->be->ctx, sl->index, &r.st);
+			pthread_mutex_lock(&sl->mu);
+			if (rc)
+				note_error(sl, "power read", rc, r.s.t_ns);
+			if (rc2)
+				note_error(sl, "clock/temperature read", rc2, r.s.t_ns);
+			if (!rc) {
+				if (push(&sl->power, &r) == 0) {
+					sl->st.power_reads++;
+					if (!sl->st.first_ns)
+						sl->st.first_ns = r.s.t_ns;
+					sl->st.last_ns = r.s.t_ns;
+				}
+			}
+			sl->power_latest = r.s.t_ns;
+			pthread_mutex_unlock(&sl->mu);
+		}
+		tick++;
+		next += period;
+		int64_t now = kj_now_ns();
+		if (next < now)
+			next = now; /* fell behind: do not burst to catch up */
+		struct timespec ts = {next / 1000000000LL, next % 1000000000LL};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+	return NULL;
+}
+
+/* Stores the read just before an edge and the edge itself (and the very first read), so every
+ * edge has its bracket; reads in between carry no information. */
+static void *counter_main(void *arg)
+{
+	struct slot *sl = arg;
+	struct kj_sampler *s = sl->owner;
+	struct kj_sampler_row prev;
+	int have_prev = 0, prev_stored = 0;
+
+	while (!atomic_load(&s->stop)) {
+		struct kj_sampler_row r;
+		uint64_t v = 0;
+		int64_t a, b;
+		int rc;
+		blank_row(&r);
+		a = kj_now_ns();
+		rc = s->be->energy(s->be->ctx, sl->index, &v);
+		b = kj_now_ns();
+		r.s.t_ns = a + (b - a) / 2;
+		r.realtime_ns = kj_realtime_ns() - (b - r.s.t_ns);
+		pthread_mutex_lock(&sl->mu);
+		sl->counter_latest = r.s.t_ns;
+		if (rc) {
+			note_error(sl, "energy counter read", rc, r.s.t_ns);
+			pthread_mutex_unlock(&sl->mu);
+			have_prev = 0; /* the bracket is broken: the next change is not an edge we timed */
+			struct timespec ts = {0, 10000000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		sl->st.counter_reads++;
+		sl->counter_ns_sum += (double)(b - a);
+		r.s.energy_mj = (int64_t)v;
+		if (!have_prev) {
+			push(&sl->counter, &r);
+			prev_stored = 1;
+		} else if (v != (uint64_t)prev.s.energy_mj) {
+			r.s.energy_updated = 1;
+			if (!prev_stored)
+				push(&sl->counter, &prev);
+			push(&sl->counter, &r);
+			sl->st.edges++;
+			prev_stored = 1;
+		} else {
+			prev_stored = 0;
+		}
+		pthread_mutex_unlock(&sl->mu);
+		prev = r;
+		have_prev = 1;
+		if (b - a < KJ_MIN_COUNTER_PERIOD_NS) {
+			struct timespec ts = {0, KJ_MIN_COUNTER_PERIOD_NS - (b - a)};
+			nanosleep(&ts, NULL);
+		}
+	}
+	/* keep the last read, so the end of the span is known */
+	if (have_prev && !prev_stored) {
+		pthread_mutex_lock(&sl->mu);
+		push(&sl->counter, &prev);
+		pthread_mutex_unlock(&sl->mu);
+	}
+	return NULL;
+}
+
+/* Starts the threads; with own set, the sampler takes *be over (copied into itself). */
+static int start_impl(const struct kj_sampler_opts *o, struct kj_gpu_backend *be, int own,
+		      struct kj_sampler **out)
+{
+	struct kj_sampler *s;
+	int ngpu = 0, rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return KJ_ENOMEM;
+	if (own) {
+		s->own_be = *be;
+		be = &s->own_be;
+	}
+	s->be = be;
+	s->interval_us = o && o->interval_us > 0 ? o->interval_us : 5000;
+	s->slow_every = o && o->slow_every > 0 ? o->slow_every : 20;
+	rc = be->count(be->ctx, &ngpu);
+	if (rc) {
+		kj_errorf("cannot count GPUs: %s", be->strerror(be->ctx, rc));
+		kj_sampler_close(s);
+		return KJ_EGPU;
+	}
+	s->nslots = o && o->n_indices > 0 ? o->n_indices : ngpu;
+	s->slots = calloc((size_t)s->nslots, sizeof(*s->slots));
+	if (!s->slots) {
+		s->nslots = 0;
+		kj_sampler_close(s);
+		return KJ_ENOMEM;
+	}
+	for (int i = 0; i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		sl->owner = s;
+		sl->index = o && o->n_indices > 0 ? o->nvml_indices[i] : i;
+		pthread_mutex_init(&sl->mu, NULL);
+		if (sl->index < 0 || sl->index >= ngpu) {
+			kj_errorf("no GPU %d (this machine has %d)", sl->index, ngpu);
+			s->nslots = i + 1;
+			kj_sampler_close(s);
+			return KJ_EINVAL;
+		}
+		rc = be->info(be->ctx, sl->index, &sl->info);
+		if (rc) {
+			kj_errorf("GPU %d: %s", sl->index, be->strerror(be->ctx, rc));
+			s->nslots = i + 1;
+			kj_sampler_close(s);
+			return KJ_EGPU;
+		}
+		if (o && o->no_counter)
+			sl->info.energy_counter = 0;
+	}
+	if (pthread_create(&s->power_thread, NULL, power_main, s)) {
+		kj_sampler_close(s);
+		return KJ_ENOMEM;
+	}
+	s->power_started = 1;
+	for (int i = 0; i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		if (!sl->info.energy_counter)
+			continue;
+		if (pthread_create(&sl->counter_thread, NULL, counter_main, sl) == 0)
+			sl->counter_started = 1;
+	}
+	*out = s;
+	return 0;
+}
+
+int kj_sampler_start_with(const struct kj_sampler_opts *o, struct kj_gpu_backend *be,
+			  struct kj_sampler **out)
+{
+	return start_impl(o, be, 0, out);
+}
+
+int kj_sampler_start(const struct kj_sampler_opts *o, struct kj_sampler **out)
+{
+	char why[512];
+	struct kj_gpu_backend be;
+	int rc;
+
+	*out = NULL;
+	rc = kj_gpu_nvml_open(&be, why, sizeof(why));
+	if (rc) {
+		kj_errorf("%s", why);
+		return rc;
+	}
+	return start_impl(o, &be, 1, out); /* closes the back-end itself on failure */
+}
+
+int kj_sampler_stop(struct kj_sampler *s)
+{
+	if (!s || s->stopped)
+		return 0;
+	atomic_store(&s->stop, 1);
+	if (s->power_started)
+		pthread_join(s->power_thread, NULL);
+	for (int i = 0; i < s->nslots; i++)
+		if (s->slots[i].counter_started)
+			pthread_join(s->slots[i].counter_thread, NULL);
+	s->stopped = 1;
+	return 0;
+}
+
+void kj_sampler_close(struct kj_sampler *s)
+{
+	if (!s)
+		return;
+	kj_sampler_stop(s);
+	for (int i = 0; i < s->nslots; i++) {
+		free(s->slots[i].power.v);
+		free(s->slots[i].counter.v);
+		pthread_mutex_destroy(&s->slots[i].mu);
+	}
+	free(s->slots);
+	if (s->be == &s->own_be)
+		kj_gpu_backend_close(&s->own_be);
+	free(s);
+}
+
+int kj_sampler_ndev(const struct kj_sampler *s)
+{
+	return s ? s->nslots : 0;
+}
+
+const struct kj_gpu_info *kj_sampler_info(const struct kj_sampler *s, int slot, int *nvml_index)
+{
+	if (!s || slot < 0 || slot >= s->nslots)
+		return NULL;
+	if (nvml_index)
+		*nvml_index = s->slots[slot].index;
+	return &s->slots[slot].info;
+}
+
+size_t kj_sampler_fetch(struct kj_sampler *s, int slot, struct kj_sampler_cursor *cur,
+			struct kj_sampler_row *buf, size_t max)
+{
+	struct slot *sl;
+	size_t k = 0;
+	int64_t water = INT64_MAX;
+	if (!s || slot < 0 || slot >= s->nslots)
+		return 0;
+	sl = &s->slots[slot];
+	pthread_mutex_lock(&sl->mu);
+	if (!s->stopped) {
+		water = sl->power_latest;
+		/* a counter read in flight may still store a row as old as its start */
+		if (sl->counter_started && sl->counter_latest - 20000000LL < water)
+			water = sl->counter_latest - 20000000LL;
+	}
+	while (k < max) {
+		const struct kj_sampler_row *p = cur->power < sl->power.n ? &sl->power.v[cur->power] : NULL;
+		const struct kj_sampler_row *c =
+		    cur->counter < sl->counter.n ? &sl->counter.v[cur->counter] : NULL;
+		const struct kj_sampler_row *take;
+		if (p && c)
+			take = p->s.t_ns <= c->s.t_ns ? p : c;
+		else
+			take = p ? p : c;
+		if (!take || take->s.t_ns > water)
+			break;
+		buf[k++] = *take;
+		if (take == p)
+			cur->power++;
+		else
+			cur->counter++;
+	}
+	pthread_mutex_unlock(&sl->mu);
+	return k;
+}
+
+int kj_sampler_samples(struct kj_sampler *s, int slot, struct kj_power_sample **out, size_t *n)
+{
+	struct kj_sampler_cursor cur = {0, 0};
+	struct kj_sampler_row *rows;
+	size_t total, got;
+	*out = NULL;
+	*n = 0;
+	if (!s || slot < 0 || slot >= s->nslots)
+		return KJ_EINVAL;
+	pthread_mutex_lock(&s->slots[slot].mu);
+	total = s->slots[slot].power.n + s->slots[slot].counter.n;
+	pthread_mutex_unlock(&s->slots[slot].mu);
+	rows = malloc((total + 1) * sizeof(*rows));
+	struct kj_power_sample *v = malloc((total + 1) * sizeof(*v));
+	if (!rows || !v) {
+		free(rows);
+		free(v);
+		return KJ_ENOMEM;
+	}
+	got = kj_sampler_fetch(s, slot, &cur, rows, total);
+	for (size_t i = 0; i < got; i++)
+		v[i] = rows[i].s;
+	free(rows);
+	*out = v;
+	*n = got;
+	return 0;
+}
+
+void kj_sampler_get_stats(struct kj_sampler *s, int slot, struct kj_sampler_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!s || slot < 0 || slot >= s->nslots)
+		return;
+	pthread_mutex_lock(&s->slots[slot].mu);
+	*st = s->slots[slot].st;
+	if (st->counter_reads)
+		st->counter_read_ns_mean = s->slots[slot].counter_ns_sum / (double)st->counter_reads;
+	pthread_mutex_unlock(&s->slots[slot].mu);
+}
+
+const char *kj_sampler_first_error(struct kj_sampler *s)
+{
+	return s ? s->first_error : "";
+}
+
+/* Device row for a GPU: found by UUID, created when missing; fills in what an existing row
+ * lacks (NULL columns) without overwriting what the tracer recorded. */
+static int device_id(sqlite3 *db, const struct slot *sl, int64_t *id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = kj_db_prepare(db, "SELECT id FROM device WHERE uuid = ?", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, sl->info.uuid, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		rc = kj_db_prepare(db, "UPDATE device SET nvml_index = COALESCE(nvml_index, ?),"
+				   " energy_counter = COALESCE(energy_counter, ?),"
+				   " power_limit_mw = COALESCE(power_limit_mw, ?),"
+				   " driver_version = COALESCE(driver_version, ?) WHERE id = ?", &st);
+		if (rc)
+			return rc;
+		sqlite3_bind_int(st, 1, sl->index);
+		sqlite3_bind_int(st, 2, sl->info.energy_counter);
+		if (sl->info.power_limit_mw >= 0)
+			sqlite3_bind_int64(st, 3, sl->info.power_limit_mw);
+		sqlite3_bind_text(st, 4, sl->info.driver_version, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, *id);
+		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : KJ_EDB;
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	rc = kj_db_prepare(db, "INSERT INTO device(uuid, name, power_limit_mw, nvml_index,"
+			   " energy_counter, driver_version, pci_bus_id, memory_bytes, sm_clock_max_mhz,"
+			   " mem_clock_max_mhz) VALUES(?,?,?,?,?,?,?,?,?,?)", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, sl->info.uuid, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, sl->info.name, -1, SQLITE_STATIC);
+	if (sl->info.power_limit_mw >= 0)
+		sqlite3_bind_int64(st, 3, sl->info.power_limit_mw);
+	sqlite3_bind_int(st, 4, sl->index);
+	sqlite3_bind_int(st, 5, sl->info.energy_counter);
+	if (sl->info.driver_version[0])
+		sqlite3_bind_text(st, 6, sl->info.driver_version, -1, SQLITE_STATIC);
+	if (sl->info.pci_bus_id[0])
+		sqlite3_bind_text(st, 7, sl->info.pci_bus_id, -1, SQLITE_STATIC);
+	if (sl->info.memory_bytes >= 0)
+		sqlite3_bind_int64(st, 8, sl->info.memory_bytes);
+	if (sl->info.sm_clock_max_mhz >= 0)
+		sqlite3_bind_int(st, 9, sl->info.sm_clock_max_mhz);
+	if (sl->info.mem_clock_max_mhz >= 0)
+		sqlite3_bind_int(st, 10, sl->info.mem_clock_max_mhz);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : KJ_EDB;
+	sqlite3_finalize(st);
+	if (!rc)
+		*id = sqlite3_last_insert_rowid(db);
+	return rc;
+}
+
+static void bind_opt(sqlite3_stmt *st, int col, int64_t v)
+{
+	if (v >= 0)
+		sqlite3_bind_int64(st, col, v);
+	else
+		sqlite3_bind_null(st, col);
+}
+
+int kj_sampler_write_db(struct kj_sampler *s, sqlite3 *db)
+{
+	sqlite3_stmt *ins = NULL;
+	struct kj_sampler_row *buf = NULL;
+	int rc = 0;
+	const size_t chunk = 4096;
+
+	if (!s || !db)
+		return KJ_EINVAL;
+	rc = kj_db_prepare(db, "INSERT INTO power_sample(device_id, t_ns, realtime_ns, power_mw,"
+			   " power_avg_mw, energy_mj, energy_updated, sm_clock_mhz, mem_clock_mhz,"
+			   " temp_c, util_gpu_pct, util_mem_pct, throttle_reasons)"
+			   " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", &ins);
+	if (rc)
+		return rc;
+	buf = malloc(chunk * sizeof(*buf));
+	if (!buf) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < s->nslots && !rc; i++) {
+		struct slot *sl = &s->slots[i];
+		struct kj_sampler_cursor cur = {0, 0};
+		int64_t dev = 0;
+		size_t got;
+		char what[320];
+		rc = device_id(db, sl, &dev);
+		if (rc)
+			break;
+		while (!rc && (got = kj_sampler_fetch(s, i, &cur, buf, chunk)) > 0) {
+			for (size_t k = 0; k < got && !rc; k++) {
+				const struct kj_sampler_row *r = &buf[k];
+				sqlite3_reset(ins);
+				sqlite3_bind_int64(ins, 1, dev);
+				sqlite3_bind_int64(ins, 2, r->s.t_ns);
+				sqlite3_bind_int64(ins, 3, r->realtime_ns);
+				bind_opt(ins, 4, r->s.power_mw);
+				bind_opt(ins, 5, r->s.power_avg_mw);
+				bind_opt(ins, 6, r->s.energy_mj);
+				if (r->s.energy_mj >= 0)
+					sqlite3_bind_int(ins, 7, r->s.energy_updated);
+				else
+					sqlite3_bind_null(ins, 7);
+				bind_opt(ins, 8, r->st.sm_clock_mhz);
+				bind_opt(ins, 9, r->st.mem_clock_mhz);
+				bind_opt(ins, 10, r->st.temp_c);
+				bind_opt(ins, 11, r->st.util_gpu_pct);
+				bind_opt(ins, 12, r->st.util_mem_pct);
+				bind_opt(ins, 13, r->st.throttle_reasons);
+				if (sqlite3_step(ins) != SQLITE_DONE) {
+					kj_errorf("power_sample insert: %s", sqlite3_errmsg(db));
+					rc = KJ_EDB;
+				}
+			}
+		}
+		for (int e = 0; e < sl->nerr && !rc; e++) {
+			snprintf(what, sizeof(what), "power sampler: %s (%d times; samples before and after"
+				 " kept)", sl->err[e].text, sl->err[e].count);
+			rc = kj_db_problem(db, -1, sl->err[e].t_ns, "warning", what);
+		}
+		if (!rc && !sl->info.energy_counter) {
+			snprintf(what, sizeof(what), "GPU %d (%s) has no energy counter: energies of this "
+				 "run come from power integration", sl->index, sl->info.uuid);
+			rc = kj_db_problem(db, -1, -1, "info", what);
+		}
+	}
+out:
+	free(buf);
+	sqlite3_finalize(ins);
+	return rc;
+}
