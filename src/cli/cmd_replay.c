@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"  --cache MODE     warm, cold (L2 flushed before each launch) or both (both)\n"
 		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds (3)\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
-		"  --timeout S      a worker running longer is killed and its kernel marked failed (120)\n"
+		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
 		"  --relocate       do not re-create original addresses: relocate pointers (testing)\n"
 		"  --sequence       replay one captured iteration (kjoule run --params-iteration) in order,\n"
@@ -131,6 +131,7 @@ static int run_child(char *const argv[], int timeout_s, void (*on_line)(const ch
 			break;
 		have += (size_t)r;
 		buf[have] = '\0';
+		clock_gettime(CLOCK_MONOTONIC, &t0); /* the timeout runs from the last output */
 		char *line = buf, *nl;
 		while ((nl = strchr(line, '\n'))) {
 			*nl = '\0';
@@ -164,6 +165,206 @@ static void on_line(const char *line, void *arg)
 		c->got_device = 1;
 }
 
+/* Errors that random data can cause (indices out of range, counters that never settle). */
+static int data_dependent(const struct kj_replay_result *r)
+{
+	static const char *const marks[] = {"ASSERT", "ILLEGAL_ADDRESS", "hung", "LAUNCH_FAILED",
+					    "MISALIGNED", "ILLEGAL_INSTRUCTION", "timed out", "signal"};
+	if (strcmp(r->status, "failed"))
+		return 0;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (strstr(r->error, marks[i]))
+			return 1;
+	return 0;
+}
+
+struct batch {
+	struct kj_replay_plan *plan;
+	size_t *idx;       /* plan items in this worker, in order */
+	int *got;          /* per idx: a KJ_RESULT arrived */
+	size_t n;
+	ssize_t current;   /* position in idx of the kernel the worker announced last */
+};
+
+static ssize_t batch_find(const struct batch *b, const char *line)
+{
+	const char *u = strstr(line, "\tunique=");
+	if (!u)
+		return -1;
+	long long id = atoll(u + 8);
+	for (size_t i = 0; i < b->n; i++)
+		if (b->plan->items[b->idx[i]].unique_id == id)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void on_batch_line(const char *line, void *arg)
+{
+	struct batch *b = arg;
+	ssize_t i = batch_find(b, line);
+	if (i < 0)
+		return;
+	struct kj_replay_result *r = &b->plan->items[b->idx[i]].res;
+	if (!strncmp(line, "KJ_BEGIN\t", 9)) {
+		int64_t id = r->unique_id;
+		memset(r, 0, sizeof(*r));
+		r->unique_id = id;
+		r->dynamic_mj_per_launch = 0.0 / 0.0;
+		b->current = i;
+		return;
+	}
+	if (kj_replay_parse_line(line, r) == 1 && !strncmp(line, "KJ_RESULT\t", 10))
+		b->got[i] = 1;
+}
+
+/* Replay every item that is not skipped: batches of kernels per worker process (one context);
+ * a worker that dies or poisons its context costs the kernel it was on, and the rest go on in a
+ * new worker. Kernels that fail in a data-dependent way are retried with small-integer data, then
+ * zeros, and say so. */
+static int run_batches(const struct replay_opts *o, const char *worker, struct kj_replay_plan *plan)
+{
+	size_t *todo = calloc(plan->n + 1, sizeof(*todo)), ntodo = 0;
+	int *tier = calloc(plan->n + 1, sizeof(*tier)), *got = calloc(plan->n + 1, sizeof(*got));
+	char (*first_err)[160] = calloc(plan->n + 1, sizeof(*first_err));
+	char **argv = calloc(2 * plan->n + 40, sizeof(*argv));
+	char (*ids)[24] = calloc(plan->n + 1, sizeof(*ids));
+	char num[8][32];
+	int rc = 0, status, timed_out;
+	size_t done = 0, total = 0;
+	static const char *const fills[] = {"random", "smallint", "zero"};
+
+	if (!todo || !tier || !got || !first_err || !argv || !ids) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < plan->n; i++)
+		if (!plan->items[i].skip[0])
+			todo[ntodo++] = i;
+	total = ntodo;
+	snprintf(num[1], sizeof(num[1]), "%d", o->runs);
+	snprintf(num[2], sizeof(num[2]), "%d", o->warmup);
+	snprintf(num[3], sizeof(num[3]), "%d", o->unroll);
+	snprintf(num[4], sizeof(num[4]), "%d", o->device);
+	snprintf(num[5], sizeof(num[5]), "%g", o->energy_s);
+	while (ntodo) {
+		/* one worker for the kernels of the lowest pending fill tier */
+		int t = 3;
+		for (size_t i = 0; i < ntodo; i++)
+			if (tier[todo[i]] < t)
+				t = tier[todo[i]];
+		struct batch b = {plan, calloc(ntodo, sizeof(size_t)), got, 0, -1};
+		if (!b.idx) {
+			rc = KJ_ENOMEM;
+			goto out;
+		}
+		int k = 0;
+		argv[k++] = (char *)worker;
+		argv[k++] = "--db";
+		argv[k++] = (char *)o->run;
+		argv[k++] = "--runs";
+		argv[k++] = num[1];
+		argv[k++] = "--warmup";
+		argv[k++] = num[2];
+		argv[k++] = "--cache";
+		argv[k++] = (char *)o->cache;
+		argv[k++] = "--device";
+		argv[k++] = num[4];
+		argv[k++] = "--fill";
+		argv[k++] = (char *)fills[t];
+		if (o->energy) {
+			argv[k++] = "--energy";
+			argv[k++] = "--unroll";
+			argv[k++] = num[3];
+			argv[k++] = "--energy-seconds";
+			argv[k++] = num[5];
+		}
+		if (o->timer) {
+			argv[k++] = "--timer";
+			argv[k++] = (char *)o->timer;
+		}
+		if (o->relocate)
+			argv[k++] = "--relocate";
+		for (size_t i = 0; i < ntodo; i++)
+			if (tier[todo[i]] == t) {
+				snprintf(ids[b.n], sizeof(ids[0]), "%" PRId64, plan->items[todo[i]].unique_id);
+				argv[k++] = "--unique";
+				argv[k++] = ids[b.n];
+				got[b.n] = 0;
+				b.idx[b.n++] = todo[i];
+			}
+		argv[k] = NULL;
+		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
+			      on_batch_line, &b, &status, &timed_out)) {
+			free(b.idx);
+			rc = KJ_EIO;
+			goto out;
+		}
+		/* the kernel the worker was on when it died or hung has no result: it is the culprit */
+		if (b.current >= 0 && !got[b.current]) {
+			struct kj_replay_result *r = &plan->items[b.idx[b.current]].res;
+			if (timed_out)
+				kj_replay_result_set(r, "failed", "timed out after %d s (worker killed)", o->timeout_s);
+			else if (WIFSIGNALED(status))
+				kj_replay_result_set(r, "failed", "worker died of signal %d (%s)", WTERMSIG(status),
+						     strsignal(WTERMSIG(status)));
+			else
+				kj_replay_result_set(r, "failed", "worker exited %d without a result",
+						     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			got[b.current] = 1;
+		} else if (b.current < 0 && b.n) {
+			/* the worker never began: fail the first so that the loop cannot spin */
+			kj_replay_result_set(&plan->items[b.idx[0]].res, "failed",
+					     "the replay worker did not start (exit %d)",
+					     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			got[0] = 1;
+		}
+		/* settle what has a result; retry data-dependent failures with the next fill */
+		size_t nn = 0;
+		for (size_t i = 0; i < ntodo; i++) {
+			size_t item = todo[i];
+			ssize_t pos = -1;
+			for (size_t j = 0; j < b.n; j++)
+				if (b.idx[j] == item)
+					pos = (ssize_t)j;
+			if (pos < 0 || !got[pos]) {
+				todo[nn++] = item; /* not reached in this worker */
+				continue;
+			}
+			struct kj_replay_item *it = &plan->items[item];
+			if (data_dependent(&it->res) && tier[item] < 2) {
+				if (!tier[item])
+					snprintf(first_err[item], sizeof(first_err[0]), "%.150s", it->res.error);
+				tier[item]++;
+				todo[nn++] = item;
+				continue;
+			}
+			if (tier[item] && strcmp(it->res.status, "failed")) {
+				char note[sizeof(it->res.error)];
+				snprintf(note, sizeof(note), "data: %s (random data failed: %.150s)%s%.200s",
+					 fills[tier[item]], first_err[item], it->res.error[0] ? "; " : "",
+					 it->res.error);
+				snprintf(it->res.error, sizeof(it->res.error), "%s", note);
+			}
+			done++;
+			if (!o->json || isatty(STDERR_FILENO))
+				fprintf(stderr, "[%zu/%zu] %-9s %.60s\n", done, total, it->res.status,
+					it->demangled ? it->demangled : it->mangled);
+		}
+		ntodo = nn;
+		free(b.idx);
+	}
+out:
+	free(todo);
+	free(tier);
+	free(got);
+	free(first_err);
+	free(argv);
+	free(ids);
+	if (rc)
+		kj_errorf("replay workers: %s", kj_strerror(rc));
+	return rc;
+}
+
 static int parse_args(int argc, char **argv, struct replay_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -172,7 +373,7 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 	o->cache = "both";
 	o->unroll = 100;
 	o->jobs = 1;
-	o->timeout_s = 120;
+	o->timeout_s = 60;
 	o->energy_s = 3.0;
 	o->iteration = -1;
 	for (int i = 1; i < argc; i++) {
@@ -270,7 +471,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 	snprintf(warm, sizeof(warm), "%d", o->warmup);
 	snprintf(dev, sizeof(dev), "%d", o->device);
 	snprintf(es, sizeof(es), "%g", o->energy_s);
-	char *argv[20];
+	char *argv[24];
 	int k = 0;
 	argv[k++] = worker;
 	argv[k++] = "--db";
@@ -293,13 +494,39 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 	if (o->relocate)
 		argv[k++] = "--relocate";
 	argv[k] = NULL;
-	if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0), on_seq_line,
-		      &c, &status, &timed_out) || !c.n) {
-		kj_errorf("sequence replay of iteration %s: %s", it,
-			  timed_out ? "timed out (worker killed)" :
-			  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
-		return 1;
+	static const char *const fills[] = {"random", "smallint", "zero"};
+	char first[160] = "";
+	argv[k++] = "--fill";
+	for (int t = 0; t < 3; t++) {
+		argv[k] = (char *)fills[t];
+		argv[k + 1] = NULL;
+		memset(&c, 0, sizeof(c));
+		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
+			      on_seq_line, &c, &status, &timed_out) || !c.n) {
+			kj_errorf("sequence replay of iteration %s: %s", it,
+				  timed_out ? "timed out (worker killed)" :
+				  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
+			return 1;
+		}
+		struct kj_replay_result probe_r;
+		memset(&probe_r, 0, sizeof(probe_r));
+		snprintf(probe_r.status, sizeof(probe_r.status), "%s", c.s[0].status);
+		snprintf(probe_r.error, sizeof(probe_r.error), "%s", c.s[0].error);
+		if (!data_dependent(&probe_r))
+			break;
+		if (!t)
+			snprintf(first, sizeof(first), "%.150s", c.s[0].error);
+		if (t < 2)
+			kj_warnf("iteration %s faulted on random data (%s); again with %s data", it,
+				 c.s[0].error, fills[t + 1]);
 	}
+	for (size_t i = 0; first[0] && i < c.n; i++)
+		if (strcmp(c.s[i].status, "failed")) {
+			char note[sizeof(c.s[i].error)];
+			snprintf(note, sizeof(note), "data: fallback (random data failed: %.100s)%s%.100s", first,
+				 c.s[i].error[0] ? "; " : "", c.s[i].error);
+			snprintf(c.s[i].error, sizeof(c.s[i].error), "%s", note);
+		}
 	if (kj_replay_seq_store(db, c.s, c.n))
 		return 1;
 	if (o->json) {
@@ -320,7 +547,7 @@ int cmd_replay(int argc, char **argv)
 	struct kj_replay_plan plan;
 	struct kj_replay_device dev;
 	sqlite3 *db = NULL;
-	char worker[PATH_MAX], num[8][32];
+	char worker[PATH_MAX];
 	int rc, status, timed_out, ret = 1;
 
 	memset(&plan, 0, sizeof(plan));
@@ -369,66 +596,8 @@ int cmd_replay(int argc, char **argv)
 		kj_warnf("captured on sm_%d%d, replaying on sm_%d%d (--any-arch)", plan.captured_cc_major,
 			 plan.captured_cc_minor, dev.cc_major, dev.cc_minor);
 	}
-	for (size_t i = 0; i < plan.n; i++) {
-		struct kj_replay_item *it = &plan.items[i];
-		if (it->skip[0])
-			continue;
-		snprintf(num[0], sizeof(num[0]), "%" PRId64, it->unique_id);
-		snprintf(num[1], sizeof(num[1]), "%d", o.runs);
-		snprintf(num[2], sizeof(num[2]), "%d", o.warmup);
-		snprintf(num[3], sizeof(num[3]), "%d", o.unroll);
-		snprintf(num[4], sizeof(num[4]), "%d", o.device);
-		snprintf(num[5], sizeof(num[5]), "%g", o.energy_s);
-		char *wargv[24];
-		int k = 0;
-		wargv[k++] = worker;
-		wargv[k++] = "--db";
-		wargv[k++] = (char *)o.run;
-		wargv[k++] = "--unique";
-		wargv[k++] = num[0];
-		wargv[k++] = "--runs";
-		wargv[k++] = num[1];
-		wargv[k++] = "--warmup";
-		wargv[k++] = num[2];
-		wargv[k++] = "--cache";
-		wargv[k++] = (char *)o.cache;
-		wargv[k++] = "--device";
-		wargv[k++] = num[4];
-		if (o.energy) {
-			wargv[k++] = "--energy";
-			wargv[k++] = "--unroll";
-			wargv[k++] = num[3];
-			wargv[k++] = "--energy-seconds";
-			wargv[k++] = num[5];
-		}
-		if (o.timer) {
-			wargv[k++] = "--timer";
-			wargv[k++] = (char *)o.timer;
-		}
-		if (o.relocate)
-			wargv[k++] = "--relocate";
-		wargv[k] = NULL;
-		struct line_ctx c = {&it->res, 0, NULL, 0};
-		it->res.unique_id = it->unique_id;
-		it->res.dynamic_mj_per_launch = 0.0 / 0.0;
-		if (run_child(wargv, o.timeout_s + (o.energy ? (int)(o.energy_s * 3) + 30 : 0), on_line,
-			      &c, &status, &timed_out)) {
-			kj_replay_result_set(&it->res, "failed", "cannot start the replay worker");
-		} else if (timed_out) {
-			kj_replay_result_set(&it->res, "failed", "timed out after %d s (worker killed)",
-					     o.timeout_s);
-		} else if (!c.got_result) {
-			if (WIFSIGNALED(status))
-				kj_replay_result_set(&it->res, "failed", "worker died of signal %d (%s)",
-						     WTERMSIG(status), strsignal(WTERMSIG(status)));
-			else
-				kj_replay_result_set(&it->res, "failed", "worker exited %d without a result",
-						     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-		}
-		if (!o.json || isatty(STDERR_FILENO))
-			fprintf(stderr, "[%zu/%zu] %-9s %.60s\n", i + 1, plan.n, it->res.status,
-				it->demangled ? it->demangled : it->mangled);
-	}
+	if (run_batches(&o, worker, &plan))
+		goto out;
 	if (kj_replay_plan_store(db, &plan))
 		goto out;
 	if (o.json) {

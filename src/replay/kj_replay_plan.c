@@ -386,11 +386,20 @@ void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan)
 	if (c.k_reloc) {
 		fprintf(f, "relocated (pointers rewritten; original addresses unavailable):\n");
 		for (size_t i = 0; i < plan->n; i++)
-			if (!strcmp(plan->items[i].res.status, "relocated"))
+			if (!strcmp(plan->items[i].res.status, "relocated") &&
+			    strncmp(plan->items[i].res.error, "data:", 5))
 				fprintf(f, "  %" PRId64 " %.60s: %s\n", plan->items[i].unique_id,
 					plan->items[i].mangled ? plan->items[i].mangled : "?",
 					plan->items[i].res.error);
 	}
+	size_t fallback = 0;
+	for (size_t i = 0; i < plan->n; i++)
+		if (replayed(&plan->items[i]) && !strncmp(plan->items[i].res.error, "data:", 5)) {
+			if (!fallback++)
+				fprintf(f, "replayed on fallback data (random data faulted or hung):\n");
+			fprintf(f, "  %" PRId64 " %.60s: %.160s\n", plan->items[i].unique_id,
+				plan->items[i].mangled ? plan->items[i].mangled : "?", plan->items[i].res.error);
+		}
 	if (c.k_not) {
 		fprintf(f, "not replayed: %zu kernels, %" PRId64 " launches\n", c.k_not, c.l_not);
 		for (size_t i = 0; i < plan->n; i++)

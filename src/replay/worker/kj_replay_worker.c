@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zstd.h>
 #ifdef KJ_WITH_CUPTI
@@ -38,6 +39,11 @@ struct opts {
 	int64_t unique;
 	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti, graph;
 	int64_t sequence; /* >= 0: replay this iteration (sequence_op), not a unique kernel */
+	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults) */
+	double hang_s;    /* a first launch running longer is reported as hung */
+	int64_t *uniques; /* the unique kernels of this worker, replayed in order in one context */
+	size_t nuniques;
+	int debug;
 	double energy_s;
 	int probe;
 };
@@ -58,7 +64,8 @@ struct klaunch {
 	size_t nptrs;
 };
 
-/* Everything one replay holds; released by replay_close(). */
+/* Everything one worker holds: the context, modules and database for all its kernels, and the
+ * per-kernel state that kernel_close() releases. */
 struct replay {
 	struct opts o;
 	sqlite3 *db;
@@ -84,6 +91,10 @@ struct replay {
 	CUdeviceptr flush;
 	size_t flush_bytes;
 	struct kj_replay_result res;
+	int poisoned;          /* the context cannot run more work (sticky error, hung kernel) */
+	void *fill_host;       /* pinned pattern buffer, kept across kernels */
+	struct prereserve { uintptr_t addr; size_t len; } *pre;
+	size_t npre;
 };
 
 static void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, int line)
@@ -230,20 +241,37 @@ static void fill_pattern(uint8_t *p, size_t n, uint64_t seed)
 static int fill_regions(struct replay *R)
 {
 	const size_t chunk = 32u << 20;
-	void *host = NULL;
-	CU(cuMemHostAlloc(&host, chunk, 0));
-	fill_pattern(host, chunk, 0x9E3779B97F4A7C15ull ^ (uint64_t)R->o.unique);
-	for (size_t g = 0; g < R->nregions; g++)
-		for (size_t off = 0; off < R->regions[g].bytes; off += chunk) {
-			size_t n = R->regions[g].bytes - off < chunk ? R->regions[g].bytes - off : chunk;
-			CUresult e = cuMemcpyHtoD(R->region_va[g] + off, host, n);
-			if (e != CUDA_SUCCESS) {
-				cuMemFreeHost(host);
-				cu_fail(&R->res, "cuMemcpyHtoD (fill)", e, __LINE__);
-				return KJ_EGPU;
+	if (R->o.fill == 2) {
+		for (size_t g = 0; g < R->nregions; g++)
+			CU(cuMemsetD8(R->region_va[g], 0, R->regions[g].bytes));
+		return 0;
+	}
+	if (!R->fill_host) {
+		CU(cuMemHostAlloc(&R->fill_host, chunk, 0));
+		if (R->o.fill == 1) { /* 64-bit words 0..3: valid indices as int64 and int32 */
+			uint64_t x = 0x9E3779B97F4A7C15ull;
+			for (size_t i = 0; i + 8 <= chunk; i += 8) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				uint64_t w = x & 3;
+				memcpy((uint8_t *)R->fill_host + i, &w, 8);
 			}
+		} else {
+			fill_pattern(R->fill_host, chunk, 0x9E3779B97F4A7C15ull);
 		}
-	cuMemFreeHost(host);
+	}
+	/* one chunk from the host, then doubled on the device: a 32 MiB period, beyond L2 reuse */
+	for (size_t g = 0; g < R->nregions; g++) {
+		size_t total = R->regions[g].bytes, have = total < chunk ? total : chunk;
+		CU(cuMemcpyHtoD(R->region_va[g], R->fill_host, have));
+		while (have < total) {
+			size_t n = total - have < have ? total - have : have;
+			CU(cuMemcpyDtoD(R->region_va[g] + have, R->region_va[g], n));
+			have += n;
+		}
+	}
+	CU(cuCtxSynchronize());
 	return 0;
 }
 
@@ -293,6 +321,40 @@ static int apply_snapshot(struct replay *R, int *applied)
 	return 0;
 }
 
+/* Host address ranges held (PROT_NONE) from before cuInit until their device regions are
+ * reserved, so that neither the driver's own reservations nor host mappings take them. */
+static void prereserve(struct replay *R, uintptr_t addr, size_t len)
+{
+	void *p = mmap((void *)addr, len, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if ((uintptr_t)p != addr) { /* kernels before 4.17 treat the flag as a hint */
+		munmap(p, len);
+		return;
+	}
+	struct prereserve *n = realloc(R->pre, (R->npre + 1) * sizeof(*n));
+	if (!n) {
+		munmap(p, len);
+		return;
+	}
+	R->pre = n;
+	R->pre[R->npre].addr = addr;
+	R->pre[R->npre].len = len;
+	R->npre++;
+}
+
+static void release_prereserved(struct replay *R, uint64_t base, uint64_t bytes)
+{
+	for (size_t i = 0; i < R->npre; i++) {
+		struct prereserve *p = &R->pre[i];
+		if (p->len && p->addr < base + bytes && base < p->addr + p->len) {
+			munmap((void *)p->addr, p->len);
+			p->len = 0;
+		}
+	}
+}
+
 /* Re-create the used ranges' regions, at their recorded addresses where the driver gives them,
  * elsewhere otherwise (region_moved; the parameter words are relocated afterwards). */
 static int map_used(struct replay *R, const int *used)
@@ -326,8 +388,12 @@ static int map_used(struct replay *R, const int *used)
 	for (size_t g = 0; g < R->nregions; g++) {
 		CUdeviceptr va = 0;
 		CUresult e = CUDA_ERROR_UNKNOWN;
+		release_prereserved(R, R->regions[g].base, R->regions[g].bytes);
 		if (!R->o.relocate)
 			e = cuMemAddressReserve(&va, R->regions[g].bytes, gran, R->regions[g].base, 0);
+		if (R->o.debug)
+			fprintf(stderr, "kjoule-replay-worker: region 0x%" PRIx64 " +%" PRIu64 ": got 0x%llx (%d)\n",
+				R->regions[g].base, R->regions[g].bytes, (unsigned long long)va, (int)e);
 		if (e == CUDA_SUCCESS && va != R->regions[g].base) {
 			cuMemAddressFree(va, R->regions[g].bytes);
 			e = CUDA_ERROR_UNKNOWN;
@@ -573,7 +639,20 @@ static int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int c
 		cu_fail(&R->res, "first launch", e, __LINE__);
 		return KJ_EGPU;
 	}
-	e = cuStreamSynchronize(stream);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((e = cuStreamQuery(stream)) == CUDA_ERROR_NOT_READY) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > R->o.hang_s) {
+			kj_replay_result_set(&R->res, "failed",
+					     "hung: the first launch did not finish within %.0f s on this data",
+					     R->o.hang_s);
+			R->poisoned = 1;
+			return KJ_EGPU;
+		}
+		struct timespec nap = {0, 200000};
+		nanosleep(&nap, NULL);
+	}
 	if (e != CUDA_SUCCESS) {
 		cu_fail(&R->res, "first launch (kernel ran and failed)", e, __LINE__);
 		return KJ_EGPU;
@@ -1237,39 +1316,114 @@ static int probe(int device)
 	return 0;
 }
 
-static int replay_run(struct replay *R)
+/* Per-kernel state back to empty; the context, the loaded modules and the database stay. */
+static void kernel_close(struct replay *R)
 {
-	int rc, l2 = 0, applied = 0;
-	R->device_id = -1;
-	if ((rc = kj_db_open(R->o.db, 0, &R->db))) {
-		kj_replay_result_set(&R->res, "failed", "cannot open %s: %s", R->o.db, kj_strerror(rc));
-		return rc;
+	if (R->ctx && !R->poisoned) {
+		if (R->flush)
+			cuMemFree(R->flush);
+		for (size_t g = 0; R->region_va && g < R->nregions; g++) {
+			if (!R->region_va[g])
+				continue;
+			cuMemUnmap(R->region_va[g], R->regions[g].bytes);
+			if (R->region_h[g])
+				cuMemRelease(R->region_h[g]);
+			cuMemAddressFree(R->region_va[g], R->regions[g].bytes);
+		}
+		if (R->stream)
+			cuStreamDestroy(R->stream);
 	}
-	if ((rc = load_launch(R)) || (rc = load_ranges(R)))
+	R->flush = 0;
+	R->stream = NULL;
+	free(R->k.mangled);
+	free(R->k.blob);
+	free(R->k.layout);
+	free(R->k.kparams);
+	free(R->k.ptrs);
+	memset(&R->k, 0, sizeof(R->k));
+	free(R->ranges);
+	free(R->regions);
+	free(R->region_of);
+	free(R->region_va);
+	free(R->region_h);
+	free(R->region_moved);
+	R->ranges = NULL;
+	R->nranges = 0;
+	R->regions = NULL;
+	R->nregions = 0;
+	R->region_of = NULL;
+	R->region_va = NULL;
+	R->region_h = NULL;
+	R->region_moved = NULL;
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Open the run, hold the host address ranges of every kernel's allocations, then make the
+ * context (once for all the kernels of this worker). */
+static int worker_setup(struct replay *R)
+{
+	int rc;
+	double t0 = mono_s();
+	if ((rc = kj_db_open(R->o.db, 0, &R->db)))
 		return rc;
+	for (size_t u = 0; u < R->o.nuniques && !R->o.relocate; u++) {
+		R->o.unique = R->o.uniques[u];
+		if (!load_launch(R) && !load_ranges(R)) {
+			int *used = calloc(R->nranges + 1, sizeof(*used));
+			if (used && !scan_launch(R, &R->k, used))
+				for (size_t i = 0; i < R->nranges; i++)
+					if (used[i]) {
+						const uint64_t g = 2u << 20;
+						uint64_t b = R->ranges[i].address & ~(g - 1);
+						uint64_t e = (R->ranges[i].address + R->ranges[i].bytes + g - 1) & ~(g - 1);
+						prereserve(R, (uintptr_t)b, (size_t)(e - b));
+					}
+			free(used);
+		}
+		kernel_close(R);
+	}
+	memset(&R->res, 0, sizeof(R->res));
+	R->device_id = 0;
 	{
 		sqlite3_stmt *st = NULL;
-		if (!kj_db_prepare(R->db, "SELECT device_id FROM process_device WHERE pid = ? ORDER BY ordinal LIMIT 1", &st)) {
-			sqlite3_bind_int64(st, 1, R->k.pid);
+		if (!kj_db_prepare(R->db, "SELECT device_id FROM process_device ORDER BY pid, ordinal LIMIT 1", &st)) {
 			if (sqlite3_step(st) == SQLITE_ROW)
 				R->device_id = sqlite3_column_int64(st, 0);
 			sqlite3_finalize(st);
 		}
-		if (R->device_id < 0)
-			R->device_id = 0;
 	}
 	CU(cuInit(0));
 	CU(cuDeviceGet(&R->dev, R->o.device));
 	CU(cuDevicePrimaryCtxRetain(&R->ctx, R->dev));
 	CU(cuCtxSetCurrent(R->ctx));
+	if (R->o.debug)
+		fprintf(stderr, "kjoule-replay-worker: setup %.3f s, %zu host ranges held\n", mono_s() - t0, R->npre);
+	return 0;
+}
+
+/* Replay one unique kernel (R->o.unique) in the worker's context. */
+static int replay_one(struct replay *R)
+{
+	int rc, l2 = 0, applied = 0;
+	double t0 = mono_s(), t1, t2, t3;
+	if ((rc = load_launch(R)) || (rc = load_ranges(R)))
+		return rc;
 	/* address space first: nothing of ours should take the recorded addresses */
 	if ((rc = map_allocations(R)))
 		return rc;
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
 	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied)) || (rc = relocate(R)))
 		return rc;
+	t1 = mono_s();
 	if ((rc = load_function(R)))
 		return rc;
+	t2 = mono_s();
 	if ((rc = prepare_launch(R)))
 		return rc;
 	if (R->o.cold) {
@@ -1281,44 +1435,18 @@ static int replay_run(struct replay *R)
 		return rc;
 	if (R->o.cold && (rc = time_mode(R, 1, &R->res.cold)))
 		return rc;
+	t3 = mono_s();
 	if (R->o.energy && (rc = measure_energy(R)))
 		return rc;
-	return 0;
-}
-
-static void replay_close(struct replay *R)
-{
-	if (R->ctx) {
-		if (R->flush)
-			cuMemFree(R->flush);
-		for (size_t m = 0; m < R->nmods; m++)
-			cuModuleUnload(R->mods[m]);
-		if (R->lib)
-			cuLibraryUnload(R->lib);
-		for (size_t g = 0; R->region_va && g < R->nregions; g++) {
-			if (!R->region_va[g])
-				continue;
-			cuMemUnmap(R->region_va[g], R->regions[g].bytes);
-			if (R->region_h[g])
-				cuMemRelease(R->region_h[g]);
-			cuMemAddressFree(R->region_va[g], R->regions[g].bytes);
-		}
-		if (R->stream)
-			cuStreamDestroy(R->stream);
-		cuDevicePrimaryCtxRelease(R->dev);
+	if (R->o.debug) {
+		size_t mapped = 0;
+		for (size_t g = 0; g < R->nregions; g++)
+			mapped += R->regions[g].bytes;
+		fprintf(stderr, "kjoule-replay-worker: unique %" PRId64 ": map+fill %.3f s (%zu MiB), module %.3f s, "
+				"time %.3f s, energy %.3f s\n", R->o.unique, t1 - t0, mapped >> 20, t2 - t1,
+			t3 - t2, mono_s() - t3);
 	}
-	kj_db_close(R->db);
-	free(R->k.mangled);
-	free(R->k.blob);
-	free(R->k.layout);
-	free(R->k.kparams);
-	free(R->ranges);
-	free(R->k.ptrs);
-	free(R->regions);
-	free(R->region_of);
-	free(R->region_va);
-	free(R->region_h);
-	free(R->region_moved);
+	return 0;
 }
 
 static int usage(void)
@@ -1345,6 +1473,8 @@ int main(int argc, char **argv)
 	R.o.unroll = 100;
 	R.o.energy_s = 3.0;
 	R.o.use_cupti = 1;
+	R.o.hang_s = 10.0;
+	R.o.debug = getenv("KJ_REPLAY_DEBUG") != NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--probe")) {
@@ -1360,7 +1490,15 @@ int main(int argc, char **argv)
 		} else if (v && !strcmp(a, "--db")) {
 			R.o.db = v, i++;
 		} else if (v && !strcmp(a, "--unique")) {
-			R.o.unique = strtoll(v, NULL, 10), i++;
+			int64_t *nu = realloc(R.o.uniques, (R.o.nuniques + 1) * sizeof(*nu));
+			if (!nu)
+				return 1;
+			R.o.uniques = nu;
+			R.o.uniques[R.o.nuniques++] = strtoll(v, NULL, 10), i++;
+		} else if (v && !strcmp(a, "--fill")) {
+			R.o.fill = !strcmp(v, "smallint") ? 1 : !strcmp(v, "zero") ? 2 : 0, i++;
+		} else if (v && !strcmp(a, "--hang-seconds")) {
+			R.o.hang_s = atof(v), i++;
 		} else if (v && !strcmp(a, "--runs")) {
 			R.o.runs = atoi(v), i++;
 		} else if (v && !strcmp(a, "--warmup")) {
@@ -1387,17 +1525,39 @@ int main(int argc, char **argv)
 		return probe(R.o.device);
 	if (R.o.db && R.o.sequence >= 0 && R.o.runs >= 1 && R.o.warmup >= 0)
 		return sequence_run(&R, R.o.sequence, R.o.graph) ? 1 : 0;
-	if (!R.o.db || R.o.unique < 0 || R.o.runs < 1 || R.o.warmup < 0 || R.o.unroll < 1)
+	if (!R.o.db || !R.o.nuniques || R.o.runs < 1 || R.o.warmup < 0 || R.o.unroll < 1)
 		return usage();
-	R.res.unique_id = R.o.unique;
-	snprintf(R.res.status, sizeof(R.res.status), "ok");
-	R.res.dynamic_mj_per_launch = NAN;
-	int rc = replay_run(&R);
-	if (rc && (!strcmp(R.res.status, "ok") || !strcmp(R.res.status, "relocated")))
-		kj_replay_result_set(&R.res, "failed", "%s", kj_strerror(rc));
-	kj_replay_emit(stdout, &R.res);
-	/* A poisoned context makes teardown pointless, and may hang: leave it to process exit. */
-	if (!rc)
-		replay_close(&R);
+	int rc = worker_setup(&R);
+	for (size_t u = 0; u < R.o.nuniques; u++) {
+		struct kj_replay_result setup_res = R.res;
+		memset(&R.res, 0, sizeof(R.res));
+		R.o.unique = R.o.uniques[u];
+		R.res.unique_id = R.o.unique;
+		snprintf(R.res.status, sizeof(R.res.status), "ok");
+		R.res.dynamic_mj_per_launch = NAN;
+		printf("KJ_BEGIN\tunique=%" PRId64 "\n", R.o.unique);
+		fflush(stdout);
+		if (rc) { /* no context: every kernel fails the same way */
+			R.res = setup_res;
+			R.res.unique_id = R.o.unique;
+			if (!strcmp(R.res.status, "ok") || !R.res.status[0])
+				kj_replay_result_set(&R.res, "failed", "worker setup: %s", kj_strerror(rc));
+			kj_replay_emit(stdout, &R.res);
+			continue;
+		}
+		int krc = replay_one(&R);
+		if (krc && (!strcmp(R.res.status, "ok") || !strcmp(R.res.status, "relocated")))
+			kj_replay_result_set(&R.res, "failed", "%s", kj_strerror(krc));
+		/* a sticky error poisons the context: report, then leave the rest to a new worker */
+		if (krc && !R.poisoned && cuCtxSynchronize() != CUDA_SUCCESS)
+			R.poisoned = 1;
+		kj_replay_emit(stdout, &R.res);
+		if (R.poisoned)
+			return 3;
+		kernel_close(&R);
+	}
+	if (R.ctx)
+		cuDevicePrimaryCtxRelease(R.dev);
+	kj_db_close(R.db);
 	return 0;
 }

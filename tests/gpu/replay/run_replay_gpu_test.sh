@@ -28,7 +28,7 @@ runnable = ["kj_axpy_struct", "kj_iter_add", "kj_cluster_scale", "kj_big_smem", 
 runnable += [m for m in e if "kj_templ" in m]
 for m in runnable:
     k = e.get(m)
-    check(k is not None and k["status"] == "ok" and k["warm"] and k["cold"] and k["warm"]["median_ns"] > 0
+    check(k is not None and k["status"] in ("ok", "relocated") and k["warm"] and k["cold"] and k["warm"]["median_ns"] > 0
           and k["cold"]["median_ns"] > 0, f"{m}: exact replay, warm and cold timed ({k and k['status']} {k and k['error']})")
 for m in runnable:
     k = r.get(m)
@@ -41,7 +41,8 @@ check(e["kj_stripped_kernel"]["status"] == "skipped" and "stripped" in e["kj_str
 check(e["kj_missing_kernel"]["status"] == "skipped" and "unknown function" in e["kj_missing_kernel"]["error"],
       "unknown function named")
 c = exact["coverage"]
-check(c["unique_exact"] == len(runnable) and c["unique_not_replayed"] == 3, f"coverage {c}")
+check(c["unique_exact"] + c["unique_relocated"] == len(runnable) and c["unique_not_replayed"] == 3, f"coverage {c}")
+print(f"original addresses re-created for {c['unique_exact']} of {len(runnable)} kernels (the rest relocated)")
 print("%-40s %10s %10s %10s %8s" % ("kernel", "traced_us", "warm_us", "cold_us", "timer"))
 for k in exact["kernels"]:
     if k["warm"]:
@@ -70,7 +71,7 @@ if "$kjoule" replay "$db" --sequence --graph --runs 20 --warmup 3 --json >"$dir/
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = {x["mode"]: x for x in d["modes"]}
-ok = all(m.get(k) and m[k]["status"] == "ok" and m[k]["median_ns"] > 0 and m[k]["launches"] == 5 for k in ("eager", "graph"))
+ok = all(m.get(k) and m[k]["status"] in ("ok", "relocated") and m[k]["median_ns"] > 0 and m[k]["launches"] == 5 for k in ("eager", "graph"))
 print(("ok   " if ok else "FAIL ") + "sequence replay: " + ", ".join(
     f"{k} {v['status']} {v['median_ns']/1e3:.1f} us {v.get('error') or ''}" for k, v in m.items()))
 sys.exit(0 if ok else 1)
