@@ -184,6 +184,54 @@ static void test_fake_sampler(void **state)
 	kj_sampler_close(NULL);
 }
 
+static int work_enqueue(void *ctx)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int work_sync(void *ctx)
+{
+	/* each enqueued unit is 1 ms of "GPU" time */
+	struct timespec ts = {0, 1000000L * *(int *)ctx};
+	*(int *)ctx = 0;
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
+static void test_amortize_fake(void **state)
+{
+	(void)state;
+	struct fake f = {kj_now_ns(), -1, -1};
+	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
+				    f_str, f_unsup, NULL};
+	int pending = 0;
+	struct kj_amortize_work w = {&pending, work_enqueue, work_sync, 10};
+	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.6, .min_updates = 10,
+				     .warmup_max_s = 2};
+	struct kj_amortize_result r;
+	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
+	double want = 300.0 * r.time_per_launch_ns * 1e-9 * 1000.0;
+	printf("# amortized: %.4f mJ +- %.4f per launch (want %.4f), %.0f ns, %.1f W, %d updates, %s\n",
+	       r.energy_per_launch_mj, r.energy_unc_mj, want, r.time_per_launch_ns, r.avg_power_w,
+	       r.counter_updates, r.method);
+	assert_string_equal(r.method, "counter-edges");
+	assert_true(r.counter_updates >= 10);
+	assert_true(r.time_per_launch_ns > 1e5 && r.time_per_launch_ns < 2e5);
+	assert_true(fabs(r.energy_per_launch_mj - want) <= r.energy_unc_mj + 0.01 * want);
+	assert_true(fabs(r.avg_power_w - 300) < 10);
+	/* bad work */
+	struct kj_amortize_work bad = {&pending, NULL, work_sync, 10};
+	assert_int_equal(kj_amortize_measure_with(&bad, &o, &be, &r), -1);
+	/* without NVML: ENODEV, said so */
+	char why[256];
+	struct kj_gpu_backend nv;
+	if (kj_gpu_nvml_open(&nv, why, sizeof(why)) != 0)
+		assert_int_equal(kj_amortize_measure(&w, &o, &r), -7);
+	else
+		kj_gpu_backend_close(&nv);
+}
+
 static void test_no_nvml_says_so(void **state)
 {
 	(void)state;
@@ -202,6 +250,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fake_sampler),
+	    cmocka_unit_test(test_amortize_fake),
 	    cmocka_unit_test(test_no_nvml_says_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
