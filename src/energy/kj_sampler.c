@@ -492,6 +492,16 @@ static int device_id(sqlite3 *db, const struct slot *sl, int64_t *id)
 	return rc;
 }
 
+int kj_sampler_device_ids(struct kj_sampler *s, sqlite3 *db, int64_t *ids)
+{
+	for (int i = 0; i < s->nslots; i++) {
+		int rc = device_id(db, &s->slots[i], &ids[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static void bind_opt(sqlite3_stmt *st, int col, int64_t v)
 {
 	if (v >= 0)

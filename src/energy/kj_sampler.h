@@ -59,6 +59,10 @@ void kj_sampler_get_stats(struct kj_sampler *s, int slot, struct kj_sampler_stat
 /** @brief Text of the first error the sampler met (empty if none); errors are kept, never fatal. */
 const char *kj_sampler_first_error(struct kj_sampler *s);
 
+/** @brief Device rows (by UUID, created when missing) for every sampled GPU; ids[slot] receives
+ *  each row's id. Writes no samples. */
+int kj_sampler_device_ids(struct kj_sampler *s, sqlite3 *db, int64_t *ids);
+
 /** @brief kj_amortize_measure() on a given back-end (borrowed), for tests and the benchmark. */
 int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
 			     struct kj_gpu_backend *be, struct kj_amortize_result *r);
