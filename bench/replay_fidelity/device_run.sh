@@ -28,7 +28,15 @@ for t in ("kernel", "unique_kernel", "launch_params", "module", "module_function
     except Exception as e: print(t, e, end="; ")
 print()
 PY
-t0=$(date +%s)
-KJ_REPLAY_DEBUG=1 timeout 200 bench/replay_fidelity/run.sh $b "$out" 2>&1 >"$out/bench_bloom.log" | grep -v "Assertion" >"$out/bench_bloom.err"; cat "$out/bench_bloom.log" | head -60
-echo "bloom replay wall $(( $(date +%s) - t0 )) s"; grep -c "got 0x" "$out/bench_bloom.err"; rm -f "$out"/*.raw.json
-timeout 120 "$build/kjoule" replay $b --sequence --graph --runs 20 2>&1 | grep -v Assertion | tee "$out/bloom_sequence.log"
+for al in ${KJ_ALIGNS:-32}; do
+	cp $b /tmp/bloom_a$al.kjdb
+	t0=$(date +%s)
+	KJ_REPLAY_VA_ALIGN_MB=$al KJ_REPLAY_DEBUG=1 timeout 200 bench/replay_fidelity/run.sh /tmp/bloom_a$al.kjdb "$out" \
+		2>/tmp/bench_bloom_a$al.err >/tmp/bench_bloom_a$al.log
+	echo "== BLOOM replay, regions aligned to $al MiB: wall $(( $(date +%s) - t0 )) s; hinted addresses obtained:" \
+		"$(grep -c 'got 0x' /tmp/bench_bloom_a$al.err) regions, $(awk '/region 0x/ {if ($3 == $6) n++} END {print n+0}' /tmp/bench_bloom_a$al.err) exact"
+	head -5 /tmp/bench_bloom_a$al.log
+	grep "region 0x" /tmp/bench_bloom_a$al.err | head -4
+	rm -f "$out"/*.raw.json
+done
+KJ_REPLAY_VA_ALIGN_MB=${KJ_ALIGNS%% *} timeout 120 "$build/kjoule" replay $b --sequence --graph --runs 20 2>&1 | grep -v Assertion | tee "$out/bloom_sequence.log"

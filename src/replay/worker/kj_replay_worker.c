@@ -321,6 +321,16 @@ static int apply_snapshot(struct replay *R, int *applied)
 	return 0;
 }
 
+/* Alignment of re-created regions: $KJ_REPLAY_VA_ALIGN_MB MiB (default 32). */
+static uint64_t va_align_bytes(void)
+{
+	const char *e = getenv("KJ_REPLAY_VA_ALIGN_MB");
+	long mb = e ? atol(e) : 32;
+	if (mb < 2 || (mb & (mb - 1)))
+		mb = 32;
+	return (uint64_t)mb << 20;
+}
+
 /* Host address ranges held (PROT_NONE) from before cuInit until their device regions are
  * reserved, so that neither the driver's own reservations nor host mappings take them. */
 static void prereserve(struct replay *R, uintptr_t addr, size_t len)
@@ -369,6 +379,11 @@ static int map_used(struct replay *R, const int *used)
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = R->dev;
 	CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	/* The driver gives a hinted address only at its own reservation alignment (32 MiB seen on
+	 * an H200 with driver 580: 2 MiB-aligned hints came back rounded up to the next 32 MiB), so
+	 * regions are widened to that alignment. */
+	if (va_align_bytes() > gran)
+		gran = va_align_bytes();
 	R->gran = gran;
 	R->region_of = calloc(R->nranges + 1, sizeof(*R->region_of));
 	if (!R->region_of)
@@ -1379,7 +1394,7 @@ static int worker_setup(struct replay *R)
 			if (used && !scan_launch(R, &R->k, used))
 				for (size_t i = 0; i < R->nranges; i++)
 					if (used[i]) {
-						const uint64_t g = 2u << 20;
+						const uint64_t g = va_align_bytes();
 						uint64_t b = R->ranges[i].address & ~(g - 1);
 						uint64_t e = (R->ranges[i].address + R->ranges[i].bytes + g - 1) & ~(g - 1);
 						prereserve(R, (uintptr_t)b, (size_t)(e - b));
