@@ -33,6 +33,7 @@ struct run_opts {
 	int snapshot;
 	int force;
 	int params_iteration;
+	int runs, warmup;
 	const char *iteration_range;
 	int power;
 	int power_interval_ms;
@@ -57,6 +58,8 @@ static void usage(FILE *f)
 		"  --iteration-range NAME  the NVTX range that marks iterations (default: the most\n"
 		"                      repeated top-level range)\n"
 		"  --no-power          do not sample GPU power and energy\n"
+		"  --runs N --warmup W run CMD W+N times in one trace; each timed run is an iteration\n"
+		"                      (NVTX-like range 'kjoule.run', warm-ups 'kjoule.warmup')\n"
 		"Exits with CMD's exit code (127: CMD not found, 128+N: CMD killed by signal N).\n");
 }
 
@@ -67,6 +70,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	o->params_k = 1;
 	o->power = 1;
 	o->power_interval_ms = 5;
+	o->runs = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -104,6 +108,19 @@ static int parse(int argc, char **argv, struct run_opts *o)
 				kj_errorf("run: --power-interval-ms wants 1..10000, got '%s'", next);
 				return -1;
 			}
+			i++;
+		} else if ((!strcmp(a, "--runs") || !strcmp(a, "--warmup")) && next) {
+			char *end;
+			long v = strtol(next, &end, 10);
+			int runs = !strcmp(a, "--runs");
+			if (*end || v < (runs ? 1 : 0) || v > 100000) {
+				kj_errorf("run: %s wants a count %d..100000, got '%s'", a, runs, next);
+				return -1;
+			}
+			if (runs)
+				o->runs = (int)v;
+			else
+				o->warmup = (int)v;
 			i++;
 		} else if (!strcmp(a, "--params-iteration") && next) {
 			o->params_iteration = atoi(next);
@@ -280,9 +297,12 @@ int cmd_run(int argc, char **argv)
 	struct kj_sampler *sampler = NULL;
 	struct kj_ingest_stats stats;
 	sqlite3 *db = NULL;
-	int traced = 1, status = 0, exec_errno = 0, exit_code, rc;
+	int traced = 1, status = 0, exec_errno = 0, exit_code, rc = 0;
 	int64_t start_ns, end_ns;
-	pid_t pid;
+	pid_t pid = -1;
+	int total_runs = 1, done_runs = 0;
+	int64_t *run_span = NULL;
+	pid_t *run_pid = NULL;
 
 	if (parse(argc, argv, &o) != 0) {
 		usage(stderr);
@@ -340,20 +360,35 @@ int cmd_run(int argc, char **argv)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	iso_now(started_iso, sizeof(started_iso));
 	start_ns = mono_ns();
-	pid = start_child(o.cmd, &exec_errno);
-	if (pid < 0) {
-		kj_errorf("run: %s: %s", o.cmd[0], strerror(exec_errno));
-		kj_sampler_stop(sampler);
-		kj_sampler_close(sampler);
-		remove_tree(spool);
-		return exec_errno == ENOENT || exec_errno == EACCES ? 127 : 126;
-	}
-	child_pid = pid;
 	signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C reaches the program; we write what it did */
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGTERM, forward_signal);
 	signal(SIGHUP, forward_signal);
-	rc = wait_all(pid, &status, 10);
+	total_runs = o.warmup + o.runs;
+	run_span = calloc((size_t)total_runs * 2, sizeof(*run_span));
+	run_pid = calloc((size_t)total_runs, sizeof(*run_pid));
+	if (!run_span || !run_pid)
+		return 1;
+	for (int r = 0; r < total_runs; r++) {
+		run_span[2 * r] = mono_ns();
+		pid = start_child(o.cmd, &exec_errno);
+		if (pid < 0) {
+			kj_errorf("run: %s: %s", o.cmd[0], strerror(exec_errno));
+			kj_sampler_stop(sampler);
+			kj_sampler_close(sampler);
+			remove_tree(spool);
+			free(run_span);
+			free(run_pid);
+			return exec_errno == ENOENT || exec_errno == EACCES ? 127 : 126;
+		}
+		child_pid = pid;
+		run_pid[r] = pid;
+		rc = wait_all(pid, &status, 10);
+		run_span[2 * r + 1] = mono_ns();
+		done_runs++;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			break; /* a failing run ends the series: its code is the answer */
+	}
 	end_ns = mono_ns();
 	kj_sampler_stop(sampler);
 	if (WIFEXITED(status))
@@ -417,6 +452,26 @@ int cmd_run(int argc, char **argv)
 			kj_db_problem(db, -1, -1, "warning",
 				      "processes started by the program were still running 10 s after it ended; "
 				      "their trace was taken as it stood");
+		if (total_runs > 1) {
+			/* each run of the series as a top-level range, so compare takes runs as iterations */
+			sqlite3_stmt *st = NULL;
+			set_meta_int(db, "runs", o.runs);
+			set_meta_int(db, "warmup_runs", o.warmup);
+			if (kj_db_prepare(db, "INSERT INTO nvtx_range(pid, tid, domain, name, start_ns, end_ns,"
+					  " depth, kind) VALUES(?, ?, 'kjoule', ?, ?, ?, 0, 'run')", &st) == 0) {
+				for (int r = 0; r < done_runs; r++) {
+					sqlite3_bind_int64(st, 1, run_pid[r]);
+					sqlite3_bind_int64(st, 2, run_pid[r]);
+					sqlite3_bind_text(st, 3, r < o.warmup ? "kjoule.warmup" : "kjoule.run", -1,
+							  SQLITE_STATIC);
+					sqlite3_bind_int64(st, 4, run_span[2 * r]);
+					sqlite3_bind_int64(st, 5, run_span[2 * r + 1]);
+					sqlite3_step(st);
+					sqlite3_reset(st);
+				}
+				sqlite3_finalize(st);
+			}
+		}
 		if (traced && stats.processes == 0)
 			kj_db_problem(db, -1, -1, "warning",
 				      "no process initialised CUDA: nothing on the GPU was recorded");
@@ -431,6 +486,8 @@ int cmd_run(int argc, char **argv)
 	}
 	remove_tree(spool);
 	kj_sampler_close(sampler);
+	free(run_span);
+	free(run_pid);
 	fprintf(stderr,
 		"kjoule: wrote %s: %lld processes, %lld kernels (%lld unique), %lld copies, %lld memsets,"
 		" %lld NVTX ranges, %lld modules, %lld parameter captures\n",
@@ -441,6 +498,8 @@ int cmd_run(int argc, char **argv)
 	free(bcopy);
 	return exit_code;
 fail:
+	free(run_span);
+	free(run_pid);
 	kj_db_close(db);
 	unlink(tmpdb);
 	kj_errorf("run: trace files kept in %s", spool);
