@@ -12,7 +12,7 @@ echo "== tests"
 (cd "$build" && timeout 240 ctest -R "test_replay|gpu_replay" --output-on-failure) >"$out/ctest.log" 2>&1
 echo "ctest exit $?"; grep -E "^(ok|FAIL)|tests passed|Passed|Failed|kernel  " "$out/ctest.log" | head -40
 echo "== synthetic fidelity"
-KJ_BENCH_ENERGY_S=2 timeout 200 bench/replay_fidelity/run.sh "" "$out" 2>"$out/bench_synth.err" | tee "$out/bench_synth.log"
+KJ_BENCH_ENERGY=${KJ_SYNTH_ENERGY:-1} KJ_BENCH_ENERGY_S=2 timeout 200 bench/replay_fidelity/run.sh "" "$out" 2>"$out/bench_synth.err" | tee "$out/bench_synth.log"
 rm -f "$out"/*.kjdb "$out"/*.raw.json "$out"/bench_synth.err
 [ "${KJ_SKIP_BLOOM:-0}" = 1 ] && exit 0
 echo "== BLOOM-560M"
@@ -36,9 +36,11 @@ for al in ${KJ_ALIGNS:-32}; do
 	echo "== BLOOM replay, regions aligned to $al MiB: wall $(( $(date +%s) - t0 )) s; hinted addresses obtained:" \
 		"$(grep -c 'got 0x' /tmp/bench_bloom_a$al.err) regions, $(awk '/region 0x/ {if ($3 == $6) n++} END {print n+0}' /tmp/bench_bloom_a$al.err) exact"
 	head -5 /tmp/bench_bloom_a$al.log
-	grep "region 0x" /tmp/bench_bloom_a$al.err | head -4
+	grep -E "setup|early" /tmp/bench_bloom_a$al.err | head -12
+	grep -A4 "region 0x" /tmp/bench_bloom_a$al.err | grep -v "^--" | head -12
 	rm -f "$out"/*.raw.json
 done
+if [ "${KJ_SKIP_ENERGY:-0}" != 1 ]; then
 echo "== BLOOM energy, GEMM kernels (nvjet), graph of 100 launches, >= 2 s each"
 t0=$(date +%s)
 KJ_REPLAY_VA_ALIGN_MB=${KJ_ALIGNS%% *} timeout 150 "$build/kjoule" replay $b --kernel 'nvjet*' --runs 20 --energy \
@@ -52,4 +54,5 @@ for k in d['kernels']:
     print('%-40s %6d %8.2f us %10s mJ/launch %8s W %s' % (k['name'][:40], k['launches'], (k['warm'] or {}).get('median_ns',0)/1e3,
           '%.4g' % e['energy_mj_per_launch'] if e else '-', '%.0f' % (e['power_mw']/1e3) if e else '-', (e or {}).get('method','')))
 " "$out/bloom_energy.json"
-KJ_REPLAY_VA_ALIGN_MB=${KJ_ALIGNS%% *} timeout 120 "$build/kjoule" replay $b --sequence --graph --energy --energy-seconds 3 --runs 50 2>&1 | grep -v Assertion | tee "$out/bloom_sequence.log"
+fi
+KJ_REPLAY_VA_ALIGN_MB=${KJ_ALIGNS%% *} timeout 120 "$build/kjoule" replay $b --sequence --graph ${KJ_SEQ_ENERGY---energy --energy-seconds 3} --runs 50 2>&1 | grep -v Assertion | tee "$out/bloom_sequence.log"

@@ -94,8 +94,13 @@ struct replay {
 	int poisoned;          /* the context cannot run more work (sticky error, hung kernel) */
 	void *fill_host;       /* pinned pattern buffer, kept across kernels */
 	struct prereserve { uintptr_t addr; size_t len; } *pre;
+	struct early { uint64_t base, len; CUdeviceptr va; } *early; /* device VA taken right after cuInit */
+	size_t nearly;
+	int *region_owned;     /* 1: reserved for this kernel (freed after it); 0: inside an early one */
 	size_t npre;
 };
+
+static int early_reserve(struct replay *R, int with_ctx);
 
 static void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, int line)
 {
@@ -331,6 +336,27 @@ static uint64_t va_align_bytes(void)
 	return (uint64_t)mb << 20;
 }
 
+/* Debug: what holds an address we did not get (a device range of ours, a host mapping). */
+static void debug_va(uint64_t addr)
+{
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	CUresult e = cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)addr);
+	if (e == CUDA_SUCCESS)
+		cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)addr);
+	fprintf(stderr, "kjoule-replay-worker:   0x%" PRIx64 ": device range %s 0x%llx +%zu\n", addr,
+		e == CUDA_SUCCESS ? "" : "(none)", (unsigned long long)start, size);
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long b, en;
+		if (sscanf(line, "%llx-%llx", &b, &en) == 2 && b <= addr + (64ull << 20) && addr < en + (64ull << 20))
+			fprintf(stderr, "kjoule-replay-worker:   maps %s", line);
+	}
+	if (f)
+		fclose(f);
+}
+
 /* Host address ranges held (PROT_NONE) from before cuInit until their device regions are
  * reserved, so that neither the driver's own reservations nor host mappings take them. */
 static void prereserve(struct replay *R, uintptr_t addr, size_t len)
@@ -395,7 +421,8 @@ static int map_used(struct replay *R, const int *used)
 	R->region_va = calloc(R->nregions + 1, sizeof(*R->region_va));
 	R->region_h = calloc(R->nregions + 1, sizeof(*R->region_h));
 	R->region_moved = calloc(R->nregions + 1, sizeof(*R->region_moved));
-	if (!R->region_va || !R->region_h || !R->region_moved)
+	R->region_owned = calloc(R->nregions + 1, sizeof(*R->region_owned));
+	if (!R->region_va || !R->region_h || !R->region_moved || !R->region_owned)
 		return KJ_ENOMEM;
 	memset(&acc, 0, sizeof(acc));
 	acc.location = prop.location;
@@ -403,9 +430,21 @@ static int map_used(struct replay *R, const int *used)
 	for (size_t g = 0; g < R->nregions; g++) {
 		CUdeviceptr va = 0;
 		CUresult e = CUDA_ERROR_UNKNOWN;
+		int inside_early = 0;
+		for (size_t x = 0; x < R->nearly && !R->o.relocate; x++)
+			if (R->early[x].va && R->early[x].base <= R->regions[g].base &&
+			    R->regions[g].base + R->regions[g].bytes <= R->early[x].base + R->early[x].len)
+				inside_early = 1;
+		R->region_owned[g] = !inside_early;
 		release_prereserved(R, R->regions[g].base, R->regions[g].bytes);
-		if (!R->o.relocate)
+		if (inside_early) {
+			va = R->regions[g].base;
+			e = CUDA_SUCCESS;
+		} else if (!R->o.relocate) {
 			e = cuMemAddressReserve(&va, R->regions[g].bytes, gran, R->regions[g].base, 0);
+		}
+		if (R->o.debug && e == CUDA_SUCCESS && va != R->regions[g].base)
+			debug_va(R->regions[g].base);
 		if (R->o.debug)
 			fprintf(stderr, "kjoule-replay-worker: region 0x%" PRIx64 " +%" PRIu64 ": got 0x%llx (%d)\n",
 				R->regions[g].base, R->regions[g].bytes, (unsigned long long)va, (int)e);
@@ -415,6 +454,7 @@ static int map_used(struct replay *R, const int *used)
 		}
 		if (e != CUDA_SUCCESS) {
 			R->region_moved[g] = 1;
+			R->region_owned[g] = 1;
 			CU(cuMemAddressReserve(&va, R->regions[g].bytes, gran, 0, 0));
 		}
 		R->region_va[g] = va;
@@ -1200,11 +1240,6 @@ static int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto fail;
 	eager.launches = gr.launches = (int64_t)S.nk;
 	eager.ops = gr.ops = (int64_t)S.nops;
-	if (cuInit(0) || cuDeviceGet(&R->dev, R->o.device) || cuDevicePrimaryCtxRetain(&R->ctx, R->dev) ||
-	    cuCtxSetCurrent(R->ctx)) {
-		rc = KJ_ENODEV;
-		goto fail;
-	}
 	used = calloc(R->nranges + 1, sizeof(*used));
 	if (!used) {
 		rc = KJ_ENOMEM;
@@ -1212,6 +1247,38 @@ static int sequence_run(struct replay *R, int64_t iteration, int graph)
 	}
 	for (size_t i = 0; i < S.nk && !rc; i++)
 		rc = scan_launch(R, &S.k[i], used);
+	/* the address space of every referenced allocation, held before the driver starts */
+	for (size_t i = 0; i < R->nranges && !rc && !R->o.relocate; i++)
+		if (used[i]) {
+			const uint64_t g = va_align_bytes();
+			uint64_t b = R->ranges[i].address & ~(g - 1);
+			uint64_t e = (R->ranges[i].address + R->ranges[i].bytes + g - 1) & ~(g - 1);
+			struct early *ne = realloc(R->early, (R->nearly + 1) * sizeof(*ne));
+			if (!ne)
+				break;
+			R->early = ne;
+			R->early[R->nearly].base = b;
+			R->early[R->nearly].len = e - b;
+			R->early[R->nearly].va = 0;
+			if (R->nearly && b <= R->early[R->nearly - 1].base + R->early[R->nearly - 1].len) {
+				if (e > R->early[R->nearly - 1].base + R->early[R->nearly - 1].len)
+					R->early[R->nearly - 1].len = e - R->early[R->nearly - 1].base;
+			} else {
+				R->nearly++;
+			}
+		}
+	for (size_t i = 0; i < R->nearly; i++)
+		prereserve(R, (uintptr_t)R->early[i].base, (size_t)R->early[i].len);
+	if (cuInit(0) || cuDeviceGet(&R->dev, R->o.device)) {
+		rc = KJ_ENODEV;
+		goto fail;
+	}
+	early_reserve(R, 0);
+	if (cuDevicePrimaryCtxRetain(&R->ctx, R->dev) || cuCtxSetCurrent(R->ctx)) {
+		rc = KJ_ENODEV;
+		goto fail;
+	}
+	early_reserve(R, 1);
 	if (rc || (rc = map_used(R, used)))
 		goto fail;
 	if ((rc = fill_regions(R)))
@@ -1343,11 +1410,14 @@ static void kernel_close(struct replay *R)
 			cuMemUnmap(R->region_va[g], R->regions[g].bytes);
 			if (R->region_h[g])
 				cuMemRelease(R->region_h[g]);
-			cuMemAddressFree(R->region_va[g], R->regions[g].bytes);
+			if (!R->region_owned || R->region_owned[g])
+				cuMemAddressFree(R->region_va[g], R->regions[g].bytes);
 		}
 		if (R->stream)
 			cuStreamDestroy(R->stream);
 	}
+	free(R->region_owned);
+	R->region_owned = NULL;
 	R->flush = 0;
 	R->stream = NULL;
 	free(R->k.mangled);
@@ -1379,6 +1449,38 @@ static double mono_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static int early_cmp(const void *a, const void *b)
+{
+	const struct early *x = a, *y = b;
+	return x->base < y->base ? -1 : x->base > y->base;
+}
+
+/* Reserve the merged regions at their recorded addresses; returns how many were obtained. */
+static int early_reserve(struct replay *R, int with_ctx)
+{
+	int ok = 0;
+	if (getenv("KJ_REPLAY_NO_EARLY"))
+		return 0;
+	for (size_t i = 0; i < R->nearly; i++) {
+		CUdeviceptr va = 0;
+		if (R->early[i].va)
+			continue;
+		release_prereserved(R, R->early[i].base, R->early[i].len);
+		CUresult e = cuMemAddressReserve(&va, R->early[i].len, va_align_bytes(), R->early[i].base, 0);
+		if (R->o.debug)
+			fprintf(stderr, "kjoule-replay-worker: early%s 0x%" PRIx64 " +%" PRIu64 ": got 0x%llx (%d)\n",
+				with_ctx ? " (context)" : "", R->early[i].base, R->early[i].len,
+				(unsigned long long)va, (int)e);
+		if (e == CUDA_SUCCESS && va == R->early[i].base) {
+			R->early[i].va = va;
+			ok++;
+		} else if (e == CUDA_SUCCESS) {
+			cuMemAddressFree(va, R->early[i].len);
+		}
+	}
+	return ok;
+}
+
 /* Open the run, hold the host address ranges of every kernel's allocations, then make the
  * context (once for all the kernels of this worker). */
 static int worker_setup(struct replay *R)
@@ -1397,12 +1499,34 @@ static int worker_setup(struct replay *R)
 						const uint64_t g = va_align_bytes();
 						uint64_t b = R->ranges[i].address & ~(g - 1);
 						uint64_t e = (R->ranges[i].address + R->ranges[i].bytes + g - 1) & ~(g - 1);
-						prereserve(R, (uintptr_t)b, (size_t)(e - b));
+						struct early *ne = realloc(R->early, (R->nearly + 1) * sizeof(*ne));
+						if (ne) {
+							R->early = ne;
+							R->early[R->nearly].base = b;
+							R->early[R->nearly].len = e - b;
+							R->early[R->nearly].va = 0;
+							R->nearly++;
+						}
 					}
 			free(used);
 		}
 		kernel_close(R);
 	}
+	/* merge the intervals of all kernels, and hold them in host address space */
+	qsort(R->early, R->nearly, sizeof(*R->early), early_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < R->nearly; i++) {
+		if (m && R->early[i].base <= R->early[m - 1].base + R->early[m - 1].len) {
+			uint64_t e = R->early[i].base + R->early[i].len;
+			if (e > R->early[m - 1].base + R->early[m - 1].len)
+				R->early[m - 1].len = e - R->early[m - 1].base;
+		} else {
+			R->early[m++] = R->early[i];
+		}
+	}
+	R->nearly = m;
+	for (size_t i = 0; i < R->nearly; i++)
+		prereserve(R, (uintptr_t)R->early[i].base, (size_t)R->early[i].len);
 	memset(&R->res, 0, sizeof(R->res));
 	R->device_id = 0;
 	{
@@ -1415,10 +1539,15 @@ static int worker_setup(struct replay *R)
 	}
 	CU(cuInit(0));
 	CU(cuDeviceGet(&R->dev, R->o.device));
+	/* device address space before the context exists, when it can; after it otherwise */
+	int early_ok = early_reserve(R, 0);
 	CU(cuDevicePrimaryCtxRetain(&R->ctx, R->dev));
 	CU(cuCtxSetCurrent(R->ctx));
+	int early_ok2 = early_reserve(R, 1);
 	if (R->o.debug)
-		fprintf(stderr, "kjoule-replay-worker: setup %.3f s, %zu host ranges held\n", mono_s() - t0, R->npre);
+		fprintf(stderr, "kjoule-replay-worker: setup %.3f s, %zu host ranges held, %zu regions, %d+%d "
+				"reserved at their addresses before+after the context\n", mono_s() - t0, R->npre,
+			R->nearly, early_ok, early_ok2);
 	return 0;
 }
 
