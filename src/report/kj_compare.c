@@ -75,7 +75,10 @@ struct kj_compare {
 	int64_t seq_eager_rows, seq_graph_rows;
 	int64_t n_power_samples, n_power_in_windows;
 	double power_avg_w, power_min_w, power_max_w; /* < 0: absent */
-	double idle_w;                                 /* < 0: unknown */
+	double idle_w;                                 /* < 0: unknown; the idle term's power */
+	double deep_idle_w;                            /* idle_power table (kjoule power --idle) */
+	double awake_idle_w;                           /* quiet GPU with clocks up, from the run */
+	int64_t n_awake_samples;
 	int64_t n_devices_power;
 	int have_energy_engine;
 	int64_t n_api_calls;
@@ -302,6 +305,93 @@ static void load_realtime(sqlite3 *db, struct kj_compare *c)
 	sqlite3_finalize(st);
 }
 
+/* Power of a device that waits with its clocks up — what a launch-bound program's GPU draws
+ * between kernels, well above deep idle. Taken from the run itself: the median of readings with
+ * the SM clock within 10% of its highest reading and no GPU activity from 150 ms before the
+ * reading (NVML power averages over about 100 ms) to 20 ms after. < 0 when fewer than 20 such
+ * readings exist. */
+static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *as = NULL, *ae = NULL, maxclk = 0;
+	size_t na = 0, cap = 0, np = 0, pcap = 0, nq = 0;
+	int64_t (*ps)[3] = NULL;
+	double *q = NULL, med = -1;
+	*nsel = 0;
+	if (kj_db_prepare(db, "SELECT start_ns, end_ns FROM gpu_activity WHERE device_id = ?"
+			  " AND start_ns IS NOT NULL ORDER BY start_ns", &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, dev);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (na == cap) {
+			cap = cap ? 2 * cap : 4096;
+			int64_t *ns = realloc(as, cap * sizeof(*ns)), *ne = ns ? realloc(ae, cap * sizeof(*ne)) : NULL;
+			if (ns)
+				as = ns;
+			if (!ns || !ne)
+				goto out;
+			ae = ne;
+		}
+		as[na] = sqlite3_column_int64(st, 0);
+		int64_t e = sqlite3_column_int64(st, 1);
+		ae[na] = na && ae[na - 1] > e ? ae[na - 1] : e; /* running max of ends */
+		na++;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (kj_db_prepare(db, "SELECT t_ns, coalesce(power_mw, power_avg_mw), sm_clock_mhz FROM power_sample"
+			  " WHERE device_id = ? AND coalesce(power_mw, power_avg_mw) > 0 ORDER BY t_ns", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, dev);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+			continue;
+		if (np == pcap) {
+			pcap = pcap ? 2 * pcap : 4096;
+			void *n = realloc(ps, pcap * sizeof(*ps));
+			if (!n)
+				goto out;
+			ps = n;
+		}
+		ps[np][0] = sqlite3_column_int64(st, 0);
+		ps[np][1] = sqlite3_column_int64(st, 1);
+		ps[np][2] = sqlite3_column_int64(st, 2);
+		if (ps[np][2] > maxclk)
+			maxclk = ps[np][2];
+		np++;
+	}
+	q = malloc((np ? np : 1) * sizeof(*q));
+	if (!q)
+		goto out;
+	for (size_t i = 0, a = 0; i < np; i++) {
+		int64_t lo = ps[i][0] - 150000000LL, hi = ps[i][0] + 20000000LL;
+		if (ps[i][2] * 10 < maxclk * 9)
+			continue;
+		while (a < na && as[a] <= hi)
+			a++; /* as[a-1]: the last activity starting before hi */
+		if (a > 0 && ae[a - 1] >= lo)
+			continue;
+		q[nq++] = (double)ps[i][1];
+	}
+	if (nq >= 20) {
+		for (size_t i = 1; i < nq; i++) /* insertion sort: a few hundred readings */
+			for (size_t j = i; j > 0 && q[j - 1] > q[j]; j--) {
+				double t = q[j];
+				q[j] = q[j - 1];
+				q[j - 1] = t;
+			}
+		med = nq % 2 ? q[nq / 2] : (q[nq / 2 - 1] + q[nq / 2]) / 2;
+	}
+	*nsel = (int64_t)nq;
+out:
+	sqlite3_finalize(st);
+	free(as);
+	free(ae);
+	free(ps);
+	free(q);
+	return med;
+}
+
 /* Measured energy of every iteration from each device's samples; power statistics inside the
  * kept windows. */
 static int compute_energy(sqlite3 *db, struct kj_compare *c)
@@ -313,7 +403,7 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 	int idle_known = 1;
 	int rc = 0;
 
-	c->idle_w = -1;
+	c->idle_w = c->deep_idle_w = c->awake_idle_w = -1;
 	c->power_avg_w = c->power_min_w = c->power_max_w = -1;
 	if (kj_db_prepare(db,
 			  "SELECT DISTINCT device_id FROM power_sample WHERE device_id IS NOT NULL"
@@ -339,12 +429,20 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 	}
 	for (size_t i = 0; i < c->it.n; i++)
 		c->iv[i].energy_ok = 1;
-	double psum = 0;
+	double psum = 0, awake_total = 0;
 	int64_t pn = 0;
+	int awake_known = 1;
 	for (size_t d = 0; d < nd; d++) {
 		struct kj_power_sample *s = NULL;
 		size_t n = 0;
+		int64_t nsel = 0;
 		double idle_mw = kj_energy_idle_mw(db, devs[d]);
+		double awake_mw = awake_idle_mw(db, devs[d], &nsel);
+		c->n_awake_samples += nsel;
+		if (awake_mw < 0)
+			awake_known = 0;
+		else
+			awake_total += awake_mw / 1000.0;
 		if (idle_mw < 0)
 			idle_known = 0;
 		else
@@ -395,7 +493,11 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 	if (pn)
 		c->power_avg_w = psum / (double)pn;
 	if (idle_known)
-		c->idle_w = idle_total;
+		c->deep_idle_w = idle_total;
+	if (awake_known)
+		c->awake_idle_w = awake_total;
+	/* the idle term: the GPU waits awake between kernels; deep idle only when that is unknown */
+	c->idle_w = awake_known ? awake_total : c->deep_idle_w;
 	return 0;
 }
 
@@ -1081,6 +1183,11 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_predicted_j", num_or_null(s.e_pred / 1000.0, s.have_pred));
 	json_object_set_new(o, "energy_error_pct", num_or_null(s.e_err_pct, s.have_err));
 	json_object_set_new(o, "idle_power_w", num_or_null(c->idle_w, c->idle_w >= 0));
+	json_object_set_new(o, "idle_power_basis", c->idle_w < 0 ? json_null()
+				  : json_string(c->awake_idle_w >= 0 ? "awake" : "deep"));
+	json_object_set_new(o, "awake_idle_power_w", num_or_null(c->awake_idle_w, c->awake_idle_w >= 0));
+	json_object_set_new(o, "awake_idle_readings", json_integer(c->n_awake_samples));
+	json_object_set_new(o, "deep_idle_power_w", num_or_null(c->deep_idle_w, c->deep_idle_w >= 0));
 	json_object_set_new(o, "sequence_eager_energy_j", num_or_null(c->seq_eager_mj / 1000.0, c->seq_eager_mj >= 0));
 	json_object_set_new(o, "sequence_graph_energy_j", num_or_null(c->seq_graph_mj / 1000.0, c->seq_graph_mj >= 0));
 	double pavg = safe_div(s.e_meas.mean, s.wall.mean * 1e-6, &ok); /* mJ/ns*1e6 = W */
@@ -1202,7 +1309,19 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	else
 		fprintf(f, "  no replayed energy per launch yet\n");
 	if (s.have_idle_e)
-		fprintf(f, "  idle power %.1f W × non-kernel time  %12.6f\n", c->idle_w, s.e_idle / 1000);
+		fprintf(f, "  %s idle %.1f W × non-kernel time  %12.6f\n",
+			c->awake_idle_w >= 0 ? "awake" : "deep", c->idle_w, s.e_idle / 1000);
+	if (c->awake_idle_w >= 0 || c->deep_idle_w >= 0) {
+		fprintf(f, "    (awake idle: ");
+		if (c->awake_idle_w >= 0)
+			fprintf(f, "%.1f W, median of %lld quiet readings at full SM clock", c->awake_idle_w,
+				(long long)c->n_awake_samples);
+		else
+			fprintf(f, "unknown, too few quiet readings at full clock");
+		if (c->deep_idle_w >= 0)
+			fprintf(f, "; deep idle: %.1f W", c->deep_idle_w);
+		fprintf(f, ")\n");
+	}
 	else
 		fprintf(f, "  idle power unknown (kjoule power --idle)\n");
 	if (s.have_pred)
