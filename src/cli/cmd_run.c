@@ -45,7 +45,7 @@ static volatile sig_atomic_t child_pid;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api] [--snapshot]\n"
+		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api] [--runs N --warmup W]\n"
 		"                  [--params-iteration N] [--iteration-range NAME] [--no-power]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
@@ -97,7 +97,9 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		} else if (!strcmp(a, "--api")) {
 			o->api = 1;
 		} else if (!strcmp(a, "--snapshot")) {
-			o->snapshot = 1;
+			kj_errorf("run: --snapshot (buffer contents for replay --verify) is not implemented "
+				  "in this version; replay fills buffers with random data");
+			return -1;
 		} else if (!strcmp(a, "--force")) {
 			o->force = 1;
 		} else if (!strcmp(a, "--no-power")) {
