@@ -9,4 +9,4 @@ head -3 $OUT/power.csv; echo rows $(wc -l < $OUT/power.csv) edges $(awk -F, '$7=
 timeout 5 $C/kjoule power --interval-ms 10 -o $OUT/power_int.csv & p=$!; sleep 2; kill -INT $p; wait $p; echo "sigint rc=$?"; tail -c 300 $OUT/power_int.csv
 echo "== idle"; timeout 20 $C/kjoule power --idle --duration 3 --db $OUT/idle.kjdb; echo "rc=$?"
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(list(c.execute('select * from idle_power'))); print(list(c.execute('select uuid,name,power_limit_mw,nvml_index,energy_counter,driver_version from device')))" $OUT/idle.kjdb
-echo "== bench"; timeout 300 $C/energy_accuracy $OUT/energy_accuracy.json "$@" 2>&1 | tee $OUT/bench.txt; echo "rc=${PIPESTATUS[0]}"
+echo "== bench"; KJ_BENCH_SAMPLES=$OUT/samples.csv timeout 300 $C/energy_accuracy $OUT/energy_accuracy.json "$@" 2>&1 | tee $OUT/bench.txt; echo "rc=${PIPESTATUS[0]}"

@@ -241,6 +241,21 @@ int main(int argc, char **argv)
 	kj_sampler_samples(s, 0, &v, &n);
 	struct edges E;
 	find_edges(v, n, &E);
+	/* the raw stream, for offline analysis: KJ_BENCH_SAMPLES=path.csv */
+	if (getenv("KJ_BENCH_SAMPLES")) {
+		FILE *sf = fopen(getenv("KJ_BENCH_SAMPLES"), "w");
+		if (sf) {
+			fprintf(sf, "t_ns,power_mw,power_avg_mw,energy_mj,energy_updated\n");
+			for (size_t i = 0; i < n; i++)
+				fprintf(sf, "%lld,%lld,%lld,%lld,%d\n", (long long)v[i].t_ns,
+					(long long)v[i].power_mw, (long long)v[i].power_avg_mw,
+					(long long)v[i].energy_mj, v[i].energy_updated);
+			fprintf(sf, "# phases idle %lld %lld steady %lld %lld duty %lld %lld\n",
+				(long long)idle0, (long long)idle1, (long long)st0, (long long)st1,
+				(long long)du0, (long long)du1);
+			fclose(sf);
+		}
+	}
 
 	/* logger figures */
 	{

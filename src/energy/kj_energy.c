@@ -25,6 +25,8 @@
 #define KJ_RANGE_NS 300000000LL
 /* a window is "steady" when this much on both sides of it is */
 #define KJ_STEADY_NS 300000000LL
+/* ... and the power readings there spread by at most this fraction of the mean */
+#define KJ_STEADY_SPREAD 0.08
 
 struct pw {
 	int64_t t;
@@ -178,7 +180,7 @@ static void power_segment(const struct pw *p, size_t np, int64_t a, int64_t b, i
 
 /* A steady neighbourhood around [t0, t1]: the counter periods from KJ_STEADY_NS before to
  * KJ_STEADY_NS after the window all have the same mean power (within what their edge timing
- * explains, plus 2%), and the power readings there spread by less than 4%. Then the best
+ * explains, plus 2%), and the power readings there spread by at most KJ_STEADY_SPREAD. Then the best
  * estimate of any part of it is that mean power times the length (no edge timing error at the
  * window's ends). Returns 1 with the power *q_w and the bound *u_w on its error, else 0. */
 static int steady_power(const struct edge *e, size_t ne, const struct pw *p, size_t np,
@@ -217,7 +219,7 @@ static int steady_power(const struct edge *e, size_t ne, const struct pw *p, siz
 	if (p_gaps(p, np, e[i0].t, e[i1].t, max_gap_ns, &g) > 0 || g)
 		return 0;
 	p_range(p, np, e[i0].t, e[i1].t, &lo, &hi);
-	if (hi - lo > 0.04 * q)
+	if (hi - lo > KJ_STEADY_SPREAD * q)
 		return 0;
 	*q_w = q;
 	*u_w = 0.5 * (hi - lo) + q * (e[i0].sig_ns + e[i1].sig_ns) / (double)(e[i1].t - e[i0].t) +
