@@ -34,10 +34,13 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--keep", help="keep the traced run databases in this folder, and report the\n"
+                    " energy per forward of each default-mode run (kjoule compare) and its CV")
     a = ap.parse_args()
     model = [sys.executable, os.path.join(ROOT, "examples", "bloom560m.py"), "--iters", str(a.iters),
              "--warmup", str(a.warmup)]
-    tmp = tempfile.mkdtemp()
+    tmp = a.keep or tempfile.mkdtemp()
+    os.makedirs(tmp, exist_ok=True)
     configs = {
         "plain": lambda i: model,
         "kjoule_no_params": lambda i: [a.kjoule, "run", "--force", "-o", f"{tmp}/np{i}.kjdb", "--no-params", "--"] + model,
@@ -63,6 +66,21 @@ def main():
     extra_prof = summary["torch_profiler"]["ratio_to_plain"] - 1
     extra_kj = summary["kjoule_default"]["ratio_to_plain"] - 1
     summary["kjoule_default_extra_over_torch_profiler_extra"] = extra_kj / extra_prof if extra_prof > 0 else None
+    energy = None
+    if a.keep:
+        per_run = []
+        for i in range(a.rounds):
+            c = subprocess.run([a.kjoule, "compare", f"{tmp}/d{i}.kjdb", "--json"], capture_output=True, text=True)
+            try:
+                per_run.append(json.loads(c.stdout)["energy_measured_j"])
+            except (ValueError, KeyError):
+                per_run.append(None)
+        vals = [v for v in per_run if isinstance(v, (int, float))]
+        mean = sum(vals) / len(vals) if vals else None
+        cv = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 / mean if len(vals) > 1 and mean else None
+        energy = {"what": "energy per forward (kjoule compare energy_measured_j) of each kjoule_default run",
+                  "per_run_j": per_run, "mean_j": mean, "cv": cv, "target_cv": 0.01}
+        print(f"energy per forward over {len(vals)} runs: mean {mean} J, CV {cv}")
     dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     result = {"benchmark": "trace_overhead", "device": dev,
@@ -71,7 +89,7 @@ def main():
               "rounds": a.rounds, "iters": a.iters, "warmup": a.warmup,
               "targets": {"kjoule_no_params": 1.15, "kjoule_default": 1.20, "kjoule_api": 1.35,
                           "default_extra_vs_profiler_extra": 1 / 3, "rss_over_plain_mb": 200},
-              "summary": summary, "raw": raw}
+              "summary": summary, "energy_per_forward": energy, "raw": raw}
     with open(a.output, "w") as f:
         json.dump(result, f, indent=1)
     print(f"{'config':20s} {'ms/fwd':>8s} {'ratio':>6s} {'+RSS MB':>8s}")
