@@ -5,6 +5,8 @@
 set -u
 rec=$1 cubin=$2 kjoule=$3 dir=$4
 db=$dir/replay_test.kjdb
+# no driver, no GPU: the recorder (linked to libcuda) cannot even load
+if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
 "$rec" "$db" "$cubin"
 rc=$?
 [ $rc -eq 77 ] && exit 77
