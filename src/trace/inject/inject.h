@@ -29,6 +29,8 @@ void kj_spool_write(const void *rec, size_t size);
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
 /** Write what is buffered to the file now. */
 void kj_spool_flush(void);
+/** In a child forked without exec: forget the parent's spool without writing to it. */
+void kj_spool_abandon(void);
 /** Final flush, END record, close. Idempotent. */
 void kj_spool_close(int clean);
 /** Id of an interned string, writing a STRING record the first time. ptr_key: a stable

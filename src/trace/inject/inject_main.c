@@ -79,7 +79,7 @@ static void at_exit(void)
 /* After fork() without exec the child must not write into the parent's spool. */
 static void in_forked_child(void)
 {
-	kj_spool_close(0);
+	kj_spool_abandon();
 	started = 0;
 }
 

@@ -247,3 +247,14 @@ void kj_spool_problem(const char *fmt, ...)
 	r.len = (uint32_t)strlen(text);
 	kj_spool_write2(&r, sizeof(r), text, r.len);
 }
+
+void kj_spool_abandon(void)
+{
+	/* in a child forked without exec: the buffer holds the parent's records, the descriptor is
+	 * the parent's file; drop both without writing anything */
+	used = 0;
+	stopping = 1;
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+}
