@@ -520,7 +520,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 			kj_warnf("iteration %s faulted on random data (%s); again with %s data", it,
 				 c.s[0].error, fills[t + 1]);
 	}
-	for (size_t i = 0; first[0] && i < c.n; i++)
+	for (size_t i = 0; first[0] && i < c.n && i < sizeof(c.s) / sizeof(c.s[0]); i++)
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];
 			snprintf(note, sizeof(note), "data: fallback (random data failed: %.100s)%s%.100s", first,
