@@ -193,6 +193,16 @@ static struct buf make_spool(void)
 		m.is_memset = 1, m.value = 0, m.start_ns = 950, m.end_ns = 960;
 		put(&b, &m, sizeof(m), NULL, 0);
 	}
+	{
+		struct kj_rec_api a;
+		memset(&a, 0, sizeof(a));
+		a.h.type = KJ_REC_API;
+		a.start_ns = 90, a.end_ns = 95, a.domain = 2, a.cbid = 41, a.tid = 42, a.correlation = 14;
+		a.name_id = 3, a.bytes = 4096, a.stream = 7;
+		put(&b, &a, sizeof(a), NULL, 0);
+		a.domain = 1, a.cbid = 307, a.correlation = 10, a.bytes = -1, a.stream = -1, a.status = 700;
+		put(&b, &a, sizeof(a), NULL, 0);
+	}
 	put_marker(&b, 1, 2, 2, 10);     /* forward 1 starts */
 	put_marker(&b, 2, 2, 3, 20);     /* layer starts inside it */
 	put_marker(&b, 2, 4, 0, 150);    /* layer ends */
@@ -288,6 +298,12 @@ static void test_complete_spool(void **state)
 			    "HtoDpinneddevice");
 	assert_int_equal(q1(db, "SELECT count(*) FROM memset"), 1);
 	assert_int_equal(q1(db, "SELECT free_ns FROM allocation"), 6000);
+	/* API calls keep their domain, name, main argument, stream and status; unknown is NULL */
+	assert_int_equal(q1(db, "SELECT count(*) FROM api_call"), 2);
+	assert_int_equal(q1(db, "SELECT bytes FROM api_call WHERE domain = 'runtime' AND stream_id = 7"), 4096);
+	assert_int_equal(q1(db, "SELECT bytes IS NULL AND stream_id IS NULL FROM api_call WHERE domain = 'driver'"), 1);
+	assert_int_equal(q1(db, "SELECT status FROM api_call WHERE correlation_id = 10"), 700);
+	assert_int_equal(q1(db, "SELECT count(*) FROM api_call a JOIN kernel k ON k.correlation_id = a.correlation_id"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range"), 4);
 	assert_int_equal(q1(db, "SELECT depth FROM nvtx_range WHERE name='layer'"), 1);
 	assert_int_equal(q1(db, "SELECT p.start_ns FROM nvtx_range c JOIN nvtx_range p ON p.id=c.parent_id"
