@@ -504,7 +504,7 @@ fail:
 	free(run_pid);
 	kj_db_close(db);
 	unlink(tmpdb);
-	kj_errorf("run: trace files kept in %s", spool);
+	kj_errorf("run: trace files kept in %s (kjoule ingest %s -o RUN.kjdb)", spool, spool);
 	kj_sampler_close(sampler);
 	free(dcopy);
 	free(bcopy);

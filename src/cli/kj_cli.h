@@ -4,6 +4,7 @@
 
 /* Each returns the process exit code: 0 ok, 1 failure, 2 usage (run: the traced command's code). */
 int cmd_run(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_replay(int argc, char **argv);

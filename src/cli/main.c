@@ -12,6 +12,7 @@ struct kj_command {
 
 static const struct kj_command commands[] = {
 	{"run", cmd_run, "trace a CUDA program into a run database"},
+	{"ingest", cmd_ingest, "a run database from kept trace files"},
 	{"info", cmd_info, "what a run database holds"},
 	{"kernels", cmd_kernels, "unique kernels with counts, durations and tiers"},
 	{"replay", cmd_replay, "re-launch each captured kernel alone for latency and energy"},

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# kjoule ingest on synthetic spool files: unique kernels split by size words only (not pointers or
+# stack junk), NVTX iterations, cut files kept up to their last whole record, clear refusals.
+# usage: test_ingest.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1 src=$2
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+q() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$@"; }
+
+python3 "$src/tests/tools/mkspool.py" "$dir/s" --launches 1200 --functions 40 --per-iter 600
+"$kj" ingest "$dir/s" -o "$dir/a.kjdb" 2>/dev/null; rc=$?
+check "ingest succeeds" '[ $rc -eq 0 ]'
+check "all kernels" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM kernel")" = 1200 ]'
+check "40 functions x 2 sizes = 80 unique kernels" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM unique_kernel")" = 80 ]'
+check "each unique kernel keyed by parameters" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM unique_kernel WHERE keyed_by = \"params\"")" = 80 ]'
+check "one parameter block per unique kernel" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM launch_params")" = 80 ]'
+check "two closed iterations" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM nvtx_range WHERE name = \"forward\" AND end_ns IS NOT NULL")" = 2 ]'
+check "kernels command reads it" '"$kj" kernels "$dir/a.kjdb" --format csv | python3 -c "import sys,csv; r=list(csv.reader(sys.stdin)); sys.exit(len(r) != 81)"'
+
+"$kj" ingest "$dir/s" -o "$dir/it.kjdb" --params 0 --params-iteration 2 2>/dev/null
+check "--params-iteration keeps the 2nd iteration's 600 launches in order" \
+	'[ "$(q "$dir/it.kjdb" "SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = \"kernel\"")" = 600 ]'
+
+"$kj" ingest "$dir/s" -o "$dir/a.kjdb" 2>"$dir/err"; rc=$?
+check "existing output refused" '[ $rc -eq 1 ] && grep -q exists "$dir/err"'
+"$kj" ingest "$dir/nothere" -o "$dir/b.kjdb" 2>"$dir/err"; rc=$?
+check "missing directory named, exit 1" '[ $rc -eq 1 ] && grep -q nothere "$dir/err" && [ ! -e "$dir/b.kjdb" ]'
+"$kj" ingest 2>/dev/null; rc=$?
+check "no arguments: usage, exit 2" '[ $rc -eq 2 ]'
+
+python3 "$src/tests/tools/mkspool.py" "$dir/cut" --launches 500 --truncate 13
+"$kj" ingest "$dir/cut" -o "$dir/cut.kjdb" 2>/dev/null; rc=$?
+check "a cut file still ingests" '[ $rc -eq 0 ]'
+check "a cut file is reported" '[ "$(q "$dir/cut.kjdb" "SELECT count(*) FROM problem WHERE what LIKE \"%cut short%\"")" = 1 ]'
+check "records before the cut kept" '[ "$(q "$dir/cut.kjdb" "SELECT count(*) FROM kernel")" = 500 ]'
+mkdir "$dir/bad" && printf 'not a spool file, at all, no' > "$dir/bad/p1.spool"
+"$kj" ingest "$dir/bad" -o "$dir/bad.kjdb" 2>"$dir/err"; rc=$?
+check "a foreign file is named" 'grep -q "p1.spool" "$dir/err"'
+exit $fail
