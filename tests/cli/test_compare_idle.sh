@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# compare's idle term: the awake idle power read from the run's quiet full-clock readings, with
+# the deep idle power as fallback. Runs built here with known powers.
+# usage: test_compare_idle.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1 src=$2
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+# 3 forwards of 10 ms at 10 s, 10.1 s, 10.2 s, each with one 1 ms kernel
+python3 - "$dir/spec.json" <<'PY'
+import json, sys
+k, n = [], []
+for i in range(3):
+    t = 10_000_000_000 + i * 100_000_000
+    n.append({"name": "forward", "start": t, "end": t + 10_000_000})
+    k.append({"name": "_Z4gemmv", "start": t + 1_000_000, "end": t + 2_000_000, "unique": "g"})
+json.dump({"kernels": k, "nvtx": n}, open(sys.argv[1], "w"))
+PY
+mk() { # mk DB QUIET_CLOCK_MHZ: readings every 5 ms from 0 to 12 s; 80 W at 800 MHz for the first
+       # 2 s, then 125 W at QUIET_CLOCK_MHZ, but 200 W at 1980 MHz from 10 s to 10.3 s (the forwards)
+	python3 "$src/tests/tools/kjgen.py" -o "$1" --spec "$dir/spec.json" >/dev/null || return 1
+	python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); quiet_clk = int(sys.argv[2])
+dev = db.execute("SELECT min(id) FROM device").fetchone()[0]
+if dev is None:
+    db.execute("INSERT INTO device(id, uuid, name) VALUES(1, 'GPU-test', 'test')"); dev = 1
+db.execute("UPDATE kernel SET device_id = ?", (dev,))
+rows, e = [], 0.0
+for i in range(2400):
+    t = i * 5_000_000
+    w, clk = (80, 800) if t < 2e9 else (200, 1980) if 10e9 <= t < 10.3e9 else (125, quiet_clk)
+    e += w * 5  # mJ per 5 ms
+    rows.append((dev, t, w * 1000, w * 1000, int(e), 1 if i % 20 == 0 else 0, clk))
+db.executemany("INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj,"
+               " energy_updated, sm_clock_mhz) VALUES(?,?,?,?,?,?,?)", rows)
+db.execute("INSERT INTO idle_power(device_id, median_mw, p10_mw, p90_mw, samples, measured_ns, source)"
+           " VALUES(?, 80000, 79000, 81000, 100, 0, 'test')", (dev,))
+db.commit()
+PY
+}
+val() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print("null" if v is None else (round(v, 1) if isinstance(v, float) else v))' "$@"; }
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+
+mk "$dir/awake.kjdb" 1980 && "$kj" compare "$dir/awake.kjdb" --skip 0 --json > "$dir/awake.json" 2>/dev/null
+check "basis is awake when quiet full-clock readings exist" '[ "$(val "$dir/awake.json" idle_power_basis)" = awake ]'
+check "awake idle is the quiet full-clock power (125 W)" '[ "$(val "$dir/awake.json" awake_idle_power_w)" = 125.0 ]'
+check "deep idle reported beside it (80 W)" '[ "$(val "$dir/awake.json" deep_idle_power_w)" = 80.0 ]'
+check "idle term uses 125 W: 125 W x 9 ms = 1.125 J" '[ "$(val "$dir/awake.json" energy_idle_j)" = 1.1 ]'
+
+mk "$dir/deep.kjdb" 900 && "$kj" compare "$dir/deep.kjdb" --skip 0 --json > "$dir/deep.json" 2>/dev/null
+check "basis falls back to deep idle without quiet full-clock readings" '[ "$(val "$dir/deep.json" idle_power_basis)" = deep ]'
+check "awake idle unknown then" '[ "$(val "$dir/deep.json" awake_idle_power_w)" = null ]'
+check "text report names the basis" '"$kj" compare "$dir/deep.kjdb" --skip 0 2>/dev/null | grep -q "deep idle 80.0 W"'
+exit $fail
