@@ -7,6 +7,28 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 KJ_EXPECT=$dir/expected.json "$kj" run -o "$dir/run.kjdb" -- "$target"
 python3 "$checker" "$dir/run.kjdb" "$dir/expected.json"
+# --api: every runtime and driver call, with the main argument of copies and allocations;
+# --params-iteration: the 2nd 'iteration' range's launches kept in order
+KJ_EXPECT=$dir/expected2.json "$kj" run -o "$dir/api.kjdb" --api --params-iteration 2 \
+	--iteration-range iteration -- "$target"
+python3 - "$dir/api.kjdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+q = lambda s: db.execute(s).fetchone()[0]
+bad = []
+def check(what, cond):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond: bad.append(what)
+check("runtime launches recorded", q("SELECT count(*) FROM api_call WHERE name LIKE 'cudaLaunchKernel%'") >= 12)
+check("driver launches recorded", q("SELECT count(*) FROM api_call WHERE domain='driver' AND name LIKE 'cuLaunchKernel%'") >= 13)
+check("cudaMemcpy carries its bytes", q("SELECT count(*) FROM api_call WHERE name LIKE 'cudaMemcpy_v%' AND bytes = 4194304") == 2)
+check("cudaMallocAsync carries bytes and stream", q("SELECT count(*) FROM api_call WHERE name LIKE 'cudaMallocAsync%' AND bytes = 4194304 AND stream_id IS NOT NULL") == 1)
+check("calls nest inside their process's span", q("SELECT count(*) FROM api_call WHERE end_ns < start_ns") == 0)
+check("launch API joins its kernel", q("SELECT count(*) FROM api_call a JOIN kernel k ON k.correlation_id = a.correlation_id AND k.pid = a.pid WHERE a.domain='driver'") >= 13)
+check("iteration 2 kept: 5 kernels in order", q("SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = 'kernel'") == 5)
+check("iteration 2 parameters", q("SELECT count(*) FROM launch_params WHERE iteration = 2") == 5)
+sys.exit(1 if bad else 0)
+PY
 # exit code and crash handling: a program killed by a signal still leaves a valid database
 rc=0; "$kj" run -o "$dir/killed.kjdb" -- bash -c 'kill -9 $$' || rc=$?
 [ "$rc" -eq 137 ] || { echo "expected exit 137 for SIGKILL, got $rc"; exit 1; }
