@@ -739,7 +739,7 @@ struct word_stat {
 	uint64_t values[KJ_MAX_WORD_VALUES + 1];
 	int n;            /* distinct values seen (capped at KJ_MAX_WORD_VALUES + 1) */
 	int all_pointer;  /* every value is a device pointer */
-	int other_host;   /* every value but the reference one looks like a host address */
+	int any_host;     /* some value (the reference included) looks like a host address */
 };
 
 static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
@@ -800,7 +800,7 @@ static int classify(struct ingest *in)
 				ws->values[0] = word_value(g, &none, l->diffs[d].word);
 				ws->n = 1;
 				ws->all_pointer = is_device_pointer(in, ws->values[0]);
-				ws->other_host = 1;
+				ws->any_host = !ws->all_pointer && looks_like_host_address(ws->values[0]);
 				if ((rc = kj_map_put(index, wkey, si)) != 0)
 					break;
 			}
@@ -815,8 +815,8 @@ static int classify(struct ingest *in)
 			ws->values[ws->n++] = v;
 			if (ws->all_pointer && !is_device_pointer(in, v))
 				ws->all_pointer = 0;
-			if (ws->other_host && !looks_like_host_address(v))
-				ws->other_host = 0;
+			if (!ws->any_host && looks_like_host_address(v) && !is_device_pointer(in, v))
+				ws->any_host = 1;
 		}
 	}
 	/* the parameter words of each group: varying, not pointers, not junk */
@@ -828,7 +828,7 @@ static int classify(struct ingest *in)
 			if (!kj_map_get(index, ((uint64_t)gi << 24) | w, &si))
 				continue;
 			const struct word_stat *ws = &stats[si];
-			if (ws->all_pointer || ws->n > KJ_MAX_WORD_VALUES || ws->other_host)
+			if (ws->all_pointer || ws->n > KJ_MAX_WORD_VALUES || ws->any_host)
 				continue;
 			uint32_t *pw = realloc(g->param_words, (g->nparam_words + 1) * sizeof(*pw));
 			if (!pw) {

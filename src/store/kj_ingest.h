@@ -22,8 +22,9 @@ struct kj_ingest_stats {
  * Unique kernels: launches of one function with one geometry form a group; the tracer sends each
  * launch's parameter words that differ from the group's first launch. A parameter word is then
  * - a pointer, when all its values fall inside recorded device allocations,
- * - volatile, when it takes more than 8 values, or all its other values look like host addresses
- *   (uninitialised padding and unused array slots of by-value structs carry stack and heap junk),
+ * - volatile, when it takes more than 8 values, or one of its values looks like a host address
+ *   (uninitialised padding and unused array slots of by-value structs carry stack and heap junk,
+ *   often only in the first launch of a process, whose stack is still cold),
  * - else a parameter that tells different work apart (sizes, strides, scalars).
  * A unique kernel is a group split by the values of its parameter words.
  */

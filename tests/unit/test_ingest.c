@@ -168,6 +168,14 @@ static struct buf make_spool(void)
 	put_launch(&b, 10, 0xA, 100, 0, NULL);
 	put_launch(&b, 11, 0xA, 200, 2, d11);
 	put_launch(&b, 12, 0xA, 300, 2, d12);
+	{
+		/* group C: the first launch's word 0 holds stack junk, the later ones a small number */
+		const uint64_t ref_c[1] = {0x7ffe00000002ULL};
+		const uint64_t d21[] = {0, 2};
+		put_group(&b, 0xC, 512, 1, ref_c);
+		put_launch(&b, 20, 0xC, 120, 0, NULL);
+		put_launch(&b, 21, 0xC, 130, 1, d21);
+	}
 	put_group(&b, 0xB, 2048, 1, ref_b);
 	put_launch(&b, 13, 0xB, 400, 0, NULL);
 	put_launch(&b, 15, 0xB, 450, 0, NULL);
@@ -180,6 +188,8 @@ static struct buf make_spool(void)
 	put_kernel(&b, 12, 3000, 3100, 4096, 0);
 	put_kernel(&b, 13, 3200, 3300, 2048, 0);
 	put_kernel(&b, 99, 4000, 4100, 1024, 0);
+	put_kernel(&b, 20, 4200, 4210, 512, 0);
+	put_kernel(&b, 21, 4300, 4310, 512, 0);
 	put_kernel(&b, 555, 5000, 5050, 2048, 80);
 	{
 		struct kj_rec_memcpy m;
@@ -266,10 +276,12 @@ static void test_complete_spool(void **state)
 	end.t_ns = 7000;
 	put(&b, &end, sizeof(end), NULL, 0);
 	sqlite3 *db = ingest(&b, "complete", &opts, &st);
-	assert_int_equal(st.kernels, 6);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 6);
-	/* A split in two by its size word (not by pointer or junk), B, and one by geometry */
-	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 4);
+	assert_int_equal(st.kernels, 8);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 8);
+	/* A split in two by its size word (not by pointer or junk), B, C (junk only in its first
+	 * launch: one unique kernel), and one by geometry */
+	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 5);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (20, 21)"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel WHERE keyed_by='geometry'"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (10, 11)"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (10, 12)"), 2);
@@ -283,7 +295,7 @@ static void test_complete_spool(void **state)
 	assert_string_equal(qtext(db, "SELECT demangled FROM kernel_name", t, sizeof(t)),
 			    "kj_scale(float const*, float*, int, float)");
 	/* first-K capture, K = 1: one parameter block per unique kernel that has parameters */
-	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params"), 4);
 	assert_string_equal(qtext(db, "SELECT layout FROM launch_params WHERE correlation_id = 12", t, sizeof(t)),
 			    "0:8,8:8,16:8,24:8");
 	/* the block of launch 12 is the reference with its words applied: size 7, constant 9 */
@@ -351,7 +363,7 @@ static void test_truncated_spool(void **state)
 	b.n -= 5;
 	sqlite3 *db = ingest(&b, "cut", NULL, &st);
 	assert_int_equal(st.truncated_files, 1);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 6);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 8);
 	assert_int_equal(q1(db, "SELECT ended_cleanly FROM process"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE what LIKE '%cut short%'"), 1);
 	kj_db_close(db);
