@@ -30,7 +30,6 @@ struct run_opts {
 	const char *output;
 	int params_k;
 	int api;
-	int snapshot;
 	int force;
 	int params_iteration;
 	int runs, warmup;
@@ -346,11 +345,6 @@ int cmd_run(int argc, char **argv)
 		snprintf(k, sizeof(k), "%d", o.params_k);
 		setenv("KJOULE_PARAMS_K", k, 1);
 		setenv("KJOULE_API", o.api ? "1" : "0", 1);
-		setenv("KJOULE_SNAPSHOT", o.snapshot ? "1" : "0", 1);
-		snprintf(k, sizeof(k), "%d", o.params_iteration);
-		setenv("KJOULE_PARAMS_ITERATION", k, 1);
-		if (o.iteration_range)
-			setenv("KJOULE_ITERATION_RANGE", o.iteration_range, 1);
 	}
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000};
@@ -441,8 +435,8 @@ int cmd_run(int argc, char **argv)
 		kj_db_meta_set(db, "end_status", WIFSIGNALED(status) ? "signaled" : "exited");
 		if (WIFSIGNALED(status))
 			set_meta_int(db, "signal", WTERMSIG(status));
-		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"snapshot\":%d,\"power\":%d,"
-			 "\"power_interval_ms\":%d}", o.params_k, o.api, o.snapshot, sampler != NULL,
+		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
+			 "\"power_interval_ms\":%d}", o.params_k, o.api, o.params_iteration, sampler != NULL,
 			 o.power_interval_ms);
 		kj_db_meta_set(db, "capture", opts);
 		kj_db_meta_set(db, "traced", traced ? "1" : "0");

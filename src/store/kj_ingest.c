@@ -195,6 +195,18 @@ static int64_t name_id(struct ingest *in, uint32_t sid)
 	return id;
 }
 
+static char *layout_text(const uint32_t *layout, uint32_t n)
+{
+	char *text = malloc((size_t)n * 24 + 1);
+	size_t len = 0;
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	for (uint32_t i = 0; i < n; i++)
+		len += (size_t)sprintf(text + len, "%s%u:%u", i ? "," : "", layout[2 * i], layout[2 * i + 1]);
+	return text;
+}
+
 struct unique_desc {
 	uint64_t key;
 	int by_params;
@@ -239,14 +251,7 @@ static int64_t unique_id(struct ingest *in, const struct unique_desc *d)
 		bind_opt_i64(st, 13, d->have_static, d->shmem_static);
 		bind_opt_i64(st, 14, d->have_static, d->registers);
 		if (d->layout) {
-			layout = malloc((size_t)d->nparams * 24 + 1);
-			if (layout) {
-				size_t len = 0;
-				layout[0] = '\0';
-				for (uint32_t i = 0; i < d->nparams; i++)
-					len += (size_t)sprintf(layout + len, "%s%u:%u", i ? "," : "",
-							       d->layout[2 * i], d->layout[2 * i + 1]);
-			}
+			layout = layout_text(d->layout, d->nparams);
 			sqlite3_bind_int64(st, 15, d->param_bytes);
 			sqlite3_bind_text(st, 16, layout ? layout : "", -1, SQLITE_TRANSIENT);
 		}
@@ -850,18 +855,6 @@ static int classify(struct ingest *in)
 	free(stats);
 	kj_map_free(index);
 	return rc;
-}
-
-static char *layout_text(const uint32_t *layout, uint32_t n)
-{
-	char *text = malloc((size_t)n * 24 + 1);
-	size_t len = 0;
-	if (!text)
-		return NULL;
-	text[0] = '\0';
-	for (uint32_t i = 0; i < n; i++)
-		len += (size_t)sprintf(text + len, "%s%u:%u", i ? "," : "", layout[2 * i], layout[2 * i + 1]);
-	return text;
 }
 
 /* Write one launch's full parameter block (its group's reference with its words applied). */

@@ -31,8 +31,8 @@ enum kj_rec_type {
 	KJ_REC_GRAPHNODE,     /* graph node -> the launch (correlation) that created it */
 	KJ_REC_END,           /* clean end of the process's trace */
 	KJ_REC_DROPPED,       /* CUPTI dropped records */
-	KJ_REC_SEQOP,         /* stream op inside the captured iteration (--params-iteration) */
-	KJ_REC_SNAPSHOT,      /* device buffer contents (--snapshot) */
+	KJ_REC_SEQOP,         /* reserved (iteration sequences are built at ingest) */
+	KJ_REC_SNAPSHOT,      /* reserved for device buffer contents (--snapshot) */
 };
 
 struct kj_rec_hdr {
@@ -179,20 +179,6 @@ struct kj_rec_graphnode {
 struct kj_rec_dropped {
 	struct kj_rec_hdr h;
 	uint64_t count;
-};
-
-struct kj_rec_seqop {
-	struct kj_rec_hdr h;
-	int64_t t_ns;
-	uint64_t event;  /* CUevent handle value, for record/wait pairing */
-	uint64_t bytes;
-	uint32_t iteration, ordinal, stream, op, correlation, kind;
-};
-
-struct kj_rec_snapshot {
-	struct kj_rec_hdr h;
-	uint64_t address, bytes;
-	uint32_t correlation, pad; /* followed by the bytes */
 };
 
 #define KJ_REC_ALIGN(n) (((n) + 7u) & ~7u)

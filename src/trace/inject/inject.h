@@ -12,10 +12,6 @@
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int api;             /* record every driver and runtime API call */
-	int snapshot;        /* save buffers the captured parameters point to */
-	int64_t snapshot_cap;/* bytes at most per run */
-	int params_iteration;/* capture every launch of the N-th iteration range (0: off) */
-	char iteration_range[128];
 };
 
 extern struct kj_inject_config kj_cfg;
@@ -33,8 +29,7 @@ void kj_spool_flush(void);
 void kj_spool_abandon(void);
 /** Final flush, END record, close. Idempotent. */
 void kj_spool_close(int clean);
-/** Id of an interned string, writing a STRING record the first time. ptr_key: a stable
- *  pointer for the string (CUPTI-owned names) or NULL to intern by content. */
+/** Id of an interned string (by content), writing a STRING record the first time. */
 uint32_t kj_spool_string(const char *s);
 /** Report a problem once per distinct text (also printed to stderr once). */
 void kj_spool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -40,44 +40,43 @@ static void put_kernel(const CUpti_ActivityKernel10 *k)
 	kj_spool_write(&r, sizeof(r));
 }
 
+/* Copies and memsets share one record; fill what they have in common. */
+static void put_copy(int type, int64_t start, int64_t end, uint64_t bytes, uint64_t node,
+		     uint32_t dev, uint32_t ctx, uint32_t stream, uint32_t corr, struct kj_rec_memcpy *r)
+{
+	r->h.type = (uint32_t)type;
+	r->h.size = sizeof(*r);
+	r->start_ns = start;
+	r->end_ns = end;
+	r->bytes = bytes;
+	r->graph_node_id = node;
+	r->device = dev;
+	r->context = ctx;
+	r->stream = stream;
+	r->correlation = corr;
+	kj_spool_write(r, sizeof(*r));
+}
+
 static void put_memcpy(const CUpti_ActivityMemcpy6 *m)
 {
 	struct kj_rec_memcpy r;
 	memset(&r, 0, sizeof(r));
-	r.h.type = KJ_REC_MEMCPY;
-	r.h.size = sizeof(r);
-	r.start_ns = (int64_t)m->start;
-	r.end_ns = (int64_t)m->end;
-	r.bytes = m->bytes;
-	r.graph_node_id = m->graphNodeId;
-	r.device = m->deviceId;
-	r.context = m->contextId;
-	r.stream = m->streamId;
-	r.correlation = m->correlationId;
 	r.copy_kind = m->copyKind;
 	r.src_kind = m->srcKind;
 	r.dst_kind = m->dstKind;
-	kj_spool_write(&r, sizeof(r));
+	put_copy(KJ_REC_MEMCPY, (int64_t)m->start, (int64_t)m->end, m->bytes, m->graphNodeId, m->deviceId,
+		 m->contextId, m->streamId, m->correlationId, &r);
 }
 
 static void put_memset(const CUpti_ActivityMemset4 *m)
 {
 	struct kj_rec_memcpy r;
 	memset(&r, 0, sizeof(r));
-	r.h.type = KJ_REC_MEMSET;
-	r.h.size = sizeof(r);
-	r.start_ns = (int64_t)m->start;
-	r.end_ns = (int64_t)m->end;
-	r.bytes = m->bytes;
-	r.graph_node_id = m->graphNodeId;
-	r.device = m->deviceId;
-	r.context = m->contextId;
-	r.stream = m->streamId;
-	r.correlation = m->correlationId;
 	r.dst_kind = (uint8_t)m->memoryKind;
 	r.is_memset = 1;
 	r.value = m->value;
-	kj_spool_write(&r, sizeof(r));
+	put_copy(KJ_REC_MEMSET, (int64_t)m->start, (int64_t)m->end, m->bytes, m->graphNodeId, m->deviceId,
+		 m->contextId, m->streamId, m->correlationId, &r);
 }
 
 static void put_memory(const CUpti_ActivityMemory4 *m)

@@ -86,7 +86,6 @@ static void in_forked_child(void)
 static void start(void)
 {
 	const char *dir = getenv("KJOULE_SPOOL");
-	const char *range = getenv("KJOULE_ITERATION_RANGE");
 	if (!dir || !*dir) {
 		fprintf(stderr, "kjoule: injection library loaded without KJOULE_SPOOL: not tracing "
 				"(use `kjoule run -- CMD`)\n");
@@ -94,10 +93,6 @@ static void start(void)
 	}
 	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
 	kj_cfg.api = env_int("KJOULE_API", 0);
-	kj_cfg.snapshot = env_int("KJOULE_SNAPSHOT", 0);
-	kj_cfg.params_iteration = env_int("KJOULE_PARAMS_ITERATION", 0);
-	if (range)
-		snprintf(kj_cfg.iteration_range, sizeof(kj_cfg.iteration_range), "%s", range);
 	if (kj_spool_open(dir) != 0)
 		return;
 	started = 1;
