@@ -11,7 +11,7 @@
 
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
-	int api;             /* record every driver and runtime API call */
+	int api;             /* record API calls: bit 0 driver, bit 1 runtime (3: every call); 4: no records */
 };
 
 extern struct kj_inject_config kj_cfg;

@@ -611,6 +611,8 @@ static void api_args(CUpti_CallbackId id, const CUpti_CallbackData *cb, struct k
 
 static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
+	if (kj_cfg.api & 4)
+		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (tl_api_depth < API_DEPTH)
 			tl_api_start[tl_api_depth] = kj_now_ns();
@@ -680,7 +682,8 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		return;
 	}
 	const CUpti_CallbackData *cb = data;
-	if (kj_cfg.api && (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API))
+	if ((domain == CUPTI_CB_DOMAIN_DRIVER_API && (kj_cfg.api & 1)) ||
+	    (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (kj_cfg.api & 2)))
 		api_call(domain, id, cb);
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
@@ -734,9 +737,9 @@ int kj_callbacks_start(void)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
-	if (kj_cfg.api) {
+	if (kj_cfg.api & 1)
 		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	if (kj_cfg.api & 2)
 		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-	}
 	return 0;
 }

@@ -93,6 +93,9 @@ static void start(void)
 	}
 	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
 	kj_cfg.api = env_int("KJOULE_API", 0);
+	if (kj_cfg.api) /* KJOULE_API_DOMAINS, for cost studies: bits 1 driver, 2 runtime (3 both,
+			 * the default); + 4: callbacks enabled but nothing recorded */
+		kj_cfg.api = env_int("KJOULE_API_DOMAINS", 3) & 7;
 	if (kj_spool_open(dir) != 0)
 		return;
 	started = 1;
