@@ -21,7 +21,7 @@
 struct replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
-	int graph;
+	int graph, verify;
 	long long iteration;
 	double energy_s;
 };
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		"usage: kjoule replay RUN.kjdb [--runs N] [--warmup W] [--cache warm|cold|both]\n"
 		"                     [--energy] [--unroll U] [--energy-seconds S] [--kernel PATTERN]\n"
 		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
-		"                     [--timer cupti|events] [--relocate]\n"
+		"                     [--timer cupti|events] [--relocate] [--verify]\n"
 		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--runs N] [--energy]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
 		"  --relocate       do not re-create original addresses: relocate pointers (testing)\n"
+		"  --verify         run each kernel once on the buffers saved by `kjoule run --snapshot`\n"
+		"                   and compare its outputs with the saved ones, bit for bit\n"
 		"  --sequence       replay one captured iteration (kjoule run --params-iteration) in order,\n"
 		"                   on its streams with its event dependencies; --graph: also as one CUDA\n"
 		"                   graph (energy per iteration with --energy); results in replay_sequence\n"
@@ -284,6 +286,8 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 		}
 		if (o->relocate)
 			argv[k++] = "--relocate";
+		if (o->verify)
+			argv[k++] = "--verify";
 		for (size_t i = 0; i < ntodo; i++)
 			if (tier[todo[i]] == t) {
 				snprintf(ids[b.n], sizeof(ids[0]), "%" PRId64, plan->items[todo[i]].unique_id);
@@ -389,6 +393,8 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->any_arch = 1;
 		} else if (!strcmp(a, "--relocate")) {
 			o->relocate = 1;
+		} else if (!strcmp(a, "--verify")) {
+			o->verify = 1;
 		} else if (!strcmp(a, "--sequence")) {
 			o->sequence = 1;
 		} else if (!strcmp(a, "--graph")) {

@@ -30,6 +30,7 @@ struct run_opts {
 	const char *output;
 	int params_k;
 	int api;
+	int snapshot_mb; /* 0: no buffer snapshots */
 	int force;
 	int params_iteration;
 	int runs, warmup;
@@ -45,7 +46,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api] [--runs N --warmup W]\n"
-		"                  [--params-iteration N] [--iteration-range NAME] [--no-power]\n"
+		"                  [--params-iteration N] [--iteration-range NAME] [--snapshot[=MB]]\n"
+		"                  [--no-power]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
 		"  -o PATH             output (default kjoule.kjdb); refused if it exists, unless --force\n"
@@ -56,6 +58,9 @@ static void usage(FILE *f)
 		"                      and its kernels/copies in order, for `kjoule replay --sequence`\n"
 		"  --iteration-range NAME  the NVTX range that marks iterations (default: the most\n"
 		"                      repeated top-level range)\n"
+		"  --snapshot[=MB]     save the device buffers each launch group's first launch points to,\n"
+		"                      before and after it (for `kjoule replay --verify`); at most MB MiB\n"
+		"                      in all (default 1024). Synchronises around those launches.\n"
 		"  --no-power          do not sample GPU power and energy\n"
 		"  --runs N --warmup W run CMD W+N times in one trace; each timed run is an iteration\n"
 		"                      (NVTX-like range 'kjoule.run', warm-ups 'kjoule.warmup')\n"
@@ -96,9 +101,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		} else if (!strcmp(a, "--api")) {
 			o->api = 1;
 		} else if (!strcmp(a, "--snapshot")) {
-			kj_errorf("run: --snapshot (buffer contents for replay --verify) is not implemented "
-				  "in this version; replay fills buffers with random data");
-			return -1;
+			o->snapshot_mb = 1024;
+		} else if (!strncmp(a, "--snapshot=", 11)) {
+			char *end;
+			long mb = strtol(a + 11, &end, 10);
+			if (*end || end == a + 11 || mb < 1 || mb > 1048576) {
+				kj_errorf("run: --snapshot=MB wants 1..1048576 MiB, got '%s'", a + 11);
+				return -1;
+			}
+			o->snapshot_mb = (int)mb;
 		} else if (!strcmp(a, "--force")) {
 			o->force = 1;
 		} else if (!strcmp(a, "--no-power")) {
@@ -309,6 +320,10 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (o.snapshot_mb && !o.params_k) {
+		kj_errorf("run: --snapshot needs launch parameters (it saves what they point to): drop --no-params");
+		return 2;
+	}
 	struct stat sb;
 	if (lstat(o.output, &sb) == 0 && !o.force) {
 		kj_errorf("run: %s exists; choose another -o or add --force", o.output);
@@ -345,6 +360,8 @@ int cmd_run(int argc, char **argv)
 		snprintf(k, sizeof(k), "%d", o.params_k);
 		setenv("KJOULE_PARAMS_K", k, 1);
 		setenv("KJOULE_API", o.api ? "1" : "0", 1);
+		snprintf(k, sizeof(k), "%d", o.snapshot_mb);
+		setenv("KJOULE_SNAPSHOT_MB", k, 1);
 	}
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000};

@@ -314,6 +314,10 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 			r->unique_id, r->unroll, r->energy_launches, r->seconds, r->energy_mj_per_launch,
 			r->energy_unc_mj, r->power_mw, r->idle_mw, r->dynamic_mj_per_launch,
 			r->method[0] ? r->method : "none");
+	if (r->verify[0])
+		fprintf(f, "KJ_VERIFY\tunique=%" PRId64 "\tverify=%s\tbuffers=%" PRId64 "\tbytes=%" PRId64
+			   "\tdiff=%" PRId64 "\n",
+			r->unique_id, r->verify, r->verify_buffers, r->verify_bytes, r->verify_diff_bytes);
 	clean(err, sizeof(err), r->error);
 	fprintf(f, "KJ_RESULT\tunique=%" PRId64 "\tstatus=%s\terror=%s\n", r->unique_id,
 		r->status[0] ? r->status : "failed", err);
@@ -399,6 +403,13 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 		if (!field(line, "method", r->method, sizeof(r->method)))
 			snprintf(r->method, sizeof(r->method), "unknown");
 		r->has_energy = 1;
+		return 1;
+	}
+	if (!strncmp(line, "KJ_VERIFY\t", 10)) {
+		if (!field(line, "verify", r->verify, sizeof(r->verify)) ||
+		    field_i64(line, "buffers", &r->verify_buffers) || field_i64(line, "bytes", &r->verify_bytes) ||
+		    field_i64(line, "diff", &r->verify_diff_bytes))
+			return KJ_EINVAL;
 		return 1;
 	}
 	if (!strncmp(line, "KJ_RESULT\t", 10)) {

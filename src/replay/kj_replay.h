@@ -121,6 +121,10 @@ struct kj_replay_result {
 	double seconds, energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw;
 	double dynamic_mj_per_launch; /* NAN when idle power is unknown */
 	char method[32];
+	/* --verify: outputs against the run's after-launch snapshot. verify: "" (not asked),
+	 * identical | differs | no-snapshot (no before+after snapshot of the replayed launch) */
+	char verify[16];
+	int64_t verify_buffers, verify_bytes, verify_diff_bytes;
 };
 
 /** @brief A result with status "failed"/"skipped" and its reason (printf-style). */
@@ -129,7 +133,7 @@ void kj_replay_result_set(struct kj_replay_result *r, const char *status, const 
 
 /**
  * @brief The worker's stdout protocol: one line per record, tab-separated key=value fields after a
- *        tag: "KJ_RESULT", "KJ_TIMING" (cache=warm|cold), "KJ_ENERGY", "KJ_DEVICE". Values never
+ *        tag: "KJ_RESULT", "KJ_TIMING" (cache=warm|cold), "KJ_ENERGY", "KJ_VERIFY", "KJ_DEVICE". Values never
  *        hold tabs or newlines (kj_replay_emit replaces them).
  */
 void kj_replay_emit(FILE *f, const struct kj_replay_result *r);
@@ -185,7 +189,12 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 /** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */
 void kj_replay_plan_free(struct kj_replay_plan *plan);
 
-/** @brief Store results in replay_kernel / replay_energy, one transaction, INSERT OR REPLACE. */
+/** replay_verify: created by the first `replay --verify` (older runs lack it). */
+#define KJ_REPLAY_VERIFY_TABLE                                                                     \
+	"CREATE TABLE IF NOT EXISTS replay_verify(unique_id INTEGER PRIMARY KEY, result TEXT,"   \
+	" buffers INTEGER, bytes INTEGER, differing_bytes INTEGER, replayed_at TEXT)"
+
+/** @brief Store results in replay_kernel / replay_energy / replay_verify, one transaction, INSERT OR REPLACE. */
 int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan);
 
 /** @brief Table sorted by count x median (warm, else cold), then coverage. */

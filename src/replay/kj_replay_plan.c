@@ -188,7 +188,7 @@ static void bind_timing(sqlite3_stmt *st, const struct kj_replay_timing *t)
 
 int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 {
-	sqlite3_stmt *k = NULL, *e = NULL;
+	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL;
 	char when[32];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -205,7 +205,11 @@ int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 	    kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_energy(unique_id, unroll, launches, seconds,"
 			  " energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw, dynamic_mj_per_launch,"
-			  " method, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &e))
+			  " method, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &e) ||
+	    kj_db_exec(db, KJ_REPLAY_VERIFY_TABLE, "create replay_verify") ||
+	    kj_db_prepare(db,
+			  "INSERT OR REPLACE INTO replay_verify(unique_id, result, buffers, bytes,"
+			  " differing_bytes, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &v))
 		goto out;
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct kj_replay_result *r = &plan->items[i].res;
@@ -227,6 +231,19 @@ int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 			sqlite3_bind_text(k, 11, when, -1, SQLITE_STATIC);
 			if (sqlite3_step(k) != SQLITE_DONE) {
 				kj_errorf("database: storing replay_kernel: %s", sqlite3_errmsg(db));
+				goto out;
+			}
+		}
+		if (r->verify[0]) {
+			sqlite3_reset(v);
+			sqlite3_bind_int64(v, 1, r->unique_id);
+			sqlite3_bind_text(v, 2, r->verify, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_int64(v, 3, r->verify_buffers);
+			sqlite3_bind_int64(v, 4, r->verify_bytes);
+			sqlite3_bind_int64(v, 5, r->verify_diff_bytes);
+			sqlite3_bind_text(v, 6, when, -1, SQLITE_STATIC);
+			if (sqlite3_step(v) != SQLITE_DONE) {
+				kj_errorf("database: storing replay_verify: %s", sqlite3_errmsg(db));
 				goto out;
 			}
 		}
@@ -259,6 +276,7 @@ int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 out:
 	sqlite3_finalize(k);
 	sqlite3_finalize(e);
+	sqlite3_finalize(v);
 	if (rc) {
 		kj_db_exec(db, "ROLLBACK", "rollback replay results");
 		return rc;
@@ -409,6 +427,23 @@ void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan)
 					plan->items[i].res.status[0] ? plan->items[i].res.status : "failed",
 					plan->items[i].res.error[0] ? plan->items[i].res.error : "no result");
 	}
+	size_t nver = 0, vcount[4] = {0};
+	static const char *const vname[4] = {"identical", "differs", "partial", "no-snapshot"};
+	for (size_t i = 0; i < plan->n; i++)
+		for (int j = 0; j < 4 && plan->items[i].res.verify[0]; j++)
+			if (!strcmp(plan->items[i].res.verify, vname[j]))
+				vcount[j]++, nver++;
+	if (nver) {
+		fprintf(f, "verify (outputs vs the run's after-launch snapshot): identical %zu, differs %zu, "
+			   "partial %zu, no snapshot %zu\n", vcount[0], vcount[1], vcount[2], vcount[3]);
+		for (size_t i = 0; i < plan->n; i++)
+			if (!strcmp(plan->items[i].res.verify, "differs"))
+				fprintf(f, "  %" PRId64 " %.60s: %" PRId64 " of %" PRId64 " bytes differ in %" PRId64
+					   " buffers\n", plan->items[i].unique_id,
+					plan->items[i].mangled ? plan->items[i].mangled : "?",
+					plan->items[i].res.verify_diff_bytes, plan->items[i].res.verify_bytes,
+					plan->items[i].res.verify_buffers);
+	}
 	if (plan->traced_busy_ns > 0) {
 		fprintf(f, "traced GPU busy (sum of kernel durations): %.3f ms", plan->traced_busy_ns / 1e6);
 		if (c.any_warm)
@@ -478,6 +513,11 @@ char *kj_replay_report_json(const struct kj_replay_plan *plan)
 						      "method", r->method));
 		else
 			json_object_set_new(k, "energy", json_null());
+		if (r->verify[0])
+			json_object_set_new(k, "verify",
+					    json_pack("{s:s, s:I, s:I, s:I}", "result", r->verify, "buffers",
+						      (json_int_t)r->verify_buffers, "bytes", (json_int_t)r->verify_bytes,
+						      "differing_bytes", (json_int_t)r->verify_diff_bytes));
 		json_array_append_new(arr, k);
 	}
 	json_object_set_new(root, "kernels", arr);

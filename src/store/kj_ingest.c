@@ -22,7 +22,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_COUNT
 };
 
 static const char *const stmt_sql[S_COUNT] = {
@@ -68,6 +68,8 @@ static const char *const stmt_sql[S_COUNT] = {
 			  " cuda_version = ?10, pci_bus_id = coalesce(pci_bus_id, ?11) WHERE id = ?1",
 	[S_PROCDEV] = "INSERT OR REPLACE INTO process_device(pid, ordinal, device_id) VALUES(?,?,?)",
 	[S_CLOCK] = "INSERT INTO clock_sync(pid, trace_ns, monotonic_ns, realtime_ns) VALUES(?,?,?,?)",
+	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
+		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
 };
 
 struct launch_info {
@@ -524,6 +526,54 @@ static int put_module(struct ingest *in, const struct kj_rec_module *m)
 	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, m->t_ns);
 	return step_done(in, st);
+}
+
+/* A buffer snapshot, compressed with zstd (kept raw when that does not shrink it). */
+static int put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r)
+{
+	const unsigned char *bytes = (const unsigned char *)(r + 1);
+	sqlite3_stmt *st = in->st[S_SNAPSHOT];
+	size_t cap, zn;
+	void *z;
+	int rc;
+	if (sizeof(*r) + r->bytes > r->h.size)
+		return KJ_EINVAL;
+	cap = ZSTD_compressBound(r->bytes);
+	z = malloc(cap ? cap : 1);
+	if (!z)
+		return KJ_ENOMEM;
+	zn = ZSTD_compress(z, cap, bytes, r->bytes, 1);
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, (int64_t)r->address);
+	sqlite3_bind_int64(st, 3, (int64_t)r->bytes);
+	sqlite3_bind_int64(st, 4, r->correlation);
+	if (ZSTD_isError(zn) || zn >= r->bytes) {
+		sqlite3_bind_text(st, 5, "none", -1, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, 6, bytes, r->bytes, SQLITE_STATIC);
+	} else {
+		sqlite3_bind_text(st, 5, "zstd", -1, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, 6, z, zn, SQLITE_STATIC);
+	}
+	sqlite3_bind_text(st, 7, r->phase ? "after" : "before", -1, SQLITE_STATIC);
+	bind_opt_i64(st, 8, r->copy_correlation != 0, r->copy_correlation);
+	rc = step_done(in, st);
+	free(z);
+	in->stats->snapshots++;
+	in->stats->snapshot_bytes += (int64_t)r->bytes;
+	return rc;
+}
+
+/* The snapshot's own device-to-host copies are kjoule's, not the program's. */
+static int drop_own_copies(struct ingest *in)
+{
+	char sql[256];
+	if (!in->stats->snapshots)
+		return 0;
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM memcpy WHERE pid = %lld AND correlation_id IN (SELECT copy_correlation_id"
+		 " FROM snapshot WHERE pid = %lld AND copy_correlation_id IS NOT NULL)",
+		 (long long)in->pid, (long long)in->pid);
+	return kj_db_exec(in->db, sql, "leave out the snapshot's own copies");
 }
 
 static int put_device(struct ingest *in, const struct kj_rec_device *d)
@@ -1131,6 +1181,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_module))
 				rc = put_module(in, r);
 			break;
+		case KJ_REC_SNAPSHOT:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_snapshot))
+				rc = put_snapshot(in, r);
+			break;
 		case KJ_REC_CLOCK:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_clock)) {
 				const struct kj_rec_clock *c = r;
@@ -1385,7 +1439,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = put_ranges(&in)) != 0 ||
-	    (rc = put_iteration(&in)) != 0)
+	    (rc = put_iteration(&in)) != 0 || (rc = drop_own_copies(&in)) != 0)
 		goto out;
 	if ((rc = count_launches(db)) != 0)
 		goto out;

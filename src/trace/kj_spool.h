@@ -32,7 +32,7 @@ enum kj_rec_type {
 	KJ_REC_END,           /* clean end of the process's trace */
 	KJ_REC_DROPPED,       /* CUPTI dropped records */
 	KJ_REC_SEQOP,         /* reserved (iteration sequences are built at ingest) */
-	KJ_REC_SNAPSHOT,      /* reserved for device buffer contents (--snapshot) */
+	KJ_REC_SNAPSHOT,      /* device buffer contents around a launch (--snapshot) */
 };
 
 struct kj_rec_hdr {
@@ -139,6 +139,17 @@ struct kj_rec_group {
 	uint32_t blob_len;    /* 0 when parameters are not captured or not readable */
 	uint32_t pad[2];
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
+};
+
+/* The bytes of one device buffer (or a chunk of it, at address) that a launch's parameters point
+ * to, copied with the context idle: phase 0 just before the launch, 1 just after it finished. */
+struct kj_rec_snapshot {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint64_t address, bytes;
+	uint32_t correlation, phase;
+	uint32_t copy_correlation, pad; /* kjoule's own copy, to leave out of the run's copies */
+	/* followed by the bytes */
 };
 
 struct kj_rec_module {

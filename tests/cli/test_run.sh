@@ -36,6 +36,13 @@ check "existing output refused" '[ $rc -ne 0 ] && grep -q "exists" "$dir/err"'
 "$kj" run --force -o "$dir/ok.kjdb" -- sh -c 'exit 0' 2>/dev/null; rc=$?
 check "--force replaces it" '[ $rc -eq 0 ] && [ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE key=\"command\"")" = "[\"sh\",\"-c\",\"exit 0\"]" ]'
 
+"$kj" run --snapshot=0 -o "$dir/s0.kjdb" -- true 2>"$dir/err"; rc=$?
+check "--snapshot=0 refused, naming the option" '[ $rc -eq 2 ] && grep -q -- "--snapshot=MB" "$dir/err" && [ ! -e "$dir/s0.kjdb" ]'
+"$kj" run --snapshot --no-params -o "$dir/s1.kjdb" -- true 2>"$dir/err"; rc=$?
+check "--snapshot without parameters refused" '[ $rc -eq 2 ] && grep -q "needs launch parameters" "$dir/err" && [ ! -e "$dir/s1.kjdb" ]'
+"$kj" run --snapshot=64 -o "$dir/s2.kjdb" -- true 2>/dev/null; rc=$?
+check "--snapshot=64 accepted" '[ $rc -eq 0 ] && [ -s "$dir/s2.kjdb" ]'
+
 ln -s /etc/passwd "$dir/link.kjdb"
 "$kj" run --force -o "$dir/link.kjdb" -- true 2>"$dir/err"; rc=$?
 check "a symlink at the output is not followed or replaced" '[ $rc -ne 0 ] && [ -L "$dir/link.kjdb" ]'

@@ -46,13 +46,14 @@ struct opts {
 	int debug;
 	double energy_s;
 	int probe;
+	int verify;       /* compare outputs with the run's after-launch snapshot */
 };
 
 /* One launch as captured: function, geometry, parameter block and its pointer words. */
 struct klaunch {
 	CUfunction fn;
 	char *mangled;
-	int64_t pid, launch_ns;
+	int64_t pid, launch_ns, correlation;
 	unsigned grid[3], block[3], cluster[3], shmem;
 	uint8_t *blob;
 	size_t blob_len;
@@ -137,11 +138,14 @@ static int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 			  "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
 			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
-			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic"
+			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id"
 			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 			  " JOIN launch_params p ON p.unique_id = u.id"
 			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
-			  " ORDER BY (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1", &st)) {
+			  /* the launch whose buffers were snapshotted, when there is one */
+			  " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
+			  " AND s.correlation_id = p.correlation_id),"
+			  " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1", &st)) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
@@ -159,6 +163,7 @@ static int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->mangled = strdup((const char *)sqlite3_column_text(st, 0));
 	k->pid = col_i64(st, 1, -1);
 	k->launch_ns = col_i64(st, 2, -1);
+	k->correlation = col_i64(st, 25, -1);
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
@@ -280,50 +285,129 @@ static int fill_regions(struct replay *R)
 	return 0;
 }
 
-/* Overlay the run's --snapshot data where it falls inside the re-created regions. */
-static int apply_snapshot(struct replay *R, int *applied)
+/* A snapshot row's bytes (decompressed when zstd), or NULL. *owned: caller frees. */
+static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
+{
+	const char *codec = (const char *)sqlite3_column_text(st, 2);
+	const void *data = sqlite3_column_blob(st, 3);
+	size_t len = (size_t)sqlite3_column_bytes(st, 3);
+	*owned = 0;
+	if (codec && !strcmp(codec, "zstd")) {
+		void *buf = malloc(*bytes ? *bytes : 1);
+		if (!buf)
+			return NULL;
+		size_t got = ZSTD_decompress(buf, *bytes, data, len);
+		if (ZSTD_isError(got) || got != *bytes) {
+			free(buf);
+			return NULL;
+		}
+		*owned = 1;
+		return buf;
+	}
+	if (len < *bytes)
+		*bytes = len;
+	return data;
+}
+
+/* The re-created region holding [addr, addr+bytes), or -1. */
+static int region_holding(const struct replay *R, uint64_t addr, size_t bytes)
+{
+	for (size_t g = 0; g < R->nregions; g++) {
+		uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;
+		if (addr >= b && addr + bytes <= e)
+			return (int)g;
+	}
+	return -1;
+}
+
+/* Overlay the run's --snapshot data where it falls inside the re-created regions: the buffers
+ * as they were before launches, this kernel's own launch last (other launches' data is still
+ * better than random: valid indices, real values). *exact: rows of this very launch applied. */
+static int apply_snapshot(struct replay *R, int *applied, int *exact)
 {
 	sqlite3_stmt *st = NULL;
 	*applied = 0;
-	if (kj_db_prepare(R->db, "SELECT address, bytes, codec, data FROM snapshot"
-				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL ORDER BY id",
+	if (exact)
+		*exact = 0;
+	if (kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+				 " AND (phase IS NULL OR phase = 'before')"
+				 " ORDER BY (correlation_id IS ?2), id",
+			  &st) &&
+	    kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+				 " ORDER BY (correlation_id IS ?2), id",
 			  &st))
 		return 0; /* older databases: no snapshot table is not an error */
 	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.correlation);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
-		const char *codec = (const char *)sqlite3_column_text(st, 2);
-		const void *data = sqlite3_column_blob(st, 3);
-		size_t len = (size_t)sqlite3_column_bytes(st, 3);
-		void *buf = (void *)data;
-		int owned = 0;
-		if (codec && !strcmp(codec, "zstd")) {
-			buf = malloc(bytes ? bytes : 1);
-			if (!buf)
-				continue;
-			owned = 1;
-			size_t got = ZSTD_decompress(buf, bytes, data, len);
-			if (ZSTD_isError(got) || got != bytes) {
-				free(buf);
-				continue;
-			}
-		} else if (len < bytes) {
-			bytes = len;
-		}
-		for (size_t g = 0; g < R->nregions; g++) {
-			uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;
-			if (addr >= b && addr + bytes <= e) {
-				if (cuMemcpyHtoD(R->region_va[g] + (addr - b), buf, bytes) == CUDA_SUCCESS)
-					(*applied)++;
-				break;
-			}
+		int owned, g = region_holding(R, addr, bytes);
+		if (g < 0)
+			continue;
+		const void *buf = snapshot_bytes(st, &bytes, &owned);
+		if (!buf)
+			continue;
+		if (cuMemcpyHtoD(R->region_va[g] + (addr - R->regions[g].base), buf, bytes) == CUDA_SUCCESS) {
+			(*applied)++;
+			if (exact && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+			    sqlite3_column_int64(st, 4) == R->k.correlation)
+				(*exact)++;
 		}
 		if (owned)
-			free(buf);
+			free((void *)buf);
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+/* After the one checked launch on the snapshot's inputs: compare every buffer with its
+ * after-launch snapshot, bit for bit. Fills res.verify and its counts. */
+static void verify_outputs(struct replay *R, int exact_inputs)
+{
+	sqlite3_stmt *st = NULL;
+	struct kj_replay_result *r = &R->res;
+	int64_t rows = 0, outside = 0;
+	snprintf(r->verify, sizeof(r->verify), "no-snapshot");
+	r->verify_buffers = r->verify_bytes = r->verify_diff_bytes = 0;
+	if (!exact_inputs || kj_db_prepare(R->db, "SELECT address, bytes, codec, data FROM snapshot"
+						 " WHERE pid = ?1 AND correlation_id = ?2 AND phase = 'after'"
+						 " AND data IS NOT NULL ORDER BY id",
+					   &st))
+		return;
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.correlation);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
+		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
+		int owned, g = region_holding(R, addr, bytes);
+		rows++;
+		if (g < 0) {
+			outside++;
+			continue;
+		}
+		const unsigned char *want = snapshot_bytes(st, &bytes, &owned);
+		unsigned char *got = malloc(bytes ? bytes : 1);
+		if (want && got &&
+		    cuMemcpyDtoH(got, R->region_va[g] + (addr - R->regions[g].base), bytes) == CUDA_SUCCESS) {
+			r->verify_buffers++;
+			r->verify_bytes += (int64_t)bytes;
+			for (size_t i = 0; i < bytes; i++)
+				r->verify_diff_bytes += got[i] != want[i];
+		} else {
+			outside++;
+		}
+		free(got);
+		if (owned)
+			free((void *)want);
+	}
+	sqlite3_finalize(st);
+	if (rows && !outside)
+		snprintf(r->verify, sizeof(r->verify), r->verify_diff_bytes ? "differs" : "identical");
+	else if (rows)
+		snprintf(r->verify, sizeof(r->verify), r->verify_diff_bytes ? "differs" : "partial");
 }
 
 /* Alignment of re-created regions: $KJ_REPLAY_VA_ALIGN_MB MiB (default 32). */
@@ -1284,7 +1368,7 @@ static int sequence_run(struct replay *R, int64_t iteration, int graph)
 	if ((rc = fill_regions(R)))
 		goto fail;
 	int applied;
-	apply_snapshot(R, &applied);
+	apply_snapshot(R, &applied, NULL);
 	for (size_t i = 0; i < S.nk; i++)
 		moved += relocate_launch(R, &S.k[i], 0) > 0;
 	for (size_t i = 0; i < S.nk; i++)
@@ -1554,7 +1638,7 @@ static int worker_setup(struct replay *R)
 /* Replay one unique kernel (R->o.unique) in the worker's context. */
 static int replay_one(struct replay *R)
 {
-	int rc, l2 = 0, applied = 0;
+	int rc, l2 = 0, applied = 0, exact = 0;
 	double t0 = mono_s(), t1, t2, t3;
 	if ((rc = load_launch(R)) || (rc = load_ranges(R)))
 		return rc;
@@ -1562,7 +1646,7 @@ static int replay_one(struct replay *R)
 	if ((rc = map_allocations(R)))
 		return rc;
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
-	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied)) || (rc = relocate(R)))
+	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)) || (rc = relocate(R)))
 		return rc;
 	t1 = mono_s();
 	if ((rc = load_function(R)))
@@ -1570,6 +1654,8 @@ static int replay_one(struct replay *R)
 	t2 = mono_s();
 	if ((rc = prepare_launch(R)))
 		return rc;
+	if (R->o.verify) /* the checked launch ran on the snapshot's inputs: compare before timing */
+		verify_outputs(R, exact);
 	if (R->o.cold) {
 		CU(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, R->dev));
 		R->flush_bytes = ((size_t)(l2 > 0 ? l2 : 64 << 20) * 2 + 4095) & ~(size_t)4095;
@@ -1627,6 +1713,8 @@ int main(int argc, char **argv)
 			R.o.energy = 1;
 		} else if (!strcmp(a, "--relocate")) {
 			R.o.relocate = 1;
+		} else if (!strcmp(a, "--verify")) {
+			R.o.verify = 1;
 		} else if (!strcmp(a, "--graph")) {
 			R.o.graph = 1;
 		} else if (v && !strcmp(a, "--sequence")) {

@@ -11,6 +11,7 @@
 
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
+	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
 	int api;             /* record API calls: bit 0 driver, bit 1 runtime (3: every call); 4: no records */
 };
 
@@ -43,5 +44,15 @@ void kj_activity_flush(void);
 
 /* ---- callbacks (inject_callbacks.c) ---- */
 int kj_callbacks_start(void);
+/** Correlation id of the last driver call the injection itself made on this thread. */
+uint32_t kj_last_own_correlation(void);
+
+/* ---- buffer snapshots (inject_snapshot.c) ---- */
+#include <cuda.h>
+/** Before a launch (its parameter block blob): if the budget allows and stream is not capturing,
+ * synchronise and save every device buffer a parameter word points to. @return buffers saved. */
+int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob, uint32_t len);
+/** After that launch returned: synchronise and save the same buffers again. */
+void kj_snapshot_after(void);
 
 #endif

@@ -319,8 +319,11 @@ static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
 	if (!g)
 		goto out;
 	rec.group = g->id;
-	if (created)
+	if (created) {
 		put_group(fi, l, g, cb, rec.launch_ns);
+		if (kj_cfg.snapshot_bytes > 0 && blob)
+			kj_snapshot_before(l->stream, cb->correlationId, blob, fi->total);
+	}
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
 		for (uint32_t w = 0; w < words; w++) {
@@ -657,6 +660,12 @@ static int is_launch(CUpti_CallbackId id)
 }
 
 static __thread int tl_busy; /* inside our own handling: driver calls we make are not the program's */
+static __thread uint32_t tl_own_corr;
+
+uint32_t kj_last_own_correlation(void)
+{
+	return tl_own_corr;
+}
 
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
 
@@ -668,8 +677,11 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		handle_resource(id, data);
 		return;
 	}
-	if (tl_busy)
+	if (tl_busy) {
+		if (domain == CUPTI_CB_DOMAIN_DRIVER_API && ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
+			tl_own_corr = ((const CUpti_CallbackData *)data)->correlationId;
 		return;
+	}
 	tl_busy = 1;
 	dispatch(domain, id, data);
 	tl_busy = 0;
@@ -696,6 +708,7 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 			/* a launch into a capturing stream created a graph node: remember its key */
 			if (tl_node)
 				put_graphnode(tl_node, tl_corr, 0);
+			kj_snapshot_after();
 			tl_in_launch = 0;
 			tl_node = 0;
 		}
@@ -737,6 +750,8 @@ int kj_callbacks_start(void)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
+	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
+		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
 	if (kj_cfg.api & 1)
 		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 	if (kj_cfg.api & 2)

@@ -93,6 +93,7 @@ static void start(void)
 	}
 	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
 	kj_cfg.api = env_int("KJOULE_API", 0);
+	kj_cfg.snapshot_bytes = (int64_t)env_int("KJOULE_SNAPSHOT_MB", 0) << 20;
 	if (kj_cfg.api) /* KJOULE_API_DOMAINS, for cost studies: bits 1 driver, 2 runtime (3 both,
 			 * the default); + 4: callbacks enabled but nothing recorded */
 		kj_cfg.api = env_int("KJOULE_API_DOMAINS", 3) & 7;

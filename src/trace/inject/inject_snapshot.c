@@ -1,0 +1,146 @@
+#define _GNU_SOURCE
+/* --snapshot: the contents of the device buffers a launch's parameters point to, copied with the
+ * context idle just before the launch and again just after it, for `kjoule replay --verify`.
+ * Taken for the first launch of each launch group (function + geometry) while the per-process
+ * byte budget lasts; never inside a stream capture. Costly by design: a synchronisation and a
+ * device-to-host copy per buffer, twice. Runs on the program's thread inside the launch callback. */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+#define SNAP_MAX_BUFFERS 64
+#define SNAP_CHUNK (64ull << 20) /* one spool record holds at most this much */
+
+struct snap_range {
+	uint64_t base, bytes;
+};
+
+static __thread struct snap_range tl_pending[SNAP_MAX_BUFFERS];
+static __thread int tl_npending;
+static __thread uint32_t tl_pending_corr;
+static int64_t used_bytes; /* under snap_lock */
+static int budget_told;
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The allocation holding address v, if v points into device memory. */
+static int device_range(uint64_t v, struct snap_range *r)
+{
+	CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+					CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+	unsigned int type = 0;
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	void *data[3] = {&type, &start, &size};
+	if (v < 0x10000 || (v & 3))
+		return 0;
+	if (cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)v) != CUDA_SUCCESS)
+		return 0;
+	if (type != CU_MEMORYTYPE_DEVICE || !start || !size)
+		return 0;
+	r->base = start;
+	r->bytes = size;
+	return 1;
+}
+
+/* Copy each pending range to the spool as one or more records of the given phase. */
+static void copy_out(uint32_t corr, uint32_t phase)
+{
+	for (int i = 0; i < tl_npending; i++) {
+		uint64_t base = tl_pending[i].base, left = tl_pending[i].bytes;
+		while (left) {
+			uint64_t n = left < SNAP_CHUNK ? left : SNAP_CHUNK;
+			void *host = malloc(n);
+			struct kj_rec_snapshot r;
+			if (!host) {
+				kj_spool_problem("snapshot: out of host memory for a %llu-byte buffer",
+						 (unsigned long long)n);
+				return;
+			}
+			if (cuMemcpyDtoH(host, (CUdeviceptr)base, n) != CUDA_SUCCESS) {
+				kj_spool_problem("snapshot: a device-to-host copy failed; buffer at 0x%llx not saved",
+						 (unsigned long long)base);
+				free(host);
+				break;
+			}
+			memset(&r, 0, sizeof(r));
+			r.h.type = KJ_REC_SNAPSHOT;
+			r.t_ns = kj_now_ns();
+			r.address = base;
+			r.bytes = n;
+			r.correlation = corr;
+			r.phase = phase;
+			r.copy_correlation = kj_last_own_correlation();
+			kj_spool_write2(&r, sizeof(r), host, n);
+			free(host);
+			base += n;
+			left -= n;
+		}
+	}
+}
+
+int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob, uint32_t len)
+{
+	struct snap_range found[SNAP_MAX_BUFFERS];
+	int n = 0;
+	uint64_t total = 0;
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+
+	tl_npending = 0;
+	if (kj_cfg.snapshot_bytes <= 0 || !blob)
+		return 0;
+	if (cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE)
+		return 0;
+	for (uint32_t w = 0; w + 8 <= len && n < SNAP_MAX_BUFFERS; w += 8) {
+		uint64_t v;
+		struct snap_range r;
+		memcpy(&v, blob + w, 8);
+		if (!device_range(v, &r))
+			continue;
+		int dup = 0;
+		for (int i = 0; i < n && !dup; i++)
+			dup = found[i].base == r.base;
+		if (dup)
+			continue;
+		found[n++] = r;
+		total += r.bytes;
+	}
+	if (!n)
+		return 0;
+	pthread_mutex_lock(&snap_lock);
+	int fits = used_bytes + (int64_t)(2 * total) <= kj_cfg.snapshot_bytes;
+	if (fits)
+		used_bytes += (int64_t)(2 * total);
+	int tell = !fits && !budget_told;
+	if (tell)
+		budget_told = 1;
+	pthread_mutex_unlock(&snap_lock);
+	if (tell)
+		kj_spool_problem("snapshot budget of %lld MiB reached: later launch groups have no buffer "
+				 "snapshot (raise it with --snapshot=MB)",
+				 (long long)(kj_cfg.snapshot_bytes >> 20));
+	if (!fits)
+		return 0;
+	if (cuCtxSynchronize() != CUDA_SUCCESS)
+		return 0;
+	memcpy(tl_pending, found, (size_t)n * sizeof(found[0]));
+	tl_npending = n;
+	tl_pending_corr = corr;
+	copy_out(corr, 0);
+	return n;
+}
+
+void kj_snapshot_after(void)
+{
+	if (!tl_npending)
+		return;
+	if (cuCtxSynchronize() == CUDA_SUCCESS)
+		copy_out(tl_pending_corr, 1);
+	else
+		kj_spool_problem("snapshot: the launch with correlation %u failed; no after-launch buffers",
+				 tl_pending_corr);
+	tl_npending = 0;
+}
