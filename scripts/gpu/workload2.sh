@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# On the GPU machine: replay coverage and fidelity on a second workload (examples/convattn.py:
+# cuDNN convolutions, batch norm, pooling, SDPA attention): trace, per-kernel replay warm/cold,
+# sequence replay eager and as a graph, compare. Logs and the run under $OUT.
+# usage (device): source scripts/device-env.sh; bash scripts/gpu/workload2.sh
+set -u
+OUT=${OUT:-/tmp/kjout}
+mkdir -p "$OUT"
+kj=$KJ_BUILD/kjoule
+export KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker
+db=$OUT/convattn.kjdb
+s=$(date +%s)
+echo "== trace convattn"
+timeout 150 "$kj" run --force --params-iteration 10 -o "$db" -- python3 examples/convattn.py --iters 30 --warmup 5 \
+	> "$OUT/convattn_run.log" 2>&1; echo "exit $?"; tail -2 "$OUT/convattn_run.log"
+"$kj" kernels "$db" --top 12 2>&1 | head -16
+echo "== replay per kernel (warm, cold) [$(( $(date +%s) - s )) s]"
+timeout 200 "$kj" replay "$db" --cache both --json > "$OUT/convattn_replay.json" 2>"$OUT/convattn_replay.err"; echo "exit $?"
+"$kj" replay "$db" --cache both --runs 1 --warmup 0 --kernel 'no-such-kernel-xyz' >/dev/null 2>&1
+tail -3 "$OUT/convattn_replay.err"
+python3 - "$OUT/convattn_replay.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); c = d["coverage"]; b = d["traced_busy_ns"]
+print("coverage", c)
+for k in ("replay_warm_sum_ns", "replay_cold_sum_ns"):
+    v = d[k]; print(k, v, "vs traced busy", b, "(%+.1f%%)" % (100 * (v - b) / b) if v and b else "")
+for k in d["kernels"]:
+    if k["status"] not in ("ok", "relocated"):
+        print("  not replayed:", k["unique_id"], k["name"][:60], k["status"], (k["error"] or "")[:120])
+PY
+echo "== sequence replay [$(( $(date +%s) - s )) s]"
+timeout 120 "$kj" replay "$db" --sequence --graph --runs 50 > "$OUT/convattn_sequence.txt" 2>&1; echo "exit $?"
+tail -8 "$OUT/convattn_sequence.txt"
+echo "== compare [$(( $(date +%s) - s )) s]"
+"$kj" compare "$db" --json > "$OUT/convattn_compare.json" 2>"$OUT/convattn_compare.err"
+"$kj" compare "$db" 2>&1 | head -40
+echo "== done [$(( $(date +%s) - s )) s]"
