@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
 		"  --runs N         timed launches per cache mode (100)     --warmup W  untimed first (10)\n"
 		"  --cache MODE     warm, cold (L2 flushed before each launch) or both (both)\n"
-		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds (3)\n"
+		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds (2)\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
@@ -378,7 +378,7 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 	o->unroll = 100;
 	o->jobs = 1;
 	o->timeout_s = 60;
-	o->energy_s = 3.0;
+	o->energy_s = 2.0;
 	o->iteration = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

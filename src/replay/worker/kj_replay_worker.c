@@ -985,7 +985,9 @@ static int measure_energy(struct replay *R)
 	memset(&ao, 0, sizeof(ao));
 	ao.nvml_index = R->o.device;
 	ao.min_seconds = R->o.energy_s;
-	ao.min_updates = 0;
+	/* counter updates come every ~100 ms: ask for 8 per second of --energy-seconds (16 at the
+	 * default 2 s), so a kernel costs ~S + 0.5 s of warm-up rather than the primitive's 20+3 */
+	ao.min_updates = R->o.energy_s * 8 >= 5 ? (int)(R->o.energy_s * 8) : 5;
 	ao.warmup_max_s = 0;
 	memset(&ar, 0, sizeof(ar));
 	rc = kj_amortize_measure(&w, &ao, &ar);
@@ -1701,7 +1703,7 @@ int main(int argc, char **argv)
 	R.o.warm = 1;
 	R.o.cold = 1;
 	R.o.unroll = 100;
-	R.o.energy_s = 3.0;
+	R.o.energy_s = 2.0;
 	R.o.use_cupti = 1;
 	R.o.hang_s = 10.0;
 	R.o.debug = getenv("KJ_REPLAY_DEBUG") != NULL;
