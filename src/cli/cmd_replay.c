@@ -448,13 +448,27 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 struct seq_ctx {
 	struct kj_replay_seq s[2];
 	size_t n;
+	struct kj_replay_seq_kernel *k; /* per-kernel in-sequence times */
+	size_t nk, capk;
 };
 
 static void on_seq_line(const char *line, void *arg)
 {
 	struct seq_ctx *c = arg;
-	if (c->n < 2 && kj_replay_parse_seq(line, &c->s[c->n]) == 1)
+	struct kj_replay_seq_kernel k;
+	if (c->n < 2 && kj_replay_parse_seq(line, &c->s[c->n]) == 1) {
 		c->n++;
+	} else if (kj_replay_parse_seq_kernel(line, &k) == 1) {
+		if (c->nk == c->capk) {
+			size_t nc = c->capk ? 2 * c->capk : 64;
+			struct kj_replay_seq_kernel *nk = realloc(c->k, nc * sizeof(*nk));
+			if (!nk)
+				return;
+			c->k = nk;
+			c->capk = nc;
+		}
+		c->k[c->nk++] = k;
+	}
 }
 
 /* --sequence: one worker replays the whole iteration (eager, and as a graph with --graph). */
@@ -506,6 +520,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 	for (int t = 0; t < 3; t++) {
 		argv[k] = (char *)fills[t];
 		argv[k + 1] = NULL;
+		free(c.k);
 		memset(&c, 0, sizeof(c));
 		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
 			      on_seq_line, &c, &status, &timed_out) || !c.n) {
@@ -533,8 +548,12 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 				 c.s[i].error[0] ? "; " : "", c.s[i].error);
 			snprintf(c.s[i].error, sizeof(c.s[i].error), "%s", note);
 		}
-	if (kj_replay_seq_store(db, c.s, c.n))
+	if (kj_replay_seq_store(db, c.s, c.n) || kj_replay_seq_kernels_store(db, c.k, c.nk)) {
+		free(c.k);
 		return 1;
+	}
+	info.have_fidelity = c.nk > 0 && !kj_replay_seq_fidelity(db, info.iteration, &info.fidelity);
+	free(c.k);
 	if (o->json) {
 		char *text = kj_replay_seq_json(&info, c.s, c.n);
 		if (!text)

@@ -423,6 +423,22 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 	return 0;
 }
 
+int kj_replay_parse_seq_kernel(const char *line, struct kj_replay_seq_kernel *k)
+{
+	char b[32];
+	int64_t runs;
+	if (strncmp(line, "KJ_TIMING\t", 10) || !field(line, "cache", b, sizeof(b)) || strcmp(b, "sequence"))
+		return 0;
+	memset(k, 0, sizeof(*k));
+	if (field_i64(line, "unique", &k->unique_id) || field_i64(line, "runs", &runs) ||
+	    field_i64(line, "min", &k->t.min_ns) || field_i64(line, "median", &k->t.median_ns) ||
+	    field_i64(line, "max", &k->t.max_ns) || field_dbl(line, "mean", &k->t.mean_ns) ||
+	    field_dbl(line, "stdev", &k->t.stdev_ns))
+		return KJ_EINVAL;
+	k->t.runs = (int)runs;
+	return 1;
+}
+
 int kj_replay_parse_device(const char *line, struct kj_replay_device *d)
 {
 	int64_t a, b, l2 = -1;

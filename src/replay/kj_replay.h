@@ -225,11 +225,21 @@ void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s);
 int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s);
 
 /** What the run says about one captured iteration. */
+/** What the stored in-sequence medians predict: for the iteration, Σ over its kernel launches of
+ * their unique kernel's median vs its traced busy time; for the whole run, Σ(launches × median)
+ * vs the traced Σ of the same unique kernels. -1 where unknown. */
+struct kj_replay_seq_fidelity {
+	double iter_sum_ns, iter_traced_ns, run_sum_ns, run_traced_ns, run_traced_all_ns;
+	int64_t kernels;
+};
+
 struct kj_replay_seq_info {
 	int64_t iteration;
 	int64_t kernels, copies, memsets, events, ops;
 	int64_t traced_span_ns;  /* first start .. last end of its GPU work as traced; 0 unknown */
 	int64_t traced_busy_ns;  /* Σ of its kernel durations as traced; 0 unknown */
+	int have_fidelity;       /* set by the caller after storing per-kernel in-sequence times */
+	struct kj_replay_seq_fidelity fidelity;
 };
 
 /**
@@ -244,6 +254,16 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n);
 /** @brief Text report: per mode time and energy, and the split of the traced span. */
 void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 			 const struct kj_replay_seq *s, size_t n);
+/** Per-kernel times inside the replayed iteration (the worker's KJ_TIMING cache=sequence). */
+struct kj_replay_seq_kernel {
+	int64_t unique_id;
+	struct kj_replay_timing t;
+};
+/** @brief Parse a "KJ_TIMING ... cache=sequence" line. @return 1 parsed, 0 other line, KJ_EINVAL. */
+int kj_replay_parse_seq_kernel(const char *line, struct kj_replay_seq_kernel *k);
+/** @brief Store them as replay_kernel rows with cache 'sequence' (one transaction). */
+int kj_replay_seq_kernels_store(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n);
+int kj_replay_seq_fidelity(sqlite3 *db, int64_t iteration, struct kj_replay_seq_fidelity *f);
 /** @brief JSON of the same (malloc'ed), NULL on allocation failure. */
 char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_replay_seq *s,
 			 size_t n);

@@ -153,6 +153,21 @@ void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 	if (graph && info->traced_busy_ns > 0)
 		fprintf(f, "graph vs traced GPU busy: %+.1f%%\n",
 			100.0 * (double)(graph->median_ns - info->traced_busy_ns) / (double)info->traced_busy_ns);
+	const struct kj_replay_seq_fidelity *q = &info->fidelity;
+	if (info->have_fidelity && q->kernels > 0) {
+		fprintf(f, "in-sequence kernel times (%" PRId64 " unique kernels, each timed inside the eager "
+			   "iteration, stored as replay_kernel cache 'sequence'):\n", q->kernels);
+		if (q->iter_sum_ns > 0 && q->iter_traced_ns > 0)
+			fprintf(f, "  iteration: Σ medians %.4f ms vs traced GPU busy %.4f ms (%+.1f%%)\n",
+				q->iter_sum_ns / 1e6, q->iter_traced_ns / 1e6,
+				100.0 * (q->iter_sum_ns - q->iter_traced_ns) / q->iter_traced_ns);
+		if (q->run_sum_ns > 0 && q->run_traced_ns > 0)
+			fprintf(f, "  whole run: Σ(count × median) %.3f ms vs traced %.3f ms of the same kernels "
+				   "(%+.1f%%; they are %.1f%% of the run's kernel time)\n",
+				q->run_sum_ns / 1e6, q->run_traced_ns / 1e6,
+				100.0 * (q->run_sum_ns - q->run_traced_ns) / q->run_traced_ns,
+				q->run_traced_all_ns > 0 ? 100.0 * q->run_traced_ns / q->run_traced_all_ns : 0.0);
+	}
 }
 
 char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_replay_seq *s,
@@ -181,7 +196,94 @@ char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_
 	json_object_set_new(root, "traced_span_ns", json_integer(info->traced_span_ns));
 	json_object_set_new(root, "traced_busy_ns", json_integer(info->traced_busy_ns));
 	json_object_set_new(root, "modes", modes);
+	if (info->have_fidelity && info->fidelity.kernels > 0) {
+		const struct kj_replay_seq_fidelity *q = &info->fidelity;
+		json_object_set_new(root, "in_sequence",
+			json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "unique_kernels", (json_int_t)q->kernels,
+				  "iteration_sum_ns", q->iter_sum_ns >= 0 ? json_real(q->iter_sum_ns) : json_null(),
+				  "iteration_traced_ns", q->iter_traced_ns >= 0 ? json_real(q->iter_traced_ns) : json_null(),
+				  "run_sum_ns", q->run_sum_ns >= 0 ? json_real(q->run_sum_ns) : json_null(),
+				  "run_traced_same_kernels_ns", q->run_traced_ns >= 0 ? json_real(q->run_traced_ns) : json_null(),
+				  "run_traced_all_ns", q->run_traced_all_ns >= 0 ? json_real(q->run_traced_all_ns) : json_null()));
+	}
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	return text;
+}
+
+int kj_replay_seq_kernels_store(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = KJ_EDB;
+	if (!n)
+		return 0;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin in-sequence kernel times"))
+		return KJ_EDB;
+	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns,"
+			      " median_ns, mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
+			      " VALUES(?1, 'sequence', ?2, ?3, ?4, ?5, ?6, ?7, 'ok', NULL, ?8)", &st))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, k[i].unique_id);
+		sqlite3_bind_int(st, 2, k[i].t.runs);
+		sqlite3_bind_int64(st, 3, k[i].t.min_ns);
+		sqlite3_bind_int64(st, 4, k[i].t.median_ns);
+		sqlite3_bind_double(st, 5, k[i].t.mean_ns);
+		sqlite3_bind_int64(st, 6, k[i].t.max_ns);
+		sqlite3_bind_double(st, 7, k[i].t.stdev_ns);
+		sqlite3_bind_text(st, 8, when, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			kj_errorf("database: storing in-sequence kernel times: %s", sqlite3_errmsg(db));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	if (rc) {
+		kj_db_exec(db, "ROLLBACK", "rollback in-sequence kernel times");
+		return rc;
+	}
+	return kj_db_exec(db, "COMMIT", "commit in-sequence kernel times");
+}
+
+static double q_dbl(sqlite3 *db, const char *sql, int64_t it)
+{
+	sqlite3_stmt *st = NULL;
+	double v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, it);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int kj_replay_seq_fidelity(sqlite3 *db, int64_t iteration, struct kj_replay_seq_fidelity *f)
+{
+	f->kernels = (int64_t)q_dbl(db, "SELECT count(*) FROM replay_kernel WHERE cache = 'sequence' AND ?1 = ?1",
+				    iteration);
+	f->iter_sum_ns = q_dbl(db,
+		"SELECT sum(r.median_ns) FROM sequence_op s JOIN launch_params p ON p.id = s.launch_params_id"
+		" JOIN replay_kernel r ON r.unique_id = p.unique_id AND r.cache = 'sequence'"
+		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
+	f->iter_traced_ns = q_dbl(db,
+		"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
+		" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
+		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
+	f->run_sum_ns = q_dbl(db,
+		"SELECT sum(u.launches * r.median_ns) FROM replay_kernel r JOIN unique_kernel u ON u.id = r.unique_id"
+		" WHERE r.cache = 'sequence' AND ?1 = ?1", iteration);
+	f->run_traced_ns = q_dbl(db,
+		"SELECT sum(end_ns - start_ns) FROM kernel WHERE unique_id IN"
+		" (SELECT unique_id FROM replay_kernel WHERE cache = 'sequence') AND ?1 = ?1", iteration);
+	f->run_traced_all_ns = q_dbl(db, "SELECT sum(end_ns - start_ns) FROM kernel WHERE ?1 = ?1", iteration);
+	return 0;
 }

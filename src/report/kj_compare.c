@@ -27,7 +27,8 @@ struct cmp_iter {
 	int64_t n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
 	double replay_warm, replay_cold;     /* Σ over covered launches */
 	double insitu_warm, insitu_cold;     /* in-situ Σ of the same launches */
-	int64_t cov_warm, cov_cold, cov_energy;
+	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
+	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
 	double energy_kernels_mj;
 	double energy_measured_mj;
 	int energy_ok;
@@ -39,6 +40,7 @@ struct cmp_group {
 	int64_t unique_id, name_id;
 	size_t tier;                 /* index into tiers smap */
 	double warm_ns, cold_ns;     /* < 0: no replay */
+	double seq_ns;               /* < 0: no in-sequence replay */
 	double energy_mj;            /* < 0: no replay energy */
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
@@ -169,6 +171,9 @@ GETTER(insitu_cold)
 GETTER(cov_warm)
 GETTER(cov_cold)
 GETTER(cov_energy)
+GETTER(replay_seq)
+GETTER(insitu_seq)
+GETTER(cov_seq)
 GETTER(energy_kernels_mj)
 GETTER(energy_measured_mj)
 GETTER(energy_unc_mj)
@@ -194,7 +199,7 @@ static size_t group_of(struct kj_compare *c, struct kj_imap *gmap, const struct 
 	g = c->n_groups++;
 	c->groups[g] = (struct cmp_group){.unique_id = a->unique_id, .name_id = a->name_id,
 					  .tier = kj_smap_intern(&c->tiers, name_tier(c, a->name_id)),
-					  .warm_ns = -1, .cold_ns = -1, .energy_mj = -1};
+					  .warm_ns = -1, .cold_ns = -1, .seq_ns = -1, .energy_mj = -1};
 	if (kj_imap_put(gmap, key, g))
 		return (size_t)-1;
 	return g;
@@ -243,6 +248,8 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		} else if (!strcmp(cache, "cold")) {
 			c->groups[g].cold_ns = med;
 			c->n_replay_cold_rows++;
+		} else if (!strcmp(cache, "sequence")) {
+			c->groups[g].seq_ns = med;
 		}
 	}
 	sqlite3_finalize(st);
@@ -730,6 +737,11 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					x->insitu_cold += (double)d;
 					x->cov_cold++;
 				}
+				if (gr->seq_ns >= 0) {
+					x->replay_seq += gr->seq_ns;
+					x->insitu_seq += (double)d;
+					x->cov_seq++;
+				}
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;
 					x->cov_energy++;
@@ -884,9 +896,9 @@ struct cmp_summary {
 	int64_t n;
 	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
 		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
-	double replay_warm, replay_cold, insitu_warm, insitu_cold;
-	double cov_warm, cov_cold, cov_energy; /* fractions of kernel launches */
-	int have_warm, have_cold, full_warm, full_cold;
+	double replay_warm, replay_cold, insitu_warm, insitu_cold, replay_seq, insitu_seq;
+	double cov_warm, cov_cold, cov_energy, cov_seq; /* fractions of kernel launches */
+	int have_warm, have_cold, full_warm, full_cold, have_seq;
 	double predicted_wall, explained_fraction, naive_fraction, naive_error_pct;
 	int have_explained;
 	double seq_eager, seq_graph, framework_host, launch_cost, sequence_fraction;
@@ -929,6 +941,11 @@ static void summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->cov_warm = kl > 0 ? cw / kl : 0;
 	s->cov_cold = kl > 0 ? cc / kl : 0;
 	s->cov_energy = kl > 0 ? ce / kl : 0;
+	s->replay_seq = iter_stat(c, get_replay_seq, 0).mean;
+	s->insitu_seq = iter_stat(c, get_insitu_seq, 0).mean;
+	double cs = iter_stat(c, get_cov_seq, 0).mean;
+	s->cov_seq = kl > 0 ? cs / kl : 0;
+	s->have_seq = cs > 0;
 	s->have_warm = cw > 0;
 	s->have_cold = cc > 0;
 	s->full_warm = kl > 0 && cw >= kl;
@@ -1164,6 +1181,9 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "replay_sum_cold_us", num_or_null(s.replay_cold * NS_US, s.have_cold));
 	json_object_set_new(o, "replay_coverage_warm", ratio_or_null(s.cov_warm, s.n_kernels.mean > 0));
 	json_object_set_new(o, "replay_coverage_cold", ratio_or_null(s.cov_cold, s.n_kernels.mean > 0));
+	json_object_set_new(o, "replay_sum_sequence_us", num_or_null(s.replay_seq * NS_US, s.have_seq));
+	json_object_set_new(o, "replay_coverage_sequence", ratio_or_null(s.cov_seq, s.n_kernels.mean > 0));
+	json_object_set_new(o, "insitu_sum_sequence_covered_us", num_or_null(s.insitu_seq * NS_US, s.have_seq));
 	json_object_set_new(o, "insitu_sum_replayed_us", num_or_null(s.insitu_warm * NS_US, s.have_warm));
 	json_object_set_new(o, "sequence_eager_us", num_or_null(s.seq_eager * NS_US, s.have_eager));
 	json_object_set_new(o, "sequence_graph_us", num_or_null(s.seq_graph * NS_US, s.have_graph));
@@ -1278,6 +1298,12 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		snprintf(note, sizeof(note), "coverage %.1f%% of launches", 100 * s.cov_cold);
 		line_us(f, "Σ cold-cache replay", s.replay_cold, s.have_cold, s.have_cold ? note : "(no cold replays)");
 		line_us(f, "in-situ Σ of the same launches", s.insitu_warm, 1, NULL);
+		if (s.have_seq) {
+			snprintf(note, sizeof(note), "coverage %.1f%%; in situ %.1f us (%+.1f%%)", 100 * s.cov_seq,
+				 s.insitu_seq * NS_US,
+				 s.insitu_seq > 0 ? 100 * (s.replay_seq - s.insitu_seq) / s.insitu_seq : 0.0);
+			line_us(f, "Σ in-sequence replay", s.replay_seq, 1, note);
+		}
 		fprintf(f, "  naive prediction Σ warm = %.1f%% of wall (error %+.1f%%)\n",
 			100 * s.naive_fraction, s.naive_error_pct);
 		fprintf(f, "  explained_fraction = %.4f  (wall with each replayed kernel's in-situ time"

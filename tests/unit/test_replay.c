@@ -454,6 +454,43 @@ static void test_sequence(void **state)
 	char *js = kj_replay_seq_json(&info, &s, 1);
 	assert_non_null(strstr(js, "\"median_ns\": 1500000"));
 	free(js);
+
+	/* per-kernel in-sequence times: the worker's line, stored, and what they predict */
+	struct kj_replay_seq_kernel k;
+	assert_int_equal(kj_replay_parse_seq_kernel("KJ_TIMING\tunique=1\tcache=warm\truns=3\tmin=1\tmedian=2"
+						    "\tmean=2\tmax=3\tstdev=0", &k), 0);
+	assert_int_equal(kj_replay_parse_seq_kernel("KJ_TIMING\tunique=1\tcache=sequence\truns=x", &k), KJ_EINVAL);
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(kj_db_prepare(db, "SELECT p.unique_id, u.launches FROM launch_params p JOIN unique_kernel u"
+					   " ON u.id = p.unique_id WHERE p.id = 1", &st), 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t uid = sqlite3_column_int64(st, 0), launches = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	char line[200];
+	snprintf(line, sizeof(line), "KJ_TIMING\tunique=%lld\tcache=sequence\ttimer=cupti\truns=40\tmin=650"
+		 "\tmedian=700\tmean=710.5\tmax=900\tstdev=20.0\n", (long long)uid);
+	assert_int_equal(kj_replay_parse_seq_kernel(line, &k), 1);
+	assert_int_equal(k.unique_id, uid);
+	assert_int_equal(k.t.median_ns, 700);
+	assert_int_equal(k.t.runs, 40);
+	assert_int_equal(kj_replay_seq_kernels_store(db, &k, 1), 0);
+	struct kj_replay_seq_fidelity fid;
+	assert_int_equal(kj_replay_seq_fidelity(db, 3, &fid), 0);
+	assert_int_equal(fid.kernels, 1);
+	assert_true(fabs(fid.iter_sum_ns - 1400.0) < 1e-9);   /* two launches of it in iteration 3 */
+	assert_true(fabs(fid.iter_traced_ns - 2000.0) < 1e-9);
+	assert_true(fabs(fid.run_sum_ns - 700.0 * (double)launches) < 1e-6);
+	info.have_fidelity = 1;
+	info.fidelity = fid;
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	kj_replay_seq_print(f, &info, &s, 1);
+	fclose(f);
+	assert_non_null(strstr(buf, "iteration: Σ medians 0.0014 ms vs traced GPU busy 0.0020 ms (-30.0%)"));
+	free(buf);
+	js = kj_replay_seq_json(&info, &s, 1);
+	assert_non_null(strstr(js, "\"iteration_sum_ns\": 1400"));
+	free(js);
 	kj_db_close(db);
 }
 

@@ -53,7 +53,7 @@ struct opts {
 struct klaunch {
 	CUfunction fn;
 	char *mangled;
-	int64_t pid, launch_ns, correlation;
+	int64_t pid, launch_ns, correlation, unique_id;
 	unsigned grid[3], block[3], cluster[3], shmem;
 	uint8_t *blob;
 	size_t blob_len;
@@ -138,7 +138,7 @@ static int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 			  "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
 			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
-			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id"
+			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id"
 			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 			  " JOIN launch_params p ON p.unique_id = u.id"
 			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
@@ -164,6 +164,7 @@ static int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->pid = col_i64(st, 1, -1);
 	k->launch_ns = col_i64(st, 2, -1);
 	k->correlation = col_i64(st, 25, -1);
+	k->unique_id = col_i64(st, 26, -1);
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
@@ -806,7 +807,8 @@ static int prepare_launch(struct replay *R)
 
 /* ---- timing ---- */
 #ifdef KJ_WITH_CUPTI
-static int64_t *g_dur;
+static int64_t *g_dur, *g_start;
+static uint32_t *g_stream;
 static size_t g_ndur, g_capdur;
 
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -830,11 +832,20 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id, uint8_t *b
 		if (g_ndur == g_capdur) {
 			size_t nc = g_capdur ? g_capdur * 2 : 256;
 			int64_t *nd = realloc(g_dur, nc * sizeof(*nd));
-			if (!nd)
+			if (nd)
+				g_dur = nd;
+			int64_t *ns = realloc(g_start, nc * sizeof(*ns));
+			if (ns)
+				g_start = ns;
+			uint32_t *nst = realloc(g_stream, nc * sizeof(*nst));
+			if (nst)
+				g_stream = nst;
+			if (!nd || !ns || !nst)
 				break;
-			g_dur = nd;
 			g_capdur = nc;
 		}
+		g_start[g_ndur] = (int64_t)k->start;
+		g_stream[g_ndur] = k->streamId;
 		g_dur[g_ndur++] = (int64_t)(k->end - k->start);
 	}
 	free(buffer);
@@ -1299,6 +1310,116 @@ static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj
 #endif
 
 /* Replay one captured iteration eagerly and, with graph, as one CUDA graph; prints KJ_SEQ lines. */
+#ifdef KJ_WITH_CUPTI
+struct seq_rec {
+	uint32_t stream;
+	int64_t start, dur;
+};
+
+static int seq_rec_cmp(const void *a, const void *b)
+{
+	const struct seq_rec *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Each kernel's time where the iteration puts it: L2 holds what its predecessors left, as in
+ * the traced run. The eager iteration runs `runs` times under CUPTI; on each stream the i-th
+ * kernel record is the i-th kernel launched there. One KJ_TIMING line (cache=sequence) per
+ * unique kernel: statistics over all its launches in the iteration and all runs. */
+static void seq_per_kernel(struct replay *R, struct seq *S)
+{
+	int runs = R->o.runs < 20 ? R->o.runs : 20;
+	uint32_t *sid = calloc(S->nstreams + 1, sizeof(*sid));
+	size_t *nks = calloc(S->nstreams + 1, sizeof(*nks)), **order = calloc(S->nstreams + 1, sizeof(*order));
+	struct seq_rec *rec = NULL;
+	int64_t *per = NULL;
+	if (!sid || !nks || !order || runs < 1)
+		goto out;
+	for (size_t s = 0; s < S->nstreams; s++)
+		if (cuptiGetStreamIdEx(R->ctx, S->streams[s], 0, &sid[s]) != CUPTI_SUCCESS)
+			goto out;
+	for (size_t s = 0; s < S->nstreams; s++) {
+		order[s] = calloc(S->nk + 1, sizeof(**order));
+		if (!order[s])
+			goto out;
+	}
+	for (size_t i = 0; i < S->nops; i++)
+		if (S->ops[i].type == 0)
+			order[S->ops[i].stream][nks[S->ops[i].stream]++] = (size_t)S->ops[i].kernel;
+	if (cupti_start())
+		goto out;
+	CUresult e = CUDA_SUCCESS;
+	for (int r = 0; r < runs && !e; r++)
+		if (!(e = seq_enqueue(S)))
+			e = cuCtxSynchronize();
+	cupti_stop();
+	if (e || g_ndur != (size_t)runs * S->nk)
+		goto out; /* records missing or extra: no per-kernel figures rather than wrong ones */
+	rec = malloc(g_ndur * sizeof(*rec));
+	per = malloc(((size_t)runs * S->nk + 1) * sizeof(*per));
+	if (!rec || !per)
+		goto out;
+	for (size_t i = 0; i < g_ndur; i++)
+		rec[i] = (struct seq_rec){g_stream[i], g_start[i], g_dur[i]};
+	qsort(rec, g_ndur, sizeof(*rec), seq_rec_cmp);
+	/* kernel index of each record, stream by stream */
+	int64_t *dur_of = malloc((size_t)runs * S->nk * sizeof(*dur_of));
+	size_t *k_of = malloc((size_t)runs * S->nk * sizeof(*k_of));
+	if (!dur_of || !k_of) {
+		free(dur_of);
+		free(k_of);
+		goto out;
+	}
+	size_t at = 0, bad = 0;
+	for (size_t s = 0; s < S->nstreams && !bad; s++) {
+		size_t want = (size_t)runs * nks[s];
+		for (size_t j = 0; j < want; j++, at++) {
+			if (at >= g_ndur || rec[at].stream != sid[s]) {
+				bad = 1;
+				break;
+			}
+			k_of[at] = order[s][j % nks[s]];
+			dur_of[at] = rec[at].dur;
+		}
+	}
+	if (!bad && at == g_ndur) {
+		int *done = calloc(S->nk + 1, sizeof(*done));
+		for (size_t i = 0; done && i < S->nk; i++) {
+			if (done[i] || S->k[i].unique_id < 0)
+				continue;
+			size_t n = 0;
+			for (size_t j = 0; j < g_ndur; j++)
+				if (S->k[k_of[j]].unique_id == S->k[i].unique_id) {
+					per[n++] = dur_of[j];
+					done[k_of[j]] = 1;
+				}
+			struct kj_replay_result res;
+			memset(&res, 0, sizeof(res));
+			res.unique_id = S->k[i].unique_id;
+			kj_replay_stats(per, n, &res.warm);
+			printf("KJ_TIMING\tunique=%" PRId64 "\tcache=sequence\ttimer=cupti\truns=%d\tmin=%" PRId64
+			       "\tmedian=%" PRId64 "\tmean=%.3f\tmax=%" PRId64 "\tstdev=%.3f\n",
+			       res.unique_id, res.warm.runs, res.warm.min_ns, res.warm.median_ns, res.warm.mean_ns,
+			       res.warm.max_ns, res.warm.stdev_ns);
+		}
+		free(done);
+		fflush(stdout);
+	}
+	free(dur_of);
+	free(k_of);
+out:
+	for (size_t s = 0; order && s < S->nstreams; s++)
+		free(order[s]);
+	free(order);
+	free(nks);
+	free(sid);
+	free(rec);
+	free(per);
+}
+#endif
+
 static int sequence_run(struct replay *R, int64_t iteration, int graph)
 {
 	struct seq S;
@@ -1424,6 +1545,10 @@ static int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto emit;
 	}
 	seq_time(R, &S, NULL, &eager);
+#ifdef KJ_WITH_CUPTI
+	if (R->o.use_cupti)
+		seq_per_kernel(R, &S);
+#endif
 	if (graph) {
 		S.graph_mode = 1;
 		e = cuStreamBeginCapture(S.streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
