@@ -684,6 +684,18 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	qsort(win, na, sizeof(*win), win_cmp);
 	for (size_t i = 0; i < ni; i++)
 		first[i + 1] += first[i];
+	/* An iteration lasts until its own GPU work is done: a GPU-bound region's range closes on
+	 * the host long before its kernels finish. Its window ends at the later of the range's end
+	 * and its last own activity's end, but never past the next instance's start. */
+	for (size_t k = 0; k < na; k++) {
+		if (owner[k] < 0)
+			continue;
+		struct kj_iter *it = &c->it.v[owner[k]];
+		int64_t cap = (size_t)owner[k] + 1 < ni ? c->it.v[owner[k] + 1].start_ns : INT64_MAX;
+		int64_t e = c->acts.v[k].end_ns < cap ? c->acts.v[k].end_ns : cap;
+		if (e > it->end_ns)
+			it->end_ns = e;
+	}
 	{
 		size_t *fill = calloc(ni + 1, sizeof(*fill));
 		if (!fill) {

@@ -333,6 +333,24 @@ static void test_whole_run_unclosed_overlap(void **state)
 	NEAR(jnum(j, "kernel_sum_us"), 125);
 	NEAR(jnum(j, "busy_us") + jnum(j, "idle_us") + jnum(j, "host_only_us"), jnum(j, "wall_us"));
 	json_decref(j);
+
+	/* GPU-bound: each range closes on the host after 100 us, its kernel runs 840 us more; the
+	 * iteration lasts until its own work is done (900 us), not until the range closes */
+	snprintf(p, sizeof(p), "%s/gpubound.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	exec(db, "INSERT INTO nvtx_range(pid, name, start_ns, end_ns, depth) VALUES"
+		 " (7, 'it', %lld, %lld, 0), (7, 'it', %lld, %lld, 0)",
+		 (long long)T0, (long long)(T0 + 100 * US), (long long)(T0 + 1000 * US),
+		 (long long)(T0 + 1100 * US));
+	kernel(db, 1, 1, 1, 60, 900, 50);
+	kernel(db, 2, 1, 1, 1060, 1900, 1050);
+	kj_db_close(db);
+	j = compare_json(p, NULL, 0, 0);
+	NEAR(jnum(j, "wall_us"), 900);
+	NEAR(jnum(j, "busy_us"), 840);
+	NEAR(jnum(j, "outside_us"), 0);
+	json_decref(j);
 }
 
 static void test_empty_and_no_kernels(void **state)
