@@ -7,6 +7,8 @@ OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 parts=${*:-tests apicost procs cv}
+sql() { python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r, sep="\t")' "$@"; }
 for part in $parts; do
 case $part in
 tests)
@@ -28,11 +30,11 @@ procs)
 	echo "== child processes"
 	"$kj" run --force -o "$OUT/mp.kjdb" -- python3 examples/multiproc.py --iters 20 > "$OUT/mp.log" 2>&1
 	echo "exit $?"; tail -3 "$OUT/mp.log"
-	sqlite3 "$OUT/mp.kjdb" "SELECT p.pid, p.parent_pid, (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p" 2>&1 | head
+	sql "$OUT/mp.kjdb" "SELECT p.pid, p.ppid, (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p" 2>&1 | head
 	"$kj" info "$OUT/mp.kjdb" 2>&1 | head -20
 	echo "== torch.profiler inside the traced program"
 	"$kj" run --force -o "$OUT/prof.kjdb" -- python3 examples/bloom560m.py --iters 5 --warmup 2 --torch-profiler > "$OUT/prof.log" 2>&1
-	echo "exit $?"; grep -i "kjoule" "$OUT/prof.log" | head -5
+	echo "exit $?"; grep -iv "^{" "$OUT/prof.log" | tail -8
 	"$kj" info "$OUT/prof.kjdb" 2>&1 | tail -12
 	;;
 cv)
@@ -46,6 +48,24 @@ cv)
 			python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["result"] if "result" in json.load(open(sys.argv[1])) else json.load(open(sys.argv[1])); print(sys.argv[2], d.get("energy_measured_j"), d.get("energy_measured_unc_j"), d.get("wall_us"), d.get("busy_us"))' "$OUT/cv${seq}_$i.json" "$i" || tail -3 "$OUT/cv${seq}_$i.err" "$OUT/cv${seq}_$i.log"
 		done
 	done
+	;;
+verify)
+	echo "== snapshot + verify, trace tests"
+	(cd "$KJ_BUILD" && timeout 200 ctest -R "gpu_replay_verify|gpu_trace" --output-on-failure 2>&1 | tail -40) | tee "$OUT/verify_tests.log"
+	;;
+apihist)
+	echo "== API calls of 3 BLOOM forwards, by name"
+	"$kj" run --force --api -o "$OUT/apih.kjdb" -- python3 examples/bloom560m.py --iters 3 --warmup 1 > "$OUT/apih.log" 2>&1
+	echo "exit $?"
+	sql "$OUT/apih.kjdb" "SELECT count(*) FROM nvtx_range WHERE name='forward'"
+	sql "$OUT/apih.kjdb" "WITH f AS (SELECT min(start_ns) s, max(end_ns) e FROM nvtx_range WHERE name='forward')
+		SELECT a.domain, a.name, count(*) FROM api_call a, f WHERE a.start_ns BETWEEN f.s AND f.e
+		GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 40"
+	;;
+erepeat)
+	echo "== repeated-region energy"
+	timeout 400 python3 bench/energy_repeat/run.py --kjoule "$kj" --runs 5 --seq 1536 5 --iters 150 \
+		-o "$OUT/energy_repeat.json" 2>&1 | tail -16
 	;;
 esac
 done
