@@ -918,7 +918,7 @@ struct cmp_summary {
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
-	double e_unc, e_kernels, e_idle, e_pred, e_err_pct;
+	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 };
 
@@ -986,6 +986,14 @@ static void summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->e_meas = iter_stat(c, get_energy_measured_mj, 1);
 	s->have_meas = s->e_meas.n > 0;
 	s->e_unc = iter_stat(c, get_energy_unc_mj, 1).mean;
+	/* the mean of n windows: their stated uncertainties in quadrature / n (independent edges) */
+	{
+		double q = 0;
+		for (size_t i = 0; i < c->it.n; i++)
+			if (!c->iv[i].skipped && c->iv[i].energy_ok)
+				q += c->iv[i].energy_unc_mj * c->iv[i].energy_unc_mj;
+		s->e_unc_mean = s->e_meas.n ? sqrt(q) / (double)s->e_meas.n : 0;
+	}
 	if (ce > 0) {
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
 		s->have_kernels_e = 1;
@@ -1209,6 +1217,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 
 	json_object_set_new(o, "energy_measured_j", num_or_null(s.e_meas.mean / 1000.0, s.have_meas));
 	json_object_set_new(o, "energy_measured_unc_j", num_or_null(s.e_unc / 1000.0, s.have_meas));
+	json_object_set_new(o, "energy_measured_mean_unc_j", num_or_null(s.e_unc_mean / 1000.0, s.have_meas));
 	json_object_set_new(o, "energy_kernels_j", num_or_null(s.e_kernels / 1000.0, s.have_kernels_e));
 	json_object_set_new(o, "energy_kernels_coverage", ratio_or_null(s.cov_energy, s.n_kernels.mean > 0));
 	json_object_set_new(o, "energy_idle_j", num_or_null(s.e_idle / 1000.0, s.have_idle_e));
@@ -1339,8 +1348,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		fprintf(f, "  power samples (%lld) do not cover the iterations\n",
 			(long long)c->n_power_samples);
 	else
-		fprintf(f, "  measured                            %12.6f  ± %.6f (min %.6f, max %.6f)\n",
-			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_meas.min / 1000, s.e_meas.max / 1000);
+		fprintf(f, "  measured                            %12.6f  ± %.6f per iteration, ± %.6f the mean"
+			   " (min %.6f, max %.6f)\n",
+			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_unc_mean / 1000, s.e_meas.min / 1000,
+			s.e_meas.max / 1000);
 	if (s.have_kernels_e)
 		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (coverage %.1f%%)\n",
 			s.e_kernels / 1000, 100 * s.cov_energy);

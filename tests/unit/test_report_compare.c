@@ -197,6 +197,13 @@ static void test_decomposition_by_hand(void **state)
 	NEAR(jnum(j, "bytes_h2d_per_iteration"), 100);
 	/* energy */
 	assert_true(fabs(jnum(j, "energy_measured_j") - 0.2) < 0.01);
+	/* the mean's uncertainty: one window's, divided by sqrt(n) when the windows are alike */
+	{
+		double u1 = jnum(j, "energy_measured_unc_j"), um = jnum(j, "energy_measured_mean_unc_j");
+		double n = jnum(json_object_get(j, "iterations"), "measured");
+		assert_true(u1 > 0 && n >= 1);
+		assert_true(um <= u1 + 1e-12 && um >= u1 / n - 1e-12);
+	}
 	NEAR(jnum(j, "energy_kernels_j"), 0.04);
 	NEAR(jnum(j, "energy_idle_j"), 0.06);
 	NEAR(jnum(j, "energy_predicted_j"), 0.1);

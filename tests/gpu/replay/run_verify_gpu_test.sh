@@ -6,7 +6,7 @@ set -u
 kj=$1 target=$2 dir=$3
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
 db=$dir/verify.kjdb
-"$kj" run --force --snapshot=256 -o "$db" -- "$target" || { echo "FAIL: traced run exited $?"; exit 1; }
+"$kj" run --force --snapshot=1024 -o "$db" -- "$target" || { echo "FAIL: traced run exited $?"; exit 1; }
 "$kj" replay "$db" --verify --runs 5 --warmup 1 --json >"$dir/verify.json" 2>"$dir/verify.err" ||
 	{ echo "FAIL: kjoule replay --verify exited $?"; cat "$dir/verify.err"; exit 1; }
 python3 - "$db" "$dir/verify.json" <<'PY'
