@@ -156,6 +156,21 @@ static json_t *realtime_json(const char *raw)
 	return json_string(buf);
 }
 
+/* The "api" value of the run's capture options (0 none, 1 all but queries, 2 all), -1 unknown. */
+static int capture_api(sqlite3 *db)
+{
+	char buf[512];
+	json_t *j;
+	int api = -1;
+	if (kj_db_meta_get(db, "capture", buf, sizeof(buf)) != 0)
+		return -1;
+	j = json_loads(buf, 0, NULL);
+	if (j && json_is_integer(json_object_get(j, "api")))
+		api = (int)json_integer_value(json_object_get(j, "api"));
+	json_decref(j);
+	return api;
+}
+
 static json_t *gather(sqlite3 *db, const char *path)
 {
 	json_t *o = json_object(), *counts = json_object(), *missing = json_array();
@@ -228,6 +243,9 @@ static json_t *gather(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("no memcpy or memset"));
 	if (COUNT("api_calls") == 0)
 		json_array_append_new(missing, json_string("no API calls: traced without --api"));
+	else if (capture_api(db) == 1)
+		json_array_append_new(missing, json_string("API query functions (cudaGetDevice, cudaGetLastError, "
+							   "cuCtxGetDevice, ...) not recorded: --api=all records them"));
 	if (COUNT("allocations") == 0)
 		json_array_append_new(missing, json_string("no device memory allocations"));
 	if (COUNT("nvtx_ranges") == 0)

@@ -45,7 +45,7 @@ static volatile sig_atomic_t child_pid;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api] [--runs N --warmup W]\n"
+		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
 		"                  [--params-iteration N] [--iteration-range NAME] [--snapshot[=MB]]\n"
 		"                  [--no-power]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
@@ -53,7 +53,9 @@ static void usage(FILE *f)
 		"  -o PATH             output (default kjoule.kjdb); refused if it exists, unless --force\n"
 		"  --params K          capture parameters of the first K launches of each unique kernel (1)\n"
 		"  --no-params         activity only: no launch parameters (cheapest; no replay later)\n"
-		"  --api               also record every CUDA driver and runtime API call\n"
+		"  --api               also record the CUDA driver and runtime API calls, all but ~45\n"
+		"                      query functions (cudaGetDevice, cuCtxGetDevice, ...: docs/tracing.md)\n"
+		"  --api=all           every API call, the queries too (they cost ~0.2 us each)\n"
 		"  --params-iteration N  keep every launch's parameters in the N-th iteration (1-based)\n"
 		"                      and its kernels/copies in order, for `kjoule replay --sequence`\n"
 		"  --iteration-range NAME  the NVTX range that marks iterations (default: the most\n"
@@ -100,6 +102,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			o->params_k = 0;
 		} else if (!strcmp(a, "--api")) {
 			o->api = 1;
+		} else if (!strcmp(a, "--api=all")) {
+			o->api = 2;
 		} else if (!strcmp(a, "--snapshot")) {
 			o->snapshot_mb = 1024;
 		} else if (!strncmp(a, "--snapshot=", 11)) {
@@ -359,7 +363,7 @@ int cmd_run(int argc, char **argv)
 		setenv("KJOULE_SPOOL", spool, 1);
 		snprintf(k, sizeof(k), "%d", o.params_k);
 		setenv("KJOULE_PARAMS_K", k, 1);
-		setenv("KJOULE_API", o.api ? "1" : "0", 1);
+		setenv("KJOULE_API", o.api == 2 ? "2" : o.api ? "1" : "0", 1);
 		snprintf(k, sizeof(k), "%d", o.snapshot_mb);
 		setenv("KJOULE_SNAPSHOT_MB", k, 1);
 	}

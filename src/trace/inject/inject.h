@@ -12,7 +12,8 @@
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
-	int api;             /* record API calls: bit 0 driver, bit 1 runtime (3: every call); 4: no records */
+	int api;             /* API calls: bits 1 driver, 2 runtime; 4 no records (cost studies);
+	                      * 8 the query functions too (--api=all) */
 };
 
 extern struct kj_inject_config kj_cfg;
@@ -44,6 +45,8 @@ void kj_activity_flush(void);
 
 /* ---- callbacks (inject_callbacks.c) ---- */
 int kj_callbacks_start(void);
+/** 1 when (runtime ? runtime : driver) callback id is a query function --api leaves out. */
+int kj_api_is_query(int runtime, uint32_t id);
 /** Correlation id of the last driver call the injection itself made on this thread. */
 uint32_t kj_last_own_correlation(void);
 

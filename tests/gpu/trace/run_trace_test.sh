@@ -27,7 +27,17 @@ check("calls nest inside their process's span", q("SELECT count(*) FROM api_call
 check("launch API joins its kernel", q("SELECT count(*) FROM api_call a JOIN kernel k ON k.correlation_id = a.correlation_id AND k.pid = a.pid WHERE a.domain='driver'") >= 13)
 check("iteration 2 kept: 5 kernels in order", q("SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = 'kernel'") == 5)
 check("iteration 2 parameters", q("SELECT count(*) FROM launch_params WHERE iteration = 2") == 5)
+check("--api leaves the query functions out", q("SELECT count(*) FROM api_call WHERE name LIKE 'cudaGetDevice_v%' OR name LIKE 'cuCtxGetDevice%'") == 0)
 sys.exit(1 if bad else 0)
+PY
+# --api=all: the query functions too
+KJ_EXPECT=$dir/expected3.json "$kj" run -o "$dir/apiall.kjdb" --api=all -- "$target"
+python3 - "$dir/apiall.kjdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("SELECT count(*) FROM api_call WHERE name LIKE 'cudaGetDevice_v%' OR name LIKE 'cuCtxGetDevice%' OR name LIKE 'cudaGetLastError%'").fetchone()[0]
+print(("ok   " if n > 0 else "FAIL ") + f"--api=all records query functions ({n})")
+sys.exit(0 if n > 0 else 1)
 PY
 # exit code and crash handling: a program killed by a signal still leaves a valid database
 rc=0; "$kj" run -o "$dir/killed.kjdb" -- bash -c 'kill -9 $$' || rc=$?

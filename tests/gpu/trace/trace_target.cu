@@ -48,6 +48,8 @@ int main(void)
 	int htod = 0, dtoh = 0, dtod = 0, memsets = 0;
 
 	CK(cudaSetDevice(0));
+	int dev = -1;
+	CK(cudaGetDevice(&dev)); /* a query function: in --api=all runs only */
 	CK(cudaMalloc(&a, bytes));
 	CK(cudaMalloc(&b, bytes));
 	CK(cudaStreamCreate(&s1));
