@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tracing overhead on BLOOM-560M: plain, kjoule (--no-params, defaults, --api) and torch.profiler,
+"""Tracing overhead on BLOOM-560M: plain, kjoule (--no-params, defaults, --api, --api=all) and torch.profiler,
 interleaved round by round in one run; wall time per forward as ratios to plain, and peak host
 memory of the traced process. Writes a JSON result file (device, date, command, raw numbers)."""
 import argparse
@@ -46,6 +46,7 @@ def main():
         "kjoule_no_params": lambda i: [a.kjoule, "run", "--force", "-o", f"{tmp}/np{i}.kjdb", "--no-params", "--"] + model,
         "kjoule_default": lambda i: [a.kjoule, "run", "--force", "-o", f"{tmp}/d{i}.kjdb", "--"] + model,
         "kjoule_api": lambda i: [a.kjoule, "run", "--force", "-o", f"{tmp}/a{i}.kjdb", "--api", "--"] + model,
+        "kjoule_api_all": lambda i: [a.kjoule, "run", "--force", "-o", f"{tmp}/aa{i}.kjdb", "--api=all", "--"] + model,
         "torch_profiler": lambda i: model + ["--torch-profiler"],
     }
     raw = {k: [] for k in configs}
