@@ -67,5 +67,17 @@ erepeat)
 	timeout 400 python3 bench/energy_repeat/run.py --kjoule "$kj" --runs 5 --seq 1536 5 --iters 150 \
 		-o "$OUT/energy_repeat.json" 2>&1 | tail -16
 	;;
+overhead)
+	echo "== tracing overhead (interleaved rounds)"
+	timeout 480 python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 150 --warmup 20 \
+		-o "$OUT/trace_overhead.json" 2>&1 | tail -30
+	;;
+vadebug)
+	echo "== original-address re-creation, debug"
+	v=$KJ_BUILD/tests/gpu/replay/verify.kjdb
+	[ -s "$v" ] && KJ_REPLAY_DEBUG=1 KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker "$kj" replay "$v" \
+		--kernel kj_axpy_struct --runs 2 --warmup 1 --cache warm 2>&1 | grep -i "region\|setup\|reserv\|got" | head -12
+	cat /proc/self/maps | head -3; ulimit -v
+	;;
 esac
 done
