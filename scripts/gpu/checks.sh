@@ -67,6 +67,14 @@ erepeat)
 	timeout 400 python3 bench/energy_repeat/run.py --kjoule "$kj" --runs 5 --seq 1536 5 --iters 150 \
 		-o "$OUT/energy_repeat.json" 2>&1 | tail -16
 	;;
+seqship)
+	echo "== sequence replay of the shipped run again, then compare"
+	cp examples/runs/bloom560m.kjdb "$OUT/bloom560m.kjdb"
+	KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker timeout 120 "$kj" replay "$OUT/bloom560m.kjdb" --sequence --graph \
+		--energy --energy-seconds 3 --runs 50 2>&1 | grep -v "^kjoule: warning" | tail -14
+	"$kj" compare "$OUT/bloom560m.kjdb" --json > "$OUT/compare.json" 2>/dev/null
+	"$kj" compare "$OUT/bloom560m.kjdb" 2>&1 | sed -n '/^Replay/,/^Energy/p'
+	;;
 overhead)
 	echo "== tracing overhead (interleaved rounds)"
 	timeout 480 python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 150 --warmup 20 \
