@@ -98,9 +98,6 @@ static void start(void)
 	if (kj_cfg.api)
 		kj_cfg.api = (kj_cfg.api == 2 ? 8 : 0) | (env_int("KJOULE_API_DOMAINS", 3) & 7);
 	kj_cfg.snapshot_bytes = (int64_t)env_int("KJOULE_SNAPSHOT_MB", 0) << 20;
-	if (kj_cfg.api) /* KJOULE_API_DOMAINS, for cost studies: bits 1 driver, 2 runtime (3 both,
-			 * the default); + 4: callbacks enabled but nothing recorded */
-		kj_cfg.api = env_int("KJOULE_API_DOMAINS", 3) & 7;
 	if (kj_spool_open(dir) != 0)
 		return;
 	started = 1;
