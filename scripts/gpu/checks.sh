@@ -75,6 +75,17 @@ seqship)
 	"$kj" compare "$OUT/bloom560m.kjdb" --json > "$OUT/compare.json" 2>/dev/null
 	"$kj" compare "$OUT/bloom560m.kjdb" 2>&1 | sed -n '/^Replay/,/^Energy/p'
 	;;
+vaalign)
+	echo "== original addresses: reservation alignment"
+	v=$KJ_BUILD/tests/gpu/replay/verify.kjdb
+	for a in 32 64 128 512 2048; do
+		echo "align $a MiB: $(KJ_REPLAY_VA_ALIGN_MB=$a KJ_REPLAY_DEBUG=1 KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker \
+			"$kj" replay "$v" --kernel kj_axpy_struct --runs 2 --warmup 1 --cache warm 2>&1 | grep -m3 "got\|setup" | tr '\n' ' ')"
+	done
+	;;
+trace)
+	(cd "$KJ_BUILD" && timeout 200 ctest -R "gpu_trace" --output-on-failure 2>&1 | tail -8)
+	;;
 overhead)
 	echo "== tracing overhead (interleaved rounds)"
 	timeout 480 python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 150 --warmup 20 \
