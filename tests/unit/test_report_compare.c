@@ -99,7 +99,8 @@ static void make_main(const char *path, int with_power)
 		     (long long)(T0 + (o + 860) * US), (long long)(T0 + (o + 900) * US));
 	}
 	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns) VALUES"
-		 " (1, 'warm', 10, 150000), (2, 'warm', 10, 180000), (1, 'cold', 10, 250000)");
+		 " (1, 'warm', 10, 150000), (2, 'warm', 10, 180000), (1, 'cold', 10, 250000),"
+		 " (1, 'sequence', 20, 160000), (2, 'sequence', 20, 170000)");
 	/* a failed replay is not a measurement */
 	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status, error) VALUES"
 		 " (2, 'cold', 3, 999000, 'failed', 'illegal address')");
@@ -188,6 +189,10 @@ static void test_decomposition_by_hand(void **state)
 	assert_true(fabs(jnum(j, "replay_coverage_cold") - 2.0 / 3.0) < 1e-5);
 	NEAR(jnum(j, "predicted_wall_us"), 980);
 	NEAR(jnum(j, "explained_fraction"), 0.98);
+	/* in-sequence times: 2 x 160 + 170 us against the same 500 us in situ */
+	NEAR(jnum(j, "replay_sum_sequence_us"), 490);
+	NEAR(jnum(j, "replay_coverage_sequence"), 1.0);
+	NEAR(jnum(j, "explained_fraction_sequence"), 0.99);
 	NEAR(jnum(j, "naive_error_pct"), -52);
 	NEAR(jnum(j, "sequence_eager_us"), 900);
 	NEAR(jnum(j, "sequence_graph_us"), 600);
