@@ -125,6 +125,8 @@ struct ingest {
 	struct kj_map *allocs;  /* address -> open allocation row */
 	struct marker *markers;
 	size_t nmarkers, cap_markers;
+	struct kj_rec_seqop *seqops; /* event records and waits, in file order */
+	size_t nseqops, cap_seqops;
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
 };
@@ -1012,6 +1014,20 @@ static int add_marker(struct ingest *in, const struct kj_rec_marker *m)
 	return 0;
 }
 
+static int add_seqop(struct ingest *in, const struct kj_rec_seqop *r)
+{
+	if (in->nseqops == in->cap_seqops) {
+		size_t n = in->cap_seqops ? in->cap_seqops * 2 : 256;
+		struct kj_rec_seqop *ns = realloc(in->seqops, n * sizeof(*ns));
+		if (!ns)
+			return KJ_ENOMEM;
+		in->seqops = ns;
+		in->cap_seqops = n;
+	}
+	in->seqops[in->nseqops++] = *r;
+	return 0;
+}
+
 static int cmp_marker(const void *a, const void *b)
 {
 	const struct marker *x = a, *y = b;
@@ -1181,6 +1197,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_module))
 				rc = put_module(in, r);
 			break;
+		case KJ_REC_SEQOP:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_seqop))
+				rc = add_seqop(in, r);
+			break;
 		case KJ_REC_SNAPSHOT:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_snapshot))
 				rc = put_snapshot(in, r);
@@ -1316,6 +1336,27 @@ static int put_iteration(struct ingest *in)
 	sqlite3_finalize(st);
 	if (rc || max_corr < 0)
 		return rc;
+	/* the event records and waits made during the iteration: they order its streams */
+	if (in->nseqops) {
+		if (kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
+				  " correlation_id, event_id) VALUES(?,0,?,?,?,?,?)", &st))
+			return KJ_EDB;
+		for (size_t i = 0; i < in->nseqops && !rc; i++) {
+			const struct kj_rec_seqop *e = &in->seqops[i];
+			if (e->t_ns < start || e->t_ns > end || (e->op != 1 && e->op != 2))
+				continue;
+			sqlite3_bind_int64(st, 1, n);
+			sqlite3_bind_int64(st, 2, in->pid);
+			sqlite3_bind_int64(st, 3, e->stream);
+			sqlite3_bind_text(st, 4, e->op == 1 ? "event_record" : "event_wait", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 5, e->correlation);
+			sqlite3_bind_int64(st, 6, (int64_t)e->event);
+			rc = step_done(in, st);
+		}
+		sqlite3_finalize(st);
+		if (rc)
+			return rc;
+	}
 	snprintf(what, sizeof(what),
 		 "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op, correlation_id, bytes, kind)"
 		 " SELECT %d, 0, pid, stream_id, 'memcpy', correlation_id, bytes, kind FROM memcpy"
@@ -1363,6 +1404,7 @@ static void ingest_free(struct ingest *in)
 	free(in->ranges);
 	kj_map_free(in->group_index);
 	free(in->markers);
+	free(in->seqops);
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);

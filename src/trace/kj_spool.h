@@ -31,7 +31,7 @@ enum kj_rec_type {
 	KJ_REC_GRAPHNODE,     /* graph node -> the launch (correlation) that created it */
 	KJ_REC_END,           /* clean end of the process's trace */
 	KJ_REC_DROPPED,       /* CUPTI dropped records */
-	KJ_REC_SEQOP,         /* reserved (iteration sequences are built at ingest) */
+	KJ_REC_SEQOP,         /* an event record or a stream wait on an event (stream order) */
 	KJ_REC_SNAPSHOT,      /* device buffer contents around a launch (--snapshot) */
 };
 
@@ -178,6 +178,15 @@ struct kj_rec_text {
 	struct kj_rec_hdr h;
 	int64_t t_ns;
 	uint32_t len, pad; /* followed by text */
+};
+
+/* cuEventRecord* (op 1) or cuStreamWaitEvent (op 2), as the call returned successfully. */
+struct kj_rec_seqop {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint64_t event;            /* the CUevent handle: an id within the process */
+	uint32_t stream, correlation;
+	uint32_t op, tid;
 };
 
 struct kj_rec_graphnode {

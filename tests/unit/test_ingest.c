@@ -213,6 +213,18 @@ static struct buf make_spool(void)
 		a.domain = 1, a.cbid = 307, a.correlation = 10, a.bytes = -1, a.stream = -1, a.status = 700;
 		put(&b, &a, sizeof(a), NULL, 0);
 	}
+	{
+		/* an event recorded on stream 7 and waited on by stream 8 inside forward 2; one in forward 1 */
+		struct kj_rec_seqop e;
+		memset(&e, 0, sizeof(e));
+		e.h.type = KJ_REC_SEQOP;
+		e.t_ns = 100, e.event = 0xE0, e.stream = 7, e.correlation = 5, e.op = 1;
+		put(&b, &e, sizeof(e), NULL, 0);
+		e.t_ns = 460, e.event = 0xE1, e.stream = 7, e.correlation = 16, e.op = 1;
+		put(&b, &e, sizeof(e), NULL, 0);
+		e.t_ns = 470, e.stream = 8, e.correlation = 17, e.op = 2;
+		put(&b, &e, sizeof(e), NULL, 0);
+	}
 	put_marker(&b, 1, 2, 2, 10);     /* forward 1 starts */
 	put_marker(&b, 2, 2, 3, 20);     /* layer starts inside it */
 	put_marker(&b, 2, 4, 0, 150);    /* layer ends */
@@ -337,15 +349,19 @@ static void test_iteration_capture(void **state)
 	struct buf b = make_spool();
 	struct kj_ingest_stats st;
 	struct kj_ingest_opts opts = {0, 2, NULL};
-	char t[64];
+	char t[128];
 	sqlite3 *db = ingest(&b, "iter", &opts, &st);
 	/* K = 0: no first-K blocks; the second 'forward' holds launches 12, 13, 15 and the copy of 14 */
 	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params WHERE iteration IS NULL"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM launch_params WHERE iteration = 2"), 3);
-	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op WHERE iteration = 2"), 4);
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op WHERE iteration = 2"), 6);
 	assert_string_equal(qtext(db, "SELECT group_concat(op || correlation_id, ' ') FROM"
 				      " (SELECT * FROM sequence_op ORDER BY ordinal)", t, sizeof(t)),
-			    "kernel12 kernel13 memcpy14 kernel15");
+			    "kernel12 kernel13 memcpy14 kernel15 event_record16 event_wait17");
+	/* the wait names the event the record made, on its own stream */
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op r JOIN sequence_op w ON w.event_id = r.event_id"
+				" WHERE r.op = 'event_record' AND w.op = 'event_wait' AND r.stream_id = 7"
+				" AND w.stream_id = 8 AND r.event_id = 225"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op s JOIN launch_params p"
 				" ON p.id = s.launch_params_id WHERE s.op = 'kernel'"), 3);
 	assert_string_equal(qtext(db, "SELECT value FROM meta WHERE key = 'params_iteration'", t, sizeof(t)),

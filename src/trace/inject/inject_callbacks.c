@@ -450,6 +450,62 @@ static void handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	}
 }
 
+/* Event records and waits order work across streams: --params-iteration sequences keep them. */
+static void handle_event(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	struct kj_rec_seqop r;
+	CUstream stream = NULL;
+	uint8_t ptsz = 0;
+	uint32_t sid = 0;
+	if (cb->callbackSite != CUPTI_API_EXIT || !succeeded(cb))
+		return;
+	memset(&r, 0, sizeof(r));
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz:
+		ptsz = 1;
+		/* fall through */
+	case CUPTI_DRIVER_TRACE_CBID_cuEventRecord: {
+		const cuEventRecord_params *p = cb->functionParams;
+		r.event = (uint64_t)(uintptr_t)p->hEvent;
+		stream = p->hStream;
+		r.op = 1;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz:
+		ptsz = 1;
+		/* fall through */
+	case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags: {
+		const cuEventRecordWithFlags_params *p = cb->functionParams;
+		r.event = (uint64_t)(uintptr_t)p->hEvent;
+		stream = p->hStream;
+		r.op = 1;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz:
+		ptsz = 1;
+		/* fall through */
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent: {
+		const cuStreamWaitEvent_params *p = cb->functionParams;
+		r.event = (uint64_t)(uintptr_t)p->hEvent;
+		stream = p->hStream;
+		r.op = 2;
+		break;
+	}
+	default:
+		return;
+	}
+	r.h.type = KJ_REC_SEQOP;
+	r.h.size = sizeof(r);
+	r.t_ns = kj_now_ns();
+	r.correlation = cb->correlationId;
+	if (cuptiGetStreamIdEx(cb->context, stream, ptsz, &sid) == CUPTI_SUCCESS)
+		r.stream = sid;
+	if (!tl_tid)
+		tl_tid = (uint32_t)gettid();
+	r.tid = tl_tid;
+	kj_spool_write(&r, sizeof(r));
+}
+
 static void put_device(CUcontext ctx)
 {
 	struct kj_rec_device d;
@@ -762,6 +818,7 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		return;
 	}
 	handle_memory(id, cb);
+	handle_event(id, cb);
 }
 
 static CUpti_SubscriberHandle subscriber;
@@ -777,6 +834,12 @@ int kj_callbacks_start(void)
 		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 		CUPTI_DRIVER_TRACE_CBID_cuMemMap,
 		CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+		CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+		CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags,
+		CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
 	};
 	static const CUpti_CallbackId resource_ids[] = {
 		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,

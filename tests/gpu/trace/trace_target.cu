@@ -65,10 +65,14 @@ int main(void)
 	CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s1)); dtod++;
 	nvtxRangePop();
 
+	cudaEvent_t done1;
+	CK(cudaEventCreateWithFlags(&done1, cudaEventDisableTiming));
 	for (int it = 0; it < 3; it++) {
 		nvtxRangePushA("iteration");
 		nvtxRangePushA("scale");
 		kj_scale<<<n / 256, 256, 0, s1>>>(a, b, n, 2.0f); scale_launches++;
+		CK(cudaEventRecord(done1, s1)); /* s2 reads what s1 wrote: an event orders them */
+		CK(cudaStreamWaitEvent(s2, done1, 0));
 		kj_scale<<<n / 256, 256, 0, s2>>>(b, a, n, 0.5f); scale_launches++;
 		nvtxRangePop();
 		Pair p = {a, b, n, 3.0f};
