@@ -370,6 +370,47 @@ static void test_iteration_capture(void **state)
 	free(b.p);
 }
 
+/* --snapshot: buffers before and after launch 10, stored compressed; the snapshot's own
+ * device-to-host copy (correlation 77) is not one of the program's copies */
+static void test_snapshot_records(void **state)
+{
+	(void)state;
+	struct buf b = make_spool();
+	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {1, 0, NULL};
+	unsigned char before[4096], after[4096];
+	for (size_t i = 0; i < sizeof(before); i++) {
+		before[i] = (unsigned char)(i % 7);
+		after[i] = (unsigned char)(i % 7 + (i == 100));
+	}
+	struct kj_rec_snapshot r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_SNAPSHOT;
+	r.t_ns = 99, r.address = PTR1, r.bytes = sizeof(before), r.correlation = 10, r.phase = 0;
+	r.copy_correlation = 76;
+	put(&b, &r, sizeof(r), before, sizeof(before));
+	r.t_ns = 101, r.phase = 1, r.copy_correlation = 77;
+	put(&b, &r, sizeof(r), after, sizeof(after));
+	struct kj_rec_memcpy m;
+	memset(&m, 0, sizeof(m));
+	m.h.type = KJ_REC_MEMCPY;
+	m.correlation = 77;
+	m.start_ns = 1600, m.end_ns = 1700, m.bytes = 4096, m.copy_kind = 2, m.src_kind = 3, m.dst_kind = 1;
+	put(&b, &m, sizeof(m), NULL, 0);
+	sqlite3 *db = ingest(&b, "snap", &opts, &st);
+	char t[64];
+	assert_int_equal(st.snapshots, 2);
+	assert_int_equal(q1(db, "SELECT count(*) FROM snapshot WHERE correlation_id = 10"), 2);
+	assert_string_equal(qtext(db, "SELECT group_concat(phase || ':' || codec, ' ') FROM"
+				      " (SELECT * FROM snapshot ORDER BY id)", t, sizeof(t)), "before:zstd after:zstd");
+	assert_int_equal(q1(db, "SELECT max(length(data)) < 4096 FROM snapshot"), 1);
+	/* the program's copy (14) stays, kjoule's own (77) is gone */
+	assert_int_equal(q1(db, "SELECT count(*) FROM memcpy WHERE correlation_id = 77"), 0);
+	assert_int_equal(q1(db, "SELECT count(*) FROM memcpy WHERE correlation_id = 14"), 1);
+	kj_db_close(db);
+	free(b.p);
+}
+
 static void test_truncated_spool(void **state)
 {
 	(void)state;
@@ -451,6 +492,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_complete_spool),
 		cmocka_unit_test(test_iteration_capture),
+		cmocka_unit_test(test_snapshot_records),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),

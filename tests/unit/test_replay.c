@@ -220,6 +220,10 @@ static void test_stats_and_protocol(void **state)
 	r.idle_mw = -1;
 	r.dynamic_mj_per_launch = NAN;
 	snprintf(r.method, sizeof(r.method), "counter-edges");
+	snprintf(r.verify, sizeof(r.verify), "differs");
+	r.verify_buffers = 3;
+	r.verify_bytes = 786432;
+	r.verify_diff_bytes = 17;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -234,7 +238,10 @@ static void test_stats_and_protocol(void **state)
 		line = strtok(NULL, "\n");
 	}
 	free(buf);
-	assert_int_equal(results, 3);
+	assert_int_equal(results, 4);
+	assert_string_equal(q.verify, "differs");
+	assert_true(q.verify_buffers == 3 && q.verify_bytes == 786432 && q.verify_diff_bytes == 17);
+	assert_int_equal(kj_replay_parse_line("KJ_VERIFY\tunique=1\tverify=identical\tbuffers=x", &q), KJ_EINVAL);
 	assert_int_equal(q.unique_id, 42);
 	assert_string_equal(q.status, "relocated");
 	assert_string_equal(q.error, "moved allocation 3 and 4");
@@ -346,11 +353,15 @@ static void test_store_and_report(void **state)
 	a->idle_mw = -1;
 	a->dynamic_mj_per_launch = NAN;
 	snprintf(a->method, sizeof(a->method), "counter-edges");
+	snprintf(a->verify, sizeof(a->verify), "identical");
+	a->verify_buffers = 2;
+	a->verify_bytes = 4096;
 	/* unique 3 ("ghost") is skipped; give unique 2 a failure */
 	kj_replay_result_set(&plan.items[1].res, "failed", "first launch: CUDA_ERROR_ILLEGAL_ADDRESS");
 	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
 	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
 	assert_int_equal(kj_db_count(db, "replay_energy"), 1);
+	assert_int_equal(kj_db_count(db, "replay_verify"), 1);
 	/* again: replaced, not duplicated */
 	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
 	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
@@ -370,6 +381,7 @@ static void test_store_and_report(void **state)
 	assert_non_null(strstr(buf, "coverage: launches 4/6 replayed (66.7%: exact 4, relocated 0); unique kernels 1/4"));
 	assert_non_null(strstr(buf, "ILLEGAL_ADDRESS"));
 	assert_non_null(strstr(buf, "traced GPU busy"));
+	assert_non_null(strstr(buf, "verify (outputs vs the run's after-launch snapshot): identical 1, differs 0"));
 	/* gemm: 4 x 1.1 us = 4.4 us against 4.6 us traced */
 	assert_non_null(strstr(buf, "0.004 ms (-4.3%)"));
 	/* the replayed kernel sorts first */
@@ -385,6 +397,8 @@ static void test_store_and_report(void **state)
 	assert_string_equal(json_string_value(json_object_get(k0, "status")), "ok");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(k0, "warm"), "median_ns")), 1100);
 	assert_true(json_is_null(json_object_get(json_object_get(k0, "energy"), "dynamic_mj_per_launch")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(k0, "verify"), "result")), "identical");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(k0, "verify"), "bytes")), 4096);
 	json_t *cov = json_object_get(root, "coverage");
 	assert_int_equal(json_integer_value(json_object_get(cov, "launches_exact")), 4);
 	assert_int_equal(json_integer_value(json_object_get(cov, "unique_not_replayed")), 3);
