@@ -1,0 +1,144 @@
+/* Internals of kjoule-replay-worker shared by its files: the options, one captured launch, the
+ * worker's state, and the functions each file offers the others. */
+#ifndef KJ_REPLAY_WORKER_H
+#define KJ_REPLAY_WORKER_H
+
+#include <cuda.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zstd.h>
+#ifdef KJ_WITH_CUPTI
+#include <cupti.h>
+#endif
+
+#include "kj_db.h"
+#include "kj_energy.h"
+#include "kj_error.h"
+#include "kj_replay.h"
+
+struct opts {
+	const char *db;
+	int64_t unique;
+	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti, graph;
+	int64_t sequence; /* >= 0: replay this iteration (sequence_op), not a unique kernel */
+	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults) */
+	double hang_s;    /* a first launch running longer is reported as hung */
+	int64_t *uniques; /* the unique kernels of this worker, replayed in order in one context */
+	size_t nuniques;
+	int debug;
+	double energy_s;
+	int probe;
+	int verify;       /* compare outputs with the run's after-launch snapshot */
+};
+
+/* One launch as captured: function, geometry, parameter block and its pointer words. */
+struct klaunch {
+	CUfunction fn;
+	char *mangled;
+	int64_t pid, launch_ns, correlation, unique_id;
+	unsigned grid[3], block[3], cluster[3], shmem;
+	uint8_t *blob;
+	size_t blob_len;
+	struct kj_replay_param *layout;
+	size_t nlayout;
+	void **kparams;
+	int use_cluster_attr;
+	struct kj_replay_ptr *ptrs;
+	size_t nptrs;
+};
+
+/* Everything one worker holds: the context, modules and database for all its kernels, and the
+ * per-kernel state that kernel_close() releases. */
+struct replay {
+	struct opts o;
+	sqlite3 *db;
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	CUmodule mod;
+	CUlibrary lib;
+	CUmodule mods[64];     /* modules loaded, by hash (sequence replay loads several) */
+	char mod_hash[64][72];
+	size_t nmods;
+	struct klaunch k;
+	int64_t device_id;
+	struct kj_replay_range *ranges;
+	size_t nranges;
+	struct kj_replay_region *regions;
+	size_t nregions;
+	int *region_of;
+	CUdeviceptr *region_va;
+	CUmemGenericAllocationHandle *region_h;
+	int *region_moved;
+	uint64_t gran;
+	CUdeviceptr flush;
+	size_t flush_bytes;
+	struct kj_replay_result res;
+	int poisoned;          /* the context cannot run more work (sticky error, hung kernel) */
+	void *fill_host;       /* pinned pattern buffer, kept across kernels */
+	struct prereserve { uintptr_t addr; size_t len; } *pre;
+	struct early { uint64_t base, len; CUdeviceptr va; } *early; /* device VA taken right after cuInit */
+	size_t nearly;
+	int *region_owned;     /* 1: reserved for this kernel (freed after it); 0: inside an early one */
+	size_t npre;
+};
+
+#define CU(call)                                                   \
+	do {                                                       \
+		CUresult e_ = (call);                              \
+		if (e_ != CUDA_SUCCESS) {                          \
+			cu_fail(&R->res, #call, e_, __FILE__, __LINE__);     \
+			return KJ_EGPU;                            \
+		}                                                  \
+	} while (0)
+
+/* worker_load.c */
+int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt);
+/** A failed CUDA call as the kernel's result ("failed", the call, its error, where). */
+void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file,
+	     int line);
+CUresult launch(struct replay *R);
+CUresult launch_k(const struct klaunch *k, CUstream stream);
+int load_function(struct replay *R);
+int load_function_k(struct replay *R, struct klaunch *kl);
+int load_launch(struct replay *R);
+int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id);
+int load_ranges(struct replay *R);
+int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check);
+int prepare_launch(struct replay *R);
+/* worker_memory.c */
+int early_cmp(const void *a, const void *b);
+int early_reserve(struct replay *R, int with_ctx);
+void fill_pattern(uint8_t *p, size_t n, uint64_t seed);
+int fill_regions(struct replay *R);
+int map_allocations(struct replay *R);
+int map_used(struct replay *R, const int *used);
+void prereserve(struct replay *R, uintptr_t addr, size_t len);
+int relocate(struct replay *R);
+size_t relocate_launch(struct replay *R, struct klaunch *k, int describe);
+int scan_launch(struct replay *R, struct klaunch *k, int *used);
+uint64_t va_align_bytes(void);
+/* worker_sequence.c */
+int sequence_run(struct replay *R, int64_t iteration, int graph);
+/* worker_snapshot.c */
+int apply_snapshot(struct replay *R, int *applied, int *exact);
+void verify_outputs(struct replay *R, int exact_inputs);
+/* worker_timing.c (the CUPTI kernel records of the last cupti_start..cupti_stop) */
+#ifdef KJ_WITH_CUPTI
+extern int64_t *g_dur, *g_start;
+extern uint32_t *g_stream;
+extern size_t g_ndur;
+#endif
+int cupti_start(void);
+void cupti_stop(void);
+int measure_energy(struct replay *R);
+int time_mode(struct replay *R, int cold, struct kj_replay_timing *out);
+
+#endif

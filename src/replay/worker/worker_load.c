@@ -1,0 +1,319 @@
+/* kjoule-replay-worker: a captured launch from the run database (parameters, layout, the
+ * allocations live at its launch, its module and function) and launching it. */
+#include "worker.h"
+
+void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file, int line)
+{
+	const char *name = NULL, *text = NULL, *base = strrchr(file, '/');
+	cuGetErrorName(e, &name);
+	cuGetErrorString(e, &text);
+	kj_replay_result_set(r, "failed", "%s: %s (%s) [%s:%d]", what, name ? name : "?",
+			     text ? text : "?", base ? base + 1 : file, line);
+}
+
+int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+}
+
+/* Read the kernel's name, geometry and one captured parameter block (the first launch of a plain
+ * capture, before those of --params-iteration captures). */
+int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = KJ_ENOTFOUND;
+	char err[256];
+
+	if (kj_db_prepare(R->db,
+			  "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
+			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
+			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
+			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id"
+			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
+			  " JOIN launch_params p ON p.unique_id = u.id"
+			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
+			  /* the launch whose buffers were snapshotted, when there is one */
+			  " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
+			  " AND s.correlation_id = p.correlation_id),"
+			  " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1", &st)) {
+		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
+		return KJ_EDB;
+	}
+	sqlite3_bind_int64(st, 1, R->o.unique);
+	sqlite3_bind_int64(st, 2, lp_id);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		if (lp_id >= 0)
+			kj_replay_result_set(&R->res, "failed",
+					     "launch_params %" PRId64 " missing, or its kernel unknown", lp_id);
+		else
+			kj_replay_result_set(&R->res, "skipped",
+					     "no parameters captured for unique kernel %" PRId64, R->o.unique);
+		goto out;
+	}
+	k->mangled = strdup((const char *)sqlite3_column_text(st, 0));
+	k->pid = col_i64(st, 1, -1);
+	k->launch_ns = col_i64(st, 2, -1);
+	k->correlation = col_i64(st, 25, -1);
+	k->unique_id = col_i64(st, 26, -1);
+	for (int i = 0; i < 3; i++) {
+		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
+		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
+		k->cluster[i] = (unsigned)col_i64(st, 9 + i, col_i64(st, 21 + i, 0));
+	}
+	k->shmem = (unsigned)col_i64(st, 12, col_i64(st, 24, 0));
+	k->blob_len = (size_t)sqlite3_column_bytes(st, 14);
+	k->blob = malloc(k->blob_len + 8);
+	if (!k->blob || !k->mangled) {
+		rc = KJ_ENOMEM;
+		kj_replay_result_set(&R->res, "failed", "out of memory");
+		goto out;
+	}
+	if (k->blob_len)
+		memcpy(k->blob, sqlite3_column_blob(st, 14), k->blob_len);
+	rc = kj_replay_layout_parse((const char *)sqlite3_column_text(st, 13), k->blob_len, &k->layout,
+				    &k->nlayout, err, sizeof(err));
+	if (rc) {
+		kj_replay_result_set(&R->res, "failed", "launch_params of unique kernel %" PRId64 ": %s",
+				     R->o.unique, err);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int load_launch(struct replay *R)
+{
+	return load_launch_k(R, &R->k, -1);
+}
+
+/* The allocations of the launching process that were live when the kernel was launched. */
+int load_ranges(struct replay *R)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	if (kj_db_prepare(R->db,
+			  "SELECT id, address, bytes FROM allocation WHERE (?1 < 0 OR pid = ?1)"
+			  " AND address IS NOT NULL AND bytes > 0"
+			  " AND (?2 < 0 OR alloc_ns IS NULL OR alloc_ns <= ?2)"
+			  " AND (?2 < 0 OR free_ns IS NULL OR free_ns > ?2)"
+			  " ORDER BY alloc_ns, id", &st)) {
+		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
+		return KJ_EDB;
+	}
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.launch_ns);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (R->nranges == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct kj_replay_range *nr = realloc(R->ranges, nc * sizeof(*nr));
+			if (!nr) {
+				sqlite3_finalize(st);
+				return KJ_ENOMEM;
+			}
+			R->ranges = nr;
+			cap = nc;
+		}
+		R->ranges[R->nranges].id = sqlite3_column_int64(st, 0);
+		R->ranges[R->nranges].address = (uint64_t)sqlite3_column_int64(st, 1);
+		R->ranges[R->nranges].bytes = (uint64_t)sqlite3_column_int64(st, 2);
+		R->nranges++;
+	}
+	sqlite3_finalize(st);
+	R->nranges = kj_replay_ranges_normalize(R->ranges, R->nranges);
+	return 0;
+}
+
+
+/* Load the first captured module with data that defines the function, and find the function. */
+int load_function_k(struct replay *R, struct klaunch *kl)
+{
+	sqlite3_stmt *st = NULL;
+	char tried[256] = "";
+	size_t tl = 0;
+	int rc = KJ_ENOTFOUND;
+
+	if (kj_db_prepare(R->db,
+			  "SELECT m.hash, m.format, m.codec, m.bytes, m.data FROM module_function f"
+			  " JOIN module m ON m.hash = f.hash WHERE f.mangled = ? AND m.data IS NOT NULL"
+			  " ORDER BY m.hash", &st))
+		return KJ_EDB;
+	sqlite3_bind_text(st, 1, kl->mangled, -1, SQLITE_STATIC);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *hash = (const char *)sqlite3_column_text(st, 0);
+		const char *format = (const char *)sqlite3_column_text(st, 1);
+		const char *codec = (const char *)sqlite3_column_text(st, 2);
+		size_t bytes = (size_t)col_i64(st, 3, 0);
+		const void *data = sqlite3_column_blob(st, 4);
+		size_t len = (size_t)sqlite3_column_bytes(st, 4);
+		uint8_t *img = NULL;
+		size_t img_len = len;
+		CUresult e;
+
+		for (size_t c = 0; c < R->nmods; c++)
+			if (!strcmp(R->mod_hash[c], hash) &&
+			    cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS) {
+				sqlite3_finalize(st);
+				return 0;
+			}
+
+		if (codec && !strcmp(codec, "zstd")) {
+			unsigned long long fs = ZSTD_getFrameContentSize(data, len);
+			if (fs == ZSTD_CONTENTSIZE_ERROR || fs == ZSTD_CONTENTSIZE_UNKNOWN)
+				fs = bytes;
+			img = malloc(fs + 1);
+			if (!img)
+				break;
+			img_len = ZSTD_decompress(img, fs, data, len);
+			if (ZSTD_isError(img_len)) {
+				tl += (size_t)snprintf(tried + tl, tl < sizeof(tried) ? sizeof(tried) - tl : 0,
+						       " %.16s: zstd: %s;", hash, ZSTD_getErrorName(img_len));
+				free(img);
+				continue;
+			}
+		} else {
+			img = malloc(len + 1);
+			if (!img)
+				break;
+			memcpy(img, data, len);
+		}
+		img[img_len] = '\0'; /* PTX must be NUL-terminated */
+		(void)format;
+		CUmodule mod = NULL;
+		e = cuModuleLoadData(&mod, img);
+		if (e == CUDA_SUCCESS) {
+			if (R->nmods < sizeof(R->mods) / sizeof(R->mods[0])) {
+				R->mods[R->nmods] = mod;
+				snprintf(R->mod_hash[R->nmods], sizeof(R->mod_hash[0]), "%s", hash);
+				R->nmods++;
+			}
+			e = cuModuleGetFunction(&kl->fn, mod, kl->mangled);
+		}
+		if (e != CUDA_SUCCESS) { /* CUDA 12+ library form (CUkernel handles) */
+			CUkernel k;
+			if (cuLibraryLoadData(&R->lib, img, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS) {
+				if (cuLibraryGetKernel(&k, R->lib, kl->mangled) == CUDA_SUCCESS &&
+				    cuKernelGetFunction(&kl->fn, k) == CUDA_SUCCESS)
+					e = CUDA_SUCCESS;
+				else {
+					cuLibraryUnload(R->lib);
+					R->lib = NULL;
+				}
+			}
+		}
+		free(img);
+		if (e == CUDA_SUCCESS) {
+			rc = 0;
+			break;
+		}
+		const char *name = NULL;
+		cuGetErrorName(e, &name);
+		if (tl < sizeof(tried))
+			tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, " %.16s (%s): %s;", hash,
+					       format ? format : "?", name ? name : "?");
+	}
+	sqlite3_finalize(st);
+	if (rc)
+		kj_replay_result_set(&R->res, "failed", "cannot load %.120s from any captured module:%s",
+				     kl->mangled, tl ? tried : " no module with data defines it");
+	return rc;
+}
+
+CUresult launch_k(const struct klaunch *k, CUstream stream)
+{
+	CUlaunchConfig cfg;
+	CUlaunchAttribute attr[1];
+	size_t blob_len = k->blob_len;
+	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k->blob, CU_LAUNCH_PARAM_BUFFER_SIZE,
+			 &blob_len, CU_LAUNCH_PARAM_END};
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = k->grid[0];
+	cfg.gridDimY = k->grid[1];
+	cfg.gridDimZ = k->grid[2];
+	cfg.blockDimX = k->block[0];
+	cfg.blockDimY = k->block[1];
+	cfg.blockDimZ = k->block[2];
+	cfg.sharedMemBytes = k->shmem;
+	cfg.hStream = stream;
+	if (k->use_cluster_attr) {
+		memset(attr, 0, sizeof(attr));
+		attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[0].value.clusterDim.x = k->cluster[0] ? k->cluster[0] : 1;
+		attr[0].value.clusterDim.y = k->cluster[1] ? k->cluster[1] : 1;
+		attr[0].value.clusterDim.z = k->cluster[2] ? k->cluster[2] : 1;
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
+	}
+	if (k->nlayout || !k->blob_len)
+		return cuLaunchKernelEx(&cfg, k->fn, k->nlayout ? k->kparams : NULL, NULL);
+	return cuLaunchKernelEx(&cfg, k->fn, NULL, (void **)extra);
+}
+
+CUresult launch(struct replay *R)
+{
+	return launch_k(&R->k, R->stream);
+}
+
+int load_function(struct replay *R)
+{
+	return load_function_k(R, &R->k);
+}
+
+/* Parameter pointers and function attributes of one launch; probes the cluster attribute with a
+ * launch on stream when check (then synchronizes and reports a failing kernel). */
+int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
+{
+	k->kparams = calloc(k->nlayout + 1, sizeof(*k->kparams));
+	if (!k->kparams)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < k->nlayout; i++)
+		k->kparams[i] = k->blob + k->layout[i].offset;
+	if (k->shmem > 48 * 1024)
+		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->shmem));
+	unsigned csize = (k->cluster[0] ? k->cluster[0] : 1) * (k->cluster[1] ? k->cluster[1] : 1) *
+			 (k->cluster[2] ? k->cluster[2] : 1);
+	k->use_cluster_attr = csize > 1;
+	if (csize > 8)
+		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+	if (!check)
+		return 0;
+	CUresult e = launch_k(k, stream);
+	if (e != CUDA_SUCCESS && k->use_cluster_attr) {
+		/* a compile-time cluster size can refuse the launch attribute */
+		k->use_cluster_attr = 0;
+		if (launch_k(k, stream) != CUDA_SUCCESS)
+			k->use_cluster_attr = 1;
+		else
+			e = CUDA_SUCCESS;
+	}
+	if (e != CUDA_SUCCESS) {
+		cu_fail(&R->res, "first launch", e, __FILE__, __LINE__);
+		return KJ_EGPU;
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((e = cuStreamQuery(stream)) == CUDA_ERROR_NOT_READY) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > R->o.hang_s) {
+			kj_replay_result_set(&R->res, "failed",
+					     "hung: the first launch did not finish within %.0f s on this data",
+					     R->o.hang_s);
+			R->poisoned = 1;
+			return KJ_EGPU;
+		}
+		struct timespec nap = {0, 200000};
+		nanosleep(&nap, NULL);
+	}
+	if (e != CUDA_SUCCESS) {
+		cu_fail(&R->res, "first launch (kernel ran and failed)", e, __FILE__, __LINE__);
+		return KJ_EGPU;
+	}
+	return 0;
+}
+
+int prepare_launch(struct replay *R)
+{
+	return prepare_k(R, &R->k, R->stream, 1);
+}
+

@@ -1,0 +1,129 @@
+/* kjoule-replay-worker: a run's --snapshot buffers copied into the re-created regions, and
+ * --verify's bit-for-bit comparison of a launch's outputs with the after-launch snapshot. */
+#include "worker.h"
+
+/* A snapshot row's bytes (decompressed when zstd), or NULL. *owned: caller frees. */
+static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
+{
+	const char *codec = (const char *)sqlite3_column_text(st, 2);
+	const void *data = sqlite3_column_blob(st, 3);
+	size_t len = (size_t)sqlite3_column_bytes(st, 3);
+	*owned = 0;
+	if (codec && !strcmp(codec, "zstd")) {
+		void *buf = malloc(*bytes ? *bytes : 1);
+		if (!buf)
+			return NULL;
+		size_t got = ZSTD_decompress(buf, *bytes, data, len);
+		if (ZSTD_isError(got) || got != *bytes) {
+			free(buf);
+			return NULL;
+		}
+		*owned = 1;
+		return buf;
+	}
+	if (len < *bytes)
+		*bytes = len;
+	return data;
+}
+
+/* The re-created region holding [addr, addr+bytes), or -1. */
+static int region_holding(const struct replay *R, uint64_t addr, size_t bytes)
+{
+	for (size_t g = 0; g < R->nregions; g++) {
+		uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;
+		if (addr >= b && addr + bytes <= e)
+			return (int)g;
+	}
+	return -1;
+}
+
+/* Overlay the run's --snapshot data where it falls inside the re-created regions: the buffers
+ * as they were before launches, this kernel's own launch last (other launches' data is still
+ * better than random: valid indices, real values). *exact: rows of this very launch applied. */
+int apply_snapshot(struct replay *R, int *applied, int *exact)
+{
+	sqlite3_stmt *st = NULL;
+	*applied = 0;
+	if (exact)
+		*exact = 0;
+	if (kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+				 " AND (phase IS NULL OR phase = 'before')"
+				 " ORDER BY (correlation_id IS ?2), id",
+			  &st) &&
+	    kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+				 " ORDER BY (correlation_id IS ?2), id",
+			  &st))
+		return 0; /* older databases: no snapshot table is not an error */
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.correlation);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
+		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
+		int owned, g = region_holding(R, addr, bytes);
+		if (g < 0)
+			continue;
+		const void *buf = snapshot_bytes(st, &bytes, &owned);
+		if (!buf)
+			continue;
+		if (cuMemcpyHtoD(R->region_va[g] + (addr - R->regions[g].base), buf, bytes) == CUDA_SUCCESS) {
+			(*applied)++;
+			if (exact && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+			    sqlite3_column_int64(st, 4) == R->k.correlation)
+				(*exact)++;
+		}
+		if (owned)
+			free((void *)buf);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* After the one checked launch on the snapshot's inputs: compare every buffer with its
+ * after-launch snapshot, bit for bit. Fills res.verify and its counts. */
+void verify_outputs(struct replay *R, int exact_inputs)
+{
+	sqlite3_stmt *st = NULL;
+	struct kj_replay_result *r = &R->res;
+	int64_t rows = 0, outside = 0;
+	snprintf(r->verify, sizeof(r->verify), "no-snapshot");
+	r->verify_buffers = r->verify_bytes = r->verify_diff_bytes = 0;
+	if (!exact_inputs || kj_db_prepare(R->db, "SELECT address, bytes, codec, data FROM snapshot"
+						 " WHERE pid = ?1 AND correlation_id = ?2 AND phase = 'after'"
+						 " AND data IS NOT NULL ORDER BY id",
+					   &st))
+		return;
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.correlation);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
+		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
+		int owned, g = region_holding(R, addr, bytes);
+		rows++;
+		if (g < 0) {
+			outside++;
+			continue;
+		}
+		const unsigned char *want = snapshot_bytes(st, &bytes, &owned);
+		unsigned char *got = malloc(bytes ? bytes : 1);
+		if (want && got &&
+		    cuMemcpyDtoH(got, R->region_va[g] + (addr - R->regions[g].base), bytes) == CUDA_SUCCESS) {
+			r->verify_buffers++;
+			r->verify_bytes += (int64_t)bytes;
+			for (size_t i = 0; i < bytes; i++)
+				r->verify_diff_bytes += got[i] != want[i];
+		} else {
+			outside++;
+		}
+		free(got);
+		if (owned)
+			free((void *)want);
+	}
+	sqlite3_finalize(st);
+	if (rows && !outside)
+		snprintf(r->verify, sizeof(r->verify), r->verify_diff_bytes ? "differs" : "identical");
+	else if (rows)
+		snprintf(r->verify, sizeof(r->verify), r->verify_diff_bytes ? "differs" : "partial");
+}
+

@@ -1,0 +1,233 @@
+/* kjoule-replay-worker: timing one kernel (CUPTI kernel timestamps or CUDA events, warm or
+ * cold L2) and its energy per launch (a CUDA graph of U launches, kj_amortize_measure). */
+#include "worker.h"
+
+/* ---- timing ---- */
+#ifdef KJ_WITH_CUPTI
+int64_t *g_dur, *g_start;
+uint32_t *g_stream;
+size_t g_ndur;
+static size_t g_capdur;
+
+static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*size = 1u << 20;
+	*buffer = aligned_alloc(8, *size);
+	*max_records = 0;
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
+				   size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	(void)ctx;
+	(void)stream_id;
+	(void)size;
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+		if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+			continue;
+		const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+		if (g_ndur == g_capdur) {
+			size_t nc = g_capdur ? g_capdur * 2 : 256;
+			int64_t *nd = realloc(g_dur, nc * sizeof(*nd));
+			if (nd)
+				g_dur = nd;
+			int64_t *ns = realloc(g_start, nc * sizeof(*ns));
+			if (ns)
+				g_start = ns;
+			uint32_t *nst = realloc(g_stream, nc * sizeof(*nst));
+			if (nst)
+				g_stream = nst;
+			if (!nd || !ns || !nst)
+				break;
+			g_capdur = nc;
+		}
+		g_start[g_ndur] = (int64_t)k->start;
+		g_stream[g_ndur] = k->streamId;
+		g_dur[g_ndur++] = (int64_t)(k->end - k->start);
+	}
+	free(buffer);
+}
+
+int cupti_start(void)
+{
+	static int registered;
+	if (!registered) {
+		if (cuptiActivityRegisterCallbacks(buf_requested, buf_completed) != CUPTI_SUCCESS)
+			return -1;
+		registered = 1;
+	}
+	g_ndur = 0;
+	return cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+void cupti_stop(void)
+{
+	cuptiActivityFlushAll(1);
+	cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	cuptiActivityFlushAll(1);
+}
+#endif
+
+/* N timed launches after W warm-up ones; cold: L2 flushed (a 2 x L2 memset) before each. */
+int time_mode(struct replay *R, int cold, struct kj_replay_timing *out)
+{
+	int n = R->o.runs;
+	int64_t *ns = calloc((size_t)n + 1, sizeof(*ns));
+	CUevent *ev = calloc(2 * (size_t)n + 2, sizeof(*ev));
+	int rc = KJ_EGPU, use_cupti = R->o.use_cupti;
+	if (!ns || !ev) {
+		free(ns);
+		free(ev);
+		return KJ_ENOMEM;
+	}
+	for (int i = 0; i < R->o.warmup; i++) {
+		if (cold && cuMemsetD32Async(R->flush, 0x3F000000u + (unsigned)i, R->flush_bytes / 4, R->stream))
+			goto out;
+		if (launch(R) != CUDA_SUCCESS)
+			goto out;
+	}
+	if (cuStreamSynchronize(R->stream) != CUDA_SUCCESS)
+		goto out;
+#ifdef KJ_WITH_CUPTI
+	if (use_cupti && cupti_start())
+		use_cupti = 0;
+#else
+	use_cupti = 0;
+#endif
+	for (int i = 0; i < n; i++) {
+		if (!use_cupti && (cuEventCreate(&ev[2 * i], CU_EVENT_DEFAULT) ||
+				   cuEventCreate(&ev[2 * i + 1], CU_EVENT_DEFAULT)))
+			goto out;
+		if (cold && cuMemsetD32Async(R->flush, 0x3F800000u + (unsigned)i, R->flush_bytes / 4, R->stream))
+			goto out;
+		if (!use_cupti && cuEventRecord(ev[2 * i], R->stream))
+			goto out;
+		if (launch(R) != CUDA_SUCCESS)
+			goto out;
+		if (!use_cupti && cuEventRecord(ev[2 * i + 1], R->stream))
+			goto out;
+	}
+	CUresult e = cuStreamSynchronize(R->stream);
+	if (e != CUDA_SUCCESS) {
+		cu_fail(&R->res, "timed launches", e, __FILE__, __LINE__);
+		goto out;
+	}
+	size_t got = 0;
+#ifdef KJ_WITH_CUPTI
+	if (use_cupti) {
+		cupti_stop();
+		for (size_t i = 0; i < g_ndur && got < (size_t)n; i++)
+			ns[got++] = g_dur[i];
+		snprintf(R->res.timer, sizeof(R->res.timer), "cupti");
+	}
+#endif
+	if (!use_cupti) {
+		for (int i = 0; i < n; i++) {
+			float ms = 0;
+			if (cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) == CUDA_SUCCESS)
+				ns[got++] = (int64_t)llround((double)ms * 1e6);
+		}
+		snprintf(R->res.timer, sizeof(R->res.timer), "events");
+	}
+	kj_replay_stats(ns, got, out);
+	rc = got ? 0 : KJ_EGPU;
+	if (!got)
+		kj_replay_result_set(&R->res, "failed", "no kernel timings were recorded");
+out:
+	for (int i = 0; i < 2 * n; i++)
+		if (ev[i])
+			cuEventDestroy(ev[i]);
+	if (rc == KJ_EGPU && !strcmp(R->res.status, "ok"))
+		kj_replay_result_set(&R->res, "failed", "timed launches failed");
+	free(ns);
+	free(ev);
+	return rc;
+}
+
+/* ---- energy ---- */
+struct graph_work {
+	CUgraphExec exec;
+	CUstream stream;
+};
+
+static int graph_enqueue(void *ctx)
+{
+	struct graph_work *g = ctx;
+	return cuGraphLaunch(g->exec, g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+}
+
+static int graph_sync(void *ctx)
+{
+	struct graph_work *g = ctx;
+	return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+}
+
+#ifdef KJ_HAVE_AMORTIZE
+int measure_energy(struct replay *R)
+{
+	CUgraph graph = NULL;
+	struct graph_work gw = {NULL, R->stream};
+	struct kj_amortize_work w;
+	struct kj_amortize_opts ao;
+	struct kj_amortize_result ar;
+	int rc;
+
+	CU(cuStreamBeginCapture(R->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	for (int i = 0; i < R->o.unroll; i++) {
+		CUresult e = launch(R);
+		if (e != CUDA_SUCCESS) {
+			cuStreamEndCapture(R->stream, &graph);
+			if (graph)
+				cuGraphDestroy(graph);
+			cu_fail(&R->res, "launch in graph capture", e, __FILE__, __LINE__);
+			return KJ_EGPU;
+		}
+	}
+	CU(cuStreamEndCapture(R->stream, &graph));
+	CU(cuGraphInstantiate(&gw.exec, graph, 0));
+	memset(&w, 0, sizeof(w));
+	w.ctx = &gw;
+	w.enqueue = graph_enqueue;
+	w.sync = graph_sync;
+	w.launches_per_unit = R->o.unroll;
+	memset(&ao, 0, sizeof(ao));
+	ao.nvml_index = R->o.device;
+	ao.min_seconds = R->o.energy_s;
+	/* counter updates come every ~100 ms: ask for 8 per second of --energy-seconds (16 at the
+	 * default 2 s), so a kernel costs ~S + 0.5 s of warm-up rather than the primitive's 20+3 */
+	ao.min_updates = R->o.energy_s * 8 >= 5 ? (int)(R->o.energy_s * 8) : 5;
+	ao.warmup_max_s = 0;
+	memset(&ar, 0, sizeof(ar));
+	rc = kj_amortize_measure(&w, &ao, &ar);
+	cuGraphExecDestroy(gw.exec);
+	cuGraphDestroy(graph);
+	if (rc) {
+		kj_warnf("unique kernel %" PRId64 ": energy not measured: %s", R->o.unique, kj_strerror(rc));
+		return 0; /* timing stands; energy stays absent */
+	}
+	double idle = R->device_id >= 0 ? kj_energy_idle_mw(R->db, R->device_id) : -1;
+	R->res.has_energy = 1;
+	R->res.unroll = R->o.unroll;
+	R->res.energy_launches = ar.launches;
+	R->res.seconds = ar.seconds;
+	R->res.energy_mj_per_launch = ar.energy_per_launch_mj;
+	R->res.energy_unc_mj = ar.energy_unc_mj;
+	R->res.power_mw = ar.avg_power_w * 1e3;
+	R->res.idle_mw = idle;
+	R->res.dynamic_mj_per_launch =
+		idle >= 0 ? ar.energy_per_launch_mj - idle * ar.time_per_launch_ns * 1e-9 : NAN;
+	snprintf(R->res.method, sizeof(R->res.method), "%s", ar.method ? ar.method : "amortized");
+	return 0;
+}
+#else
+int measure_energy(struct replay *R)
+{
+	(void)graph_enqueue;
+	(void)graph_sync;
+	kj_warnf("unique kernel %" PRId64 ": energy not measured: this worker was built before "
+		 "kj_amortize_measure existed (rebuild)", R->o.unique);
+	return 0;
+}
+#endif
+
