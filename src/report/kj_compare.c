@@ -1407,15 +1407,17 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 	/* top kernels */
 	size_t ng = 0, *ix = top_groups(c, &ng);
-	fprintf(f, "\nTop %d kernels by measured time per iteration\n  %10s %8s %10s %10s %10s  %s\n",
-		c->top, "measured", "count", "mean_us", "warm_us", "tier", "name");
+	fprintf(f, "\nTop %d kernels by measured time per iteration\n  %10s %8s %10s %10s %10s %10s  %s\n",
+		c->top, "measured", "count", "mean_us", "warm_us", "in_seq_us", "tier", "name");
 	for (size_t k = 0; k < ng && k < (size_t)c->top; k++) {
 		const struct cmp_group *g = &c->groups[ix[k]];
-		char w[32] = "-";
+		char w[32] = "-", q[32] = "-";
 		if (g->warm_ns >= 0)
 			snprintf(w, sizeof(w), "%.2f", g->warm_ns * NS_US);
-		fprintf(f, "  %10.1f %8.1f %10.2f %10s %10s  %.100s\n", (double)g->measured_ns / n * NS_US,
-			(double)g->launches / n, (double)g->measured_ns / (double)g->launches * NS_US, w,
+		if (g->seq_ns >= 0)
+			snprintf(q, sizeof(q), "%.2f", g->seq_ns * NS_US);
+		fprintf(f, "  %10.1f %8.1f %10.2f %10s %10s %10s  %.100s\n", (double)g->measured_ns / n * NS_US,
+			(double)g->launches / n, (double)g->measured_ns / (double)g->launches * NS_US, w, q,
 			c->tiers.names[g->tier], group_name(c, g));
 	}
 	free(ix);
