@@ -127,6 +127,8 @@ struct ingest {
 	size_t nmarkers, cap_markers;
 	struct kj_rec_seqop *seqops; /* event records and waits, in file order */
 	size_t nseqops, cap_seqops;
+	struct kj_rec_memset_dst *msets; /* memset destinations, joined to memset rows at the end */
+	size_t nmsets, cap_msets;
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
 };
@@ -1028,6 +1030,41 @@ static int add_seqop(struct ingest *in, const struct kj_rec_seqop *r)
 	return 0;
 }
 
+static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
+{
+	if (in->nmsets == in->cap_msets) {
+		size_t n = in->cap_msets ? in->cap_msets * 2 : 256;
+		struct kj_rec_memset_dst *nm = realloc(in->msets, n * sizeof(*nm));
+		if (!nm)
+			return KJ_ENOMEM;
+		in->msets = nm;
+		in->cap_msets = n;
+	}
+	in->msets[in->nmsets++] = *r;
+	return 0;
+}
+
+/* memset rows get the destination and element size their API call had */
+static int put_memset_dsts(struct ingest *in)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+	if (!in->nmsets)
+		return 0;
+	if (kj_db_prepare(in->db, "UPDATE memset SET address = ?1, element_bytes = ?2"
+				  " WHERE pid = ?3 AND correlation_id = ?4", &st))
+		return KJ_EDB;
+	for (size_t i = 0; i < in->nmsets && !rc; i++) {
+		sqlite3_bind_int64(st, 1, (int64_t)in->msets[i].address);
+		sqlite3_bind_int64(st, 2, in->msets[i].element_bytes);
+		sqlite3_bind_int64(st, 3, in->pid);
+		sqlite3_bind_int64(st, 4, in->msets[i].correlation);
+		rc = step_done(in, st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int cmp_marker(const void *a, const void *b)
 {
 	const struct marker *x = a, *y = b;
@@ -1196,6 +1233,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_MODULE:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_module))
 				rc = put_module(in, r);
+			break;
+		case KJ_REC_MEMSET_DST:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_memset_dst))
+				rc = add_memset_dst(in, r);
 			break;
 		case KJ_REC_SEQOP:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_seqop))
@@ -1405,6 +1446,7 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->group_index);
 	free(in->markers);
 	free(in->seqops);
+	free(in->msets);
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
@@ -1481,7 +1523,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = put_ranges(&in)) != 0 ||
-	    (rc = put_iteration(&in)) != 0 || (rc = drop_own_copies(&in)) != 0)
+	    (rc = put_iteration(&in)) != 0 || (rc = drop_own_copies(&in)) != 0 ||
+	    (rc = put_memset_dsts(&in)) != 0)
 		goto out;
 	if ((rc = count_launches(db)) != 0)
 		goto out;

@@ -33,6 +33,7 @@ enum kj_rec_type {
 	KJ_REC_DROPPED,       /* CUPTI dropped records */
 	KJ_REC_SEQOP,         /* an event record or a stream wait on an event (stream order) */
 	KJ_REC_SNAPSHOT,      /* device buffer contents around a launch (--snapshot) */
+	KJ_REC_MEMSET_DST,    /* where a memset wrote: CUPTI's memset activity has no address */
 };
 
 struct kj_rec_hdr {
@@ -187,6 +188,15 @@ struct kj_rec_seqop {
 	uint64_t event;            /* the CUevent handle: an id within the process */
 	uint32_t stream, correlation;
 	uint32_t op, tid;
+};
+
+/* A cuMemsetD8/D16/D32 (sync or async) call: destination, value and element size; its
+ * correlation joins it to the memset activity record. */
+struct kj_rec_memset_dst {
+	struct kj_rec_hdr h;
+	uint64_t address;
+	uint32_t correlation, value;
+	uint32_t element_bytes, pad;
 };
 
 struct kj_rec_graphnode {

@@ -202,6 +202,12 @@ static struct buf make_spool(void)
 		m.correlation = 9;
 		m.is_memset = 1, m.value = 0, m.start_ns = 950, m.end_ns = 960;
 		put(&b, &m, sizeof(m), NULL, 0);
+		/* where that memset wrote (its API call: cuMemsetD32Async) */
+		struct kj_rec_memset_dst md;
+		memset(&md, 0, sizeof(md));
+		md.h.type = KJ_REC_MEMSET_DST;
+		md.address = PTR1 + 256, md.correlation = 9, md.value = 0, md.element_bytes = 4;
+		put(&b, &md, sizeof(md), NULL, 0);
 	}
 	{
 		struct kj_rec_api a;
@@ -321,6 +327,8 @@ static void test_complete_spool(void **state)
 	assert_string_equal(qtext(db, "SELECT kind || src_kind || dst_kind FROM memcpy", t, sizeof(t)),
 			    "HtoDpinneddevice");
 	assert_int_equal(q1(db, "SELECT count(*) FROM memset"), 1);
+	assert_int_equal(q1(db, "SELECT address FROM memset"), PTR1 + 256);
+	assert_int_equal(q1(db, "SELECT element_bytes FROM memset"), 4);
 	assert_int_equal(q1(db, "SELECT free_ns FROM allocation"), 6000);
 	/* API calls keep their domain, name, main argument, stream and status; unknown is NULL */
 	assert_int_equal(q1(db, "SELECT count(*) FROM api_call"), 2);

@@ -128,6 +128,8 @@ uint64_t va_align_bytes(void);
 /* worker_sequence.c */
 int sequence_run(struct replay *R, int64_t iteration, int graph);
 /* worker_snapshot.c */
+/** The re-created region holding [addr, addr + bytes), or -1. */
+int region_holding(const struct replay *R, uint64_t addr, size_t bytes);
 int apply_snapshot(struct replay *R, int *applied, int *exact);
 void verify_outputs(struct replay *R, int exact_inputs);
 /* worker_timing.c (the CUPTI kernel records of the last cupti_start..cupti_stop) */

@@ -11,6 +11,10 @@ struct seq_op {
 	int64_t bytes;
 	int copy;              /* 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
 	int pageable;          /* host side pageable */
+	uint64_t address;      /* memset: recorded destination (0 unknown), its value and element size */
+	uint32_t value;
+	int element_bytes;
+	CUdeviceptr dst;       /* memset: the destination in a re-created region (0: scratch memory) */
 };
 
 struct seq {
@@ -49,12 +53,25 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
+	/* memset destinations where the run has them (runs before memset.address existed: none) */
 	if (kj_db_prepare(R->db,
+			  "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
+			  " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
+			  "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid,"
+			  " (SELECT m.address FROM memset m WHERE m.correlation_id = s.correlation_id"
+			  "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
+			  " (SELECT m.value FROM memset m WHERE m.correlation_id = s.correlation_id"
+			  "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
+			  " (SELECT m.element_bytes FROM memset m WHERE m.correlation_id = s.correlation_id"
+			  "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1)"
+			  " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st) &&
+	    kj_db_prepare(R->db,
 			  "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 			  " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
 			  "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid"
 			  " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st))
 		return KJ_EDB;
+	int with_dst = sqlite3_column_count(st) > 8;
 	sqlite3_bind_int64(st, 1, iteration);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
@@ -97,6 +114,11 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			o.copy = !kind ? 2 : !strcmp(kind, "HtoD") ? 0 : !strcmp(kind, "DtoH") ? 1
 				 : !strcmp(kind, "HtoH") ? 3 : 2;
 			o.pageable = hk && strstr(hk, "pageable") != NULL;
+		}
+		if (o.type == 2 && with_dst && sqlite3_column_type(st, 8) != SQLITE_NULL) {
+			o.address = (uint64_t)col_i64(st, 8, 0);
+			o.value = (uint32_t)col_i64(st, 9, 0);
+			o.element_bytes = (int)col_i64(st, 10, 1);
 		}
 		if (o.type == 0) {
 			struct klaunch *nk = realloc(S->k, (S->nk + 1) * sizeof(*nk));
@@ -161,7 +183,16 @@ static CUresult seq_enqueue(struct seq *S)
 					    : cuMemcpyDtoDAsync(S->d2, S->d1, b, s);
 			break;
 		case 2:
-			e = b ? cuMemsetD8Async(S->d1, 0x3c, b, s) : CUDA_SUCCESS;
+			if (!b)
+				e = CUDA_SUCCESS;
+			else if (op->dst && op->element_bytes == 4)
+				e = cuMemsetD32Async(op->dst, op->value, (size_t)b / 4, s);
+			else if (op->dst && op->element_bytes == 2)
+				e = cuMemsetD16Async(op->dst, (unsigned short)op->value, (size_t)b / 2, s);
+			else if (op->dst)
+				e = cuMemsetD8Async(op->dst, (unsigned char)op->value, (size_t)b, s);
+			else
+				e = cuMemsetD8Async(S->d1, 0x3c, b, s);
 			break;
 		case 3:
 			e = cuEventRecord(S->events[op->event], s);
@@ -463,6 +494,14 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	apply_snapshot(R, &applied, NULL);
 	for (size_t i = 0; i < S.nk; i++)
 		moved += relocate_launch(R, &S.k[i], 0) > 0;
+	/* memsets at their recorded destinations where those lie in re-created regions (a kernel's
+	 * semaphores must be zero as the program left them), on scratch memory otherwise */
+	for (size_t i = 0; i < S.nops; i++) {
+		struct seq_op *op = &S.ops[i];
+		int g = op->type == 2 && op->address ? region_holding(R, op->address, (size_t)op->bytes) : -1;
+		if (g >= 0)
+			op->dst = R->region_va[g] + (op->address - R->regions[g].base);
+	}
 	for (size_t i = 0; i < S.nk; i++)
 		if ((rc = load_function_k(R, &S.k[i])) || (rc = prepare_k(R, &S.k[i], NULL, 0)))
 			goto fail;

@@ -27,7 +27,7 @@ static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
 }
 
 /* The re-created region holding [addr, addr+bytes), or -1. */
-static int region_holding(const struct replay *R, uint64_t addr, size_t bytes)
+int region_holding(const struct replay *R, uint64_t addr, size_t bytes)
 {
 	for (size_t g = 0; g < R->nregions; g++) {
 		uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;

@@ -506,6 +506,60 @@ static void handle_event(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	kj_spool_write(&r, sizeof(r));
 }
 
+/* Where a memset writes (CUPTI's memset activity has bytes and value, no address): replay can
+ * then zero a kernel's semaphores where the program did. */
+static void handle_memset(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	struct kj_rec_memset_dst r;
+	if (cb->callbackSite != CUPTI_API_ENTER)
+		return;
+	memset(&r, 0, sizeof(r));
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: {
+		const cuMemsetD8_v2_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->uc, r.element_bytes = 1;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
+		const cuMemsetD8Async_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->uc, r.element_bytes = 1;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: {
+		const cuMemsetD16_v2_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->us, r.element_bytes = 2;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
+		const cuMemsetD16Async_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->us, r.element_bytes = 2;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
+		const cuMemsetD32_v2_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->ui, r.element_bytes = 4;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
+		const cuMemsetD32Async_params *p = cb->functionParams;
+		r.address = p->dstDevice, r.value = p->ui, r.element_bytes = 4;
+		break;
+	}
+	default:
+		return;
+	}
+	r.h.type = KJ_REC_MEMSET_DST;
+	r.h.size = sizeof(r);
+	r.correlation = cb->correlationId;
+	kj_spool_write(&r, sizeof(r));
+}
+
 static void put_device(CUcontext ctx)
 {
 	struct kj_rec_device d;
@@ -819,6 +873,7 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 	}
 	handle_memory(id, cb);
 	handle_event(id, cb);
+	handle_memset(id, cb);
 }
 
 static CUpti_SubscriberHandle subscriber;
@@ -840,6 +895,18 @@ int kj_callbacks_start(void)
 		CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
 		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
 		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 	};
 	static const CUpti_CallbackId resource_ids[] = {
 		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
