@@ -1016,30 +1016,32 @@ static int add_marker(struct ingest *in, const struct kj_rec_marker *m)
 	return 0;
 }
 
+/* Room for one more element in a growing array (*v of *cap elements, n used): 0 or KJ_ENOMEM. */
+static int reserve_one(void **v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : first;
+	void *nv = realloc(*v, c * elem);
+	if (!nv)
+		return KJ_ENOMEM;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
 static int add_seqop(struct ingest *in, const struct kj_rec_seqop *r)
 {
-	if (in->nseqops == in->cap_seqops) {
-		size_t n = in->cap_seqops ? in->cap_seqops * 2 : 256;
-		struct kj_rec_seqop *ns = realloc(in->seqops, n * sizeof(*ns));
-		if (!ns)
-			return KJ_ENOMEM;
-		in->seqops = ns;
-		in->cap_seqops = n;
-	}
+	if (reserve_one((void **)&in->seqops, &in->cap_seqops, in->nseqops, sizeof(*r), 256))
+		return KJ_ENOMEM;
 	in->seqops[in->nseqops++] = *r;
 	return 0;
 }
 
 static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 {
-	if (in->nmsets == in->cap_msets) {
-		size_t n = in->cap_msets ? in->cap_msets * 2 : 256;
-		struct kj_rec_memset_dst *nm = realloc(in->msets, n * sizeof(*nm));
-		if (!nm)
-			return KJ_ENOMEM;
-		in->msets = nm;
-		in->cap_msets = n;
-	}
+	if (reserve_one((void **)&in->msets, &in->cap_msets, in->nmsets, sizeof(*r), 256))
+		return KJ_ENOMEM;
 	in->msets[in->nmsets++] = *r;
 	return 0;
 }
