@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, API-call cost by domain, child processes, a second CUPTI client,
-# and the energy-per-forward CV of 5 traced BLOOM-560M runs. Logs under $OUT.
-# usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh [tests|apicost|procs|cv]...
+# repeated-region energy, the shipped run's sequence replay, address re-creation experiments and
+# the tracing overhead benchmark, one part per argument. Logs under $OUT.
+# usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
+# parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
