@@ -156,19 +156,20 @@ static json_t *realtime_json(const char *raw)
 	return json_string(buf);
 }
 
-/* The "api" value of the run's capture options (0 none, 1 all but queries, 2 all), -1 unknown. */
-static int capture_api(sqlite3 *db)
+/* An integer of the run's capture options (meta "capture": params_k, api, snapshot_mb, ...),
+ * -1 when the run does not say. */
+static int capture_option(sqlite3 *db, const char *key)
 {
 	char buf[512];
 	json_t *j;
-	int api = -1;
+	int v = -1;
 	if (kj_db_meta_get(db, "capture", buf, sizeof(buf)) != 0)
 		return -1;
 	j = json_loads(buf, 0, NULL);
-	if (j && json_is_integer(json_object_get(j, "api")))
-		api = (int)json_integer_value(json_object_get(j, "api"));
+	if (j && json_is_integer(json_object_get(j, key)))
+		v = (int)json_integer_value(json_object_get(j, key));
 	json_decref(j);
-	return api;
+	return v;
 }
 
 static json_t *gather(sqlite3 *db, const char *path)
@@ -243,7 +244,7 @@ static json_t *gather(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("no memcpy or memset"));
 	if (COUNT("api_calls") == 0)
 		json_array_append_new(missing, json_string("no API calls: traced without --api"));
-	else if (capture_api(db) == 1)
+	else if (capture_option(db, "api") == 1)
 		json_array_append_new(missing, json_string("API query functions (cudaGetDevice, cudaGetLastError, "
 							   "cuCtxGetDevice, ...) not recorded: --api=all records them"));
 	if (COUNT("allocations") == 0)
@@ -254,10 +255,16 @@ static json_t *gather(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("no modules (cubins not stored: replay cannot "
 							   "load kernels from this run)"));
 	if (COUNT("launch_params") == 0)
-		json_array_append_new(missing, json_string("no launch parameters (traced with "
-							   "--no-params: kernels cannot be replayed)"));
+		json_array_append_new(missing, json_string(
+			capture_option(db, "params_k") == 0 ? "no launch parameters (traced with --no-params: "
+							       "kernels cannot be replayed)"
+			: COUNT("kernels") == 0 ? "no launch parameters (no kernels)"
+						: "no launch parameters: kernels cannot be replayed"));
 	if (COUNT("snapshots") == 0)
-		json_array_append_new(missing, json_string("no buffer snapshots (traced without --snapshot)"));
+		json_array_append_new(missing, json_string(
+			capture_option(db, "snapshot_mb") > 0 ? "no buffer snapshots (--snapshot found no device "
+								  "buffer within its budget)"
+							       : "no buffer snapshots (traced without --snapshot)"));
 	if (COUNT("power_samples") == 0)
 		json_array_append_new(missing, json_string("no power samples"));
 	if (COUNT("replay_kernel") == 0 && COUNT("replay_energy") == 0)

@@ -457,8 +457,8 @@ int cmd_run(int argc, char **argv)
 		if (WIFSIGNALED(status))
 			set_meta_int(db, "signal", WTERMSIG(status));
 		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
-			 "\"power_interval_ms\":%d}", o.params_k, o.api, o.params_iteration, sampler != NULL,
-			 o.power_interval_ms);
+			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d}", o.params_k, o.api, o.params_iteration,
+			 sampler != NULL, o.power_interval_ms, o.snapshot_mb);
 		kj_db_meta_set(db, "capture", opts);
 		kj_db_meta_set(db, "traced", traced ? "1" : "0");
 		if (!traced)
