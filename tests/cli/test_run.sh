@@ -42,6 +42,10 @@ check "--snapshot=0 refused, naming the option" '[ $rc -eq 2 ] && grep -q -- "--
 check "--snapshot without parameters refused" '[ $rc -eq 2 ] && grep -q "needs launch parameters" "$dir/err" && [ ! -e "$dir/s1.kjdb" ]'
 "$kj" run --snapshot=64 -o "$dir/s2.kjdb" -- true 2>/dev/null; rc=$?
 check "--snapshot=64 accepted" '[ $rc -eq 0 ] && [ -s "$dir/s2.kjdb" ]'
+check "info: a snapshot run without buffers says so" '"$kj" info "$dir/s2.kjdb" | grep -q "found no device buffer"'
+"$kj" run --no-params -o "$dir/np.kjdb" -- true 2>/dev/null
+check "info: missing parameters blamed on --no-params only when it was given" \
+	'"$kj" info "$dir/np.kjdb" | grep -q "traced with --no-params" && "$kj" info "$dir/s2.kjdb" | grep -q "no launch parameters (no kernels)"'
 
 ln -s /etc/passwd "$dir/link.kjdb"
 "$kj" run --force -o "$dir/link.kjdb" -- true 2>"$dir/err"; rc=$?
