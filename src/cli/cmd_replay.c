@@ -566,6 +566,21 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 	return strcmp(c.s[0].status, "failed") ? 0 : 1;
 }
 
+/* Whether the run holds buffers saved after a launch (`kjoule run --snapshot`). */
+static int has_after_snapshots(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0; /* runs made before snapshot phases existed have none */
+	}
+	yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	struct replay_opts o;
@@ -590,6 +605,11 @@ int cmd_replay(int argc, char **argv)
 	plan.cache_cold = strcmp(o.cache, "warm") != 0;
 	if (kj_replay_plan_load(db, o.pattern, &plan))
 		goto out;
+	if (o.verify && !has_after_snapshots(db)) {
+		kj_errorf("%s holds no after-launch buffer snapshots: --verify compares outputs with them; "
+			  "trace the program again with `kjoule run --snapshot`", o.run);
+		goto out;
+	}
 	if (find_worker(worker, sizeof(worker))) {
 		kj_errorf("replay worker not found (%s); build kjoule with CUDA (KJ_WITH_CUDA) or set "
 			  "KJ_REPLAY_WORKER", worker);

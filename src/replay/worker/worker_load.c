@@ -11,6 +11,16 @@ void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const cha
 			     text ? text : "?", base ? base + 1 : file, line);
 }
 
+sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
 int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);

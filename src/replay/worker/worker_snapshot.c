@@ -46,16 +46,17 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 	*applied = 0;
 	if (exact)
 		*exact = 0;
-	if (kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
-				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
-				 " AND (phase IS NULL OR phase = 'before')"
-				 " ORDER BY (correlation_id IS ?2), id",
-			  &st) &&
-	    kj_db_prepare(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
-				 " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
-				 " ORDER BY (correlation_id IS ?2), id",
-			  &st))
-		return 0; /* older databases: no snapshot table is not an error */
+	/* runs made before snapshot phases existed: every row counts as before; runs without a
+	 * snapshot table: nothing to apply (neither is an error) */
+	st = prepare_quiet(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+				  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+				  " AND (phase IS NULL OR phase = 'before') ORDER BY (correlation_id IS ?2), id");
+	if (!st)
+		st = prepare_quiet(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+					  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
+					  " ORDER BY (correlation_id IS ?2), id");
+	if (!st)
+		return 0;
 	sqlite3_bind_int64(st, 1, R->k.pid);
 	sqlite3_bind_int64(st, 2, R->k.correlation);
 	while (sqlite3_step(st) == SQLITE_ROW) {

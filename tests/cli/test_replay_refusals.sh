@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# kjoule replay refuses clearly, before any GPU work, what a run cannot give: --verify without
+# buffer snapshots, --sequence without a captured iteration, an unknown kernel pattern.
+# Uses a copy of the shipped example run. usage: test_replay_refusals.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1 src=$2
+run=$src/examples/runs/bloom560m.kjdb
+[ -s "$run" ] || { echo "no shipped run: skipped"; exit 77; }
+command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+cp "$run" "$dir/r.kjdb"
+sum0=$(cksum < "$dir/r.kjdb")
+
+"$kj" replay "$dir/r.kjdb" --verify >"$dir/out" 2>"$dir/err"; rc=$?
+check "--verify without snapshots refused (exit 1), naming --snapshot" \
+	'[ $rc -eq 1 ] && grep -q "no after-launch buffer snapshots" "$dir/err" && grep -q "kjoule run --snapshot" "$dir/err"'
+
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DELETE FROM sequence_op"); c.commit()' "$dir/r.kjdb"
+"$kj" replay "$dir/r.kjdb" --sequence >"$dir/out" 2>"$dir/err"; rc=$?
+check "--sequence without a captured iteration refused, naming --params-iteration" \
+	'[ $rc -ne 0 ] && grep -q "params-iteration" "$dir/err"'
+
+cp "$run" "$dir/r2.kjdb"
+"$kj" replay "$dir/r2.kjdb" --kernel 'no_such_kernel_anywhere' >"$dir/out" 2>"$dir/err"; rc=$?
+check "a pattern matching nothing refused" '[ $rc -ne 0 ] && [ -s "$dir/err" ]'
+check "refusals leave the run as it was" '[ "$(cksum < "$dir/r2.kjdb")" = "$sum0" ]'
+exit $fail
