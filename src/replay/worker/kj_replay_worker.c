@@ -60,6 +60,9 @@ static void kernel_close(struct replay *R)
 	}
 	free(R->region_owned);
 	R->region_owned = NULL;
+	free(R->premem);
+	R->premem = NULL;
+	R->npremem = 0;
 	R->flush = 0;
 	R->stream = NULL;
 	free(R->k.mangled);
@@ -173,7 +176,8 @@ static int replay_one(struct replay *R)
 	if ((rc = map_allocations(R)))
 		return rc;
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
-	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)) || (rc = relocate(R)))
+	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)) || (rc = relocate(R)) ||
+	    (rc = load_premem(R)))
 		return rc;
 	t1 = mono_s();
 	if ((rc = load_function(R)))

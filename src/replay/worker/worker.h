@@ -42,7 +42,7 @@ struct opts {
 struct klaunch {
 	CUfunction fn;
 	char *mangled;
-	int64_t pid, launch_ns, correlation, unique_id;
+	int64_t pid, launch_ns, correlation, unique_id, stream_id;
 	unsigned grid[3], block[3], cluster[3], shmem;
 	uint8_t *blob;
 	size_t blob_len;
@@ -88,6 +88,10 @@ struct replay {
 	size_t nearly;
 	int *region_owned;     /* 1: reserved for this kernel (freed after it); 0: inside an early one */
 	size_t npre;
+	/* memsets the program made on the kernel's stream just before it, into its buffers (split-K
+	 * semaphores, accumulators): repeated before every launch of the kernel */
+	struct premem { CUdeviceptr dst; uint32_t value; int element_bytes; size_t bytes; } *premem;
+	size_t npremem;
 };
 
 #define CU(call)                                                   \
@@ -116,6 +120,11 @@ int load_ranges(struct replay *R);
 int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check);
 int prepare_launch(struct replay *R);
 /* worker_memory.c */
+/** The memsets that preceded the captured launch on its stream, at their re-created addresses
+ * (R->premem; none for runs without memset destinations). 0 or KJ_ENOMEM. */
+int load_premem(struct replay *R);
+/** Enqueue R->premem on stream. */
+CUresult run_premem(const struct replay *R, CUstream stream);
 int early_cmp(const void *a, const void *b);
 int early_reserve(struct replay *R, int with_ctx);
 void fill_pattern(uint8_t *p, size_t n, uint64_t seed);

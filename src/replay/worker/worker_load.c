@@ -38,7 +38,8 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 			  "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
 			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
-			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id"
+			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
+			  " p.stream_id"
 			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 			  " JOIN launch_params p ON p.unique_id = u.id"
 			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
@@ -65,6 +66,7 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->launch_ns = col_i64(st, 2, -1);
 	k->correlation = col_i64(st, 25, -1);
 	k->unique_id = col_i64(st, 26, -1);
+	k->stream_id = col_i64(st, 27, -1);
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
@@ -262,7 +264,8 @@ CUresult launch_k(const struct klaunch *k, CUstream stream)
 
 CUresult launch(struct replay *R)
 {
-	return launch_k(&R->k, R->stream);
+	CUresult e = run_premem(R, R->stream);
+	return e ? e : launch_k(&R->k, R->stream);
 }
 
 int load_function(struct replay *R)
@@ -324,6 +327,11 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 
 int prepare_launch(struct replay *R)
 {
+	CUresult e = run_premem(R, R->stream);
+	if (e) {
+		cu_fail(&R->res, "memsets before the launch", e, __FILE__, __LINE__);
+		return KJ_EGPU;
+	}
 	return prepare_k(R, &R->k, R->stream, 1);
 }
 

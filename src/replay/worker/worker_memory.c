@@ -291,3 +291,56 @@ int early_reserve(struct replay *R, int with_ctx)
 	return ok;
 }
 
+
+int load_premem(struct replay *R)
+{
+	/* after the previous kernel on the same stream, before this launch; runs without memset
+	 * destinations (memset.address) have none to repeat */
+	sqlite3_stmt *st = prepare_quiet(R->db,
+		"SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m"
+		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.address IS NOT NULL AND m.correlation_id < ?3"
+		" AND m.correlation_id > coalesce((SELECT max(k.correlation_id) FROM kernel k WHERE k.pid = ?1"
+		"  AND k.stream_id = ?2 AND k.correlation_id < ?3), -1)"
+		" ORDER BY m.correlation_id");
+	int rc = 0;
+	if (!st || R->k.correlation < 0 || R->k.stream_id < 0) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.stream_id);
+	sqlite3_bind_int64(st, 3, R->k.correlation);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
+		size_t bytes = (size_t)sqlite3_column_int64(st, 3);
+		int g = region_holding(R, addr, bytes);
+		if (g < 0 || !bytes)
+			continue; /* not memory this kernel touches */
+		struct premem *n = realloc(R->premem, (R->npremem + 1) * sizeof(*n));
+		if (!n) {
+			rc = KJ_ENOMEM;
+			break;
+		}
+		R->premem = n;
+		R->premem[R->npremem++] = (struct premem){R->region_va[g] + (addr - R->regions[g].base),
+							 (uint32_t)sqlite3_column_int64(st, 1),
+							 (int)sqlite3_column_int64(st, 2), bytes};
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+CUresult run_premem(const struct replay *R, CUstream stream)
+{
+	CUresult e = CUDA_SUCCESS;
+	for (size_t i = 0; i < R->npremem && !e; i++) {
+		const struct premem *m = &R->premem[i];
+		if (m->element_bytes == 4)
+			e = cuMemsetD32Async(m->dst, m->value, m->bytes / 4, stream);
+		else if (m->element_bytes == 2)
+			e = cuMemsetD16Async(m->dst, (unsigned short)m->value, m->bytes / 2, stream);
+		else
+			e = cuMemsetD8Async(m->dst, (unsigned char)m->value, m->bytes, stream);
+	}
+	return e;
+}
