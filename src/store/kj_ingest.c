@@ -1170,6 +1170,26 @@ static int put_ranges(struct ingest *in)
 	return rc;
 }
 
+/* A launch's stream, from its kernel's activity record (the launch callback does not ask CUPTI
+ * for the stream id: that would cost every launch): launch_params and iteration sequences need
+ * it to keep kernels, copies and memsets on their streams. */
+static void fill_launch_streams(struct ingest *in)
+{
+	size_t off = sizeof(struct kj_rec_file);
+	while (off + sizeof(struct kj_rec_hdr) <= in->n) {
+		const struct kj_rec_hdr *h = (const void *)(in->data + off);
+		if (h->size < sizeof(*h) || h->size % 8 || h->size > in->n - off)
+			break;
+		if (h->type == KJ_REC_KERNEL && h->size >= sizeof(struct kj_rec_kernel)) {
+			const struct kj_rec_kernel *k = (const void *)h;
+			uint64_t v;
+			if (!k->graph_node_id && kj_map_get(in->corr, k->correlation, &v) && !in->launches[v].stream)
+				in->launches[v].stream = k->stream;
+		}
+		off += h->size;
+	}
+}
+
 /* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
  * writes rows. Returns the offset of the first incomplete record (== n when none). */
 static int walk(struct ingest *in, int pass, size_t *stop)
@@ -1522,6 +1542,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 			goto out;
 	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = classify(&in)) != 0)
 		goto out;
+	fill_launch_streams(&in);
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = put_ranges(&in)) != 0 ||

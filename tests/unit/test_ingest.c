@@ -69,7 +69,7 @@ static void put_launch(struct buf *b, uint32_t corr, uint64_t g, int64_t t, int 
 	l.launch_ns = t;
 	l.correlation = corr;
 	l.tid = 42;
-	l.stream = 7;
+	l.stream = 0; /* as the tracer writes it: the stream comes from the kernel's record */
 	l.ndiff = (uint32_t)ndiff;
 	for (int i = 0; i < ndiff; i++) {
 		d[i].word = (uint32_t)diffs[2 * i];
@@ -372,6 +372,10 @@ static void test_iteration_capture(void **state)
 				" AND w.stream_id = 8 AND r.event_id = 225"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op s JOIN launch_params p"
 				" ON p.id = s.launch_params_id WHERE s.op = 'kernel'"), 3);
+	/* a launch's stream comes from its kernel's activity record (stream 7 in this spool); the
+	 * launch captured into a graph (15) has no kernel record of its own */
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op WHERE op = 'kernel' AND stream_id = 7"), 2);
+	assert_int_equal(q1(db, "SELECT stream_id FROM sequence_op WHERE correlation_id = 15"), 0);
 	assert_string_equal(qtext(db, "SELECT value FROM meta WHERE key = 'params_iteration'", t, sizeof(t)),
 			    "forward#2");
 	kj_db_close(db);

@@ -27,6 +27,10 @@ check("calls nest inside their process's span", q("SELECT count(*) FROM api_call
 check("launch API joins its kernel", q("SELECT count(*) FROM api_call a JOIN kernel k ON k.correlation_id = a.correlation_id AND k.pid = a.pid WHERE a.domain='driver'") >= 13)
 check("iteration 2 kept: 5 kernels in order", q("SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = 'kernel'") == 5)
 check("iteration 2 parameters", q("SELECT count(*) FROM launch_params WHERE iteration = 2") == 5)
+check("captured launches carry their kernel's stream",
+      q("SELECT count(*) FROM launch_params p JOIN kernel k ON k.correlation_id = p.correlation_id"
+        " AND k.pid = p.pid WHERE p.stream_id <> k.stream_id") == 0
+      and q("SELECT count(DISTINCT stream_id) FROM sequence_op WHERE iteration = 2 AND op = 'kernel'") == 2)
 check("iteration 2 orders its streams: event record on one, wait on the other",
       q("SELECT count(*) FROM sequence_op r JOIN sequence_op w ON w.event_id = r.event_id AND w.iteration = r.iteration"
         " WHERE r.iteration = 2 AND r.op = 'event_record' AND w.op = 'event_wait' AND r.stream_id <> w.stream_id"
