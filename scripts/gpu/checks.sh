@@ -94,16 +94,17 @@ apidiag)
 	{
 		echo "plain $($ac 200000)"
 		echo "default $("$kj" run --force -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
-		for d in 3 1 2 7; do
+		for d in 3 1 2 7 19; do
 			echo "api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
 		done
 		echo "api_all $("$kj" run --force --api=all -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
 	} | tee "$OUT/api_cost2.txt"
-	echo "== BLOOM forward ms (median of 100), interleaved: plain, --api by domain"
-	m="python3 examples/bloom560m.py --iters 100 --warmup 10"
-	for r in 1 2; do
+	echo "== BLOOM forward ms (median of 60), interleaved: plain, default, --api by domain (19: no runtime launch callbacks)"
+	m="python3 examples/bloom560m.py --iters 60 --warmup 10"
+	for r in 1 2 3 4; do
 		echo "r$r plain $($m | grep -o '"forward_ms_median": [0-9.]*')"
-		for d in 1 2 3 7; do
+		echo "r$r default $("$kj" run --force -o /tmp/b.kjdb -- $m 2>/dev/null | grep -o '"forward_ms_median": [0-9.]*')"
+		for d in 1 2 3 19; do
 			echo "r$r api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o /tmp/b.kjdb -- $m 2>/dev/null | grep -o '"forward_ms_median": [0-9.]*')"
 		done
 	done | tee "$OUT/api_bloom.txt"

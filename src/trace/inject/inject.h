@@ -13,7 +13,7 @@ struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
 	int api;             /* API calls: bits 1 driver, 2 runtime; 4 no records (cost studies);
-	                      * 8 the query functions too (--api=all) */
+	                      * 8 the query functions too (--api=all); 16 no runtime launch callbacks */
 };
 
 extern struct kj_inject_config kj_cfg;

@@ -940,9 +940,16 @@ int kj_callbacks_start(void)
 		for (uint32_t id = 1; (kj_cfg.api & 1) && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
 			if (!kj_api_is_query(0, id))
 				cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-		for (uint32_t id = 1; (kj_cfg.api & 2) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
-			if (!kj_api_is_query(1, id))
-				cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+		for (uint32_t id = 1; (kj_cfg.api & 2) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++) {
+			const char *name = NULL;
+			if (kj_api_is_query(1, id))
+				continue;
+			/* cost study (KJOULE_API_DOMAINS + 16): runtime launches left to their driver record */
+			if ((kj_cfg.api & 16) && cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) ==
+						       CUPTI_SUCCESS && name && !strncmp(name, "cudaLaunch", 10))
+				continue;
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+		}
 	}
 	return 0;
 }
