@@ -1112,11 +1112,57 @@ static json_t *top_json(const struct kj_compare *c, const struct cmp_summary *s)
 		json_object_set_new(o, "measured_mean_us", num_or_null((double)g->measured_ns / (double)g->launches * NS_US, 1));
 		json_object_set_new(o, "replay_warm_us", num_or_null(g->warm_ns * NS_US, g->warm_ns >= 0));
 		json_object_set_new(o, "replay_cold_us", num_or_null(g->cold_ns * NS_US, g->cold_ns >= 0));
+		json_object_set_new(o, "replay_sequence_us", num_or_null(g->seq_ns * NS_US, g->seq_ns >= 0));
 		json_object_set_new(o, "predicted_us", num_or_null(g->warm_ns * (double)g->launches / ni * NS_US, g->warm_ns >= 0));
 		json_object_set_new(o, "energy_mj_per_launch", num_or_null(g->energy_mj, g->energy_mj >= 0));
 		double share = safe_div(100.0 * (double)g->measured_ns / ni, s->kernel_sum.mean, &ok);
 		json_object_set_new(o, "share_of_kernel_sum_pct", num_or_null(share, ok));
 		json_array_append_new(arr, o);
+	}
+	free(ix);
+	return arr;
+}
+
+/* Kernels whose replay disagrees with the trace where it should not: timed inside the replayed
+ * iteration (same order, same L2) a kernel should take its in-situ time. A disagreement of more
+ * than 25 % on a kernel with at least 1 % of the kernel time points at a replay that did other
+ * work (data-dependent kernels on random data, semaphores not zeroed). Indices into groups,
+ * largest share first; *n_out entries. */
+static size_t *disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out)
+{
+	size_t n = 0, nt = 0, *ix = top_groups(c, &nt), *out = malloc((nt + 1) * sizeof(*out));
+	double ni = (double)(s->n ? s->n : 1);
+	*n_out = 0;
+	if (!ix || !out) {
+		free(ix);
+		free(out);
+		return NULL;
+	}
+	for (size_t k = 0; k < nt; k++) {
+		const struct cmp_group *g = &c->groups[ix[k]];
+		if (g->seq_ns < 0 || g->launches <= 0)
+			continue;
+		double situ = (double)g->measured_ns / (double)g->launches;
+		double share = (double)g->measured_ns / ni / (s->kernel_sum.mean > 0 ? s->kernel_sum.mean : 1);
+		if (situ > 0 && share >= 0.01 && fabs(g->seq_ns / situ - 1.0) > 0.25)
+			out[n++] = ix[k];
+	}
+	free(ix);
+	*n_out = n;
+	return out;
+}
+
+static json_t *disagreements_json(const struct kj_compare *c, const struct cmp_summary *s)
+{
+	json_t *arr = json_array();
+	size_t n = 0, *ix = disagreements(c, s, &n);
+	for (size_t k = 0; k < n; k++) {
+		const struct cmp_group *g = &c->groups[ix[k]];
+		double situ = (double)g->measured_ns / (double)g->launches;
+		json_array_append_new(arr, json_pack("{s:s, s:o, s:f, s:f, s:o}", "name", group_name(c, g),
+			"unique_id", g->unique_id >= 0 ? json_integer(g->unique_id) : json_null(),
+			"in_situ_mean_us", situ * NS_US, "replay_sequence_us", g->seq_ns * NS_US,
+			"replay_warm_us", num_or_null(g->warm_ns * NS_US, g->warm_ns >= 0)));
 	}
 	free(ix);
 	return arr;
@@ -1250,6 +1296,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 
 	json_object_set_new(o, "tiers", tiers_json(c, &s));
 	json_object_set_new(o, "top_kernels", top_json(c, &s));
+	json_object_set_new(o, "replay_disagreements", disagreements_json(c, &s));
 	json_object_set_new(o, "regions", regions_json(c, &s));
 	json_object_set_new(o, "missing", missing_json(c, &s));
 	return o;
@@ -1421,6 +1468,20 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			c->tiers.names[g->tier], group_name(c, g));
 	}
 	free(ix);
+	{
+		size_t nd = 0, *dx = disagreements(c, &s, &nd);
+		if (nd) {
+			fprintf(f, "\nReplay disagreements (in-sequence time off the in-situ mean by > 25 %%; the"
+				   " replay likely did other work)\n  %10s %10s  %s\n", "in_situ_us", "in_seq_us", "name");
+			for (size_t k = 0; k < nd; k++) {
+				const struct cmp_group *g = &c->groups[dx[k]];
+				fprintf(f, "  %10.2f %10.2f  %.100s\n",
+					(double)g->measured_ns / (double)g->launches * NS_US, g->seq_ns * NS_US,
+					group_name(c, g));
+			}
+		}
+		free(dx);
+	}
 	if (c->region_names.n) {
 		fprintf(f, "\nNVTX ranges inside the iteration (per iteration)\n  %12s %12s %10s  %s\n",
 			"time_us", "gpu_busy_us", "count", "name");

@@ -193,6 +193,26 @@ static void test_decomposition_by_hand(void **state)
 	NEAR(jnum(j, "replay_sum_sequence_us"), 490);
 	NEAR(jnum(j, "replay_coverage_sequence"), 1.0);
 	NEAR(jnum(j, "explained_fraction_sequence"), 0.99);
+	/* 160 us against 150 in situ, 170 against 200: close enough, no disagreement */
+	assert_int_equal(json_array_size(json_object_get(j, "replay_disagreements")), 0);
+	{
+		/* a norm kernel replayed in sequence at half its in-situ time is flagged */
+		sqlite3 *db2 = NULL;
+		assert_int_equal(kj_db_open(p, 1, &db2), 0);
+		exec(db2, "UPDATE replay_kernel SET median_ns = 100000 WHERE unique_id = 2 AND cache = 'sequence'");
+		kj_db_close(db2);
+		json_t *j2 = compare_json(p, NULL, -1, 0);
+		json_t *d = json_object_get(j2, "replay_disagreements");
+		assert_int_equal(json_array_size(d), 1);
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(d, 0), "unique_id")), 2);
+		NEAR(jnum(json_array_get(d, 0), "in_situ_mean_us"), 200);
+		NEAR(jnum(json_array_get(d, 0), "replay_sequence_us"), 100);
+		json_decref(j2);
+		db2 = NULL;
+		assert_int_equal(kj_db_open(p, 1, &db2), 0);
+		exec(db2, "UPDATE replay_kernel SET median_ns = 170000 WHERE unique_id = 2 AND cache = 'sequence'");
+		kj_db_close(db2);
+	}
 	NEAR(jnum(j, "naive_error_pct"), -52);
 	NEAR(jnum(j, "sequence_eager_us"), 900);
 	NEAR(jnum(j, "sequence_graph_us"), 600);
