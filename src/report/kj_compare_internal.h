@@ -1,0 +1,126 @@
+/* Internals of kjoule compare shared by its files: the per-iteration figures, the groups of
+ * launches, the derived summary, and the helpers the JSON, text and file writers share. */
+#ifndef KJ_COMPARE_INTERNAL_H
+#define KJ_COMPARE_INTERNAL_H
+
+#include "kj_compare.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kj_report.h"
+
+#define NS_US 1e-3
+
+/* Per-iteration figures, all in ns (energy in mJ). */
+struct cmp_iter {
+	int64_t start_ns, end_ns;
+	int skipped, closed;
+	int64_t wall, span, busy, kernel_busy, kernel_sum, copy_sum, clipped_sum, overlap, idle,
+		host_only, outside, inherited;
+	int64_t n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
+	double replay_warm, replay_cold;     /* Σ over covered launches */
+	double insitu_warm, insitu_cold;     /* in-situ Σ of the same launches */
+	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
+	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
+	double energy_kernels_mj;
+	double energy_measured_mj;
+	int energy_ok;
+	double energy_unc_mj;
+};
+
+/* One group of launches: a unique kernel (or a kernel name without a unique id). */
+struct cmp_group {
+	int64_t unique_id, name_id;
+	size_t tier;                 /* index into tiers smap */
+	double warm_ns, cold_ns;     /* < 0: no replay */
+	double seq_ns;               /* < 0: no in-sequence replay */
+	double energy_mj;            /* < 0: no replay energy */
+	int64_t launches;            /* in kept iterations */
+	int64_t measured_ns;
+};
+
+struct cmp_tier {
+	int64_t launches, unique, measured_ns;
+	double replay_warm_ns, energy_mj;
+	int64_t cov_warm, cov_energy;
+};
+
+struct cmp_region {
+	int64_t instances, time_ns, busy_ns, launches;
+	int64_t min_depth;
+};
+
+struct kj_compare {
+	char path[512];
+	struct kj_iters it;
+	struct cmp_iter *iv;
+	struct kj_acts acts;
+	struct kj_names names;
+	struct cmp_group *groups;
+	size_t n_groups;
+	struct kj_smap tiers;
+	struct cmp_tier *tier_v;
+	struct kj_smap region_names;
+	struct cmp_region *region_v;
+	size_t region_cap;
+	int top;
+	/* what the run holds */
+	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows;
+	double seq_eager_ns, seq_graph_ns, seq_eager_mj, seq_graph_mj; /* < 0: absent */
+	int64_t seq_eager_rows, seq_graph_rows;
+	int64_t n_power_samples, n_power_in_windows;
+	double power_avg_w, power_min_w, power_max_w; /* < 0: absent */
+	double idle_w;                                 /* < 0: unknown; the idle term's power */
+	double deep_idle_w;                            /* idle_power table (kjoule power --idle) */
+	double awake_idle_w;                           /* quiet GPU with clocks up, from the run */
+	int64_t n_awake_samples;
+	int64_t n_devices_power;
+	int have_energy_engine;
+	int64_t n_api_calls;
+	int64_t realtime_offset_ns; /* realtime - monotonic; valid when have_realtime */
+	int have_realtime;
+};
+
+
+/* mean/min/max of a per-iteration double over kept iterations */
+struct stat3 {
+	double mean, min, max;
+	int64_t n;
+};
+
+typedef double (*iter_get)(const struct cmp_iter *x);
+
+struct cmp_summary {
+	int64_t n;
+	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
+		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
+	double replay_warm, replay_cold, insitu_warm, insitu_cold, replay_seq, insitu_seq;
+	double cov_warm, cov_cold, cov_energy, cov_seq; /* fractions of kernel launches */
+	int have_warm, have_cold, full_warm, full_cold, have_seq;
+	double predicted_wall, explained_fraction, naive_fraction, naive_error_pct;
+	double explained_fraction_seq; /* the same with in-sequence replay times */
+	int have_explained;
+	double seq_eager, seq_graph, framework_host, launch_cost, sequence_fraction;
+	int have_eager, have_graph;
+	/* energy, mJ per iteration */
+	struct stat3 e_meas;
+	int have_meas;
+	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
+	int have_kernels_e, have_idle_e, have_pred, have_err;
+};
+
+
+/* kj_compare_summary.c */
+json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
+size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out);
+const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g);
+json_t *cmp_num_or_null(double v, int known);
+json_t *cmp_ratio_or_null(double v, int known);
+double cmp_safe_div(double a, double b, int *ok);
+void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s);
+size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
+
+#endif

@@ -1,0 +1,215 @@
+/* kjoule compare: the text report. */
+#include "kj_compare_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kj_db.h"
+#include "kj_energy.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+
+/* ---- text ---- */
+
+static void row(FILE *f, const char *label, struct stat3 st, const char *note)
+{
+	if (st.n == 0) {
+		fprintf(f, "  %-34s %12s\n", label, "-");
+		return;
+	}
+	fprintf(f, "  %-34s %12.1f %12.1f %12.1f  %s\n", label, st.mean * NS_US, st.min * NS_US,
+		st.max * NS_US, note ? note : "");
+}
+
+static void line_us(FILE *f, const char *label, double v_ns, int known, const char *note)
+{
+	if (!known)
+		fprintf(f, "  %-34s %12s  %s\n", label, "n/a", note ? note : "");
+	else
+		fprintf(f, "  %-34s %12.1f  %s\n", label, v_ns * NS_US, note ? note : "");
+}
+
+static double pct(double a, double b)
+{
+	return b != 0 ? 100.0 * a / b : 0.0;
+}
+
+void kj_compare_print(const struct kj_compare *c, FILE *f)
+{
+	struct cmp_summary s;
+	cmp_summarize(c, &s);
+	if (c->it.whole_run)
+		fprintf(f, "iterations: no NVTX iteration ranges; the whole run is one iteration\n");
+	else
+		fprintf(f, "iterations: region '%s', %zu instance(s), %d skipped as warm-up, %zu measured%s%s\n",
+			c->it.region, c->it.n, c->it.skip, c->it.n_kept,
+			c->it.unclosed ? " (some never closed)" : "",
+			c->it.overlaps ? " (some overlap)" : "");
+	fprintf(f, "\nTime per iteration (us)                    mean          min          max\n");
+	row(f, "wall", s.wall, NULL);
+	row(f, "GPU span (first start..last end)", s.span, NULL);
+	row(f, "GPU busy (union of kernels+copies)", s.busy, NULL);
+	row(f, "  kernel sum (overlap counted)", s.kernel_sum, NULL);
+	row(f, "  copy+memset sum", s.copy_sum, NULL);
+	row(f, "  overlap", s.overlap, NULL);
+	row(f, "idle inside the span", s.idle, NULL);
+	row(f, "host-only (outside the span)", s.host_only, NULL);
+	if (s.outside.max > 0)
+		row(f, "own GPU work after the range ended", s.outside, "(not in this wall)");
+	if (s.inherited.max > 0)
+		row(f, "earlier work running in this window", s.inherited, "(in busy)");
+	fprintf(f, "  kernels %.1f, copies %.1f, memsets %.1f per iteration\n", s.n_kernels.mean,
+		s.n_copies.mean, s.n_memsets.mean);
+
+	fprintf(f, "\nDecomposition (mean): wall = busy + idle-in-span + host-only\n");
+	fprintf(f, "  %.1f = %.1f (%.1f%%) + %.1f (%.1f%%) + %.1f (%.1f%%) us\n", s.wall.mean * NS_US,
+		s.busy.mean * NS_US, pct(s.busy.mean, s.wall.mean), s.idle.mean * NS_US,
+		pct(s.idle.mean, s.wall.mean), s.host_only.mean * NS_US,
+		pct(s.host_only.mean, s.wall.mean));
+
+	fprintf(f, "\nReplay (isolated kernels, Σ count × median)\n");
+	if (!s.have_warm) {
+		fprintf(f, "  no kernel replays in this run yet: run 'kjoule replay RUN' for the"
+			   " predicted figures\n");
+	} else {
+		char note[96];
+		snprintf(note, sizeof(note), "coverage %.1f%% of launches", 100 * s.cov_warm);
+		line_us(f, "Σ warm-cache replay", s.replay_warm, 1, note);
+		snprintf(note, sizeof(note), "coverage %.1f%% of launches", 100 * s.cov_cold);
+		line_us(f, "Σ cold-cache replay", s.replay_cold, s.have_cold, s.have_cold ? note : "(no cold replays)");
+		line_us(f, "in-situ Σ of the same launches", s.insitu_warm, 1, NULL);
+		if (s.have_seq) {
+			snprintf(note, sizeof(note), "coverage %.1f%%; in situ %.1f us (%+.1f%%)", 100 * s.cov_seq,
+				 s.insitu_seq * NS_US,
+				 s.insitu_seq > 0 ? 100 * (s.replay_seq - s.insitu_seq) / s.insitu_seq : 0.0);
+			line_us(f, "Σ in-sequence replay", s.replay_seq, 1, note);
+		}
+		fprintf(f, "  naive prediction Σ warm = %.1f%% of wall (error %+.1f%%)\n",
+			100 * s.naive_fraction, s.naive_error_pct);
+		fprintf(f, "  explained_fraction = %.4f  (wall with each replayed kernel's in-situ time"
+			   " replaced by its warm replay; idle and host-only measured)\n",
+			s.explained_fraction);
+		if (s.have_seq && s.explained_fraction_seq > 0)
+			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
+				s.explained_fraction_seq);
+	}
+	fprintf(f, "\nSequence replay of one iteration\n");
+	line_us(f, "eager (stream of launches)", s.seq_eager, s.have_eager,
+		s.have_eager ? "" : "(none: run kjoule replay --sequence)");
+	line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, s.have_graph ? "" : "(none)");
+	if (s.have_eager) {
+		line_us(f, "framework/host cost (wall - eager)", s.framework_host, 1, NULL);
+		line_us(f, "launch cost (eager - graph)", s.launch_cost, s.have_graph, NULL);
+		fprintf(f, "  eager sequence = %.1f%% of wall\n", 100 * s.sequence_fraction);
+	}
+
+	fprintf(f, "\nEnergy per iteration (J)\n");
+	if (c->n_power_samples == 0)
+		fprintf(f, "  no power samples in this run: measured energy unknown\n");
+	else if (!s.have_meas)
+		fprintf(f, "  power samples (%lld) do not cover the iterations\n",
+			(long long)c->n_power_samples);
+	else
+		fprintf(f, "  measured                            %12.6f  ± %.6f per iteration, ± %.6f the mean"
+			   " (min %.6f, max %.6f)\n",
+			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_unc_mean / 1000, s.e_meas.min / 1000,
+			s.e_meas.max / 1000);
+	if (s.have_kernels_e)
+		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (coverage %.1f%%)\n",
+			s.e_kernels / 1000, 100 * s.cov_energy);
+	else
+		fprintf(f, "  no replayed energy per launch yet\n");
+	if (s.have_idle_e)
+		fprintf(f, "  %s idle %.1f W × non-kernel time  %12.6f\n",
+			c->awake_idle_w >= 0 ? "awake" : "deep", c->idle_w, s.e_idle / 1000);
+	if (c->awake_idle_w >= 0 || c->deep_idle_w >= 0) {
+		fprintf(f, "    (awake idle: ");
+		if (c->awake_idle_w >= 0)
+			fprintf(f, "%.1f W, median of %lld quiet readings at full SM clock", c->awake_idle_w,
+				(long long)c->n_awake_samples);
+		else
+			fprintf(f, "unknown, too few quiet readings at full clock");
+		if (c->deep_idle_w >= 0)
+			fprintf(f, "; deep idle: %.1f W", c->deep_idle_w);
+		fprintf(f, ")\n");
+	}
+	else
+		fprintf(f, "  idle power unknown (kjoule power --idle)\n");
+	if (s.have_pred)
+		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", s.e_pred / 1000,
+			s.have_err ? "" : "  (no measurement to compare)");
+	if (s.have_err)
+		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
+
+	/* tiers */
+	fprintf(f, "\nTiers (per iteration)\n  %-16s %8s %10s %12s %8s %12s %12s\n", "tier", "unique",
+		"launches", "measured_us", "share", "replay_us", "energy_J");
+	double n = (double)(s.n ? s.n : 1);
+	for (size_t t = 0; t < c->tiers.n; t++) {
+		const struct cmp_tier *ti = &c->tier_v[t];
+		if (!ti->launches)
+			continue;
+		char rep[32] = "-", en[32] = "-";
+		if (ti->cov_warm)
+			snprintf(rep, sizeof(rep), "%.1f", ti->replay_warm_ns / n * NS_US);
+		if (ti->cov_energy)
+			snprintf(en, sizeof(en), "%.6f", ti->energy_mj / n / 1000);
+		fprintf(f, "  %-16s %8lld %10.1f %12.1f %7.1f%% %12s %12s\n", c->tiers.names[t],
+			(long long)ti->unique, (double)ti->launches / n,
+			(double)ti->measured_ns / n * NS_US,
+			pct((double)ti->measured_ns / n, s.kernel_sum.mean + s.copy_sum.mean), rep, en);
+	}
+	/* top kernels */
+	size_t ng = 0, *ix = cmp_top_groups(c, &ng);
+	fprintf(f, "\nTop %d kernels by measured time per iteration\n  %10s %8s %10s %10s %10s %10s  %s\n",
+		c->top, "measured", "count", "mean_us", "warm_us", "in_seq_us", "tier", "name");
+	for (size_t k = 0; k < ng && k < (size_t)c->top; k++) {
+		const struct cmp_group *g = &c->groups[ix[k]];
+		char w[32] = "-", q[32] = "-";
+		if (g->warm_ns >= 0)
+			snprintf(w, sizeof(w), "%.2f", g->warm_ns * NS_US);
+		if (g->seq_ns >= 0)
+			snprintf(q, sizeof(q), "%.2f", g->seq_ns * NS_US);
+		fprintf(f, "  %10.1f %8.1f %10.2f %10s %10s %10s  %.100s\n", (double)g->measured_ns / n * NS_US,
+			(double)g->launches / n, (double)g->measured_ns / (double)g->launches * NS_US, w, q,
+			c->tiers.names[g->tier], cmp_group_name(c, g));
+	}
+	free(ix);
+	{
+		size_t nd = 0, *dx = cmp_disagreements(c, &s, &nd);
+		if (nd) {
+			fprintf(f, "\nReplay disagreements (in-sequence time off the in-situ mean by > 25 %%; the"
+				   " replay likely did other work)\n  %10s %10s  %s\n", "in_situ_us", "in_seq_us", "name");
+			for (size_t k = 0; k < nd; k++) {
+				const struct cmp_group *g = &c->groups[dx[k]];
+				fprintf(f, "  %10.2f %10.2f  %.100s\n",
+					(double)g->measured_ns / (double)g->launches * NS_US, g->seq_ns * NS_US,
+					cmp_group_name(c, g));
+			}
+		}
+		free(dx);
+	}
+	if (c->region_names.n) {
+		fprintf(f, "\nNVTX ranges inside the iteration (per iteration)\n  %12s %12s %10s  %s\n",
+			"time_us", "gpu_busy_us", "count", "name");
+		for (size_t r = 0; r < c->region_names.n; r++) {
+			const struct cmp_region *g = &c->region_v[r];
+			fprintf(f, "  %12.1f %12.1f %10.1f  %s%s\n", (double)g->time_ns / n * NS_US,
+				(double)g->busy_ns / n * NS_US, (double)g->instances / n,
+				g->min_depth > 1 ? "  " : "", c->region_names.names[r]);
+		}
+	}
+	json_t *miss = cmp_missing_json(c, &s);
+	if (json_array_size(miss)) {
+		fprintf(f, "\nWhat this run lacks:\n");
+		for (size_t i = 0; i < json_array_size(miss); i++)
+			fprintf(f, "  - %s\n", json_string_value(json_array_get(miss, i)));
+	}
+	json_decref(miss);
+}
+

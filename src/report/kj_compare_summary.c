@@ -1,0 +1,274 @@
+/* kjoule compare: the figures derived from the per-iteration ones (means over kept iterations,
+ * the prediction, the energy terms) and the selections the reports share (top kernels, replay
+ * disagreements). */
+#include "kj_compare_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kj_db.h"
+#include "kj_energy.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+
+/* ---- helpers ---- */
+
+json_t *cmp_num_or_null(double v, int known)
+{
+	if (!known || !isfinite(v))
+		return json_null();
+	return json_real(round(v * 1000.0) / 1000.0);
+}
+
+json_t *cmp_ratio_or_null(double v, int known)
+{
+	if (!known || !isfinite(v))
+		return json_null();
+	return json_real(round(v * 1e6) / 1e6);
+}
+
+double cmp_safe_div(double a, double b, int *ok)
+{
+	if (b == 0.0 || !isfinite(a) || !isfinite(b)) {
+		*ok = 0;
+		return 0.0;
+	}
+	*ok = 1;
+	return a / b;
+}
+
+/* mean/min/max of get(x) over kept iterations (and, with need_energy, those with energy) */
+static struct stat3 iter_stat(const struct kj_compare *c, iter_get get, int need_energy)
+{
+	struct stat3 s = {0, 0, 0, 0};
+	for (size_t i = 0; i < c->it.n; i++) {
+		const struct cmp_iter *x = &c->iv[i];
+		if (x->skipped || (need_energy && !x->energy_ok))
+			continue;
+		double v = get(x);
+		if (!s.n || v < s.min)
+			s.min = v;
+		if (!s.n || v > s.max)
+			s.max = v;
+		s.mean += v;
+		s.n++;
+	}
+	if (s.n)
+		s.mean /= (double)s.n;
+	return s;
+}
+
+#define GETTER(field)                                                                    \
+	static double get_##field(const struct cmp_iter *x)                              \
+	{                                                                                \
+		return (double)x->field;                                                 \
+	}
+GETTER(wall)
+GETTER(span)
+GETTER(busy)
+GETTER(kernel_busy)
+GETTER(kernel_sum)
+GETTER(copy_sum)
+GETTER(overlap)
+GETTER(idle)
+GETTER(host_only)
+GETTER(outside)
+GETTER(inherited)
+GETTER(n_kernels)
+GETTER(n_copies)
+GETTER(n_memsets)
+GETTER(bytes_h2d)
+GETTER(bytes_d2h)
+GETTER(replay_warm)
+GETTER(replay_cold)
+GETTER(insitu_warm)
+GETTER(insitu_cold)
+GETTER(cov_warm)
+GETTER(cov_cold)
+GETTER(cov_energy)
+GETTER(replay_seq)
+GETTER(insitu_seq)
+GETTER(cov_seq)
+GETTER(energy_kernels_mj)
+GETTER(energy_measured_mj)
+GETTER(energy_unc_mj)
+
+
+/* ---- derived figures (means over kept iterations, ns) ---- */
+
+
+void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
+{
+	int ok;
+	memset(s, 0, sizeof(*s));
+	s->n = (int64_t)c->it.n_kept;
+	s->wall = iter_stat(c, get_wall, 0);
+	s->span = iter_stat(c, get_span, 0);
+	s->busy = iter_stat(c, get_busy, 0);
+	s->kernel_busy = iter_stat(c, get_kernel_busy, 0);
+	s->kernel_sum = iter_stat(c, get_kernel_sum, 0);
+	s->copy_sum = iter_stat(c, get_copy_sum, 0);
+	s->overlap = iter_stat(c, get_overlap, 0);
+	s->idle = iter_stat(c, get_idle, 0);
+	s->host_only = iter_stat(c, get_host_only, 0);
+	s->outside = iter_stat(c, get_outside, 0);
+	s->inherited = iter_stat(c, get_inherited, 0);
+	s->n_kernels = iter_stat(c, get_n_kernels, 0);
+	s->n_copies = iter_stat(c, get_n_copies, 0);
+	s->n_memsets = iter_stat(c, get_n_memsets, 0);
+	s->bytes_h2d = iter_stat(c, get_bytes_h2d, 0);
+	s->bytes_d2h = iter_stat(c, get_bytes_d2h, 0);
+	s->replay_warm = iter_stat(c, get_replay_warm, 0).mean;
+	s->replay_cold = iter_stat(c, get_replay_cold, 0).mean;
+	s->insitu_warm = iter_stat(c, get_insitu_warm, 0).mean;
+	s->insitu_cold = iter_stat(c, get_insitu_cold, 0).mean;
+	double kl = s->n_kernels.mean;
+	double cw = iter_stat(c, get_cov_warm, 0).mean, cc = iter_stat(c, get_cov_cold, 0).mean;
+	double ce = iter_stat(c, get_cov_energy, 0).mean;
+	s->cov_warm = kl > 0 ? cw / kl : 0;
+	s->cov_cold = kl > 0 ? cc / kl : 0;
+	s->cov_energy = kl > 0 ? ce / kl : 0;
+	s->replay_seq = iter_stat(c, get_replay_seq, 0).mean;
+	s->insitu_seq = iter_stat(c, get_insitu_seq, 0).mean;
+	double cs = iter_stat(c, get_cov_seq, 0).mean;
+	s->cov_seq = kl > 0 ? cs / kl : 0;
+	s->have_seq = cs > 0;
+	s->have_warm = cw > 0;
+	s->have_cold = cc > 0;
+	s->full_warm = kl > 0 && cw >= kl;
+	s->full_cold = kl > 0 && cc >= kl;
+	/* predicted wall: the measured wall with every replayed kernel's in-situ time replaced by
+	 * its isolated replay time (docs/analysis-compare.md, "explained_fraction") */
+	if (s->have_warm) {
+		s->predicted_wall = s->wall.mean + (s->replay_warm - s->insitu_warm);
+		s->explained_fraction = cmp_safe_div(s->predicted_wall, s->wall.mean, &ok);
+		s->explained_fraction_seq =
+			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq)) / s->wall.mean : -1;
+		s->have_explained = ok;
+		s->naive_fraction = cmp_safe_div(s->replay_warm, s->wall.mean, &ok);
+		s->naive_error_pct = cmp_safe_div(100.0 * (s->replay_warm - s->wall.mean), s->wall.mean,
+					      &ok);
+	}
+	s->have_eager = c->seq_eager_ns >= 0;
+	s->have_graph = c->seq_graph_ns >= 0;
+	s->seq_eager = c->seq_eager_ns;
+	s->seq_graph = c->seq_graph_ns;
+	if (s->have_eager) {
+		s->framework_host = s->wall.mean - s->seq_eager;
+		s->sequence_fraction = cmp_safe_div(s->seq_eager, s->wall.mean, &ok);
+	}
+	if (s->have_eager && s->have_graph)
+		s->launch_cost = s->seq_eager - s->seq_graph;
+	/* energy */
+	s->e_meas = iter_stat(c, get_energy_measured_mj, 1);
+	s->have_meas = s->e_meas.n > 0;
+	s->e_unc = iter_stat(c, get_energy_unc_mj, 1).mean;
+	/* the mean of n windows: their stated uncertainties in quadrature / n (independent edges) */
+	{
+		double q = 0;
+		for (size_t i = 0; i < c->it.n; i++)
+			if (!c->iv[i].skipped && c->iv[i].energy_ok)
+				q += c->iv[i].energy_unc_mj * c->iv[i].energy_unc_mj;
+		s->e_unc_mean = s->e_meas.n ? sqrt(q) / (double)s->e_meas.n : 0;
+	}
+	if (ce > 0) {
+		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
+		s->have_kernels_e = 1;
+	}
+	if (c->idle_w >= 0) {
+		/* idle power over the time no kernel runs (copies count as idle here) */
+		s->e_idle = c->idle_w * (s->wall.mean - s->kernel_busy.mean) * 1e-6; /* W*ns->mJ */
+		s->have_idle_e = 1;
+	}
+	if (s->have_kernels_e && s->have_idle_e) {
+		s->e_pred = s->e_kernels + s->e_idle;
+		s->have_pred = 1;
+		if (s->have_meas) {
+			s->e_err_pct = cmp_safe_div(100.0 * (s->e_pred - s->e_meas.mean), s->e_meas.mean,
+						&ok);
+			s->have_err = ok;
+		}
+	}
+}
+
+
+static int group_cmp_desc(const void *a, const void *b, void *ctx)
+{
+	const struct kj_compare *c = ctx;
+	const struct cmp_group *x = &c->groups[*(const size_t *)a], *y = &c->groups[*(const size_t *)b];
+	if (x->measured_ns != y->measured_ns)
+		return x->measured_ns > y->measured_ns ? -1 : 1;
+	return x->launches > y->launches ? -1 : x->launches < y->launches;
+}
+
+/* sorted indices of groups with launches, by measured time (caller frees) */
+size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out)
+{
+	size_t *ix = malloc((c->n_groups + 1) * sizeof(*ix)), n = 0;
+	if (!ix) {
+		*n_out = 0;
+		return NULL;
+	}
+	for (size_t g = 0; g < c->n_groups; g++)
+		if (c->groups[g].launches > 0)
+			ix[n++] = g;
+	/* binary insertion sort: groups are unique kernels (hundreds), and qsort has no context */
+	for (size_t i = 1; i < n; i++) {
+		size_t v = ix[i], j = i;
+		/* n is the number of unique kernels (small): a binary insertion keeps it simple */
+		size_t lo = 0, hi = i;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (group_cmp_desc(&ix[mid], &v, (void *)c) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (j = i; j > lo; j--)
+			ix[j] = ix[j - 1];
+		ix[lo] = v;
+	}
+	*n_out = n;
+	return ix;
+}
+
+const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g)
+{
+	return kj_names_get(&c->names, g->name_id);
+}
+
+
+/* Kernels whose replay disagrees with the trace where it should not: timed inside the replayed
+ * iteration (same order, same L2) a kernel should take its in-situ time. A disagreement of more
+ * than 25 % on a kernel with at least 1 % of the kernel time points at a replay that did other
+ * work (data-dependent kernels on random data, semaphores not zeroed). Indices into groups,
+ * largest share first; *n_out entries. */
+size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out)
+{
+	size_t n = 0, nt = 0, *ix = cmp_top_groups(c, &nt), *out = malloc((nt + 1) * sizeof(*out));
+	double ni = (double)(s->n ? s->n : 1);
+	*n_out = 0;
+	if (!ix || !out) {
+		free(ix);
+		free(out);
+		return NULL;
+	}
+	for (size_t k = 0; k < nt; k++) {
+		const struct cmp_group *g = &c->groups[ix[k]];
+		if (g->seq_ns < 0 || g->launches <= 0)
+			continue;
+		double situ = (double)g->measured_ns / (double)g->launches;
+		double share = (double)g->measured_ns / ni / (s->kernel_sum.mean > 0 ? s->kernel_sum.mean : 1);
+		if (situ > 0 && share >= 0.01 && fabs(g->seq_ns / situ - 1.0) > 0.25)
+			out[n++] = ix[k];
+	}
+	free(ix);
+	*n_out = n;
+	return out;
+}
+
