@@ -1,0 +1,124 @@
+/* Internals of the spool ingest shared by its files: the ingest state, the prepared statements,
+ * and what each file offers the others (kj_ingest.h has the public side). */
+#ifndef KJ_INGEST_INTERNAL_H
+#define KJ_INGEST_INTERNAL_H
+
+#include "kj_ingest.h"
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kj_map.h"
+#include "kj_spool.h"
+
+enum stmt_id {
+	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
+	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_COUNT
+};
+
+struct launch_info {
+	uint64_t key;        /* unique key, set by classify() */
+	int64_t launch_ns;
+	int64_t unique_id;
+	const struct kj_word_diff *diffs;
+	uint32_t group;      /* index into ingest.groups */
+	uint32_t tid, stream, correlation, ndiff;
+};
+
+struct group_info {
+	const struct kj_rec_group *rec;
+	const uint32_t *layout;
+	const unsigned char *ref;
+	uint32_t *param_words; /* word indices that tell work apart */
+	uint32_t nparam_words;
+	uint32_t launches_kept; /* parameter blocks written so far (first-K capture) */
+};
+
+struct range {
+	uint64_t base, end;
+};
+
+struct marker {
+	int64_t t_ns;
+	uint32_t id, flags, name_id, domain_id, tid;
+};
+
+struct ingest {
+	sqlite3 *db;
+	const char *path;
+	const unsigned char *data;
+	size_t n;
+	int64_t pid;
+	sqlite3_stmt *st[S_COUNT];
+	char **strings;
+	size_t nstrings;
+	int64_t *name_ids;      /* string id -> kernel_name.id (0: not yet) */
+	struct launch_info *launches;
+	size_t nlaunches, cap_launches;
+	struct group_info *groups;
+	size_t ngroups, cap_groups;
+	struct kj_map *group_index; /* group id -> index into groups */
+	struct range *ranges;   /* device allocations ever made, sorted by base */
+	size_t nranges, cap_ranges;
+	const struct kj_ingest_opts *opts;
+	struct kj_map *corr;    /* correlation -> index into launches */
+	struct kj_map *nodes;   /* graph node id -> correlation of the launch that made it */
+	struct kj_map *clones;  /* cloned node id -> original node id */
+	struct kj_map *uniques; /* key -> unique_kernel.id */
+	struct kj_map *devices; /* ordinal -> device.id */
+	struct kj_map *allocs;  /* address -> open allocation row */
+	struct marker *markers;
+	size_t nmarkers, cap_markers;
+	struct kj_rec_seqop *seqops; /* event records and waits, in file order */
+	size_t nseqops, cap_seqops;
+	struct kj_rec_memset_dst *msets; /* memset destinations, joined to memset rows at the end */
+	size_t nmsets, cap_msets;
+	int saw_end, truncated;
+	struct kj_ingest_stats *stats;
+};
+
+struct unique_desc {
+	uint64_t key;
+	int by_params;
+	uint32_t name_sid;
+	uint32_t grid[3], block[3], cluster[3];
+	int64_t shmem_dynamic, shmem_static, registers;
+	int have_static;
+	const uint32_t *layout;
+	uint32_t nparams, param_bytes;
+};
+
+/* kj_ingest.c */
+void ing_bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v);
+int64_t ing_device_id(struct ingest *in, uint32_t ordinal);
+int64_t ing_name_id(struct ingest *in, uint32_t sid);
+int ing_step_done(struct ingest *in, sqlite3_stmt *st);
+const char *ing_str(const struct ingest *in, uint32_t id);
+/* kj_ingest_ranges.c */
+int ing_put_iteration(struct ingest *in);
+int ing_put_ranges(struct ingest *in);
+/* kj_ingest_rows.c */
+int ing_drop_own_copies(struct ingest *in);
+int ing_put_api(struct ingest *in, const struct kj_rec_api *a);
+int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
+int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
+int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k);
+int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);
+int ing_put_memset_dsts(struct ingest *in);
+int ing_put_module(struct ingest *in, const struct kj_rec_module *m);
+int ing_put_process(struct ingest *in, const struct kj_rec_process *p);
+int ing_put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r);
+int ing_put_text(struct ingest *in, const struct kj_rec_text *t, const char *severity);
+int64_t ing_unique_id(struct ingest *in, const struct unique_desc *d);
+/* kj_ingest_unique.c */
+int ing_add_group(struct ingest *in, const struct kj_rec_group *g);
+int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l);
+int ing_add_range(struct ingest *in, const struct kj_rec_memory *m);
+int ing_classify(struct ingest *in);
+char *ing_layout_text(const uint32_t *layout, uint32_t n);
+int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_t ordinal, int iteration);
+int ing_put_uniques(struct ingest *in);
+
+#endif

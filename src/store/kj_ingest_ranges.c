@@ -1,0 +1,235 @@
+/* Spool ingest: NVTX markers paired into ranges, and the --params-iteration sequence. */
+#include "kj_ingest_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "kj_cubin.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+
+static int cmp_marker(const void *a, const void *b)
+{
+	const struct marker *x = a, *y = b;
+	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns ? 1 : 0;
+}
+
+struct open_range {
+	uint32_t id, tid;
+	int64_t row, start_ns;
+	int depth;
+	int64_t parent;
+	uint32_t name_id, domain_id;
+};
+
+/* Pair NVTX start and end markers into ranges; depth and parent come from the ranges open on
+ * the same thread when one starts. A range that never ends keeps end_ns NULL. */
+int ing_put_ranges(struct ingest *in)
+{
+	struct open_range *open = NULL;
+	size_t nopen = 0, cap = 0;
+	int64_t next_row;
+	int rc = 0;
+	sqlite3_stmt *st = in->st[S_NVTX];
+	sqlite3_stmt *q;
+	if (!in->nmarkers)
+		return 0;
+	qsort(in->markers, in->nmarkers, sizeof(*in->markers), cmp_marker);
+	if (kj_db_prepare(in->db, "SELECT coalesce(max(id), 0) + 1 FROM nvtx_range", &q))
+		return KJ_EDB;
+	sqlite3_step(q);
+	next_row = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	for (size_t i = 0; i < in->nmarkers && !rc; i++) {
+		const struct marker *m = &in->markers[i];
+		if (m->flags & 2) { /* start */
+			if (nopen == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct open_range *n = realloc(open, cap * sizeof(*n));
+				if (!n) {
+					rc = KJ_ENOMEM;
+					break;
+				}
+				open = n;
+			}
+			struct open_range *o = &open[nopen++];
+			o->id = m->id;
+			o->tid = m->tid;
+			o->row = next_row++;
+			o->start_ns = m->t_ns;
+			o->name_id = m->name_id;
+			o->domain_id = m->domain_id;
+			o->depth = 0;
+			o->parent = 0;
+			for (size_t j = nopen - 1; j-- > 0;)
+				if (open[j].tid == m->tid) {
+					o->depth = open[j].depth + 1;
+					o->parent = open[j].row;
+					break;
+				}
+		} else if (m->flags & 4) { /* end */
+			size_t j = nopen;
+			while (j-- > 0)
+				if (open[j].id == m->id)
+					break;
+			if (j == (size_t)-1)
+				continue;
+			struct open_range o = open[j];
+			memmove(open + j, open + j + 1, (nopen - j - 1) * sizeof(*open));
+			nopen--;
+			sqlite3_bind_int64(st, 1, o.row);
+			sqlite3_bind_int64(st, 2, in->pid);
+			sqlite3_bind_int64(st, 3, o.tid);
+			if (ing_str(in, o.domain_id))
+				sqlite3_bind_text(st, 4, ing_str(in, o.domain_id), -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 5, ing_str(in, o.name_id) ? ing_str(in, o.name_id) : "", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 6, o.start_ns);
+			sqlite3_bind_int64(st, 7, m->t_ns);
+			sqlite3_bind_int64(st, 8, o.depth);
+			ing_bind_opt_i64(st, 9, o.parent != 0, o.parent);
+			sqlite3_bind_text(st, 10, "range", -1, SQLITE_STATIC);
+			rc = ing_step_done(in, st);
+			in->stats->nvtx_ranges++;
+		}
+	}
+	for (size_t j = 0; j < nopen && !rc; j++) { /* never closed */
+		const struct open_range *o = &open[j];
+		sqlite3_bind_int64(st, 1, o->row);
+		sqlite3_bind_int64(st, 2, in->pid);
+		sqlite3_bind_int64(st, 3, o->tid);
+		if (ing_str(in, o->domain_id))
+			sqlite3_bind_text(st, 4, ing_str(in, o->domain_id), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, ing_str(in, o->name_id) ? ing_str(in, o->name_id) : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, o->start_ns);
+		sqlite3_bind_int64(st, 8, o->depth);
+		ing_bind_opt_i64(st, 9, o->parent != 0, o->parent);
+		sqlite3_bind_text(st, 10, "range", -1, SQLITE_STATIC);
+		rc = ing_step_done(in, st);
+		in->stats->nvtx_ranges++;
+	}
+	free(open);
+	return rc;
+}
+
+
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *text, int64_t arg)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+	if (kj_db_prepare(db, sql, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, pid);
+	if (text)
+		sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, arg);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* --params-iteration N: every launch inside the N-th instance of the iteration range keeps its
+ * parameters, and the iteration's kernels, copies and memsets become sequence_op rows in issue
+ * (correlation) order, for whole-iteration replay. */
+int ing_put_iteration(struct ingest *in)
+{
+	char name[256] = "", what[2048];
+	sqlite3_stmt *st = NULL;
+	int n = in->opts ? in->opts->params_iteration : 0;
+	int64_t start = -1, end = -1, seq = 0, min_corr = INT64_MAX, max_corr = -1;
+	int rc = 0;
+	if (n <= 0 || in->pid < 0)
+		return 0;
+	if (in->opts->iteration_range) {
+		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
+	} else if (kj_db_prepare(in->db, "SELECT name FROM nvtx_range WHERE pid = ? AND depth = 0 AND"
+				 " end_ns IS NOT NULL GROUP BY name ORDER BY count(*) DESC LIMIT 1", &st) == 0) {
+		sqlite3_bind_int64(st, 1, in->pid);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	start = query_int(in->db, "SELECT start_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2 AND"
+			  " end_ns IS NOT NULL ORDER BY start_ns LIMIT 1 OFFSET ?3 - 1", in->pid, name, n);
+	end = query_int(in->db, "SELECT end_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2 AND"
+			" end_ns IS NOT NULL ORDER BY start_ns LIMIT 1 OFFSET ?3 - 1", in->pid, name, n);
+	if (!name[0] || start < 0 || end < 0) {
+		snprintf(what, sizeof(what), "--params-iteration %d: process %lld has no instance %d of "
+			 "the iteration range '%s'", n, (long long)in->pid, n, name[0] ? name : "(none)");
+		return kj_db_problem(in->db, in->pid, -1, "warning", what);
+	}
+	if (kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
+			  " correlation_id, launch_params_id, bytes, kind) VALUES(?,?,?,?,?,?,?,?,?)", &st))
+		return KJ_EDB;
+	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
+		const struct launch_info *l = &in->launches[i];
+		if (l->launch_ns < start || l->launch_ns > end)
+			continue;
+		if ((rc = ing_put_launch_params(in, l, -1, n)) != 0)
+			break;
+		sqlite3_bind_int64(st, 1, n);
+		sqlite3_bind_int64(st, 2, seq++);
+		sqlite3_bind_int64(st, 3, in->pid);
+		sqlite3_bind_int64(st, 4, l->stream);
+		sqlite3_bind_text(st, 5, "kernel", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, l->correlation);
+		sqlite3_bind_int64(st, 7, sqlite3_last_insert_rowid(in->db));
+		rc = ing_step_done(in, st);
+		if (l->correlation < min_corr)
+			min_corr = l->correlation;
+		if (l->correlation > max_corr)
+			max_corr = l->correlation;
+	}
+	sqlite3_finalize(st);
+	if (rc || max_corr < 0)
+		return rc;
+	/* the event records and waits made during the iteration: they order its streams */
+	if (in->nseqops) {
+		if (kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
+				  " correlation_id, event_id) VALUES(?,0,?,?,?,?,?)", &st))
+			return KJ_EDB;
+		for (size_t i = 0; i < in->nseqops && !rc; i++) {
+			const struct kj_rec_seqop *e = &in->seqops[i];
+			if (e->t_ns < start || e->t_ns > end || (e->op != 1 && e->op != 2))
+				continue;
+			sqlite3_bind_int64(st, 1, n);
+			sqlite3_bind_int64(st, 2, in->pid);
+			sqlite3_bind_int64(st, 3, e->stream);
+			sqlite3_bind_text(st, 4, e->op == 1 ? "event_record" : "event_wait", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 5, e->correlation);
+			sqlite3_bind_int64(st, 6, (int64_t)e->event);
+			rc = ing_step_done(in, st);
+		}
+		sqlite3_finalize(st);
+		if (rc)
+			return rc;
+	}
+	snprintf(what, sizeof(what),
+		 "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op, correlation_id, bytes, kind)"
+		 " SELECT %d, 0, pid, stream_id, 'memcpy', correlation_id, bytes, kind FROM memcpy"
+		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld"
+		 " UNION ALL SELECT %d, 0, pid, stream_id, 'memset', correlation_id, bytes, NULL FROM memset"
+		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld;"
+		 "UPDATE sequence_op SET ordinal = (SELECT rn FROM (SELECT id, row_number() OVER"
+		 " (ORDER BY correlation_id, id) - 1 AS rn FROM sequence_op WHERE iteration = %d AND pid = %lld) t"
+		 " WHERE t.id = sequence_op.id) WHERE iteration = %d AND pid = %lld;",
+		 n, (long long)in->pid, (long long)min_corr, (long long)max_corr, n, (long long)in->pid,
+		 (long long)min_corr, (long long)max_corr, n, (long long)in->pid, n, (long long)in->pid);
+	rc = kj_db_exec(in->db, what, "iteration sequence");
+	if (!rc) {
+		snprintf(what, sizeof(what), "%s#%d", name, n);
+		kj_db_meta_set(in->db, "params_iteration", what);
+	}
+	return rc;
+}
+
