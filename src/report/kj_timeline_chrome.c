@@ -1,0 +1,628 @@
+/* kjoule timeline --format chrome: the Chrome Trace Event Format, streamed with a hand-written
+ * buffered writer (Perfetto and chrome://tracing read it). */
+#include "kj_timeline_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_kernel_class.h"
+
+/* Synthetic track ids: NVTX ranges get their own track beside each CPU thread, GPU streams get
+ * tids far above Linux thread ids, power counters a process per device. */
+#define NVTX_TID_OFF 1000000000LL
+#define GPU_TID_BASE 2000000000LL
+#define COUNTER_PID_BASE 3000000000LL
+
+/* ---- buffered writer ---- */
+
+struct wb {
+	FILE *f;
+	char *b;
+	size_t n, cap;
+	int err;
+};
+
+static void wb_flush(struct wb *w)
+{
+	if (w->n && fwrite(w->b, 1, w->n, w->f) != w->n)
+		w->err = 1;
+	w->n = 0;
+}
+
+static inline void wb_need(struct wb *w, size_t k)
+{
+	if (w->n + k > w->cap)
+		wb_flush(w);
+}
+
+static inline void wb_raw(struct wb *w, const char *s, size_t k)
+{
+	if (k > w->cap) {
+		wb_flush(w);
+		if (fwrite(s, 1, k, w->f) != k)
+			w->err = 1;
+		return;
+	}
+	wb_need(w, k);
+	memcpy(w->b + w->n, s, k);
+	w->n += k;
+}
+
+#define WB_LIT(w, lit) wb_raw((w), (lit), sizeof(lit) - 1)
+
+static inline void wb_str(struct wb *w, const char *s)
+{
+	wb_raw(w, s, strlen(s));
+}
+
+static inline void wb_i64(struct wb *w, int64_t v)
+{
+	char tmp[24];
+	int k = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	wb_need(w, 24);
+	if (v < 0)
+		w->b[w->n++] = '-';
+	while (k)
+		w->b[w->n++] = tmp[--k];
+}
+
+/* ns -> microseconds with three decimals (exact) */
+static inline void wb_us(struct wb *w, int64_t ns)
+{
+	int64_t a = ns < 0 ? -ns : ns;
+	if (ns < 0)
+		WB_LIT(w, "-");
+	wb_i64(w, a / 1000);
+	int64_t r = a % 1000;
+	wb_need(w, 4);
+	w->b[w->n++] = '.';
+	w->b[w->n++] = (char)('0' + r / 100);
+	w->b[w->n++] = (char)('0' + (r / 10) % 10);
+	w->b[w->n++] = (char)('0' + r % 10);
+}
+
+/* JSON string literal with every character JSON requires escaped */
+static void wb_jstr(struct wb *w, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	wb_need(w, 1);
+	w->b[w->n++] = '"';
+	for (; *p; p++) {
+		unsigned char c = *p;
+		wb_need(w, 6);
+		if (c == '"' || c == '\\') {
+			w->b[w->n++] = '\\';
+			w->b[w->n++] = (char)c;
+		} else if (c < 0x20) {
+			w->b[w->n++] = '\\';
+			w->b[w->n++] = 'u';
+			w->b[w->n++] = '0';
+			w->b[w->n++] = '0';
+			w->b[w->n++] = hex[c >> 4];
+			w->b[w->n++] = hex[c & 15];
+		} else {
+			w->b[w->n++] = (char)c;
+		}
+	}
+	wb_need(w, 1);
+	w->b[w->n++] = '"';
+}
+
+/* ---- chrome ---- */
+
+struct launch_map {
+	struct kj_imap idx;  /* (pid, corr) hash -> index */
+	int64_t *tid, *ts, *pid, *corr;
+	size_t n, cap;
+};
+
+static int64_t corr_key(int64_t pid, int64_t corr)
+{
+	return (pid << 40) ^ corr;
+}
+
+static int lm_add(struct launch_map *m, int64_t pid, int64_t tid, int64_t corr, int64_t ts)
+{
+	int64_t key = corr_key(pid, corr);
+	if (kj_imap_get(&m->idx, key) != (size_t)-1)
+		return 0;
+	if (m->n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 4096;
+		int64_t *a = realloc(m->tid, nc * sizeof(*a)), *b, *c, *d;
+		if (!a)
+			return KJ_ENOMEM;
+		m->tid = a;
+		b = realloc(m->ts, nc * sizeof(*b));
+		if (!b)
+			return KJ_ENOMEM;
+		m->ts = b;
+		c = realloc(m->pid, nc * sizeof(*c));
+		if (!c)
+			return KJ_ENOMEM;
+		m->pid = c;
+		d = realloc(m->corr, nc * sizeof(*d));
+		if (!d)
+			return KJ_ENOMEM;
+		m->corr = d;
+		m->cap = nc;
+	}
+	m->tid[m->n] = tid;
+	m->ts[m->n] = ts;
+	m->pid[m->n] = pid;
+	m->corr[m->n] = corr;
+	if (kj_imap_put(&m->idx, key, m->n))
+		return KJ_ENOMEM;
+	m->n++;
+	return 0;
+}
+
+static void lm_free(struct launch_map *m)
+{
+	kj_imap_free(&m->idx);
+	free(m->tid);
+	free(m->ts);
+	free(m->pid);
+	free(m->corr);
+}
+
+struct chrome {
+	struct wb w;
+	int64_t t0;
+	int first;
+	int64_t flow_id;
+	struct launch_map lm;
+	struct kj_names names;
+	int64_t lo, hi; /* window, absolute ns */
+};
+
+static void ev_begin(struct chrome *c)
+{
+	if (!c->first)
+		WB_LIT(&c->w, ",\n");
+	c->first = 0;
+}
+
+static void meta_name(struct chrome *c, const char *what, int64_t pid, int64_t tid,
+		      const char *name, int64_t sort)
+{
+	ev_begin(c);
+	WB_LIT(&c->w, "{\"ph\":\"M\",\"name\":\"");
+	wb_str(&c->w, what);
+	WB_LIT(&c->w, "\",\"pid\":");
+	wb_i64(&c->w, pid);
+	WB_LIT(&c->w, ",\"tid\":");
+	wb_i64(&c->w, tid);
+	WB_LIT(&c->w, ",\"ts\":0,\"args\":{\"name\":");
+	wb_jstr(&c->w, name);
+	WB_LIT(&c->w, "}}");
+	if (sort >= 0) {
+		ev_begin(c);
+		WB_LIT(&c->w, "{\"ph\":\"M\",\"name\":\"");
+		wb_str(&c->w, strcmp(what, "process_name") ? "thread_sort_index"
+							     : "process_sort_index");
+		WB_LIT(&c->w, "\",\"pid\":");
+		wb_i64(&c->w, pid);
+		WB_LIT(&c->w, ",\"tid\":");
+		wb_i64(&c->w, tid);
+		WB_LIT(&c->w, ",\"ts\":0,\"args\":{\"sort_index\":");
+		wb_i64(&c->w, sort);
+		WB_LIT(&c->w, "}}");
+	}
+}
+
+/* GPU track id of a (process, device, stream): distinct per process too, because Perfetto
+ * takes tids as global thread ids; stays below 2^32 (Perfetto reads pid/tid as uint32). */
+static int64_t gpu_tid(int64_t pid, int64_t device, int64_t stream)
+{
+	int64_t p = (pid < 0 ? -pid : pid) % 200, d = (device < 0 ? 0 : device) % 8;
+	return GPU_TID_BASE + (p * 8 + d) * 1000000LL + (stream >= 0 ? stream % 1000000LL : 999999);
+}
+
+static int chrome_metadata(sqlite3 *db, struct chrome *c)
+{
+	sqlite3_stmt *st = NULL;
+	char buf[512];
+	/* processes: the process table, plus any pid seen in activity or API rows */
+	if (kj_db_prepare(db,
+			  "SELECT p.pid, coalesce(pr.exe, '') FROM (SELECT pid FROM process UNION"
+			  " SELECT DISTINCT pid FROM api_call UNION SELECT DISTINCT pid FROM"
+			  " kernel UNION SELECT DISTINCT pid FROM memcpy UNION SELECT DISTINCT pid"
+			  " FROM nvtx_range) p LEFT JOIN process pr ON pr.pid = p.pid"
+			  " WHERE p.pid IS NOT NULL",
+			  &st))
+		return KJ_EDB;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0);
+		const char *exe = (const char *)sqlite3_column_text(st, 1);
+		snprintf(buf, sizeof(buf), "%s (pid %" PRId64 ")", exe && *exe ? exe : "process",
+			 pid);
+		meta_name(c, "process_name", pid, pid, buf, pid);
+	}
+	sqlite3_finalize(st);
+	if (kj_db_prepare(db,
+			  "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
+			  " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL",
+			  &st))
+		return KJ_EDB;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		int nv = sqlite3_column_int(st, 2);
+		snprintf(buf, sizeof(buf), nv ? "NVTX (thread %" PRId64 ")" : "CPU thread %" PRId64,
+			 tid);
+		meta_name(c, "thread_name", pid, nv ? tid + NVTX_TID_OFF : tid, buf,
+			  nv ? 2 * tid : 2 * tid + 1);
+	}
+	sqlite3_finalize(st);
+	if (kj_db_prepare(db,
+			  "SELECT DISTINCT pid, coalesce(device_id, 0), coalesce(stream_id, -1) FROM"
+			  " kernel UNION SELECT DISTINCT pid, coalesce(device_id, 0),"
+			  " coalesce(stream_id, -1) FROM memcpy UNION SELECT DISTINCT pid,"
+			  " coalesce(device_id, 0), coalesce(stream_id, -1) FROM memset",
+			  &st))
+		return KJ_EDB;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1);
+		int64_t stream = sqlite3_column_int64(st, 2);
+		snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRId64, dev, stream);
+		meta_name(c, "thread_name", pid, gpu_tid(pid, dev, stream), buf,
+			  1000000000LL + dev * 100000 + (stream >= 0 ? stream : 99999));
+	}
+	sqlite3_finalize(st);
+	if (kj_db_prepare(db, "SELECT DISTINCT device_id FROM power_sample", &st))
+		return KJ_EDB;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t dev = sqlite3_column_int64(st, 0);
+		snprintf(buf, sizeof(buf), "GPU %" PRId64 " power, energy, clocks", dev);
+		meta_name(c, "process_name", COUNTER_PID_BASE + dev, COUNTER_PID_BASE + dev, buf,
+			  COUNTER_PID_BASE + dev);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static void bind_window(sqlite3_stmt *st, const struct chrome *c)
+{
+	sqlite3_bind_int64(st, 1, c->lo);
+	sqlite3_bind_int64(st, 2, c->hi);
+}
+
+static int chrome_api(sqlite3 *db, struct chrome *c)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (kj_db_prepare(db,
+			  "SELECT pid, tid, name, start_ns, end_ns, correlation_id, bytes, stream_id"
+			  " FROM api_call WHERE start_ns IS NOT NULL AND coalesce(end_ns, start_ns)"
+			  " >= ?1 AND start_ns <= ?2 ORDER BY start_ns",
+			  &st))
+		return KJ_EDB;
+	bind_window(st, c);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		int64_t s = sqlite3_column_int64(st, 3);
+		int64_t e = sqlite3_column_type(st, 4) == SQLITE_NULL ? s : sqlite3_column_int64(st, 4);
+		if (e < s)
+			e = s;
+		ev_begin(c);
+		WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"cuda_api\",\"name\":");
+		wb_jstr(&c->w, (const char *)sqlite3_column_text(st, 2));
+		WB_LIT(&c->w, ",\"pid\":");
+		wb_i64(&c->w, pid);
+		WB_LIT(&c->w, ",\"tid\":");
+		wb_i64(&c->w, tid);
+		WB_LIT(&c->w, ",\"ts\":");
+		wb_us(&c->w, s - c->t0);
+		WB_LIT(&c->w, ",\"dur\":");
+		wb_us(&c->w, e - s);
+		WB_LIT(&c->w, ",\"args\":{");
+		int comma = 0;
+		if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+			int64_t corr = sqlite3_column_int64(st, 5);
+			WB_LIT(&c->w, "\"correlation_id\":");
+			wb_i64(&c->w, corr);
+			comma = 1;
+			/* a launch point for flow arrows: inside the call, 1 ns after its start */
+			if (lm_add(&c->lm, pid, tid, corr, e > s ? s + 1 : s)) {
+				sqlite3_finalize(st);
+				return KJ_ENOMEM;
+			}
+		}
+		if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
+			if (comma)
+				WB_LIT(&c->w, ",");
+			WB_LIT(&c->w, "\"bytes\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 6));
+			comma = 1;
+		}
+		if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+			if (comma)
+				WB_LIT(&c->w, ",");
+			WB_LIT(&c->w, "\"stream\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 7));
+		}
+		WB_LIT(&c->w, "}}");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+static int chrome_nvtx(sqlite3 *db, struct chrome *c, int64_t t_end)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (kj_db_prepare(db,
+			  "SELECT pid, tid, name, start_ns, end_ns, depth FROM nvtx_range WHERE"
+			  " start_ns IS NOT NULL AND coalesce(end_ns, ?2) >= ?1 AND start_ns <= ?2"
+			  " ORDER BY start_ns",
+			  &st))
+		return KJ_EDB;
+	bind_window(st, c);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t s = sqlite3_column_int64(st, 3);
+		int unclosed = sqlite3_column_type(st, 4) == SQLITE_NULL;
+		int64_t e = unclosed ? t_end : sqlite3_column_int64(st, 4);
+		if (e < s)
+			e = s;
+		ev_begin(c);
+		WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"nvtx\",\"name\":");
+		wb_jstr(&c->w, (const char *)sqlite3_column_text(st, 2));
+		WB_LIT(&c->w, ",\"pid\":");
+		wb_i64(&c->w, sqlite3_column_int64(st, 0));
+		WB_LIT(&c->w, ",\"tid\":");
+		wb_i64(&c->w, sqlite3_column_int64(st, 1) + NVTX_TID_OFF);
+		WB_LIT(&c->w, ",\"ts\":");
+		wb_us(&c->w, s - c->t0);
+		WB_LIT(&c->w, ",\"dur\":");
+		wb_us(&c->w, e - s);
+		WB_LIT(&c->w, ",\"args\":{\"depth\":");
+		wb_i64(&c->w, sqlite3_column_int64(st, 5));
+		if (unclosed)
+			WB_LIT(&c->w, ",\"unclosed\":true");
+		WB_LIT(&c->w, "}}");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+/* flow arrow from the launching API call to the GPU slice starting at ts on (pid, tid) */
+static void chrome_flow(struct chrome *c, int64_t pid, int64_t corr, int64_t gtid, int64_t ts)
+{
+	size_t k = kj_imap_get(&c->lm.idx, corr_key(pid, corr));
+	if (k == (size_t)-1)
+		return;
+	int64_t id = ++c->flow_id;
+	ev_begin(c);
+	WB_LIT(&c->w, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":");
+	wb_i64(&c->w, id);
+	WB_LIT(&c->w, ",\"pid\":");
+	wb_i64(&c->w, pid);
+	WB_LIT(&c->w, ",\"tid\":");
+	wb_i64(&c->w, c->lm.tid[k]);
+	WB_LIT(&c->w, ",\"ts\":");
+	wb_us(&c->w, c->lm.ts[k] - c->t0);
+	WB_LIT(&c->w, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":");
+	wb_i64(&c->w, id);
+	WB_LIT(&c->w, ",\"pid\":");
+	wb_i64(&c->w, pid);
+	WB_LIT(&c->w, ",\"tid\":");
+	wb_i64(&c->w, gtid);
+	WB_LIT(&c->w, ",\"ts\":");
+	wb_us(&c->w, ts - c->t0);
+	WB_LIT(&c->w, "}");
+}
+
+static int chrome_gpu(sqlite3 *db, struct chrome *c)
+{
+	static const char *sql =
+		"SELECT 0, pid, coalesce(device_id, 0), coalesce(stream_id, -1), correlation_id,"
+		" start_ns, end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y,"
+		" block_z, NULL, NULL FROM kernel WHERE start_ns IS NOT NULL AND end_ns >= ?1 AND"
+		" start_ns <= ?2"
+		" UNION ALL SELECT 1, pid, coalesce(device_id, 0), coalesce(stream_id, -1),"
+		" correlation_id, start_ns, end_ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+		" bytes, kind FROM memcpy WHERE start_ns IS NOT NULL AND end_ns >= ?1 AND"
+		" start_ns <= ?2"
+		" UNION ALL SELECT 2, pid, coalesce(device_id, 0), coalesce(stream_id, -1),"
+		" correlation_id, start_ns, end_ns, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+		" bytes, NULL FROM memset WHERE start_ns IS NOT NULL AND end_ns >= ?1 AND"
+		" start_ns <= ?2";
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (kj_db_prepare(db, sql, &st))
+		return KJ_EDB;
+	bind_window(st, c);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int type = sqlite3_column_int(st, 0);
+		int64_t pid = sqlite3_column_int64(st, 1), dev = sqlite3_column_int64(st, 2);
+		int64_t stream = sqlite3_column_int64(st, 3);
+		int64_t s = sqlite3_column_int64(st, 5), e = sqlite3_column_int64(st, 6);
+		int64_t gtid = gpu_tid(pid, dev, stream);
+		if (e < s)
+			continue;
+		ev_begin(c);
+		if (type == 0) {
+			WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
+			wb_jstr(&c->w, kj_names_get(&c->names, sqlite3_column_type(st, 7) == SQLITE_NULL
+								   ? -1
+								   : sqlite3_column_int64(st, 7)));
+		} else if (type == 1) {
+			WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"memcpy\",\"name\":");
+			char nm[96];
+			const char *kind = (const char *)sqlite3_column_text(st, 16);
+			snprintf(nm, sizeof(nm), "memcpy %s", kind ? kind : "");
+			wb_jstr(&c->w, nm);
+		} else {
+			WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"memset\",\"name\":\"memset\"");
+		}
+		WB_LIT(&c->w, ",\"pid\":");
+		wb_i64(&c->w, pid);
+		WB_LIT(&c->w, ",\"tid\":");
+		wb_i64(&c->w, gtid);
+		WB_LIT(&c->w, ",\"ts\":");
+		wb_us(&c->w, s - c->t0);
+		WB_LIT(&c->w, ",\"dur\":");
+		wb_us(&c->w, e - s);
+		WB_LIT(&c->w, ",\"args\":{\"stream\":");
+		wb_i64(&c->w, stream);
+		if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+			WB_LIT(&c->w, ",\"correlation_id\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 4));
+		}
+		if (type == 0) {
+			if (sqlite3_column_type(st, 8) != SQLITE_NULL) {
+				WB_LIT(&c->w, ",\"unique_id\":");
+				wb_i64(&c->w, sqlite3_column_int64(st, 8));
+			}
+			if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
+				WB_LIT(&c->w, ",\"grid\":[");
+				for (int k = 0; k < 3; k++) {
+					if (k)
+						WB_LIT(&c->w, ",");
+					wb_i64(&c->w, sqlite3_column_int64(st, 9 + k));
+				}
+				WB_LIT(&c->w, "],\"block\":[");
+				for (int k = 0; k < 3; k++) {
+					if (k)
+						WB_LIT(&c->w, ",");
+					wb_i64(&c->w, sqlite3_column_int64(st, 12 + k));
+				}
+				WB_LIT(&c->w, "]");
+			}
+		} else if (sqlite3_column_type(st, 15) != SQLITE_NULL) {
+			WB_LIT(&c->w, ",\"bytes\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 15));
+		}
+		WB_LIT(&c->w, "}}");
+		/* the flow ends just inside the slice so that it binds to it after sorting */
+		if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+			chrome_flow(c, pid, sqlite3_column_int64(st, 4), gtid, e > s ? s + 1 : s);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+static int chrome_counters(sqlite3 *db, struct chrome *c)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	int64_t last_dev = INT64_MIN;
+	int64_t e0 = -1;
+	if (kj_db_prepare(db,
+			  "SELECT device_id, t_ns, coalesce(power_mw, power_avg_mw), energy_mj,"
+			  " sm_clock_mhz, mem_clock_mhz FROM power_sample WHERE t_ns >= ?1 AND"
+			  " t_ns <= ?2 ORDER BY device_id, t_ns",
+			  &st))
+		return KJ_EDB;
+	bind_window(st, c);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t dev = sqlite3_column_int64(st, 0), t = sqlite3_column_int64(st, 1);
+		int64_t pid = COUNTER_PID_BASE + dev;
+		if (dev != last_dev) {
+			last_dev = dev;
+			e0 = -1;
+		}
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) >= 0) {
+			ev_begin(c);
+			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"power\",\"pid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
+			wb_us(&c->w, t - c->t0);
+			WB_LIT(&c->w, ",\"args\":{\"W\":");
+			wb_us(&c->w, sqlite3_column_int64(st, 2)); /* mW/1000 = W, 3 decimals */
+			WB_LIT(&c->w, "}}");
+		}
+		if (sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_int64(st, 3) >= 0) {
+			int64_t e = sqlite3_column_int64(st, 3);
+			if (e0 < 0)
+				e0 = e;
+			ev_begin(c);
+			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"energy\",\"pid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
+			wb_us(&c->w, t - c->t0);
+			WB_LIT(&c->w, ",\"args\":{\"J\":");
+			wb_us(&c->w, e - e0); /* mJ/1000 = J */
+			WB_LIT(&c->w, "}}");
+		}
+		if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+			ev_begin(c);
+			WB_LIT(&c->w, "{\"ph\":\"C\",\"name\":\"clocks\",\"pid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"tid\":");
+			wb_i64(&c->w, pid);
+			WB_LIT(&c->w, ",\"ts\":");
+			wb_us(&c->w, t - c->t0);
+			WB_LIT(&c->w, ",\"args\":{\"sm_MHz\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 4));
+			if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+				WB_LIT(&c->w, ",\"mem_MHz\":");
+				wb_i64(&c->w, sqlite3_column_int64(st, 5));
+			}
+			WB_LIT(&c->w, "}}");
+		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+int timeline_chrome(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f, int64_t t0,
+			   int64_t t1, int64_t lo, int64_t hi)
+{
+	struct chrome c;
+	int rc;
+	memset(&c, 0, sizeof(c));
+	c.w.f = f;
+	c.w.cap = 1 << 20;
+	c.w.b = malloc(c.w.cap);
+	c.t0 = t0;
+	c.first = 1;
+	c.lo = lo;
+	c.hi = hi;
+	if (!c.w.b)
+		return KJ_ENOMEM;
+	rc = kj_names_load(db, &c.names);
+	if (rc)
+		goto out;
+	WB_LIT(&c.w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"kjoule timeline\","
+		     "\"run\":");
+	wb_jstr(&c.w, o->run_path ? o->run_path : "");
+	WB_LIT(&c.w, ",\"origin_ns\":");
+	wb_i64(&c.w, t0);
+	WB_LIT(&c.w, "},\n\"traceEvents\":[\n");
+	rc = chrome_metadata(db, &c);
+	if (!rc)
+		rc = chrome_api(db, &c);
+	if (!rc)
+		rc = chrome_nvtx(db, &c, t1);
+	if (!rc)
+		rc = chrome_gpu(db, &c);
+	if (!rc)
+		rc = chrome_counters(db, &c);
+	if (rc == KJ_EDB)
+		kj_errorf("database: %s", sqlite3_errmsg(db));
+	WB_LIT(&c.w, "\n]}\n");
+	wb_flush(&c.w);
+	if (!rc && (c.w.err || fflush(f) != 0)) {
+		kj_errorf("timeline: write failed");
+		rc = KJ_EIO;
+	}
+out:
+	free(c.w.b);
+	lm_free(&c.lm);
+	kj_names_free(&c.names);
+	return rc;
+}
+
