@@ -1,5 +1,6 @@
-/* kjoule timeline: Chrome Trace Event Format (streamed with a hand-written buffered writer),
- * an ASCII window and an SVG gantt of one iteration. */
+/* kjoule timeline: the entry point (which window, which format) and what the ASCII and SVG views
+ * share: tier styles, lanes, the activities to draw. The writers: kj_timeline_chrome.c (Chrome
+ * Trace Event Format), kj_timeline_ascii.c, kj_timeline_svg.c. */
 #include "kj_timeline_internal.h"
 
 #include <inttypes.h>
