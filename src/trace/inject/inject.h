@@ -9,11 +9,19 @@
 
 #include "kj_spool.h"
 
+/* kj_inject_config.api bits. KJOULE_API_DOMAINS (cost studies) sets all but KJ_API_QUERIES. */
+enum {
+	KJ_API_DRIVER = 1,            /* driver API calls */
+	KJ_API_RUNTIME = 2,           /* runtime API calls */
+	KJ_API_NO_RECORDS = 4,        /* callbacks on, nothing recorded: CUPTI's cost alone */
+	KJ_API_QUERIES = 8,           /* the query functions too (--api=all) */
+	KJ_API_NO_RUNTIME_LAUNCH = 16 /* no cudaLaunch* callbacks: the driver-level record remains */
+};
+
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
-	int api;             /* API calls: bits 1 driver, 2 runtime; 4 no records (cost studies);
-	                      * 8 the query functions too (--api=all); 16 no runtime launch callbacks */
+	int api;             /* KJ_API_* bits: which API calls are recorded */
 };
 
 extern struct kj_inject_config kj_cfg;

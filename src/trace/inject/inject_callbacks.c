@@ -514,40 +514,29 @@ static void handle_memset(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	if (cb->callbackSite != CUPTI_API_ENTER)
 		return;
 	memset(&r, 0, sizeof(r));
+	/* the sync, async, ptds and ptsz forms of one width share their first two parameters */
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds: {
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
 		const cuMemsetD8_v2_params *p = cb->functionParams;
 		r.address = p->dstDevice, r.value = p->uc, r.element_bytes = 1;
 		break;
 	}
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz: {
-		const cuMemsetD8Async_params *p = cb->functionParams;
-		r.address = p->dstDevice, r.value = p->uc, r.element_bytes = 1;
-		break;
-	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds: {
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
 		const cuMemsetD16_v2_params *p = cb->functionParams;
 		r.address = p->dstDevice, r.value = p->us, r.element_bytes = 2;
 		break;
 	}
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz: {
-		const cuMemsetD16Async_params *p = cb->functionParams;
-		r.address = p->dstDevice, r.value = p->us, r.element_bytes = 2;
-		break;
-	}
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
-	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
-		const cuMemsetD32_v2_params *p = cb->functionParams;
-		r.address = p->dstDevice, r.value = p->ui, r.element_bytes = 4;
-		break;
-	}
+	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
-		const cuMemsetD32Async_params *p = cb->functionParams;
+		const cuMemsetD32_v2_params *p = cb->functionParams;
 		r.address = p->dstDevice, r.value = p->ui, r.element_bytes = 4;
 		break;
 	}
@@ -771,7 +760,7 @@ static void api_args(CUpti_CallbackId id, const CUpti_CallbackData *cb, struct k
 
 static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
-	if (kj_cfg.api & 4)
+	if (kj_cfg.api & KJ_API_NO_RECORDS)
 		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (tl_api_depth < API_DEPTH)
@@ -851,8 +840,8 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		return;
 	}
 	const CUpti_CallbackData *cb = data;
-	if ((domain == CUPTI_CB_DOMAIN_DRIVER_API && (kj_cfg.api & 1)) ||
-	    (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (kj_cfg.api & 2)))
+	if ((domain == CUPTI_CB_DOMAIN_DRIVER_API && (kj_cfg.api & KJ_API_DRIVER)) ||
+	    (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (kj_cfg.api & KJ_API_RUNTIME)))
 		api_call(domain, id, cb);
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
@@ -929,24 +918,27 @@ int kj_callbacks_start(void)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
 	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
-	if (kj_cfg.api & 8) { /* --api=all: every call, the queries too */
-		if (kj_cfg.api & 1)
+	if (kj_cfg.api & KJ_API_QUERIES) { /* --api=all: every call, the queries too */
+		if (kj_cfg.api & KJ_API_DRIVER)
 			cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-		if (kj_cfg.api & 2)
+		if (kj_cfg.api & KJ_API_RUNTIME)
 			cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-	} else if (kj_cfg.api & 3) {
+	} else if (kj_cfg.api & (KJ_API_DRIVER | KJ_API_RUNTIME)) {
 		/* --api: every call but the queries; CUPTI costs ~0.2 us per enabled call, and these
 		 * are ~90 % of a framework's calls (23,500 cudaGetDevice per 4 BLOOM forwards) */
-		for (uint32_t id = 1; (kj_cfg.api & 1) && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+		for (uint32_t id = 1; (kj_cfg.api & KJ_API_DRIVER) && id < CUPTI_DRIVER_TRACE_CBID_SIZE;
+		     id++)
 			if (!kj_api_is_query(0, id))
 				cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-		for (uint32_t id = 1; (kj_cfg.api & 2) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++) {
+		for (uint32_t id = 1; (kj_cfg.api & KJ_API_RUNTIME) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE;
+		     id++) {
 			const char *name = NULL;
 			if (kj_api_is_query(1, id))
 				continue;
-			/* cost study (KJOULE_API_DOMAINS + 16): runtime launches left to their driver record */
-			if ((kj_cfg.api & 16) && cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) ==
-						       CUPTI_SUCCESS && name && !strncmp(name, "cudaLaunch", 10))
+			/* cost study: runtime launches left to their driver-level record */
+			if ((kj_cfg.api & KJ_API_NO_RUNTIME_LAUNCH) &&
+			    cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) == CUPTI_SUCCESS &&
+			    name && !strncmp(name, "cudaLaunch", 10))
 				continue;
 			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
 		}

@@ -93,11 +93,11 @@ static void start(void)
 	}
 	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
 	/* KJOULE_API: 0 off, 1 every call but the queries, 2 every call. KJOULE_API_DOMAINS, for
-	 * cost studies: 1 driver, 2 runtime, 3 both (default); + 4: callbacks on, nothing recorded;
-	 * + 16: no runtime launch callbacks (cudaLaunch*: the driver-level launch record remains) */
+	 * cost studies: KJ_API_* bits other than KJ_API_QUERIES (default: driver and runtime) */
 	kj_cfg.api = env_int("KJOULE_API", 0);
 	if (kj_cfg.api)
-		kj_cfg.api = (kj_cfg.api == 2 ? 8 : 0) | (env_int("KJOULE_API_DOMAINS", 3) & 23);
+		kj_cfg.api = (kj_cfg.api == 2 ? KJ_API_QUERIES : 0) |
+			     (env_int("KJOULE_API_DOMAINS", KJ_API_DRIVER | KJ_API_RUNTIME) & ~KJ_API_QUERIES);
 	kj_cfg.snapshot_bytes = (int64_t)env_int("KJOULE_SNAPSHOT_MB", 0) << 20;
 	if (kj_spool_open(dir) != 0)
 		return;
