@@ -208,22 +208,14 @@ static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 
 /* A launch's stream, from its kernel's activity record (the launch callback does not ask CUPTI
  * for the stream id: that would cost every launch): launch_params and iteration sequences need
- * it to keep kernels, copies and memsets on their streams. */
-static void fill_launch_streams(struct ingest *in)
+ * it to keep kernels, copies and memsets on their streams. An activity record always comes after
+ * its launch's record: the launch is written in the API call, the activity when CUPTI hands its
+ * buffer over. */
+static void note_launch_stream(struct ingest *in, const struct kj_rec_kernel *k)
 {
-	size_t off = sizeof(struct kj_rec_file);
-	while (off + sizeof(struct kj_rec_hdr) <= in->n) {
-		const struct kj_rec_hdr *h = (const void *)(in->data + off);
-		if (h->size < sizeof(*h) || h->size % 8 || h->size > in->n - off)
-			break;
-		if (h->type == KJ_REC_KERNEL && h->size >= sizeof(struct kj_rec_kernel)) {
-			const struct kj_rec_kernel *k = (const void *)h;
-			uint64_t v;
-			if (!k->graph_node_id && kj_map_get(in->corr, k->correlation, &v) && !in->launches[v].stream)
-				in->launches[v].stream = k->stream;
-		}
-		off += h->size;
-	}
+	uint64_t v;
+	if (!k->graph_node_id && kj_map_get(in->corr, k->correlation, &v) && !in->launches[v].stream)
+		in->launches[v].stream = k->stream;
 }
 
 /* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
@@ -266,6 +258,8 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = ing_put_device(in, r);
 			break;
 		case KJ_REC_KERNEL:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_kernel))
+				note_launch_stream(in, r);
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_kernel))
 				rc = ing_put_kernel(in, r);
 			break;
@@ -468,7 +462,6 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 			goto out;
 	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = ing_classify(&in)) != 0)
 		goto out;
-	fill_launch_streams(&in);
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||
