@@ -548,11 +548,11 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 				 c.s[i].error[0] ? "; " : "", c.s[i].error);
 			snprintf(c.s[i].error, sizeof(c.s[i].error), "%s", note);
 		}
-	if (kj_replay_seq_store(db, c.s, c.n) || kj_replay_seq_kernels_store(db, c.k, c.nk)) {
+	if (kj_replay_seq_store(db, c.s, c.n, c.k, c.nk)) {
 		free(c.k);
 		return 1;
 	}
-	info.have_fidelity = c.nk > 0 && !kj_replay_seq_fidelity(db, info.iteration, &info.fidelity);
+	info.have_fidelity = c.nk > 0 && !kj_replay_seq_fidelity(db, &info, &info.fidelity);
 	free(c.k);
 	if (o->json) {
 		char *text = kj_replay_seq_json(&info, c.s, c.n);

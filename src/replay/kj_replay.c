@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kj_error.h"
 
@@ -485,4 +486,12 @@ int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
 	if (!field(line, "error", s->error, sizeof(s->error)))
 		s->error[0] = '\0';
 	return 1;
+}
+
+void kj_replay_now(char when[32])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	if (!gmtime_r(&now, &tm) || !strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(when, 32, "unknown");
 }

@@ -194,6 +194,9 @@ void kj_replay_plan_free(struct kj_replay_plan *plan);
 	"CREATE TABLE IF NOT EXISTS replay_verify(unique_id INTEGER PRIMARY KEY, result TEXT,"   \
 	" buffers INTEGER, bytes INTEGER, differing_bytes INTEGER, replayed_at TEXT)"
 
+/** @brief The time now, UTC, ISO 8601 with a Z (the replayed_at columns). */
+void kj_replay_now(char when[32]);
+
 /** @brief Store results in replay_kernel / replay_energy / replay_verify, one transaction, INSERT OR REPLACE. */
 int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan);
 
@@ -224,7 +227,14 @@ void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s);
 /** @brief Parse a "KJ_SEQ" line. @return 1 parsed, 0 another line, KJ_EINVAL malformed. */
 int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s);
 
-/** What the run says about one captured iteration. */
+/** Per-kernel times inside the replayed iteration (the worker's KJ_TIMING cache=sequence). */
+struct kj_replay_seq_kernel {
+	int64_t unique_id;
+	struct kj_replay_timing t;
+};
+/** @brief Parse a "KJ_TIMING ... cache=sequence" line. @return 1 parsed, 0 other line, KJ_EINVAL. */
+int kj_replay_parse_seq_kernel(const char *line, struct kj_replay_seq_kernel *k);
+
 /** What the stored in-sequence medians predict: for the iteration, Σ over its kernel launches of
  * their unique kernel's median vs its traced busy time; for the whole run, Σ(launches × median)
  * vs the traced Σ of the same unique kernels. -1 where unknown. */
@@ -233,6 +243,7 @@ struct kj_replay_seq_fidelity {
 	int64_t kernels;
 };
 
+/** What the run says about one captured iteration. */
 struct kj_replay_seq_info {
 	int64_t iteration;
 	int64_t kernels, copies, memsets, events, ops;
@@ -249,21 +260,16 @@ struct kj_replay_seq_info {
  */
 int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 			    struct kj_replay_seq_info *out);
-/** @brief Store modes in replay_sequence (one transaction, INSERT OR REPLACE). */
-int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n);
+/** @brief Store modes in replay_sequence and the in-sequence kernel times as replay_kernel rows
+ *         with cache 'sequence', in one transaction (INSERT OR REPLACE). */
+int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
+			const struct kj_replay_seq_kernel *k, size_t nk);
+/** @brief Fill f from the stored in-sequence times and info's traced figures. @return 0. */
+int kj_replay_seq_fidelity(sqlite3 *db, const struct kj_replay_seq_info *info,
+			   struct kj_replay_seq_fidelity *f);
 /** @brief Text report: per mode time and energy, and the split of the traced span. */
 void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 			 const struct kj_replay_seq *s, size_t n);
-/** Per-kernel times inside the replayed iteration (the worker's KJ_TIMING cache=sequence). */
-struct kj_replay_seq_kernel {
-	int64_t unique_id;
-	struct kj_replay_timing t;
-};
-/** @brief Parse a "KJ_TIMING ... cache=sequence" line. @return 1 parsed, 0 other line, KJ_EINVAL. */
-int kj_replay_parse_seq_kernel(const char *line, struct kj_replay_seq_kernel *k);
-/** @brief Store them as replay_kernel rows with cache 'sequence' (one transaction). */
-int kj_replay_seq_kernels_store(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n);
-int kj_replay_seq_fidelity(sqlite3 *db, int64_t iteration, struct kj_replay_seq_fidelity *f);
 /** @brief JSON of the same (malloc'ed), NULL on allocation failure. */
 char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_replay_seq *s,
 			 size_t n);

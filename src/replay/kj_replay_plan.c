@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
@@ -190,12 +189,9 @@ int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 {
 	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL;
 	char when[32];
-	time_t now = time(NULL);
-	struct tm tm;
 	int rc = KJ_EDB;
 
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	kj_replay_now(when);
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay results"))
 		return KJ_EDB;
 	if (kj_db_prepare(db,

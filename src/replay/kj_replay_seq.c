@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
-#include <time.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
@@ -61,16 +60,44 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 	return 0;
 }
 
-int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n)
+/* The in-sequence kernel times as replay_kernel rows with cache 'sequence'. */
+static int store_kernels(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n, const char *when)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+	if (!n)
+		return 0;
+	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns,"
+			      " median_ns, mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
+			      " VALUES(?1, 'sequence', ?2, ?3, ?4, ?5, ?6, ?7, 'ok', NULL, ?8)", &st))
+		return KJ_EDB;
+	for (size_t i = 0; i < n && !rc; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, k[i].unique_id);
+		sqlite3_bind_int(st, 2, k[i].t.runs);
+		sqlite3_bind_int64(st, 3, k[i].t.min_ns);
+		sqlite3_bind_int64(st, 4, k[i].t.median_ns);
+		sqlite3_bind_double(st, 5, k[i].t.mean_ns);
+		sqlite3_bind_int64(st, 6, k[i].t.max_ns);
+		sqlite3_bind_double(st, 7, k[i].t.stdev_ns);
+		sqlite3_bind_text(st, 8, when, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			kj_errorf("database: storing in-sequence kernel times: %s", sqlite3_errmsg(db));
+			rc = KJ_EDB;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
+			const struct kj_replay_seq_kernel *k, size_t nk)
 {
 	sqlite3_stmt *st = NULL;
 	char when[32];
-	time_t now = time(NULL);
-	struct tm tm;
 	int rc = KJ_EDB;
 
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	kj_replay_now(when);
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
@@ -106,7 +133,7 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n)
 			goto out;
 		}
 	}
-	rc = 0;
+	rc = store_kernels(db, k, nk, when);
 out:
 	sqlite3_finalize(st);
 	if (rc) {
@@ -211,79 +238,37 @@ char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_
 	return text;
 }
 
-int kj_replay_seq_kernels_store(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n)
-{
-	sqlite3_stmt *st = NULL;
-	char when[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = KJ_EDB;
-	if (!n)
-		return 0;
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin in-sequence kernel times"))
-		return KJ_EDB;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns,"
-			      " median_ns, mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
-			      " VALUES(?1, 'sequence', ?2, ?3, ?4, ?5, ?6, ?7, 'ok', NULL, ?8)", &st))
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, k[i].unique_id);
-		sqlite3_bind_int(st, 2, k[i].t.runs);
-		sqlite3_bind_int64(st, 3, k[i].t.min_ns);
-		sqlite3_bind_int64(st, 4, k[i].t.median_ns);
-		sqlite3_bind_double(st, 5, k[i].t.mean_ns);
-		sqlite3_bind_int64(st, 6, k[i].t.max_ns);
-		sqlite3_bind_double(st, 7, k[i].t.stdev_ns);
-		sqlite3_bind_text(st, 8, when, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("database: storing in-sequence kernel times: %s", sqlite3_errmsg(db));
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
-	if (rc) {
-		kj_db_exec(db, "ROLLBACK", "rollback in-sequence kernel times");
-		return rc;
-	}
-	return kj_db_exec(db, "COMMIT", "commit in-sequence kernel times");
-}
-
+/* One number of a query, -1 when NULL or failing; it binds ?1 where the query has one. */
 static double q_dbl(sqlite3 *db, const char *sql, int64_t it)
 {
 	sqlite3_stmt *st = NULL;
 	double v = -1;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -1;
-	sqlite3_bind_int64(st, 1, it);
+	if (sqlite3_bind_parameter_count(st) > 0)
+		sqlite3_bind_int64(st, 1, it);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
 		v = sqlite3_column_double(st, 0);
 	sqlite3_finalize(st);
 	return v;
 }
 
-int kj_replay_seq_fidelity(sqlite3 *db, int64_t iteration, struct kj_replay_seq_fidelity *f)
+int kj_replay_seq_fidelity(sqlite3 *db, const struct kj_replay_seq_info *info,
+			   struct kj_replay_seq_fidelity *f)
 {
-	f->kernels = (int64_t)q_dbl(db, "SELECT count(*) FROM replay_kernel WHERE cache = 'sequence' AND ?1 = ?1",
-				    iteration);
+	int64_t iteration = info->iteration;
+	f->kernels = (int64_t)q_dbl(db, "SELECT count(*) FROM replay_kernel WHERE cache = 'sequence'", 0);
 	f->iter_sum_ns = q_dbl(db,
 		"SELECT sum(r.median_ns) FROM sequence_op s JOIN launch_params p ON p.id = s.launch_params_id"
 		" JOIN replay_kernel r ON r.unique_id = p.unique_id AND r.cache = 'sequence'"
 		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
-	f->iter_traced_ns = q_dbl(db,
-		"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-		" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
+	f->iter_traced_ns = info->traced_busy_ns > 0 ? (double)info->traced_busy_ns : -1;
 	f->run_sum_ns = q_dbl(db,
 		"SELECT sum(u.launches * r.median_ns) FROM replay_kernel r JOIN unique_kernel u ON u.id = r.unique_id"
-		" WHERE r.cache = 'sequence' AND ?1 = ?1", iteration);
+		" WHERE r.cache = 'sequence'", 0);
 	f->run_traced_ns = q_dbl(db,
 		"SELECT sum(end_ns - start_ns) FROM kernel WHERE unique_id IN"
-		" (SELECT unique_id FROM replay_kernel WHERE cache = 'sequence') AND ?1 = ?1", iteration);
-	f->run_traced_all_ns = q_dbl(db, "SELECT sum(end_ns - start_ns) FROM kernel WHERE ?1 = ?1", iteration);
+		" (SELECT unique_id FROM replay_kernel WHERE cache = 'sequence')", 0);
+	f->run_traced_all_ns = q_dbl(db, "SELECT sum(end_ns - start_ns) FROM kernel", 0);
 	return 0;
 }

@@ -455,8 +455,8 @@ static void test_sequence(void **state)
 	assert_int_equal(info.traced_busy_ns, 2000);
 	assert_int_equal(info.traced_span_ns, 3000);
 	assert_int_equal(kj_replay_seq_info_load(db, "seq.kjdb", 9, &info), KJ_ENOTFOUND);
-	assert_int_equal(kj_replay_seq_store(db, &s, 1), 0);
-	assert_int_equal(kj_replay_seq_store(db, &s, 1), 0);
+	assert_int_equal(kj_replay_seq_store(db, &s, 1, NULL, 0), 0);
+	assert_int_equal(kj_replay_seq_store(db, &s, 1, NULL, 0), 0);
 	assert_int_equal(kj_db_count(db, "replay_sequence"), 1);
 	kj_replay_seq_info_load(db, "seq.kjdb", 3, &info);
 	buf = NULL;
@@ -487,9 +487,9 @@ static void test_sequence(void **state)
 	assert_int_equal(k.unique_id, uid);
 	assert_int_equal(k.t.median_ns, 700);
 	assert_int_equal(k.t.runs, 40);
-	assert_int_equal(kj_replay_seq_kernels_store(db, &k, 1), 0);
+	assert_int_equal(kj_replay_seq_store(db, NULL, 0, &k, 1), 0);
 	struct kj_replay_seq_fidelity fid;
-	assert_int_equal(kj_replay_seq_fidelity(db, 3, &fid), 0);
+	assert_int_equal(kj_replay_seq_fidelity(db, &info, &fid), 0);
 	assert_int_equal(fid.kernels, 1);
 	assert_true(fabs(fid.iter_sum_ns - 1400.0) < 1e-9);   /* two launches of it in iteration 3 */
 	assert_true(fabs(fid.iter_traced_ns - 2000.0) < 1e-9);
