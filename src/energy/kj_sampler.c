@@ -14,6 +14,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_sampler.h"
+#include "kj_grow.h"
 
 #define KJ_MAX_ERRTEXT 16
 /* a counter read faster than this is followed by a pause (drivers where the read is cheap) */
@@ -60,14 +61,10 @@ struct kj_sampler {
 
 static int push(struct rowvec *r, const struct kj_sampler_row *x)
 {
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 4096;
-		struct kj_sampler_row *nv = realloc(r->v, nc * sizeof(*nv));
-		if (!nv)
-			return KJ_ENOMEM;
-		r->v = nv;
-		r->cap = nc;
-	}
+	struct kj_sampler_row *nv = kj_grow(r->v, &r->cap, r->n, sizeof(*nv), 4096);
+	if (!nv)
+		return KJ_ENOMEM;
+	r->v = nv;
 	r->v[r->n++] = *x;
 	return 0;
 }

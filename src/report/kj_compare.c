@@ -13,6 +13,7 @@
 #include "kj_db.h"
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_grow.h"
 #include "kj_kernel_class.h"
 
 /* tier by name rules when the run has none stored for a kernel */
@@ -375,14 +376,10 @@ static int compute_regions(sqlite3 *db, struct kj_compare *c)
 		if (r == (size_t)-1)
 			goto nomem;
 		if (c->region_names.n > before) {
-			if (r >= c->region_cap) {
-				size_t nc = c->region_cap ? c->region_cap * 2 : 32;
-				struct cmp_region *nr = realloc(c->region_v, nc * sizeof(*nr));
-				if (!nr)
-					goto nomem;
-				c->region_v = nr;
-				c->region_cap = nc;
-			}
+			struct cmp_region *nr = kj_grow(c->region_v, &c->region_cap, r, sizeof(*nr), 32);
+			if (!nr)
+				goto nomem;
+			c->region_v = nr;
 			c->region_v[r] = (struct cmp_region){.min_depth = depth};
 		}
 		struct cmp_region *g = &c->region_v[r];

@@ -18,6 +18,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_grow.h"
 
 static const char *const stmt_sql[S_COUNT] = {
 	[S_KERNEL] = "INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id,"
@@ -163,44 +164,30 @@ static int add_string(struct ingest *in, const struct kj_rec_string *s)
 
 static int add_marker(struct ingest *in, const struct kj_rec_marker *m)
 {
-	if (in->nmarkers == in->cap_markers) {
-		size_t n = in->cap_markers ? in->cap_markers * 2 : 1024;
-		struct marker *nm = realloc(in->markers, n * sizeof(*nm));
-		if (!nm)
-			return KJ_ENOMEM;
-		in->markers = nm;
-		in->cap_markers = n;
-	}
-	in->markers[in->nmarkers++] = (struct marker){m->t_ns, m->id, m->flags, m->name_id, m->domain_id, m->tid};
-	return 0;
-}
-
-/* Room for one more element in a growing array (*v of *cap elements, n used): 0 or KJ_ENOMEM. */
-static int reserve_one(void **v, size_t *cap, size_t n, size_t elem, size_t first)
-{
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : first;
-	void *nv = realloc(*v, c * elem);
-	if (!nv)
+	struct marker *nm = kj_grow(in->markers, &in->cap_markers, in->nmarkers, sizeof(*nm), 1024);
+	if (!nm)
 		return KJ_ENOMEM;
-	*v = nv;
-	*cap = c;
+	in->markers = nm;
+	in->markers[in->nmarkers++] = (struct marker){m->t_ns, m->id, m->flags, m->name_id, m->domain_id, m->tid};
 	return 0;
 }
 
 static int add_seqop(struct ingest *in, const struct kj_rec_seqop *r)
 {
-	if (reserve_one((void **)&in->seqops, &in->cap_seqops, in->nseqops, sizeof(*r), 256))
+	struct kj_rec_seqop *v = kj_grow(in->seqops, &in->cap_seqops, in->nseqops, sizeof(*v), 256);
+	if (!v)
 		return KJ_ENOMEM;
+	in->seqops = v;
 	in->seqops[in->nseqops++] = *r;
 	return 0;
 }
 
 static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 {
-	if (reserve_one((void **)&in->msets, &in->cap_msets, in->nmsets, sizeof(*r), 256))
+	struct kj_rec_memset_dst *v = kj_grow(in->msets, &in->cap_msets, in->nmsets, sizeof(*v), 256);
+	if (!v)
 		return KJ_ENOMEM;
+	in->msets = v;
 	in->msets[in->nmsets++] = *r;
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_grow.h"
 
 char *ing_layout_text(const uint32_t *layout, uint32_t n)
 {
@@ -39,14 +40,10 @@ int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 		return KJ_EINVAL;
 	if (!kj_map_get(in->group_index, l->group, &gi))
 		return 0; /* a group record always comes first; without it the launch is not keyed */
-	if (in->nlaunches == in->cap_launches) {
-		size_t n = in->cap_launches ? in->cap_launches * 2 : 4096;
-		struct launch_info *nl = realloc(in->launches, n * sizeof(*nl));
-		if (!nl)
-			return KJ_ENOMEM;
-		in->launches = nl;
-		in->cap_launches = n;
-	}
+	struct launch_info *nl = kj_grow(in->launches, &in->cap_launches, in->nlaunches, sizeof(*nl), 4096);
+	if (!nl)
+		return KJ_ENOMEM;
+	in->launches = nl;
 	struct launch_info *li = &in->launches[in->nlaunches];
 	memset(li, 0, sizeof(*li));
 	li->launch_ns = l->launch_ns;
@@ -64,14 +61,10 @@ int ing_add_group(struct ingest *in, const struct kj_rec_group *g)
 	size_t head = sizeof(*g) + (size_t)g->nparams * 2 * sizeof(uint32_t);
 	if (head + g->blob_len > g->h.size)
 		return KJ_EINVAL;
-	if (in->ngroups == in->cap_groups) {
-		size_t n = in->cap_groups ? in->cap_groups * 2 : 256;
-		struct group_info *ng = realloc(in->groups, n * sizeof(*ng));
-		if (!ng)
-			return KJ_ENOMEM;
-		in->groups = ng;
-		in->cap_groups = n;
-	}
+	struct group_info *ng = kj_grow(in->groups, &in->cap_groups, in->ngroups, sizeof(*ng), 256);
+	if (!ng)
+		return KJ_ENOMEM;
+	in->groups = ng;
 	struct group_info *gi = &in->groups[in->ngroups];
 	memset(gi, 0, sizeof(*gi));
 	gi->rec = g;
@@ -84,14 +77,10 @@ int ing_add_range(struct ingest *in, const struct kj_rec_memory *m)
 {
 	if (m->op != 1 || !m->bytes)
 		return 0;
-	if (in->nranges == in->cap_ranges) {
-		size_t n = in->cap_ranges ? in->cap_ranges * 2 : 256;
-		struct range *nr = realloc(in->ranges, n * sizeof(*nr));
-		if (!nr)
-			return KJ_ENOMEM;
-		in->ranges = nr;
-		in->cap_ranges = n;
-	}
+	struct range *nr = kj_grow(in->ranges, &in->cap_ranges, in->nranges, sizeof(*nr), 256);
+	if (!nr)
+		return KJ_ENOMEM;
+	in->ranges = nr;
 	in->ranges[in->nranges++] = (struct range){m->address, m->address + m->bytes};
 	return 0;
 }
