@@ -428,6 +428,17 @@ nomem:
 }
 
 /* GPU activity sorted by start, for what ran inside each iteration's window */
+/* A launch of d ns in situ whose kernel replayed in median_ns (< 0: not replayed in that mode):
+ * the replayed and in-situ sums of the covered launches, and their count. */
+static void add_replayed(double median_ns, int64_t d, double *replay, double *insitu, int64_t *cov)
+{
+	if (median_ns < 0)
+		return;
+	*replay += median_ns;
+	*insitu += (double)d;
+	(*cov)++;
+}
+
 struct win_act {
 	int64_t s, e;
 	long owner;
@@ -573,21 +584,9 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					goto fail;
 				}
 				struct cmp_group *gr = &c->groups[g];
-				if (gr->warm_ns >= 0) {
-					x->replay_warm += gr->warm_ns;
-					x->insitu_warm += (double)d;
-					x->cov_warm++;
-				}
-				if (gr->cold_ns >= 0) {
-					x->replay_cold += gr->cold_ns;
-					x->insitu_cold += (double)d;
-					x->cov_cold++;
-				}
-				if (gr->seq_ns >= 0) {
-					x->replay_seq += gr->seq_ns;
-					x->insitu_seq += (double)d;
-					x->cov_seq++;
-				}
+				add_replayed(gr->warm_ns, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
+				add_replayed(gr->cold_ns, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
+				add_replayed(gr->seq_ns, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;
 					x->cov_energy++;
