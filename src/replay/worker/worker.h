@@ -120,6 +120,9 @@ int load_ranges(struct replay *R);
 int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check);
 int prepare_launch(struct replay *R);
 /* worker_memory.c */
+/** Where [addr, addr + bytes) of the recorded address space lies in the re-created regions (their
+ * address, relocated or not), or 0 when no region holds it. */
+CUdeviceptr region_address(const struct replay *R, uint64_t addr, size_t bytes);
 /** The memsets that preceded the captured launch on its stream, at their re-created addresses
  * (R->premem; none for runs without memset destinations). 0 or KJ_ENOMEM. */
 int load_premem(struct replay *R);
@@ -139,8 +142,6 @@ uint64_t va_align_bytes(void);
 /* worker_sequence.c */
 int sequence_run(struct replay *R, int64_t iteration, int graph);
 /* worker_snapshot.c */
-/** The re-created region holding [addr, addr + bytes), or -1. */
-int region_holding(const struct replay *R, uint64_t addr, size_t bytes);
 int apply_snapshot(struct replay *R, int *applied, int *exact);
 void verify_outputs(struct replay *R, int exact_inputs);
 /* worker_timing.c (the CUPTI kernel records of the last cupti_start..cupti_stop) */

@@ -292,6 +292,16 @@ int early_reserve(struct replay *R, int with_ctx)
 }
 
 
+CUdeviceptr region_address(const struct replay *R, uint64_t addr, size_t bytes)
+{
+	for (size_t g = 0; g < R->nregions; g++) {
+		uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;
+		if (addr >= b && addr + bytes <= e)
+			return R->region_va[g] + (addr - b);
+	}
+	return 0;
+}
+
 int load_premem(struct replay *R)
 {
 	/* after the previous kernel on the same stream, before this launch; runs without memset
@@ -313,8 +323,8 @@ int load_premem(struct replay *R)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 3);
-		int g = region_holding(R, addr, bytes);
-		if (g < 0 || !bytes)
+		CUdeviceptr dst = region_address(R, addr, bytes);
+		if (!dst || !bytes)
 			continue; /* not memory this kernel touches */
 		struct premem *n = realloc(R->premem, (R->npremem + 1) * sizeof(*n));
 		if (!n) {
@@ -322,7 +332,7 @@ int load_premem(struct replay *R)
 			break;
 		}
 		R->premem = n;
-		R->premem[R->npremem++] = (struct premem){R->region_va[g] + (addr - R->regions[g].base),
+		R->premem[R->npremem++] = (struct premem){dst,
 							 (uint32_t)sqlite3_column_int64(st, 1),
 							 (int)sqlite3_column_int64(st, 2), bytes};
 	}

@@ -498,9 +498,8 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	 * semaphores must be zero as the program left them), on scratch memory otherwise */
 	for (size_t i = 0; i < S.nops; i++) {
 		struct seq_op *op = &S.ops[i];
-		int g = op->type == 2 && op->address ? region_holding(R, op->address, (size_t)op->bytes) : -1;
-		if (g >= 0)
-			op->dst = R->region_va[g] + (op->address - R->regions[g].base);
+		if (op->type == 2 && op->address)
+			op->dst = region_address(R, op->address, (size_t)op->bytes);
 	}
 	for (size_t i = 0; i < S.nk; i++)
 		if ((rc = load_function_k(R, &S.k[i])) || (rc = prepare_k(R, &S.k[i], NULL, 0)))

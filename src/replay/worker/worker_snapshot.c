@@ -26,17 +26,6 @@ static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
 	return data;
 }
 
-/* The re-created region holding [addr, addr+bytes), or -1. */
-int region_holding(const struct replay *R, uint64_t addr, size_t bytes)
-{
-	for (size_t g = 0; g < R->nregions; g++) {
-		uint64_t b = R->regions[g].base, e = b + R->regions[g].bytes;
-		if (addr >= b && addr + bytes <= e)
-			return (int)g;
-	}
-	return -1;
-}
-
 /* Overlay the run's --snapshot data where it falls inside the re-created regions: the buffers
  * as they were before launches, this kernel's own launch last (other launches' data is still
  * better than random: valid indices, real values). *exact: rows of this very launch applied. */
@@ -62,13 +51,14 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
-		int owned, g = region_holding(R, addr, bytes);
-		if (g < 0)
+		int owned;
+		CUdeviceptr dst = region_address(R, addr, bytes);
+		if (!dst)
 			continue;
 		const void *buf = snapshot_bytes(st, &bytes, &owned);
 		if (!buf)
 			continue;
-		if (cuMemcpyHtoD(R->region_va[g] + (addr - R->regions[g].base), buf, bytes) == CUDA_SUCCESS) {
+		if (cuMemcpyHtoD(dst, buf, bytes) == CUDA_SUCCESS) {
 			(*applied)++;
 			if (exact && sqlite3_column_type(st, 4) != SQLITE_NULL &&
 			    sqlite3_column_int64(st, 4) == R->k.correlation)
@@ -100,16 +90,17 @@ void verify_outputs(struct replay *R, int exact_inputs)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
-		int owned, g = region_holding(R, addr, bytes);
+		int owned;
+		CUdeviceptr src = region_address(R, addr, bytes);
 		rows++;
-		if (g < 0) {
+		if (!src) {
 			outside++;
 			continue;
 		}
 		const unsigned char *want = snapshot_bytes(st, &bytes, &owned);
 		unsigned char *got = malloc(bytes ? bytes : 1);
 		if (want && got &&
-		    cuMemcpyDtoH(got, R->region_va[g] + (addr - R->regions[g].base), bytes) == CUDA_SUCCESS) {
+		    cuMemcpyDtoH(got, src, bytes) == CUDA_SUCCESS) {
 			r->verify_buffers++;
 			r->verify_bytes += (int64_t)bytes;
 			for (size_t i = 0; i < bytes; i++)
