@@ -823,8 +823,9 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		handle_resource(id, data);
 		return;
 	}
-	if (tl_busy) {
-		if (domain == CUPTI_CB_DOMAIN_DRIVER_API && ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
+	if (tl_busy) { /* our own call; --snapshot wants its copies' correlation */
+		if (kj_cfg.snapshot_bytes > 0 && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+		    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
 			tl_own_corr = ((const CUpti_CallbackData *)data)->correlationId;
 		return;
 	}
