@@ -4,10 +4,7 @@
 # usage: test_compare_idle.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1 src=$2
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
+. "$(dirname "$0")/lib.sh"
 # 3 forwards of 10 ms at 10 s, 10.1 s, 10.2 s, each with one 1 ms kernel
 python3 - "$dir/spec.json" <<'PY'
 import json, sys

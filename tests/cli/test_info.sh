@@ -3,20 +3,8 @@
 # counts, what was not captured, problems, bad files (exit 1), bad options (exit 2).
 # usage: test_info.sh KJOULE_BIN SRC_DIR BUILD_DIR
 KJ=$1 SRC=$2
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
-T=$(mktemp -d /tmp/kjtest_info.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 GEN="python3 $SRC/tests/tools/kjgen.py"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() {
-	local want=$1; shift
-	"$@" >"$T/out" 2>"$T/err"
-	local got=$?
-	[ "$got" = "$want" ] || fail "exit $got (want $want): $* -- $(head -c 300 "$T/err")"
-}
-has() { grep -q -- "$1" "$T/out" || fail "output lacks '$1'"; }
-lacks() { grep -q -- "$1" "$T/out" && fail "output has '$1'"; }
 
 $GEN -o "$T/a.kjdb" --kernels 500 --unique 8 --memcpy 6 --memset 2 --nvtx 3 --devices 2 \
 	--problem "warning:CUPTI: MULTIPLE_SUBSCRIBERS, kernels of pid 4242 not traced" || exit 1
@@ -96,4 +84,4 @@ expect 2 "$KJ" info
 expect 2 "$KJ" info "$T/a.kjdb" "$T/a.kjdb"
 expect 0 "$KJ" info --help
 
-[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }
+finish

@@ -4,12 +4,7 @@
 # usage: test_ingest.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1 src=$2
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-q() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$@"; }
+. "$(dirname "$0")/lib.sh"
 
 python3 "$src/tests/tools/mkspool.py" "$dir/s" --launches 1200 --functions 40 --per-iter 600
 "$kj" ingest "$dir/s" -o "$dir/a.kjdb" 2>/dev/null; rc=$?

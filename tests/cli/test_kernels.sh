@@ -3,19 +3,8 @@
 # by hand, --top/--sort/--tier, empty runs, bad files (exit 1), bad options (exit 2).
 # usage: test_kernels.sh KJOULE_BIN SRC_DIR BUILD_DIR
 KJ=$1 SRC=$2
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
-T=$(mktemp -d /tmp/kjtest_kernels.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 GEN="python3 $SRC/tests/tools/kjgen.py"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect CODE CMD...: run CMD (stdout to $T/out, stderr to $T/err), check its exit code
-expect() {
-	local want=$1; shift
-	"$@" >"$T/out" 2>"$T/err"
-	local got=$?
-	[ "$got" = "$want" ] || fail "exit $got (want $want): $* -- $(head -c 300 "$T/err")"
-}
 
 # A run with hand-checked numbers: gemm x3 (10/20/30 us), a demangled name with commas,
 # a fallback group (no unique id), memcpy and memset.
@@ -148,4 +137,4 @@ expect 2 "$KJ" kernels
 expect 2 "$KJ" kernels "$T/r.kjdb" "$T/r.kjdb"
 expect 0 "$KJ" kernels --help
 
-[ "$fails" = 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }
+finish

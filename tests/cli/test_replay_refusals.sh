@@ -6,11 +6,7 @@ set -u
 kj=$1 src=$2
 run=$src/examples/runs/bloom560m.kjdb
 [ -s "$run" ] || { echo "no shipped run: skipped"; exit 77; }
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "$0")/lib.sh"
 cp "$run" "$dir/r.kjdb"
 sum0=$(cksum < "$dir/r.kjdb")
 

@@ -4,12 +4,7 @@
 # usage: test_run.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
-command -v python3 >/dev/null || { echo "python3 missing: skipped"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 
 "$kj" run -o "$dir/ok.kjdb" -- true 2>"$dir/err"; rc=$?
 check "exit code of a successful command" '[ $rc -eq 0 ]'
