@@ -13,7 +13,7 @@
 #include "kj_error.h"
 #include "kj_schema.h"
 
-static char dir[] = "/tmp/kjtest_db_XXXXXX";
+#include "tmpdir.h"
 
 static void path_in_dir(char *buf, size_t len, const char *name)
 {
@@ -105,12 +105,5 @@ int main(void)
 		cmocka_unit_test(test_refuses_newer_schema),
 		cmocka_unit_test(test_truncated),
 	};
-	if (!mkdtemp(dir))
-		return 1;
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

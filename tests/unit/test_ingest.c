@@ -16,7 +16,7 @@
 #include "kj_ingest.h"
 #include "kj_spool.h"
 
-static char dir[] = "/tmp/kjtest_ingest_XXXXXX";
+#include "tmpdir.h"
 
 struct buf {
 	unsigned char *p;
@@ -509,12 +509,5 @@ int main(void)
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),
 	};
-	if (!mkdtemp(dir))
-		return 1;
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

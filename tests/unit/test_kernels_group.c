@@ -16,7 +16,7 @@
 #include "kj_error.h"
 #include "kj_kernels.h"
 
-static char dir[] = "/tmp/kjtest_kernels_XXXXXX";
+#include "tmpdir.h"
 
 static sqlite3 *make_db(const char *name, const char *sql)
 {
@@ -193,20 +193,6 @@ static void test_only_untimed(void **state)
 	kj_db_close(db);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,5 +200,5 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_only_untimed),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

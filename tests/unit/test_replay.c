@@ -264,7 +264,7 @@ static void test_stats_and_protocol(void **state)
 }
 
 /* ---- plan, storage, report on real databases ---- */
-static char dir[] = "/tmp/kjtest_replay_XXXXXX";
+#include "tmpdir.h"
 
 static sqlite3 *make_db(const char *name, int with_params)
 {
@@ -508,20 +508,6 @@ static void test_sequence(void **state)
 	kj_db_close(db);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,5 +517,5 @@ int main(void)
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
 		cmocka_unit_test(test_sequence),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

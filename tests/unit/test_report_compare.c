@@ -35,7 +35,7 @@
 #include "kj_report.h"
 #include "kj_timeline.h"
 
-static char dir[] = "/tmp/kjtest_report_XXXXXX";
+#include "tmpdir.h"
 #define US 1000LL /* ns per us */
 #define T0 1000000000LL
 
@@ -613,12 +613,5 @@ int main(void)
 		cmocka_unit_test(test_chrome_trace_fields),
 		cmocka_unit_test(test_api_story),
 	};
-	if (!mkdtemp(dir))
-		return 1;
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return rc;
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
