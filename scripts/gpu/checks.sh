@@ -4,6 +4,7 @@
 # the tracing overhead benchmark, one part per argument. Logs under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
 # parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
+#        apitoggle torchrun
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -113,6 +114,22 @@ overhead)
 	echo "== tracing overhead (interleaved rounds)"
 	timeout 480 python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 150 --warmup 20 \
 		-o "$OUT/trace_overhead.json" 2>&1 | tail -30
+	;;
+apitoggle)
+	echo "== --api cost by domain, switched inside one traced process (bench/api_cost/api_toggle.py)"
+	timeout 300 "$kj" run --force -o /tmp/tog.kjdb -- python3 bench/api_cost/api_toggle.py \
+		--rounds ${TOGGLE_ROUNDS:-8} > "$OUT/api_toggle.json" 2>/tmp/tog.err
+	echo "exit $?"; tail -3 /tmp/tog.err
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in d["median_forward_ms"]: print(f"{k:24s} {d[\"median_forward_ms\"][k]:7.2f} ms  x{d[\"median_ratio_to_defaults\"].get(k,0):.3f}")' "$OUT/api_toggle.json"
+	;;
+torchrun)
+	echo "== torchrun: 2 workers, each its own traced process"
+	(cd examples && timeout 240 "$kj" run --force -o "$OUT/torchrun.kjdb" -- \
+		torchrun --standalone --nproc_per_node 2 torchrun_infer.py --iters 5) > /tmp/torchrun.log 2>&1
+	echo "exit $?"; grep -i "rank\|error\|kjoule" /tmp/torchrun.log | tail -8
+	sql "$OUT/torchrun.kjdb" "SELECT p.pid, p.ppid, substr(p.args,1,60), (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p"
+	"$kj" info "$OUT/torchrun.kjdb" 2>&1 | head -12
 	;;
 vadebug)
 	echo "== original-address re-creation, debug"

@@ -868,36 +868,82 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 
 static CUpti_SubscriberHandle subscriber;
 
+/* The driver calls kjoule always follows: launches, mappings, events and memsets. */
+static const CUpti_CallbackId driver_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+	CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+	CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
+	CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags,
+	CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+};
+
+static int is_base_driver_id(CUpti_CallbackId id)
+{
+	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
+		if (driver_ids[i] == id)
+			return 1;
+	return kj_cfg.snapshot_bytes > 0 && id == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2;
+}
+
+/* Switches the API-record callbacks of `bits` (KJ_API_*) on or off; the driver calls kjoule
+ * follows anyway stay on. --api leaves the queries out: CUPTI costs ~0.2 us per enabled call,
+ * and they are ~90 % of a framework's calls (23,500 cudaGetDevice per 4 BLOOM forwards). */
+static void set_api_callbacks(int bits, int on)
+{
+	for (uint32_t id = 1; (bits & KJ_API_DRIVER) && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+		if (!is_base_driver_id(id) && ((bits & KJ_API_QUERIES) || !kj_api_is_query(0, id)))
+			cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+	for (uint32_t id = 1; (bits & KJ_API_RUNTIME) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++) {
+		const char *name = NULL;
+		if (!(bits & KJ_API_QUERIES) && kj_api_is_query(1, id))
+			continue;
+		/* cost study: runtime launches left to their driver-level record */
+		if ((bits & KJ_API_NO_RUNTIME_LAUNCH) &&
+		    cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) == CUPTI_SUCCESS && name &&
+		    !strncmp(name, "cudaLaunch", 10))
+			continue;
+		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+	}
+}
+
+/* Cost studies only (bench/api_cost/api_toggle.py, through ctypes in the traced program):
+ * switches the API records to KJOULE_API_DOMAINS-style `bits` while the program runs, so the
+ * cost of each domain is measured in one process instead of across noisy runs. Call it between
+ * iterations, from the thread that makes the CUDA calls. Returns the previous bits. */
+__attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
+{
+	int old = kj_cfg.api;
+	if (!subscriber)
+		return -1;
+	set_api_callbacks(old, 0);
+	kj_cfg.api = bits;
+	set_api_callbacks(bits, 1);
+	return old;
+}
+
 int kj_callbacks_start(void)
 {
-	static const CUpti_CallbackId driver_ids[] = {
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-		CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-		CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
-		CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
-		CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags,
-		CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
-		CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
-		CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
-	};
 	static const CUpti_CallbackId resource_ids[] = {
 		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
 		CUPTI_CBID_RESOURCE_MODULE_LOADED,
@@ -919,30 +965,6 @@ int kj_callbacks_start(void)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
 	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
-	if (kj_cfg.api & KJ_API_QUERIES) { /* --api=all: every call, the queries too */
-		if (kj_cfg.api & KJ_API_DRIVER)
-			cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-		if (kj_cfg.api & KJ_API_RUNTIME)
-			cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
-	} else if (kj_cfg.api & (KJ_API_DRIVER | KJ_API_RUNTIME)) {
-		/* --api: every call but the queries; CUPTI costs ~0.2 us per enabled call, and these
-		 * are ~90 % of a framework's calls (23,500 cudaGetDevice per 4 BLOOM forwards) */
-		for (uint32_t id = 1; (kj_cfg.api & KJ_API_DRIVER) && id < CUPTI_DRIVER_TRACE_CBID_SIZE;
-		     id++)
-			if (!kj_api_is_query(0, id))
-				cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-		for (uint32_t id = 1; (kj_cfg.api & KJ_API_RUNTIME) && id < CUPTI_RUNTIME_TRACE_CBID_SIZE;
-		     id++) {
-			const char *name = NULL;
-			if (kj_api_is_query(1, id))
-				continue;
-			/* cost study: runtime launches left to their driver-level record */
-			if ((kj_cfg.api & KJ_API_NO_RUNTIME_LAUNCH) &&
-			    cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) == CUPTI_SUCCESS &&
-			    name && !strncmp(name, "cudaLaunch", 10))
-				continue;
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-		}
-	}
+	set_api_callbacks(kj_cfg.api, 1);
 	return 0;
 }

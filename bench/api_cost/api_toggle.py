@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Cost of each --api domain on BLOOM-560M forwards, measured inside ONE traced process.
+
+Run it under kjoule (`kjoule run -- python3 bench/api_cost/api_toggle.py`): it reaches the
+injection library through ctypes and switches its API records between blocks of forwards
+(kjoule_cost_study_set_api), in shuffled order, round after round. Separate runs on a shared
+host drift by 2x; blocks of one process, interleaved, see the same host. Prints one JSON line:
+median forward ms per setting and per round, and the ratio of each to kjoule's defaults.
+"""
+import argparse
+import ctypes
+import json
+import os
+import random
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+import torch  # noqa: E402
+from bloom560m import bloom560m_config  # noqa: E402
+from transformers import BloomForCausalLM  # noqa: E402
+
+# KJ_API_* bits (src/trace/inject/inject.h)
+SETTINGS = {"defaults": 0, "driver": 1, "runtime": 2, "api": 3, "api_no_records": 7,
+            "api_no_runtime_launch": 19, "api_all": 11}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--block", type=int, default=15, help="timed forwards per block")
+    ap.add_argument("--seq-len", type=int, default=5)
+    ap.add_argument("--settings", default=",".join(SETTINGS))
+    a = ap.parse_args()
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        sys.exit("api_toggle.py: run it under `kjoule run --` (CUDA_INJECTION64_PATH is not set)")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
+    ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
+    lib = ctypes.CDLL(path)  # the copy the driver loaded: dlopen returns the same handle
+    setter = lib.kjoule_cost_study_set_api
+    names = a.settings.split(",")
+
+    def forward_ms():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        torch.cuda.nvtx.range_push("forward")
+        model(input_ids=ids)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) * 1e3
+
+    rounds = []
+    with torch.inference_mode():
+        for _ in range(10):
+            forward_ms()
+        for r in range(a.rounds):
+            order = names[:]
+            random.Random(r).shuffle(order)
+            got = {}
+            for name in order:
+                if setter(SETTINGS[name]) < 0:
+                    sys.exit("api_toggle.py: kjoule's CUPTI subscriber is not active")
+                for _ in range(3):
+                    forward_ms()
+                got[name] = statistics.median(forward_ms() for _ in range(a.block))
+            rounds.append(got)
+    setter(0)
+    med = {n: statistics.median(r[n] for r in rounds) for n in names}
+    ratio = {n: statistics.median(r[n] / r["defaults"] for r in rounds) for n in names} \
+        if "defaults" in names else {}
+    print(json.dumps({"seq_len": a.seq_len, "rounds": a.rounds, "block": a.block,
+                      "median_forward_ms": med, "median_ratio_to_defaults": ratio,
+                      "per_round_ms": rounds}))
+
+
+if __name__ == "__main__":
+    main()
