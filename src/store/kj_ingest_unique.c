@@ -116,13 +116,20 @@ static int looks_like_host_address(uint64_t v)
 	       (v >= 0x1000000 && v < 0x100000000ULL && (v & 0xf) == 0);
 }
 
-#define KJ_MAX_WORD_VALUES 8
+/* A word with up to KJ_FEW_WORD_VALUES distinct values is a parameter; one with up to
+ * KJ_MAX_WORD_VALUES is a parameter only if its values come back (sizes of the layers a model
+ * initialises one after another), not if every launch brings a larger one (a random-number
+ * offset, a step counter); beyond that it is junk. */
+#define KJ_FEW_WORD_VALUES 8
+#define KJ_MAX_WORD_VALUES 64
 
 struct word_stat {
 	uint64_t values[KJ_MAX_WORD_VALUES + 1];
 	int n;            /* distinct values seen (capped at KJ_MAX_WORD_VALUES + 1) */
 	int all_pointer;  /* every value is a device pointer */
 	int any_host;     /* some value (the reference included) looks like a host address */
+	int increasing;   /* every launch so far brought a larger value than the one before */
+	uint64_t last;    /* the value of the last launch that changed the word */
 };
 
 static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
@@ -184,10 +191,15 @@ int ing_classify(struct ingest *in)
 				ws->n = 1;
 				ws->all_pointer = is_device_pointer(in, ws->values[0]);
 				ws->any_host = !ws->all_pointer && looks_like_host_address(ws->values[0]);
+				ws->increasing = 1;
+				ws->last = ws->values[0];
 				if ((rc = kj_map_put(index, wkey, si)) != 0)
 					break;
 			}
 			ws = &stats[si];
+			if (v <= ws->last)
+				ws->increasing = 0;
+			ws->last = v;
 			if (ws->n > KJ_MAX_WORD_VALUES)
 				continue;
 			int seen = 0;
@@ -211,7 +223,8 @@ int ing_classify(struct ingest *in)
 			if (!kj_map_get(index, ((uint64_t)gi << 24) | w, &si))
 				continue;
 			const struct word_stat *ws = &stats[si];
-			if (ws->all_pointer || ws->n > KJ_MAX_WORD_VALUES || ws->any_host)
+			if (ws->all_pointer || ws->any_host || ws->n > KJ_MAX_WORD_VALUES ||
+			    (ws->n > KJ_FEW_WORD_VALUES && ws->increasing))
 				continue;
 			uint32_t *pw = realloc(g->param_words, (g->nparam_words + 1) * sizeof(*pw));
 			if (!pw) {

@@ -351,6 +351,49 @@ static void test_complete_spool(void **state)
 	free(b.p);
 }
 
+/* Sizes that come back (a model initialising its layers one after another: 12 shapes over 30
+ * launches) split a group; a word that grows with every launch (a random-number offset) does not,
+ * and neither does one with more distinct values than a parameter has. */
+static void test_recurring_sizes_and_counters(void **state)
+{
+	(void)state;
+	struct buf b = {NULL, 0};
+	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
+	struct kj_rec_process p;
+	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {1, 0, NULL};
+	const uint64_t ref[3] = {1024, 1000, 7};
+	put(&b, &f, sizeof(f), NULL, 0);
+	memset(&p, 0, sizeof(p));
+	p.h.type = KJ_REC_PROCESS;
+	p.pid = 77;
+	put(&b, &p, sizeof(p), NULL, 0);
+	put_string(&b, 1, "_Z8kj_scalePKfPfif");
+	put_group(&b, 0xD, 64, 3, ref);
+	for (uint32_t i = 0; i < 30; i++) {
+		/* word 0: the size, 12 values in turn; word 1: +17 each launch; word 2: 100 values */
+		const uint64_t d[] = {0, 1024 * (uint64_t)(i % 12 + 1), 1, 1000 + 17 * (uint64_t)i,
+				      2, 7 + (uint64_t)i * 3};
+		put_launch(&b, 100 + i, 0xD, 1000 + 10 * i, i ? 3 : 0, d);
+		put_kernel(&b, 100 + i, 5000 + 100 * i, 5050 + 100 * i, 64, 0);
+	}
+	/* word 2 takes 100 values in all: more than a parameter has */
+	for (uint32_t i = 30; i < 100; i++) {
+		const uint64_t d[] = {0, 1024, 1, 1000 + 17 * (uint64_t)i, 2, 7 + (uint64_t)i * 3};
+		put_launch(&b, 100 + i, 0xD, 1000 + 10 * i, 3, d);
+		put_kernel(&b, 100 + i, 5000 + 100 * i, 5050 + 100 * i, 64, 0);
+	}
+	sqlite3 *db = ingest(&b, "sizes", &opts, &st);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 100);
+	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 12);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 112, 124)"), 1);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 101)"), 2);
+	assert_int_equal(q1(db, "SELECT launches FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 130"), 73);
+	kj_db_close(db);
+	free(b.p);
+}
+
 static void test_iteration_capture(void **state)
 {
 	(void)state;
@@ -503,6 +546,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_complete_spool),
+		cmocka_unit_test(test_recurring_sizes_and_counters),
 		cmocka_unit_test(test_iteration_capture),
 		cmocka_unit_test(test_snapshot_records),
 		cmocka_unit_test(test_truncated_spool),
