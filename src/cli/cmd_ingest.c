@@ -14,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kjoule ingest SPOOL_DIR -o RUN.kjdb [--params K] [--params-iteration N]\n"
+	fprintf(f, "usage: kjoule ingest SPOOL_DIR -o RUN.kjdb [--params K] [--params-iteration N|auto|none]\n"
 		   "                     [--iteration-range NAME] [--force]\n"
 		   "Builds a run database from the p<pid>.spool files of a trace directory (kept by a\n"
 		   "kjoule run that could not write its database). No power samples: they live in the\n"
@@ -24,7 +24,7 @@ static void usage(FILE *f)
 int cmd_ingest(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
-	struct kj_ingest_opts io = {1, 0, NULL};
+	struct kj_ingest_opts io = {1, KJ_ITERATION_AUTO, NULL};
 	struct kj_ingest_stats st;
 	int force = 0;
 	char tmp[4096];
@@ -41,7 +41,8 @@ int cmd_ingest(int argc, char **argv)
 		} else if (!strcmp(a, "--params") && next) {
 			io.params_k = atoi(argv[++i]);
 		} else if (!strcmp(a, "--params-iteration") && next) {
-			io.params_iteration = atoi(argv[++i]);
+			if (kj_cli_parse_iteration("ingest", argv[++i], &io.params_iteration))
+				return 2;
 		} else if (!strcmp(a, "--iteration-range") && next) {
 			io.iteration_range = argv[++i];
 		} else if (!strcmp(a, "--force")) {
@@ -54,7 +55,7 @@ int cmd_ingest(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!dir || !out || io.params_k < 0 || io.params_iteration < 0) {
+	if (!dir || !out || io.params_k < 0) {
 		usage(stderr);
 		return 2;
 	}

@@ -21,7 +21,7 @@
 struct replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
-	int graph, verify;
+	int graph, verify, no_sequence;
 	long long iteration;
 	double energy_s;
 };
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		"usage: kjoule replay RUN.kjdb [--runs N] [--warmup W] [--cache warm|cold|both]\n"
 		"                     [--energy] [--unroll U] [--energy-seconds S] [--kernel PATTERN]\n"
 		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
-		"                     [--timer cupti|events] [--relocate] [--verify]\n"
+		"                     [--timer cupti|events] [--relocate] [--verify] [--no-sequence]\n"
 		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--runs N] [--energy]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"  --sequence       replay one captured iteration (kjoule run --params-iteration) in order,\n"
 		"                   on its streams with its event dependencies; --graph: also as one CUDA\n"
 		"                   graph (energy per iteration with --energy); results in replay_sequence\n"
+		"  --no-sequence    per-kernel replay only: without it, a run that holds an iteration\n"
+		"                   (kjoule run keeps one by default) is also replayed --sequence --graph,\n"
+		"                   which times every kernel where the iteration ran it\n"
 		"Environment: KJ_REPLAY_WORKER names the worker (default: beside the kjoule binary).\n");
 }
 
@@ -397,6 +400,8 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->verify = 1;
 		} else if (!strcmp(a, "--sequence")) {
 			o->sequence = 1;
+		} else if (!strcmp(a, "--no-sequence")) {
+			o->no_sequence = 1;
 		} else if (!strcmp(a, "--graph")) {
 			o->graph = 1;
 		} else if (v && !strcmp(a, "--iteration")) {
@@ -471,8 +476,9 @@ static void on_seq_line(const char *line, void *arg)
 	}
 }
 
-/* --sequence: one worker replays the whole iteration (eager, and as a graph with --graph). */
-static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
+/* --sequence: one worker replays the whole iteration (eager, and as a graph with --graph).
+ * quiet: store the results and print nothing on stdout (after a per-kernel --json report). */
+static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 {
 	struct kj_replay_seq_info info;
 	struct seq_ctx c;
@@ -554,7 +560,9 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 	}
 	info.have_fidelity = c.nk > 0 && !kj_replay_seq_fidelity(db, &info, &info.fidelity);
 	free(c.k);
-	if (o->json) {
+	if (quiet) {
+		/* nothing on stdout */
+	} else if (o->json) {
 		char *text = kj_replay_seq_json(&info, c.s, c.n);
 		if (!text)
 			return 1;
@@ -564,6 +572,17 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db)
 		kj_replay_seq_print(stdout, &info, c.s, c.n);
 	}
 	return strcmp(c.s[0].status, "failed") ? 0 : 1;
+}
+
+/* Whether the run keeps a whole iteration for --sequence (sequence_op rows). */
+static int has_sequence(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sequence_op LIMIT 1", -1, &st, NULL) == SQLITE_OK)
+		yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
 }
 
 /* Whether the run holds buffers saved after a launch (`kjoule run --snapshot`). */
@@ -596,7 +615,7 @@ int cmd_replay(int argc, char **argv)
 	if (kj_db_open(o.run, 1, &db))
 		return 1;
 	if (o.sequence) {
-		ret = replay_sequence(&o, db);
+		ret = replay_sequence(&o, db, 0);
 		kj_db_close(db);
 		return ret;
 	}
@@ -659,6 +678,15 @@ int cmd_replay(int argc, char **argv)
 		kj_replay_report_print(stdout, &plan);
 	}
 	ret = 0;
+	/* the kept iteration too: in-sequence kernel times, eager and graph iteration */
+	if (!o.pattern && !o.verify && !o.no_sequence && has_sequence(db)) {
+		o.graph = 1;
+		if (!o.json)
+			printf("\n");
+		if (replay_sequence(&o, db, o.json))
+			kj_warnf("the per-kernel results are stored; the sequence replay failed (above). "
+				 "`kjoule replay %s --sequence --graph` tries it alone", o.run);
+	}
 out:
 	kj_replay_plan_free(&plan);
 	kj_db_close(db);

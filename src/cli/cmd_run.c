@@ -46,7 +46,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
-		"                  [--params-iteration N] [--iteration-range NAME] [--snapshot[=MB]]\n"
+		"                  [--params-iteration N|auto|none] [--iteration-range NAME] [--snapshot[=MB]]\n"
 		"                  [--no-power]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
@@ -56,8 +56,9 @@ static void usage(FILE *f)
 		"  --api               also record the CUDA driver and runtime API calls, all but ~45\n"
 		"                      query functions (cudaGetDevice, cuCtxGetDevice, ...: docs/tracing.md)\n"
 		"  --api=all           every API call, the queries too (they cost ~0.2 us each)\n"
-		"  --params-iteration N  keep every launch's parameters in the N-th iteration (1-based)\n"
-		"                      and its kernels/copies in order, for `kjoule replay --sequence`\n"
+		"  --params-iteration N|auto|none  keep every launch's parameters in the N-th iteration\n"
+		"                      (1-based) and its operations in order, for in-sequence replay;\n"
+		"                      auto (default): the middle one, when the iteration range repeats\n"
 		"  --iteration-range NAME  the NVTX range that marks iterations (default: the most\n"
 		"                      repeated top-level range)\n"
 		"  --snapshot[=MB]     save the device buffers each launch group's first launch points to,\n"
@@ -74,6 +75,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->output = "kjoule.kjdb";
 	o->params_k = 1;
+	o->params_iteration = KJ_ITERATION_AUTO;
 	o->power = 1;
 	o->power_interval_ms = 5;
 	o->runs = 1;
@@ -139,7 +141,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 				o->warmup = (int)v;
 			i++;
 		} else if (!strcmp(a, "--params-iteration") && next) {
-			o->params_iteration = atoi(next);
+			if (kj_cli_parse_iteration("run", next, &o->params_iteration))
+				return -1;
 			i++;
 		} else if (!strcmp(a, "--iteration-range") && next) {
 			o->iteration_range = next;
@@ -324,6 +327,12 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!o.params_k && o.params_iteration > 0) {
+		kj_errorf("run: --params-iteration needs launch parameters: drop --no-params");
+		return 2;
+	}
+	if (!o.params_k)
+		o.params_iteration = 0;
 	if (o.snapshot_mb && !o.params_k) {
 		kj_errorf("run: --snapshot needs launch parameters (it saves what they point to): drop --no-params");
 		return 2;

@@ -32,8 +32,10 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 		return KJ_ESCHEMA;
 	}
 	if (q_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
-		kj_errorf("%s: no whole iteration was captured; re-run `kjoule run --params-iteration N` "
-			  "to replay one with --sequence", run);
+		kj_errorf("%s: no whole iteration was captured (kjoule run keeps the middle one of a "
+			  "repeated top-level NVTX range); mark iterations with NVTX ranges, or name one with "
+			  "`kjoule run --iteration-range NAME --params-iteration N`, to replay it with --sequence",
+			  run);
 		return KJ_ENOTFOUND;
 	}
 	if (iteration < 0)

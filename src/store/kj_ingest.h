@@ -7,9 +7,14 @@
 #include <stdint.h>
 
 /** How to ingest: parameter capture and the whole-iteration capture. */
+/* params_iteration: the middle instance of the iteration range, when it repeats */
+#define KJ_ITERATION_AUTO (-1)
+
 struct kj_ingest_opts {
 	int params_k;               /* keep the parameter blocks of the first K launches per unique kernel */
-	int params_iteration;       /* > 0: keep every launch's parameters in that instance (1-based) */
+	int params_iteration;       /* > 0: keep every launch's parameters in that instance (1-based);
+				       KJ_ITERATION_AUTO: the middle instance of a range seen >= 2 times;
+				       0: none */
 	const char *iteration_range;/* NVTX range name of iterations; NULL: the most repeated top-level */
 };
 

@@ -140,7 +140,8 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *
 
 /* --params-iteration N: every launch inside the N-th instance of the iteration range keeps its
  * parameters, and the iteration's kernels, copies and memsets become sequence_op rows in issue
- * (correlation) order, for whole-iteration replay. */
+ * (correlation) order, for whole-iteration replay. KJ_ITERATION_AUTO (the default) takes the
+ * middle instance of a range that repeats, past the warm-up, and quietly none otherwise. */
 int ing_put_iteration(struct ingest *in)
 {
 	char name[256] = "", what[2048];
@@ -148,7 +149,8 @@ int ing_put_iteration(struct ingest *in)
 	int n = in->opts ? in->opts->params_iteration : 0;
 	int64_t start = -1, end = -1, seq = 0, min_corr = INT64_MAX, max_corr = -1;
 	int rc = 0;
-	if (n <= 0 || in->pid < 0)
+	int automatic = n == KJ_ITERATION_AUTO;
+	if ((n <= 0 && !automatic) || in->pid < 0 || (automatic && in->opts->params_k <= 0))
 		return 0;
 	if (in->opts->iteration_range) {
 		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
@@ -158,6 +160,14 @@ int ing_put_iteration(struct ingest *in)
 		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
 			snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
+	}
+	if (automatic) {
+		int64_t count = name[0] ? query_int(in->db, "SELECT count(*) FROM nvtx_range WHERE pid = ?1 AND"
+						    " name = ?2 AND depth = 0 AND end_ns IS NOT NULL",
+						    in->pid, name, 0) : 0;
+		if (count < 2)
+			return 0;
+		n = (int)(count / 2 + 1);
 	}
 	start = query_int(in->db, "SELECT start_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2 AND"
 			  " end_ns IS NOT NULL ORDER BY start_ns LIMIT 1 OFFSET ?3 - 1", in->pid, name, n);
@@ -175,7 +185,8 @@ int ing_put_iteration(struct ingest *in)
 		const struct launch_info *l = &in->launches[i];
 		if (l->launch_ns < start || l->launch_ns > end)
 			continue;
-		if ((rc = ing_put_launch_params(in, l, -1, n)) != 0)
+		int has_params = in->groups[l->group].ref != NULL; /* none with --no-params */
+		if (has_params && (rc = ing_put_launch_params(in, l, -1, n)) != 0)
 			break;
 		sqlite3_bind_int64(st, 1, n);
 		sqlite3_bind_int64(st, 2, seq++);
@@ -183,7 +194,7 @@ int ing_put_iteration(struct ingest *in)
 		sqlite3_bind_int64(st, 4, l->stream);
 		sqlite3_bind_text(st, 5, "kernel", -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 6, l->correlation);
-		sqlite3_bind_int64(st, 7, sqlite3_last_insert_rowid(in->db));
+		ing_bind_opt_i64(st, 7, has_params, sqlite3_last_insert_rowid(in->db));
 		rc = ing_step_done(in, st);
 		if (l->correlation < min_corr)
 			min_corr = l->correlation;

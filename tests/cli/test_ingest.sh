@@ -12,7 +12,13 @@ check "ingest succeeds" '[ $rc -eq 0 ]'
 check "all kernels" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM kernel")" = 1200 ]'
 check "40 functions x 2 sizes = 80 unique kernels" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM unique_kernel")" = 80 ]'
 check "each unique kernel keyed by parameters" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM unique_kernel WHERE keyed_by = \"params\"")" = 80 ]'
-check "one parameter block per unique kernel" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM launch_params")" = 80 ]'
+check "one parameter block per unique kernel" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM launch_params WHERE iteration IS NULL")" = 80 ]'
+check "by default the middle iteration (2 of 2) is kept whole" \
+	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = \"kernel\"")" = 600 ]'
+"$kj" ingest "$dir/s" -o "$dir/none.kjdb" --params-iteration none 2>/dev/null
+check "--params-iteration none keeps no iteration" '[ "$(q "$dir/none.kjdb" "SELECT count(*) FROM sequence_op")" = 0 ]'
+"$kj" ingest "$dir/s" -o "$dir/bad.kjdb" --params-iteration soon 2>"$dir/bad.err"; rc=$?
+check "--params-iteration soon refused, exit 2" '[ $rc -eq 2 ] && grep -q "auto, none or an instance" "$dir/bad.err" && [ ! -e "$dir/bad.kjdb" ]'
 check "two closed iterations" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM nvtx_range WHERE name = \"forward\" AND end_ns IS NOT NULL")" = 2 ]'
 check "kernels command reads it" '"$kj" kernels "$dir/a.kjdb" --format csv | python3 -c "import sys,csv; r=list(csv.reader(sys.stdin)); sys.exit(len(r) != 81)"'
 

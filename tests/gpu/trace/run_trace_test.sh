@@ -7,6 +7,16 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 KJ_EXPECT=$dir/expected.json "$kj" run -o "$dir/run.kjdb" -- "$target"
 python3 "$checker" "$dir/run.kjdb" "$dir/expected.json"
+# by default the middle instance of the most repeated top-level range (iteration 2 of 3) is kept
+python3 - "$dir/run.kjdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+kept = db.execute("SELECT value FROM meta WHERE key = 'params_iteration'").fetchone()
+n = db.execute("SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = 'kernel'").fetchone()[0]
+ok = kept is not None and kept[0] == "iteration#2" and n == 5
+print(("ok   " if ok else "FAIL ") + f"defaults keep the middle iteration whole ({kept}, {n} kernels)")
+sys.exit(0 if ok else 1)
+PY
 # --api: every runtime and driver call, with the main argument of copies and allocations;
 # --params-iteration: the 2nd 'iteration' range's launches kept in order
 KJ_EXPECT=$dir/expected2.json "$kj" run -o "$dir/api.kjdb" --api --params-iteration 2 \
