@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine: the whole kjoule pipeline on BLOOM-560M: trace with power (and the 10th
-# forward kept whole), idle power, per-kernel replay warm/cold (timed), the same with energy
-# (timed: seconds per unique kernel), sequence replay eager + graph with in-sequence kernel
-# times, compare. The run database (shrunk under 16 MiB if needed) is the example shipped in
+# On the GPU machine: the whole kjoule pipeline on BLOOM-560M, all with defaults: trace with
+# power (the middle forward kept whole), idle power, replay (per kernel warm/cold, then the kept
+# forward as a sequence, eager + graph, with in-sequence kernel times; timed), the same with
+# energy (timed: seconds per unique kernel), compare. The run database (shrunk under 16 MiB if needed) is the example shipped in
 # examples/runs/. KJ_PIPE_GRAPH=1 adds the CUDA-graph (torch.compile) variant.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/pipeline.sh
 set -u
@@ -17,12 +17,12 @@ now() { date +%s%N; }
 t() { local t0; t0=$(now); "$@"; local rc=$?; local t1; t1=$(now)
 	echo "   [$(( (t1 - t0) / 1000000 )) ms, exit $rc] $*" >&2; return $rc; }
 echo "== trace (eager)"
-t timeout 120 "$kj" run --force --params-iteration 10 -o "$db" -- \
+t timeout 120 "$kj" run --force -o "$db" -- \
 	python3 examples/bloom560m.py --iters 50 --warmup 5 > "$L/run.log" 2>&1; tail -2 "$L/run.log"
 echo "== idle power"
 t timeout 30 "$kj" power --idle --db "$db" 2>&1 | tail -3
-echo "== replay per kernel, warm and cold (timing only)"
-t timeout 120 "$kj" replay "$db" --cache both > "$L/replay_timing.txt" 2>&1; tail -4 "$L/replay_timing.txt"
+echo "== replay per kernel, warm and cold, then the kept forward (timing only)"
+t timeout 120 "$kj" replay "$db" --cache both > "$L/replay_timing.txt" 2>&1; grep -E "traced GPU busy|medians|graph vs|not replayed|failed" "$L/replay_timing.txt" | grep -v Assertion | head -12
 echo "== replay per kernel with energy"
 s0=$(now)
 t timeout 300 "$kj" replay "$db" --cache both --energy --json > "$OUT/replay.json" 2>"$L/replay.err"
@@ -39,9 +39,9 @@ print("coverage", c)
 for k in ("replay_warm_sum_ns", "replay_cold_sum_ns"):
     v = d[k]; print(k, v, "(%+.1f%% vs traced busy %d)" % (100 * (v - b) / b, b) if v and b else "")
 PY
-echo "== replay the 10th forward as a sequence, eager and as one graph"
-t timeout 120 "$kj" replay "$db" --sequence --graph --energy --energy-seconds 3 --runs 50 > "$OUT/sequence.txt" 2>&1
-tail -14 "$OUT/sequence.txt"
+echo "== the kept forward as a sequence (stored by the replay above)"
+"$kj" replay "$db" --sequence --graph --energy --energy-seconds 3 --runs 50 > "$OUT/sequence.txt" 2>&1
+grep -v Assertion "$OUT/sequence.txt" | tail -14
 echo "== compare"
 "$kj" compare "$db" 2>&1 | head -70
 "$kj" compare "$db" --json > "$OUT/compare.json" 2>/dev/null
