@@ -112,7 +112,8 @@ apidiag)
 	;;
 overhead)
 	echo "== tracing overhead (interleaved rounds)"
-	timeout 480 python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 150 --warmup 20 \
+	timeout ${OVERHEAD_TIMEOUT:-400} python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds ${OVERHEAD_ROUNDS:-3} \
+		--iters 120 --warmup 20 ${OVERHEAD_CONFIGS:+--configs $OVERHEAD_CONFIGS} \
 		-o "$OUT/trace_overhead.json" 2>&1 | tail -30
 	;;
 apitoggle)
