@@ -34,6 +34,12 @@ static void line_us(FILE *f, const char *label, double v_ns, int known, const ch
 		fprintf(f, "  %-34s %12.1f  %s\n", label, v_ns * NS_US, note ? note : "");
 }
 
+/* how far a replayed sum is off the in-situ one, in percent */
+static double off_pct(double replayed, double in_situ)
+{
+	return in_situ > 0 ? 100.0 * (replayed - in_situ) / in_situ : 0.0;
+}
+
 static double pct(double a, double b)
 {
 	return b != 0 ? 100.0 * a / b : 0.0;
@@ -72,22 +78,26 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		pct(s.idle.mean, s.wall.mean), s.host_only.mean * NS_US,
 		pct(s.host_only.mean, s.wall.mean));
 
-	fprintf(f, "\nReplay (isolated kernels, Σ count × median)\n");
+	fprintf(f, "\nReplay (Σ count × median per iteration, us; off the in-situ Σ)\n");
 	if (!s.have_warm) {
 		fprintf(f, "  no kernel replays in this run yet: run 'kjoule replay RUN' for the"
 			   " predicted figures\n");
 	} else {
 		char note[96];
-		snprintf(note, sizeof(note), "coverage %.1f%% of launches", 100 * s.cov_warm);
-		line_us(f, "Σ warm-cache replay", s.replay_warm, 1, note);
-		snprintf(note, sizeof(note), "coverage %.1f%% of launches", 100 * s.cov_cold);
-		line_us(f, "Σ cold-cache replay", s.replay_cold, s.have_cold, s.have_cold ? note : "(no cold replays)");
-		line_us(f, "in-situ Σ of the same launches", s.insitu_warm, 1, NULL);
+		line_us(f, "in-situ Σ of the replayed launches", s.insitu_warm, 1, NULL);
+		snprintf(note, sizeof(note), "%+6.1f%%  coverage %.1f%% of launches", off_pct(s.replay_warm, s.insitu_warm),
+			 100 * s.cov_warm);
+		line_us(f, "Σ alone, warm L2 (same buffers)", s.replay_warm, 1, note);
+		snprintf(note, sizeof(note), "%+6.1f%%  coverage %.1f%% of launches", off_pct(s.replay_cold, s.insitu_warm),
+			 100 * s.cov_cold);
+		line_us(f, "Σ alone, cold L2 (flushed)", s.replay_cold, s.have_cold, s.have_cold ? note : "(no cold replays)");
 		if (s.have_seq) {
-			snprintf(note, sizeof(note), "coverage %.1f%%; in situ %.1f us (%+.1f%%)", 100 * s.cov_seq,
-				 s.insitu_seq * NS_US,
-				 s.insitu_seq > 0 ? 100 * (s.replay_seq - s.insitu_seq) / s.insitu_seq : 0.0);
-			line_us(f, "Σ in-sequence replay", s.replay_seq, 1, note);
+			snprintf(note, sizeof(note), "%+6.1f%%  coverage %.1f%% (in situ %.1f us)",
+				 off_pct(s.replay_seq, s.insitu_seq), 100 * s.cov_seq, s.insitu_seq * NS_US);
+			line_us(f, "Σ in sequence (where it ran)", s.replay_seq, 1, note);
+		} else {
+			fprintf(f, "  %-34s %12s  (no iteration replayed: kjoule replay RUN replays the one kjoule run"
+				   " keeps)\n", "Σ in sequence (where it ran)", "n/a");
 		}
 		fprintf(f, "  naive prediction Σ warm = %.1f%% of wall (error %+.1f%%)\n",
 			100 * s.naive_fraction, s.naive_error_pct);
