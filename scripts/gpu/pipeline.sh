@@ -25,7 +25,7 @@ echo "== replay per kernel, warm and cold, then the kept forward (timing only)"
 t timeout 120 "$kj" replay "$db" --cache both > "$L/replay_timing.txt" 2>&1; grep -E "traced GPU busy|medians|graph vs|not replayed|failed" "$L/replay_timing.txt" | grep -v Assertion | head -12
 echo "== replay per kernel with energy"
 s0=$(now)
-t timeout 300 "$kj" replay "$db" --cache both --energy --json > "$OUT/replay.json" 2>"$L/replay.err"
+t timeout 400 "$kj" replay "$db" --cache both --energy --json > "$OUT/replay.json" 2>"$L/replay.err"
 s1=$(now)
 tail -3 "$L/replay.err"
 python3 - "$OUT/replay.json" "$s0" "$s1" <<'PY'

@@ -34,6 +34,7 @@ struct group_info {
 	uint32_t *param_words; /* word indices that tell work apart */
 	uint32_t nparam_words;
 	uint32_t launches_kept; /* parameter blocks written so far (first-K capture) */
+	uint64_t launches;      /* launches of the group (counted when classifying) */
 };
 
 struct range {

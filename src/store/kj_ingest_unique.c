@@ -117,9 +117,10 @@ static int looks_like_host_address(uint64_t v)
 }
 
 /* A word with up to KJ_FEW_WORD_VALUES distinct values is a parameter; one with up to
- * KJ_MAX_WORD_VALUES is a parameter only if its values come back (sizes of the layers a model
- * initialises one after another), not if every launch brings a larger one (a random-number
- * offset, a step counter); beyond that it is junk. */
+ * KJ_MAX_WORD_VALUES is a parameter only if its values come back — on average every value in at
+ * least two launches, and not every launch a larger one (sizes of the layers a model initialises
+ * one after another, not heap junk that is new in every forward, not a random-number offset or
+ * a step counter); beyond that it is junk. */
 #define KJ_FEW_WORD_VALUES 8
 #define KJ_MAX_WORD_VALUES 64
 
@@ -163,6 +164,8 @@ int ing_classify(struct ingest *in)
 	if (!index)
 		return KJ_ENOMEM;
 	qsort(in->ranges, in->nranges, sizeof(*in->ranges), cmp_range);
+	for (size_t i = 0; i < in->nlaunches; i++)
+		in->groups[in->launches[i].group].launches++;
 	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
 		const struct launch_info *l = &in->launches[i];
 		const struct group_info *g = &in->groups[l->group];
@@ -224,7 +227,7 @@ int ing_classify(struct ingest *in)
 				continue;
 			const struct word_stat *ws = &stats[si];
 			if (ws->all_pointer || ws->any_host || ws->n > KJ_MAX_WORD_VALUES ||
-			    (ws->n > KJ_FEW_WORD_VALUES && ws->increasing))
+			    (ws->n > KJ_FEW_WORD_VALUES && (ws->increasing || g->launches < 2 * (uint64_t)ws->n)))
 				continue;
 			uint32_t *pw = realloc(g->param_words, (g->nparam_words + 1) * sizeof(*pw));
 			if (!pw) {

@@ -353,7 +353,7 @@ static void test_complete_spool(void **state)
 
 /* Sizes that come back (a model initialising its layers one after another: 12 shapes over 30
  * launches) split a group; a word that grows with every launch (a random-number offset) does not,
- * and neither does one with more distinct values than a parameter has. */
+ * nor one new in every launch (heap junk), nor one with more distinct values than a parameter has. */
 static void test_recurring_sizes_and_counters(void **state)
 {
 	(void)state;
@@ -383,9 +383,18 @@ static void test_recurring_sizes_and_counters(void **state)
 		put_launch(&b, 100 + i, 0xD, 1000 + 10 * i, 3, d);
 		put_kernel(&b, 100 + i, 5000 + 100 * i, 5050 + 100 * i, 64, 0);
 	}
+	/* group E: a word new in every one of its 20 launches, never growing for long (heap junk
+	 * that each forward allocates anew): volatile, one unique kernel */
+	put_group(&b, 0xE, 32, 1, ref);
+	for (uint32_t i = 0; i < 20; i++) {
+		const uint64_t d[] = {0, 0x9000008 + ((uint64_t)(i * 7919 % 20) << 12)};
+		put_launch(&b, 300 + i, 0xE, 3000 + 10 * i, i ? 1 : 0, d);
+		put_kernel(&b, 300 + i, 20000 + 100 * i, 20050 + 100 * i, 32, 0);
+	}
 	sqlite3 *db = ingest(&b, "sizes", &opts, &st);
-	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 100);
-	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 12);
+	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 120);
+	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel"), 13);
+	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id >= 300"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 112, 124)"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 101)"), 2);
 	assert_int_equal(q1(db, "SELECT launches FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
