@@ -109,11 +109,13 @@ static int is_device_pointer(const struct ingest *in, uint64_t v)
 	return 0;
 }
 
-/* Stack and mmap addresses (0x7f..........), and the heap-sized values junk words carry. */
+/* Stack and mmap addresses (0x7f..........), and the heap-sized values junk words carry: 16-byte
+ * aligned in [16 MiB, 4 GiB), but not 64 KiB aligned, as large tensor sizes are (BLOOM's
+ * 250880 x 1024 embedding: 0xF500000) and a heap pointer is only once in 4096. */
 static int looks_like_host_address(uint64_t v)
 {
 	return (v >> 40) == 0x7f || (v >> 40) == 0x55 || (v >> 40) == 0x56 ||
-	       (v >= 0x1000000 && v < 0x100000000ULL && (v & 0xf) == 0);
+	       (v >= 0x1000000 && v < 0x100000000ULL && (v & 0xf) == 0 && (v & 0xffff) != 0);
 }
 
 /* A word with up to KJ_FEW_WORD_VALUES distinct values is a parameter; one with up to

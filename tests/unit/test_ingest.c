@@ -362,7 +362,8 @@ static void test_recurring_sizes_and_counters(void **state)
 	struct kj_rec_process p;
 	struct kj_ingest_stats st;
 	struct kj_ingest_opts opts = {1, 0, NULL};
-	const uint64_t ref[3] = {1024, 1000, 7};
+	/* the first launch's size is BLOOM's embedding, 250880 x 1024: 64 KiB aligned, not a heap address */
+	const uint64_t ref[3] = {250880ULL * 1024, 1000, 7};
 	put(&b, &f, sizeof(f), NULL, 0);
 	memset(&p, 0, sizeof(p));
 	p.h.type = KJ_REC_PROCESS;
@@ -372,14 +373,14 @@ static void test_recurring_sizes_and_counters(void **state)
 	put_group(&b, 0xD, 64, 3, ref);
 	for (uint32_t i = 0; i < 30; i++) {
 		/* word 0: the size, 12 values in turn; word 1: +17 each launch; word 2: 100 values */
-		const uint64_t d[] = {0, 1024 * (uint64_t)(i % 12 + 1), 1, 1000 + 17 * (uint64_t)i,
+		const uint64_t d[] = {0, i % 12 ? 1024 * (uint64_t)(i % 12 + 1) : ref[0], 1, 1000 + 17 * (uint64_t)i,
 				      2, 7 + (uint64_t)i * 3};
 		put_launch(&b, 100 + i, 0xD, 1000 + 10 * i, i ? 3 : 0, d);
 		put_kernel(&b, 100 + i, 5000 + 100 * i, 5050 + 100 * i, 64, 0);
 	}
 	/* word 2 takes 100 values in all: more than a parameter has */
 	for (uint32_t i = 30; i < 100; i++) {
-		const uint64_t d[] = {0, 1024, 1, 1000 + 17 * (uint64_t)i, 2, 7 + (uint64_t)i * 3};
+		const uint64_t d[] = {0, ref[0], 1, 1000 + 17 * (uint64_t)i, 2, 7 + (uint64_t)i * 3};
 		put_launch(&b, 100 + i, 0xD, 1000 + 10 * i, 3, d);
 		put_kernel(&b, 100 + i, 5000 + 100 * i, 5050 + 100 * i, 64, 0);
 	}
