@@ -8,6 +8,7 @@
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
+rm -f "$OUT/timings.txt"
 L=/tmp/kjlogs; mkdir -p "$L" # logs stay there; $OUT gets the results (8 files come back at most)
 kj=$KJ_BUILD/kjoule
 export KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker
@@ -15,7 +16,7 @@ db=$OUT/bloom560m.kjdb
 nvidia-smi --query-gpu=name,driver_version,power.draw,clocks.sm --format=csv,noheader
 now() { date +%s%N; }
 t() { local t0; t0=$(now); "$@"; local rc=$?; local t1; t1=$(now)
-	echo "   [$(( (t1 - t0) / 1000000 )) ms, exit $rc] $*" >&2; return $rc; }
+	echo "   [$(( (t1 - t0) / 1000000 )) ms, exit $rc] $*" | tee -a "$OUT/timings.txt" >&2; return $rc; }
 echo "== trace (eager)"
 t timeout 120 "$kj" run --force -o "$db" -- \
 	python3 examples/bloom560m.py --iters 50 --warmup 5 > "$L/run.log" 2>&1; tail -2 "$L/run.log"
