@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Cost of each --api domain on BLOOM-560M forwards, measured inside ONE traced process.
+"""Cost of tracing settings on BLOOM-560M forwards, measured inside ONE traced process.
 
 Run it under kjoule (`kjoule run -- python3 bench/api_cost/api_toggle.py`): it reaches the
-injection library through ctypes and switches its API records between blocks of forwards
-(kjoule_cost_study_set_api), in shuffled order, round after round. Separate runs on a shared
+injection library through ctypes and switches the tracing between blocks of forwards
+(kjoule_cost_study_set_api: off, --no-params, defaults, --api by domain, --api=all), in shuffled
+order, round after round. Separate runs on a shared
 host drift by 2x; blocks of one process, interleaved, see the same host. Prints one JSON line:
 median forward ms per setting and per round, and the ratio of each to kjoule's defaults.
 """
@@ -23,7 +24,10 @@ from transformers import BloomForCausalLM  # noqa: E402
 
 # KJ_API_* bits (src/trace/inject/inject.h)
 SETTINGS = {"defaults": 0, "driver": 1, "runtime": 2, "api": 3, "api_no_records": 7,
-            "api_no_runtime_launch": 19, "api_all": 11}
+            "api_no_runtime_launch": 19, "api_all": 11,
+            # KJ_COST_* bits: "off" = no callbacks and no activity, the program as if untraced
+            # (CUPTI stays loaded); "no_params" = --no-params
+            "off": 512, "no_params": 256}
 
 
 def main():
@@ -31,7 +35,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--block", type=int, default=15, help="timed forwards per block")
     ap.add_argument("--seq-len", type=int, default=5)
-    ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--settings", default="off,no_params,defaults,api,api_all",
+                    help=f"comma-separated, of {','.join(SETTINGS)}")
     a = ap.parse_args()
     path = os.environ.get("CUDA_INJECTION64_PATH")
     if not path:
@@ -76,8 +81,11 @@ def main():
     # cost on the quiet host, the median of per-round ratios its cost as met
     fastest = {n: min(r[n] for r in rounds) for n in names}
     fastest_ratio = {n: fastest[n] / fastest["defaults"] for n in names} if "defaults" in names else {}
+    to_off = {n: statistics.median(r[n] / r["off"] for r in rounds) for n in names} if "off" in names else {}
+    fastest_to_off = {n: fastest[n] / fastest["off"] for n in names} if "off" in names else {}
     print(json.dumps({"seq_len": a.seq_len, "rounds": a.rounds, "block": a.block,
                       "fastest_block_ms": fastest, "fastest_block_ratio_to_defaults": fastest_ratio,
+                      "median_ratio_to_off": to_off, "fastest_block_ratio_to_off": fastest_to_off,
                       "median_forward_ms": med, "median_ratio_to_defaults": ratio,
                       "per_round_ms": rounds}))
 

@@ -124,9 +124,9 @@ apitoggle)
 	python3 - "$OUT/api_toggle.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-f, r = d["fastest_block_ratio_to_defaults"], d["median_ratio_to_defaults"]
+f, r = d["fastest_block_ratio_to_off"], d["median_ratio_to_off"]
 for k, v in d["fastest_block_ms"].items():
-    print(f"{k:24s} fastest {v:7.2f} ms x{f[k]:.3f}   median of rounds x{r[k]:.3f}")
+    print(f"{k:12s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
 PY
 	;;
 torchrun)

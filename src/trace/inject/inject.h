@@ -18,6 +18,12 @@ enum {
 	KJ_API_NO_RUNTIME_LAUNCH = 16 /* no cudaLaunch* callbacks: the driver-level record remains */
 };
 
+/* kjoule_cost_study_set_api bits beside the KJ_API_* ones (bench/api_cost/api_toggle.py) */
+enum {
+	KJ_COST_NO_PARAMS = 256, /* as --no-params: no parameter capture */
+	KJ_COST_OFF = 512        /* no callbacks, no activity: untraced but for CUPTI being loaded */
+};
+
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
@@ -50,6 +56,8 @@ int64_t kj_now_ns(void);
 /* ---- activity buffers (inject_activity.c) ---- */
 int kj_activity_start(void);
 void kj_activity_flush(void);
+/** Cost studies only: stop (1) or resume (0) every activity kind kj_activity_start enabled. */
+void kj_activity_pause(int paused);
 
 /* ---- callbacks (inject_callbacks.c) ---- */
 int kj_callbacks_start(void);

@@ -194,6 +194,19 @@ int kj_activity_start(void)
 	return 0;
 }
 
+void kj_activity_pause(int paused)
+{
+	static const CUpti_ActivityKind kinds[] = {
+		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+		CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MARKER,
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (paused)
+			cuptiActivityDisable(kinds[i]);
+		else
+			cuptiActivityEnable(kinds[i]);
+}
+
 void kj_activity_flush(void)
 {
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -927,29 +927,60 @@ static void set_api_callbacks(int bits, int on)
 	}
 }
 
-/* Cost studies only (bench/api_cost/api_toggle.py, through ctypes in the traced program):
- * switches the API records to KJOULE_API_DOMAINS-style `bits` while the program runs, so the
- * cost of each domain is measured in one process instead of across noisy runs. Call it between
+static const CUpti_CallbackId resource_ids[] = {
+	CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+	CUPTI_CBID_RESOURCE_MODULE_LOADED,
+	CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+	CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+};
+
+/* The callbacks every trace has: launches, mappings, events, memsets, modules, graph nodes. */
+static void set_base_callbacks(int on)
+{
+	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
+		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
+		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
+	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
+		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+}
+
+/* Cost studies only (bench/api_cost/api_toggle.py, through ctypes in the traced program): switch
+ * the tracing while the program runs, so settings are compared inside one process instead of
+ * across runs on a noisy host. `bits`: KJ_API_* (the API records, as KJOULE_API_DOMAINS), plus
+ * KJ_COST_NO_PARAMS (no parameter capture, as --no-params) or KJ_COST_OFF (no callbacks and no
+ * activity at all: the program as if untraced, but for CUPTI being loaded). Call it between
  * iterations, from the thread that makes the CUDA calls. Returns the previous bits. */
 __attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
 {
-	int old = kj_cfg.api;
+	static int saved_params_k = -1, current;
 	if (!subscriber)
 		return -1;
-	set_api_callbacks(old, 0);
-	kj_cfg.api = bits;
-	set_api_callbacks(bits, 1);
+	if (saved_params_k < 0) {
+		saved_params_k = kj_cfg.params_k;
+		current = kj_cfg.api;
+	}
+	int old = current;
+	if (!(old & KJ_COST_OFF))
+		set_api_callbacks(kj_cfg.api, 0);
+	if ((old & KJ_COST_OFF) && !(bits & KJ_COST_OFF)) {
+		set_base_callbacks(1);
+		kj_activity_pause(0);
+	} else if (!(old & KJ_COST_OFF) && (bits & KJ_COST_OFF)) {
+		set_base_callbacks(0);
+		kj_activity_pause(1);
+	}
+	kj_cfg.params_k = (bits & KJ_COST_NO_PARAMS) ? 0 : saved_params_k;
+	kj_cfg.api = bits & (KJ_API_DRIVER | KJ_API_RUNTIME | KJ_API_NO_RECORDS | KJ_API_QUERIES |
+			     KJ_API_NO_RUNTIME_LAUNCH);
+	if (!(bits & KJ_COST_OFF))
+		set_api_callbacks(kj_cfg.api, 1);
+	current = bits;
 	return old;
 }
 
 int kj_callbacks_start(void)
 {
-	static const CUpti_CallbackId resource_ids[] = {
-		CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
-		CUPTI_CBID_RESOURCE_MODULE_LOADED,
-		CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-		CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-	};
 	CUptiResult r = cuptiSubscribe(&subscriber, callback, NULL);
 	if (r != CUPTI_SUCCESS) {
 		const char *msg = NULL;
@@ -959,12 +990,7 @@ int kj_callbacks_start(void)
 				 msg ? msg : "?");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
-		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
-	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
-		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
-	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
-		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+	set_base_callbacks(1);
 	set_api_callbacks(kj_cfg.api, 1);
 	return 0;
 }
