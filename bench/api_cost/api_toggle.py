@@ -35,19 +35,38 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--block", type=int, default=15, help="timed forwards per block")
     ap.add_argument("--seq-len", type=int, default=5)
+    ap.add_argument("--torch-profiler", action="store_true",
+                    help="untraced process: blocks with torch.profiler (CPU+CUDA) against blocks without")
     ap.add_argument("--settings", default="off,no_params,defaults,api,api_all",
                     help=f"comma-separated, of {','.join(SETTINGS)}")
     a = ap.parse_args()
     path = os.environ.get("CUDA_INJECTION64_PATH")
-    if not path:
+    if a.torch_profiler:
+        if path:
+            sys.exit("api_toggle.py --torch-profiler: run it without kjoule (one CUPTI client at a time)")
+    elif not path:
         sys.exit("api_toggle.py: run it under `kjoule run --` (CUDA_INJECTION64_PATH is not set)")
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
     ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
-    lib = ctypes.CDLL(path)  # the copy the driver loaded: dlopen returns the same handle
-    setter = lib.kjoule_cost_study_set_api
-    names = a.settings.split(",")
+    if a.torch_profiler:
+        from torch.profiler import ProfilerActivity, profile
+        names = ["off", "torch_profiler"]
+        state = {}
+
+        def setter(bits):  # 512: off; anything else: a profiler around the block
+            if state.get("prof") is not None:
+                state.pop("prof").__exit__(None, None, None)
+            if bits != SETTINGS["off"]:
+                state["prof"] = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                state["prof"].__enter__()
+            return 0
+        SETTINGS["torch_profiler"] = 1
+    else:
+        lib = ctypes.CDLL(path)  # the copy the driver loaded: dlopen returns the same handle
+        setter = lib.kjoule_cost_study_set_api
+        names = a.settings.split(",")
 
     def forward_ms():
         torch.cuda.synchronize()
@@ -72,8 +91,9 @@ def main():
                 for _ in range(3):
                     forward_ms()
                 got[name] = statistics.median(forward_ms() for _ in range(a.block))
+            setter(SETTINGS["off"] if a.torch_profiler else 0)  # a profiler ends with its block
             rounds.append(got)
-    setter(0)
+    setter(SETTINGS["off"] if a.torch_profiler else 0)
     med = {n: statistics.median(r[n] for r in rounds) for n in names}
     ratio = {n: statistics.median(r[n] / r["defaults"] for r in rounds) for n in names} \
         if "defaults" in names else {}
@@ -83,7 +103,8 @@ def main():
     fastest_ratio = {n: fastest[n] / fastest["defaults"] for n in names} if "defaults" in names else {}
     to_off = {n: statistics.median(r[n] / r["off"] for r in rounds) for n in names} if "off" in names else {}
     fastest_to_off = {n: fastest[n] / fastest["off"] for n in names} if "off" in names else {}
-    print(json.dumps({"seq_len": a.seq_len, "rounds": a.rounds, "block": a.block,
+    print(json.dumps({"mode": "torch.profiler, untraced process" if a.torch_profiler else "kjoule",
+                      "seq_len": a.seq_len, "rounds": a.rounds, "block": a.block,
                       "fastest_block_ms": fastest, "fastest_block_ratio_to_defaults": fastest_ratio,
                       "median_ratio_to_off": to_off, "fastest_block_ratio_to_off": fastest_to_off,
                       "median_forward_ms": med, "median_ratio_to_defaults": ratio,

@@ -126,7 +126,18 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f, r = d["fastest_block_ratio_to_off"], d["median_ratio_to_off"]
 for k, v in d["fastest_block_ms"].items():
-    print(f"{k:12s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
+    print(f"{k:14s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
+PY
+	echo "== torch.profiler on and off, inside one untraced process"
+	timeout 200 python3 bench/api_cost/api_toggle.py --torch-profiler --rounds ${TOGGLE_ROUNDS:-8} \
+		> "$OUT/profiler_toggle.json" 2>/tmp/ptog.err
+	echo "exit $?"; grep -iv warn /tmp/ptog.err | tail -3
+	python3 - "$OUT/profiler_toggle.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, r = d["fastest_block_ratio_to_off"], d["median_ratio_to_off"]
+for k, v in d["fastest_block_ms"].items():
+    print(f"{k:14s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
 PY
 	;;
 torchrun)
