@@ -28,8 +28,9 @@ struct kj_ingest_stats {
  * Unique kernels: launches of one function with one geometry form a group; the tracer sends each
  * launch's parameter words that differ from the group's first launch. A parameter word is then
  * - a pointer, when all its values fall inside recorded device allocations,
- * - volatile, when it takes more than 64 values, or 9-64 values that only ever grow (a counter),
- *   or one of its values looks like a host address
+ * - volatile, when it takes more than 64 values, or 9-64 values that do not recur (fewer than
+ *   two launches per value: counters, junk new in every iteration), or one of its values looks
+ *   like a host address
  *   (uninitialised padding and unused array slots of by-value structs carry stack and heap junk,
  *   often only in the first launch of a process, whose stack is still cold),
  * - else a parameter that tells different work apart (sizes, strides, scalars).

@@ -119,10 +119,10 @@ static int looks_like_host_address(uint64_t v)
 }
 
 /* A word with up to KJ_FEW_WORD_VALUES distinct values is a parameter; one with up to
- * KJ_MAX_WORD_VALUES is a parameter only if its values come back — on average every value in at
- * least two launches, and not every launch a larger one (sizes of the layers a model initialises
- * one after another, not heap junk that is new in every forward, not a random-number offset or
- * a step counter); beyond that it is junk. */
+ * KJ_MAX_WORD_VALUES is a parameter only if its values come back, on average every value in at
+ * least two launches (sizes of the layers a model initialises one after another; not heap junk
+ * that is new in every forward, nor a random-number offset or step counter, new in every launch);
+ * beyond that it is junk. */
 #define KJ_FEW_WORD_VALUES 8
 #define KJ_MAX_WORD_VALUES 64
 
@@ -131,8 +131,6 @@ struct word_stat {
 	int n;            /* distinct values seen (capped at KJ_MAX_WORD_VALUES + 1) */
 	int all_pointer;  /* every value is a device pointer */
 	int any_host;     /* some value (the reference included) looks like a host address */
-	int increasing;   /* every launch so far brought a larger value than the one before */
-	uint64_t last;    /* the value of the last launch that changed the word */
 };
 
 static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
@@ -196,15 +194,10 @@ int ing_classify(struct ingest *in)
 				ws->n = 1;
 				ws->all_pointer = is_device_pointer(in, ws->values[0]);
 				ws->any_host = !ws->all_pointer && looks_like_host_address(ws->values[0]);
-				ws->increasing = 1;
-				ws->last = ws->values[0];
 				if ((rc = kj_map_put(index, wkey, si)) != 0)
 					break;
 			}
 			ws = &stats[si];
-			if (v <= ws->last)
-				ws->increasing = 0;
-			ws->last = v;
 			if (ws->n > KJ_MAX_WORD_VALUES)
 				continue;
 			int seen = 0;
@@ -229,7 +222,7 @@ int ing_classify(struct ingest *in)
 				continue;
 			const struct word_stat *ws = &stats[si];
 			if (ws->all_pointer || ws->any_host || ws->n > KJ_MAX_WORD_VALUES ||
-			    (ws->n > KJ_FEW_WORD_VALUES && (ws->increasing || g->launches < 2 * (uint64_t)ws->n)))
+			    (ws->n > KJ_FEW_WORD_VALUES && g->launches < 2 * (uint64_t)ws->n))
 				continue;
 			uint32_t *pw = realloc(g->param_words, (g->nparam_words + 1) * sizeof(*pw));
 			if (!pw) {

@@ -352,8 +352,8 @@ static void test_complete_spool(void **state)
 }
 
 /* Sizes that come back (a model initialising its layers one after another: 12 shapes over 30
- * launches) split a group; a word that grows with every launch (a random-number offset) does not,
- * nor one new in every launch (heap junk), nor one with more distinct values than a parameter has. */
+ * launches) split a group; a word new in every launch does not — a random-number offset that
+ * grows, heap junk that does not — nor one with more distinct values than a parameter has. */
 static void test_recurring_sizes_and_counters(void **state)
 {
 	(void)state;
