@@ -477,27 +477,37 @@ out:
 	return rc;
 }
 
+/* p<pid>.spool files, in pid order: processes are ingested parents first, the same way each time */
+static int spool_name(const struct dirent *e)
+{
+	size_t len = strlen(e->d_name);
+	return e->d_name[0] == 'p' && len >= 7 && !strcmp(e->d_name + len - 6, ".spool");
+}
+
+static int by_pid(const struct dirent **a, const struct dirent **b)
+{
+	long pa = atol((*a)->d_name + 1), pb = atol((*b)->d_name + 1);
+	return pa < pb ? -1 : pa > pb;
+}
+
 int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
 		  struct kj_ingest_stats *stats)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int first = 0;
-	if (!d) {
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, spool_name, by_pid), first = 0;
+	if (n < 0) {
 		kj_errorf("%s: %s", dir, strerror(errno));
 		return KJ_EIO;
 	}
-	while ((e = readdir(d)) != NULL) {
+	for (int i = 0; i < n; i++) {
 		char path[4096];
-		size_t len = strlen(e->d_name);
-		if (e->d_name[0] != 'p' || len < 7 || strcmp(e->d_name + len - 6, ".spool"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
 		int rc = kj_ingest_file(db, path, opts, stats);
 		if (rc && !first)
 			first = rc;
+		free(names[i]);
 	}
-	closedir(d);
+	free(names);
 	return first;
 }
 

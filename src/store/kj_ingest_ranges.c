@@ -152,6 +152,15 @@ int ing_put_iteration(struct ingest *in)
 	int automatic = n == KJ_ITERATION_AUTO;
 	if ((n <= 0 && !automatic) || in->pid < 0 || (automatic && in->opts->params_k <= 0))
 		return 0;
+	/* one process keeps it: the first (lowest pid) that has the instance. Replay takes an
+	 * iteration by number, and the workers of one job would each keep the same number. */
+	if (kj_db_prepare(in->db, "SELECT 1 FROM sequence_op LIMIT 1", &st))
+		return KJ_EDB;
+	int taken = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (taken)
+		return 0;
 	if (in->opts->iteration_range) {
 		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
 	} else if (kj_db_prepare(in->db, "SELECT name FROM nvtx_range WHERE pid = ? AND depth = 0 AND"
@@ -240,6 +249,8 @@ int ing_put_iteration(struct ingest *in)
 	if (!rc) {
 		snprintf(what, sizeof(what), "%s#%d", name, n);
 		kj_db_meta_set(in->db, "params_iteration", what);
+		snprintf(what, sizeof(what), "%lld", (long long)in->pid);
+		kj_db_meta_set(in->db, "params_iteration_pid", what);
 	}
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kj_cubin.h"
@@ -126,7 +127,7 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
  * pointer and junk (one unique kernel), launch 12 in its size (another). Group B (grid 2048):
  * launch 13, and launch 14 captured into graph node 70, whose clone 80 runs. Kernel 99 has no
  * launch record and is keyed by its geometry. */
-static struct buf make_spool(void)
+static struct buf make_spool_of(int64_t pid)
 {
 	struct buf b = {NULL, 0};
 	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
@@ -140,7 +141,7 @@ static struct buf make_spool(void)
 	put(&b, &f, sizeof(f), NULL, 0);
 	memset(&p, 0, sizeof(p));
 	p.h.type = KJ_REC_PROCESS;
-	p.pid = 4242;
+	p.pid = (uint32_t)pid;
 	p.ppid = 1;
 	p.text_len = sizeof(text);
 	put(&b, &p, sizeof(p), text, sizeof(text));
@@ -239,6 +240,11 @@ static struct buf make_spool(void)
 	put_marker(&b, 4, 4, 0, 5100);
 	put_marker(&b, 3, 2, 2, 5200);   /* a forward that never ends */
 	return b;
+}
+
+static struct buf make_spool(void)
+{
+	return make_spool_of(4242);
 }
 
 static sqlite3 *ingest(struct buf *b, const char *name, const struct kj_ingest_opts *opts,
@@ -437,6 +443,44 @@ static void test_iteration_capture(void **state)
 
 /* --snapshot: buffers before and after launch 10, stored compressed; the snapshot's own
  * device-to-host copy (correlation 77) is not one of the program's copies */
+/* Two processes of one job (torchrun workers) each have the iteration range: only the first by
+ * pid keeps its middle instance whole, so replay never mixes two processes into one sequence. */
+static void test_iteration_one_process(void **state)
+{
+	(void)state;
+	char sub[256], path[300], dbpath[300];
+	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {1, KJ_ITERATION_AUTO, NULL};
+	sqlite3 *db = NULL;
+	char t[64];
+	snprintf(sub, sizeof(sub), "%s/job", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	const int64_t pids[] = {900, 31};
+	for (int i = 0; i < 2; i++) {
+		struct buf b = make_spool_of(pids[i]);
+		snprintf(path, sizeof(path), "%s/p%lld.spool", sub, (long long)pids[i]);
+		FILE *f = fopen(path, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(b.p, 1, b.n, f), b.n);
+		fclose(f);
+		free(b.p);
+	}
+	snprintf(dbpath, sizeof(dbpath), "%s/job.kjdb", dir);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(kj_ingest_dir(db, sub, &opts, &st), 0);
+	assert_int_equal(q1(db, "SELECT count(*) FROM process"), 2);
+	/* forward has 2 closed instances: the 2nd is kept, by pid 31 only */
+	assert_int_equal(q1(db, "SELECT count(DISTINCT pid) FROM sequence_op"), 1);
+	assert_int_equal(q1(db, "SELECT min(pid) FROM sequence_op"), 31);
+	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op WHERE op = 'kernel'"), 3);
+	assert_string_equal(qtext(db, "SELECT value FROM meta WHERE key = 'params_iteration'", t, sizeof(t)),
+			    "forward#2");
+	assert_string_equal(qtext(db, "SELECT value FROM meta WHERE key = 'params_iteration_pid'", t, sizeof(t)),
+			    "31");
+	kj_db_close(db);
+}
+
 static void test_snapshot_records(void **state)
 {
 	(void)state;
@@ -558,6 +602,7 @@ int main(void)
 		cmocka_unit_test(test_complete_spool),
 		cmocka_unit_test(test_recurring_sizes_and_counters),
 		cmocka_unit_test(test_iteration_capture),
+		cmocka_unit_test(test_iteration_one_process),
 		cmocka_unit_test(test_snapshot_records),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
