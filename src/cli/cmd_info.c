@@ -235,6 +235,8 @@ static json_t *gather(sqlite3 *db, const char *path)
 	json_object_set_new(o, "counts", counts);
 	json_object_set_new(o, "gpu_first_start_ns", scalar_json(db, "SELECT min(start_ns) FROM gpu_activity"));
 	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, "SELECT max(end_ns) FROM gpu_activity"));
+	json_object_set_new(o, "kept_iteration", meta_json(db, "params_iteration"));
+	json_object_set_new(o, "kept_iteration_pid", meta_json(db, "params_iteration_pid"));
 
 #define COUNT(k) json_integer_value(json_object_get(counts, k))
 	if (COUNT("kernels") == 0)
@@ -265,6 +267,12 @@ static json_t *gather(sqlite3 *db, const char *path)
 			capture_option(db, "snapshot_mb") > 0 ? "no buffer snapshots (--snapshot found no device "
 								  "buffer within its budget)"
 							       : "no buffer snapshots (traced without --snapshot)"));
+	if (COUNT("sequence_ops") == 0 && COUNT("launch_params") > 0)
+		json_array_append_new(missing, json_string(
+			capture_option(db, "params_iteration") == 0
+				? "no whole iteration (traced with --params-iteration none)"
+				: "no whole iteration: no top-level NVTX range repeats (or --params-iteration named "
+				  "an instance that does not exist); `kjoule replay --sequence` needs one"));
 	if (COUNT("power_samples") == 0)
 		json_array_append_new(missing, json_string("no power samples"));
 	if (COUNT("replay_kernel") == 0 && COUNT("replay_energy") == 0)
@@ -355,6 +363,10 @@ static void print_text(json_t *o)
 	if (iv(o, "gpu_first_start_ns") >= 0 && iv(o, "gpu_last_end_ns") >= iv(o, "gpu_first_start_ns"))
 		printf("  %-16s %.3f ms (first GPU activity to last)\n", "gpu_span",
 		       (double)(iv(o, "gpu_last_end_ns") - iv(o, "gpu_first_start_ns")) / 1e6);
+	if (sv(o, "kept_iteration"))
+		printf("  %-16s %s%s%s (every launch's parameters, in order, for replay --sequence)\n",
+		       "kept_iteration", sv(o, "kept_iteration"), sv(o, "kept_iteration_pid") ? " of pid " : "",
+		       sv(o, "kept_iteration_pid") ? sv(o, "kept_iteration_pid") : "");
 	printf("\nnot captured:\n");
 	if (json_array_size(json_object_get(o, "not_captured")) == 0)
 		printf("  (everything kjoule records is present)\n");

@@ -17,6 +17,8 @@ check "by default the middle iteration (2 of 2) is kept whole" \
 	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = \"kernel\"")" = 600 ]'
 "$kj" ingest "$dir/s" -o "$dir/none.kjdb" --params-iteration none 2>/dev/null
 check "--params-iteration none keeps no iteration" '[ "$(q "$dir/none.kjdb" "SELECT count(*) FROM sequence_op")" = 0 ]'
+check "info names the kept iteration and its process" '"$kj" info "$dir/a.kjdb" | grep -q "kept_iteration *forward#2 of pid"'
+check "info says when no iteration was kept" '"$kj" info "$dir/none.kjdb" | grep -q "no whole iteration"'
 "$kj" ingest "$dir/s" -o "$dir/bad.kjdb" --params-iteration soon 2>"$dir/bad.err"; rc=$?
 check "--params-iteration soon refused, exit 2" '[ $rc -eq 2 ] && grep -q "auto, none or an instance" "$dir/bad.err" && [ ! -e "$dir/bad.kjdb" ]'
 check "two closed iterations" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM nvtx_range WHERE name = \"forward\" AND end_ns IS NOT NULL")" = 2 ]'
