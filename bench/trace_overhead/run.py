@@ -80,7 +80,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--configs", nargs="+", help="a subset of the configurations (plain always runs)")
+    ap.add_argument("--configs", nargs="+",
+                    help="configurations besides plain (default: kjoule_no_params kjoule_default kjoule_api"
+                         " torch_profiler; also kjoule_api_all, kjoule_off, kjoule_off_no_power,"
+                         " kjoule_default_no_power)")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     model = [sys.executable, os.path.join(ROOT, "examples", "bloom560m.py"), "--iters", str(a.iters),
@@ -93,10 +96,16 @@ def main():
         "kjoule_default": lambda i: traced(i, "d"),
         "kjoule_api": lambda i: traced(i, "a", "--api"),
         "kjoule_api_all": lambda i: traced(i, "aa", "--api=all"),
+        # the baseline of bench/api_cost/api_toggle.py: traced, then switched off after the model
+        # is built (CUPTI loaded, kjoule's threads and the parent's sampler running), and without
+        # the sampler
+        "kjoule_off": lambda i: traced(i, "off") + ["--kjoule-off"],
+        "kjoule_off_no_power": lambda i: traced(i, "offnp", "--no-power") + ["--kjoule-off"],
+        "kjoule_default_no_power": lambda i: traced(i, "dnp", "--no-power"),
         "torch_profiler": lambda i: model + ["--torch-profiler"],
     }
-    if a.configs:
-        configs = {k: v for k, v in configs.items() if k == "plain" or k in a.configs}
+    chosen = a.configs or ["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"]
+    configs = {k: v for k, v in configs.items() if k == "plain" or k in chosen}
     raw = {k: [] for k in configs}
     for i in range(a.rounds):
         order = list(configs)

@@ -4,7 +4,7 @@
 # the tracing overhead benchmark, one part per argument. Logs under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
 # parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
-#        apitoggle torchrun
+#        apitoggle torchrun baseline
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -147,6 +147,12 @@ torchrun)
 	echo "exit $?"; grep -i "rank\|error\|kjoule" /tmp/torchrun.log | tail -8
 	sql "$OUT/torchrun.kjdb" "SELECT p.pid, p.ppid, substr(p.args,1,60), (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p"
 	"$kj" info "$OUT/torchrun.kjdb" 2>&1 | head -12
+	;;
+baseline)
+	echo "== what 'off' in the in-process ratios costs: plain vs traced-then-off, with and without the sampler"
+	timeout ${OVERHEAD_TIMEOUT:-400} python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds ${OVERHEAD_ROUNDS:-6} \
+		--iters 60 --warmup 10 --configs kjoule_off kjoule_off_no_power kjoule_default kjoule_default_no_power \
+		-o "$OUT/trace_baseline.json" 2>&1 | tail -12
 	;;
 vadebug)
 	echo "== original-address re-creation, debug"
