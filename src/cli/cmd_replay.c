@@ -574,32 +574,6 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	return strcmp(c.s[0].status, "failed") ? 0 : 1;
 }
 
-/* Whether the run keeps a whole iteration for --sequence (sequence_op rows). */
-static int has_sequence(sqlite3 *db)
-{
-	sqlite3_stmt *st = NULL;
-	int yes = 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sequence_op LIMIT 1", -1, &st, NULL) == SQLITE_OK)
-		yes = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return yes;
-}
-
-/* Whether the run holds buffers saved after a launch (`kjoule run --snapshot`). */
-static int has_after_snapshots(sqlite3 *db)
-{
-	sqlite3_stmt *st = NULL;
-	int yes = 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		sqlite3_finalize(st);
-		return 0; /* runs made before snapshot phases existed have none */
-	}
-	yes = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return yes;
-}
-
 int cmd_replay(int argc, char **argv)
 {
 	struct replay_opts o;
@@ -624,7 +598,8 @@ int cmd_replay(int argc, char **argv)
 	plan.cache_cold = strcmp(o.cache, "warm") != 0;
 	if (kj_replay_plan_load(db, o.pattern, &plan))
 		goto out;
-	if (o.verify && !has_after_snapshots(db)) {
+	/* runs made before snapshot phases existed have none */
+	if (o.verify && !kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1")) {
 		kj_errorf("%s holds no after-launch buffer snapshots: --verify compares outputs with them; "
 			  "trace the program again with `kjoule run --snapshot`", o.run);
 		goto out;
@@ -679,7 +654,8 @@ int cmd_replay(int argc, char **argv)
 	}
 	ret = 0;
 	/* the kept iteration too: in-sequence kernel times, eager and graph iteration */
-	if (!o.pattern && !o.verify && !o.no_sequence && has_sequence(db)) {
+	if (!o.pattern && !o.verify && !o.no_sequence &&
+	    kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
 		o.graph = 1;
 		if (!o.json)
 			printf("\n");

@@ -195,6 +195,14 @@ int64_t kj_db_count(sqlite3 *db, const char *table)
 	return n;
 }
 
+int kj_db_has_row(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 int kj_db_problem(sqlite3 *db, int64_t pid, int64_t t_ns, const char *severity, const char *what)
 {
 	sqlite3_stmt *st = NULL;

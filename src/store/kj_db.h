@@ -41,6 +41,10 @@ int kj_db_meta_get(sqlite3 *db, const char *key, char *buf, size_t len);
 /** @brief Number of rows of a table (or -1 on error). */
 int64_t kj_db_count(sqlite3 *db, const char *table);
 
+/** @brief 1 when the query yields a row, 0 when it yields none or cannot run (a table an older
+ * run lacks). Quiet. */
+int kj_db_has_row(sqlite3 *db, const char *sql);
+
 /** @brief Record a problem (something not captured, an error) in the problem table. */
 int kj_db_problem(sqlite3 *db, int64_t pid, int64_t t_ns, const char *severity, const char *what);
 

@@ -154,12 +154,7 @@ int ing_put_iteration(struct ingest *in)
 		return 0;
 	/* one process keeps it: the first (lowest pid) that has the instance. Replay takes an
 	 * iteration by number, and the workers of one job would each keep the same number. */
-	if (kj_db_prepare(in->db, "SELECT 1 FROM sequence_op LIMIT 1", &st))
-		return KJ_EDB;
-	int taken = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	st = NULL;
-	if (taken)
+	if (kj_db_has_row(in->db, "SELECT 1 FROM sequence_op LIMIT 1"))
 		return 0;
 	if (in->opts->iteration_range) {
 		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
