@@ -158,6 +158,18 @@ static uint64_t CUPTIAPI monotonic_timestamp(void)
 	return (uint64_t)kj_now_ns();
 }
 
+/* The activity kinds a trace records, kernels first (without them there is no trace). */
+static const struct {
+	CUpti_ActivityKind kind;
+	const char *what;
+} kinds[] = {
+	{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels"},
+	{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
+	{CUPTI_ACTIVITY_KIND_MEMSET, "memset"},
+	{CUPTI_ACTIVITY_KIND_MEMORY2, "allocations"},
+	{CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges"},
+};
+
 static int enable(CUpti_ActivityKind kind, const char *what)
 {
 	CUptiResult r = cuptiActivityEnable(kind);
@@ -183,12 +195,9 @@ int kj_activity_start(void)
 				 msg ? msg : "?");
 		return -1;
 	}
-	if (enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels") != 0)
-		return -1;
-	enable(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
-	enable(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
-	enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations");
-	enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (enable(kinds[i].kind, kinds[i].what) != 0 && i == 0)
+			return -1; /* without kernels there is no trace */
 	/* deliver completed buffers at least every second: a killed program loses at most that */
 	cuptiActivityFlushPeriod(500);
 	return 0;
@@ -196,15 +205,11 @@ int kj_activity_start(void)
 
 void kj_activity_pause(int paused)
 {
-	static const CUpti_ActivityKind kinds[] = {
-		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_MARKER,
-	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (paused)
-			cuptiActivityDisable(kinds[i]);
+			cuptiActivityDisable(kinds[i].kind);
 		else
-			cuptiActivityEnable(kinds[i]);
+			cuptiActivityEnable(kinds[i].kind);
 }
 
 void kj_activity_flush(void)

@@ -461,21 +461,14 @@ static void handle_event(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		return;
 	memset(&r, 0, sizeof(r));
 	switch (id) {
+	/* the plain and WithFlags forms share their first two parameters (event, stream) */
 	case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz:
-		ptsz = 1;
-		/* fall through */
-	case CUPTI_DRIVER_TRACE_CBID_cuEventRecord: {
-		const cuEventRecord_params *p = cb->functionParams;
-		r.event = (uint64_t)(uintptr_t)p->hEvent;
-		stream = p->hStream;
-		r.op = 1;
-		break;
-	}
 	case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz:
 		ptsz = 1;
 		/* fall through */
+	case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
 	case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags: {
-		const cuEventRecordWithFlags_params *p = cb->functionParams;
+		const cuEventRecord_params *p = cb->functionParams;
 		r.event = (uint64_t)(uintptr_t)p->hEvent;
 		stream = p->hStream;
 		r.op = 1;
@@ -898,12 +891,18 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 };
 
+/* --snapshot follows its own copies, to know their correlation */
+static int snapshot_copy_id(CUpti_CallbackId id)
+{
+	return kj_cfg.snapshot_bytes > 0 && id == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2;
+}
+
 static int is_base_driver_id(CUpti_CallbackId id)
 {
 	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
 		if (driver_ids[i] == id)
 			return 1;
-	return kj_cfg.snapshot_bytes > 0 && id == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2;
+	return snapshot_copy_id(id);
 }
 
 /* Switches the API-record callbacks of `bits` (KJ_API_*) on or off; the driver calls kjoule
@@ -941,7 +940,7 @@ static void set_base_callbacks(int on)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
-	if (kj_cfg.snapshot_bytes > 0) /* to know the correlation of the snapshot's own copies */
+	if (snapshot_copy_id(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
 }
 
