@@ -471,13 +471,13 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	if (rc == KJ_ENOTFOUND) {
 		kj_errorf("the run holds no kernels, copies, API calls or NVTX ranges: nothing to"
 			  " compare");
-		goto fail;
+		goto out;
 	}
 	if (rc)
-		goto fail;
+		goto out;
 	rc = kj_acts_load(db, &c->acts);
 	if (rc)
-		goto fail;
+		goto out;
 	if (!o->quiet && c->acts.dropped)
 		kj_warnf("%zu GPU activity row(s) without times or ending before they start were"
 			 " ignored",
@@ -488,13 +488,13 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 			 c->acts.launch_after);
 	rc = kj_iters_find(db, o->region, o->skip, t0, t1, o->quiet, &c->it);
 	if (rc)
-		goto fail;
+		goto out;
 	rc = kj_names_load(db, &c->names);
 	if (rc)
-		goto fail;
+		goto out;
 	rc = load_groups(db, c, &gmap);
 	if (rc)
-		goto fail;
+		goto out;
 	kj_smap_intern(&c->tiers, "memcpy");
 	kj_smap_intern(&c->tiers, "memset");
 	load_realtime(db, c);
@@ -509,13 +509,13 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	iv_k = malloc((na ? na : 1) * sizeof(*iv_k));
 	if (!c->iv || !owner || !first || !order || !iv_all || !iv_k) {
 		rc = KJ_ENOMEM;
-		goto fail;
+		goto out;
 	}
 	/* assign each activity to the iteration that launched it; CSR lists per iteration */
 	win = malloc((na ? na : 1) * sizeof(*win));
 	if (!win) {
 		rc = KJ_ENOMEM;
-		goto fail;
+		goto out;
 	}
 	for (size_t k = 0; k < na; k++) {
 		const struct kj_act *a = &c->acts.v[k];
@@ -545,7 +545,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		size_t *fill = calloc(ni + 1, sizeof(*fill));
 		if (!fill) {
 			rc = KJ_ENOMEM;
-			goto fail;
+			goto out;
 		}
 		for (size_t k = 0; k < na; k++)
 			if (owner[k] >= 0)
@@ -556,7 +556,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	c->tier_v = calloc(c->tiers.cap + 8, sizeof(*c->tier_v));
 	if (!c->tier_v) {
 		rc = KJ_ENOMEM;
-		goto fail;
+		goto out;
 	}
 	size_t tier_memcpy = kj_smap_intern(&c->tiers, "memcpy");
 	size_t tier_memset = kj_smap_intern(&c->tiers, "memset");
@@ -581,7 +581,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				size_t g = group_of(c, &gmap, a);
 				if (g == (size_t)-1) {
 					rc = KJ_ENOMEM;
-					goto fail;
+					goto out;
 				}
 				struct cmp_group *gr = &c->groups[g];
 				add_replayed(gr->warm_ns, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
@@ -662,7 +662,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		struct cmp_tier *nt = realloc(c->tier_v, (c->tiers.n + 1) * sizeof(*nt));
 		if (!nt) {
 			rc = KJ_ENOMEM;
-			goto fail;
+			goto out;
 		}
 		c->tier_v = nt;
 		/* entries past the first allocation are zeroed: recompute kernel tiers */
@@ -690,23 +690,16 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	}
 	rc = compute_energy(db, c);
 	if (rc)
-		goto fail;
+		goto out;
 	rc = compute_regions(db, c);
 	if (rc)
-		goto fail;
+		goto out;
 	if (!o->quiet && c->acts.n_kernels == 0)
 		kj_warnf("the run holds no kernels: GPU figures are zero");
-	free(owner);
-	free(first);
-	free(order);
-	free(iv_all);
-	free(iv_k);
-	free(win);
-	kj_imap_free(&gmap);
 	*out = c;
-	return 0;
-fail:
-	if (rc == KJ_ENOMEM)
+	c = NULL;
+out: /* c is NULL once handed to the caller */
+	if (c && rc == KJ_ENOMEM)
 		kj_errorf("compare: out of memory");
 	free(owner);
 	free(first);
@@ -715,6 +708,8 @@ fail:
 	free(iv_k);
 	free(win);
 	kj_imap_free(&gmap);
+	if (!c)
+		return 0;
 	kj_compare_free(c);
 	return rc ? rc : KJ_EINVAL;
 }
