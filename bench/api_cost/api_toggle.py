@@ -53,20 +53,22 @@ def main():
     if a.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
         names = ["off", "torch_profiler"]
-        state = {}
+        prof = []
 
-        def setter(bits):  # 512: off; anything else: a profiler around the block
-            if state.get("prof") is not None:
-                state.pop("prof").__exit__(None, None, None)
-            if bits != SETTINGS["off"]:
-                state["prof"] = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-                state["prof"].__enter__()
-            return 0
-        SETTINGS["torch_profiler"] = 1
+        def switch(name):  # a profiler around the block, or none; the last one ends first
+            while prof:
+                prof.pop().__exit__(None, None, None)
+            if name != "off":
+                prof.append(profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]))
+                prof[-1].__enter__()
     else:
-        lib = ctypes.CDLL(path)  # the copy the driver loaded: dlopen returns the same handle
-        setter = lib.kjoule_cost_study_set_api
+        setter = ctypes.CDLL(path).kjoule_cost_study_set_api  # dlopen returns the driver's copy
         names = a.settings.split(",")
+
+        def switch(name):
+            if setter(SETTINGS[name]) < 0:
+                sys.exit("api_toggle.py: kjoule's CUPTI subscriber is not active")
+    rest = "off" if a.torch_profiler else "defaults"  # the setting between rounds and after
 
     def forward_ms():
         torch.cuda.synchronize()
@@ -86,14 +88,12 @@ def main():
             random.Random(r).shuffle(order)
             got = {}
             for name in order:
-                if setter(SETTINGS[name]) < 0:
-                    sys.exit("api_toggle.py: kjoule's CUPTI subscriber is not active")
+                switch(name)
                 for _ in range(3):
                     forward_ms()
                 got[name] = statistics.median(forward_ms() for _ in range(a.block))
-            setter(SETTINGS["off"] if a.torch_profiler else 0)  # a profiler ends with its block
+            switch(rest)  # a profiler ends with its block
             rounds.append(got)
-    setter(SETTINGS["off"] if a.torch_profiler else 0)
     med = {n: statistics.median(r[n] for r in rounds) for n in names}
     ratio = {n: statistics.median(r[n] / r["defaults"] for r in rounds) for n in names} \
         if "defaults" in names else {}
@@ -109,6 +109,10 @@ def main():
                       "median_ratio_to_off": to_off, "fastest_block_ratio_to_off": fastest_to_off,
                       "median_forward_ms": med, "median_ratio_to_defaults": ratio,
                       "per_round_ms": rounds}))
+    for n in names:  # the same, for reading
+        print(f"{n:14s} fastest block {fastest[n]:7.2f} ms" +
+              (f" x{fastest_to_off[n]:.3f} of off   median of per-round ratios to off x{to_off[n]:.3f}"
+               if to_off else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turn one scripts/gpu/pipeline.sh output folder (bloom560m.kjdb, compare.json, replay.json,
-pipeline.log, timings.txt) into the committed result files:
+pipeline.log, timings.txt; replay_timing.txt is for reading) into the committed result files:
 
   bench/results/compare_bloom560m.json        kjoule compare --json, per forward
   bench/results/replay_bloom560m.json         per-kernel replay, coverage, replay speed
@@ -61,9 +61,7 @@ def main():
               "bench/replay_fidelity/collect.py", "run": command, "captured": m.get("capture"),
               "kept_iteration": m.get("params_iteration")}
 
-    busy = compare["busy_us"]["mean"] if isinstance(compare["busy_us"], dict) else compare["busy_us"]
-    kern = compare["kernel_sum_us"]["mean"] if isinstance(compare["kernel_sum_us"], dict) else compare["kernel_sum_us"]
-    insitu = compare["insitu_sum_replayed_us"]
+    busy, kern, insitu = compare["busy_us"], compare["kernel_sum_us"], compare["insitu_sum_replayed_us"]
     off = lambda v, ref: None if v is None or not ref else 100.0 * (v - ref) / ref
     cmp = dict(common, benchmark="kjoule compare on BLOOM-560M (seq 5, fp16), per forward",
                command="kjoule run (defaults); kjoule power --idle --db; kjoule replay --cache both "
@@ -95,7 +93,8 @@ def main():
                     "min_ms": r[5] / 1e6, "max_ms": r[6] / 1e6, "energy_mj": r[7], "energy_unc_mj": r[8]}
              for r in seq_rows}
     seq = dict(common, benchmark="kjoule replay --sequence --graph --energy on BLOOM-560M's kept forward",
-               command="kjoule replay RUN --sequence --graph --energy --energy-seconds 3 --runs 50",
+               command="the sequence pass of kjoule replay RUN --cache both --energy (--graph, 100 runs,"
+                       " 2 s of energy)",
                traced_gpu_busy_us=busy, eager=modes.get("eager"), graph=modes.get("graph"),
                graph_vs_traced_busy_pct=off(compare["sequence_graph_us"], busy),
                in_sequence_sum_vs_insitu_pct=cmp["fidelity_pct_vs_insitu"]["in_sequence"],

@@ -120,25 +120,11 @@ apitoggle)
 	echo "== --api cost by domain, switched inside one traced process (bench/api_cost/api_toggle.py)"
 	timeout 300 "$kj" run --force -o /tmp/tog.kjdb -- python3 bench/api_cost/api_toggle.py \
 		--rounds ${TOGGLE_ROUNDS:-8} --block ${TOGGLE_BLOCK:-15} > "$OUT/api_toggle.json" 2>/tmp/tog.err
-	echo "exit $?"; tail -3 /tmp/tog.err
-	python3 - "$OUT/api_toggle.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-f, r = d["fastest_block_ratio_to_off"], d["median_ratio_to_off"]
-for k, v in d["fastest_block_ms"].items():
-    print(f"{k:14s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
-PY
+	echo "exit $?"; tail -8 /tmp/tog.err
 	echo "== torch.profiler on and off, inside one untraced process"
 	timeout 200 python3 bench/api_cost/api_toggle.py --torch-profiler --rounds ${TOGGLE_ROUNDS:-8} --block ${TOGGLE_BLOCK:-15} \
 		> "$OUT/profiler_toggle.json" 2>/tmp/ptog.err
-	echo "exit $?"; grep -iv warn /tmp/ptog.err | tail -3
-	python3 - "$OUT/profiler_toggle.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-f, r = d["fastest_block_ratio_to_off"], d["median_ratio_to_off"]
-for k, v in d["fastest_block_ms"].items():
-    print(f"{k:14s} fastest block {v:7.2f} ms x{f[k]:.3f} of off   median of per-round ratios to off x{r[k]:.3f}")
-PY
+	echo "exit $?"; grep -iv warn /tmp/ptog.err | tail -4
 	;;
 torchrun)
 	echo "== torchrun: 2 workers, each its own traced process"
