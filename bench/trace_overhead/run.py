@@ -16,9 +16,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+def host_stat():
+    """(steal, total) jiffies of all CPUs: how much time the hypervisor took from this machine."""
+    with open("/proc/stat") as f:
+        xs = [int(x) for x in f.readline().split()[1:]]
+    return xs[7] if len(xs) > 7 else 0, sum(xs)
+
+
 def run(cmd, env=None):
+    s0, t0 = host_stat()
     t = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     _, status, rusage = os.wait4(t.pid, 0)
+    s1, t1 = host_stat()
     out = t.stdout.read()
     err = t.stderr.read()
     if os.waitstatus_to_exitcode(status) != 0:
@@ -26,6 +35,7 @@ def run(cmd, env=None):
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     r = json.loads(line)
     r["maxrss_mb"] = rusage.ru_maxrss / 1024.0
+    r["host_steal_share"] = (s1 - s0) / max(1, t1 - t0)
     return r
 
 
@@ -62,7 +72,7 @@ def write(a, raw):
     result = {"benchmark": "trace_overhead", "device": dev,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "command": " ".join(sys.argv), "workload": "examples/bloom560m.py seq 5 batch 1 fp16",
-              "rounds": a.rounds, "iters": a.iters, "warmup": a.warmup,
+              "rounds": a.rounds, "iters": a.iters, "cpus": a.cpus, "warmup": a.warmup,
               "estimator": "ratio_to_plain: median over rounds of each run's 10th-percentile forward,"
                            " over plain's (the host's fast phase); ratio_median_of_rounds (run medians)"
                            " and ratio_fastest_round beside it; configurations in a new order each round",
@@ -84,14 +94,16 @@ def main():
                     help="configurations besides plain (default: kjoule_no_params kjoule_default kjoule_api"
                          " torch_profiler; also kjoule_api_all, kjoule_off, kjoule_off_no_power,"
                          " kjoule_default_no_power)")
+    ap.add_argument("--cpus", help="run every configuration, plain included, on these CPUs (taskset -c LIST)")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
+    pin = ["taskset", "-c", a.cpus] if a.cpus else []
     model = [sys.executable, os.path.join(ROOT, "examples", "bloom560m.py"), "--iters", str(a.iters),
              "--warmup", str(a.warmup)]
     tmp = tempfile.mkdtemp()
-    traced = lambda i, name, *opts: [a.kjoule, "run", "--force", "-o", f"{tmp}/{name}.kjdb", *opts, "--"] + model
+    traced = lambda i, name, *opts: pin + [a.kjoule, "run", "--force", "-o", f"{tmp}/{name}.kjdb", *opts, "--"] + model
     configs = {
-        "plain": lambda i: model,
+        "plain": lambda i: pin + model,
         "kjoule_no_params": lambda i: traced(i, "np", "--no-params"),
         "kjoule_default": lambda i: traced(i, "d"),
         "kjoule_api": lambda i: traced(i, "a", "--api"),
@@ -102,7 +114,7 @@ def main():
         "kjoule_off": lambda i: traced(i, "off") + ["--kjoule-off"],
         "kjoule_off_no_power": lambda i: traced(i, "offnp", "--no-power") + ["--kjoule-off"],
         "kjoule_default_no_power": lambda i: traced(i, "dnp", "--no-power"),
-        "torch_profiler": lambda i: model + ["--torch-profiler"],
+        "torch_profiler": lambda i: pin + model + ["--torch-profiler"],
     }
     chosen = a.configs or ["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"]
     configs = {k: v for k, v in configs.items() if k == "plain" or k in chosen}
@@ -115,7 +127,7 @@ def main():
             r = run(cmd(i))
             raw[name].append(r)
             print(f"round {i} {name:18s} {r['forward_ms_median']:8.3f} ms/forward (p10 {r['forward_ms_p10']:.3f})"
-                  f"  rss {r['maxrss_mb']:.0f} MB", flush=True)
+                  f"  rss {r['maxrss_mb']:.0f} MB  steal {100 * r['host_steal_share']:.1f} %", flush=True)
         summary = write(a, raw)  # after every round: a benchmark cut short still leaves its rounds
     print(f"{'config':20s} {'ratio':>6s} {'median':>7s} {'fastest':>7s} {'+RSS MB':>8s}")
     for name in configs:

@@ -4,7 +4,7 @@
 # the tracing overhead benchmark, one part per argument. Logs under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
 # parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
-#        apitoggle torchrun baseline
+#        apitoggle torchrun baseline turns
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -133,6 +133,13 @@ torchrun)
 	echo "exit $?"; grep -i "rank\|error\|kjoule" /tmp/torchrun.log | tail -8
 	sql "$OUT/torchrun.kjdb" "SELECT p.pid, p.ppid, substr(p.args,1,60), (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p"
 	"$kj" info "$OUT/torchrun.kjdb" 2>&1 | head -12
+	;;
+turns)
+	echo "== tracing overhead: plain, kjoule and torch.profiler processes taking turns (bench/trace_overhead/turns.py)"
+	timeout ${TURNS_TIMEOUT:-540} python3 bench/trace_overhead/turns.py --kjoule "$kj" --rounds ${TURNS_ROUNDS:-80} \
+		--block ${TURNS_BLOCK:-20} --seconds ${TURNS_SECONDS:-270} ${TURNS_CONFIGS:+--configs $TURNS_CONFIGS} \
+		--logs /tmp/turnlogs -o "$OUT/trace_turns.json" 2>&1 | grep -v "^kjoule: wrote" | tail -24
+	tail -n 2 /tmp/turnlogs/*.log
 	;;
 baseline)
 	echo "== what 'off' in the in-process ratios costs: plain vs traced-then-off, with and without the sampler"

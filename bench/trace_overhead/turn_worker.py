@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""One contestant of bench/trace_overhead/turns.py: builds BLOOM-560M (random fp16 weights, seq 5,
+one NVTX range "forward" per forward, as examples/bloom560m.py), then waits on stdin for turns.
+
+Protocol, one line each way:
+  coordinator -> worker   "go N"   run N forwards, each synchronised and timed
+  worker -> coordinator   {"ms": [...]}
+  coordinator -> worker   "quit"   worker leaves, answering {"vmhwm_mb": peak RSS}
+The worker says {"ready": true} once the model is built. While another contestant has its turn,
+this one does nothing on the GPU; so all contestants see the same host, block by block.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+import torch  # noqa: E402
+from bloom560m import bloom560m_config  # noqa: E402
+from transformers import BloomForCausalLM  # noqa: E402
+
+
+def peak_rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
+def say(obj, out):
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seq-len", type=int, default=5)
+    ap.add_argument("--torch-profiler", action="store_true",
+                    help="torch.profiler (CPU+CUDA) on from the first turn to the end, as a user would profile a run")
+    ap.add_argument("--kjoule-off", action="store_true",
+                    help="under kjoule run: tracing switched off once the model is built (CUPTI loaded, "
+                         "kjoule's threads and the parent's sampler running)")
+    a = ap.parse_args()
+    # the protocol runs on a duplicate of stdout taken before anything else can write to it
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.device("cuda"):
+        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
+    ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
+    if a.kjoule_off:
+        import ctypes
+        lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
+        if lib.kjoule_cost_study_set_api(512) < 0:  # KJ_COST_OFF (src/trace/inject/inject.h)
+            sys.exit("turn_worker.py --kjoule-off: kjoule's CUPTI subscriber is not active")
+    torch.cuda.synchronize()
+    say({"ready": True, "pid": os.getpid()}, out)
+    prof = None
+    with torch.inference_mode():
+        for line in sys.stdin:
+            word = line.split()
+            if not word:
+                continue
+            if word[0] == "quit":
+                break
+            if a.torch_profiler and prof is None:
+                from torch.profiler import ProfilerActivity, profile
+                prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                prof.__enter__()
+            ms = []
+            for _ in range(int(word[1])):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                torch.cuda.nvtx.range_push("forward")
+                model(input_ids=ids)
+                torch.cuda.nvtx.range_pop()
+                torch.cuda.synchronize()
+                ms.append((time.perf_counter() - t0) * 1e3)
+            say({"ms": ms}, out)
+    say({"vmhwm_mb": peak_rss_mb()}, out)
+    if prof is not None:  # digesting the events is not tracing cost, and takes minutes here
+        out.close()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

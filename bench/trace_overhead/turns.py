@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Tracing overhead on BLOOM-560M, whole processes taking turns: plain, kjoule (--no-params,
+defaults, --api, ...) and torch.profiler side by side.
+
+Every contestant is its own process (bench/trace_overhead/turn_worker.py; the traced ones under
+`kjoule run`, exactly as a user would run them), all alive at once, each with the model built.
+Round after round, in a new order each round, each contestant gets a turn of --block forwards
+while the others wait; only one uses the GPU at a time. A round takes a second or two, so the
+host's speed phases (on the shared GPU machine a plain forward drifts from 9 to 20 ms over
+seconds to minutes) hit all contestants of a round alike, and the ratio of each contestant's
+block median to plain's block median in the same round is a paired measurement. The estimate
+is the median of those ratios over rounds. Untraced means untraced: plain is a process without
+kjoule or CUPTI. Writes a JSON result file (device, date, command, raw numbers) at the end and
+after every 10 rounds."""
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "turn_worker.py")
+
+
+def contestants(kjoule, tmp):
+    w = [sys.executable, WORKER]
+    traced = lambda name, *opts: [kjoule, "run", "--force", "-o", f"{tmp}/{name}.kjdb", *opts, "--"] + w
+    return {
+        "plain": w,
+        "kjoule_no_params": traced("np", "--no-params"),
+        "kjoule_default": traced("d"),
+        "kjoule_api": traced("a", "--api"),
+        "kjoule_api_all": traced("aa", "--api=all"),
+        "kjoule_default_no_power": traced("dnp", "--no-power"),
+        # CUPTI loaded, kjoule's threads and the parent's sampler running, nothing traced
+        "kjoule_off": traced("off") + ["--kjoule-off"],
+        "torch_profiler": w + ["--torch-profiler"],
+    }
+
+
+class Contestant:
+    def __init__(self, name, cmd, log):
+        self.name = name
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                     text=True, bufsize=1)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.answer()
+
+    def answer(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"turns.py: contestant {self.name} ended early (exit {self.proc.wait()}); see its log")
+        return json.loads(line)
+
+
+def device():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "unknown (no nvidia-smi)"
+
+
+def summarize(blocks, names, drop_first):
+    """Per round: each contestant's block median over plain's; median and quartiles over rounds."""
+    med = statistics.median
+    rounds = len(blocks["plain"])
+    ratios = {n: [med(blocks[n][r][drop_first:]) / med(blocks["plain"][r][drop_first:]) for r in range(rounds)]
+              for n in names}
+    s = {}
+    for n in names:
+        xs = sorted(ratios[n])
+        q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
+        s[n] = {"ratio_to_plain": med(xs), "ratio_q25": q(0.25), "ratio_q75": q(0.75),
+                "block_median_ms": med([med(b[drop_first:]) for b in blocks[n]])}
+    if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"]["ratio_to_plain"] > 1:
+        s["kjoule_default_extra_over_torch_profiler_extra"] = (
+            (s["kjoule_default"]["ratio_to_plain"] - 1) / (s["torch_profiler"]["ratio_to_plain"] - 1))
+    return s, ratios
+
+
+def write(a, names, blocks, rss, order):
+    summary, ratios = summarize(blocks, names, a.drop_first) if blocks["plain"] else ({}, {})
+    if rss.get("plain"):
+        summary["rss_over_plain_mb"] = {n: rss[n] - rss["plain"] for n in rss}
+    result = {"benchmark": "trace_overhead (turns)", "device": device(),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+              "command": " ".join(sys.argv), "workload": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/turn_worker.py)",
+              "rounds_done": len(blocks["plain"]), "block": a.block, "warmup_turns": a.warmup_turns,
+              "drop_first": a.drop_first,
+              "estimator": "per round, each contestant's block median forward over plain's block median"
+                           " of the same round; median (and quartiles) over rounds",
+              "targets": {"kjoule_no_params": 1.15, "kjoule_default": 1.20, "kjoule_api": 1.35,
+                          "default_extra_vs_profiler_extra": 1 / 3, "rss_over_plain_mb": 200},
+              "summary": summary, "ratio_per_round": ratios, "order_per_round": order,
+              "peak_rss_mb": rss, "forward_ms_per_round": blocks}
+    tmp = a.output + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, a.output)
+    return summary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kjoule", required=True, help="the kjoule binary")
+    ap.add_argument("--configs", nargs="+",
+                    default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
+                    help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
+                         " kjoule_default_no_power kjoule_off torch_profiler")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
+    ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")
+    ap.add_argument("--drop-first", type=int, default=1,
+                    help="forwards left out at the start of each turn (the GPU switching between processes)")
+    ap.add_argument("--seconds", type=float, default=0, help="stop after this long, whatever --rounds says")
+    ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="kj-turns-")
+    logs = a.logs or tmp
+    os.makedirs(logs, exist_ok=True)
+    every = contestants(a.kjoule, tmp)
+    unknown = [c for c in a.configs if c not in every or c == "plain"]
+    if unknown:
+        ap.error(f"unknown contestants: {' '.join(unknown)}")
+    names = ["plain"] + a.configs
+    racers = {}
+    try:
+        for n in names:
+            racers[n] = Contestant(n, every[n], open(os.path.join(logs, f"{n}.log"), "w"))
+        for n in names:
+            hello = racers[n].answer()
+            print(f"{n:26s} ready (pid {hello.get('pid')})", file=sys.stderr, flush=True)
+        blocks = {n: [] for n in names}
+        order = []
+        t_start = time.monotonic()
+        for r in range(a.warmup_turns + a.rounds):
+            turn = list(names)
+            random.Random(r).shuffle(turn)
+            got = {n: racers[n].ask(f"go {a.block}")["ms"] for n in turn}
+            if r < a.warmup_turns:
+                continue
+            order.append(turn)
+            for n in names:
+                blocks[n].append(got[n])
+            done = r + 1 - a.warmup_turns
+            if done % 10 == 0:
+                s = write(a, names, blocks, {}, order)
+                print(f"round {done}: " + "  ".join(f"{n} {s[n]['ratio_to_plain']:.3f}" for n in names),
+                      file=sys.stderr, flush=True)
+            if a.seconds and time.monotonic() - t_start > a.seconds:
+                break
+        rss = {n: racers[n].ask("quit")["vmhwm_mb"] for n in names}
+    finally:
+        for c in racers.values():
+            try:
+                c.proc.stdin.close()
+            except OSError:
+                pass
+        for c in racers.values():
+            try:
+                c.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+    s = write(a, names, blocks, rss, order)
+    print(f"{'contestant':26s} {'ratio':>6s} {'q25':>6s} {'q75':>6s} {'block ms':>9s} {'+RSS MB':>8s}")
+    for n in names:
+        print(f"{n:26s} {s[n]['ratio_to_plain']:6.3f} {s[n]['ratio_q25']:6.3f} {s[n]['ratio_q75']:6.3f}"
+              f" {s[n]['block_median_ms']:9.2f} {s['rss_over_plain_mb'][n]:8.0f}")
+    if "kjoule_default_extra_over_torch_profiler_extra" in s:
+        print(f"kjoule defaults' extra time over torch.profiler's: {s['kjoule_default_extra_over_torch_profiler_extra']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
