@@ -42,6 +42,9 @@ def main():
     ap.add_argument("--kjoule-off", action="store_true",
                     help="under kjoule run: tracing switched off once the model is built (CUPTI loaded, "
                          "kjoule's threads and the parent's sampler running)")
+    ap.add_argument("--pin-cpu", type=int,
+                    help="once the model is built, keep this (the launching) thread on this CPU; threads "
+                         "started earlier (CUDA's, CUPTI's, kjoule's, torch's) stay free")
     a = ap.parse_args()
     # the protocol runs on a duplicate of stdout taken before anything else can write to it
     out = os.fdopen(os.dup(1), "w")
@@ -57,6 +60,8 @@ def main():
         if lib.kjoule_cost_study_set_api(512) < 0:  # KJ_COST_OFF (src/trace/inject/inject.h)
             sys.exit("turn_worker.py --kjoule-off: kjoule's CUPTI subscriber is not active")
     torch.cuda.synchronize()
+    if a.pin_cpu is not None:
+        os.sched_setaffinity(0, {a.pin_cpu})  # 0: the calling thread only
     say({"ready": True, "pid": os.getpid()}, out)
     prof = None
     with torch.inference_mode():

@@ -27,8 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "turn_worker.py")
 
 
-def contestants(kjoule, tmp):
-    w = [sys.executable, WORKER]
+def contestants(kjoule, tmp, pin):
+    w = [sys.executable, WORKER] + ([f"--pin-cpu={pin}"] if pin is not None else [])
     traced = lambda name, *opts: [kjoule, "run", "--force", "-o", f"{tmp}/{name}.kjdb", *opts, "--"] + w
     return {
         "plain": w,
@@ -81,9 +81,16 @@ def summarize(blocks, names, drop_first):
         q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
         s[n] = {"ratio_to_plain": med(xs), "ratio_q25": q(0.25), "ratio_q75": q(0.75),
                 "block_median_ms": med([med(b[drop_first:]) for b in blocks[n]])}
-    if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"]["ratio_to_plain"] > 1:
-        s["kjoule_default_extra_over_torch_profiler_extra"] = (
-            (s["kjoule_default"]["ratio_to_plain"] - 1) / (s["torch_profiler"]["ratio_to_plain"] - 1))
+    # beside it: quantiles of all a contestant's forwards, over plain's (all met the same phases)
+    pooled = {n: sorted(x for b in blocks[n] for x in b[drop_first:]) for n in names}
+    for n in names:
+        for qname, f in (("p10", 0.10), ("p25", 0.25), ("p50", 0.50)):
+            at = lambda xs: xs[int(f * (len(xs) - 1))]
+            s[n][f"pooled_{qname}_ratio"] = at(pooled[n]) / at(pooled["plain"])
+    for key in ("ratio_to_plain", "pooled_p10_ratio", "pooled_p25_ratio", "pooled_p50_ratio"):
+        if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"][key] > 1:
+            s.setdefault("kjoule_default_extra_over_torch_profiler_extra", {})[key] = (
+                (s["kjoule_default"][key] - 1) / (s["torch_profiler"][key] - 1))
     return s, ratios
 
 
@@ -95,7 +102,7 @@ def write(a, names, blocks, rss, order):
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "command": " ".join(sys.argv), "workload": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/turn_worker.py)",
               "rounds_done": len(blocks["plain"]), "block": a.block, "warmup_turns": a.warmup_turns,
-              "drop_first": a.drop_first,
+              "drop_first": a.drop_first, "pin_cpu": a.pin_cpu,
               "estimator": "per round, each contestant's block median forward over plain's block median"
                            " of the same round; median (and quartiles) over rounds",
               "targets": {"kjoule_no_params": 1.15, "kjoule_default": 1.20, "kjoule_api": 1.35,
@@ -121,6 +128,9 @@ def main():
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")
     ap.add_argument("--drop-first", type=int, default=1,
                     help="forwards left out at the start of each turn (the GPU switching between processes)")
+    ap.add_argument("--pin-cpu", type=int,
+                    help="every contestant's launching thread on this one CPU (only one runs at a time), so"
+                         " all meet the same core; their other threads stay free")
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long, whatever --rounds says")
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
     ap.add_argument("-o", "--output", required=True)
@@ -128,7 +138,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every = contestants(a.kjoule, tmp)
+    every = contestants(a.kjoule, tmp, a.pin_cpu)
     unknown = [c for c in a.configs if c not in every or c == "plain"]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")
@@ -155,7 +165,8 @@ def main():
             done = r + 1 - a.warmup_turns
             if done % 10 == 0:
                 s = write(a, names, blocks, {}, order)
-                print(f"round {done}: " + "  ".join(f"{n} {s[n]['ratio_to_plain']:.3f}" for n in names),
+                print(f"round {done}: " + "  ".join(f"{n} {s[n]['ratio_to_plain']:.3f}/{s[n]['pooled_p10_ratio']:.3f}"
+                                                    for n in names),
                       file=sys.stderr, flush=True)
             if a.seconds and time.monotonic() - t_start > a.seconds:
                 break
@@ -172,12 +183,14 @@ def main():
             except subprocess.TimeoutExpired:
                 c.proc.kill()
     s = write(a, names, blocks, rss, order)
-    print(f"{'contestant':26s} {'ratio':>6s} {'q25':>6s} {'q75':>6s} {'block ms':>9s} {'+RSS MB':>8s}")
+    print(f"{'contestant':26s} {'ratio':>6s} {'q25':>6s} {'q75':>6s} {'pool10':>6s} {'pool25':>6s} {'pool50':>6s}"
+          f" {'block ms':>9s} {'+RSS MB':>8s}")
     for n in names:
         print(f"{n:26s} {s[n]['ratio_to_plain']:6.3f} {s[n]['ratio_q25']:6.3f} {s[n]['ratio_q75']:6.3f}"
+              f" {s[n]['pooled_p10_ratio']:6.3f} {s[n]['pooled_p25_ratio']:6.3f} {s[n]['pooled_p50_ratio']:6.3f}"
               f" {s[n]['block_median_ms']:9.2f} {s['rss_over_plain_mb'][n]:8.0f}")
-    if "kjoule_default_extra_over_torch_profiler_extra" in s:
-        print(f"kjoule defaults' extra time over torch.profiler's: {s['kjoule_default_extra_over_torch_profiler_extra']:.3f}")
+    for k, v in s.get("kjoule_default_extra_over_torch_profiler_extra", {}).items():
+        print(f"kjoule defaults' extra time over torch.profiler's ({k}): {v:.3f}")
 
 
 if __name__ == "__main__":

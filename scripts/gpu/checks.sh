@@ -135,11 +135,13 @@ torchrun)
 	"$kj" info "$OUT/torchrun.kjdb" 2>&1 | head -12
 	;;
 turns)
-	echo "== tracing overhead: plain, kjoule and torch.profiler processes taking turns (bench/trace_overhead/turns.py)"
+	n=${TURNS_NAME:-trace_turns}
+	echo "== tracing overhead: plain, kjoule and torch.profiler processes taking turns (bench/trace_overhead/turns.py) -> $n"
+	rm -rf /tmp/turnlogs
 	timeout ${TURNS_TIMEOUT:-540} python3 bench/trace_overhead/turns.py --kjoule "$kj" --rounds ${TURNS_ROUNDS:-80} \
 		--block ${TURNS_BLOCK:-20} --seconds ${TURNS_SECONDS:-270} ${TURNS_CONFIGS:+--configs $TURNS_CONFIGS} \
-		--logs /tmp/turnlogs -o "$OUT/trace_turns.json" 2>&1 | grep -v "^kjoule: wrote" | tail -24
-	tail -n 2 /tmp/turnlogs/*.log
+		${TURNS_PIN:+--pin-cpu $TURNS_PIN} --logs /tmp/turnlogs -o "$OUT/$n.json" 2>&1 | grep -v "^kjoule: wrote" | tail -14
+	tail -n 3 /tmp/turnlogs/*.log > "$OUT/${n}_logs.txt"
 	;;
 baseline)
 	echo "== what 'off' in the in-process ratios costs: plain vs traced-then-off, with and without the sampler"
