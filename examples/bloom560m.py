@@ -32,9 +32,6 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--torch-profiler", action="store_true",
                     help="run the timed loop under torch.profiler (CPU+CUDA), for overhead comparisons")
-    ap.add_argument("--kjoule-off", action="store_true",
-                    help="under kjoule run: switch the tracing off after building the model (cost "
-                         "studies: the price of CUPTI loaded but idle, kjoule's threads, the sampler)")
     a = ap.parse_args()
 
     torch.manual_seed(a.seed)
@@ -43,12 +40,6 @@ def main():
         model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
     ids = torch.randint(0, 250880, (a.batch, a.seq_len), device="cuda")
     forward = model
-    if a.kjoule_off:
-        import ctypes
-        import os
-        lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
-        if lib.kjoule_cost_study_set_api(512) < 0:  # KJ_COST_OFF (src/trace/inject/inject.h)
-            raise SystemExit("--kjoule-off: kjoule's CUPTI subscriber is not active")
     if a.cuda_graph:
         forward = torch.compile(model, mode="reduce-overhead", fullgraph=False)
 

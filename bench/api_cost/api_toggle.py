@@ -27,7 +27,9 @@ SETTINGS = {"defaults": 0, "driver": 1, "runtime": 2, "api": 3, "api_no_records"
             "api_no_runtime_launch": 19, "api_all": 11,
             # KJ_COST_* bits: "off" = no callbacks and no activity, the program as if untraced
             # (CUPTI stays loaded); "no_params" = --no-params
-            "off": 512, "no_params": 256}
+            "off": 512, "no_params": 256,
+            # KJ_COST_ACTIVITY_ONLY: CUPTI's activity records, none of kjoule's callbacks
+            "activity_only": 1024 | 256}
 
 
 def main():

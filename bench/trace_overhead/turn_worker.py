@@ -39,9 +39,10 @@ def main():
     ap.add_argument("--seq-len", type=int, default=5)
     ap.add_argument("--torch-profiler", action="store_true",
                     help="torch.profiler (CPU+CUDA) on from the first turn to the end, as a user would profile a run")
-    ap.add_argument("--kjoule-off", action="store_true",
-                    help="under kjoule run: tracing switched off once the model is built (CUPTI loaded, "
-                         "kjoule's threads and the parent's sampler running)")
+    ap.add_argument("--kjoule-cost", type=int,
+                    help="under kjoule run, once the model is built: kjoule_cost_study_set_api(BITS) "
+                         "(src/trace/inject/inject.h): 512 tracing off (CUPTI loaded, kjoule's threads and "
+                         "the parent's sampler running), 1024 CUPTI's activity records without kjoule's callbacks")
     ap.add_argument("--pin-cpu", type=int,
                     help="once the model is built, keep this (the launching) thread on this CPU; threads "
                          "started earlier (CUDA's, CUPTI's, kjoule's, torch's) stay free")
@@ -54,11 +55,11 @@ def main():
     with torch.device("cuda"):
         model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
     ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
-    if a.kjoule_off:
+    if a.kjoule_cost is not None:
         import ctypes
         lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
-        if lib.kjoule_cost_study_set_api(512) < 0:  # KJ_COST_OFF (src/trace/inject/inject.h)
-            sys.exit("turn_worker.py --kjoule-off: kjoule's CUPTI subscriber is not active")
+        if lib.kjoule_cost_study_set_api(a.kjoule_cost) < 0:
+            sys.exit("turn_worker.py --kjoule-cost: kjoule's CUPTI subscriber is not active")
     torch.cuda.synchronize()
     if a.pin_cpu is not None:
         os.sched_setaffinity(0, {a.pin_cpu})  # 0: the calling thread only

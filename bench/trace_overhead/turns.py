@@ -15,6 +15,7 @@ after every 10 rounds."""
 import argparse
 import datetime
 import json
+import math
 import os
 import random
 import statistics
@@ -28,18 +29,23 @@ WORKER = os.path.join(HERE, "turn_worker.py")
 
 
 def contestants(kjoule, tmp, pin):
+    """Command line of each contestant; copy k of a traced one writes its own database."""
     w = [sys.executable, WORKER] + ([f"--pin-cpu={pin}"] if pin is not None else [])
-    traced = lambda name, *opts: [kjoule, "run", "--force", "-o", f"{tmp}/{name}.kjdb", *opts, "--"] + w
+    traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
+    plain = lambda *opts: lambda k: w + list(opts)
+    with_cost = lambda make, bits: lambda k: make(k) + [f"--kjoule-cost={bits}"]
     return {
-        "plain": w,
+        "plain": plain(),
         "kjoule_no_params": traced("np", "--no-params"),
         "kjoule_default": traced("d"),
         "kjoule_api": traced("a", "--api"),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
         # CUPTI loaded, kjoule's threads and the parent's sampler running, nothing traced
-        "kjoule_off": traced("off") + ["--kjoule-off"],
-        "torch_profiler": w + ["--torch-profiler"],
+        "kjoule_off": with_cost(traced("off"), 512),
+        # CUPTI's kernel, copy, memset, allocation and NVTX activity, none of kjoule's callbacks
+        "cupti_activity_only": with_cost(traced("act", "--no-params"), 1280),
+        "torch_profiler": plain("--torch-profiler"),
     }
 
 
@@ -69,24 +75,38 @@ def device():
         return "unknown (no nvidia-smi)"
 
 
-def summarize(blocks, names, drop_first):
-    """Per round: each contestant's block median over plain's; median and quartiles over rounds."""
+def config_of(process):
+    """'kjoule_default#2' -> 'kjoule_default': the copies of one contestant share its figures."""
+    return process.split("#")[0]
+
+
+def summarize(blocks, drop_first):
+    """Per round: each contestant's block median (the geometric mean over its copies) over plain's;
+    median and quartiles over rounds. Beside it, quantiles of all a contestant's forwards over
+    plain's (all met the same phases), and each copy's own ratio (the process lottery)."""
     med = statistics.median
+    gmean = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+    configs = {}
+    for proc in blocks:
+        configs.setdefault(config_of(proc), []).append(proc)
     rounds = len(blocks["plain"])
-    ratios = {n: [med(blocks[n][r][drop_first:]) / med(blocks["plain"][r][drop_first:]) for r in range(rounds)]
-              for n in names}
+    per_round = lambda procs, r: gmean([med(blocks[p][r][drop_first:]) for p in procs])
+    base = [per_round(configs["plain"], r) for r in range(rounds)]
+    ratios = {c: [per_round(procs, r) / base[r] for r in range(rounds)] for c, procs in configs.items()}
     s = {}
-    for n in names:
-        xs = sorted(ratios[n])
+    for c, procs in configs.items():
+        xs = sorted(ratios[c])
         q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
-        s[n] = {"ratio_to_plain": med(xs), "ratio_q25": q(0.25), "ratio_q75": q(0.75),
-                "block_median_ms": med([med(b[drop_first:]) for b in blocks[n]])}
-    # beside it: quantiles of all a contestant's forwards, over plain's (all met the same phases)
-    pooled = {n: sorted(x for b in blocks[n] for x in b[drop_first:]) for n in names}
-    for n in names:
+        s[c] = {"ratio_to_plain": med(xs), "ratio_q25": q(0.25), "ratio_q75": q(0.75),
+                "block_median_ms": med([per_round(procs, r) for r in range(rounds)])}
+        if len(procs) > 1:
+            s[c]["ratio_per_copy"] = {p: med([med(blocks[p][r][drop_first:]) / base[r] for r in range(rounds)])
+                                      for p in procs}
+    pooled = {c: sorted(x for p in procs for b in blocks[p] for x in b[drop_first:]) for c, procs in configs.items()}
+    for c in configs:
         for qname, f in (("p10", 0.10), ("p25", 0.25), ("p50", 0.50)):
             at = lambda xs: xs[int(f * (len(xs) - 1))]
-            s[n][f"pooled_{qname}_ratio"] = at(pooled[n]) / at(pooled["plain"])
+            s[c][f"pooled_{qname}_ratio"] = at(pooled[c]) / at(pooled["plain"])
     for key in ("ratio_to_plain", "pooled_p10_ratio", "pooled_p25_ratio", "pooled_p50_ratio"):
         if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"][key] > 1:
             s.setdefault("kjoule_default_extra_over_torch_profiler_extra", {})[key] = (
@@ -94,15 +114,19 @@ def summarize(blocks, names, drop_first):
     return s, ratios
 
 
-def write(a, names, blocks, rss, order):
-    summary, ratios = summarize(blocks, names, a.drop_first) if blocks["plain"] else ({}, {})
+def write(a, blocks, rss, order):
+    summary, ratios = summarize(blocks, a.drop_first) if blocks["plain"] else ({}, {})
     if rss.get("plain"):
-        summary["rss_over_plain_mb"] = {n: rss[n] - rss["plain"] for n in rss}
+        by_config = {}
+        for proc, mb in rss.items():
+            by_config.setdefault(config_of(proc), []).append(mb)
+        summary["rss_over_plain_mb"] = {c: statistics.median(v) - statistics.median(by_config["plain"])
+                                        for c, v in by_config.items()}
     result = {"benchmark": "trace_overhead (turns)", "device": device(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "command": " ".join(sys.argv), "workload": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/turn_worker.py)",
               "rounds_done": len(blocks["plain"]), "block": a.block, "warmup_turns": a.warmup_turns,
-              "drop_first": a.drop_first, "pin_cpu": a.pin_cpu,
+              "drop_first": a.drop_first, "pin_cpu": a.pin_cpu, "copies": a.copies,
               "estimator": "per round, each contestant's block median forward over plain's block median"
                            " of the same round; median (and quartiles) over rounds",
               "targets": {"kjoule_no_params": 1.15, "kjoule_default": 1.20, "kjoule_api": 1.35,
@@ -122,7 +146,7 @@ def main():
     ap.add_argument("--configs", nargs="+",
                     default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
-                         " kjoule_default_no_power kjoule_off torch_profiler")
+                         " kjoule_default_no_power kjoule_off cupti_activity_only torch_profiler")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")
@@ -131,6 +155,9 @@ def main():
     ap.add_argument("--pin-cpu", type=int,
                     help="every contestant's launching thread on this one CPU (only one runs at a time), so"
                          " all meet the same core; their other threads stay free")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="processes per contestant, plain included: each process has its own speed (memory"
+                         " placement; ~2 %% here), which copies average out")
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long, whatever --rounds says")
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
     ap.add_argument("-o", "--output", required=True)
@@ -142,11 +169,11 @@ def main():
     unknown = [c for c in a.configs if c not in every or c == "plain"]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")
-    names = ["plain"] + a.configs
+    names = [c + (f"#{k + 1}" if k else "") for k in range(a.copies) for c in ["plain"] + a.configs]
     racers = {}
     try:
         for n in names:
-            racers[n] = Contestant(n, every[n], open(os.path.join(logs, f"{n}.log"), "w"))
+            racers[n] = Contestant(n, every[config_of(n)](n.partition("#")[2]), open(os.path.join(logs, f"{n}.log"), "w"))
         for n in names:
             hello = racers[n].answer()
             print(f"{n:26s} ready (pid {hello.get('pid')})", file=sys.stderr, flush=True)
@@ -164,9 +191,9 @@ def main():
                 blocks[n].append(got[n])
             done = r + 1 - a.warmup_turns
             if done % 10 == 0:
-                s = write(a, names, blocks, {}, order)
+                s = write(a, blocks, {}, order)
                 print(f"round {done}: " + "  ".join(f"{n} {s[n]['ratio_to_plain']:.3f}/{s[n]['pooled_p10_ratio']:.3f}"
-                                                    for n in names),
+                                                    for n in ["plain"] + a.configs),
                       file=sys.stderr, flush=True)
             if a.seconds and time.monotonic() - t_start > a.seconds:
                 break
@@ -182,10 +209,10 @@ def main():
                 c.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 c.proc.kill()
-    s = write(a, names, blocks, rss, order)
+    s = write(a, blocks, rss, order)
     print(f"{'contestant':26s} {'ratio':>6s} {'q25':>6s} {'q75':>6s} {'pool10':>6s} {'pool25':>6s} {'pool50':>6s}"
           f" {'block ms':>9s} {'+RSS MB':>8s}")
-    for n in names:
+    for n in ["plain"] + a.configs:
         print(f"{n:26s} {s[n]['ratio_to_plain']:6.3f} {s[n]['ratio_q25']:6.3f} {s[n]['ratio_q75']:6.3f}"
               f" {s[n]['pooled_p10_ratio']:6.3f} {s[n]['pooled_p25_ratio']:6.3f} {s[n]['pooled_p50_ratio']:6.3f}"
               f" {s[n]['block_median_ms']:9.2f} {s['rss_over_plain_mb'][n]:8.0f}")

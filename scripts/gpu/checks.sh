@@ -4,7 +4,7 @@
 # the tracing overhead benchmark, one part per argument. Logs under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
 # parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
-#        apitoggle torchrun baseline turns
+#        apitoggle torchrun
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -111,10 +111,15 @@ apidiag)
 	done | tee "$OUT/api_bloom.txt"
 	;;
 overhead)
-	echo "== tracing overhead (interleaved rounds)"
-	timeout ${OVERHEAD_TIMEOUT:-400} python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds ${OVERHEAD_ROUNDS:-3} \
-		--iters 120 --warmup 20 ${OVERHEAD_CONFIGS:+--configs $OVERHEAD_CONFIGS} \
-		-o "$OUT/trace_overhead.json" 2>&1 | tail -30
+	# bench/trace_overhead/turns.py: plain, kjoule and torch.profiler processes alive at once, taking
+	# turns; every launching thread on one CPU (TURNS_PIN, default 6; TURNS_PIN= leaves them free)
+	n=${TURNS_NAME:-trace_overhead} pin=${TURNS_PIN-6}
+	echo "== tracing overhead: processes taking turns -> $n"
+	rm -rf /tmp/turnlogs
+	timeout ${TURNS_TIMEOUT:-300} python3 bench/trace_overhead/turns.py --kjoule "$kj" --rounds ${TURNS_ROUNDS:-400} \
+		--block ${TURNS_BLOCK:-10} --seconds ${TURNS_SECONDS:-170} ${TURNS_CONFIGS:+--configs $TURNS_CONFIGS} \
+		${pin:+--pin-cpu $pin} --copies ${TURNS_COPIES:-1} --logs /tmp/turnlogs -o "$OUT/$n.json" 2>&1 | grep -v "^kjoule: wrote" | tail -14
+	tail -n 3 /tmp/turnlogs/*.log > "$OUT/${n}_logs.txt"
 	;;
 apitoggle)
 	echo "== --api cost by domain, switched inside one traced process (bench/api_cost/api_toggle.py)"
@@ -133,21 +138,6 @@ torchrun)
 	echo "exit $?"; grep -i "rank\|error\|kjoule" /tmp/torchrun.log | tail -8
 	sql "$OUT/torchrun.kjdb" "SELECT p.pid, p.ppid, substr(p.args,1,60), (SELECT count(*) FROM kernel k WHERE k.pid=p.pid) FROM process p"
 	"$kj" info "$OUT/torchrun.kjdb" 2>&1 | head -12
-	;;
-turns)
-	n=${TURNS_NAME:-trace_turns}
-	echo "== tracing overhead: plain, kjoule and torch.profiler processes taking turns (bench/trace_overhead/turns.py) -> $n"
-	rm -rf /tmp/turnlogs
-	timeout ${TURNS_TIMEOUT:-540} python3 bench/trace_overhead/turns.py --kjoule "$kj" --rounds ${TURNS_ROUNDS:-80} \
-		--block ${TURNS_BLOCK:-20} --seconds ${TURNS_SECONDS:-270} ${TURNS_CONFIGS:+--configs $TURNS_CONFIGS} \
-		${TURNS_PIN:+--pin-cpu $TURNS_PIN} --logs /tmp/turnlogs -o "$OUT/$n.json" 2>&1 | grep -v "^kjoule: wrote" | tail -14
-	tail -n 3 /tmp/turnlogs/*.log > "$OUT/${n}_logs.txt"
-	;;
-baseline)
-	echo "== what 'off' in the in-process ratios costs: plain vs traced-then-off, with and without the sampler"
-	timeout ${OVERHEAD_TIMEOUT:-400} python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds ${OVERHEAD_ROUNDS:-6} \
-		--iters 60 --warmup 10 --configs kjoule_off kjoule_off_no_power kjoule_default kjoule_default_no_power \
-		-o "$OUT/trace_baseline.json" 2>&1 | tail -12
 	;;
 vadebug)
 	echo "== original-address re-creation, debug"

@@ -46,5 +46,5 @@ ls -la "$OUT"
 
 if [ -n "${KJ_OVERHEAD:-}" ]; then
 	echo "== overhead benchmark"
-	python3 bench/trace_overhead/run.py --kjoule "$kj" --rounds 3 --iters 200 --warmup 20 -o "$OUT/trace_overhead.json"
+	bash scripts/gpu/checks.sh overhead
 fi

@@ -21,7 +21,8 @@ enum {
 /* kjoule_cost_study_set_api bits beside the KJ_API_* ones (bench/api_cost/api_toggle.py) */
 enum {
 	KJ_COST_NO_PARAMS = 256, /* as --no-params: no parameter capture */
-	KJ_COST_OFF = 512        /* no callbacks, no activity: untraced but for CUPTI being loaded */
+	KJ_COST_OFF = 512,       /* no callbacks, no activity: untraced but for CUPTI being loaded */
+	KJ_COST_ACTIVITY_ONLY = 1024 /* CUPTI's activity records, none of kjoule's callbacks: CUPTI's floor */
 };
 
 struct kj_inject_config {

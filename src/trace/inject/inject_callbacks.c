@@ -944,15 +944,16 @@ static void set_base_callbacks(int on)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
 }
 
-/* Cost studies only (bench/api_cost/api_toggle.py, through ctypes in the traced program): switch
- * the tracing while the program runs, so settings are compared inside one process instead of
- * across runs on a noisy host. `bits`: KJ_API_* (the API records, as KJOULE_API_DOMAINS), plus
- * KJ_COST_NO_PARAMS (no parameter capture, as --no-params) or KJ_COST_OFF (no callbacks and no
- * activity at all: the program as if untraced, but for CUPTI being loaded). Call it between
- * iterations, from the thread that makes the CUDA calls. Returns the previous bits. */
+/* Cost studies only (bench/api_cost/api_toggle.py, bench/trace_overhead/turn_worker.py, through
+ * ctypes in the traced program): switch the tracing while the program runs. `bits`: KJ_API_* (the
+ * API records, as KJOULE_API_DOMAINS), plus KJ_COST_NO_PARAMS (no parameter capture, as
+ * --no-params), KJ_COST_ACTIVITY_ONLY (CUPTI's activity records without any kjoule callback: the
+ * floor a CUPTI tracer stands on) or KJ_COST_OFF (no callbacks and no activity: the program as if
+ * untraced, but for CUPTI being loaded). Call it between iterations, from the thread that makes
+ * the CUDA calls. Returns the previous bits. */
 __attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
 {
-	static int saved_params_k = -1, current;
+	static int saved_params_k = -1, current, base_on = 1, activity_on = 1;
 	if (!subscriber)
 		return -1;
 	if (saved_params_k < 0) {
@@ -960,19 +961,20 @@ __attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
 		current = kj_cfg.api;
 	}
 	int old = current;
-	if (!(old & KJ_COST_OFF))
+	int want_base = !(bits & (KJ_COST_OFF | KJ_COST_ACTIVITY_ONLY));
+	int want_activity = !(bits & KJ_COST_OFF);
+	if (base_on)
 		set_api_callbacks(kj_cfg.api, 0);
-	if ((old & KJ_COST_OFF) && !(bits & KJ_COST_OFF)) {
-		set_base_callbacks(1);
-		kj_activity_pause(0);
-	} else if (!(old & KJ_COST_OFF) && (bits & KJ_COST_OFF)) {
-		set_base_callbacks(0);
-		kj_activity_pause(1);
-	}
+	if (want_base != base_on)
+		set_base_callbacks(want_base);
+	if (want_activity != activity_on)
+		kj_activity_pause(!want_activity);
+	base_on = want_base;
+	activity_on = want_activity;
 	kj_cfg.params_k = (bits & KJ_COST_NO_PARAMS) ? 0 : saved_params_k;
 	kj_cfg.api = bits & (KJ_API_DRIVER | KJ_API_RUNTIME | KJ_API_NO_RECORDS | KJ_API_QUERIES |
 			     KJ_API_NO_RUNTIME_LAUNCH);
-	if (!(bits & KJ_COST_OFF))
+	if (base_on)
 		set_api_callbacks(kj_cfg.api, 1);
 	current = bits;
 	return old;
