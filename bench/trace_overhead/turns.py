@@ -28,9 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "turn_worker.py")
 
 
-def contestants(kjoule, tmp, pin):
+def contestants(kjoule, tmp, pin, worker):
     """Command line of each contestant; copy k of a traced one writes its own database."""
-    w = [sys.executable, WORKER] + ([f"--pin-cpu={pin}"] if pin is not None else [])
+    w = [sys.executable, worker] + ([f"--pin-cpu={pin}"] if pin is not None else [])
     traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
     plain = lambda *opts: lambda k: w + list(opts)
     with_cost = lambda make, bits: lambda k: make(k) + [f"--kjoule-cost={bits}"]
@@ -159,13 +159,15 @@ def main():
                     help="processes per contestant, plain included: each process has its own speed (memory"
                          " placement; ~2 %% here), which copies average out")
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long, whatever --rounds says")
+    ap.add_argument("--worker", default=WORKER,
+                    help="the contestants' script (default: turn_worker.py; tests give a stand-in)")
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every = contestants(a.kjoule, tmp, a.pin_cpu)
+    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker)
     unknown = [c for c in a.configs if c not in every or c == "plain"]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# bench/trace_overhead/turns.py and summarize.py on a stand-in worker whose true costs are known
+# (tests/tools/turn_standin.py: kjoule 1.10x, torch.profiler 1.50x) on a host that doubles every
+# forward's time in 150 ms phases and gives each process its own +-1.5 %: the paired per-round
+# estimate must recover the true ratios; the result files must hold what the docs say.
+# usage: test_turns.sh KJOULE_BIN SRC_DIR BUILD_DIR
+set -u
+K=$1; SRC=$2
+source "$SRC/tests/cli/lib.sh"
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--configs kjoule_default torch_profiler --copies 2 --rounds 40 --block 4 --warmup-turns 1 \
+	--logs "$T/logs" -o "$T/turns.json" >"$T/out" 2>"$T/err" || fail "turns.py failed: $(tail -5 "$T/err")"
+has "kjoule_default"
+python3 - "$T/turns.json" <<'PY' || fail "turns.py result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert d["rounds_done"] == 40 and d["copies"] == 2, (d["rounds_done"], d["copies"])
+assert sorted(d["forward_ms_per_round"]) == sorted(["plain", "plain#2", "kjoule_default", "kjoule_default#2",
+                                                    "torch_profiler", "torch_profiler#2"])
+assert all(len(v) == 40 and all(len(b) == 4 for b in v) for v in d["forward_ms_per_round"].values())
+assert 1.07 <= s["kjoule_default"]["ratio_to_plain"] <= 1.13, s["kjoule_default"]
+assert 1.45 <= s["torch_profiler"]["ratio_to_plain"] <= 1.55, s["torch_profiler"]
+share = s["kjoule_default_extra_over_torch_profiler_extra"]["ratio_to_plain"]
+assert 0.14 <= share <= 0.26, share
+assert set(s["kjoule_default"]["ratio_per_copy"]) == {"kjoule_default", "kjoule_default#2"}
+assert s["rss_over_plain_mb"] == {"plain": 0.0, "kjoule_default": 0.0, "torch_profiler": 0.0}
+PY
+# the same forwards, unpaired (each contestant's own median over the whole run), are not this
+# good: the check above is not one any estimate would pass
+python3 - "$T/turns.json" <<'PY' || fail "phases too gentle for the test to mean anything"
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))["forward_ms_per_round"]
+every = lambda n: [x for b in d[n] for x in b[1:]]
+rounds = lambda n: [statistics.median(b[1:]) for b in d[n]]
+spread = max(rounds("plain")) / min(rounds("plain"))
+assert spread > 1.6, spread
+PY
+python3 "$SRC/bench/trace_overhead/summarize.py" "$T/turns.json" -o "$T/summary.json" >"$T/out" 2>"$T/err" \
+	|| fail "summarize.py failed: $(tail -3 "$T/err")"
+python3 - "$T/summary.json" <<'PY' || fail "summarize.py result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"]["kjoule_default"]["met_by_median"] is True, d["verdict"]
+assert d["verdict"]["kjoule_default_extra_over_torch_profiler_extra"]["met_by_median"] is True
+assert len(d["runs"]) == 1 and d["runs"]["turns.json"]["copies"] == 2
+PY
+# a worker that dies: a clear message naming it, not a hang
+printf 'import sys\nprint("{\\"ready\\": true}", flush=True)\nsys.exit(3)\n' > "$T/dies.py"
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$T/dies.py" --configs kjoule_default \
+	--rounds 2 --block 2 --logs "$T/logs2" -o "$T/dead.json" >"$T/out" 2>&1
+[ $? -ne 0 ] || fail "turns.py with a dying worker exited 0"
+grep -q "contestant .* ended early" "$T/out" || fail "no message naming the dead contestant: $(tail -3 "$T/out")"
+finish
