@@ -56,15 +56,21 @@ class Contestant:
                                      text=True, bufsize=1)
 
     def ask(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.ended_early()
         return self.answer()
 
     def answer(self):
         line = self.proc.stdout.readline()
         if not line:
-            raise SystemExit(f"turns.py: contestant {self.name} ended early (exit {self.proc.wait()}); see its log")
+            self.ended_early()
         return json.loads(line)
+
+    def ended_early(self):
+        raise SystemExit(f"turns.py: contestant {self.name} ended early (exit {self.proc.wait()}); see its log")
 
 
 def device():
