@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Cost of tracing settings on BLOOM-560M forwards, measured inside ONE traced process.
+"""Tracing settings against each other on BLOOM-560M forwards, inside ONE traced process: which
+--api record domain costs what (bench/results/api_toggle_domains.json).
 
 Run it under kjoule (`kjoule run -- python3 bench/api_cost/api_toggle.py`): it reaches the
 injection library through ctypes and switches the tracing between blocks of forwards
 (kjoule_cost_study_set_api: off, --no-params, defaults, --api by domain, --api=all), in shuffled
-order, round after round. Separate runs on a shared
-host drift by 2x; blocks of one process, interleaved, see the same host. Prints one JSON line:
-median forward ms per setting and per round, and the ratio of each to kjoule's defaults.
+order, round after round. Prints one JSON line: median forward ms per setting and per round, and
+the ratio of each to kjoule's defaults. The cost of tracing against an untraced process is
+bench/trace_overhead/turns.py's: this one's "off" is not a plain process, and its ratios to "off"
+came out lower than the turns' ratios to plain (docs/tracing.md).
 """
 import argparse
 import ctypes
