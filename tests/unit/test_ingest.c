@@ -122,6 +122,20 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 	put(b, &m, sizeof(m), NULL, 0);
 }
 
+/* The start of every spool: the file record, then the process (pid, ppid, its text block). */
+static void put_start(struct buf *b, uint32_t pid, uint32_t ppid, const char *text, uint32_t text_len)
+{
+	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
+	struct kj_rec_process p;
+	put(b, &f, sizeof(f), NULL, 0);
+	memset(&p, 0, sizeof(p));
+	p.h.type = KJ_REC_PROCESS;
+	p.pid = pid;
+	p.ppid = ppid;
+	p.text_len = text_len;
+	put(b, &p, sizeof(p), text, text_len);
+}
+
 /* A whole process's spool. Group A (kj_scale, grid 4096) has four parameter words: a device
  * pointer, a size, a junk word (stack garbage) and a constant; launches 10 and 11 differ only in
  * pointer and junk (one unique kernel), launch 12 in its size (another). Group B (grid 2048):
@@ -130,21 +144,13 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 static struct buf make_spool_of(int64_t pid)
 {
 	struct buf b = {NULL, 0};
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
 	struct kj_rec_device d;
 	const char text[] = "/usr/bin/python3\0python3\0infer.py\0";
 	const uint64_t ref_a[4] = {PTR1, 5, 0x7ffd00000001ULL, 9};
 	const uint64_t ref_b[1] = {3};
 	const uint64_t d11[] = {0, PTR2, 2, 0x7ffd00000002ULL};
 	const uint64_t d12[] = {1, 7, 2, 0x7ffd00000003ULL};
-	put(&b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = (uint32_t)pid;
-	p.ppid = 1;
-	p.text_len = sizeof(text);
-	put(&b, &p, sizeof(p), text, sizeof(text));
+	put_start(&b, (uint32_t)pid, 1, text, sizeof(text));
 	put_string(&b, 1, "_Z8kj_scalePKfPfif");
 	put_string(&b, 2, "forward");
 	put_string(&b, 3, "layer");
@@ -364,17 +370,11 @@ static void test_recurring_sizes_and_counters(void **state)
 {
 	(void)state;
 	struct buf b = {NULL, 0};
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
 	struct kj_ingest_stats st;
 	struct kj_ingest_opts opts = {1, 0, NULL};
 	/* the first launch's size is BLOOM's embedding, 250880 x 1024: 64 KiB aligned, not a heap address */
 	const uint64_t ref[3] = {250880ULL * 1024, 1000, 7};
-	put(&b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = 77;
-	put(&b, &p, sizeof(p), NULL, 0);
+	put_start(&b, 77, 0, NULL, 0);
 	put_string(&b, 1, "_Z8kj_scalePKfPfif");
 	put_group(&b, 0xD, 64, 3, ref);
 	for (uint32_t i = 0; i < 30; i++) {
