@@ -100,6 +100,16 @@ void ing_bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v)
 		sqlite3_bind_null(st, col);
 }
 
+void ing_bind_dims(sqlite3_stmt *st, int col, const uint32_t grid[3], const uint32_t block[3],
+		   const uint32_t cluster[3])
+{
+	for (int i = 0; i < 3; i++) {
+		sqlite3_bind_int64(st, col + i, grid[i]);
+		sqlite3_bind_int64(st, col + 3 + i, block[i]);
+		sqlite3_bind_int64(st, col + 6 + i, cluster[i]);
+	}
+}
+
 int64_t ing_device_id(struct ingest *in, uint32_t ordinal)
 {
 	uint64_t v;

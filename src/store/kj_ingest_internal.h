@@ -93,6 +93,9 @@ struct unique_desc {
 
 /* kj_ingest.c */
 void ing_bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v);
+/** Binds a launch's geometry to nine columns from `col`: grid x y z, block x y z, cluster x y z. */
+void ing_bind_dims(sqlite3_stmt *st, int col, const uint32_t grid[3], const uint32_t block[3],
+		   const uint32_t cluster[3]);
 int64_t ing_device_id(struct ingest *in, uint32_t ordinal);
 int64_t ing_name_id(struct ingest *in, uint32_t sid);
 int ing_step_done(struct ingest *in, sqlite3_stmt *st);

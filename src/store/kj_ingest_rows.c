@@ -44,11 +44,7 @@ int64_t ing_unique_id(struct ingest *in, const struct unique_desc *d)
 		st = in->st[S_UNIQUE_ADD];
 		sqlite3_bind_text(st, 1, keytext, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, nid);
-		for (int i = 0; i < 3; i++) {
-			sqlite3_bind_int64(st, 3 + i, d->grid[i]);
-			sqlite3_bind_int64(st, 6 + i, d->block[i]);
-			sqlite3_bind_int64(st, 9 + i, d->cluster[i]);
-		}
+		ing_bind_dims(st, 3, d->grid, d->block, d->cluster);
 		sqlite3_bind_int64(st, 12, d->shmem_dynamic);
 		ing_bind_opt_i64(st, 13, d->have_static, d->shmem_static);
 		ing_bind_opt_i64(st, 14, d->have_static, d->registers);
@@ -143,7 +139,7 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 	sqlite3_bind_int64(st, 7, k->end_ns);
 	sqlite3_bind_int64(st, 8, ing_name_id(in, k->name_id));
 	sqlite3_bind_int64(st, 9, uid);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 3; i++) { /* the activity record's grid and block are signed */
 		sqlite3_bind_int64(st, 10 + i, k->grid[i]);
 		sqlite3_bind_int64(st, 13 + i, k->block[i]);
 		sqlite3_bind_int64(st, 16 + i, k->cluster[i]);

@@ -279,11 +279,7 @@ int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_
 	ing_bind_opt_i64(st, 4, ordinal >= 0, ordinal);
 	sqlite3_bind_text(st, 5, r->handle_kind == 1 ? "function" : r->handle_kind == 2 ? "kernel" : "unknown",
 			  -1, SQLITE_STATIC);
-	for (int i = 0; i < 3; i++) {
-		sqlite3_bind_int64(st, 6 + i, r->grid[i]);
-		sqlite3_bind_int64(st, 9 + i, r->block[i]);
-		sqlite3_bind_int64(st, 12 + i, r->cluster[i]);
-	}
+	ing_bind_dims(st, 6, r->grid, r->block, r->cluster);
 	sqlite3_bind_int64(st, 15, r->shmem_dynamic);
 	sqlite3_bind_int64(st, 16, l->stream);
 	sqlite3_bind_int64(st, 17, l->launch_ns);
