@@ -20,6 +20,28 @@ def bloom560m_config():
                        attention_dropout=0.0, bos_token_id=1, eos_token_id=2, pad_token_id=3)
 
 
+def build_bloom560m(seq_len=5, batch=1, seed=0):
+    """BLOOM-560M on the GPU with random fp16 weights (seeded), in eval mode, and random input ids."""
+    torch.manual_seed(seed)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.device("cuda"):
+        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
+    ids = torch.randint(0, 250880, (batch, seq_len), device="cuda")
+    return model, ids
+
+
+def timed_forward(forward, ids):
+    """One forward inside the NVTX range "forward", the GPU synchronised before and after:
+    (wall ms, output)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda.nvtx.range_push("forward")
+    out = forward(input_ids=ids)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3, out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seq-len", type=int, default=5)
@@ -34,11 +56,7 @@ def main():
                     help="run the timed loop under torch.profiler (CPU+CUDA), for overhead comparisons")
     a = ap.parse_args()
 
-    torch.manual_seed(a.seed)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    with torch.device("cuda"):
-        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
-    ids = torch.randint(0, 250880, (a.batch, a.seq_len), device="cuda")
+    model, ids = build_bloom560m(a.seq_len, a.batch, a.seed)
     forward = model
     if a.cuda_graph:
         forward = torch.compile(model, mode="reduce-overhead", fullgraph=False)
@@ -51,14 +69,9 @@ def main():
         prof.__enter__()
     with torch.inference_mode():
         for i in range(a.warmup + a.iters):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            torch.cuda.nvtx.range_push("forward")
-            out = forward(input_ids=ids)
-            torch.cuda.nvtx.range_pop()
-            torch.cuda.synchronize()
+            ms, out = timed_forward(forward, ids)
             if i >= a.warmup:
-                times.append((time.perf_counter() - t0) * 1e3)
+                times.append(ms)
     if prof is not None:
         prof.__exit__(None, None, None)
     logits = out.logits.float()

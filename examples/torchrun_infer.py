@@ -10,9 +10,7 @@ import os
 
 import torch
 import torch.distributed as dist
-from transformers import BloomForCausalLM
-
-from bloom560m import bloom560m_config
+from bloom560m import build_bloom560m
 
 
 def main():
@@ -22,10 +20,7 @@ def main():
     a = ap.parse_args()
     dist.init_process_group("gloo")  # one GPU here: NCCL needs a device per rank
     rank = dist.get_rank()
-    torch.manual_seed(rank)
-    with torch.device("cuda"):
-        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
-    ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
+    model, ids = build_bloom560m(a.seq_len, seed=rank)
     with torch.inference_mode():
         for _ in range(a.iters):
             torch.cuda.nvtx.range_push("forward")

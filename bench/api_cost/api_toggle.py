@@ -17,12 +17,10 @@ import os
 import random
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import torch  # noqa: E402
-from bloom560m import bloom560m_config  # noqa: E402
-from transformers import BloomForCausalLM  # noqa: E402
+from bloom560m import build_bloom560m, timed_forward  # noqa: E402
 
 # KJ_API_* bits (src/trace/inject/inject.h)
 SETTINGS = {"defaults": 0, "driver": 1, "runtime": 2, "api": 3, "api_no_records": 7,
@@ -50,10 +48,7 @@ def main():
             sys.exit("api_toggle.py --torch-profiler: run it without kjoule (one CUPTI client at a time)")
     elif not path:
         sys.exit("api_toggle.py: run it under `kjoule run --` (CUDA_INJECTION64_PATH is not set)")
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
-    ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
+    model, ids = build_bloom560m(a.seq_len)
     if a.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
         names = ["off", "torch_profiler"]
@@ -75,13 +70,7 @@ def main():
     rest = "off" if a.torch_profiler else "defaults"  # the setting between rounds and after
 
     def forward_ms():
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        torch.cuda.nvtx.range_push("forward")
-        model(input_ids=ids)
-        torch.cuda.nvtx.range_pop()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) * 1e3
+        return timed_forward(model, ids)[0]
 
     rounds = []
     with torch.inference_mode():

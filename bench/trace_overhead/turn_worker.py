@@ -13,12 +13,10 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import torch  # noqa: E402
-from bloom560m import bloom560m_config  # noqa: E402
-from transformers import BloomForCausalLM  # noqa: E402
+from bloom560m import build_bloom560m, timed_forward  # noqa: E402
 
 
 def peak_rss_mb():
@@ -50,11 +48,7 @@ def main():
     # the protocol runs on a duplicate of stdout taken before anything else can write to it
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    with torch.device("cuda"):
-        model = BloomForCausalLM(bloom560m_config()).to(torch.float16).eval()
-    ids = torch.randint(0, 250880, (1, a.seq_len), device="cuda")
+    model, ids = build_bloom560m(a.seq_len)
     if a.kjoule_cost is not None:
         import ctypes
         lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
@@ -76,16 +70,7 @@ def main():
                 from torch.profiler import ProfilerActivity, profile
                 prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
                 prof.__enter__()
-            ms = []
-            for _ in range(int(word[1])):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                torch.cuda.nvtx.range_push("forward")
-                model(input_ids=ids)
-                torch.cuda.nvtx.range_pop()
-                torch.cuda.synchronize()
-                ms.append((time.perf_counter() - t0) * 1e3)
-            say({"ms": ms}, out)
+            say({"ms": [timed_forward(model, ids)[0] for _ in range(int(word[1]))]}, out)
     say({"vmhwm_mb": peak_rss_mb()}, out)
     if prof is not None:  # digesting the events is not tracing cost, and takes minutes here
         out.close()
