@@ -23,6 +23,20 @@ static const char *name_tier(const struct kj_compare *c, int64_t name_id)
 	return kj_tier_classify(n, n);
 }
 
+/* Appends a group with no replay figures yet (-1: not measured). Its index, or -1 out of memory. */
+static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id, const char *tier)
+{
+	struct cmp_group *ng = realloc(c->groups, (c->n_groups + 1) * sizeof(*ng));
+	if (!ng)
+		return (size_t)-1;
+	c->groups = ng;
+	c->groups[c->n_groups] = (struct cmp_group){.unique_id = unique_id, .name_id = name_id,
+						    .tier = kj_smap_intern(&c->tiers, tier),
+						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
+						    .energy_mj = -1};
+	return c->n_groups++;
+}
+
 static size_t group_of(struct kj_compare *c, struct kj_imap *gmap, const struct kj_act *a)
 {
 	int64_t key = a->unique_id >= 0 ? a->unique_id : -(a->name_id + 2);
@@ -30,15 +44,8 @@ static size_t group_of(struct kj_compare *c, struct kj_imap *gmap, const struct 
 	if (g != (size_t)-1)
 		return g;
 	/* a kernel without a unique_kernel row: its own group, tier unknown */
-	struct cmp_group *ng = realloc(c->groups, (c->n_groups + 1) * sizeof(*ng));
-	if (!ng)
-		return (size_t)-1;
-	c->groups = ng;
-	g = c->n_groups++;
-	c->groups[g] = (struct cmp_group){.unique_id = a->unique_id, .name_id = a->name_id,
-					  .tier = kj_smap_intern(&c->tiers, name_tier(c, a->name_id)),
-					  .warm_ns = -1, .cold_ns = -1, .seq_ns = -1, .energy_mj = -1};
-	if (kj_imap_put(gmap, key, g))
+	g = new_group(c, a->unique_id, a->name_id, name_tier(c, a->name_id));
+	if (g == (size_t)-1 || kj_imap_put(gmap, key, g))
 		return (size_t)-1;
 	return g;
 }
@@ -50,20 +57,11 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *tier = (const char *)sqlite3_column_text(st, 2);
-		struct cmp_group *ng = realloc(c->groups, (c->n_groups + 1) * sizeof(*ng));
-		if (!ng)
+		int64_t uid = sqlite3_column_int64(st, 0);
+		int64_t name_id = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+		size_t g = new_group(c, uid, name_id, tier && *tier ? tier : name_tier(c, name_id));
+		if (g == (size_t)-1 || kj_imap_put(gmap, uid, g))
 			goto nomem;
-		c->groups = ng;
-		c->groups[c->n_groups] = (struct cmp_group){
-			.unique_id = sqlite3_column_int64(st, 0),
-			.name_id = sqlite3_column_type(st, 1) == SQLITE_NULL
-					   ? -1
-					   : sqlite3_column_int64(st, 1),
-			.tier = kj_smap_intern(&c->tiers, tier && *tier ? tier : name_tier(c, sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1))),
-			.warm_ns = -1, .cold_ns = -1, .energy_mj = -1};
-		if (kj_imap_put(gmap, c->groups[c->n_groups].unique_id, c->n_groups))
-			goto nomem;
-		c->n_groups++;
 	}
 	sqlite3_finalize(st);
 	/* isolated replays: rows with a median whose replay succeeded (status ok or relocated,

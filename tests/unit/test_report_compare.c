@@ -286,7 +286,7 @@ static void test_missing_inputs_are_null(void **state)
 	exec(db, "DELETE FROM replay_kernel; DELETE FROM replay_sequence");
 	kj_db_close(db);
 	json_t *j = compare_json(p, NULL, -1, 0);
-	const char *nulls[] = {"replay_sum_warm_us", "replay_sum_cold_us", "sequence_eager_us",
+	const char *nulls[] = {"replay_sum_warm_us", "replay_sum_cold_us", "replay_sum_sequence_us", "sequence_eager_us",
 			       "sequence_graph_us", "explained_fraction", "energy_measured_j",
 			       "energy_predicted_j", "energy_error_pct", "idle_power_w", NULL};
 	for (int k = 0; nulls[k]; k++)
