@@ -263,11 +263,11 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 			return KJ_EDB;
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			double w = kj_energy_idle_mw(db, sqlite3_column_int64(st, 0));
-			if (w >= 0) {
-				c->idle_w = (c->idle_w < 0 ? 0 : c->idle_w) + w / 1000.0;
-			}
+			if (w >= 0)
+				c->deep_idle_w = (c->deep_idle_w < 0 ? 0 : c->deep_idle_w) + w / 1000.0;
 		}
 		sqlite3_finalize(st);
+		c->idle_w = c->deep_idle_w; /* no readings, so no awake idle */
 		return 0;
 	}
 	for (size_t i = 0; i < c->it.n; i++)

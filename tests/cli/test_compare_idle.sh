@@ -51,4 +51,11 @@ mk "$dir/deep.kjdb" 900 && "$kj" compare "$dir/deep.kjdb" --skip 0 --json > "$di
 check "basis falls back to deep idle without quiet full-clock readings" '[ "$(val "$dir/deep.json" idle_power_basis)" = deep ]'
 check "awake idle unknown then" '[ "$(val "$dir/deep.json" awake_idle_power_w)" = null ]'
 check "text report names the basis" '"$kj" compare "$dir/deep.kjdb" --skip 0 2>/dev/null | grep -q "deep idle 80.0 W"'
+
+# no power samples, only the idle_power row: the idle term is the deep idle power, named as such
+mk "$dir/nosamples.kjdb" 900 && python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute("DELETE FROM power_sample"); d.commit()' "$dir/nosamples.kjdb"
+"$kj" compare "$dir/nosamples.kjdb" --skip 0 --json > "$dir/nosamples.json" 2>/dev/null
+check "without samples the idle term is the deep idle power (80 W)" '[ "$(val "$dir/nosamples.json" idle_power_w)" = 80.0 ]'
+check "and it is reported as deep idle (80 W)" '[ "$(val "$dir/nosamples.json" deep_idle_power_w)" = 80.0 ]'
+check "text report does not call it unknown" '! "$kj" compare "$dir/nosamples.kjdb" --skip 0 2>/dev/null | grep -q "idle power unknown"'
 exit $fail
