@@ -30,8 +30,8 @@ static const char *const stmt_sql[S_COUNT] = {
 		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id)"
 		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMSET] = "INSERT INTO memset(pid, device_id, context_id, stream_id, correlation_id,"
-		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id, address, element_bytes)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_API] = "INSERT INTO api_call(pid, tid, domain, cbid, name, start_ns, end_ns, correlation_id,"
 		  " status, bytes, stream_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	[S_ALLOC] = "INSERT INTO allocation(pid, device_id, address, bytes, kind, alloc_ns, stream_id)"
@@ -198,8 +198,8 @@ static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 	if (!v)
 		return KJ_ENOMEM;
 	in->msets = v;
-	in->msets[in->nmsets++] = *r;
-	return 0;
+	in->msets[in->nmsets] = *r;
+	return kj_map_put(in->mset_index, r->correlation, in->nmsets++) ? KJ_ENOMEM : 0;
 }
 
 
@@ -392,6 +392,7 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->uniques);
 	kj_map_free(in->devices);
 	kj_map_free(in->allocs);
+	kj_map_free(in->mset_index);
 }
 
 int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *opts,
@@ -449,8 +450,9 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.devices = kj_map_new();
 	in.allocs = kj_map_new();
 	in.group_index = kj_map_new();
+	in.mset_index = kj_map_new();
 	if (!in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
-	    !in.group_index) {
+	    !in.group_index || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
@@ -462,8 +464,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||
-	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0 ||
-	    (rc = ing_put_memset_dsts(&in)) != 0)
+	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)
 		goto out;
 	if ((rc = count_launches(db)) != 0)
 		goto out;

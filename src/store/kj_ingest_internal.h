@@ -74,8 +74,9 @@ struct ingest {
 	size_t nmarkers, cap_markers;
 	struct kj_rec_seqop *seqops; /* event records and waits, in file order */
 	size_t nseqops, cap_seqops;
-	struct kj_rec_memset_dst *msets; /* memset destinations, joined to memset rows at the end */
+	struct kj_rec_memset_dst *msets; /* memset destinations, bound to memset rows as they go in */
 	size_t nmsets, cap_msets;
+	struct kj_map *mset_index;       /* correlation -> index into msets */
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
 };
@@ -110,7 +111,6 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
 int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k);
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);
-int ing_put_memset_dsts(struct ingest *in);
 int ing_put_module(struct ingest *in, const struct kj_rec_module *m);
 int ing_put_process(struct ingest *in, const struct kj_rec_process *p);
 int ing_put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r);

@@ -185,6 +185,11 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 		sqlite3_bind_int64(st, 9, m->value);
 		sqlite3_bind_text(st, 10, mem_kind(m->dst_kind), -1, SQLITE_STATIC);
 		ing_bind_opt_i64(st, 11, m->graph_node_id != 0, (int64_t)m->graph_node_id);
+		/* where it wrote and in what width, from its API call (pass 1 gathered them) */
+		uint64_t at;
+		int known = kj_map_get(in->mset_index, m->correlation, &at);
+		ing_bind_opt_i64(st, 12, known, known ? (int64_t)in->msets[at].address : 0);
+		ing_bind_opt_i64(st, 13, known, known ? in->msets[at].element_bytes : 0);
 		in->stats->memsets++;
 	} else {
 		sqlite3_bind_text(st, 9, copy_kind(m->copy_kind), -1, SQLITE_STATIC);
@@ -464,25 +469,4 @@ int ing_put_text(struct ingest *in, const struct kj_rec_text *t, const char *sev
 	return rc;
 }
 
-
-/* memset rows get the destination and element size their API call had */
-int ing_put_memset_dsts(struct ingest *in)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	if (!in->nmsets)
-		return 0;
-	if (kj_db_prepare(in->db, "UPDATE memset SET address = ?1, element_bytes = ?2"
-				  " WHERE pid = ?3 AND correlation_id = ?4", &st))
-		return KJ_EDB;
-	for (size_t i = 0; i < in->nmsets && !rc; i++) {
-		sqlite3_bind_int64(st, 1, (int64_t)in->msets[i].address);
-		sqlite3_bind_int64(st, 2, in->msets[i].element_bytes);
-		sqlite3_bind_int64(st, 3, in->pid);
-		sqlite3_bind_int64(st, 4, in->msets[i].correlation);
-		rc = ing_step_done(in, st);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
 
