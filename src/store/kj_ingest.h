@@ -21,7 +21,7 @@ struct kj_ingest_opts {
 struct kj_ingest_stats {
 	int64_t processes, kernels, memcpys, memsets, api_calls, allocations, nvtx_ranges;
 	int64_t modules, module_bytes, params, unique_kernels, truncated_files, dropped_records;
-	int64_t snapshots, snapshot_bytes;
+	int64_t snapshots;
 };
 
 /**

@@ -77,6 +77,7 @@ struct ingest {
 	struct kj_rec_memset_dst *msets; /* memset destinations, bound to memset rows as they go in */
 	size_t nmsets, cap_msets;
 	struct kj_map *mset_index;       /* correlation -> index into msets */
+	int64_t nsnapshots;              /* snapshot rows of this file */
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
 };
