@@ -3,13 +3,13 @@
 # repeated-region energy, the shipped run's sequence replay, address re-creation experiments and
 # the tracing overhead benchmark, one part per argument. Logs under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/checks.sh PART...
-# parts: tests apicost procs cv verify apihist erepeat seqship vadebug vaalign trace apidiag overhead
+# parts: tests apicost (alias apidiag) procs verify apihist erepeat seqship vadebug vaalign overhead
 #        apitoggle torchrun
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
-parts=${*:-tests apicost procs cv}
+parts=${*:-tests apicost procs}
 sql() { python3 -c 'import sqlite3,sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r, sep="\t")' "$@"; }
 for part in $parts; do
@@ -18,15 +18,16 @@ tests)
 	echo "== gpu tests"
 	(cd "$KJ_BUILD" && timeout 300 ctest -L gpu --output-on-failure 2>&1 | tail -40) | tee "$OUT/gpu_tests.log"
 	;;
-apicost)
-	echo "== API-call cost (ns per call) by traced domain"
+apicost|apidiag)
+	echo "== API-call cost (ns per call) by traced domain (19: no runtime launch callbacks; all: queries too)"
 	ac=$KJ_BUILD/bench/api_cost/api_cost
 	{
 		echo "plain $($ac 200000)"
-		echo "default $("$kj" run --force -o "$OUT/ac.kjdb" -- "$ac" 200000 2>/dev/null | grep '^{')"
-		for d in 3 1 2 7; do
-			echo "api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o "$OUT/ac.kjdb" -- "$ac" 200000 2>/dev/null | grep '^{')"
+		echo "default $("$kj" run --force -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
+		for d in 3 1 2 7 19; do
+			echo "api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
 		done
+		echo "api_all $("$kj" run --force --api=all -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
 	} | tee "$OUT/api_cost.txt"
 	;;
 procs)
@@ -39,18 +40,6 @@ procs)
 	"$kj" run --force -o "$OUT/prof.kjdb" -- python3 examples/bloom560m.py --iters 5 --warmup 2 --torch-profiler > "$OUT/prof.log" 2>&1
 	echo "exit $?"; grep -iv "^{" "$OUT/prof.log" | tail -8
 	"$kj" info "$OUT/prof.kjdb" 2>&1 | tail -12
-	;;
-cv)
-	# seq 5: the CPU-bound forward (energy follows the host's wall time); seq $CV_SEQ: a GPU-bound one
-	for seq in 5 ${CV_SEQ:-1536}; do
-		echo "== energy per forward, 5 traced runs, seq-len $seq"
-		for i in 1 2 3 4 5; do
-			"$kj" run --force -o "$OUT/cv${seq}_$i.kjdb" -- python3 examples/bloom560m.py --seq-len "$seq" \
-				--iters "$([ "$seq" = 5 ] && echo 300 || echo 150)" --warmup 20 > "$OUT/cv${seq}_$i.log" 2>&1
-			"$kj" compare "$OUT/cv${seq}_$i.kjdb" --json > "$OUT/cv${seq}_$i.json" 2> "$OUT/cv${seq}_$i.err"
-			python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["result"] if "result" in json.load(open(sys.argv[1])) else json.load(open(sys.argv[1])); print(sys.argv[2], d.get("energy_measured_j"), d.get("energy_measured_unc_j"), d.get("wall_us"), d.get("busy_us"))' "$OUT/cv${seq}_$i.json" "$i" || tail -3 "$OUT/cv${seq}_$i.err" "$OUT/cv${seq}_$i.log"
-		done
-	done
 	;;
 verify)
 	echo "== snapshot + verify, trace tests"
@@ -85,30 +74,6 @@ vaalign)
 		echo "align $a MiB: $(KJ_REPLAY_VA_ALIGN_MB=$a KJ_REPLAY_DEBUG=1 KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker \
 			"$kj" replay "$v" --kernel kj_axpy_struct --runs 2 --warmup 1 --cache warm 2>&1 | grep -m3 "got\|setup" | tr '\n' ' ')"
 	done
-	;;
-trace)
-	(cd "$KJ_BUILD" && timeout 200 ctest -R "gpu_trace" --output-on-failure 2>&1 | tail -8)
-	;;
-apidiag)
-	echo "== API-call cost by traced domain, queries left out (ns per call)"
-	ac=$KJ_BUILD/bench/api_cost/api_cost
-	{
-		echo "plain $($ac 200000)"
-		echo "default $("$kj" run --force -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
-		for d in 3 1 2 7 19; do
-			echo "api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
-		done
-		echo "api_all $("$kj" run --force --api=all -o /tmp/ac.kjdb -- "$ac" 200000 2>/dev/null | grep '^{')"
-	} | tee "$OUT/api_cost2.txt"
-	echo "== BLOOM forward ms (median of 60), interleaved: plain, default, --api by domain (19: no runtime launch callbacks)"
-	m="python3 examples/bloom560m.py --iters 60 --warmup 10"
-	for r in 1 2 3 4; do
-		echo "r$r plain $($m | grep -o '"forward_ms_median": [0-9.]*')"
-		echo "r$r default $("$kj" run --force -o /tmp/b.kjdb -- $m 2>/dev/null | grep -o '"forward_ms_median": [0-9.]*')"
-		for d in 1 2 3 19; do
-			echo "r$r api_domains_$d $(KJOULE_API_DOMAINS=$d "$kj" run --force --api -o /tmp/b.kjdb -- $m 2>/dev/null | grep -o '"forward_ms_median": [0-9.]*')"
-		done
-	done | tee "$OUT/api_bloom.txt"
 	;;
 overhead)
 	# bench/trace_overhead/turns.py: plain, kjoule and torch.profiler processes alive at once, taking
