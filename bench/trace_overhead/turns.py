@@ -14,6 +14,7 @@ kjoule or CUPTI. Writes a JSON result file (device, date, command, raw numbers) 
 after every 10 rounds."""
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
@@ -25,6 +26,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from summarize import ALL_TARGETS  # noqa: E402
 WORKER = os.path.join(HERE, "turn_worker.py")
 
 
@@ -73,7 +76,9 @@ class Contestant:
         raise SystemExit(f"turns.py: contestant {self.name} ended early (exit {self.proc.wait()}); see its log")
 
 
+@functools.lru_cache(maxsize=None)
 def device():
+    """The GPU's name and driver, asked once."""
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                               capture_output=True, text=True).stdout.strip()
@@ -135,8 +140,7 @@ def write(a, blocks, rss, order):
               "drop_first": a.drop_first, "pin_cpu": a.pin_cpu, "copies": a.copies,
               "estimator": "per round, each contestant's block median forward over plain's block median"
                            " of the same round; median (and quartiles) over rounds",
-              "targets": {"kjoule_no_params": 1.15, "kjoule_default": 1.20, "kjoule_api": 1.35,
-                          "default_extra_vs_profiler_extra": 1 / 3, "rss_over_plain_mb": 200},
+              "targets": ALL_TARGETS,
               "summary": summary, "ratio_per_round": ratios, "order_per_round": order,
               "peak_rss_mb": rss, "forward_ms_per_round": blocks}
     tmp = a.output + ".tmp"
