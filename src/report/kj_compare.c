@@ -2,13 +2,9 @@
  * defines every quantity computed here). */
 #include "kj_compare_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "kj_db.h"
 #include "kj_energy.h"
@@ -425,7 +421,6 @@ nomem:
 	return KJ_ENOMEM;
 }
 
-/* GPU activity sorted by start, for what ran inside each iteration's window */
 /* A launch of d ns in situ whose kernel replayed in median_ns (< 0: not replayed in that mode):
  * the replayed and in-situ sums of the covered launches, and their count. */
 static void add_replayed(double median_ns, int64_t d, double *replay, double *insitu, int64_t *cov)
@@ -437,6 +432,7 @@ static void add_replayed(double median_ns, int64_t d, double *replay, double *in
 	(*cov)++;
 }
 
+/* GPU activity sorted by start, for what ran inside each iteration's window */
 struct win_act {
 	int64_t s, e;
 	long owner;

@@ -2,17 +2,11 @@
 #include "kj_compare_internal.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#include "kj_db.h"
-#include "kj_energy.h"
 #include "kj_error.h"
-#include "kj_kernel_class.h"
 
 /* ---- files ---- */
 

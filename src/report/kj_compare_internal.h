@@ -91,8 +91,6 @@ struct stat3 {
 	int64_t n;
 };
 
-typedef double (*iter_get)(const struct cmp_iter *x);
-
 struct cmp_summary {
 	int64_t n;
 	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
@@ -112,9 +110,9 @@ struct cmp_summary {
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 };
 
-
-/* kj_compare_summary.c */
+/* kj_compare_json.c */
 json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
+/* kj_compare_summary.c */
 size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out);
 const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g);
 json_t *cmp_num_or_null(double v, int known);

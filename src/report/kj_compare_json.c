@@ -1,18 +1,7 @@
 /* kjoule compare: the JSON report (docs/analysis-compare.md lists every field). */
 #include "kj_compare_internal.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
-
-#include "kj_db.h"
-#include "kj_energy.h"
-#include "kj_error.h"
-#include "kj_kernel_class.h"
 
 static json_t *stat_json(struct stat3 st, double scale)
 {
@@ -22,7 +11,6 @@ static json_t *stat_json(struct stat3 st, double scale)
 	json_object_set_new(o, "max", cmp_num_or_null(st.max * scale, st.n > 0));
 	return o;
 }
-
 
 static json_t *tiers_json(const struct kj_compare *c, const struct cmp_summary *s)
 {
@@ -75,7 +63,6 @@ static json_t *top_json(const struct kj_compare *c, const struct cmp_summary *s)
 	free(ix);
 	return arr;
 }
-
 
 static json_t *disagreements_json(const struct kj_compare *c, const struct cmp_summary *s)
 {

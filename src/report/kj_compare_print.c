@@ -1,18 +1,8 @@
 /* kjoule compare: the text report. */
 #include "kj_compare_internal.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
-
-#include "kj_db.h"
-#include "kj_energy.h"
-#include "kj_error.h"
-#include "kj_kernel_class.h"
 
 /* ---- text ---- */
 

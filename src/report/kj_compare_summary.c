@@ -3,18 +3,9 @@
  * disagreements). */
 #include "kj_compare_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
-
-#include "kj_db.h"
-#include "kj_energy.h"
-#include "kj_error.h"
-#include "kj_kernel_class.h"
 
 /* ---- helpers ---- */
 
@@ -43,6 +34,8 @@ double cmp_safe_div(double a, double b, int *ok)
 }
 
 /* mean/min/max of get(x) over kept iterations (and, with need_energy, those with energy) */
+typedef double (*iter_get)(const struct cmp_iter *x);
+
 static struct stat3 iter_stat(const struct kj_compare *c, iter_get get, int need_energy)
 {
 	struct stat3 s = {0, 0, 0, 0};
@@ -98,9 +91,7 @@ GETTER(energy_kernels_mj)
 GETTER(energy_measured_mj)
 GETTER(energy_unc_mj)
 
-
 /* ---- derived figures (means over kept iterations, ns) ---- */
-
 
 void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 {
@@ -196,7 +187,6 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	}
 }
 
-
 static int group_cmp_desc(const void *a, const void *b, void *ctx)
 {
 	const struct kj_compare *c = ctx;
@@ -241,7 +231,6 @@ const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g
 {
 	return kj_names_get(&c->names, g->name_id);
 }
-
 
 /* Kernels whose replay disagrees with the trace where it should not: timed inside the replayed
  * iteration (same order, same L2) a kernel should take its in-situ time. A disagreement of more
