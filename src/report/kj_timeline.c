@@ -13,13 +13,15 @@
 
 /* ---- tiers for ascii and svg ---- */
 
-const struct tier_style tl_styles[N_STYLES] = {
+static const struct tier_style styles[] = {
 	{"gemm", 'G', "#d62728"},        {"attention", 'A', "#9467bd"},
 	{"norm", 'N', "#2ca02c"},        {"elementwise", 'E', "#1f77b4"},
 	{"reduction", 'R', "#ff7f0e"},   {"communication", 'C', "#8c564b"},
 	{"other", 'O', "#7f7f7f"},       {"copy", 'M', "#e377c2"},
 	{"memcpy", 'M', "#e377c2"},      {"memset", 'S', "#bcbd22"},
 };
+_Static_assert(sizeof(styles) / sizeof(styles[0]) == N_STYLES, "N_STYLES counts the tier styles");
+const struct tier_style *const tl_styles = styles;
 
 static int style_of_tier(const char *tier)
 {

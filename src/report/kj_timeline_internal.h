@@ -18,7 +18,7 @@ struct tier_style {
 };
 
 #define N_STYLES 10
-extern const struct tier_style tl_styles[N_STYLES];
+extern const struct tier_style *const tl_styles; /* N_STYLES of them */
 #define STYLE_UNKNOWN 6 /* "other" */
 
 struct lane {
