@@ -16,6 +16,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_sampler.h"
+#include "kj_quantile.h"
 
 #define MAX_GPUS 64
 
@@ -157,21 +158,6 @@ static int drain(struct kj_sampler *s, struct kj_sampler_cursor *cur, FILE *f,
 	return 0;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	double k = p * (double)(n - 1);
-	size_t i = (size_t)k;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return v[i] + (k - (double)i) * (v[i + 1] - v[i]);
-}
-
 /* Idle power of one GPU from what was sampled: per counter period when there are enough
  * periods (the counter is exact), else per instantaneous reading. */
 static int idle_of(struct kj_sampler *s, int slot, double *med, double *p10, double *p90,
@@ -224,10 +210,10 @@ static int idle_of(struct kj_sampler *s, int slot, double *med, double *p10, dou
 		free(v);
 		return KJ_ENOTFOUND;
 	}
-	qsort(v, nv, sizeof(double), cmp_dbl);
-	*med = pct(v, nv, 0.5);
-	*p10 = pct(v, nv, 0.1);
-	*p90 = pct(v, nv, 0.9);
+	kj_sort_doubles(v, nv);
+	*med = kj_quantile_sorted(v, nv, 0.5);
+	*p10 = kj_quantile_sorted(v, nv, 0.1);
+	*p90 = kj_quantile_sorted(v, nv, 0.9);
 	free(v);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_kernel_class.h"
+#include "kj_quantile.h"
 
 /* tier by name rules when the run has none stored for a kernel */
 static const char *name_tier(const struct kj_compare *c, int64_t name_id)
@@ -152,9 +153,14 @@ static void load_realtime(sqlite3 *db, struct kj_compare *c)
 static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
 {
 	sqlite3_stmt *st = NULL;
-	int64_t *as = NULL, *ae = NULL, maxclk = 0;
-	size_t na = 0, cap = 0, np = 0, pcap = 0, nq = 0;
-	int64_t (*ps)[3] = NULL;
+	struct {
+		int64_t start, end_max; /* an activity's start; the latest end up to it */
+	} *act = NULL, *na;
+	struct {
+		int64_t t, mw, clock;
+	} *ps = NULL, *np_;
+	size_t nact = 0, cap = 0, np = 0, pcap = 0, nq = 0;
+	int64_t maxclk = 0;
 	double *q = NULL, med = -1;
 	*nsel = 0;
 	if (kj_db_prepare(db, "SELECT start_ns, end_ns FROM gpu_activity WHERE device_id = ?"
@@ -162,19 +168,13 @@ static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
 		return -1;
 	sqlite3_bind_int64(st, 1, dev);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (na == cap) {
-			cap = cap ? 2 * cap : 4096;
-			int64_t *ns = realloc(as, cap * sizeof(*ns)), *ne = ns ? realloc(ae, cap * sizeof(*ne)) : NULL;
-			if (ns)
-				as = ns;
-			if (!ns || !ne)
-				goto out;
-			ae = ne;
-		}
-		as[na] = sqlite3_column_int64(st, 0);
+		if (!(na = kj_grow(act, &cap, nact, sizeof(*act), 4096)))
+			goto out;
+		act = na;
 		int64_t e = sqlite3_column_int64(st, 1);
-		ae[na] = na && ae[na - 1] > e ? ae[na - 1] : e; /* running max of ends */
-		na++;
+		act[nact].start = sqlite3_column_int64(st, 0);
+		act[nact].end_max = nact && act[nact - 1].end_max > e ? act[nact - 1].end_max : e;
+		nact++;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
@@ -185,47 +185,37 @@ static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
 			continue;
-		if (np == pcap) {
-			pcap = pcap ? 2 * pcap : 4096;
-			void *n = realloc(ps, pcap * sizeof(*ps));
-			if (!n)
-				goto out;
-			ps = n;
-		}
-		ps[np][0] = sqlite3_column_int64(st, 0);
-		ps[np][1] = sqlite3_column_int64(st, 1);
-		ps[np][2] = sqlite3_column_int64(st, 2);
-		if (ps[np][2] > maxclk)
-			maxclk = ps[np][2];
+		if (!(np_ = kj_grow(ps, &pcap, np, sizeof(*ps), 4096)))
+			goto out;
+		ps = np_;
+		ps[np].t = sqlite3_column_int64(st, 0);
+		ps[np].mw = sqlite3_column_int64(st, 1);
+		ps[np].clock = sqlite3_column_int64(st, 2);
+		if (ps[np].clock > maxclk)
+			maxclk = ps[np].clock;
 		np++;
 	}
 	q = malloc((np ? np : 1) * sizeof(*q));
 	if (!q)
 		goto out;
 	for (size_t i = 0, a = 0; i < np; i++) {
-		int64_t lo = ps[i][0] - 150000000LL, hi = ps[i][0] + 20000000LL;
-		if (ps[i][2] * 10 < maxclk * 9)
+		int64_t lo = ps[i].t - 150000000LL, hi = ps[i].t + 20000000LL;
+		if (ps[i].clock * 10 < maxclk * 9)
 			continue;
-		while (a < na && as[a] <= hi)
-			a++; /* as[a-1]: the last activity starting before hi */
-		if (a > 0 && ae[a - 1] >= lo)
+		while (a < nact && act[a].start <= hi)
+			a++; /* act[a-1]: the last activity starting before hi */
+		if (a > 0 && act[a - 1].end_max >= lo)
 			continue;
-		q[nq++] = (double)ps[i][1];
+		q[nq++] = (double)ps[i].mw;
 	}
 	if (nq >= 20) {
-		for (size_t i = 1; i < nq; i++) /* insertion sort: a few hundred readings */
-			for (size_t j = i; j > 0 && q[j - 1] > q[j]; j--) {
-				double t = q[j];
-				q[j] = q[j - 1];
-				q[j - 1] = t;
-			}
-		med = nq % 2 ? q[nq / 2] : (q[nq / 2 - 1] + q[nq / 2]) / 2;
+		kj_sort_doubles(q, nq);
+		med = kj_quantile_sorted(q, nq, 0.5);
 	}
 	*nsel = (int64_t)nq;
 out:
 	sqlite3_finalize(st);
-	free(as);
-	free(ae);
+	free(act);
 	free(ps);
 	free(q);
 	return med;
