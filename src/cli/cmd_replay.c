@@ -16,6 +16,7 @@
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_grow.h"
 #include "kj_replay.h"
 
 struct replay_opts {
@@ -464,14 +465,10 @@ static void on_seq_line(const char *line, void *arg)
 	if (c->n < 2 && kj_replay_parse_seq(line, &c->s[c->n]) == 1) {
 		c->n++;
 	} else if (kj_replay_parse_seq_kernel(line, &k) == 1) {
-		if (c->nk == c->capk) {
-			size_t nc = c->capk ? 2 * c->capk : 64;
-			struct kj_replay_seq_kernel *nk = realloc(c->k, nc * sizeof(*nk));
-			if (!nk)
-				return;
-			c->k = nk;
-			c->capk = nc;
-		}
+		struct kj_replay_seq_kernel *nk = kj_grow(c->k, &c->capk, c->nk, sizeof(*nk), 64);
+		if (!nk)
+			return;
+		c->k = nk;
 		c->k[c->nk++] = k;
 	}
 }
@@ -533,6 +530,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			kj_errorf("sequence replay of iteration %s: %s", it,
 				  timed_out ? "timed out (worker killed)" :
 				  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
+			free(c.k);
 			return 1;
 		}
 		struct kj_replay_result probe_r;
@@ -547,7 +545,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			kj_warnf("iteration %s faulted on random data (%s); again with %s data", it,
 				 c.s[0].error, fills[t + 1]);
 	}
-	for (size_t i = 0; first[0] && i < c.n && i < sizeof(c.s) / sizeof(c.s[0]); i++)
+	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 2: on_seq_line keeps two */
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];
 			snprintf(note, sizeof(note), "data: fallback (random data failed: %.100s)%s%.100s", first,
