@@ -276,6 +276,27 @@ static void add_module_function(const char *name, void *ud)
 	ing_step_done(c->in, st);
 }
 
+/* Binds codec (column `col`) and data (column col + 1): the n bytes compressed with zstd at
+ * `level`, or raw where compression fails (or, with raw_unless_smaller, does not shrink them).
+ * *z: the compressed copy, for the caller to free after the statement ran. */
+static int bind_compressed(sqlite3_stmt *st, int col, const void *data, size_t n, int level,
+			   int raw_unless_smaller, void **z)
+{
+	size_t cap = ZSTD_compressBound(n), zn;
+	*z = malloc(cap ? cap : 1);
+	if (!*z)
+		return KJ_ENOMEM;
+	zn = ZSTD_compress(*z, cap, data, n, level);
+	if (ZSTD_isError(zn) || (raw_unless_smaller && zn >= n)) {
+		sqlite3_bind_text(st, col, "none", -1, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, col + 1, data, n, SQLITE_STATIC);
+	} else {
+		sqlite3_bind_text(st, col, "zstd", -1, SQLITE_STATIC);
+		sqlite3_bind_blob64(st, col + 1, *z, zn, SQLITE_STATIC);
+	}
+	return 0;
+}
+
 int ing_put_module(struct ingest *in, const struct kj_rec_module *m)
 {
 	const unsigned char *img = (const unsigned char *)(m + 1);
@@ -290,24 +311,14 @@ int ing_put_module(struct ingest *in, const struct kj_rec_module *m)
 	have = sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_reset(st);
 	if (!have) {
-		size_t cap = ZSTD_compressBound(m->bytes);
-		void *z = malloc(cap);
-		size_t zn;
+		void *z;
 		struct modfn_ctx c = {in, hash};
-		if (!z)
-			return KJ_ENOMEM;
-		zn = ZSTD_compress(z, cap, img, m->bytes, 3);
 		st = in->st[S_MODULE_ADD];
 		sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, kj_cubin_format(img, m->bytes), -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, (int64_t)m->bytes);
-		if (ZSTD_isError(zn)) {
-			sqlite3_bind_text(st, 4, "none", -1, SQLITE_STATIC);
-			sqlite3_bind_blob64(st, 5, img, m->bytes, SQLITE_STATIC);
-		} else {
-			sqlite3_bind_text(st, 4, "zstd", -1, SQLITE_STATIC);
-			sqlite3_bind_blob64(st, 5, z, zn, SQLITE_STATIC);
-		}
+		if (bind_compressed(st, 4, img, m->bytes, 3, 0, &z))
+			return KJ_ENOMEM;
 		int rc = ing_step_done(in, st);
 		free(z);
 		if (rc)
@@ -334,27 +345,16 @@ int ing_put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r)
 {
 	const unsigned char *bytes = (const unsigned char *)(r + 1);
 	sqlite3_stmt *st = in->st[S_SNAPSHOT];
-	size_t cap, zn;
 	void *z;
 	int rc;
 	if (sizeof(*r) + r->bytes > r->h.size)
 		return KJ_EINVAL;
-	cap = ZSTD_compressBound(r->bytes);
-	z = malloc(cap ? cap : 1);
-	if (!z)
-		return KJ_ENOMEM;
-	zn = ZSTD_compress(z, cap, bytes, r->bytes, 1);
 	sqlite3_bind_int64(st, 1, in->pid);
 	sqlite3_bind_int64(st, 2, (int64_t)r->address);
 	sqlite3_bind_int64(st, 3, (int64_t)r->bytes);
 	sqlite3_bind_int64(st, 4, r->correlation);
-	if (ZSTD_isError(zn) || zn >= r->bytes) {
-		sqlite3_bind_text(st, 5, "none", -1, SQLITE_STATIC);
-		sqlite3_bind_blob64(st, 6, bytes, r->bytes, SQLITE_STATIC);
-	} else {
-		sqlite3_bind_text(st, 5, "zstd", -1, SQLITE_STATIC);
-		sqlite3_bind_blob64(st, 6, z, zn, SQLITE_STATIC);
-	}
+	if (bind_compressed(st, 5, bytes, r->bytes, 1, 1, &z))
+		return KJ_ENOMEM;
 	sqlite3_bind_text(st, 7, r->phase ? "after" : "before", -1, SQLITE_STATIC);
 	ing_bind_opt_i64(st, 8, r->copy_correlation != 0, r->copy_correlation);
 	rc = ing_step_done(in, st);
