@@ -62,7 +62,6 @@ struct replay {
 	CUdevice dev;
 	CUcontext ctx;
 	CUstream stream;
-	CUmodule mod;
 	CUlibrary lib;
 	CUmodule mods[64];     /* modules loaded, by hash (sequence replay loads several) */
 	char mod_hash[64][72];
@@ -77,7 +76,6 @@ struct replay {
 	CUdeviceptr *region_va;
 	CUmemGenericAllocationHandle *region_h;
 	int *region_moved;
-	uint64_t gran;
 	CUdeviceptr flush;
 	size_t flush_bytes;
 	struct kj_replay_result res;

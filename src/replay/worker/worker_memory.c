@@ -139,7 +139,6 @@ int map_used(struct replay *R, const int *used)
 	 * regions are widened to that alignment. */
 	if (va_align_bytes() > gran)
 		gran = va_align_bytes();
-	R->gran = gran;
 	R->region_of = calloc(R->nranges + 1, sizeof(*R->region_of));
 	if (!R->region_of)
 		return KJ_ENOMEM;
