@@ -23,15 +23,8 @@ int kj_meter_import(const char *db_path, const char *file, const struct kj_meter
 	rc = kj_db_open(db_path, 1, &db);
 	if (rc)
 		return rc;
-	if (kj_db_prepare(db, "SELECT monotonic_ns - realtime_ns FROM clock_sync WHERE"
-			  " realtime_ns IS NOT NULL AND monotonic_ns IS NOT NULL LIMIT 1", &st) == 0) {
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			off = sqlite3_column_int64(st, 0);
-			have_off = 1;
-		}
-		sqlite3_finalize(st);
-		st = NULL;
-	}
+	have_off = kj_db_realtime_offset(db, &off);
+	off = -off; /* realtime -> monotonic */
 	if (!have_off)
 		kj_warnf("%s has no clock_sync row: meter samples keep wall-clock times only (t_ns NULL)",
 			 db_path);

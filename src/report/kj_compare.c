@@ -132,17 +132,7 @@ nomem:
 /* Realtime offset from clock_sync (for the seed's wall-clock timestamps). */
 static void load_realtime(sqlite3 *db, struct kj_compare *c)
 {
-	sqlite3_stmt *st = NULL;
-	if (kj_db_prepare(db,
-			  "SELECT realtime_ns - monotonic_ns FROM clock_sync WHERE realtime_ns IS NOT"
-			  " NULL AND monotonic_ns IS NOT NULL LIMIT 1",
-			  &st))
-		return;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		c->realtime_offset_ns = sqlite3_column_int64(st, 0);
-		c->have_realtime = 1;
-	}
-	sqlite3_finalize(st);
+	c->have_realtime = kj_db_realtime_offset(db, &c->realtime_offset_ns);
 }
 
 /* Power of a device that waits with its clocks up — what a launch-bound program's GPU draws

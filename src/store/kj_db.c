@@ -203,6 +203,20 @@ int kj_db_has_row(sqlite3 *db, const char *sql)
 	return yes;
 }
 
+int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns)
+{
+	sqlite3_stmt *st = NULL;
+	int found = 0;
+	if (sqlite3_prepare_v2(db, "SELECT realtime_ns - monotonic_ns FROM clock_sync WHERE realtime_ns IS NOT"
+			       " NULL AND monotonic_ns IS NOT NULL LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		*offset_ns = sqlite3_column_int64(st, 0);
+		found = 1;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
 int kj_db_problem(sqlite3 *db, int64_t pid, int64_t t_ns, const char *severity, const char *what)
 {
 	sqlite3_stmt *st = NULL;
