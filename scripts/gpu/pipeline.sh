@@ -30,17 +30,7 @@ s0=$(now)
 t timeout 400 "$kj" replay "$db" --cache both --energy --json > "$OUT/replay.json" 2>"$L/replay.err"
 s1=$(now)
 tail -3 "$L/replay.err"
-python3 - "$OUT/replay.json" "$s0" "$s1" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1])); wall = (int(sys.argv[3]) - int(sys.argv[2])) / 1e9
-n = sum(1 for k in d["kernels"] if k["energy"]); c = d["coverage"]; b = d["traced_busy_ns"]
-d["bench"] = {"energy_replay_wall_s": wall, "kernels_with_energy": n, "s_per_kernel": wall / max(n, 1)}
-json.dump(d, open(sys.argv[1], "w"), indent=1)
-print(f"energy replay: {wall:.1f} s for {n} unique kernels = {wall / max(n, 1):.2f} s/kernel")
-print("coverage", c)
-for k in ("replay_warm_sum_ns", "replay_cold_sum_ns"):
-    v = d[k]; print(k, v, "(%+.1f%% vs traced busy %d)" % (100 * (v - b) / b, b) if v and b else "")
-PY
+python3 scripts/gpu/replay_summary.py "$OUT/replay.json" --energy-wall-s "$(( (s1 - s0) / 1000000 ))e-3"
 echo "== compare"
 "$kj" compare "$db" 2>&1 | head -70
 "$kj" compare "$db" --json > "$OUT/compare.json" 2>/dev/null

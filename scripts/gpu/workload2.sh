@@ -17,16 +17,7 @@ timeout 150 "$kj" run --force --params-iteration 10 -o "$db" -- python3 examples
 echo "== replay per kernel (warm, cold) [$(( $(date +%s) - s )) s]"
 timeout 200 "$kj" replay "$db" --cache both --json > "$OUT/convattn_replay.json" 2>"/tmp/convattn_replay.err"; echo "exit $?"
 tail -3 "/tmp/convattn_replay.err"
-python3 - "$OUT/convattn_replay.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1])); c = d["coverage"]; b = d["traced_busy_ns"]
-print("coverage", c)
-for k in ("replay_warm_sum_ns", "replay_cold_sum_ns"):
-    v = d[k]; print(k, v, "vs traced busy", b, "(%+.1f%%)" % (100 * (v - b) / b) if v and b else "")
-for k in d["kernels"]:
-    if k["status"] not in ("ok", "relocated"):
-        print("  not replayed:", k["unique_id"], k["name"][:60], k["status"], (k["error"] or "")[:120])
-PY
+python3 scripts/gpu/replay_summary.py "$OUT/convattn_replay.json"
 echo "== sequence replay [$(( $(date +%s) - s )) s]"
 timeout 120 "$kj" replay "$db" --sequence --graph --runs 50 > "$OUT/convattn_sequence.txt" 2>&1; echo "exit $?"
 tail -8 "$OUT/convattn_sequence.txt"
