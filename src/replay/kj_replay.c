@@ -371,19 +371,27 @@ static int field_dbl(const char *line, const char *key, double *out)
 	return 0;
 }
 
+/* The timing fields of a KJ_TIMING line (runs, min, median, max, mean, stdev). 0 or KJ_EINVAL. */
+static int parse_timing(const char *line, struct kj_replay_timing *t)
+{
+	int64_t runs;
+	memset(t, 0, sizeof(*t));
+	if (field_i64(line, "runs", &runs) || field_i64(line, "min", &t->min_ns) ||
+	    field_i64(line, "median", &t->median_ns) || field_i64(line, "max", &t->max_ns) ||
+	    field_dbl(line, "mean", &t->mean_ns) || field_dbl(line, "stdev", &t->stdev_ns))
+		return KJ_EINVAL;
+	t->runs = (int)runs;
+	return 0;
+}
+
 int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 {
 	int64_t v;
 	char b[64];
 	if (!strncmp(line, "KJ_TIMING\t", 10)) {
-		struct kj_replay_timing t = {0};
-		int64_t runs;
-		if (!field(line, "cache", b, sizeof(b)) || field_i64(line, "runs", &runs) ||
-		    field_i64(line, "min", &t.min_ns) || field_i64(line, "median", &t.median_ns) ||
-		    field_i64(line, "max", &t.max_ns) || field_dbl(line, "mean", &t.mean_ns) ||
-		    field_dbl(line, "stdev", &t.stdev_ns))
+		struct kj_replay_timing t;
+		if (!field(line, "cache", b, sizeof(b)) || parse_timing(line, &t))
 			return KJ_EINVAL;
-		t.runs = (int)runs;
 		if (!strcmp(b, "warm"))
 			r->warm = t;
 		else if (!strcmp(b, "cold"))
@@ -427,16 +435,11 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 int kj_replay_parse_seq_kernel(const char *line, struct kj_replay_seq_kernel *k)
 {
 	char b[32];
-	int64_t runs;
 	if (strncmp(line, "KJ_TIMING\t", 10) || !field(line, "cache", b, sizeof(b)) || strcmp(b, "sequence"))
 		return 0;
 	memset(k, 0, sizeof(*k));
-	if (field_i64(line, "unique", &k->unique_id) || field_i64(line, "runs", &runs) ||
-	    field_i64(line, "min", &k->t.min_ns) || field_i64(line, "median", &k->t.median_ns) ||
-	    field_i64(line, "max", &k->t.max_ns) || field_dbl(line, "mean", &k->t.mean_ns) ||
-	    field_dbl(line, "stdev", &k->t.stdev_ns))
+	if (field_i64(line, "unique", &k->unique_id) || parse_timing(line, &k->t))
 		return KJ_EINVAL;
-	k->t.runs = (int)runs;
 	return 1;
 }
 
