@@ -298,6 +298,14 @@ static void clean(char *dst, size_t len, const char *src)
 	dst[i] = '\0';
 }
 
+void kj_replay_emit_timing(FILE *f, int64_t unique_id, const char *cache, const char *timer,
+			   const struct kj_replay_timing *t)
+{
+	fprintf(f, "KJ_TIMING\tunique=%" PRId64 "\tcache=%s\ttimer=%s\truns=%d\tmin=%" PRId64
+		   "\tmedian=%" PRId64 "\tmean=%.3f\tmax=%" PRId64 "\tstdev=%.3f\n",
+		unique_id, cache, timer, t->runs, t->min_ns, t->median_ns, t->mean_ns, t->max_ns, t->stdev_ns);
+}
+
 void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 {
 	char err[sizeof(r->error)];
@@ -305,10 +313,7 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 	const char *names[2] = {"warm", "cold"};
 	for (int i = 0; i < 2; i++)
 		if (t[i]->runs > 0)
-			fprintf(f, "KJ_TIMING\tunique=%" PRId64 "\tcache=%s\ttimer=%s\truns=%d\tmin=%" PRId64
-				   "\tmedian=%" PRId64 "\tmean=%.3f\tmax=%" PRId64 "\tstdev=%.3f\n",
-				r->unique_id, names[i], r->timer[0] ? r->timer : "events", t[i]->runs,
-				t[i]->min_ns, t[i]->median_ns, t[i]->mean_ns, t[i]->max_ns, t[i]->stdev_ns);
+			kj_replay_emit_timing(f, r->unique_id, names[i], r->timer[0] ? r->timer : "events", t[i]);
 	if (r->has_energy)
 		fprintf(f, "KJ_ENERGY\tunique=%" PRId64 "\tunroll=%d\tlaunches=%" PRId64
 			   "\tseconds=%.6f\tmj=%.9g\tunc=%.9g\tpower_mw=%.3f\tidle_mw=%.3f\tdyn=%.9g\tmethod=%s\n",

@@ -137,6 +137,10 @@ void kj_replay_result_set(struct kj_replay_result *r, const char *status, const 
  *        hold tabs or newlines (kj_replay_emit replaces them).
  */
 void kj_replay_emit(FILE *f, const struct kj_replay_result *r);
+/** @brief One KJ_TIMING line: a unique kernel's timing in one cache mode ("warm", "cold", or
+ *         "sequence": timed where the replayed iteration runs it), measured by `timer`. */
+void kj_replay_emit_timing(FILE *f, int64_t unique_id, const char *cache, const char *timer,
+			   const struct kj_replay_timing *t);
 
 /**
  * @brief Fold one protocol line into r (lines of other tags are ignored).

@@ -292,6 +292,42 @@ static sqlite3 *make_db(const char *name, int with_params)
 	return db;
 }
 
+/* The worker writes in-sequence times with kj_replay_emit_timing; the CLI reads them back with
+ * kj_replay_parse_seq_kernel, and warm/cold ones with kj_replay_parse_line: the same numbers. */
+static void test_timing_line_round_trip(void **state)
+{
+	(void)state;
+	struct kj_replay_timing t = {.runs = 40, .min_ns = 650, .median_ns = 700, .mean_ns = 710.5,
+				     .max_ns = 900, .stdev_ns = 20.25};
+	struct kj_replay_seq_kernel k;
+	struct kj_replay_result r;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	kj_replay_emit_timing(f, 17, "sequence", "cupti", &t);
+	fclose(f);
+	assert_int_equal(kj_replay_parse_seq_kernel(buf, &k), 1);
+	assert_int_equal(k.unique_id, 17);
+	assert_int_equal(k.t.runs, 40);
+	assert_int_equal(k.t.min_ns, 650);
+	assert_int_equal(k.t.median_ns, 700);
+	assert_int_equal(k.t.max_ns, 900);
+	assert_true(fabs(k.t.mean_ns - 710.5) < 1e-9 && fabs(k.t.stdev_ns - 20.25) < 1e-9);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(kj_replay_parse_line(buf, &r), KJ_EINVAL); /* 'sequence' is no per-kernel mode */
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	kj_replay_emit_timing(f, 17, "cold", "events", &t);
+	fclose(f);
+	assert_int_equal(kj_replay_parse_seq_kernel(buf, &k), 0);
+	assert_int_equal(kj_replay_parse_line(buf, &r), 1);
+	assert_int_equal(r.cold.median_ns, 700);
+	assert_int_equal(r.cold.runs, 40);
+	assert_string_equal(r.timer, "events");
+	free(buf);
+}
+
 static void test_plan(void **state)
 {
 	(void)state;
@@ -515,7 +551,7 @@ int main(void)
 		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
 		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
-		cmocka_unit_test(test_sequence),
+		cmocka_unit_test(test_sequence),       cmocka_unit_test(test_timing_line_round_trip),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

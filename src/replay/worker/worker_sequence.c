@@ -395,14 +395,9 @@ static void seq_per_kernel(struct replay *R, struct seq *S)
 					per[n++] = dur_of[j];
 					done[k_of[j]] = 1;
 				}
-			struct kj_replay_result res;
-			memset(&res, 0, sizeof(res));
-			res.unique_id = S->k[i].unique_id;
-			kj_replay_stats(per, n, &res.warm);
-			printf("KJ_TIMING\tunique=%" PRId64 "\tcache=sequence\ttimer=cupti\truns=%d\tmin=%" PRId64
-			       "\tmedian=%" PRId64 "\tmean=%.3f\tmax=%" PRId64 "\tstdev=%.3f\n",
-			       res.unique_id, res.warm.runs, res.warm.min_ns, res.warm.median_ns, res.warm.mean_ns,
-			       res.warm.max_ns, res.warm.stdev_ns);
+			struct kj_replay_timing t;
+			kj_replay_stats(per, n, &t);
+			kj_replay_emit_timing(stdout, S->k[i].unique_id, "sequence", "cupti", &t);
 		}
 		free(done);
 		fflush(stdout);
