@@ -1,0 +1,44 @@
+/* The operators of `kjoule sweep`: what each one is called, which shape columns it takes, and how
+ * much arithmetic and memory traffic one call does. Plain C, no GPU: the CLI (config checks, fit
+ * features, predict) and the GPU worker (kjoule-sweep-worker) read the same table.
+ *
+ * Worker protocol (kjoule-sweep-worker, src/sweep/worker/): one request a line on stdin,
+ *     OP PRECISION V1,V2,...,Vn ENERGY CHECK          e.g. "linear1 fp16 1,4,2048,4096 1 1"
+ * (ENERGY, CHECK: 0 or 1), one answer a line on stdout, fields space-separated key=value, a
+ * figure that was not measured written as '-' (never 0, nan or inf):
+ *     KJ_SWEEP status=ok|oom|error|unsupported f_us=.. b_us=.. f_uj=.. f_uj_unc=.. b_uj=..
+ *              b_uj_unc=.. err_f=.. err_b=.. msg="text without newlines"
+ * err_f/err_b: relative error ||out-ref||/||ref|| of the correctness check (CHECK=1), else '-'.
+ * `kjoule-sweep-worker --list` prints one line per operator it implements: OP COL1,COL2,... */
+#ifndef KJ_SWEEP_OP_H
+#define KJ_SWEEP_OP_H
+
+#include <stdint.h>
+
+enum kj_precision { KJ_FP16 = 0, KJ_BF16 = 1, KJ_FP32 = 2 };
+enum kj_prop { KJ_FWD = 0, KJ_BWD = 1 };
+
+#define KJ_SWEEP_MAX_COLS 8
+
+/** One operator's description. flops/bytes: for one call at shape v (values in the order of
+ *  columns), the floating-point operations and the fewest bytes moved through device memory
+ *  (each input read once, each output written once), forward or backward; never negative. */
+struct kj_sweep_op {
+	const char *name;                          /* as in the seed: "linear1", "flash_atten" */
+	const char *columns[KJ_SWEEP_MAX_COLS];    /* shape columns, NULL-terminated: "mp","b","l","dim" */
+	int ncolumns;
+	double (*flops)(const int64_t *v, int prop);
+	double (*bytes)(const int64_t *v, int prop, int elem_bytes);
+};
+
+/** @brief The operator named name, or NULL. */
+const struct kj_sweep_op *kj_sweep_op_find(const char *name);
+/** @brief Number of operators and the i-th one (0 <= i < kj_sweep_op_count()). */
+int kj_sweep_op_count(void);
+const struct kj_sweep_op *kj_sweep_op_at(int i);
+/** @brief "fp16"/"bf16"/"fp32" to enum kj_precision; -1 when unknown. Bytes per element: 2 or 4. */
+int kj_precision_parse(const char *s);
+int kj_precision_bytes(int precision);
+const char *kj_precision_name(int precision);
+
+#endif
