@@ -1,6 +1,8 @@
 #include "kj_db.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,14 +89,51 @@ int kj_db_open(const char *path, int write, sqlite3 **out)
 	return 0;
 }
 
+/* path with its folder resolved (realpath) and its last component kept as it is; refuses a last
+ * component that is a symbolic link. */
+static int resolve_parent(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], rdir[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct stat sb;
+	if (!*base) {
+		kj_errorf("%s: cannot create: names a folder, not a file", path);
+		return -1;
+	}
+	if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+		kj_errorf("%s: cannot create: it is a symbolic link (name the file it points to)", path);
+		return -1;
+	}
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (!realpath(dir, rdir)) {
+		kj_errorf("%s: cannot create: folder %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
+	if ((size_t)snprintf(out, len, "%s/%s", strcmp(rdir, "/") ? rdir : "", base) >= len) {
+		kj_errorf("%s: cannot create: path too long", path);
+		return -1;
+	}
+	return 0;
+}
+
 int kj_db_create(const char *path, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
-	char sql[128];
+	char sql[128], real[PATH_MAX];
 	int rc;
 
 	*out = NULL;
-	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (resolve_parent(path, real, sizeof(real)) != 0)
+		return KJ_EDB;
+	/* folders above may be symbolic links (home and scratch folders on clusters often are);
+	 * the file itself may not: SQLite's no-follow flag refuses a link anywhere in the path,
+	 * so the folders are resolved first and the flag then guards the last component alone */
+	rc = sqlite3_open_v2(real, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK) {
 		kj_errorf("%s: cannot create: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		sqlite3_close(db);

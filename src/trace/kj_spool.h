@@ -34,6 +34,7 @@ enum kj_rec_type {
 	KJ_REC_SEQOP,         /* an event record or a stream wait on an event (stream order) */
 	KJ_REC_SNAPSHOT,      /* device buffer contents around a launch (--snapshot) */
 	KJ_REC_MEMSET_DST,    /* where a memset wrote: CUPTI's memset activity has no address */
+	KJ_REC_ISSUE,         /* a host call that issued GPU work: graph launch, copy, memset */
 };
 
 struct kj_rec_hdr {
@@ -204,6 +205,28 @@ struct kj_rec_graphnode {
 	uint64_t node_id;
 	uint64_t correlation;      /* the launch into a capturing stream that made the node */
 	uint64_t original_node_id; /* clones: the node it was cloned from (correlation 0) */
+};
+
+/* kj_rec_issue.op */
+enum kj_issue_op {
+	KJ_ISSUE_GRAPH_LAUNCH = 1, /* cuGraphLaunch: exec_id; its kernels share the correlation */
+	KJ_ISSUE_GRAPH_INSTANTIATE = 2, /* graph_id -> exec_id */
+	KJ_ISSUE_GRAPH_UPLOAD = 3,
+	KJ_ISSUE_MEMCPY = 4,
+	KJ_ISSUE_MEMSET = 5,
+};
+
+/* A host call that issued GPU work, recorded whether or not --api is on: when and on which
+ * thread it ran. The work it issued (kernels of a graph launch, a copy, a memset) carries the
+ * same correlation id, so each piece of GPU work is attributed to the call that issued it, not to
+ * the time window in which it happened to run. */
+struct kj_rec_issue {
+	struct kj_rec_hdr h;
+	int64_t start_ns, end_ns;
+	uint32_t correlation, tid;
+	uint32_t op, status;        /* enum kj_issue_op; the call's CUresult */
+	uint32_t graph_id, exec_id; /* CUPTI's ids of the CUgraph and CUgraphExec (0: unknown) */
+	uint32_t cbid, pad;
 };
 
 struct kj_rec_dropped {

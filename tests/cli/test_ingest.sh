@@ -35,6 +35,14 @@ check "missing directory named, exit 1" '[ $rc -eq 1 ] && grep -q nothere "$dir/
 "$kj" ingest 2>/dev/null; rc=$?
 check "no arguments: usage, exit 2" '[ $rc -eq 2 ]'
 
+mkdir "$dir/real" && ln -s "$dir/real" "$dir/via"
+"$kj" ingest "$dir/s" -o "$dir/via/l.kjdb" 2>"$dir/err"; rc=$?
+check "ingest writes through a symlinked folder" '[ $rc -eq 0 ] && [ -s "$dir/real/l.kjdb" ]'
+ln -s "$dir/real/l.kjdb" "$dir/lnk.kjdb"
+"$kj" ingest "$dir/s" -o "$dir/lnk.kjdb" 2>"$dir/err"; rc=$?
+check "a symlink as the output file itself is refused, left as it was" '[ $rc -ne 0 ] && [ -L "$dir/lnk.kjdb" ]'
+rm -rf "$dir/real" "$dir/via" "$dir/lnk.kjdb"
+
 python3 "$src/tests/tools/mkspool.py" "$dir/cut" --launches 500 --truncate 13
 "$kj" ingest "$dir/cut" -o "$dir/cut.kjdb" 2>/dev/null; rc=$?
 check "a cut file still ingests" '[ $rc -eq 0 ]'

@@ -46,6 +46,13 @@ ln -s /etc/passwd "$dir/link.kjdb"
 "$kj" run --force -o "$dir/link.kjdb" -- true 2>"$dir/err"; rc=$?
 check "a symlink at the output is not followed or replaced" '[ $rc -ne 0 ] && [ -L "$dir/link.kjdb" ]'
 
+mkdir "$dir/real" && ln -s "$dir/real" "$dir/viadir"
+"$kj" run -o "$dir/viadir/x.kjdb" -- true 2>"$dir/err"; rc=$?
+check "a run database is created through a symlinked folder" '[ $rc -eq 0 ] && [ -s "$dir/real/x.kjdb" ] && [ ! -L "$dir/real/x.kjdb" ]'
+"$kj" info "$dir/viadir/x.kjdb" >/dev/null 2>&1; rc=$?
+check "and opens through it" '[ $rc -eq 0 ]'
+rm -rf "$dir/real" "$dir/viadir"
+
 out=$("$kj" run -o "$dir/echo.kjdb" -- printf 'a b\n' 2>/dev/null)
 check "the command's output is unchanged" '[ "$out" = "a b" ]'
 check "arguments reach the command without a shell" '"$kj" run -o "$dir/arg.kjdb" -- test "a;b" = "a;b" 2>/dev/null'

@@ -67,6 +67,18 @@ int kj_api_is_query(int runtime, uint32_t id);
 /** Correlation id of the last driver call the injection itself made on this thread. */
 uint32_t kj_last_own_correlation(void);
 
+/** This thread's id (gettid), cached per thread. */
+uint32_t kj_thread_id(void);
+
+/* ---- host calls that issue GPU work without a launch of their own (inject_issue.c) ---- */
+#include <cupti.h>
+/** Turn the callbacks of graph launch/instantiate/upload, copies and memsets on or off. */
+int kj_issue_enable(CUpti_SubscriberHandle sub, int on);
+/** enum kj_issue_op of a driver callback id; 0 when it is not one of them. */
+int kj_issue_op(uint32_t cbid);
+/** At the call's entry, note the time; at its exit, write a KJ_REC_ISSUE record. */
+void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb);
+
 /* ---- buffer snapshots (inject_snapshot.c) ---- */
 #include <cuda.h>
 /** Before a launch (its parameter block blob): if the budget allows and stream is not capturing,

@@ -213,6 +213,13 @@ struct launch {
 
 static __thread uint32_t tl_corr;
 static __thread uint32_t tl_tid;
+
+uint32_t kj_thread_id(void)
+{
+	if (!tl_tid)
+		tl_tid = (uint32_t)gettid();
+	return tl_tid;
+}
 static __thread uint64_t tl_node;
 static __thread int tl_in_launch;
 
@@ -311,9 +318,7 @@ static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
 	rec.h.type = KJ_REC_LAUNCH;
 	rec.launch_ns = kj_now_ns();
 	rec.correlation = cb->correlationId;
-	if (!tl_tid)
-		tl_tid = (uint32_t)gettid();
-	rec.tid = tl_tid;
+	rec.tid = kj_thread_id();
 	tl_corr = cb->correlationId;
 	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
 	if (!g)
@@ -493,9 +498,7 @@ static void handle_event(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	r.correlation = cb->correlationId;
 	if (cuptiGetStreamIdEx(cb->context, stream, ptsz, &sid) == CUPTI_SUCCESS)
 		r.stream = sid;
-	if (!tl_tid)
-		tl_tid = (uint32_t)gettid();
-	r.tid = tl_tid;
+	r.tid = kj_thread_id();
 	kj_spool_write(&r, sizeof(r));
 }
 
@@ -774,9 +777,7 @@ static void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUp
 	r.end_ns = kj_now_ns();
 	r.domain = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 2;
 	r.cbid = id;
-	if (!tl_tid)
-		tl_tid = (uint32_t)gettid();
-	r.tid = tl_tid;
+	r.tid = kj_thread_id();
 	r.correlation = cb->correlationId;
 	if (cb->functionReturnValue)
 		r.status = r.domain == 1 ? (uint32_t)*(const CUresult *)cb->functionReturnValue
@@ -854,6 +855,7 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		}
 		return;
 	}
+	kj_issue_handle(id, cb);
 	handle_memory(id, cb);
 	handle_event(id, cb);
 	handle_memset(id, cb);
@@ -899,6 +901,8 @@ static int snapshot_copy_id(CUpti_CallbackId id)
 
 static int is_base_driver_id(CUpti_CallbackId id)
 {
+	if (kj_issue_op(id))
+		return 1;
 	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
 		if (driver_ids[i] == id)
 			return 1;
@@ -940,6 +944,7 @@ static void set_base_callbacks(int on)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
+	kj_issue_enable(subscriber, on);
 	if (snapshot_copy_id(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
 }
