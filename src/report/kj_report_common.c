@@ -46,13 +46,16 @@ static int64_t col_i64(sqlite3_stmt *st, int c, int64_t dflt)
 
 int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 {
-	static const char *sql =
+	/* copies and memsets carry the time of the call that issued them in runs recorded since
+	 * host calls were (launch_ns); older runs key them by their start */
+	static const char *sql_fmt =
 		"SELECT 0, start_ns, end_ns, launch_ns, pid, device_id, stream_id, correlation_id,"
 		" 0, unique_id, name_id, NULL FROM kernel"
-		" UNION ALL SELECT 1, start_ns, end_ns, NULL, pid, device_id, stream_id,"
+		" UNION ALL SELECT 1, start_ns, end_ns, %s, pid, device_id, stream_id,"
 		" correlation_id, bytes, NULL, NULL, kind FROM memcpy"
-		" UNION ALL SELECT 2, start_ns, end_ns, NULL, pid, device_id, stream_id,"
+		" UNION ALL SELECT 2, start_ns, end_ns, %s, pid, device_id, stream_id,"
 		" correlation_id, bytes, NULL, NULL, NULL FROM memset";
+	char sql[512];
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
 	int rc;
@@ -66,6 +69,9 @@ int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 	out->v = malloc(cap * sizeof(*out->v));
 	if (!out->v)
 		return KJ_ENOMEM;
+	snprintf(sql, sizeof(sql), sql_fmt,
+		 kj_db_has_column(db, "memcpy", "launch_ns") ? "launch_ns" : "NULL",
+		 kj_db_has_column(db, "memset", "launch_ns") ? "launch_ns" : "NULL");
 	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -242,6 +242,20 @@ int kj_db_has_row(sqlite3 *db, const char *sql)
 	return yes;
 }
 
+int kj_db_has_column(sqlite3 *db, const char *table, const char *column)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns)
 {
 	sqlite3_stmt *st = NULL;

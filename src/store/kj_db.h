@@ -44,6 +44,8 @@ int64_t kj_db_count(sqlite3 *db, const char *table);
 /** @brief 1 when the query yields a row, 0 when it yields none or cannot run (a table an older
  * run lacks). Quiet. */
 int kj_db_has_row(sqlite3 *db, const char *sql);
+/** @brief 1 when table has the column (runs recorded by an older kjoule may lack it), else 0. */
+int kj_db_has_column(sqlite3 *db, const char *table, const char *column);
 /** @brief CLOCK_REALTIME minus CLOCK_MONOTONIC of the run (its clock_sync table) into *offset_ns.
  *  @return 1 when the run has one, else 0 (*offset_ns untouched). */
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns);

@@ -27,11 +27,11 @@ static const char *const stmt_sql[S_COUNT] = {
 		     " graph_id, graph_node_id, launch_tid, launch_ns)"
 		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMCPY] = "INSERT INTO memcpy(pid, device_id, context_id, stream_id, correlation_id,"
-		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id, launch_tid,"
+		     " launch_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMSET] = "INSERT INTO memset(pid, device_id, context_id, stream_id, correlation_id,"
-		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id, address, element_bytes)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id, address, element_bytes,"
+		     " launch_tid, launch_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_API] = "INSERT INTO api_call(pid, tid, domain, cbid, name, start_ns, end_ns, correlation_id,"
 		  " status, bytes, stream_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
 	[S_ALLOC] = "INSERT INTO allocation(pid, device_id, address, bytes, kind, alloc_ns, stream_id)"
@@ -63,6 +63,8 @@ static const char *const stmt_sql[S_COUNT] = {
 			  " cuda_version = ?10, pci_bus_id = coalesce(pci_bus_id, ?11) WHERE id = ?1",
 	[S_PROCDEV] = "INSERT OR REPLACE INTO process_device(pid, ordinal, device_id) VALUES(?,?,?)",
 	[S_CLOCK] = "INSERT INTO clock_sync(pid, trace_ns, monotonic_ns, realtime_ns) VALUES(?,?,?,?)",
+	[S_HOSTCALL] = "INSERT INTO host_call(pid, tid, op, correlation_id, start_ns, end_ns, status,"
+		       " graph_id, graph_exec_id) VALUES(?,?,?,?,?,?,?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
 };
@@ -192,6 +194,22 @@ static int add_seqop(struct ingest *in, const struct kj_rec_seqop *r)
 	return 0;
 }
 
+static int add_issue(struct ingest *in, const struct kj_rec_issue *r)
+{
+	struct kj_rec_issue *v = kj_grow(in->issues, &in->cap_issues, in->nissues, sizeof(*v), 256);
+	if (!v)
+		return KJ_ENOMEM;
+	in->issues = v;
+	in->issues[in->nissues] = *r;
+	return kj_map_put(in->issue_index, r->correlation, in->nissues++) ? KJ_ENOMEM : 0;
+}
+
+const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation)
+{
+	uint64_t at;
+	return in->nissues && kj_map_get(in->issue_index, correlation, &at) ? &in->issues[at] : NULL;
+}
+
 static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 {
 	struct kj_rec_memset_dst *v = kj_grow(in->msets, &in->cap_msets, in->nmsets, sizeof(*v), 256);
@@ -286,6 +304,12 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_MEMSET_DST:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_memset_dst))
 				rc = add_memset_dst(in, r);
+			break;
+		case KJ_REC_ISSUE:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_issue))
+				rc = add_issue(in, r);
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_issue))
+				rc = ing_put_issue(in, r);
 			break;
 		case KJ_REC_SEQOP:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_seqop))
@@ -386,6 +410,8 @@ static void ingest_free(struct ingest *in)
 	free(in->markers);
 	free(in->seqops);
 	free(in->msets);
+	free(in->issues);
+	kj_map_free(in->issue_index);
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
@@ -451,7 +477,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.allocs = kj_map_new();
 	in.group_index = kj_map_new();
 	in.mset_index = kj_map_new();
-	if (!in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
+	in.issue_index = kj_map_new();
+	if (!in.issue_index || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
 	    !in.group_index || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;

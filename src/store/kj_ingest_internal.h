@@ -15,7 +15,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_COUNT
 };
 
 struct launch_info {
@@ -77,6 +77,9 @@ struct ingest {
 	struct kj_rec_memset_dst *msets; /* memset destinations, bound to memset rows as they go in */
 	size_t nmsets, cap_msets;
 	struct kj_map *mset_index;       /* correlation -> index into msets */
+	struct kj_rec_issue *issues;     /* host calls that issued GPU work (graph launches, copies) */
+	size_t nissues, cap_issues;
+	struct kj_map *issue_index;      /* correlation -> index into issues */
 	int64_t nsnapshots;              /* snapshot rows of this file */
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
@@ -111,6 +114,9 @@ int ing_put_api(struct ingest *in, const struct kj_rec_api *a);
 int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
 int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k);
+int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
+/** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
+const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);
 int ing_put_module(struct ingest *in, const struct kj_rec_module *m);
 int ing_put_process(struct ingest *in, const struct kj_rec_process *p);

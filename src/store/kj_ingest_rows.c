@@ -105,7 +105,7 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 {
 	sqlite3_stmt *st = in->st[S_KERNEL];
 	const struct launch_info *l = kernel_launch(in, k);
-	int64_t launch_ns = -1, uid;
+	int64_t launch_ns = -1, uid = -1;
 	uint32_t tid = 0;
 	if (l && l->unique_id > 0) {
 		uid = l->unique_id;
@@ -113,7 +113,16 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 			launch_ns = l->launch_ns;
 			tid = l->tid;
 		}
-	} else {
+	}
+	if (k->graph_node_id) {
+		/* a graph's kernel was issued by the cuGraphLaunch that shares its correlation */
+		const struct kj_rec_issue *g = ing_issue(in, k->correlation);
+		if (g && g->op == KJ_ISSUE_GRAPH_LAUNCH) {
+			launch_ns = g->start_ns;
+			tid = g->tid;
+		}
+	}
+	if (!(l && l->unique_id > 0)) {
 		struct unique_desc d;
 		memset(&d, 0, sizeof(d));
 		d.key = geometry_key(ing_str(in, k->name_id), k);
@@ -173,6 +182,11 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 {
 	int64_t dev = ing_device_id(in, m->device);
 	sqlite3_stmt *st = in->st[m->is_memset ? S_MEMSET : S_MEMCPY];
+	/* the call that issued it: its own copy or memset call, or the graph launch it ran in */
+	const struct kj_rec_issue *by = ing_issue(in, m->correlation);
+	int col = m->is_memset ? 14 : 13;
+	ing_bind_opt_i64(st, col, by != NULL, by ? by->tid : 0);
+	ing_bind_opt_i64(st, col + 1, by != NULL, by ? by->start_ns : 0);
 	sqlite3_bind_int64(st, 1, in->pid);
 	ing_bind_opt_i64(st, 2, dev >= 0, dev);
 	sqlite3_bind_int64(st, 3, m->context);
@@ -198,6 +212,28 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 		ing_bind_opt_i64(st, 12, m->graph_node_id != 0, (int64_t)m->graph_node_id);
 		in->stats->memcpys++;
 	}
+	return ing_step_done(in, st);
+}
+
+static const char *issue_op_name(uint32_t op)
+{
+	static const char *const names[] = {"?", "graph_launch", "graph_instantiate", "graph_upload",
+					    "memcpy", "memset"};
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : "?";
+}
+
+int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r)
+{
+	sqlite3_stmt *st = in->st[S_HOSTCALL];
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, r->tid);
+	sqlite3_bind_text(st, 3, issue_op_name(r->op), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, r->correlation);
+	sqlite3_bind_int64(st, 5, r->start_ns);
+	sqlite3_bind_int64(st, 6, r->end_ns);
+	sqlite3_bind_int64(st, 7, r->status);
+	ing_bind_opt_i64(st, 8, r->graph_id != 0, r->graph_id);
+	ing_bind_opt_i64(st, 9, r->exec_id != 0, r->exec_id);
 	return ing_step_done(in, st);
 }
 
