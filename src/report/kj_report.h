@@ -65,11 +65,13 @@ struct kj_iters {
 	int unclosed;        /* instances whose range never closed */
 	int overlaps;        /* instances starting before the previous one ended */
 	char region[256];    /* region name ("" for the whole run) */
+	const char *chosen_by; /* "named", or kj_iter_default_range's reason */
 };
 
 /**
- * @brief Find the iterations of a run. region NULL: the most repeated depth-0 NVTX range name
- *        (ties: the earliest), else the whole run [t0, t1] as one iteration. skip < 0: default
+ * @brief Find the iterations of a run. region NULL: kj_iter_default_range's choice (the range
+ *        named at run, else the top-level user range holding the most GPU work), else the whole
+ *        run [t0, t1] as one iteration. skip < 0: default
  *        (1 when more than 3 instances, else 0). Unclosed ranges end at the next instance's
  *        start (or t1); overlaps are counted. Warnings go to stderr unless quiet.
  * @return 0; KJ_ENOTFOUND when region is named but absent; KJ_EINVAL when skip removes every

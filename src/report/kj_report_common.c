@@ -7,6 +7,7 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_iterations.h"
 #include "kj_kernel_class.h"
 
 /* ---- activity ---- */
@@ -190,19 +191,12 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 
 	memset(out, 0, sizeof(*out));
 	if (!region) {
-		/* the most repeated top-level range name; ties go to the earliest */
-		if (kj_db_prepare(db,
-				  "SELECT name, count(*) c, min(start_ns) f FROM nvtx_range"
-				  " WHERE depth = 0 AND name IS NOT NULL AND start_ns IS NOT NULL"
-				  " GROUP BY name ORDER BY c DESC, f ASC LIMIT 1",
-				  &st))
-			return KJ_EDB;
-		if (sqlite3_step(st) == SQLITE_ROW)
-			snprintf(out->region, sizeof(out->region), "%s",
-				 (const char *)sqlite3_column_text(st, 0));
-		sqlite3_finalize(st);
+		if ((rc = kj_iter_default_range(db, -1, out->region, sizeof(out->region),
+						&out->chosen_by)) != 0)
+			return rc;
 	} else {
 		snprintf(out->region, sizeof(out->region), "%s", region);
+		out->chosen_by = "named";
 	}
 
 	out->v = malloc(cap * sizeof(*out->v));

@@ -537,6 +537,9 @@ int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opt
 		kj_errorf("%s: %s", dir, strerror(errno));
 		return KJ_EIO;
 	}
+	/* the range the run was told is every analysis' iteration (kj_iterations.h) */
+	if (opts && opts->iteration_range && kj_db_meta_set(db, "iteration_range", opts->iteration_range))
+		first = KJ_EDB;
 	for (int i = 0; i < n; i++) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);

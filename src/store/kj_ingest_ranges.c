@@ -16,6 +16,7 @@
 #include "kj_cubin.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_iterations.h"
 #include "kj_kernel_class.h"
 
 static int cmp_marker(const void *a, const void *b)
@@ -156,15 +157,10 @@ int ing_put_iteration(struct ingest *in)
 	 * iteration by number, and the workers of one job would each keep the same number. */
 	if (kj_db_has_row(in->db, "SELECT 1 FROM sequence_op LIMIT 1"))
 		return 0;
-	if (in->opts->iteration_range) {
+	if (in->opts->iteration_range)
 		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
-	} else if (kj_db_prepare(in->db, "SELECT name FROM nvtx_range WHERE pid = ? AND depth = 0 AND"
-				 " end_ns IS NOT NULL GROUP BY name ORDER BY count(*) DESC LIMIT 1", &st) == 0) {
-		sqlite3_bind_int64(st, 1, in->pid);
-		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-			snprintf(name, sizeof(name), "%s", (const char *)sqlite3_column_text(st, 0));
-		sqlite3_finalize(st);
-	}
+	else if ((rc = kj_iter_default_range(in->db, in->pid, name, sizeof(name), NULL)) != 0)
+		return rc;
 	if (automatic) {
 		int64_t count = name[0] ? query_int(in->db, "SELECT count(*) FROM nvtx_range WHERE pid = ?1 AND"
 						    " name = ?2 AND depth = 0 AND end_ns IS NOT NULL",
