@@ -47,11 +47,15 @@ void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *un
 {
 	double H = 330, x0 = 70, y0 = 40, ph = 230, pw = W - x0 - 20, top = 0;
 	const char *names[16], *colors[16];
+	/* the scale follows the bars drawn in full (warm-up bars are clipped, marked with ^) */
+	int any_full = 0;
+	for (size_t c = 0; c < n_cols; c++)
+		any_full |= !(dim && dim[c]);
 	for (size_t c = 0; c < n_cols; c++) {
 		double s = 0;
 		for (size_t p = 0; p < n_parts; p++)
 			s += fin(v[c * n_parts + p]);
-		if (s > top)
+		if (s > top && (!any_full || !(dim && dim[c])))
 			top = s;
 	}
 	if (top <= 0)
@@ -91,6 +95,11 @@ void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *un
 		fputs("</title>", f);
 		for (size_t p = 0; p < n_parts; p++) {
 			double h = fin(v[c * n_parts + p]) / top * ph;
+			if (y - h < y0) { /* clipped at the top of the plot */
+				h = y - y0;
+				fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\">^</text>",
+					x + bw / 2, y0 - 2);
+			}
 			y -= h;
 			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>",
 				x + gap / 2, y, bw - gap > 0.3 ? bw - gap : 0.3, h, parts[p].color);

@@ -21,8 +21,9 @@ static void energy_iters(struct kj_html_ctx *x, double pred_j, int have_pred)
 	const struct kj_compare *c = x->c;
 	double W = 1100, H = 300, x0 = 70, y0 = 40, pw = W - x0 - 20, ph = 220, top = 0;
 	size_t n = c->it.n > 2000 ? 2000 : c->it.n;
+	/* the scale follows the measured iterations; a warm-up above it is clipped, marked ^ */
 	for (size_t i = 0; i < n; i++)
-		if (c->iv[i].energy_ok)
+		if (c->iv[i].energy_ok && !c->iv[i].skipped)
 			top = fmax(top, (c->iv[i].energy_measured_mj + c->iv[i].energy_unc_mj) / 1000);
 	if (have_pred)
 		top = fmax(top, pred_j);
@@ -33,7 +34,7 @@ static void energy_iters(struct kj_html_ctx *x, double pred_j, int have_pred)
 	fprintf(f, "<svg class=\"kj-chart\" id=\"chart-energy-iter\" xmlns=\"http://www.w3.org/2000/svg\""
 		   " width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-size=\"11\" font-family=\"sans-serif\">\n"
 		   "<text x=\"4\" y=\"14\" font-size=\"13\" font-weight=\"600\">Energy per iteration (J): measured with its"
-		   " uncertainty (NVML counter edges); dashed: predicted mean</text>\n",
+		   " uncertainty (NVML counter edges); dashed: predicted mean; ^: warm-up above the scale</text>\n",
 		W, H, W, H);
 	for (double t = 0; t <= top * 1.0001; t += step) {
 		double y = y0 + ph - t / top * ph;
@@ -49,12 +50,14 @@ static void energy_iters(struct kj_html_ctx *x, double pred_j, int have_pred)
 		if (!it->energy_ok)
 			continue;
 		double e = it->energy_measured_mj / 1000, u = it->energy_unc_mj / 1000, cx = x0 + bw * ((double)i + 0.5);
-		double ya = y0 + ph - fmin(e + u, top) / top * ph, yb = y0 + ph - fmax(e - u, 0) / top * ph;
+		double ya = y0 + ph - fmin(e + u, top) / top * ph, yb = y0 + ph - fmin(fmax(e - u, 0), top) / top * ph;
+		if (e > top)
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"9\">^</text>", cx, y0 - 2);
 		fprintf(f, "<g class=\"hov\"%s><title>#%zu%s: %.3f ± %.3f J</title>"
 			   "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#9aa5b8\"/>"
 			   "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#c0392b\"/></g>\n",
 			it->skipped ? " opacity=\"0.4\"" : "", i, it->skipped ? " (warm-up)" : "", e, u, cx, cx,
-			ya, yb, cx, y0 + ph - e / top * ph);
+			ya, yb, cx, y0 + ph - fmin(e, top) / top * ph);
 	}
 	if (have_pred) {
 		double y = y0 + ph - pred_j / top * ph;
@@ -106,7 +109,7 @@ void kj_html_energy(struct kj_html_ctx *x)
 	}
 	size_t idle_p = np;
 	parts[np++] = (struct kj_stack_part){"idle (power × time no kernel runs)", "#f0a8a8"};
-	if (hek || hei) {
+	if (hek) {
 		double v[2 * 16] = {0};
 		const char *lab[2] = {"measured", "predicted"};
 		v[0] = hem ? em : 0;
@@ -114,7 +117,7 @@ void kj_html_energy(struct kj_html_ctx *x)
 			kj_html_jnum(json_array_get(tiers, tix[p]), "energy_j", &v[np + p]);
 		v[np + idle_p] = hei ? ei : 0;
 		kj_chart_stacked(f, "chart-energy-split", "Energy per iteration (J): measured, and predicted = Σ kernels by tier + idle",
-				 "J", 520, parts, np, v, lab, NULL, 2);
+				 "J", 820, parts, np, v, lab, NULL, 2);
 		snprintf(cmd, sizeof(cmd), "kjoule compare %s --json  (tiers[].energy_j, energy_idle_j)", x->run);
 		kj_html_source(f, "replay_energy × launches per iteration; idle power × (wall − kernel busy)", cmd);
 	}
@@ -142,7 +145,7 @@ void kj_html_energy(struct kj_html_ctx *x)
 		kj_html_missing(f, "energy per kernel launch (the kernels' part of the prediction)", cmd);
 	}
 	if (!hipw) {
-		snprintf(cmd, sizeof(cmd), "kjoule power --idle -o %s", x->run);
+		snprintf(cmd, sizeof(cmd), "kjoule power --idle --db %s", x->run);
 		kj_html_missing(f, "idle power (the idle part of the prediction)", cmd);
 	}
 	fputs("</section>\n", f);
@@ -185,7 +188,7 @@ static void power_panel(struct kj_html_ctx *x, const char *id, const char *title
 		double a = x0 + (double)(it->start_ns - lo) / span * pw, b = x0 + (double)(it->end_ns - lo) / span * pw;
 		a = fmax(a, x0);
 		b = fmin(b, x0 + pw);
-		fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>iteration #%zu%s</title></rect>\n",
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>iteration #%zu%s</title></rect>\n",
 			a, y0, fmax(b - a, 0.4), ph,
 			(long)i == x->kept_iter ? lc[2] : it->skipped ? lc[1] : lc[0], i,
 			(long)i == x->kept_iter ? " (kept whole for replay)" : it->skipped ? " (warm-up)" : "");
@@ -281,6 +284,8 @@ int kj_html_power(struct kj_html_ctx *x)
 		hi = s[i].t_ns > hi ? s[i].t_ns : hi;
 	}
 	for (size_t i = 0; i < c->it.n; i++) {
+		if (c->iv[i].skipped)
+			continue;
 		ilo = c->iv[i].start_ns < ilo ? c->iv[i].start_ns : ilo;
 		ihi = c->iv[i].end_ns > ihi ? c->iv[i].end_ns : ihi;
 	}
@@ -289,7 +294,7 @@ int kj_html_power(struct kj_html_ctx *x)
 	power_panel(x, "chart-power-run", "Power over the whole run (W), iterations shaded", s, n, lo, hi, top);
 	if (c->it.n && !c->it.whole_run && ihi > ilo) {
 		int64_t pad = (ihi - ilo) / 20 + 1;
-		power_panel(x, "chart-power-iters", "Power during the iterations (W)", s, n, ilo - pad, ihi + pad, top);
+		power_panel(x, "chart-power-iters", "Power during the measured iterations (W)", s, n, ilo - pad, ihi + pad, top);
 	}
 	snprintf(cmd, sizeof(cmd), "kjoule timeline %s --format chrome  (power counter track)", x->run);
 	kj_html_source(f, "power_sample (NVML power readings, every sample; min/max per pixel column)", cmd);

@@ -72,7 +72,7 @@ void kj_html_page_begin(FILE *f, const char *title)
 	      "table{border-collapse:collapse;font-size:.85em;margin:6px 0}\n"
 	      "th,td{border-bottom:1px solid #e6e9f0;padding:3px 8px;text-align:right}\n"
 	      "th{background:#f1f3f7;position:sticky;top:0}\n"
-	      "td.l,th.l{text-align:left}td.name{max-width:520px;overflow-wrap:anywhere;text-align:left}\n"
+	      "td.l,th.l{text-align:left}td.name{min-width:300px;max-width:460px;overflow-wrap:anywhere;text-align:left;font-family:ui-monospace,monospace;font-size:.9em}\n"
 	      "table.sortable th{cursor:pointer}table.sortable th:hover{background:#e2e7f1}\n"
 	      "svg.kj-chart{max-width:100%;height:auto;display:block;margin:6px 0}\n"
 	      "svg .hov:hover{opacity:.7}\n"
