@@ -82,6 +82,8 @@ void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *un
 	int every = bw >= 22 ? 1 : (int)ceil(22 / bw);
 	for (size_t c = 0; c < n_cols; c++) {
 		double x = x0 + bw * (double)c, y = y0 + ph, gap = bw > 4 ? bw * 0.15 : 0;
+		if (bw - gap > 90) /* few bars: keep them bar-shaped */
+			gap = bw - 90;
 		fprintf(f, "<g class=\"hov\"%s><title>", dim && dim[c] ? " opacity=\"0.45\"" : "");
 		kj_html_esc(f, label[c]);
 		for (size_t p = 0; p < n_parts; p++) {
