@@ -17,6 +17,8 @@
 #define C_BUSY "#2f5d9e"
 #define C_IDLE "#f0a8a8"
 #define C_HOST "#b8bec9"
+#define GANTT_MAX_BYTES (1500 * 1000) /* the page stays under 5 MB */
+#define GANTT_MAX_ACTS 8000
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -352,7 +354,7 @@ static void kernels(struct kj_html_ctx *x)
 	}
 	/* scatter of replayed against traced per launch */
 	size_t np = 0;
-	for (size_t i = 0; i < n && np < 4000; i++) {
+	for (size_t i = 0; i < n && np < 2000; i++) {
 		json_t *o = json_array_get(top, i);
 		double t = num(o, "measured_mean_us");
 		if (num(o, "replay_warm_us") > 0 && t > 0)
@@ -450,36 +452,54 @@ out:
 	free(pts);
 }
 
+/* The gantt of the kept iteration (else the first measured) as timeline's SVG writer draws it,
+ * unless it holds more than GANTT_MAX_ACTS activities or draws bigger than GANTT_MAX_BYTES: then a
+ * note with the command that draws it on its own. */
 static void gantt(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
+	const struct kj_compare *c = x->c;
 	char *buf = NULL;
-	size_t len = 0;
-	char args[64] = "--format svg";
-	FILE *m = open_memstream(&buf, &len);
+	size_t len = 0, sel = 0;
+	char args[64] = "--format svg", what[200], how[1400];
 	struct kj_timeline_opts to = {.format = KJ_TL_SVG, .iteration = x->kept_iter, .region = x->o->region,
 				      .width = 1400, .quiet = 1, .run_path = x->run};
 	fputs("<section id=\"gantt\"><h2>", f);
 	fputs(x->kept_iter >= 0 ? "The kept iteration on the GPU" : "The first measured iteration on the GPU", f);
 	fputs("</h2>\n", f);
-	if (x->kept_iter >= 0)
+	if (x->kept_iter >= 0) {
 		snprintf(args, sizeof(args), "--format svg --iteration %ld", x->kept_iter);
-	int rc = m ? kj_timeline_write(x->db, &to, m) : KJ_ENOMEM;
-	if (m)
-		fclose(m);
-	if (rc || !buf || !len) {
+		sel = (size_t)x->kept_iter;
+	} else {
+		while (sel + 1 < c->it.n && c->iv[sel].skipped)
+			sel++;
+	}
+	int64_t acts = c->it.n ? c->iv[sel].n_kernels + c->iv[sel].n_copies + c->iv[sel].n_memsets : 0;
+	int rc = KJ_ENOMEM;
+	if (acts <= GANTT_MAX_ACTS) {
+		FILE *m = open_memstream(&buf, &len);
+		if (m) {
+			rc = kj_timeline_write(x->db, &to, m);
+			fclose(m);
+		}
+	}
+	snprintf(how, sizeof(how), "kjoule timeline %s %s -o gantt.svg (or --from T --to T for a window,"
+		 " --format chrome for Perfetto)", x->run, args);
+	char *svg = buf && !rc ? strstr(buf, "<svg") : NULL;
+	if (acts > GANTT_MAX_ACTS || len > GANTT_MAX_BYTES) {
+		snprintf(what, sizeof(what), "the gantt here: the iteration holds %lld GPU activities, too many"
+			 " to draw in this page", (long long)acts);
+		kj_html_missing(f, what, how);
+	} else if (!svg) {
 		kj_html_missing(f, "a gantt of one iteration: the iteration holds no GPU work", NULL);
 	} else {
-		char *s = strstr(buf, "<svg");
-		fputs("<div class=\"gantt\">", f);
 		/* the SVG element gets the chart class so the self-check sees it */
-		if (s) {
-			fputs("<svg class=\"kj-chart\" id=\"chart-gantt\"", f);
-			fputs(s + 4, f);
-		}
+		fputs("<div class=\"gantt\"><svg class=\"kj-chart\" id=\"chart-gantt\"", f);
+		fputs(svg + 4, f);
 		fputs("</div>\n", f);
+		kj_html_source(f, "kernel, memcpy, memset, nvtx_range; colours by tier, pink: GPU idle; hover a bar"
+			       " for its name", cmdf(x, "timeline", args));
 	}
-	kj_html_source(f, "kernel, memcpy, memset, nvtx_range; colours by tier, pink: GPU idle; hover a bar for its name", cmdf(x, "timeline", args));
 	fputs("</section>\n", f);
 	free(buf);
 }

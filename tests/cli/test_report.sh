@@ -77,6 +77,15 @@ rows=$(sed -n '/id="kernel-table"/,/<\/table>/p' "$T/it.html" | grep -c '^<tr><t
 [ "$rows" = 3 ] || fail "--rows 3 gave $rows rows"
 need "$T/it.html" "The table shows the 3 kernels with the most time; the other 9 take"
 
+# one iteration of 20,000 kernels: no gantt in the page (it would outgrow it), the command instead
+$GEN -o "$T/wide.kjdb" --kernels 20000 --nvtx 0 --power 0 >/dev/null
+expect 0 "$KJ" report "$T/wide.kjdb" -o "$T/wide.html" --quiet
+page_ok "$T/wide.html"
+need "$T/wide.html" "the iteration holds 200[0-9][0-9] GPU activities, too many to draw"
+need "$T/wide.html" "kjoule timeline $T/wide.kjdb --format svg -o gantt.svg"
+lack "$T/wide.html" 'id="chart-gantt"'
+[ "$(stat -c %s "$T/wide.html")" -lt 1000000 ] || fail "wide run's page over 1 MB"
+
 # no kernels at all: still a page, which says so
 $GEN -o "$T/empty.kjdb" --kernels 0 >/dev/null
 expect 0 "$KJ" report "$T/empty.kjdb" -o "$T/empty.html" --quiet
