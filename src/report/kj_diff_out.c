@@ -155,11 +155,11 @@ int kj_diff_html(const json_t *d, FILE *f)
 	for (size_t i = 0; i < lim; i++) {
 		json_t *o = json_array_get(k, i);
 		const char *m = js(o, "match");
-		fprintf(f, "<tr><td class=\"l\">%s</td><td class=\"name\">",
+		fprintf(f, "<tr><td class=\"l\">%s</td>",
 			json_is_true(json_object_get(o, "significant")) ? "<b>changed</b>"
 			: !strcmp(m, "only_a") ? "only in A" : !strcmp(m, "only_b") ? "only in B" : "");
-		kj_html_esc(f, js(o, "key"));
-		fputs("</td><td class=\"l\">", f);
+		kj_html_name_cell(f, js(o, "key"));
+		fputs("<td class=\"l\">", f);
 		kj_html_esc(f, m);
 		fputs("</td>", f);
 		hnum(f, o, "a_count", 1);

@@ -22,6 +22,8 @@ void kj_html_page_begin(FILE *f, const char *title);
 void kj_html_page_end(FILE *f);
 /** @brief A note box saying what is missing and the command that gets it (cmd may be NULL). */
 void kj_html_missing(FILE *f, const char *what, const char *cmd);
+/** @brief A table cell with a kernel name: cut to 110 characters, the whole name on hover. */
+void kj_html_name_cell(FILE *f, const char *name);
 /** @brief "Source: table … — re-create: cmd" line under a chart. */
 void kj_html_source(FILE *f, const char *tables, const char *cmd);
 

@@ -76,10 +76,10 @@ void kj_html_page_begin(FILE *f, const char *title)
 	      "table.sortable th{cursor:pointer}table.sortable th:hover{background:#e2e7f1}\n"
 	      "svg.kj-chart{max-width:100%;height:auto;display:block;margin:6px 0}\n"
 	      "svg .hov:hover{opacity:.7}\n"
-	      ".gantt{overflow-x:auto;border:1px solid #e6e9f0}\n"
+	      ".gantt{overflow-x:auto;border:1px solid #e6e9f0}.scroll{max-height:640px;overflow:auto}\n"
 	      ".twocol{display:flex;flex-wrap:wrap;gap:24px}.twocol>div{flex:1 1 520px}\n"
 	      "#kj-selfcheck{font-size:.75em;color:#8a93a6}\n"
-	      "@media print{body{max-width:none}.gantt{overflow:visible}section{break-inside:avoid}"
+	      "@media print{body{max-width:none}.gantt,.scroll{overflow:visible;max-height:none}section{break-inside:avoid}"
 	      "th{position:static}}\n"
 	      "</style></head><body>\n",
 	      f);
@@ -141,4 +141,21 @@ void kj_html_source(FILE *f, const char *tables, const char *cmd)
 		fputs("</code>", f);
 	}
 	fputs("</p>\n", f);
+}
+
+void kj_html_name_cell(FILE *f, const char *name)
+{
+	const char *nm = name ? name : "?";
+	fputs("<td class=\"name\" title=\"", f);
+	kj_html_esc(f, nm);
+	fputs("\">", f);
+	if (strlen(nm) > 110) { /* long template names: the start here, all of it on hover */
+		char cut[112];
+		snprintf(cut, sizeof(cut), "%.107s", nm);
+		kj_html_esc(f, cut);
+		fputs("…", f);
+	} else {
+		kj_html_esc(f, nm);
+	}
+	fputs("</td>", f);
 }

@@ -391,7 +391,7 @@ static void kernels(struct kj_html_ctx *x)
 	/* the table */
 	size_t lim = x->o->max_table_rows > 0 ? (size_t)x->o->max_table_rows : 300, shown = n < lim ? n : lim;
 	fprintf(f, "<h3>Unique kernels launched in the measured iterations (%zu; click a header to sort)</h3>\n", n);
-	fputs("<div style=\"max-height:640px;overflow:auto\"><table class=\"kj-table sortable\" id=\"kernel-table\"><thead><tr>"
+	fputs("<div class=\"scroll\"><table class=\"kj-table sortable\" id=\"kernel-table\"><thead><tr>"
 	      "<th>#</th><th class=\"l\">kernel</th><th class=\"l\">tier</th><th>launches / iter</th>"
 	      "<th>traced µs / iter</th><th>traced µs / launch</th><th>warm µs</th><th>cold µs</th>"
 	      "<th>in-seq µs</th><th>predicted µs / iter</th><th>mJ / launch</th><th>mJ / iter</th>"
@@ -399,19 +399,9 @@ static void kernels(struct kj_html_ctx *x)
 	for (size_t i = 0; i < shown; i++) {
 		json_t *o = json_array_get(top, i);
 		double e = num(o, "energy_mj_per_launch");
-		const char *nm = jstr(o, "name") ? jstr(o, "name") : "?";
-		fprintf(f, "<tr><td data-v=\"%zu\">%zu</td><td class=\"name\" title=\"", i + 1, i + 1);
-		kj_html_esc(f, nm);
-		fputs("\">", f);
-		if (strlen(nm) > 110) { /* long template names: the start here, all of it on hover */
-			char cut[112];
-			snprintf(cut, sizeof(cut), "%.107s", nm);
-			kj_html_esc(f, cut);
-			fputs("…", f);
-		} else {
-			kj_html_esc(f, nm);
-		}
-		fputs("</td><td class=\"l\">", f);
+		fprintf(f, "<tr><td data-v=\"%zu\">%zu</td>", i + 1, i + 1);
+		kj_html_name_cell(f, jstr(o, "name"));
+		fputs("<td class=\"l\">", f);
 		kj_html_esc(f, jstr(o, "tier") ? jstr(o, "tier") : "?");
 		fputs("</td>", f);
 		td_num(f, o, "count_per_iteration", 1);
