@@ -18,7 +18,8 @@ chrome() {
 load() {
 	local page=$1 name=$2
 	chrome --dump-dom "file://$page" >"$T/$name.dom" 2>"$T/$name.log" || fail "$name: chromium failed ($(tail -2 "$T/$name.log"))"
-	grep -q 'KJ_SELFCHECK_OK' "$T/$name.dom" || fail "$name: self-check: $(grep -o 'KJ_SELFCHECK[^<]*' "$T/$name.dom" || echo 'did not run')"
+	grep -q '<p id="kj-selfcheck">KJ_SELFCHECK_OK charts=[0-9]' "$T/$name.dom" ||
+		fail "$name: self-check: $(grep -o 'id="kj-selfcheck">[^<]*' "$T/$name.dom" || echo 'no result')"
 	grep -E 'CONSOLE|Uncaught' "$T/$name.log" && fail "$name: console message or script error"
 	chrome --screenshot="$OUTDIR/$name.png" --window-size=1280,7000 --hide-scrollbars "file://$page" \
 		>/dev/null 2>>"$T/$name.log"
@@ -27,7 +28,7 @@ load() {
 
 expect 0 "$KJ" report "$SRC/examples/runs/bloom560m.kjdb" -o "$OUTDIR/bloom560m.html"
 load "$OUTDIR/bloom560m.html" bloom560m
-charts=$(grep -o 'KJ_SELFCHECK_OK charts=[0-9]* tables=[0-9]*' "$T/bloom560m.dom")
+charts=$(grep -o '>KJ_SELFCHECK_OK charts=[0-9]* tables=[0-9]*' "$T/bloom560m.dom")
 echo "$charts"
 n=$(echo "$charts" | sed 's/.*charts=\([0-9]*\).*/\1/')
 [ "${n:-0}" -ge 9 ] || fail "bloom560m: $n charts, want >= 9"
