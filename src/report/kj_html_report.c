@@ -49,6 +49,8 @@ static const char *cmdf(const struct kj_html_ctx *x, const char *sub, const char
 	return buf;
 }
 
+/* run facts from `kjoule info` (command, GPU, start, duration, end, iterations, counts) and the
+ * union of what info and compare say was not captured */
 static void header(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -133,6 +135,7 @@ static void header(struct kj_html_ctx *x)
 	fputs("</header>\n", f);
 }
 
+/* the cards: compare's means per measured iteration, "not measured" where null */
 static void summary(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -165,6 +168,8 @@ static void summary(struct kj_html_ctx *x)
 	fputs("</section>\n", f);
 }
 
+/* one stacked bar per iteration (busy / idle / host only, which sum to its wall) and the mean,
+ * then the replay-derived figures with their share of the wall and notes for absent replays */
 static void decomposition(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -301,6 +306,8 @@ static void td_num(FILE *f, const json_t *o, const char *k, int prec)
 	fputs("</td>", f);
 }
 
+/* top kernels by time and by energy, the replayed-vs-traced scatter, compare's disagreements,
+ * and the sortable table of max_table_rows kernels with a line summarising the rest */
 static void kernels(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -494,6 +501,7 @@ static void gantt(struct kj_html_ctx *x)
 	free(buf);
 }
 
+/* compare's nested NVTX regions, 300 rows at most */
 static void regions(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -526,6 +534,7 @@ static void regions(struct kj_html_ctx *x)
 	fputs("</section>\n", f);
 }
 
+/* kj_api_story's stages, API calls by time (runs traced with --api) and longest GPU idle gaps */
 static void api_story(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
