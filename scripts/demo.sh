@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job. With a GPU: trace the BLOOM-560M example, replay its kernels, compare.
-# Without one: the analysis of the real example run shipped in the repo.
+# Without one: the analysis of the real example run shipped in the repo. Both end with the HTML
+# report of the shipped run (and of the fresh run) beside the kjoule binary.
 set -euo pipefail
 kj=${1:-build/kjoule}
 run=${2:-examples/runs/bloom560m.kjdb}
@@ -13,3 +14,11 @@ fi
 echo "== kjoule info $run"; "$kj" info "$run"
 echo; echo "== kjoule kernels $run --top 15"; "$kj" kernels "$run" --top 15
 echo; echo "== kjoule compare $run"; "$kj" compare "$run"
+shipped=examples/runs/bloom560m.kjdb
+page=$(dirname "$kj")/bloom560m_report.html
+echo; echo "== kjoule report $shipped -o $page"; "$kj" report "$shipped" -o "$page" --quiet
+if [ "$run" != "$shipped" ]; then
+	"$kj" report "$run" -o "$(dirname "$kj")/demo_run_report.html" --quiet
+	page="$page and $(dirname "$kj")/demo_run_report.html"
+fi
+echo "the report: open $page in a browser (one file, no network needed)"

@@ -3,6 +3,7 @@
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libsqlite3-dev libjansson-dev libzstd-dev libyaml-dev
 libcmocka-dev sqlite3 python3"
+pkgs="$pkgs chromium" # headless browser of the report test (tests/cli/test_report_browser.sh)
 missing=""
 for p in $pkgs; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -172,7 +172,7 @@ static int capture_option(sqlite3 *db, const char *key)
 	return v;
 }
 
-static json_t *gather(sqlite3 *db, const char *path)
+json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 {
 	json_t *o = json_object(), *counts = json_object(), *missing = json_array();
 	char buf[8192], buf2[64];
@@ -415,7 +415,7 @@ int cmd_info(int argc, char **argv)
 	}
 	if (kj_db_open(argv[optind], 0, &db))
 		return 1;
-	o = gather(db, argv[optind]);
+	o = kj_cli_info_json(db, argv[optind]);
 	if (!o) {
 		kj_errorf("%s", kj_strerror(KJ_ENOMEM));
 		goto out;

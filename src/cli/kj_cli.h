@@ -13,9 +13,23 @@ int cmd_timeline(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_power(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* The value of --params-iteration: "auto" (KJ_ITERATION_AUTO), "none" or 0, or an instance
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */
 int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
+
+/* What `kjoule info --json` prints about a run (cmd_info.c): command, devices, counts, what was
+ * not captured, problems. Caller owns the object. */
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+json_t *kj_cli_info_json(sqlite3 *db, const char *path);
+
+/* Write path whole or not at all: write(f, ctx) fills a temporary file beside it, renamed over
+ * path when write returns 0 and every byte reached the disk (kj_cli_atomic.c). Returns 0 or the
+ * error (write's, or KJ_EIO with a message naming path); no temporary file is left behind. */
+int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx);
 
 #endif

@@ -19,6 +19,8 @@ static const struct kj_command commands[] = {
 	{"compare", cmd_compare, "end-to-end time and energy against the sum of the kernels"},
 	{"timeline", cmd_timeline, "Chrome/Perfetto, ASCII or SVG timelines"},
 	{"api", cmd_api, "the CUDA API-call story of a run"},
+	{"report", cmd_report, "one self-contained HTML page of a run"},
+	{"diff", cmd_diff, "two runs side by side: what changed, beyond their noise"},
 	{"power", cmd_power, "log GPU power, energy, clocks; measure idle power"},
 	{"meter", cmd_meter, "energy from an external power meter's log"},
 };

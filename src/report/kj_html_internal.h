@@ -1,0 +1,93 @@
+/* Internals of the HTML writers (report and diff pages): escaping, numbers, the page frame,
+ * and the SVG chart primitives. */
+#ifndef KJ_HTML_INTERNAL_H
+#define KJ_HTML_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- kj_html_page.c ---- */
+
+/** @brief Write s with <, >, &, " escaped. */
+void kj_html_esc(FILE *f, const char *s);
+/** @brief The number of a JSON member (integer or real) into *v; 0 when null/absent. */
+int kj_html_jnum(const json_t *o, const char *key, double *v);
+/** @brief A figure: "12,345.6 unit" with prec decimals, or "not measured" when !known or
+ *  not finite. */
+void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit);
+/** @brief The page's head (title, inline CSS, no external resource) and opening body. */
+void kj_html_page_begin(FILE *f, const char *title);
+/** @brief The sorting/hover script, the self-check, and the closing tags. */
+void kj_html_page_end(FILE *f);
+/** @brief A note box saying what is missing and the command that gets it (cmd may be NULL). */
+void kj_html_missing(FILE *f, const char *what, const char *cmd);
+/** @brief A table cell with a kernel name: cut to 110 characters, the whole name on hover. */
+void kj_html_name_cell(FILE *f, const char *name);
+/** @brief "Source: table … — re-create: cmd" line under a chart. */
+void kj_html_source(FILE *f, const char *tables, const char *cmd);
+
+/* ---- kj_html_chart.c ---- */
+
+/** One series of a stacked bar: its name and colour. */
+struct kj_stack_part {
+	const char *name, *color;
+};
+
+/**
+ * @brief Vertical stacked bars, one per column: v[col * n_parts + part] >= 0 (values not finite
+ *        are drawn as 0 and flagged in the title), width in pixels. label[col] under every bar when they fit;
+ *        dim[col] != 0 draws the bar faded (warm-up). The y axis is in unit.
+ */
+void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *unit, double width,
+		      const struct kj_stack_part *parts, size_t n_parts, const double *v,
+		      const char *const *label, const int *dim, size_t n_cols);
+
+/** One bar group of a horizontal grouped-bar chart: a label and up to 4 values (< 0: none). */
+struct kj_hbar_row {
+	const char *label;
+	double v[4];
+};
+
+/** @brief Horizontal grouped bars (one row per label, series named by names/colors). */
+void kj_chart_hbars(FILE *f, const char *id, const char *title, const char *unit,
+		    const char *const *names, const char *const *colors, size_t n_series,
+		    const struct kj_hbar_row *rows, size_t n_rows);
+
+/** One point of a scatter: x, y > 0 (log axes), a series index and a label. */
+struct kj_point {
+	double x, y;
+	int series;
+	const char *label;
+};
+
+/** @brief Log-log scatter with the y = x line and a ±25 % band; points <= 0 are left out. */
+void kj_chart_scatter(FILE *f, const char *id, const char *title, const char *xunit,
+		      const char *yunit, const char *const *series, const char *const *colors,
+		      size_t n_series, const struct kj_point *p, size_t n);
+
+/** @brief "nice" tick step for a range of length span with about n ticks. */
+double kj_chart_tick(double span, int n);
+
+/* ---- the report page (kj_html_report.c, kj_html_energy.c) ---- */
+#include <sqlite3.h>
+struct kj_compare;
+struct kj_html_opts;
+
+/** What every section of the report page reads. */
+struct kj_html_ctx {
+	FILE *f;
+	sqlite3 *db;
+	const struct kj_compare *c;
+	json_t *j;          /* kj_compare_json(c) */
+	const struct kj_html_opts *o;
+	const char *run;    /* run path as given */
+	long kept_iter;     /* 0-based instance kept whole by kjoule run, or -1 */
+};
+
+/** @brief The energy section: measured per iteration against predicted, split by tier + idle. */
+void kj_html_energy(struct kj_html_ctx *x);
+/** @brief The power-trace section (whole run and the iterations' window), iterations marked. */
+int kj_html_power(struct kj_html_ctx *x);
+
+#endif
