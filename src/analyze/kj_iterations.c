@@ -73,6 +73,8 @@ static int item_cmp(const void *a, const void *b)
 static int cand_cmp(const void *a, const void *b)
 {
 	const struct kj_iter_candidate *x = a, *y = b;
+	if (x->internal != y->internal)
+		return x->internal ? 1 : -1;
 	if (x->gpu_ns != y->gpu_ns)
 		return x->gpu_ns > y->gpu_ns ? -1 : 1;
 	if (x->instances != y->instances)

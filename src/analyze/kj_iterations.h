@@ -49,8 +49,8 @@ struct kj_iter_candidate {
 
 /**
  * @brief Every top-level range name of the run (pid >= 0: of that process only) with its closed
- *        instances and the GPU work issued inside them, most GPU work first (then most instances,
- *        then earliest). *out is malloc'ed (caller frees); *n may be 0.
+ *        instances and the GPU work issued inside them: the user's ranges before the frameworks',
+ *        each most GPU work first (then most instances). *out is malloc'ed (caller frees); *n may be 0.
  * @return 0, KJ_EDB, KJ_ENOMEM.
  */
 int kj_iter_candidates(sqlite3 *db, int64_t pid, struct kj_iter_candidate **out, size_t *n);

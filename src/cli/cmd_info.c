@@ -11,6 +11,7 @@
 
 #include "kj_cli.h"
 #include "kj_db.h"
+#include "kj_iterations.h"
 #include "kj_error.h"
 
 static void usage(FILE *f)
@@ -40,6 +41,8 @@ static const struct {
 	{"module_loads", "module_load"},
 	{"launch_params", "launch_params"},
 	{"sequence_ops", "sequence_op"},
+	{"host_calls", "host_call"},
+	{"graph_nodes", "graph_node"},
 	{"snapshots", "snapshot"},
 	{"power_samples", "power_sample"},
 	{"idle_power", "idle_power"},
@@ -49,6 +52,33 @@ static const struct {
 	{"replay_sequence", "replay_sequence"},
 	{"problems", "problem"},
 };
+
+/* The iteration the analyses use and every candidate range, so the choice is visible. */
+static json_t *iteration_json(sqlite3 *db)
+{
+	struct kj_iter_candidate *c = NULL;
+	size_t n = 0;
+	char name[256];
+	const char *why = NULL;
+	json_t *o = json_object(), *a = json_array();
+	if (kj_iter_default_range(db, -1, name, sizeof(name), &why) == 0) {
+		json_object_set_new(o, "range", name[0] ? json_string(name) : json_null());
+		json_object_set_new(o, "chosen_by", json_string(why));
+	}
+	if (kj_iter_candidates(db, -1, &c, &n) == 0)
+		for (size_t i = 0; i < n; i++) {
+			json_t *r = json_object();
+			json_object_set_new(r, "name", json_string(c[i].name));
+			json_object_set_new(r, "domain", c[i].domain[0] ? json_string(c[i].domain) : json_null());
+			json_object_set_new(r, "instances", json_integer(c[i].instances));
+			json_object_set_new(r, "gpu_ms", json_real((double)c[i].gpu_ns / 1e6));
+			json_object_set_new(r, "framework", json_boolean(c[i].internal));
+			json_array_append_new(a, r);
+		}
+	free(c);
+	json_object_set_new(o, "candidates", a);
+	return o;
+}
 
 static json_t *meta_json(sqlite3 *db, const char *key)
 {
@@ -235,6 +265,9 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	json_object_set_new(o, "counts", counts);
 	json_object_set_new(o, "gpu_first_start_ns", scalar_json(db, "SELECT min(start_ns) FROM gpu_activity"));
 	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, "SELECT max(end_ns) FROM gpu_activity"));
+	json_object_set_new(o, "graph_launches",
+			    scalar_json(db, "SELECT count(*) FROM host_call WHERE op = 'graph_launch'"));
+	json_object_set_new(o, "iteration", iteration_json(db));
 	json_object_set_new(o, "kept_iteration", meta_json(db, "params_iteration"));
 	json_object_set_new(o, "kept_iteration_pid", meta_json(db, "params_iteration_pid"));
 
@@ -363,6 +396,29 @@ static void print_text(json_t *o)
 	if (iv(o, "gpu_first_start_ns") >= 0 && iv(o, "gpu_last_end_ns") >= iv(o, "gpu_first_start_ns"))
 		printf("  %-16s %.3f ms (first GPU activity to last)\n", "gpu_span",
 		       (double)(iv(o, "gpu_last_end_ns") - iv(o, "gpu_first_start_ns")) / 1e6);
+	{
+		json_t *it = json_object_get(o, "iteration"), *c;
+		size_t k;
+		if (sv(it, "range"))
+			printf("  %-16s '%s' (%s)\n", "iteration", sv(it, "range"), sv(it, "chosen_by"));
+		else
+			printf("  %-16s none: the whole run is one (%s)\n", "iteration",
+			       sv(it, "chosen_by") ? sv(it, "chosen_by") : "?");
+		json_array_foreach(json_object_get(it, "candidates"), k, c)
+		{
+			if (k == 8) {
+				printf("  %-16s ... %zu more (info --json lists them all)\n", "",
+				       json_array_size(json_object_get(it, "candidates")) - 8);
+				break;
+			}
+			printf("  %-16s %-40.40s %6" PRId64 " instances %10.3f ms GPU%s\n", k ? "" : "candidates",
+			       sv(c, "name"), iv(c, "instances"), json_real_value(json_object_get(c, "gpu_ms")),
+			       json_is_true(json_object_get(c, "framework")) ? "  (framework's own: only when named)" : "");
+		}
+	}
+	if (iv(o, "graph_launches") > 0)
+		printf("  %-16s %" PRId64 " (GPU work attributed to the call that launched it)\n",
+		       "graph_launches", iv(o, "graph_launches"));
 	if (sv(o, "kept_iteration"))
 		printf("  %-16s %s%s%s (every launch's parameters, in order, for replay --sequence)\n",
 		       "kept_iteration", sv(o, "kept_iteration"), sv(o, "kept_iteration_pid") ? " of pid " : "",

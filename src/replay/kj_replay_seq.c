@@ -51,14 +51,30 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 	out->copies = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
 	out->memsets = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
 	out->events = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
-	out->traced_busy_ns = q_i64(db,
-		"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-		" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-		" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
-	out->traced_span_ns = q_i64(db,
-		"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
-		" JOIN sequence_op s ON s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)"
-		" WHERE s.iteration = ?1)", iteration, 0);
+	/* graph kernels share their graph launch's correlation: sequence ops name their kernel row
+	 * (kernel_id) in runs recorded since graphs were; older runs join by correlation */
+	if (kj_db_has_column(db, "sequence_op", "kernel_id")) {
+		out->traced_busy_ns = q_i64(db,
+			"SELECT sum(k.end_ns - k.start_ns) FROM sequence_op s JOIN kernel k"
+			" ON k.id = s.kernel_id WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NOT NULL",
+			iteration, 0) + q_i64(db,
+			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
+			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
+			" WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NULL", iteration, 0);
+		out->traced_span_ns = q_i64(db,
+			"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
+			" WHERE EXISTS (SELECT 1 FROM sequence_op s WHERE s.iteration = ?1 AND"
+			" s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)))", iteration, 0);
+	} else {
+		out->traced_busy_ns = q_i64(db,
+			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
+			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
+			" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
+		out->traced_span_ns = q_i64(db,
+			"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
+			" JOIN sequence_op s ON s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)"
+			" WHERE s.iteration = ?1)", iteration, 0);
+	}
 	return 0;
 }
 

@@ -65,6 +65,9 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_CLOCK] = "INSERT INTO clock_sync(pid, trace_ns, monotonic_ns, realtime_ns) VALUES(?,?,?,?)",
 	[S_HOSTCALL] = "INSERT INTO host_call(pid, tid, op, correlation_id, start_ns, end_ns, status,"
 		       " graph_id, graph_exec_id) VALUES(?,?,?,?,?,?,?,?,?)",
+	[S_GNODE] = "INSERT OR REPLACE INTO graph_node(pid, graph_id, node_id, parent_node_id, type,"
+		    " correlation_id) VALUES(?,?,?,?,?,?)",
+	[S_GEDGE] = "INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id) VALUES(?,?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
 };
@@ -262,8 +265,8 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				const struct kj_rec_graphnode *g = r;
 				if (g->original_node_id)
 					rc = kj_map_put(in->clones, g->node_id, g->original_node_id);
-				else
-					rc = kj_map_put(in->nodes, g->node_id, g->correlation);
+				else if ((rc = kj_map_put(in->nodes, g->node_id, g->correlation)) == 0)
+					rc = kj_map_put(in->node_corrs, g->correlation, 1);
 			}
 			break;
 		case KJ_REC_PROCESS: /* written by walk_process() */
@@ -310,6 +313,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = add_issue(in, r);
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_issue))
 				rc = ing_put_issue(in, r);
+			break;
+		case KJ_REC_GRAPH_NODE:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_graph_node))
+				rc = ing_put_graph_node(in, r);
 			break;
 		case KJ_REC_SEQOP:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_seqop))
@@ -415,6 +422,7 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
+	kj_map_free(in->node_corrs);
 	kj_map_free(in->uniques);
 	kj_map_free(in->devices);
 	kj_map_free(in->allocs);
@@ -478,7 +486,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.group_index = kj_map_new();
 	in.mset_index = kj_map_new();
 	in.issue_index = kj_map_new();
-	if (!in.issue_index || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
+	in.node_corrs = kj_map_new();
+	if (!in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
 	    !in.group_index || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;

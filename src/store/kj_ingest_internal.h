@@ -15,7 +15,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_COUNT
 };
 
 struct launch_info {
@@ -67,6 +67,7 @@ struct ingest {
 	struct kj_map *corr;    /* correlation -> index into launches */
 	struct kj_map *nodes;   /* graph node id -> correlation of the launch that made it */
 	struct kj_map *clones;  /* cloned node id -> original node id */
+	struct kj_map *node_corrs; /* correlation of a launch that made a graph node -> 1 */
 	struct kj_map *uniques; /* key -> unique_kernel.id */
 	struct kj_map *devices; /* ordinal -> device.id */
 	struct kj_map *allocs;  /* address -> open allocation row */
@@ -115,6 +116,10 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
 int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k);
 int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
+int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);
+/** The launch that describes a graph node (its stream-capture launch, or the node's own
+ *  parameters read at instantiation), following clones; NULL when unknown. */
+const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);
 /** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
 const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);

@@ -139,6 +139,59 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *
 	return v;
 }
 
+/* The kernels of the graph launches made inside [start, end], in the order they ran, as sequence
+ * ops of iteration n: each with the parameters of the launch that describes its node (stream
+ * capture, or the node itself at instantiation) and the stream it ran on. */
+static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t end, int64_t *seq,
+			      int64_t *min_corr, int64_t *max_corr)
+{
+	sqlite3_stmt *k = NULL, *ins = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < in->nissues && !rc; i++) {
+		const struct kj_rec_issue *g = &in->issues[i];
+		if (g->op != KJ_ISSUE_GRAPH_LAUNCH || g->start_ns < start || g->start_ns > end)
+			continue;
+		if (!k && (kj_db_prepare(in->db, "SELECT id, graph_node_id, stream_id FROM kernel WHERE pid = ?1"
+					 " AND correlation_id = ?2 AND graph_node_id IS NOT NULL"
+					 " ORDER BY start_ns, id", &k) ||
+			   kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
+					 " correlation_id, launch_params_id, kernel_id) VALUES(?,?,?,?,?,?,?,?)", &ins))) {
+			rc = KJ_EDB;
+			break;
+		}
+		sqlite3_reset(k);
+		sqlite3_bind_int64(k, 1, in->pid);
+		sqlite3_bind_int64(k, 2, g->correlation);
+		while (!rc && sqlite3_step(k) == SQLITE_ROW) {
+			const struct launch_info *l = ing_node_launch(in, (uint64_t)sqlite3_column_int64(k, 1));
+			int64_t stream = sqlite3_column_int64(k, 2), params_id = -1;
+			if (l && l->unique_id > 0 && in->groups[l->group].ref) {
+				struct launch_info on = *l;
+				on.stream = (uint32_t)stream;
+				if ((rc = ing_put_launch_params(in, &on, -1, n)) != 0)
+					break;
+				params_id = sqlite3_last_insert_rowid(in->db);
+			}
+			sqlite3_bind_int64(ins, 1, n);
+			sqlite3_bind_int64(ins, 2, (*seq)++);
+			sqlite3_bind_int64(ins, 3, in->pid);
+			sqlite3_bind_int64(ins, 4, stream);
+			sqlite3_bind_text(ins, 5, "kernel", -1, SQLITE_STATIC);
+			sqlite3_bind_int64(ins, 6, g->correlation);
+			ing_bind_opt_i64(ins, 7, params_id >= 0, params_id);
+			sqlite3_bind_int64(ins, 8, sqlite3_column_int64(k, 0));
+			rc = ing_step_done(in, ins);
+		}
+		if (g->correlation < *min_corr)
+			*min_corr = g->correlation;
+		if ((int64_t)g->correlation > *max_corr)
+			*max_corr = g->correlation;
+	}
+	sqlite3_finalize(k);
+	sqlite3_finalize(ins);
+	return rc;
+}
+
 /* --params-iteration N: every launch inside the N-th instance of the iteration range keeps its
  * parameters, and the iteration's kernels, copies and memsets become sequence_op rows in issue
  * (correlation) order, for whole-iteration replay. KJ_ITERATION_AUTO (the default) takes the
@@ -183,7 +236,12 @@ int ing_put_iteration(struct ingest *in)
 		return KJ_EDB;
 	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
 		const struct launch_info *l = &in->launches[i];
+		uint64_t made_node;
 		if (l->launch_ns < start || l->launch_ns > end)
+			continue;
+		/* a launch into a capturing stream, or a graph node read at instantiation: it made a
+		 * graph node and ran nothing itself */
+		if (kj_map_get(in->node_corrs, l->correlation, &made_node))
 			continue;
 		int has_params = in->groups[l->group].ref != NULL; /* none with --no-params */
 		if (has_params && (rc = ing_put_launch_params(in, l, -1, n)) != 0)
@@ -202,6 +260,9 @@ int ing_put_iteration(struct ingest *in)
 			max_corr = l->correlation;
 	}
 	sqlite3_finalize(st);
+	st = NULL;
+	if (!rc)
+		rc = put_graph_launches(in, n, start, end, &seq, &min_corr, &max_corr);
 	if (rc || max_corr < 0)
 		return rc;
 	/* the event records and waits made during the iteration: they order its streams */

@@ -82,23 +82,24 @@ static uint64_t geometry_key(const char *name, const struct kj_rec_kernel *k)
 
 /* The launch a kernel activity came from: its own launch, or the launch that created the graph
  * node it ran from (or the node that node was cloned from). NULL when unknown. */
-static const struct launch_info *kernel_launch(struct ingest *in, const struct kj_rec_kernel *k)
+const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node)
 {
 	uint64_t v, corr = 0;
-	if (k->graph_node_id) {
-		uint64_t node = k->graph_node_id;
-		for (int hops = 0; hops < 8 && !corr; hops++) {
-			if (kj_map_get(in->nodes, node, &v) && v)
-				corr = v;
-			else if (!kj_map_get(in->clones, node, &node))
-				break;
-		}
-		if (!corr)
-			return NULL;
-	} else {
-		corr = k->correlation;
+	for (int hops = 0; hops < 8 && !corr; hops++) {
+		if (kj_map_get(in->nodes, node, &v) && v)
+			corr = v;
+		else if (!kj_map_get(in->clones, node, &node))
+			break;
 	}
-	return kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
+	return corr && kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
+}
+
+static const struct launch_info *kernel_launch(struct ingest *in, const struct kj_rec_kernel *k)
+{
+	uint64_t v;
+	if (k->graph_node_id)
+		return ing_node_launch(in, k->graph_node_id);
+	return kj_map_get(in->corr, k->correlation, &v) ? &in->launches[v] : NULL;
 }
 
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
@@ -235,6 +236,42 @@ int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r)
 	ing_bind_opt_i64(st, 8, r->graph_id != 0, r->graph_id);
 	ing_bind_opt_i64(st, 9, r->exec_id != 0, r->exec_id);
 	return ing_step_done(in, st);
+}
+
+static const char *node_type_name(uint32_t t)
+{
+	static const char *const names[] = {"kernel", "memcpy", "memset", "host", "graph", "empty",
+					    "event_wait", "event_record", "ext_semaphore_signal",
+					    "ext_semaphore_wait", "mem_alloc", "mem_free", "batch_mem_op",
+					    "conditional"};
+	return t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
+}
+
+int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r)
+{
+	sqlite3_stmt *st = in->st[S_GNODE];
+	const uint64_t *deps = (const uint64_t *)(r + 1);
+	uint32_t nd = r->ndeps;
+	int rc;
+	if (sizeof(*r) + (size_t)nd * sizeof(*deps) > r->h.size)
+		nd = (uint32_t)((r->h.size - sizeof(*r)) / sizeof(*deps)); /* a cut record: keep what is whole */
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, r->graph_id);
+	sqlite3_bind_int64(st, 3, (int64_t)r->node_id);
+	ing_bind_opt_i64(st, 4, r->parent_node != 0, (int64_t)r->parent_node);
+	sqlite3_bind_text(st, 5, node_type_name(r->type), -1, SQLITE_STATIC);
+	ing_bind_opt_i64(st, 6, r->correlation != 0, r->correlation);
+	if ((rc = ing_step_done(in, st)) != 0)
+		return rc;
+	st = in->st[S_GEDGE];
+	for (uint32_t d = 0; d < nd && !rc; d++) {
+		sqlite3_bind_int64(st, 1, in->pid);
+		sqlite3_bind_int64(st, 2, r->graph_id);
+		sqlite3_bind_int64(st, 3, (int64_t)deps[d]);
+		sqlite3_bind_int64(st, 4, (int64_t)r->node_id);
+		rc = ing_step_done(in, st);
+	}
+	return rc;
 }
 
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m)

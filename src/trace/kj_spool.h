@@ -35,6 +35,7 @@ enum kj_rec_type {
 	KJ_REC_SNAPSHOT,      /* device buffer contents around a launch (--snapshot) */
 	KJ_REC_MEMSET_DST,    /* where a memset wrote: CUPTI's memset activity has no address */
 	KJ_REC_ISSUE,         /* a host call that issued GPU work: graph launch, copy, memset */
+	KJ_REC_GRAPH_NODE,    /* one node of a graph being instantiated, with its dependencies */
 };
 
 struct kj_rec_hdr {
@@ -227,6 +228,20 @@ struct kj_rec_issue {
 	uint32_t op, status;        /* enum kj_issue_op; the call's CUresult */
 	uint32_t graph_id, exec_id; /* CUPTI's ids of the CUgraph and CUgraphExec (0: unknown) */
 	uint32_t cbid, pad;
+};
+
+/* One node of a graph as it was instantiated (read from the CUgraph in cuGraphInstantiate*):
+ * graph_id is CUPTI's id of the graph (child graphs: their own id, parent_node their node in the
+ * parent). Kernel nodes that no stream-capture launch created also get a KJ_REC_LAUNCH record with
+ * correlation `correlation` (from kjoule's own range, KJ_NODE_CORRELATION_BASE up) and a
+ * KJ_REC_GRAPHNODE tying the node to it, so their parameters are captured like eager launches'. */
+#define KJ_NODE_CORRELATION_BASE 0xC0000000u
+struct kj_rec_graph_node {
+	struct kj_rec_hdr h;
+	uint64_t node_id, parent_node;
+	uint32_t graph_id, type;   /* CUgraphNodeType */
+	uint32_t correlation, ndeps; /* launch record of a kernel node (0: none); dependencies */
+	/* followed by ndeps uint64 node ids this node depends on */
 };
 
 struct kj_rec_dropped {

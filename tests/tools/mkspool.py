@@ -5,6 +5,13 @@ values and a stack-junk word, the matching kernel activity records, an allocatio
 range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
 
   mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES]
+  mkspool.py DIR --graph [--functions F] [--iters I]
+
+--graph: a graph-launched program instead. F kernels captured from a stream into a graph plus one
+kernel node added node by node; each of I iterations is an NVTX range "forward" holding one graph
+launch, and the graph's kernels run after the range has closed. Two XLA-like ranges
+("XlaModule:..." in domain TSL, on another thread) enclose each graph launch, so only the
+framework-range rule keeps them from being taken as the iteration.
 """
 import argparse
 import os
@@ -12,7 +19,72 @@ import struct
 
 MAGIC = 0x6C6F6F70736A6B
 (FILE, PROCESS, STRING, KERNEL, MEMCPY, MEMSET, MEMORY, MARKER, API, LAUNCH, GROUP, MODULE, DEVICE,
- CLOCK, PROBLEM, GRAPHNODE, END) = range(1, 18)
+ CLOCK, PROBLEM, GRAPHNODE, END, DROPPED, SEQOP, SNAPSHOT, MEMSET_DST, ISSUE, GRAPH_NODE) = range(1, 24)
+
+
+def kernel(t0, t1, corr, name_id, node=0, graph=0):
+    k = struct.pack("<qqQIIIIII", t0, t1, node, 0, 1, 7, corr, name_id, graph)
+    return rec(KERNEL, k + struct.pack("<3i3i3IiiI", 64, 1, 1, 256, 1, 1, 0, 0, 0, 0, 0, 32))
+
+
+def group_and_launch(group, t, corr, name_id, ptr, size):
+    layout = struct.pack("<IIIIII", 0, 8, 8, 8, 16, 8)
+    blob = struct.pack("<QQQ", ptr, size, 0)
+    head = struct.pack("<QqII", group, t, corr, name_id) + struct.pack("<9I", 64, 1, 1, 256, 1, 1, 0, 0, 0)
+    head += struct.pack("<IIIIIII", 0, 7, 2, 3, len(blob), 0, 0)
+    return [rec(GROUP, head + layout + blob), rec(LAUNCH, struct.pack("<QqIIII", group, t, corr, 7, 7, 0))]
+
+
+def issue(t0, t1, corr, op, tid=7, graph=1, exec_id=1):
+    return rec(ISSUE, struct.pack("<qqIIIIIIII", t0, t1, corr, tid, op, 0, graph, exec_id, 514, 0))
+
+
+def marker(t, mid, flags, name_id=0, domain_id=0, tid=7):
+    return rec(MARKER, struct.pack("<qIIIIII", t, mid, flags, name_id, domain_id, tid, 0))
+
+
+def graph_program(a, out, base):
+    """Records of a graph-launched program (see --graph)."""
+    f = a.functions
+    names = [f"_Z9kj_kernel{i}Pfi" for i in range(f + 1)]
+    for i, n in enumerate(names):
+        b = n.encode()
+        out.append(rec(STRING, struct.pack("<II", i + 1, len(b)) + b))
+    sid = len(names) + 1
+    fwd, xla, tsl = sid, sid + 1, sid + 2
+    for i, text in ((fwd, b"forward"), (xla, b"XlaModule:#hlo_module=step#"), (tsl, b"TSL")):
+        out.append(rec(STRING, struct.pack("<II", i, len(text)) + text))
+    t, corr = 500, 1
+    for k in range(f):  # stream capture: launches that make nodes and run nothing
+        out.extend(group_and_launch(0x1000 + k, t, corr, k + 1, base + k * 4096, 7))
+        out.append(rec(GRAPHNODE, struct.pack("<QQQ", 1000 + k, corr, 0)))
+        t += 10
+        corr += 1
+    node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
+    out.append(rec(GRAPH_NODE, struct.pack("<QQIIII", 2000, 0, 1, 0, node_corr, 1) + struct.pack("<Q", 1000)))
+    out.extend(group_and_launch(0x2000, t, node_corr, f + 1, base + 0x100000, 9))
+    out.append(rec(GRAPHNODE, struct.pack("<QQQ", 2000, node_corr, 0)))
+    out.append(issue(t, t + 50, corr, 2))  # cuGraphInstantiate
+    corr += 1
+    for k in range(f):
+        out.append(rec(GRAPHNODE, struct.pack("<QQQ", 5000 + k, 0, 1000 + k)))
+    out.append(rec(GRAPHNODE, struct.pack("<QQQ", 6000, 0, 2000)))
+    t = 100000
+    for i in range(a.iters):
+        out.append(marker(t, 2 * i + 1, 2, fwd))
+        for j in range(2):  # framework ranges around the launch, on another thread
+            out.append(marker(t + 1 + j, 1000 + 2 * i + j, 2, xla, tsl, tid=8))
+        out.append(issue(t + 10, t + 30, corr, 1))  # cuGraphLaunch
+        for j in range(2):
+            out.append(marker(t + 40 + j, 1000 + 2 * i + j, 4, tid=8))
+        out.append(marker(t + 50, 2 * i + 1, 4))
+        g0 = t + 200000  # the graph runs long after its range closed
+        for k in range(f):
+            out.append(kernel(g0 + k * 3000, g0 + k * 3000 + 2000, corr, k + 1, 5000 + k, 1))
+        out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
+        corr += 1
+        t += 1000000
+    out.append(rec(END, struct.pack("<qII", t, 0, 0)))
 
 
 def rec(t, body):
@@ -29,12 +101,23 @@ def main():
     ap.add_argument("--per-iter", type=int, default=600)
     ap.add_argument("--pid", type=int, default=4242)
     ap.add_argument("--truncate", type=int, default=0, help="cut this many bytes off the end")
+    ap.add_argument("--graph", action="store_true", help="a graph-launched program (see above)")
+    ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     base = 0x7F0000000000
     out = [rec(FILE, struct.pack("<QII", MAGIC, 2, 0))]
     text = b"/usr/bin/python3\0python3\0infer.py\0"
     out.append(rec(PROCESS, struct.pack("<qqqqII", a.pid, 1, 0, 0, len(text), 0) + text))
+    if a.graph:
+        dev = struct.pack("<IIIIQIIII", 0, 9, 0, 132, 80 << 30, 50 << 20, 1980000, 2619000, 13000)
+        dev += bytes([0xAB] + [0] * 15) + b"NVIDIA H200".ljust(128, b"\0") + b"0000:00:00.0".ljust(32, b"\0")
+        out.append(rec(DEVICE, dev))
+        out.append(rec(MEMORY, struct.pack("<qQQIIIBBBB", 1, base, 1 << 34, 0, 0, 0, 1, 3, 0, 0)))
+        graph_program(a, out, base)
+        with open(os.path.join(a.dir, f"p{a.pid}.spool"), "wb") as fh:
+            fh.write(b"".join(out))
+        return
     names = [f"_Z9kj_kernel{i}Pfi" for i in range(a.functions)]
     for i, n in enumerate(names):
         b = n.encode()

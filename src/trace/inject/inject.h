@@ -67,6 +67,22 @@ int kj_api_is_query(int runtime, uint32_t id);
 /** Correlation id of the last driver call the injection itself made on this thread. */
 uint32_t kj_last_own_correlation(void);
 
+#include <cuda.h>
+/** One kernel launch as the driver was asked for it: by a launch call, or as a graph's kernel node. */
+struct kj_launch {
+	uintptr_t f;          /* CUfunction or CUkernel */
+	uint32_t grid[3], block[3], cluster[3], shmem;
+	CUstream stream;
+	int ptsz;
+	int graph_node;       /* 1: a kernel node read from a graph (no stream, no snapshot) */
+	void **params;
+	void **extra;
+};
+/** Record a launch: its group (function + geometry) the first time, then a launch record with the
+ *  parameter words that differ from the group's. Runs on the program's thread: lookups and a
+ *  buffered append only. */
+void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l);
+
 /** This thread's id (gettid), cached per thread. */
 uint32_t kj_thread_id(void);
 
@@ -78,6 +94,14 @@ int kj_issue_enable(CUpti_SubscriberHandle sub, int on);
 int kj_issue_op(uint32_t cbid);
 /** At the call's entry, note the time; at its exit, write a KJ_REC_ISSUE record. */
 void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb);
+
+/* ---- graphs as instantiated (inject_graph.c) ---- */
+/** A node id that a launch (stream capture) already describes: instantiation leaves it alone. */
+void kj_graph_node_known(uint64_t node_id);
+/** In cuGraphInstantiate* (entry): every node of the graph, kernel nodes' parameters recorded. */
+void kj_graph_on_instantiate(const CUpti_CallbackData *cb);
+/** A KJ_REC_GRAPHNODE record: node -> the launch (correlation) that describes it. */
+void kj_put_graphnode(uint64_t node_id, uint64_t correlation);
 
 /* ---- buffer snapshots (inject_snapshot.c) ---- */
 #include <cuda.h>

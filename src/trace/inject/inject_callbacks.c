@@ -202,14 +202,6 @@ out:
 }
 
 /* ---- launches ---- */
-struct launch {
-	uintptr_t f;
-	uint32_t grid[3], block[3], cluster[3], shmem;
-	CUstream stream;
-	int ptsz;
-	void **params;
-	void **extra;
-};
 
 static __thread uint32_t tl_corr;
 static __thread uint32_t tl_tid;
@@ -224,7 +216,7 @@ static __thread uint64_t tl_node;
 static __thread int tl_in_launch;
 
 /* Copy the parameter block into blob (fi->total bytes). 0 ok, -1 unknown layout. */
-static int gather_params(const struct fninfo *fi, const struct launch *l, unsigned char *blob)
+static int gather_params(const struct fninfo *fi, const struct kj_launch *l, unsigned char *blob)
 {
 	if (l->params) {
 		for (uint32_t i = 0; i < fi->nparams; i++)
@@ -249,7 +241,7 @@ static int gather_params(const struct fninfo *fi, const struct launch *l, unsign
 	return -1;
 }
 
-static uint64_t group_id(const struct fninfo *fi, const struct launch *l)
+static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
 {
 	uint64_t h = fi->name_hash;
 	for (int i = 0; i < 3; i++) {
@@ -260,8 +252,8 @@ static uint64_t group_id(const struct fninfo *fi, const struct launch *l)
 	return mix(h, l->shmem);
 }
 
-static void put_group(const struct fninfo *fi, const struct launch *l, const struct group *g,
-		      const CUpti_CallbackData *cb, int64_t t)
+static void put_group(const struct fninfo *fi, const struct kj_launch *l, const struct group *g,
+		      uint32_t correlation, CUcontext ctx, int64_t t)
 {
 	size_t head = sizeof(struct kj_rec_group) + fi->nparams * 2 * sizeof(uint32_t);
 	struct kj_rec_group *r = calloc(1, head);
@@ -271,13 +263,13 @@ static void put_group(const struct fninfo *fi, const struct launch *l, const str
 	r->h.type = KJ_REC_GROUP;
 	r->group = g->id;
 	r->launch_ns = t;
-	r->correlation = cb->correlationId;
+	r->correlation = correlation;
 	r->name_id = fi->name_id;
 	memcpy(r->grid, l->grid, sizeof(r->grid));
 	memcpy(r->block, l->block, sizeof(r->block));
 	memcpy(r->cluster, l->cluster, sizeof(r->cluster));
 	r->shmem_dynamic = l->shmem;
-	if (cuptiGetStreamIdEx(cb->context, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
+	if (cuptiGetStreamIdEx(ctx, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
 		r->stream = sid;
 	r->handle_kind = fi->kind;
 	r->nparams = fi->nparams;
@@ -290,7 +282,7 @@ static void put_group(const struct fninfo *fi, const struct launch *l, const str
 /* Every launch: a group record the first time its function and geometry are seen, then a launch
  * record with the parameter words that differ from the group's first launch. The unique-kernel
  * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
-static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
+void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
 	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
@@ -317,17 +309,18 @@ static void on_launch(const CUpti_CallbackData *cb, const struct launch *l)
 	memset(&rec, 0, sizeof(rec));
 	rec.h.type = KJ_REC_LAUNCH;
 	rec.launch_ns = kj_now_ns();
-	rec.correlation = cb->correlationId;
+	rec.correlation = correlation;
 	rec.tid = kj_thread_id();
-	tl_corr = cb->correlationId;
+	if (!l->graph_node)
+		tl_corr = correlation;
 	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
 	if (!g)
 		goto out;
 	rec.group = g->id;
 	if (created) {
-		put_group(fi, l, g, cb, rec.launch_ns);
-		if (kj_cfg.snapshot_bytes > 0 && blob)
-			kj_snapshot_before(l->stream, cb->correlationId, blob, fi->total);
+		put_group(fi, l, g, correlation, ctx, rec.launch_ns);
+		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node)
+			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
@@ -365,7 +358,7 @@ out:
 
 static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
-	struct launch l;
+	struct kj_launch l;
 	memset(&l, 0, sizeof(l));
 	l.cluster[0] = l.cluster[1] = l.cluster[2] = 0;
 	switch (id) {
@@ -419,7 +412,7 @@ static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	default:
 		return;
 	}
-	on_launch(cb, &l);
+	kj_launch_record(cb->correlationId, cb->context, &l);
 }
 
 static void put_vmm(uint64_t ptr, uint64_t bytes, int op, uint32_t corr)
@@ -593,8 +586,17 @@ static void put_module(const CUpti_ModuleResourceData *m)
 	kj_spool_write2(&r, sizeof(r), m->pCubin, m->cubinSize);
 }
 
+static void put_graphnode(uint64_t node, uint64_t correlation, uint64_t original);
+
+void kj_put_graphnode(uint64_t node_id, uint64_t correlation)
+{
+	put_graphnode(node_id, correlation, 0);
+}
+
 static void put_graphnode(uint64_t node, uint64_t correlation, uint64_t original)
 {
+	if (correlation)
+		kj_graph_node_known(node);
 	struct kj_rec_graphnode g;
 	memset(&g, 0, sizeof(g));
 	g.h.type = KJ_REC_GRAPHNODE;

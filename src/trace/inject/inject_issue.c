@@ -90,6 +90,8 @@ void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb)
 	if (!op)
 		return;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (op == KJ_ISSUE_GRAPH_INSTANTIATE)
+			kj_graph_on_instantiate(cb);
 		tl_issue_start = kj_now_ns();
 		return;
 	}

@@ -1,0 +1,179 @@
+#define _GNU_SOURCE
+/* Graphs as the program instantiates them: every node with its kind and dependencies, child
+ * graphs followed. Kernel nodes that no stream-capture launch made (graphs built node by node, as
+ * XLA's command buffers are) get their parameters recorded here, from the node itself, as if they
+ * had been launched: so they replay alone like any eager kernel. Runs in cuGraphInstantiate*,
+ * which programs call once per graph, never per iteration. */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+/* ---- node ids already tied to a launch (stream capture) ---- */
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *known;
+static size_t known_cap, known_n;
+
+static int known_find_locked(uint64_t id, size_t *slot)
+{
+	if (!known_cap)
+		return 0;
+	size_t i = (id * 0x9E3779B97F4A7C15ull) & (known_cap - 1);
+	for (; known[i]; i = (i + 1) & (known_cap - 1))
+		if (known[i] == id)
+			return 1;
+	if (slot)
+		*slot = i;
+	return 0;
+}
+
+void kj_graph_node_known(uint64_t id)
+{
+	size_t slot = 0;
+	if (!id)
+		return;
+	pthread_mutex_lock(&known_lock);
+	if ((known_n + 1) * 2 > known_cap) {
+		size_t ncap = known_cap ? known_cap * 2 : 1024;
+		uint64_t *n = calloc(ncap, sizeof(*n));
+		if (!n)
+			goto out;
+		uint64_t *old = known;
+		size_t ocap = known_cap;
+		known = n;
+		known_cap = ncap;
+		for (size_t j = 0; j < ocap; j++)
+			if (old[j] && !known_find_locked(old[j], &slot))
+				known[slot] = old[j];
+		free(old);
+	}
+	if (!known_find_locked(id, &slot)) {
+		known[slot] = id;
+		known_n++;
+	}
+out:
+	pthread_mutex_unlock(&known_lock);
+}
+
+static int is_known(uint64_t id)
+{
+	pthread_mutex_lock(&known_lock);
+	int k = known_find_locked(id, NULL);
+	pthread_mutex_unlock(&known_lock);
+	return k;
+}
+
+static uint32_t next_corr = KJ_NODE_CORRELATION_BASE;
+
+/* A kernel node's launch, recorded from its parameters. @return its correlation, 0 if unread. */
+static uint32_t record_kernel_node(CUgraphNode node, uint64_t nid)
+{
+	CUDA_KERNEL_NODE_PARAMS p;
+	struct kj_launch l;
+	memset(&p, 0, sizeof(p));
+	if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+		return 0;
+	memset(&l, 0, sizeof(l));
+	l.f = p.func ? (uintptr_t)p.func : (uintptr_t)p.kern;
+	if (!l.f)
+		return 0;
+	l.grid[0] = p.gridDimX, l.grid[1] = p.gridDimY, l.grid[2] = p.gridDimZ;
+	l.block[0] = p.blockDimX, l.block[1] = p.blockDimY, l.block[2] = p.blockDimZ;
+	l.shmem = p.sharedMemBytes;
+	l.params = p.kernelParams;
+	l.extra = p.extra;
+	l.graph_node = 1;
+	{
+		CUlaunchAttributeValue v;
+		memset(&v, 0, sizeof(v));
+		if (cuGraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v) ==
+		    CUDA_SUCCESS) {
+			l.cluster[0] = v.clusterDim.x;
+			l.cluster[1] = v.clusterDim.y;
+			l.cluster[2] = v.clusterDim.z;
+		}
+	}
+	uint32_t corr = __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED);
+	CUcontext ctx = p.ctx;
+	if (!ctx)
+		cuCtxGetCurrent(&ctx);
+	kj_launch_record(corr, ctx, &l);
+	kj_put_graphnode(nid, corr);
+	return corr;
+}
+
+static void put_node(uint64_t nid, uint64_t parent, uint32_t gid, uint32_t type, uint32_t corr,
+		     const uint64_t *deps, uint32_t ndeps)
+{
+	struct kj_rec_graph_node r;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_GRAPH_NODE;
+	r.node_id = nid;
+	r.parent_node = parent;
+	r.graph_id = gid;
+	r.type = type;
+	r.correlation = corr;
+	r.ndeps = ndeps;
+	kj_spool_write2(&r, sizeof(r), deps, ndeps * sizeof(*deps));
+}
+
+static void walk_graph(CUgraph g, uint64_t parent, int depth)
+{
+	size_t n = 0;
+	uint32_t gid = 0;
+	CUgraphNode *nodes = NULL;
+	if (depth > 8 || cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
+		return;
+	cuptiGetGraphId(g, &gid);
+	nodes = calloc(n, sizeof(*nodes));
+	if (!nodes || cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
+		free(nodes);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+		uint64_t nid = 0, stackdeps[16], *deps = stackdeps;
+		size_t nd = 0;
+		uint32_t corr = 0;
+		CUgraphNode dn[16];
+		if (cuptiGetGraphNodeId(nodes[i], &nid) != CUPTI_SUCCESS ||
+		    cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+			continue;
+		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
+			corr = record_kernel_node(nodes[i], nid);
+		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
+			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
+			if (nd > 16)
+				deps = calloc(nd, sizeof(*deps));
+			if (dv && deps && cuGraphNodeGetDependencies(nodes[i], dv, NULL, &nd) == CUDA_SUCCESS) {
+				for (size_t d = 0; d < nd; d++)
+					if (cuptiGetGraphNodeId(dv[d], &deps[d]) != CUPTI_SUCCESS)
+						deps[d] = 0;
+			} else {
+				nd = 0;
+			}
+			if (dv != dn)
+				free(dv);
+		}
+		put_node(nid, parent, gid, (uint32_t)type, corr, deps, deps ? (uint32_t)nd : 0);
+		if (deps != stackdeps)
+			free(deps);
+		if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+			CUgraph child = NULL;
+			if (cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS && child)
+				walk_graph(child, nid, depth + 1);
+		}
+	}
+	free(nodes);
+}
+
+void kj_graph_on_instantiate(const CUpti_CallbackData *cb)
+{
+	/* every cuGraphInstantiate* form starts with (CUgraphExec *phGraphExec, CUgraph hGraph) */
+	const cuGraphInstantiateWithFlags_params *p = cb->functionParams;
+	if (cb->callbackSite != CUPTI_API_ENTER || !p || !p->hGraph)
+		return;
+	walk_graph(p->hGraph, 0, 0);
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A graph-launched program (synthetic spool, tests/tools/mkspool.py --graph): GPU work belongs to
+# the iteration whose range was open when its graph launch ran, not to the window it ran in; the
+# kept iteration holds the graph's kernels with the parameters their nodes were made with;
+# framework ranges (XLA's) are not taken as iterations; the choice is visible in info.
+# usage: test_graph.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1 src=$2
+. "$(dirname "$0")/lib.sh"
+
+python3 "$src/tests/tools/mkspool.py" "$dir/g" --graph --functions 5 --iters 6
+"$kj" ingest "$dir/g" -o "$dir/g.kjdb" 2>/dev/null; rc=$?
+check "ingest succeeds" '[ $rc -eq 0 ]'
+check "graph launches and the instantiation are host calls" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM host_call WHERE op = \"graph_launch\"")" = 6 ] &&
+	 [ "$(q "$dir/g.kjdb" "SELECT count(*) FROM host_call WHERE op = \"graph_instantiate\"")" = 1 ]'
+check "every graph kernel carries its graph launch's time" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM kernel k JOIN host_call h ON h.correlation_id = k.correlation_id
+	      WHERE k.graph_node_id IS NOT NULL AND k.launch_ns = h.start_ns")" = 36 ]'
+check "captured and node-by-node kernels are unique kernels with parameters" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(DISTINCT k.unique_id) FROM kernel k JOIN launch_params p ON p.unique_id = k.unique_id")" = 6 ]'
+check "the node-by-node graph's node and edge are recorded" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM graph_node WHERE type = \"kernel\"")" = 1 ] &&
+	 [ "$(q "$dir/g.kjdb" "SELECT count(*) FROM graph_edge WHERE from_node_id = 1000 AND to_node_id = 2000")" = 1 ]'
+check "the kept iteration is 'forward' #4 of 6" '[ "$(q "$dir/g.kjdb" "SELECT value FROM meta WHERE key = \"params_iteration\"")" = "forward#4" ]'
+check "it holds the graph's 6 kernels, each with parameters and its kernel row" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM sequence_op WHERE iteration = 4 AND op = \"kernel\" AND launch_params_id IS NOT NULL AND kernel_id IS NOT NULL")" = 6 ]'
+check "the capture-time launches (which ran nothing) are not in it" \
+	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM sequence_op")" = 6 ]'
+
+"$kj" compare "$dir/g.kjdb" --json > "$dir/c.json" 2>"$dir/c.err"; rc=$?
+check "compare succeeds" '[ $rc -eq 0 ]'
+check "compare takes 'forward' (not the XLA ranges around it) and 6 kernels per iteration" \
+	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"iterations\"][\"region\"] == \"forward\" and d[\"kernels_per_iteration\"] == 6))" "$dir/c.json"'
+check "GPU busy per iteration is the graph's kernel time (6 x 2 us)" \
+	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(abs(d[\"busy_us\"] - 12.0) > 1e-6)" "$dir/c.json"'
+"$kj" compare "$dir/g.kjdb" --region 'XlaModule:#hlo_module=step#' --json > "$dir/x.json" 2>/dev/null; rc=$?
+check "a framework range is still an iteration when named" \
+	'[ $rc -eq 0 ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d[\"iterations\"][\"region\"] != \"XlaModule:#hlo_module=step#\")" "$dir/x.json"'
+"$kj" info "$dir/g.kjdb" > "$dir/info.txt" 2>&1
+check "info shows the choice and the candidates" \
+	'grep -q "iteration *.forward. (most GPU work)" "$dir/info.txt" && grep -q "framework.s own" "$dir/info.txt" && grep -q "graph_launches *6" "$dir/info.txt"'
+"$kj" timeline "$dir/g.kjdb" --format ascii > "$dir/t.txt" 2>&1; rc=$?
+check "timeline draws a graph iteration" '[ $rc -eq 0 ] && [ -s "$dir/t.txt" ]'
+
+# the range told at run wins, and an absent one is said
+"$kj" ingest "$dir/g" -o "$dir/told.kjdb" --iteration-range 'XlaModule:#hlo_module=step#' 2>/dev/null
+check "the range told at run is the iteration for every analysis" \
+	'"$kj" info "$dir/told.kjdb" | grep -q "named at run" &&
+	 "$kj" compare "$dir/told.kjdb" --json 2>/dev/null | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)[\"iterations\"][\"region\"] != \"XlaModule:#hlo_module=step#\")"'
+"$kj" ingest "$dir/g" -o "$dir/absent.kjdb" --iteration-range nosuch 2>/dev/null
+check "a told range the run lacks is said, and the rule goes on" \
+	'"$kj" info "$dir/absent.kjdb" | grep -q "range named at run is absent"'
+exit $fail
