@@ -11,6 +11,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_kernel_class.h"
+#include "kj_kernel_waits.h"
 #include "kj_quantile.h"
 
 /* tier by name rules when the run has none stored for a kernel */
@@ -47,9 +48,60 @@ static size_t group_of(struct kj_compare *c, struct kj_imap *gmap, const struct 
 	return g;
 }
 
+/* Kernels that wait on something outside themselves (kj_kernel_waits.h): by name, by a replay far
+ * beyond their traced time, or by a replay the worker had to kill. Their replay figures are not
+ * theirs: each launch is kept in the sums at its in-situ time, and the reason is reported. */
+static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
+{
+	sqlite3_stmt *st = NULL;
+	double *traced = calloc(c->n_groups + 1, sizeof(*traced));
+	int *timed_out = calloc(c->n_groups + 1, sizeof(*timed_out));
+	char why[256];
+	if (!traced || !timed_out) {
+		free(traced);
+		free(timed_out);
+		return KJ_ENOMEM;
+	}
+	if (kj_db_prepare(db, "SELECT unique_id, avg(end_ns - start_ns) FROM kernel"
+			      " WHERE unique_id IS NOT NULL AND end_ns >= start_ns GROUP BY unique_id", &st) == 0) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+			if (g != (size_t)-1)
+				traced[g] = sqlite3_column_double(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	if (kj_db_prepare(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
+			      " AND error LIKE '%timed out%'", &st) == 0) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+			if (g != (size_t)-1)
+				timed_out[g] = 1;
+		}
+		sqlite3_finalize(st);
+	}
+	for (size_t g = 0; g < c->n_groups; g++) {
+		struct cmp_group *gr = &c->groups[g];
+		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
+		why[0] = 0;
+		if (!kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) &&
+		    !kj_kernel_waits_by_replay(traced[g], rep, timed_out[g], why, sizeof(why)) &&
+		    !(gr->seq_ns > 0 && kj_kernel_waits_by_replay(traced[g], gr->seq_ns, 0, why, sizeof(why))))
+			continue;
+		gr->waits = 1;
+		gr->waits_why = strdup(why);
+		gr->warm_ns = gr->cold_ns = gr->seq_ns = -1;
+		gr->energy_mj = -1;
+	}
+	free(traced);
+	free(timed_out);
+	return 0;
+}
+
 static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 {
 	sqlite3_stmt *st = NULL;
+	int rc;
 	if (kj_db_prepare(db, "SELECT id, name_id, tier FROM unique_kernel", &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -83,6 +135,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->n_replay_cold_rows++;
 		} else if (!strcmp(cache, "sequence")) {
 			c->groups[g].seq_ns = med;
+			c->n_replay_seq_rows++;
 		}
 	}
 	sqlite3_finalize(st);
@@ -99,6 +152,8 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		c->n_replay_energy_rows++;
 	}
 	sqlite3_finalize(st);
+	if ((rc = mark_waiters(db, c, gmap)) != 0)
+		return rc;
 	/* sequence replays: mean of the medians stored per mode */
 	c->seq_eager_ns = c->seq_graph_ns = c->seq_eager_mj = c->seq_graph_mj = -1;
 	if (kj_db_prepare(db,
@@ -558,12 +613,23 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					goto out;
 				}
 				struct cmp_group *gr = &c->groups[g];
+				if (gr->waits) { /* kept at its in-situ time in every sum the run has */
+					if (c->n_replay_warm_rows)
+						add_replayed((double)d, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
+					if (c->n_replay_cold_rows)
+						add_replayed((double)d, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
+					if (c->n_replay_seq_rows)
+						add_replayed((double)d, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
+					x->waits_ns += d;
+					x->n_waits++;
+				}
 				add_replayed(gr->warm_ns, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
 				add_replayed(gr->cold_ns, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
 				add_replayed(gr->seq_ns, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;
 					x->cov_energy++;
+					x->insitu_energy_ns += d;
 				}
 				if (!x->skipped) {
 					gr->launches++;
@@ -665,6 +731,14 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	rc = compute_energy(db, c);
 	if (rc)
 		goto out;
+	/* a waiting kernel's energy: its in-situ time at the GPU's idle power (it spins, the rest of
+	 * the chip waits) */
+	if (c->idle_w >= 0 && c->n_replay_energy_rows)
+		for (size_t i = 0; i < ni; i++) {
+			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
+			c->iv[i].cov_energy += c->iv[i].n_waits;
+			c->iv[i].insitu_energy_ns += c->iv[i].waits_ns;
+		}
 	rc = compute_regions(db, c);
 	if (rc)
 		goto out;
@@ -699,6 +773,8 @@ void kj_compare_free(struct kj_compare *c)
 	kj_smap_free(&c->region_names);
 	free(c->tier_v);
 	free(c->region_v);
+	for (size_t g = 0; g < c->n_groups; g++)
+		free(c->groups[g].waits_why);
 	free(c->groups);
 	free(c->iv);
 	free(c);

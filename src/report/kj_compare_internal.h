@@ -26,6 +26,8 @@ struct cmp_iter {
 	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
 	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
 	double energy_kernels_mj;
+	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
+	int64_t insitu_energy_ns;            /* in-situ time of the launches with an energy figure */
 	double energy_measured_mj;
 	int energy_ok;
 	double energy_unc_mj;
@@ -40,6 +42,8 @@ struct cmp_group {
 	double energy_mj;            /* < 0: no replay energy */
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
+	int waits;                   /* waits on something outside itself: not replayable alone */
+	char *waits_why;             /* why (malloc'ed), when waits */
 };
 
 struct cmp_tier {
@@ -68,7 +72,7 @@ struct kj_compare {
 	size_t region_cap;
 	int top;
 	/* what the run holds */
-	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows;
+	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows, n_replay_seq_rows;
 	double seq_eager_ns, seq_graph_ns, seq_eager_mj, seq_graph_mj; /* < 0: absent */
 	int64_t seq_eager_rows, seq_graph_rows;
 	int64_t n_power_samples, n_power_in_windows;
@@ -107,6 +111,8 @@ struct cmp_summary {
 	struct stat3 e_meas;
 	int have_meas;
 	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
+	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
+	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 };
 

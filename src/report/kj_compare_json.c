@@ -80,6 +80,26 @@ static json_t *disagreements_json(const struct kj_compare *c, const struct cmp_s
 	return arr;
 }
 
+/* Kernels not replayable alone (they wait on something outside themselves): kept at their in-situ
+ * time in every sum, with the reason. */
+static json_t *waiters_json(const struct kj_compare *c, const struct cmp_summary *s)
+{
+	json_t *arr = json_array();
+	double ni = (double)(s->n ? s->n : 1);
+	for (size_t k = 0; k < c->n_groups; k++) {
+		const struct cmp_group *g = &c->groups[k];
+		if (!g->waits || g->launches <= 0)
+			continue;
+		json_array_append_new(arr, json_pack("{s:s, s:o, s:f, s:f, s:s, s:s}", "name", cmp_group_name(c, g),
+			"unique_id", g->unique_id >= 0 ? json_integer(g->unique_id) : json_null(),
+			"launches_per_iteration", (double)g->launches / ni,
+			"in_situ_mean_us", (double)g->measured_ns / (double)g->launches * NS_US,
+			"reason", g->waits_why ? g->waits_why : "waits on something outside itself",
+			"counted_as", "its in-situ time (energy: that time at idle power)"));
+	}
+	return arr;
+}
+
 static json_t *regions_json(const struct kj_compare *c, const struct cmp_summary *s)
 {
 	json_t *arr = json_array();
@@ -183,6 +203,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_measured_mean_unc_j", cmp_num_or_null(s.e_unc_mean / 1000.0, s.have_meas));
 	json_object_set_new(o, "energy_kernels_j", cmp_num_or_null(s.e_kernels / 1000.0, s.have_kernels_e));
 	json_object_set_new(o, "energy_kernels_coverage", cmp_ratio_or_null(s.cov_energy, s.n_kernels.mean > 0));
+	json_object_set_new(o, "energy_kernels_time_coverage", cmp_ratio_or_null(s.e_kernels_time_cov, s.have_kernels_e));
+	json_object_set_new(o, "energy_kernels_extrapolated", json_boolean(s.e_extrapolated));
 	json_object_set_new(o, "energy_idle_j", cmp_num_or_null(s.e_idle / 1000.0, s.have_idle_e));
 	json_object_set_new(o, "energy_predicted_j", cmp_num_or_null(s.e_pred / 1000.0, s.have_pred));
 	json_object_set_new(o, "energy_error_pct", cmp_num_or_null(s.e_err_pct, s.have_err));
@@ -209,6 +231,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "tiers", tiers_json(c, &s));
 	json_object_set_new(o, "top_kernels", top_json(c, &s));
 	json_object_set_new(o, "replay_disagreements", disagreements_json(c, &s));
+	json_object_set_new(o, "not_replayable_alone", waiters_json(c, &s));
 	json_object_set_new(o, "regions", regions_json(c, &s));
 	json_object_set_new(o, "missing", cmp_missing_json(c, &s));
 	return o;

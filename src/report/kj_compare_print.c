@@ -119,7 +119,11 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " (min %.6f, max %.6f)\n",
 			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_unc_mean / 1000, s.e_meas.min / 1000,
 			s.e_meas.max / 1000);
-	if (s.have_kernels_e)
+	if (s.have_kernels_e && s.e_extrapolated)
+		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (extrapolated: replayed kernels hold %.1f%%"
+			   " of kernel time, %.1f%% of launches)\n",
+			s.e_kernels / 1000, 100 * s.e_kernels_time_cov, 100 * s.cov_energy);
+	else if (s.have_kernels_e)
 		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (coverage %.1f%%)\n",
 			s.e_kernels / 1000, 100 * s.cov_energy);
 	else
@@ -193,6 +197,20 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			}
 		}
 		free(dx);
+	}
+	{
+		int header = 0;
+		for (size_t k = 0; k < c->n_groups; k++) {
+			const struct cmp_group *g = &c->groups[k];
+			if (!g->waits || g->launches <= 0)
+				continue;
+			if (!header++)
+				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
+					   " time at idle power)\n  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
+			fprintf(f, "  %10.2f %8.1f  %.80s: %s\n",
+				(double)g->measured_ns / (double)g->launches * NS_US, (double)g->launches / n,
+				cmp_group_name(c, g), g->waits_why ? g->waits_why : "waits on something outside itself");
+		}
 	}
 	if (c->region_names.n) {
 		fprintf(f, "\nNVTX ranges inside the iteration (per iteration)\n  %12s %12s %10s  %s\n",

@@ -263,6 +263,23 @@ int ing_put_iteration(struct ingest *in)
 	st = NULL;
 	if (!rc)
 		rc = put_graph_launches(in, n, start, end, &seq, &min_corr, &max_corr);
+	/* every host call made inside the window (event records and waits, copy and memset calls)
+	 * widens the correlation span the window's copies and memsets are taken from */
+	for (size_t i = 0; i < in->nseqops && max_corr >= 0; i++)
+		if (in->seqops[i].t_ns >= start && in->seqops[i].t_ns <= end) {
+			if (in->seqops[i].correlation < min_corr)
+				min_corr = in->seqops[i].correlation;
+			if ((int64_t)in->seqops[i].correlation > max_corr)
+				max_corr = in->seqops[i].correlation;
+		}
+	for (size_t i = 0; i < in->nissues && max_corr >= 0; i++)
+		if (in->issues[i].start_ns >= start && in->issues[i].start_ns <= end &&
+		    in->issues[i].correlation < KJ_NODE_CORRELATION_BASE) {
+			if (in->issues[i].correlation < min_corr)
+				min_corr = in->issues[i].correlation;
+			if ((int64_t)in->issues[i].correlation > max_corr)
+				max_corr = in->issues[i].correlation;
+		}
 	if (rc || max_corr < 0)
 		return rc;
 	/* the event records and waits made during the iteration: they order its streams */

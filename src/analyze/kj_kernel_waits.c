@@ -1,0 +1,46 @@
+/* Rules for kernels that wait on something outside themselves (kj_kernel_waits.h). */
+#include "kj_kernel_waits.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int kj_kernel_waits_by_name(const char *name, char *why, size_t len)
+{
+	static const struct {
+		const char *part, *reason;
+	} known[] = {
+		{"DelayKernel", "a host-written semaphore (XLA's DelayKernel)"},
+		{"ncclKernel", "its NCCL peers on other GPUs"},
+		{"ncclDevKernel", "its NCCL peers on other GPUs"},
+		{"ncclDevFunc", "its NCCL peers on other GPUs"},
+	};
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strstr(name, known[i].part)) {
+			if (why && len)
+				snprintf(why, len, "waits on %s", known[i].reason);
+			return 1;
+		}
+	return 0;
+}
+
+int kj_kernel_waits_by_replay(double traced_ns, double replayed_ns, int timed_out, char *why,
+			      size_t len)
+{
+	if (timed_out) {
+		if (why && len)
+			snprintf(why, len, "waits on something outside itself: its replay never finished"
+				 " (worker killed at its timeout)");
+		return 1;
+	}
+	if (traced_ns > 0 && replayed_ns > KJ_WAITS_MIN_RATIO * traced_ns &&
+	    replayed_ns - traced_ns >= KJ_WAITS_MIN_EXCESS_NS) {
+		if (why && len)
+			snprintf(why, len, "waits on something outside itself: replayed alone it took"
+				 " %.0f us against %.1f us traced (%.0fx)", replayed_ns / 1e3,
+				 traced_ns / 1e3, replayed_ns / traced_ns);
+		return 1;
+	}
+	return 0;
+}

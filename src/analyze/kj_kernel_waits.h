@@ -1,0 +1,25 @@
+/* Kernels that wait for something outside themselves — a flag or semaphore the host or another
+ * stream writes (XLA's DelayKernel), peers on other GPUs (NCCL), work that persistent kernels poll
+ * for — cannot be timed alone: replayed on their own buffers they spin until their own timeout or
+ * forever. These rules tell them apart so that sums keep them at their in-situ time. */
+#ifndef KJ_KERNEL_WAITS_H
+#define KJ_KERNEL_WAITS_H
+
+#include <stddef.h>
+
+/** @brief 1 when the kernel's name says it waits on something outside itself (NCCL's kernels,
+ *  XLA's DelayKernel), with the reason in why (may be NULL). */
+int kj_kernel_waits_by_name(const char *name, char *why, size_t len);
+
+/** Replayed this much slower than traced, and by at least KJ_WAITS_MIN_EXCESS_NS, a kernel is
+ *  taken to wait on something its replay does not provide. */
+#define KJ_WAITS_MIN_RATIO 20.0
+#define KJ_WAITS_MIN_EXCESS_NS 100000.0
+
+/** @brief 1 when a replay (replayed_ns, or timed_out) says the kernel waits: far beyond its traced
+ *  mean time, or the worker had to be killed; the reason in why (may be NULL). traced_ns <= 0:
+ *  unknown (then only a timeout counts). */
+int kj_kernel_waits_by_replay(double traced_ns, double replayed_ns, int timed_out, char *why,
+			      size_t len);
+
+#endif
