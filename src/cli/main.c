@@ -21,6 +21,7 @@ static const struct kj_command commands[] = {
 	{"api", cmd_api, "the CUDA API-call story of a run"},
 	{"power", cmd_power, "log GPU power, energy, clocks; measure idle power"},
 	{"meter", cmd_meter, "energy from an external power meter's log"},
+	{"pipeline", cmd_pipeline, "per-layer latency and energy of model pipelines (YAML or --from a run)"},
 };
 
 static void usage(FILE *f)
