@@ -199,7 +199,8 @@ static int gpu_worker_start(struct gpu *g)
 }
 
 /* One request line to the pipeline worker, one KJ_PHASE reply (restarting a dead worker first). */
-static void gpu_request(struct gpu *g, const char *req, double timeout_s, struct kj_phase_result *r)
+static void gpu_request(struct gpu *g, const char *req, double timeout_s, struct kj_phase_result *r,
+			char *extra, size_t extra_len)
 {
 	char line[1024];
 	int rc;
@@ -220,6 +221,8 @@ static void gpu_request(struct gpu *g, const char *req, double timeout_s, struct
 	while (!(rc = kj_child_line(g->c, timeout_s, line, sizeof(line))))
 		if (kj_phase_result_parse(line, r) == 1)
 			return;
+		else if (!strncmp(line, "KJ_", 3) && extra)
+			snprintf(extra, extra_len, "%.400s", line);
 		else if (!strncmp(line, "KJ_", 3))
 			continue;
 		else
@@ -251,7 +254,7 @@ static void gpu_phase(struct gpu *g, const struct kj_phase *ph, struct kj_phase_
 		}
 	kj_phase_format(ph, req, sizeof(req) - 1);
 	strcat(req, "\n");
-	gpu_request(g, req, g->o->timeout_s, r);
+	gpu_request(g, req, g->o->timeout_s, r, NULL, 0);
 	if (g->n == g->cap) {
 		size_t nc = g->cap ? g->cap * 2 : 64;
 		char **nk = realloc(g->keys, nc * sizeof(*nk));
@@ -520,15 +523,19 @@ static void ceilings(struct popts *o, struct gpu *g)
 	memset(&r, 0, sizeof(r));
 	char req[64];
 	snprintf(req, sizeof(req), "type=ceiling precision=%s\n", o->precision[0] ? o->precision : "fp16");
-	gpu_request(g, req, 120, &r);
-	if (!strcmp(r.status, "ok")) {
-		/* the worker reports the ceilings as flops/bytes per second in power_w/latency fields */
+	char line[512] = "";
+	double tf = 0, gbs = 0;
+	gpu_request(g, req, 120, &r, line, sizeof(line));
+	const char *a = strstr(line, "tflops="), *b = strstr(line, "gbs=");
+	if (!strcmp(r.status, "ok") && a && b) {
+		tf = atof(a + 7);
+		gbs = atof(b + 4);
 		if (o->peak_tflops <= 0)
-			o->peak_tflops = r.power_w;
+			o->peak_tflops = tf;
 		if (o->peak_gbs <= 0)
-			o->peak_gbs = r.energy_j * 1e3;
-		printf("ceilings: %.1f TFLOP/s (%s GEMM), %.0f GB/s (device copy, read + write)\n", o->peak_tflops,
-		       o->precision[0] ? o->precision : "fp16", o->peak_gbs);
+			o->peak_gbs = gbs;
+		printf("ceilings (measured now): %.1f TFLOP/s (%s GEMM 8192^3), %.0f GB/s (1 GiB device copy, "
+		       "read + write)\n", tf, o->precision[0] ? o->precision : "fp16", gbs);
 	} else {
 		kj_warnf("ceilings not measured: %s", r.error);
 	}

@@ -64,15 +64,19 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
 			   " (SELECT m.element_bytes FROM memset m WHERE m.correlation_id = s.correlation_id"
 			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1)"
-			   " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id");
+			   " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
+			   " ORDER BY s.ordinal, s.id");
 	if (!st && kj_db_prepare(R->db,
 				 "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 				 " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
 				 "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid"
-				 " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st))
+				 " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
+			   " ORDER BY s.ordinal, s.id", &st))
 		return KJ_EDB;
 	int with_dst = sqlite3_column_count(st) > 8;
 	sqlite3_bind_int64(st, 1, iteration);
+	sqlite3_bind_int64(st, 2, R->o.seq_first);
+	sqlite3_bind_int64(st, 3, R->o.seq_last);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
 		const char *kind = (const char *)sqlite3_column_text(st, 5);
