@@ -145,7 +145,7 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		memset(&ao, 0, sizeof(ao));
 		ao.nvml_index = o->device;
 		ao.min_seconds = o->energy_s > 0 ? o->energy_s : 1.0;
-		ao.min_updates = ao.min_seconds * 8 >= 5 ? (int)(ao.min_seconds * 8) : 5;
+		ao.min_updates = ao.min_seconds * 8 >= 2 ? (int)(ao.min_seconds * 8) : 2;
 		ao.warmup_max_s = 2.0;
 		rc = kj_amortize_measure(&w, &ao, &ar);
 		if (rc) {
