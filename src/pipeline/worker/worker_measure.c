@@ -116,6 +116,10 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		goto out;
 	}
 	int64_t reps = (o->iters + U - 1) / U;
+	/* long calls: no more replays than fill 0.5 s (the energy window repeats them anyway) */
+	double rep_ms = r->single_ms * U;
+	if (rep_ms > 0 && (double)reps * rep_ms > 500)
+		reps = (int64_t)(500 / rep_ms);
 	if (reps < 2)
 		reps = 2;
 	/* warm replays, then the timed ones (one event pair around all of them) */
