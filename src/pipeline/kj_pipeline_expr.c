@@ -46,7 +46,8 @@ static int64_t ex_atom(struct ex *e)
 	}
 	if (*e->s == '-') {
 		e->s++;
-		return -ex_atom(e);
+		int64_t v = ex_atom(e);
+		return v == INT64_MIN ? 0 : -v;
 	}
 	if (isdigit((unsigned char)*e->s)) {
 		int64_t v = 0;
@@ -87,9 +88,15 @@ static int64_t ex_product(struct ex *e)
 		e->s++;
 		int64_t r = ex_atom(e);
 		if (op == '*') {
-			v *= r;
+			if (__builtin_mul_overflow(v, r, &v)) {
+				ex_fail(e, "overflow");
+				return 0;
+			}
 		} else if (!r) {
 			ex_fail(e, "division by zero");
+			return 0;
+		} else if (r == -1 && v == INT64_MIN) {
+			ex_fail(e, "overflow");
 			return 0;
 		} else if (op == '/') {
 			v /= r;
@@ -109,7 +116,10 @@ static int64_t ex_sum(struct ex *e)
 			return v;
 		e->s++;
 		int64_t r = ex_product(e);
-		v = op == '+' ? v + r : v - r;
+		if (op == '+' ? __builtin_add_overflow(v, r, &v) : __builtin_sub_overflow(v, r, &v)) {
+			ex_fail(e, "overflow");
+			return 0;
+		}
 	}
 }
 

@@ -119,6 +119,8 @@ static int check_window(struct kj_phase *ph, char *err, size_t errlen)
 	return 0;
 }
 
+static int phase_too_large(const struct kj_phase *ph, char *err, size_t errlen);
+
 int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 {
 	static const char *const pools[] = {"max", "avg", NULL};
@@ -126,6 +128,8 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 	static const char *const acts[] = {"relu", "relu6", "gelu", "silu", "sigmoid", "hardswish",
 					   "hardsigmoid", "add_relu", "add", "mul", NULL};
 	err[0] = 0;
+	if (phase_too_large(ph, err, errlen))
+		return KJ_EINVAL;
 	if (!ph->repeat)
 		ph->repeat = 1;
 	if (ph->repeat < 0)
@@ -291,6 +295,17 @@ static const struct field int_fields[] = {
 	F("seq_q", seq_q), F("seq_kv", seq_kv), F("causal", causal), F("first", first),
 	F("last", last), F("repeat", repeat),
 };
+
+/* Every size below 2^31 (and > -2^31): the shape arithmetic then cannot overflow. */
+static int phase_too_large(const struct kj_phase *ph, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(int_fields) / sizeof(int_fields[0]); i++) {
+		int64_t v = *(const int64_t *)((const char *)ph + int_fields[i].off);
+		if (v >= (int64_t)1 << 31 || v <= -((int64_t)1 << 31))
+			return fail(err, errlen, int_fields[i].key, "too large", v);
+	}
+	return 0;
+}
 
 int kj_phase_format(const struct kj_phase *ph, char *buf, size_t len)
 {

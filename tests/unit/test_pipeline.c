@@ -166,6 +166,8 @@ static void test_expr(void **state)
 	assert_int_equal(kj_pipeline_expr_eval("1/0", &p, &v, err, sizeof(err)), KJ_EINVAL);
 	assert_non_null(strstr(err, "division by zero"));
 	assert_int_equal(kj_pipeline_expr_eval("2*", &p, &v, err, sizeof(err)), KJ_EINVAL);
+	assert_int_equal(kj_pipeline_expr_eval("4611686018427387904*4", &p, &v, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "overflow"));
 	assert_int_equal(kj_pipeline_expr_eval("(2", &p, &v, err, sizeof(err)), KJ_EINVAL);
 	assert_int_equal(kj_pipeline_expr_eval("2 3", &p, &v, err, sizeof(err)), KJ_EINVAL);
 }
