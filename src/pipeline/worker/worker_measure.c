@@ -9,14 +9,25 @@
 #include "kj_error.h"
 #include "kj_phase_api.h"
 
+/* One unit of work: the graph of U calls, or (where the phase cannot be captured) U calls
+ * enqueued on the stream one by one. */
 struct graph_work {
 	cudaGraphExec_t exec;
 	cudaStream_t stream;
+	const struct kj_phase_ops *ops;
+	void *state;
+	int unroll;
 };
 
 static int graph_enqueue(void *ctx)
 {
 	struct graph_work *g = ctx;
+	if (!g->exec) {
+		for (int i = 0; i < g->unroll; i++)
+			if (g->ops->capture(g->state, g->stream))
+				return KJ_EGPU;
+		return 0;
+	}
 	return cudaGraphLaunch(g->exec, g->stream) == cudaSuccess ? 0 : KJ_EGPU;
 }
 
@@ -100,21 +111,35 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]);
 	qsort(ms, 64, sizeof(ms[0]), cmp_f);
 	r->single_ms = 0.5 * (ms[31] + ms[32]);
-	/* U calls in one graph */
+	/* U calls in one graph; a phase whose calls cannot be captured runs them eagerly instead */
+	char eager_why[200] = "";
 	if ((e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal))) {
 		broken = failed(r, "cudaStreamBeginCapture", e);
 		goto out;
 	}
-	for (int i = 0; i < U; i++)
-		if (ops->capture(state, s)) {
-			cudaStreamEndCapture(s, &graph);
-			broken = failed(r, "call inside graph capture", cudaGetLastError());
+	int cap_rc = 0;
+	for (int i = 0; i < U && !cap_rc; i++)
+		cap_rc = ops->capture(state, s);
+	e = cudaStreamEndCapture(s, &graph);
+	if (!cap_rc && !e)
+		e = cudaGraphInstantiate(&exec, graph, 0);
+	if (cap_rc || e) {
+		cudaError_t why = e ? e : cudaGetLastError();
+		snprintf(eager_why, sizeof(eager_why), "not capturable into a CUDA graph (%s): timed as %d eager "
+			 "calls per unit", cudaGetErrorName(why), U);
+		if (exec)
+			cudaGraphExecDestroy(exec);
+		if (graph)
+			cudaGraphDestroy(graph);
+		exec = NULL;
+		graph = NULL;
+		cudaGetLastError();
+		if (cudaDeviceSynchronize() != cudaSuccess) {
+			broken = failed(r, "graph capture", why);
 			goto out;
 		}
-	if ((e = cudaStreamEndCapture(s, &graph)) || (e = cudaGraphInstantiate(&exec, graph, 0))) {
-		broken = failed(r, "graph capture/instantiate", e);
-		goto out;
 	}
+	struct graph_work gw = {exec, s, ops, state, U};
 	int64_t reps = (o->iters + U - 1) / U;
 	/* long calls: no more replays than fill 0.5 s (the energy window repeats them anyway) */
 	double rep_ms = r->single_ms * U;
@@ -124,11 +149,11 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		reps = 2;
 	/* warm replays, then the timed ones (one event pair around all of them) */
 	for (int i = 0; i < 2; i++)
-		cudaGraphLaunch(exec, s);
+		graph_enqueue(&gw);
 	cudaEventRecord(ev[0], s);
 	for (int64_t i = 0; i < reps; i++)
-		if ((e = cudaGraphLaunch(exec, s))) {
-			broken = failed(r, "cudaGraphLaunch", e);
+		if (graph_enqueue(&gw)) {
+			broken = failed(r, exec ? "cudaGraphLaunch" : "eager calls", cudaGetLastError());
 			goto out;
 		}
 	cudaEventRecord(ev[1], s);
@@ -141,8 +166,8 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 	r->launches = reps * U;
 	r->latency_ms = (double)tot / (double)r->launches;
 	snprintf(r->status, sizeof(r->status), "ok");
+	snprintf(r->error, sizeof(r->error), "%s", eager_why);
 	if (o->energy) {
-		struct graph_work gw = {exec, s};
 		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
 		struct kj_amortize_opts ao;
 		struct kj_amortize_result ar;
@@ -153,7 +178,8 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		ao.warmup_max_s = 2.0;
 		rc = kj_amortize_measure(&w, &ao, &ar);
 		if (rc) {
-			snprintf(r->error, sizeof(r->error), "energy not measured: %s", kj_strerror(rc));
+			snprintf(r->error, sizeof(r->error), "%s%senergy not measured: %s", eager_why,
+				 eager_why[0] ? "; " : "", kj_strerror(rc));
 		} else {
 			r->has_energy = 1;
 			r->energy_j = ar.energy_per_launch_mj * 1e-3;
