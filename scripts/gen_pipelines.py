@@ -374,9 +374,9 @@ def check():
             net(torch.randn(1, 3, 224, 224))
         for h in hooks:
             h.remove()
+        fns = {n: fn for n, _, fn, _ in PIPELINES}
         ours = [(p["C"], p["M"], p["R"], p["stride"], p.get("groups", 1), p["H"])
-                for p in dict((n, f) for n, _, f, _ in [(x[0], 0, x[2], 0) for x in PIPELINES])[name]()
-                if p["type"] == "conv"]
+                for p in fns[name]() if p["type"] == "conv"]
         ok = sorted(ours) == sorted(seen)
         bad += not ok
         print("%-20s torchvision convs %3d, ours %3d: %s" % (name, len(seen), len(ours),
