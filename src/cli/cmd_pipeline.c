@@ -300,8 +300,13 @@ static void seq_phase(const struct popts *o, int64_t it, const struct kj_phase *
 	while (!(rc = kj_child_line(c, o->timeout_s + o->energy_s * 3, line, sizeof(line))))
 		if (ns < 2 && kj_replay_parse_seq(line, &s[ns]) == 1)
 			ns++;
-	if (rc == KJ_ETIMEDOUT_CHILD)
+	if (rc == KJ_ETIMEDOUT_CHILD) {
 		snprintf(r->error, sizeof(r->error), "sequence replay timed out (worker killed)");
+	} else if (!ns) {
+		char why[128];
+		kj_child_describe_exit(c, why, sizeof(why));
+		snprintf(r->error, sizeof(r->error), "the replay worker gave no result: %s (its message above)", why);
+	}
 	kj_child_close(c);
 	for (int i = 0; i < ns; i++) {
 		if (strcmp(s[i].mode, "graph") && ns > 1)
