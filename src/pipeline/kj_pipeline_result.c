@@ -11,10 +11,15 @@
 
 void kj_phase_result_emit(FILE *f, const struct kj_phase_result *r)
 {
+	char err[sizeof(r->error)];
+	snprintf(err, sizeof(err), "%s", r->error);
+	for (char *c = err; *c; c++) /* one line: vendor messages may hold newlines */
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
 	fprintf(f, "KJ_PHASE status=%s latency_ns=%.3f single_ns=%.3f power_w=%.3f energy_mj=%.6f "
 		"unc_mj=%.6f launches=%" PRId64 " has_energy=%d error=%s\n", r->status[0] ? r->status : "failed",
 		r->latency_ms * 1e6, r->single_ms * 1e6, r->power_w, r->energy_j * 1e3, r->energy_unc_j * 1e3,
-		r->launches, r->has_energy, r->error);
+		r->launches, r->has_energy, err);
 	fflush(f);
 }
 

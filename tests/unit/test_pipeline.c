@@ -202,7 +202,7 @@ static void test_cost_and_lines(void **state)
 	struct kj_phase_result r, r2;
 	memset(&r, 0, sizeof(r));
 	snprintf(r.status, sizeof(r.status), "ok");
-	snprintf(r.error, sizeof(r.error), "energy not measured: no GPU, driver, NVML");
+	snprintf(r.error, sizeof(r.error), "energy not measured: no GPU,\ndriver, NVML");
 	r.latency_ms = 0.0123, r.single_ms = 0.015, r.power_w = 412.5, r.energy_j = 0.00507, r.energy_unc_j = 1e-5;
 	r.launches = 2000, r.has_energy = 1;
 	char *buf = NULL;
