@@ -214,6 +214,8 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 		NEED_POS(ph, K);
 		if (ph->K > 256)
 			return fail(err, errlen, "K", "head_dim above 256 is not supported", ph->K);
+		if (ph->causal && ph->seq_q > ph->seq_kv)
+			return fail(err, errlen, "seq_q", "causal attention needs seq_q <= seq_kv", ph->seq_q);
 		if (ph->seq_kv > 16384)
 			return fail(err, errlen, "seq_kv", "above 16384 is not supported", ph->seq_kv);
 		return 0;
