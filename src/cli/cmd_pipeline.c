@@ -213,11 +213,16 @@ static void gpu_request(struct gpu *g, const char *req, double timeout_s, struct
 			return;
 		}
 	}
-	if (kj_child_send(g->c, req)) {
+	if (kj_child_send(g->c, req)) { /* it ended since the last reply: a new one, once */
+		kj_child_close(g->c);
+		g->c = NULL;
+		if (!gpu_worker_start(g) && !kj_child_send(g->c, req))
+			goto read;
 		snprintf(r->status, sizeof(r->status), "failed");
 		snprintf(r->error, sizeof(r->error), "worker not reachable");
 		return;
 	}
+read:
 	while (!(rc = kj_child_line(g->c, timeout_s, line, sizeof(line))))
 		if (kj_phase_result_parse(line, r) == 1)
 			return;
