@@ -86,6 +86,21 @@ KJ_PIPELINE_WORKER=$T/dying.sh expect 1 "$K" pipeline bad.yml --only good --out 
 check "dead worker named" 'grep -q "phase .fc.*worker killed by signal 11" "$T/err"'
 check "partial after a crash" 'grep -q "^good,1,fp16,partial,2,1," o3/summary.csv'
 
+# a worker that hangs on one phase: killed after --timeout, the next phase runs in a new worker
+cat > hang.sh <<'W'
+#!/usr/bin/env bash
+while read -r line; do
+	case $line in
+	*name=r*) exec sleep 30;;
+	*) echo "KJ_PHASE status=ok latency_ns=1000 power_w=100 energy_mj=0.1 unc_mj=0 launches=100 has_energy=1 error=";;
+	esac
+done
+W
+chmod +x hang.sh
+KJ_PIPELINE_WORKER=$T/hang.sh expect 1 "$K" pipeline bad.yml --only good --out o4 --idle-w 50 --peak-tflops 1 --peak-gbs 1 --timeout 1
+check "hung phase timed out" 'grep -q "phase .r. .*timed out after 1 s (worker killed)" "$T/err"'
+check "the next phase ran" 'grep -q "^1,fc,matmul,.*,ok," o4/good.phases.csv'
+
 # --from: the phases of the shipped run's kept iteration
 expect 0 "$K" pipeline --from "$S"/examples/runs/bloom560m.kjdb --layers 1 --list
 has '^forward#28 (n/a, 3 phases)'
