@@ -150,6 +150,22 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 		S->ops[S->nops++] = o;
 	}
 	sqlite3_finalize(st);
+	/* --ordinals: a wait whose record lies outside the range has nothing to wait for (and a
+	 * capture would refuse an event recorded outside it): drop it */
+	if (!rc && (R->o.seq_first > 0 || R->o.seq_last < INT64_MAX)) {
+		size_t k = 0;
+		for (size_t i = 0; i < S->nops; i++) {
+			int keep = 1;
+			if (S->ops[i].type == 4) {
+				keep = 0;
+				for (size_t j = 0; j < k && !keep; j++)
+					keep = S->ops[j].type == 3 && S->ops[j].event == S->ops[i].event;
+			}
+			if (keep)
+				S->ops[k++] = S->ops[i];
+		}
+		S->nops = k;
+	}
 	if (!rc && !S->nstreams)
 		rc = seq_index(&S->stream_ids, &S->nstreams, 0) < 0 ? KJ_ENOMEM : 0;
 	return rc;
