@@ -39,10 +39,12 @@ if ldd "$KJ_PIPELINE_WORKER" 2>/dev/null | grep -q "not found"; then
 	for d in $(python3 - <<'P' 2>/dev/null
 import glob, os, site
 for s in site.getsitepackages():
-    for d in glob.glob(os.path.join(s, "nvidia", "*", "lib")):
+    for d in glob.glob(os.path.join(s, "nvidia", "*", "lib")) + glob.glob(os.path.join(s, "torch", "lib")):
         print(d)
 P
-	); do export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"; done
+	) /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+		[ -d "$d" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+	done
 fi
 ldd "$KJ_PIPELINE_WORKER" | grep -E "cudnn|cublasLt|not found" | tee "$W/ldd.txt"
 nvidia-smi --query-gpu=name,driver_version,power.draw,clocks.sm,temperature.gpu --format=csv,noheader | tee "$W/gpu.txt"
