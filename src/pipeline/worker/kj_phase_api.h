@@ -8,11 +8,11 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#include "kj_pipeline.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "kj_pipeline.h"
 
 /** Allocate and fill the phase's buffers (random, non-zero); *state receives them.
  *  Returns 0, or a negative code with the reason (vendor text included) in err. */
