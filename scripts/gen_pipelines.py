@@ -381,6 +381,9 @@ def check():
         bad += not ok
         print("%-20s torchvision convs %3d, ours %3d: %s" % (name, len(seen), len(ours),
                                                              "same" if ok else "DIFFER"))
+        if not ok:
+            print("  only torchvision:", sorted(set(seen) - set(ours))[:8])
+            print("  only ours:", sorted(set(ours) - set(seen))[:8])
     return bad
 
 

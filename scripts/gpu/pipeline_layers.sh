@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: `kjoule pipeline` (issue 13). Parts, in the order given (default: tests
 # truth repeat, which fit one 10-minute call; `sweep` alone is a second call):
-#   tests   the GPU tests of the pipeline worker (conv/matmul/attention vs CPU, graph vs single)
+#   tests   the GPU tests of the pipeline worker (conv/matmul/attention vs CPU, graph vs single),
+#           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
 #   truth   ResNet-50 at batch 1 and 32: `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
 #   repeat  per-phase energy CV over 5 separate runs of phases >= 10 us
@@ -59,7 +60,9 @@ case $part in
 tests)
 	echo "== GPU tests"
 	step 180 "$KJ_BUILD/tests/gpu/pipeline/test_pipeline_gpu" > "$W/gpu_tests.log" 2>&1
-	grep -E "^(ok|FAIL)|failure|skipped" "$W/gpu_tests.log" | tail -30
+	echo "== shipped conv shapes against torchvision's own modules (CPU)"
+	step 120 python3 scripts/gen_pipelines.py --check >> "$W/gpu_tests.log" 2>&1
+	grep -E "^(ok|FAIL)|failure|skipped|same|DIFFER|Error" "$W/gpu_tests.log" | tail -30
 	;;
 truth)
 	for b in 1 32; do
@@ -160,6 +163,9 @@ if "tests" in parts:
     R["gpu_tests"] = [l for l in t.splitlines() if l.startswith(("ok", "FAIL"))]
     table.append(("gpu tests", "%d ok, %d FAIL" % (sum(l.startswith("ok ") for l in R["gpu_tests"]),
                                                  sum(l.startswith("FAIL") for l in R["gpu_tests"]))))
+    R["shape_check"] = [l for l in t.splitlines() if "torchvision convs" in l or l.startswith("  only")]
+    table.append(("shapes vs torchvision", "%d same, %d DIFFER" % (sum(l.endswith("same") for l in R["shape_check"]),
+                                                              sum(l.endswith("DIFFER") for l in R["shape_check"]))))
 if "truth" in parts:
     R["truth"] = {}
     for b in (1, 32):
