@@ -23,6 +23,7 @@ static const struct kj_command commands[] = {
 	{"diff", cmd_diff, "two runs side by side: what changed, beyond their noise"},
 	{"power", cmd_power, "log GPU power, energy, clocks; measure idle power"},
 	{"meter", cmd_meter, "energy from an external power meter's log"},
+	{"pipeline", cmd_pipeline, "per-layer latency and energy of model pipelines (YAML or --from a run)"},
 };
 
 static void usage(FILE *f)

@@ -216,7 +216,7 @@ static int usage(void)
 			"       kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W]\n"
 			"              [--cache warm|cold|both] [--energy] [--unroll U] [--energy-seconds S]\n"
 			"              [--device D] [--timer cupti|events] [--relocate]\n"
-			"       kjoule-replay-worker --db RUN --sequence ITERATION [--graph] [--runs N]\n"
+			"       kjoule-replay-worker --db RUN --sequence ITERATION [--ordinals A:B] [--graph] [--runs N]\n"
 			"              [--warmup W] [--energy] [--energy-seconds S] [--device D]\n");
 	return 2;
 }
@@ -227,6 +227,7 @@ int main(int argc, char **argv)
 	memset(&R, 0, sizeof(R));
 	R.o.unique = -1;
 	R.o.sequence = -1;
+	R.o.seq_last = INT64_MAX;
 	R.o.runs = 100;
 	R.o.warmup = 10;
 	R.o.warm = 1;
@@ -248,6 +249,11 @@ int main(int argc, char **argv)
 			R.o.verify = 1;
 		} else if (!strcmp(a, "--graph")) {
 			R.o.graph = 1;
+		} else if (v && !strcmp(a, "--ordinals")) {
+			char *colon = NULL;
+			R.o.seq_first = strtoll(v, &colon, 10);
+			R.o.seq_last = colon && *colon == ':' ? strtoll(colon + 1, NULL, 10) : R.o.seq_first;
+			i++;
 		} else if (v && !strcmp(a, "--sequence")) {
 			R.o.sequence = strtoll(v, NULL, 10), i++;
 		} else if (v && !strcmp(a, "--db")) {

@@ -64,15 +64,19 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
 			   " (SELECT m.element_bytes FROM memset m WHERE m.correlation_id = s.correlation_id"
 			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1)"
-			   " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id");
+			   " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
+			   " ORDER BY s.ordinal, s.id");
 	if (!st && kj_db_prepare(R->db,
 				 "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 				 " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
 				 "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid"
-				 " FROM sequence_op s WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st))
+				 " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
+			   " ORDER BY s.ordinal, s.id", &st))
 		return KJ_EDB;
 	int with_dst = sqlite3_column_count(st) > 8;
 	sqlite3_bind_int64(st, 1, iteration);
+	sqlite3_bind_int64(st, 2, R->o.seq_first);
+	sqlite3_bind_int64(st, 3, R->o.seq_last);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *op = (const char *)sqlite3_column_text(st, 0);
 		const char *kind = (const char *)sqlite3_column_text(st, 5);
@@ -146,6 +150,22 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 		S->ops[S->nops++] = o;
 	}
 	sqlite3_finalize(st);
+	/* --ordinals: a wait whose record lies outside the range has nothing to wait for (and a
+	 * capture would refuse an event recorded outside it): drop it */
+	if (!rc && (R->o.seq_first > 0 || R->o.seq_last < INT64_MAX)) {
+		size_t k = 0;
+		for (size_t i = 0; i < S->nops; i++) {
+			int keep = 1;
+			if (S->ops[i].type == 4) {
+				keep = 0;
+				for (size_t j = 0; j < k && !keep; j++)
+					keep = S->ops[j].type == 3 && S->ops[j].event == S->ops[i].event;
+			}
+			if (keep)
+				S->ops[k++] = S->ops[i];
+		}
+		S->nops = k;
+	}
 	if (!rc && !S->nstreams)
 		rc = seq_index(&S->stream_ids, &S->nstreams, 0) < 0 ? KJ_ENOMEM : 0;
 	return rc;

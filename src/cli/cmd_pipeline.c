@@ -1,0 +1,670 @@
+/* kjoule pipeline: per-layer latency and energy of model pipelines, from shape files (YAML) or
+ * from the NVTX ranges of a traced run; summary.csv, per-phase CSV, an SVG and a log each. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kj_cli.h"
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_pipeline.h"
+#include "kj_pipeline_child.h"
+#include "kj_replay.h"
+
+struct popts {
+	const char *files[32];
+	int nfiles;
+	const char *only, *out, *from, *region, *idle_db;
+	int list, layers, unroll, device, no_energy, timeout_s, runs;
+	int64_t iters;
+	double energy_s, idle_w, peak_tflops, peak_gbs;
+	struct kj_pipeline_overrides ov;
+	char precision[8];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
+		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
+		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
+		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
+		"       kjoule pipeline --from RUN.kjdb [--layers DEPTH | --region NAME] [--out DIR] ...\n"
+		"Each phase (layer) of each pipeline runs alone: its work unrolled U times (default 100) in a\n"
+		"CUDA graph, replayed for at least I calls (default 1000, rounded to U) and for the energy\n"
+		"window (--energy-seconds, default 1): latency, power, energy per call (total and above idle).\n"
+		"  --list            print the pipelines and phases with FLOP and byte counts; run nothing\n"
+		"  --only NAME       only this pipeline\n"
+		"  --batch N         the parameter 'batch' of every pipeline; --set NAME=VALUE any other (tp)\n"
+		"  --out DIR         summary.csv, NAME.phases.csv, NAME.svg, NAME.log (default pipeline-out)\n"
+		"  --idle-w W        idle power for the dynamic and pipeline-parallel figures (from\n"
+		"                    `kjoule power --idle`); --idle-db: a database holding idle_power; neither:\n"
+		"                    `kjoule power --idle --duration 3` runs first\n"
+		"  --peak-tflops/--peak-gbs  ceilings for the achieved fractions (default: measured now)\n"
+		"  --from RUN        phases = NVTX ranges of the run's kept iteration at --layers DEPTH below\n"
+		"                    it (default 1), or the ranges named --region NAME; each replayed as one\n"
+		"                    graph by kjoule-replay-worker\n"
+		"  --timeout S       per-phase limit (default 120 s); an overrun kills the worker, the phase fails\n");
+}
+
+static int parse_args(int argc, char **argv, struct popts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->out = "pipeline-out";
+	o->unroll = 100;
+	o->iters = 1000;
+	o->energy_s = 1.0;
+	o->idle_w = -1;
+	o->timeout_s = 120;
+	o->layers = 1;
+	o->runs = 50;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int takes = !strcmp(a, "--only") || !strcmp(a, "--batch") || !strcmp(a, "--precision") ||
+			    !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--layers") ||
+			    !strcmp(a, "--region") || !strcmp(a, "--unroll") || !strcmp(a, "--iters") ||
+			    !strcmp(a, "--energy-seconds") || !strcmp(a, "--idle-w") || !strcmp(a, "--idle-db") ||
+			    !strcmp(a, "--peak-tflops") || !strcmp(a, "--peak-gbs") || !strcmp(a, "--device") ||
+			    !strcmp(a, "--timeout") || !strcmp(a, "--set") || !strcmp(a, "--runs");
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		if (takes && !v) {
+			kj_errorf("pipeline: %s needs a value", a);
+			return -1;
+		}
+		if (!strcmp(a, "--list")) {
+			o->list = 1;
+		} else if (!strcmp(a, "--no-energy")) {
+			o->no_energy = 1;
+		} else if (!strcmp(a, "--only")) {
+			o->only = v;
+		} else if (!strcmp(a, "--batch")) {
+			o->ov.batch = strtoll(v, NULL, 10);
+			if (o->ov.batch <= 0) {
+				kj_errorf("pipeline: --batch %s: not a positive integer", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "--precision")) {
+			if (!kj_precision_bytes(v)) {
+				kj_errorf("pipeline: --precision %s: fp16, bf16 or fp32", v);
+				return -1;
+			}
+			snprintf(o->precision, sizeof(o->precision), "%s", v);
+			o->ov.precision = o->precision;
+		} else if (!strcmp(a, "--set")) {
+			const char *eq = strchr(v, '=');
+			if (!eq || eq == v || (size_t)(eq - v) >= sizeof(o->ov.set_name[0]) || o->ov.nset == 8) {
+				kj_errorf("pipeline: --set %s: NAME=VALUE (at most 8)", v);
+				return -1;
+			}
+			snprintf(o->ov.set_name[o->ov.nset], sizeof(o->ov.set_name[0]), "%.*s", (int)(eq - v), v);
+			o->ov.set_value[o->ov.nset++] = strtoll(eq + 1, NULL, 10);
+		} else if (!strcmp(a, "--out")) {
+			o->out = v;
+		} else if (!strcmp(a, "--from")) {
+			o->from = v;
+		} else if (!strcmp(a, "--layers")) {
+			o->layers = atoi(v);
+		} else if (!strcmp(a, "--region")) {
+			o->region = v;
+		} else if (!strcmp(a, "--unroll")) {
+			o->unroll = atoi(v);
+		} else if (!strcmp(a, "--iters")) {
+			o->iters = strtoll(v, NULL, 10);
+		} else if (!strcmp(a, "--runs")) {
+			o->runs = atoi(v);
+		} else if (!strcmp(a, "--energy-seconds")) {
+			o->energy_s = atof(v);
+		} else if (!strcmp(a, "--idle-w")) {
+			o->idle_w = atof(v);
+		} else if (!strcmp(a, "--idle-db")) {
+			o->idle_db = v;
+		} else if (!strcmp(a, "--peak-tflops")) {
+			o->peak_tflops = atof(v);
+		} else if (!strcmp(a, "--peak-gbs")) {
+			o->peak_gbs = atof(v);
+		} else if (!strcmp(a, "--device")) {
+			o->device = atoi(v);
+		} else if (!strcmp(a, "--timeout")) {
+			o->timeout_s = atoi(v);
+		} else if (a[0] == '-') {
+			kj_errorf("pipeline: unknown option %s", a);
+			return -1;
+		} else if (o->nfiles < 32) {
+			o->files[o->nfiles++] = a;
+		}
+		if (takes)
+			i++;
+	}
+	if (!o->nfiles && !o->from) {
+		kj_errorf("pipeline: give a pipeline file (configs/pipelines/*.yml) or --from RUN.kjdb");
+		return -1;
+	}
+	if (o->unroll < 1 || o->iters < 1 || o->timeout_s < 1 || o->layers < 0 || o->energy_s <= 0) {
+		kj_errorf("pipeline: --unroll, --iters, --timeout, --energy-seconds must be positive");
+		return -1;
+	}
+	return 0;
+}
+
+/* A program beside this kjoule binary (or named by env). */
+static int find_beside(const char *env, const char *name, char *buf, size_t len)
+{
+	const char *e = getenv(env);
+	if (e && *e) {
+		snprintf(buf, len, "%s", e);
+		return access(buf, X_OK) ? KJ_ENOTFOUND : 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return KJ_ENOTFOUND;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(buf, len, "%.3000s/%.200s", self, name);
+	return access(buf, X_OK) ? KJ_ENOTFOUND : 0;
+}
+
+/* ---- the GPU side ---- */
+struct gpu {
+	const struct popts *o;
+	char worker[PATH_MAX];
+	struct kj_child *c;
+	/* results already measured, by request text (identical layers are measured once) */
+	char **keys;
+	struct kj_phase_result *vals;
+	size_t n, cap;
+};
+
+static int gpu_worker_start(struct gpu *g)
+{
+	char unroll[16], iters[32], es[32], dev[16];
+	snprintf(unroll, sizeof(unroll), "%d", g->o->unroll);
+	snprintf(iters, sizeof(iters), "%" PRId64, g->o->iters);
+	snprintf(es, sizeof(es), "%g", g->o->energy_s);
+	snprintf(dev, sizeof(dev), "%d", g->o->device);
+	char *argv[] = {g->worker, "--device", dev, "--unroll", unroll, "--iters", iters,
+			"--energy-seconds", es, g->o->no_energy ? "--no-energy" : NULL, NULL};
+	return kj_child_start(argv, &g->c);
+}
+
+/* One request line to the pipeline worker, one KJ_PHASE reply (restarting a dead worker first). */
+static void gpu_request(struct gpu *g, const char *req, double timeout_s, struct kj_phase_result *r,
+			char *extra, size_t extra_len)
+{
+	char line[1024];
+	int rc;
+	if (!kj_child_alive(g->c)) {
+		kj_child_close(g->c);
+		g->c = NULL;
+		if (gpu_worker_start(g)) {
+			snprintf(r->status, sizeof(r->status), "failed");
+			snprintf(r->error, sizeof(r->error), "cannot start %.200s", g->worker);
+			return;
+		}
+	}
+	if (kj_child_send(g->c, req)) { /* it ended since the last reply: a new one, once */
+		kj_child_close(g->c);
+		g->c = NULL;
+		if (!gpu_worker_start(g) && !kj_child_send(g->c, req))
+			goto read;
+		snprintf(r->status, sizeof(r->status), "failed");
+		snprintf(r->error, sizeof(r->error), "worker not reachable");
+		return;
+	}
+read:
+	while (!(rc = kj_child_line(g->c, timeout_s, line, sizeof(line))))
+		if (kj_phase_result_parse(line, r) == 1)
+			return;
+		else if (!strncmp(line, "KJ_", 3) && extra)
+			snprintf(extra, extra_len, "%.400s", line);
+		else if (!strncmp(line, "KJ_", 3))
+			continue;
+		else
+			fprintf(stderr, "%s\n", line);
+	snprintf(r->status, sizeof(r->status), "failed");
+	if (rc == KJ_ETIMEDOUT_CHILD) {
+		snprintf(r->error, sizeof(r->error), "timed out after %.0f s (worker killed)", timeout_s);
+	} else {
+		char why[128];
+		kj_child_describe_exit(g->c, why, sizeof(why));
+		snprintf(r->error, sizeof(r->error), "%s before a result (see its message above)", why);
+	}
+}
+
+static void gpu_phase(struct gpu *g, const struct kj_phase *ph, struct kj_phase_result *r)
+{
+	char req[600], key[600];
+	struct kj_phase k = *ph;
+	k.repeat = 0;
+	snprintf(k.name, sizeof(k.name), "-");
+	kj_phase_format(&k, key, sizeof(key));
+	for (size_t i = 0; i < g->n; i++)
+		if (!strcmp(g->keys[i], key)) {
+			double f = r->flops, b = r->bytes;
+			*r = g->vals[i];
+			r->flops = f;
+			r->bytes = b;
+			return;
+		}
+	kj_phase_format(ph, req, sizeof(req) - 1);
+	strcat(req, "\n");
+	gpu_request(g, req, g->o->timeout_s, r, NULL, 0);
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 64;
+		char **nk = realloc(g->keys, nc * sizeof(*nk));
+		if (nk)
+			g->keys = nk;
+		struct kj_phase_result *nv = realloc(g->vals, nc * sizeof(*nv));
+		if (nv)
+			g->vals = nv;
+		if (!nk || !nv)
+			return;
+		g->cap = nc;
+	}
+	if (!strcmp(r->status, "ok") && (g->keys[g->n] = strdup(key)))
+		g->vals[g->n++] = *r;
+}
+
+/* --from: one kjoule-replay-worker per phase, the kept iteration's ordinals first..last. */
+static void seq_phase_fill(const struct popts *o, int64_t it, const struct kj_phase *ph, const char *fill,
+			   struct kj_phase_result *r)
+{
+	char worker[PATH_MAX], its[32], ord[64], runs[16], es[32], dev[16], line[1024];
+	struct kj_child *c = NULL;
+	struct kj_replay_seq s[2];
+	int ns = 0, rc;
+	snprintf(r->status, sizeof(r->status), "failed");
+	if (find_beside("KJ_REPLAY_WORKER", "kjoule-replay-worker", worker, sizeof(worker))) {
+		snprintf(r->error, sizeof(r->error), "kjoule-replay-worker not found (%.200s)", worker);
+		return;
+	}
+	snprintf(its, sizeof(its), "%" PRId64, it);
+	snprintf(ord, sizeof(ord), "%" PRId64 ":%" PRId64, ph->first, ph->last);
+	snprintf(runs, sizeof(runs), "%d", o->runs);
+	snprintf(es, sizeof(es), "%g", o->energy_s);
+	snprintf(dev, sizeof(dev), "%d", o->device);
+	char *argv[] = {worker, "--db", (char *)o->from, "--sequence", its, "--ordinals", ord, "--graph",
+			"--runs", runs, "--device", dev, "--fill", (char *)fill,
+			o->no_energy ? NULL : "--energy", "--energy-seconds", es, NULL};
+	if (kj_child_start(argv, &c)) {
+		snprintf(r->error, sizeof(r->error), "cannot start %.200s", worker);
+		return;
+	}
+	kj_child_send(c, ""); /* nothing to ask: it reads no stdin */
+	while (!(rc = kj_child_line(c, o->timeout_s + o->energy_s * 3, line, sizeof(line))))
+		if (ns < 2 && kj_replay_parse_seq(line, &s[ns]) == 1)
+			ns++;
+	if (rc == KJ_ETIMEDOUT_CHILD) {
+		snprintf(r->error, sizeof(r->error), "sequence replay timed out (worker killed)");
+	} else if (!ns) {
+		char why[128];
+		kj_child_describe_exit(c, why, sizeof(why));
+		snprintf(r->error, sizeof(r->error), "the replay worker gave no result: %s (its message above)", why);
+	}
+	kj_child_close(c);
+	for (int i = 0; i < ns; i++) {
+		if (strcmp(s[i].mode, "graph") && ns > 1)
+			continue;
+		if (!strcmp(s[i].status, "failed")) {
+			snprintf(r->error, sizeof(r->error), "%s", s[i].error);
+			return;
+		}
+		snprintf(r->status, sizeof(r->status), "ok");
+		r->latency_ms = (double)s[i].median_ns * 1e-6;
+		r->launches = s[i].runs;
+		r->has_energy = s[i].has_energy;
+		r->energy_j = s[i].energy_mj * 1e-3;
+		r->energy_unc_j = s[i].energy_unc_mj * 1e-3;
+		r->power_w = r->latency_ms > 0 ? r->energy_j / (r->latency_ms * 1e-3) : 0;
+		if (s[i].error[0])
+			snprintf(r->error, sizeof(r->error), "%s", s[i].error);
+		return;
+	}
+	if (!r->error[0])
+		snprintf(r->error, sizeof(r->error), "the replay worker gave no result");
+}
+
+/* --from: a phase replayed on random data, and on small integers when random data made it fail
+ * (indices drawn at random can trip a kernel's bounds assert: docs/replay.md). */
+static void seq_phase(const struct popts *o, int64_t it, const struct kj_phase *ph, struct kj_phase_result *r)
+{
+	seq_phase_fill(o, it, ph, "random", r);
+	if (!strcmp(r->status, "ok") || strstr(r->error, "timed out") || strstr(r->error, "not found"))
+		return;
+	char first[160];
+	snprintf(first, sizeof(first), "%.150s", r->error);
+	kj_warnf("phase '%s' failed on random data (%s): again with small-integer data", ph->name, first);
+	double f = r->flops, b = r->bytes;
+	memset(r, 0, sizeof(*r));
+	r->flops = f;
+	r->bytes = b;
+	seq_phase_fill(o, it, ph, "smallint", r);
+	if (!strcmp(r->status, "ok") && !r->error[0])
+		snprintf(r->error, sizeof(r->error), "replayed on small-integer data (random data: %.150s)", first);
+}
+
+/* Idle power and where it came from: --idle-w, --idle-db, or `kjoule power --idle` now. */
+static double idle_power(const struct popts *o, char *src, size_t len)
+{
+	if (o->idle_w >= 0) {
+		snprintf(src, len, "given (--idle-w)");
+		return o->idle_w;
+	}
+	const char *db_path = o->idle_db;
+	char tmp[PATH_MAX];
+	if (!db_path) {
+		if (o->no_energy) {
+			snprintf(src, len, "none (--no-energy)");
+			return -1;
+		}
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0)
+			return -1;
+		self[n] = 0;
+		snprintf(tmp, sizeof(tmp), "%s/idle.kjdb", o->out);
+		unlink(tmp);
+		char cmd[3 * PATH_MAX];
+		snprintf(cmd, sizeof(cmd), "'%s' power --idle --duration 3 --gpu %d --db '%s' >&2", self,
+			 o->device, tmp);
+		if (system(cmd)) {
+			snprintf(src, len, "unknown (kjoule power --idle failed)");
+			return -1;
+		}
+		db_path = tmp;
+	}
+	sqlite3 *db = NULL;
+	double w = -1;
+	if (!kj_db_open(db_path, 0, &db)) {
+		sqlite3_stmt *st = NULL;
+		if (!kj_db_prepare(db, "SELECT median_mw, coalesce(source, '') FROM idle_power ORDER BY"
+				   " device_id LIMIT 1", &st) && sqlite3_step(st) == SQLITE_ROW) {
+			w = sqlite3_column_double(st, 0) * 1e-3;
+			snprintf(src, len, "kjoule power --idle median (%s%s%s)",
+				 o->idle_db ? o->idle_db : "measured now, 3 s", sqlite3_column_text(st, 1)[0] ? ", " : "",
+				 (const char *)sqlite3_column_text(st, 1));
+		}
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	if (w < 0)
+		snprintf(src, len, "unknown (no idle_power in %.200s)", db_path);
+	return w;
+}
+
+/* "resnet-50/x" -> "resnet-50_x": a file name from a pipeline name */
+static void file_stem(const char *name, char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; name[i] && i + 1 < len; i++)
+		buf[i] = (name[i] == '/' || name[i] == ' ' || name[i] == '#') ? '_' : name[i];
+	buf[i] = 0;
+}
+
+static FILE *open_out(const char *dir, const char *stem, const char *ext)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s%s", dir, stem, ext);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		kj_errorf("%s: %s", path, strerror(errno));
+	return f;
+}
+
+/* Run (or only list) one pipeline; writes its files and its summary row. Returns 0 when every
+ * phase was measured. */
+static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pipeline *p, int64_t it,
+			double idle_w, const char *idle_src, FILE *summary)
+{
+	struct kj_summary_row row;
+	char stem[128];
+	int64_t batch = 0;
+	memset(&row, 0, sizeof(row));
+	for (int i = 0; i < p->nparams; i++)
+		if (!strcmp(p->param_name[i], "batch"))
+			batch = p->param_value[i];
+	row.name = p->name;
+	row.batch = batch;
+	row.precision = p->precision;
+	row.idle_source = idle_src;
+	row.bottleneck = "";
+	if (p->error[0]) {
+		kj_errorf("%s", p->error);
+		row.status = "failed";
+		row.note = p->error;
+		row.t.idle_w = idle_w;
+		row.t.bottleneck = -1;
+		kj_summary_row_write(summary, &row);
+		fflush(summary);
+		return 1;
+	}
+	struct kj_phase_result *r = calloc((size_t)p->nphases, sizeof(*r));
+	if (!r)
+		return 1;
+	file_stem(p->name, stem, sizeof(stem));
+	FILE *log = open_out(o->out, stem, ".log");
+	printf("== %s (%s, batch %" PRId64 ", %d phases)\n", p->name, p->precision, batch, p->nphases);
+	for (int i = 0; i < p->nphases; i++) {
+		const struct kj_phase *ph = &p->phases[i];
+		kj_phase_cost(ph, &r[i].flops, &r[i].bytes);
+		if (ph->kind == KJ_PHASE_SEQ)
+			seq_phase(o, it, ph, &r[i]);
+		else
+			gpu_phase(g, ph, &r[i]);
+		r[i].dynamic_j = idle_w >= 0 && r[i].has_energy ? r[i].energy_j - idle_w * r[i].latency_ms * 1e-3 : NAN;
+		char desc[600];
+		kj_phase_format(ph, desc, sizeof(desc));
+		if (!strcmp(r[i].status, "ok"))
+			printf("  %-40.40s %10.4f ms %8.1f W %11.4g J (+-%.2g)%s\n", ph->name, r[i].latency_ms,
+			       r[i].power_w, r[i].energy_j, r[i].energy_unc_j, ph->repeat > 1 ? " x" : "");
+		else
+			printf("  %-40.40s FAILED: %s\n", ph->name, r[i].error);
+		if (!strcmp(r[i].status, "failed"))
+			kj_errorf("%s: pipeline '%s': phase '%s' (%s): %s", p->file, p->name, ph->name, desc,
+				  r[i].error);
+		if (log)
+			fprintf(log, "phase %d %s: status=%s latency_ms=%.6f single_ms=%.6f power_w=%.2f energy_j=%.6g "
+				"unc_j=%.3g dynamic_j=%.6g repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
+				r[i].status, r[i].latency_ms, r[i].single_ms, r[i].power_w, r[i].energy_j,
+				r[i].energy_unc_j, r[i].dynamic_j, ph->repeat, desc, r[i].error[0] ? " error: " : "",
+				r[i].error);
+		fflush(stdout);
+	}
+	kj_pipeline_totals(p, r, idle_w, &row.t);
+	row.status = row.t.failed == 0 ? "ok" : row.t.failed == p->nphases ? "failed" : "partial";
+	char note[400] = "";
+	for (int i = 0; i < p->nphases && row.t.failed; i++)
+		if (strcmp(r[i].status, "ok")) {
+			snprintf(note, sizeof(note), "%d phase(s) failed, first '%s': %.250s", row.t.failed,
+				 p->phases[i].name, r[i].error);
+			break;
+		}
+	row.note = note;
+	row.bottleneck = row.t.bottleneck >= 0 ? p->phases[row.t.bottleneck].name : "";
+	kj_summary_row_write(summary, &row);
+	fflush(summary);
+	printf("  sequential %.4f ms, %.4g J; bottleneck %s %.4f ms; pipeline-parallel %.4g J per item "
+	       "(idle %.1f W: %s)\n", row.t.seq_latency_ms, row.t.seq_energy_j, row.bottleneck,
+	       row.t.pp_period_ms, row.t.pp_energy_j / (double)(batch > 0 ? batch : 1), idle_w, idle_src);
+	if (log) {
+		fprintf(log, "totals: sequential_ms=%.6f energy_j=%.6g dynamic_j=%.6g period_ms=%.6f "
+			"pp_energy_per_call_j=%.6g idle_w=%.2f idle_source=%s status=%s\n", row.t.seq_latency_ms,
+			row.t.seq_energy_j, row.t.seq_dynamic_j, row.t.pp_period_ms, row.t.pp_energy_j, idle_w,
+			idle_src, row.status);
+		fclose(log);
+	}
+	FILE *f = open_out(o->out, stem, ".phases.csv");
+	if (f) {
+		kj_phases_csv_write(f, p, r, o->peak_tflops, o->peak_gbs);
+		fclose(f);
+	}
+	f = open_out(o->out, stem, ".svg");
+	if (f) {
+		kj_phases_svg_write(f, p, r, &row.t);
+		fclose(f);
+	}
+	free(r);
+	return row.t.failed ? 1 : 0;
+}
+
+static void pipeline_list(const struct kj_pipeline *p)
+{
+	if (p->error[0]) {
+		printf("%s: ERROR %s\n", p->name, p->error);
+		return;
+	}
+	double tf = 0, tb = 0;
+	printf("%s (%s, %d phases)%s%s\n", p->name, p->precision, p->nphases, p->description[0] ? ": " : "",
+	       p->description);
+	for (int i = 0; i < p->nphases; i++) {
+		char desc[600];
+		double f, b;
+		kj_phase_cost(&p->phases[i], &f, &b);
+		tf += f * (double)p->phases[i].repeat;
+		tb += b * (double)p->phases[i].repeat;
+		kj_phase_format(&p->phases[i], desc, sizeof(desc));
+		char *nm = strstr(desc, " name=");
+		if (nm)
+			*nm = 0;
+		printf("  %-36.36s x%-3" PRId64 " %10.4f GFLOP %9.3f MB  %s\n", p->phases[i].name,
+		       p->phases[i].repeat, f * 1e-9, b * 1e-6, desc);
+	}
+	printf("  total %.4f GFLOP, %.3f MB\n", tf * 1e-9, tb * 1e-6);
+}
+
+/* Measured ceilings (a device-to-device copy, a large GEMM) unless given. */
+static void ceilings(struct popts *o, struct gpu *g)
+{
+	if (o->peak_tflops > 0 && o->peak_gbs > 0)
+		return;
+	struct kj_phase_result r;
+	memset(&r, 0, sizeof(r));
+	char req[64];
+	snprintf(req, sizeof(req), "type=ceiling precision=%s\n", o->precision[0] ? o->precision : "fp16");
+	char line[512] = "";
+	double tf = 0, gbs = 0;
+	gpu_request(g, req, 120, &r, line, sizeof(line));
+	const char *a = strstr(line, "tflops="), *b = strstr(line, "gbs=");
+	if (!strcmp(r.status, "ok") && a && b) {
+		tf = atof(a + 7);
+		gbs = atof(b + 4);
+		if (o->peak_tflops <= 0)
+			o->peak_tflops = tf;
+		if (o->peak_gbs <= 0)
+			o->peak_gbs = gbs;
+		printf("ceilings (measured now): %.1f TFLOP/s (%s GEMM 8192^3), %.0f GB/s (1 GiB device copy, "
+		       "read + write)\n", tf, o->precision[0] ? o->precision : "fp16", gbs);
+	} else {
+		kj_warnf("ceilings not measured: %s", r.error);
+	}
+}
+
+int cmd_pipeline(int argc, char **argv)
+{
+	struct popts o;
+	struct gpu g;
+	int rc = parse_args(argc, argv, &o), failed = 0;
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	memset(&g, 0, sizeof(g));
+	g.o = &o;
+	struct kj_pipeline_set *sets = calloc((size_t)o.nfiles + 1, sizeof(*sets));
+	if (!sets)
+		return 1;
+	int nsets = 0, total = 0;
+	int64_t it = -1;
+	char err[600];
+	if (o.from) {
+		sets[0].p = calloc(1, sizeof(*sets[0].p));
+		if (!sets[0].p)
+			return 1;
+		if (kj_pipeline_from_run(o.from, o.layers, o.region, sets[0].p, &it, err, sizeof(err))) {
+			kj_errorf("%s", err);
+			free(sets[0].p);
+			free(sets);
+			return 1;
+		}
+		sets[0].n = 1;
+		nsets = 1;
+		total = 1;
+	}
+	for (int i = 0; !o.from && i < o.nfiles; i++) {
+		if (kj_pipeline_file_read(o.files[i], &o.ov, &sets[nsets], err, sizeof(err))) {
+			kj_errorf("%s", err);
+			failed = 1;
+			continue;
+		}
+		total += sets[nsets++].n;
+	}
+	if (o.only) {
+		int hit = 0;
+		for (int s = 0; s < nsets; s++)
+			for (int i = 0; i < sets[s].n; i++)
+				hit += !strcmp(sets[s].p[i].name, o.only);
+		if (!hit) {
+			kj_errorf("pipeline: --only %s: no such pipeline in the files given", o.only);
+			rc = 2;
+			goto out;
+		}
+	}
+	if (o.list) {
+		for (int s = 0; s < nsets; s++)
+			for (int i = 0; i < sets[s].n; i++)
+				if (!o.only || !strcmp(sets[s].p[i].name, o.only))
+					pipeline_list(&sets[s].p[i]);
+		rc = failed;
+		goto out;
+	}
+	if (mkdir(o.out, 0777) && errno != EEXIST) {
+		kj_errorf("%s: %s", o.out, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	if (!o.from && find_beside("KJ_PIPELINE_WORKER", "kjoule-pipeline-worker", g.worker, sizeof(g.worker))) {
+		kj_errorf("pipeline worker not found (%s): build kjoule with CUDA (KJ_WITH_CUDA) or set "
+			  "KJ_PIPELINE_WORKER", g.worker);
+		rc = 1;
+		goto out;
+	}
+	char idle_src[256];
+	double idle_w = idle_power(&o, idle_src, sizeof(idle_src));
+	if (!o.from)
+		ceilings(&o, &g);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/summary.csv", o.out);
+	FILE *summary = fopen(path, "w");
+	if (!summary) {
+		kj_errorf("%s: %s", path, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	kj_summary_header_write(summary);
+	for (int s = 0; s < nsets; s++)
+		for (int i = 0; i < sets[s].n; i++)
+			if (!o.only || !strcmp(sets[s].p[i].name, o.only))
+				failed |= pipeline_run(&o, &g, &sets[s].p[i], it, idle_w, idle_src, summary);
+	fclose(summary);
+	printf("summary: %s (%d pipeline(s))\n", path, total);
+	rc = failed ? 1 : 0;
+out:
+	kj_child_close(g.c);
+	for (size_t i = 0; i < g.n; i++)
+		free(g.keys[i]);
+	free(g.keys);
+	free(g.vals);
+	for (int s = 0; s < nsets; s++)
+		kj_pipeline_set_free(&sets[s]);
+	free(sets);
+	return rc;
+}

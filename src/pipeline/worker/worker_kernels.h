@@ -1,0 +1,30 @@
+/* kjoule-pipeline-worker's own kernels (worker_kernels.cu): C launchers returning cudaError_t
+ * as int. Element types: KJW_F16, KJW_BF16, KJW_F32. */
+#ifndef KJ_WORKER_KERNELS_H
+#define KJ_WORKER_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+enum { KJW_F16, KJW_BF16, KJW_F32 };
+enum { KJW_RELU, KJW_RELU6, KJW_GELU, KJW_SILU, KJW_SIGMOID, KJW_HARDSWISH, KJW_HARDSIGMOID, KJW_ADD,
+       KJW_MUL, KJW_ADD_RELU };
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int kjw_fill(void *p, size_t n, int dtype, uint64_t seed, float scale, cudaStream_t s);
+/* NC = N x C planes of H x W into P x Q */
+int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W, int64_t P, int64_t Q,
+	     int R, int S, int sh, int sw, int ph, int pw, int avg, cudaStream_t s);
+/* kind 0 batch (a, b: per-channel scale, shift), 1 layer, 2 rms (a, b: gamma, beta over C) */
+int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
+	     int64_t C, int64_t HW, cudaStream_t s);
+int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, int64_t HW, cudaStream_t s);
+int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH, int64_t Sq,
+		  int64_t Skv, int D, int causal, cudaStream_t s);
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# kjoule pipeline: usage errors exit 2; --list on the shipped files; a bad file and a bad pipeline
+# are named (file, pipeline, phase, field) while the good pipelines still run; summary.csv, the
+# per-phase CSV and the SVG, with a stand-in worker (a script that answers the worker's protocol:
+# 1 ms and 0.4 J per call, a failure for one phase); --from --list on the shipped run.
+# usage: test_pipeline.sh KJOULE_BIN SRC_DIR BUILD_DIR
+set -u
+K=$1 S=$2
+. "$S/tests/cli/lib.sh"
+cd "$T"
+
+expect 0 "$K" pipeline --help; has 'usage: kjoule pipeline'
+expect 2 "$K" pipeline
+expect 2 "$K" pipeline --batch 0 x.yml
+expect 2 "$K" pipeline --precision fp8 x.yml
+expect 2 "$K" pipeline --bogus x.yml
+expect 2 "$K" pipeline "$S"/configs/pipelines/resnet18.yml --only nosuch --list
+
+expect 0 "$K" pipeline "$S"/configs/pipelines/*.yml --list
+for p in resnet18 resnet50 mobilenet_v3_small efficientnet_b0 replknet31b vit_b_16 opt66b_prefill opt66b_decode; do
+	has "^$p ("
+done
+lacks ERROR
+expect 0 "$K" pipeline "$S"/configs/pipelines/opt66b_decode.yml --list --set tp=2 --batch 8
+has 'self_attn.qkv_proj .* N=8 M=13824 K=9216'
+has 'self_attn.sdpa .* N=8 .*heads=36 seq_q=1 seq_kv=2048'
+
+cat > bad.yml <<'Y'
+pipelines:
+  - name: good
+    phases:
+      - {name: r, type: act, op: relu, C: 64, H: 8, W: 8}
+      - {name: fc, type: matmul, M: 64, K: 64, N: batch}
+  - name: broken
+    phases:
+      - {name: c, type: conv, C: 30, H: 8, W: 8, M: 32, R: 3, S: 3, groups: 4}
+  - name: oom
+    phases:
+      - {name: huge, type: matmul, M: 65536, K: 65536, N: 65536}
+      - {name: r, type: act, op: relu, C: 64}
+Y
+printf 'pipelines: [\n  - {name: a\n' > syntax.yml
+# the stand-in worker: 1 ms, 400 mJ per call; "huge" fails as out of memory
+cat > worker.sh <<'W'
+#!/usr/bin/env bash
+while read -r line; do
+	case $line in
+	type=ceiling*) echo "KJ_CEILING tflops=800 gbs=3000"; echo "KJ_PHASE status=ok error=";;
+	*name=huge*) echo "KJ_PHASE status=failed error=out of memory: cudaMalloc(8589934592 bytes) for matmul A: cudaErrorMemoryAllocation";;
+	*) echo "KJ_PHASE status=ok latency_ns=1000000 single_ns=1100000 power_w=400 energy_mj=400 unc_mj=2 launches=1000 has_energy=1 error=";;
+	esac
+done
+W
+chmod +x worker.sh
+export KJ_PIPELINE_WORKER=$T/worker.sh
+expect 1 "$K" pipeline bad.yml syntax.yml --out o --idle-w 100 --batch 4
+grep -q "syntax.yml:2:.*YAML error" "$T/err" || fail "no YAML error with file and line: $(cat "$T/err")"
+grep -q "bad.yml: pipeline 'broken': phase 'c' (line 8): field groups: does not divide the input channels C" "$T/err" ||
+	fail "bad shape not named: $(cat "$T/err")"
+grep -q "bad.yml: pipeline 'oom': phase 'huge' (.*): out of memory" "$T/err" || fail "OOM phase not named"
+[ -f o/summary.csv ] || fail "no summary.csv"
+check "summary has a header and 3 rows" '[ "$(wc -l < o/summary.csv)" = 4 ]'
+check "good pipeline ok" 'grep -q "^good,4,fp16,ok,2,0,2,2.000000,0.8,0.6,r,1.000000,1.000000,0.2,100.00,given (--idle-w)," o/summary.csv'
+check "broken pipeline failed" 'grep -q "^broken,4,fp16,failed,0,0,0,.*does not divide" o/summary.csv'
+check "oom pipeline partial" 'grep -q "^oom,4,fp16,partial,2,1,1,1.000000,.*first .huge.: out of memory" o/summary.csv'
+check "per-phase csv" '[ "$(wc -l < o/good.phases.csv)" = 3 ] && grep -q "^1,fc,matmul,,fp16,1,.*,ok,1.000000,1.100000,400.00,0.4," o/good.phases.csv'
+check "achieved rate and bound" 'grep -q "^0,r,act,relu,.*,memory," o/good.phases.csv'
+check "svg marks the bottleneck" 'grep -q "(bottleneck)" o/good.svg && grep -q "</svg>" o/good.svg'
+check "log per pipeline" 'grep -q "^totals: sequential_ms=2.000000" o/good.log'
+# identical layers are measured once: the worker saw each request at most once
+expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --out o2 --idle-w 100
+check "resnet50 with the stand-in" 'grep -q "^resnet50,1,fp16,ok,94,0,174,174.000000," o2/summary.csv'
+
+# a worker that dies mid-phase: that phase fails, the next one runs in a new worker
+cat > dying.sh <<'W'
+#!/usr/bin/env bash
+while read -r line; do
+	case $line in
+	*name=fc*) kill -SEGV $$;;
+	*) echo "KJ_PHASE status=ok latency_ns=1000 power_w=100 energy_mj=0.1 unc_mj=0 launches=100 has_energy=1 error=";;
+	esac
+done
+W
+chmod +x dying.sh
+KJ_PIPELINE_WORKER=$T/dying.sh expect 1 "$K" pipeline bad.yml --only good --out o3 --idle-w 50 --peak-tflops 1 --peak-gbs 1
+check "dead worker named" 'grep -q "phase .fc.*worker killed by signal 11" "$T/err"'
+check "partial after a crash" 'grep -q "^good,1,fp16,partial,2,1," o3/summary.csv'
+
+# a worker that hangs on one phase: killed after --timeout, the next phase runs in a new worker
+cat > hang.sh <<'W'
+#!/usr/bin/env bash
+while read -r line; do
+	case $line in
+	*name=r*) exec sleep 30;;
+	*) echo "KJ_PHASE status=ok latency_ns=1000 power_w=100 energy_mj=0.1 unc_mj=0 launches=100 has_energy=1 error=";;
+	esac
+done
+W
+chmod +x hang.sh
+KJ_PIPELINE_WORKER=$T/hang.sh expect 1 "$K" pipeline bad.yml --only good --out o4 --idle-w 50 --peak-tflops 1 --peak-gbs 1 --timeout 1
+check "hung phase timed out" 'grep -q "phase .r. .*timed out after 1 s (worker killed)" "$T/err"'
+check "the next phase ran" 'grep -q "^1,fc,matmul,.*,ok," o4/good.phases.csv'
+
+# --from: the phases of the shipped run's kept iteration
+expect 0 "$K" pipeline --from "$S"/examples/runs/bloom560m.kjdb --layers 1 --list
+has '^forward#28 (n/a, 3 phases)'
+has 'cub::DeviceScan::InclusiveScan .* first=6 last=7'
+expect 1 "$K" pipeline --from "$S"/examples/runs/bloom560m.kjdb --layers 3 --list
+grep -q "no NVTX range at depth 3" "$T/err" || fail "depth error"
+finish

@@ -1,0 +1,271 @@
+/* GPU test of kjoule-pipeline-worker's phases (label gpu; exit 77 without a GPU): convolution
+ * (cuDNN) and matmul (cuBLASLt) outputs against float64 CPU references at small shapes (groups,
+ * stride, padding, dilation; fp32 and fp16; batched matmul), attention and layer norm against CPU
+ * references, and the unrolled-graph latency per call against event timing of single launches
+ * (within 15 % for calls of >= 50 us, where launch gaps do not matter). Inputs are random and
+ * non-zero; outputs are poisoned before each run. Relative error is ||out - ref|| / ||ref||. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_phase_api.h"
+#include "worker_ops.h"
+
+static int fails;
+
+static float h2f(uint16_t h)
+{
+	uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
+	if (e == 0) {
+		float v = ldexpf((float)m, -24);
+		return s ? -v : v;
+	}
+	if (e == 31)
+		bits = s | 0x7f800000u | (m << 13);
+	else
+		bits = s | ((e + 112) << 23) | (m << 13);
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* n elements of a device buffer of dtype, as floats (malloc'ed) */
+static float *fetch(const void *d, size_t n, int dtype)
+{
+	size_t es = dtype == KJW_F32 ? 4 : 2;
+	void *h = malloc(n * es);
+	float *f = malloc(n * sizeof(*f));
+	cudaMemcpy(h, d, n * es, cudaMemcpyDeviceToHost);
+	for (size_t i = 0; i < n; i++) {
+		if (dtype == KJW_F32) {
+			f[i] = ((float *)h)[i];
+		} else if (dtype == KJW_F16) {
+			f[i] = h2f(((uint16_t *)h)[i]);
+		} else {
+			uint32_t b = (uint32_t)((uint16_t *)h)[i] << 16;
+			memcpy(&f[i], &b, 4);
+		}
+	}
+	free(h);
+	return f;
+}
+
+static void verdict(const char *what, const float *out, const double *ref, size_t n, double tol)
+{
+	double num = 0, den = 0;
+	int nan = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(out[i]))
+			nan = 1;
+		num += (out[i] - ref[i]) * (out[i] - ref[i]);
+		den += ref[i] * ref[i];
+	}
+	double rel = sqrt(num / (den > 0 ? den : 1));
+	int ok = !nan && rel <= tol && den > 0;
+	printf("%s %-60s rel err %.2e (bound %.0e)\n", ok ? "ok  " : "FAIL", what, rel, tol);
+	fails += !ok;
+}
+
+static void conv_case(const char *prec, int N, int C, int H, int W, int M, int R, int S, int st, int pad, int dil,
+		      int groups, double tol)
+{
+	struct kj_phase ph;
+	char err[320], what[160];
+	void *state = NULL;
+	memset(&ph, 0, sizeof(ph));
+	ph.kind = KJ_PHASE_CONV;
+	snprintf(ph.precision, sizeof(ph.precision), "%s", prec);
+	ph.N = N, ph.C = C, ph.H = H, ph.W = W, ph.M = M, ph.R = R, ph.S = S, ph.stride_h = st, ph.pad_h = ph.pad_w = pad;
+	ph.dil_h = dil, ph.groups = groups;
+	snprintf(what, sizeof(what), "conv %s N%d C%d %dx%d M%d %dx%d s%d p%d d%d g%d", prec, N, C, H, W, M, R, S, st, pad,
+		 dil, groups);
+	if (kj_phase_check(&ph, err, sizeof(err)) || kjw_conv_setup(&ph, &state, err, sizeof(err))) {
+		printf("FAIL %s: %s\n", what, err);
+		fails++;
+		return;
+	}
+	struct kjw_conv *c = state;
+	size_t ny = (size_t)N * M * ph.P * ph.Q, es = c->dtype == KJW_F32 ? 4 : 2;
+	cudaMemset(c->y, 0xFF, ny * es); /* poison: NaN in every precision */
+	if (kjw_conv_capture(state, 0) || cudaDeviceSynchronize()) {
+		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+		fails++;
+		kjw_conv_teardown(state);
+		return;
+	}
+	int cg = C / groups, mg = M / groups;
+	float *x = fetch(c->x, (size_t)N * C * H * W, c->dtype), *w = fetch(c->w, (size_t)M * cg * R * S, c->dtype);
+	float *y = fetch(c->y, ny, c->dtype);
+	double *ref = calloc(ny, sizeof(*ref));
+	for (int n = 0; n < N; n++)
+		for (int m = 0; m < M; m++)
+			for (int p = 0; p < ph.P; p++)
+				for (int q = 0; q < ph.Q; q++) {
+					double a = 0;
+					int g = m / mg;
+					for (int ci = 0; ci < cg; ci++)
+						for (int r = 0; r < R; r++)
+							for (int s = 0; s < S; s++) {
+								int h = p * st - pad + r * dil, wi = q * st - pad + s * dil;
+								if (h < 0 || h >= H || wi < 0 || wi >= W)
+									continue;
+								a += (double)x[((size_t)(n * C + g * cg + ci) * H + h) * W + wi] *
+								     w[((size_t)(m * cg + ci) * R + r) * S + s];
+							}
+					ref[((size_t)(n * M + m) * ph.P + p) * ph.Q + q] = a;
+				}
+	verdict(what, y, ref, ny, tol);
+	free(x), free(w), free(y), free(ref);
+	kjw_conv_teardown(state);
+}
+
+static void matmul_case(const char *prec, int M, int K, int N, int count, double tol)
+{
+	struct kj_phase ph;
+	char err[320], what[160];
+	void *state = NULL;
+	memset(&ph, 0, sizeof(ph));
+	ph.kind = KJ_PHASE_MATMUL;
+	snprintf(ph.precision, sizeof(ph.precision), "%s", prec);
+	ph.M = M, ph.K = K, ph.N = N, ph.count = count;
+	snprintf(what, sizeof(what), "matmul %s M%d K%d N%d x%d", prec, M, K, N, count);
+	if (kj_phase_check(&ph, err, sizeof(err)) || kjw_matmul_setup(&ph, &state, err, sizeof(err))) {
+		printf("FAIL %s: %s\n", what, err);
+		fails++;
+		return;
+	}
+	struct kjw_matmul *g = state;
+	size_t nc = (size_t)M * N * count;
+	cudaMemset(g->c, 0xFF, nc * (g->dtype == KJW_F32 ? 4 : 2));
+	if (kjw_matmul_capture(state, 0) || cudaDeviceSynchronize()) {
+		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+		fails++;
+		kjw_matmul_teardown(state);
+		return;
+	}
+	float *a = fetch(g->a, (size_t)M * K * count, g->dtype), *b = fetch(g->b, (size_t)K * N * count, g->dtype);
+	float *c = fetch(g->c, nc, g->dtype);
+	double *ref = calloc(nc, sizeof(*ref));
+	for (int t = 0; t < count; t++)
+		for (int n = 0; n < N; n++)
+			for (int m = 0; m < M; m++) {
+				double s = 0;
+				for (int k = 0; k < K; k++) /* column-major: A is K x M (op T), B is K x N */
+					s += (double)a[(size_t)t * M * K + (size_t)m * K + k] * b[(size_t)t * K * N + (size_t)n * K + k];
+				ref[(size_t)t * M * N + (size_t)n * M + m] = s;
+			}
+	verdict(what, c, ref, nc, tol);
+	free(a), free(b), free(c), free(ref);
+	kjw_matmul_teardown(state);
+}
+
+/* attention and layer norm through the kernels directly, on buffers filled here */
+static void attention_case(int BH, int Sq, int Skv, int D, int causal)
+{
+	size_t nq = (size_t)BH * Sq * D, nk = (size_t)BH * Skv * D;
+	float *q, *k, *v, *o;
+	char what[128];
+	cudaMalloc((void **)&q, nq * 4), cudaMalloc((void **)&k, nk * 4), cudaMalloc((void **)&v, nk * 4);
+	cudaMalloc((void **)&o, nq * 4);
+	kjw_fill(q, nq, KJW_F32, 1, 1.f, 0), kjw_fill(k, nk, KJW_F32, 2, 1.f, 0), kjw_fill(v, nk, KJW_F32, 3, 1.f, 0);
+	cudaMemset(o, 0xFF, nq * 4);
+	int e = kjw_attention(q, k, v, o, KJW_F32, BH, Sq, Skv, D, causal, 0);
+	snprintf(what, sizeof(what), "attention fp32 BH%d Sq%d Skv%d D%d causal%d", BH, Sq, Skv, D, causal);
+	if (e || cudaDeviceSynchronize()) {
+		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+		fails++;
+		return;
+	}
+	float *hq = fetch(q, nq, KJW_F32), *hk = fetch(k, nk, KJW_F32), *hv = fetch(v, nk, KJW_F32), *ho = fetch(o, nq, KJW_F32);
+	double *ref = calloc(nq, sizeof(*ref)), *sc = calloc((size_t)Skv, sizeof(*sc));
+	for (int b = 0; b < BH; b++)
+		for (int i = 0; i < Sq; i++) {
+			int lim = causal ? i + (Skv - Sq) + 1 : Skv;
+			double mx = -INFINITY, sum = 0;
+			for (int j = 0; j < lim; j++) {
+				double s = 0;
+				for (int d = 0; d < D; d++)
+					s += (double)hq[((size_t)b * Sq + i) * D + d] * hk[((size_t)b * Skv + j) * D + d];
+				sc[j] = s / sqrt((double)D);
+				mx = fmax(mx, sc[j]);
+			}
+			for (int j = 0; j < lim; j++)
+				sum += sc[j] = exp(sc[j] - mx);
+			for (int d = 0; d < D; d++) {
+				double a = 0;
+				for (int j = 0; j < lim; j++)
+					a += sc[j] * hv[((size_t)b * Skv + j) * D + d];
+				ref[((size_t)b * Sq + i) * D + d] = a / sum;
+			}
+		}
+	verdict(what, ho, ref, nq, 1e-4);
+	free(hq), free(hk), free(hv), free(ho), free(ref), free(sc);
+	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
+}
+
+/* Per-call latency of the unrolled graph against single launches timed by events. */
+static void timing_case(const char *what, const struct kj_phase *ph, const struct kj_phase_ops *ops)
+{
+	struct kj_kernel_iter_opts o = {100, 2000, 0, 1.0, 0};
+	struct kj_phase_result r;
+	memset(&r, 0, sizeof(r));
+	kj_kernel_iter(ph, ops, &o, &r);
+	if (strcmp(r.status, "ok")) {
+		printf("FAIL %s: %s\n", what, r.error);
+		fails++;
+		return;
+	}
+	double d = fabs(r.latency_ms - r.single_ms) / r.single_ms;
+	int ok = r.single_ms < 0.05 || d <= 0.15;
+	printf("%s %-60s graph %.4f ms/call, single launches %.4f ms (%+.1f %%)%s\n", ok ? "ok  " : "FAIL", what,
+	       r.latency_ms, r.single_ms, 100 * (r.latency_ms / r.single_ms - 1),
+	       r.single_ms < 0.05 ? " (short: informative only)" : "");
+	fails += !ok;
+}
+
+int main(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("no GPU: skipped\n");
+		return 77;
+	}
+	conv_case("fp32", 2, 8, 9, 11, 16, 3, 3, 1, 1, 1, 1, 5e-3);
+	conv_case("fp32", 1, 8, 12, 12, 8, 3, 3, 2, 2, 2, 1, 5e-3);
+	conv_case("fp16", 2, 16, 10, 10, 32, 3, 3, 1, 1, 1, 4, 1e-2);
+	conv_case("fp16", 1, 32, 14, 14, 32, 7, 7, 1, 3, 1, 32, 1e-2); /* depthwise */
+	conv_case("fp16", 1, 3, 32, 32, 16, 7, 7, 2, 3, 1, 1, 1e-2);
+	conv_case("bf16", 1, 16, 8, 8, 16, 1, 1, 1, 0, 1, 1, 2e-2);
+	matmul_case("fp32", 64, 96, 40, 1, 5e-3);
+	matmul_case("fp16", 128, 256, 8, 1, 1e-2);
+	matmul_case("fp16", 33, 70, 17, 3, 1e-2);
+	matmul_case("bf16", 64, 64, 64, 1, 2e-2);
+	attention_case(3, 17, 17, 64, 1);
+	attention_case(2, 1, 300, 128, 0);
+
+	struct kj_phase ph;
+	char err[128];
+	memset(&ph, 0, sizeof(ph));
+	ph.kind = KJ_PHASE_MATMUL;
+	snprintf(ph.precision, sizeof(ph.precision), "fp16");
+	ph.M = ph.K = ph.N = 4096;
+	kj_phase_check(&ph, err, sizeof(err));
+	timing_case("graph vs single: matmul fp16 4096^3", &ph, &kjw_matmul_ops);
+	memset(&ph, 0, sizeof(ph));
+	ph.kind = KJ_PHASE_CONV;
+	snprintf(ph.precision, sizeof(ph.precision), "fp16");
+	ph.N = 32, ph.C = 64, ph.H = ph.W = 56, ph.M = 64, ph.R = ph.S = 3, ph.pad_h = ph.pad_w = 1;
+	kj_phase_check(&ph, err, sizeof(err));
+	timing_case("graph vs single: conv fp16 N32 C64 56x56 M64 3x3", &ph, &kjw_conv_ops);
+	memset(&ph, 0, sizeof(ph));
+	ph.kind = KJ_PHASE_ACT;
+	snprintf(ph.precision, sizeof(ph.precision), "fp16");
+	snprintf(ph.op, sizeof(ph.op), "relu");
+	ph.N = 1, ph.C = 64, ph.H = ph.W = 56;
+	kj_phase_check(&ph, err, sizeof(err));
+	timing_case("graph vs single: relu fp16 64x56x56", &ph, &kjw_simple_ops);
+	printf("%s: %d failure(s)\n", fails ? "FAIL" : "ok", fails);
+	return fails ? 1 : 0;
+}
