@@ -22,9 +22,9 @@
 struct replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
-	int graph, verify, no_sequence;
+	int graph, verify, no_sequence, all, energy_s_given;
 	long long iteration;
-	double energy_s;
+	double energy_s, budget_s;
 };
 
 static void usage(FILE *f)
@@ -34,13 +34,18 @@ static void usage(FILE *f)
 		"                     [--energy] [--unroll U] [--energy-seconds S] [--kernel PATTERN]\n"
 		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
 		"                     [--timer cupti|events] [--relocate] [--verify] [--no-sequence]\n"
+		"                     [--all] [--budget SECONDS]\n"
 		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--runs N] [--energy]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
 		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
 		"  --runs N         timed launches per cache mode (100)     --warmup W  untimed first (10)\n"
 		"  --cache MODE     warm, cold (L2 flushed before each launch) or both (both)\n"
-		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds (2)\n"
+		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds\n"
+		"                   (default: 60 s shared among the kernels measured, 0.3..2 s each)\n"
+		"  --all            energy for every kernel; by default only kernels that ran inside the\n"
+		"                   run's iterations get it (warm-up and autotuning kernels: latency only)\n"
+		"  --budget S       start no replay after S seconds; what is left is listed as skipped\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
@@ -238,6 +243,11 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 	int rc = 0, status, timed_out;
 	size_t done = 0, total = 0;
 	static const char *const fills[] = {"random", "smallint", "zero"};
+	struct timespec t_start, t_now;
+	/* a worker takes at most this many kernels, so --budget is checked often and a kernel that
+	 * hangs a worker costs few others a restart */
+	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : (size_t)-1;
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
 
 	if (!todo || !tier || !got || !first_err || !argv || !ids) {
 		rc = KJ_ENOMEM;
@@ -253,11 +263,26 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 	snprintf(num[4], sizeof(num[4]), "%d", o->device);
 	snprintf(num[5], sizeof(num[5]), "%g", o->energy_s);
 	while (ntodo) {
-		/* one worker for the kernels of the lowest pending fill tier */
-		int t = 3;
+		clock_gettime(CLOCK_MONOTONIC, &t_now);
+		double elapsed = (double)(t_now.tv_sec - t_start.tv_sec) + (t_now.tv_nsec - t_start.tv_nsec) * 1e-9;
+		if (o->budget_s > 0 && elapsed >= o->budget_s) {
+			for (size_t i = 0; i < ntodo; i++) {
+				struct kj_replay_item *it = &plan->items[todo[i]];
+				snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
+					 " (`kjoule replay RUN --kernel NAME` replays it)", o->budget_s);
+				kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
+			}
+			break;
+		}
+		/* one worker for the kernels of the lowest pending fill tier, energy or latency alone,
+		 * in plan order (largest share of the iterations first) */
+		int t = 3, want_energy = -1;
 		for (size_t i = 0; i < ntodo; i++)
 			if (tier[todo[i]] < t)
 				t = tier[todo[i]];
+		for (size_t i = 0; i < ntodo && want_energy < 0; i++)
+			if (tier[todo[i]] == t)
+				want_energy = plan->items[todo[i]].energy;
 		struct batch b = {plan, calloc(ntodo, sizeof(size_t)), got, 0, -1};
 		if (!b.idx) {
 			rc = KJ_ENOMEM;
@@ -277,7 +302,7 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 		argv[k++] = num[4];
 		argv[k++] = "--fill";
 		argv[k++] = (char *)fills[t];
-		if (o->energy) {
+		if (o->energy && want_energy) {
 			argv[k++] = "--energy";
 			argv[k++] = "--unroll";
 			argv[k++] = num[3];
@@ -292,8 +317,8 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 			argv[k++] = "--relocate";
 		if (o->verify)
 			argv[k++] = "--verify";
-		for (size_t i = 0; i < ntodo; i++)
-			if (tier[todo[i]] == t) {
+		for (size_t i = 0; i < ntodo && b.n < chunk; i++)
+			if (tier[todo[i]] == t && plan->items[todo[i]].energy == want_energy) {
 				snprintf(ids[b.n], sizeof(ids[0]), "%" PRId64, plan->items[todo[i]].unique_id);
 				argv[k++] = "--unique";
 				argv[k++] = ids[b.n];
@@ -301,7 +326,7 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 				b.idx[b.n++] = todo[i];
 			}
 		argv[k] = NULL;
-		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
+		if (run_child(argv, o->timeout_s + (o->energy && want_energy ? (int)(o->energy_s * 3) + 30 : 0),
 			      on_batch_line, &b, &status, &timed_out)) {
 			free(b.idx);
 			rc = KJ_EIO;
@@ -354,9 +379,14 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 				snprintf(it->res.error, sizeof(it->res.error), "%s", note);
 			}
 			done++;
-			if (!o->json || isatty(STDERR_FILENO))
-				fprintf(stderr, "[%zu/%zu] %-9s %.60s\n", done, total, it->res.status,
-					it->demangled ? it->demangled : it->mangled);
+			if (!o->json || isatty(STDERR_FILENO)) {
+				clock_gettime(CLOCK_MONOTONIC, &t_now);
+				double el = (double)(t_now.tv_sec - t_start.tv_sec) +
+					    (t_now.tv_nsec - t_start.tv_nsec) * 1e-9;
+				fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left] %-9s%s %.60s\n", done, total, el,
+					el / (double)done * (double)(total - done), it->res.status,
+					it->energy ? " +energy" : "", it->demangled ? it->demangled : it->mangled);
+			}
 		}
 		ntodo = nn;
 		free(b.idx);
@@ -405,6 +435,15 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->no_sequence = 1;
 		} else if (!strcmp(a, "--graph")) {
 			o->graph = 1;
+		} else if (!strcmp(a, "--all")) {
+			o->all = 1;
+		} else if (v && !strcmp(a, "--budget")) {
+			char *end;
+			o->budget_s = strtod(v, &end), i++;
+			if (*end || !(o->budget_s > 0)) {
+				fprintf(stderr, "kjoule replay: --budget wants seconds > 0, got '%s'\n", v);
+				return 2;
+			}
 		} else if (v && !strcmp(a, "--iteration")) {
 			o->iteration = atoll(v), i++;
 		} else if (v && !strcmp(a, "--runs")) {
@@ -417,6 +456,7 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->unroll = atoi(v), i++;
 		} else if (v && !strcmp(a, "--energy-seconds")) {
 			o->energy_s = atof(v), i++;
+			o->energy_s_given = 1;
 		} else if (v && !strcmp(a, "--kernel")) {
 			o->pattern = v, i++;
 		} else if (v && !strcmp(a, "--jobs")) {
@@ -633,8 +673,53 @@ int cmd_replay(int argc, char **argv)
 		kj_warnf("captured on sm_%d%d, replaying on sm_%d%d (--any-arch)", plan.captured_cc_major,
 			 plan.captured_cc_minor, dev.cc_major, dev.cc_minor);
 	}
+	if (kj_replay_plan_rank(db, &plan, o.energy, o.all))
+		goto out;
+	if (o.energy && !o.energy_s_given) {
+		size_t ne = 0;
+		for (size_t i = 0; i < plan.n; i++)
+			ne += plan.items[i].energy && !plan.items[i].skip[0];
+		/* 60 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms */
+		o.energy_s = ne ? 60.0 / (double)ne : 2.0;
+		o.energy_s = o.energy_s < 0.3 ? 0.3 : o.energy_s > 2.0 ? 2.0 : o.energy_s;
+	}
+	if (!o.json) {
+		size_t ni = 0, ne = 0;
+		for (size_t i = 0; i < plan.n; i++) {
+			ni += plan.items[i].iter_launches > 0;
+			ne += plan.items[i].energy && !plan.items[i].skip[0];
+		}
+		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
+			"%s; energy for %zu (%.2g s each)%s\n", plan.n, ni,
+			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
+			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0,
+			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
+	}
 	if (run_batches(&o, worker, &plan))
 		goto out;
+	{
+		/* what was not replayed, and why, counted by reason */
+		size_t nskip = 0;
+		for (size_t i = 0; i < plan.n; i++)
+			nskip += plan.items[i].skip[0] != 0;
+		if (nskip && !o.json) {
+			fprintf(stderr, "kjoule replay: %zu kernel(s) not replayed:\n", nskip);
+			for (size_t i = 0; i < plan.n; i++) {
+				const char *why = plan.items[i].skip;
+				int first = 1;
+				size_t count = 0;
+				if (!why[0])
+					continue;
+				for (size_t j = 0; j < plan.n; j++) {
+					if (j < i && !strcmp(plan.items[j].skip, why))
+						first = 0;
+					count += !strcmp(plan.items[j].skip, why);
+				}
+				if (first)
+					fprintf(stderr, "  %zu x %s\n", count, why);
+			}
+		}
+	}
 	if (kj_replay_plan_store(db, &plan))
 		goto out;
 	if (o.json) {

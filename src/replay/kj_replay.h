@@ -166,6 +166,9 @@ struct kj_replay_item {
 	int64_t launches;     /* launches of this unique kernel in the run */
 	int64_t traced_ns;    /* Σ traced kernel durations (0 when the run has no kernel rows) */
 	char skip[512];       /* non-empty: not replayed, and why */
+	int64_t iter_ns;      /* traced time of its launches issued inside the run's iterations */
+	int64_t iter_launches;
+	int energy;           /* measure its energy (kj_replay_plan_rank decides) */
 	struct kj_replay_result res;
 };
 
@@ -179,6 +182,8 @@ struct kj_replay_plan {
 	int have_params;          /* the run has launch_params rows */
 	int cache_warm, cache_cold; /* set by the caller: which cache modes were asked for */
 	char run_path[256];       /* for messages */
+	char iteration_range[256]; /* the run's iteration range (kj_iterations.h); "" when none */
+	int64_t iter_ns;           /* Σ item iter_ns */
 };
 
 /**
@@ -189,6 +194,16 @@ struct kj_replay_plan {
  *         at all, or nothing matches: message printed); KJ_EDB; KJ_ENOMEM.
  */
 int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan *plan);
+
+/**
+ * @brief Put the plan in the order that respects the user's time: kernels that ran inside the
+ *        run's iterations (kj_iterations.h) first, largest share of their kernel time first, then
+ *        the rest (warm-up, autotuning candidates) by traced time. With energy, only the former
+ *        get energy (all = 1: every kernel). Kernels that wait on something outside themselves
+ *        by name (kj_kernel_waits.h) are skipped with that reason.
+ * @return 0, KJ_EDB, KJ_ENOMEM.
+ */
+int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all);
 
 /** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */
 void kj_replay_plan_free(struct kj_replay_plan *plan);

@@ -10,6 +10,10 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_grow.h"
+#include "kj_map.h"
+#include "kj_iterations.h"
+#include "kj_kernel_waits.h"
 
 static const char *required_tables[] = {"unique_kernel", "kernel_name", "launch_params", "module",
 					"module_function", "allocation", "replay_kernel",
@@ -534,4 +538,116 @@ out:
 	json_decref(root);
 	free(v);
 	return text;
+}
+
+struct inst {
+	int64_t s, e;
+};
+
+static int inst_cmp(const void *a, const void *b)
+{
+	const struct inst *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* 1 when t lies in one of the sorted instances (overlaps: the few before are looked at too) */
+static int in_instances(const struct inst *v, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < 8; i--)
+		if (t <= v[i - 1].e)
+			return 1;
+	return 0;
+}
+
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct kj_replay_item *x = a, *y = b;
+	if ((x->iter_ns > 0) != (y->iter_ns > 0))
+		return x->iter_ns > 0 ? -1 : 1;
+	if (x->iter_ns != y->iter_ns)
+		return x->iter_ns > y->iter_ns ? -1 : 1;
+	if (x->traced_ns != y->traced_ns)
+		return x->traced_ns > y->traced_ns ? -1 : 1;
+	return x->unique_id < y->unique_id ? -1 : x->unique_id > y->unique_id;
+}
+
+int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all)
+{
+	struct inst *v = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = kj_iter_default_range(db, -1, plan->iteration_range, sizeof(plan->iteration_range), NULL);
+	if (rc)
+		return rc;
+	if (plan->iteration_range[0]) {
+		if (kj_db_prepare(db, "SELECT start_ns, end_ns FROM nvtx_range WHERE name = ? AND"
+				      " start_ns IS NOT NULL AND end_ns IS NOT NULL", &st))
+			return KJ_EDB;
+		sqlite3_bind_text(st, 1, plan->iteration_range, -1, SQLITE_STATIC);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct inst *nv = kj_grow(v, &cap, n, sizeof(*nv), 64);
+			if (!nv) {
+				sqlite3_finalize(st);
+				free(v);
+				return KJ_ENOMEM;
+			}
+			v = nv;
+			v[n++] = (struct inst){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
+		}
+		sqlite3_finalize(st);
+		qsort(v, n, sizeof(*v), inst_cmp);
+	}
+	if (n) {
+		/* per unique kernel: its launches issued inside an iteration, and their traced time */
+		struct kj_map *at = kj_map_new();
+		if (!at) {
+			free(v);
+			return KJ_ENOMEM;
+		}
+		for (size_t i = 0; i < plan->n; i++)
+			kj_map_put(at, (uint64_t)plan->items[i].unique_id, i);
+		if (kj_db_prepare(db, "SELECT unique_id, launch_ns, start_ns, end_ns FROM kernel"
+				      " WHERE unique_id IS NOT NULL AND start_ns IS NOT NULL AND end_ns >= start_ns", &st)) {
+			kj_map_free(at);
+			free(v);
+			return KJ_EDB;
+		}
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			uint64_t i;
+			int64_t s = sqlite3_column_int64(st, 2), key = s;
+			if (!kj_map_get(at, (uint64_t)sqlite3_column_int64(st, 0), &i))
+				continue;
+			if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int64(st, 1) <= s)
+				key = sqlite3_column_int64(st, 1);
+			if (!in_instances(v, n, key))
+				continue;
+			plan->items[i].iter_launches++;
+			plan->items[i].iter_ns += sqlite3_column_int64(st, 3) - s;
+			plan->iter_ns += sqlite3_column_int64(st, 3) - s;
+		}
+		sqlite3_finalize(st);
+		kj_map_free(at);
+	}
+	free(v);
+	for (size_t i = 0; i < plan->n; i++) {
+		struct kj_replay_item *it = &plan->items[i];
+		char why[256];
+		/* no iterations at all: every kernel counts as the program's own work */
+		it->energy = energy && (all || !n || it->iter_launches > 0);
+		if (!it->skip[0] && kj_kernel_waits_by_name(it->mangled, why, sizeof(why))) {
+			snprintf(it->skip, sizeof(it->skip), "not replayable alone: %s (compare keeps its"
+				 " in-situ time)", why);
+			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
+		}
+	}
+	qsort(plan->items, plan->n, sizeof(*plan->items), rank_cmp);
+	return 0;
 }
