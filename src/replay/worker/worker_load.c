@@ -301,7 +301,32 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 			e = CUDA_SUCCESS;
 	}
 	if (e != CUDA_SUCCESS) {
-		cu_fail(&R->res, "first launch", e, __FILE__, __LINE__);
+		/* the launch as it was asked for, and what the function says of itself: enough to tell
+		 * a refused shared-memory size, cluster shape or parameter block apart */
+		int regs = -1, smem_static = -1, smem_max = -1, threads_max = -1, cw = -1, nparams_fn = -1;
+		size_t psize = 0;
+		char what[400];
+		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn);
+		cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn);
+		cuFuncGetAttribute(&smem_max, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn);
+		cuFuncGetAttribute(&threads_max, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn);
+		cuFuncGetAttribute(&cw, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, k->fn);
+		for (size_t i = 0;; i++) {
+			size_t off = 0, sz = 0;
+			if (cuFuncGetParamInfo(k->fn, i, &off, &sz) != CUDA_SUCCESS) {
+				nparams_fn = (int)i;
+				break;
+			}
+			psize = off + sz;
+		}
+		snprintf(what, sizeof(what),
+			 "first launch (grid %u,%u,%u block %u,%u,%u dyn smem %u cluster %u,%u,%u; function: "
+			 "%d regs, static smem %d, max dyn smem %d, max threads %d, cluster width %d, %d params"
+			 " in %zu bytes; captured %zu params in %zu bytes)",
+			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
+			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
+			 cw, nparams_fn, psize, k->nlayout, k->blob_len);
+		cu_fail(&R->res, what, e, __FILE__, __LINE__);
 		return KJ_EGPU;
 	}
 	struct timespec t0, t;
