@@ -108,3 +108,20 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 void kj_sweep_gpu_tag(const char *name, char *out, size_t len);
 
 #endif
+
+/* ---- file names and merge ----------------------------------------------------------------- */
+/** The parts of a sweep file name: {GPU}_{op}_{precision}_{parts}_{part}.csv (a part) or
+ *  {GPU}_{op}_{precision}.csv (merged; parts = part = 0). */
+struct kj_sweep_name {
+	char gpu[128], op[128];
+	int precision, parts, part;
+};
+/** @brief Parse a file name (directories ignored); -1 when it is not a sweep CSV's name. */
+int kj_sweep_name_parse(const char *path, struct kj_sweep_name *out);
+/**
+ * @brief Join CSVs of one operator into out: same header required, rows with a shape seen
+ * before dropped (a measured row is kept over a skipped one), sorted by the shape columns.
+ * Written to a temporary file and renamed. *rows and *dups receive the counts.
+ */
+int kj_sweep_merge(const char *const *paths, int n, const char *out, int64_t *rows, int64_t *dups,
+		   char *err, size_t errlen);
