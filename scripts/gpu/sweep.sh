@@ -33,7 +33,8 @@ echo "== correctness: every test config, run_function (fwd and bwd against a ref
 		op=$(basename "$f" .yml)
 		sed 's/"run": "get_one"/"run": "run_function"/' "$f" >"$work/rf_$op.yml"
 		printf '%-32s ' "$op"
-		timeout 60 "$kj" sweep "$work/rf_$op.yml" --precision fp16 2>&1 | tail -1
+		res=$(timeout 60 "$kj" sweep "$work/rf_$op.yml" --precision fp16 2>"$work/rf_$op.err")
+		echo "${res:-$(tail -1 "$work/rf_$op.err")}"
 	done
 } | tee "$OUT/sweep_check.log"
 
