@@ -1,8 +1,12 @@
 /* kjoule sweep: time (and energy) of one operator over the shape grid of a seed-style config. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kj_cli.h"
@@ -87,6 +91,48 @@ static int parse_int(const char *s, int *out)
 		return -1;
 	*out = (int)x;
 	return 0;
+}
+
+/* run get_profiler: `kjoule run` traces the worker measuring the one shape; the request goes in
+ * on its stdin from OUT/sampling_profile/{base}.req, the run database beside it. */
+static int profile(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *o)
+{
+	char dir[4096], req[5200], db[5200], base[1024], line[512], self[4096];
+	kj_sweep_file_base(cfg, o, base, sizeof(base));
+	snprintf(dir, sizeof(dir), "%.4000s/sampling_profile", o->out_dir);
+	if (mkdir(o->out_dir, 0777) && errno != EEXIST)
+		return 1;
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		kj_errorf("sweep: %s: %s", dir, strerror(errno));
+		return 1;
+	}
+	snprintf(req, sizeof(req), "%s/%s.req", dir, base);
+	snprintf(db, sizeof(db), "%s/%s.kjdb", dir, base);
+	kj_sweep_request(cfg, o->precision, cfg->shapes, o->energy, 0, line, sizeof(line));
+	FILE *f = fopen(req, "w");
+	if (!f || fputs(line, f) < 0 || fclose(f)) {
+		kj_errorf("sweep: %s: %s", req, strerror(errno));
+		return 1;
+	}
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	fprintf(stderr, "kjoule sweep: tracing '%.*s' with kjoule run into %s\n",
+		(int)strcspn(line, "\n"), line, db);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(req, O_RDONLY);
+		if (fd < 0 || dup2(fd, 0) < 0)
+			_exit(127);
+		execl(self, self, "run", "--force", "-o", db, "--", o->worker, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return 1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -190,19 +236,12 @@ int cmd_sweep(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (cfg.run == KJ_RUN_GET_PROFILER) {
-		char s[256];
-		kj_sweep_shape_format(cfg.shapes, cfg.ncols, s, sizeof(s));
-		printf("run get_profiler: trace the one shape with kjoule run:\n"
-		       "  echo '%s %s %s %d 0' | kjoule run -o %s_%s.kjdb -- kjoule-sweep-worker\n",
-		       cfg.op->name, kj_precision_name(o.precision), s, o.energy, cfg.op->name,
-		       kj_precision_name(o.precision));
-		return 0;
-	}
 	if (find_worker(worker, sizeof(worker))) {
 		kj_errorf("sweep worker not found (%s); build kjoule with CUDA or set KJ_SWEEP_WORKER", worker);
 		return 1;
 	}
 	o.worker = worker;
+	if (cfg.run == KJ_RUN_GET_PROFILER)
+		return profile(&cfg, &o);
 	return kj_sweep_run(&cfg, &o) ? 1 : 0;
 }

@@ -104,6 +104,13 @@ struct kj_sweep_opts {
  */
 int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *opts);
 
+/** @brief "{GPU}_{op}_{precision}_{parts}_{part}", the name of a sweep's CSV and log. */
+void kj_sweep_file_base(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *opts,
+			char *buf, size_t len);
+/** @brief The request line (with newline) the worker gets for shape v. */
+void kj_sweep_request(const struct kj_sweep_config *cfg, int precision, const int64_t *v,
+		      int energy, int check, char *buf, size_t len);
+
 /** @brief GPU name made file-safe (spaces and slashes dropped, as the seed's names are). */
 void kj_sweep_gpu_tag(const char *name, char *out, size_t len);
 

@@ -138,8 +138,8 @@ static int check(struct ctx *c, struct kj_sweep_config *cfg, yaml_node_t **val, 
 		int k = cfg->active < 1 ? K_ACTIVE : cfg->wait < 0 ? K_WAIT : K_WARMUP;
 		return fail(c, val[k], key_names[k], "must be %s", k == K_ACTIVE ? ">= 1" : ">= 0");
 	}
-	if (kj_sweep_grid_size(cfg) > 100000000)
-		return fail(c, val[K_ENDS], "ends", "the grid has more than 100 million shapes");
+	if (kj_sweep_grid_size(cfg) > 10000000)
+		return fail(c, val[K_ENDS], "ends", "the grid has more than 10 million shapes");
 	return 0;
 }
 

@@ -165,13 +165,21 @@ static void worker_stop(struct worker *w)
 	w->pid = 0;
 }
 
+void kj_sweep_request(const struct kj_sweep_config *cfg, int precision, const int64_t *v,
+		      int energy, int check, char *buf, size_t len)
+{
+	char shape[256];
+	kj_sweep_shape_format(v, cfg->ncols, shape, sizeof(shape));
+	snprintf(buf, len, "%s %s %s %d %d\n", cfg->op->name, kj_precision_name(precision), shape,
+		 energy, check);
+}
+
 static int worker_send(struct worker *w, const struct kj_sweep_config *cfg, int precision,
 		       const int64_t *v, int energy, int check)
 {
-	char shape[256], line[512];
-	kj_sweep_shape_format(v, cfg->ncols, shape, sizeof(shape));
-	int n = snprintf(line, sizeof(line), "%s %s %s %d %d\n", cfg->op->name,
-			 kj_precision_name(precision), shape, energy, check);
+	char line[512];
+	kj_sweep_request(cfg, precision, v, energy, check, line, sizeof(line));
+	ssize_t n = (ssize_t)strlen(line);
 	return write(w->in_fd, line, n) == n ? 0 : KJ_EIO;
 }
 
@@ -389,13 +397,22 @@ static void gpu_name(const struct kj_sweep_opts *opts, char *tag, size_t len)
 	}
 }
 
+void kj_sweep_file_base(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *opts,
+			char *buf, size_t len)
+{
+	char tag[128];
+	gpu_name(opts, tag, sizeof(tag));
+	snprintf(buf, len, "%s_%s_%s_%d_%d", tag, cfg->op->name, kj_precision_name(opts->precision),
+		 opts->parts, opts->part);
+}
+
 int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *opts)
 {
 	struct run_state st = {.cfg = cfg, .opts = opts, .csv_fd = -1};
 	struct worker w[MAX_WORKERS];
 	int nw = opts->gpus < 1 ? 1 : opts->gpus > MAX_WORKERS ? MAX_WORKERS : opts->gpus;
 	int64_t *shapes = NULL, nshapes = 0, invalid = 0, *todo = NULL, ntodo = 0, next = 0;
-	char **done = NULL, tag[128], base[1024], path[1200], header[1024];
+	char **done = NULL, base[1024], path[1200], header[1024];
 	int64_t ndone = 0;
 	int rc = 0, check = cfg->run == KJ_RUN_FUNCTION;
 	int nc = cfg->ncols;
@@ -419,9 +436,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 		}
 	}
 	st.write_csv = cfg->run == KJ_RUN_GET_ALL || cfg->run == KJ_RUN_GET_ONE;
-	gpu_name(opts, tag, sizeof(tag));
-	snprintf(base, sizeof(base), "%s_%s_%s_%d_%d", tag, cfg->op->name,
-		 kj_precision_name(opts->precision), opts->parts, opts->part);
+	kj_sweep_file_base(cfg, opts, base, sizeof(base));
 	if (st.write_csv) {
 		snprintf(path, sizeof(path), "%s/sampling_data", opts->out_dir);
 		if (mkdir_p(path)) {

@@ -113,4 +113,14 @@ cp "$merged" "$T/junk.csv"; echo "1,2,three,4,5,ok" >>"$T/junk.csv"
 expect 1 "$KJ" merge -o "$T/m2.csv" "$T/junk.csv"
 grep -q "junk.csv:29: column 'dim': 'three' is not a positive integer" "$T/err" || fail "junk: $(cat "$T/err")"
 [ ! -e "$T/m2.csv" ] || fail "a refused merge wrote its output"
+
+# run_function: the one shape with the check, printed, no CSV; get_profiler: kjoule run traces it
+sed 's/"run": "get_all"/"run": "run_function"/' "$T/small.yml" >"$T/rf.yml"
+expect 0 "$KJ" sweep "$T/rf.yml" --out "$T/rf"
+has "^1,128,256 ok F_dur(us)=35.7680 B_dur(us)=71.5360 err_f=1e-4 err_b=2e-4"
+[ ! -e "$T/rf/sampling_data" ] || fail "run_function wrote a CSV"
+sed 's/"run": "get_all"/"run": "get_profiler"/' "$T/small.yml" >"$T/gp.yml"
+expect 0 "$KJ" sweep "$T/gp.yml" --out "$T/gp" --gpu-name G
+[ "$(cat "$T/gp/sampling_profile/G_layernorm_fp16_1_1.req")" = "layernorm fp16 1,128,256 0 0" ] || fail "profile request"
+[ -s "$T/gp/sampling_profile/G_layernorm_fp16_1_1.kjdb" ] || fail "no profile run database: $(cat "$T/err")"
 finish
