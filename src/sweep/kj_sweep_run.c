@@ -213,6 +213,8 @@ struct run_state {
 	int csv_fd;
 	FILE *log;
 	int64_t total, done_before, done_now, skipped, failed;
+	int errors_in_a_row;
+	char last_error[256];
 	double t0, last_print;
 	int write_csv;
 };
@@ -250,12 +252,15 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	kj_sweep_shape_format(v, st->cfg->ncols, shape, sizeof(shape));
 	if (!strcmp(a->status, "error") || (ok && !strcmp(a->f_us, "-") && !strcmp(a->b_us, "-"))) {
 		st->failed++;
+		st->errors_in_a_row++;
+		snprintf(st->last_error, sizeof(st->last_error), "%s", a->msg[0] ? a->msg : "no figures");
 		if (st->log)
 			fprintf(st->log, "error at shape %s: %s\n", shape, a->msg[0] ? a->msg : "no figures");
 		kj_warnf("%s %s: shape %s failed: %s", st->cfg->op->name,
 			 kj_precision_name(st->opts->precision), shape, a->msg[0] ? a->msg : "no figures");
 		return 0;
 	}
+	st->errors_in_a_row = 0;
 	if (!ok) {
 		st->skipped++;
 		if (st->log)
@@ -274,9 +279,6 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	else
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",
 			     ok ? a->b_us : "-", a->status);
-	for (char *c = row; *c; c++)
-		if (*c == ',' && c[1] == ',')
-			return KJ_EINVAL;
 	if (write(st->csv_fd, row, n) != n || fsync(st->csv_fd)) {
 		kj_errorf("writing the sweep CSV: %s", strerror(errno));
 		return KJ_EIO;
@@ -550,6 +552,12 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 					rc = record(&st, shapes + todo[w[i].shape] * nc, &a);
 					st.done_now++;
 					progress(&st, 0);
+					/* a worker that fails every shape is broken, not the shapes */
+					if (!rc && st.errors_in_a_row >= 10 && st.errors_in_a_row == st.done_now) {
+						kj_errorf("the first %d shapes all failed (last: %s); stopping",
+							  st.errors_in_a_row, st.last_error);
+						rc = KJ_EGPU;
+					}
 				} else if (!strcmp(a.status, "error")) {
 					kj_warnf("warmup shape failed on GPU %d: %s", w[i].device, a.msg);
 				}

@@ -114,6 +114,11 @@ expect 1 "$KJ" merge -o "$T/m2.csv" "$T/junk.csv"
 grep -q "junk.csv:29: column 'dim': 'three' is not a positive integer" "$T/err" || fail "junk: $(cat "$T/err")"
 [ ! -e "$T/m2.csv" ] || fail "a refused merge wrote its output"
 
+# a worker that fails every shape stops the sweep after ten, with its message; nothing written
+STANDIN_FAIL=1 expect 1 "$KJ" sweep "$T/small.yml" --out "$T/f" --gpu-name G
+grep -q "the first 10 shapes all failed (last: broken (stand-in)); stopping" "$T/err" || fail "broken worker: $(tail -2 "$T/err")"
+[ "$(grep -c . "$T/f/sampling_data/G_layernorm_fp16_1_1.csv")" = 1 ] || fail "failed shapes were written"
+
 # run_function: the one shape with the check, printed, no CSV; get_profiler: kjoule run traces it
 sed 's/"run": "get_all"/"run": "run_function"/' "$T/small.yml" >"$T/rf.yml"
 expect 0 "$KJ" sweep "$T/rf.yml" --out "$T/rf"
