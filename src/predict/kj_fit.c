@@ -229,6 +229,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 			      "unit", energy ? "uJ" : "us", "sm_count", sm, "sm_source", sm_source,
 			      "linear", w[0], w[1], w[2], "model", name, "svg", name, "n_train", ntr,
 			      "n_test", nte, "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
+	if (sm <= 0)
+		json_object_set_new(j, "sm_count", json_null());
 	json_object_set_new(j, "model", json_sprintf("%s.json", name));
 	json_object_set_new(j, "svg", json_sprintf("%s.svg", name));
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
