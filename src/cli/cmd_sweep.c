@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule sweep CONFIG.yml [--precision fp16|bf16|fp32] [--parts P --part I]\n"
 		"                    [--device N] [--gpus all|N] [--out DIR] [--energy] [--dry-run]\n"
-		"                    [--gpu-name NAME]\n"
+		"                    [--gpu-name NAME] [--timeout S]\n"
 		"Measures the operator the config names (kernel_name) forward and backward at every shape\n"
 		"of its grid and appends one row per shape to\n"
 		"  DIR/sampling_data/{GPU}_{op}_{precision}_{parts}_{part}.csv   (progress: DIR/sampling_log/)\n"
@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"  --energy        also F_energy(uJ), B_energy(uJ) and their uncertainties\n"
 		"  --dry-run       list the shapes (CSV on stdout) and start no worker\n"
 		"  --gpu-name NAME the GPU name in file names (default: NVML's name of the device)\n"
+		"  --timeout S     a shape unanswered after S seconds kills its worker (default 600; 0: none)\n"
 		"A sweep restarted with the same arguments skips the shapes already in its CSV.\n"
 		"Environment: KJ_SWEEP_WORKER names the worker (default: kjoule-sweep-worker beside kjoule).\n");
 }
@@ -137,7 +138,8 @@ static int profile(const struct kj_sweep_config *cfg, const struct kj_sweep_opts
 
 int cmd_sweep(int argc, char **argv)
 {
-	struct kj_sweep_opts o = {.precision = KJ_FP16, .parts = 1, .part = 1, .gpus = 1, .out_dir = "."};
+	struct kj_sweep_opts o = {.precision = KJ_FP16, .parts = 1, .part = 1, .gpus = 1, .out_dir = ".",
+				  .timeout_s = 600};
 	const char *config = NULL, *gpus = NULL;
 	int dry = 0, have_part = 0, have_parts = 0;
 	char err[2048], worker[4096];
@@ -162,6 +164,8 @@ int cmd_sweep(int argc, char **argv)
 			have_part = 1;
 		} else if (!strcmp(a, "--device") && next) {
 			bad = parse_int(argv[++i], &o.device) || o.device < 0;
+		} else if (!strcmp(a, "--timeout") && next) {
+			bad = parse_int(argv[++i], &o.timeout_s) || o.timeout_s < 0;
 		} else if (!strcmp(a, "--gpus") && next) {
 			gpus = argv[++i];
 		} else if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && next) {

@@ -94,6 +94,7 @@ struct kj_sweep_opts {
 	const char *out_dir;
 	const char *worker; /* path of kjoule-sweep-worker or a stand-in */
 	const char *gpu_name; /* for file names; NULL: asked from NVML, else "GPU" */
+	int timeout_s;      /* a request unanswered this long kills its worker; <= 0: none */
 	int quiet;
 };
 

@@ -27,6 +27,8 @@ struct worker {
 	int64_t shape; /* index in the todo list being measured, -1 idle, -2 warming up */
 	int device;
 	int deaths; /* consecutive ends without an answer */
+	double sent_s; /* when the request in flight was sent */
+	int timed_out;
 };
 
 struct answer {
@@ -180,6 +182,7 @@ static int worker_send(struct worker *w, const struct kj_sweep_config *cfg, int 
 	char line[512];
 	kj_sweep_request(cfg, precision, v, energy, check, line, sizeof(line));
 	ssize_t n = (ssize_t)strlen(line);
+	w->sent_s = kj_now_ns() / 1e9;
 	return write(w->in_fd, line, n) == n ? 0 : KJ_EIO;
 }
 
@@ -510,12 +513,20 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			pf[i].events = POLLIN;
 			pf[i].revents = 0;
 		}
-		if (poll(pf, nw, -1) < 0) {
+		if (poll(pf, nw, 1000) < 0) {
 			if (errno == EINTR)
 				continue;
 			rc = KJ_EIO;
 			break;
 		}
+		/* a shape that takes longer than the timeout: the worker is killed (its end is read
+		 * below as a death, and the shape retried on resume) */
+		for (int i = 0; opts->timeout_s > 0 && i < nw; i++)
+			if (w[i].pid > 0 && w[i].shape != -1 && !w[i].timed_out &&
+			    now_s() - w[i].sent_s > opts->timeout_s) {
+				w[i].timed_out = 1;
+				kill(w[i].pid, SIGKILL);
+			}
 		for (int i = 0; i < nw && !rc; i++) {
 			if (!pf[i].revents)
 				continue;
@@ -527,9 +538,11 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 				char shape[256] = "(warmup)";
 				if (s >= 0)
 					kj_sweep_shape_format(shapes + todo[s] * nc, nc, shape, sizeof(shape));
-				kj_warnf("worker on GPU %d ended during shape %s; starting another", w[i].device, shape);
+				kj_warnf("worker on GPU %d %s during shape %s; starting another", w[i].device,
+					 w[i].timed_out ? "killed after --timeout" : "ended", shape);
 				if (st.log)
-					fprintf(st.log, "worker ended during shape %s\n", shape);
+					fprintf(st.log, "worker %s during shape %s\n",
+						w[i].timed_out ? "killed after --timeout" : "ended", shape);
 				st.failed += s >= 0;
 				int deaths = w[i].deaths + 1;
 				worker_stop(&w[i]);

@@ -119,6 +119,11 @@ STANDIN_FAIL=1 expect 1 "$KJ" sweep "$T/small.yml" --out "$T/f" --gpu-name G
 grep -q "the first 10 shapes all failed (last: broken (stand-in)); stopping" "$T/err" || fail "broken worker: $(tail -2 "$T/err")"
 [ "$(grep -c . "$T/f/sampling_data/G_layernorm_fp16_1_1.csv")" = 1 ] || fail "failed shapes were written"
 
+# a shape that hangs: its worker is killed after --timeout, the others measured, exit 1 (retry)
+STANDIN_HANG_AT=2,256,512 expect 1 "$KJ" sweep "$T/small.yml" --out "$T/h" --gpu-name G --timeout 1
+grep -q "killed after --timeout during shape 2,256,512" "$T/err" || fail "timeout: $(tail -3 "$T/err")"
+[ "$(grep -c . "$T/h/sampling_data/G_layernorm_fp16_1_1.csv")" = 27 ] && ! grep -q "^2,256,512," "$T/h/sampling_data/G_layernorm_fp16_1_1.csv" || fail "timeout: other shapes not measured"
+
 # run_function: the one shape with the check, printed, no CSV; get_profiler: kjoule run traces it
 sed 's/"run": "get_all"/"run": "run_function"/' "$T/small.yml" >"$T/rf.yml"
 expect 0 "$KJ" sweep "$T/rf.yml" --out "$T/rf"

@@ -5,7 +5,7 @@ the CPU. For shape v with product P:  f_us = 3 + P/1000,  b_us = 2 * f_us,  f_uj
 b_uj = 50 * b_us (uncertainties 1 %).
 Environment: STANDIN_OOM_ABOVE=P  answers status=oom when the product exceeds P;
 STANDIN_DIE_AFTER=N  exits (as if killed) after N measured answers, counted in STANDIN_COUNT_FILE
-across restarts; STANDIN_LOG=FILE  appends each request line; STANDIN_FAIL=1  answers status=error to all."""
+across restarts; STANDIN_LOG=FILE  appends each request line; STANDIN_FAIL=1  answers status=error to all; STANDIN_HANG_AT=V1,V2,..  hangs on that shape."""
 import os
 import sys
 
@@ -31,6 +31,9 @@ def main():
         if os.environ.get("STANDIN_FAIL"):
             print('KJ_SWEEP status=error msg="broken (stand-in)"', flush=True)
             continue
+        if os.environ.get("STANDIN_HANG_AT") == shape:
+            import time
+            time.sleep(3600)
         if oom and p > oom:
             print('KJ_SWEEP status=oom msg="out of memory (stand-in)"', flush=True)
             continue
