@@ -9,7 +9,10 @@ and direction, the sweep speed (seconds per sample with and without --energy) an
 (measured, predicted) pair to the output JSON with the device, date and commands.
 
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
-              [--subsample N] [--precision fp16]
+              [--subsample N] [--precision fp16] [--merge EARLIER.json] [--energy-s S]
+--merge keeps the operators of an earlier result that this run does not measure (each operator's
+entry carries its own device and date), so the set can be measured over several shorter runs.
+--energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
 Runs on the GPU machine (needs the real kjoule-sweep-worker); the stand-in worker
 (KJ_SWEEP_WORKER=tests/tools/sweep_worker_standin.py) exercises it on the CPU."""
 import argparse
@@ -27,8 +30,8 @@ GRIDS = {
     "linear2": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
     "linear3": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
     "linear4": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
-    "flash_atten": (["mp", "b", "h", "l", "dim"], [1, 1, 16, 512, 1024], [2, 4, 16, 512, 1024],
-                    [2, 4, 32, 2048, 4096], "mmmaa"),
+    "flash_atten": (["mp", "b", "h", "l", "dim"], [1, 2, 16, 512, 1024], [2, 2, 16, 512, 1024],
+                    [2, 2, 32, 2048, 4096], "mmmaa"),
     "layernorm": (["b", "l", "dim"], [1, 512, 1024], [2, 512, 1024], [4, 2048, 4096], "maa"),
     "softmax": (["mp", "b", "h", "l"], [1, 1, 16, 512], [2, 4, 16, 512], [2, 4, 32, 2048], "mmma"),
 }
@@ -95,7 +98,11 @@ def main():
     ap.add_argument("--subsample", type=int, default=2, help="held-out sweeps take every N-th shape")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--gpu-name", default=None)
+    ap.add_argument("--merge", default=None)
+    ap.add_argument("--energy-s", default="0.5")
     a = ap.parse_args()
+    os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
+    device, date = gpu_name(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     kj, out = a.kjoule, a.out_dir
     os.makedirs(out, exist_ok=True)
     cmds, result = [], {"ops": {}}
@@ -152,9 +159,12 @@ def main():
             fs = [f for f in os.listdir(logs) if f"_{op}_" in f] if os.path.isdir(logs) else []
             speeds[f"s_per_sample_{key}"] = speed_of(os.path.join(logs, fs[0])) if fs else None
         entry["speed"] = speeds
+        entry.update({"device": device, "date": date, "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"]})
         result["ops"][op] = entry
-    result.update({"benchmark": "predict_accuracy", "device": gpu_name(),
-                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    if a.merge and os.path.exists(a.merge):
+        for op, e in json.load(open(a.merge)).get("ops", {}).items():
+            result["ops"].setdefault(op, e)
+    result.update({"benchmark": "predict_accuracy", "device": device, "date": date,
                    "command": " ".join(sys.argv), "precision": a.precision,
                    "commands_run": len(cmds), "first_commands": cmds[:8]})
     os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)

@@ -20,4 +20,9 @@ assert row["time_us"] > 0 and row["time_us_pred"] > 0
 assert all(int(r_["shape"].split(",")[1]) % 512 == 256 for r_ in e["inside"]["rows"])
 assert e["speed"]["s_per_sample_energy"] is not None
 P
+# a second run of another operator keeps the first one's entry (--merge)
+KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin \
+	python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops softmax --out-dir "$T/pb" \
+	--gpu-name "NVIDIA H100" --merge "$T/r.json" -o "$T/r2.json" >"$T/out" 2>"$T/err" || fail "merge run: $(tail -5 "$T/err")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert sorted(r["ops"]) == ["layernorm", "softmax"]; assert r["ops"]["softmax"]["device"] == "cpu-standin"' "$T/r2.json" || fail "merged result"
 finish
