@@ -16,6 +16,10 @@ int cmd_meter(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 /* The value of --params-iteration: "auto" (KJ_ITERATION_AUTO), "none" or 0, or an instance
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */

@@ -24,6 +24,10 @@ static const struct kj_command commands[] = {
 	{"power", cmd_power, "log GPU power, energy, clocks; measure idle power"},
 	{"meter", cmd_meter, "energy from an external power meter's log"},
 	{"pipeline", cmd_pipeline, "per-layer latency and energy of model pipelines (YAML or --from a run)"},
+	{"sweep", cmd_sweep, "time and energy of one operator over a grid of shapes"},
+	{"merge", cmd_merge, "join a sweep's part CSVs into one"},
+	{"fit", cmd_fit, "regressors of operator time and energy from sweep CSVs"},
+	{"predict", cmd_predict, "time and energy of an operator shape or a transformer step"},
 };
 
 static void usage(FILE *f)

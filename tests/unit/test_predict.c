@@ -1,0 +1,117 @@
+/* Regressor features (SM table, waves), the transformer's operator terms and MODEL.yml checks. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kj_error.h"
+#include "kj_predict.h"
+#include "kj_sweep.h"
+#include "tmpdir.h"
+
+static void test_sm_table(void **state)
+{
+	(void)state;
+	assert_int_equal(kj_predict_sm_count("NVIDIAH10080GBHBM3"), 132);
+	assert_int_equal(kj_predict_sm_count("NVIDIAH100PCIe"), 114);
+	assert_int_equal(kj_predict_sm_count("NVIDIAH200"), 132);
+	assert_int_equal(kj_predict_sm_count("NVIDIAA100-SXM4-80GB"), 108);
+	assert_int_equal(kj_predict_sm_count("NVIDIAA10"), 72);
+	assert_int_equal(kj_predict_sm_count("MysteryGPU"), -1);
+}
+
+static void test_features(void **state)
+{
+	(void)state;
+	const struct kj_sweep_op *op = kj_sweep_op_find("linear1");
+	int64_t v[] = {1, 4, 512, 1024}; /* M = 2048, N = 3072: 16 x 24 tiles */
+	assert_true(kj_predict_units(op, v, KJ_FWD, 2) == 16 * 24);
+	float f[KJ_PREDICT_NF];
+	kj_predict_features(op, v, KJ_FWD, 2, 132, f);
+	assert_true(fabsf(f[0] - (float)log1p(op->flops(v, KJ_FWD))) < 1e-3f);
+	assert_true(f[2] == 3.0f); /* 384 / 132 = 2.9 waves -> 3 */
+	assert_true(fabsf(f[3] - (float)(3.0 - 384.0 / 132)) < 1e-5f);
+	assert_true(fabsf(f[4 + 2] - logf(512)) < 1e-4f);
+	assert_true(isnan(f[4 + 4])); /* past the operator's columns */
+	kj_predict_features(op, v, KJ_FWD, 2, -1, f);
+	assert_true(isnan(f[2]) && isnan(f[3]));
+	const struct kj_sweep_op *fa = kj_sweep_op_find("flash_atten");
+	int64_t a[] = {2, 4, 16, 1024, 2048}; /* 4 * 8 heads x 8 query blocks */
+	assert_true(kj_predict_units(fa, a, KJ_FWD, 2) == 256);
+}
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void test_model_terms(void **state)
+{
+	(void)state;
+	struct kj_model_spec m;
+	char err[512];
+	struct kj_model_term t[32];
+	assert_int_equal(kj_model_load(write_file("m.yml", "layers: 24\nhidden: 2048\nheads: 16\n"
+						  "seq: 1024\nbatch: 2\nmp: 2\nrope: true\n"),
+				       &m, err, sizeof(err)), 0);
+	int n = kj_model_terms(&m, t, 32);
+	int found = 0;
+	for (int i = 0; i < n; i++) {
+		assert_non_null(t[i].op);
+		if (!strcmp(t[i].op->name, "flash_atten")) {
+			assert_int_equal(t[i].count, 24);
+			int64_t want[] = {2, 2, 16, 1024, 2048};
+			assert_memory_equal(t[i].v, want, sizeof(want));
+			found++;
+		}
+		if (!strcmp(t[i].op->name, "RoPE"))
+			assert_int_equal(t[i].count, 48), found++;
+		if (!strcmp(t[i].op->name, "lastStage_optimizer")) {
+			assert_true(t[i].fwd_only);
+			assert_int_equal(t[i].v[2], 24);
+			found++;
+		}
+		if (!strcmp(t[i].op->name, "layernorm"))
+			assert_int_equal(t[i].count, 49), found++;
+	}
+	assert_int_equal(found, 4);
+	/* inference, unfused attention: no loss, no optimizer, three attention operators */
+	assert_int_equal(kj_model_load(write_file("i.yml", "{layers: 2, hidden: 1024, heads: 8, seq: 128, "
+						  "batch: 1, mode: inference, attention: unfused}"),
+				       &m, err, sizeof(err)), 0);
+	n = kj_model_terms(&m, t, 32);
+	for (int i = 0; i < n; i++) {
+		assert_string_not_equal(t[i].op->name, "parallel_cross_entropy_128");
+		assert_string_not_equal(t[i].op->name, "flash_atten");
+	}
+	assert_int_equal(kj_model_load(write_file("b.yml", "layers: 2\nhidden: 1024\nheads: 12\nseq: 8\nbatch: 1\n"),
+				       &m, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "heads must divide hidden"));
+	assert_int_equal(kj_model_load(write_file("c.yml", "layers: 2\nhidden: 1024\nseq: 8\nbatch: 1\n"),
+				       &m, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "key 'heads': missing"));
+	assert_int_equal(kj_model_load(write_file("d.yml", "layers: 2\nhidden: 1024\nheads: 8\nseq: 8\n"
+						  "batch: 1\nprecision: fp8\n"),
+				       &m, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "d.yml:6: key 'precision': unknown precision 'fp8'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sm_table),
+		cmocka_unit_test(test_features),
+		cmocka_unit_test(test_model_terms),
+	};
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
+}
