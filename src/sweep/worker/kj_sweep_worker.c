@@ -109,6 +109,15 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	sw_answer_init(a, "ok", "");
 #ifdef KJ_HAVE_SWEEP_OPS
 	const struct kj_sweep_op *t = kj_sweep_op_find(op->name);
+	for (int i = 0; t && i < op_ncols(op); i++) {
+		if (i >= t->ncolumns || !t->columns[i] || strcmp(t->columns[i], op->columns[i])) {
+			snprintf(c->err, sizeof(c->err), "%s: the worker's column %d '%s' differs from the operator "
+				 "table's '%s' (rebuild both from one tree)", op->name, i + 1, op->columns[i],
+				 i < t->ncolumns && t->columns[i] ? t->columns[i] : "(none)");
+			sw_answer_init(a, "error", c->err);
+			return;
+		}
+	}
 	if (t && t->flops && t->bytes) {
 		int eb = kj_precision_bytes(r->precision);
 		a->f_flops = t->flops(r->v, KJ_FWD), a->f_bytes = t->bytes(r->v, KJ_FWD, eb);
@@ -194,7 +203,7 @@ static const struct {
 	{"linear3", {2, 2, 64, 256}},	  {"linear4", {2, 2, 64, 256}},
 	{"linear_final", {8, 1, 64, 128}}, {"layernorm", {2, 64, 1024}},
 	{"RMSlayernorm", {2, 64, 1024}},  {"softmax", {1, 2, 4, 256}},
-	{"flash_atten", {1, 2, 4, 192, 256}}, {"gelu", {1, 2, 64, 256}},
+	{"flash_atten", {1, 2, 4, 160, 256}}, {"gelu", {1, 2, 64, 256}},
 	{"res_add", {2, 64, 512}},	  {"RoPE", {1, 2, 4, 64, 512}},
 	{"embedding", {8, 2, 64, 256}},	  {"bmm", {1, 2, 4, 128, 256}},
 	{"baddbmm", {1, 2, 4, 128, 256}}, {"fillmask", {1, 2, 4, 128, 256}},

@@ -215,9 +215,13 @@ extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *
 	dim3 grid((unsigned)((l + BR - 1) / BR), (unsigned)bh);
 	size_t sm = fwd_smem((int)d);
 	DISPATCH(dt, {
-		cudaError_t e = cudaFuncSetAttribute(attn_fwd_k<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-		if (e != cudaSuccess)
-			return (int)e;
+		static size_t raised; /* set once, outside graph capture (the first call is never captured) */
+		if (raised < sm) {
+			cudaError_t e = cudaFuncSetAttribute(attn_fwd_k<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+			if (e != cudaSuccess)
+				return (int)e;
+			raised = sm;
+		}
 		attn_fwd_k<T><<<grid, 256, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)o, lse, l, (int)d,
 						     scale, causal);
 	});
@@ -239,9 +243,13 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 	DISPATCH(dt, {
 		attn_delta_k<T><<<(unsigned)((rows + 7) / 8), 256, 0, s>>>((const T *)o, (const T *)dout, delta, rows,
 									   (int)d);
-		e = cudaFuncSetAttribute(attn_bwd_k<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
-		if (e != cudaSuccess)
-			return (int)e;
+		static size_t raised;
+		if (raised < sm) {
+			e = cudaFuncSetAttribute(attn_bwd_k<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+			if (e != cudaSuccess)
+				return (int)e;
+			raised = sm;
+		}
 		attn_bwd_k<T><<<grid, 256, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
 						     delta, dq_acc, (T *)dk, (T *)dv, l, (int)d, scale, causal);
 		unsigned g = (unsigned)((n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536);
