@@ -260,18 +260,20 @@ static int selftest(struct sw_ctx *c, const char *only)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kjoule-sweep-worker [--device N] [--list | --selftest [OP]]\n"
+	fprintf(f, "usage: kjoule-sweep-worker [--device N] [--list | --selftest [OP] | --ceilings]\n"
 		   "  reads 'OP PRECISION V1,...,Vn ENERGY CHECK' lines on stdin, answers KJ_SWEEP lines\n");
 }
 
 int main(int argc, char **argv)
 {
-	int device = 0, list = 0, self = 0, n;
+	int device = 0, list = 0, self = 0, ceil = 0, n;
 	const char *only = NULL;
 	struct sw_ctx c;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--list"))
 			list = 1;
+		else if (!strcmp(argv[i], "--ceilings"))
+			ceil = 1;
 		else if (!strcmp(argv[i], "--selftest")) {
 			self = 1;
 			if (i + 1 < argc && argv[i + 1][0] != '-')
@@ -306,7 +308,7 @@ int main(int argc, char **argv)
 		ctx_close(&c);
 		return 1;
 	}
-	int rc = self ? selftest(&c, only) : serve_loop(&c);
+	int rc = ceil ? (sw_ceilings(&c) ? 1 : 0) : self ? selftest(&c, only) : serve_loop(&c);
 	ctx_close(&c);
 	return rc;
 }

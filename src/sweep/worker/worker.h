@@ -94,6 +94,10 @@ struct sw_measure {
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m);
 
+/* ---- worker_ceil.c ---- */
+/** Print one KJ_CEIL line: a 1 GiB device copy's bandwidth and an 8192^3 bf16 GEMM's rate. */
+int sw_ceilings(struct sw_ctx *c);
+
 /* ---- the operators (ops_*.c) ---- */
 extern const struct sw_op sw_op_linear1, sw_op_linear2, sw_op_linear3, sw_op_linear4,
 	sw_op_linear_final, sw_op_bmm, sw_op_baddbmm, sw_op_layernorm, sw_op_rmsnorm, sw_op_softmax,
