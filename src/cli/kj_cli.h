@@ -13,6 +13,10 @@ int cmd_timeline(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_power(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 /* The value of --params-iteration: "auto" (KJ_ITERATION_AUTO), "none" or 0, or an instance
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */

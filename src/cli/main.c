@@ -21,6 +21,10 @@ static const struct kj_command commands[] = {
 	{"api", cmd_api, "the CUDA API-call story of a run"},
 	{"power", cmd_power, "log GPU power, energy, clocks; measure idle power"},
 	{"meter", cmd_meter, "energy from an external power meter's log"},
+	{"sweep", cmd_sweep, "time and energy of one operator over a grid of shapes"},
+	{"merge", cmd_merge, "join a sweep's part CSVs into one"},
+	{"fit", cmd_fit, "regressors of operator time and energy from sweep CSVs"},
+	{"predict", cmd_predict, "time and energy of an operator shape or a transformer step"},
 };
 
 static void usage(FILE *f)

@@ -19,6 +19,10 @@ enum kj_precision { KJ_FP16 = 0, KJ_BF16 = 1, KJ_FP32 = 2 };
 enum kj_prop { KJ_FWD = 0, KJ_BWD = 1 };
 
 #define KJ_SWEEP_MAX_COLS 8
+/* Vocabulary of embedding, linear_final and parallel_cross_entropy_128 (no column carries it):
+ * GPT-2's 50257 tokens padded to a multiple of 128, as Megatron pads them. The worker allocates
+ * KJ_SWEEP_VOCAB/mp rows per rank. (Added after the first commit; compatible.) */
+#define KJ_SWEEP_VOCAB 50304
 
 /** One operator's description. flops/bytes: for one call at shape v (values in the order of
  *  columns), the floating-point operations and the fewest bytes moved through device memory

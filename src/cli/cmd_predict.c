@@ -1,0 +1,250 @@
+/* kjoule predict: time and energy of one operator shape, or of a transformer step, from the
+ * models `kjoule fit` saved. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_cli.h"
+#include "kj_error.h"
+#include "kj_predict.h"
+#include "kj_sweep.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kjoule predict --gpu NAME --op OP --precision P --prop fwd|bwd --shape V1,V2,...\n"
+		"                      [--models DIR] [--json]\n"
+		"       kjoule predict --model MODEL.yml [--gpu NAME] [--models DIR] [--json]\n"
+		"One operator: its time (us) and energy (uJ) with each model's held-out MAPE.\n"
+		"MODEL.yml: a GPT-style transformer (layers, hidden, heads, seq, batch; optional mp: 1,\n"
+		"precision: fp16, mode: train|inference, optimizer: adam|none, norm: layernorm|RMSlayernorm,\n"
+		"rope: false, attention: flash|unfused, gpu) predicted as the sum of its operators.\n"
+		"  --models DIR   where kjoule fit wrote (default: models)\n"
+		"An operator without a model is shown as '-' and the total says what it leaves out.\n");
+}
+
+static json_t *num_or_null(double x, int ok)
+{
+	return ok && isfinite(x) ? json_real(x) : json_null();
+}
+
+static void fmt(char *buf, size_t len, double x, int ok)
+{
+	if (ok && isfinite(x))
+		snprintf(buf, len, "%.2f", x);
+	else
+		snprintf(buf, len, "-");
+}
+
+static int predict_op(struct kj_models *m, const char *gpu, const char *opname, int precision,
+		      int prop, const char *shape, int json)
+{
+	const struct kj_sweep_op *op = kj_sweep_op_find(opname);
+	int64_t v[KJ_SWEEP_MAX_COLS];
+	char err[1024], why[128];
+	struct kj_prediction t, e;
+	if (!op) {
+		kj_errorf("predict: unknown operator '%s'", opname);
+		return 2;
+	}
+	if (kj_sweep_shape_parse(shape, op->ncolumns, v)) {
+		char cols[256] = "";
+		for (int i = 0; i < op->ncolumns; i++)
+			snprintf(cols + strlen(cols), sizeof(cols) - strlen(cols), "%s%s", i ? "," : "", op->columns[i]);
+		kj_errorf("predict: --shape '%s': %s takes %d positive integers (%s)", shape, op->name,
+			  op->ncolumns, cols);
+		return 2;
+	}
+	if (!kj_sweep_shape_valid(op, v, why, sizeof(why)))
+		kj_warnf("predict: shape %s does not split as Megatron splits it (%s)", shape, why);
+	if (kj_models_predict(m, gpu, op, precision, prop, "time", v, &t, err, sizeof(err)) ||
+	    kj_models_predict(m, gpu, op, precision, prop, "energy", v, &e, err, sizeof(err))) {
+		kj_errorf("predict: %s", err);
+		return 1;
+	}
+	if (!t.found && !e.found) {
+		kj_errorf("predict: no model for %s %s %s on %s (run kjoule fit on its sweep CSVs)",
+			  op->name, kj_precision_name(precision), prop ? "bwd" : "fwd", gpu);
+		return 1;
+	}
+	if (json) {
+		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "gpu", gpu, "op", op->name, "precision",
+				      kj_precision_name(precision), "prop", prop ? "bwd" : "fwd", "shape", shape);
+		json_object_set_new(j, "time_us", num_or_null(t.value, t.found));
+		json_object_set_new(j, "time_mape_pct", num_or_null(t.mape_pct, t.found && t.mape_pct >= 0));
+		json_object_set_new(j, "energy_uj", num_or_null(e.value, e.found));
+		json_object_set_new(j, "energy_mape_pct", num_or_null(e.mape_pct, e.found && e.mape_pct >= 0));
+		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
+		printf("\n");
+		json_decref(j);
+		return 0;
+	}
+	char a[32], b[32], c[32], d[32];
+	fmt(a, sizeof(a), t.value, t.found);
+	fmt(b, sizeof(b), t.mape_pct, t.found && t.mape_pct >= 0);
+	fmt(c, sizeof(c), e.value, e.found);
+	fmt(d, sizeof(d), e.mape_pct, e.found && e.mape_pct >= 0);
+	printf("%s %s %s %s on %s\n  time    %s us   (held-out MAPE %s%%)\n  energy  %s uJ   "
+	       "(held-out MAPE %s%%)\n", op->name, kj_precision_name(precision), prop ? "bwd" : "fwd",
+	       shape, gpu, a, b, c, d);
+	return 0;
+}
+
+#define MAX_TERMS 32
+
+static int predict_model(struct kj_models *m, const char *gpu_opt, const char *path, int json)
+{
+	struct kj_model_spec spec;
+	struct kj_model_term t[MAX_TERMS];
+	char err[1024];
+	if (kj_model_load(path, &spec, err, sizeof(err))) {
+		kj_errorf("predict: %s", err);
+		return 1;
+	}
+	const char *gpu = gpu_opt ? gpu_opt : spec.gpu[0] ? spec.gpu : kj_models_only_gpu(m);
+	if (!gpu) {
+		kj_errorf("predict: the models hold several GPUs: give --gpu NAME");
+		return 2;
+	}
+	int n = kj_model_terms(&spec, t, MAX_TERMS);
+	double sum[4] = {0}; /* time fwd, time bwd, energy fwd, energy bwd */
+	int missing_t = 0, missing_e = 0;
+	char missing[1024] = "";
+	json_t *rows = json_array();
+	if (!json)
+		printf("%-31s %5s %-22s %12s %12s %14s %14s\n", "operator", "count", "shape", "fwd us",
+		       "bwd us", "fwd uJ", "bwd uJ");
+	for (int i = 0; i < n; i++) {
+		struct kj_prediction p[4];
+		char shape[128];
+		kj_sweep_shape_format(t[i].v, t[i].op->ncolumns, shape, sizeof(shape));
+		for (int k = 0; k < 4; k++) {
+			int prop = k % 2;
+			memset(&p[k], 0, sizeof(p[k]));
+			if (prop == 1 && (t[i].fwd_only || !spec.train))
+				continue;
+			if (kj_models_predict(m, gpu, t[i].op, spec.precision, prop, k < 2 ? "time" : "energy",
+					      t[i].v, &p[k], err, sizeof(err))) {
+				kj_errorf("predict: %s", err);
+				json_decref(rows);
+				return 1;
+			}
+			if (p[k].found) {
+				sum[k] += p[k].value * t[i].count;
+			} else {
+				missing_t += k < 2;
+				missing_e += k >= 2;
+				if (!strstr(missing, t[i].op->name) && strlen(missing) + 64 < sizeof(missing))
+					snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+						 "%s%s", missing[0] ? ", " : "", t[i].op->name);
+			}
+		}
+		int need_b = spec.train && !t[i].fwd_only;
+		if (json) {
+			json_t *r = json_pack("{s:s,s:I,s:s}", "op", t[i].op->name, "count",
+					      (json_int_t)t[i].count, "shape", shape);
+			json_object_set_new(r, "fwd_us", num_or_null(p[0].value, p[0].found));
+			json_object_set_new(r, "bwd_us", num_or_null(p[1].value, need_b && p[1].found));
+			json_object_set_new(r, "fwd_uj", num_or_null(p[2].value, p[2].found));
+			json_object_set_new(r, "bwd_uj", num_or_null(p[3].value, need_b && p[3].found));
+			json_array_append_new(rows, r);
+		} else {
+			char a[32], b[32], c[32], d[32];
+			fmt(a, sizeof(a), p[0].value, p[0].found);
+			fmt(b, sizeof(b), p[1].value, need_b && p[1].found);
+			fmt(c, sizeof(c), p[2].value, p[2].found);
+			fmt(d, sizeof(d), p[3].value, need_b && p[3].found);
+			printf("%-31s %5lld %-22s %12s %12s %14s %14s\n", t[i].op->name, (long long)t[i].count,
+			       shape, a, b, c, d);
+		}
+	}
+	double time_us = sum[0] + sum[1], energy_uj = sum[2] + sum[3];
+	const char *what = spec.train ? "training step" : "inference forward";
+	if (json) {
+		json_t *j = json_pack("{s:s,s:s,s:s,s:o}", "gpu", gpu, "model", path, "what", what, "operators", rows);
+		json_object_set_new(j, "time_us", num_or_null(time_us, !missing_t));
+		json_object_set_new(j, "energy_uj", num_or_null(energy_uj, !missing_e));
+		json_object_set_new(j, "time_us_partial", json_real(time_us));
+		json_object_set_new(j, "energy_uj_partial", json_real(energy_uj));
+		json_object_set_new(j, "missing_models", json_string(missing));
+		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
+		printf("\n");
+		json_decref(j);
+	} else {
+		json_decref(rows);
+		printf("%s on %s: time %.3f ms%s, energy %.3f J%s\n", what, gpu, time_us / 1e3,
+		       missing_t ? " (partial)" : "", energy_uj / 1e6, missing_e ? " (partial)" : "");
+		if (missing[0])
+			printf("no model for: %s (their rows show '-'; the totals leave them out)\n", missing);
+	}
+	return 0;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+	const char *gpu = NULL, *op = NULL, *shape = NULL, *model = NULL, *dir = "models";
+	int precision = KJ_FP16, prop = -1, json = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--gpu") && next) {
+			gpu = argv[++i];
+		} else if (!strcmp(a, "--op") && next) {
+			op = argv[++i];
+		} else if (!strcmp(a, "--shape") && next) {
+			shape = argv[++i];
+		} else if (!strcmp(a, "--model") && next) {
+			model = argv[++i];
+		} else if (!strcmp(a, "--models") && next) {
+			dir = argv[++i];
+		} else if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "--precision") && next) {
+			if ((precision = kj_precision_parse(argv[++i])) < 0) {
+				kj_errorf("predict: unknown precision '%s' (fp16, bf16 or fp32)", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--prop") && next) {
+			i++;
+			prop = !strcmp(argv[i], "fwd") ? 0 : !strcmp(argv[i], "bwd") ? 1 : -2;
+			if (prop == -2) {
+				kj_errorf("predict: --prop is fwd or bwd, not '%s'", argv[i]);
+				return 2;
+			}
+		} else {
+			kj_errorf("predict: unexpected argument '%s'", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!model && (!op || !shape || prop < 0)) {
+		kj_errorf("predict: give --op, --precision, --prop and --shape, or --model MODEL.yml");
+		usage(stderr);
+		return 2;
+	}
+	struct kj_models *m;
+	char err[1024];
+	if (kj_models_open(dir, &m, err, sizeof(err))) {
+		kj_errorf("predict: %s", err);
+		return 1;
+	}
+	int rc;
+	if (model) {
+		rc = predict_model(m, gpu, model, json);
+	} else {
+		if (!gpu)
+			gpu = kj_models_only_gpu(m);
+		if (!gpu) {
+			kj_errorf("predict: give --gpu NAME (the models hold several GPUs)");
+			kj_models_close(m);
+			return 2;
+		}
+		rc = predict_op(m, gpu, op, precision, prop, shape, json);
+	}
+	kj_models_close(m);
+	return rc;
+}

@@ -1,0 +1,88 @@
+/* Regressor features from the operator table: FLOPs, bytes and how many waves of work the call
+ * puts on the GPU's SMs, so that a tree model sees what makes an operator slow. */
+#include <math.h>
+#include <string.h>
+
+#include "kj_predict.h"
+
+/* SMs of known GPUs; the first entry whose key the tag contains wins, so longer keys first */
+static const struct {
+	const char *key;
+	int sms;
+} known[] = {
+	{"GH200", 132}, {"H100PCIe", 114}, {"H100NVL", 132}, {"H100", 132}, {"H200", 132},
+	{"H800", 132},  {"H20", 78},       {"B200", 148},    {"A100", 108}, {"A800", 108},
+	{"A30", 56},    {"A10", 72},       {"L40S", 142},    {"L40", 142},  {"L4", 58},
+	{"V100", 80},   {"T4", 40},        {"RTX4090", 128}, {"RTX3090", 82},
+};
+
+int kj_predict_sm_count(const char *tag)
+{
+	for (size_t i = 0; tag && i < sizeof(known) / sizeof(known[0]); i++)
+		if (strstr(tag, known[i].key))
+			return known[i].sms;
+	return -1;
+}
+
+static double cdiv(double a, double b)
+{
+	return ceil(a / b);
+}
+
+static int col(const struct kj_sweep_op *op, const char *name)
+{
+	for (int i = 0; i < op->ncolumns; i++)
+		if (!strcmp(op->columns[i], name))
+			return i;
+	return -1;
+}
+
+double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int e)
+{
+	const char *n = op->name;
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	double tiles_n = 0;
+	if (!strncmp(n, "linear", 6) && b >= 0 && l >= 0 && d >= 0) {
+		double m = (double)v[b] * v[l], dim = (double)v[d], p = (double)v[mp];
+		if (!strcmp(n, "linear1"))
+			tiles_n = 3 * dim / p;
+		else if (!strcmp(n, "linear3"))
+			tiles_n = 4 * dim / p;
+		else if (!strcmp(n, "linear_final"))
+			tiles_n = (double)KJ_SWEEP_VOCAB / p;
+		else
+			tiles_n = dim;
+		return cdiv(m, 128) * cdiv(tiles_n, 128);
+	}
+	if (h >= 0 && l >= 0 && b >= 0 && mp >= 0) {
+		double heads = (double)v[b] * v[h] / v[mp], len = (double)v[l];
+		double hd = d >= 0 ? (double)v[d] / v[h] : 64;
+		if (!strcmp(n, "flash_atten"))
+			return heads * cdiv(len, 128);
+		if (!strcmp(n, "baddbmm"))
+			return heads * cdiv(len, 128) * cdiv(len, 128);
+		if (!strcmp(n, "bmm"))
+			return heads * cdiv(len, 128) * cdiv(hd, 128);
+	}
+	if (!strcmp(n, "moe")) {
+		double t = (double)v[1] * v[2] * v[6], inter = (double)v[5] / v[0];
+		return cdiv(t, 128) * cdiv(inter, 128);
+	}
+	return cdiv(op->bytes(v, prop, e) / e, 2048);
+}
+
+void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,
+			 int sm_count, float *f)
+{
+	for (int i = 0; i < KJ_PREDICT_NF; i++)
+		f[i] = NAN;
+	f[0] = (float)log1p(op->flops(v, prop));
+	f[1] = (float)log1p(op->bytes(v, prop, e));
+	if (sm_count > 0) {
+		double w = kj_predict_units(op, v, prop, e) / sm_count;
+		f[2] = (float)ceil(w);
+		f[3] = (float)(ceil(w) - w);
+	}
+	for (int i = 0; i < op->ncolumns; i++)
+		f[4 + i] = (float)log((double)v[i]);
+}

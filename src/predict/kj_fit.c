@@ -1,0 +1,392 @@
+/* kjoule fit: per (GPU, operator, precision, fwd/bwd, time/energy), a log-linear baseline in
+ * FLOPs and bytes (which extrapolates past the grid) times an XGBoost model of what the baseline
+ * misses (waves, shapes), trained on 4/5 of the rows and scored on the held-out fifth. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kj_error.h"
+#include "kj_predict.h"
+#include "kj_sweep.h"
+#include "kj_xgb.h"
+
+struct sample {
+	int64_t v[KJ_SWEEP_MAX_COLS];
+	char key[256];
+	double y[4]; /* F_dur, B_dur, F_energy, B_energy; NAN when absent */
+};
+
+static const char *const target_cols[4] = {"F_dur(us)", "B_dur(us)", "F_energy(uJ)", "B_energy(uJ)"};
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(((const struct sample *)a)->key, ((const struct sample *)b)->key);
+}
+
+/* a stable pseudo-random fifth of the shapes is held out: FNV-1a of the shape text */
+static int held_out(const char *key)
+{
+	uint32_t h = 2166136261u;
+	for (const char *s = key; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % 5 == 0;
+}
+
+/* least squares of y on [1, a, b] with a small ridge; w receives 3 weights */
+static void fit_linear(const float *f, int nf, const double *y, int n, double *w)
+{
+	double A[3][4] = {{0}};
+	for (int i = 0; i < n; i++) {
+		double x[3] = {1.0, f[i * nf], f[i * nf + 1]};
+		for (int r = 0; r < 3; r++) {
+			for (int c = 0; c < 3; c++)
+				A[r][c] += x[r] * x[c];
+			A[r][3] += x[r] * y[i];
+		}
+	}
+	for (int r = 0; r < 3; r++)
+		A[r][r] += 1e-6 * (n + 1);
+	for (int p = 0; p < 3; p++) {
+		int best = p;
+		for (int r = p + 1; r < 3; r++)
+			if (fabs(A[r][p]) > fabs(A[best][p]))
+				best = r;
+		for (int c = 0; c < 4; c++) {
+			double t = A[p][c];
+			A[p][c] = A[best][c];
+			A[best][c] = t;
+		}
+		for (int r = 0; r < 3; r++) {
+			if (r == p || A[p][p] == 0)
+				continue;
+			double k = A[r][p] / A[p][p];
+			for (int c = 0; c < 4; c++)
+				A[r][c] -= k * A[p][c];
+		}
+	}
+	for (int r = 0; r < 3; r++)
+		w[r] = A[r][r] != 0 ? A[r][3] / A[r][r] : 0.0;
+}
+
+static int write_json_atomic(json_t *root, const char *path)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%.4000s.tmp.%d", path, (int)getpid());
+	if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) || rename(tmp, path)) {
+		unlink(tmp);
+		return KJ_EIO;
+	}
+	return 0;
+}
+
+struct group {
+	char gpu[128], op[128];
+	int precision;
+	char *files[1024];
+	int nfiles;
+};
+
+/* the samples of one group, one per shape (the first file's row wins) */
+static int read_group(struct group *g, const struct kj_sweep_op *op, struct sample **out, int *n)
+{
+	struct sample *s = NULL;
+	int cnt = 0, cap = 0;
+	char err[2048];
+	for (int i = 0; i < g->nfiles; i++) {
+		struct kj_sweep_csv csv;
+		if (kj_sweep_csv_read(g->files[i], op->name, &csv, err, sizeof(err))) {
+			kj_errorf("fit: %s", err);
+			free(s);
+			return KJ_EINVAL;
+		}
+		int tc[4];
+		for (int t = 0; t < 4; t++)
+			tc[t] = kj_sweep_csv_col(&csv, target_cols[t]);
+		for (int64_t r = 0; r < csv.nrows; r++) {
+			if (cnt == cap) {
+				cap = cap ? 2 * cap : 1024;
+				struct sample *ns = realloc(s, cap * sizeof(*s));
+				if (!ns) {
+					free(s);
+					kj_sweep_csv_free(&csv);
+					return KJ_ENOMEM;
+				}
+				s = ns;
+			}
+			struct sample *x = &s[cnt++];
+			x->key[0] = '\0';
+			for (int j = 0; j < op->ncolumns; j++) {
+				x->v[j] = strtoll(csv.rows[r][j], NULL, 10);
+				snprintf(x->key + strlen(x->key), sizeof(x->key) - strlen(x->key), "%s%s",
+					 j ? "," : "", csv.rows[r][j]);
+			}
+			for (int t = 0; t < 4; t++) {
+				const char *f = tc[t] >= 0 ? csv.rows[r][tc[t]] : "-";
+				double y = strcmp(f, "-") ? strtod(f, NULL) : NAN;
+				x->y[t] = y > 0 ? y : NAN;
+			}
+		}
+		kj_sweep_csv_free(&csv);
+	}
+	if (cnt > 1) {
+		qsort(s, cnt, sizeof(*s), cmp_key); /* stable enough: equal keys keep one */
+		int k = 1;
+		for (int i = 1; i < cnt; i++)
+			if (strcmp(s[i].key, s[k - 1].key))
+				s[k++] = s[i];
+		cnt = k;
+	}
+	*out = s;
+	*n = cnt;
+	return 0;
+}
+
+/* train one model; appends its entry to models (jansson array); prints a line */
+static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj_sweep_op *op,
+		   struct sample *s, int n, int prop, int energy, int sm, const char *sm_source,
+		   json_t *models)
+{
+	int t = prop + 2 * energy, e = kj_precision_bytes(g->precision), nf = KJ_PREDICT_NF;
+	float *x = malloc((size_t)n * nf * sizeof(*x)), *xt = malloc((size_t)n * nf * sizeof(*xt));
+	float *r = malloc(n * sizeof(*r)), *pred = malloc(n * sizeof(*pred));
+	double *ly = malloc(n * sizeof(*ly)), *meas = malloc(n * sizeof(*meas));
+	double *pv = malloc(n * sizeof(*pv));
+	int *ho = malloc(n * sizeof(*ho)), m = 0, ntr = 0, rc = 0;
+	struct kj_xgb_model *xm = NULL;
+	char err[1024], name[600], path[4200];
+	if (!x || !xt || !r || !pred || !ly || !meas || !pv || !ho) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	int nvalid = 0;
+	for (int i = 0; i < n; i++)
+		nvalid += !isnan(s[i].y[t]);
+	/* the held-out fifth, when there are enough rows to spare one */
+	for (int i = 0; i < n; i++) {
+		if (isnan(s[i].y[t]))
+			continue;
+		kj_predict_features(op, s[i].v, prop, e, sm, &x[m * nf]);
+		meas[m] = s[i].y[t];
+		ly[m] = log(s[i].y[t]);
+		ho[m] = nvalid >= 10 && held_out(s[i].key);
+		m++;
+	}
+	if (m < 4) {
+		rc = 1; /* too few rows: no model */
+		goto out;
+	}
+	/* training rows first, packed */
+	double w[3];
+	double *ytr = malloc(m * sizeof(*ytr));
+	for (int i = 0; i < m; i++)
+		if (!ho[i]) {
+			memcpy(&xt[ntr * nf], &x[i * nf], nf * sizeof(*x));
+			ytr[ntr++] = ly[i];
+		}
+	fit_linear(xt, nf, ytr, ntr, w);
+	for (int i = 0; i < ntr; i++)
+		r[i] = (float)(ytr[i] - (w[0] + w[1] * xt[i * nf] + w[2] * xt[i * nf + 1]));
+	free(ytr);
+	if ((rc = kj_xgb_train(xt, r, ntr, nf, o->rounds, &xm, err, sizeof(err)))) {
+		kj_errorf("fit: %s", err);
+		goto out;
+	}
+	if ((rc = kj_xgb_predict(xm, x, m, nf, pred, err, sizeof(err)))) {
+		kj_errorf("fit: %s", err);
+		goto out;
+	}
+	double ape_tr = 0, ape_te = 0, max_te = 0;
+	int nte = 0;
+	for (int i = 0; i < m; i++) {
+		pv[i] = exp(w[0] + w[1] * x[i * nf] + w[2] * x[i * nf + 1] + pred[i]);
+		double ape = fabs(pv[i] - meas[i]) / meas[i] * 100.0;
+		if (ho[i]) {
+			ape_te += ape;
+			max_te = ape > max_te ? ape : max_te;
+			nte++;
+		} else {
+			ape_tr += ape;
+		}
+	}
+	snprintf(name, sizeof(name), "%s_%s_%s_%s_%s", g->gpu, op->name, kj_precision_name(g->precision),
+		 prop ? "bwd" : "fwd", energy ? "energy" : "time");
+	snprintf(path, sizeof(path), "%s/%s.json", o->out_dir, name);
+	if ((rc = kj_xgb_save(xm, path, err, sizeof(err)))) {
+		kj_errorf("fit: %s", err);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s.svg", o->out_dir, name);
+	kj_svg_scatter(path, name, energy ? "uJ" : "us", meas, pv, ho, m);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[f,f,f],s:s,s:s,s:i,s:i,s:f}",
+			      "gpu", g->gpu, "op", op->name, "precision", kj_precision_name(g->precision),
+			      "prop", prop ? "bwd" : "fwd", "target", energy ? "energy" : "time",
+			      "unit", energy ? "uJ" : "us", "sm_count", sm, "sm_source", sm_source,
+			      "linear", w[0], w[1], w[2], "model", name, "svg", name, "n_train", ntr,
+			      "n_test", nte, "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
+	json_object_set_new(j, "model", json_sprintf("%s.json", name));
+	json_object_set_new(j, "svg", json_sprintf("%s.svg", name));
+	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
+	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
+	json_array_append_new(models, j);
+	if (!o->quiet) {
+		char te[64] = "-";
+		if (nte)
+			snprintf(te, sizeof(te), "%.2f%% (max %.1f%%)", ape_te / nte, max_te);
+		printf("%-52s %6d %6d %9.2f%%  %s\n", name, ntr, nte, ntr ? ape_tr / ntr : 0.0, te);
+	}
+out:
+	kj_xgb_close(xm);
+	free(x);
+	free(xt);
+	free(r);
+	free(pred);
+	free(ly);
+	free(meas);
+	free(pv);
+	free(ho);
+	return rc;
+}
+
+/* same model key: gpu, op, precision, prop, target */
+static int same_key(json_t *a, json_t *b)
+{
+	static const char *const keys[] = {"gpu", "op", "precision", "prop", "target"};
+	for (int i = 0; i < 5; i++) {
+		const char *x = json_string_value(json_object_get(a, keys[i]));
+		const char *y = json_string_value(json_object_get(b, keys[i]));
+		if (!x || !y || strcmp(x, y))
+			return 0;
+	}
+	return 1;
+}
+
+int kj_fit_run(const struct kj_fit_opts *o)
+{
+	DIR *d = opendir(o->data_dir);
+	struct group *groups = NULL;
+	int ng = 0, rc = 0, nmodels = 0;
+	struct dirent *de;
+	struct kj_sweep_name nm;
+	char want[128] = "", why[512], path[4200];
+	if (!d) {
+		kj_errorf("fit: %s: %s", o->data_dir, strerror(errno));
+		return KJ_EIO;
+	}
+	if ((rc = kj_xgb_load(why, sizeof(why)))) {
+		closedir(d);
+		kj_errorf("fit: %s", why);
+		return rc;
+	}
+	if (o->gpu)
+		kj_sweep_gpu_tag(o->gpu, want, sizeof(want));
+	groups = calloc(512, sizeof(*groups));
+	while (groups && (de = readdir(d))) {
+		if (kj_sweep_name_parse(de->d_name, &nm) || (want[0] && strcmp(want, nm.gpu)))
+			continue;
+		int k;
+		for (k = 0; k < ng; k++)
+			if (!strcmp(groups[k].gpu, nm.gpu) && !strcmp(groups[k].op, nm.op) &&
+			    groups[k].precision == nm.precision)
+				break;
+		if (k == ng) {
+			if (ng == 512)
+				continue;
+			snprintf(groups[k].gpu, sizeof(groups[k].gpu), "%s", nm.gpu);
+			snprintf(groups[k].op, sizeof(groups[k].op), "%s", nm.op);
+			groups[k].precision = nm.precision;
+			ng++;
+		}
+		if (groups[k].nfiles < 1024) {
+			size_t l = strlen(o->data_dir) + strlen(de->d_name) + 2;
+			char *p = malloc(l);
+			snprintf(p, l, "%s/%s", o->data_dir, de->d_name);
+			/* a merged file first, so its rows win over the parts' */
+			if (nm.parts == 0 && groups[k].nfiles) {
+				groups[k].files[groups[k].nfiles++] = groups[k].files[0];
+				groups[k].files[0] = p;
+			} else {
+				groups[k].files[groups[k].nfiles++] = p;
+			}
+		}
+	}
+	closedir(d);
+	if (!groups)
+		return KJ_ENOMEM;
+	if (ng == 0) {
+		kj_errorf("fit: %s holds no sweep CSVs ({GPU}_{op}_{precision}[_{parts}_{part}].csv)%s%s",
+			  o->data_dir, want[0] ? " for GPU " : "", want);
+		free(groups);
+		return KJ_ENOTFOUND;
+	}
+	if (mkdir(o->out_dir, 0777) && errno != EEXIST) {
+		kj_errorf("fit: %s: %s", o->out_dir, strerror(errno));
+		rc = KJ_EIO;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/models.json", o->out_dir);
+	json_error_t jerr;
+	json_t *index = json_load_file(path, 0, &jerr), *models = json_array(), *old;
+	if (!index)
+		index = json_object();
+	old = json_object_get(index, "models");
+	if (!o->quiet)
+		printf("%-52s %6s %6s %10s  %s\n", "model", "train", "test", "MAPE train", "MAPE held-out");
+	for (int k = 0; k < ng && !rc; k++) {
+		const struct kj_sweep_op *op = kj_sweep_op_find(groups[k].op);
+		struct sample *s = NULL;
+		int n = 0;
+		if ((rc = read_group(&groups[k], op, &s, &n)))
+			break;
+		int sm = o->sm_count > 0 ? o->sm_count : kj_predict_sm_count(groups[k].gpu);
+		const char *src = o->sm_count > 0 ? "--sm-count" : sm > 0 ? "known-GPU table" : "none";
+		if (sm <= 0 && !o->quiet)
+			kj_warnf("fit: SM count of %s unknown (give --sm-count): wave features left out",
+				 groups[k].gpu);
+		for (int t = 0; t < 4 && !rc; t++) {
+			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, src, models);
+			if (r < 0)
+				rc = r;
+			else if (r == 0)
+				nmodels++;
+		}
+		free(s);
+	}
+	if (!rc) {
+		/* keep earlier models of other keys (another GPU fitted into the same folder) */
+		size_t i;
+		json_t *e;
+		json_array_foreach(old, i, e) {
+			int dup = 0;
+			for (size_t j = 0; j < json_array_size(models); j++)
+				dup |= same_key(e, json_array_get(models, j));
+			if (!dup)
+				json_array_append(models, e);
+		}
+		json_object_set_new(index, "kjoule_models", json_integer(1));
+		json_object_set(index, "models", models);
+		if (write_json_atomic(index, path)) {
+			kj_errorf("fit: cannot write %s: %s", path, strerror(errno));
+			rc = KJ_EIO;
+		} else if (!o->quiet) {
+			printf("%d models in %s\n", nmodels, path);
+		}
+	}
+	json_decref(models);
+	json_decref(index);
+	if (!rc && nmodels == 0) {
+		kj_errorf("fit: no model trained: every column had fewer than 4 measured rows");
+		rc = KJ_ENOTFOUND;
+	}
+out:
+	for (int k = 0; k < ng; k++)
+		for (int i = 0; i < groups[k].nfiles; i++)
+			free(groups[k].files[i]);
+	free(groups);
+	return rc;
+}

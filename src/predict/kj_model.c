@@ -1,0 +1,175 @@
+/* A transformer step as the operators the sweep measures: MODEL.yml's shape (layers, hidden,
+ * heads, seq, batch, mp, precision, optimizer) into a list of (operator, shape, count). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "kj_error.h"
+#include "kj_predict.h"
+
+static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp"};
+
+/* the value of one key into m; returns 0 or writes err */
+static int set_key(struct kj_model_spec *m, const char *k, const char *val, char *msg, size_t len)
+{
+	int64_t *dst[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->batch, &m->mp};
+	for (int i = 0; i < 6; i++)
+		if (!strcmp(k, int_keys[i])) {
+			char *end;
+			errno = 0;
+			long long x = strtoll(val, &end, 10);
+			if (!*val || *end || errno || x < 1) {
+				snprintf(msg, len, "'%s' is not a positive integer", val);
+				return -1;
+			}
+			*dst[i] = x;
+			return 0;
+		}
+	struct {
+		const char *key, *a, *b;
+		int *dst;
+	} words[] = {{"mode", "train", "inference", &m->train},
+		     {"optimizer", "adam", "none", &m->adam},
+		     {"norm", "RMSlayernorm", "layernorm", &m->rms},
+		     {"rope", "true", "false", &m->rope},
+		     {"attention", "flash", "unfused", &m->flash}};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(k, words[i].key)) {
+			if (strcmp(val, words[i].a) && strcmp(val, words[i].b)) {
+				snprintf(msg, len, "'%s' is neither %s nor %s", val, words[i].a, words[i].b);
+				return -1;
+			}
+			*words[i].dst = !strcmp(val, words[i].a);
+			return 0;
+		}
+	if (!strcmp(k, "precision")) {
+		if ((m->precision = kj_precision_parse(val)) < 0) {
+			snprintf(msg, len, "unknown precision '%s' (fp16, bf16 or fp32)", val);
+			return -1;
+		}
+		return 0;
+	}
+	if (!strcmp(k, "gpu")) {
+		snprintf(m->gpu, sizeof(m->gpu), "%s", val);
+		return 0;
+	}
+	snprintf(msg, len, "unknown key (known: layers, hidden, heads, seq, batch, mp, precision, "
+		 "mode, optimizer, norm, rope, attention, gpu)");
+	return -1;
+}
+
+int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t len)
+{
+	FILE *f = fopen(path, "rb");
+	yaml_parser_t p;
+	yaml_document_t doc;
+	int rc = 0;
+	char msg[512];
+
+	memset(m, 0, sizeof(*m));
+	m->mp = 1;
+	m->train = m->adam = m->flash = 1;
+	if (!f) {
+		snprintf(err, len, "%s: %s", path, strerror(errno));
+		return KJ_EIO;
+	}
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_file(&p, f);
+	if (!yaml_parser_load(&p, &doc)) {
+		snprintf(err, len, "%s:%lu: %s", path, (unsigned long)p.problem_mark.line + 1,
+			 p.problem ? p.problem : "YAML error");
+		yaml_parser_delete(&p);
+		fclose(f);
+		return KJ_EINVAL;
+	}
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		snprintf(err, len, "%s: expected a mapping (layers: 24, hidden: 1024, ...)", path);
+		rc = KJ_EINVAL;
+		goto out;
+	}
+	for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&doc, pr->key), *v = yaml_document_get_node(&doc, pr->value);
+		const char *key = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "?";
+		if (v->type != YAML_SCALAR_NODE) {
+			snprintf(err, len, "%s:%lu: key '%s': expected a single value", path,
+				 (unsigned long)v->start_mark.line + 1, key);
+			rc = KJ_EINVAL;
+			goto out;
+		}
+		if (set_key(m, key, (const char *)v->data.scalar.value, msg, sizeof(msg))) {
+			snprintf(err, len, "%s:%lu: key '%s': %s", path, (unsigned long)k->start_mark.line + 1,
+				 key, msg);
+			rc = KJ_EINVAL;
+			goto out;
+		}
+	}
+	int64_t *req[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->batch};
+	for (int i = 0; i < 5; i++)
+		if (!*req[i]) {
+			snprintf(err, len, "%s: key '%s': missing", path, int_keys[i]);
+			rc = KJ_EINVAL;
+			goto out;
+		}
+	if (m->heads % m->mp || m->hidden % m->heads) {
+		snprintf(err, len, "%s: key '%s': mp must divide heads and heads must divide hidden "
+			 "(layers %lld, hidden %lld, heads %lld, mp %lld)", path,
+			 m->heads % m->mp ? "mp" : "heads", (long long)m->layers, (long long)m->hidden,
+			 (long long)m->heads, (long long)m->mp);
+		rc = KJ_EINVAL;
+	}
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&p);
+	fclose(f);
+	return rc;
+}
+
+static int add(struct kj_model_term *t, int n, int cap, const char *op, int64_t count, int fwd_only,
+	       int64_t a, int64_t b, int64_t c, int64_t d, int64_t e)
+{
+	if (n >= cap)
+		return n;
+	int64_t v[5] = {a, b, c, d, e};
+	t[n].op = kj_sweep_op_find(op);
+	memset(t[n].v, 0, sizeof(t[n].v));
+	memcpy(t[n].v, v, sizeof(v));
+	t[n].count = count;
+	t[n].fwd_only = fwd_only;
+	return n + 1;
+}
+
+int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int cap)
+{
+	int64_t L = m->layers, b = m->batch, l = m->seq, d = m->hidden, h = m->heads, mp = m->mp;
+	const char *norm = m->rms ? "RMSlayernorm" : "layernorm";
+	int n = 0;
+	n = add(t, n, cap, "embedding", 1, 0, mp, b, l, d, 0);
+	n = add(t, n, cap, norm, 2 * L + 1, 0, b, l, d, 0, 0);
+	n = add(t, n, cap, "linear1", L, 0, mp, b, l, d, 0);
+	if (m->rope)
+		n = add(t, n, cap, "RoPE", 2 * L, 0, mp, b, h, l, d);
+	if (m->flash) {
+		n = add(t, n, cap, "flash_atten", L, 0, mp, b, h, l, d);
+	} else {
+		n = add(t, n, cap, "baddbmm", L, 0, mp, b, h, l, d);
+		n = add(t, n, cap, "ScaledUpperTriangMaskedSoftmax", L, 0, mp, b, h, l, 0);
+		n = add(t, n, cap, "bmm", L, 0, mp, b, h, l, d);
+	}
+	n = add(t, n, cap, "linear2", L, 0, mp, b, l, d, 0);
+	n = add(t, n, cap, "res_add", 2 * L, 0, b, l, d, 0, 0);
+	n = add(t, n, cap, "linear3", L, 0, mp, b, l, d, 0);
+	n = add(t, n, cap, "gelu", L, 0, mp, b, l, d, 0);
+	n = add(t, n, cap, "linear4", L, 0, mp, b, l, d, 0);
+	n = add(t, n, cap, "linear_final", 1, 0, mp, b, l, d, 0);
+	if (m->train) {
+		n = add(t, n, cap, "parallel_cross_entropy_128", 1, 0, mp, b, l, 0, 0);
+		/* one pipeline stage holding everything: the last stage's parameters (layers, final
+		 * norm, output layer tied to the embedding) */
+		if (m->adam)
+			n = add(t, n, cap, "lastStage_optimizer", 1, 1, mp, d, L, 0, 0);
+	}
+	return n;
+}

@@ -1,0 +1,122 @@
+/* Predictions from a models folder: models.json names each model, its baseline weights and
+ * held-out error; XGBoost files are loaded on first use and kept. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_error.h"
+#include "kj_predict.h"
+#include "kj_sweep.h"
+#include "kj_xgb.h"
+
+struct kj_models {
+	char dir[2048];
+	json_t *index;
+	struct kj_xgb_model **loaded; /* one slot per index entry */
+	size_t n;
+};
+
+int kj_models_open(const char *dir, struct kj_models **out, char *err, size_t len)
+{
+	char path[2200];
+	json_error_t je;
+	*out = NULL;
+	snprintf(path, sizeof(path), "%s/models.json", dir);
+	json_t *idx = json_load_file(path, 0, &je);
+	if (!idx) {
+		snprintf(err, len, "%s:%d: %s (run kjoule fit first, or give --models DIR)", path, je.line, je.text);
+		return KJ_EIO;
+	}
+	json_t *models = json_object_get(idx, "models");
+	if (!json_is_array(models)) {
+		snprintf(err, len, "%s: no \"models\" list: not written by kjoule fit", path);
+		json_decref(idx);
+		return KJ_EINVAL;
+	}
+	struct kj_models *m = calloc(1, sizeof(*m));
+	if (!m) {
+		json_decref(idx);
+		return KJ_ENOMEM;
+	}
+	snprintf(m->dir, sizeof(m->dir), "%s", dir);
+	m->index = idx;
+	m->n = json_array_size(models);
+	m->loaded = calloc(m->n + 1, sizeof(*m->loaded));
+	*out = m;
+	return 0;
+}
+
+void kj_models_close(struct kj_models *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		kj_xgb_close(m->loaded[i]);
+	free(m->loaded);
+	json_decref(m->index);
+	free(m);
+}
+
+const char *kj_models_only_gpu(const struct kj_models *m)
+{
+	json_t *models = json_object_get(m->index, "models"), *e;
+	const char *gpu = NULL;
+	size_t i;
+	json_array_foreach(models, i, e) {
+		const char *g = json_string_value(json_object_get(e, "gpu"));
+		if (g && gpu && strcmp(g, gpu))
+			return NULL;
+		gpu = g ? g : gpu;
+	}
+	return gpu;
+}
+
+static int is(json_t *e, const char *key, const char *want)
+{
+	const char *v = json_string_value(json_object_get(e, key));
+	return v && !strcmp(v, want);
+}
+
+int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
+		      int precision, int prop, const char *target, const int64_t *v,
+		      struct kj_prediction *out, char *err, size_t len)
+{
+	json_t *models = json_object_get(m->index, "models"), *e;
+	char tag[128];
+	size_t i;
+	kj_sweep_gpu_tag(gpu, tag, sizeof(tag));
+	memset(out, 0, sizeof(*out));
+	out->mape_pct = -1;
+	json_array_foreach(models, i, e) {
+		if (!is(e, "gpu", tag) || !is(e, "op", op->name) ||
+		    !is(e, "precision", kj_precision_name(precision)) ||
+		    !is(e, "prop", prop ? "bwd" : "fwd") || !is(e, "target", target))
+			continue;
+		if (!m->loaded[i]) {
+			char path[4200];
+			snprintf(path, sizeof(path), "%s/%s", m->dir,
+				 json_string_value(json_object_get(e, "model")));
+			int rc = kj_xgb_open(path, &m->loaded[i], err, len);
+			if (rc)
+				return rc;
+		}
+		float f[KJ_PREDICT_NF], r;
+		int sm = (int)json_integer_value(json_object_get(e, "sm_count"));
+		kj_predict_features(op, v, prop, kj_precision_bytes(precision), sm, f);
+		int rc = kj_xgb_predict(m->loaded[i], f, 1, KJ_PREDICT_NF, &r, err, len);
+		if (rc)
+			return rc;
+		json_t *w = json_object_get(e, "linear");
+		double lin = json_number_value(json_array_get(w, 0)) +
+			     json_number_value(json_array_get(w, 1)) * f[0] +
+			     json_number_value(json_array_get(w, 2)) * f[1];
+		out->value = exp(lin + r);
+		json_t *mp = json_object_get(e, "mape_test_pct");
+		out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;
+		out->found = isfinite(out->value);
+		return 0;
+	}
+	return 0;
+}

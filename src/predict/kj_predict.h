@@ -1,0 +1,85 @@
+/* Regressors of operator time and energy: features from the operator table, `kjoule fit`'s
+ * training over sweep CSVs, and predictions from the saved models (MODELS_DIR/models.json). */
+#ifndef KJ_PREDICT_H
+#define KJ_PREDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kj_sweep_op.h"
+
+/* log FLOPs, log bytes, waves (ceil), wave tail, then the log of each shape column */
+#define KJ_PREDICT_NF (4 + KJ_SWEEP_MAX_COLS)
+
+/** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
+ *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */
+int kj_predict_sm_count(const char *gpu_tag);
+/** @brief Work units (GEMM output tiles of 128x128, attention query blocks, or blocks of 2048
+ *  elements for the rest) one call launches; waves are units / SMs. */
+double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes);
+/** @brief Features of one call into f (KJ_PREDICT_NF floats; missing ones NaN); sm_count <= 0
+ *  leaves the wave features missing. */
+void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
+			 int sm_count, float *f);
+
+struct kj_fit_opts {
+	const char *data_dir;
+	const char *gpu;      /* only this GPU's CSVs; NULL: all */
+	const char *out_dir;
+	int sm_count;         /* > 0: overrides the known-GPU table */
+	int rounds;           /* boosting rounds (default 200) */
+	int quiet;
+};
+/**
+ * @brief Train one model per (GPU, operator, precision, fwd/bwd, time/energy) found in the CSVs
+ * of data_dir; writes out_dir/{name}.json (XGBoost), {name}.svg (predicted against measured)
+ * and out_dir/models.json (index with held-out errors). Prints one line per model.
+ */
+int kj_fit_run(const struct kj_fit_opts *o);
+
+/** One prediction: value (us or uJ) and the model's held-out MAPE (-1 when not known). */
+struct kj_prediction {
+	double value;
+	double mape_pct;
+	int found;
+};
+struct kj_models;
+/** @brief Read models_dir/models.json; err names the file on failure. */
+int kj_models_open(const char *models_dir, struct kj_models **out, char *err, size_t len);
+void kj_models_close(struct kj_models *m);
+/** @brief The GPU the models are for when there is exactly one, else NULL. */
+const char *kj_models_only_gpu(const struct kj_models *m);
+/** @brief Predict op at shape v; target "time" or "energy". found = 0 when no model. */
+int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
+		      int precision, int prop, const char *target, const int64_t *v,
+		      struct kj_prediction *out, char *err, size_t len);
+
+/** @brief An SVG scatter of predicted against measured (log-log), held-out points marked. */
+int kj_svg_scatter(const char *path, const char *title, const char *unit, const double *meas,
+		   const double *pred, const int *heldout, int n);
+
+#endif
+
+/* ---- a transformer as a sum of operators ------------------------------------------------- */
+/** A GPT-style model (Megatron layout) read from MODEL.yml. */
+struct kj_model_spec {
+	int64_t layers, hidden, heads, seq, batch, mp;
+	int precision;
+	int train;        /* 1: a training step (fwd + bwd + optimizer), 0: an inference forward */
+	int adam;         /* optimizer: adam (1) or none (0) */
+	int rms;          /* norm: RMSlayernorm (1) or layernorm (0) */
+	int rope;         /* rotary embeddings on q and k */
+	int flash;        /* attention: flash_atten (1) or baddbmm + masked softmax + bmm (0) */
+	char gpu[128];    /* optional */
+};
+/** One operator of the model: its shape and how many times a step calls it. */
+struct kj_model_term {
+	const struct kj_sweep_op *op;
+	int64_t v[KJ_SWEEP_MAX_COLS];
+	int64_t count;
+	int fwd_only;     /* the optimizer: one call, no backward */
+};
+/** @brief Read MODEL.yml (a mapping of scalars); err "FILE:LINE: key 'K': ..." on failure. */
+int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t len);
+/** @brief The operator terms of one step into t (at most cap); returns their number. */
+int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int cap);

@@ -1,0 +1,564 @@
+/* The sweep driver: resumes from the CSV, feeds the remaining shapes to one worker process per
+ * GPU over the line protocol of kj_sweep_op.h, appends and fsyncs one row per answer (so a
+ * killed sweep loses at most the shapes in flight) and logs progress as the seed does. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kj_error.h"
+#include "kj_gpu.h"
+#include "kj_sweep.h"
+
+#define MAX_WORKERS 64
+
+struct worker {
+	pid_t pid;
+	int in_fd, out_fd;
+	char buf[8192];
+	size_t have;
+	int64_t shape; /* index in the todo list being measured, -1 idle, -2 warming up */
+	int device;
+};
+
+struct answer {
+	char status[16];
+	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
+	char msg[256];
+};
+
+static int is_number(const char *s)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	return *s && !*end && !errno && x == x && x - x == 0;
+}
+
+/* Parse "KJ_SWEEP status=ok f_us=.. ..."; figures not given or not finite numbers become '-'.
+ * Returns 0, or -1 when the line is not a KJ_SWEEP answer. */
+static int parse_answer(const char *line, struct answer *a)
+{
+	char *fields[] = {a->f_us, a->b_us, a->f_uj, a->f_uj_unc, a->b_uj, a->b_uj_unc, a->err_f, a->err_b};
+	static const char *const keys[] = {"f_us=", "b_us=", "f_uj=", "f_uj_unc=", "b_uj=", "b_uj_unc=",
+					   "err_f=", "err_b="};
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < 8; i++)
+		strcpy(fields[i], "-");
+	if (strncmp(line, "KJ_SWEEP ", 9))
+		return -1;
+	const char *s = line + 9;
+	while (*s) {
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			break;
+		if (!strncmp(s, "msg=", 4)) {
+			s += 4;
+			int q = *s == '"';
+			s += q;
+			size_t n = 0;
+			while (*s && (q ? *s != '"' : *s != ' ') && n + 1 < sizeof(a->msg))
+				a->msg[n++] = *s++;
+			a->msg[n] = '\0';
+			while (*s && *s != ' ')
+				s++;
+			continue;
+		}
+		size_t len = strcspn(s, " ");
+		char tok[128];
+		snprintf(tok, sizeof(tok), "%.*s", (int)(len < 127 ? len : 127), s);
+		if (!strncmp(tok, "status=", 7))
+			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
+		for (int i = 0; i < 8; i++) {
+			size_t kl = strlen(keys[i]);
+			if (!strncmp(tok, keys[i], kl))
+				snprintf(fields[i], 32, "%.31s", is_number(tok + kl) ? tok + kl : "-");
+		}
+		s += len;
+	}
+	if (strcmp(a->status, "ok") && strcmp(a->status, "oom") && strcmp(a->status, "error") &&
+	    strcmp(a->status, "unsupported"))
+		return -1;
+	return 0;
+}
+
+/* Start the worker with stdin and stdout piped; it sees only GPU `device` (CUDA_VISIBLE_DEVICES
+ * narrowed to that entry) and the config's wait/warmup/active in KJ_SWEEP_WAIT/WARMUP/ACTIVE. */
+static int worker_start(struct worker *w, const char *path, int device, const struct kj_sweep_config *cfg)
+{
+	int in[2], out[2];
+	char dev[64] = "";
+	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+	if (vis && *vis) {
+		const char *s = vis;
+		for (int i = 0; i < device && s; i++)
+			if ((s = strchr(s, ',')))
+				s++;
+		if (s)
+			snprintf(dev, sizeof(dev), "%.*s", (int)strcspn(s, ","), s);
+	}
+	if (!dev[0])
+		snprintf(dev, sizeof(dev), "%d", device);
+	if (pipe(in))
+		return KJ_EIO;
+	if (pipe(out)) {
+		close(in[0]);
+		close(in[1]);
+		return KJ_EIO;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return KJ_EIO;
+	if (pid == 0) {
+		char num[32];
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+		snprintf(num, sizeof(num), "%d", cfg->wait);
+		setenv("KJ_SWEEP_WAIT", num, 1);
+		snprintf(num, sizeof(num), "%d", cfg->warmup);
+		setenv("KJ_SWEEP_WARMUP", num, 1);
+		snprintf(num, sizeof(num), "%d", cfg->active);
+		setenv("KJ_SWEEP_ACTIVE", num, 1);
+		execl(path, path, (char *)NULL);
+		fprintf(stderr, "kjoule: cannot start %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	memset(w, 0, sizeof(*w));
+	w->pid = pid;
+	w->in_fd = in[1];
+	w->out_fd = out[0];
+	w->shape = -1;
+	w->device = device;
+	return 0;
+}
+
+static void worker_stop(struct worker *w)
+{
+	int st;
+	if (w->pid <= 0)
+		return;
+	close(w->in_fd);
+	close(w->out_fd);
+	waitpid(w->pid, &st, 0);
+	w->pid = 0;
+}
+
+static int worker_send(struct worker *w, const struct kj_sweep_config *cfg, int precision,
+		       const int64_t *v, int energy, int check)
+{
+	char shape[256], line[512];
+	kj_sweep_shape_format(v, cfg->ncols, shape, sizeof(shape));
+	int n = snprintf(line, sizeof(line), "%s %s %s %d %d\n", cfg->op->name,
+			 kj_precision_name(precision), shape, energy, check);
+	return write(w->in_fd, line, n) == n ? 0 : KJ_EIO;
+}
+
+/* One complete line from the worker into line, if one is buffered; 1 when given, 0 not yet. */
+static int worker_line(struct worker *w, char *line, size_t len)
+{
+	char *nl = memchr(w->buf, '\n', w->have);
+	if (!nl)
+		return 0;
+	size_t n = nl - w->buf;
+	snprintf(line, len, "%.*s", (int)n, w->buf);
+	memmove(w->buf, nl + 1, w->have - n - 1);
+	w->have -= n + 1;
+	return 1;
+}
+
+static void fmt_remaining(double s, char *buf, size_t len)
+{
+	long t = s > 0 ? (long)(s + 0.5) : 0;
+	snprintf(buf, len, "%ldd%ldh%ldm%lds", t / 86400, t / 3600 % 24, t / 60 % 60, t % 60);
+}
+
+static double now_s(void)
+{
+	return kj_now_ns() / 1e9;
+}
+
+struct run_state {
+	const struct kj_sweep_config *cfg;
+	const struct kj_sweep_opts *opts;
+	int csv_fd;
+	FILE *log;
+	int64_t total, done_before, done_now, skipped, failed;
+	double t0, last_print;
+	int write_csv;
+};
+
+static void progress(struct run_state *st, int force)
+{
+	double t = now_s(), el = t - st->t0;
+	int64_t n = st->done_before + st->done_now;
+	double speed = st->done_now ? el / st->done_now : 0.0;
+	char rem[64], when[64], line[512];
+	time_t wall = time(NULL);
+	struct tm tm;
+	localtime_r(&wall, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	fmt_remaining(speed * (st->total - n), rem, sizeof(rem));
+	snprintf(line, sizeof(line), "[%s]Kernel: %s_%s | Progress: %lld/%lld=%.2f%% | Speed: %.3fs/sample | Remaining: %s",
+		 when, st->cfg->op->name, kj_precision_name(st->opts->precision), (long long)n,
+		 (long long)st->total, st->total ? 100.0 * n / st->total : 100.0, speed, rem);
+	if (st->log) {
+		fprintf(st->log, "%s\n", line);
+		fflush(st->log);
+	}
+	if (!st->opts->quiet && (force || t - st->last_print >= 1.0)) {
+		fprintf(stderr, "%s\n", line);
+		st->last_print = t;
+	}
+}
+
+/* Record one answer: a CSV row (ok, oom, unsupported) appended with one write and fsynced, or
+ * for an error only a log line, so that a resumed sweep tries the shape again. */
+static int record(struct run_state *st, const int64_t *v, const struct answer *a)
+{
+	char shape[256], row[1024];
+	int ok = !strcmp(a->status, "ok");
+	kj_sweep_shape_format(v, st->cfg->ncols, shape, sizeof(shape));
+	if (!strcmp(a->status, "error") || (ok && !strcmp(a->f_us, "-") && !strcmp(a->b_us, "-"))) {
+		st->failed++;
+		if (st->log)
+			fprintf(st->log, "error at shape %s: %s\n", shape, a->msg[0] ? a->msg : "no figures");
+		kj_warnf("%s %s: shape %s failed: %s", st->cfg->op->name,
+			 kj_precision_name(st->opts->precision), shape, a->msg[0] ? a->msg : "no figures");
+		return 0;
+	}
+	if (!ok) {
+		st->skipped++;
+		if (st->log)
+			fprintf(st->log, "skipped shape %s (%s): %s\n", shape, a->status, a->msg);
+	}
+	if (!st->write_csv) {
+		printf("%s %s F_dur(us)=%s B_dur(us)=%s err_f=%s err_b=%s%s%s\n", shape, a->status,
+		       a->f_us, a->b_us, a->err_f, a->err_b, a->msg[0] ? " " : "", a->msg);
+		return 0;
+	}
+	int n;
+	if (st->opts->energy)
+		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",
+			     ok ? a->b_us : "-", ok ? a->f_uj : "-", ok ? a->f_uj_unc : "-",
+			     ok ? a->b_uj : "-", ok ? a->b_uj_unc : "-", a->status);
+	else
+		n = snprintf(row, sizeof(row), "%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",
+			     ok ? a->b_us : "-", a->status);
+	for (char *c = row; *c; c++)
+		if (*c == ',' && c[1] == ',')
+			return KJ_EINVAL;
+	if (write(st->csv_fd, row, n) != n || fsync(st->csv_fd)) {
+		kj_errorf("writing the sweep CSV: %s", strerror(errno));
+		return KJ_EIO;
+	}
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char p[2048];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0777) && errno != EEXIST)
+				return -1;
+			*s = '/';
+		}
+	return mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Open the CSV for appending: a fresh one gets the header (written to a temporary file and
+ * renamed in); an existing one must carry the same header, loses a torn last line, and its
+ * shapes become *done (sorted strings, caller frees). */
+static int open_csv(const char *path, const char *header, const struct kj_sweep_op *op,
+		    int *fd_out, char ***done, int64_t *ndone)
+{
+	struct stat sb;
+	char err[1024];
+	*done = NULL;
+	*ndone = 0;
+	if (stat(path, &sb) == 0 && sb.st_size > 0) {
+		int fd = open(path, O_RDWR);
+		if (fd < 0)
+			goto io;
+		/* drop a torn tail: bytes after the last newline */
+		off_t end = sb.st_size;
+		char c;
+		while (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c != '\n')
+			end--;
+		if (end != sb.st_size) {
+			kj_warnf("%s: dropping a torn last line (%lld bytes)", path, (long long)(sb.st_size - end));
+			if (ftruncate(fd, end)) {
+				close(fd);
+				goto io;
+			}
+		}
+		close(fd);
+		struct kj_sweep_csv csv;
+		int rc = kj_sweep_csv_read(path, op->name, &csv, err, sizeof(err));
+		if (rc) {
+			kj_errorf("cannot resume: %s", err);
+			return rc;
+		}
+		char have[1024] = "";
+		for (int j = 0; j < csv.ncols; j++)
+			snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", j ? "," : "", csv.cols[j]);
+		if (strcmp(have, header)) {
+			kj_errorf("cannot resume %s: its header is\n  %s\nbut this sweep writes\n  %s\n"
+				  "(with and without --energy write different files' columns; use another --out)",
+				  path, have, header);
+			kj_sweep_csv_free(&csv);
+			return KJ_EINVAL;
+		}
+		*done = calloc(csv.nrows + 1, sizeof(char *));
+		for (int64_t r = 0; *done && r < csv.nrows; r++) {
+			char s[256] = "";
+			for (int j = 0; j < op->ncolumns; j++)
+				snprintf(s + strlen(s), sizeof(s) - strlen(s), "%s%s", j ? "," : "", csv.rows[r][j]);
+			(*done)[(*ndone)++] = strdup(s);
+		}
+		kj_sweep_csv_free(&csv);
+		qsort(*done, *ndone, sizeof(char *), cmp_str);
+		*fd_out = open(path, O_WRONLY | O_APPEND);
+		return *fd_out < 0 ? KJ_EIO : 0;
+	}
+	char tmp[2100];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (fd < 0)
+		goto io;
+	size_t hl = strlen(header);
+	if (write(fd, header, hl) != (ssize_t)hl || write(fd, "\n", 1) != 1 || fsync(fd) ||
+	    rename(tmp, path)) {
+		close(fd);
+		unlink(tmp);
+		goto io;
+	}
+	close(fd);
+	*fd_out = open(path, O_WRONLY | O_APPEND);
+	return *fd_out < 0 ? KJ_EIO : 0;
+io:
+	kj_errorf("%s: %s", path, strerror(errno));
+	return KJ_EIO;
+}
+
+/* The GPU's name for file names: opts->gpu_name, else NVML's name of the device, else "GPU". */
+static void gpu_name(const struct kj_sweep_opts *opts, char *tag, size_t len)
+{
+	if (opts->gpu_name) {
+		kj_sweep_gpu_tag(opts->gpu_name, tag, len);
+		return;
+	}
+	struct kj_gpu_backend be = {0};
+	struct kj_gpu_info info;
+	char why[256];
+	snprintf(tag, len, "GPU");
+	if (kj_gpu_nvml_open(&be, why, sizeof(why)) == 0) {
+		memset(&info, 0, sizeof(info));
+		if (be.info(be.ctx, opts->device, &info) == 0 && info.name[0])
+			kj_sweep_gpu_tag(info.name, tag, len);
+		kj_gpu_backend_close(&be);
+	}
+}
+
+int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *opts)
+{
+	struct run_state st = {.cfg = cfg, .opts = opts, .csv_fd = -1};
+	struct worker w[MAX_WORKERS];
+	int nw = opts->gpus < 1 ? 1 : opts->gpus > MAX_WORKERS ? MAX_WORKERS : opts->gpus;
+	int64_t *shapes = NULL, nshapes = 0, invalid = 0, *todo = NULL, ntodo = 0, next = 0;
+	char **done = NULL, tag[128], base[1024], path[1200], header[1024];
+	int64_t ndone = 0;
+	int rc = 0, check = cfg->run == KJ_RUN_FUNCTION;
+	int nc = cfg->ncols;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(w, 0, sizeof(w));
+	if (cfg->run == KJ_RUN_GET_ALL) {
+		if ((rc = kj_sweep_shapes(cfg, opts->parts, opts->part, &shapes, &nshapes, &invalid)))
+			return rc;
+	} else {
+		char why[128];
+		shapes = malloc(nc * sizeof(*shapes));
+		if (!shapes)
+			return KJ_ENOMEM;
+		memcpy(shapes, cfg->shapes, nc * sizeof(*shapes));
+		nshapes = 1;
+		if (!kj_sweep_shape_valid(cfg->op, shapes, why, sizeof(why))) {
+			kj_errorf("%s: key 'shapes': %s", cfg->path, why);
+			free(shapes);
+			return KJ_EINVAL;
+		}
+	}
+	st.write_csv = cfg->run == KJ_RUN_GET_ALL || cfg->run == KJ_RUN_GET_ONE;
+	gpu_name(opts, tag, sizeof(tag));
+	snprintf(base, sizeof(base), "%s_%s_%s_%d_%d", tag, cfg->op->name,
+		 kj_precision_name(opts->precision), opts->parts, opts->part);
+	if (st.write_csv) {
+		snprintf(path, sizeof(path), "%s/sampling_data", opts->out_dir);
+		if (mkdir_p(path)) {
+			kj_errorf("%s: %s", path, strerror(errno));
+			rc = KJ_EIO;
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s/sampling_log", opts->out_dir);
+		if (mkdir_p(path)) {
+			kj_errorf("%s: %s", path, strerror(errno));
+			rc = KJ_EIO;
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s/sampling_log/%s.txt", opts->out_dir, base);
+		st.log = fopen(path, "a");
+		kj_sweep_csv_header(cfg->op, opts->energy, header, sizeof(header));
+		snprintf(path, sizeof(path), "%s/sampling_data/%s.csv", opts->out_dir, base);
+		if ((rc = open_csv(path, header, cfg->op, &st.csv_fd, &done, &ndone)))
+			goto out;
+	}
+	todo = malloc((nshapes + 1) * sizeof(*todo));
+	if (!todo) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (int64_t i = 0; i < nshapes; i++) {
+		char s[256], *key = s;
+		kj_sweep_shape_format(shapes + i * nc, nc, s, sizeof(s));
+		if (done && bsearch(&key, done, ndone, sizeof(char *), cmp_str))
+			st.done_before++;
+		else
+			todo[ntodo++] = i;
+	}
+	st.total = nshapes;
+	if (!opts->quiet)
+		fprintf(stderr, "kjoule sweep: %s %s part %d/%d: %lld shapes (%lld already in %s), "
+			"%lld grid points dropped as not Megatron-divisible\n", cfg->op->name,
+			kj_precision_name(opts->precision), opts->part, opts->parts, (long long)nshapes,
+			(long long)st.done_before, st.write_csv ? path : "-", (long long)invalid);
+	if (ntodo == 0)
+		goto out;
+	if (nw > ntodo)
+		nw = (int)ntodo;
+	for (int i = 0; i < nw; i++) {
+		if ((rc = worker_start(&w[i], opts->worker, opts->device + i, cfg))) {
+			kj_errorf("cannot start %s: %s", opts->worker, strerror(errno));
+			goto out;
+		}
+		/* the warmup shape first; its answer is read and dropped */
+		if (worker_send(&w[i], cfg, opts->precision, cfg->warmup_shapes, opts->energy, 0) == 0)
+			w[i].shape = -2;
+	}
+	st.t0 = now_s();
+	for (;;) {
+		int busy = 0;
+		for (int i = 0; i < nw; i++) {
+			if (w[i].pid > 0 && w[i].shape == -1 && next < ntodo) {
+				if (worker_send(&w[i], cfg, opts->precision, shapes + todo[next] * nc,
+						opts->energy, check) == 0)
+					w[i].shape = next++;
+			}
+			busy += w[i].pid > 0 && w[i].shape != -1;
+		}
+		if (!busy)
+			break;
+		struct pollfd pf[MAX_WORKERS];
+		for (int i = 0; i < nw; i++) {
+			pf[i].fd = w[i].pid > 0 && w[i].shape != -1 ? w[i].out_fd : -1;
+			pf[i].events = POLLIN;
+			pf[i].revents = 0;
+		}
+		if (poll(pf, nw, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = KJ_EIO;
+			break;
+		}
+		for (int i = 0; i < nw && !rc; i++) {
+			if (!pf[i].revents)
+				continue;
+			ssize_t got = read(w[i].out_fd, w[i].buf + w[i].have, sizeof(w[i].buf) - 1 - w[i].have);
+			char line[8192];
+			if (got <= 0) {
+				/* the worker died: its shape is lost (retried on resume); start a new one */
+				int64_t s = w[i].shape;
+				char shape[256] = "(warmup)";
+				if (s >= 0)
+					kj_sweep_shape_format(shapes + todo[s] * nc, nc, shape, sizeof(shape));
+				kj_warnf("worker on GPU %d ended during shape %s; starting another", w[i].device, shape);
+				if (st.log)
+					fprintf(st.log, "worker ended during shape %s\n", shape);
+				st.failed += s >= 0;
+				worker_stop(&w[i]);
+				if (s == -2 || worker_start(&w[i], opts->worker, w[i].device, cfg)) {
+					w[i].pid = 0;
+					kj_errorf("the worker on GPU %d cannot run (%s)", w[i].device, opts->worker);
+				}
+				continue;
+			}
+			w[i].have += got;
+			while (w[i].shape != -1 && worker_line(&w[i], line, sizeof(line))) {
+				struct answer a;
+				if (parse_answer(line, &a))
+					continue; /* not an answer: the worker's own chatter */
+				if (w[i].shape >= 0) {
+					rc = record(&st, shapes + todo[w[i].shape] * nc, &a);
+					st.done_now++;
+					progress(&st, 0);
+				} else if (!strcmp(a.status, "error")) {
+					kj_warnf("warmup shape failed on GPU %d: %s", w[i].device, a.msg);
+				}
+				w[i].shape = -1;
+			}
+			if (w[i].have >= sizeof(w[i].buf) - 1)
+				w[i].have = 0; /* a line too long to be an answer */
+		}
+		if (rc)
+			break;
+	}
+	progress(&st, 1);
+	if (!rc && next < ntodo) {
+		kj_errorf("no worker left; %lld shapes not measured", (long long)(ntodo - next));
+		rc = KJ_EGPU;
+	}
+	if (!rc && st.failed) {
+		kj_errorf("%lld shapes failed (see the warnings above); run again to retry them",
+			  (long long)st.failed);
+		rc = KJ_EGPU;
+	}
+	if (!opts->quiet && st.skipped)
+		fprintf(stderr, "kjoule sweep: %lld shapes recorded as skipped (out of memory or "
+			"unsupported)\n", (long long)st.skipped);
+out:
+	for (int i = 0; i < nw; i++)
+		worker_stop(&w[i]);
+	if (st.csv_fd >= 0)
+		close(st.csv_fd);
+	if (st.log)
+		fclose(st.log);
+	for (int64_t i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
+	free(todo);
+	free(shapes);
+	return rc;
+}

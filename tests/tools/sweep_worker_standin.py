@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""A stand-in for kjoule-sweep-worker that speaks its line protocol (src/sweep/kj_sweep_op.h)
+and answers from a known function, so the sweep driver, merge, fit and predict are tested on
+the CPU. For shape v with product P:  f_us = 3 + P/1000,  b_us = 2 * f_us,  f_uj = 50 * f_us,
+b_uj = 50 * b_us (uncertainties 1 %).
+Environment: STANDIN_OOM_ABOVE=P  answers status=oom when the product exceeds P;
+STANDIN_DIE_AFTER=N  exits (as if killed) after N measured answers, counted in STANDIN_COUNT_FILE
+across restarts; STANDIN_LOG=FILE  appends each request line."""
+import os
+import sys
+
+
+def main():
+    oom = int(os.environ.get("STANDIN_OOM_ABOVE", "0") or 0)
+    die = int(os.environ.get("STANDIN_DIE_AFTER", "0") or 0)
+    count_file = os.environ.get("STANDIN_COUNT_FILE")
+    log = os.environ.get("STANDIN_LOG")
+    for line in sys.stdin:
+        if log:
+            with open(log, "a") as f:
+                f.write(line)
+        parts = line.split()
+        if len(parts) != 5:
+            print('KJ_SWEEP status=error msg="bad request"', flush=True)
+            continue
+        op, prec, shape, energy, check = parts
+        v = [int(x) for x in shape.split(",")]
+        p = 1
+        for x in v:
+            p *= x
+        if oom and p > oom:
+            print('KJ_SWEEP status=oom msg="out of memory (stand-in)"', flush=True)
+            continue
+        if die and count_file:
+            n = int(open(count_file).read() or 0) if os.path.exists(count_file) else 0
+            if n >= die:
+                os._exit(9)
+            with open(count_file, "w") as f:
+                f.write(str(n + 1))
+        f_us = 3.0 + p / 1000.0
+        b_us = 2.0 * f_us
+        e = energy == "1"
+        fields = [f"status=ok f_us={f_us:.4f} b_us={b_us:.4f}"]
+        if e:
+            fields.append(f"f_uj={50 * f_us:.3f} f_uj_unc={0.5 * f_us:.3f} "
+                          f"b_uj={50 * b_us:.3f} b_uj_unc={0.5 * b_us:.3f}")
+        else:
+            fields.append("f_uj=- f_uj_unc=- b_uj=- b_uj_unc=-")
+        fields.append("err_f=1e-4 err_b=2e-4" if check == "1" else "err_f=- err_b=-")
+        print("KJ_SWEEP " + " ".join(fields), flush=True)
+
+
+main()
