@@ -107,8 +107,8 @@ static int elem_fwd(struct sw_ctx *c, void *st)
 	}
 }
 
-/* Backward: gelu dx = dy gelu'(x); res_add both inputs' gradients (dy copied to each, as autograd
- * hands one tensor to two consumers that write separate buffers); RoPE the inverse rotation of dy;
+/* Backward: gelu dx = dy gelu'(x); res_add the residual stream's two incoming gradients summed
+ * (dx = dy + dz, as autograd accumulates them; the operator table counts the same); RoPE the inverse rotation of dy;
  * embedding the table gradient (zeroed, then rows scatter-added in fp32). */
 static int elem_bwd(struct sw_ctx *c, void *st)
 {
@@ -117,7 +117,7 @@ static int elem_bwd(struct sw_ctx *c, void *st)
 	case GELU:
 		return SW_LAUNCH(c, kj_sw_gelu_bwd(e->dt, e->x, e->dy, e->dx, e->n, c->stream), "gelu backward kernel");
 	case RES:
-		return SW_LAUNCH(c, kj_sw_copy2(e->dt, e->dy, e->dx, e->dz, e->n, c->stream), "add backward kernel");
+		return SW_LAUNCH(c, kj_sw_add(e->dt, e->dy, e->dz, e->dx, e->n, c->stream), "add backward kernel");
 	case ROPE:
 		return SW_LAUNCH(c, kj_sw_rope(e->dt, e->dy, e->cs, e->sn, e->dx, e->l, e->bh, e->d, 1, c->stream),
 				 "rope backward kernel");
@@ -157,8 +157,7 @@ static int check_window(struct sw_ctx *c, struct elem *e, int64_t off, int64_t l
 			sw_acc(dx[i], dy[i] * gelu_dref(x[i]), acc + 2, acc + 3);
 		} else if (e->kind == RES) {
 			sw_acc(y[i], x[i] + z[i], acc, acc + 1);
-			sw_acc(dx[i], dy[i], acc + 2, acc + 3);
-			sw_acc(dz[i], dy[i], acc + 2, acc + 3);
+			sw_acc(dx[i], dy[i] + dz[i], acc + 2, acc + 3);
 		} else {
 			int64_t g = off + i, row = g / e->d, j = g % e->d, h = e->d / 2, pos = row / e->bh;
 			int64_t jj = j % h;

@@ -7,9 +7,9 @@
 struct xent {
 	int dt;
 	int64_t rows, v;
-	void *x, *g;
+	void *x, *sm, *g;
 	int *t;
-	float *loss, *lse;
+	float *loss;
 };
 
 static int xent_setup(struct sw_ctx *c, int p, const int64_t *v, void **state)
@@ -25,7 +25,7 @@ static int xent_setup(struct sw_ctx *c, int p, const int64_t *v, void **state)
 	size_t n = (size_t)(x->rows * x->v);
 	if (!(x->x = sw_alloc(c, n, x->dt, 4.f)) || !(x->g = sw_alloc(c, n, x->dt, 1.f)) ||
 	    !(x->t = sw_alloc(c, (size_t)x->rows, SW_I32, (float)x->v)) ||
-	    !(x->loss = sw_alloc(c, (size_t)x->rows, SW_F32, 1.f)) || !(x->lse = sw_alloc(c, (size_t)x->rows, SW_F32, 1.f)))
+	    !(x->loss = sw_alloc(c, (size_t)x->rows, SW_F32, 1.f)) || !(x->sm = sw_alloc(c, n, x->dt, 1.f)))
 		return KJ_EGPU;
 	return sw_sync(c, "setup");
 }
@@ -33,14 +33,14 @@ static int xent_setup(struct sw_ctx *c, int p, const int64_t *v, void **state)
 static int xent_fwd(struct sw_ctx *c, void *st)
 {
 	struct xent *x = st;
-	return SW_LAUNCH(c, kj_sw_xent_fwd(x->dt, x->x, x->t, x->loss, x->lse, x->rows, x->v, c->stream),
+	return SW_LAUNCH(c, kj_sw_xent_fwd(x->dt, x->x, x->t, x->loss, x->sm, x->rows, x->v, c->stream),
 			 "cross entropy kernel");
 }
 
 static int xent_bwd(struct sw_ctx *c, void *st)
 {
 	struct xent *x = st;
-	return SW_LAUNCH(c, kj_sw_xent_bwd(x->dt, x->x, x->t, x->lse, x->g, x->rows, x->v, 1.f / (float)x->rows,
+	return SW_LAUNCH(c, kj_sw_xent_bwd(x->dt, x->sm, x->t, x->g, x->rows, x->v, 1.f / (float)x->rows,
 					   c->stream), "cross entropy backward kernel");
 }
 
@@ -99,14 +99,14 @@ struct adam {
 
 /* Parameters of one pipeline stage holding `encoders` transformer layers, tensor-parallel over mp
  * (Megatron GPT: per layer QKV 3d^2/mp + 3d/mp, proj d^2/mp + d, FFN 8d^2/mp + 4d/mp + d, two
- * layernorms 4d); the first stage adds the word embedding (V/mp x d) and position embedding
- * (2048 x d), the last the final layernorm (2d) and an untied output layer (V/mp x d). */
+ * layernorms 4d); the first stage adds the word embedding (V/mp x d), the last the final
+ * layernorm (2d) and an untied output layer (V/mp x d): the operator table's count. */
 static int64_t stage_params(int kind, int64_t mp, int64_t d, int64_t enc)
 {
 	int64_t layer = 12 * d * d / mp + 7 * d / mp + 6 * d;
 	int64_t n = enc * layer;
 	if (kind == 0)
-		n += SW_VOCAB / mp * d + 2048 * d;
+		n += SW_VOCAB / mp * d;
 	if (kind == 2)
 		n += 2 * d + SW_VOCAB / mp * d;
 	return (n + 3) / 4 * 4;

@@ -13,7 +13,7 @@
 #include "worker_request.h"
 
 #define SW_MAX_BUFS 32
-#define SW_VOCAB 50304            /* GPT-2's vocabulary padded to a multiple of 128 (Megatron) */
+#define SW_VOCAB KJ_SWEEP_VOCAB    /* the operator table's vocabulary (50304, padded to 128) */
 #define SW_GEMM_WORKSPACE (32u << 20)
 
 enum sw_dtype { SW_F16 = 0, SW_BF16 = 1, SW_F32 = 2, SW_I32 = 3, SW_U8 = 4 };
@@ -126,17 +126,16 @@ int kj_sw_fillmask(int dt, const void *x, const uint8_t *mask, void *y, int64_t 
 int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s);
 int kj_sw_gelu_bwd(int dt, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s);
 int kj_sw_add(int dt, const void *a, const void *b, void *y, int64_t n, cudaStream_t s);
-int kj_sw_copy2(int dt, const void *dy, void *da, void *db, int64_t n, cudaStream_t s);
 int kj_sw_rope(int dt, const void *x, const float *cosv, const float *sinv, void *y, int64_t l,
 	       int64_t bh, int64_t d, int inverse, cudaStream_t s);
 int kj_sw_embedding_fwd(int dt, const int *ids, const void *table, void *y, int64_t n, int64_t dim,
 			cudaStream_t s);
 int kj_sw_embedding_bwd(int dt, const int *ids, const void *dy, float *dtable, int64_t n,
 			int64_t dim, cudaStream_t s);
-int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, float *lse,
+int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, void *softmax,
 		   int64_t rows, int64_t v, cudaStream_t s);
-int kj_sw_xent_bwd(int dt, const void *logits, const int *target, const float *lse, void *grad,
-		   int64_t rows, int64_t v, float dloss, cudaStream_t s);
+int kj_sw_xent_bwd(int dt, const void *softmax, const int *target, void *grad, int64_t rows, int64_t v,
+		   float dloss, cudaStream_t s);
 int kj_sw_adam(float *p, float *m, float *v, const float *g, void *p_half, int dt_half, int64_t n,
 	       float lr, float b1, float b2, float eps, float wd, int step, cudaStream_t s);
 int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse,

@@ -410,18 +410,6 @@ __global__ void add_k(const T *a, const T *b, T *y, int64_t n)
 	}
 }
 
-template <typename T>
-__global__ void copy2_k(const T *dy, T *da, T *db, int64_t n)
-{
-	const int N = Vec<T>::N;
-	PACK_LOOP(n, N)
-	{
-		uint4 u = *reinterpret_cast<const uint4 *>(dy + p * N);
-		*reinterpret_cast<uint4 *>(da + p * N) = u;
-		*reinterpret_cast<uint4 *>(db + p * N) = u;
-	}
-}
-
 extern "C" int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s)
 {
 	DISPATCH(dt, { gelu_fwd_k<T><<<grid_for((size_t)(n / Vec<T>::N), 256), 256, 0, s>>>((const T *)x, (T *)y, n); });
@@ -441,14 +429,6 @@ extern "C" int kj_sw_add(int dt, const void *a, const void *b, void *y, int64_t 
 {
 	DISPATCH(dt, {
 		add_k<T><<<grid_for((size_t)(n / Vec<T>::N), 256), 256, 0, s>>>((const T *)a, (const T *)b, (T *)y, n);
-	});
-	return (int)cudaGetLastError();
-}
-
-extern "C" int kj_sw_copy2(int dt, const void *dy, void *da, void *db, int64_t n, cudaStream_t s)
-{
-	DISPATCH(dt, {
-		copy2_k<T><<<grid_for((size_t)(n / Vec<T>::N), 256), 256, 0, s>>>((const T *)dy, (T *)da, (T *)db, n);
 	});
 	return (int)cudaGetLastError();
 }
@@ -537,9 +517,10 @@ extern "C" int kj_sw_embedding_bwd(int dt, const int *ids, const void *dy, float
 	return (int)cudaGetLastError();
 }
 
-// ---- cross entropy over a vocabulary row: loss = logsumexp - x[target]; lse kept for backward ----
+// ---- cross entropy over a vocabulary row (Megatron's vocab-parallel form on one rank): the
+// forward writes the loss and keeps the softmax; the backward turns the softmax into the gradient ----
 template <typename T>
-__global__ void xent_fwd_k(const T *x, const int *tg, float *loss, float *lse, int64_t v)
+__global__ void xent_fwd_k(const T *x, const int *tg, float *loss, T *sm, int64_t v)
 {
 	__shared__ float sh[64];
 	const int N = Vec<T>::N;
@@ -552,43 +533,48 @@ __global__ void xent_fwd_k(const T *x, const int *tg, float *loss, float *lse, i
 			ms_merge(m, s, f[i], 1.f);
 	}
 	block_ms(m, s, sh);
-	if (!threadIdx.x) {
-		float l = m + __logf(s);
-		lse[r] = l;
-		loss[r] = l - tof(x[r * v + tg[r]]);
-	}
-}
-
-template <typename T>
-__global__ void xent_bwd_k(const T *x, const int *tg, const float *lse, T *g, int64_t v, float dloss)
-{
-	const int N = Vec<T>::N;
-	int64_t r = blockIdx.x, np = v / N, t = tg[r];
-	float l = lse[r], f[Vec<T>::N];
+	float inv = 1.f / s;
+	if (!threadIdx.x)
+		loss[r] = m + __logf(s) - tof(x[r * v + tg[r]]);
 	for (int64_t p = threadIdx.x; p < np; p += blockDim.x) {
 		ld16(x + r * v + p * N, f);
 #pragma unroll
 		for (int i = 0; i < N; i++)
-			f[i] = (__expf(f[i] - l) - (p * N + i == t ? 1.f : 0.f)) * dloss;
+			f[i] = __expf(f[i] - m) * inv;
+		st16(sm + r * v + p * N, f);
+	}
+}
+
+template <typename T>
+__global__ void xent_bwd_k(const T *sm, const int *tg, T *g, int64_t v, float dloss)
+{
+	const int N = Vec<T>::N;
+	int64_t r = blockIdx.x, np = v / N, t = tg[r];
+	float f[Vec<T>::N];
+	for (int64_t p = threadIdx.x; p < np; p += blockDim.x) {
+		ld16(sm + r * v + p * N, f);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			f[i] = (f[i] - (p * N + i == t ? 1.f : 0.f)) * dloss;
 		st16(g + r * v + p * N, f);
 	}
 }
 
-extern "C" int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, float *lse, int64_t rows,
-			      int64_t v, cudaStream_t s)
+extern "C" int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, void *softmax,
+			      int64_t rows, int64_t v, cudaStream_t s)
 {
 	DISPATCH(dt, {
 		xent_fwd_k<T><<<(unsigned)rows, row_threads(v / Vec<T>::N), 0, s>>>((const T *)logits, target, loss,
-										    lse, v);
+										    (T *)softmax, v);
 	});
 	return (int)cudaGetLastError();
 }
 
-extern "C" int kj_sw_xent_bwd(int dt, const void *logits, const int *target, const float *lse, void *grad,
-			      int64_t rows, int64_t v, float dloss, cudaStream_t s)
+extern "C" int kj_sw_xent_bwd(int dt, const void *softmax, const int *target, void *grad, int64_t rows, int64_t v,
+			      float dloss, cudaStream_t s)
 {
 	DISPATCH(dt, {
-		xent_bwd_k<T><<<(unsigned)rows, row_threads(v / Vec<T>::N), 0, s>>>((const T *)logits, target, lse,
+		xent_bwd_k<T><<<(unsigned)rows, row_threads(v / Vec<T>::N), 0, s>>>((const T *)softmax, target,
 										    (T *)grad, v, dloss);
 	});
 	return (int)cudaGetLastError();
