@@ -63,6 +63,7 @@ static int ctx_open(struct sw_ctx *c, int device)
 	    sw_cuda(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream create") ||
 	    sw_cuda(c, cudaMalloc(&c->workspace, SW_GEMM_WORKSPACE), "GEMM workspace"))
 		return KJ_EGPU;
+	c->nvml_index = sw_nvml_index(device, c->nvml_why, sizeof(c->nvml_why));
 	cublasStatus_t st = cublasLtCreate(&c->lt);
 	if (st != CUBLAS_STATUS_SUCCESS)
 		return sw_fail(c, "cublasLtCreate", "%s (%s)", cublasLtGetStatusName(st), cublasLtGetStatusString(st));
@@ -86,6 +87,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	void *state = NULL;
 	int rc = 0;
 	c->err[0] = '\0';
+	c->energy_why[0] = '\0';
 	c->oom = 0;
 	c->op = r->op;
 	int len = snprintf(c->shape, sizeof(c->shape), "%s ", sw_precision_name(r->precision));
@@ -155,8 +157,9 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		a->status = "error";
 		a->msg = c->err;
 	} else {
-		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d %s", mf.unroll, mb.unroll,
-			 !strcmp(op->name, "flash_atten") ? kj_sw_attn_impl() : "");
+		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll,
+			 !strcmp(op->name, "flash_atten") ? " " : "", !strcmp(op->name, "flash_atten") ? kj_sw_attn_impl() : "",
+			 c->energy_why[0] ? " energy not measured: " : "", c->energy_why);
 		a->msg = c->err;
 	}
 }

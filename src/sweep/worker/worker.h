@@ -31,6 +31,9 @@ struct sw_ctx {
 	cublasLtHandle_t lt;
 	void *workspace;
 	int device;
+	int nvml_index;           /* NVML's index of this device (NVML ignores CUDA_VISIBLE_DEVICES); -1 none */
+	char nvml_why[160];
+	char energy_why[200];     /* why the last pass's energy was not measured ('' when it was) */
 	struct sw_buf bufs[SW_MAX_BUFS];
 	int nbufs;
 	void *gemm[8];          /* struct sw_gemm plans of the current op */
@@ -73,6 +76,8 @@ double *sw_download(struct sw_ctx *c, const void *d, size_t n, int dtype);
 double *sw_download_rows(struct sw_ctx *c, const void *d, size_t r0, size_t nr, size_t ncols, int dtype);
 double sw_rel_err(const double *out, const double *ref, size_t n);
 int sw_sync(struct sw_ctx *c, const char *what);
+/** NVML's index of CUDA device cuda_device, matched by PCI bus id; -1 with a reason in why. */
+int sw_nvml_index(int cuda_device, char *why, size_t why_len);
 
 /* ---- worker_gemm.c: cuBLASLt, row-major ---- */
 /** Plan C[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C, row-major, batch strided matrices,

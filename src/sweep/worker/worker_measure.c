@@ -69,7 +69,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	struct graph_work gw = {NULL, c->stream};
 	cudaEvent_t ev[2] = {NULL, NULL};
 	double est = 0, *t = NULL;
-	int rc, reps = (int)env_double("KJ_SWEEP_REPS", 30);
+	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
+	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
 	m->us = m->uj = m->uj_unc = -1;
 	if ((rc = time_once(c, state, fn, &est)))
@@ -92,12 +93,12 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		goto out;
 	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")))
 		goto out;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < (warm > 1 ? warm : 1); i++)
 		if ((rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "warm-up graph launch")))
 			goto out;
 	if ((rc = sw_sync(c, "warm-up replays")))
 		goto out;
-	reps = reps < 3 ? 3 : reps;
+	reps = reps < 5 ? 5 : reps;
 	t = calloc((size_t)reps, sizeof(*t));
 	if (!t) {
 		rc = sw_fail(c, "measure", "host memory");
@@ -115,14 +116,16 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	}
 	qsort(t, (size_t)reps, sizeof(*t), cmp_double);
 	m->us = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-	if (energy) {
+	if (energy && c->nvml_index < 0) {
+		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
+	} else if (energy) {
 		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
 		struct kj_amortize_opts ao;
 		struct kj_amortize_result ar;
 		double secs = env_double("KJ_SWEEP_ENERGY_S", 2.0);
 		memset(&ao, 0, sizeof(ao));
 		memset(&ar, 0, sizeof(ar));
-		ao.nvml_index = c->device;
+		ao.nvml_index = c->nvml_index;
 		ao.min_seconds = secs;
 		ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : 5;
 		int erc = kj_amortize_measure(&w, &ao, &ar);
@@ -130,8 +133,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 			m->uj = ar.energy_per_launch_mj * 1e3;
 			m->uj_unc = ar.energy_unc_mj * 1e3;
 		} else if (erc) {
-			fprintf(stderr, "kjoule-sweep-worker: %s %s: energy not measured: %s\n", c->op, c->shape,
-				kj_strerror(erc));
+			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
 		}
 		cudaGetLastError();
 	}
