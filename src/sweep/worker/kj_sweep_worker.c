@@ -158,7 +158,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		a->msg = c->err;
 	} else {
 		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll,
-			 !strcmp(op->name, "flash_atten") ? " " : "", !strcmp(op->name, "flash_atten") ? kj_sw_attn_impl() : "",
+			 !strcmp(op->name, "flash_atten") ? " " : "", !strcmp(op->name, "flash_atten") ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
 			 c->energy_why[0] ? " energy not measured: " : "", c->energy_why);
 		a->msg = c->err;
 	}

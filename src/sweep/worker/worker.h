@@ -148,7 +148,7 @@ int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o,
 int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *v, const void *o,
 		   const void *dout, const float *lse, float *delta, float *dq_acc, void *dq, void *dk,
 		   void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
-const char *kj_sw_attn_impl(void);
+const char *kj_sw_attn_impl(int dt, int64_t d);
 #ifdef __cplusplus
 }
 #endif
