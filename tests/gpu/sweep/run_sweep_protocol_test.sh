@@ -42,4 +42,8 @@ expect 6 '^KJ_SWEEP status=oom .*msg="linear3 bf16 1,64,65536,65536: cudaMalloc'
 expect 7 "^KJ_SWEEP status=ok f_us=$num b_us=$num .*err_f=$num err_b=$num "
 # energy asked: measured (f_uj a number) where NVML works, else '-' with the worker still answering
 expect 8 "^KJ_SWEEP status=ok f_us=$num b_us=$num f_uj=(-|$num) "
+# the CUDA-core attention path (what fp32 and other head sizes take) checked in fp16 too
+ans=$(echo "flash_atten fp16 1,2,4,160,256 0 1" | KJ_SWEEP_ATTN=cuda-cores timeout 100 "$w")
+echo "$ans"
+grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*cuda cores" <<< "$ans" || { echo "FAIL: cuda-core attention"; fail=1; }
 exit $fail
