@@ -63,6 +63,8 @@ static int ctx_open(struct sw_ctx *c, int device)
 	    sw_cuda(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream create") ||
 	    sw_cuda(c, cudaMalloc(&c->workspace, SW_GEMM_WORKSPACE), "GEMM workspace"))
 		return KJ_EGPU;
+	if (sw_cuda(c, cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, device), "SM count"))
+		return KJ_EGPU;
 	c->nvml_index = sw_nvml_index(device, c->nvml_why, sizeof(c->nvml_why));
 	cublasStatus_t st = cublasLtCreate(&c->lt);
 	if (st != CUBLAS_STATUS_SUCCESS)

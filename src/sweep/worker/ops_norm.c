@@ -2,8 +2,6 @@
  * (dx, dgamma, dbeta), checked on sampled rows (and the full column sums where small enough). */
 #include "ops_common.h"
 
-#define LN_PARTS 264
-
 struct norm {
 	int dt, rms;
 	int64_t rows, cols;
@@ -20,7 +18,9 @@ static int norm_setup(struct sw_ctx *c, int p, const int64_t *v, void **state, i
 		return sw_fail(c, "setup", "host memory");
 	*state = n;
 	n->dt = sw_dtype_of(p), n->rms = rms, n->rows = v[0] * v[1], n->cols = v[2];
-	n->nparts = n->rows < LN_PARTS ? (int)n->rows : LN_PARTS;
+	/* backward blocks: about 8 per SM (enough loads in flight), each summing at least 8 rows */
+	int64_t parts = 8 * (int64_t)(c->sms > 0 ? c->sms : 132), per8 = n->rows / 8 > 0 ? n->rows / 8 : 1;
+	n->nparts = (int)(parts < per8 ? parts : per8);
 	if ((rc = sw_need_pack(c, n->dt, n->cols, "dim")))
 		return rc;
 	size_t rc_n = (size_t)(n->rows * n->cols), cn = (size_t)n->cols;

@@ -31,6 +31,7 @@ struct sw_ctx {
 	cublasLtHandle_t lt;
 	void *workspace;
 	int device;
+	int sms;                  /* multiprocessors of the device */
 	int nvml_index;           /* NVML's index of this device (NVML ignores CUDA_VISIBLE_DEVICES); -1 none */
 	char nvml_why[160];
 	char energy_why[200];     /* why the last pass's energy was not measured ('' when it was) */
