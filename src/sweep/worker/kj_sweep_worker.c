@@ -195,6 +195,14 @@ static int serve_loop(struct sw_ctx *c)
 			serve(c, &r, &a);
 		}
 		answer_print(&a);
+		/* a fault (illegal address, launch failure) poisons the context for good: say so and exit,
+		 * so the caller starts a fresh worker instead of collecting errors for every later shape */
+		cudaError_t e = cudaDeviceSynchronize();
+		if (e != cudaSuccess && cudaDeviceSynchronize() != cudaSuccess) {
+			fprintf(stderr, "kjoule-sweep-worker: CUDA context unusable after the last request: %s (%s)\n",
+				cudaGetErrorName(e), cudaGetErrorString(e));
+			return 1;
+		}
 	}
 	return 0;
 }
