@@ -44,6 +44,7 @@ baddbmm 1,4,32,2048,4096
 fillmask 1,4,32,2048,4096
 ScaledUpperTriangMaskedSoftmax 1,4,32,2048
 parallel_cross_entropy_128 1,4,2048
+moe 1,4,2048,4096,8,14336,2
 firstStage_optimizer 1,4096,4
 middleStage_optimizer 1,4096,4
 lastStage_optimizer 1,4096,4"

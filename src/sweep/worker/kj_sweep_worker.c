@@ -16,7 +16,7 @@ static const struct sw_op *const g_ops[] = {
 	&sw_op_linear1, &sw_op_linear2, &sw_op_linear3, &sw_op_linear4, &sw_op_linear_final,
 	&sw_op_layernorm, &sw_op_rmsnorm, &sw_op_softmax, &sw_op_flash_atten, &sw_op_gelu,
 	&sw_op_res_add, &sw_op_rope, &sw_op_embedding, &sw_op_bmm, &sw_op_baddbmm, &sw_op_fillmask,
-	&sw_op_masked_softmax, &sw_op_cross_entropy, &sw_op_opt_first, &sw_op_opt_middle,
+	&sw_op_masked_softmax, &sw_op_cross_entropy, &sw_op_moe, &sw_op_opt_first, &sw_op_opt_middle,
 	&sw_op_opt_last,
 };
 
@@ -225,6 +225,7 @@ static const struct {
 	{"parallel_cross_entropy_128", {8, 2, 32}},
 	{"firstStage_optimizer", {8, 256, 2}}, {"middleStage_optimizer", {8, 256, 2}},
 	{"lastStage_optimizer", {8, 256, 2}},
+	{"moe", {2, 2, 32, 128, 4, 512, 2}},
 };
 
 static int selftest(struct sw_ctx *c, const char *only)

@@ -40,6 +40,18 @@ static inline int sw_need_pack(struct sw_ctx *c, int dt, int64_t n, const char *
 	return 0;
 }
 
+/* GELU, tanh form, and its derivative, in double (references of gelu and moe). */
+static inline double sw_gelu_ref(double x)
+{
+	return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static inline double sw_gelu_dref(double x)
+{
+	double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+	return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+}
+
 #define SW_LAUNCH(c, call, what) sw_cuda((c), (cudaError_t)(call), (what))
 
 #endif

@@ -130,17 +130,6 @@ static int elem_bwd(struct sw_ctx *c, void *st)
 	}
 }
 
-static double gelu_ref(double x)
-{
-	return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-}
-
-static double gelu_dref(double x)
-{
-	double t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
-	return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
-}
-
 /* One window [off, off+len) of the elementwise ops (gelu, res_add, rope: whole rows of d). */
 static int check_window(struct sw_ctx *c, struct elem *e, int64_t off, int64_t len, double *acc)
 {
@@ -153,8 +142,8 @@ static int check_window(struct sw_ctx *c, struct elem *e, int64_t off, int64_t l
 	int ok = x && y && dy && dx && (!e->z || (z && dz));
 	for (int64_t i = 0; ok && i < len; i++) {
 		if (e->kind == GELU) {
-			sw_acc(y[i], gelu_ref(x[i]), acc, acc + 1);
-			sw_acc(dx[i], dy[i] * gelu_dref(x[i]), acc + 2, acc + 3);
+			sw_acc(y[i], sw_gelu_ref(x[i]), acc, acc + 1);
+			sw_acc(dx[i], dy[i] * sw_gelu_dref(x[i]), acc + 2, acc + 3);
 		} else if (e->kind == RES) {
 			sw_acc(y[i], x[i] + z[i], acc, acc + 1);
 			sw_acc(dx[i], dy[i] + dz[i], acc + 2, acc + 3);

@@ -37,7 +37,7 @@ struct sw_ctx {
 	char energy_why[200];     /* why the last pass's energy was not measured ('' when it was) */
 	struct sw_buf bufs[SW_MAX_BUFS];
 	int nbufs;
-	void *gemm[8];          /* struct sw_gemm plans of the current op */
+	void *gemm[16];         /* struct sw_gemm plans of the current op */
 	int ngemm;
 	int oom;                /* set by sw_alloc when cudaMalloc ran out of memory */
 	char err[512];
@@ -108,7 +108,7 @@ int sw_ceilings(struct sw_ctx *c);
 extern const struct sw_op sw_op_linear1, sw_op_linear2, sw_op_linear3, sw_op_linear4,
 	sw_op_linear_final, sw_op_bmm, sw_op_baddbmm, sw_op_layernorm, sw_op_rmsnorm, sw_op_softmax,
 	sw_op_masked_softmax, sw_op_fillmask, sw_op_gelu, sw_op_res_add, sw_op_rope, sw_op_embedding,
-	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last;
+	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last, sw_op_moe;
 const struct sw_op *sw_op_find(const char *name);
 int sw_op_count(void);
 const struct sw_op *sw_op_at(int i);
@@ -150,6 +150,16 @@ int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *v, const vo
 		   const void *dout, const float *lse, float *delta, float *dq_acc, void *dq, void *dk,
 		   void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 const char *kj_sw_attn_impl(int dt, int64_t d);
+int kj_sw_moe_route(int dt, const void *logits, int *idx, int *pos, float *wts, int *count, int64_t tokens, int E,
+		    int k, int cap, cudaStream_t s);
+int kj_sw_moe_dispatch(int dt, const void *x, const int *idx, const int *pos, void *xe, int64_t tokens, int k,
+		       int64_t dim, int cap, cudaStream_t s);
+int kj_sw_moe_combine(int dt, const void *ye, const int *idx, const int *pos, const float *wts, void *y,
+		      int64_t tokens, int k, int64_t dim, int cap, cudaStream_t s);
+int kj_sw_moe_scatter(int dt, const void *dy, const int *idx, const int *pos, const float *wts, void *dye,
+		      int64_t tokens, int k, int64_t dim, int cap, int E, cudaStream_t s);
+int kj_sw_moe_route_bwd(int dt, const void *dy, const void *ye, const int *idx, const int *pos, const float *wts,
+			void *dlogits, int64_t tokens, int E, int k, int64_t dim, int cap, cudaStream_t s);
 #ifdef __cplusplus
 }
 #endif
