@@ -91,6 +91,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	c->err[0] = '\0';
 	c->energy_why[0] = '\0';
 	c->oom = 0;
+	c->unsupported = 0;
 	c->op = r->op;
 	int len = snprintf(c->shape, sizeof(c->shape), "%s ", sw_precision_name(r->precision));
 	for (int i = 0; i < r->nv && len < (int)sizeof(c->shape) - 24; i++)
@@ -144,7 +145,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		rc = sw_sync(c, "after measurement");
 	sw_bufs_free(c);
 	if (rc) {
-		a->status = c->oom ? "oom" : "error";
+		a->status = c->oom ? "oom" : c->unsupported ? "unsupported" : "error";
 		a->msg = c->err[0] ? c->err : "failed without a message";
 		return;
 	}
@@ -159,8 +160,9 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		a->status = "error";
 		a->msg = c->err;
 	} else {
-		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll,
-			 !strcmp(op->name, "flash_atten") ? " " : "", !strcmp(op->name, "flash_atten") ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
+		int attn = !strcmp(op->name, "flash_atten");
+		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll, attn ? " " : "",
+			 attn ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
 			 c->energy_why[0] ? " energy not measured: " : "", c->energy_why);
 		a->msg = c->err;
 	}

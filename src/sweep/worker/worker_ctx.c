@@ -17,6 +17,8 @@ int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	if (!strcmp(what, "shape"))
+		c->unsupported = 1;
 	if (!c->err[0])
 		snprintf(c->err, sizeof(c->err), "%s %s: %s: %s", c->op ? c->op : "?", c->shape, what, text);
 	return KJ_EGPU;
