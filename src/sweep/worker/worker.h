@@ -64,7 +64,10 @@ struct sw_op {
 };
 
 /* ---- worker_ctx.c: buffers, errors, host conversions ---- */
-int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** Record the first failure as "OP PREC SHAPE: what: text" in c->err (what "shape": unsupported). */
+int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/** Record a CUDA runtime failure with its name and vendor text; 0 when e is cudaSuccess. */
 int sw_cuda(struct sw_ctx *c, cudaError_t e, const char *what);
 /** Allocate n elements of dtype, filled uniformly in [-scale, scale] (never zeros; scale < 0:
  *  in (0, -scale]; ids: in [0, scale); masks: 0/1), unless scale == 0 (left unfilled); the buffer belongs to ctx until sw_bufs_free(). NULL on failure. */

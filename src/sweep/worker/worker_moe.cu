@@ -65,7 +65,8 @@ __global__ void moe_dispatch_k(const T *x, const int *idx, const int *pos, T *xe
 {
 	const int N = Vec<T>::N;
 	int64_t np = dim / N;
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pairs * np; i += (int64_t)gridDim.x * blockDim.x) {
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pairs * np;
+	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t pr = i / np, p = i % np, t = pr / k;
 		int ps = pos[pr];
 		if (ps < 0)
@@ -83,7 +84,8 @@ __global__ void moe_combine_k(const T *ye, const int *idx, const int *pos, const
 {
 	const int N = Vec<T>::N;
 	int64_t np = dim / N;
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tokens * np; i += (int64_t)gridDim.x * blockDim.x) {
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < tokens * np;
+	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t t = i / np, p = i % np;
 		float acc[Vec<T>::N], f[Vec<T>::N];
 #pragma unroll
@@ -110,7 +112,8 @@ __global__ void moe_scatter_k(const T *dy, const int *idx, const int *pos, const
 {
 	const int N = Vec<T>::N;
 	int64_t np = dim / N;
-	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pairs * np; i += (int64_t)gridDim.x * blockDim.x) {
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < pairs * np;
+	     i += (int64_t)gridDim.x * blockDim.x) {
 		int64_t pr = i / np, p = i % np, t = pr / k;
 		int ps = pos[pr];
 		if (ps < 0)
