@@ -70,7 +70,8 @@ int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
 /** Record a CUDA runtime failure with its name and vendor text; 0 when e is cudaSuccess. */
 int sw_cuda(struct sw_ctx *c, cudaError_t e, const char *what);
 /** Allocate n elements of dtype, filled uniformly in [-scale, scale] (never zeros; scale < 0:
- *  in (0, -scale]; ids: in [0, scale); masks: 0/1), unless scale == 0 (left unfilled); the buffer belongs to ctx until sw_bufs_free(). NULL on failure. */
+ *  in (0, -scale]; ids: in [0, scale); masks: 0/1), unless scale == 0 (left unfilled); the buffer
+ *  belongs to ctx until sw_bufs_free(). NULL on failure. */
 void *sw_alloc(struct sw_ctx *c, size_t n, int dtype, float scale);
 void sw_bufs_free(struct sw_ctx *c);
 size_t sw_dtype_bytes(int dtype);
