@@ -17,8 +17,8 @@ echo "== selftest (every op, fp16/bf16/fp32, small shapes, against double CPU re
 timeout 300 "$w" --selftest > "$OUT/sweepops_selftest.log" 2>&1
 echo "selftest exit $?"
 grep -E "FAIL|selftest:" "$OUT/sweepops_selftest.log" | head -30
-echo "== ctest -R gpu_sweep"
-(cd "${KJ_BUILD:-build}" && timeout 300 ctest -R gpu_sweep --output-on-failure) > "$OUT/sweepops_tests.log" 2>&1
+echo "== ctest -R gpu_sweep_protocol (gpu_sweep_selftest is the run above)"
+(cd "${KJ_BUILD:-build}" && timeout 300 ctest -R gpu_sweep_protocol --output-on-failure) > "$OUT/sweepops_tests.log" 2>&1
 tail -5 "$OUT/sweepops_tests.log"
 
 echo "== ceilings"
