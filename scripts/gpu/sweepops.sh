@@ -4,7 +4,8 @@
 # mp=1; bf16) with energy and the correctness check: fwd/bwd us, uJ, error, fraction of roofline.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/sweepops.sh [PRECISION]
 # Files in $OUT: sweepops_selftest.log, sweepops_tests.log, sweepops_raw.txt, sweepops_worker.err,
-# sweepops.json (device, date, command, ceilings and raw answers). The summary table comes last.
+# sweepops.json (device, date, command, ceilings and raw answers); a short `kjoule sweep` end to end
+# goes into sweepops_tests.log. The summary table comes last.
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -20,6 +21,28 @@ grep -E "FAIL|selftest:" "$OUT/sweepops_selftest.log" | head -30
 echo "== ctest -R gpu_sweep_protocol (gpu_sweep_selftest is the run above)"
 (cd "${KJ_BUILD:-build}" && timeout 300 ctest -R gpu_sweep_protocol --output-on-failure) > "$OUT/sweepops_tests.log" 2>&1
 tail -5 "$OUT/sweepops_tests.log"
+
+echo "== kjoule sweep end to end (linear1, 8 shapes, bf16, energy)"
+e2e=$(mktemp -d)
+cat > "$e2e/linear1.yml" <<'YML'
+{
+  "module_name": "target_functions", "kernel_name": "linear1", "function_name": "linear1",
+  "columns_name": ['mp', 'b', 'l', 'dim', 'F_dur(us)', 'B_dur(us)'],
+  "first_n_column": 4,
+  "starts": [1, 1, 512, 1024], "steps": [2, 2, 512, 1024], "ends": [1, 2, 1024, 2048],
+  "operators": ['mul', 'mul', 'add', 'add'],
+  "warmup_shapes": [1, 1, 512, 1024], "wait": 1, "warmup": 2, "active": 10,
+  "shapes": [1, 1, 512, 1024], "run": "get_all"
+}
+YML
+t0=$(date +%s)
+timeout 200 "${KJ_BUILD:-build}/kjoule" sweep "$e2e/linear1.yml" --precision bf16 --energy --out "$e2e" \
+	> "$e2e/sweep.out" 2>&1
+echo "kjoule sweep exit $? in $(( $(date +%s) - t0 )) s"
+{ echo "== kjoule sweep end to end"; cat "$e2e/sweep.out"; cat "$e2e"/sampling_data/*.csv "$e2e"/sampling_log/*.txt; } \
+	>> "$OUT/sweepops_tests.log" 2>&1
+cat "$e2e"/sampling_data/*.csv 2>/dev/null | head -10
+rm -rf "$e2e"
 
 echo "== ceilings"
 ceil=$(timeout 120 "$w" --ceilings 2>>"$OUT/sweepops_worker.err")
