@@ -340,7 +340,7 @@ __global__ void fillmask_k(const T *x, const uint8_t *mask, T *y, int64_t n, int
 	{
 		float f[Vec<T>::N];
 		int64_t e = p * N, mi = (e / (heads * per)) * per + e % per;
-		uint8_t mk[8];
+		__align__(8) uint8_t mk[8];
 		if (N == 8) // one 8-byte load of the mask per 16-byte load of scores (4 bytes for fp32)
 			*reinterpret_cast<uint2 *>(mk) = *reinterpret_cast<const uint2 *>(mask + mi);
 		else
