@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B .carry/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build .carry/build -j"$(nproc)" >/dev/null
 mkdir -p .carry/lib
-for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0; do
+for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0 libxgboost.so.0 libdmlc.so.0; do
 	src=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF}' | head -n 1 || true)
 	[ -n "$src" ] && cp -L "$src" .carry/lib/
 done

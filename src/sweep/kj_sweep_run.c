@@ -26,6 +26,7 @@ struct worker {
 	size_t have;
 	int64_t shape; /* index in the todo list being measured, -1 idle, -2 warming up */
 	int device;
+	int deaths; /* consecutive ends without an answer */
 };
 
 struct answer {
@@ -114,6 +115,11 @@ static int worker_start(struct worker *w, const char *path, int device, const st
 		close(in[1]);
 		return KJ_EIO;
 	}
+	/* no other worker may inherit these ends, or it would hold this worker's stdin open */
+	fcntl(in[0], F_SETFD, FD_CLOEXEC);
+	fcntl(in[1], F_SETFD, FD_CLOEXEC);
+	fcntl(out[0], F_SETFD, FD_CLOEXEC);
+	fcntl(out[1], F_SETFD, FD_CLOEXEC);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0)
@@ -341,7 +347,7 @@ static int open_csv(const char *path, const char *header, const struct kj_sweep_
 		}
 		kj_sweep_csv_free(&csv);
 		qsort(*done, *ndone, sizeof(char *), cmp_str);
-		*fd_out = open(path, O_WRONLY | O_APPEND);
+		*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 		return *fd_out < 0 ? KJ_EIO : 0;
 	}
 	char tmp[2100];
@@ -357,7 +363,7 @@ static int open_csv(const char *path, const char *header, const struct kj_sweep_
 		goto io;
 	}
 	close(fd);
-	*fd_out = open(path, O_WRONLY | O_APPEND);
+	*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	return *fd_out < 0 ? KJ_EIO : 0;
 io:
 	kj_errorf("%s: %s", path, strerror(errno));
@@ -430,7 +436,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			goto out;
 		}
 		snprintf(path, sizeof(path), "%s/sampling_log/%s.txt", opts->out_dir, base);
-		st.log = fopen(path, "a");
+		st.log = fopen(path, "ae");
 		kj_sweep_csv_header(cfg->op, opts->energy, header, sizeof(header));
 		snprintf(path, sizeof(path), "%s/sampling_data/%s.csv", opts->out_dir, base);
 		if ((rc = open_csv(path, header, cfg->op, &st.csv_fd, &done, &ndone)))
@@ -508,10 +514,14 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 				if (st.log)
 					fprintf(st.log, "worker ended during shape %s\n", shape);
 				st.failed += s >= 0;
+				int deaths = w[i].deaths + 1;
 				worker_stop(&w[i]);
-				if (s == -2 || worker_start(&w[i], opts->worker, w[i].device, cfg)) {
+				/* a worker that dies three times running, or in its warmup, is given up */
+				if (s == -2 || deaths >= 3 || worker_start(&w[i], opts->worker, w[i].device, cfg)) {
 					w[i].pid = 0;
 					kj_errorf("the worker on GPU %d cannot run (%s)", w[i].device, opts->worker);
+				} else {
+					w[i].deaths = deaths;
 				}
 				continue;
 			}
@@ -520,6 +530,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 				struct answer a;
 				if (parse_answer(line, &a))
 					continue; /* not an answer: the worker's own chatter */
+				w[i].deaths = 0;
 				if (w[i].shape >= 0) {
 					rc = record(&st, shapes + todo[w[i].shape] * nc, &a);
 					st.done_now++;

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Accuracy of `kjoule fit` + `kjoule predict` on a GPU, from measured numbers only.
+
+For each operator: a training sweep over a grid, a held-out sweep of shapes INSIDE the grid's
+range but not on its points (midpoints of the 'add' axes), and one BEYOND the grid (the 'add'
+axes from one step past the end up to twice the end). Fits models on the training CSVs, predicts
+every held-out row with `kjoule predict --json`, and writes MAPE of time and energy per operator
+and direction, the sweep speed (seconds per sample with and without --energy) and every raw
+(measured, predicted) pair to the output JSON with the device, date and commands.
+
+usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
+              [--subsample N] [--precision fp16]
+Runs on the GPU machine (needs the real kjoule-sweep-worker); the stand-in worker
+(KJ_SWEEP_WORKER=tests/tools/sweep_worker_standin.py) exercises it on the CPU."""
+import argparse
+import csv
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+# operator: columns, start, step, end, kind ('mul' axes are kept, 'add' axes are probed)
+GRIDS = {
+    "linear1": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
+    "linear2": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
+    "linear3": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
+    "linear4": (["mp", "b", "l", "dim"], [1, 1, 512, 1024], [2, 4, 512, 1024], [2, 4, 2048, 4096], "mmaa"),
+    "flash_atten": (["mp", "b", "h", "l", "dim"], [1, 1, 16, 512, 1024], [2, 4, 16, 512, 1024],
+                    [2, 4, 32, 2048, 4096], "mmmaa"),
+    "layernorm": (["b", "l", "dim"], [1, 512, 1024], [2, 512, 1024], [4, 2048, 4096], "maa"),
+    "softmax": (["mp", "b", "h", "l"], [1, 1, 16, 512], [2, 4, 16, 512], [2, 4, 32, 2048], "mmma"),
+}
+
+
+def config(op, starts, steps, ends, kinds):
+    cols = GRIDS[op][0]
+    ops = ["mul" if k == "m" else "add" for k in kinds]
+    q = lambda xs: "[" + ", ".join("'%s'" % x for x in xs) + "]"
+    n = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
+    return ("{\n  \"kernel_name\": \"%s\",\n  \"columns_name\": %s,\n  \"first_n_column\": %d,\n"
+            "  \"starts\": %s,\n  \"steps\": %s,\n  \"ends\": %s,\n  \"operators\": %s,\n"
+            "  \"warmup_shapes\": %s,\n  \"run\": \"get_all\"\n}\n"
+            % (op, q(cols + ["F_dur(us)", "B_dur(us)"]), len(cols), n(starts), n(steps), n(ends),
+               q(ops), n(GRIDS[op][1])))
+
+
+def sets(op):
+    cols, st, sp, en, kinds = GRIDS[op]
+    train = (st, sp, en)
+    # inside: midpoints of the add axes (start + step/2 .. end - step/2)
+    ist = [s if k == "m" else s + p // 2 for s, p, k in zip(st, sp, kinds)]
+    ien = [e if k == "m" else e - p // 2 for e, p, k in zip(en, sp, kinds)]
+    # beyond: add axes from end + step to 2 * end, mul axes at their start
+    bst = [s if k == "m" else e + p for s, p, e, k in zip(st, sp, en, kinds)]
+    ben = [s if k == "m" else 2 * e for s, e, k in zip(st, en, kinds)]
+    return {"train": train, "inside": (ist, sp, ien), "beyond": (bst, sp, ben)}
+
+
+def sh(cmd, log):
+    log.append(" ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-2000:])
+    return r
+
+
+def speed_of(logfile):
+    speed = None
+    try:
+        for line in open(logfile):
+            m = re.search(r"Speed: ([0-9.]+)s/sample", line)
+            if m:
+                speed = float(m.group(1))
+    except OSError:
+        pass
+    return speed
+
+
+def gpu_name():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip().splitlines()[0]
+    except (OSError, IndexError):
+        return os.environ.get("KJ_BENCH_DEVICE", "unknown")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kjoule", required=True)
+    ap.add_argument("--ops", default=",".join(GRIDS))
+    ap.add_argument("--out-dir", default="/tmp/kj_predict_accuracy")
+    ap.add_argument("-o", "--output", default="bench/results/predict_accuracy.json")
+    ap.add_argument("--subsample", type=int, default=2, help="held-out sweeps take every N-th shape")
+    ap.add_argument("--precision", default="fp16")
+    ap.add_argument("--gpu-name", default=None)
+    a = ap.parse_args()
+    kj, out = a.kjoule, a.out_dir
+    os.makedirs(out, exist_ok=True)
+    cmds, result = [], {"ops": {}}
+    name_args = ["--gpu-name", a.gpu_name] if a.gpu_name else []
+    for op in a.ops.split(","):
+        for which, (st, sp, en) in sets(op).items():
+            path = os.path.join(out, f"{op}_{which}.yml")
+            open(path, "w").write(config(op, st, sp, en, GRIDS[op][4]))
+            parts = ["--parts", str(a.subsample), "--part", "1"] if which != "train" else []
+            sh([kj, "sweep", path, "--precision", a.precision, "--energy", "--out",
+                os.path.join(out, which)] + parts + name_args, cmds)
+        # the same training grid without --energy, for the speed comparison
+        sh([kj, "sweep", os.path.join(out, f"{op}_train.yml"), "--precision", a.precision,
+            "--out", os.path.join(out, "noenergy")] + name_args, cmds)
+    sh([kj, "fit", os.path.join(out, "train", "sampling_data"), "-o", os.path.join(out, "models")], cmds)
+    models = json.load(open(os.path.join(out, "models", "models.json")))["models"]
+    for op in a.ops.split(","):
+        entry = {"grid": dict(zip(["starts", "steps", "ends"], sets(op)["train"])),
+                 "columns": GRIDS[op][0]}
+        for which in ("inside", "beyond"):
+            d = os.path.join(out, which, "sampling_data")
+            files = [f for f in os.listdir(d) if f"_{op}_{a.precision}_" in f] if os.path.isdir(d) else []
+            rows = []
+            for f in files:
+                gpu = f.split("_")[0]
+                for r in csv.DictReader(open(os.path.join(d, f))):
+                    if r.get("status") != "ok":
+                        continue
+                    shape = ",".join(r[c] for c in GRIDS[op][0])
+                    for prop, p in (("fwd", "F"), ("bwd", "B")):
+                        pr = sh([kj, "predict", "--models", os.path.join(out, "models"), "--gpu", gpu,
+                                 "--op", op, "--precision", a.precision, "--prop", prop, "--shape",
+                                 shape, "--json"], cmds)
+                        if pr.returncode:
+                            continue
+                        pj = json.loads(pr.stdout)
+                        rows.append({"shape": shape, "prop": prop,
+                                     "time_us": float(r[f"{p}_dur(us)"]) if r[f"{p}_dur(us)"] != "-" else None,
+                                     "time_us_pred": pj["time_us"],
+                                     "energy_uj": float(r[f"{p}_energy(uJ)"]) if r[f"{p}_energy(uJ)"] != "-" else None,
+                                     "energy_uj_pred": pj["energy_uj"]})
+            summ = {}
+            for prop in ("fwd", "bwd"):
+                for t in ("time_us", "energy_uj"):
+                    errs = [abs(x[t + "_pred"] - x[t]) / x[t] * 100 for x in rows
+                            if x["prop"] == prop and x[t] and x[t + "_pred"]]
+                    summ[f"{prop}_{t.split('_')[0]}_mape_pct"] = sum(errs) / len(errs) if errs else None
+                    summ[f"{prop}_{t.split('_')[0]}_n"] = len(errs)
+            entry[which] = {"summary": summ, "rows": rows}
+        entry["models"] = [m for m in models if m["op"] == op]
+        speeds = {}
+        for key, sub in (("energy", "train"), ("no_energy", "noenergy")):
+            logs = os.path.join(out, sub, "sampling_log")
+            fs = [f for f in os.listdir(logs) if f"_{op}_" in f] if os.path.isdir(logs) else []
+            speeds[f"s_per_sample_{key}"] = speed_of(os.path.join(logs, fs[0])) if fs else None
+        entry["speed"] = speeds
+        result["ops"][op] = entry
+    result.update({"benchmark": "predict_accuracy", "device": gpu_name(),
+                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "command": " ".join(sys.argv), "precision": a.precision,
+                   "commands_run": len(cmds), "first_commands": cmds[:8]})
+    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
+    tmp = a.output + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, a.output)
+    # the short table, last
+    print(f"{'op':<12} {'in fwd t%':>9} {'in bwd t%':>9} {'in fwd E%':>9} {'in bwd E%':>9} "
+          f"{'out fwd t%':>10} {'out bwd t%':>10} {'s/sample':>8} {'s/s+E':>7}")
+    fmt = lambda x: "-" if x is None else f"{x:.1f}"
+    for op, e in result["ops"].items():
+        i, b = e["inside"]["summary"], e["beyond"]["summary"]
+        print(f"{op:<12} {fmt(i['fwd_time_mape_pct']):>9} {fmt(i['bwd_time_mape_pct']):>9} "
+              f"{fmt(i['fwd_energy_mape_pct']):>9} {fmt(i['bwd_energy_mape_pct']):>9} "
+              f"{fmt(b['fwd_time_mape_pct']):>10} {fmt(b['bwd_time_mape_pct']):>10} "
+              f"{fmt(e['speed']['s_per_sample_no_energy']):>8} {fmt(e['speed']['s_per_sample_energy']):>7}")
+
+
+main()

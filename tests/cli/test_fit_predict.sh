@@ -1,0 +1,96 @@
+# kjoule fit and predict on sweep data drawn from a known function (the stand-in worker's
+# f_us = 3 + product(shape)/1000, b_us = 2 f_us, energies 50x): held-out error bounded,
+# predictions of unsampled shapes close to the function, a transformer step as a sum.
+KJ=$1 SRC=$2
+. "$SRC/tests/cli/lib.sh"
+export KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py"
+cat >"$T/lin.yml" <<'Y'
+{ "kernel_name": "linear1", "columns_name": ['mp', 'b', 'l', 'dim', 'F_dur(us)', 'B_dur(us)'],
+  "first_n_column": 4, "starts": [1, 1, 256, 512], "steps": [2, 2, 256, 512],
+  "ends": [4, 8, 2048, 4096], "operators": ['mul', 'mul', 'add', 'add'], "run": "get_all" }
+Y
+expect 0 "$KJ" sweep "$T/lin.yml" --out "$T/s" --gpu-name "NVIDIA H100 80GB HBM3" --energy
+"$KJ" fit "$T/s/sampling_data" -o "$T/models" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc != 0 ] && grep -q "XGBoost's library is not installed" "$T/err"; then
+	echo "libxgboost missing: skipped"; exit 77
+fi
+[ $rc = 0 ] || fail "fit: exit $rc: $(cat "$T/err")"
+has "NVIDIAH10080GBHBM3_linear1_fp16_fwd_time"
+has "4 models in"
+for m in fwd_time bwd_time fwd_energy bwd_energy; do
+	[ -s "$T/models/NVIDIAH10080GBHBM3_linear1_fp16_$m.json" ] || fail "no model $m"
+	grep -q "<svg" "$T/models/NVIDIAH10080GBHBM3_linear1_fp16_$m.svg" || fail "no svg $m"
+done
+# held-out error of every model under 10 %
+python3 - "$T/models/models.json" <<'P' || fail "held-out MAPE above 10 %"
+import json, sys
+ms = json.load(open(sys.argv[1]))["models"]
+assert len(ms) == 4
+for m in ms:
+    assert m["n_test"] > 20 and m["sm_count"] == 132 and m["sm_source"] == "known-GPU table", m
+    assert m["mape_test_pct"] < 10, (m["model"], m["mape_test_pct"])
+P
+# shapes between the grid's points: within 15 % of the known function
+for s in 2,2,768,1536 1,4,1280,2560 4,8,1792,3584; do
+	"$KJ" predict --models "$T/models" --gpu "NVIDIA H100 80GB HBM3" --op linear1 --precision fp16 \
+		--prop bwd --shape $s --json >"$T/p.json" 2>"$T/err" || fail "predict $s: $(cat "$T/err")"
+	python3 - "$T/p.json" "$s" <<'P' || fail "predict $s: $(cat "$T/p.json")"
+import json, sys, math
+p = json.load(open(sys.argv[1]))
+want = 2 * (3 + math.prod(int(x) for x in sys.argv[2].split(",")) / 1000)
+assert abs(p["time_us"] - want) / want < 0.15, (p["time_us"], want)
+assert abs(p["energy_uj"] - 50 * want) / (50 * want) < 0.15
+assert p["time_mape_pct"] is not None
+P
+done
+# text form names units and the held-out error
+expect 0 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024,2048
+has "time .* us .*held-out MAPE"
+has "energy .* uJ"
+# no model: a message, exit 1; bad shape: exit 2
+expect 1 "$KJ" predict --models "$T/models" --op linear2 --precision fp16 --prop fwd --shape 1,4,1024,2048
+grep -q "no model for linear2 fp16 fwd" "$T/err" || fail "no model: $(cat "$T/err")"
+expect 2 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024
+grep -q "linear1 takes 4 positive integers (mp,b,l,dim)" "$T/err" || fail "shape: $(cat "$T/err")"
+expect 2 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop sideways --shape 1,1,1,1
+expect 1 "$KJ" predict --models "$T/nomodels" --op linear1 --prop fwd --shape 1,1,1,1
+grep -q "models.json" "$T/err" || fail "missing models: $(cat "$T/err")"
+
+# a transformer step: linear1's rows from the models, the others '-' and the total partial
+cat >"$T/gpt.yml" <<'Y'
+# GPT-style
+layers: 2
+hidden: 1024
+heads: 16
+seq: 1024
+batch: 4
+Y
+expect 0 "$KJ" predict --models "$T/models" --model "$T/gpt.yml" --json
+python3 - "$T/out" <<'P' || fail "model json: $(head -c 600 "$T/out")"
+import json, sys, math
+j = json.load(open(sys.argv[1]))
+rows = {r["op"]: r for r in j["operators"]}
+l1 = rows["linear1"]
+assert l1["count"] == 2 and l1["shape"] == "1,4,1024,1024"
+assert l1["fwd_us"] > 0 and l1["bwd_us"] > 0
+assert rows["flash_atten"]["fwd_us"] is None and j["time_us"] is None
+want = 2 * (l1["fwd_us"] + l1["bwd_us"])
+assert abs(j["time_us_partial"] - want) < 1e-6 * want
+assert "flash_atten" in j["missing_models"]
+assert rows["layernorm"]["count"] == 5 and rows["lastStage_optimizer"]["bwd_us"] is None
+P
+echo "heads: 12" >>"$T/gpt.yml"
+expect 1 "$KJ" predict --models "$T/models" --model "$T/gpt.yml"
+grep -q "duplicate\|heads" "$T/err" || fail "bad model: $(cat "$T/err")"
+printf 'layers: 2\nhidden: 1000\nheads: 16\nseq: 8\nbatch: 1\nmode: sometimes\n' >"$T/bad.yml"
+expect 1 "$KJ" predict --models "$T/models" --model "$T/bad.yml"
+grep -q "bad.yml:6: key 'mode': 'sometimes' is neither train nor inference" "$T/err" || fail "mode: $(cat "$T/err")"
+
+# fit refuses junk with file and line
+mkdir -p "$T/junk"
+printf 'mp,b,l,dim,F_dur(us),B_dur(us)\n1,1,1,1,2.0,4.0\n1,1,1,2,fast,4.0\n' >"$T/junk/G_linear1_fp16.csv"
+expect 1 "$KJ" fit "$T/junk" -o "$T/jm"
+grep -q "G_linear1_fp16.csv:3: column 'F_dur(us)': 'fast'" "$T/err" || fail "junk: $(cat "$T/err")"
+expect 1 "$KJ" fit "$T/empty_dir_that_is_missing"
+finish
