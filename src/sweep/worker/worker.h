@@ -1,0 +1,172 @@
+/* Internals of kjoule-sweep-worker shared by its files: the worker context (stream, cuBLASLt,
+ * buffers of the operator in flight), the operator interface every op file fills in, and the
+ * device kernels' extern "C" launchers (worker_kernels.cu, worker_attn.cu). */
+#ifndef KJ_SWEEP_WORKER_H
+#define KJ_SWEEP_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include <cublasLt.h>
+
+#include "kj_sweep_op.h"
+#include "worker_request.h"
+
+#define SW_MAX_BUFS 32
+#define SW_VOCAB KJ_SWEEP_VOCAB    /* the operator table's vocabulary (50304, padded to 128) */
+#define SW_GEMM_WORKSPACE (32u << 20)
+
+enum sw_dtype { SW_F16 = 0, SW_BF16 = 1, SW_F32 = 2, SW_I32 = 3, SW_U8 = 4 };
+
+struct sw_buf {
+	void *d;
+	size_t n;        /* elements */
+	int dtype;       /* enum sw_dtype */
+};
+
+/* One worker-wide context. bufs hold the current operator's device memory; sw_bufs_free() releases
+ * them all, so a failure anywhere in setup leaks nothing. err holds the first failure's text. */
+struct sw_ctx {
+	cudaStream_t stream;
+	cublasLtHandle_t lt;
+	void *workspace;
+	int device;
+	int sms;                  /* multiprocessors of the device */
+	int nvml_index;           /* NVML's index of this device (NVML ignores CUDA_VISIBLE_DEVICES); -1 none */
+	char nvml_why[160];
+	char energy_why[200];     /* why the last pass's energy was not measured ('' when it was) */
+	struct sw_buf bufs[SW_MAX_BUFS];
+	int nbufs;
+	void *gemm[16];         /* struct sw_gemm plans of the current op */
+	int ngemm;
+	int oom;                /* set by sw_alloc when cudaMalloc ran out of memory */
+	int unsupported;        /* set by sw_fail(c, "shape", ...): a shape this implementation does not take */
+	char err[512];
+	const char *op;         /* for messages: the op and its shape */
+	char shape[96];
+	uint64_t seed;
+};
+
+/* One operator as the worker runs it. setup() allocates and fills at shape v (ncolumns values)
+ * and precision p and may run fwd once so bwd has its saved tensors; fwd/bwd only enqueue work on
+ * ctx->stream (they are captured into CUDA graphs); check() compares with a double CPU reference
+ * and sets *err (relative L2 error; -1 when that pass does not exist). state is the op's own. All
+ * return 0 or < 0 with ctx->err set. bwd NULL: the op has no backward (b_us '-'). */
+struct sw_op {
+	const char *name;
+	const char *columns[KJ_SWEEP_MAX_COLS];
+	int ncolumns;
+	int (*setup)(struct sw_ctx *c, int p, const int64_t *v, void **state);
+	int (*fwd)(struct sw_ctx *c, void *state);
+	int (*bwd)(struct sw_ctx *c, void *state);
+	int (*check)(struct sw_ctx *c, void *state, double *err_f, double *err_b);
+	void (*teardown)(struct sw_ctx *c, void *state);
+};
+
+/* ---- worker_ctx.c: buffers, errors, host conversions ---- */
+/** Record the first failure as "OP PREC SHAPE: what: text" in c->err (what "shape": unsupported). */
+int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/** Record a CUDA runtime failure with its name and vendor text; 0 when e is cudaSuccess. */
+int sw_cuda(struct sw_ctx *c, cudaError_t e, const char *what);
+/** Allocate n elements of dtype, filled uniformly in [-scale, scale] (never zeros; scale < 0:
+ *  in (0, -scale]; ids: in [0, scale); masks: 0/1), unless scale == 0 (left unfilled); the buffer
+ *  belongs to ctx until sw_bufs_free(). NULL on failure. */
+void *sw_alloc(struct sw_ctx *c, size_t n, int dtype, float scale);
+void sw_bufs_free(struct sw_ctx *c);
+size_t sw_dtype_bytes(int dtype);
+int sw_dtype_of(int precision);
+/** Copy n elements of a device buffer of dtype to a new host double array (caller frees). */
+double *sw_download(struct sw_ctx *c, const void *d, size_t n, int dtype);
+/** Copy rows [r0, r0+nr) of a row-major device matrix with ncols columns to host doubles. */
+double *sw_download_rows(struct sw_ctx *c, const void *d, size_t r0, size_t nr, size_t ncols, int dtype);
+double sw_rel_err(const double *out, const double *ref, size_t n);
+int sw_sync(struct sw_ctx *c, const char *what);
+/** NVML's index of CUDA device cuda_device, matched by PCI bus id; -1 with a reason in why. */
+int sw_nvml_index(int cuda_device, char *why, size_t why_len);
+
+/* ---- worker_gemm.c: cuBLASLt, row-major ---- */
+/** Plan C[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C, row-major, batch strided matrices,
+ *  precision p (fp32: plain fp32 arithmetic, no TF32); heuristic algorithm with the context's
+ *  workspace. The plan belongs to ctx (freed with sw_bufs_free). Returns an index >= 0 or < 0. */
+int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+		 int64_t lda, int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc,
+		 float alpha, float beta);
+int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C);
+void sw_gemm_free_all(struct sw_ctx *c);
+
+/* ---- worker_measure.c ---- */
+struct sw_measure {
+	double us, uj, uj_unc;      /* per call; uj < 0: not measured */
+	int unroll;
+};
+/** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after warm-up,
+ *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph. */
+int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
+	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m);
+
+/* ---- worker_ceil.c ---- */
+/** Print one KJ_CEIL line: a 1 GiB device copy's bandwidth and an 8192^3 bf16 GEMM's rate. */
+int sw_ceilings(struct sw_ctx *c);
+
+/* ---- the operators (ops_*.c) ---- */
+extern const struct sw_op sw_op_linear1, sw_op_linear2, sw_op_linear3, sw_op_linear4,
+	sw_op_linear_final, sw_op_bmm, sw_op_baddbmm, sw_op_layernorm, sw_op_rmsnorm, sw_op_softmax,
+	sw_op_masked_softmax, sw_op_fillmask, sw_op_gelu, sw_op_res_add, sw_op_rope, sw_op_embedding,
+	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last, sw_op_moe;
+const struct sw_op *sw_op_find(const char *name);
+int sw_op_count(void);
+const struct sw_op *sw_op_at(int i);
+
+/* ---- device launchers (worker_kernels.cu, worker_attn.cu); return a cudaError_t value ---- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int kj_sw_fill(void *d, size_t n, int dtype, float scale, uint64_t seed, cudaStream_t s);
+int kj_sw_layernorm_fwd(int dt, const void *x, const void *g, const void *b, void *y, float *mean,
+			float *rstd, int64_t rows, int64_t cols, int rms, cudaStream_t s);
+int kj_sw_layernorm_bwd(int dt, const void *x, const void *g, const void *dy, const float *mean,
+			const float *rstd, void *dx, float *part_g, float *part_b, int nparts, void *dg,
+			void *db, int64_t rows, int64_t cols, int rms, cudaStream_t s);
+int kj_sw_softmax_fwd(int dt, const void *x, void *y, int64_t rows, int64_t cols, float scale,
+		      int causal, cudaStream_t s);
+int kj_sw_softmax_bwd(int dt, const void *y, const void *dy, void *dx, int64_t rows, int64_t cols,
+		      float scale, cudaStream_t s);
+int kj_sw_fillmask(int dt, const void *x, const uint8_t *mask, void *y, int64_t n, int64_t per_mask, int64_t heads,
+		   float value, cudaStream_t s);
+int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s);
+int kj_sw_gelu_bwd(int dt, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s);
+int kj_sw_add(int dt, const void *a, const void *b, void *y, int64_t n, cudaStream_t s);
+int kj_sw_rope(int dt, const void *x, const float *cosv, const float *sinv, void *y, int64_t l,
+	       int64_t bh, int64_t d, int inverse, cudaStream_t s);
+int kj_sw_embedding_fwd(int dt, const int *ids, const void *table, void *y, int64_t n, int64_t dim,
+			cudaStream_t s);
+int kj_sw_embedding_bwd(int dt, const int *ids, const void *dy, float *dtable, int64_t n,
+			int64_t dim, cudaStream_t s);
+int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, void *softmax,
+		   int64_t rows, int64_t v, cudaStream_t s);
+int kj_sw_xent_bwd(int dt, const void *softmax, const int *target, void *grad, int64_t rows, int64_t v,
+		   float dloss, cudaStream_t s);
+int kj_sw_adam(float *p, float *m, float *v, const float *g, void *p_half, int dt_half, int64_t n,
+	       float lr, float b1, float b2, float eps, float wd, int step, cudaStream_t s);
+int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse,
+		   int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *v, const void *o,
+		   const void *dout, const float *lse, float *delta, float *dq_acc, void *dq, void *dk,
+		   void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+const char *kj_sw_attn_impl(int dt, int64_t d);
+int kj_sw_moe_route(int dt, const void *logits, int *idx, int *pos, float *wts, int *count, int64_t tokens, int E,
+		    int k, int cap, cudaStream_t s);
+int kj_sw_moe_dispatch(int dt, const void *x, const int *idx, const int *pos, void *xe, int64_t tokens, int k,
+		       int64_t dim, int cap, cudaStream_t s);
+int kj_sw_moe_combine(int dt, const void *ye, const int *idx, const int *pos, const float *wts, void *y,
+		      int64_t tokens, int k, int64_t dim, int cap, cudaStream_t s);
+int kj_sw_moe_scatter(int dt, const void *dy, const int *idx, const int *pos, const float *wts, void *dye,
+		      int64_t tokens, int k, int64_t dim, int cap, int E, cudaStream_t s);
+int kj_sw_moe_route_bwd(int dt, const void *dy, const void *ye, const int *idx, const int *pos, const float *wts,
+			void *dlogits, int64_t tokens, int E, int k, int64_t dim, int cap, cudaStream_t s);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

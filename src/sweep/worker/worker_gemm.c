@@ -1,0 +1,134 @@
+/* kjoule-sweep-worker: row-major GEMM plans through cuBLASLt (heuristic algorithm, the context's
+ * workspace), batched with strides. fp16/bf16 accumulate in fp32; fp32 is plain fp32 (no TF32). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_error.h"
+#include "worker.h"
+
+struct sw_gemm {
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t a, b, c;
+	cublasLtMatmulAlgo_t algo;
+	float alpha, beta;
+};
+
+static int lt_fail(struct sw_ctx *c, cublasStatus_t st, const char *what)
+{
+	if (st == CUBLAS_STATUS_ALLOC_FAILED)
+		c->oom = 1;
+	return sw_fail(c, what, "cuBLASLt %s (%s)", cublasLtGetStatusName(st), cublasLtGetStatusString(st));
+}
+
+#define LT(call, what)                                   \
+	do {                                             \
+		cublasStatus_t st_ = (call);             \
+		if (st_ != CUBLAS_STATUS_SUCCESS) {      \
+			rc = lt_fail(c, st_, what);      \
+			goto error;                      \
+		}                                        \
+	} while (0)
+
+static int layout(struct sw_ctx *c, cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows,
+		  int64_t cols, int64_t ld, int batch, int64_t stride)
+{
+	int rc = 0;
+	LT(cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld), "matrix layout");
+	if (batch > 1) {
+		LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+						    sizeof(batch)), "batch count");
+		LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+						    sizeof(stride)), "batch stride");
+	}
+error:
+	return rc;
+}
+
+/* Row-major C[M,N] = op(A) op(B) is column-major C^T[N,M] = op(B)^T op(A)^T: cuBLASLt gets B as
+ * its first operand and A as its second. */
+int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+		 int64_t lda, int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc,
+		 float alpha, float beta)
+{
+	int rc = 0;
+	if (c->ngemm == (int)(sizeof(c->gemm) / sizeof(c->gemm[0])))
+		return sw_fail(c, "gemm plan", "too many plans");
+	struct sw_gemm *g = calloc(1, sizeof(*g));
+	if (!g)
+		return sw_fail(c, "gemm plan", "host memory");
+	c->gemm[c->ngemm] = g;
+	g->alpha = alpha;
+	g->beta = beta;
+	cudaDataType_t t = p == KJ_FP16 ? CUDA_R_16F : p == KJ_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+	cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+	cudaDataType_t st = CUDA_R_32F;
+	cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+	LT(cublasLtMatmulDescCreate(&g->desc, ct, st), "matmul desc");
+	LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), "transa");
+	LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), "transb");
+	if ((rc = layout(c, &g->a, t, tb ? K : N, tb ? N : K, ldb, batch, sb)))
+		goto error;
+	if ((rc = layout(c, &g->b, t, ta ? M : K, ta ? K : M, lda, batch, sa)))
+		goto error;
+	if ((rc = layout(c, &g->c, t, N, M, ldc, batch, sc)))
+		goto error;
+	cublasLtMatmulPreference_t pref = NULL;
+	size_t ws = SW_GEMM_WORKSPACE;
+	cublasLtMatmulHeuristicResult_t h;
+	int found = 0;
+	LT(cublasLtMatmulPreferenceCreate(&pref), "preference");
+	cublasStatus_t s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+								 &ws, sizeof(ws));
+	cublasStatus_t s2 = s1 == CUBLAS_STATUS_SUCCESS
+		? cublasLtMatmulAlgoGetHeuristic(c->lt, g->desc, g->a, g->b, g->c, g->c, pref, 1, &h, &found)
+		: s1;
+	cublasLtMatmulPreferenceDestroy(pref);
+	if (s2 != CUBLAS_STATUS_SUCCESS) {
+		rc = lt_fail(c, s2, "algorithm heuristic");
+		goto error;
+	}
+	if (found < 1) {
+		rc = sw_fail(c, "algorithm heuristic", "cuBLASLt found no algorithm for M=%lld N=%lld K=%lld batch=%d",
+			     (long long)M, (long long)N, (long long)K, batch);
+		goto error;
+	}
+	g->algo = h.algo;
+	return c->ngemm++;
+error:
+	if (g->a)
+		cublasLtMatrixLayoutDestroy(g->a);
+	if (g->b)
+		cublasLtMatrixLayoutDestroy(g->b);
+	if (g->c)
+		cublasLtMatrixLayoutDestroy(g->c);
+	if (g->desc)
+		cublasLtMatmulDescDestroy(g->desc);
+	free(g);
+	c->gemm[c->ngemm] = NULL;
+	return rc ? rc : KJ_EGPU;
+}
+
+int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C)
+{
+	struct sw_gemm *g = c->gemm[plan];
+	cublasStatus_t st = cublasLtMatmul(c->lt, g->desc, &g->alpha, B, g->a, A, g->b, &g->beta, C, g->c,
+					   C, g->c, &g->algo, c->workspace, SW_GEMM_WORKSPACE, c->stream);
+	return st == CUBLAS_STATUS_SUCCESS ? 0 : lt_fail(c, st, "cublasLtMatmul");
+}
+
+void sw_gemm_free_all(struct sw_ctx *c)
+{
+	for (int i = 0; i < c->ngemm; i++) {
+		struct sw_gemm *g = c->gemm[i];
+		if (!g)
+			continue;
+		cublasLtMatrixLayoutDestroy(g->a);
+		cublasLtMatrixLayoutDestroy(g->b);
+		cublasLtMatrixLayoutDestroy(g->c);
+		cublasLtMatmulDescDestroy(g->desc);
+		free(g);
+		c->gemm[i] = NULL;
+	}
+	c->ngemm = 0;
+}

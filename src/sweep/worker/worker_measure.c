@@ -1,0 +1,150 @@
+/* kjoule-sweep-worker: measuring one pass the way `kjoule replay --energy` measures a kernel: the
+ * pass's launches unrolled U times in one CUDA graph (stream capture), the graph replayed after
+ * warm-up and timed with events (median per call), energy through kj_amortize_measure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_energy.h"
+#include "kj_error.h"
+#include "worker.h"
+
+struct graph_work {
+	cudaGraphExec_t exec;
+	cudaStream_t stream;
+};
+
+static int graph_enqueue(void *ctx)
+{
+	struct graph_work *g = ctx;
+	return cudaGraphLaunch(g->exec, g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+}
+
+static int graph_sync(void *ctx)
+{
+	struct graph_work *g = ctx;
+	return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double env_double(const char *name, double def)
+{
+	const char *s = getenv(name);
+	return s && *s ? atof(s) : def;
+}
+
+/* One call timed with events (after one untimed call): the unroll factor's estimate. */
+static int time_once(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), double *us)
+{
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float ms = 0;
+	int rc;
+	if ((rc = fn(c, state)) || (rc = sw_sync(c, "first call")))
+		return rc;
+	if ((rc = sw_cuda(c, cudaEventCreate(&e0), "event")) || (rc = sw_cuda(c, cudaEventCreate(&e1), "event")))
+		goto out;
+	if ((rc = sw_cuda(c, cudaEventRecord(e0, c->stream), "event record")) || (rc = fn(c, state)) ||
+	    (rc = sw_cuda(c, cudaEventRecord(e1, c->stream), "event record")) || (rc = sw_sync(c, "timed call")) ||
+	    (rc = sw_cuda(c, cudaEventElapsedTime(&ms, e0, e1), "elapsed")))
+		goto out;
+	*us = ms * 1e3;
+out:
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	return rc;
+}
+
+int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
+	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m)
+{
+	cudaGraph_t graph = NULL;
+	struct graph_work gw = {NULL, c->stream};
+	cudaEvent_t ev[2] = {NULL, NULL};
+	double est = 0, *t = NULL;
+	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
+	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
+	(void)op;
+	m->us = m->uj = m->uj_unc = -1;
+	if ((rc = time_once(c, state, fn, &est)))
+		return rc;
+	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
+	int U = est > 0 ? (int)(2000.0 / est) : 100;
+	U = U < 1 ? 1 : U > 100 ? 100 : U;
+	if (getenv("KJ_SWEEP_UNROLL"))
+		U = atoi(getenv("KJ_SWEEP_UNROLL")) > 0 ? atoi(getenv("KJ_SWEEP_UNROLL")) : U;
+	m->unroll = U;
+	if ((rc = sw_cuda(c, cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "begin capture")))
+		return rc;
+	for (int i = 0; i < U && !rc; i++)
+		rc = fn(c, state);
+	cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
+	if (rc)
+		goto out;
+	if ((rc = sw_cuda(c, ce, "end capture (a call that cannot be captured?)")) ||
+	    (rc = sw_cuda(c, cudaGraphInstantiate(&gw.exec, graph, 0), "graph instantiate")))
+		goto out;
+	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")))
+		goto out;
+	for (int i = 0; i < (warm > 1 ? warm : 1); i++)
+		if ((rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "warm-up graph launch")))
+			goto out;
+	if ((rc = sw_sync(c, "warm-up replays")))
+		goto out;
+	reps = reps < 5 ? 5 : reps;
+	t = calloc((size_t)reps, sizeof(*t));
+	if (!t) {
+		rc = sw_fail(c, "measure", "host memory");
+		goto out;
+	}
+	for (int i = 0; i < reps; i++) {
+		float ms = 0;
+		if ((rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) ||
+		    (rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "graph launch")) ||
+		    (rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) ||
+		    (rc = sw_sync(c, "timed replay")) ||
+		    (rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
+			goto out;
+		t[i] = ms * 1e3 / U;
+	}
+	qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+	m->us = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+	if (energy && c->nvml_index < 0) {
+		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
+	} else if (energy) {
+		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
+		struct kj_amortize_opts ao;
+		struct kj_amortize_result ar;
+		double secs = env_double("KJ_SWEEP_ENERGY_S", 2.0);
+		memset(&ao, 0, sizeof(ao));
+		memset(&ar, 0, sizeof(ar));
+		ao.nvml_index = c->nvml_index;
+		ao.min_seconds = secs;
+		ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : 5;
+		int erc = kj_amortize_measure(&w, &ao, &ar);
+		if (erc == 0 && ar.energy_per_launch_mj > 0) {
+			m->uj = ar.energy_per_launch_mj * 1e3;
+			m->uj_unc = ar.energy_unc_mj * 1e3;
+		} else if (erc) {
+			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
+		}
+		cudaGetLastError();
+	}
+out:
+	free(t);
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+	if (gw.exec)
+		cudaGraphExecDestroy(gw.exec);
+	if (graph)
+		cudaGraphDestroy(graph);
+	return rc;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# kjoule-sweep-worker's line protocol on a GPU: one answer per request line, in order; bad lines and
+# unknown operators answered with a message, out of memory answered oom, and the worker still
+# serving correct answers afterwards. usage: run_sweep_protocol_test.sh WORKER
+set -u
+w=$1
+nvidia-smi -L > /dev/null 2>&1 || { echo "no GPU: skipped"; exit 77; }
+"$w" --list | grep -q '^linear1 mp,b,l,dim$' || { echo "FAIL: --list lacks linear1"; exit 1; }
+in=$(mktemp)
+out=$(mktemp)
+trap 'rm -f "$in" "$out"' EXIT
+cat > "$in" <<'REQ'
+linear1 fp16 1,2,128,256 0 1
+linear1 fp16 1,2,128 0 0
+no_such_op fp16 1,2 0 0
+linear1 fp8 1,2,128,256 0 0
+linear1 fp16 1,2,x,256 0 0
+linear3 bf16 1,64,65536,65536 0 0
+layernorm bf16 2,128,1024 0 1
+linear1 fp16 1,2,128,256 1 0
+REQ
+timeout 200 "$w" < "$in" > "$out"
+rc=$?
+cat "$out"
+fail=0
+expect() { # line-number regex
+	line=$(sed -n "$1p" "$out")
+	if ! grep -Eq -- "$2" <<< "$line"; then
+		echo "FAIL: answer $1 '$line' does not match '$2'"
+		fail=1
+	fi
+}
+[ "$rc" = 0 ] || { echo "FAIL: worker exit $rc"; fail=1; }
+[ "$(wc -l < "$out")" = 8 ] || { echo "FAIL: $(wc -l < "$out") answers for 8 requests"; fail=1; }
+num='[0-9][0-9.e+-]*'
+expect 1 "^KJ_SWEEP status=ok f_us=$num b_us=$num f_uj=- .* err_f=$num err_b=$num "
+expect 2 '^KJ_SWEEP status=error .*msg="linear1 takes 4 shape values \(mp,b,l,dim\), got 3"'
+expect 3 '^KJ_SWEEP status=unsupported .*msg=".*no_such_op.*not implemented'
+expect 4 '^KJ_SWEEP status=error .*msg=".*precision'
+expect 5 '^KJ_SWEEP status=error .*msg=".*value 3'
+expect 6 '^KJ_SWEEP status=oom .*msg="linear3 bf16 1,64,65536,65536: cudaMalloc'
+expect 7 "^KJ_SWEEP status=ok f_us=$num b_us=$num .*err_f=$num err_b=$num "
+# energy asked: measured (f_uj a number) where NVML works, else '-' with the worker still answering
+expect 8 "^KJ_SWEEP status=ok f_us=$num b_us=$num f_uj=(-|$num) "
+# the CUDA-core attention path (what fp32 and other head sizes take) checked in fp16 too
+ans=$(echo "flash_atten fp16 1,2,4,160,256 0 1" | KJ_SWEEP_ATTN=cuda-cores timeout 100 "$w")
+echo "$ans"
+grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*cuda cores" <<< "$ans" || { echo "FAIL: cuda-core attention"; fail=1; }
+exit $fail
