@@ -663,6 +663,8 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		}
 	}
 	rc = compute_energy(db, c);
+	if (!rc)
+		rc = cmp_shared_apply(db, c);
 	if (rc)
 		goto out;
 	rc = compute_regions(db, c);
@@ -701,6 +703,7 @@ void kj_compare_free(struct kj_compare *c)
 	free(c->region_v);
 	free(c->groups);
 	free(c->iv);
+	kj_shared_free(&c->shared);
 	free(c);
 }
 
