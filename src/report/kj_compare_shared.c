@@ -28,8 +28,7 @@ int cmp_shared_apply(sqlite3 *db, struct kj_compare *c)
 	for (size_t i = 0; i < n; i++) {
 		a[i] = c->iv[i].start_ns;
 		b[i] = c->iv[i].end_ns;
-		/* measured: kept, and with an energy window where the run has power readings */
-		use[i] = !c->iv[i].skipped && (c->n_power_samples == 0 || c->iv[i].energy_ok);
+		use[i] = !c->iv[i].skipped; /* the measured (kept) iterations */
 	}
 	kj_shared_choose(&c->shared, a, b, use, n, foreign, &c->shared_choice);
 	for (size_t i = 0; i < n; i++) {
