@@ -397,10 +397,14 @@ int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return KJ_ENOMEM;
-	c->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* KJ_NVML_LIB: a stand-in library for tests (tests/tools/fake_nvml.c) */
+	const char *path = getenv("KJ_NVML_LIB");
+	if (!path || !*path)
+		path = "libnvidia-ml.so.1";
+	c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!c->lib) {
-		snprintf(why, why_len, "NVML is absent (dlopen libnvidia-ml.so.1: %s): no NVIDIA driver "
-			 "on this machine", dlerror());
+		snprintf(why, why_len, "NVML is absent (dlopen %s: %s): no NVIDIA driver "
+			 "on this machine", path, dlerror());
 		goto fail;
 	}
 	c->init = sym(c->lib, "nvmlInit_v2", "nvmlInit");
