@@ -351,7 +351,8 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
 					rc = write_pid_intervals(ins, ids[d], &v[j], rows, n, lt, nlt);
 			free(v);
 		}
-		if (!rc)
+		/* under MIG our kernels sit on an instance's device row, not this GPU's: cannot tell */
+		if (!rc && kj_sampler_mig(s, d) != 1)
 			rc = write_util_intervals(db, ins, ids[d]);
 	}
 	if (!rc) {
