@@ -203,9 +203,10 @@ static int find_inject(char *out, size_t len)
 	return -1;
 }
 
-/* SIGTERM, SIGHUP, and SIGINT sent by a process (kill, a job scheduler) go on to the program and
- * to its process group where it has its own; a SIGINT typed at the terminal reached the whole
- * foreground group, the program included, already. A second SIGINT sets stop_waiting. */
+/* SIGTERM, SIGHUP, and SIGINT sent by a process (kill, a job scheduler) go on to the program, or
+ * to its whole process group where it leads its own; a SIGINT typed at the terminal reached the
+ * foreground group, the program included, already (unless it left our group: then it is sent on).
+ * A second SIGINT sets stop_waiting. */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	static const char msg[] = "kjoule: interrupted: waiting for the program to end and writing the "
@@ -223,9 +224,11 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	interrupts++;
 	if (c <= 0)
 		return;
-	if (sig != SIGINT || si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL) {
-		pid_t g = getpgid(c);
-		if (g > 0 && g != getpgrp())
+	pid_t g = getpgid(c);
+	int own_group = g > 0 && g != getpgrp(); /* the terminal's signal did not reach it */
+	if (sig != SIGINT || own_group || si->si_code == SI_USER || si->si_code == SI_QUEUE ||
+	    si->si_code == SI_TKILL) {
+		if (own_group)
 			kill(-g, sig); /* the program leads its own group: all of it */
 		else
 			kill(c, sig);
@@ -483,6 +486,7 @@ int cmd_run(int argc, char **argv)
 			free(bcopy);
 			return 130;
 		}
+		child_pid = 0; /* ended: nothing more to forward to */
 		run_span[2 * r + 1] = mono_ns();
 		done_runs++;
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || interrupts)
