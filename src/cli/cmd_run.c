@@ -45,6 +45,7 @@ struct run_opts {
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t interrupts;   /* SIGINT/SIGTERM/SIGHUP received */
 static volatile sig_atomic_t stop_waiting; /* a second SIGINT: keep the trace files and leave */
+static volatile sig_atomic_t pending_sig;  /* arrived before the program's pid was known */
 
 static void usage(FILE *f)
 {
@@ -222,8 +223,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		(void)w;
 	}
 	interrupts++;
-	if (c <= 0)
+	if (c <= 0) {
+		pending_sig = sig; /* start_child sends it on */
 		return;
+	}
 	pid_t g = getpgid(c);
 	int own_group = g > 0 && g != getpgrp(); /* the terminal's signal did not reach it */
 	if (sig != SIGINT || own_group || si->si_code == SI_USER || si->si_code == SI_QUEUE ||
@@ -291,6 +294,10 @@ static pid_t start_child(char **cmd, int *exec_errno)
 		_exit(127);
 	}
 	close(pipefd[1]);
+	child_pid = pid; /* before the exec is confirmed: a signal may come at once */
+	if (pending_sig)
+		kill(pid, pending_sig);
+	pending_sig = 0;
 	int e = 0;
 	ssize_t r;
 	do

@@ -15,7 +15,8 @@ trap 'echo TERM >"$1.sig"; exit 7' TERM
 trap 'echo INT >"$1.sig"; exit 9' INT
 [ "${2:-}" = ignore-int ] && trap 'echo INT >>"$1.sig"' INT
 echo $$ >"$1.tmp" && mv "$1.tmp" "$1"
-while :; do sleep 0.05; done
+for _ in $(seq 400); do sleep 0.05; done # ends by itself after ~20 s, whatever happens
+exit 3
 SH
 chmod +x "$dir/prog.sh"
 
@@ -58,7 +59,7 @@ check "kjoule ingest builds the run later" '[ $rc -eq 0 ] && [ -s "$dir/later.kj
 "$kj" run -o "$dir/k9.kjdb" -- "$dir/prog.sh" "$dir/p4" 2>/dev/null & kpid=$!
 wait_file "$dir/p4"
 kill -KILL $kpid
-wait $kpid 2>/dev/null
+{ wait $kpid; } 2>/dev/null
 ppid4=$(cat "$dir/p4")
 check "kjoule run killed outright: the program runs on" 'kill -0 $ppid4'
 check "kjoule run killed outright: the trace directory stays" 'ls -d "$dir"/.k9.kjdb.spool.* >/dev/null 2>&1'
