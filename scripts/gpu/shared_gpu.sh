@@ -5,6 +5,11 @@
 # Writes $OUT/shared_gpu.json (device, date, command, raw numbers), $OUT/gpu_shared_test.log,
 # $OUT/kill_program.json, $OUT/pair_info.txt; prints a short summary table last. Bounded to ~4 min.
 # usage (device, from the repo root): source scripts/device-env.sh; bash scripts/gpu/shared_gpu.sh
+# The cost of watching (separate, ~5 min; the turns method of bench/trace_overhead/turns.py):
+#   TURNS_NAME=watch_overhead TURNS_CONFIGS="kjoule_default kjoule_default_no_watch" \
+#   TURNS_SECONDS=170 bash scripts/gpu/checks.sh overhead
+# watching costs nothing measurable when kjoule_default and kjoule_default_no_watch agree within
+# the run-to-run spread (docs/tracing.md).
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
