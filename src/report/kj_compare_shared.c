@@ -48,6 +48,8 @@ static double frac(const struct kj_shared_choice *ch)
 	return ch->n_measured ? (double)ch->n_foreign / (double)ch->n_measured : 0;
 }
 
+/* The energy section's lines about other processes; nothing for a run that did not watch, so
+ * older runs print exactly as before. */
 void cmp_shared_print(const struct kj_compare *c, FILE *f)
 {
 	const struct kj_shared *sh = &c->shared;
@@ -87,6 +89,8 @@ static json_t *flag_json(int v)
 	return v < 0 ? json_null() : json_boolean(v);
 }
 
+/* shared_gpu of compare's JSON and energy_report.json (docs/analysis-compare.md): null where a
+ * figure is not known, never 0. */
 json_t *cmp_shared_json(const struct kj_compare *c)
 {
 	const struct kj_shared *sh = &c->shared;
