@@ -116,6 +116,7 @@ json_t *cmp_shared_json(const struct kj_compare *c)
 			    json_integer(ch->use_clean ? ch->n_measured - ch->n_foreign : ch->n_measured));
 	json_object_set_new(o, "mig", flag_json(sh->mig));
 	json_object_set_new(o, "mps", flag_json(sh->mps));
-	json_object_set_new(o, "energy_scope", json_string(sh->mig == 1 || sh->mps == 1 ? "whole_gpu" : "gpu"));
+	json_object_set_new(o, "energy_scope", sh->mig == 1 || sh->mps == 1 ? json_string("whole_gpu") :
+			    sh->mig == 0 && sh->mps == 0 ? json_string("gpu") : json_null());
 	return o;
 }
