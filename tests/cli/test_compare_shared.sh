@@ -11,6 +11,8 @@ mk() {
 	python3 - "$dir/spec.json" "$2" "$3" <<'PY'
 import json, sys
 watch, nf = sys.argv[2], int(sys.argv[3])
+mig = watch == "mig"
+watch = "processes" if mig else watch
 k, n, fa = [], [], []
 for i in range(10):
     t = 10_000_000_000 + i * 100_000_000
@@ -21,7 +23,8 @@ for i in range(10):
 spec = {"kernels": k, "nvtx": n}
 if watch != "none":
     spec["watch"] = {"state": watch, "note": "other processes cannot be seen here: the driver did not"
-                     " list the processes on GPU 0 (Insufficient Permissions, NVML error 4)" if watch == "blind" else None}
+                     " list the processes on GPU 0 (Insufficient Permissions, NVML error 4)" if watch == "blind" else None,
+                     "mig": 1 if mig else 0}
     spec["foreign_activity"] = fa if watch == "processes" else []
 json.dump(spec, open(sys.argv[1], "w"))
 PY
@@ -89,4 +92,7 @@ mk "$dir/blind.kjdb" blind 0 && "$kj" compare "$dir/blind.kjdb" --skip 0 --json 
 check "blind: cannot be seen here, never none" 'grep -q "other processes cannot be seen here" "$dir/blind.txt" && ! grep -q "no other process" "$dir/blind.txt"'
 check "blind: JSON says cannot_see, no fraction" '[ "$(val "$dir/blind.json" shared_gpu.watched)" = cannot_see ] && [ "$(val "$dir/blind.json" shared_gpu.fraction_with_other_processes)" = null ]'
 check "blind: info says cannot be seen here" '"$kj" info "$dir/blind.kjdb" | grep -q "cannot be seen here"'
+mk "$dir/mig.kjdb" mig 0 && "$kj" compare "$dir/mig.kjdb" --skip 0 --json >"$dir/mig.json" 2>/dev/null
+check "MIG: the text says the energy is the whole GPU's" '"$kj" compare "$dir/mig.kjdb" --skip 0 2>/dev/null | grep -q "MIG is on: power and energy are the whole GPU.s (card.s), not this instance.s"'
+check "MIG: energy_scope whole_gpu; without MIG gpu" '[ "$(val "$dir/mig.json" shared_gpu.energy_scope)" = whole_gpu ] && [ "$(val "$dir/alone.json" shared_gpu.energy_scope)" = gpu ]'
 exit $fail
