@@ -44,6 +44,8 @@ def contestants(kjoule, tmp, pin, worker):
         "kjoule_api": traced("a", "--api"),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
+        # the defaults less the watch for other processes on the GPU (issue 16)
+        "kjoule_default_no_watch": traced("dnw", "--no-watch"),
         # CUPTI loaded, kjoule's threads and the parent's sampler running, nothing traced
         "kjoule_off": with_cost(traced("off"), 512),
         # CUPTI's kernel, copy, memset, allocation and NVTX activity, none of kjoule's callbacks
@@ -156,7 +158,7 @@ def main():
     ap.add_argument("--configs", nargs="+",
                     default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
-                         " kjoule_default_no_power kjoule_off cupti_activity_only torch_profiler")
+                         " kjoule_default_no_power kjoule_default_no_watch kjoule_off cupti_activity_only torch_profiler")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")

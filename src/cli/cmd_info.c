@@ -13,6 +13,9 @@
 #include "kj_db.h"
 #include "kj_iterations.h"
 #include "kj_error.h"
+#include "kj_shared.h"
+
+static json_t *shared_json(sqlite3 *db);
 
 static void usage(FILE *f)
 {
@@ -268,6 +271,7 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	json_object_set_new(o, "graph_launches",
 			    scalar_json(db, "SELECT count(*) FROM host_call WHERE op = 'graph_launch'"));
 	json_object_set_new(o, "iteration", iteration_json(db));
+	json_object_set_new(o, "shared_gpu", shared_json(db));
 	json_object_set_new(o, "kept_iteration", meta_json(db, "params_iteration"));
 	json_object_set_new(o, "kept_iteration_pid", meta_json(db, "params_iteration_pid"));
 
@@ -331,6 +335,33 @@ static int64_t iv(json_t *o, const char *k)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
+/* The run's watch for other processes on its GPUs, with the sentence the text prints. */
+static json_t *shared_json(sqlite3 *db)
+{
+	struct kj_shared sh;
+	char text[700];
+	json_t *o = json_object(), *p = json_array();
+	if (kj_shared_load(db, &sh) != 0) {
+		json_decref(p);
+		return o;
+	}
+	kj_shared_describe(&sh, text, sizeof(text));
+	json_object_set_new(o, "watched", json_string(sh.watch == KJ_SHARED_WATCHED ? "yes" :
+						      sh.watch == KJ_SHARED_BLIND ? "cannot_see" : "no"));
+	json_object_set_new(o, "summary", json_string(text));
+	for (size_t i = 0; i < sh.n_pids; i++)
+		json_array_append_new(p, json_integer(sh.pids[i]));
+	json_object_set_new(o, "other_pids", sh.watch == KJ_SHARED_WATCHED ? p : (json_decref(p), json_null()));
+	json_object_set_new(o, "other_processes_s", sh.watch == KJ_SHARED_WATCHED ?
+			    json_real((double)kj_shared_foreign_ns(&sh) * 1e-9) : json_null());
+	json_object_set_new(o, "unexplained_utilization_intervals",
+			    sh.watch ? json_integer((json_int_t)sh.n_util) : json_null());
+	json_object_set_new(o, "mig", sh.mig < 0 ? json_null() : json_boolean(sh.mig));
+	json_object_set_new(o, "mps", sh.mps < 0 ? json_null() : json_boolean(sh.mps));
+	kj_shared_free(&sh);
+	return o;
+}
+
 static void print_text(json_t *o)
 {
 	json_t *v, *counts = json_object_get(o, "counts");
@@ -367,6 +398,8 @@ static void print_text(json_t *o)
 			printf("  CUPTI: %s", sv(v, "cupti_status"));
 		printf("\n");
 	}
+	if (sv(json_object_get(o, "shared_gpu"), "summary"))
+		printf("gpu shared: %s\n", sv(json_object_get(o, "shared_gpu"), "summary"));
 	printf("devices:    %zu\n", json_array_size(json_object_get(o, "devices")));
 	json_array_foreach(json_object_get(o, "devices"), i, v)
 	{

@@ -16,6 +16,7 @@
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_gpu_watch.h"
 #include "kj_grow.h"
 #include "kj_replay.h"
 
@@ -612,8 +613,50 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	return strcmp(c.s[0].status, "failed") ? 0 : 1;
 }
 
+/* replay --energy on a shared GPU: NVML's energy is the whole GPU's, so other processes listed
+ * before or after the measurement are named (pids as the driver reports them). Cheap: one listing
+ * each time. *seen accumulates distinct pids over calls; last prints the verdict. */
+struct others {
+	int64_t pids[32];
+	int n, blind;
+	char why[400];
+};
+
+static void energy_others(struct others *ot, int last)
+{
+	int64_t p[32];
+	int n = 0;
+	char why[400];
+	int st = kj_gpu_watch_others_now(p, 32, &n, why, sizeof(why));
+	if (st == KJ_WATCH_BLIND && !ot->blind) {
+		ot->blind = 1;
+		snprintf(ot->why, sizeof(ot->why), "%s", why);
+	}
+	for (int i = 0; i < n; i++) {
+		int dup = 0;
+		for (int j = 0; j < ot->n; j++)
+			dup |= ot->pids[j] == p[i];
+		if (!dup && ot->n < 32)
+			ot->pids[ot->n++] = p[i];
+	}
+	if (!last)
+		return;
+	if (ot->blind) {
+		kj_warnf("replay --energy: %s; the energies per launch may include their work", ot->why);
+	} else if (ot->n) {
+		char list[400];
+		size_t k = 0;
+		for (int i = 0; i < ot->n && k < sizeof(list); i++)
+			k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%lld", i ? ", " : "", (long long)ot->pids[i]);
+		kj_warnf("replay --energy: shared GPU: other processes (pids %s) were on the GPUs around the "
+			 "energy measurement; the energies per launch include their work if they shared the "
+			 "replay's GPU", list);
+	}
+}
+
 int cmd_replay(int argc, char **argv)
 {
+	struct others ot;
 	struct replay_opts o;
 	struct kj_replay_plan plan;
 	struct kj_replay_device dev;
@@ -622,12 +665,17 @@ int cmd_replay(int argc, char **argv)
 	int rc, status, timed_out, ret = 1;
 
 	memset(&plan, 0, sizeof(plan));
+	memset(&ot, 0, sizeof(ot));
 	if ((rc = parse_args(argc, argv, &o)))
 		return rc == 1 ? 0 : rc;
 	if (kj_db_open(o.run, 1, &db))
 		return 1;
+	if (o.energy)
+		energy_others(&ot, 0);
 	if (o.sequence) {
 		ret = replay_sequence(&o, db, 0);
+		if (o.energy)
+			energy_others(&ot, 1);
 		kj_db_close(db);
 		return ret;
 	}
@@ -747,6 +795,8 @@ int cmd_replay(int argc, char **argv)
 				 "`kjoule replay %s --sequence --graph` tries it alone", o.run);
 	}
 out:
+	if (o.energy && ret == 0)
+		energy_others(&ot, 1);
 	kj_replay_plan_free(&plan);
 	kj_db_close(db);
 	return ret;

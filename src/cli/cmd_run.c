@@ -24,6 +24,7 @@
 #include "kj_db.h"
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_gpu_watch.h"
 #include "kj_ingest.h"
 
 struct run_opts {
@@ -37,17 +38,21 @@ struct run_opts {
 	const char *iteration_range;
 	int power;
 	int power_interval_ms;
+	int watch_interval_ms; /* 0: do not watch for other processes */
 	char **cmd;
 };
 
 static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t interrupts;   /* SIGINT/SIGTERM/SIGHUP received */
+static volatile sig_atomic_t stop_waiting; /* a second SIGINT: keep the trace files and leave */
+static volatile sig_atomic_t pending_sig;  /* arrived before the program's pid was known */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
 		"                  [--params-iteration N|auto|none] [--iteration-range NAME] [--snapshot[=MB]]\n"
-		"                  [--no-power]\n"
+		"                  [--no-power] [--no-watch] [--watch-interval-ms N]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
 		"  -o PATH             output (default kjoule.kjdb); refused if it exists, unless --force\n"
@@ -65,8 +70,12 @@ static void usage(FILE *f)
 		"                      before and after it (for `kjoule replay --verify`); at most MB MiB\n"
 		"                      in all (default 1024). Synchronises around those launches.\n"
 		"  --no-power          do not sample GPU power and energy\n"
+		"  --no-watch          do not list the other processes on the GPUs (docs/energy.md)\n"
+		"  --watch-interval-ms N  list the processes on the GPUs every N ms (default 200)\n"
 		"  --runs N --warmup W run CMD W+N times in one trace; each timed run is an iteration\n"
 		"                      (NVTX-like range 'kjoule.run', warm-ups 'kjoule.warmup')\n"
+		"SIGINT, SIGTERM and SIGHUP reach CMD and the database is still written; a second\n"
+		"SIGINT stops waiting, keeps the trace files and names the kjoule ingest command.\n"
 		"Exits with CMD's exit code (127: CMD not found, 128+N: CMD killed by signal N).\n");
 }
 
@@ -78,6 +87,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	o->params_iteration = KJ_ITERATION_AUTO;
 	o->power = 1;
 	o->power_interval_ms = 5;
+	o->watch_interval_ms = 200;
 	o->runs = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -120,6 +130,17 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			o->force = 1;
 		} else if (!strcmp(a, "--no-power")) {
 			o->power = 0;
+		} else if (!strcmp(a, "--no-watch")) {
+			o->watch_interval_ms = 0;
+		} else if (!strcmp(a, "--watch-interval-ms") && next) {
+			char *end;
+			long v = strtol(next, &end, 10);
+			if (*end || end == next || v < 20 || v > 60000) {
+				kj_errorf("run: --watch-interval-ms wants 20..60000, got '%s'", next);
+				return -1;
+			}
+			o->watch_interval_ms = (int)v;
+			i++;
 		} else if (!strcmp(a, "--power-interval-ms") && next) {
 			o->power_interval_ms = atoi(next);
 			if (o->power_interval_ms < 1 || o->power_interval_ms > 10000) {
@@ -183,10 +204,50 @@ static int find_inject(char *out, size_t len)
 	return -1;
 }
 
-static void forward_signal(int sig)
+/* SIGTERM, SIGHUP, and SIGINT sent by a process (kill, a job scheduler) go on to the program, or
+ * to its whole process group where it leads its own; a SIGINT typed at the terminal reached the
+ * foreground group, the program included, already (unless it left our group: then it is sent on).
+ * A second SIGINT sets stop_waiting. */
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (child_pid > 0)
-		kill(child_pid, sig);
+	static const char msg[] = "kjoule: interrupted: waiting for the program to end and writing the "
+				  "run (interrupt again to stop waiting and keep the trace files)\n";
+	pid_t c = child_pid;
+	(void)uc;
+	if (sig == SIGINT && interrupts > 0 && !stop_waiting) {
+		stop_waiting = 1;
+		return;
+	}
+	if (sig == SIGINT && !interrupts) {
+		ssize_t w = write(2, msg, sizeof(msg) - 1);
+		(void)w;
+	}
+	interrupts++;
+	if (c <= 0) {
+		pending_sig = sig; /* start_child sends it on */
+		return;
+	}
+	pid_t g = getpgid(c);
+	int own_group = g > 0 && g != getpgrp(); /* the terminal's signal did not reach it */
+	if (sig != SIGINT || own_group || si->si_code == SI_USER || si->si_code == SI_QUEUE ||
+	    si->si_code == SI_TKILL) {
+		if (own_group)
+			kill(-g, sig); /* the program leads its own group: all of it */
+		else
+			kill(c, sig);
+	}
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: waitpid returns EINTR, so a stop is seen */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 static int64_t mono_ns(void)
@@ -224,6 +285,8 @@ static pid_t start_child(char **cmd, int *exec_errno)
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		execvp(cmd[0], cmd);
 		int e = errno;
 		ssize_t w = write(pipefd[1], &e, sizeof(e));
@@ -231,6 +294,10 @@ static pid_t start_child(char **cmd, int *exec_errno)
 		_exit(127);
 	}
 	close(pipefd[1]);
+	child_pid = pid; /* before the exec is confirmed: a signal may come at once */
+	if (pending_sig)
+		kill(pid, pending_sig);
+	pending_sig = 0;
 	int e = 0;
 	ssize_t r;
 	do
@@ -246,13 +313,16 @@ static pid_t start_child(char **cmd, int *exec_errno)
 }
 
 /* Wait for the child; as a subreaper, also for descendants it left behind (torchrun workers),
- * at most grace_s seconds after the child itself ended. */
+ * at most grace_s seconds after the child itself ended. Returns 0, 1 (descendants still running),
+ * 2 (stop_waiting was set: the program may still run), -1 (no child). */
 static int wait_all(pid_t child, int *status, int grace_s)
 {
 	int st = 0, have = 0;
 	int64_t deadline = 0;
 	for (;;) {
 		int s;
+		if (stop_waiting)
+			return 2;
 		pid_t p = waitpid(-1, &s, deadline ? WNOHANG : 0);
 		if (p == child) {
 			st = s;
@@ -377,7 +447,8 @@ int cmd_run(int argc, char **argv)
 		setenv("KJOULE_SNAPSHOT_MB", k, 1);
 	}
 	if (o.power) {
-		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000};
+		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
+					     .watch_interval_ms = o.watch_interval_ms};
 		if (kj_sampler_start(&so, &sampler) != 0) {
 			kj_warnf("run: GPU power is not sampled (no NVML): the run has no energy figures");
 			sampler = NULL;
@@ -386,10 +457,8 @@ int cmd_run(int argc, char **argv)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	iso_now(started_iso, sizeof(started_iso));
 	start_ns = mono_ns();
-	signal(SIGINT, SIG_IGN); /* the terminal's Ctrl-C reaches the program; we write what it did */
 	signal(SIGQUIT, SIG_IGN);
-	signal(SIGTERM, forward_signal);
-	signal(SIGHUP, forward_signal);
+	install_signals(); /* the program gets SIGINT/SIGTERM/SIGHUP; we write what it did */
 	total_runs = o.warmup + o.runs;
 	run_span = calloc((size_t)total_runs * 2, sizeof(*run_span));
 	run_pid = calloc((size_t)total_runs, sizeof(*run_pid));
@@ -410,10 +479,25 @@ int cmd_run(int argc, char **argv)
 		child_pid = pid;
 		run_pid[r] = pid;
 		rc = wait_all(pid, &status, 10);
+		if (rc == 2) {
+			/* a second interrupt: the program may still be writing; leave its files whole */
+			kj_sampler_stop(sampler);
+			kj_sampler_close(sampler);
+			fprintf(stderr, "kjoule: stopped waiting for the program (pid %d), which may still run; no "
+				"database written. Trace files kept in %s; when the program has ended, build the run "
+				"with:\n  kjoule ingest %s -o %s\n(power samples are not kept)\n",
+				(int)pid, spool, spool, o.output);
+			free(run_span);
+			free(run_pid);
+			free(dcopy);
+			free(bcopy);
+			return 130;
+		}
+		child_pid = 0; /* ended: nothing more to forward to */
 		run_span[2 * r + 1] = mono_ns();
 		done_runs++;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			break; /* a failing run ends the series: its code is the answer */
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || interrupts)
+			break; /* a failing or interrupted run ends the series: its code is the answer */
 	}
 	end_ns = mono_ns();
 	kj_sampler_stop(sampler);
@@ -446,6 +530,20 @@ int cmd_run(int argc, char **argv)
 	struct kj_ingest_opts io = {o.params_k, o.params_iteration, o.iteration_range};
 	if (kj_ingest_dir(db, spool, &io, &stats) != 0)
 		kj_warnf("run: some trace files could not be read (see the problem table)");
+	if (sampler) {
+		int64_t *own = calloc((size_t)done_runs + 1, sizeof(*own));
+		for (int r = 0; own && r < done_runs; r++)
+			own[r] = run_pid[r];
+		if (!own || kj_gpu_watch_write_db(sampler, db, own, (size_t)done_runs, o.watch_interval_ms) != 0)
+			kj_warnf("run: the watch for other processes could not be written");
+		free(own);
+		const struct kj_watch_row *wr;
+		const int64_t *wl;
+		size_t wn, wnl;
+		const char *why;
+		if (kj_sampler_watch(sampler, 0, &wr, &wn, &wl, &wnl, &why) == KJ_WATCH_BLIND)
+			kj_warnf("run: %s", why);
+	}
 	{
 		json_t *cmd = command_json(o.cmd);
 		char *text = json_dumps(cmd, JSON_COMPACT);
@@ -465,9 +563,12 @@ int cmd_run(int argc, char **argv)
 		kj_db_meta_set(db, "end_status", WIFSIGNALED(status) ? "signaled" : "exited");
 		if (WIFSIGNALED(status))
 			set_meta_int(db, "signal", WTERMSIG(status));
+		if (interrupts)
+			set_meta_int(db, "interrupts", interrupts);
 		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
-			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d}", o.params_k, o.api, o.params_iteration,
-			 sampler != NULL, o.power_interval_ms, o.snapshot_mb);
+			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"watch_interval_ms\":%d}", o.params_k,
+			 o.api, o.params_iteration, sampler != NULL, o.power_interval_ms, o.snapshot_mb,
+			 sampler ? o.watch_interval_ms : 0);
 		kj_db_meta_set(db, "capture", opts);
 		kj_db_meta_set(db, "traced", traced ? "1" : "0");
 		if (!traced)

@@ -95,6 +95,8 @@ struct kj_sampler_opts {
 	/* added by the energy engine: */
 	int slow_every;          /* read clocks/temperature/utilisation every Nth power read (default 20) */
 	int no_counter;          /* 1: do not read the energy counter (power only) */
+	/* added for shared GPUs: */
+	int watch_interval_ms;   /* list the processes on each GPU this often (0: do not watch) */
 };
 
 /** @brief Start sampling threads (power at interval_us; energy counter continuously). */

@@ -30,6 +30,14 @@ struct kj_gpu_state {
 	int64_t throttle_reasons; /* NVML clocks-event reason bits */
 };
 
+/** One process the driver lists as running on a GPU (nvmlDeviceGet*RunningProcesses). */
+struct kj_gpu_proc {
+	int64_t pid;               /* as the driver reports it: possibly another pid namespace's */
+	int64_t used_memory_bytes; /* -1: not reported */
+	int sm_util_pct;           /* -1: no per-process utilisation sample */
+	int type;                  /* 1 compute, 2 graphics, 3 both */
+};
+
 /**
  * Back-end operations. Each returns 0 or the vendor's positive error code; strerror() turns such
  * a code into the vendor's text. unsupported(code) says whether the code means "this GPU does not
@@ -49,6 +57,13 @@ struct kj_gpu_backend {
 	const char *(*strerror)(void *ctx, int code);
 	int (*unsupported)(void *ctx, int code);
 	void (*close)(void *ctx);
+	/* optional (NULL: not available): the processes running on a GPU, up to max in out[], their
+	 * number in *n; 0, or the vendor's code (no permission, not supported) */
+	int (*processes)(void *ctx, int idx, struct kj_gpu_proc *out, int max, int *n);
+	/* optional: *on = 1 when MIG mode is enabled on the GPU */
+	int (*mig_mode)(void *ctx, int idx, int *on);
+	/* optional: the process name the driver knows for pid (empty when unknown) */
+	int (*process_name)(void *ctx, int64_t pid, char *out, size_t len);
 };
 
 /**

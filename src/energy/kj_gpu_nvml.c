@@ -23,7 +23,10 @@
 #define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
 #define NVML_VALUE_TYPE_SIGNED_LONG_LONG 4
 #define NVML_VALUE_TYPE_SIGNED_INT 5
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define KJ_NVML_MAX_GPUS 64
+#define KJ_NVML_MAX_PROCS 256
 
 typedef void *nvml_dev;
 typedef struct {
@@ -50,6 +53,20 @@ typedef struct {
 	nvml_value value;
 } nvml_field;
 
+/* nvmlProcessInfo_v2_t, the layout the _v3 and _v2 process lists fill */
+typedef struct {
+	unsigned pid;
+	unsigned long long usedGpuMemory;
+	unsigned gpuInstanceId, computeInstanceId;
+} nvml_proc;
+/* nvmlProcessUtilizationSample_t */
+typedef struct {
+	unsigned pid;
+	unsigned long long timeStamp;
+	unsigned smUtil, memUtil, encUtil, decUtil;
+} nvml_proc_util;
+#define NVML_VALUE_NOT_AVAILABLE_ULL 0xFFFFFFFFFFFFFFFFULL
+
 struct nvml_ctx {
 	void *lib;
 	int n;
@@ -74,6 +91,12 @@ struct nvml_ctx {
 	int (*get_temp)(nvml_dev, int, unsigned *);
 	int (*get_util)(nvml_dev, nvml_util *);
 	int (*get_reasons)(nvml_dev, unsigned long long *);
+	int (*get_compute_procs)(nvml_dev, unsigned *, nvml_proc *);
+	int (*get_graphics_procs)(nvml_dev, unsigned *, nvml_proc *);
+	int (*get_proc_util)(nvml_dev, nvml_proc_util *, unsigned *, unsigned long long);
+	int (*get_mig_mode)(nvml_dev, unsigned *, unsigned *);
+	int (*get_proc_name)(unsigned, char *, unsigned);
+	unsigned long long util_seen[KJ_NVML_MAX_GPUS]; /* newest per-process sample read */
 };
 
 int64_t kj_now_ns(void)
@@ -247,6 +270,97 @@ static int n_state(void *vc, int idx, struct kj_gpu_state *o)
 	return 0;
 }
 
+/* Adds the processes of one list (compute or graphics) to out[], merging a pid listed twice. */
+static int add_procs(int (*get)(nvml_dev, unsigned *, nvml_proc *), nvml_dev d, int type,
+		     struct kj_gpu_proc *out, int max, int *n)
+{
+	nvml_proc buf[KJ_NVML_MAX_PROCS];
+	unsigned cnt = KJ_NVML_MAX_PROCS;
+	int rc = get(d, &cnt, buf);
+	if (rc == NVML_ERROR_INSUFFICIENT_SIZE)
+		cnt = KJ_NVML_MAX_PROCS; /* more than we keep: the first ones are filled */
+	else if (rc)
+		return rc;
+	if (cnt > KJ_NVML_MAX_PROCS)
+		cnt = KJ_NVML_MAX_PROCS;
+	for (unsigned i = 0; i < cnt; i++) {
+		int j;
+		for (j = 0; j < *n; j++)
+			if (out[j].pid == (int64_t)buf[i].pid)
+				break;
+		if (j == *n) {
+			if (*n >= max)
+				continue;
+			out[j].pid = buf[i].pid;
+			out[j].used_memory_bytes = -1;
+			out[j].sm_util_pct = -1;
+			out[j].type = 0;
+			(*n)++;
+		}
+		out[j].type |= type;
+		if (buf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE_ULL)
+			out[j].used_memory_bytes = (int64_t)buf[i].usedGpuMemory;
+	}
+	return 0;
+}
+
+/* The compute and graphics processes of a GPU, with their SM utilisation where the driver keeps
+ * per-process samples. Fails only when neither list can be read. */
+static int n_processes(void *vc, int idx, struct kj_gpu_proc *out, int max, int *n)
+{
+	struct nvml_ctx *c = vc;
+	int rc1 = NVML_ERROR_FUNCTION_NOT_FOUND, rc2 = NVML_ERROR_FUNCTION_NOT_FOUND;
+	*n = 0;
+	if (bad_index(c, idx))
+		return 2;
+	if (c->get_compute_procs)
+		rc1 = add_procs(c->get_compute_procs, c->dev[idx], 1, out, max, n);
+	if (c->get_graphics_procs)
+		rc2 = add_procs(c->get_graphics_procs, c->dev[idx], 2, out, max, n);
+	if (rc1 && rc2)
+		return rc1 != NVML_ERROR_FUNCTION_NOT_FOUND ? rc1 : rc2;
+	if (c->get_proc_util && *n > 0) {
+		nvml_proc_util u[KJ_NVML_MAX_PROCS];
+		unsigned cnt = KJ_NVML_MAX_PROCS;
+		if (!c->get_proc_util(c->dev[idx], u, &cnt, c->util_seen[idx])) {
+			for (unsigned i = 0; i < cnt && i < KJ_NVML_MAX_PROCS; i++) {
+				if (u[i].timeStamp > c->util_seen[idx])
+					c->util_seen[idx] = u[i].timeStamp;
+				for (int j = 0; j < *n; j++)
+					if (out[j].pid == (int64_t)u[i].pid && (int)u[i].smUtil > out[j].sm_util_pct)
+						out[j].sm_util_pct = (int)(u[i].smUtil > 100 ? 100 : u[i].smUtil);
+			}
+		}
+	}
+	return 0;
+}
+
+static int n_mig_mode(void *vc, int idx, int *on)
+{
+	struct nvml_ctx *c = vc;
+	unsigned cur = 0, pending = 0;
+	int rc;
+	*on = 0;
+	if (bad_index(c, idx))
+		return 2;
+	if (!c->get_mig_mode)
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	rc = c->get_mig_mode(c->dev[idx], &cur, &pending);
+	if (!rc)
+		*on = cur == 1;
+	return rc;
+}
+
+static int n_process_name(void *vc, int64_t pid, char *out, size_t len)
+{
+	struct nvml_ctx *c = vc;
+	if (len)
+		out[0] = 0;
+	if (!c->get_proc_name || pid <= 0 || pid > 0xffffffffLL)
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	return c->get_proc_name((unsigned)pid, out, (unsigned)len);
+}
+
 static const char *n_strerror(void *vc, int code)
 {
 	struct nvml_ctx *c = vc;
@@ -283,10 +397,14 @@ int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return KJ_ENOMEM;
-	c->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* KJ_NVML_LIB: a stand-in library for tests (tests/tools/fake_nvml.c) */
+	const char *path = getenv("KJ_NVML_LIB");
+	if (!path || !*path)
+		path = "libnvidia-ml.so.1";
+	c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!c->lib) {
-		snprintf(why, why_len, "NVML is absent (dlopen libnvidia-ml.so.1: %s): no NVIDIA driver "
-			 "on this machine", dlerror());
+		snprintf(why, why_len, "NVML is absent (dlopen %s: %s): no NVIDIA driver "
+			 "on this machine", path, dlerror());
 		goto fail;
 	}
 	c->init = sym(c->lib, "nvmlInit_v2", "nvmlInit");
@@ -309,6 +427,13 @@ int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len)
 	c->get_util = sym(c->lib, "nvmlDeviceGetUtilizationRates", NULL);
 	c->get_reasons = sym(c->lib, "nvmlDeviceGetCurrentClocksEventReasons",
 			     "nvmlDeviceGetCurrentClocksThrottleReasons");
+	c->get_compute_procs = sym(c->lib, "nvmlDeviceGetComputeRunningProcesses_v3",
+				   "nvmlDeviceGetComputeRunningProcesses_v2");
+	c->get_graphics_procs = sym(c->lib, "nvmlDeviceGetGraphicsRunningProcesses_v3",
+				    "nvmlDeviceGetGraphicsRunningProcesses_v2");
+	c->get_proc_util = sym(c->lib, "nvmlDeviceGetProcessUtilization", NULL);
+	c->get_mig_mode = sym(c->lib, "nvmlDeviceGetMigMode", NULL);
+	c->get_proc_name = sym(c->lib, "nvmlSystemGetProcessName", NULL);
 	if (!c->init || !c->get_count || !c->get_handle || !c->get_uuid || !c->get_power ||
 	    !c->get_clock) {
 		snprintf(why, why_len, "NVML library lacks required functions (too old a driver?)");
@@ -347,6 +472,9 @@ int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len)
 	be->energy = n_energy;
 	be->state = n_state;
 	be->sm_clock = n_sm_clock;
+	be->processes = c->get_compute_procs || c->get_graphics_procs ? n_processes : NULL;
+	be->mig_mode = n_mig_mode;
+	be->process_name = n_process_name;
 	be->strerror = n_strerror;
 	be->unsupported = n_unsupported;
 	be->close = n_close;

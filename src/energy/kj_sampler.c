@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
@@ -31,6 +32,13 @@ struct errtext {
 	char text[200];
 };
 
+struct watchvec {
+	struct kj_watch_row *v;
+	size_t n, cap;
+	int64_t *t;
+	size_t nt, tcap;
+};
+
 struct slot {
 	int index;
 	struct kj_gpu_info info;
@@ -44,6 +52,8 @@ struct slot {
 	struct kj_sampler_stats st;
 	double counter_ns_sum;
 	struct kj_sampler *owner;
+	struct watchvec watch; /* written by the power thread only; read after stop */
+	int mig;               /* -1 unknown */
 };
 
 struct kj_sampler {
@@ -57,6 +67,9 @@ struct kj_sampler {
 	atomic_int stop;
 	int stopped;
 	char first_error[256];
+	int watch_every;       /* list processes every Nth power tick (0: not watching) */
+	int watch_state;       /* enum kj_watch_state */
+	char watch_why[300];
 };
 
 static int push(struct rowvec *r, const struct kj_sampler_row *x)
@@ -103,6 +116,78 @@ static void blank_row(struct kj_sampler_row *r)
 	r->st.throttle_reasons = -1;
 }
 
+/* Name and visibility of a listed pid: taken from the previous listing when the pid was there,
+ * else /proc/<pid>/comm in our namespace, else the driver's name. */
+static void watch_describe(struct kj_sampler *s, struct watchvec *w, size_t prev_from,
+			   size_t prev_to, struct kj_watch_row *r)
+{
+	char path[64];
+	FILE *f;
+	for (size_t i = prev_from; i < prev_to; i++)
+		if (w->v[i].pid == r->pid) {
+			r->visible = w->v[i].visible;
+			memcpy(r->name, w->v[i].name, sizeof(r->name));
+			return;
+		}
+	r->visible = 0;
+	r->name[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%lld/comm", (long long)r->pid);
+	if (r->pid > 0 && (f = fopen(path, "r")) != NULL) {
+		r->visible = 1;
+		if (fgets(r->name, sizeof(r->name), f))
+			r->name[strcspn(r->name, "\n")] = 0;
+		fclose(f);
+	}
+	if (!r->name[0] && s->be->process_name)
+		s->be->process_name(s->be->ctx, r->pid, r->name, sizeof(r->name));
+}
+
+/* One listing of the processes on every GPU; a refusal stops the watch and is kept as text. */
+static void watch_tick(struct kj_sampler *s)
+{
+	struct kj_gpu_proc p[128];
+	for (int i = 0; i < s->nslots && s->watch_every; i++) {
+		struct slot *sl = &s->slots[i];
+		struct watchvec *w = &sl->watch;
+		int n = 0, rc;
+		int64_t a = kj_now_ns();
+		rc = s->be->processes(s->be->ctx, sl->index, p, (int)(sizeof(p) / sizeof(p[0])), &n);
+		int64_t t = a + (kj_now_ns() - a) / 2;
+		if (rc) {
+			snprintf(s->watch_why, sizeof(s->watch_why),
+				 "other processes cannot be seen here: the driver did not list the processes"
+				 " on GPU %d (%s, NVML error %d)", sl->index, s->be->strerror(s->be->ctx, rc), rc);
+			s->watch_state = KJ_WATCH_BLIND;
+			s->watch_every = 0;
+			return;
+		}
+		/* rows of the previous listing: [prev_from, w->n) */
+		size_t prev_from = w->n;
+		while (prev_from > 0 && w->nt > 0 && w->v[prev_from - 1].t_ns == w->t[w->nt - 1])
+			prev_from--;
+		size_t prev_to = w->n;
+		int64_t *nt = kj_grow(w->t, &w->tcap, w->nt, sizeof(*nt), 1024);
+		if (!nt)
+			return;
+		w->t = nt;
+		w->t[w->nt++] = t;
+		for (int k = 0; k < n; k++) {
+			struct kj_watch_row r;
+			struct kj_watch_row *nv = kj_grow(w->v, &w->cap, w->n, sizeof(*nv), 1024);
+			if (!nv)
+				return;
+			w->v = nv;
+			memset(&r, 0, sizeof(r));
+			r.t_ns = t;
+			r.pid = p[k].pid;
+			r.used_memory_bytes = p[k].used_memory_bytes;
+			r.sm_util_pct = p[k].sm_util_pct;
+			watch_describe(s, w, prev_from, prev_to, &r);
+			w->v[w->n++] = r;
+		}
+	}
+}
+
 static void *power_main(void *arg)
 {
 	struct kj_sampler *s = arg;
@@ -141,6 +226,8 @@ static void *power_main(void *arg)
 			sl->power_latest = r.s.t_ns;
 			pthread_mutex_unlock(&sl->mu);
 		}
+		if (s->watch_every && tick % s->watch_every == 0)
+			watch_tick(s);
 		tick++;
 		next += period;
 		int64_t now = kj_now_ns();
@@ -267,6 +354,22 @@ static int start_impl(const struct kj_sampler_opts *o, struct kj_gpu_backend *be
 		}
 		if (o && o->no_counter)
 			sl->info.energy_counter = 0;
+		sl->mig = -1;
+		if (o && o->watch_interval_ms > 0 && be->mig_mode) {
+			int on = 0;
+			if (be->mig_mode(be->ctx, sl->index, &on) == 0)
+				sl->mig = on;
+		}
+	}
+	if (o && o->watch_interval_ms > 0 && be->processes) {
+		s->watch_every = (int)(((int64_t)o->watch_interval_ms * 1000 + s->interval_us - 1) / s->interval_us);
+		if (s->watch_every < 1)
+			s->watch_every = 1;
+		s->watch_state = KJ_WATCH_OK;
+	} else if (o && o->watch_interval_ms > 0) {
+		s->watch_state = KJ_WATCH_BLIND;
+		snprintf(s->watch_why, sizeof(s->watch_why), "other processes cannot be seen here: this "
+			 "NVML has no process list (nvmlDeviceGetComputeRunningProcesses)");
 	}
 	if (pthread_create(&s->power_thread, NULL, power_main, s)) {
 		kj_sampler_close(s);
@@ -327,6 +430,8 @@ void kj_sampler_close(struct kj_sampler *s)
 	for (int i = 0; i < s->nslots; i++) {
 		free(s->slots[i].power.v);
 		free(s->slots[i].counter.v);
+		free(s->slots[i].watch.v);
+		free(s->slots[i].watch.t);
 		pthread_mutex_destroy(&s->slots[i].mu);
 	}
 	free(s->slots);
@@ -424,6 +529,32 @@ void kj_sampler_get_stats(struct kj_sampler *s, int slot, struct kj_sampler_stat
 	if (st->counter_reads)
 		st->counter_read_ns_mean = s->slots[slot].counter_ns_sum / (double)st->counter_reads;
 	pthread_mutex_unlock(&s->slots[slot].mu);
+}
+
+int kj_sampler_watch(const struct kj_sampler *s, int slot, const struct kj_watch_row **rows,
+		     size_t *n, const int64_t **listings, size_t *n_listings, const char **why)
+{
+	*rows = NULL;
+	*listings = NULL;
+	*n = *n_listings = 0;
+	*why = "";
+	if (!s)
+		return KJ_WATCH_OFF;
+	*why = s->watch_why;
+	if (slot >= 0 && slot < s->nslots && s->stopped) {
+		*rows = s->slots[slot].watch.v;
+		*n = s->slots[slot].watch.n;
+		*listings = s->slots[slot].watch.t;
+		*n_listings = s->slots[slot].watch.nt;
+	}
+	return s->watch_state;
+}
+
+int kj_sampler_mig(const struct kj_sampler *s, int slot)
+{
+	if (!s || slot < 0 || slot >= s->nslots)
+		return -1;
+	return s->slots[slot].mig;
 }
 
 const char *kj_sampler_first_error(struct kj_sampler *s)

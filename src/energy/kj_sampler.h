@@ -63,6 +63,31 @@ const char *kj_sampler_first_error(struct kj_sampler *s);
  *  each row's id. Writes no samples. */
 int kj_sampler_device_ids(struct kj_sampler *s, sqlite3 *db, int64_t *ids);
 
+/** One process seen on a GPU at one listing (kjoule run's watch for other processes). */
+struct kj_watch_row {
+	int64_t t_ns;              /* the listing's time */
+	int64_t pid;               /* as the driver reports it */
+	int64_t used_memory_bytes; /* -1: not reported */
+	int sm_util_pct;           /* -1: no per-process sample */
+	int visible;               /* 1: /proc/<pid> existed in our pid namespace at t_ns */
+	char name[64];             /* /proc/<pid>/comm, else the driver's name, else empty */
+};
+
+/** What the watch for other processes could do. */
+enum kj_watch_state { KJ_WATCH_OFF = 0, KJ_WATCH_OK = 1, KJ_WATCH_BLIND = -1 };
+
+/**
+ * @brief The watch's listings of one GPU (valid after kj_sampler_stop(), owned by the sampler):
+ * rows in time order and the times of every listing (an empty listing has a time and no rows).
+ * @return KJ_WATCH_OK, KJ_WATCH_OFF (not asked for, or no process list in this back-end) or
+ * KJ_WATCH_BLIND (the driver refused to list processes: *why says why, once).
+ */
+int kj_sampler_watch(const struct kj_sampler *s, int slot, const struct kj_watch_row **rows,
+		     size_t *n, const int64_t **listings, size_t *n_listings, const char **why);
+
+/** @brief 1 when MIG mode was on for the GPU in slot, 0 when off, -1 unknown. */
+int kj_sampler_mig(const struct kj_sampler *s, int slot);
+
 /** @brief kj_amortize_measure() on a given back-end (borrowed), for tests and the benchmark. */
 int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
 			     struct kj_gpu_backend *be, struct kj_amortize_result *r);

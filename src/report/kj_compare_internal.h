@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "kj_report.h"
+#include "kj_shared.h"
 
 #define NS_US 1e-3
 
@@ -31,6 +32,8 @@ struct cmp_iter {
 	double energy_measured_mj;
 	int energy_ok;
 	double energy_unc_mj;
+	int foreign;         /* another process was on a GPU during the iteration */
+	int energy_excluded; /* left out of the energy figures: foreign, and enough clean ones */
 };
 
 /* One group of launches: a unique kernel (or a kernel name without a unique id). */
@@ -86,6 +89,8 @@ struct kj_compare {
 	int64_t n_api_calls;
 	int64_t realtime_offset_ns; /* realtime - monotonic; valid when have_realtime */
 	int have_realtime;
+	struct kj_shared shared;               /* the run's watch for other processes */
+	struct kj_shared_choice shared_choice; /* over the measured iterations */
 };
 
 
@@ -118,6 +123,10 @@ struct cmp_summary {
 
 /* kj_compare_json.c */
 json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
+/* kj_compare_shared.c */
+int cmp_shared_apply(sqlite3 *db, struct kj_compare *c);
+void cmp_shared_print(const struct kj_compare *c, FILE *f);
+json_t *cmp_shared_json(const struct kj_compare *c);
 /* kj_compare_summary.c */
 size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out);
 const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g);

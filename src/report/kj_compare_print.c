@@ -109,6 +109,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 
 	fprintf(f, "\nEnergy per iteration (J)\n");
+	cmp_shared_print(c, f);
 	if (c->n_power_samples == 0)
 		fprintf(f, "  no power samples in this run: measured energy unknown\n");
 	else if (!s.have_meas)

@@ -41,7 +41,7 @@ static struct stat3 iter_stat(const struct kj_compare *c, iter_get get, int need
 	struct stat3 s = {0, 0, 0, 0};
 	for (size_t i = 0; i < c->it.n; i++) {
 		const struct cmp_iter *x = &c->iv[i];
-		if (x->skipped || (need_energy && !x->energy_ok))
+		if (x->skipped || (need_energy && (!x->energy_ok || x->energy_excluded)))
 			continue;
 		double v = get(x);
 		if (!s.n || v < s.min)
@@ -164,7 +164,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	{
 		double q = 0;
 		for (size_t i = 0; i < c->it.n; i++)
-			if (!c->iv[i].skipped && c->iv[i].energy_ok)
+			if (!c->iv[i].skipped && c->iv[i].energy_ok && !c->iv[i].energy_excluded)
 				q += c->iv[i].energy_unc_mj * c->iv[i].energy_unc_mj;
 		s->e_unc_mean = s->e_meas.n ? sqrt(q) / (double)s->e_meas.n : 0;
 	}

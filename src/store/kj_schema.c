@@ -110,3 +110,11 @@ const char kj_schema_sql[] =
     " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, UNIQUE(iteration, mode));\n"
     "CREATE TABLE problem(id INTEGER PRIMARY KEY, pid INTEGER, t_ns INTEGER,"
     " severity TEXT, what TEXT);\n";
+
+/* The tables of kjoule run's watch for other processes on the GPUs (docs/schema.md). Created only
+ * by runs that watched, so a reader takes their absence as "not watched", never as "alone". */
+const char kj_schema_watch_sql[] =
+    "CREATE TABLE IF NOT EXISTS gpu_process_sample(device_id INTEGER, t_ns INTEGER, pid INTEGER,"
+    " name TEXT, used_memory_bytes INTEGER, sm_util_pct INTEGER, traced INTEGER);\n"
+    "CREATE TABLE IF NOT EXISTS foreign_activity(id INTEGER PRIMARY KEY, device_id INTEGER,"
+    " pid INTEGER, name TEXT, start_ns INTEGER, end_ns INTEGER, source TEXT);\n";

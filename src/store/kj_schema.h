@@ -9,5 +9,7 @@
 
 /** @brief SQL that creates an empty run database of KJ_SCHEMA_VERSION. */
 extern const char kj_schema_sql[];
+/** @brief SQL that adds the tables of the watch for other processes (kjoule run); idempotent. */
+extern const char kj_schema_watch_sql[];
 
 #endif

@@ -25,7 +25,11 @@ Spec mode (--spec FILE, JSON):
    "memset": [{"bytes": 512, "start": 0, "end": 5, "device": 0}],
    "nvtx": [{"name": "forward", "start": 0, "end": 100}],
    "problems": [{"severity": "warning", "what": "..."}],
-   "meta": {"command": "[\\"python\\",\\"x.py\\"]"}}
+   "meta": {"command": "[\\"python\\",\\"x.py\\"]"},
+   "watch": {"state": "processes", "note": null, "pid_match": "pid", "mig": 0, "mps": 0},
+   "foreign_activity": [{"device": 0, "pid": 777, "name": "python3", "start": 0, "end": 100,
+                         "source": "process"}],
+   "gpu_process_sample": [{"device": 0, "t": 0, "pid": 777, "name": "python3", "traced": 0}]}
   A kernel's "unique" names its unique_kernel row by key (rows with equal keys share one);
   null or absent leaves unique_id NULL. Times are ns. Omitted fields get defaults.
 """
@@ -68,9 +72,9 @@ def c_literals(text):
     return "".join(out)
 
 
-def read_schema(src):
+def read_schema(src, name="kj_schema_sql"):
     c = open(os.path.join(src, "src", "store", "kj_schema.c"), encoding="utf-8").read()
-    i = c.index("kj_schema_sql[]")
+    i = c.index(name + "[]")
     body = c[c.index("=", i) + 1:]
     # the definition ends at the first ';' outside a string literal
     pos, instr = 0, False
@@ -252,6 +256,30 @@ def gen_random(db, args):
     return ndev, end_max
 
 
+def add_watch(db, spec):
+    """The tables and meta keys of kjoule run's watch for other processes (a run that watched)."""
+    sql, _ = read_schema(SRC, "kj_schema_watch_sql")
+    for stmt in split_sql(sql):
+        db.execute(stmt)
+    w = spec.get("watch", {})
+    m = {"gpu_watch": w.get("state", "processes"), "gpu_watch_interval_ms": "200",
+         "gpu_watch_pid_match": w.get("pid_match", "pid"), "gpu_mig": str(w.get("mig", 0)),
+         "gpu_mps": str(w.get("mps", 0))}
+    if w.get("note"):
+        m["gpu_watch_note"] = w["note"]
+    for k, v in m.items():
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (k, v))
+    for f in spec.get("foreign_activity", []):
+        db.execute("INSERT INTO foreign_activity(device_id, pid, name, start_ns, end_ns, source)"
+                   " VALUES(?,?,?,?,?,?)", (f.get("device", 0), f.get("pid"), f.get("name"),
+                                            f["start"], f["end"], f.get("source", "process")))
+    for g in spec.get("gpu_process_sample", []):
+        db.execute("INSERT INTO gpu_process_sample(device_id, t_ns, pid, name, used_memory_bytes,"
+                   " sm_util_pct, traced) VALUES(?,?,?,?,?,?,?)",
+                   (g.get("device", 0), g["t"], g["pid"], g.get("name"), g.get("used_memory_bytes"),
+                    g.get("sm_util_pct"), g.get("traced", 0)))
+
+
 def gen_spec(db, spec):
     names = Names(db)
     keys = {}
@@ -295,6 +323,8 @@ def gen_spec(db, spec):
     for n in spec.get("nvtx", []):
         db.execute("INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth, kind)"
                    " VALUES(4242, 1, ?, ?, ?, 0, 'pushpop')", (n["name"], n.get("start"), n.get("end")))
+    if "watch" in spec or "foreign_activity" in spec or "gpu_process_sample" in spec:
+        add_watch(db, spec)
     for p in spec.get("problems", []):
         db.execute("INSERT INTO problem(pid, t_ns, severity, what) VALUES(4242, ?, ?, ?)",
                    (p.get("t_ns"), p.get("severity", "warning"), p["what"]))

@@ -115,7 +115,7 @@ static void test_fake_sampler(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), 200, 260};
 	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
-				    f_str, f_unsup, NULL};
+				    f_str, f_unsup, NULL, NULL, NULL, NULL};
 	struct kj_sampler_opts o = {.interval_us = 2000};
 	struct kj_sampler *s = NULL;
 	struct kj_power_sample *v = NULL;
@@ -204,7 +204,7 @@ static void test_amortize_fake(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), -1, -1};
 	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
-				    f_str, f_unsup, NULL};
+				    f_str, f_unsup, NULL, NULL, NULL, NULL};
 	int pending = 0;
 	struct kj_amortize_work w = {&pending, work_enqueue, work_sync, 10};
 	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.6, .min_updates = 10,

@@ -1,0 +1,375 @@
+/* The watch for other processes, turned into rows: which listed pids are the run's own (by pid,
+ * or by time when the driver reports another pid namespace's pids), the intervals in which
+ * another process was on a GPU, and the secondary signal of GPU utilisation that no traced
+ * kernel or copy explains. Everything here runs after the program ended, in kjoule run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_gpu.h"
+#include "kj_gpu_watch.h"
+#include "kj_grow.h"
+#include "kj_schema.h"
+
+struct own {
+	int64_t pid, start_ns, end_ns;
+};
+
+/* one distinct listed pid of a GPU */
+struct seen {
+	int64_t pid, first_ns, last_ns;
+	int visible, traced; /* traced: 1 ours, 0 another process, -1 cannot tell */
+	char name[64];
+};
+
+struct ownset {
+	struct own *v;
+	size_t n, cap;
+};
+
+static int own_add(struct ownset *o, int64_t pid, int64_t start_ns, int64_t end_ns)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].pid == pid)
+			return 0;
+	struct own *nv = kj_grow(o->v, &o->cap, o->n, sizeof(*nv), 16);
+	if (!nv)
+		return KJ_ENOMEM;
+	o->v = nv;
+	o->v[o->n++] = (struct own){pid, start_ns, end_ns};
+	return 0;
+}
+
+static int own_has(const struct ownset *o, int64_t pid)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+int kj_gpu_watch_mps_present(void)
+{
+	const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/control", dir && *dir ? dir : "/tmp/nvidia-mps");
+	return access(path, F_OK) == 0;
+}
+
+/* The distinct pids of one GPU's listings, classified. *by_time is set when no listed pid is one
+ * of ours although we have processes: the driver then reports another namespace's pids, and each
+ * of our processes takes the unseen pid whose first and last listing lie nearest its lifetime. */
+static int classify(const struct kj_watch_row *rows, size_t n, const struct ownset *own,
+		    struct seen **out, size_t *n_out, int *by_time)
+{
+	struct seen *v = NULL;
+	size_t nv = 0, cap = 0;
+	int matched = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+		for (j = 0; j < nv; j++)
+			if (v[j].pid == rows[i].pid)
+				break;
+		if (j == nv) {
+			struct seen *g = kj_grow(v, &cap, nv, sizeof(*g), 16);
+			if (!g) {
+				free(v);
+				return KJ_ENOMEM;
+			}
+			v = g;
+			memset(&v[nv], 0, sizeof(v[nv]));
+			v[nv].pid = rows[i].pid;
+			v[nv].first_ns = rows[i].t_ns;
+			memcpy(v[nv].name, rows[i].name, sizeof(v[nv].name));
+			nv++;
+		}
+		v[j].last_ns = rows[i].t_ns;
+		v[j].visible |= rows[i].visible;
+	}
+	for (size_t j = 0; j < nv; j++) {
+		if (own_has(own, v[j].pid)) {
+			v[j].traced = 1;
+			matched = 1;
+		} else {
+			v[j].traced = v[j].visible ? 0 : -1;
+		}
+	}
+	*by_time = 0;
+	if (!matched && own->n > 0) {
+		for (size_t k = 0; k < own->n; k++) {
+			const struct own *o = &own->v[k];
+			size_t best = nv;
+			int64_t best_d = INT64_MAX;
+			if (o->start_ns <= 0)
+				continue;
+			for (size_t j = 0; j < nv; j++) {
+				if (v[j].traced != -1)
+					continue;
+				int64_t d = llabs(v[j].first_ns - o->start_ns);
+				if (o->end_ns > 0)
+					d += llabs(v[j].last_ns - o->end_ns);
+				if (d < best_d) {
+					best_d = d;
+					best = j;
+				}
+			}
+			if (best < nv) {
+				v[best].traced = 1;
+				*by_time = 1;
+			}
+		}
+	}
+	/* a pid we cannot see and could not match is another process, named as the driver reports it */
+	for (size_t j = 0; j < nv; j++)
+		if (v[j].traced == -1)
+			v[j].traced = 0;
+	*out = v;
+	*n_out = nv;
+	return 0;
+}
+
+static int insert_interval(sqlite3_stmt *ins, int64_t dev, int64_t pid, const char *name,
+			   int64_t a, int64_t b, const char *source)
+{
+	sqlite3_reset(ins);
+	sqlite3_bind_int64(ins, 1, dev);
+	if (pid > 0)
+		sqlite3_bind_int64(ins, 2, pid);
+	else
+		sqlite3_bind_null(ins, 2);
+	if (name && *name)
+		sqlite3_bind_text(ins, 3, name, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(ins, 3);
+	sqlite3_bind_int64(ins, 4, a);
+	sqlite3_bind_int64(ins, 5, b);
+	sqlite3_bind_text(ins, 6, source, -1, SQLITE_STATIC);
+	return sqlite3_step(ins) == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+/* Intervals in which pid g was listed: from the first listing that shows it to the first that
+ * no longer does (or the last listing). */
+static int write_pid_intervals(sqlite3_stmt *ins, int64_t dev, const struct seen *g,
+			       const struct kj_watch_row *rows, size_t n, const int64_t *lt, size_t nlt)
+{
+	size_t r = 0;
+	int64_t open_ns = -1;
+	for (size_t i = 0; i < nlt; i++) {
+		int present = 0;
+		while (r < n && rows[r].t_ns < lt[i])
+			r++;
+		for (size_t k = r; k < n && rows[k].t_ns == lt[i]; k++)
+			if (rows[k].pid == g->pid)
+				present = 1;
+		if (present && open_ns < 0)
+			open_ns = lt[i];
+		if (!present && open_ns >= 0) {
+			if (insert_interval(ins, dev, g->pid, g->name, open_ns, lt[i], "process"))
+				return KJ_EDB;
+			open_ns = -1;
+		}
+	}
+	if (open_ns >= 0 && insert_interval(ins, dev, g->pid, g->name, open_ns, lt[nlt - 1], "process"))
+		return KJ_EDB;
+	return 0;
+}
+
+static int cmp_i64_pair(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Secondary signal: utilisation readings > 0 of a GPU with no traced kernel, copy or memset
+ * anywhere in the lookback before them, merged into intervals. */
+static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *iv = NULL; /* merged [start, end) pairs of traced activity */
+	size_t n = 0, cap = 0;
+	int rc = kj_db_prepare(db, "SELECT start_ns, end_ns FROM kernel WHERE device_id = ?1"
+			       " UNION ALL SELECT start_ns, end_ns FROM memcpy WHERE device_id = ?1"
+			       " UNION ALL SELECT start_ns, end_ns FROM memset WHERE device_id = ?1", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, dev);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t *g = kj_grow(iv, &cap, 2 * n + 2, sizeof(*g), 4096);
+		if (!g) {
+			rc = KJ_ENOMEM;
+			goto out;
+		}
+		iv = g;
+		iv[2 * n] = sqlite3_column_int64(st, 0);
+		iv[2 * n + 1] = sqlite3_column_int64(st, 1);
+		n++;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (n)
+		qsort(iv, n, 2 * sizeof(*iv), cmp_i64_pair);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && iv[2 * i] <= iv[2 * m - 1]) {
+			if (iv[2 * i + 1] > iv[2 * m - 1])
+				iv[2 * m - 1] = iv[2 * i + 1];
+		} else {
+			iv[2 * m] = iv[2 * i];
+			iv[2 * m + 1] = iv[2 * i + 1];
+			m++;
+		}
+	}
+	rc = kj_db_prepare(db, "SELECT t_ns, util_gpu_pct FROM power_sample WHERE device_id = ?"
+			   " AND util_gpu_pct IS NOT NULL ORDER BY t_ns", &st);
+	if (rc)
+		goto out;
+	sqlite3_bind_int64(st, 1, dev);
+	int64_t open_ns = -1, last_ns = -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(st, 0);
+		int util = sqlite3_column_int(st, 1);
+		int explained = 0;
+		/* the last merged interval starting before t: does it end after t - lookback? */
+		size_t lo = 0, hi = m;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (iv[2 * mid] < t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo > 0 && iv[2 * (lo - 1) + 1] > t - KJ_WATCH_UTIL_LOOKBACK_NS)
+			explained = 1;
+		if (util > 0 && !explained) {
+			if (open_ns < 0)
+				open_ns = t;
+			last_ns = t;
+		} else if (open_ns >= 0) {
+			rc = insert_interval(ins, dev, -1, NULL, open_ns, last_ns, "utilization");
+			open_ns = -1;
+			if (rc)
+				goto out;
+		}
+	}
+	if (open_ns >= 0)
+		rc = insert_interval(ins, dev, -1, NULL, open_ns, last_ns, "utilization");
+out:
+	sqlite3_finalize(st);
+	free(iv);
+	return rc;
+}
+
+static int load_own(sqlite3 *db, const int64_t *own_pids, size_t n_own, struct ownset *own)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = kj_db_prepare(db, "SELECT pid, start_ns, end_ns FROM process", &st);
+	if (rc)
+		return rc;
+	while (!rc && sqlite3_step(st) == SQLITE_ROW)
+		rc = own_add(own, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+			     sqlite3_column_int64(st, 2));
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n_own && !rc; i++)
+		rc = own_add(own, own_pids[i], 0, 0);
+	return rc;
+}
+
+int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_pids,
+			  size_t n_own, int watch_interval_ms)
+{
+	const struct kj_watch_row *rows;
+	const int64_t *lt;
+	const char *why;
+	size_t n, nlt;
+	struct ownset own = {NULL, 0, 0};
+	sqlite3_stmt *sample = NULL, *ins = NULL;
+	int64_t ids[64];
+	int nd = kj_sampler_ndev(s), by_time_any = 0, mig_any = 0, mps = kj_gpu_watch_mps_present();
+	char buf[32];
+	int state = kj_sampler_watch(s, 0, &rows, &n, &lt, &nlt, &why);
+	int rc;
+
+	if (!s || state == KJ_WATCH_OFF)
+		return 0;
+	if (nd > 64)
+		nd = 64;
+	rc = kj_db_exec(db, kj_schema_watch_sql, "watch tables");
+	if (!rc)
+		rc = kj_sampler_device_ids(s, db, ids);
+	if (!rc)
+		rc = load_own(db, own_pids, n_own, &own);
+	if (!rc)
+		rc = kj_db_prepare(db, "INSERT INTO gpu_process_sample(device_id, t_ns, pid, name,"
+				   " used_memory_bytes, sm_util_pct, traced) VALUES(?,?,?,?,?,?,?)", &sample);
+	if (!rc)
+		rc = kj_db_prepare(db, "INSERT INTO foreign_activity(device_id, pid, name, start_ns, end_ns,"
+				   " source) VALUES(?,?,?,?,?,?)", &ins);
+	for (int d = 0; d < nd && !rc; d++) {
+		struct seen *v = NULL;
+		size_t nv = 0;
+		int by_time = 0;
+		if (kj_sampler_mig(s, d) == 1)
+			mig_any = 1;
+		if (state == KJ_WATCH_OK) {
+			kj_sampler_watch(s, d, &rows, &n, &lt, &nlt, &why);
+			rc = classify(rows, n, &own, &v, &nv, &by_time);
+			by_time_any |= by_time;
+			for (size_t i = 0; i < n && !rc; i++) {
+				int traced = 0;
+				for (size_t j = 0; j < nv; j++)
+					if (v[j].pid == rows[i].pid)
+						traced = v[j].traced;
+				if (!strcmp(rows[i].name, "nvidia-cuda-mps-server"))
+					mps = 1;
+				sqlite3_reset(sample);
+				sqlite3_bind_int64(sample, 1, ids[d]);
+				sqlite3_bind_int64(sample, 2, rows[i].t_ns);
+				sqlite3_bind_int64(sample, 3, rows[i].pid);
+				if (rows[i].name[0])
+					sqlite3_bind_text(sample, 4, rows[i].name, -1, SQLITE_TRANSIENT);
+				else
+					sqlite3_bind_null(sample, 4);
+				if (rows[i].used_memory_bytes >= 0)
+					sqlite3_bind_int64(sample, 5, rows[i].used_memory_bytes);
+				else
+					sqlite3_bind_null(sample, 5);
+				if (rows[i].sm_util_pct >= 0)
+					sqlite3_bind_int(sample, 6, rows[i].sm_util_pct);
+				else
+					sqlite3_bind_null(sample, 6);
+				sqlite3_bind_int(sample, 7, traced);
+				if (sqlite3_step(sample) != SQLITE_DONE) {
+					kj_errorf("gpu_process_sample insert: %s", sqlite3_errmsg(db));
+					rc = KJ_EDB;
+				}
+			}
+			for (size_t j = 0; j < nv && !rc; j++)
+				if (v[j].traced == 0)
+					rc = write_pid_intervals(ins, ids[d], &v[j], rows, n, lt, nlt);
+			free(v);
+		}
+		/* under MIG our kernels sit on an instance's device row, not this GPU's: cannot tell */
+		if (!rc && kj_sampler_mig(s, d) != 1)
+			rc = write_util_intervals(db, ins, ids[d]);
+	}
+	if (!rc) {
+		kj_db_meta_set(db, "gpu_watch", state == KJ_WATCH_OK ? "processes" : "blind");
+		if (state == KJ_WATCH_BLIND) {
+			kj_db_meta_set(db, "gpu_watch_note", why);
+			rc = kj_db_problem(db, -1, -1, "warning", why);
+		}
+		snprintf(buf, sizeof(buf), "%d", watch_interval_ms);
+		kj_db_meta_set(db, "gpu_watch_interval_ms", buf);
+		if (state == KJ_WATCH_OK)
+			kj_db_meta_set(db, "gpu_watch_pid_match", by_time_any ? "time" : "pid");
+		kj_db_meta_set(db, "gpu_mig", mig_any ? "1" : "0");
+		kj_db_meta_set(db, "gpu_mps", mps ? "1" : "0");
+	}
+	sqlite3_finalize(sample);
+	sqlite3_finalize(ins);
+	free(own.v);
+	return rc;
+}

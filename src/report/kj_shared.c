@@ -1,0 +1,202 @@
+/* A run's watch for other processes, read back for reports: the intervals kjoule run recorded,
+ * which iterations they touch, and the words reports use. An older run has no watch tables:
+ * that reads as "not watched", never as "no other processes". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_grow.h"
+#include "kj_shared.h"
+
+void kj_shared_free(struct kj_shared *sh)
+{
+	if (!sh)
+		return;
+	free(sh->proc);
+	free(sh->util);
+	sh->proc = sh->util = NULL;
+	sh->n_proc = sh->n_util = 0;
+}
+
+static int meta_flag(sqlite3 *db, const char *key)
+{
+	char v[16];
+	if (kj_db_meta_get(db, key, v, sizeof(v)) || !v[0])
+		return -1;
+	return v[0] == '1';
+}
+
+int kj_shared_load(sqlite3 *db, struct kj_shared *out)
+{
+	char v[64];
+	sqlite3_stmt *st = NULL;
+	size_t cap_p = 0, cap_u = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->mig = meta_flag(db, "gpu_mig");
+	out->mps = meta_flag(db, "gpu_mps");
+	if (kj_db_meta_get(db, "gpu_watch", v, sizeof(v)) || !v[0])
+		return 0; /* not watched */
+	if (!strcmp(v, "blind")) {
+		out->watch = KJ_SHARED_BLIND;
+		kj_db_meta_get(db, "gpu_watch_note", out->note, sizeof(out->note));
+		if (!out->note[0])
+			snprintf(out->note, sizeof(out->note), "other processes cannot be seen here");
+	} else if (!strcmp(v, "processes")) {
+		out->watch = KJ_SHARED_WATCHED;
+	} else {
+		return 0; /* a value this build does not know: say nothing rather than "alone" */
+	}
+	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'foreign_activity'")) {
+		out->watch = KJ_SHARED_NOT_WATCHED;
+		return 0;
+	}
+	if (!kj_db_meta_get(db, "gpu_watch_pid_match", v, sizeof(v)))
+		out->pid_match_by_time = !strcmp(v, "time");
+	rc = kj_db_prepare(db, "SELECT device_id, COALESCE(pid, -1), start_ns, end_ns, source"
+			   " FROM foreign_activity WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL"
+			   " ORDER BY start_ns", &st);
+	if (rc)
+		return rc;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct kj_shared_iv x = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					 sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+		const char *src = (const char *)sqlite3_column_text(st, 4);
+		int is_util = src && !strcmp(src, "utilization");
+		struct kj_shared_iv **v_ = is_util ? &out->util : &out->proc;
+		size_t *n_ = is_util ? &out->n_util : &out->n_proc;
+		struct kj_shared_iv *g = kj_grow(*v_, is_util ? &cap_u : &cap_p, *n_, sizeof(*g), 64);
+		if (!g) {
+			rc = KJ_ENOMEM;
+			break;
+		}
+		*v_ = g;
+		g[(*n_)++] = x;
+		if (!is_util && x.pid > 0) {
+			size_t k;
+			for (k = 0; k < out->n_pids; k++)
+				if (out->pids[k] == x.pid)
+					break;
+			if (k == out->n_pids) {
+				if (out->n_pids < KJ_SHARED_MAX_PIDS)
+					out->pids[out->n_pids++] = x.pid;
+				else
+					out->more_pids = 1;
+			}
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc)
+		kj_shared_free(out);
+	return rc;
+}
+
+static int any_in(const struct kj_shared_iv *v, size_t n, int64_t a, int64_t b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].start_ns <= b && v[i].end_ns >= a)
+			return 1;
+	return 0;
+}
+
+int kj_shared_foreign_in(const struct kj_shared *sh, int64_t start_ns, int64_t end_ns)
+{
+	return sh && any_in(sh->proc, sh->n_proc, start_ns, end_ns);
+}
+
+int kj_shared_util_in(const struct kj_shared *sh, int64_t start_ns, int64_t end_ns)
+{
+	return sh && any_in(sh->util, sh->n_util, start_ns, end_ns);
+}
+
+void kj_shared_choose(const struct kj_shared *sh, const int64_t *start_ns, const int64_t *end_ns,
+		      const unsigned char *use, size_t n, unsigned char *foreign,
+		      struct kj_shared_choice *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		foreign[i] = 0;
+		if (use && !use[i])
+			continue;
+		out->n_measured++;
+		if (sh->watch == KJ_SHARED_WATCHED && kj_shared_foreign_in(sh, start_ns[i], end_ns[i])) {
+			foreign[i] = 1;
+			out->n_foreign++;
+		}
+		if (sh->watch != KJ_SHARED_NOT_WATCHED && kj_shared_util_in(sh, start_ns[i], end_ns[i]))
+			out->n_util++;
+	}
+	out->use_clean = sh->watch == KJ_SHARED_WATCHED && out->n_foreign > 0 &&
+			 out->n_measured - out->n_foreign >= KJ_SHARED_MIN_CLEAN;
+}
+
+static int cmp_iv_start(const void *a, const void *b)
+{
+	const struct kj_shared_iv *x = a, *y = b;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+int64_t kj_shared_foreign_ns(const struct kj_shared *sh)
+{
+	int64_t total = 0, a = 0, b = -1;
+	struct kj_shared_iv *v;
+	if (!sh || !sh->n_proc)
+		return 0;
+	v = malloc(sh->n_proc * sizeof(*v));
+	if (!v)
+		return -1;
+	memcpy(v, sh->proc, sh->n_proc * sizeof(*v));
+	qsort(v, sh->n_proc, sizeof(*v), cmp_iv_start);
+	for (size_t i = 0; i < sh->n_proc; i++) {
+		if (b >= a && v[i].start_ns <= b) {
+			if (v[i].end_ns > b)
+				b = v[i].end_ns;
+			continue;
+		}
+		if (b >= a)
+			total += b - a;
+		a = v[i].start_ns;
+		b = v[i].end_ns;
+	}
+	if (b >= a)
+		total += b - a;
+	free(v);
+	return total;
+}
+
+void kj_shared_pids_text(const struct kj_shared *sh, char *buf, size_t len)
+{
+	size_t k = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sh->n_pids && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "pids ", (long long)sh->pids[i]);
+	if (sh->more_pids && k < len)
+		snprintf(buf + k, len - k, ", ...");
+}
+
+void kj_shared_describe(const struct kj_shared *sh, char *buf, size_t len)
+{
+	char pids[200];
+	size_t k;
+	kj_shared_pids_text(sh, pids, sizeof(pids));
+	if (sh->watch == KJ_SHARED_NOT_WATCHED)
+		k = (size_t)snprintf(buf, len, "other processes on the GPU: not watched in this run");
+	else if (sh->watch == KJ_SHARED_BLIND)
+		k = (size_t)snprintf(buf, len, "%s", sh->note);
+	else if (sh->n_proc)
+		k = (size_t)snprintf(buf, len, "shared GPU: other processes (%s%s) were on the GPU for %.1f s "
+				     "of the run; energy figures include their work", pids,
+				     sh->pid_match_by_time ? ", as the driver reports them" : "",
+				     (double)kj_shared_foreign_ns(sh) * 1e-9);
+	else
+		k = (size_t)snprintf(buf, len, "no other process was listed on the GPU during the run");
+	if (k < len && sh->watch != KJ_SHARED_NOT_WATCHED && sh->n_util)
+		k += (size_t)snprintf(buf + k, len - k, "; the GPU was busy %zu time(s) while no traced "
+				      "kernel or copy ran (a secondary signal)", sh->n_util);
+	if (k < len && (sh->mig == 1 || sh->mps == 1))
+		snprintf(buf + k, len - k, "; %s: power and energy are the whole GPU's, not this %s's",
+			 sh->mig == 1 ? "MIG is on" : "MPS is in use", sh->mig == 1 ? "instance" : "client");
+}
