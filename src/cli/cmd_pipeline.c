@@ -93,7 +93,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 				return -1;
 			}
 		} else if (!strcmp(a, "--precision")) {
-			if (!kj_precision_bytes(v)) {
+			if (!kj_pipeline_elem_bytes(v)) {
 				kj_errorf("pipeline: --precision %s: fp16, bf16 or fp32", v);
 				return -1;
 			}

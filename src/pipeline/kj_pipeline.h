@@ -94,7 +94,7 @@ int kj_pipeline_expr_eval(const char *text, const struct kj_pipeline *p, int64_t
 int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen);
 
 /** @brief Bytes per element of a precision name (2 fp16/bf16, 4 fp32), 0 when unknown. */
-int kj_precision_bytes(const char *precision);
+int kj_pipeline_elem_bytes(const char *precision);
 
 /** @brief Floating-point operations (multiply-add = 2) and the fewest bytes moved (each input
  *  read once, each output written once) by one call of the phase. */

@@ -8,6 +8,7 @@
 
 #include "kj_error.h"
 #include "kj_pipeline.h"
+#include "kj_sweep_op.h"
 
 static const char *const kind_names[] = {"conv", "matmul", "pool", "norm", "act", "attention",
 					 "custom", "seq"};
@@ -35,13 +36,10 @@ int kj_phase_kind_parse(const char *s)
 	return -1;
 }
 
-int kj_precision_bytes(const char *p)
+int kj_pipeline_elem_bytes(const char *p)
 {
-	if (!strcmp(p, "fp16") || !strcmp(p, "bf16"))
-		return 2;
-	if (!strcmp(p, "fp32"))
-		return 4;
-	return 0;
+	int precision = kj_precision_parse(p);
+	return precision < 0 ? 0 : kj_precision_bytes(precision);
 }
 
 static int fail(char *err, size_t len, const char *field, const char *why, int64_t v)
@@ -141,7 +139,7 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 	}
 	if (!ph->precision[0])
 		snprintf(ph->precision, sizeof(ph->precision), "fp16");
-	if (!kj_precision_bytes(ph->precision)) {
+	if (!kj_pipeline_elem_bytes(ph->precision)) {
 		snprintf(err, errlen, "precision: '%s' is not fp16, bf16 or fp32", ph->precision);
 		return KJ_EINVAL;
 	}
@@ -234,7 +232,7 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 
 void kj_phase_cost(const struct kj_phase *ph, double *flops, double *bytes)
 {
-	double e = kj_precision_bytes(ph->precision);
+	double e = kj_pipeline_elem_bytes(ph->precision);
 	double f = 0, b = 0;
 	double n = (double)ph->N, c = (double)ph->C, hw = (double)ph->H * (double)ph->W;
 	double pq = (double)ph->P * (double)ph->Q;

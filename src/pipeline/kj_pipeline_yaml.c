@@ -180,7 +180,7 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	const char *prec = c->ov && c->ov->precision ? c->ov->precision : scalar(map_get(c, m, "precision"));
 	if (prec)
 		snprintf(p->precision, sizeof(p->precision), "%s", prec);
-	if (!kj_precision_bytes(p->precision)) {
+	if (!kj_pipeline_elem_bytes(p->precision)) {
 		snprintf(err, sizeof(err), "field 'precision': '%s' is not fp16, bf16 or fp32", prec);
 		goto bad;
 	}
