@@ -90,6 +90,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			continue;
 		gr->waits = 1;
 		gr->waits_why = strdup(why);
+		gr->traced_mean_ns = traced[g];
 		gr->warm_ns = gr->cold_ns = gr->seq_ns = -1;
 		gr->energy_mj = -1;
 	}

@@ -46,6 +46,7 @@ struct cmp_group {
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
 	int waits;                   /* waits on something outside itself: not replayable alone */
+	double traced_mean_ns;       /* mean traced duration over the whole run (waiters only) */
 	char *waits_why;             /* why (malloc'ed), when waits */
 };
 

@@ -88,12 +88,13 @@ static json_t *waiters_json(const struct kj_compare *c, const struct cmp_summary
 	double ni = (double)(s->n ? s->n : 1);
 	for (size_t k = 0; k < c->n_groups; k++) {
 		const struct cmp_group *g = &c->groups[k];
-		if (!g->waits || g->launches <= 0)
+		if (!g->waits)
 			continue;
 		json_array_append_new(arr, json_pack("{s:s, s:o, s:f, s:f, s:s, s:s}", "name", cmp_group_name(c, g),
 			"unique_id", g->unique_id >= 0 ? json_integer(g->unique_id) : json_null(),
 			"launches_per_iteration", (double)g->launches / ni,
-			"in_situ_mean_us", (double)g->measured_ns / (double)g->launches * NS_US,
+			"in_situ_mean_us", (g->launches > 0 ? (double)g->measured_ns / (double)g->launches
+							     : g->traced_mean_ns) * NS_US,
 			"reason", g->waits_why ? g->waits_why : "waits on something outside itself",
 			"counted_as", "its in-situ time (energy: that time at idle power)"));
 	}

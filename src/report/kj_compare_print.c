@@ -203,13 +203,14 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		int header = 0;
 		for (size_t k = 0; k < c->n_groups; k++) {
 			const struct cmp_group *g = &c->groups[k];
-			if (!g->waits || g->launches <= 0)
+			if (!g->waits)
 				continue;
 			if (!header++)
 				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
 					   " time at idle power)\n  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
 			fprintf(f, "  %10.2f %8.1f  %.80s: %s\n",
-				(double)g->measured_ns / (double)g->launches * NS_US, (double)g->launches / n,
+				(g->launches > 0 ? (double)g->measured_ns / (double)g->launches : g->traced_mean_ns) *
+					NS_US, (double)g->launches / n,
 				cmp_group_name(c, g), g->waits_why ? g->waits_why : "waits on something outside itself");
 		}
 	}

@@ -423,6 +423,8 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
 	kj_map_free(in->node_corrs);
+	kj_map_free(in->node_shapes);
+	kj_map_free(in->graph_rows);
 	kj_map_free(in->uniques);
 	kj_map_free(in->devices);
 	kj_map_free(in->allocs);
@@ -487,7 +489,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.mset_index = kj_map_new();
 	in.issue_index = kj_map_new();
 	in.node_corrs = kj_map_new();
-	if (!in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
+	in.graph_rows = kj_map_new();
+	if (!in.graph_rows || !in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
 	    !in.group_index || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;

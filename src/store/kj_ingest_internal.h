@@ -68,6 +68,8 @@ struct ingest {
 	struct kj_map *nodes;   /* graph node id -> correlation of the launch that made it */
 	struct kj_map *clones;  /* cloned node id -> original node id */
 	struct kj_map *node_corrs; /* correlation of a launch that made a graph node -> 1 */
+	struct kj_map *node_shapes; /* (name, geometry) of node-made launches -> launch index + 1 */
+	struct kj_map *graph_rows;  /* kernel row id of a graph kernel -> its launch index + 1 */
 	struct kj_map *uniques; /* key -> unique_kernel.id */
 	struct kj_map *devices; /* ordinal -> device.id */
 	struct kj_map *allocs;  /* address -> open allocation row */

@@ -163,7 +163,10 @@ static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t e
 		sqlite3_bind_int64(k, 1, in->pid);
 		sqlite3_bind_int64(k, 2, g->correlation);
 		while (!rc && sqlite3_step(k) == SQLITE_ROW) {
-			const struct launch_info *l = ing_node_launch(in, (uint64_t)sqlite3_column_int64(k, 1));
+			uint64_t li;
+			const struct launch_info *l =
+				kj_map_get(in->graph_rows, (uint64_t)sqlite3_column_int64(k, 0), &li)
+					? &in->launches[li - 1] : NULL;
 			int64_t stream = sqlite3_column_int64(k, 2), params_id = -1;
 			if (l && l->unique_id > 0 && in->groups[l->group].ref) {
 				struct launch_info on = *l;

@@ -94,11 +94,52 @@ const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node
 	return corr && kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
 }
 
+static uint64_t shape_key(uint32_t name_id, const uint32_t grid[3], const uint32_t block[3],
+			  uint32_t shmem)
+{
+	uint64_t h = 1469598103934665603ULL ^ name_id;
+	for (int i = 0; i < 3; i++)
+		h = ((h ^ grid[i]) * 1099511628211ULL ^ block[i]) * 1099511628211ULL;
+	return (h ^ shmem) * 1099511628211ULL;
+}
+
+/* A graph kernel whose node the clone records do not lead back to (kernel nodes inside child
+ * graphs: the driver clones them twice, once into the parent graph and once into the exec): the
+ * node-made launch of the same function, grid, block and shared memory, if there is one. */
+static const struct launch_info *launch_by_shape(struct ingest *in, const struct kj_rec_kernel *k)
+{
+	uint64_t v;
+	if (!in->node_shapes) {
+		in->node_shapes = kj_map_new();
+		if (!in->node_shapes)
+			return NULL;
+		for (size_t i = 0; i < in->nlaunches; i++) {
+			const struct launch_info *l = &in->launches[i];
+			const struct kj_rec_group *g = in->groups[l->group].rec;
+			if (!kj_map_get(in->node_corrs, l->correlation, &v))
+				continue;
+			uint64_t key = shape_key(g->name_id, g->grid, g->block, g->shmem_dynamic);
+			if (!kj_map_get(in->node_shapes, key, &v))
+				kj_map_put(in->node_shapes, key, i + 1);
+		}
+	}
+	uint32_t grid[3], block[3];
+	for (int i = 0; i < 3; i++) {
+		grid[i] = (uint32_t)k->grid[i];
+		block[i] = (uint32_t)k->block[i];
+	}
+	if (!kj_map_get(in->node_shapes, shape_key(k->name_id, grid, block, (uint32_t)k->shmem_dynamic), &v))
+		return NULL;
+	return &in->launches[v - 1];
+}
+
 static const struct launch_info *kernel_launch(struct ingest *in, const struct kj_rec_kernel *k)
 {
 	uint64_t v;
-	if (k->graph_node_id)
-		return ing_node_launch(in, k->graph_node_id);
+	if (k->graph_node_id) {
+		const struct launch_info *l = ing_node_launch(in, k->graph_node_id);
+		return l ? l : launch_by_shape(in, k);
+	}
 	return kj_map_get(in->corr, k->correlation, &v) ? &in->launches[v] : NULL;
 }
 
@@ -162,7 +203,13 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 	ing_bind_opt_i64(st, 24, launch_ns >= 0, tid);
 	ing_bind_opt_i64(st, 25, launch_ns >= 0, launch_ns);
 	in->stats->kernels++;
-	return ing_step_done(in, st);
+	int rc = ing_step_done(in, st);
+	/* the kept iteration's sequence needs each graph kernel's launch (its parameters) */
+	if (!rc && k->graph_node_id && l &&
+	    kj_map_put(in->graph_rows, (uint64_t)sqlite3_last_insert_rowid(in->db),
+		       (uint64_t)(l - in->launches) + 1))
+		rc = KJ_ENOMEM;
+	return rc;
 }
 
 static const char *copy_kind(uint8_t k)
