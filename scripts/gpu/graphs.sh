@@ -2,7 +2,7 @@
 # On the GPU machine: graph-launched and compiler-generated programs traced, replayed and compared
 # (issue 11). One part per argument; logs and small run databases under $OUT.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/graphs.sh PART...
-# parts: tests trace replay compare slim
+# parts: tests trace replay compare bench slim
 #   trace:   kjoule run of each example kind into $RUNS (gpt2 eager/graph/compile, jax, resnet, graph_target)
 #   replay:  kjoule replay --energy (defaults) of each, timed
 #   compare: kjoule compare --json of each into $OUT
@@ -33,21 +33,23 @@ tests)
 	;;
 trace)
 	for k in $KINDS; do
-		t0=$(date +%s.%N)
+		t0=$(date +%s%N)
 		# shellcheck disable=SC2046
 		timeout 300 "$kj" run --force -o "$RUNS/$k.kjdb" $(range_of "$k") -- $(cmd_of "$k") \
 			> "$RUNS/$k.log" 2>&1
 		rc=$?
-		echo "trace $k rc=$rc $(echo "$(date +%s.%N) - $t0" | bc) s $(tail -1 "$RUNS/$k.log" | cut -c1-150)"
+		echo "$k trace_s $(( ($(date +%s%N) - t0) / 1000000 ))e-3" >> "$RUNS/times.txt"
+		echo "trace $k rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms $(tail -1 "$RUNS/$k.log" | cut -c1-150)"
 	done
 	;;
 replay)
 	for k in $KINDS; do
 		[ -f "$RUNS/$k.kjdb" ] || continue
-		t0=$(date +%s.%N)
+		t0=$(date +%s%N)
 		timeout 300 "$kj" replay "$RUNS/$k.kjdb" --energy ${REPLAY_ARGS:-} > "$RUNS/$k.replay.log" 2>&1
 		rc=$?
-		echo "replay $k rc=$rc $(echo "$(date +%s.%N) - $t0" | bc) s: $(grep -c . "$RUNS/$k.replay.log") lines; $(tail -2 "$RUNS/$k.replay.log" | tr '\n' ' ' | cut -c1-200)"
+		echo "$k replay_s $(( ($(date +%s%N) - t0) / 1000000 ))e-3 $rc" >> "$RUNS/times.txt"
+		echo "replay $k rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms: $(grep -c . "$RUNS/$k.replay.log") lines; $(grep "kjoule replay:" "$RUNS/$k.replay.log" | head -1 | cut -c1-200)"
 	done
 	;;
 compare)
@@ -73,6 +75,12 @@ print(f"compare {k}: iter={g('iterations')} kernels/iter={g('kernels_per_iterati
       f"explained={g('explained_fraction')} energy_err={g('energy_error_pct')}")
 PY
 	done
+	;;
+bench)
+	# one JSON of every kind's figures, from the run databases and compare's JSON (the numbers of
+	# bench/results/graph_programs.json); nothing typed by hand
+	python3 scripts/gpu/graphs_bench.py --runs "$RUNS" --kinds "$KINDS" -o "$OUT/graph_programs.json" \
+		--command "bash scripts/gpu/graphs.sh $*"
 	;;
 slim)
 	# copies without module images and snapshots, for analysis work on a machine without a GPU
