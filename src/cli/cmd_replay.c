@@ -43,9 +43,10 @@ static void usage(FILE *f)
 		"  --runs N         timed launches per cache mode (100)     --warmup W  untimed first (10)\n"
 		"  --cache MODE     warm, cold (L2 flushed before each launch) or both (both)\n"
 		"  --energy         CUDA graph of U launches (--unroll, 100) measured over >= S seconds\n"
-		"                   (default: 60 s shared among the kernels measured, 0.3..2 s each)\n"
-		"  --all            energy for every kernel; by default only kernels that ran inside the\n"
-		"                   run's iterations get it (warm-up and autotuning kernels: latency only)\n"
+		"                   (default: 40 s shared among the kernels measured, 0.3..2 s each)\n"
+		"  --all            energy for every kernel; by default only the kernels that hold 97 %% of\n"
+		"                   the measured iterations' kernel time get it (warm-up and autotuning\n"
+		"                   kernels: latency only); compare extrapolates the rest and says so\n"
 		"  --budget S       start no replay after S seconds; what is left is listed as skipped\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
@@ -727,8 +728,8 @@ int cmd_replay(int argc, char **argv)
 		size_t ne = 0;
 		for (size_t i = 0; i < plan.n; i++)
 			ne += plan.items[i].energy && !plan.items[i].skip[0];
-		/* 60 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms */
-		o.energy_s = ne ? 60.0 / (double)ne : 2.0;
+		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms */
+		o.energy_s = ne ? 40.0 / (double)ne : 2.0;
 		o.energy_s = o.energy_s < 0.3 ? 0.3 : o.energy_s > 2.0 ? 2.0 : o.energy_s;
 	}
 	if (!o.json) {

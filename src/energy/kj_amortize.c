@@ -47,6 +47,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	double min_s = o->min_seconds > 0 ? o->min_seconds : 3.0;
 	int min_upd = o->min_updates > 0 ? o->min_updates : 20;
 	double warm_max = o->warmup_max_s > 0 ? o->warmup_max_s : 5.0;
+	double warm_min = o->warmup_min_s > 0 ? o->warmup_min_s : 0.5;
 	struct kj_sampler *s = NULL;
 	struct kj_power_sample *v = NULL;
 	struct mark *marks = NULL;
@@ -80,7 +81,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		}
 		if ((double)(b - t0) * NS > warm_max)
 			break; /* not steady: measure anyway (docs/energy.md) */
-		if (nclk >= 5 && (double)(b - t0) * NS >= 0.5) {
+		if (nclk >= 5 && (double)(b - t0) * NS >= warm_min) {
 			int lo = clk[0], hi = clk[0];
 			for (int i = 1; i < 5; i++) {
 				lo = clk[i] < lo ? clk[i] : lo;

@@ -67,6 +67,8 @@ struct kj_amortize_opts {
 	double min_seconds;      /* run at least this long after warm-up (default 3) */
 	int min_updates;         /* and at least this many counter updates (default 20) */
 	double warmup_max_s;     /* give up waiting for a steady SM clock after this (default 5) */
+	double warmup_min_s;     /* warm up at least this long (default 0.5; less when the GPU has
+				  * just been busy, as between two kernels of one replay worker) */
 };
 
 struct kj_amortize_result {

@@ -203,6 +203,10 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
  *        by name (kj_kernel_waits.h) are skipped with that reason.
  * @return 0, KJ_EDB, KJ_ENOMEM.
  */
+/** Without --all, replay --energy measures the kernels that hold this share of the iterations'
+ *  kernel time, largest first. */
+#define KJ_REPLAY_ENERGY_SHARE 0.97
+
 int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all);
 
 /** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */

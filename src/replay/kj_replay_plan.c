@@ -604,6 +604,12 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		}
 		sqlite3_finalize(st);
 		qsort(v, n, sizeof(*v), inst_cmp);
+		/* the measured iterations, as compare counts them: the first is warm-up when there are
+		 * more than three (cuDNN's autotuning candidates, compilation, first-touch) */
+		if (n > 3) {
+			memmove(v, v + 1, (n - 1) * sizeof(*v));
+			n--;
+		}
 	}
 	if (n) {
 		/* per unique kernel: its launches issued inside an iteration, and their traced time */
@@ -640,8 +646,6 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 	for (size_t i = 0; i < plan->n; i++) {
 		struct kj_replay_item *it = &plan->items[i];
 		char why[256];
-		/* no iterations at all: every kernel counts as the program's own work */
-		it->energy = energy && (all || !n || it->iter_launches > 0);
 		if (!it->skip[0] && kj_kernel_waits_by_name(it->mangled, why, sizeof(why))) {
 			snprintf(it->skip, sizeof(it->skip), "not replayable alone: %s (compare keeps its"
 				 " in-situ time)", why);
@@ -649,5 +653,22 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		}
 	}
 	qsort(plan->items, plan->n, sizeof(*plan->items), rank_cmp);
+	/* energy: every kernel with --all; else, largest share first, the kernels that hold
+	 * KJ_REPLAY_ENERGY_SHARE of the iterations' kernel time (without iterations: of the run's);
+	 * compare extrapolates the rest from them and says so */
+	{
+		int64_t total = n ? plan->iter_ns : 0, acc = 0;
+		for (size_t i = 0; i < plan->n; i++)
+			if (!n)
+				total += plan->items[i].traced_ns;
+		for (size_t i = 0; i < plan->n; i++) {
+			struct kj_replay_item *it = &plan->items[i];
+			int64_t t = n ? it->iter_ns : it->traced_ns;
+			it->energy = energy && !it->skip[0] &&
+				     (all || (t > 0 && (double)acc < KJ_REPLAY_ENERGY_SHARE * (double)total));
+			if (it->energy)
+				acc += t;
+		}
+	}
 	return 0;
 }
