@@ -81,8 +81,9 @@ static void CUDART_CB gate_wait(void *arg)
 /* The single-launch reference: SINGLE_CALLS calls, each between two events, enqueued in batches
  * of SINGLE_BATCH behind a gate so the GPU starts a batch only once all of it is queued. The
  * events then time each call on the GPU alone (its kernels and the gaps between them), not the
- * host's time to enqueue it (cuDNN's legacy API spends far longer on the host than a mid-sized
- * convolution takes on the GPU; ungated, the GPU waits for the host and the events time the host).
+ * host's time to enqueue it (cuDNN's legacy API can spend longer on the host than a mid-sized
+ * convolution takes on the GPU; ungated, the GPU then waits for the host and the events time the
+ * host: 0.28 ms against 0.054 ms in the graph for a 3x3 fp16 convolution on an H100).
  * *single_ms: median GPU time per call; *host_ms: median host time to enqueue one call;
  * *gate_timeouts: batches whose gate opened by timeout (the call synchronised inside, so those
  * calls were timed with the host's time in them). Synchronises s before returning, whatever
