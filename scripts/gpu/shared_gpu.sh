@@ -13,6 +13,7 @@
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: the test runs in its own folder and copies kill_program.json here
 kj=$KJ_BUILD/kjoule
 target=$KJ_BUILD/tests/gpu/shared/shared_target
 SOLO=${SOLO:-10} PAIRS=${PAIRS:-5} SECS=${SECS:-2}
@@ -21,20 +22,23 @@ trap 'rm -rf "$work"' EXIT
 q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
 
 echo "== gpu_shared test"
-(cd "$KJ_BUILD" && KJ_SHARED_KEEP="$OUT" timeout 180 ctest -R gpu_shared -V 2>&1 | grep -E "(ok|FAIL|killed|skipped|Passed|Failed|Error)" | tail -40) \
+(cd "$KJ_BUILD" && KJ_SHARED_KEEP="$OUT" timeout 180 ctest -R gpu_shared -V 2>&1 | grep -E "(ok|FAIL|killed|skipped|Passed|Failed|Error|note)" | tail -60) \
 	> "$OUT/gpu_shared_test.log"
 tail -25 "$OUT/gpu_shared_test.log"
 test_ok=$(grep -cE "^[0-9]+: ok " "$OUT/gpu_shared_test.log")
 test_fail=$(grep -cE "^[0-9]+: FAIL " "$OUT/gpu_shared_test.log")
 
-# one run's facts as a JSON line: kind, flagged, fraction of iterations, ...
+# one run's facts as a JSON line: kind, flagged, fraction of iterations, ...; compare's exit code
+# and stderr when it gives no shared_gpu (compare_shared_gpu null)
 facts() { # facts DB KIND RC
-	local j
-	j=$("$kj" compare "$1" --skip 1 --json 2>/dev/null | python3 -c 'import json,sys
+	local j crc
+	j=$("$kj" compare "$1" --skip 1 --json 2>"$work/cmp.err")
+	crc=$?
+	j=$(printf '%s' "$j" | python3 -c 'import json,sys
 try: print(json.dumps(json.load(sys.stdin)["shared_gpu"]))
 except Exception: print("null")')
-	python3 - "$1" "$2" "$3" "$j" <<'PY'
-import json, sqlite3, sys
+	python3 - "$1" "$2" "$3" "$j" "$crc" "$work/cmp.err" "${1%.kjdb}.out" <<'PY'
+import json, os, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 q = lambda s: db.execute(s).fetchone()[0]
 meta = dict(db.execute("SELECT key, value FROM meta"))
@@ -49,6 +53,11 @@ print(json.dumps({
     "listings": q("SELECT count(DISTINCT t_ns) FROM gpu_process_sample") if has else None,
     "kernels": q("SELECT count(*) FROM kernel"),
     "compare_shared_gpu": json.loads(sys.argv[4]),
+    "compare_exit": int(sys.argv[5]),
+    "compare_stderr": open(sys.argv[6]).read()[-400:] if json.loads(sys.argv[4]) is None else None,
+    "iterations": q("SELECT count(*) FROM nvtx_range WHERE name = 'step'") if q(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'nvtx_range'") else None,
+    "target": open(sys.argv[7]).read().strip() if os.path.exists(sys.argv[7]) else None,
 }))
 PY
 }
@@ -58,13 +67,13 @@ echo "== flagging study: $SOLO solo runs, $PAIRS pairs at once, $SECS s each"
 deadline=$((SECONDS + 150))
 for i in $(seq "$SOLO"); do
 	[ $SECONDS -gt $deadline ] && break
-	timeout 60 "$kj" run -o "$work/s$i.kjdb" -- "$target" "$SECS" >/dev/null 2>"$work/s$i.err"; rc=$?
+	timeout 60 "$kj" run -o "$work/s$i.kjdb" -- "$target" "$SECS" >"$work/s$i.out" 2>"$work/s$i.err"; rc=$?
 	facts "$work/s$i.kjdb" solo $rc >> "$work/runs.jsonl"
 done
 for i in $(seq "$PAIRS"); do
 	[ $SECONDS -gt $deadline ] && break
-	timeout 60 "$kj" run -o "$work/a$i.kjdb" -- "$target" "$SECS" >/dev/null 2>"$work/a$i.err" & pa=$!
-	timeout 60 "$kj" run -o "$work/b$i.kjdb" -- "$target" "$SECS" >/dev/null 2>"$work/b$i.err" & pb=$!
+	timeout 60 "$kj" run -o "$work/a$i.kjdb" -- "$target" "$SECS" >"$work/a$i.out" 2>"$work/a$i.err" & pa=$!
+	timeout 60 "$kj" run -o "$work/b$i.kjdb" -- "$target" "$SECS" >"$work/b$i.out" 2>"$work/b$i.err" & pb=$!
 	wait $pa; ra=$?; wait $pb; rb=$?
 	facts "$work/a$i.kjdb" pair $ra >> "$work/runs.jsonl"
 	facts "$work/b$i.kjdb" pair $rb >> "$work/runs.jsonl"
@@ -99,6 +108,14 @@ print("%-28s %d of %d (want all)" % ("concurrent runs flagged", res["pair_flagge
 fr = [r["compare_shared_gpu"]["fraction_with_other_processes"] for r in pair if r.get("compare_shared_gpu")]
 print("%-28s %s" % ("pair iteration fractions", " ".join("%.2f" % f for f in fr if f is not None) or "-"))
 print("%-28s %s" % ("solo util-only intervals", " ".join(str(r["utilization_intervals"]) for r in solo) or "-"))
-print("%-28s %s" % ("SIGKILL of program: lost ms", kill["lost_ms"] if kill else "-"))
+print("%-28s %s" % ("iterations per run", " ".join(str(r.get("iterations")) for r in runs) or "-"))
+bad = [r for r in runs if r.get("compare_shared_gpu") is None]
+print("%-28s %d of %d%s" % ("compare without shared_gpu", len(bad), len(runs),
+                            ": exit %s, %s" % (bad[0].get("compare_exit"), (bad[0].get("compare_stderr") or "").strip()[:200])
+                            if bad else ""))
+if runs and runs[0].get("target"):
+    print("%-28s %s" % ("target (first run)", runs[0]["target"]))
+print("%-28s %s" % ("SIGKILL of program: lost ms", kill["lost_ms"] if kill and kill.get("lost_ms") is not None
+                    else "- (no kill_program.json)" if not kill else "- (no kernel recorded before the kill)"))
 print("%-28s %s ok, %s FAIL" % ("gpu_shared test checks", sys.argv[5], sys.argv[6]))
 PY

@@ -474,9 +474,9 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 			kj_errorf("%s: pipeline '%s': phase '%s' (%s): %s", p->file, p->name, ph->name, desc,
 				  r[i].error);
 		if (log)
-			fprintf(log, "phase %d %s: status=%s latency_ms=%.6f single_ms=%.6f power_w=%.2f energy_j=%.6g "
-				"unc_j=%.3g dynamic_j=%.6g repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
-				r[i].status, r[i].latency_ms, r[i].single_ms, r[i].power_w, r[i].energy_j,
+			fprintf(log, "phase %d %s: status=%s latency_ms=%.6f single_ms=%.6f host_ms=%.6f power_w=%.2f "
+				"energy_j=%.6g unc_j=%.3g dynamic_j=%.6g repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
+				r[i].status, r[i].latency_ms, r[i].single_ms, r[i].host_ms, r[i].power_w, r[i].energy_j,
 				r[i].energy_unc_j, r[i].dynamic_j, ph->repeat, desc, r[i].error[0] ? " error: " : "",
 				r[i].error);
 		fflush(stdout);

@@ -183,13 +183,64 @@ static int cmp_i64_pair(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-/* Secondary signal: utilisation readings > 0 of a GPU with no traced kernel, copy or memset
- * anywhere in the lookback before them, merged into intervals. */
+int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const int64_t *iv, size_t m,
+			    int64_t **out, size_t *n_out)
+{
+	int64_t *v = NULL, open_ns = -1, last_ns = -1;
+	size_t nv = 0, cap = 0, readings = 0;
+	*out = NULL;
+	*n_out = 0;
+	for (size_t i = 0; i <= n; i++) {
+		int fires = 0;
+		if (i < n) {
+			int64_t t = t_ns[i];
+			/* the last merged interval starting at or before t: does it end after t - lookback? */
+			size_t lo = 0, hi = m;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (iv[2 * mid] <= t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			int explained = lo > 0 && iv[2 * (lo - 1) + 1] > t - KJ_WATCH_UTIL_LOOKBACK_NS;
+			int inside = m == 0 || (t > iv[0] && t <= iv[2 * m - 1]);
+			fires = util[i] > 0 && !explained && inside;
+			if (fires) {
+				if (open_ns < 0)
+					open_ns = t, readings = 0;
+				last_ns = t;
+				readings++;
+				continue;
+			}
+		}
+		if (open_ns >= 0 && readings >= KJ_WATCH_UTIL_MIN_READINGS) {
+			int64_t *g = kj_grow(v, &cap, 2 * nv + 2, sizeof(*g), 16);
+			if (!g) {
+				free(v);
+				return KJ_ENOMEM;
+			}
+			v = g;
+			v[2 * nv] = open_ns;
+			v[2 * nv + 1] = last_ns;
+			nv++;
+		}
+		open_ns = -1;
+	}
+	*out = v;
+	*n_out = nv;
+	return 0;
+}
+
+/* Secondary signal: kj_watch_util_stretches over the GPU's traced kernels, copies and memsets
+ * and its utilisation readings, one foreign_activity row (source 'utilization') each. */
 static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t *iv = NULL; /* merged [start, end) pairs of traced activity */
-	size_t n = 0, cap = 0;
+	int64_t *rt = NULL, *sv = NULL;
+	int *ru = NULL;
+	size_t n = 0, cap = 0, nr = 0, cap_t = 0, cap_u = 0, ns = 0;
 	int rc = kj_db_prepare(db, "SELECT start_ns, end_ns FROM kernel WHERE device_id = ?1"
 			       " UNION ALL SELECT start_ns, end_ns FROM memcpy WHERE device_id = ?1"
 			       " UNION ALL SELECT start_ns, end_ns FROM memset WHERE device_id = ?1", &st);
@@ -227,38 +278,29 @@ static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
 	if (rc)
 		goto out;
 	sqlite3_bind_int64(st, 1, dev);
-	int64_t open_ns = -1, last_ns = -1;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(st, 0);
-		int util = sqlite3_column_int(st, 1);
-		int explained = 0;
-		/* the last merged interval starting before t: does it end after t - lookback? */
-		size_t lo = 0, hi = m;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (iv[2 * mid] < t)
-				lo = mid + 1;
-			else
-				hi = mid;
+		int64_t *gt = kj_grow(rt, &cap_t, nr, sizeof(*gt), 4096);
+		if (gt)
+			rt = gt;
+		int *gu = gt ? kj_grow(ru, &cap_u, nr, sizeof(*gu), 4096) : NULL;
+		if (!gu) {
+			rc = KJ_ENOMEM;
+			goto out;
 		}
-		if (lo > 0 && iv[2 * (lo - 1) + 1] > t - KJ_WATCH_UTIL_LOOKBACK_NS)
-			explained = 1;
-		if (util > 0 && !explained) {
-			if (open_ns < 0)
-				open_ns = t;
-			last_ns = t;
-		} else if (open_ns >= 0) {
-			rc = insert_interval(ins, dev, -1, NULL, open_ns, last_ns, "utilization");
-			open_ns = -1;
-			if (rc)
-				goto out;
-		}
+		ru = gu;
+		rt[nr] = sqlite3_column_int64(st, 0);
+		ru[nr] = sqlite3_column_int(st, 1);
+		nr++;
 	}
-	if (open_ns >= 0)
-		rc = insert_interval(ins, dev, -1, NULL, open_ns, last_ns, "utilization");
+	rc = kj_watch_util_stretches(rt, ru, nr, iv, m, &sv, &ns);
+	for (size_t i = 0; i < ns && !rc; i++)
+		rc = insert_interval(ins, dev, -1, NULL, sv[2 * i], sv[2 * i + 1], "utilization");
 out:
 	sqlite3_finalize(st);
 	free(iv);
+	free(rt);
+	free(ru);
+	free(sv);
 	return rc;
 }
 

@@ -9,8 +9,28 @@
 
 #include "kj_sampler.h"
 
-/** NVML's utilisation covers up to this much time before its read (1/6 s to 1 s by product). */
-#define KJ_WATCH_UTIL_LOOKBACK_NS 1000000000LL
+/** How long after a kernel NVML's utilisation may still show it: a reading gives the last
+ *  complete sample period (1/6 s to 1 s by product) and stays until the next one completes, so
+ *  up to two periods. */
+#define KJ_WATCH_UTIL_LOOKBACK_NS 2000000000LL
+/** Fewest readings of a kept secondary-signal stretch: a lone reading is noise. */
+#define KJ_WATCH_UTIL_MIN_READINGS 2
+
+/**
+ * @brief The secondary signal's stretches of one GPU: runs of consecutive utilisation readings
+ * above 0 that no traced activity explains (none ending within KJ_WATCH_UTIL_LOOKBACK_NS before
+ * the reading), each of at least KJ_WATCH_UTIL_MIN_READINGS readings. When the GPU has traced
+ * activity, only readings inside its span (first start to last end) count: before it, the
+ * driver's own context and module set-up shows as utilisation; after it, NVML's lag and the
+ * teardown do; neither is another process, and no iteration lies there.
+ * @param t_ns, util  n readings in time order
+ * @param iv          m traced intervals as [start, end) pairs, sorted by start and merged
+ * @param out         receives a malloc'ed array of [first, last] reading times (caller frees;
+ *                    NULL when none); *n_out their number
+ * @return 0 or KJ_ENOMEM.
+ */
+int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const int64_t *iv, size_t m,
+			    int64_t **out, size_t *n_out);
 
 /**
  * @brief Write the watch's findings into a run database, inside the caller's transaction and

@@ -116,7 +116,8 @@ struct kj_phase_result {
 	char status[16];        /* ok | failed | skipped */
 	char error[320];
 	double latency_ms;      /* average per call (unrolled graph replays) */
-	double single_ms;       /* event timing of single launches (median), 0 when absent */
+	double single_ms;       /* event timing of single launches on the GPU (median), 0 when absent */
+	double host_ms;         /* host time to enqueue one single launch (median), 0 when absent */
 	double power_w;         /* average power while running */
 	double energy_j;        /* total energy per call */
 	double energy_unc_j;

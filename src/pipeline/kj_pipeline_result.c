@@ -16,10 +16,10 @@ void kj_phase_result_emit(FILE *f, const struct kj_phase_result *r)
 	for (char *c = err; *c; c++) /* one line: vendor messages may hold newlines */
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
-	fprintf(f, "KJ_PHASE status=%s latency_ns=%.3f single_ns=%.3f power_w=%.3f energy_mj=%.6f "
+	fprintf(f, "KJ_PHASE status=%s latency_ns=%.3f single_ns=%.3f host_ns=%.3f power_w=%.3f energy_mj=%.6f "
 		"unc_mj=%.6f launches=%" PRId64 " has_energy=%d error=%s\n", r->status[0] ? r->status : "failed",
-		r->latency_ms * 1e6, r->single_ms * 1e6, r->power_w, r->energy_j * 1e3, r->energy_unc_j * 1e3,
-		r->launches, r->has_energy, err);
+		r->latency_ms * 1e6, r->single_ms * 1e6, r->host_ms * 1e6, r->power_w, r->energy_j * 1e3,
+		r->energy_unc_j * 1e3, r->launches, r->has_energy, err);
 	fflush(f);
 }
 
@@ -58,6 +58,8 @@ int kj_phase_result_parse(const char *line, struct kj_phase_result *r)
 			r->latency_ms = x * 1e-6;
 		} else if (kl == 9 && !strncmp(p, "single_ns", 9)) {
 			r->single_ms = x * 1e-6;
+		} else if (kl == 7 && !strncmp(p, "host_ns", 7)) {
+			r->host_ms = x * 1e-6;
 		} else if (kl == 7 && !strncmp(p, "power_w", 7)) {
 			r->power_w = x;
 		} else if (kl == 9 && !strncmp(p, "energy_mj", 9)) {

@@ -69,6 +69,9 @@ import json,sys; j=json.load(sys.stdin); assert j['explained_fraction'] is None 
 "$KJ" compare "$T/run.kjdb" --region nope >/dev/null 2>"$T/e" && fail "absent region accepted"
 grep -q "no NVTX range named 'nope'" "$T/e" || fail "absent region message"
 "$KJ" compare "$T/run.kjdb" --skip 6 >/dev/null 2>"$T/e" && fail "--skip 6 accepted"
+# --json with no iteration left: a failure exit and the reason, never an empty answer with exit 0
+"$KJ" compare "$T/run.kjdb" --skip 6 --json >"$T/o" 2>"$T/e" && fail "--skip 6 --json accepted"
+grep -q "leaves no iteration" "$T/e" || fail "--skip 6 --json: no reason on stderr: $(cat "$T/e")"
 "$KJ" compare "$T/run.kjdb" --skip x >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --skip is not a usage error"
 "$KJ" compare >/dev/null 2>&1; [ $? -eq 2 ] || fail "no argument is not a usage error"
 

@@ -1,7 +1,9 @@
 /* The watch for other processes with a fake back-end (no GPU): our pid and a foreign pid that
  * exists here are told apart; pids of another pid namespace are matched to our processes by time;
- * a driver that refuses to list processes is reported once as "cannot be seen here"; and the
- * report side's arithmetic: which iterations had foreign work and when clean ones are used. */
+ * a driver that refuses to list processes is reported once as "cannot be seen here"; the
+ * secondary signal keeps real unexplained utilisation and drops the run's edges, NVML's lag and
+ * lone readings; and the report side's arithmetic: which iterations had foreign work and when
+ * clean ones are used. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,6 +265,51 @@ static void test_no_process_list(void **state)
 	kj_sampler_close(s);
 }
 
+#define MS 1000000LL
+
+/* Readings every 100 ms over 10 s. Traced work [3.0, 4.0) s and [7.5, 8.0) s. Utilisation above
+ * 0: 1.0-2.0 s (the driver setting up the context, before any traced work: not counted),
+ * 3.0-5.9 s (our work, and NVML still showing it up to 2 s after), 6.2-7.0 s (nothing of ours
+ * within 2 s: counted), 7.2 s alone (noise), 7.5-10 s (our work, NVML's lag, teardown: after the
+ * last traced work, not counted). One stretch: [6.2 s, 7.0 s]. */
+static void test_util_stretches(void **state)
+{
+	(void)state;
+	int64_t t[101], iv[4] = {3000 * MS, 4000 * MS, 7500 * MS, 8000 * MS}, *out = NULL;
+	int util[101];
+	size_t n_out = 99;
+	for (int i = 0; i <= 100; i++) {
+		int ms = i * 100;
+		t[i] = ms * MS;
+		util[i] = (ms >= 1000 && ms <= 2000) || (ms >= 3000 && ms <= 5900) || (ms >= 6200 && ms <= 7000) ||
+				  ms == 7200 || ms >= 7500
+			      ? 40
+			      : 0;
+	}
+	assert_int_equal(kj_watch_util_stretches(t, util, 101, iv, 2, &out, &n_out), 0);
+	assert_int_equal(n_out, 1);
+	assert_int_equal(out[0], 6200 * MS);
+	assert_int_equal(out[1], 7000 * MS);
+	free(out);
+
+	/* a solo run as the GPU machine showed it: busy before the first kernel and for 2 s after
+	 * the last, never in between unexplained: nothing */
+	for (int i = 0; i <= 100; i++)
+		util[i] = i * 100 < 3000 || i * 100 >= 7500 || (i * 100 >= 3000 && i * 100 <= 5900) ? 30 : 0;
+	assert_int_equal(kj_watch_util_stretches(t, util, 101, iv, 2, &out, &n_out), 0);
+	assert_int_equal(n_out, 0);
+	assert_null(out);
+
+	/* a GPU with no traced work at all: every stretch of 2 readings or more counts */
+	for (int i = 0; i <= 100; i++)
+		util[i] = (i >= 10 && i <= 20) || i == 50 ? 10 : 0;
+	assert_int_equal(kj_watch_util_stretches(t, util, 101, NULL, 0, &out, &n_out), 0);
+	assert_int_equal(n_out, 1);
+	assert_int_equal(out[0], 1000 * MS);
+	assert_int_equal(out[1], 2000 * MS);
+	free(out);
+}
+
 static void test_choose(void **state)
 {
 	(void)state;
@@ -300,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_namespace),
 	    cmocka_unit_test(test_blind),
 	    cmocka_unit_test(test_no_process_list),
+	    cmocka_unit_test(test_util_stretches),
 	    cmocka_unit_test(test_choose),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);

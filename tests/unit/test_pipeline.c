@@ -203,7 +203,7 @@ static void test_cost_and_lines(void **state)
 	memset(&r, 0, sizeof(r));
 	snprintf(r.status, sizeof(r.status), "ok");
 	snprintf(r.error, sizeof(r.error), "energy not measured: no GPU,\ndriver, NVML");
-	r.latency_ms = 0.0123, r.single_ms = 0.015, r.power_w = 412.5, r.energy_j = 0.00507, r.energy_unc_j = 1e-5;
+	r.latency_ms = 0.0123, r.single_ms = 0.015, r.host_ms = 0.25, r.power_w = 412.5, r.energy_j = 0.00507, r.energy_unc_j = 1e-5;
 	r.launches = 2000, r.has_energy = 1;
 	char *buf = NULL;
 	size_t len = 0;
@@ -215,6 +215,8 @@ static void test_cost_and_lines(void **state)
 	assert_string_equal(r2.status, "ok");
 	assert_string_equal(r2.error, "energy not measured: no GPU, driver, NVML\n");
 	assert_true(fabs(r2.latency_ms - 0.0123) < 1e-9);
+	assert_true(fabs(r2.single_ms - 0.015) < 1e-9);
+	assert_true(fabs(r2.host_ms - 0.25) < 1e-9);
 	assert_true(fabs(r2.energy_j - 0.00507) < 1e-9);
 	assert_int_equal(r2.launches, 2000);
 	assert_int_equal(r2.has_energy, 1);

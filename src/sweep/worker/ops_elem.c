@@ -130,15 +130,15 @@ static int elem_bwd(struct sw_ctx *c, void *st)
 	}
 }
 
-/* One window [off, off+len) of the elementwise ops (gelu, res_add, rope: whole rows of d). */
+/* One window of elements [off, off+len) of the elementwise ops (gelu, res_add, rope: whole rows of d). */
 static int check_window(struct sw_ctx *c, struct elem *e, int64_t off, int64_t len, double *acc)
 {
-	double *x = sw_download_rows(c, e->x, (size_t)off, 1, (size_t)len, e->dt);
-	double *y = sw_download_rows(c, e->y, (size_t)off, 1, (size_t)len, e->dt);
-	double *dy = sw_download_rows(c, e->dy, (size_t)off, 1, (size_t)len, e->dt);
-	double *dx = sw_download_rows(c, e->dx, (size_t)off, 1, (size_t)len, e->dt);
-	double *z = e->z ? sw_download_rows(c, e->z, (size_t)off, 1, (size_t)len, e->dt) : NULL;
-	double *dz = e->dz ? sw_download_rows(c, e->dz, (size_t)off, 1, (size_t)len, e->dt) : NULL;
+	double *x = sw_download_range(c, e->x, (size_t)off, (size_t)len, e->dt);
+	double *y = sw_download_range(c, e->y, (size_t)off, (size_t)len, e->dt);
+	double *dy = sw_download_range(c, e->dy, (size_t)off, (size_t)len, e->dt);
+	double *dx = sw_download_range(c, e->dx, (size_t)off, (size_t)len, e->dt);
+	double *z = e->z ? sw_download_range(c, e->z, (size_t)off, (size_t)len, e->dt) : NULL;
+	double *dz = e->dz ? sw_download_range(c, e->dz, (size_t)off, (size_t)len, e->dt) : NULL;
 	int ok = x && y && dy && dx && (!e->z || (z && dz));
 	for (int64_t i = 0; ok && i < len; i++) {
 		if (e->kind == GELU) {

@@ -78,8 +78,11 @@ size_t sw_dtype_bytes(int dtype);
 int sw_dtype_of(int precision);
 /** Copy n elements of a device buffer of dtype to a new host double array (caller frees). */
 double *sw_download(struct sw_ctx *c, const void *d, size_t n, int dtype);
-/** Copy rows [r0, r0+nr) of a row-major device matrix with ncols columns to host doubles. */
+/** Copy rows [r0, r0+nr) of a row-major device matrix with ncols columns to host doubles
+ *  (r0 counts rows: the copy starts at element r0 * ncols). */
 double *sw_download_rows(struct sw_ctx *c, const void *d, size_t r0, size_t nr, size_t ncols, int dtype);
+/** Copy elements [off, off+n) of a device buffer to host doubles (caller frees). */
+double *sw_download_range(struct sw_ctx *c, const void *d, size_t off, size_t n, int dtype);
 double sw_rel_err(const double *out, const double *ref, size_t n);
 int sw_sync(struct sw_ctx *c, const char *what);
 /** NVML's index of CUDA device cuda_device, matched by PCI bus id; -1 with a reason in why. */

@@ -134,7 +134,21 @@ static void to_double(const void *raw, size_t n, int dtype, double *out)
 
 double *sw_download_rows(struct sw_ctx *c, const void *d, size_t r0, size_t nr, size_t ncols, int dtype)
 {
-	size_t eb = sw_dtype_bytes(dtype), n = nr * ncols;
+	return sw_download_range(c, d, r0 * ncols, nr * ncols, dtype);
+}
+
+/* The copy is checked against the buffer sw_alloc recorded (when d is one of the context's), so a
+ * window past the end fails with its numbers rather than CUDA's bare invalid argument. */
+double *sw_download_range(struct sw_ctx *c, const void *d, size_t off, size_t n, int dtype)
+{
+	size_t eb = sw_dtype_bytes(dtype);
+	for (int i = 0; i < c->nbufs; i++) {
+		size_t have = c->bufs[i].n * sw_dtype_bytes(c->bufs[i].dtype);
+		if (c->bufs[i].d == d && (off * eb > have || n * eb > have - off * eb)) {
+			sw_fail(c, "download", "elements [%zu, %zu) of a buffer of %zu", off, off + n, have / eb);
+			return NULL;
+		}
+	}
 	void *raw = malloc(n * eb + 1);
 	double *out = malloc(n * sizeof(*out) + 1);
 	if (!raw || !out) {
@@ -144,7 +158,7 @@ double *sw_download_rows(struct sw_ctx *c, const void *d, size_t r0, size_t nr, 
 		return NULL;
 	}
 	if (sw_cuda(c, cudaStreamSynchronize(c->stream), "before download") ||
-	    sw_cuda(c, cudaMemcpy(raw, (const char *)d + r0 * ncols * eb, n * eb, cudaMemcpyDeviceToHost),
+	    sw_cuda(c, cudaMemcpy(raw, (const char *)d + off * eb, n * eb, cudaMemcpyDeviceToHost),
 		    "download")) {
 		free(raw);
 		free(out);

@@ -1,13 +1,23 @@
 /* CUPTI activity buffers: hands CUPTI empty buffers and turns completed ones into spool
- * records. Runs on CUPTI's own thread; the traced program's threads never come here. */
+ * records. Runs on CUPTI's own thread and on a flush thread of its own; the traced program's
+ * threads never come here. */
 #include <cupti.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "inject.h"
 
 #define ACT_BUF (8u << 20)
+#define FLUSH_MS 500
+
+/* The flush thread and the final forced flush take turns under flush_lock; after the final one
+ * the thread calls CUPTI no more. */
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t flusher;
+static int flush_stopped;
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -182,6 +192,22 @@ static int enable(CUpti_ActivityKind kind, const char *what)
 	return 0;
 }
 
+static void *flush_loop(void *arg)
+{
+	struct timespec ts = {FLUSH_MS / 1000, (long)(FLUSH_MS % 1000) * 1000000L};
+	(void)arg;
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&flush_lock);
+		if (flush_stopped) {
+			pthread_mutex_unlock(&flush_lock);
+			return NULL;
+		}
+		cuptiActivityFlushAll(0);
+		pthread_mutex_unlock(&flush_lock);
+	}
+}
+
 int kj_activity_start(void)
 {
 	CUptiResult r;
@@ -198,8 +224,15 @@ int kj_activity_start(void)
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (enable(kinds[i].kind, kinds[i].what) != 0 && i == 0)
 			return -1; /* without kernels there is no trace */
-	/* deliver completed buffers at least every second: a killed program loses at most that */
-	cuptiActivityFlushPeriod(500);
+	/* cuptiActivityFlushPeriod alone hands back only full buffers (CUPTI's documentation): a
+	 * program killed before 8 MiB of records lost them all. A default flush (flag 0) hands back
+	 * every buffer whose records are complete, full or not; CUPTI allows it from a thread of
+	 * the client's at a regular interval. A killed program loses at most ~FLUSH_MS of records. */
+	cuptiActivityFlushPeriod(FLUSH_MS);
+	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+		pthread_detach(flusher);
+	else
+		kj_spool_problem("no periodic flush of GPU activity: a killed program loses its records");
 	return 0;
 }
 
@@ -212,7 +245,12 @@ void kj_activity_pause(int paused)
 			cuptiActivityEnable(kinds[i].kind);
 }
 
+/* The last flush: stops the flush thread's calls, then hands back every buffer, incomplete
+ * records included. */
 void kj_activity_flush(void)
 {
+	pthread_mutex_lock(&flush_lock);
+	flush_stopped = 1;
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_unlock(&flush_lock);
 }
