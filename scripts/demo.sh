@@ -14,11 +14,17 @@ fi
 echo "== kjoule info $run"; "$kj" info "$run"
 echo; echo "== kjoule kernels $run --top 15"; "$kj" kernels "$run" --top 15
 echo; echo "== kjoule compare $run"; "$kj" compare "$run"
+graphrun=examples/runs/gpt_graph.kjdb
+echo; echo "== a program captured in a CUDA graph: kjoule compare $graphrun"
+echo "   (GPT-2-medium shape in torch.cuda.graph: each forward is one graph launch whose kernels run"
+echo "    after the NVTX range closed; they belong to the iteration that launched them)"
+"$kj" compare "$graphrun" | sed -n '1,16p;/^Sequence replay/,/^Energy/p'
 shipped=examples/runs/bloom560m.kjdb
 page=$(dirname "$kj")/bloom560m_report.html
+"$kj" report "$graphrun" -o "$(dirname "$kj")/gpt_graph_report.html" --quiet
 echo; echo "== kjoule report $shipped -o $page"; "$kj" report "$shipped" -o "$page" --quiet
 if [ "$run" != "$shipped" ]; then
 	"$kj" report "$run" -o "$(dirname "$kj")/demo_run_report.html" --quiet
 	page="$page and $(dirname "$kj")/demo_run_report.html"
 fi
-echo "the report: open $page in a browser (one file, no network needed)"
+echo "the reports: open $page (and $(dirname "$kj")/gpt_graph_report.html) in a browser (one file each, no network needed)"

@@ -86,8 +86,8 @@ def main():
         dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True).stdout.strip()
     except OSError:
-        dev = "unknown (no nvidia-smi)"
-    res = {"device": dev, "date": datetime.datetime.utcnow().isoformat() + "Z", "command": a.command,
+        dev = None  # not on the GPU machine: the device each run database recorded
+    res = {"device": dev, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "command": a.command,
            "kinds": {}}
     for k in a.kinds.split():
         p = os.path.join(a.runs, f"{k}.kjdb")
@@ -100,13 +100,19 @@ def main():
             res["kinds"][k] = {"error": f"compare JSON unreadable: {e}"}
             continue
         gb, gk, nl = graph_launch_busy(db, (c.get("iterations") or {}).get("region"))
-        seq = {m: ns / 1e3 for m, ns in db.execute("SELECT mode, median_ns FROM replay_sequence")}
+        seq = {m: ns / 1e3 for m, ns in db.execute("SELECT mode, median_ns FROM replay_sequence WHERE median_ns > 0")}
         busy = c.get("busy_us")
         ratios = {}
         for key in ("replay_sum_warm_us", "replay_sum_cold_us", "replay_sum_sequence_us"):
             if c.get(key) is not None and c.get("kernel_sum_us"):
                 ratios[key] = c[key] / c["kernel_sum_us"]
+        row = db.execute("SELECT name, driver_version FROM device ORDER BY id LIMIT 1").fetchone()
+        traced = db.execute("SELECT value FROM meta WHERE key = 'start_realtime'").fetchone()
+        if res["device"] is None and row:
+            res["device"] = f"{row[0]}, {row[1]} (from the run databases)"
         r = {
+            "traced_at": traced[0] if traced else None,
+            "command": (db.execute("SELECT value FROM meta WHERE key = 'command'").fetchone() or [None])[0],
             "iteration": c.get("iterations"),
             "kernels_per_iteration": c.get("kernels_per_iteration"),
             "graph_launches": nl,

@@ -51,4 +51,14 @@ check "the range told at run is the iteration for every analysis" \
 "$kj" ingest "$dir/g" -o "$dir/absent.kjdb" --iteration-range nosuch 2>/dev/null
 check "a told range the run lacks is said, and the rule goes on" \
 	'"$kj" info "$dir/absent.kjdb" | grep -q "range named at run is absent"'
+
+# the shipped graph-launched run (a GPT-2-medium-shaped model in torch.cuda.graph, traced on an H100):
+# per iteration, compare's kernels and busy time are those of the iteration's own graph launch,
+# counted here from the database without compare
+run=$src/examples/runs/gpt_graph.kjdb
+"$kj" compare "$run" --json > "$dir/s.json" 2>/dev/null; rc=$?
+check "compare reads the shipped graph run" '[ $rc -eq 0 ]'
+check "its kernels per iteration are its graph launch's, its busy time within 1 % of that launch's" \
+	'python3 "$src/tests/tools/graph_iteration_check.py" "$run" "$dir/s.json"'
+check "nothing in its compare output is inf or NaN" '! "$kj" compare "$run" 2>&1 | grep -qiwE "inf|nan" && ! grep -qiE "nan|infinity" "$dir/s.json"'
 exit $fail
