@@ -138,7 +138,32 @@ int load_ranges(struct replay *R)
 }
 
 
-/* Load the first captured module with data that defines the function, and find the function. */
+/* 1 when fn can be the function the launch ran: the same parameter block layout as captured, and
+ * room for the captured block size and shared memory. JIT compilers (XLA's autotuner, Triton,
+ * Inductor) load many modules defining a function of the same name, with other signatures and
+ * limits; the first one by name is often not the one that ran. */
+static int function_fits(const struct klaunch *kl, CUfunction fn)
+{
+	int threads = 0;
+	size_t i;
+	for (i = 0;; i++) {
+		size_t off = 0, sz = 0;
+		if (cuFuncGetParamInfo(fn, i, &off, &sz) != CUDA_SUCCESS)
+			break;
+		if (kl->nlayout && (i >= kl->nlayout || kl->layout[i].offset != off || kl->layout[i].size != sz))
+			return 0;
+	}
+	if (kl->nlayout && i != kl->nlayout)
+		return 0;
+	if (cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) == CUDA_SUCCESS &&
+	    (unsigned)threads < kl->block[0] * kl->block[1] * kl->block[2])
+		return 0;
+	return 1;
+}
+
+/* Load the captured module that defines the function and fits the launch (function_fits): the
+ * most recently loaded before the launch first, as a JIT compiler loads a module and then runs
+ * it; then the others. */
 int load_function_k(struct replay *R, struct klaunch *kl)
 {
 	sqlite3_stmt *st = NULL;
@@ -147,11 +172,13 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 	int rc = KJ_ENOTFOUND;
 
 	if (kj_db_prepare(R->db,
-			  "SELECT m.hash, m.format, m.codec, m.bytes, m.data FROM module_function f"
-			  " JOIN module m ON m.hash = f.hash WHERE f.mangled = ? AND m.data IS NOT NULL"
-			  " ORDER BY m.hash", &st))
+			  "SELECT m.hash, m.format, m.codec, m.bytes, m.data,"
+			  " (SELECT max(l.load_ns) FROM module_load l WHERE l.hash = m.hash AND l.load_ns <= ?2) b"
+			  " FROM module_function f JOIN module m ON m.hash = f.hash"
+			  " WHERE f.mangled = ?1 AND m.data IS NOT NULL ORDER BY b IS NULL, b DESC, m.hash", &st))
 		return KJ_EDB;
 	sqlite3_bind_text(st, 1, kl->mangled, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, kl->launch_ns >= 0 ? kl->launch_ns : INT64_MAX);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *hash = (const char *)sqlite3_column_text(st, 0);
 		const char *format = (const char *)sqlite3_column_text(st, 1);
@@ -163,12 +190,18 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 		size_t img_len = len;
 		CUresult e;
 
+		int loaded = 0;
 		for (size_t c = 0; c < R->nmods; c++)
-			if (!strcmp(R->mod_hash[c], hash) &&
-			    cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS) {
-				sqlite3_finalize(st);
-				return 0;
+			if (!strcmp(R->mod_hash[c], hash)) {
+				loaded = 1;
+				if (cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS &&
+				    function_fits(kl, kl->fn)) {
+					sqlite3_finalize(st);
+					return 0;
+				}
 			}
+		if (loaded)
+			continue;
 
 		if (codec && !strcmp(codec, "zstd")) {
 			unsigned long long fs = ZSTD_getFrameContentSize(data, len);
@@ -215,6 +248,13 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 			}
 		}
 		free(img);
+		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn)) {
+			if (tl < sizeof(tried))
+				tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl,
+						       " %.16s: another function of that name (parameters or block"
+						       " size differ);", hash);
+			continue;
+		}
 		if (e == CUDA_SUCCESS) {
 			rc = 0;
 			break;
