@@ -14,8 +14,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule compare RUN.kjdb [--region NAME] [--skip N] [--top N] [--json]"
 		" [-o DIR] [--quiet]\n"
-		"  per iteration (instances of an NVTX range; default: the most repeated top-level\n"
-		"  range, else the whole run): wall, GPU span/busy/idle, Σ kernels, Σ replays,\n"
+		"  per iteration (instances of an NVTX range; default: the range named at run, else\n"
+		"  the top-level user range holding the most GPU work, else the whole run): wall, GPU span/busy/idle, Σ kernels, Σ replays,\n"
 		"  sequence replays, measured and predicted energy, tiers, top kernels, NVTX ranges.\n"
 		"  --region NAME  NVTX range that delimits one iteration\n"
 		"  --skip N       warm-up instances to leave out (default 1 when more than 3)\n"

@@ -25,7 +25,7 @@ static void usage(FILE *f)
 		"          (--width pixels, default 1400)\n"
 		"  T is a time after the run's first event: 1500 (us), 1500us, 1.5ms, 2s, 100ns.\n"
 		"  --iteration I picks instance I (0-based, warm-up included) of --region (default:\n"
-		"  the most repeated top-level NVTX range, as in kjoule compare).\n");
+		"  the iteration range as kjoule compare chooses it).\n");
 }
 
 int cmd_timeline(int argc, char **argv)
