@@ -70,6 +70,27 @@ static void energy_iters(struct kj_html_ctx *x, double pred_j, int have_pred)
 		x0, x0 + pw, y0 + ph, y0 + ph, x0 + pw / 2, y0 + ph + 20, n ? n - 1 : 0);
 }
 
+/* What compare says of other processes on the GPU (or that they could not be seen, or that the
+ * power is the whole card's under MIG/MPS), as a note above the energy charts. */
+static void shared_gpu_note(struct kj_html_ctx *x)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m)
+		return;
+	cmp_shared_print(x->c, m);
+	fclose(m);
+	if (len) {
+		fputs("<div class=\"missing\"><b>Other processes on the GPU:</b><pre>", x->f);
+		kj_html_esc(x->f, text);
+		fputs("</pre></div>\n", x->f);
+		kj_html_source(x->f, "gpu_process_sample, foreign_activity (kjoule run's watch of the GPU's processes)",
+			       "kjoule compare RUN.kjdb");
+	}
+	free(text);
+}
+
 void kj_html_energy(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
@@ -82,6 +103,7 @@ void kj_html_energy(struct kj_html_ctx *x)
 	const char *basis = json_string_value(json_object_get(j, "idle_power_basis"));
 	char cmd[1200];
 	fputs("<section id=\"energy\"><h2>Energy per iteration: measured against predicted</h2>\n", f);
+	shared_gpu_note(x);
 	if (hem) {
 		energy_iters(x, ep, hep);
 		snprintf(cmd, sizeof(cmd), "kjoule compare %s -o DIR  (iterations.csv: energy_measured_j)", x->run);

@@ -79,6 +79,11 @@ check "the pids are named" '[ "$(python3 -c "import json,sys; print(json.load(op
 check "energy from the 6 clean iterations: 2.0 J" '[ "$(val "$dir/shared.json" energy_measured_j)" = 2.0 ] && [ "$(val "$dir/shared.json" shared_gpu.energy_from)" = iterations_without_other_processes ] && [ "$(val "$dir/shared.json" shared_gpu.iterations_for_energy)" = 6 ]'
 check "the text says who, how often, and which iterations the energy uses" \
 	'grep -q "shared GPU: other processes (pids 777, 778) were active during 40 % of the measured iterations (4 of 10); the energy figures below use the 6 iterations without them" "$dir/shared.txt"'
+"$kj" report "$dir/shared.kjdb" -o "$dir/shared.html" --quiet 2>/dev/null
+check "the report says other processes were on the GPU, and who" \
+	'grep -q "Other processes on the GPU" "$dir/shared.html" && grep -q "777" "$dir/shared.html"'
+"$kj" report "$dir/old.kjdb" -o "$dir/old.html" --quiet 2>/dev/null
+check "the report of an older run says nothing of other processes" '! grep -q "Other processes on the GPU" "$dir/old.html"'
 check "energy_report.json carries shared_gpu" '"$kj" compare "$dir/shared.kjdb" --skip 0 -o "$dir/out" >/dev/null 2>&1; [ "$(val "$dir/out/energy_report.json" shared_gpu.iterations_with_other_processes)" = 4 ]'
 check "info names the other processes" '"$kj" info "$dir/shared.kjdb" | grep -q "gpu shared: shared GPU: other processes (pids 777, 778)"'
 
