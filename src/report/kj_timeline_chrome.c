@@ -248,9 +248,12 @@ static int chrome_metadata(sqlite3 *db, struct chrome *c)
 		meta_name(c, "process_name", pid, pid, buf, pid);
 	}
 	sqlite3_finalize(st);
-	if (kj_db_prepare(db,
-			  "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
-			  " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL",
+	if (kj_db_prepare(db, kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")
+			  ? "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
+			    " SELECT DISTINCT pid, tid, 0 FROM host_call WHERE tid IS NOT NULL AND op LIKE 'graph%' UNION"
+			    " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL"
+			  : "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
+			    " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL",
 			  &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -350,6 +353,61 @@ static int chrome_api(sqlite3 *db, struct chrome *c)
 			wb_i64(&c->w, sqlite3_column_int64(st, 7));
 		}
 		WB_LIT(&c->w, "}}");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
+/* Graph launches, instantiations and uploads on their CPU threads (recorded without --api, in
+ * host_call), each a launch point for the flow arrows to the graph's kernels. Runs traced with
+ * --api have these calls in api_call already, and runs from before host calls have none. */
+static int chrome_graph_calls(sqlite3 *db, struct chrome *c)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'"))
+		return 0;
+	if (kj_db_prepare(db,
+			  "SELECT h.pid, h.tid, h.op, h.start_ns, h.end_ns, h.correlation_id, h.graph_exec_id"
+			  " FROM host_call h WHERE h.op LIKE 'graph%' AND h.end_ns >= ?1 AND h.start_ns <= ?2"
+			  " AND NOT EXISTS (SELECT 1 FROM api_call a WHERE a.pid = h.pid"
+			  " AND a.correlation_id = h.correlation_id) ORDER BY h.start_ns",
+			  &st))
+		return KJ_EDB;
+	bind_window(st, c);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		int64_t s = sqlite3_column_int64(st, 3), e = sqlite3_column_int64(st, 4);
+		int64_t corr = sqlite3_column_int64(st, 5);
+		const char *op = (const char *)sqlite3_column_text(st, 2);
+		char name[64];
+		snprintf(name, sizeof(name), "%s", op && !strcmp(op, "graph_launch") ? "cuGraphLaunch"
+						   : op && !strcmp(op, "graph_upload") ? "cuGraphUpload"
+										      : "cuGraphInstantiate");
+		if (e < s)
+			e = s;
+		ev_begin(c);
+		WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"cuda_graph\",\"name\":");
+		wb_jstr(&c->w, name);
+		WB_LIT(&c->w, ",\"pid\":");
+		wb_i64(&c->w, pid);
+		WB_LIT(&c->w, ",\"tid\":");
+		wb_i64(&c->w, tid);
+		WB_LIT(&c->w, ",\"ts\":");
+		wb_us(&c->w, s - c->t0);
+		WB_LIT(&c->w, ",\"dur\":");
+		wb_us(&c->w, e - s);
+		WB_LIT(&c->w, ",\"args\":{\"correlation_id\":");
+		wb_i64(&c->w, corr);
+		if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
+			WB_LIT(&c->w, ",\"graph_exec_id\":");
+			wb_i64(&c->w, sqlite3_column_int64(st, 6));
+		}
+		WB_LIT(&c->w, "}}");
+		if (lm_add(&c->lm, pid, tid, corr, e > s ? s + 1 : s)) {
+			sqlite3_finalize(st);
+			return KJ_ENOMEM;
+		}
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : KJ_EDB;
@@ -605,6 +663,8 @@ int timeline_chrome(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f, int6
 	rc = chrome_metadata(db, &c);
 	if (!rc)
 		rc = chrome_api(db, &c);
+	if (!rc)
+		rc = chrome_graph_calls(db, &c);
 	if (!rc)
 		rc = chrome_nvtx(db, &c, t1);
 	if (!rc)

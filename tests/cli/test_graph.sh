@@ -42,6 +42,15 @@ check "info shows the choice and the candidates" \
 	'grep -q "iteration *.forward. (most GPU work)" "$dir/info.txt" && grep -q "framework.s own" "$dir/info.txt" && grep -q "graph_launches *6" "$dir/info.txt"'
 "$kj" timeline "$dir/g.kjdb" --format ascii > "$dir/t.txt" 2>&1; rc=$?
 check "timeline draws a graph iteration" '[ $rc -eq 0 ] && [ -s "$dir/t.txt" ]'
+"$kj" timeline "$dir/g.kjdb" --format chrome -o "$dir/t.json" 2>/dev/null
+check "the chrome timeline shows the 6 graph launches on their thread, each with arrows to its 6 kernels" \
+	'python3 -c "
+import json, sys
+ev = json.load(open(sys.argv[1]))[\"traceEvents\"]
+launches = [e for e in ev if e.get(\"name\") == \"cuGraphLaunch\"]
+flows = [e for e in ev if e.get(\"cat\") == \"launch\" and e.get(\"ph\") == \"f\"]
+sys.exit(not (len(launches) == 6 and len(flows) == 36))
+" "$dir/t.json"'
 
 # the range told at run wins, and an absent one is said
 "$kj" ingest "$dir/g" -o "$dir/told.kjdb" --iteration-range 'XlaModule:#hlo_module=step#' 2>/dev/null
