@@ -185,6 +185,24 @@ nomem:
 	return KJ_ENOMEM;
 }
 
+/* cuGraphLaunch calls per iteration (by the time the call ran), where the run records them. */
+static int count_graph_launches(sqlite3 *db, struct kj_compare *c)
+{
+	sqlite3_stmt *st = NULL;
+	c->have_host_calls = kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'");
+	if (!c->have_host_calls)
+		return 0;
+	if (kj_db_prepare(db, "SELECT start_ns FROM host_call WHERE op = 'graph_launch'", &st))
+		return KJ_EDB;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		long i = kj_iters_owner(&c->it, sqlite3_column_int64(st, 0));
+		if (i >= 0)
+			c->iv[i].n_graph_launches++;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
 /* Realtime offset from clock_sync (for the seed's wall-clock timestamps). */
 static void load_realtime(sqlite3 *db, struct kj_compare *c)
 {
@@ -729,7 +747,9 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 			}
 		}
 	}
-	rc = compute_energy(db, c);
+	rc = count_graph_launches(db, c);
+	if (!rc)
+		rc = compute_energy(db, c);
 	if (!rc)
 		rc = cmp_shared_apply(db, c);
 	if (rc)

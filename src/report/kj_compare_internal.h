@@ -22,6 +22,7 @@ struct cmp_iter {
 	int64_t wall, span, busy, kernel_busy, kernel_sum, copy_sum, clipped_sum, overlap, idle,
 		host_only, outside, inherited;
 	int64_t n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
+	int64_t n_graph_launches;          /* cuGraphLaunch calls made inside the iteration */
 	double replay_warm, replay_cold;     /* Σ over covered launches */
 	double insitu_warm, insitu_cold;     /* in-situ Σ of the same launches */
 	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
@@ -89,6 +90,7 @@ struct kj_compare {
 	int have_energy_engine;
 	int64_t n_api_calls;
 	int64_t realtime_offset_ns; /* realtime - monotonic; valid when have_realtime */
+	int have_host_calls;        /* the run records graph launches (host_call) */
 	int have_realtime;
 	struct kj_shared shared;               /* the run's watch for other processes */
 	struct kj_shared_choice shared_choice; /* over the measured iterations */
@@ -104,7 +106,7 @@ struct stat3 {
 struct cmp_summary {
 	int64_t n;
 	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
-		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h;
+		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h, n_graph_launches;
 	double replay_warm, replay_cold, insitu_warm, insitu_cold, replay_seq, insitu_seq;
 	double cov_warm, cov_cold, cov_energy, cov_seq; /* fractions of kernel launches */
 	int have_warm, have_cold, full_warm, full_cold, have_seq;

@@ -175,6 +175,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "outside_us", cmp_num_or_null(s.outside.mean * NS_US, s.n > 0));
 	json_object_set_new(o, "inherited_us", cmp_num_or_null(s.inherited.mean * NS_US, s.n > 0));
 	json_object_set_new(o, "kernels_per_iteration", cmp_num_or_null(s.n_kernels.mean, s.n > 0));
+	json_object_set_new(o, "graph_launches_per_iteration",
+			    cmp_num_or_null(s.n_graph_launches.mean, s.n > 0 && c->have_host_calls));
 	json_object_set_new(o, "copies_per_iteration", cmp_num_or_null(s.n_copies.mean, s.n > 0));
 	json_object_set_new(o, "memsets_per_iteration", cmp_num_or_null(s.n_memsets.mean, s.n > 0));
 	json_object_set_new(o, "bytes_h2d_per_iteration", cmp_num_or_null(s.bytes_h2d.mean, s.n > 0));

@@ -59,6 +59,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		row(f, "own GPU work after the range ended", s.outside, "(not in this wall)");
 	if (s.inherited.max > 0)
 		row(f, "earlier work running in this window", s.inherited, "(in busy)");
+	if (s.n_graph_launches.mean > 0)
+		fprintf(f, "  graph launches %.1f per iteration: the GPU work of an iteration is what its launches"
+			   " issued, wherever it ran\n", s.n_graph_launches.mean);
 	fprintf(f, "  kernels %.1f, copies %.1f, memsets %.1f per iteration\n", s.n_kernels.mean,
 		s.n_copies.mean, s.n_memsets.mean);
 

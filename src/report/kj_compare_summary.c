@@ -77,6 +77,7 @@ GETTER(n_copies)
 GETTER(n_memsets)
 GETTER(bytes_h2d)
 GETTER(bytes_d2h)
+GETTER(n_graph_launches)
 GETTER(replay_warm)
 GETTER(replay_cold)
 GETTER(insitu_warm)
@@ -115,6 +116,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->n_memsets = iter_stat(c, get_n_memsets, 0);
 	s->bytes_h2d = iter_stat(c, get_bytes_h2d, 0);
 	s->bytes_d2h = iter_stat(c, get_bytes_d2h, 0);
+	s->n_graph_launches = iter_stat(c, get_n_graph_launches, 0);
 	s->replay_warm = iter_stat(c, get_replay_warm, 0).mean;
 	s->replay_cold = iter_stat(c, get_replay_cold, 0).mean;
 	s->insitu_warm = iter_stat(c, get_insitu_warm, 0).mean;

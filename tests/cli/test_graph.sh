@@ -32,6 +32,9 @@ check "the capture-time launches (which ran nothing) are not in it" \
 check "compare succeeds" '[ $rc -eq 0 ]'
 check "compare takes 'forward' (not the XLA ranges around it) and 6 kernels per iteration" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"iterations\"][\"region\"] == \"forward\" and d[\"kernels_per_iteration\"] == 6))" "$dir/c.json"'
+check "one graph launch per iteration, said as such" \
+	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d[\"graph_launches_per_iteration\"] != 1)" "$dir/c.json" &&
+	 "$kj" compare "$dir/g.kjdb" 2>/dev/null | grep -q "graph launches 1.0 per iteration"'
 check "GPU busy per iteration is the graph's kernel time (6 x 2 us)" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(abs(d[\"busy_us\"] - 12.0) > 1e-6)" "$dir/c.json"'
 "$kj" compare "$dir/g.kjdb" --region 'XlaModule:#hlo_module=step#' --json > "$dir/x.json" 2>/dev/null; rc=$?
