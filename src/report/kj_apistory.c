@@ -245,7 +245,7 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 	}
 	for (size_t k = 0; k < acts.n; k++) {
 		const struct kj_act *a = &acts.v[k];
-		long ow = kj_iters_owner(&it, a->key_ns);
+		long ow = kj_iters_owner_of(&it, a->key_ns, a->pid);
 		if (a->type == KJ_ACT_KERNEL && ow >= 0)
 			kper[ow]++;
 		if (a->type == KJ_ACT_MEMCPY) {

@@ -192,10 +192,10 @@ static int count_graph_launches(sqlite3 *db, struct kj_compare *c)
 	c->have_host_calls = kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'");
 	if (!c->have_host_calls)
 		return 0;
-	if (kj_db_prepare(db, "SELECT start_ns FROM host_call WHERE op = 'graph_launch'", &st))
+	if (kj_db_prepare(db, "SELECT start_ns, pid FROM host_call WHERE op = 'graph_launch'", &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		long i = kj_iters_owner(&c->it, sqlite3_column_int64(st, 0));
+		long i = kj_iters_owner_of(&c->it, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
 		if (i >= 0)
 			c->iv[i].n_graph_launches++;
 	}
@@ -567,7 +567,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	}
 	for (size_t k = 0; k < na; k++) {
 		const struct kj_act *a = &c->acts.v[k];
-		owner[k] = kj_iters_owner(&c->it, a->key_ns);
+		owner[k] = kj_iters_owner_of(&c->it, a->key_ns, a->pid);
 		if (owner[k] >= 0)
 			first[owner[k] + 1]++;
 		win[k] = (struct win_act){a->start_ns, a->end_ns, owner[k], a->type == KJ_ACT_KERNEL};

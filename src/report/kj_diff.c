@@ -123,7 +123,7 @@ static int side_series(struct side *s, size_t n_rows)
 		if (a) {
 			if (a->type != KJ_ACT_KERNEL)
 				continue;
-			it = kj_iters_owner(&c->it, a->key_ns);
+			it = kj_iters_owner_of(&c->it, a->key_ns, a->pid);
 			if (it < 0 || c->it.v[it].skipped)
 				continue;
 		}

@@ -66,6 +66,7 @@ struct kj_iters {
 	int overlaps;        /* instances starting before the previous one ended */
 	char region[256];    /* region name ("" for the whole run) */
 	const char *chosen_by; /* "named", or kj_iter_default_range's reason */
+	int multi_pid;       /* instances come from more than one process (torchrun ranks, workers) */
 };
 
 /**
@@ -84,6 +85,12 @@ void kj_iters_free(struct kj_iters *it);
 /** @brief Index of the iteration that owns time t (the last one starting at or before t, if t
  *  is before its end), or -1. */
 long kj_iters_owner(const struct kj_iters *it, int64_t t);
+
+/** @brief The iteration that owns work issued at time t by process pid: as kj_iters_owner, but
+ *  when the instances come from several processes and pid has instances of its own, only those
+ *  count (each rank's work goes to its own iteration, never to another rank's overlapping one);
+ *  -1 when none of them contains t. pid <= 0: unknown, time alone decides. */
+long kj_iters_owner_of(const struct kj_iters *it, int64_t t, int64_t pid);
 
 /* ---- intervals ---- */
 

@@ -282,8 +282,11 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 		return KJ_EINVAL;
 	}
 	out->skip = skip;
-	for (size_t i = 0; i < out->n; i++)
+	for (size_t i = 0; i < out->n; i++) {
 		out->v[i].skipped = i < (size_t)skip;
+		if (i && out->v[i].pid != out->v[0].pid)
+			out->multi_pid = 1;
+	}
 	out->n_kept = out->n - (size_t)skip;
 	return 0;
 }
@@ -316,6 +319,37 @@ long kj_iters_owner(const struct kj_iters *it, int64_t t)
 						 it->v[i - 1].end_ns == it->v[i - 1].start_ns))
 			return (long)(i - 1);
 	return -1;
+}
+
+long kj_iters_owner_of(const struct kj_iters *it, int64_t t, int64_t pid)
+{
+	long i = kj_iters_owner(it, t);
+	if (!it->multi_pid || pid <= 0 || (i >= 0 && it->v[i].pid == pid))
+		return i;
+	/* the latest-starting instance of this process that contains t, among the 256 before t */
+	size_t lo = 0, hi = it->n;
+	int own = 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (it->v[mid].start_ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k > 0 && lo - k < 256; k--) {
+		const struct kj_iter *x = &it->v[k - 1];
+		if (x->pid != pid)
+			continue;
+		own = 1;
+		if (t < x->end_ns || (t == x->end_ns && x->end_ns == x->start_ns))
+			return (long)(k - 1);
+	}
+	if (own)
+		return -1;
+	for (size_t k = 0; k < it->n; k++) /* does pid have instances at all? */
+		if (it->v[k].pid == pid)
+			return -1;
+	return i; /* a process without instances of its own: time decides, as before */
 }
 
 /* ---- intervals ---- */

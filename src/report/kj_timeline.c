@@ -98,7 +98,7 @@ int tl_pick(const struct kj_acts *acts, const struct kj_iters *it, long sel_iter
 		return KJ_ENOMEM;
 	for (size_t k = 0; k < acts->n; k++) {
 		const struct kj_act *a = &acts->v[k];
-		int take = sel_iter >= 0 ? kj_iters_owner(it, a->key_ns) == sel_iter
+		int take = sel_iter >= 0 ? kj_iters_owner_of(it, a->key_ns, a->pid) == sel_iter
 					 : (a->end_ns >= *lo && a->start_ns <= *hi);
 		if (take)
 			idx[n++] = k;

@@ -601,10 +601,36 @@ static void test_api_story(void **state)
 	kj_db_close(db);
 }
 
+/* Two processes (torchrun ranks) with overlapping 'forward' instances: each rank's work goes to
+ * its own instance, never to the other rank's that started later; a process without instances of
+ * its own is attributed by time alone, as before. */
+static void test_owner_per_process(void **state)
+{
+	(void)state;
+	struct kj_iter v[] = {
+		{.start_ns = 100, .end_ns = 200, .pid = 1, .closed = 1},
+		{.start_ns = 110, .end_ns = 210, .pid = 2, .closed = 1},
+		{.start_ns = 300, .end_ns = 400, .pid = 1, .closed = 1},
+		{.start_ns = 305, .end_ns = 405, .pid = 2, .closed = 1},
+	};
+	struct kj_iters it = {.v = v, .n = 4, .n_kept = 4, .multi_pid = 1};
+	assert_int_equal(kj_iters_owner(&it, 150), 1); /* time alone: the latest that contains it */
+	assert_int_equal(kj_iters_owner_of(&it, 150, 1), 0);
+	assert_int_equal(kj_iters_owner_of(&it, 150, 2), 1);
+	assert_int_equal(kj_iters_owner_of(&it, 205, 1), -1); /* after rank 1's instance closed */
+	assert_int_equal(kj_iters_owner_of(&it, 205, 2), 1);
+	assert_int_equal(kj_iters_owner_of(&it, 350, 1), 2);
+	assert_int_equal(kj_iters_owner_of(&it, 350, 9), 3); /* no instances of its own: by time */
+	assert_int_equal(kj_iters_owner_of(&it, 350, 0), 3); /* pid unknown: by time */
+	it.multi_pid = 0;
+	assert_int_equal(kj_iters_owner_of(&it, 150, 1), 1); /* one process: unchanged */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intervals),
+		cmocka_unit_test(test_owner_per_process),
 		cmocka_unit_test(test_decomposition_by_hand),
 		cmocka_unit_test(test_missing_inputs_are_null),
 		cmocka_unit_test(test_whole_run_unclosed_overlap),
