@@ -298,6 +298,26 @@ static void bind_window(sqlite3_stmt *st, const struct chrome *c)
 	sqlite3_bind_int64(st, 2, c->hi);
 }
 
+/* The head of a complete ("X") event on a CPU thread, up to and including `"args":{`. */
+static void ev_cpu_x(struct chrome *c, const char *cat, const char *name, int64_t pid, int64_t tid,
+		     int64_t s, int64_t e)
+{
+	ev_begin(c);
+	WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":");
+	wb_jstr(&c->w, cat);
+	WB_LIT(&c->w, ",\"name\":");
+	wb_jstr(&c->w, name);
+	WB_LIT(&c->w, ",\"pid\":");
+	wb_i64(&c->w, pid);
+	WB_LIT(&c->w, ",\"tid\":");
+	wb_i64(&c->w, tid);
+	WB_LIT(&c->w, ",\"ts\":");
+	wb_us(&c->w, s - c->t0);
+	WB_LIT(&c->w, ",\"dur\":");
+	wb_us(&c->w, e - s);
+	WB_LIT(&c->w, ",\"args\":{");
+}
+
 static int chrome_api(sqlite3 *db, struct chrome *c)
 {
 	sqlite3_stmt *st = NULL;
@@ -315,18 +335,7 @@ static int chrome_api(sqlite3 *db, struct chrome *c)
 		int64_t e = sqlite3_column_type(st, 4) == SQLITE_NULL ? s : sqlite3_column_int64(st, 4);
 		if (e < s)
 			e = s;
-		ev_begin(c);
-		WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"cuda_api\",\"name\":");
-		wb_jstr(&c->w, (const char *)sqlite3_column_text(st, 2));
-		WB_LIT(&c->w, ",\"pid\":");
-		wb_i64(&c->w, pid);
-		WB_LIT(&c->w, ",\"tid\":");
-		wb_i64(&c->w, tid);
-		WB_LIT(&c->w, ",\"ts\":");
-		wb_us(&c->w, s - c->t0);
-		WB_LIT(&c->w, ",\"dur\":");
-		wb_us(&c->w, e - s);
-		WB_LIT(&c->w, ",\"args\":{");
+		ev_cpu_x(c, "cuda_api", (const char *)sqlite3_column_text(st, 2), pid, tid, s, e);
 		int comma = 0;
 		if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
 			int64_t corr = sqlite3_column_int64(st, 5);
@@ -386,18 +395,8 @@ static int chrome_graph_calls(sqlite3 *db, struct chrome *c)
 										      : "cuGraphInstantiate");
 		if (e < s)
 			e = s;
-		ev_begin(c);
-		WB_LIT(&c->w, "{\"ph\":\"X\",\"cat\":\"cuda_graph\",\"name\":");
-		wb_jstr(&c->w, name);
-		WB_LIT(&c->w, ",\"pid\":");
-		wb_i64(&c->w, pid);
-		WB_LIT(&c->w, ",\"tid\":");
-		wb_i64(&c->w, tid);
-		WB_LIT(&c->w, ",\"ts\":");
-		wb_us(&c->w, s - c->t0);
-		WB_LIT(&c->w, ",\"dur\":");
-		wb_us(&c->w, e - s);
-		WB_LIT(&c->w, ",\"args\":{\"correlation_id\":");
+		ev_cpu_x(c, "cuda_graph", name, pid, tid, s, e);
+		WB_LIT(&c->w, "\"correlation_id\":");
 		wb_i64(&c->w, corr);
 		if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
 			WB_LIT(&c->w, ",\"graph_exec_id\":");
