@@ -60,6 +60,8 @@ struct cmp_tier {
 struct cmp_region {
 	int64_t instances, time_ns, busy_ns, launches;
 	int64_t min_depth;
+	int timed;    /* some instance ran inside an iteration (time_ns is meaningful) */
+	int captured; /* graph kernels whose nodes were captured inside this range count here */
 };
 
 struct kj_compare {

@@ -111,7 +111,9 @@ static json_t *regions_json(const struct kj_compare *c, const struct cmp_summary
 		json_object_set_new(o, "name", json_string(c->region_names.names[r]));
 		json_object_set_new(o, "depth", json_integer(g->min_depth));
 		json_object_set_new(o, "instances_per_iteration", json_real(round((double)g->instances / ni * 1000) / 1000));
-		json_object_set_new(o, "time_us", cmp_num_or_null((double)g->time_ns / ni * NS_US, 1));
+		/* a range that only fired at graph capture has no host time inside the iteration */
+		json_object_set_new(o, "time_us", cmp_num_or_null((double)g->time_ns / ni * NS_US, g->timed));
+		json_object_set_new(o, "captured_in_graph", json_boolean(g->captured));
 		json_object_set_new(o, "gpu_busy_us", cmp_num_or_null((double)g->busy_ns / ni * NS_US, 1));
 		json_object_set_new(o, "kernels_per_iteration", json_real(round((double)g->launches / ni * 1000) / 1000));
 		json_array_append_new(arr, o);

@@ -220,12 +220,20 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	if (c->region_names.n) {
 		fprintf(f, "\nNVTX ranges inside the iteration (per iteration)\n  %12s %12s %10s  %s\n",
 			"time_us", "gpu_busy_us", "count", "name");
+		int any_captured = 0;
 		for (size_t r = 0; r < c->region_names.n; r++) {
 			const struct cmp_region *g = &c->region_v[r];
-			fprintf(f, "  %12.1f %12.1f %10.1f  %s%s\n", (double)g->time_ns / n * NS_US,
-				(double)g->busy_ns / n * NS_US, (double)g->instances / n,
-				g->min_depth > 1 ? "  " : "", c->region_names.names[r]);
+			char t[32] = "-";
+			if (g->timed)
+				snprintf(t, sizeof(t), "%.1f", (double)g->time_ns / n * NS_US);
+			any_captured |= g->captured;
+			fprintf(f, "  %12s %12.1f %10.1f  %s%s%s\n", t, (double)g->busy_ns / n * NS_US,
+				(double)g->instances / n, g->min_depth > 1 ? "  " : "", c->region_names.names[r],
+				g->captured ? " *" : "");
 		}
+		if (any_captured)
+			fprintf(f, "  * holds graph kernels whose nodes were captured inside the range (it fired at"
+				   " capture time; '-': no host time of its own in the iteration)\n");
 	}
 	json_t *miss = cmp_missing_json(c, &s);
 	if (json_array_size(miss)) {

@@ -425,6 +425,7 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->node_corrs);
 	kj_map_free(in->node_shapes);
 	kj_map_free(in->graph_rows);
+	free(in->graph_row_list);
 	kj_map_free(in->uniques);
 	kj_map_free(in->devices);
 	kj_map_free(in->allocs);
@@ -503,6 +504,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	/* the process row first: unique kernels and parameters carry its pid */
 	if ((rc = walk_process(&in)) != 0 || (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||
+	    (rc = ing_put_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)
 		goto out;
 	if ((rc = count_launches(db)) != 0)

@@ -70,6 +70,8 @@ struct ingest {
 	struct kj_map *node_corrs; /* correlation of a launch that made a graph node -> 1 */
 	struct kj_map *node_shapes; /* (name, geometry) of node-made launches -> launch index + 1 */
 	struct kj_map *graph_rows;  /* kernel row id of a graph kernel -> its launch index + 1 */
+	int64_t (*graph_row_list)[2]; /* the same pairs (row id, launch index), in insertion order */
+	size_t ngraph_rows, cap_graph_rows;
 	struct kj_map *uniques; /* key -> unique_kernel.id */
 	struct kj_map *devices; /* ordinal -> device.id */
 	struct kj_map *allocs;  /* address -> open allocation row */
@@ -111,6 +113,7 @@ const char *ing_str(const struct ingest *in, uint32_t id);
 /* kj_ingest_ranges.c */
 int ing_put_iteration(struct ingest *in);
 int ing_put_ranges(struct ingest *in);
+int ing_put_capture_ranges(struct ingest *in);
 /* kj_ingest_rows.c */
 int ing_drop_own_copies(struct ingest *in);
 int ing_put_api(struct ingest *in, const struct kj_rec_api *a);

@@ -123,6 +123,58 @@ int ing_put_ranges(struct ingest *in)
 }
 
 
+/* NVTX ranges pushed while a stream is captured fire at capture time, never when the graph runs:
+ * each graph kernel whose node a stream-capture launch made gets the innermost range of its process
+ * open at that launch (kernel.capture_range_id), so per-layer regions hold inside graph launches.
+ * Marker records carry CUPTI's thread ids, not the OS's, so the process and the time decide. */
+int ing_put_capture_ranges(struct ingest *in)
+{
+	sqlite3_stmt *q = NULL, *up = NULL;
+	struct kj_map *memo = NULL;
+	int rc = 0;
+	if (!in->ngraph_rows || !in->nmarkers)
+		return 0;
+	memo = kj_map_new();
+	if (!memo)
+		return KJ_ENOMEM;
+	if (kj_db_prepare(in->db, "SELECT id FROM nvtx_range WHERE pid = ?1 AND start_ns <= ?2 AND"
+			      " (end_ns IS NULL OR end_ns >= ?2) ORDER BY depth DESC, start_ns DESC LIMIT 1", &q) ||
+	    kj_db_prepare(in->db, "UPDATE kernel SET capture_range_id = ?1 WHERE id = ?2", &up)) {
+		rc = KJ_EDB;
+		goto out;
+	}
+	for (size_t i = 0; i < in->ngraph_rows && !rc; i++) {
+		int64_t li = in->graph_row_list[i][1];
+		const struct launch_info *l = &in->launches[li];
+		uint64_t range;
+		/* node parameters read at instantiation (node by node) were not captured inside a range */
+		if (l->correlation >= KJ_NODE_CORRELATION_BASE)
+			continue;
+		if (!kj_map_get(memo, (uint64_t)li, &range)) {
+			range = 0;
+			sqlite3_reset(q);
+			sqlite3_bind_int64(q, 1, in->pid);
+			sqlite3_bind_int64(q, 2, l->launch_ns);
+			if (sqlite3_step(q) == SQLITE_ROW)
+				range = (uint64_t)sqlite3_column_int64(q, 0);
+			if (kj_map_put(memo, (uint64_t)li, range)) {
+				rc = KJ_ENOMEM;
+				break;
+			}
+		}
+		if (!range)
+			continue;
+		sqlite3_bind_int64(up, 1, (int64_t)range);
+		sqlite3_bind_int64(up, 2, in->graph_row_list[i][0]);
+		rc = ing_step_done(in, up);
+	}
+out:
+	sqlite3_finalize(q);
+	sqlite3_finalize(up);
+	kj_map_free(memo);
+	return rc;
+}
+
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *text, int64_t arg)
 {
 	sqlite3_stmt *st = NULL;

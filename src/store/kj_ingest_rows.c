@@ -17,6 +17,7 @@
 #include "kj_cubin.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_grow.h"
 #include "kj_kernel_class.h"
 
 
@@ -205,10 +206,17 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 	in->stats->kernels++;
 	int rc = ing_step_done(in, st);
 	/* the kept iteration's sequence needs each graph kernel's launch (its parameters) */
-	if (!rc && k->graph_node_id && l &&
-	    kj_map_put(in->graph_rows, (uint64_t)sqlite3_last_insert_rowid(in->db),
-		       (uint64_t)(l - in->launches) + 1))
-		rc = KJ_ENOMEM;
+	if (!rc && k->graph_node_id && l) {
+		int64_t row = sqlite3_last_insert_rowid(in->db), li = l - in->launches;
+		int64_t(*v)[2] = kj_grow(in->graph_row_list, &in->cap_graph_rows, in->ngraph_rows,
+					 sizeof(*v), 1024);
+		if (!v || kj_map_put(in->graph_rows, (uint64_t)row, (uint64_t)li + 1))
+			return KJ_ENOMEM;
+		in->graph_row_list = v;
+		in->graph_row_list[in->ngraph_rows][0] = row;
+		in->graph_row_list[in->ngraph_rows][1] = li;
+		in->ngraph_rows++;
+	}
 	return rc;
 }
 

@@ -28,7 +28,7 @@ const char kj_schema_sql[] =
     " grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, cluster_x INTEGER,"
     " cluster_y INTEGER, cluster_z INTEGER, shmem_dynamic INTEGER, shmem_static INTEGER,"
     " registers INTEGER, graph_id INTEGER, graph_node_id INTEGER, launch_tid INTEGER,"
-    " launch_ns INTEGER);\n"
+    " launch_ns INTEGER, capture_range_id INTEGER);\n"
     "CREATE INDEX kernel_by_start ON kernel(start_ns);\n"
     "CREATE INDEX kernel_by_unique ON kernel(unique_id);\n"
     "CREATE TABLE memcpy(id INTEGER PRIMARY KEY, pid INTEGER, device_id INTEGER,"

@@ -30,6 +30,17 @@ check "the capture-time launches (which ran nothing) are not in it" \
 
 "$kj" compare "$dir/g.kjdb" --json > "$dir/c.json" 2>"$dir/c.err"; rc=$?
 check "compare succeeds" '[ $rc -eq 0 ]'
+check "graph kernels carry the range their node was captured in (attn x3, mlp x2 per launch; none for the node-by-node kernel)" \
+	'[ "$(q "$dir/g.kjdb" "SELECT group_concat(n || \":\" || c) FROM (SELECT r.name n, count(*) c FROM kernel k JOIN nvtx_range r ON r.id = k.capture_range_id GROUP BY r.name ORDER BY r.name)")" = "attn:18,mlp:12" ]'
+check "per-layer regions hold inside graph launches: attn 3 kernels, 6 us; mlp 2, 4 us per iteration; no host time" \
+	'python3 -c "
+import json, sys
+r = {x[\"name\"]: x for x in json.load(open(sys.argv[1]))[\"regions\"]}
+ok = (r[\"attn\"][\"kernels_per_iteration\"] == 3 and abs(r[\"attn\"][\"gpu_busy_us\"] - 6) < 1e-9 and
+      r[\"mlp\"][\"kernels_per_iteration\"] == 2 and abs(r[\"mlp\"][\"gpu_busy_us\"] - 4) < 1e-9 and
+      r[\"attn\"][\"time_us\"] is None and r[\"attn\"][\"captured_in_graph\"] and r[\"capture\"][\"kernels_per_iteration\"] == 5)
+sys.exit(not ok)
+" "$dir/c.json"'
 check "compare takes 'forward' (not the XLA ranges around it) and 6 kernels per iteration" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"iterations\"][\"region\"] == \"forward\" and d[\"kernels_per_iteration\"] == 6))" "$dir/c.json"'
 check "one graph launch per iteration, said as such" \

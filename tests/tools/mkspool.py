@@ -51,15 +51,21 @@ def graph_program(a, out, base):
         b = n.encode()
         out.append(rec(STRING, struct.pack("<II", i + 1, len(b)) + b))
     sid = len(names) + 1
-    fwd, xla, tsl = sid, sid + 1, sid + 2
-    for i, text in ((fwd, b"forward"), (xla, b"XlaModule:#hlo_module=step#"), (tsl, b"TSL")):
+    fwd, xla, tsl, cap, attn, mlp = sid, sid + 1, sid + 2, sid + 3, sid + 4, sid + 5
+    for i, text in ((fwd, b"forward"), (xla, b"XlaModule:#hlo_module=step#"), (tsl, b"TSL"),
+                    (cap, b"capture"), (attn, b"attn"), (mlp, b"mlp")):
         out.append(rec(STRING, struct.pack("<II", i, len(text)) + text))
     t, corr = 500, 1
-    for k in range(f):  # stream capture: launches that make nodes and run nothing
+    out.append(marker(t - 5, 900, 2, cap))
+    for k in range(f):  # stream capture: launches that make nodes and run nothing, each inside a
+        # per-layer range ("attn" for even k, "mlp" for odd) that fires at capture time only
+        out.append(marker(t - 1, 901 + k, 2, attn if k % 2 == 0 else mlp))
         out.extend(group_and_launch(0x1000 + k, t, corr, k + 1, base + k * 4096, 7))
         out.append(rec(GRAPHNODE, struct.pack("<QQQ", 1000 + k, corr, 0)))
+        out.append(marker(t + 5, 901 + k, 4))
         t += 10
         corr += 1
+    out.append(marker(t, 900, 4))
     node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
     out.append(rec(GRAPH_NODE, struct.pack("<QQIIII", 2000, 0, 1, 0, node_corr, 1) + struct.pack("<Q", 1000)))
     out.extend(group_and_launch(0x2000, t, node_corr, f + 1, base + 0x100000, 9))
