@@ -39,7 +39,7 @@ static int ops_load(sqlite3 *db, int64_t it, struct op **out, size_t *n)
 		}
 		*out = no;
 		no[*n].ordinal = sqlite3_column_int64(st, 0);
-		no[*n].t_ns = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+		no[*n].t_ns = kj_db_col_i64(st, 1, -1);
 		(*n)++;
 	}
 	sqlite3_finalize(st);

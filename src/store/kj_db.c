@@ -256,6 +256,11 @@ int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt)
 	return v;
 }
 
+int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+}
+
 int kj_db_has_column(sqlite3 *db, const char *table, const char *column)
 {
 	sqlite3_stmt *st = NULL;

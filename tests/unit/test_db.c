@@ -97,7 +97,7 @@ static void test_truncated(void **state)
 	assert_int_equal(kj_db_open(p, 0, &db), KJ_ESCHEMA);
 }
 
-/* kj_db_one_i64: a number, ?1 bound where the query has it, dflt for no row, NULL or bad SQL */
+/* kj_db_one_i64 and kj_db_col_i64: a number, ?1 bound where the query has it, dflt for no row, NULL or bad SQL */
 static void test_one_i64(void **state)
 {
 	(void)state;
@@ -109,6 +109,13 @@ static void test_one_i64(void **state)
 	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM t WHERE x IS NULL", 0, -1), -1);
 	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM t WHERE x > 9", 0, -7), -7);
 	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM absent_table", 0, -2), -2);
+	/* kj_db_col_i64: the value, or dflt for NULL */
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(kj_db_prepare(db, "SELECT 4, NULL", &st), 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(kj_db_col_i64(st, 0, -1), 4);
+	assert_int_equal(kj_db_col_i64(st, 1, -9), -9);
+	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
 
