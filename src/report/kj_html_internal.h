@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kj_report.h" /* kj_html_esc */
+
 /* ---- kj_html_page.c ---- */
 
-/** @brief Write s with <, >, &, " escaped. */
-void kj_html_esc(FILE *f, const char *s);
 /** @brief The number of a JSON member (integer or real) into *v; 0 when null/absent. */
 int kj_html_jnum(const json_t *o, const char *key, double *v);
 /** @brief A figure: "12,345.6 unit" with prec decimals, or "not measured" when !known or

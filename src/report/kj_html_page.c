@@ -6,19 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 
-void kj_html_esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
 int kj_html_jnum(const json_t *o, const char *key, double *v)
 {
 	json_t *x = json_object_get(o, key);

@@ -591,6 +591,19 @@ void kj_json_put_str(FILE *f, const char *s)
 	putc('"', f);
 }
 
+void kj_html_esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
 void kj_csv_put_str(FILE *f, const char *s)
 {
 	if (!s)
