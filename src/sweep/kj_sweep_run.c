@@ -37,14 +37,6 @@ struct answer {
 	char msg[256];
 };
 
-static int is_number(const char *s)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(s, &end);
-	return *s && !*end && !errno && x == x && x - x == 0;
-}
-
 /* Parse "KJ_SWEEP status=ok f_us=.. ..."; figures not given or not finite numbers become '-'.
  * Returns 0, or -1 when the line is not a KJ_SWEEP answer. */
 static int parse_answer(const char *line, struct answer *a)
@@ -83,7 +75,7 @@ static int parse_answer(const char *line, struct answer *a)
 		for (int i = 0; i < 8; i++) {
 			size_t kl = strlen(keys[i]);
 			if (!strncmp(tok, keys[i], kl))
-				snprintf(fields[i], 32, "%.31s", is_number(tok + kl) ? tok + kl : "-");
+				snprintf(fields[i], 32, "%.31s", kj_sweep_is_number(tok + kl) ? tok + kl : "-");
 		}
 		s += len;
 	}
