@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kj_atomic.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
@@ -96,7 +97,7 @@ int cmd_report(int argc, char **argv)
 	json_t *info = kj_cli_info_json(j.db, run);
 	j.o.run_path = run;
 	j.o.info = info;
-	if (!kj_cli_write_atomic(out, write_page, &j)) {
+	if (!kj_write_atomic(out, write_page, &j)) {
 		struct stat sb;
 		printf("kjoule report: wrote %s (%.0f KiB)\n", out,
 		       stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);

@@ -32,9 +32,4 @@ int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
 #include <stdio.h>
 json_t *kj_cli_info_json(sqlite3 *db, const char *path);
 
-/* Write path whole or not at all: write(f, ctx) fills a temporary file beside it, renamed over
- * path when write returns 0 and every byte reached the disk (kj_cli_atomic.c). Returns 0 or the
- * error (write's, or KJ_EIO with a message naming path); no temporary file is left behind. */
-int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx);
-
 #endif

@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kj_cli.h"
+#include "kj_atomic.h"
 #include "kj_error.h"
 
-int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx)
+int kj_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx)
 {
 	size_t len = strlen(path) + 16;
 	char *tmp = malloc(len);
