@@ -13,6 +13,11 @@
 
 /** @brief The number of a JSON member (integer or real) into *v; 0 when null/absent. */
 int kj_html_jnum(const json_t *o, const char *key, double *v);
+/** @brief The string member key of o, or NULL when absent or not a string. */
+const char *kj_html_jstr(const json_t *o, const char *key);
+/** @brief A sortable table cell with the number member key of o (prec decimals, thousands
+ *  grouped), or a dash when absent; data-v holds the number, or na_key to sort the dash by. */
+void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, double na_key);
 /** @brief A figure: "12,345.6 unit" with prec decimals, or "not measured" when !known or
  *  not finite. */
 void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit);

@@ -15,6 +15,23 @@ int kj_html_jnum(const json_t *o, const char *key, double *v)
 	return isfinite(*v);
 }
 
+const char *kj_html_jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, double na_key)
+{
+	double v;
+	int known = kj_html_jnum(o, key, &v);
+	fprintf(f, "<td data-v=\"%.6g\">", known ? v : na_key);
+	if (known)
+		kj_html_fig(f, v, 1, prec, NULL);
+	else
+		fputs("<span class=\"na\">—</span>", f);
+	fputs("</td>", f);
+}
+
 /* digits grouped by thousands: 12,345.6 */
 void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit)
 {
