@@ -71,6 +71,14 @@ void kj_chart_scatter(FILE *f, const char *id, const char *title, const char *xu
 		      const char *yunit, const char *const *series, const char *const *colors,
 		      size_t n_series, const struct kj_point *p, size_t n);
 
+/** @brief Opens a chart: <svg class="kj-chart" id=…> w by h pixels, with its title on it. */
+void kj_chart_begin(FILE *f, const char *id, const char *title, double w, double h);
+/** @brief Horizontal grid lines and their labels every step from 0 to top, for a plot area
+ *  x0..x0+pw wide and y0..y0+ph high (0 at the bottom). */
+void kj_chart_y_grid(FILE *f, double x0, double pw, double y0, double ph, double top, double step);
+/** @brief The y axis' unit, written upwards at the left of a plot area y0..y0+ph high. */
+void kj_chart_y_unit(FILE *f, double y0, double ph, const char *unit);
+
 /** @brief "nice" tick step for a range of length span with about n ticks. */
 double kj_chart_tick(double span, int n);
 
