@@ -182,26 +182,9 @@ static int parse(int argc, char **argv, struct run_opts *o)
 /* The injection library: $KJ_INJECT_LIB, else beside this binary (build tree or lib/). */
 static int find_inject(char *out, size_t len)
 {
-	const char *env = getenv("KJ_INJECT_LIB");
-	char self[PATH_MAX];
-	ssize_t n;
 	static const char *const rel[] = {"src/trace/inject/libkjoule_inject.so", "libkjoule_inject.so",
-					  "../lib/libkjoule_inject.so", "../lib/kjoule/libkjoule_inject.so"};
-	if (env && *env) {
-		snprintf(out, len, "%s", env);
-		return access(out, R_OK) == 0 ? 0 : -1;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	char *dir = dirname(self);
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(out, len, "%s/%s", dir, rel[i]);
-		if (access(out, R_OK) == 0)
-			return 0;
-	}
-	return -1;
+					  "../lib/libkjoule_inject.so", "../lib/kjoule/libkjoule_inject.so", NULL};
+	return kj_cli_find_beside("KJ_INJECT_LIB", rel, R_OK, out, len);
 }
 
 /* SIGTERM, SIGHUP, and SIGINT sent by a process (kill, a job scheduler) go on to the program, or

@@ -25,6 +25,13 @@ int cmd_predict(int argc, char **argv);
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */
 int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
 
+/* A program or library kjoule starts (kj_cli_find.c): the path in environment variable env when
+ * it is set, else the first of rel (NULL-terminated, relative to the kjoule binary's folder)
+ * that access(path, mode) accepts, into buf. Returns 0, or KJ_ENOTFOUND with buf naming env's
+ * path or where rel[0] would be, for the message. */
+#include <stddef.h>
+int kj_cli_find_beside(const char *env, const char *const *rel, int mode, char *buf, size_t len);
+
 /* What `kjoule info --json` prints about a run (cmd_info.c): command, devices, counts, what was
  * not captured, problems. Caller owns the object. */
 #include <jansson.h>
