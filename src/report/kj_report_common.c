@@ -591,7 +591,9 @@ void kj_json_put_str(FILE *f, const char *s)
 	putc('"', f);
 }
 
-void kj_html_esc(FILE *f, const char *s)
+/* s with <, >, & and " escaped; with xml, control characters other than tab left out (XML 1.0
+ * cannot hold them) */
+static void markup_esc(FILE *f, const char *s, int xml)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
@@ -599,9 +601,21 @@ void kj_html_esc(FILE *f, const char *s)
 		case '>': fputs("&gt;", f); break;
 		case '&': fputs("&amp;", f); break;
 		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
+		default:
+			if (!xml || (unsigned char)*s >= 0x20 || *s == '\t')
+				fputc(*s, f);
 		}
 	}
+}
+
+void kj_html_esc(FILE *f, const char *s)
+{
+	markup_esc(f, s, 0);
+}
+
+void kj_xml_esc(FILE *f, const char *s)
+{
+	markup_esc(f, s, 1);
 }
 
 void kj_csv_put_str(FILE *f, const char *s)
