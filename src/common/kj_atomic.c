@@ -32,6 +32,10 @@ int kj_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ct
 		goto fail;
 	}
 	rc = write(f, ctx);
+	if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
+		kj_errorf("%s: write failed: %s", path, strerror(errno));
+		rc = KJ_EIO;
+	}
 	if (fclose(f) != 0 && !rc) {
 		kj_errorf("%s: write failed: %s", path, strerror(errno));
 		rc = KJ_EIO;

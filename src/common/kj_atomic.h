@@ -6,7 +6,8 @@
 
 /**
  * @brief Write path whole or not at all: write(f, ctx) fills a temporary file beside it (mode
- *        0644), renamed over path when write returns 0 and every byte was written.
+ *        0644), renamed over path when write returns 0 and every byte reached the disk
+ *        (fsync).
  * @return 0 or the error (write's, or KJ_EIO/KJ_ENOMEM with a message naming path); no
  *         temporary file is left behind.
  */
