@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kj_atomic.h"
 #include "kj_error.h"
 #include "kj_gpu.h"
 #include "kj_sweep.h"
@@ -300,6 +301,13 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* kj_write_atomic's writer of a fresh CSV: its header line */
+static int write_header(FILE *f, void *header)
+{
+	fprintf(f, "%s\n", (const char *)header);
+	return ferror(f) ? KJ_EIO : 0;
+}
+
 /* Open the CSV for appending: a fresh one gets the header (written to a temporary file and
  * renamed in); an existing one must carry the same header, loses a torn last line, and its
  * shapes become *done (sorted strings, caller frees). */
@@ -355,19 +363,8 @@ static int open_csv(const char *path, const char *header, const struct kj_sweep_
 		*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 		return *fd_out < 0 ? KJ_EIO : 0;
 	}
-	char tmp[2100];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd < 0)
-		goto io;
-	size_t hl = strlen(header);
-	if (write(fd, header, hl) != (ssize_t)hl || write(fd, "\n", 1) != 1 || fsync(fd) ||
-	    rename(tmp, path)) {
-		close(fd);
-		unlink(tmp);
-		goto io;
-	}
-	close(fd);
+	if (kj_write_atomic(path, write_header, (void *)header))
+		return KJ_EIO;
 	*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	return *fd_out < 0 ? KJ_EIO : 0;
 io:
