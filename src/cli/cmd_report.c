@@ -27,18 +27,6 @@ static void usage(FILE *f)
 		"  --quiet        no warnings on stderr\n");
 }
 
-static int parse_int(const char *s, const char *opt, int *out)
-{
-	char *end = NULL;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > 1000000000) {
-		fprintf(stderr, "kjoule report: %s wants a non-negative integer, not '%s'\n", opt, s);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
 struct job {
 	sqlite3 *db;
 	struct kj_html_opts o;
@@ -68,11 +56,11 @@ int cmd_report(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'r': j.o.region = optarg; break;
 		case 's':
-			if (parse_int(optarg, "--skip", &j.o.skip))
+			if (kj_cli_parse_count("report", "--skip", optarg, &j.o.skip))
 				return 2;
 			break;
 		case 'n':
-			if (parse_int(optarg, "--rows", &j.o.max_table_rows))
+			if (kj_cli_parse_count("report", "--rows", optarg, &j.o.max_table_rows))
 				return 2;
 			break;
 		case 'q': j.o.quiet = 1; break;

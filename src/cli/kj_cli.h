@@ -25,6 +25,10 @@ int cmd_predict(int argc, char **argv);
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */
 int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
 
+/* A count given to option opt of `kjoule cmd` (--skip, --top, --rows): 0 to 1e9 into *out.
+ * Returns 0, or -1 after naming the bad value on stderr (kj_cli_parse.c). */
+int kj_cli_parse_count(const char *cmd, const char *opt, const char *s, int *out);
+
 /* A program or library kjoule starts (kj_cli_find.c): the path in environment variable env when
  * it is set, else the first of rel (NULL-terminated, relative to the kjoule binary's folder)
  * that access(path, mode) accepts, into buf. Returns 0, or KJ_ENOTFOUND with buf naming env's
