@@ -69,6 +69,45 @@ def count_events(path):
     return n
 
 
+def big_run(work, iterations, kernels, tables):
+    """The generated run database in work (made by mkrun.py unless already there): its path, the
+    command that makes it, the seconds that took (None when reused), and row counts of tables."""
+    import sqlite3
+    db = os.path.join(work, "run_%dx%d.kjdb" % (iterations, kernels))
+    gen_cmd = [sys.executable, os.path.join(HERE, "mkrun.py"), "-o", db, "--iterations", str(iterations),
+               "--kernels", str(kernels), "--layers", "10", "--streams", "2"]
+    gen_s = None
+    if not os.path.exists(db):
+        t = time.monotonic()
+        subprocess.run(gen_cmd, check=True, stdout=subprocess.DEVNULL)
+        gen_s = round(time.monotonic() - t, 2)
+    c = sqlite3.connect(db)
+    rows = {t: c.execute("SELECT count(*) FROM %s" % t).fetchone()[0] for t in tables}
+    c.close()
+    return db, gen_cmd, gen_s, rows
+
+
+def write_results(benchmark, kj, gen_cmd, gen_s, db, rows, results, output):
+    """The benchmark's JSON file: machine, date, commit, the run database and every result."""
+    res = {
+        "benchmark": benchmark,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "kjoule": kj,
+        "git_commit": subprocess.run(["git", "-C", SRC, "rev-parse", "HEAD"], capture_output=True,
+                                     text=True).stdout.strip(),
+        "run_database": {"generator": " ".join(os.path.relpath(x, SRC) if x.startswith(SRC) else x for x in gen_cmd[1:]),
+                         "generate_s": gen_s, "bytes": os.path.getsize(db), "rows": rows},
+        "one_core": "taskset -c 0",
+        "results": results,
+    }
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    with open(output, "w") as f:
+        json.dump(res, f, indent=2)
+        f.write("\n")
+    print("wrote", output)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kjoule", required=True)
@@ -81,19 +120,8 @@ def main():
     kj = os.path.abspath(a.kjoule)
     work = a.keep or tempfile.mkdtemp(prefix="kjbench_")
     os.makedirs(work, exist_ok=True)
-    db = os.path.join(work, "run_%dx%d.kjdb" % (a.iterations, a.kernels))
-    gen_cmd = [sys.executable, os.path.join(HERE, "mkrun.py"), "-o", db, "--iterations", str(a.iterations),
-               "--kernels", str(a.kernels), "--layers", "10", "--streams", "2"]
-    gen_s = None
-    if not os.path.exists(db):
-        t = time.monotonic()
-        subprocess.run(gen_cmd, check=True, stdout=subprocess.DEVNULL)
-        gen_s = round(time.monotonic() - t, 2)
-    import sqlite3
-    c = sqlite3.connect(db)
-    rows = {t: c.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
-            for t in ("kernel", "memcpy", "api_call", "nvtx_range", "power_sample")}
-    c.close()
+    db, gen_cmd, gen_s, rows = big_run(work, a.iterations, a.kernels,
+                                       ("kernel", "memcpy", "api_call", "nvtx_range", "power_sample"))
     trace = os.path.join(work, "trace.json")
     cases = [
         ("compare", [kj, "compare", db, "--json", "--quiet"], os.devnull, 5.0, None),
@@ -119,23 +147,7 @@ def main():
             r["events_per_s"] = round(r["events"] / r["best_wall_s"])
         results.append(r)
         print("%-24s best %.2f s  rss %.0f MiB" % (name, r["best_wall_s"], r["max_rss_kib"] / 1024))
-    res = {
-        "benchmark": "analysis_speed",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "kjoule": kj,
-        "git_commit": subprocess.run(["git", "-C", SRC, "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip(),
-        "run_database": {"generator": " ".join(os.path.relpath(x, SRC) if x.startswith(SRC) else x for x in gen_cmd[1:]),
-                         "generate_s": gen_s, "bytes": os.path.getsize(db), "rows": rows},
-        "one_core": "taskset -c 0",
-        "results": results,
-    }
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=2)
-        f.write("\n")
-    print("wrote", a.output)
+    write_results("analysis_speed", kj, gen_cmd, gen_s, db, rows, results, a.output)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -9,20 +9,15 @@ bench/results/report_speed.json with the machine, date, commands and raw numbers
 Targets (issue 15): report of 1,000,000 launches <= 10 s and a page <= 5 MB; shipped run <= 1 s.
 """
 import argparse
-import datetime
-import json
 import os
 import shutil
-import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench", "analysis_speed"))
-from bench import machine, timed  # noqa: E402  (the analysis benchmark's helpers)
+from bench import big_run, timed, write_results  # noqa: E402  (the analysis benchmark's helpers)
 
 PAGE_LIMIT = 5 * 1024 * 1024
 
@@ -39,18 +34,9 @@ def main():
     kj = os.path.abspath(a.kjoule)
     work = a.keep or tempfile.mkdtemp(prefix="kjbench_report_")
     os.makedirs(work, exist_ok=True)
-    db = os.path.join(work, "run_%dx%d.kjdb" % (a.iterations, a.kernels))
-    gen_cmd = [sys.executable, os.path.join(SRC, "bench", "analysis_speed", "mkrun.py"), "-o", db,
-               "--iterations", str(a.iterations), "--kernels", str(a.kernels), "--layers", "10", "--streams", "2"]
-    gen_s = None
-    if not os.path.exists(db):
-        t = time.monotonic()
-        subprocess.run(gen_cmd, check=True, stdout=subprocess.DEVNULL)
-        gen_s = round(time.monotonic() - t, 2)
-    c = sqlite3.connect(db)
-    rows = {t: c.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
-            for t in ("kernel", "unique_kernel", "api_call", "nvtx_range", "power_sample", "replay_kernel")}
-    c.close()
+    db, gen_cmd, gen_s, rows = big_run(work, a.iterations, a.kernels,
+                                       ("kernel", "unique_kernel", "api_call", "nvtx_range", "power_sample",
+                                        "replay_kernel"))
     shipped = os.path.join(SRC, "examples", "runs", "bloom560m.kjdb")
     big_page = os.path.join(work, "big.html")
     small_page = os.path.join(work, "bloom560m.html")
@@ -79,23 +65,7 @@ def main():
         print("%-30s best %.2f s  worst %.2f s  rss %.0f MiB%s" % (
             name, r["best_wall_s"], r["worst_wall_s"], r["max_rss_kib"] / 1024,
             "  page %.0f KiB" % (r["page_bytes"] / 1024) if page else ""))
-    res = {
-        "benchmark": "report_speed",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "kjoule": kj,
-        "git_commit": subprocess.run(["git", "-C", SRC, "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip(),
-        "run_database": {"generator": " ".join(os.path.relpath(x, SRC) if x.startswith(SRC) else x for x in gen_cmd[1:]),
-                         "generate_s": gen_s, "bytes": os.path.getsize(db), "rows": rows},
-        "one_core": "taskset -c 0",
-        "results": results,
-    }
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=2)
-        f.write("\n")
-    print("wrote", a.output)
+    write_results("report_speed", kj, gen_cmd, gen_s, db, rows, results, a.output)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
 

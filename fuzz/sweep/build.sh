@@ -9,7 +9,7 @@ mkdir -p "$out/sweep-corpus"
 clang -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined \
 	-Isrc/common -Isrc/sweep -Isrc/predict fuzz/sweep/fuzz_sweep.c src/sweep/kj_sweep_config.c \
 	src/sweep/kj_sweep_shape.c src/sweep/kj_sweep_csv.c src/sweep/kj_sweep_ops.c \
-	src/predict/kj_model.c src/common/kj_error.c $(pkg-config --cflags --libs yaml-0.1) -lm \
+	src/predict/kj_model.c src/common/kj_error.c src/common/kj_yaml.c $(pkg-config --cflags --libs yaml-0.1) -lm \
 	-o "$out/fuzz_sweep"
 echo "built $out/fuzz_sweep"
 if [ "${1:-}" = run ]; then

@@ -149,11 +149,6 @@ static int add_interval(struct builder *b, int64_t dev, int64_t s, int64_t e)
 	return 0;
 }
 
-static int64_t col_i64(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
-}
-
 static char *col_dup(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
@@ -210,9 +205,9 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 			k.w[1] = sqlite3_column_int64(st, 3);
 		} else {
 			k.w[0] = 0;
-			k.w[1] = col_i64(st, 4);
+			k.w[1] = kj_db_col_i64(st, 4, -1);
 			for (int i = 0; i < 7; i++)
-				k.w[2 + i] = col_i64(st, 5 + i);
+				k.w[2 + i] = kj_db_col_i64(st, 5 + i, -1);
 		}
 		if ((rc = group_get(b, &k, KJ_ACT_KERNEL, &idx, &created)))
 			goto out;
@@ -220,18 +215,18 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 		if (created) {
 			if (k.w[0] == 1)
 				s->unique_id = k.w[1];
-			b->name_ids[idx] = col_i64(st, 4);
+			b->name_ids[idx] = kj_db_col_i64(st, 4, -1);
 			for (int i = 0; i < 3; i++) {
-				s->grid[i] = col_i64(st, 5 + i);
-				s->block[i] = col_i64(st, 8 + i);
-				s->cluster[i] = col_i64(st, 14 + i);
+				s->grid[i] = kj_db_col_i64(st, 5 + i, -1);
+				s->block[i] = kj_db_col_i64(st, 8 + i, -1);
+				s->cluster[i] = kj_db_col_i64(st, 14 + i, -1);
 			}
-			s->shmem_dynamic = col_i64(st, 11);
-			s->shmem_static = col_i64(st, 12);
-			s->registers = col_i64(st, 13);
+			s->shmem_dynamic = kj_db_col_i64(st, 11, -1);
+			s->shmem_static = kj_db_col_i64(st, 12, -1);
+			s->registers = kj_db_col_i64(st, 13, -1);
 		}
 		b->r->kernel_launches++;
-		if (account(b, s, st, 1, 2, col_i64(st, 0), &err))
+		if (account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err))
 			b->r->kernel_ns += sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1);
 		if ((rc = err))
 			goto out;
@@ -283,7 +278,7 @@ static int scan_copies(struct builder *b, sqlite3 *db, int memset_table)
 			rc = KJ_ENOMEM;
 			goto out;
 		}
-		k.w[2] = col_i64(st, 3);
+		k.w[2] = kj_db_col_i64(st, 3, -1);
 		if ((rc = group_get(b, &k, memset_table ? KJ_ACT_MEMSET : KJ_ACT_MEMCPY, &idx,
 				    &created)))
 			goto out;
@@ -300,7 +295,7 @@ static int scan_copies(struct builder *b, sqlite3 *db, int memset_table)
 			b->r->memsets++;
 		else
 			b->r->memcpys++;
-		account(b, s, st, 1, 2, col_i64(st, 0), &err);
+		account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err);
 		if ((rc = err))
 			goto out;
 	}

@@ -27,18 +27,6 @@ static void usage(FILE *f)
 		"  docs/analysis-compare.md defines every figure.\n");
 }
 
-static int parse_int(const char *s, const char *opt, int *out)
-{
-	char *end = NULL;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > 1000000000) {
-		fprintf(stderr, "kjoule compare: %s wants a non-negative integer, not '%s'\n", opt, s);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
 int cmd_compare(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -57,11 +45,11 @@ int cmd_compare(int argc, char **argv)
 		switch (c) {
 		case 'r': o.region = optarg; break;
 		case 's':
-			if (parse_int(optarg, "--skip", &o.skip))
+			if (kj_cli_parse_count("compare", "--skip", optarg, &o.skip))
 				return 2;
 			break;
 		case 't':
-			if (parse_int(optarg, "--top", &o.top))
+			if (kj_cli_parse_count("compare", "--top", optarg, &o.top))
 				return 2;
 			break;
 		case 'j': json = 1; break;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_atomic.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_diff.h"
@@ -88,7 +89,7 @@ int cmd_diff(int argc, char **argv)
 	rc = 0;
 	if (html) {
 		struct job j = {d};
-		if (kj_cli_write_atomic(html, write_html, &j))
+		if (kj_write_atomic(html, write_html, &j))
 			rc = 1;
 		else if (!json)
 			printf("wrote %s\n", html);

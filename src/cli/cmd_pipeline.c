@@ -158,21 +158,8 @@ static int parse_args(int argc, char **argv, struct popts *o)
 /* A program beside this kjoule binary (or named by env). */
 static int find_beside(const char *env, const char *name, char *buf, size_t len)
 {
-	const char *e = getenv(env);
-	if (e && *e) {
-		snprintf(buf, len, "%s", e);
-		return access(buf, X_OK) ? KJ_ENOTFOUND : 0;
-	}
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return KJ_ENOTFOUND;
-	self[n] = 0;
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = 0;
-	snprintf(buf, len, "%.3000s/%.200s", self, name);
-	return access(buf, X_OK) ? KJ_ENOTFOUND : 0;
+	const char *const rel[] = {name, NULL};
+	return kj_cli_find_beside(env, rel, X_OK, buf, len);
 }
 
 /* ---- the GPU side ---- */

@@ -66,30 +66,9 @@ static void usage(FILE *f)
 /* The worker's path: $KJ_REPLAY_WORKER, else beside this binary (or its build-tree place). */
 static int find_worker(char *buf, size_t len)
 {
-	const char *env = getenv("KJ_REPLAY_WORKER");
-	char self[PATH_MAX];
-	ssize_t n;
-	if (env && *env) {
-		int w = snprintf(buf, len, "%s", env);
-		return w > 0 && (size_t)w < len && access(buf, X_OK) == 0 ? 0 : KJ_ENOTFOUND;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return KJ_ENOTFOUND;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	const char *rel[] = {"kjoule-replay-worker", "src/replay/worker/kjoule-replay-worker",
-			     "../libexec/kjoule/kjoule-replay-worker"};
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		int w = snprintf(buf, len, "%s/%s", self, rel[i]);
-		if (w > 0 && (size_t)w < len && access(buf, X_OK) == 0)
-			return 0;
-	}
-	if (snprintf(buf, len, "%s/kjoule-replay-worker", self) < 0)
-		buf[0] = '\0';
-	return KJ_ENOTFOUND;
+	static const char *const rel[] = {"kjoule-replay-worker", "src/replay/worker/kjoule-replay-worker",
+					  "../libexec/kjoule/kjoule-replay-worker", NULL};
+	return kj_cli_find_beside("KJ_REPLAY_WORKER", rel, X_OK, buf, len);
 }
 
 /* Run argv with stdout piped back; each line goes to on_line. Kills the child after timeout_s.

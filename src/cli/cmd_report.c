@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kj_atomic.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
@@ -24,18 +25,6 @@ static void usage(FILE *f)
 		"  --skip N       warm-up instances to leave out (default as compare)\n"
 		"  --rows N       kernel-table rows (default 300; the rest are summarised)\n"
 		"  --quiet        no warnings on stderr\n");
-}
-
-static int parse_int(const char *s, const char *opt, int *out)
-{
-	char *end = NULL;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > 1000000000) {
-		fprintf(stderr, "kjoule report: %s wants a non-negative integer, not '%s'\n", opt, s);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
 }
 
 struct job {
@@ -67,11 +56,11 @@ int cmd_report(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'r': j.o.region = optarg; break;
 		case 's':
-			if (parse_int(optarg, "--skip", &j.o.skip))
+			if (kj_cli_parse_count("report", "--skip", optarg, &j.o.skip))
 				return 2;
 			break;
 		case 'n':
-			if (parse_int(optarg, "--rows", &j.o.max_table_rows))
+			if (kj_cli_parse_count("report", "--rows", optarg, &j.o.max_table_rows))
 				return 2;
 			break;
 		case 'q': j.o.quiet = 1; break;
@@ -96,7 +85,7 @@ int cmd_report(int argc, char **argv)
 	json_t *info = kj_cli_info_json(j.db, run);
 	j.o.run_path = run;
 	j.o.info = info;
-	if (!kj_cli_write_atomic(out, write_page, &j)) {
+	if (!kj_write_atomic(out, write_page, &j)) {
 		struct stat sb;
 		printf("kjoule report: wrote %s (%.0f KiB)\n", out,
 		       stat(out, &sb) == 0 ? (double)sb.st_size / 1024 : 0.0);

@@ -24,6 +24,7 @@
 #include "kj_db.h"
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_gpu.h"
 #include "kj_gpu_watch.h"
 #include "kj_ingest.h"
 
@@ -182,26 +183,9 @@ static int parse(int argc, char **argv, struct run_opts *o)
 /* The injection library: $KJ_INJECT_LIB, else beside this binary (build tree or lib/). */
 static int find_inject(char *out, size_t len)
 {
-	const char *env = getenv("KJ_INJECT_LIB");
-	char self[PATH_MAX];
-	ssize_t n;
 	static const char *const rel[] = {"src/trace/inject/libkjoule_inject.so", "libkjoule_inject.so",
-					  "../lib/libkjoule_inject.so", "../lib/kjoule/libkjoule_inject.so"};
-	if (env && *env) {
-		snprintf(out, len, "%s", env);
-		return access(out, R_OK) == 0 ? 0 : -1;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return -1;
-	self[n] = '\0';
-	char *dir = dirname(self);
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(out, len, "%s/%s", dir, rel[i]);
-		if (access(out, R_OK) == 0)
-			return 0;
-	}
-	return -1;
+					  "../lib/libkjoule_inject.so", "../lib/kjoule/libkjoule_inject.so", NULL};
+	return kj_cli_find_beside("KJ_INJECT_LIB", rel, R_OK, out, len);
 }
 
 /* SIGTERM, SIGHUP, and SIGINT sent by a process (kill, a job scheduler) go on to the program, or
@@ -248,13 +232,6 @@ static void install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void iso_now(char *buf, size_t len)
@@ -327,7 +304,7 @@ static int wait_all(pid_t child, int *status, int grace_s)
 		if (p == child) {
 			st = s;
 			have = 1;
-			deadline = mono_ns() + (int64_t)grace_s * 1000000000LL;
+			deadline = kj_now_ns() + (int64_t)grace_s * 1000000000LL;
 			continue;
 		}
 		if (p < 0) {
@@ -336,7 +313,7 @@ static int wait_all(pid_t child, int *status, int grace_s)
 			break; /* ECHILD: nobody left */
 		}
 		if (p == 0) {
-			if (mono_ns() > deadline)
+			if (kj_now_ns() > deadline)
 				return have ? (*status = st, 1) : -1; /* descendants still running */
 			usleep(20000);
 		}
@@ -456,7 +433,7 @@ int cmd_run(int argc, char **argv)
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	iso_now(started_iso, sizeof(started_iso));
-	start_ns = mono_ns();
+	start_ns = kj_now_ns();
 	signal(SIGQUIT, SIG_IGN);
 	install_signals(); /* the program gets SIGINT/SIGTERM/SIGHUP; we write what it did */
 	total_runs = o.warmup + o.runs;
@@ -465,7 +442,7 @@ int cmd_run(int argc, char **argv)
 	if (!run_span || !run_pid)
 		return 1;
 	for (int r = 0; r < total_runs; r++) {
-		run_span[2 * r] = mono_ns();
+		run_span[2 * r] = kj_now_ns();
 		pid = start_child(o.cmd, &exec_errno);
 		if (pid < 0) {
 			kj_errorf("run: %s: %s", o.cmd[0], strerror(exec_errno));
@@ -494,12 +471,12 @@ int cmd_run(int argc, char **argv)
 			return 130;
 		}
 		child_pid = 0; /* ended: nothing more to forward to */
-		run_span[2 * r + 1] = mono_ns();
+		run_span[2 * r + 1] = kj_now_ns();
 		done_runs++;
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || interrupts)
 			break; /* a failing or interrupted run ends the series: its code is the answer */
 	}
-	end_ns = mono_ns();
+	end_ns = kj_now_ns();
 	kj_sampler_stop(sampler);
 	if (WIFEXITED(status))
 		exit_code = WEXITSTATUS(status);

@@ -37,32 +37,6 @@ static void usage(FILE *f)
 }
 
 /* The worker's path: $KJ_SWEEP_WORKER, else beside this binary (or its build-tree place). */
-static int find_worker(char *buf, size_t len)
-{
-	const char *env = getenv("KJ_SWEEP_WORKER");
-	char self[PATH_MAX];
-	if (env && *env) {
-		snprintf(buf, len, "%s", env);
-		return access(buf, X_OK) == 0 ? 0 : KJ_ENOTFOUND;
-	}
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
-		return KJ_ENOTFOUND;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	const char *rel[] = {"kjoule-sweep-worker", "src/sweep/worker/kjoule-sweep-worker",
-			     "../libexec/kjoule/kjoule-sweep-worker"};
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(buf, len, "%.3000s/%s", self, rel[i]);
-		if (access(buf, X_OK) == 0)
-			return 0;
-	}
-	snprintf(buf, len, "%.3000s/kjoule-sweep-worker", self);
-	return KJ_ENOTFOUND;
-}
-
 /* Local GPUs: NVML's count, else the entries of CUDA_VISIBLE_DEVICES; 0 when neither says. */
 static int count_gpus(void)
 {
@@ -240,7 +214,9 @@ int cmd_sweep(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (find_worker(worker, sizeof(worker))) {
+	static const char *const rel[] = {"kjoule-sweep-worker", "src/sweep/worker/kjoule-sweep-worker",
+					  "../libexec/kjoule/kjoule-sweep-worker", NULL};
+	if (kj_cli_find_beside("KJ_SWEEP_WORKER", rel, X_OK, worker, sizeof(worker))) {
 		kj_errorf("sweep worker not found (%s); build kjoule with CUDA or set KJ_SWEEP_WORKER", worker);
 		return 1;
 	}

@@ -25,16 +25,22 @@ int cmd_predict(int argc, char **argv);
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */
 int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
 
+/* A count given to option opt of `kjoule cmd` (--skip, --top, --rows): 0 to 1e9 into *out.
+ * Returns 0, or -1 after naming the bad value on stderr (kj_cli_parse.c). */
+int kj_cli_parse_count(const char *cmd, const char *opt, const char *s, int *out);
+
+/* A program or library kjoule starts (kj_cli_find.c): the path in environment variable env when
+ * it is set, else the first of rel (NULL-terminated, relative to the kjoule binary's folder)
+ * that access(path, mode) accepts, into buf. Returns 0, or KJ_ENOTFOUND with buf naming env's
+ * path or where rel[0] would be, for the message. */
+#include <stddef.h>
+int kj_cli_find_beside(const char *env, const char *const *rel, int mode, char *buf, size_t len);
+
 /* What `kjoule info --json` prints about a run (cmd_info.c): command, devices, counts, what was
  * not captured, problems. Caller owns the object. */
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 json_t *kj_cli_info_json(sqlite3 *db, const char *path);
-
-/* Write path whole or not at all: write(f, ctx) fills a temporary file beside it, renamed over
- * path when write returns 0 and every byte reached the disk (kj_cli_atomic.c). Returns 0 or the
- * error (write's, or KJ_EIO with a message naming path); no temporary file is left behind. */
-int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx);
 
 #endif

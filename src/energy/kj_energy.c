@@ -490,9 +490,9 @@ int kj_energy_load_samples(sqlite3 *db, int64_t device_id, struct kj_power_sampl
 		}
 		struct kj_power_sample *x = &v[len++];
 		x->t_ns = sqlite3_column_int64(st, 0);
-		x->power_mw = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
-		x->power_avg_mw = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-		x->energy_mj = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+		x->power_mw = kj_db_col_i64(st, 1, -1);
+		x->power_avg_mw = kj_db_col_i64(st, 2, -1);
+		x->energy_mj = kj_db_col_i64(st, 3, -1);
 		x->energy_updated = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 4);
 	}
 	sqlite3_finalize(st);

@@ -177,13 +177,7 @@ static int write_pid_intervals(sqlite3_stmt *ins, int64_t dev, const struct seen
 	return 0;
 }
 
-static int cmp_i64_pair(const void *a, const void *b)
-{
-	const int64_t *x = a, *y = b;
-	return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
-int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const int64_t *iv, size_t m,
+int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const struct kj_interval *iv, size_t m,
 			    int64_t **out, size_t *n_out)
 {
 	int64_t *v = NULL, open_ns = -1, last_ns = -1;
@@ -198,13 +192,13 @@ int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, cons
 			size_t lo = 0, hi = m;
 			while (lo < hi) {
 				size_t mid = (lo + hi) / 2;
-				if (iv[2 * mid] <= t)
+				if (iv[mid].start_ns <= t)
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			int explained = lo > 0 && iv[2 * (lo - 1) + 1] > t - KJ_WATCH_UTIL_LOOKBACK_NS;
-			int inside = m == 0 || (t > iv[0] && t <= iv[2 * m - 1]);
+			int explained = lo > 0 && iv[lo - 1].end_ns > t - KJ_WATCH_UTIL_LOOKBACK_NS;
+			int inside = m == 0 || (t > iv[0].start_ns && t <= iv[m - 1].end_ns);
 			fires = util[i] > 0 && !explained && inside;
 			if (fires) {
 				if (open_ns < 0)
@@ -237,7 +231,7 @@ int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, cons
 static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
 {
 	sqlite3_stmt *st = NULL;
-	int64_t *iv = NULL; /* merged [start, end) pairs of traced activity */
+	struct kj_interval *iv = NULL; /* traced activity, merged */
 	int64_t *rt = NULL, *sv = NULL;
 	int *ru = NULL;
 	size_t n = 0, cap = 0, nr = 0, cap_t = 0, cap_u = 0, ns = 0;
@@ -248,31 +242,17 @@ static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
 		return rc;
 	sqlite3_bind_int64(st, 1, dev);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t *g = kj_grow(iv, &cap, 2 * n + 2, sizeof(*g), 4096);
+		struct kj_interval *g = kj_grow(iv, &cap, n, sizeof(*g), 2048);
 		if (!g) {
 			rc = KJ_ENOMEM;
 			goto out;
 		}
 		iv = g;
-		iv[2 * n] = sqlite3_column_int64(st, 0);
-		iv[2 * n + 1] = sqlite3_column_int64(st, 1);
-		n++;
+		iv[n++] = (struct kj_interval){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (n)
-		qsort(iv, n, 2 * sizeof(*iv), cmp_i64_pair);
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (m && iv[2 * i] <= iv[2 * m - 1]) {
-			if (iv[2 * i + 1] > iv[2 * m - 1])
-				iv[2 * m - 1] = iv[2 * i + 1];
-		} else {
-			iv[2 * m] = iv[2 * i];
-			iv[2 * m + 1] = iv[2 * i + 1];
-			m++;
-		}
-	}
+	size_t m = kj_intervals_merge(iv, n);
 	rc = kj_db_prepare(db, "SELECT t_ns, util_gpu_pct FROM power_sample WHERE device_id = ?"
 			   " AND util_gpu_pct IS NOT NULL ORDER BY t_ns", &st);
 	if (rc)

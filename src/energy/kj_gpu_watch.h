@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kj_intervals.h"
 #include "kj_sampler.h"
 
 /** How long after a kernel NVML's utilisation may still show it: a reading gives the last
@@ -24,12 +25,12 @@
  * driver's own context and module set-up shows as utilisation; after it, NVML's lag and the
  * teardown do; neither is another process, and no iteration lies there.
  * @param t_ns, util  n readings in time order
- * @param iv          m traced intervals as [start, end) pairs, sorted by start and merged
+ * @param iv          m traced intervals, sorted by start and merged (kj_intervals_merge)
  * @param out         receives a malloc'ed array of [first, last] reading times (caller frees;
  *                    NULL when none); *n_out their number
  * @return 0 or KJ_ENOMEM.
  */
-int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const int64_t *iv, size_t m,
+int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, const struct kj_interval *iv, size_t m,
 			    int64_t **out, size_t *n_out);
 
 /**

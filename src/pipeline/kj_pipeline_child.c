@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kj_error.h"
+#include "kj_gpu.h" /* kj_now_ns */
 #include "kj_pipeline_child.h"
 
 struct kj_child {
@@ -65,9 +66,7 @@ int kj_child_start(char *const argv[], struct kj_child **out)
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)kj_now_ns() * 1e-9;
 }
 
 static void reap(struct kj_child *c, int kill_it)

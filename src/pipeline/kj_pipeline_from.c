@@ -20,22 +20,6 @@ struct op {
 	int64_t t_ns; /* launch time of a kernel; other operations take their neighbour's */
 };
 
-static int64_t q1(sqlite3 *db, const char *sql, const char *text, int64_t a, int64_t dflt)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t v = dflt;
-	if (kj_db_prepare(db, sql, &st))
-		return dflt;
-	if (text)
-		sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_int64(st, 1, a);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /* The operations of the iteration in order, each with a host time. */
 static int ops_load(sqlite3 *db, int64_t it, struct op **out, size_t *n)
 {
@@ -55,7 +39,7 @@ static int ops_load(sqlite3 *db, int64_t it, struct op **out, size_t *n)
 		}
 		*out = no;
 		no[*n].ordinal = sqlite3_column_int64(st, 0);
-		no[*n].t_ns = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+		no[*n].t_ns = kj_db_col_i64(st, 1, -1);
 		(*n)++;
 	}
 	sqlite3_finalize(st);
@@ -204,7 +188,7 @@ int kj_pipeline_from_run(const char *run, int depth, const char *region, struct 
 		else
 			snprintf(err, errlen, "%s: no NVTX range at depth %d inside %s (the deepest there is %" PRId64
 				 ")", run, depth, p->name,
-				 q1(db, "SELECT max(depth) FROM nvtx_range", NULL, 0, kdepth) - kdepth);
+				 kj_db_one_i64(db, "SELECT max(depth) FROM nvtx_range", 0, kdepth) - kdepth);
 		rc = KJ_ENOTFOUND;
 		goto out;
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kj_pipeline.h"
+#include "kj_report.h"
 
 void kj_pipeline_totals(const struct kj_pipeline *p, const struct kj_phase_result *r,
 			double idle_w, struct kj_pipeline_totals *t)
@@ -42,24 +43,6 @@ void kj_pipeline_totals(const struct kj_pipeline *p, const struct kj_phase_resul
 	}
 }
 
-/* A CSV field: quoted when it holds a comma, a quote or a newline. */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!s)
-		s = "";
-	if (!strpbrk(s, ",\"\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s == '\n' ? ' ' : *s, f);
-	}
-	fputc('"', f);
-}
-
 static void csv_num(FILE *f, double v, const char *fmt)
 {
 	fputc(',', f);
@@ -78,26 +61,26 @@ void kj_summary_row_write(FILE *f, const struct kj_summary_row *w)
 {
 	const struct kj_pipeline_totals *t = &w->t;
 	double b = w->batch > 0 ? (double)w->batch : 1;
-	csv_str(f, w->name);
+	kj_csv_put_str(f, w->name);
 	fprintf(f, ",%" PRId64 ",", w->batch);
-	csv_str(f, w->precision);
+	kj_csv_put_str(f, w->precision);
 	fputc(',', f);
-	csv_str(f, w->status);
+	kj_csv_put_str(f, w->status);
 	fprintf(f, ",%d,%d,%" PRId64, t->phases, t->failed, t->stages);
 	int any = t->bottleneck >= 0;
 	csv_num(f, any ? t->seq_latency_ms : NAN, "%.6f");
 	csv_num(f, any ? t->seq_energy_j : NAN, "%.6g");
 	csv_num(f, any ? t->seq_dynamic_j : NAN, "%.6g");
 	fputc(',', f);
-	csv_str(f, w->bottleneck);
+	kj_csv_put_str(f, w->bottleneck);
 	csv_num(f, any ? t->pp_period_ms : NAN, "%.6f");
 	csv_num(f, any ? t->pp_period_ms : NAN, "%.6f");
 	csv_num(f, any ? t->pp_energy_j / b : NAN, "%.6g");
 	csv_num(f, t->idle_w >= 0 ? t->idle_w : NAN, "%.2f");
 	fputc(',', f);
-	csv_str(f, w->idle_source);
+	kj_csv_put_str(f, w->idle_source);
 	fputc(',', f);
-	csv_str(f, w->note);
+	kj_csv_put_str(f, w->note);
 	fputc('\n', f);
 }
 
@@ -125,12 +108,12 @@ void kj_phases_csv_write(FILE *f, const struct kj_pipeline *p, const struct kj_p
 		double frac = !ok ? NAN : compute ? (peak_tflops > 0 ? tf / peak_tflops : NAN)
 						  : (peak_gbs > 0 ? gbs / peak_gbs : NAN);
 		fprintf(f, "%d,", i);
-		csv_str(f, ph->name);
+		kj_csv_put_str(f, ph->name);
 		fprintf(f, ",%s,%s,%s,%" PRId64 ",", kj_phase_kind_name(ph->kind), ph->op[0] ? ph->op : "",
 			ph->precision, ph->repeat);
-		csv_str(f, shape);
+		kj_csv_put_str(f, shape);
 		fputc(',', f);
-		csv_str(f, r[i].status);
+		kj_csv_put_str(f, r[i].status);
 		csv_num(f, ok ? r[i].latency_ms : NAN, "%.6f");
 		csv_num(f, ok && r[i].single_ms > 0 ? r[i].single_ms : NAN, "%.6f");
 		csv_num(f, ok && r[i].has_energy ? r[i].power_w : NAN, "%.2f");
@@ -145,24 +128,8 @@ void kj_phases_csv_write(FILE *f, const struct kj_pipeline *p, const struct kj_p
 		fputc(',', f);
 		fputs(ph->kind == KJ_PHASE_SEQ || (!peak_tflops && !peak_gbs) ? "" : compute ? "compute" : "memory", f);
 		fputc(',', f);
-		csv_str(f, r[i].error);
+		kj_csv_put_str(f, r[i].error);
 		fputc('\n', f);
-	}
-}
-
-static void xml_str(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '>')
-			fputs("&gt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
-		else if (*s == '"')
-			fputs("&quot;", f);
-		else
-			fputc(*s, f);
 	}
 }
 
@@ -182,7 +149,7 @@ void kj_phases_svg_write(FILE *f, const struct kj_pipeline *p, const struct kj_p
 		"font-family=\"monospace\" font-size=\"11\">\n", w, h);
 	fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n<text x=\"8\" y=\"18\" "
 		"font-size=\"14\">", w, h);
-	xml_str(f, p->name);
+	kj_html_esc(f, p->name);
 	fprintf(f, " (%s): %.3f ms, %.4g J sequential; pipeline-parallel period %.3f ms</text>\n",
 		p->precision, t->seq_latency_ms, t->seq_energy_j, t->pp_period_ms);
 	fprintf(f, "<text x=\"%d\" y=\"44\">latency x repeat (max %.3f ms)</text>\n", left, maxl);
@@ -192,7 +159,7 @@ void kj_phases_svg_write(FILE *f, const struct kj_pipeline *p, const struct kj_p
 		int ok = !strcmp(r[i].status, "ok"), bn = i == t->bottleneck;
 		double rep = (double)p->phases[i].repeat;
 		fprintf(f, "<text x=\"8\" y=\"%d\"%s>", y + 11, bn ? " fill=\"#c00\" font-weight=\"bold\"" : "");
-		xml_str(f, p->phases[i].name);
+		kj_html_esc(f, p->phases[i].name);
 		if (p->phases[i].repeat > 1)
 			fprintf(f, " x%" PRId64, p->phases[i].repeat);
 		fputs(bn ? " (bottleneck)" : "", f);

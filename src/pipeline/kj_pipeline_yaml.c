@@ -10,6 +10,7 @@
 
 #include "kj_error.h"
 #include "kj_pipeline.h"
+#include "kj_yaml.h"
 
 struct ctx {
 	yaml_document_t *doc;
@@ -248,12 +249,9 @@ int kj_pipeline_text_read(const char *path, const char *text, size_t len,
 		return KJ_ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		snprintf(err, errlen, "%s:%lu:%lu: YAML error: %s%s%s", path,
-			 (unsigned long)parser.problem_mark.line + 1, (unsigned long)parser.problem_mark.column + 1,
-			 parser.problem ? parser.problem : "?", parser.context ? " " : "",
-			 parser.context ? parser.context : "");
+		rc = kj_yaml_error(&parser, path, err, errlen);
 		yaml_parser_delete(&parser);
-		return KJ_EINVAL;
+		return rc;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	yaml_node_t *list = map_get(&c, root, "pipelines");

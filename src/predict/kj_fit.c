@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kj_atomic.h"
 #include "kj_error.h"
 #include "kj_predict.h"
 #include "kj_sweep.h"
@@ -74,15 +75,10 @@ static void fit_linear(const float *f, int nf, const double *y, int n, double *w
 		w[r] = A[r][r] != 0 ? A[r][3] / A[r][r] : 0.0;
 }
 
-static int write_json_atomic(json_t *root, const char *path)
+/* kj_write_atomic's writer: the models index as indented JSON */
+static int dump_json(FILE *f, void *root)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%.4000s.tmp.%d", path, (int)getpid());
-	if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) || rename(tmp, path)) {
-		unlink(tmp);
-		return KJ_EIO;
-	}
-	return 0;
+	return json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) ? KJ_EIO : 0;
 }
 
 struct group {
@@ -372,8 +368,8 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		}
 		json_object_set_new(index, "kjoule_models", json_integer(1));
 		json_object_set(index, "models", models);
-		if (write_json_atomic(index, path)) {
-			kj_errorf("fit: cannot write %s: %s", path, strerror(errno));
+		if (kj_write_atomic(path, dump_json, index)) {
+			kj_errorf("fit: cannot write %s", path);
 			rc = KJ_EIO;
 		} else if (!o->quiet) {
 			printf("%d models in %s\n", nmodels, path);

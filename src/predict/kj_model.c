@@ -8,6 +8,7 @@
 
 #include "kj_error.h"
 #include "kj_predict.h"
+#include "kj_yaml.h"
 
 static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp"};
 
@@ -78,11 +79,10 @@ int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t l
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_file(&p, f);
 	if (!yaml_parser_load(&p, &doc)) {
-		snprintf(err, len, "%s:%lu: %s", path, (unsigned long)p.problem_mark.line + 1,
-			 p.problem ? p.problem : "YAML error");
+		rc = kj_yaml_error(&p, path, err, len);
 		yaml_parser_delete(&p);
 		fclose(f);
-		return KJ_EINVAL;
+		return rc;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE) {

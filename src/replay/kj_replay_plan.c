@@ -19,18 +19,6 @@ static const char *required_tables[] = {"unique_kernel", "kernel_name", "launch_
 					"module_function", "allocation", "replay_kernel",
 					"replay_energy", "kernel"};
 
-static int64_t one_i64(sqlite3 *db, const char *sql, int64_t dflt)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t v = dflt;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return dflt;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 static char *dup_col(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
@@ -63,13 +51,13 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 		snprintf(sql, sizeof(sql),
 			 "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'",
 			 required_tables[i]);
-		if (one_i64(db, sql, 0) != 1) {
+		if (kj_db_one_i64(db, sql, 0, 0) != 1) {
 			kj_errorf("%s: unknown schema: table '%s' is missing, so this kjoule cannot replay it "
 				  "(re-trace with this kjoule's `kjoule run`)", run, required_tables[i]);
 			return KJ_ESCHEMA;
 		}
 	}
-	plan->have_params = one_i64(db, "SELECT count(*) FROM launch_params", 0) > 0;
+	plan->have_params = kj_db_one_i64(db, "SELECT count(*) FROM launch_params", 0, 0) > 0;
 	if (!plan->have_params) {
 		kj_errorf("%s: no kernel parameters were captured (traced with --no-params?); re-run "
 			  "`kjoule run` without --no-params to replay its kernels", run);
@@ -86,11 +74,11 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 		}
 	}
 	sqlite3_finalize(st);
-	plan->traced_busy_ns = one_i64(db, "SELECT sum(end_ns - start_ns) FROM kernel", 0);
-	plan->total_launches = one_i64(db, "SELECT count(*) FROM kernel", 0);
+	plan->traced_busy_ns = kj_db_one_i64(db, "SELECT sum(end_ns - start_ns) FROM kernel", 0, 0);
+	plan->total_launches = kj_db_one_i64(db, "SELECT count(*) FROM kernel", 0, 0);
 	int have_kernel_rows = plan->total_launches > 0;
 	if (!have_kernel_rows)
-		plan->total_launches = one_i64(db, "SELECT sum(launches) FROM unique_kernel", 0);
+		plan->total_launches = kj_db_one_i64(db, "SELECT sum(launches) FROM unique_kernel", 0, 0);
 
 	if (kj_db_prepare(db,
 			  "SELECT u.id, n.mangled, n.demangled, u.launches,"

@@ -8,30 +8,16 @@
 #include "kj_db.h"
 #include "kj_error.h"
 
-static int64_t q_i64(sqlite3 *db, const char *sql, int64_t it, int64_t dflt)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t v = dflt;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return dflt;
-	if (it >= -1)
-		sqlite3_bind_int64(st, 1, it);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 			    struct kj_replay_seq_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (q_i64(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN"
+	if (kj_db_one_i64(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN"
 		      " ('sequence_op', 'replay_sequence', 'launch_params')", -2, 0) != 3) {
 		kj_errorf("%s: unknown schema: no sequence_op/replay_sequence tables", run);
 		return KJ_ESCHEMA;
 	}
-	if (q_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
+	if (kj_db_one_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
 		kj_errorf("%s: no whole iteration was captured (kjoule run keeps the middle one of a "
 			  "repeated top-level NVTX range); mark iterations with NVTX ranges, or name one with "
 			  "`kjoule run --iteration-range NAME --params-iteration N`, to replay it with --sequence",
@@ -39,38 +25,38 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 		return KJ_ENOTFOUND;
 	}
 	if (iteration < 0)
-		iteration = q_i64(db, "SELECT min(iteration) FROM sequence_op", -2, 0);
+		iteration = kj_db_one_i64(db, "SELECT min(iteration) FROM sequence_op", -2, 0);
 	out->iteration = iteration;
-	out->ops = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?", iteration, 0);
+	out->ops = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?", iteration, 0);
 	if (!out->ops) {
 		kj_errorf("%s: iteration %" PRId64 " was not captured (sequence_op has other iterations)",
 			  run, iteration);
 		return KJ_ENOTFOUND;
 	}
-	out->kernels = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'kernel'", iteration, 0);
-	out->copies = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
-	out->memsets = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
-	out->events = q_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
+	out->kernels = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'kernel'", iteration, 0);
+	out->copies = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
+	out->memsets = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
+	out->events = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
 	/* graph kernels share their graph launch's correlation: sequence ops name their kernel row
 	 * (kernel_id) in runs recorded since graphs were; older runs join by correlation */
 	if (kj_db_has_column(db, "sequence_op", "kernel_id")) {
-		out->traced_busy_ns = q_i64(db,
+		out->traced_busy_ns = kj_db_one_i64(db,
 			"SELECT sum(k.end_ns - k.start_ns) FROM sequence_op s JOIN kernel k"
 			" ON k.id = s.kernel_id WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NOT NULL",
-			iteration, 0) + q_i64(db,
+			iteration, 0) + kj_db_one_i64(db,
 			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
 			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
 			" WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NULL", iteration, 0);
-		out->traced_span_ns = q_i64(db,
+		out->traced_span_ns = kj_db_one_i64(db,
 			"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
 			" WHERE EXISTS (SELECT 1 FROM sequence_op s WHERE s.iteration = ?1 AND"
 			" s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)))", iteration, 0);
 	} else {
-		out->traced_busy_ns = q_i64(db,
+		out->traced_busy_ns = kj_db_one_i64(db,
 			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
 			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
 			" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
-		out->traced_span_ns = q_i64(db,
+		out->traced_span_ns = kj_db_one_i64(db,
 			"SELECT max(e) - min(b) FROM (SELECT g.start_ns AS b, g.end_ns AS e FROM gpu_activity g"
 			" JOIN sequence_op s ON s.correlation_id = g.correlation_id AND (s.pid IS NULL OR s.pid = g.pid)"
 			" WHERE s.iteration = ?1)", iteration, 0);

@@ -67,18 +67,6 @@ static int contains_ci(const char *s, const char *sub)
 	return 0;
 }
 
-static int64_t scalar_i64(sqlite3 *db, const char *sql, int64_t dflt)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t v = dflt;
-	if (kj_db_prepare(db, sql, &st))
-		return dflt;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /* a stage [s, e) with its start in us after the run's first event t0 */
 static json_t *stage(const char *name, int64_t t0, int64_t s, int64_t e, int known, const char *how)
 {
@@ -217,13 +205,13 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 
 	/* boundaries */
 	int64_t first_iter = it.whole_run ? -1 : it.v[0].start_ns;
-	int64_t first_api = scalar_i64(db, "SELECT min(start_ns) FROM api_call", -1);
-	int64_t first_alloc = scalar_i64(db, "SELECT min(alloc_ns) FROM allocation", -1);
+	int64_t first_api = kj_db_one_i64(db, "SELECT min(start_ns) FROM api_call", 0, -1);
+	int64_t first_alloc = kj_db_one_i64(db, "SELECT min(alloc_ns) FROM allocation", 0, -1);
 	if (first_alloc < 0)
-		first_alloc = scalar_i64(db,
-					 "SELECT min(start_ns) FROM api_call WHERE name LIKE"
-					 " '%Alloc%' OR name LIKE '%MemCreate%'",
-					 -1);
+		first_alloc = kj_db_one_i64(db,
+					    "SELECT min(start_ns) FROM api_call WHERE name LIKE"
+					    " '%Alloc%' OR name LIKE '%MemCreate%'",
+					    0, -1);
 	int64_t first_kernel = -1;
 	for (size_t k = 0; k < acts.n; k++)
 		if (acts.v[k].type == KJ_ACT_KERNEL) {
@@ -231,7 +219,7 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 			break;
 		}
 	/* without an API trace, initialisation starts with the traced process */
-	int64_t proc_start = scalar_i64(db, "SELECT min(start_ns) FROM process", -1);
+	int64_t proc_start = kj_db_one_i64(db, "SELECT min(start_ns) FROM process", 0, -1);
 	int64_t init_start = first_api >= 0 ? first_api
 			     : proc_start >= 0 && proc_start <= t0 ? proc_start : t0;
 

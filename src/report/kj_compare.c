@@ -108,7 +108,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *tier = (const char *)sqlite3_column_text(st, 2);
 		int64_t uid = sqlite3_column_int64(st, 0);
-		int64_t name_id = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+		int64_t name_id = kj_db_col_i64(st, 1, -1);
 		size_t g = new_group(c, uid, name_id, tier && *tier ? tier : name_tier(c, name_id));
 		if (g == (size_t)-1 || kj_imap_put(gmap, uid, g))
 			goto nomem;

@@ -6,12 +6,6 @@
 #include "kj_error.h"
 #include "kj_html_internal.h"
 
-static const char *js(const json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* a number or "-" (text form) */
 static void tnum(FILE *f, const json_t *o, const char *k, const char *fmt, int width)
 {
@@ -26,9 +20,9 @@ void kj_diff_print(const json_t *d, FILE *f)
 {
 	json_t *a = json_object_get(d, "a"), *b = json_object_get(d, "b"), *w = json_object_get(d, "warnings");
 	fprintf(f, "kjoule diff\n  A: %s (%s, %lld measured iterations)\n  B: %s (%s, %lld measured iterations)\n",
-		js(a, "path"), js(a, "gpu") ? js(a, "gpu") : "GPU not recorded",
-		(long long)json_integer_value(json_object_get(a, "iterations_measured")), js(b, "path"),
-		js(b, "gpu") ? js(b, "gpu") : "GPU not recorded",
+		kj_html_jstr(a, "path"), kj_html_jstr(a, "gpu") ? kj_html_jstr(a, "gpu") : "GPU not recorded",
+		(long long)json_integer_value(json_object_get(a, "iterations_measured")), kj_html_jstr(b, "path"),
+		kj_html_jstr(b, "gpu") ? kj_html_jstr(b, "gpu") : "GPU not recorded",
 		(long long)json_integer_value(json_object_get(b, "iterations_measured")));
 	for (size_t i = 0; i < json_array_size(w); i++)
 		fprintf(f, "  warning: %s\n", json_string_value(json_array_get(w, i)));
@@ -36,7 +30,7 @@ void kj_diff_print(const json_t *d, FILE *f)
 	json_t *t = json_object_get(d, "totals");
 	for (size_t i = 0; i < json_array_size(t); i++) {
 		json_t *m = json_array_get(t, i);
-		fprintf(f, "  %-18s", js(m, "metric"));
+		fprintf(f, "  %-18s", kj_html_jstr(m, "metric"));
 		tnum(f, m, "a_mean", " %*.3f", 12);
 		tnum(f, m, "a_sd", " %*.3f", 10);
 		tnum(f, m, "b_mean", " %*.3f", 12);
@@ -55,7 +49,7 @@ void kj_diff_print(const json_t *d, FILE *f)
 	size_t shown = 0;
 	for (size_t i = 0; i < json_array_size(k) && shown < 25; i++) {
 		json_t *o = json_array_get(k, i);
-		const char *m = js(o, "match");
+		const char *m = kj_html_jstr(o, "match");
 		int sig = json_is_true(json_object_get(o, "significant"));
 		if (!sig && strncmp(m, "only", 4) && shown >= 10)
 			continue;
@@ -67,7 +61,7 @@ void kj_diff_print(const json_t *d, FILE *f)
 		tnum(f, o, "b_us", " %*.2f", 11);
 		tnum(f, o, "delta_us", " %*.2f", 10);
 		tnum(f, o, "delta_pct", " %*.1f", 8);
-		const char *nm = js(o, "name");
+		const char *nm = kj_html_jstr(o, "name");
 		fprintf(f, "  %.90s%s\n", nm, strlen(nm) > 90 ? "..." : "");
 	}
 	fprintf(f, "\nA change is flagged when |delta| > %g standard errors of the two runs' iteration-to-iteration"
@@ -75,18 +69,6 @@ void kj_diff_print(const json_t *d, FILE *f)
 		json_number_value(json_object_get(json_object_get(d, "thresholds"), "sigma")),
 		100 * json_number_value(json_object_get(json_object_get(d, "thresholds"), "min_rel")),
 		json_number_value(json_object_get(json_object_get(d, "thresholds"), "min_abs_us")));
-}
-
-static void hnum(FILE *f, const json_t *o, const char *k, int prec)
-{
-	double v;
-	int known = kj_html_jnum(o, k, &v);
-	fprintf(f, "<td data-v=\"%.6g\">", known ? v : -1e300);
-	if (known)
-		kj_html_fig(f, v, 1, prec, NULL);
-	else
-		fputs("<span class=\"na\">—</span>", f);
-	fputs("</td>", f);
 }
 
 int kj_diff_html(const json_t *d, FILE *f)
@@ -99,9 +81,9 @@ int kj_diff_html(const json_t *d, FILE *f)
 	for (int i = 0; i < 2; i++) {
 		json_t *r = i ? b : a;
 		fprintf(f, "<tr><td>%s</td><td class=\"l\">", i ? "B" : "A");
-		kj_html_esc(f, js(r, "path"));
+		kj_html_esc(f, kj_html_jstr(r, "path"));
 		fputs("</td><td class=\"l\">", f);
-		kj_html_esc(f, js(r, "gpu") ? js(r, "gpu") : "not recorded");
+		kj_html_esc(f, kj_html_jstr(r, "gpu") ? kj_html_jstr(r, "gpu") : "not recorded");
 		fprintf(f, "</td><td>%lld</td></tr>\n", (long long)json_integer_value(json_object_get(r, "iterations_measured")));
 	}
 	fputs("</tbody></table>\n", f);
@@ -118,9 +100,9 @@ int kj_diff_html(const json_t *d, FILE *f)
 	for (size_t i = 0; i < json_array_size(t) && nr < 8; i++) {
 		json_t *m = json_array_get(t, i);
 		double va, vb;
-		if (strcmp(js(m, "unit"), "us"))
+		if (strcmp(kj_html_jstr(m, "unit"), "us"))
 			continue;
-		rows[nr].label = js(m, "metric");
+		rows[nr].label = kj_html_jstr(m, "metric");
 		rows[nr].v[0] = kj_html_jnum(m, "a_mean", &va) ? va : -1;
 		rows[nr].v[1] = kj_html_jnum(m, "b_mean", &vb) ? vb : -1;
 		nr++;
@@ -133,14 +115,14 @@ int kj_diff_html(const json_t *d, FILE *f)
 	for (size_t i = 0; i < json_array_size(t); i++) {
 		json_t *m = json_array_get(t, i);
 		fputs("<tr><td class=\"l\">", f);
-		kj_html_esc(f, js(m, "metric"));
+		kj_html_esc(f, kj_html_jstr(m, "metric"));
 		fputs("</td>", f);
-		hnum(f, m, "a_mean", 3);
-		hnum(f, m, "a_sd", 3);
-		hnum(f, m, "b_mean", 3);
-		hnum(f, m, "b_sd", 3);
-		hnum(f, m, "delta", 3);
-		hnum(f, m, "delta_pct", 1);
+		kj_html_num_cell(f, m, "a_mean", 3, -1e300);
+		kj_html_num_cell(f, m, "a_sd", 3, -1e300);
+		kj_html_num_cell(f, m, "b_mean", 3, -1e300);
+		kj_html_num_cell(f, m, "b_sd", 3, -1e300);
+		kj_html_num_cell(f, m, "delta", 3, -1e300);
+		kj_html_num_cell(f, m, "delta_pct", 1, -1e300);
 		fprintf(f, "<td class=\"l\">%s</td></tr>\n", json_is_true(json_object_get(m, "significant")) ? "<b>changed</b>" : "within noise");
 	}
 	fputs("</tbody></table>\n", f);
@@ -154,23 +136,23 @@ int kj_diff_html(const json_t *d, FILE *f)
 	size_t lim = json_array_size(k) < 500 ? json_array_size(k) : 500;
 	for (size_t i = 0; i < lim; i++) {
 		json_t *o = json_array_get(k, i);
-		const char *m = js(o, "match");
+		const char *m = kj_html_jstr(o, "match");
 		fprintf(f, "<tr><td class=\"l\">%s</td>",
 			json_is_true(json_object_get(o, "significant")) ? "<b>changed</b>"
 			: !strcmp(m, "only_a") ? "only in A" : !strcmp(m, "only_b") ? "only in B" : "");
-		kj_html_name_cell(f, js(o, "key"));
+		kj_html_name_cell(f, kj_html_jstr(o, "key"));
 		fputs("<td class=\"l\">", f);
 		kj_html_esc(f, m);
 		fputs("</td>", f);
-		hnum(f, o, "a_count", 1);
-		hnum(f, o, "b_count", 1);
-		hnum(f, o, "a_us", 2);
-		hnum(f, o, "a_sd_us", 2);
-		hnum(f, o, "b_us", 2);
-		hnum(f, o, "b_sd_us", 2);
-		hnum(f, o, "delta_us", 2);
-		hnum(f, o, "delta_pct", 1);
-		hnum(f, o, "delta_energy_mj", 3);
+		kj_html_num_cell(f, o, "a_count", 1, -1e300);
+		kj_html_num_cell(f, o, "b_count", 1, -1e300);
+		kj_html_num_cell(f, o, "a_us", 2, -1e300);
+		kj_html_num_cell(f, o, "a_sd_us", 2, -1e300);
+		kj_html_num_cell(f, o, "b_us", 2, -1e300);
+		kj_html_num_cell(f, o, "b_sd_us", 2, -1e300);
+		kj_html_num_cell(f, o, "delta_us", 2, -1e300);
+		kj_html_num_cell(f, o, "delta_pct", 1, -1e300);
+		kj_html_num_cell(f, o, "delta_energy_mj", 3, -1e300);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody></table>\n", f);

@@ -18,13 +18,31 @@ static double fin(double v)
 	return isfinite(v) && v > 0 ? v : 0;
 }
 
-static void svg_begin(FILE *f, const char *id, const char *title, double w, double h)
+void kj_chart_begin(FILE *f, const char *id, const char *title, double w, double h)
 {
 	fprintf(f, "<svg class=\"kj-chart\" id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\""
 		   " height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-size=\"11\" font-family=\"sans-serif\">\n",
 		id, w, h, w, h);
 	fputs("<text x=\"4\" y=\"14\" font-size=\"13\" font-weight=\"600\">", f);
 	kj_html_esc(f, title);
+	fputs("</text>\n", f);
+}
+
+void kj_chart_y_grid(FILE *f, double x0, double pw, double y0, double ph, double top, double step)
+{
+	for (double t = 0; t <= top * 1.0001; t += step) {
+		double y = y0 + ph - t / top * ph;
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ee\"/>"
+			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			x0, x0 + pw, y, y, x0 - 4, y + 4, t);
+	}
+}
+
+void kj_chart_y_unit(FILE *f, double y0, double ph, const char *unit)
+{
+	fprintf(f, "<text x=\"12\" y=\"%.1f\" transform=\"rotate(-90 12 %.1f)\" text-anchor=\"middle\">",
+		y0 + ph / 2, y0 + ph / 2);
+	kj_html_esc(f, unit);
 	fputs("</text>\n", f);
 }
 
@@ -46,7 +64,7 @@ void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *un
 		      const char *const *label, const int *dim, size_t n_cols)
 {
 	double H = 330, x0 = 70, y0 = 40, ph = 230, pw = W - x0 - 20, top = 0;
-	const char *names[16], *colors[16];
+	const char *names[16] = {0}, *colors[16] = {0};
 	/* the scale follows the bars drawn in full (warm-up bars are clipped, marked with ^) */
 	int any_full = 0;
 	for (size_t c = 0; c < n_cols; c++)
@@ -62,22 +80,14 @@ void kj_chart_stacked(FILE *f, const char *id, const char *title, const char *un
 		top = 1;
 	double step = kj_chart_tick(top, 5);
 	top = ceil(top / step) * step;
-	svg_begin(f, id, title, W, H);
+	kj_chart_begin(f, id, title, W, H);
 	for (size_t p = 0; p < n_parts && p < 16; p++) {
 		names[p] = parts[p].name;
 		colors[p] = parts[p].color;
 	}
 	legend(f, x0, 30, names, colors, n_parts < 16 ? n_parts : 16);
-	for (double t = 0; t <= top * 1.0001; t += step) {
-		double y = y0 + ph - t / top * ph;
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ee\"/>"
-			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-			x0, x0 + pw, y, y, x0 - 4, y + 4, t);
-	}
-	fprintf(f, "<text x=\"12\" y=\"%.1f\" transform=\"rotate(-90 12 %.1f)\" text-anchor=\"middle\">",
-		y0 + ph / 2, y0 + ph / 2);
-	kj_html_esc(f, unit);
-	fputs("</text>\n", f);
+	kj_chart_y_grid(f, x0, pw, y0, ph, top, step);
+	kj_chart_y_unit(f, y0, ph, unit);
 	double bw = pw / (double)(n_cols ? n_cols : 1);
 	int every = bw >= 22 ? 1 : (int)ceil(22 / bw);
 	for (size_t c = 0; c < n_cols; c++) {
@@ -132,7 +142,7 @@ void kj_chart_hbars(FILE *f, const char *id, const char *title, const char *unit
 				top = rows[r].v[s];
 	if (top <= 0)
 		top = 1;
-	svg_begin(f, id, title, W, H);
+	kj_chart_begin(f, id, title, W, H);
 	legend(f, x0, 32, names, colors, n_series);
 	double step = kj_chart_tick(top, 5);
 	for (double t = 0; t <= top * 1.0001; t += step) {
@@ -194,7 +204,7 @@ void kj_chart_scatter(FILE *f, const char *id, const char *title, const char *xu
 	double l0 = floor(log10(lo)), l1 = ceil(log10(hi));
 	if (l1 <= l0)
 		l1 = l0 + 1;
-	svg_begin(f, id, title, W, H);
+	kj_chart_begin(f, id, title, W, H);
 	legend(f, x0, 32, series, colors, n_series);
 #define SX(v) (x0 + (log10(v) - l0) / (l1 - l0) * pw)
 #define SY(v) (y0 + ph - (log10(v) - l0) / (l1 - l0) * ph)

@@ -31,19 +31,10 @@ static void energy_iters(struct kj_html_ctx *x, double pred_j, int have_pred)
 		top = 1;
 	double step = kj_chart_tick(top, 5);
 	top = ceil(top / step) * step;
-	fprintf(f, "<svg class=\"kj-chart\" id=\"chart-energy-iter\" xmlns=\"http://www.w3.org/2000/svg\""
-		   " width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-size=\"11\" font-family=\"sans-serif\">\n"
-		   "<text x=\"4\" y=\"14\" font-size=\"13\" font-weight=\"600\">Energy per iteration (J): measured with its"
-		   " uncertainty (NVML counter edges); dashed: predicted mean; ^: warm-up above the scale</text>\n",
-		W, H, W, H);
-	for (double t = 0; t <= top * 1.0001; t += step) {
-		double y = y0 + ph - t / top * ph;
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ee\"/>"
-			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-			x0, x0 + pw, y, y, x0 - 4, y + 4, t);
-	}
-	fprintf(f, "<text x=\"12\" y=\"%.1f\" transform=\"rotate(-90 12 %.1f)\" text-anchor=\"middle\">J</text>\n",
-		y0 + ph / 2, y0 + ph / 2);
+	kj_chart_begin(f, "chart-energy-iter", "Energy per iteration (J): measured with its uncertainty"
+		       " (NVML counter edges); dashed: predicted mean; ^: warm-up above the scale", W, H);
+	kj_chart_y_grid(f, x0, pw, y0, ph, top, step);
+	kj_chart_y_unit(f, y0, ph, "J");
 	double bw = pw / (double)(n ? n : 1);
 	for (size_t i = 0; i < n; i++) {
 		const struct cmp_iter *it = &c->iv[i];
@@ -189,12 +180,7 @@ static void power_panel(struct kj_html_ctx *x, const char *id, const char *title
 	double span = (double)(hi - lo > 0 ? hi - lo : 1);
 	double step = kj_chart_tick(top, 5);
 	top = ceil(top / step) * step;
-	fprintf(f, "<svg class=\"kj-chart\" id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\""
-		   " height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-size=\"11\" font-family=\"sans-serif\">\n"
-		   "<text x=\"4\" y=\"14\" font-size=\"13\" font-weight=\"600\">",
-		id, W, H, W, H);
-	kj_html_esc(f, title);
-	fputs("</text>\n", f);
+	kj_chart_begin(f, id, title, W, H);
 	static const char *ln[] = {"measured iteration", "warm-up", "kept iteration", "GPU power"};
 	static const char *lc[] = {"#cfe0f5", "#f7d9b0", "#7fc99a", "#1d2330"};
 	double lx = 500;
@@ -215,20 +201,15 @@ static void power_panel(struct kj_html_ctx *x, const char *id, const char *title
 			(long)i == x->kept_iter ? lc[2] : it->skipped ? lc[1] : lc[0], i,
 			(long)i == x->kept_iter ? " (kept whole for replay)" : it->skipped ? " (warm-up)" : "");
 	}
-	for (double t = 0; t <= top * 1.0001; t += step) {
-		double y = y0 + ph - t / top * ph;
-		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e6ee\"/>"
-			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-			x0, x0 + pw, y, y, x0 - 4, y + 4, t);
-	}
+	kj_chart_y_grid(f, x0, pw, y0, ph, top, step);
 	double ts = kj_chart_tick(span / 1e9, 8);
 	for (double t = 0; t <= span / 1e9 * 1.0001; t += ts) {
 		double xx = x0 + t * 1e9 / span * pw;
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", xx, y0 + ph + 14, t);
 	}
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">s after %.3f s of the run's clock</text>\n"
-		   "<text x=\"12\" y=\"%.1f\" transform=\"rotate(-90 12 %.1f)\" text-anchor=\"middle\">W</text>\n",
-		x0 + pw / 2, y0 + ph + 30, (double)lo / 1e9, y0 + ph / 2, y0 + ph / 2);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">s after %.3f s of the run's clock</text>\n",
+		x0 + pw / 2, y0 + ph + 30, (double)lo / 1e9);
+	kj_chart_y_unit(f, y0, ph, "W");
 	/* one polyline per device; columns keep their min and max */
 	for (size_t i = 0; i < n;) {
 		int64_t dev = s[i].dev;

@@ -7,12 +7,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kj_report.h" /* kj_html_esc */
+
 /* ---- kj_html_page.c ---- */
 
-/** @brief Write s with <, >, &, " escaped. */
-void kj_html_esc(FILE *f, const char *s);
 /** @brief The number of a JSON member (integer or real) into *v; 0 when null/absent. */
 int kj_html_jnum(const json_t *o, const char *key, double *v);
+/** @brief The string member key of o, or NULL when absent or not a string. */
+const char *kj_html_jstr(const json_t *o, const char *key);
+/** @brief A sortable table cell with the number member key of o (prec decimals, thousands
+ *  grouped), or a dash when absent; data-v holds the number, or na_key to sort the dash by. */
+void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, double na_key);
 /** @brief A figure: "12,345.6 unit" with prec decimals, or "not measured" when !known or
  *  not finite. */
 void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit);
@@ -65,6 +70,14 @@ struct kj_point {
 void kj_chart_scatter(FILE *f, const char *id, const char *title, const char *xunit,
 		      const char *yunit, const char *const *series, const char *const *colors,
 		      size_t n_series, const struct kj_point *p, size_t n);
+
+/** @brief Opens a chart: <svg class="kj-chart" id=…> w by h pixels, with its title on it. */
+void kj_chart_begin(FILE *f, const char *id, const char *title, double w, double h);
+/** @brief Horizontal grid lines and their labels every step from 0 to top, for a plot area
+ *  x0..x0+pw wide and y0..y0+ph high (0 at the bottom). */
+void kj_chart_y_grid(FILE *f, double x0, double pw, double y0, double ph, double top, double step);
+/** @brief The y axis' unit, written upwards at the left of a plot area y0..y0+ph high. */
+void kj_chart_y_unit(FILE *f, double y0, double ph, const char *unit);
 
 /** @brief "nice" tick step for a range of length span with about n ticks. */
 double kj_chart_tick(double span, int n);

@@ -6,19 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 
-void kj_html_esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
 int kj_html_jnum(const json_t *o, const char *key, double *v)
 {
 	json_t *x = json_object_get(o, key);
@@ -26,6 +13,23 @@ int kj_html_jnum(const json_t *o, const char *key, double *v)
 		return 0;
 	*v = json_number_value(x);
 	return isfinite(*v);
+}
+
+const char *kj_html_jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, double na_key)
+{
+	double v;
+	int known = kj_html_jnum(o, key, &v);
+	fprintf(f, "<td data-v=\"%.6g\">", known ? v : na_key);
+	if (known)
+		kj_html_fig(f, v, 1, prec, NULL);
+	else
+		fputs("<span class=\"na\">—</span>", f);
+	fputs("</td>", f);
 }
 
 /* digits grouped by thousands: 12,345.6 */

@@ -20,12 +20,6 @@
 #define GANTT_MAX_BYTES (1500 * 1000) /* the page stays under 5 MB */
 #define GANTT_MAX_ACTS 8000
 
-static const char *jstr(const json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static void card(FILE *f, const char *key, double v, int known, int prec, const char *unit,
 		 const char *note)
 {
@@ -60,7 +54,7 @@ static void header(struct kj_html_ctx *x)
 	kj_html_esc(f, x->run);
 	fputs("</h1>\n<table class=\"kj-table\" id=\"run-facts\"><tbody>\n", f);
 	fputs("<tr><th class=\"l\">command</th><td class=\"l\"><code>", f);
-	kj_html_esc(f, info && jstr(info, "command") ? jstr(info, "command") : "(not recorded)");
+	kj_html_esc(f, info && kj_html_jstr(info, "command") ? kj_html_jstr(info, "command") : "(not recorded)");
 	fputs("</code></td></tr>\n<tr><th class=\"l\">GPU</th><td class=\"l\">", f);
 	json_t *devs = info ? json_object_get(info, "devices") : NULL;
 	if (json_array_size(devs) == 0)
@@ -69,10 +63,10 @@ static void header(struct kj_html_ctx *x)
 		json_t *dv = json_array_get(devs, i);
 		if (i)
 			fputs("; ", f);
-		kj_html_esc(f, jstr(dv, "name") ? jstr(dv, "name") : "GPU");
-		if (jstr(dv, "driver_version")) {
+		kj_html_esc(f, kj_html_jstr(dv, "name") ? kj_html_jstr(dv, "name") : "GPU");
+		if (kj_html_jstr(dv, "driver_version")) {
 			fputs(", driver ", f);
-			kj_html_esc(f, jstr(dv, "driver_version"));
+			kj_html_esc(f, kj_html_jstr(dv, "driver_version"));
 		}
 		if (kj_html_jnum(dv, "power_limit_mw", &d)) {
 			fputs(", power limit ", f);
@@ -80,15 +74,15 @@ static void header(struct kj_html_ctx *x)
 		}
 	}
 	fputs("</td></tr>\n<tr><th class=\"l\">started</th><td class=\"l\">", f);
-	kj_html_esc(f, info && jstr(info, "start_time") ? jstr(info, "start_time") : "not recorded");
+	kj_html_esc(f, info && kj_html_jstr(info, "start_time") ? kj_html_jstr(info, "start_time") : "not recorded");
 	fputs("</td></tr>\n<tr><th class=\"l\">duration</th><td class=\"l\">", f);
 	kj_html_fig(f, info && kj_html_jnum(info, "duration_s", &d) ? d : 0,
 		    info && kj_html_jnum(info, "duration_s", &d), 3, "s");
 	fputs("</td></tr>\n<tr><th class=\"l\">ended</th><td class=\"l\">", f);
-	kj_html_esc(f, info && jstr(info, "end_status") ? jstr(info, "end_status") : "not recorded");
-	if (info && jstr(info, "end_note")) {
+	kj_html_esc(f, info && kj_html_jstr(info, "end_status") ? kj_html_jstr(info, "end_status") : "not recorded");
+	if (info && kj_html_jstr(info, "end_note")) {
 		fputs(" — ", f);
-		kj_html_esc(f, jstr(info, "end_note"));
+		kj_html_esc(f, kj_html_jstr(info, "end_note"));
 	}
 	const json_t *it = json_object_get(x->j, "iterations");
 	fputs("</td></tr>\n<tr><th class=\"l\">iterations</th><td class=\"l\">", f);
@@ -97,7 +91,7 @@ static void header(struct kj_html_ctx *x)
 	} else {
 		fprintf(f, "%lld instances of NVTX range <code>",
 			(long long)json_integer_value(json_object_get(it, "instances")));
-		kj_html_esc(f, jstr(it, "region"));
+		kj_html_esc(f, kj_html_jstr(it, "region"));
 		fprintf(f, "</code>, %lld skipped as warm-up, %lld measured",
 			(long long)json_integer_value(json_object_get(it, "skipped")),
 			(long long)json_integer_value(json_object_get(it, "measured")));
@@ -294,18 +288,6 @@ static double num(const json_t *o, const char *k)
 	return kj_html_jnum(o, k, &v) ? v : -1;
 }
 
-static void td_num(FILE *f, const json_t *o, const char *k, int prec)
-{
-	double v;
-	int known = kj_html_jnum(o, k, &v);
-	fprintf(f, "<td data-v=\"%.6g\">", known ? v : -1.0);
-	if (known)
-		kj_html_fig(f, v, 1, prec, NULL);
-	else
-		fputs("<span class=\"na\">—</span>", f);
-	fputs("</td>", f);
-}
-
 /* top kernels by time and by energy, the replayed-vs-traced scatter, compare's disagreements,
  * and the sortable table of max_table_rows kernels with a line summarising the rest */
 static void kernels(struct kj_html_ctx *x)
@@ -328,7 +310,7 @@ static void kernels(struct kj_html_ctx *x)
 	for (size_t i = 0; i < nb; i++) {
 		json_t *o = json_array_get(top, i);
 		double cnt = num(o, "count_per_iteration");
-		rows[i].label = jstr(o, "name");
+		rows[i].label = kj_html_jstr(o, "name");
 		rows[i].v[0] = num(o, "measured_us");
 		rows[i].v[1] = num(o, "replay_warm_us") >= 0 ? cnt * num(o, "replay_warm_us") : -1;
 		rows[i].v[2] = num(o, "replay_cold_us") >= 0 ? cnt * num(o, "replay_cold_us") : -1;
@@ -350,7 +332,7 @@ static void kernels(struct kj_html_ctx *x)
 		static const char *en[] = {"replayed energy × count"};
 		static const char *ec[] = {"#c0392b"};
 		for (size_t i = 0; i < m; i++) {
-			rows[i].label = jstr(kr[i].o, "name");
+			rows[i].label = kj_html_jstr(kr[i].o, "name");
 			rows[i].v[0] = kr[i].e_iter_mj;
 		}
 		kj_chart_hbars(f, "chart-top-energy", "Top kernels by energy per iteration (mJ, Σ count × replayed energy per launch, idle floor included)",
@@ -365,9 +347,9 @@ static void kernels(struct kj_html_ctx *x)
 		json_t *o = json_array_get(top, i);
 		double t = num(o, "measured_mean_us");
 		if (num(o, "replay_warm_us") > 0 && t > 0)
-			pts[np++] = (struct kj_point){t, num(o, "replay_warm_us"), 0, jstr(o, "name")};
+			pts[np++] = (struct kj_point){t, num(o, "replay_warm_us"), 0, kj_html_jstr(o, "name")};
 		if (num(o, "replay_sequence_us") > 0 && t > 0)
-			pts[np++] = (struct kj_point){t, num(o, "replay_sequence_us"), 1, jstr(o, "name")};
+			pts[np++] = (struct kj_point){t, num(o, "replay_sequence_us"), 1, kj_html_jstr(o, "name")};
 	}
 	if (np) {
 		static const char *sn[] = {"alone, warm L2", "in sequence"};
@@ -386,11 +368,11 @@ static void kernels(struct kj_html_ctx *x)
 		for (size_t i = 0; i < json_array_size(dis); i++) {
 			json_t *o = json_array_get(dis, i);
 			fputs("<tr><td class=\"name\">", f);
-			kj_html_esc(f, jstr(o, "name"));
+			kj_html_esc(f, kj_html_jstr(o, "name"));
 			fputs("</td>", f);
-			td_num(f, o, "in_situ_mean_us", 3);
-			td_num(f, o, "replay_sequence_us", 3);
-			td_num(f, o, "replay_warm_us", 3);
+			kj_html_num_cell(f, o, "in_situ_mean_us", 3, -1);
+			kj_html_num_cell(f, o, "replay_sequence_us", 3, -1);
+			kj_html_num_cell(f, o, "replay_warm_us", 3, -1);
 			fputs("</tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
@@ -407,24 +389,24 @@ static void kernels(struct kj_html_ctx *x)
 		json_t *o = json_array_get(top, i);
 		double e = num(o, "energy_mj_per_launch");
 		fprintf(f, "<tr><td data-v=\"%zu\">%zu</td>", i + 1, i + 1);
-		kj_html_name_cell(f, jstr(o, "name"));
+		kj_html_name_cell(f, kj_html_jstr(o, "name"));
 		fputs("<td class=\"l\">", f);
-		kj_html_esc(f, jstr(o, "tier") ? jstr(o, "tier") : "?");
+		kj_html_esc(f, kj_html_jstr(o, "tier") ? kj_html_jstr(o, "tier") : "?");
 		fputs("</td>", f);
-		td_num(f, o, "count_per_iteration", 1);
-		td_num(f, o, "measured_us", 2);
-		td_num(f, o, "measured_mean_us", 3);
-		td_num(f, o, "replay_warm_us", 3);
-		td_num(f, o, "replay_cold_us", 3);
-		td_num(f, o, "replay_sequence_us", 3);
-		td_num(f, o, "predicted_us", 2);
-		td_num(f, o, "energy_mj_per_launch", 4);
+		kj_html_num_cell(f, o, "count_per_iteration", 1, -1);
+		kj_html_num_cell(f, o, "measured_us", 2, -1);
+		kj_html_num_cell(f, o, "measured_mean_us", 3, -1);
+		kj_html_num_cell(f, o, "replay_warm_us", 3, -1);
+		kj_html_num_cell(f, o, "replay_cold_us", 3, -1);
+		kj_html_num_cell(f, o, "replay_sequence_us", 3, -1);
+		kj_html_num_cell(f, o, "predicted_us", 2, -1);
+		kj_html_num_cell(f, o, "energy_mj_per_launch", 4, -1);
 		if (e >= 0)
 			fprintf(f, "<td data-v=\"%.6g\">%.3f</td>", e * num(o, "count_per_iteration"),
 				e * num(o, "count_per_iteration"));
 		else
 			fputs("<td data-v=\"-1\"><span class=\"na\">—</span></td>", f);
-		td_num(f, o, "share_of_kernel_sum_pct", 2);
+		kj_html_num_cell(f, o, "share_of_kernel_sum_pct", 2, -1);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody></table></div>\n", f);
@@ -518,13 +500,13 @@ static void regions(struct kj_html_ctx *x)
 	for (size_t i = 0; i < m; i++) {
 		json_t *o = json_array_get(r, i);
 		fputs("<tr><td class=\"name\">", f);
-		kj_html_esc(f, jstr(o, "name"));
+		kj_html_esc(f, kj_html_jstr(o, "name"));
 		fputs("</td>", f);
-		td_num(f, o, "depth", 0);
-		td_num(f, o, "instances_per_iteration", 2);
-		td_num(f, o, "time_us", 1);
-		td_num(f, o, "gpu_busy_us", 1);
-		td_num(f, o, "kernels_per_iteration", 1);
+		kj_html_num_cell(f, o, "depth", 0, -1);
+		kj_html_num_cell(f, o, "instances_per_iteration", 2, -1);
+		kj_html_num_cell(f, o, "time_us", 1, -1);
+		kj_html_num_cell(f, o, "gpu_busy_us", 1, -1);
+		kj_html_num_cell(f, o, "kernels_per_iteration", 1, -1);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody></table>\n", f);
@@ -554,13 +536,13 @@ static void api_story(struct kj_html_ctx *x)
 			double a = 0, d = 0;
 			int ha = kj_html_jnum(o, "start_us", &a), hd = kj_html_jnum(o, "duration_us", &d);
 			fputs("<tr><td class=\"l\">", f);
-			kj_html_esc(f, jstr(o, "stage"));
+			kj_html_esc(f, kj_html_jstr(o, "stage"));
 			fputs("</td><td>", f);
 			kj_html_fig(f, a / 1e6, ha, 3, NULL);
 			fputs("</td><td>", f);
 			kj_html_fig(f, d / 1e3, hd, 1, NULL);
 			fputs("</td><td class=\"l\">", f);
-			kj_html_esc(f, jstr(o, "defined_as"));
+			kj_html_esc(f, kj_html_jstr(o, "defined_as"));
 			fputs("</td></tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
@@ -576,12 +558,12 @@ static void api_story(struct kj_html_ctx *x)
 		for (size_t i = 0; i < m; i++) {
 			json_t *o = json_array_get(pa, i);
 			fputs("<tr><td class=\"l\">", f);
-			kj_html_esc(f, jstr(o, "name"));
+			kj_html_esc(f, kj_html_jstr(o, "name"));
 			fputs("</td>", f);
-			td_num(f, o, "count", 0);
-			td_num(f, o, "total_us", 1);
-			td_num(f, o, "mean_us", 2);
-			td_num(f, o, "max_us", 1);
+			kj_html_num_cell(f, o, "count", 0, -1);
+			kj_html_num_cell(f, o, "total_us", 1, -1);
+			kj_html_num_cell(f, o, "mean_us", 2, -1);
+			kj_html_num_cell(f, o, "max_us", 1, -1);
 			fputs("</tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
@@ -596,10 +578,10 @@ static void api_story(struct kj_html_ctx *x)
 			fputs("<tr><td>", f);
 			kj_html_fig(f, a / 1e6, kj_html_jnum(o, "start_us", &a), 3, NULL);
 			fputs("</td>", f);
-			td_num(f, o, "duration_us", 1);
-			td_num(f, o, "iteration", 0);
+			kj_html_num_cell(f, o, "duration_us", 1, -1);
+			kj_html_num_cell(f, o, "iteration", 0, -1);
 			fputs("<td class=\"l\">", f);
-			kj_html_esc(f, jstr(o, "cpu_summary") ? jstr(o, "cpu_summary") : "");
+			kj_html_esc(f, kj_html_jstr(o, "cpu_summary") ? kj_html_jstr(o, "cpu_summary") : "");
 			fputs("</td></tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);

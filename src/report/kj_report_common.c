@@ -40,11 +40,6 @@ static uint8_t copy_dir(const char *kind)
 	return KJ_COPY_OTHER;
 }
 
-static int64_t col_i64(sqlite3_stmt *st, int c, int64_t dflt)
-{
-	return sqlite3_column_type(st, c) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, c);
-}
-
 int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 {
 	/* copies and memsets carry the time of the call that issued them in runs recorded since
@@ -90,7 +85,7 @@ int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 			out->dropped++;
 			continue;
 		}
-		launch = col_i64(st, 3, -1);
+		launch = kj_db_col_i64(st, 3, -1);
 		a.has_launch = 0;
 		a.key_ns = a.start_ns;
 		if (launch >= 0) {
@@ -101,13 +96,13 @@ int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 				out->launch_after++;
 			}
 		}
-		a.pid = col_i64(st, 4, 0);
-		a.device_id = col_i64(st, 5, 0);
-		a.stream_id = col_i64(st, 6, 0);
-		a.correlation_id = col_i64(st, 7, -1);
-		a.bytes = col_i64(st, 8, 0);
-		a.unique_id = col_i64(st, 9, -1);
-		a.name_id = col_i64(st, 10, -1);
+		a.pid = kj_db_col_i64(st, 4, 0);
+		a.device_id = kj_db_col_i64(st, 5, 0);
+		a.stream_id = kj_db_col_i64(st, 6, 0);
+		a.correlation_id = kj_db_col_i64(st, 7, -1);
+		a.bytes = kj_db_col_i64(st, 8, 0);
+		a.unique_id = kj_db_col_i64(st, 9, -1);
+		a.name_id = kj_db_col_i64(st, 10, -1);
 		a.dir = a.type == KJ_ACT_MEMCPY
 				? copy_dir((const char *)sqlite3_column_text(st, 11))
 				: KJ_COPY_OTHER;
@@ -222,8 +217,8 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 						 (long long)it.end_ns);
 				continue;
 			}
-			it.pid = col_i64(st, 2, 0);
-			it.tid = col_i64(st, 3, 0);
+			it.pid = kj_db_col_i64(st, 2, 0);
+			it.tid = kj_db_col_i64(st, 3, 0);
 			if (out->n == cap) {
 				struct kj_iter *nv = realloc(out->v, 2 * cap * sizeof(*nv));
 				if (!nv) {
@@ -557,7 +552,7 @@ int kj_names_load(sqlite3 *db, struct kj_names *out)
 	if (kj_db_prepare(db, "SELECT max(id) FROM kernel_name", &st))
 		return KJ_EDB;
 	if (sqlite3_step(st) == SQLITE_ROW)
-		maxid = col_i64(st, 0, -1);
+		maxid = kj_db_col_i64(st, 0, -1);
 	sqlite3_finalize(st);
 	if (maxid < 0)
 		return 0;
@@ -628,6 +623,33 @@ void kj_json_put_str(FILE *f, const char *s)
 		}
 	}
 	putc('"', f);
+}
+
+/* s with <, >, & and " escaped; with xml, control characters other than tab left out (XML 1.0
+ * cannot hold them) */
+static void markup_esc(FILE *f, const char *s, int xml)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default:
+			if (!xml || (unsigned char)*s >= 0x20 || *s == '\t')
+				fputc(*s, f);
+		}
+	}
+}
+
+void kj_html_esc(FILE *f, const char *s)
+{
+	markup_esc(f, s, 0);
+}
+
+void kj_xml_esc(FILE *f, const char *s)
+{
+	markup_esc(f, s, 1);
 }
 
 void kj_csv_put_str(FILE *f, const char *s)

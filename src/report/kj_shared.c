@@ -8,6 +8,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
+#include "kj_report.h"
 #include "kj_shared.h"
 
 void kj_shared_free(struct kj_shared *sh)
@@ -133,36 +134,18 @@ void kj_shared_choose(const struct kj_shared *sh, const int64_t *start_ns, const
 			 out->n_measured - out->n_foreign >= KJ_SHARED_MIN_CLEAN;
 }
 
-static int cmp_iv_start(const void *a, const void *b)
-{
-	const struct kj_shared_iv *x = a, *y = b;
-	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
-}
-
 int64_t kj_shared_foreign_ns(const struct kj_shared *sh)
 {
-	int64_t total = 0, a = 0, b = -1;
-	struct kj_shared_iv *v;
+	struct kj_ival *v;
+	int64_t total;
 	if (!sh || !sh->n_proc)
 		return 0;
 	v = malloc(sh->n_proc * sizeof(*v));
 	if (!v)
 		return -1;
-	memcpy(v, sh->proc, sh->n_proc * sizeof(*v));
-	qsort(v, sh->n_proc, sizeof(*v), cmp_iv_start);
-	for (size_t i = 0; i < sh->n_proc; i++) {
-		if (b >= a && v[i].start_ns <= b) {
-			if (v[i].end_ns > b)
-				b = v[i].end_ns;
-			continue;
-		}
-		if (b >= a)
-			total += b - a;
-		a = v[i].start_ns;
-		b = v[i].end_ns;
-	}
-	if (b >= a)
-		total += b - a;
+	for (size_t i = 0; i < sh->n_proc; i++)
+		v[i] = (struct kj_ival){sh->proc[i].start_ns, sh->proc[i].end_ns};
+	total = kj_ival_union(v, sh->n_proc, INT64_MIN, INT64_MAX, NULL, NULL, NULL);
 	free(v);
 	return total;
 }

@@ -30,21 +30,6 @@ static void svg_gap_cb(void *ctx, int64_t s, int64_t e)
 	g->n++;
 }
 
-static void xml_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\t')
-				fputc(*s, f);
-		}
-	}
-}
-
 static double nice_step(double range)
 {
 	double raw = range / 10, p = 1;
@@ -91,12 +76,12 @@ static int svg_nvtx_rows(sqlite3 *db, FILE *f, const struct kj_iters *it, long s
 		fprintf(f, "<rect class=\"nvtx\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\""
 			   " fill=\"#fff3c4\" stroke=\"#c9a400\" stroke-width=\"0.5\"><title>",
 			x, y, w < 0.5 ? 0.5 : w, lane_h - 6);
-		xml_text(f, nm);
+		kj_xml_esc(f, nm);
 		fprintf(f, " %.3f us</title></rect>\n", (double)(e0 - s0) / 1e3);
 		if (w > 6.5 * (double)strlen(nm) + 4) { /* the name fits inside the bar */
 			fprintf(f, "<text class=\"lab\" x=\"%.2f\" y=\"%.1f\" font-size=\"10\">",
 				x + 2, y + lane_h / 2);
-			xml_text(f, nm);
+			kj_xml_esc(f, nm);
 			fprintf(f, "</text>\n");
 		}
 	}
@@ -144,9 +129,9 @@ int timeline_svg(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f,
 		char t[300];
 		snprintf(t, sizeof(t), "iteration %ld of %s, ", sel_iter,
 			 it->whole_run ? "the whole run" : it->region);
-		xml_text(f, t);
+		kj_xml_esc(f, t);
 	}
-	xml_text(f, o->run_path ? o->run_path : "");
+	kj_xml_esc(f, o->run_path ? o->run_path : "");
 	fprintf(f, ": %.1f us, %zu GPU activities</text>\n", (double)len / 1e3, n);
 	/* lanes */
 	for (size_t l = 0; l < nl; l++) {
@@ -172,7 +157,7 @@ int timeline_svg(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f,
 			   " fill=\"%s\"><title>",
 			x, top + (double)l * lane_h, w < 0.5 ? 0.5 : w, lane_h - 4,
 			tl_styles[sty[idx[q]]].color);
-		xml_text(f, nm);
+		kj_xml_esc(f, nm);
 		fprintf(f, " (%s) %.3f us</title></rect>\n", tl_styles[sty[idx[q]]].tier,
 			(double)(a->end_ns - a->start_ns) / 1e3);
 	}

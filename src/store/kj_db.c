@@ -242,6 +242,25 @@ int kj_db_has_row(sqlite3 *db, const char *sql)
 	return yes;
 }
 
+int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = dflt;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return dflt;
+	if (sqlite3_bind_parameter_count(st) > 0)
+		sqlite3_bind_int64(st, 1, arg);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+}
+
 int kj_db_has_column(sqlite3 *db, const char *table, const char *column)
 {
 	sqlite3_stmt *st = NULL;

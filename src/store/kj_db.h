@@ -44,6 +44,12 @@ int64_t kj_db_count(sqlite3 *db, const char *table);
 /** @brief 1 when the query yields a row, 0 when it yields none or cannot run (a table an older
  * run lacks). Quiet. */
 int kj_db_has_row(sqlite3 *db, const char *sql);
+/** @brief The first column of the first row of sql as an integer, or dflt when the query yields
+ *  no row, a NULL, or cannot run (a table an older run lacks). When the statement has a
+ *  parameter, arg is bound to ?1. Quiet. */
+int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt);
+/** @brief Column i of the current row as an integer, or dflt when it is NULL. */
+int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt);
 /** @brief 1 when table has the column (runs recorded by an older kjoule may lack it), else 0. */
 int kj_db_has_column(sqlite3 *db, const char *table, const char *column);
 /** @brief CLOCK_REALTIME minus CLOCK_MONOTONIC of the run (its clock_sync table) into *offset_ns.

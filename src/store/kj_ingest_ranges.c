@@ -191,6 +191,15 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t pid, const char *
 	return v;
 }
 
+/* [*lo, *hi] widened to hold the correlation c */
+static void widen(int64_t c, int64_t *lo, int64_t *hi)
+{
+	if (c < *lo)
+		*lo = c;
+	if (c > *hi)
+		*hi = c;
+}
+
 /* The kernels of the graph launches made inside [start, end], in the order they ran, as sequence
  * ops of iteration n: each with the parameters of the launch that describes its node (stream
  * capture, or the node itself at instantiation) and the stream it ran on. */
@@ -237,10 +246,7 @@ static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t e
 			sqlite3_bind_int64(ins, 8, sqlite3_column_int64(k, 0));
 			rc = ing_step_done(in, ins);
 		}
-		if (g->correlation < *min_corr)
-			*min_corr = g->correlation;
-		if ((int64_t)g->correlation > *max_corr)
-			*max_corr = g->correlation;
+		widen(g->correlation, min_corr, max_corr);
 	}
 	sqlite3_finalize(k);
 	sqlite3_finalize(ins);
@@ -309,10 +315,7 @@ int ing_put_iteration(struct ingest *in)
 		sqlite3_bind_int64(st, 6, l->correlation);
 		ing_bind_opt_i64(st, 7, has_params, sqlite3_last_insert_rowid(in->db));
 		rc = ing_step_done(in, st);
-		if (l->correlation < min_corr)
-			min_corr = l->correlation;
-		if (l->correlation > max_corr)
-			max_corr = l->correlation;
+		widen(l->correlation, &min_corr, &max_corr);
 	}
 	sqlite3_finalize(st);
 	st = NULL;
@@ -321,20 +324,12 @@ int ing_put_iteration(struct ingest *in)
 	/* every host call made inside the window (event records and waits, copy and memset calls)
 	 * widens the correlation span the window's copies and memsets are taken from */
 	for (size_t i = 0; i < in->nseqops && max_corr >= 0; i++)
-		if (in->seqops[i].t_ns >= start && in->seqops[i].t_ns <= end) {
-			if (in->seqops[i].correlation < min_corr)
-				min_corr = in->seqops[i].correlation;
-			if ((int64_t)in->seqops[i].correlation > max_corr)
-				max_corr = in->seqops[i].correlation;
-		}
+		if (in->seqops[i].t_ns >= start && in->seqops[i].t_ns <= end)
+			widen(in->seqops[i].correlation, &min_corr, &max_corr);
 	for (size_t i = 0; i < in->nissues && max_corr >= 0; i++)
 		if (in->issues[i].start_ns >= start && in->issues[i].start_ns <= end &&
-		    in->issues[i].correlation < KJ_NODE_CORRELATION_BASE) {
-			if (in->issues[i].correlation < min_corr)
-				min_corr = in->issues[i].correlation;
-			if ((int64_t)in->issues[i].correlation > max_corr)
-				max_corr = in->issues[i].correlation;
-		}
+		    in->issues[i].correlation < KJ_NODE_CORRELATION_BASE)
+			widen(in->issues[i].correlation, &min_corr, &max_corr);
 	if (rc || max_corr < 0)
 		return rc;
 	/* the event records and waits made during the iteration: they order its streams */

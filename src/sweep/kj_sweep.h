@@ -81,6 +81,8 @@ void kj_sweep_csv_header(const struct kj_sweep_op *op, int energy, char *buf, si
 int kj_sweep_csv_read(const char *path, const char *kernel, struct kj_sweep_csv *csv, char *err,
 		      size_t errlen);
 void kj_sweep_csv_free(struct kj_sweep_csv *csv);
+/** @brief 1 when s is a whole finite number (strtod, nothing after it), else 0. */
+int kj_sweep_is_number(const char *s);
 /** @brief Column index by name, or -1. */
 int kj_sweep_csv_col(const struct kj_sweep_csv *csv, const char *name);
 

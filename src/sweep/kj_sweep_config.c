@@ -9,6 +9,7 @@
 
 #include "kj_error.h"
 #include "kj_sweep.h"
+#include "kj_yaml.h"
 
 static const char *const run_names[] = {"get_all", "get_one", "get_profiler", "run_function"};
 
@@ -300,12 +301,10 @@ int kj_sweep_config_load(const char *path, struct kj_sweep_config *cfg, char *er
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, f);
 	if (!yaml_parser_load(&parser, &doc)) {
-		snprintf(err, errlen, "%s:%lu: %s %s", path, (unsigned long)parser.problem_mark.line + 1,
-			 parser.problem ? parser.problem : "YAML error",
-			 parser.context ? parser.context : "");
+		rc = kj_yaml_error(&parser, path, err, errlen);
 		yaml_parser_delete(&parser);
 		fclose(f);
-		return KJ_EINVAL;
+		return rc;
 	}
 	c.doc = &doc;
 	yaml_node_t *root = yaml_document_get_root_node(&doc);

@@ -63,7 +63,7 @@ static int split(char *line, char **f, int cap)
 	return n;
 }
 
-static int is_number(const char *s)
+int kj_sweep_is_number(const char *s)
 {
 	char *end;
 	errno = 0;
@@ -178,7 +178,7 @@ int kj_sweep_csv_read(const char *path, const char *kernel, struct kj_sweep_csv 
 			int ok = j < op->ncolumns ? is_pos_int(f[j])
 				 : j == st       ? (!strcmp(f[j], "ok") || !strcmp(f[j], "oom") ||
 						    !strcmp(f[j], "unsupported") || !strcmp(f[j], "error"))
-						 : (!strcmp(f[j], "-") || is_number(f[j]));
+						 : (!strcmp(f[j], "-") || kj_sweep_is_number(f[j]));
 			if (!ok) {
 				snprintf(err, errlen, "%s:%lld: column '%s': '%s' is not %s", path,
 					 (long long)lineno, csv->cols[j], f[j],

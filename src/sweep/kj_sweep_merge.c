@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kj_atomic.h"
 #include "kj_error.h"
 #include "kj_sweep.h"
 
@@ -61,6 +62,32 @@ static int cmp_row(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* What kj_write_atomic writes: the header, then the sorted rows, a shape's later rows left out. */
+struct merged {
+	const struct kj_sweep_csv *head;
+	const struct mrow *all;
+	int64_t total, *rows, *dups;
+};
+
+static int write_merged(FILE *f, void *ctx)
+{
+	struct merged *m = ctx;
+	for (int j = 0; j < m->head->ncols; j++)
+		fprintf(f, "%s%s", j ? "," : "", m->head->cols[j]);
+	fputc('\n', f);
+	for (int64_t r = 0; r < m->total; r++) {
+		if (r > 0 && !memcmp(m->all[r].v, m->all[r - 1].v, g_ncols * sizeof(int64_t))) {
+			(*m->dups)++;
+			continue;
+		}
+		for (int j = 0; j < m->head->ncols; j++)
+			fprintf(f, "%s%s", j ? "," : "", m->all[r].fields[j]);
+		fputc('\n', f);
+		(*m->rows)++;
+	}
+	return ferror(f) ? KJ_EIO : 0;
+}
+
 int kj_sweep_merge(const char *const *paths, int n, const char *out, int64_t *rows, int64_t *dups,
 		   char *err, size_t errlen)
 {
@@ -68,8 +95,6 @@ int kj_sweep_merge(const char *const *paths, int n, const char *out, int64_t *ro
 	struct mrow *all = NULL;
 	int64_t total = 0, k = 0;
 	int rc = 0, nread = 0;
-	char tmp[4200];
-	FILE *f = NULL;
 
 	*rows = *dups = 0;
 	if (!csv)
@@ -114,43 +139,10 @@ int kj_sweep_merge(const char *const *paths, int n, const char *out, int64_t *ro
 			all[k].order = k;
 		}
 	qsort(all, total, sizeof(*all), cmp_row);
-	snprintf(tmp, sizeof(tmp), "%.4000s.tmp.%d", out, (int)getpid());
-	if (!(f = fopen(tmp, "w"))) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		rc = KJ_EIO;
-		goto out;
-	}
-	for (int j = 0; j < csv[0].ncols; j++)
-		fprintf(f, "%s%s", j ? "," : "", csv[0].cols[j]);
-	fputc('\n', f);
-	for (int64_t r = 0; r < total; r++) {
-		if (r > 0 && !memcmp(all[r].v, all[r - 1].v, g_ncols * sizeof(int64_t))) {
-			(*dups)++;
-			continue;
-		}
-		for (int j = 0; j < csv[0].ncols; j++)
-			fprintf(f, "%s%s", j ? "," : "", all[r].fields[j]);
-		fputc('\n', f);
-		(*rows)++;
-	}
-	if (fflush(f) || fsync(fileno(f)) || fclose(f)) {
-		f = NULL;
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		rc = KJ_EIO;
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, out)) {
-		snprintf(err, errlen, "%s: %s", out, strerror(errno));
-		unlink(tmp);
-		rc = KJ_EIO;
-	}
+	struct merged m = {&csv[0], all, total, rows, dups};
+	if ((rc = kj_write_atomic(out, write_merged, &m)) != 0)
+		snprintf(err, errlen, "%s: not written (the reason is above)", out);
 out:
-	if (f) {
-		fclose(f);
-		unlink(tmp);
-	}
 	for (int i = 0; i < nread && i < n; i++)
 		kj_sweep_csv_free(&csv[i]);
 	free(csv);

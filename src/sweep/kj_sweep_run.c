@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kj_atomic.h"
 #include "kj_error.h"
 #include "kj_gpu.h"
 #include "kj_sweep.h"
@@ -36,14 +37,6 @@ struct answer {
 	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
 	char msg[256];
 };
-
-static int is_number(const char *s)
-{
-	char *end;
-	errno = 0;
-	double x = strtod(s, &end);
-	return *s && !*end && !errno && x == x && x - x == 0;
-}
 
 /* Parse "KJ_SWEEP status=ok f_us=.. ..."; figures not given or not finite numbers become '-'.
  * Returns 0, or -1 when the line is not a KJ_SWEEP answer. */
@@ -83,7 +76,7 @@ static int parse_answer(const char *line, struct answer *a)
 		for (int i = 0; i < 8; i++) {
 			size_t kl = strlen(keys[i]);
 			if (!strncmp(tok, keys[i], kl))
-				snprintf(fields[i], 32, "%.31s", is_number(tok + kl) ? tok + kl : "-");
+				snprintf(fields[i], 32, "%.31s", kj_sweep_is_number(tok + kl) ? tok + kl : "-");
 		}
 		s += len;
 	}
@@ -308,6 +301,13 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* kj_write_atomic's writer of a fresh CSV: its header line */
+static int write_header(FILE *f, void *header)
+{
+	fprintf(f, "%s\n", (const char *)header);
+	return ferror(f) ? KJ_EIO : 0;
+}
+
 /* Open the CSV for appending: a fresh one gets the header (written to a temporary file and
  * renamed in); an existing one must carry the same header, loses a torn last line, and its
  * shapes become *done (sorted strings, caller frees). */
@@ -363,19 +363,8 @@ static int open_csv(const char *path, const char *header, const struct kj_sweep_
 		*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 		return *fd_out < 0 ? KJ_EIO : 0;
 	}
-	char tmp[2100];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd < 0)
-		goto io;
-	size_t hl = strlen(header);
-	if (write(fd, header, hl) != (ssize_t)hl || write(fd, "\n", 1) != 1 || fsync(fd) ||
-	    rename(tmp, path)) {
-		close(fd);
-		unlink(tmp);
-		goto io;
-	}
-	close(fd);
+	if (kj_write_atomic(path, write_header, (void *)header))
+		return KJ_EIO;
 	*fd_out = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	return *fd_out < 0 ? KJ_EIO : 0;
 io:

@@ -97,6 +97,28 @@ static void test_truncated(void **state)
 	assert_int_equal(kj_db_open(p, 0, &db), KJ_ESCHEMA);
 }
 
+/* kj_db_one_i64 and kj_db_col_i64: a number, ?1 bound where the query has it, dflt for no row, NULL or bad SQL */
+static void test_one_i64(void **state)
+{
+	(void)state;
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+	assert_int_equal(kj_db_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(3),(5),(NULL)", "t"), 0);
+	assert_int_equal(kj_db_one_i64(db, "SELECT max(x) FROM t", 0, -1), 5);
+	assert_int_equal(kj_db_one_i64(db, "SELECT count(*) FROM t WHERE x > ?1", 4, -1), 1);
+	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM t WHERE x IS NULL", 0, -1), -1);
+	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM t WHERE x > 9", 0, -7), -7);
+	assert_int_equal(kj_db_one_i64(db, "SELECT x FROM absent_table", 0, -2), -2);
+	/* kj_db_col_i64: the value, or dflt for NULL */
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(kj_db_prepare(db, "SELECT 4, NULL", &st), 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(kj_db_col_i64(st, 0, -1), 4);
+	assert_int_equal(kj_db_col_i64(st, 1, -9), -9);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -104,6 +126,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_foreign_and_broken),
 		cmocka_unit_test(test_refuses_newer_schema),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_one_i64),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

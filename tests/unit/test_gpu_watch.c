@@ -275,7 +275,8 @@ static void test_no_process_list(void **state)
 static void test_util_stretches(void **state)
 {
 	(void)state;
-	int64_t t[101], iv[4] = {3000 * MS, 4000 * MS, 7500 * MS, 8000 * MS}, *out = NULL;
+	int64_t t[101], *out = NULL;
+	struct kj_interval iv[2] = {{3000 * MS, 4000 * MS}, {7500 * MS, 8000 * MS}};
 	int util[101];
 	size_t n_out = 99;
 	for (int i = 0; i <= 100; i++) {

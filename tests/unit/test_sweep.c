@@ -158,6 +158,8 @@ static void test_config_bad(void **state)
 	bad("['mp', 'b', 'l', 'dim',", "['mp', 'b', 'h', 'dim',", "key 'columns_name': column 3 is 'h'");
 	bad("\"starts\": [1, 4, 1024, 2048]", "\"starts\": [1, 4, x, 2048]", "key 'starts': 'x' is not an integer");
 	bad("\"starts\": [1, 4, 1024, 2048],", "\"starts\": [1, 4, 1024, 2048", "bad.yml:");
+	/* libyaml's own complaint, placed by line and column (kj_yaml_error) */
+	bad("\"wait\": 2", "\"wait\": [2", ": YAML error: ");
 }
 
 static void test_shape_valid_and_parse(void **state)

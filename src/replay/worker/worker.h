@@ -105,7 +105,6 @@ struct replay {
 /* worker_load.c */
 /** A statement, or NULL without a message (for queries an older run's schema may refuse). */
 sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql);
-int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt);
 /** A failed CUDA call as the kernel's result ("failed", the call, its error, where). */
 void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file,
 	     int line);

@@ -21,11 +21,6 @@ sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql)
 	return st;
 }
 
-int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
-}
-
 /* Read the kernel's name, geometry and one captured parameter block (the first launch of a plain
  * capture, before those of --params-iteration captures). */
 int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
@@ -62,17 +57,17 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 		goto out;
 	}
 	k->mangled = strdup((const char *)sqlite3_column_text(st, 0));
-	k->pid = col_i64(st, 1, -1);
-	k->launch_ns = col_i64(st, 2, -1);
-	k->correlation = col_i64(st, 25, -1);
-	k->unique_id = col_i64(st, 26, -1);
-	k->stream_id = col_i64(st, 27, -1);
+	k->pid = kj_db_col_i64(st, 1, -1);
+	k->launch_ns = kj_db_col_i64(st, 2, -1);
+	k->correlation = kj_db_col_i64(st, 25, -1);
+	k->unique_id = kj_db_col_i64(st, 26, -1);
+	k->stream_id = kj_db_col_i64(st, 27, -1);
 	for (int i = 0; i < 3; i++) {
-		k->grid[i] = (unsigned)col_i64(st, 3 + i, col_i64(st, 15 + i, 1));
-		k->block[i] = (unsigned)col_i64(st, 6 + i, col_i64(st, 18 + i, 1));
-		k->cluster[i] = (unsigned)col_i64(st, 9 + i, col_i64(st, 21 + i, 0));
+		k->grid[i] = (unsigned)kj_db_col_i64(st, 3 + i, kj_db_col_i64(st, 15 + i, 1));
+		k->block[i] = (unsigned)kj_db_col_i64(st, 6 + i, kj_db_col_i64(st, 18 + i, 1));
+		k->cluster[i] = (unsigned)kj_db_col_i64(st, 9 + i, kj_db_col_i64(st, 21 + i, 0));
 	}
-	k->shmem = (unsigned)col_i64(st, 12, col_i64(st, 24, 0));
+	k->shmem = (unsigned)kj_db_col_i64(st, 12, kj_db_col_i64(st, 24, 0));
 	k->blob_len = (size_t)sqlite3_column_bytes(st, 14);
 	k->blob = malloc(k->blob_len + 8);
 	if (!k->blob || !k->mangled) {
@@ -183,7 +178,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 		const char *hash = (const char *)sqlite3_column_text(st, 0);
 		const char *format = (const char *)sqlite3_column_text(st, 1);
 		const char *codec = (const char *)sqlite3_column_text(st, 2);
-		size_t bytes = (size_t)col_i64(st, 3, 0);
+		size_t bytes = (size_t)kj_db_col_i64(st, 3, 0);
 		const void *data = sqlite3_column_blob(st, 4);
 		size_t len = (size_t)sqlite3_column_bytes(st, 4);
 		uint8_t *img = NULL;

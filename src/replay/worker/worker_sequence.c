@@ -99,19 +99,19 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			o.type = 4;
 		else
 			continue; /* unknown operations are skipped */
-		o.stream = seq_index(&S->stream_ids, &S->nstreams, col_i64(st, 1, 0));
+		o.stream = seq_index(&S->stream_ids, &S->nstreams, kj_db_col_i64(st, 1, 0));
 		if (o.stream < 0) {
 			rc = KJ_ENOMEM;
 			break;
 		}
 		if (o.type >= 3) {
-			o.event = seq_index(&S->event_ids, &S->nevents, col_i64(st, 2, -1));
+			o.event = seq_index(&S->event_ids, &S->nevents, kj_db_col_i64(st, 2, -1));
 			if (o.event < 0) {
 				rc = KJ_ENOMEM;
 				break;
 			}
 		}
-		o.bytes = col_i64(st, 4, 0);
+		o.bytes = kj_db_col_i64(st, 4, 0);
 		if (o.bytes > S->max_bytes)
 			S->max_bytes = o.bytes;
 		if (o.type == 1) {
@@ -120,9 +120,9 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			o.pageable = hk && strstr(hk, "pageable") != NULL;
 		}
 		if (o.type == 2 && with_dst && sqlite3_column_type(st, 8) != SQLITE_NULL) {
-			o.address = (uint64_t)col_i64(st, 8, 0);
-			o.value = (uint32_t)col_i64(st, 9, 0);
-			o.element_bytes = (int)col_i64(st, 10, 1);
+			o.address = (uint64_t)kj_db_col_i64(st, 8, 0);
+			o.value = (uint32_t)kj_db_col_i64(st, 9, 0);
+			o.element_bytes = (int)kj_db_col_i64(st, 10, 1);
 		}
 		if (o.type == 0) {
 			struct klaunch *nk = realloc(S->k, (S->nk + 1) * sizeof(*nk));
@@ -132,11 +132,11 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			}
 			S->k = nk;
 			memset(&S->k[S->nk], 0, sizeof(S->k[0]));
-			rc = load_launch_k(R, &S->k[S->nk], col_i64(st, 3, -1));
+			rc = load_launch_k(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1));
 			if (rc)
 				break;
 			if (R->k.pid < 0 && sqlite3_column_type(st, 7) != SQLITE_NULL)
-				R->k.pid = col_i64(st, 7, -1);
+				R->k.pid = kj_db_col_i64(st, 7, -1);
 			if (R->k.pid < 0)
 				R->k.pid = S->k[S->nk].pid;
 			o.kernel = (int)S->nk++;

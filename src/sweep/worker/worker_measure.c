@@ -8,6 +8,7 @@
 
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_quantile.h"
 #include "worker.h"
 
 struct graph_work {
@@ -25,12 +26,6 @@ static int graph_sync(void *ctx)
 {
 	struct graph_work *g = ctx;
 	return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : KJ_EGPU;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 static double env_double(const char *name, double def)
@@ -114,8 +109,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 			goto out;
 		t[i] = ms * 1e3 / U;
 	}
-	qsort(t, (size_t)reps, sizeof(*t), cmp_double);
-	m->us = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+	kj_sort_doubles(t, (size_t)reps);
+	m->us = kj_quantile_sorted(t, (size_t)reps, 0.5);
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {

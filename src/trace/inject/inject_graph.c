@@ -10,57 +10,30 @@
 #include <string.h>
 
 #include "inject.h"
+#include "kj_map.h"
 
 /* ---- node ids already tied to a launch (stream capture) ---- */
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *known;
-static size_t known_cap, known_n;
+static struct kj_map *known; /* node id -> 1 */
 
-static int known_find_locked(uint64_t id, size_t *slot)
-{
-	if (!known_cap)
-		return 0;
-	size_t i = (id * 0x9E3779B97F4A7C15ull) & (known_cap - 1);
-	for (; known[i]; i = (i + 1) & (known_cap - 1))
-		if (known[i] == id)
-			return 1;
-	if (slot)
-		*slot = i;
-	return 0;
-}
-
+/* Out of memory, the node is simply not remembered: instantiation then records it from the node
+ * as well, which costs a duplicate launch record, never a lost one. */
 void kj_graph_node_known(uint64_t id)
 {
-	size_t slot = 0;
 	if (!id)
 		return;
 	pthread_mutex_lock(&known_lock);
-	if ((known_n + 1) * 2 > known_cap) {
-		size_t ncap = known_cap ? known_cap * 2 : 1024;
-		uint64_t *n = calloc(ncap, sizeof(*n));
-		if (!n)
-			goto out;
-		uint64_t *old = known;
-		size_t ocap = known_cap;
-		known = n;
-		known_cap = ncap;
-		for (size_t j = 0; j < ocap; j++)
-			if (old[j] && !known_find_locked(old[j], &slot))
-				known[slot] = old[j];
-		free(old);
-	}
-	if (!known_find_locked(id, &slot)) {
-		known[slot] = id;
-		known_n++;
-	}
-out:
+	if (!known)
+		known = kj_map_new();
+	if (known)
+		kj_map_put(known, id, 1);
 	pthread_mutex_unlock(&known_lock);
 }
 
 static int is_known(uint64_t id)
 {
 	pthread_mutex_lock(&known_lock);
-	int k = known_find_locked(id, NULL);
+	int k = known && kj_map_get(known, id, NULL);
 	pthread_mutex_unlock(&known_lock);
 	return k;
 }

@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kj_cli.h"
+#include "kj_atomic.h"
 #include "kj_error.h"
 
-int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx)
+int kj_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void *ctx)
 {
 	size_t len = strlen(path) + 16;
 	char *tmp = malloc(len);
@@ -32,6 +32,10 @@ int kj_cli_write_atomic(const char *path, int (*write)(FILE *f, void *ctx), void
 		goto fail;
 	}
 	rc = write(f, ctx);
+	if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
+		kj_errorf("%s: write failed: %s", path, strerror(errno));
+		rc = KJ_EIO;
+	}
 	if (fclose(f) != 0 && !rc) {
 		kj_errorf("%s: write failed: %s", path, strerror(errno));
 		rc = KJ_EIO;
