@@ -131,8 +131,8 @@ int kj_pipeline_from_run(const char *run, int depth, const char *region, struct 
 	sqlite3_bind_int64(st, 4, t_last);
 	if (sqlite3_step(st) != SQLITE_ROW) {
 		if (kj_db_has_column(db, "sequence_op", "kernel_id") &&
-		    q1(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?1 AND kernel_id IS NOT NULL",
-		       NULL, *iteration, 0) > 0)
+		    kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?1 AND kernel_id IS NOT NULL",
+				  *iteration, 0) > 0)
 			snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches: `pipeline --from`"
 				 " groups a run's own launches by the ranges around them, and a graph's kernels were"
 				 " launched at capture, not in the iteration (not supported yet; `kjoule compare`"
