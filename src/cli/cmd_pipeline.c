@@ -28,6 +28,15 @@ struct popts {
 	char precision[8];
 };
 
+/* "%.6g" of v, or "-" when v is not a finite number (not measured). */
+static const char *fmt_or_dash(double v, char *buf, size_t len)
+{
+	if (!isfinite(v))
+		return "-";
+	snprintf(buf, len, "%.6g", v);
+	return buf;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -450,7 +459,7 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 		else
 			gpu_phase(g, ph, &r[i]);
 		r[i].dynamic_j = idle_w >= 0 && r[i].has_energy ? r[i].energy_j - idle_w * r[i].latency_ms * 1e-3 : NAN;
-		char desc[600];
+		char desc[600], dyn[32];
 		kj_phase_format(ph, desc, sizeof(desc));
 		if (!strcmp(r[i].status, "ok"))
 			printf("  %-40.40s %10.4f ms %8.1f W %11.4g J (+-%.2g)%s\n", ph->name, r[i].latency_ms,
@@ -460,12 +469,15 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 		if (!strcmp(r[i].status, "failed"))
 			kj_errorf("%s: pipeline '%s': phase '%s' (%s): %s", p->file, p->name, ph->name, desc,
 				  r[i].error);
-		if (log)
+		if (log && strcmp(r[i].status, "ok")) /* a failed phase has no figures: none are written */
+			fprintf(log, "phase %d %s: status=%s repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
+				r[i].status, ph->repeat, desc, r[i].error[0] ? " error: " : "", r[i].error);
+		else if (log)
 			fprintf(log, "phase %d %s: status=%s latency_ms=%.6f single_ms=%.6f host_ms=%.6f power_w=%.2f "
-				"energy_j=%.6g unc_j=%.3g dynamic_j=%.6g repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
+				"energy_j=%.6g unc_j=%.3g dynamic_j=%s repeat=%" PRId64 " request: %s%s%s\n", i, ph->name,
 				r[i].status, r[i].latency_ms, r[i].single_ms, r[i].host_ms, r[i].power_w, r[i].energy_j,
-				r[i].energy_unc_j, r[i].dynamic_j, ph->repeat, desc, r[i].error[0] ? " error: " : "",
-				r[i].error);
+				r[i].energy_unc_j, fmt_or_dash(r[i].dynamic_j, dyn, sizeof(dyn)), ph->repeat, desc,
+				r[i].error[0] ? " error: " : "", r[i].error);
 		fflush(stdout);
 	}
 	kj_pipeline_totals(p, r, idle_w, &row.t);
@@ -481,14 +493,28 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 	row.bottleneck = row.t.bottleneck >= 0 ? p->phases[row.t.bottleneck].name : "";
 	kj_summary_row_write(summary, &row);
 	fflush(summary);
-	printf("  sequential %.4f ms, %.4g J; bottleneck %s %.4f ms; pipeline-parallel %.4g J per item "
-	       "(idle %.1f W: %s)\n", row.t.seq_latency_ms, row.t.seq_energy_j, row.bottleneck,
-	       row.t.pp_period_ms, row.t.pp_energy_j / (double)(batch > 0 ? batch : 1), idle_w, idle_src);
+	/* nothing measured, or no idle power: say so rather than print 0 or nan */
+	if (row.t.failed == p->nphases)
+		printf("  not measured: every phase failed (%s)\n", note);
+	else if (!isfinite(row.t.pp_energy_j) || idle_w < 0)
+		printf("  sequential %.4f ms, %.4g J%s; bottleneck %s %.4f ms; pipeline-parallel energy not known"
+		       " (idle power unknown: %s)\n", row.t.seq_latency_ms, row.t.seq_energy_j,
+		       row.t.failed ? " (partial)" : "", row.bottleneck, row.t.pp_period_ms, idle_src);
+	else
+		printf("  sequential %.4f ms, %.4g J%s; bottleneck %s %.4f ms; pipeline-parallel %.4g J per item "
+		       "(idle %.1f W: %s)\n", row.t.seq_latency_ms, row.t.seq_energy_j,
+		       row.t.failed ? " (partial)" : "", row.bottleneck, row.t.pp_period_ms,
+		       row.t.pp_energy_j / (double)(batch > 0 ? batch : 1), idle_w, idle_src);
 	if (log) {
-		fprintf(log, "totals: sequential_ms=%.6f energy_j=%.6g dynamic_j=%.6g period_ms=%.6f "
-			"pp_energy_per_call_j=%.6g idle_w=%.2f idle_source=%s status=%s\n", row.t.seq_latency_ms,
-			row.t.seq_energy_j, row.t.seq_dynamic_j, row.t.pp_period_ms, row.t.pp_energy_j, idle_w,
-			idle_src, row.status);
+		char a[32], b[32], w[32];
+		if (row.t.failed == p->nphases)
+			fprintf(log, "totals: not measured (every phase failed) status=%s\n", row.status);
+		else
+			fprintf(log, "totals: sequential_ms=%.6f energy_j=%.6g dynamic_j=%s period_ms=%.6f "
+				"pp_energy_per_call_j=%s idle_w=%s idle_source=%s status=%s\n", row.t.seq_latency_ms,
+				row.t.seq_energy_j, fmt_or_dash(idle_w >= 0 ? row.t.seq_dynamic_j : NAN, a, sizeof(a)),
+				row.t.pp_period_ms, fmt_or_dash(row.t.pp_energy_j, b, sizeof(b)),
+				fmt_or_dash(idle_w >= 0 ? idle_w : NAN, w, sizeof(w)), idle_src, row.status);
 		fclose(log);
 	}
 	FILE *f = open_out(o->out, stem, ".phases.csv");
