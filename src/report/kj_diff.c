@@ -220,7 +220,9 @@ static void iter_stat(const struct kj_compare *c, size_t off, int energy, double
 		if (it->skipped)
 			continue;
 		if (energy) {
-			if (!it->energy_ok)
+			/* as compare: iterations with another process's work are left out when enough
+			 * clean ones remain (energy on a shared GPU) */
+			if (!it->energy_ok || it->energy_excluded)
 				continue;
 			v = it->energy_measured_mj / 1000;
 		} else {
