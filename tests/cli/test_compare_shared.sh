@@ -82,6 +82,13 @@ check "the text says who, how often, and which iterations the energy uses" \
 "$kj" report "$dir/shared.kjdb" -o "$dir/shared.html" --quiet 2>/dev/null
 check "the report says other processes were on the GPU, and who" \
 	'grep -q "Other processes on the GPU" "$dir/shared.html" && grep -q "777" "$dir/shared.html"'
+"$kj" diff "$dir/shared.kjdb" "$dir/shared.kjdb" --skip 0 --json >"$dir/d.json" 2>/dev/null
+check "diff takes energy from the same 6 clean iterations as compare (2.0 J, n = 6)" \
+	'python3 -c "
+import json, sys
+e = [m for m in json.load(open(sys.argv[1]))[\"totals\"] if m[\"metric\"] == \"energy_measured_j\"][0]
+sys.exit(not (e[\"a_n\"] == 6 and abs(e[\"a_mean\"] - 2.0) < 0.01))
+" "$dir/d.json"'
 "$kj" report "$dir/old.kjdb" -o "$dir/old.html" --quiet 2>/dev/null
 check "the report of an older run says nothing of other processes" '! grep -q "Other processes on the GPU" "$dir/old.html"'
 check "energy_report.json carries shared_gpu" '"$kj" compare "$dir/shared.kjdb" --skip 0 -o "$dir/out" >/dev/null 2>&1; [ "$(val "$dir/out/energy_report.json" shared_gpu.iterations_with_other_processes)" = 4 ]'
