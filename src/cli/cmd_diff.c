@@ -54,11 +54,8 @@ int cmd_diff(int argc, char **argv)
 		case 'H': html = optarg; break;
 		case 'r': o.region = optarg; break;
 		case 's':
-			o.skip = (int)strtol(optarg, &end, 10);
-			if (!*optarg || *end || o.skip < 0) {
-				fprintf(stderr, "kjoule diff: --skip wants a non-negative integer, not '%s'\n", optarg);
+			if (kj_cli_parse_count("diff", "--skip", optarg, &o.skip))
 				return 2;
-			}
 			break;
 		case 'S':
 			o.sigma = strtod(optarg, &end);
