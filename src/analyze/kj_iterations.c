@@ -28,6 +28,11 @@ int kj_range_is_internal(const char *domain, const char *name)
 	return 0;
 }
 
+int kj_iter_default_skip(size_t instances)
+{
+	return instances > 3 ? 1 : 0;
+}
+
 /* first index with items[i].key_ns >= t */
 static size_t lower_bound(const struct kj_gpu_item *items, size_t n, int64_t t)
 {

@@ -38,6 +38,10 @@ struct kj_gpu_item {
 void kj_ranges_gpu_time(const struct kj_range_inst *r, size_t nr, const struct kj_gpu_item *items,
 			size_t nitems, int64_t *gpu_ns);
 
+/** @brief Warm-up instances every analysis leaves out by default: 1 when a range has more than 3
+ *  instances (first-touch, compilation, autotuning), else 0. */
+int kj_iter_default_skip(size_t instances);
+
 /** A range name that could define iterations. */
 struct kj_iter_candidate {
 	char name[256];

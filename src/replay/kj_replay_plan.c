@@ -592,12 +592,11 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		}
 		sqlite3_finalize(st);
 		qsort(v, n, sizeof(*v), inst_cmp);
-		/* the measured iterations, as compare counts them: the first is warm-up when there are
-		 * more than three (cuDNN's autotuning candidates, compilation, first-touch) */
-		if (n > 3) {
-			memmove(v, v + 1, (n - 1) * sizeof(*v));
-			n--;
-		}
+		/* the measured iterations, as compare counts them (warm-up left out: cuDNN's autotuning
+		 * candidates, compilation, first-touch) */
+		size_t skip = (size_t)kj_iter_default_skip(n);
+		memmove(v, v + skip, (n - skip) * sizeof(*v));
+		n -= skip;
 	}
 	if (n) {
 		/* per unique kernel: its launches issued inside an iteration, and their traced time */

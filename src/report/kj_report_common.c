@@ -270,7 +270,7 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 			 " started before its launch",
 			 out->region, out->overlaps);
 	if (skip < 0)
-		skip = out->n > 3 ? 1 : 0;
+		skip = kj_iter_default_skip(out->n);
 	if ((size_t)skip >= out->n) {
 		kj_errorf("--skip %d leaves no iteration: region '%s' has %zu instance(s)", skip,
 			  out->region, out->n);
@@ -295,10 +295,10 @@ void kj_iters_free(struct kj_iters *it)
 	it->n = 0;
 }
 
-long kj_iters_owner(const struct kj_iters *it, int64_t t)
+/* index of the first instance that starts after t (instances are sorted by start) */
+static size_t first_after(const struct kj_iters *it, int64_t t)
 {
 	size_t lo = 0, hi = it->n;
-	/* first index with start > t */
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		if (it->v[mid].start_ns <= t)
@@ -306,12 +306,21 @@ long kj_iters_owner(const struct kj_iters *it, int64_t t)
 		else
 			hi = mid;
 	}
-	if (lo == 0)
-		return -1;
+	return lo;
+}
+
+/* t inside instance x (an empty instance holds its own instant) */
+static int holds(const struct kj_iter *x, int64_t t)
+{
+	return t < x->end_ns || (t == x->end_ns && x->end_ns == x->start_ns);
+}
+
+long kj_iters_owner(const struct kj_iters *it, int64_t t)
+{
+	size_t lo = first_after(it, t);
 	/* the latest-starting instance that still contains t; with overlaps, look back a little */
 	for (size_t i = lo; i > 0 && lo - i < 4; i--)
-		if (t < it->v[i - 1].end_ns || (t == it->v[i - 1].end_ns &&
-						 it->v[i - 1].end_ns == it->v[i - 1].start_ns))
+		if (holds(&it->v[i - 1], t))
 			return (long)(i - 1);
 	return -1;
 }
@@ -322,21 +331,14 @@ long kj_iters_owner_of(const struct kj_iters *it, int64_t t, int64_t pid)
 	if (!it->multi_pid || pid <= 0 || (i >= 0 && it->v[i].pid == pid))
 		return i;
 	/* the latest-starting instance of this process that contains t, among the 256 before t */
-	size_t lo = 0, hi = it->n;
+	size_t lo = first_after(it, t);
 	int own = 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (it->v[mid].start_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t k = lo; k > 0 && lo - k < 256; k--) {
 		const struct kj_iter *x = &it->v[k - 1];
 		if (x->pid != pid)
 			continue;
 		own = 1;
-		if (t < x->end_ns || (t == x->end_ns && x->end_ns == x->start_ns))
+		if (holds(x, t))
 			return (long)(k - 1);
 	}
 	if (own)
