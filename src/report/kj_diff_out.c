@@ -117,12 +117,9 @@ int kj_diff_html(const json_t *d, FILE *f)
 		fputs("<tr><td class=\"l\">", f);
 		kj_html_esc(f, kj_html_jstr(m, "metric"));
 		fputs("</td>", f);
-		kj_html_num_cell(f, m, "a_mean", 3, -1e300);
-		kj_html_num_cell(f, m, "a_sd", 3, -1e300);
-		kj_html_num_cell(f, m, "b_mean", 3, -1e300);
-		kj_html_num_cell(f, m, "b_sd", 3, -1e300);
-		kj_html_num_cell(f, m, "delta", 3, -1e300);
-		kj_html_num_cell(f, m, "delta_pct", 1, -1e300);
+		static const struct kj_html_col totals_cols[] = {{"a_mean", 3}, {"a_sd", 3},
+			{"b_mean", 3}, {"b_sd", 3}, {"delta", 3}, {"delta_pct", 1}};
+		kj_html_num_cells(f, m, totals_cols, KJ_HTML_NCOLS(totals_cols), -1e300);
 		fprintf(f, "<td class=\"l\">%s</td></tr>\n", json_is_true(json_object_get(m, "significant")) ? "<b>changed</b>" : "within noise");
 	}
 	fputs("</tbody></table>\n", f);
@@ -144,15 +141,10 @@ int kj_diff_html(const json_t *d, FILE *f)
 		fputs("<td class=\"l\">", f);
 		kj_html_esc(f, m);
 		fputs("</td>", f);
-		kj_html_num_cell(f, o, "a_count", 1, -1e300);
-		kj_html_num_cell(f, o, "b_count", 1, -1e300);
-		kj_html_num_cell(f, o, "a_us", 2, -1e300);
-		kj_html_num_cell(f, o, "a_sd_us", 2, -1e300);
-		kj_html_num_cell(f, o, "b_us", 2, -1e300);
-		kj_html_num_cell(f, o, "b_sd_us", 2, -1e300);
-		kj_html_num_cell(f, o, "delta_us", 2, -1e300);
-		kj_html_num_cell(f, o, "delta_pct", 1, -1e300);
-		kj_html_num_cell(f, o, "delta_energy_mj", 3, -1e300);
+		static const struct kj_html_col kernel_cols[] = {{"a_count", 1}, {"b_count", 1},
+			{"a_us", 2}, {"a_sd_us", 2}, {"b_us", 2}, {"b_sd_us", 2}, {"delta_us", 2},
+			{"delta_pct", 1}, {"delta_energy_mj", 3}};
+		kj_html_num_cells(f, o, kernel_cols, KJ_HTML_NCOLS(kernel_cols), -1e300);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody></table>\n", f);

@@ -18,6 +18,14 @@ const char *kj_html_jstr(const json_t *o, const char *key);
 /** @brief A sortable table cell with the number member key of o (prec decimals, thousands
  *  grouped), or a dash when absent; data-v holds the number, or na_key to sort the dash by. */
 void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, double na_key);
+/** A numeric column of a table: the member of each row's object and its decimals. */
+struct kj_html_col {
+	const char *key;
+	int prec;
+};
+/** @brief kj_html_num_cell for each of the n columns, in order. */
+void kj_html_num_cells(FILE *f, const json_t *o, const struct kj_html_col *cols, size_t n, double na_key);
+#define KJ_HTML_NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 /** @brief A figure: "12,345.6 unit" with prec decimals, or "not measured" when !known or
  *  not finite. */
 void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit);

@@ -32,6 +32,12 @@ void kj_html_num_cell(FILE *f, const json_t *o, const char *key, int prec, doubl
 	fputs("</td>", f);
 }
 
+void kj_html_num_cells(FILE *f, const json_t *o, const struct kj_html_col *cols, size_t n, double na_key)
+{
+	for (size_t i = 0; i < n; i++)
+		kj_html_num_cell(f, o, cols[i].key, cols[i].prec, na_key);
+}
+
 /* digits grouped by thousands: 12,345.6 */
 void kj_html_fig(FILE *f, double v, int known, int prec, const char *unit)
 {

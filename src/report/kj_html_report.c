@@ -370,9 +370,9 @@ static void kernels(struct kj_html_ctx *x)
 			fputs("<tr><td class=\"name\">", f);
 			kj_html_esc(f, kj_html_jstr(o, "name"));
 			fputs("</td>", f);
-			kj_html_num_cell(f, o, "in_situ_mean_us", 3, -1);
-			kj_html_num_cell(f, o, "replay_sequence_us", 3, -1);
-			kj_html_num_cell(f, o, "replay_warm_us", 3, -1);
+			static const struct kj_html_col disagree_cols[] = {{"in_situ_mean_us", 3},
+				{"replay_sequence_us", 3}, {"replay_warm_us", 3}};
+			kj_html_num_cells(f, o, disagree_cols, KJ_HTML_NCOLS(disagree_cols), -1);
 			fputs("</tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
@@ -393,14 +393,11 @@ static void kernels(struct kj_html_ctx *x)
 		fputs("<td class=\"l\">", f);
 		kj_html_esc(f, kj_html_jstr(o, "tier") ? kj_html_jstr(o, "tier") : "?");
 		fputs("</td>", f);
-		kj_html_num_cell(f, o, "count_per_iteration", 1, -1);
-		kj_html_num_cell(f, o, "measured_us", 2, -1);
-		kj_html_num_cell(f, o, "measured_mean_us", 3, -1);
-		kj_html_num_cell(f, o, "replay_warm_us", 3, -1);
-		kj_html_num_cell(f, o, "replay_cold_us", 3, -1);
-		kj_html_num_cell(f, o, "replay_sequence_us", 3, -1);
-		kj_html_num_cell(f, o, "predicted_us", 2, -1);
-		kj_html_num_cell(f, o, "energy_mj_per_launch", 4, -1);
+		static const struct kj_html_col top_cols[] = {{"count_per_iteration", 1},
+			{"measured_us", 2}, {"measured_mean_us", 3}, {"replay_warm_us", 3},
+			{"replay_cold_us", 3}, {"replay_sequence_us", 3}, {"predicted_us", 2},
+			{"energy_mj_per_launch", 4}};
+		kj_html_num_cells(f, o, top_cols, KJ_HTML_NCOLS(top_cols), -1);
 		if (e >= 0)
 			fprintf(f, "<td data-v=\"%.6g\">%.3f</td>", e * num(o, "count_per_iteration"),
 				e * num(o, "count_per_iteration"));
@@ -502,11 +499,10 @@ static void regions(struct kj_html_ctx *x)
 		fputs("<tr><td class=\"name\">", f);
 		kj_html_esc(f, kj_html_jstr(o, "name"));
 		fputs("</td>", f);
-		kj_html_num_cell(f, o, "depth", 0, -1);
-		kj_html_num_cell(f, o, "instances_per_iteration", 2, -1);
-		kj_html_num_cell(f, o, "time_us", 1, -1);
-		kj_html_num_cell(f, o, "gpu_busy_us", 1, -1);
-		kj_html_num_cell(f, o, "kernels_per_iteration", 1, -1);
+		static const struct kj_html_col region_cols[] = {{"depth", 0},
+			{"instances_per_iteration", 2}, {"time_us", 1}, {"gpu_busy_us", 1},
+			{"kernels_per_iteration", 1}};
+		kj_html_num_cells(f, o, region_cols, KJ_HTML_NCOLS(region_cols), -1);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody></table>\n", f);
@@ -560,10 +556,9 @@ static void api_story(struct kj_html_ctx *x)
 			fputs("<tr><td class=\"l\">", f);
 			kj_html_esc(f, kj_html_jstr(o, "name"));
 			fputs("</td>", f);
-			kj_html_num_cell(f, o, "count", 0, -1);
-			kj_html_num_cell(f, o, "total_us", 1, -1);
-			kj_html_num_cell(f, o, "mean_us", 2, -1);
-			kj_html_num_cell(f, o, "max_us", 1, -1);
+			static const struct kj_html_col api_cols[] = {{"count", 0},
+				{"total_us", 1}, {"mean_us", 2}, {"max_us", 1}};
+			kj_html_num_cells(f, o, api_cols, KJ_HTML_NCOLS(api_cols), -1);
 			fputs("</tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
