@@ -14,45 +14,10 @@ import math
 import os
 import sqlite3
 import subprocess
+import sys
 
-
-def union_us(iv):
-    iv.sort()
-    tot, cs, ce = 0, None, None
-    for s, e in iv:
-        if cs is None or s > ce:
-            if cs is not None:
-                tot += ce - cs
-            cs, ce = s, e
-        else:
-            ce = max(ce, e)
-    if cs is not None:
-        tot += ce - cs
-    return tot / 1e3
-
-
-def graph_launch_busy(db, region):
-    """Per measured iteration (instances of region but the first): the busy time of the work issued
-    by the graph launches made inside it (union of their kernels, copies and memsets), and their
-    kernel count; medians over iterations, and the number of graph launches in the run."""
-    n = db.execute("SELECT count(*) FROM host_call WHERE op = 'graph_launch'").fetchone()[0]
-    inst = db.execute("SELECT start_ns, end_ns FROM nvtx_range WHERE name = ? AND end_ns IS NOT NULL"
-                      " ORDER BY start_ns", (region,)).fetchall()[1:]
-    busy, kern = [], []
-    for s0, e0 in inst:
-        calls = db.execute("SELECT pid, correlation_id FROM host_call WHERE op = 'graph_launch'"
-                           " AND start_ns BETWEEN ? AND ?", (s0, e0)).fetchall()
-        iv, k = [], 0
-        for pid, corr in calls:
-            iv += db.execute("SELECT start_ns, end_ns FROM gpu_activity WHERE pid = ? AND correlation_id = ?",
-                             (pid, corr)).fetchall()
-            k += db.execute("SELECT count(*) FROM kernel WHERE pid = ? AND correlation_id = ?", (pid, corr)).fetchone()[0]
-        if iv:
-            busy.append(union_us(list(iv)))
-            kern.append(k)
-    busy.sort()
-    kern.sort()
-    return (busy[len(busy) // 2] if busy else None, kern[len(kern) // 2] if kern else None, n)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "tools"))
+from graph_iteration_check import graph_launch_busy  # noqa: E402  (one copy, tested by test_graph)
 
 
 def bad_numbers(x, path="", out=None):
@@ -99,7 +64,7 @@ def main():
         except (OSError, ValueError) as e:
             res["kinds"][k] = {"error": f"compare JSON unreadable: {e}"}
             continue
-        gb, gk, nl = graph_launch_busy(db, (c.get("iterations") or {}).get("region"))
+        gb, gk, nl, _, _ = graph_launch_busy(db, (c.get("iterations") or {}).get("region"))
         seq = {m: ns / 1e3 for m, ns in db.execute("SELECT mode, median_ns FROM replay_sequence WHERE median_ns > 0")}
         busy = c.get("busy_us")
         ratios = {}

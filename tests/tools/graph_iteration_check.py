@@ -23,20 +23,33 @@ def union_ns(iv):
     return total + ((ce - cs) if cs is not None else 0)
 
 
+def graph_launch_busy(db, region):
+    """Per measured iteration (instances of region but the first): the busy time in us of the work
+    issued by the graph launches made inside it (union of their kernels, copies and memsets) and
+    their kernel count. Returns (median busy, median kernels, graph launches in the run, busy list,
+    kernel list); medians are None without any."""
+    n = db.execute("SELECT count(*) FROM host_call WHERE op = 'graph_launch'").fetchone()[0]
+    inst = db.execute("SELECT start_ns, end_ns FROM nvtx_range WHERE name = ? AND end_ns IS NOT NULL"
+                      " ORDER BY start_ns", (region,)).fetchall()[1:]
+    busy, kern = [], []
+    for s, e in inst:
+        calls = db.execute("SELECT pid, correlation_id FROM host_call WHERE op = 'graph_launch'"
+                           " AND start_ns BETWEEN ? AND ?", (s, e)).fetchall()
+        iv = [x for pid, q in calls for x in db.execute("SELECT start_ns, end_ns FROM gpu_activity"
+                                                         " WHERE pid = ? AND correlation_id = ?", (pid, q))]
+        if not iv:
+            continue
+        kern.append(sum(db.execute("SELECT count(*) FROM kernel WHERE pid = ? AND correlation_id = ?",
+                                   (pid, q)).fetchone()[0] for pid, q in calls))
+        busy.append(union_ns(iv) / 1e3)
+    sb, sk = sorted(busy), sorted(kern)
+    return (sb[len(sb) // 2] if sb else None, sk[len(sk) // 2] if sk else None, n, busy, kern)
+
+
 def main():
     db = sqlite3.connect(sys.argv[1])
     c = json.load(open(sys.argv[2]))
-    inst = db.execute("SELECT start_ns, end_ns FROM nvtx_range WHERE name = ? ORDER BY start_ns",
-                      (c["iterations"]["region"],)).fetchall()[1:]
-    busy, kern = [], []
-    for s, e in inst:
-        corr = [r[0] for r in db.execute("SELECT correlation_id FROM host_call WHERE op = 'graph_launch'"
-                                         " AND start_ns BETWEEN ? AND ?", (s, e))]
-        iv = [x for q in corr for x in db.execute("SELECT start_ns, end_ns FROM gpu_activity"
-                                                   " WHERE correlation_id = ?", (q,))]
-        kern.append(sum(db.execute("SELECT count(*) FROM kernel WHERE correlation_id = ?", (q,)).fetchone()[0]
-                        for q in corr))
-        busy.append(union_ns(iv) / 1e3)
+    _, _, _, busy, kern = graph_launch_busy(db, c["iterations"]["region"])
     if not busy:
         print("no graph launches inside the iterations")
         return 1
