@@ -105,7 +105,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	}
 	const char *gpu = gpu_opt ? gpu_opt : spec.gpu[0] ? spec.gpu : kj_models_only_gpu(m);
 	if (!gpu) {
-		kj_errorf("predict: the models hold several GPUs: give --gpu NAME");
+		kj_errorf("predict: %s: give --gpu NAME", kj_models_count(m) ? "the models hold several GPUs"
+									   : "models.json lists no model");
 		return 2;
 	}
 	int n = kj_model_terms(&spec, t, MAX_TERMS);
@@ -145,6 +146,11 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		if (json) {
 			json_t *r = json_pack("{s:s,s:I,s:s}", "op", t[i].op->name, "count",
 					      (json_int_t)t[i].count, "shape", shape);
+			json_t *cols = json_array();
+			for (int c = 0; c < t[i].op->ncolumns; c++)
+				json_array_append_new(cols, json_string(t[i].op->columns[c]));
+			json_object_set_new(r, "columns", cols);
+			json_object_set_new(r, "backward", json_boolean(need_b));
 			json_object_set_new(r, "fwd_us", num_or_null(p[0].value, p[0].found));
 			json_object_set_new(r, "bwd_us", num_or_null(p[1].value, need_b && p[1].found));
 			json_object_set_new(r, "fwd_uj", num_or_null(p[2].value, p[2].found));
@@ -163,7 +169,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	double time_us = sum[0] + sum[1], energy_uj = sum[2] + sum[3];
 	const char *what = spec.train ? "training step" : "inference forward";
 	if (json) {
-		json_t *j = json_pack("{s:s,s:s,s:s,s:o}", "gpu", gpu, "model", path, "what", what, "operators", rows);
+		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:o}", "gpu", gpu, "model", path, "what", what,
+				      "precision", kj_precision_name(spec.precision), "operators", rows);
 		json_object_set_new(j, "time_us", num_or_null(time_us, !missing_t));
 		json_object_set_new(j, "energy_uj", num_or_null(energy_uj, !missing_e));
 		json_object_set_new(j, "time_us_partial", json_real(time_us));
@@ -239,7 +246,8 @@ int cmd_predict(int argc, char **argv)
 		if (!gpu)
 			gpu = kj_models_only_gpu(m);
 		if (!gpu) {
-			kj_errorf("predict: give --gpu NAME (the models hold several GPUs)");
+			kj_errorf("predict: give --gpu NAME (the models hold %s)",
+				  kj_models_count(m) ? "several GPUs" : "no model: models.json lists none");
 			kj_models_close(m);
 			return 2;
 		}

@@ -73,6 +73,11 @@ const char *kj_models_only_gpu(const struct kj_models *m)
 	return gpu;
 }
 
+size_t kj_models_count(const struct kj_models *m)
+{
+	return json_array_size(json_object_get(m->index, "models"));
+}
+
 static int is(json_t *e, const char *key, const char *want)
 {
 	const char *v = json_string_value(json_object_get(e, key));

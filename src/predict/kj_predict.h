@@ -49,6 +49,8 @@ int kj_models_open(const char *models_dir, struct kj_models **out, char *err, si
 void kj_models_close(struct kj_models *m);
 /** @brief The GPU the models are for when there is exactly one, else NULL. */
 const char *kj_models_only_gpu(const struct kj_models *m);
+/** @brief How many models the index holds (0: predict can name no GPU by itself). */
+size_t kj_models_count(const struct kj_models *m);
 /** @brief Predict op at shape v; target "time" or "energy". found = 0 when no model. */
 int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
 		      int precision, int prop, const char *target, const int64_t *v,

@@ -79,7 +79,20 @@ want = 2 * (l1["fwd_us"] + l1["bwd_us"])
 assert abs(j["time_us_partial"] - want) < 1e-6 * want
 assert "flash_atten" in j["missing_models"]
 assert rows["layernorm"]["count"] == 5 and rows["lastStage_optimizer"]["bwd_us"] is None
+# what a caller needs to sweep the missing operators: precision, column names, directions
+assert j["precision"] == "fp16"
+assert l1["columns"] == ["mp", "b", "l", "dim"] and l1["backward"] is True
+assert rows["flash_atten"]["columns"] == ["mp", "b", "h", "l", "dim"]
+assert rows["lastStage_optimizer"]["columns"] == ["mp", "dim", "encoders"]
+assert rows["lastStage_optimizer"]["backward"] is False
+assert all(len(r["columns"]) == len(r["shape"].split(",")) for r in j["operators"])
 P
+# no model at all: the operators and their shapes still come out with --gpu; without it, a message
+mkdir -p "$T/nomodel" && echo '{"models": []}' >"$T/nomodel/models.json"
+expect 0 "$KJ" predict --models "$T/nomodel" --model "$T/gpt.yml" --gpu G --json
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["time_us"] is None and len(j["operators"]) == 12, j' "$T/out" || fail "empty models: $(head -c 300 "$T/out")"
+expect 2 "$KJ" predict --models "$T/nomodel" --model "$T/gpt.yml"
+grep -q "models.json lists no model" "$T/err" || fail "empty models message: $(cat "$T/err")"
 echo "heads: 12" >>"$T/gpt.yml"
 expect 1 "$KJ" predict --models "$T/models" --model "$T/gpt.yml"
 grep -q "duplicate\|heads" "$T/err" || fail "bad model: $(cat "$T/err")"
