@@ -1,0 +1,480 @@
+#!/usr/bin/env python3
+"""A whole training step: `kjoule predict --model` against the same step measured under `kjoule run`.
+
+On the GPU machine, for the GPT-style model of examples/gpt_train.py (its shape arguments):
+ 1. MODEL.yml of that shape (gpt_train.py --model-yml) and the operators `kjoule predict --model`
+    needs for it, with their shapes and columns (predict --json on an empty models folder);
+ 2. the step traced: kjoule run --iteration-range step -- python3 examples/gpt_train.py ... and
+    kjoule compare --json --skip WARMUP -o DIR (per-step wall, busy, idle, energy, tiers, top
+    kernels; iterations.csv for the medians);
+ 3. per operator, a small sweep grid around the model's shape (b at half, once and twice the
+    model's, l at once and 1.5 times; encoders at the model's +-2 steps of layers/8; the other
+    columns at the model's value): kjoule sweep --energy --precision P (energy window
+    KJ_SWEEP_ENERGY_S, default 0.5 s per direction);
+ 4. kjoule fit, then kjoule predict --models DIR --model MODEL.yml --json;
+ 5. the result: predicted step time and energy against the measured median step wall and mean
+    energy per step, errors in %, every operator's prediction next to the sweep's own measurement
+    at the model's shape, predicted against measured time per kernel tier, and compare's top
+    kernels, so what the sum of operators misses can be named. Written atomically to -o; a short
+    table is printed last.
+
+Every subprocess is bounded by a timeout inside an overall --budget-s (default 540 s); a step that
+fails or runs out of time is recorded under "skipped" and the rest still runs. Errors are null
+(never 0) when the step was not measured.
+
+usage: run.py --kjoule KJOULE [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 4]
+              [--precision bf16] [--norm layernorm] [--steps 20] [--warmup 3] [--out-dir DIR]
+              [-o RESULT.json] [--no-trace | --run RUN.kjdb] [--gpu-name NAME] [--energy-s 0.5]
+              [--budget-s 540] [--python python3]
+--no-trace: sweep, fit and predict only (the CPU test, with the stand-in worker);
+--run RUN.kjdb: compare an existing database instead of tracing (its iteration range as compare
+chooses it, --warmup instances skipped)."""
+import argparse
+import csv
+import datetime
+import glob
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAIN = os.path.join(SRC, "examples", "gpt_train.py")
+
+# kernel tier (src/analyze/kj_kernel_class.c) where PyTorch's kernels for each operator land; the
+# optimizer's multi_tensor_apply kernels match no rule and are "other"
+TIER = {"linear1": "gemm", "linear2": "gemm", "linear3": "gemm", "linear4": "gemm",
+        "linear_final": "gemm", "bmm": "gemm", "baddbmm": "gemm", "flash_atten": "attention",
+        "layernorm": "norm", "RMSlayernorm": "norm", "gelu": "elementwise", "res_add": "elementwise",
+        "embedding": "elementwise", "RoPE": "elementwise",
+        "parallel_cross_entropy_128": "reduction", "ScaledUpperTriangMaskedSoftmax": "reduction",
+        "lastStage_optimizer": "other"}
+
+
+class Runner:
+    """Subprocesses with timeouts inside one deadline; every command and its outcome is kept."""
+
+    def __init__(self, budget_s):
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + budget_s
+        self.commands = []
+        self.skipped = []
+
+    def left(self, reserve=0.0):
+        return self.deadline - time.monotonic() - reserve
+
+    def run(self, what, cmd, cap_s, reserve=0.0, env=None):
+        """Runs cmd for at most min(cap_s, time left - reserve); None (recorded) when no time is
+        left, else the CompletedProcess (returncode 124 on a timeout)."""
+        limit = min(cap_s, self.left(reserve))
+        rec = {"what": what, "command": " ".join(cmd), "timeout_s": round(max(limit, 0), 1)}
+        self.commands.append(rec)
+        if limit < 5:
+            rec.update(rc=None, seconds=0.0, note="not started: the time budget is spent")
+            self.skipped.append(f"{what}: not started, the time budget is spent")
+            return None
+        t = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env)
+        except subprocess.TimeoutExpired as e:
+            rec.update(rc=124, seconds=round(time.monotonic() - t, 2), timed_out=True)
+            self.skipped.append(f"{what}: timed out after {limit:.0f} s")
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            return subprocess.CompletedProcess(cmd, 124, out, err)
+        except OSError as e:
+            rec.update(rc=127, seconds=0.0, error=str(e))
+            self.skipped.append(f"{what}: {e}")
+            return subprocess.CompletedProcess(cmd, 127, "", str(e))
+        rec.update(rc=r.returncode, seconds=round(time.monotonic() - t, 2))
+        if r.returncode:
+            tail = (r.stderr or r.stdout or "").strip().splitlines()[-3:]
+            rec["stderr_tail"] = tail
+            self.skipped.append(f"{what}: exit {r.returncode}: {' | '.join(tail)[-300:]}")
+        return r
+
+
+def num(x):
+    """A finite float, else None (never NaN or inf in the result)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def err_pct(pred, meas):
+    pred, meas = num(pred), num(meas)
+    if pred is None or meas is None or meas <= 0:
+        return None
+    return 100.0 * (pred - meas) / meas
+
+
+def grid(columns, shape):
+    """starts, steps, ends, operators of a small grid holding the model's shape."""
+    st, sp, en, ops = [], [], [], []
+    for c, v in zip(columns, shape):
+        if c == "b":                      # b/2, b, 2b (1, 2, 4 for b = 1)
+            s = v // 2 if v >= 2 else v
+            st.append(s), sp.append(2), en.append(4 * s), ops.append("mul")
+        elif c == "l":                    # l, 1.5 l
+            step = max(v // 2, 1)
+            st.append(v), sp.append(step), en.append(v + step), ops.append("add")
+        elif c == "encoders":             # layers +- 2 steps of layers/8
+            step = max(v // 8, 1)
+            s = max(v - 2 * step, 1)
+            st.append(s), sp.append(step), en.append(v + 2 * step), ops.append("add")
+        else:                             # mp, h, dim, ...: the model's value
+            st.append(v), sp.append(1), en.append(v), ops.append("add")
+    return st, sp, en, ops
+
+
+def config(op, columns, shape):
+    st, sp, en, ops = grid(columns, shape)
+    q = lambda xs: "[" + ", ".join("'%s'" % x for x in xs) + "]"
+    n = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
+    text = ("{\n  \"kernel_name\": \"%s\",\n  \"columns_name\": %s,\n  \"first_n_column\": %d,\n"
+            "  \"starts\": %s,\n  \"steps\": %s,\n  \"ends\": %s,\n  \"operators\": %s,\n"
+            "  \"warmup_shapes\": %s,\n  \"run\": \"get_all\"\n}\n"
+            % (op, q(list(columns) + ["F_dur(us)", "B_dur(us)"]), len(columns), n(st), n(sp), n(en),
+               q(ops), n(shape)))
+    return text, {"starts": st, "steps": sp, "ends": en, "operators": ops}
+
+
+def measured_at(data_dir, op, precision, columns, shape):
+    """The sweep's own row at the model's shape: fwd/bwd time (us) and energy (uJ), else None."""
+    want = [str(v) for v in shape]
+    for f in sorted(glob.glob(os.path.join(data_dir, f"*_{op}_{precision}_*.csv"))):
+        try:
+            rows = list(csv.DictReader(open(f)))
+        except (OSError, csv.Error):
+            continue
+        for r in rows:
+            if [r.get(c) for c in columns] == want and r.get("status", "ok") == "ok":
+                return {"fwd_us": num(r.get("F_dur(us)")), "bwd_us": num(r.get("B_dur(us)")),
+                        "fwd_uj": num(r.get("F_energy(uJ)")), "bwd_uj": num(r.get("B_energy(uJ)"))}
+    return None
+
+
+def rows_in(data_dir, op, precision):
+    n = 0
+    for f in glob.glob(os.path.join(data_dir, f"*_{op}_{precision}_*.csv")):
+        try:
+            n += sum(1 for r in csv.DictReader(open(f)) if r.get("status", "ok") == "ok")
+        except (OSError, csv.Error):
+            pass
+    return n
+
+
+def load_json(text):
+    """JSON from a command's stdout (None when it is not JSON)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def program_line(stdout):
+    """gpt_train.py's closing JSON line."""
+    for line in reversed((stdout or "").splitlines()):
+        line = line.strip()
+        if line.startswith("{") and "\"program\"" in line:
+            j = load_json(line)
+            if isinstance(j, dict) and j.get("program") == "gpt_train":
+                return j
+    return None
+
+
+def iterations(path):
+    """Measured (not skipped) iterations of compare's iterations.csv: walls (us), energies (J)."""
+    walls, energies = [], []
+    try:
+        for r in csv.DictReader(open(path)):
+            if r.get("skipped") == "1":
+                continue
+            w, e = num(r.get("wall_us")), num(r.get("energy_measured_j"))
+            if w is not None:
+                walls.append(w)
+            if e is not None:
+                energies.append(e)
+    except (OSError, csv.Error):
+        pass
+    return walls, energies
+
+
+def device_name():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+        if out:
+            return out[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("KJ_BENCH_DEVICE", "unknown")
+
+
+def git_commit():
+    try:
+        r = subprocess.run(["git", "-C", SRC, "rev-parse", "HEAD"], capture_output=True, text=True,
+                           timeout=10)
+        if r.returncode == 0 and r.stdout.strip():
+            return r.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("KJ_GIT_COMMIT") or None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kjoule", required=True)
+    for k, v in (("layers", 24), ("hidden", 1024), ("heads", 16), ("seq", 1024), ("batch", 4),
+                 ("steps", 20), ("warmup", 3)):
+        ap.add_argument("--" + k, type=int, default=v)
+    ap.add_argument("--precision", choices=["bf16", "fp16"], default="bf16")
+    ap.add_argument("--norm", choices=["layernorm", "rms"], default="layernorm")
+    ap.add_argument("--out-dir", default="/tmp/kj_predict_step")
+    ap.add_argument("-o", "--output", default="bench/results/predict_step.json")
+    ap.add_argument("--no-trace", action="store_true", help="sweep, fit and predict only")
+    ap.add_argument("--run", metavar="RUN.kjdb", help="compare this database instead of tracing")
+    ap.add_argument("--gpu-name", default=None)
+    ap.add_argument("--energy-s", default="0.5")
+    ap.add_argument("--budget-s", type=float, default=540.0)
+    ap.add_argument("--python", default=sys.executable or "python3")
+    a = ap.parse_args()
+    for k in ("layers", "hidden", "heads", "seq", "batch", "steps"):
+        if getattr(a, k) < 1:
+            ap.error(f"--{k} must be a positive integer, not {getattr(a, k)}")
+    if a.warmup < 0:
+        ap.error(f"--warmup must be 0 or more, not {a.warmup}")
+    os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
+    kj, out = os.path.abspath(a.kjoule), os.path.abspath(a.out_dir)
+    for sub in ("sweep", "models", "compare", "configs", "empty_models"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(os.path.join(out, "configs"), exist_ok=True)
+    R = Runner(a.budget_s)
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    shape_args = ["--layers", str(a.layers), "--hidden", str(a.hidden), "--heads", str(a.heads),
+                  "--seq", str(a.seq), "--batch", str(a.batch), "--precision", a.precision,
+                  "--norm", a.norm]
+    trace = not a.no_trace
+    # time kept back for the steps after the sweeps
+    after_sweeps = 60 + 30 + (0 if not trace or a.run else 200 + 60)
+    result = {"benchmark": "predict_step", "device": device_name(), "date": date,
+              "git_commit": git_commit(), "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+              "model": {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "seq": a.seq,
+                        "batch": a.batch, "precision": a.precision, "norm": a.norm},
+              "settings": {"steps": a.steps, "warmup": a.warmup, "budget_s": a.budget_s,
+                           "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
+                           "trace": "no" if not trace else ("existing run" if a.run else "kjoule run")},
+              "operators": [], "predicted": None, "measured": None,
+              "errors": {"time_pct": None, "energy_pct": None}, "gap": None}
+
+    # 1. the model and the operators predict needs for it
+    yml = os.path.join(out, "model.yml")
+    r = R.run("model.yml", [a.python, TRAIN] + shape_args + ["--model-yml", yml], 30)
+    terms = None
+    if r is not None and r.returncode == 0:
+        result["model"]["yml"] = open(yml).read()
+        os.makedirs(os.path.join(out, "empty_models"), exist_ok=True)
+        with open(os.path.join(out, "empty_models", "models.json"), "w") as f:
+            f.write('{"models": []}\n')
+        r = R.run("operators of the model", [kj, "predict", "--models", os.path.join(out, "empty_models"),
+                                             "--model", yml, "--gpu", "none", "--json"], 30)
+        j = load_json(r.stdout) if r is not None and r.returncode == 0 else None
+        terms = j["operators"] if isinstance(j, dict) else None
+
+    # 2. the measured step
+    if trace:
+        run_db = a.run
+        if not run_db:
+            run_db = os.path.join(out, "step.kjdb")
+            r = R.run("kjoule run", [kj, "run", "--iteration-range", "step", "--force", "-o", run_db, "--",
+                                     a.python, TRAIN] + shape_args +
+                      ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=30)
+            program = program_line(r.stdout) if r is not None else None
+            if r is None or r.returncode or not os.path.exists(run_db):
+                run_db = None
+        else:
+            program = None
+        comp = None
+        if run_db:
+            cdir = os.path.join(out, "compare")
+            r = R.run("kjoule compare", [kj, "compare", run_db, "--json", "--quiet", "--top", "15",
+                                         "--skip", str(a.warmup), "-o", cdir], 90)
+            comp = load_json(r.stdout) if r is not None and r.returncode == 0 else None
+        if isinstance(comp, dict):
+            walls, energies = iterations(os.path.join(out, "compare", "iterations.csv"))
+            result["measured"] = {
+                "run": os.path.abspath(run_db), "iterations": comp.get("iterations"),
+                "step_time_us_median": statistics.median(walls) if walls else None,
+                "step_time_us_mean": num(comp.get("wall_us")),
+                "step_time_us_min": min(walls) if walls else None,
+                "step_energy_j_mean": num(comp.get("energy_measured_j")),
+                "step_energy_j_median": statistics.median(energies) if energies else None,
+                "step_energy_j_unc_one_window": num(comp.get("energy_measured_unc_j")),
+                "step_energy_j_unc_of_mean": num(comp.get("energy_measured_mean_unc_j")),
+                "walls_us": walls, "energies_j": energies,
+                "power_avg_w": num(comp.get("power_avg_w")),
+                "decomposition_us": {k: num(comp.get(k + "_us")) for k in
+                                     ("wall", "span", "busy", "kernel_busy", "kernel_sum", "copy_sum",
+                                      "overlap", "idle", "host_only", "outside", "inherited")},
+                "kernels_per_iteration": num(comp.get("kernels_per_iteration")),
+                "shared_gpu": comp.get("shared_gpu"), "missing": comp.get("missing"),
+                "program": program}
+            result["compare"] = {"tiers": comp.get("tiers"), "top_kernels": comp.get("top_kernels")}
+        else:
+            result["skipped_trace"] = "no measured step: see skipped"
+
+    # 3. sweeps around the model's shape
+    data = os.path.join(out, "sweep", "sampling_data")
+    name_args = ["--gpu-name", a.gpu_name] if a.gpu_name else []
+    for t in terms or []:
+        op, columns = t["op"], t["columns"]
+        shape = [int(x) for x in t["shape"].split(",")]
+        text, g = config(op, columns, shape)
+        path = os.path.join(out, "configs", op + ".yml")
+        with open(path, "w") as f:
+            f.write(text)
+        r = R.run("sweep " + op, [kj, "sweep", path, "--precision", a.precision, "--energy", "--out",
+                                  os.path.join(out, "sweep"), "--timeout", "60"] + name_args,
+                  120, reserve=after_sweeps)
+        entry = {"op": op, "count": t["count"], "shape": t["shape"], "columns": columns,
+                 "backward": t["backward"], "tier": TIER.get(op, "other"), "grid": g,
+                 "sweep": {"rc": None if r is None else r.returncode,
+                           "seconds": R.commands[-1].get("seconds"),
+                           "rows_measured": rows_in(data, op, a.precision)},
+                 "measured_at_shape": measured_at(data, op, a.precision, columns, shape),
+                 "predicted": None}
+        result["operators"].append(entry)
+
+    # 4. fit and predict
+    pred = None
+    if os.path.isdir(data):
+        r = R.run("kjoule fit", [kj, "fit", data, "-o", os.path.join(out, "models")], 90,
+                  reserve=after_sweeps - 90)
+        if r is not None and r.returncode == 0:
+            r = R.run("kjoule predict", [kj, "predict", "--models", os.path.join(out, "models"), "--model",
+                                         yml, "--json"], 30)
+            pred = load_json(r.stdout) if r is not None and r.returncode == 0 else None
+    if isinstance(pred, dict):
+        rows = {(p["op"], p["shape"]): p for p in pred.get("operators", [])}
+        for e in result["operators"]:
+            p = rows.get((e["op"], e["shape"]))
+            if p is None:
+                continue
+            e["predicted"] = {k: num(p.get(k)) for k in ("fwd_us", "bwd_us", "fwd_uj", "bwd_uj")}
+            pt = [e["predicted"]["fwd_us"]] + ([e["predicted"]["bwd_us"]] if e["backward"] else [])
+            pe = [e["predicted"]["fwd_uj"]] + ([e["predicted"]["bwd_uj"]] if e["backward"] else [])
+            e["step_time_us"] = e["count"] * sum(pt) if None not in pt else None
+            e["step_energy_uj"] = e["count"] * sum(pe) if None not in pe else None
+        result["predicted"] = {"gpu": pred.get("gpu"), "time_us": num(pred.get("time_us")),
+                               "energy_uj": num(pred.get("energy_uj")),
+                               "time_us_partial": num(pred.get("time_us_partial")),
+                               "energy_uj_partial": num(pred.get("energy_uj_partial")),
+                               "missing_models": pred.get("missing_models") or ""}
+    # the same sum from the sweep's own measurements at the model's shape (no regressor)
+    st = se = 0.0
+    complete = bool(result["operators"])
+    for e in result["operators"]:
+        m = e["measured_at_shape"]
+        keys = ("fwd_us", "bwd_us") if e["backward"] else ("fwd_us",)
+        ekeys = ("fwd_uj", "bwd_uj") if e["backward"] else ("fwd_uj",)
+        if m is None or any(m[k] is None for k in keys + ekeys):
+            complete = False
+            continue
+        st += e["count"] * sum(m[k] for k in keys)
+        se += e["count"] * sum(m[k] for k in ekeys)
+    result["sum_of_sweep_measurements"] = {"time_us": st if complete else None,
+                                           "energy_uj": se if complete else None,
+                                           "complete": complete}
+
+    # 5. errors and the gap, by tier
+    meas, p = result["measured"], result["predicted"]
+    if meas and p:
+        e_mean, e_med = meas["step_energy_j_mean"], meas["step_energy_j_median"]
+        pe = p["energy_uj"] / 1e6 if p["energy_uj"] is not None else None
+        prog = meas.get("program") or {}
+        result["errors"] = {
+            "time_pct": err_pct(p["time_us"], meas["step_time_us_median"]),
+            "energy_pct": err_pct(pe, e_mean),
+            "time_pct_vs_mean_wall": err_pct(p["time_us"], meas["step_time_us_mean"]),
+            "time_pct_vs_cuda_events": err_pct(p["time_us"], num(prog.get("ms_per_step_median")) * 1e3
+                                               if num(prog.get("ms_per_step_median")) else None),
+            "energy_pct_vs_median_window": err_pct(pe, e_med),
+            "time_pct_vs_kernel_sum": err_pct(p["time_us"], meas["decomposition_us"]["kernel_sum"]),
+            "sweep_sum_time_pct": err_pct(result["sum_of_sweep_measurements"]["time_us"],
+                                          meas["step_time_us_median"]),
+            "basis": "time: median step wall (compare's iterations); energy: mean energy per step "
+                     "(consecutive windows of one run: their mean is the run's energy over the "
+                     "steps, while one window under the counter's ~100 ms period is not known alone)"}
+    if meas and result["operators"]:
+        by = {}
+        for e in result["operators"]:
+            d = by.setdefault(e["tier"], {"tier": e["tier"], "operators": [], "predicted_us": 0.0,
+                                          "predicted_complete": True})
+            d["operators"].append(e["op"])
+            if e.get("step_time_us") is None:
+                d["predicted_complete"] = False
+            else:
+                d["predicted_us"] += e["step_time_us"]
+        for tr in (result.get("compare") or {}).get("tiers") or []:
+            d = by.setdefault(tr.get("tier"), {"tier": tr.get("tier"), "operators": [], "predicted_us": 0.0,
+                                               "predicted_complete": True})
+            d["measured_us"] = num(tr.get("measured_us"))
+            d["launches_per_iteration"] = num(tr.get("launches_per_iteration"))
+        have_tiers = isinstance((result.get("compare") or {}).get("tiers"), list)
+        for d in by.values():
+            # a tier compare does not list ran no kernel in the step
+            d.setdefault("measured_us", 0.0 if have_tiers else None)
+            d["predicted_minus_measured_us"] = (d["predicted_us"] - d["measured_us"]
+                                                if d["measured_us"] is not None and d["predicted_complete"]
+                                                else None)
+        dec = meas["decomposition_us"]
+        result["gap"] = {
+            "by_tier": sorted(by.values(), key=lambda d: -(d["measured_us"] or 0)),
+            "note": "tiers as kjoule names PyTorch's kernels (src/analyze/kj_kernel_class.c); each "
+                    "operator is put where its PyTorch kernels land, so a tier's measured time minus "
+                    "its operators' predicted time is what the operator sum misses there (bias "
+                    "gradients are reductions, the master-weight copies and fused AdamW 'other'); "
+                    "wall - kernel_busy is GPU idle and host time no operator holds",
+            "wall_minus_kernel_busy_us": (dec["wall"] - dec["kernel_busy"]
+                                          if dec["wall"] is not None and dec["kernel_busy"] is not None
+                                          else None)}
+    result["commands"] = R.commands
+    result["skipped"] = R.skipped
+    result["seconds"] = round(time.monotonic() - R.t0, 1)
+
+    out_path = os.path.abspath(a.output)
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    tmp = out_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1, allow_nan=False)
+    os.replace(tmp, out_path)
+
+    # the short table, last
+    f = lambda x, s=1.0, d=2: "-" if x is None else f"{x / s:.{d}f}"
+    print(f"{'operator':<28} {'count':>5} {'shape':<18} {'pred ms':>8} {'pred J':>8} {'sweep ms':>8}")
+    for e in result["operators"]:
+        m = e["measured_at_shape"]
+        sw = None
+        if m and m["fwd_us"] is not None and (not e["backward"] or m["bwd_us"] is not None):
+            sw = e["count"] * (m["fwd_us"] + (m["bwd_us"] if e["backward"] else 0.0))
+        print(f"{e['op'][:28]:<28} {e['count']:>5} {e['shape']:<18} {f(e.get('step_time_us'), 1e3):>8} "
+              f"{f(e.get('step_energy_uj'), 1e6, 3):>8} {f(sw, 1e3):>8}")
+    ms = result["measured"] or {}
+    print(f"step: predicted {f(p and p['time_us'], 1e3)} ms, {f(p and p['energy_uj'], 1e6, 3)} J; "
+          f"measured {f(ms.get('step_time_us_median'), 1e3)} ms (median), "
+          f"{f(ms.get('step_energy_j_mean'), 1, 3)} J (mean); "
+          f"error time {f(result['errors'].get('time_pct'), 1, 1)} %, "
+          f"energy {f(result['errors'].get('energy_pct'), 1, 1)} %")
+    if result["skipped"]:
+        print(f"skipped: {len(result['skipped'])} (first: {result['skipped'][0][:150]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

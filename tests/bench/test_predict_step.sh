@@ -1,0 +1,110 @@
+# bench/predict_step/run.py on the CPU: the stand-in worker answers the sweeps (f_us = 3 + product of
+# the shape / 1000, b_us = 2 f_us, energies 50x), so every operator `kjoule predict --model` needs is
+# swept around the model's shape, fitted and predicted; the traced part is left out (--no-trace),
+# made to fail (a stand-in program with no GPU work: skipped and recorded, no crash), or read from
+# the shipped run (--run).
+KJ=$1 SRC=$2
+. "$SRC/tests/cli/lib.sh"
+python3 -c 'import ctypes; ctypes.CDLL("libxgboost.so.0")' 2>/dev/null || { echo "libxgboost missing: skipped"; exit 77; }
+export KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin
+B="$SRC/bench/predict_step/run.py"
+G="NVIDIA H100 80GB HBM3"
+
+# 1. sweep + fit + predict of the default model (24 x 1024, seq 1024, batch 4, bf16), no trace
+expect 0 python3 "$B" --kjoule "$KJ" --no-trace --gpu-name "$G" --out-dir "$T/a" -o "$T/a.json"
+tail -1 "$T/out" | grep -q "^step: predicted [0-9.]* ms, [0-9.]* J; measured - ms" || fail "table last: $(tail -2 "$T/out")"
+[ -e "$T/a.json.tmp" ] && fail "temporary result left behind"
+python3 - "$T/a.json" "$KJ" "$T/a" <<'P' || fail "no-trace result: $(head -c 400 "$T/a.json")"
+import json, math, subprocess, sys
+def strict(x):
+    raise ValueError("non-finite number in the result: " + x)
+r = json.load(open(sys.argv[1]), parse_constant=strict)
+assert r["benchmark"] == "predict_step" and r["device"] == "cpu-standin" and r["date"] and r["command"]
+assert "git_commit" in r and r["commands"] and r["skipped"] == [], r["skipped"]
+assert r["model"]["layers"] == 24 and r["model"]["precision"] == "bf16" and "layers: 24" in r["model"]["yml"]
+# the operators are the ones predict --model lists for this model, each swept and predicted
+want = json.loads(subprocess.run([sys.argv[2], "predict", "--models", sys.argv[3] + "/empty_models",
+                                  "--model", sys.argv[3] + "/model.yml", "--gpu", "x", "--json"],
+                                 capture_output=True, text=True).stdout)["operators"]
+assert [(e["op"], e["shape"], e["count"]) for e in r["operators"]] == \
+       [(w["op"], w["shape"], w["count"]) for w in want]
+ops = {e["op"] for e in r["operators"]}
+assert {"embedding", "layernorm", "linear1", "flash_atten", "linear_final", "parallel_cross_entropy_128",
+        "lastStage_optimizer"} <= ops, ops
+tp = te = 0.0
+for e in r["operators"]:
+    assert 3 <= e["sweep"]["rows_measured"] <= 8, e
+    assert e["sweep"]["rc"] == 0
+    p = e["predicted"]
+    keys = ["fwd_us", "fwd_uj"] + (["bwd_us", "bwd_uj"] if e["backward"] else [])
+    assert all(p[k] is not None and p[k] > 0 for k in keys), e
+    # the sweep's row at the model's shape is the stand-in's function there
+    f = 3 + math.prod(int(x) for x in e["shape"].split(",")) / 1000
+    m = e["measured_at_shape"]
+    assert abs(m["fwd_us"] - f) < 1e-3 * f and abs(m["fwd_uj"] - 50 * f) < 1e-3 * 50 * f, (e["op"], m, f)
+    if e["backward"]:
+        assert abs(m["bwd_us"] - 2 * f) < 1e-3 * f
+    # the grid holds the model's shape and brackets b
+    g = e["grid"]
+    for c, v, s, en in zip(e["columns"], map(int, e["shape"].split(",")), g["starts"], g["ends"]):
+        assert s <= v <= en, (e["op"], c, s, v, en)
+        if c == "b" and v >= 2:
+            assert s < v < en
+    tp += e["step_time_us"]
+    te += e["step_energy_uj"]
+assert {e["op"]: e["backward"] for e in r["operators"]}["lastStage_optimizer"] is False
+pr = r["predicted"]
+assert pr["missing_models"] == "" and abs(pr["time_us"] - tp) < 1e-6 * tp and abs(pr["energy_uj"] - te) < 1e-6 * te
+s = r["sum_of_sweep_measurements"]
+assert s["complete"] and abs(s["time_us"] - tp) < 0.05 * tp
+# not measured: no step, errors null (never 0), no gap
+assert r["measured"] is None and r["gap"] is None
+assert r["errors"]["time_pct"] is None and r["errors"]["energy_pct"] is None
+P
+
+# 2. the traced part failing: a stand-in python whose "training" launches nothing (kjoule run
+#    succeeds, compare finds nothing to compare): recorded under skipped, the rest still reported
+cat >"$T/py" <<'S'
+#!/bin/sh
+case "$*" in *--model-yml*) exec python3 "$@";; esac
+echo '{"program": "gpt_train", "ms_per_step_median": 1.0}'
+S
+chmod +x "$T/py"
+expect 0 python3 "$B" --kjoule "$KJ" --python "$T/py" --layers 2 --hidden 256 --heads 4 --seq 128 \
+	--batch 2 --steps 2 --warmup 1 --gpu-name "$G" --out-dir "$T/b" -o "$T/b.json"
+python3 - "$T/b.json" <<'P' || fail "failed trace: $(head -c 600 "$T/b.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["measured"] is None and r["errors"]["time_pct"] is None and r["errors"]["energy_pct"] is None
+assert any(s.startswith("kjoule compare: exit") for s in r["skipped"]), r["skipped"]
+run = [c for c in r["commands"] if c["what"] == "kjoule run"][0]
+assert run["rc"] == 0 and "--iteration-range step" in run["command"] and "--steps 2 --warmup 1" in run["command"]
+assert r["predicted"]["time_us"] > 0
+P
+
+# 3. an existing run (the shipped BLOOM-560M forward, not this model: the arithmetic only)
+expect 0 python3 "$B" --kjoule "$KJ" --run "$SRC/examples/runs/bloom560m.kjdb" --warmup 1 --norm rms \
+	--layers 2 --hidden 256 --heads 4 --seq 128 --batch 2 --gpu-name "$G" --out-dir "$T/c" -o "$T/c.json"
+python3 - "$T/c.json" "$T/c/compare/iterations.csv" <<'P' || fail "existing run: $(head -c 600 "$T/c.json")"
+import csv, json, statistics, sys
+r = json.load(open(sys.argv[1]))
+m, p, e = r["measured"], r["predicted"], r["errors"]
+assert "RMSlayernorm" in {o["op"] for o in r["operators"]}
+its = [x for x in csv.DictReader(open(sys.argv[2])) if x["skipped"] == "0"]
+assert len(its) == m["iterations"]["measured"] == len(m["walls_us"])
+med = statistics.median(float(x["wall_us"]) for x in its)
+assert abs(m["step_time_us_median"] - med) < 1e-6 * med
+assert abs(e["time_pct"] - 100 * (p["time_us"] - med) / med) < 1e-6
+ej = m["step_energy_j_mean"]
+assert ej > 0 and abs(e["energy_pct"] - 100 * (p["energy_uj"] / 1e6 - ej) / ej) < 1e-6
+assert r["compare"]["top_kernels"] and r["compare"]["top_kernels"][0]["measured_us"] > 0
+tiers = {t["tier"]: t for t in r["gap"]["by_tier"]}
+assert tiers["gemm"]["measured_us"] > 0 and tiers["gemm"]["predicted_minus_measured_us"] is not None
+assert tiers["attention"]["measured_us"] == 0  # the run has no attention kernel
+assert r["gap"]["wall_minus_kernel_busy_us"] > 0
+P
+
+# 4. bad input names the argument
+expect 2 python3 "$B" --kjoule "$KJ" --layers 0 --no-trace --out-dir "$T/d" -o "$T/d.json"
+grep -q -- "--layers must be a positive integer" "$T/err" || fail "bad --layers: $(cat "$T/err")"
+finish
