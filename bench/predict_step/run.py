@@ -261,8 +261,8 @@ def main():
                   "--seq", str(a.seq), "--batch", str(a.batch), "--precision", a.precision,
                   "--norm", a.norm]
     trace = not a.no_trace
-    # time kept back for the steps after the sweeps
-    after_sweeps = 60 + 30 + (0 if not trace or a.run else 200 + 60)
+    # time kept back for fit and predict (the trace runs first)
+    after_sweeps = 90
     result = {"benchmark": "predict_step", "device": device_name(), "date": date,
               "git_commit": git_commit(), "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
               "model": {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "seq": a.seq,
@@ -294,7 +294,7 @@ def main():
             run_db = os.path.join(out, "step.kjdb")
             r = R.run("kjoule run", [kj, "run", "--iteration-range", "step", "--force", "-o", run_db, "--",
                                      a.python, TRAIN] + shape_args +
-                      ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=30)
+                      ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=200)
             program = program_line(r.stdout) if r is not None else None
             if r is None or r.returncode or not os.path.exists(run_db):
                 run_db = None
@@ -304,7 +304,7 @@ def main():
         if run_db:
             cdir = os.path.join(out, "compare")
             r = R.run("kjoule compare", [kj, "compare", run_db, "--json", "--quiet", "--top", "15",
-                                         "--skip", str(a.warmup), "-o", cdir], 90)
+                                         "--skip", str(a.warmup), "-o", cdir], 90, reserve=150)
             comp = load_json(r.stdout) if r is not None and r.returncode == 0 else None
         if isinstance(comp, dict):
             walls, energies = iterations(os.path.join(out, "compare", "iterations.csv"))
@@ -354,8 +354,7 @@ def main():
     # 4. fit and predict
     pred = None
     if os.path.isdir(data):
-        r = R.run("kjoule fit", [kj, "fit", data, "-o", os.path.join(out, "models")], 90,
-                  reserve=after_sweeps - 90)
+        r = R.run("kjoule fit", [kj, "fit", data, "-o", os.path.join(out, "models")], 90, reserve=10)
         if r is not None and r.returncode == 0:
             r = R.run("kjoule predict", [kj, "predict", "--models", os.path.join(out, "models"), "--model",
                                          yml, "--json"], 30)
