@@ -146,7 +146,7 @@ def main():
         master = None
         opt = torch.optim.AdamW(params, **adam)
     else:
-        master = [p.detach().float() for p in params]
+        master = [p.detach().float().requires_grad_() for p in params]
         for m in master:
             m.grad = torch.zeros_like(m)
         master_grads = [m.grad for m in master]
@@ -155,6 +155,13 @@ def main():
     ids = torch.randint(0, VOCAB, (a.batch, a.seq), device="cuda", generator=gen)
     targets = torch.randint(0, VOCAB, (a.batch, a.seq), device="cuda", generator=gen)
 
+    def copy_all(dst, src):
+        if hasattr(torch, "_foreach_copy_"):
+            torch._foreach_copy_(dst, src)
+        else:
+            for d, s_ in zip(dst, src):
+                d.copy_(s_)
+
     def step():
         loss = model(ids, targets)
         loss.backward()
@@ -162,9 +169,9 @@ def main():
             opt.step()
         else:
             with torch.no_grad():
-                torch._foreach_copy_(master_grads, [p.grad for p in params])
+                copy_all(master_grads, [p.grad for p in params])
                 opt.step()
-                torch._foreach_copy_(params, master)
+                copy_all(params, master)
         model.zero_grad(set_to_none=True)
         return loss.detach()
 

@@ -92,7 +92,7 @@ class Runner:
             return subprocess.CompletedProcess(cmd, 127, "", str(e))
         rec.update(rc=r.returncode, seconds=round(time.monotonic() - t, 2))
         if r.returncode:
-            tail = (r.stderr or r.stdout or "").strip().splitlines()[-3:]
+            tail = (r.stderr or r.stdout or "").strip().splitlines()[-8:]
             rec["stderr_tail"] = tail
             self.skipped.append(f"{what}: exit {r.returncode}: {' | '.join(tail)[-300:]}")
         return r
@@ -296,6 +296,9 @@ def main():
                                      a.python, TRAIN] + shape_args +
                       ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=200)
             program = program_line(r.stdout) if r is not None else None
+            if r is not None:  # the program's own output and kjoule's, whole
+                with open(os.path.join(out, "trace.log"), "w") as f:
+                    f.write(f"$ {' '.join(r.args)}\n== stdout\n{r.stdout or ''}\n== stderr\n{r.stderr or ''}")
             if r is None or r.returncode or not os.path.exists(run_db):
                 run_db = None
         else:

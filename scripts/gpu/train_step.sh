@@ -3,9 +3,9 @@
 # measured (bench/predict_step/run.py): examples/gpt_train.py (24 layers x 1024, 16 heads, seq 1024,
 # batch 4 by default) traced under kjoule run, kjoule compare per step, one small sweep per operator
 # kjoule predict --model needs (--energy), kjoule fit, kjoule predict --model --json.
-# Files in $OUT (at most 4): predict_step.json (the result; copy it to bench/results/), predict_step.log,
-# compare.txt (kjoule compare of the traced steps), kernels.txt (the run's kernels by time). The
-# bench's short table is printed last.
+# Files in $OUT (at most 5): predict_step.json (the result; copy it to bench/results/), predict_step.log,
+# trace.log (gpt_train.py's and kjoule run's output), compare.txt (kjoule compare of the traced
+# steps), kernels.txt (the run's kernels by time). The bench's short table is printed last.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/train_step.sh [RUN.PY ARGS...]
 #   env: PRECISION (bf16), STEPS (20), WARMUP (3), BUDGET (500 s for the bench; the whole script
 #   ends within BUDGET + 60 s), KJ_SWEEP_ENERGY_S (0.5), KJ_GIT_COMMIT (recorded in the result when
@@ -35,6 +35,7 @@ timeout $((BUDGET + 30)) python3 bench/predict_step/run.py --kjoule "$kj" --out-
 	--precision "$PRECISION" --steps "$STEPS" --warmup "$WARMUP" --budget-s "$BUDGET" "$@" \
 	-o "$OUT/predict_step.json" >"$OUT/predict_step.log" 2>&1
 echo "exit $?"
+cp "$work/trace.log" "$OUT/trace.log" 2>/dev/null
 if [ -s "$work/step.kjdb" ]; then
 	timeout 60 "$kj" compare "$work/step.kjdb" --skip "$WARMUP" --top 25 >"$OUT/compare.txt" 2>&1
 	timeout 30 "$kj" kernels "$work/step.kjdb" --top 60 --wide >"$OUT/kernels.txt" 2>&1

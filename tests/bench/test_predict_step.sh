@@ -81,6 +81,7 @@ run = [c for c in r["commands"] if c["what"] == "kjoule run"][0]
 assert run["rc"] == 0 and "--iteration-range step" in run["command"] and "--steps 2 --warmup 1" in run["command"]
 assert r["predicted"]["time_us"] > 0
 P
+grep -q '"program": "gpt_train"' "$T/b/trace.log" || fail "trace.log lacks the program's output"
 
 # 3. an existing run (the shipped BLOOM-560M forward, not this model: the arithmetic only)
 expect 0 python3 "$B" --kjoule "$KJ" --run "$SRC/examples/runs/bloom560m.kjdb" --warmup 1 --norm rms \
