@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 # operator: columns, start, step, end, kind ('mul' axes are kept, 'add' axes are probed)
 GRIDS = {
@@ -81,6 +82,23 @@ def speed_of(logfile):
     return speed
 
 
+def write(result, earlier, a, device, date, cmds):
+    """The result so far, atomically: this run's operators, then the earlier file's others."""
+    doc = {k: v for k, v in result.items() if k != "_written"}
+    doc["ops"] = dict(result["ops"])
+    for op, e in earlier.items():
+        doc["ops"].setdefault(op, e)
+    doc.update({"benchmark": "predict_accuracy", "device": device, "date": date,
+                "command": " ".join(sys.argv), "precision": a.precision,
+                "commands_run": len(cmds), "first_commands": cmds[:8]})
+    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
+    tmp = a.output + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, a.output)
+    result["_written"] = doc
+
+
 def gpu_name():
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -100,30 +118,53 @@ def main():
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--merge", default=None)
     ap.add_argument("--energy-s", default="0.5")
+    ap.add_argument("--deadline-s", type=float, default=0,
+                    help="start no operator that the pace so far says would end past this many seconds")
+    ap.add_argument("--speed-once", action="store_true",
+                    help="the sweep without --energy (for seconds per sample) for the first operator only")
     a = ap.parse_args()
     os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
     device, date = gpu_name(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     kj, out = a.kjoule, a.out_dir
     os.makedirs(out, exist_ok=True)
     cmds, result = [], {"ops": {}}
+    earlier = {}
+    if a.merge and os.path.exists(a.merge):
+        earlier = json.load(open(a.merge)).get("ops", {})
     name_args = ["--gpu-name", a.gpu_name] if a.gpu_name else []
-    for op in a.ops.split(","):
+    t_start = time.monotonic()
+    ops = a.ops.split(",")
+    for k, op in enumerate(ops):
+        if a.deadline_s and k and time.monotonic() - t_start > a.deadline_s * (k / (k + 1)):
+            # the ops done so far took (elapsed / k) each: one more would pass the deadline
+            print(f"deadline: {op} and later not measured ({time.monotonic() - t_start:.0f} s used)", flush=True)
+            result.setdefault("not_measured", []).extend(ops[k:])
+            break
+        print(f"== {op}: sweeps", flush=True)
+        opdir = os.path.join(out, op)
         for which, (st, sp, en) in sets(op).items():
-            path = os.path.join(out, f"{op}_{which}.yml")
+            path = os.path.join(opdir, f"{op}_{which}.yml")
+            os.makedirs(opdir, exist_ok=True)
             open(path, "w").write(config(op, st, sp, en, GRIDS[op][4]))
             parts = ["--parts", str(a.subsample), "--part", "1"] if which != "train" else []
             sh([kj, "sweep", path, "--precision", a.precision, "--energy", "--out",
-                os.path.join(out, which)] + parts + name_args, cmds)
+                os.path.join(opdir, which)] + parts + name_args, cmds)
         # the same training grid without --energy, for the speed comparison
-        sh([kj, "sweep", os.path.join(out, f"{op}_train.yml"), "--precision", a.precision,
-            "--out", os.path.join(out, "noenergy")] + name_args, cmds)
-    sh([kj, "fit", os.path.join(out, "train", "sampling_data"), "-o", os.path.join(out, "models")], cmds)
-    models = json.load(open(os.path.join(out, "models", "models.json")))["models"]
-    for op in a.ops.split(","):
+        if not a.speed_once or k == 0:
+            sh([kj, "sweep", os.path.join(opdir, f"{op}_train.yml"), "--precision", a.precision,
+                "--out", os.path.join(opdir, "noenergy")] + name_args, cmds)
+        models_dir = os.path.join(opdir, "models")
+        sh([kj, "fit", os.path.join(opdir, "train", "sampling_data"), "-o", models_dir], cmds)
+        try:
+            models = json.load(open(os.path.join(models_dir, "models.json")))["models"]
+        except (OSError, ValueError, KeyError) as e:
+            print(f"{op}: no models ({e}); not measured", flush=True)
+            result.setdefault("not_measured", []).append(op)
+            continue
         entry = {"grid": dict(zip(["starts", "steps", "ends"], sets(op)["train"])),
                  "columns": GRIDS[op][0]}
         for which in ("inside", "beyond"):
-            d = os.path.join(out, which, "sampling_data")
+            d = os.path.join(opdir, which, "sampling_data")
             files = [f for f in os.listdir(d) if f"_{op}_{a.precision}_" in f] if os.path.isdir(d) else []
             rows = []
             for f in files:
@@ -133,7 +174,7 @@ def main():
                         continue
                     shape = ",".join(r[c] for c in GRIDS[op][0])
                     for prop, p in (("fwd", "F"), ("bwd", "B")):
-                        pr = sh([kj, "predict", "--models", os.path.join(out, "models"), "--gpu", gpu,
+                        pr = sh([kj, "predict", "--models", models_dir, "--gpu", gpu,
                                  "--op", op, "--precision", a.precision, "--prop", prop, "--shape",
                                  shape, "--json"], cmds)
                         if pr.returncode:
@@ -155,28 +196,21 @@ def main():
         entry["models"] = [m for m in models if m["op"] == op]
         speeds = {}
         for key, sub in (("energy", "train"), ("no_energy", "noenergy")):
-            logs = os.path.join(out, sub, "sampling_log")
+            logs = os.path.join(opdir, sub, "sampling_log")
             fs = [f for f in os.listdir(logs) if f"_{op}_" in f] if os.path.isdir(logs) else []
             speeds[f"s_per_sample_{key}"] = speed_of(os.path.join(logs, fs[0])) if fs else None
         entry["speed"] = speeds
-        entry.update({"device": device, "date": date, "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"]})
+        entry.update({"device": device, "date": date, "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
+                      "seconds": round(time.monotonic() - t_start, 1)})
         result["ops"][op] = entry
-    if a.merge and os.path.exists(a.merge):
-        for op, e in json.load(open(a.merge)).get("ops", {}).items():
-            result["ops"].setdefault(op, e)
-    result.update({"benchmark": "predict_accuracy", "device": device, "date": date,
-                   "command": " ".join(sys.argv), "precision": a.precision,
-                   "commands_run": len(cmds), "first_commands": cmds[:8]})
-    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-    tmp = a.output + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, a.output)
+        write(result, earlier, a, device, date, cmds)
+        print(f"{op}: done at {time.monotonic() - t_start:.0f} s", flush=True)
+    write(result, earlier, a, device, date, cmds)
     # the short table, last
     print(f"{'op':<12} {'in fwd t%':>9} {'in bwd t%':>9} {'in fwd E%':>9} {'in bwd E%':>9} "
           f"{'out fwd t%':>10} {'out bwd t%':>10} {'s/sample':>8} {'s/s+E':>7}")
     fmt = lambda x: "-" if x is None else f"{x:.1f}"
-    for op, e in result["ops"].items():
+    for op, e in result["_written"]["ops"].items():
         i, b = e["inside"]["summary"], e["beyond"]["summary"]
         print(f"{op:<12} {fmt(i['fwd_time_mape_pct']):>9} {fmt(i['bwd_time_mape_pct']):>9} "
               f"{fmt(i['fwd_energy_mape_pct']):>9} {fmt(i['bwd_energy_mape_pct']):>9} "
