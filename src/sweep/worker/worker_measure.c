@@ -90,7 +90,11 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		goto out;
 	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")))
 		goto out;
-	for (int i = 0; i < (warm > 1 ? warm : 1); i++)
+	/* warm-up: the config's replays, and at least 100 ms of work, so that the clocks have left
+	 * whatever state the host-side work between shapes let them fall into before timing */
+	int warm_n = warm > 1 ? warm : 1, min_warm = est > 0 ? (int)(100000.0 / (est * U)) + 1 : 1;
+	warm_n = warm_n > min_warm ? warm_n : min_warm > 2000 ? 2000 : min_warm;
+	for (int i = 0; i < warm_n; i++)
 		if ((rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "warm-up graph launch")))
 			goto out;
 	if ((rc = sw_sync(c, "warm-up replays")))
@@ -124,7 +128,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		memset(&ar, 0, sizeof(ar));
 		ao.nvml_index = c->nvml_index;
 		ao.min_seconds = secs;
-		ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : 5;
+		/* at least 5 counter periods inside the window (kj_amortize adds 3 to min_updates) */
+		ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : secs >= 0.5 ? 5 : 2;
 		/* the GPU is already warm after the worker's first energy window: a shorter settle
 		 * check (still 5 steady clock readings) as kjoule replay does */
 		ao.warmup_min_s = energy_windows++ ? 0.25 : 0.5;
