@@ -561,7 +561,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	if (o->dry_run) {
 		if (o->json) {
 			char *text = replay_topo_json(kj_replay_seq_json(&info, NULL, 0), &topo, have_topo, use_topo,
-						      NULL, 0);
+						      NULL, 0, 1);
 			if (text)
 				printf("%s\n", text);
 			free(text);
@@ -651,7 +651,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		/* nothing on stdout */
 	} else if (o->json) {
 		char *text = replay_topo_json(kj_replay_seq_json(&info, c.s, c.n), &topo, have_topo, use_topo,
-					      c.nt, c.nnt);
+					      c.nt, c.nnt, 0);
 		if (!text)
 			goto out;
 		printf("%s\n", text);

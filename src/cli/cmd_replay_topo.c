@@ -95,10 +95,10 @@ void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
 }
 
 char *replay_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
-		       const struct kj_topo_node_time *nt, size_t nnt)
+		       const struct kj_topo_node_time *nt, size_t nnt, int with_nodes)
 {
 	json_t *root = seq_json ? json_loads(seq_json, 0, NULL) : json_object();
-	char *text = NULL, *tj = have ? kj_replay_topo_json(t) : NULL;
+	char *text = NULL, *tj = have ? kj_replay_topo_json(t, with_nodes) : NULL;
 	free(seq_json);
 	if (!root || (have && !tj)) {
 		json_decref(root);

@@ -30,8 +30,8 @@ void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
 		       size_t nnt);
 
 /** @brief seq_json (taken, freed; NULL: start empty) with a "topology" object added (null when
- *         have is 0). @return malloc'ed text, NULL on allocation failure. */
+ *         have is 0; with_nodes: with its node list). @return malloc'ed text, NULL on failure. */
 char *replay_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
-		       const struct kj_topo_node_time *nt, size_t nnt);
+		       const struct kj_topo_node_time *nt, size_t nnt, int with_nodes);
 
 #endif

@@ -90,8 +90,10 @@ size_t kj_replay_topo_count(const struct kj_replay_topo *t, int kind);
 /** @brief Text summary: launches, nodes, edges, kernels tied, what cannot be rebuilt and why. */
 void kj_replay_topo_print(FILE *f, const struct kj_replay_topo *t);
 
-/** @brief The same as JSON text (malloc'ed, caller frees), NULL on allocation failure. */
-char *kj_replay_topo_json(const struct kj_replay_topo *t);
+/** @brief The same as JSON text (malloc'ed, caller frees), NULL on allocation failure; with_nodes:
+ *         also every node to build (index, build kind, recorded type and id, seq_kernel,
+ *         unique_id, traced_ns, bytes, deps) in build order. */
+char *kj_replay_topo_json(const struct kj_replay_topo *t, int with_nodes);
 
 /* ---- results: the topology replay's per-node times and its stored summary ---- */
 

@@ -203,7 +203,33 @@ void kj_replay_topo_print(FILE *f, const struct kj_replay_topo *t)
 		fprintf(f, "  %s\n", t->reason);
 }
 
-char *kj_replay_topo_json(const struct kj_replay_topo *t)
+static const char *kind_name(int kind)
+{
+	static const char *const names[] = {"kernel", "memset", "memcpy", "dependency"};
+	return kind >= 0 && kind <= KJ_TOPO_EMPTY ? names[kind] : "?";
+}
+
+/* Each node of the graph to build, in build order, with its dependencies. */
+static json_t *nodes_json(const struct kj_replay_topo *t)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < t->nnodes; i++) {
+		const struct kj_topo_node *n = &t->nodes[i];
+		json_t *deps = json_array();
+		for (size_t d = 0; deps && d < n->ndeps; d++)
+			json_array_append_new(deps, json_integer((json_int_t)t->deps[n->dep0 + d]));
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:o}", "index",
+			(json_int_t)i, "build", kind_name(n->kind), "type", n->type,
+			"node_id", n->node_id ? json_integer(n->node_id) : json_null(),
+			"seq_kernel", n->seq_kernel >= 0 ? json_integer(n->seq_kernel) : json_null(),
+			"unique_id", n->unique_id >= 0 ? json_integer(n->unique_id) : json_null(),
+			"traced_ns", n->traced_ns >= 0 ? json_integer(n->traced_ns) : json_null(),
+			"bytes", (json_int_t)n->bytes, "deps", deps ? deps : json_null()));
+	}
+	return arr;
+}
+
+char *kj_replay_topo_json(const struct kj_replay_topo *t, int with_nodes)
 {
 	json_t *root = json_object(), *ub = json_object();
 	char *text = NULL;
@@ -233,6 +259,8 @@ char *kj_replay_topo_json(const struct kj_replay_topo *t)
 	json_object_set_new(root, "rebuildable", json_boolean(t->rebuildable));
 	json_object_set_new(root, "not_rebuilt", ub);
 	json_object_set_new(root, "reason", t->reason[0] ? json_string(t->reason) : json_null());
+	if (with_nodes)
+		json_object_set_new(root, "nodes", nodes_json(t));
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	return text;
