@@ -616,7 +616,9 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		argv[k] = (char *)fills[t];
 		argv[k + 1] = NULL;
 		seq_ctx_reset(&c);
-		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
+		/* with --energy, each measured graph (linear, and the topology) gets its energy span */
+		int energy_span = o->energy ? ((int)(o->energy_s * 3) + 30) * (use_topo ? 2 : 1) : 0;
+		if (run_child(argv, o->timeout_s + energy_span,
 			      on_seq_line, &c, &status, &timed_out) || !c.n) {
 			kj_errorf("sequence replay of iteration %s: %s", it,
 				  timed_out ? "timed out (worker killed)" :
