@@ -48,11 +48,13 @@ struct loader {
 	int64_t clones_pid;
 };
 
+/* One key for a (process, correlation id) pair (correlations are 32-bit). */
 static uint64_t pc_key(int64_t pid, int64_t corr)
 {
 	return ((uint64_t)pid << 32) ^ (uint64_t)(uint32_t)corr;
 }
 
+/* The iteration's operations in the worker's order (ordinal, id), kernel ops numbered. */
 static int load_ops(struct loader *L, int64_t iteration)
 {
 	sqlite3_stmt *st = NULL;
@@ -249,6 +251,7 @@ static ssize_t tie_record(struct loader *L, struct kj_map *at, struct gnode *g, 
 	return i;
 }
 
+/* The build kind of a recorded node that is a dependency only, else -1 (decided by its record). */
 static int node_kind(const char *type)
 {
 	if (!strcmp(type, "empty") || !strcmp(type, "event_record") || !strcmp(type, "event_wait") ||
@@ -257,6 +260,7 @@ static int node_kind(const char *type)
 	return -1;
 }
 
+/* memcpy.kind as the worker's copy direction: 0 HtoD, 1 DtoH, 2 DtoD (and the rest), 3 HtoH. */
 static int copy_kind(const char *kind)
 {
 	return !strcmp(kind, "HtoD") ? 0 : !strcmp(kind, "DtoH") ? 1 : !strcmp(kind, "HtoH") ? 3 : 2;
@@ -500,6 +504,7 @@ static int add_eager(struct loader *L, const struct iop *o)
 	return 0;
 }
 
+/* 1 when the run has the table (older runs lack some). */
 static int has_table(sqlite3 *db, const char *name)
 {
 	char sql[160];

@@ -59,6 +59,7 @@ int kj_topo_unbuilt(struct kj_topo_builder *b, const char *type, int64_t n)
 	return 0;
 }
 
+/* Edges by source, then target. */
 static int edge_cmp(const void *a, const void *b)
 {
 	const struct kj_topo_edge *x = a, *y = b;
@@ -203,6 +204,7 @@ void kj_replay_topo_print(FILE *f, const struct kj_replay_topo *t)
 		fprintf(f, "  %s\n", t->reason);
 }
 
+/* The build kind's name in JSON. */
 static const char *kind_name(int kind)
 {
 	static const char *const names[] = {"kernel", "memset", "memcpy", "dependency"};

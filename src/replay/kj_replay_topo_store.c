@@ -28,6 +28,7 @@ int kj_replay_parse_topo_node(const char *line, struct kj_topo_node_time *n)
 	return 1;
 }
 
+/* Text, or NULL when s is NULL or empty. */
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s && *s)

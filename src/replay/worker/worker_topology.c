@@ -22,6 +22,7 @@ struct topo {
 #ifdef KJ_WITH_CUPTI
 static struct kj_map *g_clones; /* filled while the topology graph is instantiated */
 
+/* CUPTI resource callback: each node cloned into the exec, with the node it came from. */
 static void CUPTIAPI on_resource(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
 	(void)ud;
@@ -105,6 +106,7 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 	return e;
 }
 
+/* The mode failed at what, with CUDA's error name. @return KJ_EGPU. */
 static int fail(struct kj_replay_seq *out, const char *what, CUresult e)
 {
 	const char *name = NULL;
