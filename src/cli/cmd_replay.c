@@ -19,11 +19,14 @@
 #include "kj_gpu_watch.h"
 #include "kj_grow.h"
 #include "kj_replay.h"
+#include "cmd_replay_topo.h"
 
 struct replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
 	int graph, verify, no_sequence, all, energy_s_given;
+	int topology; /* -1: with --graph when the iteration is graph-launched; 0 never; 1 asked */
+	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
 };
@@ -36,7 +39,8 @@ static void usage(FILE *f)
 		"                     [--json] [--jobs 1] [--device D] [--timeout S] [--any-arch]\n"
 		"                     [--timer cupti|events] [--relocate] [--verify] [--no-sequence]\n"
 		"                     [--all] [--budget SECONDS]\n"
-		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--runs N] [--energy]\n"
+		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--no-topology] [--runs N]\n"
+		"                     [--energy] [--dry-run]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
 		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
@@ -57,6 +61,12 @@ static void usage(FILE *f)
 		"  --sequence       replay one captured iteration (kjoule run --params-iteration) in order,\n"
 		"                   on its streams with its event dependencies; --graph: also as one CUDA\n"
 		"                   graph (energy per iteration with --energy); results in replay_sequence\n"
+		"  --topology       with --graph (the default when the iteration is graph-launched): also\n"
+		"                   its graph launches rebuilt with their recorded nodes and edges, timed,\n"
+		"                   with energy, each kernel node timed where it runs; node kinds that\n"
+		"                   cannot be rebuilt are named. --no-topology: the linear chain only\n"
+		"  --dry-run        with --sequence: say what would be replayed (the iteration, its graph\n"
+		"                   topology) without a GPU, and stop\n"
 		"  --no-sequence    per-kernel replay only: without it, a run that holds an iteration\n"
 		"                   (kjoule run keeps one by default) is also replayed --sequence --graph,\n"
 		"                   which times every kernel where the iteration ran it\n"
@@ -395,6 +405,7 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 	o->timeout_s = 60;
 	o->energy_s = 2.0;
 	o->iteration = -1;
+	o->topology = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -416,6 +427,12 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->no_sequence = 1;
 		} else if (!strcmp(a, "--graph")) {
 			o->graph = 1;
+		} else if (!strcmp(a, "--topology")) {
+			o->topology = 1;
+		} else if (!strcmp(a, "--no-topology")) {
+			o->topology = 0;
+		} else if (!strcmp(a, "--dry-run")) {
+			o->dry_run = 1;
 		} else if (!strcmp(a, "--all")) {
 			o->all = 1;
 		} else if (v && !strcmp(a, "--budget")) {
@@ -465,6 +482,16 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 		usage(stderr);
 		return 2;
 	}
+	if (o->dry_run && !o->sequence) {
+		fprintf(stderr, "kjoule replay: --dry-run goes with --sequence (it says what the iteration's "
+				"replay would rebuild)\n");
+		return 2;
+	}
+	if (o->topology == 1 && !o->graph) {
+		fprintf(stderr, "kjoule replay: --topology rebuilds the graph launches beside the one-graph "
+				"replay: give it with --sequence --graph\n");
+		return 2;
+	}
 	if (o->jobs != 1) {
 		kj_warnf("--jobs %d: replays run one at a time on one GPU (timing needs the GPU alone)", o->jobs);
 		o->jobs = 1;
@@ -473,18 +500,34 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 }
 
 struct seq_ctx {
-	struct kj_replay_seq s[2];
+	struct kj_replay_seq s[3]; /* eager, graph, topology */
 	size_t n;
 	struct kj_replay_seq_kernel *k; /* per-kernel in-sequence times */
 	size_t nk, capk;
+	struct kj_topo_node_time *nt;   /* per-node times in the topology graph */
+	size_t nnt, capnt;
 };
+
+static void seq_ctx_reset(struct seq_ctx *c)
+{
+	free(c->k);
+	free(c->nt);
+	memset(c, 0, sizeof(*c));
+}
 
 static void on_seq_line(const char *line, void *arg)
 {
 	struct seq_ctx *c = arg;
 	struct kj_replay_seq_kernel k;
-	if (c->n < 2 && kj_replay_parse_seq(line, &c->s[c->n]) == 1) {
+	struct kj_topo_node_time nt;
+	if (c->n < 3 && kj_replay_parse_seq(line, &c->s[c->n]) == 1) {
 		c->n++;
+	} else if (kj_replay_parse_topo_node(line, &nt) == 1) {
+		struct kj_topo_node_time *nn = kj_grow(c->nt, &c->capnt, c->nnt, sizeof(*nn), 64);
+		if (!nn)
+			return;
+		c->nt = nn;
+		c->nt[c->nnt++] = nt;
 	} else if (kj_replay_parse_seq_kernel(line, &k) == 1) {
 		struct kj_replay_seq_kernel *nk = kj_grow(c->k, &c->capk, c->nk, sizeof(*nk), 64);
 		if (!nk)
@@ -499,16 +542,42 @@ static void on_seq_line(const char *line, void *arg)
 static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 {
 	struct kj_replay_seq_info info;
+	struct kj_replay_topo topo;
 	struct seq_ctx c;
 	char worker[PATH_MAX], it[32], runs[16], warm[16], dev[16], es[32];
-	int status, timed_out;
+	int status, timed_out, ret = 1, have_topo = 0, use_topo = 0;
 
 	memset(&c, 0, sizeof(c));
+	memset(&topo, 0, sizeof(topo));
 	if (kj_replay_seq_info_load(db, o->run, o->iteration, &info))
 		return 1;
+	/* graph-launched: its launches rebuilt as recorded too, unless --no-topology */
+	if (o->graph && o->topology != 0) {
+		int rc = replay_topo_plan(db, o->run, info.iteration, o->topology, &topo, &use_topo);
+		if (rc && rc != KJ_ENOTFOUND)
+			return 1;
+		have_topo = rc == 0;
+	}
+	if (o->dry_run) {
+		if (o->json) {
+			char *text = replay_topo_json(kj_replay_seq_json(&info, NULL, 0), &topo, have_topo, use_topo,
+						      NULL, 0, 1);
+			if (text)
+				printf("%s\n", text);
+			free(text);
+		} else {
+			kj_replay_seq_print(stdout, &info, NULL, 0);
+			if (have_topo)
+				kj_replay_topo_print(stdout, &topo);
+			else if (o->graph && o->topology != 0)
+				printf("graph topology: none (%s)\n", topo.reason);
+		}
+		kj_replay_topo_free(&topo);
+		return 0;
+	}
 	if (find_worker(worker, sizeof(worker))) {
 		kj_errorf("replay worker not found (%s); build kjoule with CUDA or set KJ_REPLAY_WORKER", worker);
-		return 1;
+		goto out;
 	}
 	snprintf(it, sizeof(it), "%lld", (long long)info.iteration);
 	snprintf(runs, sizeof(runs), "%d", o->runs);
@@ -530,6 +599,8 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	argv[k++] = dev;
 	if (o->graph)
 		argv[k++] = "--graph";
+	if (use_topo)
+		argv[k++] = "--topology";
 	if (o->energy) {
 		argv[k++] = "--energy";
 		argv[k++] = "--energy-seconds";
@@ -544,15 +615,15 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	for (int t = 0; t < 3; t++) {
 		argv[k] = (char *)fills[t];
 		argv[k + 1] = NULL;
-		free(c.k);
-		memset(&c, 0, sizeof(c));
-		if (run_child(argv, o->timeout_s + (o->energy ? (int)(o->energy_s * 3) + 30 : 0),
+		seq_ctx_reset(&c);
+		/* with --energy, each measured graph (linear, and the topology) gets its energy span */
+		int energy_span = o->energy ? ((int)(o->energy_s * 3) + 30) * (use_topo ? 2 : 1) : 0;
+		if (run_child(argv, o->timeout_s + energy_span,
 			      on_seq_line, &c, &status, &timed_out) || !c.n) {
 			kj_errorf("sequence replay of iteration %s: %s", it,
 				  timed_out ? "timed out (worker killed)" :
 				  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
-			free(c.k);
-			return 1;
+			goto out;
 		}
 		struct kj_replay_result probe_r;
 		memset(&probe_r, 0, sizeof(probe_r));
@@ -566,31 +637,37 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			kj_warnf("iteration %s faulted on random data (%s); again with %s data", it,
 				 c.s[0].error, fills[t + 1]);
 	}
-	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 2: on_seq_line keeps two */
+	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 3: on_seq_line keeps three */
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];
 			snprintf(note, sizeof(note), "data: fallback (random data failed: %.100s)%s%.100s", first,
 				 c.s[i].error[0] ? "; " : "", c.s[i].error);
 			snprintf(c.s[i].error, sizeof(c.s[i].error), "%s", note);
 		}
-	if (kj_replay_seq_store(db, c.s, c.n, c.k, c.nk)) {
-		free(c.k);
-		return 1;
-	}
+	if (kj_replay_seq_store(db, c.s, c.n, c.k, c.nk))
+		goto out;
+	if (have_topo && replay_topo_finish(db, &topo, use_topo, c.s, c.n, c.nt, c.nnt))
+		goto out;
 	info.have_fidelity = c.nk > 0 && !kj_replay_seq_fidelity(db, &info, &info.fidelity);
-	free(c.k);
 	if (quiet) {
 		/* nothing on stdout */
 	} else if (o->json) {
-		char *text = kj_replay_seq_json(&info, c.s, c.n);
+		char *text = replay_topo_json(kj_replay_seq_json(&info, c.s, c.n), &topo, have_topo, use_topo,
+					      c.nt, c.nnt, 0);
 		if (!text)
-			return 1;
+			goto out;
 		printf("%s\n", text);
 		free(text);
 	} else {
 		kj_replay_seq_print(stdout, &info, c.s, c.n);
+		if (have_topo)
+			replay_topo_print(stdout, &topo, use_topo, c.s, c.n, c.nt, c.nnt);
 	}
-	return strcmp(c.s[0].status, "failed") ? 0 : 1;
+	ret = strcmp(c.s[0].status, "failed") ? 0 : 1;
+out:
+	seq_ctx_reset(&c);
+	kj_replay_topo_free(&topo);
+	return ret;
 }
 
 /* replay --energy on a shared GPU: NVML's energy is the whole GPU's, so other processes listed

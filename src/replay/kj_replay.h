@@ -231,10 +231,12 @@ char *kj_replay_report_json(const struct kj_replay_plan *plan);
 
 /* ---- whole-iteration (sequence) replay ---- */
 
-/** One mode of a replayed iteration: "eager" (stream launches) or "graph" (one CUDA graph). */
+/** One mode of a replayed iteration: "eager" (stream launches), "graph" (one CUDA graph, a linear
+ *  chain of the captured operations) or "topology" (the graph launches rebuilt with their recorded
+ *  nodes and edges, kj_replay_topo.h). */
 struct kj_replay_seq {
 	int64_t iteration;
-	char mode[8];
+	char mode[16];
 	char status[16];      /* ok | relocated | failed */
 	char error[256];
 	int runs;

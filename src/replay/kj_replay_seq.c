@@ -161,13 +161,14 @@ void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 	fprintf(f, "iteration %" PRId64 ": %" PRId64 " operations (%" PRId64 " kernel launches, %" PRId64
 		   " copies, %" PRId64 " memsets, %" PRId64 " event operations)\n",
 		info->iteration, info->ops, info->kernels, info->copies, info->memsets, info->events);
-	fprintf(f, "%-6s %-9s %5s %11s %11s %11s %12s\n", "mode", "status", "runs", "median_ms",
-		"min_ms", "max_ms", "energy_mJ");
+	if (n)
+		fprintf(f, "%-8s %-9s %5s %11s %11s %11s %12s\n", "mode", "status", "runs", "median_ms",
+			"min_ms", "max_ms", "energy_mJ");
 	for (size_t i = 0; i < n; i++) {
 		char e[40] = "-";
 		if (s[i].has_energy)
 			snprintf(e, sizeof(e), "%.4g±%.2g", s[i].energy_mj, s[i].energy_unc_mj);
-		fprintf(f, "%-6s %-9s %5d %11.4f %11.4f %11.4f %12s\n", s[i].mode, s[i].status, s[i].runs,
+		fprintf(f, "%-8s %-9s %5d %11.4f %11.4f %11.4f %12s\n", s[i].mode, s[i].status, s[i].runs,
 			s[i].median_ns / 1e6, s[i].min_ns / 1e6, s[i].max_ns / 1e6, e);
 		if (s[i].error[0])
 			fprintf(f, "       %s\n", s[i].error);
@@ -184,6 +185,12 @@ void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 	if (graph && info->traced_busy_ns > 0)
 		fprintf(f, "graph vs traced GPU busy: %+.1f%%\n",
 			100.0 * (double)(graph->median_ns - info->traced_busy_ns) / (double)info->traced_busy_ns);
+	const struct kj_replay_seq *topo = mode_of(s, n, "topology");
+	if (topo && info->traced_busy_ns > 0 && info->traced_span_ns > 0)
+		fprintf(f, "topology (the graph launches as recorded) vs traced GPU busy: %+.1f%%, vs traced "
+			   "span: %+.1f%%\n",
+			100.0 * (double)(topo->median_ns - info->traced_busy_ns) / (double)info->traced_busy_ns,
+			100.0 * (double)(topo->median_ns - info->traced_span_ns) / (double)info->traced_span_ns);
 	const struct kj_replay_seq_fidelity *q = &info->fidelity;
 	if (info->have_fidelity && q->kernels > 0) {
 		fprintf(f, "in-sequence kernel times (%" PRId64 " unique kernels, each timed inside the eager "

@@ -99,6 +99,27 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	return 0;
 }
 
+/* The latest topology replay's outcome (replay_topology, created by the first one), if any. */
+static int load_topology(sqlite3 *db, struct kj_compare *c)
+{
+	sqlite3_stmt *st = NULL;
+	c->topo_status[0] = c->topo_unbuilt[0] = c->topo_reason[0] = '\0';
+	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'replay_topology'"))
+		return 0;
+	if (kj_db_prepare(db, "SELECT status, not_rebuilt, reason FROM replay_topology"
+			      " ORDER BY replayed_at DESC, iteration LIMIT 1", &st))
+		return KJ_EDB;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *a = sqlite3_column_text(st, 0), *b = sqlite3_column_text(st, 1),
+				    *r = sqlite3_column_text(st, 2);
+		snprintf(c->topo_status, sizeof(c->topo_status), "%s", a ? (const char *)a : "");
+		snprintf(c->topo_unbuilt, sizeof(c->topo_unbuilt), "%s", b ? (const char *)b : "");
+		snprintf(c->topo_reason, sizeof(c->topo_reason), "%s", r ? (const char *)r : "");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
 static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 {
 	sqlite3_stmt *st = NULL;
@@ -157,6 +178,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		return rc;
 	/* sequence replays: mean of the medians stored per mode */
 	c->seq_eager_ns = c->seq_graph_ns = c->seq_eager_mj = c->seq_graph_mj = -1;
+	c->seq_topo_ns = c->seq_topo_mj = -1;
 	if (kj_db_prepare(db,
 			  "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
 			  " count(energy_mj) FROM replay_sequence"
@@ -176,10 +198,14 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->seq_graph_ns = sqlite3_column_double(st, 1);
 			c->seq_graph_rows = sqlite3_column_int64(st, 2);
 			c->seq_graph_mj = has_e ? sqlite3_column_double(st, 3) : -1;
+		} else if (!strcmp(mode, "topology")) {
+			c->seq_topo_ns = sqlite3_column_double(st, 1);
+			c->seq_topo_rows = sqlite3_column_int64(st, 2);
+			c->seq_topo_mj = has_e ? sqlite3_column_double(st, 3) : -1;
 		}
 	}
 	sqlite3_finalize(st);
-	return 0;
+	return load_topology(db, c);
 nomem:
 	sqlite3_finalize(st);
 	return KJ_ENOMEM;

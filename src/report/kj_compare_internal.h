@@ -82,6 +82,12 @@ struct kj_compare {
 	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows, n_replay_seq_rows;
 	double seq_eager_ns, seq_graph_ns, seq_eager_mj, seq_graph_mj; /* < 0: absent */
 	int64_t seq_eager_rows, seq_graph_rows;
+	/* the graph launches replayed with their recorded topology (mode 'topology'); < 0: absent */
+	double seq_topo_ns, seq_topo_mj;
+	int64_t seq_topo_rows;
+	char topo_status[16];   /* replay_topology: rebuilt | fallback | failed; "" none stored */
+	char topo_unbuilt[256]; /* the node kinds not rebuilt, with counts */
+	char topo_reason[400];
 	int64_t n_power_samples, n_power_in_windows;
 	double power_avg_w, power_min_w, power_max_w; /* < 0: absent */
 	double idle_w;                                 /* < 0: unknown; the idle term's power */
@@ -117,6 +123,8 @@ struct cmp_summary {
 	int have_explained;
 	double seq_eager, seq_graph, framework_host, launch_cost, sequence_fraction;
 	int have_eager, have_graph;
+	double seq_topo;  /* the graph launches as recorded (topology replay) */
+	int have_topo;
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;

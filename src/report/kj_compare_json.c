@@ -193,6 +193,15 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "insitu_sum_replayed_us", cmp_num_or_null(s.insitu_warm * NS_US, s.have_warm));
 	json_object_set_new(o, "sequence_eager_us", cmp_num_or_null(s.seq_eager * NS_US, s.have_eager));
 	json_object_set_new(o, "sequence_graph_us", cmp_num_or_null(s.seq_graph * NS_US, s.have_graph));
+	json_object_set_new(o, "sequence_topology_us", cmp_num_or_null(s.seq_topo * NS_US, s.have_topo));
+	json_object_set_new(o, "sequence_graph_vs_busy_pct",
+			    cmp_num_or_null(100.0 * (s.seq_graph - s.busy.mean) / s.busy.mean, s.have_graph && s.busy.mean > 0));
+	json_object_set_new(o, "sequence_topology_vs_busy_pct",
+			    cmp_num_or_null(100.0 * (s.seq_topo - s.busy.mean) / s.busy.mean, s.have_topo && s.busy.mean > 0));
+	json_object_set_new(o, "topology_replay", !c->topo_status[0] ? json_null() :
+			    json_pack("{s:s, s:s?, s:s?}", "status", c->topo_status, "not_rebuilt",
+				      c->topo_unbuilt[0] ? c->topo_unbuilt : NULL, "reason",
+				      c->topo_reason[0] ? c->topo_reason : NULL));
 	json_object_set_new(o, "framework_host_us", cmp_num_or_null(s.framework_host * NS_US, s.have_eager));
 	json_object_set_new(o, "launch_cost_us", cmp_num_or_null(s.launch_cost * NS_US, s.have_eager && s.have_graph));
 	json_object_set_new(o, "sequence_fraction", cmp_ratio_or_null(s.sequence_fraction, s.have_eager));
@@ -221,6 +230,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "deep_idle_power_w", cmp_num_or_null(c->deep_idle_w, c->deep_idle_w >= 0));
 	json_object_set_new(o, "sequence_eager_energy_j", cmp_num_or_null(c->seq_eager_mj / 1000.0, c->seq_eager_mj >= 0));
 	json_object_set_new(o, "sequence_graph_energy_j", cmp_num_or_null(c->seq_graph_mj / 1000.0, c->seq_graph_mj >= 0));
+	json_object_set_new(o, "sequence_topology_energy_j", cmp_num_or_null(c->seq_topo_mj / 1000.0, c->seq_topo_mj >= 0));
 	double pavg = cmp_safe_div(s.e_meas.mean, s.wall.mean * 1e-6, &ok); /* mJ/ns*1e6 = W */
 	json_object_set_new(o, "power_avg_w", cmp_num_or_null(pavg, ok && s.have_meas));
 	json_object_set_new(o, "shared_gpu", cmp_shared_json(c));

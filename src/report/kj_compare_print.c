@@ -30,6 +30,25 @@ static double off_pct(double replayed, double in_situ)
 	return in_situ > 0 ? 100.0 * (replayed - in_situ) / in_situ : 0.0;
 }
 
+/* The graph launches replayed as recorded (kjoule replay --sequence --graph on a graph-launched
+ * iteration), or why they were not. */
+static void print_topology(FILE *f, const struct kj_compare *c, const struct cmp_summary *s)
+{
+	char note[160];
+	if (s->have_topo && strcmp(c->topo_status, "fallback") && strcmp(c->topo_status, "failed")) {
+		snprintf(note, sizeof(note), "%+6.1f%% vs traced busy (nodes and edges as recorded)",
+			 s->busy.mean > 0 ? off_pct(s->seq_topo, s->busy.mean) : 0.0);
+		line_us(f, "graph launches as recorded", s->seq_topo, 1, note);
+	} else if (!strcmp(c->topo_status, "fallback")) {
+		fprintf(f, "  %-34s %12s  not rebuilt: %s\n", "graph launches as recorded", "n/a",
+			c->topo_unbuilt[0] ? c->topo_unbuilt : c->topo_reason);
+	} else if (!strcmp(c->topo_status, "failed")) {
+		fprintf(f, "  %-34s %12s  failed: %.120s\n", "graph launches as recorded", "n/a", c->topo_reason);
+	} else {
+		line_us(f, "graph launches as recorded", 0, 0, "(none: kjoule replay --sequence --graph)");
+	}
+}
+
 static double pct(double a, double b)
 {
 	return b != 0 ? 100.0 * a / b : 0.0;
@@ -104,7 +123,18 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	fprintf(f, "\nSequence replay of one iteration\n");
 	line_us(f, "eager (stream of launches)", s.seq_eager, s.have_eager,
 		s.have_eager ? "" : "(none: run kjoule replay --sequence)");
-	line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, s.have_graph ? "" : "(none)");
+	if (s.n_graph_launches.mean > 0) {
+		/* the program launched graphs: the linear-chain graph and the launches as recorded,
+		 * each against the traced busy time of an iteration */
+		char note[96] = "(none)";
+		if (s.have_graph && s.busy.mean > 0)
+			snprintf(note, sizeof(note), "%+6.1f%% vs traced busy (one linear chain)",
+				 off_pct(s.seq_graph, s.busy.mean));
+		line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, note);
+		print_topology(f, c, &s);
+	} else {
+		line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, s.have_graph ? "" : "(none)");
+	}
 	if (s.have_eager && s.n_graph_launches.mean > 0) {
 		/* the program itself launched graphs: 'eager' is kjoule's replay one launch at a time,
 		 * not the program's way; the graph replay is the one to hold against the wall */

@@ -152,6 +152,8 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->have_graph = c->seq_graph_ns >= 0;
 	s->seq_eager = c->seq_eager_ns;
 	s->seq_graph = c->seq_graph_ns;
+	s->have_topo = c->seq_topo_ns >= 0;
+	s->seq_topo = c->seq_topo_ns;
 	if (s->have_eager) {
 		s->framework_host = s->wall.mean - s->seq_eager;
 		s->sequence_fraction = cmp_safe_div(s->seq_eager, s->wall.mean, &ok);

@@ -68,6 +68,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_GNODE] = "INSERT OR REPLACE INTO graph_node(pid, graph_id, node_id, parent_node_id, type,"
 		    " correlation_id) VALUES(?,?,?,?,?,?)",
 	[S_GEDGE] = "INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id) VALUES(?,?,?,?)",
+	[S_GCLONE] = "INSERT OR REPLACE INTO graph_node_clone(pid, node_id, original_node_id) VALUES(?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
 };
@@ -268,6 +269,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				else if ((rc = kj_map_put(in->nodes, g->node_id, g->correlation)) == 0)
 					rc = kj_map_put(in->node_corrs, g->correlation, 1);
 			}
+			/* clones kept in the run: replay ties a graph launch's records to the recorded nodes */
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_graphnode) &&
+			    ((const struct kj_rec_graphnode *)r)->original_node_id)
+				rc = ing_put_clone(in, r);
 			break;
 		case KJ_REC_PROCESS: /* written by walk_process() */
 			break;

@@ -15,7 +15,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_GCLONE, S_COUNT
 };
 
 struct launch_info {
@@ -122,6 +122,8 @@ int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k);
 int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
 int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);
+/** A clone record (exec or parent-graph node -> the node it was cloned from) as a graph_node_clone row. */
+int ing_put_clone(struct ingest *in, const struct kj_rec_graphnode *g);
 /** The launch that describes a graph node (its stream-capture launch, or the node's own
  *  parameters read at instantiation), following clones; NULL when unknown. */
 const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);

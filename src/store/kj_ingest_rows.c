@@ -329,6 +329,15 @@ int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r)
 	return rc;
 }
 
+int ing_put_clone(struct ingest *in, const struct kj_rec_graphnode *g)
+{
+	sqlite3_stmt *st = in->st[S_GCLONE];
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, (int64_t)g->node_id);
+	sqlite3_bind_int64(st, 3, (int64_t)g->original_node_id);
+	return ing_step_done(in, st);
+}
+
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m)
 {
 	uint64_t row;

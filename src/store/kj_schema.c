@@ -57,6 +57,8 @@ const char kj_schema_sql[] =
     " parent_node_id INTEGER, type TEXT, correlation_id INTEGER, PRIMARY KEY(pid, node_id));\n"
     "CREATE TABLE graph_edge(pid INTEGER, graph_id INTEGER, from_node_id INTEGER,"
     " to_node_id INTEGER);\n"
+    "CREATE TABLE graph_node_clone(pid INTEGER, node_id INTEGER, original_node_id INTEGER,"
+    " PRIMARY KEY(pid, node_id));\n"
     "CREATE TABLE api_call(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, domain TEXT,"
     " cbid INTEGER, name TEXT, start_ns INTEGER, end_ns INTEGER, correlation_id INTEGER,"
     " status INTEGER, bytes INTEGER, stream_id INTEGER);\n"

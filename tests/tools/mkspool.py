@@ -5,13 +5,16 @@ values and a stack-junk word, the matching kernel activity records, an allocatio
 range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
 
   mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES]
-  mkspool.py DIR --graph [--functions F] [--iters I]
+  mkspool.py DIR --graph [--functions F] [--iters I] [--full-graph [--host-node]]
 
 --graph: a graph-launched program instead. F kernels captured from a stream into a graph plus one
 kernel node added node by node; each of I iterations is an NVTX range "forward" holding one graph
 launch, and the graph's kernels run after the range has closed. Two XLA-like ranges
 ("XlaModule:..." in domain TSL, on another thread) enclose each graph launch, so only the
 framework-range rule keeps them from being taken as the iteration.
+--full-graph: every node of the graph is recorded at instantiation, fork-join shaped (the first
+captured kernel, then the middle ones side by side, then the last), then an empty node, then the
+node-by-node kernel; --host-node adds a host node after it (a kind replay cannot rebuild).
 """
 import argparse
 import os
@@ -67,7 +70,21 @@ def graph_program(a, out, base):
         corr += 1
     out.append(marker(t, 900, 4))
     node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
-    out.append(rec(GRAPH_NODE, struct.pack("<QQIIII", 2000, 0, 1, 0, node_corr, 1) + struct.pack("<Q", 1000)))
+    if a.full_graph:
+        def gnode(nid, typ, deps, corr=0):
+            out.append(rec(GRAPH_NODE, struct.pack("<QQIIII", nid, 0, 1, typ, corr, len(deps))
+                           + b"".join(struct.pack("<Q", d) for d in deps)))
+        mid = [1000 + k for k in range(1, f - 1)]
+        gnode(1000, 0, [])
+        for m in mid:
+            gnode(m, 0, [1000])
+        gnode(1000 + f - 1, 0, mid or [1000])
+        gnode(4000, 5, [1000 + f - 1])  # an empty node: a dependency only
+        gnode(2000, 0, [4000], node_corr)
+        if a.host_node:
+            gnode(3000, 3, [2000])
+    else:
+        out.append(rec(GRAPH_NODE, struct.pack("<QQIIII", 2000, 0, 1, 0, node_corr, 1) + struct.pack("<Q", 1000)))
     out.extend(group_and_launch(0x2000, t, node_corr, f + 1, base + 0x100000, 9))
     out.append(rec(GRAPHNODE, struct.pack("<QQQ", 2000, node_corr, 0)))
     out.append(issue(t, t + 50, corr, 2))  # cuGraphInstantiate
@@ -109,6 +126,8 @@ def main():
     ap.add_argument("--truncate", type=int, default=0, help="cut this many bytes off the end")
     ap.add_argument("--graph", action="store_true", help="a graph-launched program (see above)")
     ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
+    ap.add_argument("--full-graph", action="store_true", help="--graph: record every node (see above)")
+    ap.add_argument("--host-node", action="store_true", help="--full-graph: and a host node")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     base = 0x7F0000000000

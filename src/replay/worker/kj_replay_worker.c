@@ -10,13 +10,14 @@
  * events); energy through a CUDA graph of U launches measured by kj_amortize_measure().
  * This file: setup, the per-kernel steps in order, the command line. worker_load.c (the launch
  * from the database), worker_memory.c (addresses, regions, data), worker_snapshot.c (--snapshot
- * data, --verify), worker_timing.c (timing, energy), worker_sequence.c (--sequence).
+ * data, --verify), worker_timing.c (timing, energy), worker_sequence.c (--sequence),
+ * worker_topology.c (--sequence --graph --topology: the graph launches with their own topology).
  *
  * usage: kjoule-replay-worker --probe [--device D]
  *        kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W] [--cache warm|cold|both]
  *                             [--energy] [--unroll U] [--energy-seconds S] [--device D]
  *                             [--timer cupti|events] [--relocate] [--verify]
- *        kjoule-replay-worker --db RUN --sequence ITERATION [--graph] [--runs N] [--energy]
+ *        kjoule-replay-worker --db RUN --sequence ITERATION [--graph [--topology]] [--runs N] [--energy]
  * Exit code: 0 when a KJ_RESULT line was printed (whatever its status), 2 usage, 1 otherwise. */
 #include "worker.h"
 
@@ -216,7 +217,8 @@ static int usage(void)
 			"       kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W]\n"
 			"              [--cache warm|cold|both] [--energy] [--unroll U] [--energy-seconds S]\n"
 			"              [--device D] [--timer cupti|events] [--relocate]\n"
-			"       kjoule-replay-worker --db RUN --sequence ITERATION [--ordinals A:B] [--graph] [--runs N]\n"
+			"       kjoule-replay-worker --db RUN --sequence ITERATION [--ordinals A:B] [--graph [--topology]]\n"
+			"              [--runs N]\n"
 			"              [--warmup W] [--energy] [--energy-seconds S] [--device D]\n");
 	return 2;
 }
@@ -249,6 +251,8 @@ int main(int argc, char **argv)
 			R.o.verify = 1;
 		} else if (!strcmp(a, "--graph")) {
 			R.o.graph = 1;
+		} else if (!strcmp(a, "--topology")) {
+			R.o.topology = 1;
 		} else if (v && !strcmp(a, "--ordinals")) {
 			char *colon = NULL;
 			R.o.seq_first = strtoll(v, &colon, 10);

@@ -37,6 +37,7 @@ struct opts {
 	double energy_s;
 	int probe;
 	int verify;       /* compare outputs with the run's after-launch snapshot */
+	int topology;     /* --sequence --graph: also the graph launches with their recorded topology */
 };
 
 /* One launch as captured: function, geometry, parameter block and its pointer words. */
@@ -139,6 +140,24 @@ int scan_launch(struct replay *R, struct klaunch *k, int *used);
 uint64_t va_align_bytes(void);
 /* worker_sequence.c */
 int sequence_run(struct replay *R, int64_t iteration, int graph);
+/** Time an instantiated graph: R->o.runs launches after R->o.warmup, each between events on s;
+ *  min/median/max into out (status failed and error on a CUDA error). 0 or KJ_EGPU. */
+int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
+/** Energy per launch of an instantiated graph (kj_amortize_measure), into out when measured. */
+void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
+/* worker_topology.c: the kept iteration's graph launches rebuilt with their recorded topology */
+struct topo;
+/** Build the topology graph of the iteration (kj_replay_topo_load) from the loaded launches k[0..nk)
+ *  (the iteration's kernel ops in order), instantiate it, time it (and its energy with --energy)
+ *  into out (mode "topology"). *tp receives the state for topology_per_node/topology_free, also on
+ *  failure (then out says why). 0, or a KJ_E* code with out failed. */
+int topology_run(struct replay *R, int64_t iteration, struct klaunch *k, size_t nk, CUstream s,
+		 struct kj_replay_seq *out, struct topo **tp);
+/** Each kernel node timed where it runs in the topology graph (CUPTI, up to 20 launches): one
+ *  KJ_NODE line per kernel node; none when the records cannot all be tied to their nodes. */
+void topology_per_node(struct replay *R, struct topo *tp, CUstream s);
+/** Release what topology_run made; accepts NULL. */
+void topology_free(struct topo *tp);
 /* worker_snapshot.c */
 int apply_snapshot(struct replay *R, int *applied, int *exact);
 void verify_outputs(struct replay *R, int exact_inputs);
@@ -146,6 +165,7 @@ void verify_outputs(struct replay *R, int exact_inputs);
 #ifdef KJ_WITH_CUPTI
 extern int64_t *g_dur, *g_start;
 extern uint32_t *g_stream;
+extern uint64_t *g_node; /* CUPTI's graph node id of each record (0 outside graphs) */
 extern size_t g_ndur;
 #endif
 int cupti_start(void);

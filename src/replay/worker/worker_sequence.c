@@ -253,14 +253,14 @@ static int seq_graph_sync(void *ctx)
 	return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
 }
 
-/* Time one mode: N iterations after W, each bracketed by events on the first stream. */
-static int seq_time(struct replay *R, struct seq *S, CUgraphExec exec, struct kj_replay_seq *out)
+/* Time one mode on stream o: N iterations after W, each bracketed by events; the graph exec when
+ * given, else the eager iteration S. */
+static int time_loop(struct replay *R, struct seq *S, CUgraphExec exec, CUstream o, struct kj_replay_seq *out)
 {
 	int n = R->o.runs;
 	int64_t *ns = calloc((size_t)n + 1, sizeof(*ns));
 	CUevent a = NULL, b = NULL;
 	CUresult e = CUDA_SUCCESS;
-	CUstream o = S->streams[0];
 	if (!ns)
 		return KJ_ENOMEM;
 	if ((e = cuEventCreate(&a, 0)) || (e = cuEventCreate(&b, 0)))
@@ -299,8 +299,19 @@ out:
 	return 0;
 }
 
+/* Time one mode: the eager iteration, or the graph exec, on the first stream. */
+static int seq_time(struct replay *R, struct seq *S, CUgraphExec exec, struct kj_replay_seq *out)
+{
+	return time_loop(R, S, exec, S->streams[0], out);
+}
+
+int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
+{
+	return time_loop(R, NULL, exec, s, out);
+}
+
 #ifdef KJ_HAVE_AMORTIZE
-static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
+void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
 {
 	struct seq_graph g = {exec, s};
 	struct kj_amortize_work w = {&g, seq_graph_enqueue, seq_graph_sync, 1};
@@ -317,7 +328,7 @@ static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj
 	}
 }
 #else
-static void seq_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
+void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
 {
 	(void)R;
 	(void)exec;
@@ -442,8 +453,13 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	int rc, *used = NULL, moved = 0;
 	CUgraph g = NULL;
 	CUgraphExec exec = NULL;
+	struct topo *tp = NULL;
+	struct kj_replay_seq topo;
+	/* the recorded topology needs the whole iteration (--ordinals cuts it) */
+	int want_topo = graph && R->o.topology && R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX;
 
 	memset(&S, 0, sizeof(S));
+	memset(&topo, 0, sizeof(topo));
 	memset(&eager, 0, sizeof(eager));
 	memset(&gr, 0, sizeof(gr));
 	eager.iteration = gr.iteration = iteration;
@@ -586,7 +602,15 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		} else {
 			seq_time(R, &S, exec, &gr);
 			if (R->o.energy && strcmp(gr.status, "failed"))
-				seq_energy(R, exec, S.streams[0], &gr);
+				graph_energy(R, exec, S.streams[0], &gr);
+		}
+	}
+	/* the graph launches as the program built them: same nodes, same edges */
+	if (want_topo) {
+		topology_run(R, iteration, S.k, S.nk, S.streams[0], &topo, &tp);
+		if (moved && !strcmp(topo.status, "ok")) {
+			snprintf(topo.status, sizeof(topo.status), "relocated");
+			snprintf(topo.error, sizeof(topo.error), "%d launches relocated", moved);
 		}
 	}
 	/* last: the graph replay measured 16 % slower when it ran after this CUPTI pass in the same
@@ -595,11 +619,16 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	S.graph_mode = 0;
 	if (R->o.use_cupti)
 		seq_per_kernel(R, &S);
+	if (R->o.use_cupti && tp && strcmp(topo.status, "failed"))
+		topology_per_node(R, tp, S.streams[0]);
 #endif
 emit:
 	kj_replay_seq_emit(stdout, &eager);
 	if (graph)
 		kj_replay_seq_emit(stdout, &gr);
+	if (want_topo && topo.mode[0])
+		kj_replay_seq_emit(stdout, &topo);
+	topology_free(tp);
 	free(used);
 	return 0;
 gpu_fail:

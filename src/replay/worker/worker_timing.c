@@ -6,6 +6,7 @@
 #ifdef KJ_WITH_CUPTI
 int64_t *g_dur, *g_start;
 uint32_t *g_stream;
+uint64_t *g_node;
 size_t g_ndur;
 static size_t g_capdur;
 
@@ -38,12 +39,16 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream_id, uint8_t *b
 			uint32_t *nst = realloc(g_stream, nc * sizeof(*nst));
 			if (nst)
 				g_stream = nst;
-			if (!nd || !ns || !nst)
+			uint64_t *nn = realloc(g_node, nc * sizeof(*nn));
+			if (nn)
+				g_node = nn;
+			if (!nd || !ns || !nst || !nn)
 				break;
 			g_capdur = nc;
 		}
 		g_start[g_ndur] = (int64_t)k->start;
 		g_stream[g_ndur] = k->streamId;
+		g_node[g_ndur] = k->graphNodeId;
 		g_dur[g_ndur++] = (int64_t)(k->end - k->start);
 	}
 	free(buffer);

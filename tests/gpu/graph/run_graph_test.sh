@@ -3,7 +3,8 @@
 # A hand-written program whose iterations are CUDA graphs (one built node by node, one by stream
 # capture) that run after their NVTX range has closed, and a kernel that spins on a value written
 # by the host: attribution, graph records, replay of node-by-node kernels, the kept iteration's
-# sequence replay, and a report with no inf/NaN that names the waiting kernel.
+# sequence replay (linear chain, and the graph launches rebuilt with their recorded topology, each
+# node timed), and a report with no inf/NaN that names the waiting kernel.
 set -u
 kj=$1 target=$2
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
@@ -49,5 +50,30 @@ for k in (\"replay_sum_warm_us\", \"replay_sum_cold_us\", \"replay_sum_sequence_
 " "$dir/c.json"'
 check "the graph iteration was replayed as a graph" \
 	'[ "$(q $db "SELECT count(*) FROM replay_sequence WHERE mode = \"graph\" AND median_ns > 0")" -ge 1 ]'
+# the graph launches rebuilt as recorded (graph A: a memset and 3 kernels, fork-join; graph B: a
+# captured chain of 2): every kernel node tied, timed, each node timed where it runs
+check "the topology replay ran: both launches rebuilt, all 5 kernel nodes tied" \
+	'[ "$(q $db "SELECT status || \":\" || graph_launches || \":\" || kernel_nodes || \":\" || kernels_matched FROM replay_topology")" = "rebuilt:2:5:5" ]'
+check "the topology replay's time per iteration is within 3x of the traced GPU busy time" \
+	'python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+t, b = d[\"sequence_topology_us\"], d[\"busy_us\"]
+sys.exit(not (t is not None and b > 0 and b / 3 <= t <= 3 * b))
+" "$dir/c.json"'
+check "its energy is measured where the linear graph's is" \
+	'[ "$(q $db "SELECT count(*) FROM replay_sequence WHERE mode = \"graph\" AND energy_mj IS NOT NULL")" = 0 ] ||
+	 [ "$(q $db "SELECT count(*) FROM replay_sequence WHERE mode = \"topology\" AND energy_mj > 0")" = 1 ]'
+check "each kernel node timed where it runs: 5 nodes, their medians within 3x of their traced durations" \
+	'[ "$(q $db "SELECT count(*) FROM replay_graph_node WHERE type = \"kernel\" AND median_ns > 0 AND runs > 0")" = 5 ] &&
+	 python3 -c "
+import sqlite3, sys
+r, t = sqlite3.connect(sys.argv[1]).execute(\"SELECT sum(median_ns), sum(traced_ns) FROM replay_graph_node\").fetchone()
+sys.exit(not (t and t / 3 <= r <= 3 * t))
+" $db'
+check "compare prints the launches as recorded beside the linear chain" \
+	'grep -q "graph launches as recorded .*vs traced busy" "$dir/c.txt" && grep -q "one CUDA graph .*vs traced busy" "$dir/c.txt"'
+"$kj" replay "$db" --sequence --graph --no-topology --runs 20 > "$dir/nt.txt" 2>&1; rc=$?
+check "--no-topology replays the linear chain alone" '[ $rc -eq 0 ] && ! grep -q "^topology" "$dir/nt.txt"'
 cp "$dir/c.txt" "${KJ_GRAPH_TEST_OUT:-/dev/null}" 2>/dev/null || true
 exit $fail

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""A stand-in for `kjoule-replay-worker --sequence` that speaks its line protocol (KJ_SEQ, KJ_NODE;
+src/replay/kj_replay.c, src/replay/kj_replay_topo_store.c) without a GPU, so `kjoule replay
+--sequence --graph`'s storage, report and `kjoule compare` are tested on the CPU.
+
+Its times are the run's own, never measurements: every mode's median is the iteration's traced GPU
+busy time times a known factor (eager STANDIN_EAGER (2), graph 1, topology STANDIN_TOPO (1)), and
+each kernel node of the topology (`kjoule replay --dry-run --json`, through $KJ_STANDIN_KJOULE)
+gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line."""
+import json
+import os
+import subprocess
+import sys
+
+
+def arg(argv, name, default=None):
+    return argv[argv.index(name) + 1] if name in argv else default
+
+
+def main():
+    argv = sys.argv[1:]
+    if os.environ.get("STANDIN_LOG"):
+        with open(os.environ["STANDIN_LOG"], "a") as f:
+            f.write(" ".join(argv) + "\n")
+    db, it = arg(argv, "--db"), arg(argv, "--sequence")
+    if not db or it is None:
+        print("usage: replay_worker_standin.py --db RUN --sequence I [--graph [--topology]]", file=sys.stderr)
+        return 2
+    plan = json.loads(subprocess.run([os.environ["KJ_STANDIN_KJOULE"], "replay", db, "--sequence", "--graph",
+                                      "--iteration", it, "--dry-run", "--json"], check=True,
+                                     capture_output=True, text=True).stdout)
+    busy, kernels, ops = plan["traced_busy_ns"], plan["kernels"], plan["ops"]
+    runs = int(arg(argv, "--runs", "100"))
+    topo = plan.get("topology") or {}
+    if "--topology" in argv:
+        for n in topo.get("nodes", []):
+            if n["build"] == "kernel" and n["traced_ns"] is not None:
+                t = n["traced_ns"]
+                print(f"KJ_NODE\tnode={n['index']}\tunique={n['unique_id']}\truns={min(runs, 20)}\tmin={t}"
+                      f"\tmedian={t}\tmax={t}\tmean={t}")
+    modes = [("eager", float(os.environ.get("STANDIN_EAGER", "2")))]
+    if "--graph" in argv:
+        modes.append(("graph", 1.0))
+    if "--topology" in argv:
+        modes.append(("topology", float(os.environ.get("STANDIN_TOPO", "1"))))
+    for mode, f in modes:
+        t = int(busy * f)
+        print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
+              f"\tmin={t}\tmedian={t}\tmax={t}\tenergy=0\tmj=0\tunc=0\terror=")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
