@@ -39,11 +39,21 @@ def main():
 
     if not a.no_module_ranges:
         nvtx = torch.cuda.nvtx
+        # hooks must return None: a value returned would replace the module's input or output
+        # (range_push and range_pop return the nesting depth, an int)
+        def opener(name):
+            def pre(module, inputs):
+                nvtx.range_push(name)
+            return pre
+
+        def close(module, inputs, output):
+            nvtx.range_pop()
+
         for name, mod in model.named_modules():
             if not name:
                 continue  # the model itself: the "forward" range below
-            mod.register_forward_pre_hook(lambda m, i, n=name: nvtx.range_push(n))
-            mod.register_forward_hook(lambda m, i, o: nvtx.range_pop())
+            mod.register_forward_pre_hook(opener(name))
+            mod.register_forward_hook(close)
 
     def forward():
         torch.cuda.nvtx.range_push("forward")
