@@ -29,6 +29,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16", "fp32"])
     ap.add_argument("--no-module-ranges", action="store_true", help="the forward range only")
+    ap.add_argument("--module-depth", type=int, default=0,
+                    help="ranges only for modules this deep (1: the model's children); 0: all. Each "
+                         "range costs the host two Python hooks, so fewer keep a large batch GPU-bound")
     ap.add_argument("--min-seconds", type=float, default=0.0,
                     help="repeat the timed forwards until this long (energy needs >= 3 s)")
     a = ap.parse_args()
@@ -52,6 +55,8 @@ def main():
         for name, mod in model.named_modules():
             if not name:
                 continue  # the model itself: the "forward" range below
+            if a.module_depth and name.count(".") + 1 > a.module_depth:
+                continue
             mod.register_forward_pre_hook(opener(name))
             mod.register_forward_hook(close)
 

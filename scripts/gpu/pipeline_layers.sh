@@ -65,10 +65,10 @@ tests)
 	grep -E "^(ok|FAIL)|failure|skipped|same|DIFFER|Error" "$W/gpu_tests.log" | tail -30
 	;;
 truth)
-	for b in 1 32; do
-		echo "== truth check, ResNet-50 batch $b: end to end under kjoule run"
+	for b in ${TRUTH_BATCHES:-1 32}; do
+		echo "== truth check, ResNet-50 batch $b: end to end under kjoule run (ranges for the model's children)"
 		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" -- python3 examples/torchvision_nvtx.py --batch "$b" \
-			--iters 20 --warmup 10 --min-seconds 3 > "$W/run_b$b.log" 2>&1
+			--module-depth 1 --iters 20 --warmup 10 --min-seconds 3 > "$W/run_b$b.log" 2>&1
 		grep '^{' "$W/run_b$b.log" | tail -1 | tee "$W/e2e_b$b.json"
 		grep -iE "error|warning" "$W/run_b$b.log" | head -5
 		step 60 "$kj" power --idle --duration 3 --db "$W/r50_b$b.kjdb" > /dev/null 2>&1
@@ -188,9 +188,10 @@ if "truth" in parts:
         fe = f(fr[0]["seq_energy_j"]) if fr else None
         def pct(a, b_):
             return "%+.1f%%" % (100 * (a / b_ - 1)) if a and b_ else "-"
-        table.append(("r50 b%d time ms" % b, "e2e %s (busy %s) | yaml %s (%s) | from %s (%s)" % (
-            "%.3f" % e_ms if e_ms else "-", "%.3f" % (busy / 1e3) if busy else "-", "%.3f" % ys if ys else "-",
-            pct(ys, e_ms), "%.3f" % fs if fs else "-", pct(fs, e_ms))))
+        bm = busy / 1e3 if busy else None
+        table.append(("r50 b%d time ms" % b, "e2e %s (busy %s) | yaml %s (%s; busy %s) | from %s (%s; busy %s)" % (
+            "%.3f" % e_ms if e_ms else "-", "%.3f" % bm if bm else "-", "%.3f" % ys if ys else "-",
+            pct(ys, e_ms), pct(ys, bm), "%.3f" % fs if fs else "-", pct(fs, e_ms), pct(fs, bm))))
         table.append(("r50 b%d energy J" % b, "e2e %s | yaml %s (%s) | from %s (%s)" % (
             "%.4f" % ee if ee else "-", "%.4f" % ye if ye else "-", pct(ye, ee), "%.4f" % fe if fe else "-", pct(fe, ee))))
 if "repeat" in parts:

@@ -207,6 +207,53 @@ static void attention_case(int BH, int Sq, int Skv, int D, int causal)
 	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
 }
 
+/* batch norm (per-channel scale and shift) and activations through the kernels directly: the
+ * 16-byte path (n a multiple of 8, aligned) and the element path (odd n, or an offset pointer) */
+static void elementwise_case(const char *prec, int dtype, int64_t N, int64_t C, int64_t HW, int offset)
+{
+	size_t n = (size_t)(N * C * HW), es = dtype == KJW_F32 ? 4 : 2;
+	char *x, *b, *y, what[128];
+	float *sc, *sh, hsc[64], hsh[64];
+	cudaMalloc((void **)&x, (n + 8) * es), cudaMalloc((void **)&b, (n + 8) * es), cudaMalloc((void **)&y, (n + 8) * es);
+	cudaMalloc((void **)&sc, sizeof(hsc)), cudaMalloc((void **)&sh, sizeof(hsh));
+	for (int c = 0; c < 64; c++)
+		hsc[c] = 0.5f + 0.01f * c, hsh[c] = 0.1f * (c % 7) - 0.3f;
+	cudaMemcpy(sc, hsc, sizeof(hsc), cudaMemcpyHostToDevice), cudaMemcpy(sh, hsh, sizeof(hsh), cudaMemcpyHostToDevice);
+	char *xo = x + offset * es, *bo = b + offset * es, *yo = y + offset * es;
+	kjw_fill(xo, n, dtype, 5, 1.f, 0), kjw_fill(bo, n, dtype, 6, 1.f, 0);
+	float *hx = fetch(xo, n, dtype), *hb = fetch(bo, n, dtype);
+	double *ref = calloc(n, sizeof(*ref));
+	static const struct {
+		int op;
+		const char *name;
+	} ops[] = {{-1, "batchnorm"}, {KJW_RELU, "relu"}, {KJW_ADD_RELU, "add+relu"}, {KJW_ADD, "add"}, {KJW_MUL, "mul"}};
+	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+		cudaMemset(yo, 0xFF, n * es);
+		int e = ops[k].op < 0 ? kjw_norm(xo, yo, dtype, 0, sc, sh, N, C, HW, 0)
+				      : kjw_act(xo, bo, yo, dtype, ops[k].op, n, HW, 0);
+		snprintf(what, sizeof(what), "%s %s N%lld C%lld HW%lld offset %d", ops[k].name, prec, (long long)N,
+			 (long long)C, (long long)HW, offset);
+		if (e || cudaDeviceSynchronize()) {
+			printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+			fails++;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			double v = hx[i];
+			size_t c = (i / (size_t)HW) % (size_t)C;
+			ref[i] = ops[k].op < 0 ? v * hsc[c] + hsh[c]
+				 : ops[k].op == KJW_RELU ? fmax(v, 0)
+				 : ops[k].op == KJW_ADD_RELU ? fmax(v + hb[i], 0)
+				 : ops[k].op == KJW_ADD ? v + hb[i] : v * hb[i / (size_t)HW];
+		}
+		float *hy = fetch(yo, n, dtype);
+		verdict(what, hy, ref, n, dtype == KJW_F32 ? 1e-6 : 1e-2);
+		free(hy);
+	}
+	free(hx), free(hb), free(ref);
+	cudaFree(x), cudaFree(b), cudaFree(y), cudaFree(sc), cudaFree(sh);
+}
+
 /* Per-call latency of the unrolled graph against single launches timed by events. */
 static void timing_case(const char *what, const struct kj_phase *ph, const struct kj_phase_ops *ops)
 {
@@ -248,6 +295,11 @@ int main(void)
 	matmul_case("bf16", 64, 64, 64, 1, 2e-2);
 	attention_case(3, 17, 17, 64, 1);
 	attention_case(2, 1, 300, 128, 0);
+	elementwise_case("fp16", KJW_F16, 2, 16, 56 * 56, 0);
+	elementwise_case("fp16", KJW_F16, 3, 5, 7 * 7, 0); /* n = 735: the element path */
+	elementwise_case("bf16", KJW_BF16, 2, 64, 7 * 7, 0); /* channels change inside a vector */
+	elementwise_case("fp16", KJW_F16, 2, 16, 64, 3);     /* unaligned: the element path */
+	elementwise_case("fp32", KJW_F32, 2, 8, 28 * 28, 0);
 
 	struct kj_phase ph;
 	char err[128];
