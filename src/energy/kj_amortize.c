@@ -98,8 +98,17 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		return rc;
 	const struct kj_gpu_info *info = kj_sampler_info(s, 0, NULL);
 	int has_counter = info->energy_counter;
-	/* measure: batches of units, a sync point after each, until long enough and enough edges */
+	/* measure: batches of units, a sync point after each, until long enough and enough edges.
+	 * The first mark is the start (no units yet), so that counter edges inside the first batch
+	 * interpolate instead of all landing on its end (a unit longer than the window: 0 units) */
 	t0 = kj_now_ns();
+	marks = malloc(1024 * sizeof(*marks));
+	if (!marks) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	cap = 1024;
+	marks[nm++] = (struct mark){t0, 0};
 	for (;;) {
 		rc = run_units(w, batch);
 		if (rc)
@@ -176,6 +185,11 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		}
 		double du = units_at(marks, nm, tb) - units_at(marks, nm, ta);
 		double launches = du * w->launches_per_unit;
+		if (!(launches > 0)) {
+			free(per);
+			rc = KJ_EGPU; /* no work between the edges: no energy per launch to give */
+			goto out;
+		}
 		double mj = (double)(eb - ea), secs = (double)(tb - ta) * NS;
 		r->seconds = secs;
 		r->launches = (int64_t)llround(launches);

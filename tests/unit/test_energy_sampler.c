@@ -199,6 +199,35 @@ static int work_sync(void *ctx)
 	return 0;
 }
 
+static int long_sync(void *ctx)
+{
+	/* each enqueued unit is 400 ms of "GPU" time: longer than the energy window asked for */
+	struct timespec ts = {0, 400000000L};
+	for (int i = 0; i < *(int *)ctx; i++)
+		nanosleep(&ts, NULL);
+	*(int *)ctx = 0;
+	return 0;
+}
+
+/* A unit longer than the window: the counter edges all fall inside the first batch. The energy
+ * per launch is still finite and right (it once came out as inf: 0 units between the edges). */
+static void test_amortize_long_unit(void **state)
+{
+	(void)state;
+	struct fake f = {kj_now_ns(), -1, -1};
+	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
+				    f_str, f_unsup, NULL, NULL, NULL, NULL};
+	int pending = 0;
+	struct kj_amortize_work w = {&pending, work_enqueue, long_sync, 100};
+	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.1, .min_updates = 2,
+				     .warmup_max_s = 0.3, .warmup_min_s = 0.1};
+	struct kj_amortize_result r;
+	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
+	double want = 300.0 * 0.004 * 1000.0; /* 300 W for 4 ms a launch, in mJ */
+	assert_true(isfinite(r.energy_per_launch_mj) && isfinite(r.energy_unc_mj));
+	assert_true(fabs(r.energy_per_launch_mj - want) <= r.energy_unc_mj + 0.05 * want);
+}
+
 static void test_amortize_fake(void **state)
 {
 	(void)state;
@@ -251,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fake_sampler),
 	    cmocka_unit_test(test_amortize_fake),
+	    cmocka_unit_test(test_amortize_long_unit),
 	    cmocka_unit_test(test_no_nvml_says_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
