@@ -29,7 +29,11 @@
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
-// ---- PTX helpers ----
+// ---- PTX helpers (tests/tools/fa2_emu.cpp replaces them on the host to check the kernels on a CPU) ----
+#ifdef FA2_EMU
+#include "fa2_emu.h"
+#else
+#define FA2_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
 	return (uint32_t)__cvta_generic_to_shared(p);
@@ -92,6 +96,18 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float *c, const uint32_t
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ void red_add2(float *p, float a, float b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
+#else
+	atomicAdd(p, a);
+	atomicAdd(p + 1, b);
+#endif
+}
+
+#endif // FA2_EMU
+
 // Two floats as one 32-bit pair (lo in the low half), rounded to nearest.
 template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 
@@ -105,16 +121,6 @@ template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, f
 {
 	__nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
 	return *reinterpret_cast<uint32_t *>(&h);
-}
-
-__device__ __forceinline__ void red_add2(float *p, float a, float b)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
-#else
-	atomicAdd(p, a);
-	atomicAdd(p + 1, b);
-#endif
 }
 
 // ROWS x D tile of a [l, D] matrix from row r0 into shared memory (row stride D + 8), rows past l zero.
@@ -141,7 +147,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 							   const T *__restrict__ v, T *__restrict__ o,
 							   float *__restrict__ lse, int64_t l, float scale, int causal)
 {
-	extern __shared__ __align__(128) unsigned char smraw[];
+	FA2_SMEM(smraw);
 	const int LDS = D + 8;
 	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + FA_BM * LDS, *Vs = Ks + 2 * FA_BN * LDS;
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
@@ -287,7 +293,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2)
 		  const float *__restrict__ lse, const float *__restrict__ delta, float *__restrict__ dq_acc,
 		  T *__restrict__ dk, T *__restrict__ dv, int64_t l, float scale, int causal)
 {
-	extern __shared__ __align__(128) unsigned char smraw[];
+	FA2_SMEM(smraw);
 	const int LDS = D + 8, LDP = FA_BQ + 8;
 	T *Ks = reinterpret_cast<T *>(smraw), *Vs = Ks + FA_BN * LDS;
 	T *Qs = Vs + FA_BN * LDS, *Os = Qs + 2 * FA_BQ * LDS; // two buffers each: Q tile, dO tile
@@ -459,6 +465,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2)
 	}
 }
 
+#ifndef FA2_EMU
 // ---- launchers ----
 template <typename T, int D>
 static int fa2_fwd(const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
@@ -541,3 +548,4 @@ extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v
 	FA2_DISPATCH(dt, d, (fa2_bwd<T, D>(q, k, v, dout, lse, delta, dq_acc, dk, dv, bh, l, scale, causal, s)));
 	return (int)cudaErrorInvalidValue;
 }
+#endif // FA2_EMU
