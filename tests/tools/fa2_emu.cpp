@@ -17,34 +17,6 @@
 #define __launch_bounds__(...)
 #include "worker_fa2.cu"
 
-template <typename F> static void emu_launch(dim3 grid, size_t smem, F body)
-{
-	gridDim = grid;
-	for (unsigned by = 0; by < grid.y; by++)
-		for (unsigned bx = 0; bx < grid.x; bx++) {
-			EmuCta cta;
-			std::barrier<> bar(FA_THREADS);
-			cta.bar = &bar;
-			for (int w = 0; w < 4; w++)
-				cta.warps[w].bar = new std::barrier<>(32);
-			std::vector<unsigned char> sm(smem + 128);
-			memset(sm.data(), 0xff, sm.size()); // NaN patterns: reads of unwritten shared memory show
-			cta.smem = sm.data();
-			std::vector<std::thread> th;
-			for (int t = 0; t < FA_THREADS; t++)
-				th.emplace_back([&, t] {
-					threadIdx = make_uint3(t, 0, 0);
-					blockIdx = make_uint3(bx, by, 0);
-					emu_cta = &cta, emu_lane = t & 31, emu_warp = t >> 5;
-					body();
-				});
-			for (auto &x : th)
-				x.join();
-			for (int w = 0; w < 4; w++)
-				delete cta.warps[w].bar;
-		}
-}
-
 static uint64_t rng = 12345;
 static float urand()
 {
@@ -65,7 +37,7 @@ template <typename T, int D> static int run(int64_t bh, int64_t l, int causal)
 	const T *qp = q.data(), *kp = k.data(), *vp = v.data(), *dp = dout.data();
 	T *op = o.data(), *dkp = dk.data(), *dvp = dv.data();
 	float *lp = lse.data(), *dlp = delta.data(), *dqa = dq_acc.data();
-	emu_launch(dim3((unsigned)((l + FA_BM - 1) / FA_BM), (unsigned)bh), fa2_fwd_smem<D>(sizeof(T)),
+	emu_launch(dim3((unsigned)((l + FA_BM - 1) / FA_BM), (unsigned)bh), FA_THREADS, fa2_fwd_smem<D>(sizeof(T)),
 		   [&] { fa2_fwd_k<T, D>(qp, kp, vp, op, lp, l, scale, causal); });
 	for (int64_t r = 0; r < bh * l; r++) {
 		float s = 0;
@@ -73,7 +45,7 @@ template <typename T, int D> static int run(int64_t bh, int64_t l, int causal)
 			s += tof(o[r * D + c]) * tof(dout[r * D + c]);
 		delta[r] = s;
 	}
-	emu_launch(dim3((unsigned)((l + FA_BN - 1) / FA_BN), (unsigned)bh), fa2_bwd_smem<D>(sizeof(T)),
+	emu_launch(dim3((unsigned)((l + FA_BN - 1) / FA_BN), (unsigned)bh), FA_THREADS, fa2_bwd_smem<D>(sizeof(T)),
 		   [&] { fa2_bwd_k<T, D>(qp, kp, vp, dp, lp, dlp, dqa, dkp, dvp, l, scale, causal); });
 	// reference
 	double ne[5] = {0}, de[5] = {0};

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 struct EmuWarp {
 	std::barrier<> *bar;
@@ -20,15 +22,46 @@ struct EmuWarp {
 
 struct EmuCta {
 	std::barrier<> *bar;
-	EmuWarp warps[4];
+	std::vector<EmuWarp> warps;
 	unsigned char *smem;
 };
 
 inline thread_local EmuCta *emu_cta;
 inline thread_local int emu_lane, emu_warp;
 inline thread_local uint3 threadIdx, blockIdx;
-inline dim3 gridDim;
+inline dim3 gridDim, blockDim;
 inline std::mutex emu_atomic_mu;
+
+// Run body as every thread of every CTA of grid (CTAs one after another, so a kernel's static
+// __shared__ arrays may be plain statics); smem bytes of dynamic shared memory, filled with 0xff.
+template <typename F> void emu_launch(dim3 grid, unsigned threads, size_t smem, F body)
+{
+	gridDim = grid, blockDim = dim3(threads, 1, 1);
+	std::vector<unsigned char> sm(smem + 128);
+	for (unsigned by = 0; by < grid.y; by++)
+		for (unsigned bx = 0; bx < grid.x; bx++) {
+			EmuCta cta;
+			std::barrier<> bar(threads);
+			cta.bar = &bar;
+			cta.warps.resize((threads + 31) / 32);
+			for (auto &w : cta.warps)
+				w.bar = new std::barrier<>(32);
+			memset(sm.data(), 0xff, sm.size()); // NaN patterns: reads of unwritten shared memory show
+			cta.smem = sm.data();
+			std::vector<std::thread> th;
+			for (unsigned t = 0; t < threads; t++)
+				th.emplace_back([&, t] {
+					threadIdx = make_uint3(t, 0, 0);
+					blockIdx = make_uint3(bx, by, 0);
+					emu_cta = &cta, emu_lane = t & 31, emu_warp = t >> 5;
+					body();
+				});
+			for (auto &x : th)
+				x.join();
+			for (auto &w : cta.warps)
+				delete w.bar;
+		}
+}
 
 #define FA2_SMEM(name) unsigned char *name = emu_cta->smem
 
