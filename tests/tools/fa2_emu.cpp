@@ -45,7 +45,7 @@ template <typename T, int D> static int run(int64_t bh, int64_t l, int causal)
 			s += tof(o[r * D + c]) * tof(dout[r * D + c]);
 		delta[r] = s;
 	}
-	emu_launch(dim3((unsigned)((l + FA_BN - 1) / FA_BN), (unsigned)bh), FA_THREADS, fa2_bwd_smem<D>(sizeof(T)),
+	emu_launch(dim3((unsigned)((l + FA_BWD_BN - 1) / FA_BWD_BN), (unsigned)bh), FA_BWD_THREADS, fa2_bwd_smem<D>(sizeof(T)),
 		   [&] { fa2_bwd_k<T, D>(qp, kp, vp, dp, lp, dlp, dqa, dkp, dvp, l, scale, causal); });
 	// reference
 	double ne[5] = {0}, de[5] = {0};
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 {
 	int quick = argc > 1;
 	int fails = 0;
-	const int64_t shapes[][2] = {{1, 1}, {1, 17}, {2, 64}, {1, 100}, {2, 160}, {1, 200}};
+	const int64_t shapes[][2] = {{1, 1}, {1, 17}, {2, 64}, {1, 100}, {2, 160}, {1, 200}, {1, 300}};
 	for (auto &s : shapes) {
 		if (quick && s[1] > 100)
 			continue;

@@ -131,6 +131,22 @@ inline void ldsm_x4_t(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, co
 	r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
 
+inline void ldsm_x2_t(uint32_t &r0, uint32_t &r1, const void *p)
+{
+	uint32_t r[4];
+	EmuWarp &W = emu_w();
+	W.ptr[emu_lane] = p;
+	W.bar->arrive_and_wait();
+	int L = emu_lane;
+	for (int j = 0; j < 2; j++) { // matrices 0, 1: addresses of lanes 0-15
+		const uint16_t *a0 = (const uint16_t *)W.ptr[8 * j + 2 * (L % 4)];
+		const uint16_t *a1 = (const uint16_t *)W.ptr[8 * j + 2 * (L % 4) + 1];
+		r[j] = (uint32_t)a0[L / 4] | (uint32_t)a1[L / 4] << 16;
+	}
+	W.bar->arrive_and_wait();
+	r0 = r[0], r1 = r[1];
+}
+
 template <typename T> inline float emu_h(uint32_t reg, int half)
 {
 	uint16_t x = (uint16_t)(reg >> (16 * half));

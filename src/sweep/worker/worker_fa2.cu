@@ -24,7 +24,9 @@
 
 #define FA_THREADS 128
 #define FA_BM 64  // forward: queries a CTA
-#define FA_BN 64  // forward: keys a tile; backward: keys a CTA
+#define FA_BN 64  // forward: keys a tile
+#define FA_BWD_THREADS 256
+#define FA_BWD_BN 128 // backward: keys a CTA (8 warps x 16)
 #define FA_BQ 32  // backward: queries a tile
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
@@ -76,6 +78,13 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t &r0, uint32_t &r1, uint32_t &
 		     : "r"(smem_u32(p)));
 }
 
+__device__ __forceinline__ void ldsm_x2_t(uint32_t &r0, uint32_t &r1, const void *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+		     : "=r"(r0), "=r"(r1)
+		     : "r"(smem_u32(p)));
+}
+
 // c += a b, m16n8k16, row.col, fp32 accumulators.
 template <typename T> __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1);
 
@@ -124,12 +133,12 @@ template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, f
 }
 
 // ROWS x D tile of a [l, D] matrix from row r0 into shared memory (row stride D + 8), rows past l zero.
-template <typename T, int D, int ROWS>
+template <typename T, int D, int ROWS, int NTH>
 __device__ __forceinline__ void tile_async(T *dst, const T *src, int64_t r0, int64_t l)
 {
 	const int VPR = D / 8, LDS = D + 8;
 #pragma unroll
-	for (int e = threadIdx.x; e < ROWS * VPR; e += FA_THREADS) {
+	for (int e = threadIdx.x; e < ROWS * VPR; e += NTH) {
 		int r = e / VPR, c = (e % VPR) * 8;
 		bool ok = r0 + r < l;
 		cp_async16(dst + r * LDS + c, src + (ok ? r0 + r : 0) * D + c, ok);
@@ -159,9 +168,9 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 	int64_t kend = causal ? (q0 + FA_BM < l ? q0 + FA_BM : l) : l;
 	const int nkt = (int)((kend + FA_BN - 1) / FA_BN);
 
-	tile_async<T, D, FA_BM>(Qs, qb, q0, l);
-	tile_async<T, D, FA_BN>(Ks, kb, 0, l);
-	tile_async<T, D, FA_BN>(Vs, vb, 0, l);
+	tile_async<T, D, FA_BM, FA_THREADS>(Qs, qb, q0, l);
+	tile_async<T, D, FA_BN, FA_THREADS>(Ks, kb, 0, l);
+	tile_async<T, D, FA_BN, FA_THREADS>(Vs, vb, 0, l);
 	cp_async_commit();
 
 	uint32_t qf[D / 16][4];
@@ -175,8 +184,8 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 	for (int j = 0; j < nkt; j++) {
 		const int buf = j & 1;
 		if (j + 1 < nkt) {
-			tile_async<T, D, FA_BN>(Ks + (buf ^ 1) * FA_BN * LDS, kb, (int64_t)(j + 1) * FA_BN, l);
-			tile_async<T, D, FA_BN>(Vs + (buf ^ 1) * FA_BN * LDS, vb, (int64_t)(j + 1) * FA_BN, l);
+			tile_async<T, D, FA_BN, FA_THREADS>(Ks + (buf ^ 1) * FA_BN * LDS, kb, (int64_t)(j + 1) * FA_BN, l);
+			tile_async<T, D, FA_BN, FA_THREADS>(Vs + (buf ^ 1) * FA_BN * LDS, vb, (int64_t)(j + 1) * FA_BN, l);
 		}
 		cp_async_commit();
 		cp_async_wait<1>();
@@ -283,36 +292,36 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 // ---- backward ----
 template <int D> static size_t fa2_bwd_smem(int elem)
 {
-	return (size_t)(2 * FA_BN + 4 * FA_BQ) * (D + 8) * elem + (size_t)FA_BN * (FA_BQ + 8) * elem +
+	return (size_t)(2 * FA_BWD_BN + 4 * FA_BQ) * (D + 8) * elem + (size_t)FA_BWD_BN * (FA_BQ + 8) * elem +
 	       (size_t)4 * FA_BQ * sizeof(float);
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(FA_THREADS, 2)
+__global__ void __launch_bounds__(FA_BWD_THREADS, 1)
 	fa2_bwd_k(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, const T *__restrict__ dout,
 		  const float *__restrict__ lse, const float *__restrict__ delta, float *__restrict__ dq_acc,
 		  T *__restrict__ dk, T *__restrict__ dv, int64_t l, float scale, int causal)
 {
 	FA2_SMEM(smraw);
-	const int LDS = D + 8, LDP = FA_BQ + 8;
-	T *Ks = reinterpret_cast<T *>(smraw), *Vs = Ks + FA_BN * LDS;
-	T *Qs = Vs + FA_BN * LDS, *Os = Qs + 2 * FA_BQ * LDS; // two buffers each: Q tile, dO tile
-	T *dSs = Os + 2 * FA_BQ * LDS;                         // dS^T [64 keys][32 queries]
-	float *Ls = reinterpret_cast<float *>(dSs + FA_BN * LDP), *Dl = Ls + 2 * FA_BQ; // lse (base 2), delta
+	const int LDS = D + 8, LDP = FA_BQ + 8, NTH = FA_BWD_THREADS, BN = FA_BWD_BN;
+	T *Ks = reinterpret_cast<T *>(smraw), *Vs = Ks + BN * LDS;
+	T *Qs = Vs + BN * LDS, *Os = Qs + 2 * FA_BQ * LDS; // two buffers each: Q tile, dO tile
+	T *dSs = Os + 2 * FA_BQ * LDS;                      // dS^T [128 keys][32 queries]
+	float *Ls = reinterpret_cast<float *>(dSs + BN * LDP), *Dl = Ls + 2 * FA_BQ; // lse, delta
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-	const int64_t bh = blockIdx.y, k0 = (int64_t)blockIdx.x * FA_BN, base = bh * l * D;
+	const int64_t bh = blockIdx.y, k0 = (int64_t)blockIdx.x * BN, base = bh * l * D;
 	const T *qb = q + base, *ob = dout + base;
 	const float *lb = lse + bh * l, *db = delta + bh * l;
 	const float sl2 = scale * FA_LOG2E;
-	const int64_t qstart = causal ? k0 / FA_BQ * FA_BQ : 0;
+	const int64_t qstart = causal ? k0 : 0; // queries before the first key see none of them
 	const int nqt = (int)((l - qstart + FA_BQ - 1) / FA_BQ);
 
-	tile_async<T, D, FA_BN>(Ks, k + base, k0, l);
-	tile_async<T, D, FA_BN>(Vs, v + base, k0, l);
+	tile_async<T, D, FA_BWD_BN, NTH>(Ks, k + base, k0, l);
+	tile_async<T, D, FA_BWD_BN, NTH>(Vs, v + base, k0, l);
 	auto load_q = [&](int t, int buf) {
 		int64_t q0 = qstart + (int64_t)t * FA_BQ;
-		tile_async<T, D, FA_BQ>(Qs + buf * FA_BQ * LDS, qb, q0, l);
-		tile_async<T, D, FA_BQ>(Os + buf * FA_BQ * LDS, ob, q0, l);
+		tile_async<T, D, FA_BQ, NTH>(Qs + buf * FA_BQ * LDS, qb, q0, l);
+		tile_async<T, D, FA_BQ, NTH>(Os + buf * FA_BQ * LDS, ob, q0, l);
 		if (threadIdx.x < 2 * FA_BQ) {
 			int r = threadIdx.x & (FA_BQ - 1);
 			bool ok = q0 + r < l;
@@ -329,7 +338,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2)
 #pragma unroll
 		for (int c = 0; c < 4; c++)
 			adk[i][c] = adv[i][c] = 0.f;
-	const int64_t key0 = k0 + w * 16 + g, key1 = key0 + 8;
+	const int64_t kw0 = k0 + w * 16, key0 = kw0 + g, key1 = key0 + 8;
 	const T *Kw = Ks + w * 16 * LDS, *Vw = Vs + w * 16 * LDS;
 
 	for (int t = 0; t < nqt; t++) {
@@ -342,105 +351,127 @@ __global__ void __launch_bounds__(FA_THREADS, 2)
 		__syncthreads();
 		const T *Qt = Qs + buf * FA_BQ * LDS, *Ot = Os + buf * FA_BQ * LDS;
 		const float *Lt = Ls + buf * FA_BQ, *Dt = Dl + buf * FA_BQ;
-		// S^T_w = K_w Q^T and dP^T_w = V_w dO^T: [16 keys x 32 queries]
-		float s[FA_BQ / 8][4], dp[FA_BQ / 8][4];
+		// a warp whose 16 keys are all past l, or (causal) all after every query of the tile, has P = 0:
+		// it only clears its rows of dS^T
+		const bool idle = kw0 >= l || (causal && kw0 > q0 + FA_BQ - 1);
+		if (idle) {
 #pragma unroll
-		for (int i = 0; i < FA_BQ / 8; i++)
-#pragma unroll
-			for (int c = 0; c < 4; c++)
-				s[i][c] = dp[i][c] = 0.f;
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-			uint32_t a[4];
-			ldsm_x4(a[0], a[1], a[2], a[3], Kw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-			for (int np = 0; np < FA_BQ / 16; np++) {
-				uint32_t b0, b1, b2, b3;
-				ldsm_x4(b0, b1, b2, b3,
-					Qt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-				mma16816<T>(s[2 * np], a, b0, b1);
-				mma16816<T>(s[2 * np + 1], a, b2, b3);
+			for (int nt = 0; nt < FA_BQ / 8; nt++) {
+				*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g) * LDP + nt * 8 + 2 * tq) = 0u;
+				*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g + 8) * LDP + nt * 8 + 2 * tq) = 0u;
 			}
-			ldsm_x4(a[0], a[1], a[2], a[3], Vw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+		} else {
+			// S^T_w = K_w Q^T and dP^T_w = V_w dO^T: [16 keys x 32 queries]
+			float s[FA_BQ / 8][4], dp[FA_BQ / 8][4];
 #pragma unroll
-			for (int np = 0; np < FA_BQ / 16; np++) {
-				uint32_t b0, b1, b2, b3;
-				ldsm_x4(b0, b1, b2, b3,
-					Ot + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-				mma16816<T>(dp[2 * np], a, b0, b1);
-				mma16816<T>(dp[2 * np + 1], a, b2, b3);
-			}
-		}
-		// P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta); as A fragments (k = queries) and dS^T
-		// into shared memory for dQ
-		const bool mask = q0 + FA_BQ > l || k0 + FA_BN > l || (causal && k0 + w * 16 + 15 > q0);
-		uint32_t pa[FA_BQ / 16][4], sa[FA_BQ / 16][4];
+			for (int i = 0; i < FA_BQ / 8; i++)
 #pragma unroll
-		for (int nt = 0; nt < FA_BQ / 8; nt++) {
-			float p[4], d[4];
+				for (int c = 0; c < 4; c++)
+					s[i][c] = dp[i][c] = 0.f;
 #pragma unroll
-			for (int c = 0; c < 4; c++) {
-				int qi = nt * 8 + 2 * tq + (c & 1);
-				float x = exp2f(s[nt][c] * sl2 - Lt[qi] * FA_LOG2E);
-				if (mask) {
-					int64_t qq = q0 + qi, key = c < 2 ? key0 : key1;
-					if (qq >= l || key >= l || (causal && key > qq))
-						x = 0.f;
+			for (int kk = 0; kk < D / 16; kk++) {
+				uint32_t a[4];
+				ldsm_x4(a[0], a[1], a[2], a[3], Kw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+				for (int np = 0; np < FA_BQ / 16; np++) {
+					uint32_t b0, b1, b2, b3;
+					ldsm_x4(b0, b1, b2, b3,
+						Qt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+					mma16816<T>(s[2 * np], a, b0, b1);
+					mma16816<T>(s[2 * np + 1], a, b2, b3);
 				}
-				p[c] = x;
-				d[c] = x * (dp[nt][c] - Dt[qi]);
+				ldsm_x4(a[0], a[1], a[2], a[3], Vw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+				for (int np = 0; np < FA_BQ / 16; np++) {
+					uint32_t b0, b1, b2, b3;
+					ldsm_x4(b0, b1, b2, b3,
+						Ot + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+					mma16816<T>(dp[2 * np], a, b0, b1);
+					mma16816<T>(dp[2 * np + 1], a, b2, b3);
+				}
 			}
-			pa[nt >> 1][(nt & 1) * 2] = pack2<T>(p[0], p[1]);
-			pa[nt >> 1][(nt & 1) * 2 + 1] = pack2<T>(p[2], p[3]);
-			uint32_t d01 = pack2<T>(d[0], d[1]), d23 = pack2<T>(d[2], d[3]);
-			sa[nt >> 1][(nt & 1) * 2] = d01;
-			sa[nt >> 1][(nt & 1) * 2 + 1] = d23;
-			*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g) * LDP + nt * 8 + 2 * tq) = d01;
-			*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g + 8) * LDP + nt * 8 + 2 * tq) = d23;
-		}
-		// dV_w += P^T_w dO ; dK_w += dS^T_w Q  ([16 x 32] x [32 x D])
+			// P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta); as A fragments (k = queries), and
+			// dS^T into shared memory for dQ
+			const bool mask = q0 + FA_BQ > l || kw0 + 16 > l || (causal && kw0 + 15 > q0);
+			uint32_t pa[FA_BQ / 16][4], sa[FA_BQ / 16][4];
 #pragma unroll
-		for (int kk = 0; kk < FA_BQ / 16; kk++) {
+			for (int nt = 0; nt < FA_BQ / 8; nt++) {
+				float p[4], d[4];
 #pragma unroll
-			for (int dq = 0; dq < D / 16; dq++) {
-				uint32_t b0, b1, b2, b3;
-				ldsm_x4_t(b0, b1, b2, b3,
-					  Ot + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dq * 16 + (lane >> 4) * 8);
-				mma16816<T>(adv[2 * dq], pa[kk], b0, b1);
-				mma16816<T>(adv[2 * dq + 1], pa[kk], b2, b3);
-				ldsm_x4_t(b0, b1, b2, b3,
-					  Qt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dq * 16 + (lane >> 4) * 8);
-				mma16816<T>(adk[2 * dq], sa[kk], b0, b1);
-				mma16816<T>(adk[2 * dq + 1], sa[kk], b2, b3);
+				for (int c = 0; c < 4; c++) {
+					int qi = nt * 8 + 2 * tq + (c & 1);
+					float x = exp2f(s[nt][c] * sl2 - Lt[qi] * FA_LOG2E);
+					if (mask) {
+						int64_t qq = q0 + qi, key = c < 2 ? key0 : key1;
+						if (qq >= l || key >= l || (causal && key > qq))
+							x = 0.f;
+					}
+					p[c] = x;
+					d[c] = x * (dp[nt][c] - Dt[qi]);
+				}
+				pa[nt >> 1][(nt & 1) * 2] = pack2<T>(p[0], p[1]);
+				pa[nt >> 1][(nt & 1) * 2 + 1] = pack2<T>(p[2], p[3]);
+				uint32_t d01 = pack2<T>(d[0], d[1]), d23 = pack2<T>(d[2], d[3]);
+				sa[nt >> 1][(nt & 1) * 2] = d01;
+				sa[nt >> 1][(nt & 1) * 2 + 1] = d23;
+				*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g) * LDP + nt * 8 + 2 * tq) = d01;
+				*reinterpret_cast<uint32_t *>(dSs + (w * 16 + g + 8) * LDP + nt * 8 + 2 * tq) = d23;
+			}
+			// dV_w += P^T_w dO ; dK_w += dS^T_w Q  ([16 x 32] x [32 x D])
+#pragma unroll
+			for (int kk = 0; kk < FA_BQ / 16; kk++) {
+#pragma unroll
+				for (int dq = 0; dq < D / 16; dq++) {
+					uint32_t b0, b1, b2, b3;
+					ldsm_x4_t(b0, b1, b2, b3,
+						  Ot + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dq * 16 + (lane >> 4) * 8);
+					mma16816<T>(adv[2 * dq], pa[kk], b0, b1);
+					mma16816<T>(adv[2 * dq + 1], pa[kk], b2, b3);
+					ldsm_x4_t(b0, b1, b2, b3,
+						  Qt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dq * 16 + (lane >> 4) * 8);
+					mma16816<T>(adk[2 * dq], sa[kk], b0, b1);
+					mma16816<T>(adk[2 * dq + 1], sa[kk], b2, b3);
+				}
 			}
 		}
 		__syncthreads(); // dS^T of every warp in place
-		// dQ[32 q x D] += dS [32 x 64 keys] K [64 x D]: warp w takes query rows 16 (w & 1).., columns
-		// (w >> 1) D/2..
+		// dQ[32 q x D] += dS [32 x 128 keys] K [128 x D]: warp w takes query rows 16 (w & 1).. and the
+		// D/4 columns from (w >> 1) D/4 (D/32 n-tiles of 8)
 		{
-			const int mt = w & 1, c0 = (w >> 1) * (D / 2);
-			float aq[D / 16][4];
+			const int NQ = D / 32, mt = w & 1, c0 = (w >> 1) * (D / 4);
+			// k-steps that can hold a nonzero dS: keys < l and (causal) keys <= the tile's last query
+			int64_t kend = k0 + BN < l ? k0 + BN : l;
+			if (causal && kend > q0 + FA_BQ)
+				kend = q0 + FA_BQ;
+			const int nkk = (int)((kend - k0 + 15) / 16);
+			float aq[NQ][4];
 #pragma unroll
-			for (int i = 0; i < D / 16; i++)
+			for (int i = 0; i < NQ; i++)
 				aq[i][0] = aq[i][1] = aq[i][2] = aq[i][3] = 0.f;
 #pragma unroll
-			for (int kk = 0; kk < FA_BN / 16; kk++) {
-				uint32_t a[4];
-				ldsm_x4_t(a[0], a[1], a[2], a[3],
-					  dSs + (kk * 16 + (lane >> 4) * 8 + (lane & 7)) * LDP + mt * 16 + ((lane >> 3) & 1) * 8);
+			for (int kk = 0; kk < BN / 16; kk++) {
+				if (kk < nkk) {
+					uint32_t a[4];
+					ldsm_x4_t(a[0], a[1], a[2], a[3],
+						  dSs + (kk * 16 + (lane >> 4) * 8 + (lane & 7)) * LDP + mt * 16 + ((lane >> 3) & 1) * 8);
+					const T *Kk = Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + c0;
 #pragma unroll
-				for (int dq = 0; dq < D / 32; dq++) {
-					uint32_t b0, b1, b2, b3;
-					ldsm_x4_t(b0, b1, b2, b3,
-						  Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + c0 + dq * 16 +
-							  (lane >> 4) * 8);
-					mma16816<T>(aq[2 * dq], a, b0, b1);
-					mma16816<T>(aq[2 * dq + 1], a, b2, b3);
+					for (int dq = 0; dq + 1 < NQ; dq += 2) {
+						uint32_t b0, b1, b2, b3;
+						ldsm_x4_t(b0, b1, b2, b3, Kk + dq * 8 + (lane >> 4) * 8);
+						mma16816<T>(aq[dq], a, b0, b1);
+						mma16816<T>(aq[dq + 1], a, b2, b3);
+					}
+					if (NQ & 1) {
+						uint32_t b0, b1;
+						ldsm_x2_t(b0, b1, Kk + (NQ - 1) * 8);
+						mma16816<T>(aq[NQ - 1], a, b0, b1);
+					}
 				}
 			}
 			const int64_t r0 = q0 + mt * 16 + g, r1 = r0 + 8;
 #pragma unroll
-			for (int nt = 0; nt < D / 16; nt++) {
+			for (int nt = 0; nt < NQ; nt++) {
 				int c = c0 + nt * 8 + 2 * tq;
 				if (r0 < l)
 					red_add2(dq_acc + base + r0 * D + c, aq[nt][0] * scale, aq[nt][1] * scale);
@@ -498,8 +529,8 @@ static int fa2_bwd(const void *q, const void *k, const void *v, const void *dout
 			return (int)e;
 		raised = sm;
 	}
-	dim3 grid((unsigned)((l + FA_BN - 1) / FA_BN), (unsigned)bh);
-	fa2_bwd_k<T, D><<<grid, FA_THREADS, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
+	dim3 grid((unsigned)((l + FA_BWD_BN - 1) / FA_BWD_BN), (unsigned)bh);
+	fa2_bwd_k<T, D><<<grid, FA_BWD_THREADS, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
 						      delta, dq_acc, (T *)dk, (T *)dv, l, scale, causal);
 	return (int)cudaGetLastError();
 }
