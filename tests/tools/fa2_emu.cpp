@@ -3,7 +3,8 @@
 // instructions emulated per the PTX ISA fragment layouts) against a double-precision reference,
 // forward (o, lse) and backward (dq, dk, dv), causal and not, over head sizes 32/64/96/128 and
 // sequence lengths that are not multiples of the tiles. No GPU needed. Build and run:
-//   g++ -std=c++20 -O2 -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
+// (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
+//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
 //       -x c++ tests/tools/fa2_emu.cpp -o /tmp/fa2_emu && /tmp/fa2_emu
 #define FA2_EMU 1
 #include <cuda_runtime.h>
@@ -37,18 +38,26 @@ template <typename T, int D> static int run(int64_t bh, int64_t l, int causal)
 	const T *qp = q.data(), *kp = k.data(), *vp = v.data(), *dp = dout.data();
 	T *op = o.data(), *dkp = dk.data(), *dvp = dv.data();
 	float *lp = lse.data(), *dlp = delta.data(), *dqa = dq_acc.data();
+	double ne[5] = {0}, de[5] = {0};
 	emu_launch(dim3((unsigned)((l + FA_BM - 1) / FA_BM), (unsigned)bh), FA_THREADS, fa2_fwd_smem<D>(sizeof(T)),
 		   [&] { fa2_fwd_k<T, D>(qp, kp, vp, op, lp, l, scale, causal); });
-	for (int64_t r = 0; r < bh * l; r++) {
-		float s = 0;
-		for (int c = 0; c < D; c++)
-			s += tof(o[r * D + c]) * tof(dout[r * D + c]);
-		delta[r] = s;
-	}
+	for (auto &x : dq_acc)
+		x = NAN; // fa2_prep_k zeroes it
+	const T *opc = o.data();
+	emu_launch(dim3((unsigned)((bh * l + 15) / 16)), 256, 0, [&] { fa2_prep_k<T, D>(opc, dp, dlp, dqa, bh * l); });
 	emu_launch(dim3((unsigned)((l + FA_BWD_BN - 1) / FA_BWD_BN), (unsigned)bh), FA_BWD_THREADS, fa2_bwd_smem<D>(sizeof(T)),
 		   [&] { fa2_bwd_k<T, D>(qp, kp, vp, dp, lp, dlp, dqa, dkp, dvp, l, scale, causal); });
+	std::vector<T> dq(n, fromf<T>(NAN));
+	T *dqp = dq.data();
+	emu_launch(dim3(3), 256, 0, [&] { fa2_dq_k<T>(dqa, dqp, n / 8); }); // a grid smaller than the work: strides
+	for (int64_t r = 0; r < bh * l; r++) { // delta against its definition
+		double sd = 0;
+		for (int c = 0; c < D; c++)
+			sd += (double)tof(o[r * D + c]) * tof(dout[r * D + c]);
+		if (fabs(sd - delta[r]) > 1e-4 * (1 + fabs(sd)))
+			printf("delta mismatch row %lld: %g vs %g\n", (long long)r, delta[r], sd), ne[1] += 1e60;
+	}
 	// reference
-	double ne[5] = {0}, de[5] = {0};
 	std::vector<double> P(l * l), dS(l * l);
 	for (int64_t h = 0; h < bh; h++) {
 		int64_t b0 = h * l * D;
@@ -91,7 +100,7 @@ template <typename T, int D> static int run(int64_t bh, int64_t l, int causal)
 			}
 		}
 		for (int64_t e = 0; e < l * D; e++) {
-			double out[4] = {tof(o[b0 + e]), tof(fromf<T>(dq_acc[b0 + e])),
+			double out[4] = {tof(o[b0 + e]), tof(dq[b0 + e]),
 					 tof(dk[b0 + e]), tof(dv[b0 + e])};
 			double ref[4] = {ro[e], rq[e], rk[e], rv[e]};
 			for (int m = 0; m < 4; m++) {

@@ -7,6 +7,7 @@
 #define KJ_FA2_EMU_H
 
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -94,6 +95,8 @@ inline void cp_async4(void *dst, const void *src, bool ok)
 	else
 		memset(dst, 0, 4);
 }
+
+inline float fexp2(float x) { return exp2f(x); }
 
 inline void cp_async_commit() {}
 template <int N> inline void cp_async_wait() {}

@@ -1,7 +1,8 @@
 // Checks the layer norm / RMS norm backward kernels of src/sweep/worker/worker_norm_bwd.cuh on a
 // CPU (the kernel bodies unchanged, run by fa2_emu.h's thread-per-CUDA-thread emulation, with the
 // launch shape of ln_bwd_plan) against a double reference of dx, dgamma and dbeta. Build and run:
-//   g++ -std=c++20 -O2 -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
+// (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
+//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
 //       -x c++ tests/tools/ln_emu.cpp -o /tmp/ln_emu && /tmp/ln_emu
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

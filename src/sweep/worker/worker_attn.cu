@@ -18,8 +18,8 @@
 extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
 extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
-extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *dout,
-			     const float *lse, const float *delta, float *dq_acc, void *dk, void *dv, int64_t bh,
+extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+			     const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 
 using namespace nvcuda;
@@ -568,6 +568,8 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
+	if (use_fa2(dt, d)) /* its own preprocessing and dq conversion */
+		return kj_sw_fa2_bwd(dt, q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, d, scale, causal, s);
 	int64_t rows = bh * l, n = rows * d;
 	dim3 grid((unsigned)((l + BR - 1) / BR), (unsigned)bh);
 	unsigned g = (unsigned)((n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536);
@@ -580,11 +582,7 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 	});
 	if ((e = cudaGetLastError()) != cudaSuccess)
 		return (int)e;
-	if (use_fa2(dt, d)) {
-		int rc = kj_sw_fa2_bwd(dt, q, k, v, dout, lse, delta, dq_acc, dk, dv, bh, l, d, scale, causal, s);
-		if (rc)
-			return rc;
-	} else if (use_tc(dt, d)) {
+	if (use_tc(dt, d)) {
 		int rc;
 #define TCB(T, D)                                                                                              \
 	attn_bwd_tc<T, D>((const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse, delta, dq_acc, (T *)dk, \

@@ -9,11 +9,12 @@
 // Forward: one CTA of 4 warps per 64 queries of a head (16 query rows a warp, Q fragments kept in
 // registers), keys streamed in 64-row K/V tiles through shared memory (two buffers, cp.async),
 // S = Q K^T and O += P V on tensor cores, online softmax (base 2) in registers.
-// Backward: preprocessing (delta = rowsum(dO * O), dq_acc = 0) by the caller; then one CTA of 4
-// warps per 64 keys (16 keys a warp), dK and dV accumulated in registers while 32-query tiles of
+// Backward: preprocessing (delta = rowsum(dO * O) and dq_acc = 0, one kernel); then one CTA of 8
+// warps per 128 keys (16 keys a warp), dK and dV accumulated in registers while 32-query tiles of
 // Q, dO (and lse, delta) stream through shared memory (two buffers, cp.async): S^T = K Q^T,
 // dP^T = V dO^T, P^T, dS^T = P^T (dP^T - delta), dV += P^T dO, dK += dS^T Q, and dQ += dS K
-// (dS^T staged in shared memory) added into dq_acc with fp32 atomics.
+// (dS^T staged in shared memory) added into dq_acc with fp32 atomics (float2 on sm_90); last, dq
+// converted from dq_acc. Warps whose keys are all masked for a query tile skip it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -83,6 +84,14 @@ __device__ __forceinline__ void ldsm_x2_t(uint32_t &r0, uint32_t &r1, const void
 	asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
 		     : "=r"(r0), "=r"(r1)
 		     : "r"(smem_u32(p)));
+}
+
+// 2^x, MUFU approximation, denormal results flushed (2^-inf = 0).
+__device__ __forceinline__ float fexp2(float x)
+{
+	float y;
+	asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+	return y;
 }
 
 // c += a b, m16n8k16, row.col, fp32 accumulators.
@@ -215,19 +224,21 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 		}
 		const int64_t k0 = (int64_t)j * FA_BN;
 		const bool mask = k0 + FA_BN > l || (causal && k0 + FA_BN - 1 > q0 + w * 16);
+		// scores stay unscaled here (the scale is positive: the row max commutes with it), scaled
+		// into base 2 inside the exponent's FMA
+		if (mask) {
+#pragma unroll
+			for (int nt = 0; nt < FA_BN / 8; nt++)
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					int64_t key = k0 + nt * 8 + 2 * tq + (c & 1), row = c < 2 ? row0 : row1;
+					if (key >= l || (causal && key > row))
+						s[nt][c] = -INFINITY;
+				}
+		}
 		float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
 		for (int nt = 0; nt < FA_BN / 8; nt++) {
-#pragma unroll
-			for (int c = 0; c < 4; c++) {
-				float x = s[nt][c] * sl2;
-				if (mask) {
-					int64_t key = k0 + nt * 8 + 2 * tq + (c & 1), row = c < 2 ? row0 : row1;
-					if (key >= l || (causal && key > row))
-						x = -INFINITY;
-				}
-				s[nt][c] = x;
-			}
 			mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
 			mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
 		}
@@ -235,16 +246,16 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 		mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
 		mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
 		mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-		const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+		const float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2); // base-2 running maxima
 		const float u0 = n0 == -INFINITY ? 0.f : n0, u1 = n1 == -INFINITY ? 0.f : n1; // all masked so far
-		const float a0 = exp2f(m0 - u0), a1 = exp2f(m1 - u1);
+		const float a0 = fexp2(m0 - u0), a1 = fexp2(m1 - u1);
 		m0 = n0, m1 = n1;
 		float sum0 = 0.f, sum1 = 0.f;
 		uint32_t pf[FA_BN / 16][4]; // P as A fragments (k = keys)
 #pragma unroll
 		for (int nt = 0; nt < FA_BN / 8; nt++) {
-			float p0 = exp2f(s[nt][0] - u0), p1 = exp2f(s[nt][1] - u0);
-			float p2 = exp2f(s[nt][2] - u1), p3 = exp2f(s[nt][3] - u1);
+			float p0 = fexp2(fmaf(s[nt][0], sl2, -u0)), p1 = fexp2(fmaf(s[nt][1], sl2, -u0));
+			float p2 = fexp2(fmaf(s[nt][2], sl2, -u1)), p3 = fexp2(fmaf(s[nt][3], sl2, -u1));
 			sum0 += p0 + p1, sum1 += p2 + p3;
 			pf[nt >> 1][(nt & 1) * 2] = pack2<T>(p0, p1);
 			pf[nt >> 1][(nt & 1) * 2 + 1] = pack2<T>(p2, p3);
@@ -400,7 +411,7 @@ __global__ void __launch_bounds__(FA_BWD_THREADS, 1)
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
 					int qi = nt * 8 + 2 * tq + (c & 1);
-					float x = exp2f(s[nt][c] * sl2 - Lt[qi] * FA_LOG2E);
+					float x = fexp2(fmaf(s[nt][c], sl2, -Lt[qi] * FA_LOG2E));
 					if (mask) {
 						int64_t qq = q0 + qi, key = c < 2 ? key0 : key1;
 						if (qq >= l || key >= l || (causal && key > qq))
@@ -496,6 +507,45 @@ __global__ void __launch_bounds__(FA_BWD_THREADS, 1)
 	}
 }
 
+// ---- backward preprocessing and dq conversion ----
+// delta[r] = sum_c dO[r, c] O[r, c] in fp32, and dq_acc row r zeroed: 16 threads a row (16 bytes each).
+template <typename T, int D>
+__global__ void __launch_bounds__(256) fa2_prep_k(const T *__restrict__ o, const T *__restrict__ dout,
+						  float *__restrict__ delta, float *__restrict__ dq_acc, int64_t rows)
+{
+	const int64_t r = ((int64_t)blockIdx.x * 256 + threadIdx.x) >> 4;
+	const int j = threadIdx.x & 15, c = j * 8;
+	float sum = 0.f;
+	if (r < rows && c < D) {
+		float a[8], b[8];
+		ld16(o + r * D + c, a);
+		ld16(dout + r * D + c, b);
+#pragma unroll
+		for (int e = 0; e < 8; e++)
+			sum += a[e] * b[e];
+	}
+#pragma unroll
+	for (int off = 8; off; off >>= 1) // within the row's 16 lanes (every lane of the warp takes part)
+		sum += __shfl_xor_sync(0xffffffffu, sum, off);
+	if (r < rows) {
+		if (j == 0)
+			delta[r] = sum;
+		for (int z = j * 4; z < D; z += 64)
+			*reinterpret_cast<float4 *>(dq_acc + r * D + z) = make_float4(0.f, 0.f, 0.f, 0.f);
+	}
+}
+
+// dq = dq_acc in T, 8 elements (two float4 loads, one 16-byte store) a thread and step.
+template <typename T>
+__global__ void __launch_bounds__(256) fa2_dq_k(const float *__restrict__ src, T *__restrict__ dst, int64_t n8)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n8; i += (int64_t)gridDim.x * blockDim.x) {
+		float4 a = reinterpret_cast<const float4 *>(src)[2 * i], b = reinterpret_cast<const float4 *>(src)[2 * i + 1];
+		float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+		st16(dst + 8 * i, f);
+	}
+}
+
 #ifndef FA2_EMU
 // ---- launchers ----
 template <typename T, int D>
@@ -517,10 +567,12 @@ static int fa2_fwd(const void *q, const void *k, const void *v, void *o, float *
 }
 
 template <typename T, int D>
-static int fa2_bwd(const void *q, const void *k, const void *v, const void *dout, const float *lse,
-		   const float *delta, float *dq_acc, void *dk, void *dv, int64_t bh, int64_t l, float scale, int causal,
-		   cudaStream_t s)
+static int fa2_bwd(const void *q, const void *k, const void *v, const void *o, const void *dout, const float *lse,
+		   float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh, int64_t l, float scale,
+		   int causal, cudaStream_t s)
 {
+	int64_t rows = bh * l, n8 = rows * D / 8;
+	fa2_prep_k<T, D><<<(unsigned)((rows + 15) / 16), 256, 0, s>>>((const T *)o, (const T *)dout, delta, dq_acc, rows);
 	static size_t raised;
 	size_t sm = fa2_bwd_smem<D>((int)sizeof(T));
 	if (raised < sm) {
@@ -532,6 +584,8 @@ static int fa2_bwd(const void *q, const void *k, const void *v, const void *dout
 	dim3 grid((unsigned)((l + FA_BWD_BN - 1) / FA_BWD_BN), (unsigned)bh);
 	fa2_bwd_k<T, D><<<grid, FA_BWD_THREADS, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
 						      delta, dq_acc, (T *)dk, (T *)dv, l, scale, causal);
+	unsigned g = (unsigned)((n8 + 255) / 256 < 65535 ? (n8 + 255) / 256 : 65535);
+	fa2_dq_k<T><<<g, 256, 0, s>>>(dq_acc, (T *)dq, n8);
 	return (int)cudaGetLastError();
 }
 
@@ -570,13 +624,15 @@ extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v
 	return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *dout,
-			     const float *lse, const float *delta, float *dq_acc, void *dk, void *dv, int64_t bh,
+// The whole backward: delta and dq_acc = 0 (fa2_prep_k), fa2_bwd_k, dq from dq_acc (fa2_dq_k).
+extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+			     const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s)
 {
 	if (bh < 1 || bh > 65535 || l < 1)
 		return (int)cudaErrorInvalidValue;
-	FA2_DISPATCH(dt, d, (fa2_bwd<T, D>(q, k, v, dout, lse, delta, dq_acc, dk, dv, bh, l, scale, causal, s)));
+	FA2_DISPATCH(dt, d,
+		     (fa2_bwd<T, D>(q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, scale, causal, s)));
 	return (int)cudaErrorInvalidValue;
 }
 #endif // FA2_EMU
