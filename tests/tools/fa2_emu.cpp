@@ -5,7 +5,7 @@
 // sequence lengths that are not multiples of the tiles. No GPU needed. Build and run:
 // (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
 //   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
-//       -x c++ tests/tools/fa2_emu.cpp -o /tmp/fa2_emu && /tmp/fa2_emu
+//       -x c++ tests/tools/fa2_emu.cpp -o /tmp/fa2_emu && /tmp/fa2_emu [quick]
 #define FA2_EMU 1
 #include <cuda_runtime.h>
 #include <thread>

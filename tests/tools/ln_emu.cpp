@@ -3,7 +3,7 @@
 // launch shape of ln_bwd_plan) against a double reference of dx, dgamma and dbeta. Build and run:
 // (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
 //   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
-//       -x c++ tests/tools/ln_emu.cpp -o /tmp/ln_emu && /tmp/ln_emu
+//       -x c++ tests/tools/ln_emu.cpp -o /tmp/ln_emu && /tmp/ln_emu [quick]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -115,16 +115,20 @@ template <typename T, int RMS> static int run(int64_t rows, int64_t cols, int np
 	return bad;
 }
 
-int main()
+int main(int argc, char **argv)
 {
-	int f = 0;
+	int f = 0, quick = argc > 1; // quick: fewer cases (make test)
 	const int64_t shapes[][3] = {{128, 1024, 16}, {5, 8192, 264}, {37, 4104, 4}, {200, 24, 25}, {1, 16, 1}, {19, 4096, 264}};
 	for (auto &s : shapes) {
+		if (quick && (s[0] == 19 || s[0] == 1))
+			continue;
 		f += run<__nv_bfloat16, 0>(s[0], s[1], (int)s[2]);
+		f += run<float, 1>(s[0], s[1], (int)s[2]);
+		if (quick)
+			continue;
 		f += run<__nv_bfloat16, 1>(s[0], s[1], (int)s[2]);
 		f += run<__half, 0>(s[0], s[1], (int)s[2]);
 		f += run<float, 0>(s[0], s[1], (int)s[2]);
-		f += run<float, 1>(s[0], s[1], (int)s[2]);
 	}
 	printf("%d failed\n", f);
 	return f ? 1 : 0;

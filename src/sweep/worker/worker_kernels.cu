@@ -529,9 +529,16 @@ __global__ void emb_bwd_k(const int *ids, const T *dy, float *dt, int64_t n, int
 		float f[Vec<T>::N];
 		ld16(dy + r * dim + p * N, f);
 		float *o = dt + (int64_t)ids[r] * dim + p * N;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		// one 16-byte vector atomic per 4 floats (sm_90; dim is a multiple of the pack, so aligned)
+#pragma unroll
+		for (int i = 0; i < N; i += 4)
+			atomicAdd(reinterpret_cast<float4 *>(o + i), make_float4(f[i], f[i + 1], f[i + 2], f[i + 3]));
+#else
 #pragma unroll
 		for (int i = 0; i < N; i++)
 			atomicAdd(o + i, f[i]);
+#endif
 	}
 }
 
