@@ -67,7 +67,7 @@ template <typename T, int RMS> static int run(int64_t rows, int64_t cols, int np
 	int ppt;
 	unsigned tpb;
 	int64_t per, parts;
-	ln_bwd_plan(cols / Vec<T>::N, rows, nparts, &ppt, &tpb, &per, &parts);
+	ln_bwd_plan(cols / Vec<T>::N, rows, nparts, 2, &ppt, &tpb, &per, &parts); // 2 SMs: several rows a block
 	if (ppt == 1)
 		launch<T, RMS, 1>(x, g, dy, mean, rstd, dx, pg, pb, rows, cols, tpb, per, parts);
 	else if (ppt == 2)

@@ -226,7 +226,14 @@ static int ln_bwd_rows(const void *x, const void *g, const void *dy, const float
 	int ppt;
 	unsigned tpb;
 	int64_t per, parts;
-	ln_bwd_plan(cols / Vec<T>::N, rows, nparts, &ppt, &tpb, &per, &parts);
+	static int sms; /* set by the first call, never captured */
+	if (!sms) {
+		int dev = 0;
+		if (cudaGetDevice(&dev) != cudaSuccess ||
+		    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+			sms = 132;
+	}
+	ln_bwd_plan(cols / Vec<T>::N, rows, nparts, sms, &ppt, &tpb, &per, &parts);
 #define LNB(P)                                                                                       \
 	ln_bwd_rows_k<T, RMS, P><<<(unsigned)parts, tpb, 0, s>>>((const T *)x, (const T *)g, (const T *)dy, \
 								  mean, rstd, (T *)dx, part_g, part_b, rows, cols, per)

@@ -138,14 +138,18 @@ __global__ void __launch_bounds__(256) ln_colsum_k(const float *part_g, const fl
 }
 
 // The launch shape of ln_bwd_rows_k: packs a thread (1, 2 or 4; 16-bit types up to 2), threads a
-// block, rows a block and blocks, for rows of np packs split into at most nparts blocks.
-static inline void ln_bwd_plan(int64_t np, int64_t rows, int nparts, int *ppt, unsigned *tpb, int64_t *per,
+// block, rows a block and blocks, for rows of np packs: about 1024 threads a multiprocessor (sms of
+// them), at most nparts blocks (the partial buffers' rows).
+static inline void ln_bwd_plan(int64_t np, int64_t rows, int nparts, int sms, int *ppt, unsigned *tpb, int64_t *per,
 			       int64_t *parts)
 {
 	*ppt = np <= 512 ? 1 : np <= 1024 ? 2 : 4;
 	int64_t t = (np + *ppt - 1) / *ppt;
 	*tpb = (unsigned)((t + 31) / 32 * 32);
-	*per = (rows + nparts - 1) / nparts;
+	int64_t want = (int64_t)(sms > 0 ? sms : 132) * (*tpb >= 1024 ? 1 : 1024 / *tpb);
+	if (want > nparts)
+		want = nparts;
+	*per = (rows + want - 1) / want;
 	*parts = (rows + *per - 1) / *per;
 }
 
