@@ -169,7 +169,9 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 	const int LDS = D + 8;
 	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + FA_BM * LDS, *Vs = Ks + 2 * FA_BN * LDS;
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-	// causal: the longest rows first (the grid's last query tiles have the most key tiles)
+	// causal: the longest rows first (the grid's last query tiles have the most key tiles). Query
+	// tiles vary fastest, so the CTAs in flight share a few heads' K/V in L2 (heads fastest would
+	// read each head's K/V from DRAM once per query tile)
 	const int qt = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
 	const int64_t bh = blockIdx.y, q0 = (int64_t)qt * FA_BM, base = bh * l * D;
 	const T *qb = q + base, *kb = k + base, *vb = v + base;
@@ -320,6 +322,8 @@ __global__ void __launch_bounds__(FA_BWD_THREADS, 1)
 	T *dSs = Os + 2 * FA_BQ * LDS;                      // dS^T [128 keys][32 queries]
 	float *Ls = reinterpret_cast<float *>(dSs + BN * LDP), *Dl = Ls + 2 * FA_BQ; // lse, delta
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+	// key tiles vary fastest (the CTAs in flight share a few heads' Q/dO in L2); causal, the first
+	// key tiles of a head, which walk the most query tiles, start first
 	const int64_t bh = blockIdx.y, k0 = (int64_t)blockIdx.x * BN, base = bh * l * D;
 	const T *qb = q + base, *ob = dout + base;
 	const float *lb = lse + bh * l, *db = delta + bh * l;
