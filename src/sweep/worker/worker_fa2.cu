@@ -20,11 +20,12 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "worker_dev.cuh"
 
 #define FA_THREADS 128
-#define FA_BM 64  // forward: queries a CTA
 #define FA_BN 64  // forward: keys a tile
 #define FA_BWD_THREADS 256
 #define FA_BWD_BN 128 // backward: keys a CTA (8 warps x 16)
@@ -154,43 +155,61 @@ __device__ __forceinline__ void tile_async(T *dst, const T *src, int64_t r0, int
 	}
 }
 
-template <int D> static size_t fa2_fwd_smem(int elem)
+// Forward tiling: MT m-tiles of 16 query rows a warp (MT = 2 shares every K/V fragment loaded from
+// shared memory between two row tiles, halving those loads per FLOP), 4 warps, 64 MT rows a CTA.
+// Q fragments stay in registers when they fit (MT D <= 128), else are re-read per k-step.
+// ptxas (sm_90): MT = 2 fits without spills up to D = 64 (247 registers); D = 96 and 128 would
+// spill with MT = 2 (4 and 52 bytes), so they use MT = 1 only. KJ_SWEEP_FA2_MT=1 makes D <= 64 use
+// MT = 1 too, for comparison.
+template <int D, int MT> struct Fa2Fwd {
+	static const int BM = 64 * MT;
+	static const bool QREG = MT * D <= 128;
+};
+
+template <int D, int MT> static size_t fa2_fwd_smem(int elem)
 {
-	return (size_t)(FA_BM + 4 * FA_BN) * (D + 8) * elem;
+	return (size_t)(Fa2Fwd<D, MT>::BM + 4 * FA_BN) * (D + 8) * elem;
 }
 
 // ---- forward ----
-template <typename T, int D>
+template <typename T, int D, int MT>
 __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__ q, const T *__restrict__ k,
 							   const T *__restrict__ v, T *__restrict__ o,
 							   float *__restrict__ lse, int64_t l, float scale, int causal)
 {
 	FA2_SMEM(smraw);
-	const int LDS = D + 8;
-	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + FA_BM * LDS, *Vs = Ks + 2 * FA_BN * LDS;
+	const int LDS = D + 8, BM = Fa2Fwd<D, MT>::BM;
+	const bool QREG = Fa2Fwd<D, MT>::QREG;
+	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + BM * LDS, *Vs = Ks + 2 * FA_BN * LDS;
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
 	// causal: the longest rows first (the grid's last query tiles have the most key tiles). Query
 	// tiles vary fastest, so the CTAs in flight share a few heads' K/V in L2 (heads fastest would
 	// read each head's K/V from DRAM once per query tile)
 	const int qt = causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-	const int64_t bh = blockIdx.y, q0 = (int64_t)qt * FA_BM, base = bh * l * D;
+	const int64_t bh = blockIdx.y, q0 = (int64_t)qt * BM, base = bh * l * D;
 	const T *qb = q + base, *kb = k + base, *vb = v + base;
 	const float sl2 = scale * FA_LOG2E;
-	int64_t kend = causal ? (q0 + FA_BM < l ? q0 + FA_BM : l) : l;
+	int64_t kend = causal ? (q0 + BM < l ? q0 + BM : l) : l;
 	const int nkt = (int)((kend + FA_BN - 1) / FA_BN);
+	const int64_t wr0 = q0 + w * 16 * MT; // this warp's first row
+	const T *Qw = Qs + w * 16 * MT * LDS;
 
-	tile_async<T, D, FA_BM, FA_THREADS>(Qs, qb, q0, l);
+	tile_async<T, D, BM, FA_THREADS>(Qs, qb, q0, l);
 	tile_async<T, D, FA_BN, FA_THREADS>(Ks, kb, 0, l);
 	tile_async<T, D, FA_BN, FA_THREADS>(Vs, vb, 0, l);
 	cp_async_commit();
 
-	uint32_t qf[D / 16][4];
-	float oacc[D / 8][4];
+	uint32_t qf[QREG ? MT : 1][QREG ? D / 16 : 1][4];
+	float oacc[MT][D / 8][4];
+	float mrow[MT][2], lrow[MT][2]; // rows g and g + 8 of each m-tile: running max (base 2), sum
 #pragma unroll
-	for (int i = 0; i < D / 8; i++)
-		oacc[i][0] = oacc[i][1] = oacc[i][2] = oacc[i][3] = 0.f;
-	float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; // rows g and g + 8 of the warp (base 2)
-	const int64_t row0 = q0 + w * 16 + g, row1 = row0 + 8;
+	for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+		for (int i = 0; i < D / 8; i++)
+			oacc[mt][i][0] = oacc[mt][i][1] = oacc[mt][i][2] = oacc[mt][i][3] = 0.f;
+		mrow[mt][0] = mrow[mt][1] = -INFINITY;
+		lrow[mt][0] = lrow[mt][1] = 0.f;
+	}
 
 	for (int j = 0; j < nkt; j++) {
 		const int buf = j & 1;
@@ -201,104 +220,139 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 		cp_async_commit();
 		cp_async_wait<1>();
 		__syncthreads();
-		if (j == 0) {
+		if (QREG && j == 0) {
 #pragma unroll
-			for (int kk = 0; kk < D / 16; kk++)
-				ldsm_x4(qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3],
-					Qs + (w * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
-		}
-		const T *Kt = Ks + buf * FA_BN * LDS, *Vt = Vs + buf * FA_BN * LDS;
-		// S[16 x 64] = Q_w K^T
-		float s[FA_BN / 8][4];
+			for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-		for (int i = 0; i < FA_BN / 8; i++)
-			s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-		for (int kk = 0; kk < D / 16; kk++) {
-#pragma unroll
-			for (int np = 0; np < FA_BN / 16; np++) {
-				uint32_t b0, b1, b2, b3;
-				ldsm_x4(b0, b1, b2, b3,
-					Kt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-				mma16816<T>(s[2 * np], qf[kk], b0, b1);
-				mma16816<T>(s[2 * np + 1], qf[kk], b2, b3);
-			}
+				for (int kk = 0; kk < (QREG ? D / 16 : 1); kk++)
+					ldsm_x4(qf[mt][kk][0], qf[mt][kk][1], qf[mt][kk][2], qf[mt][kk][3],
+						Qw + (mt * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
 		}
 		const int64_t k0 = (int64_t)j * FA_BN;
-		const bool mask = k0 + FA_BN > l || (causal && k0 + FA_BN - 1 > q0 + w * 16);
-		// scores stay unscaled here (the scale is positive: the row max commutes with it), scaled
-		// into base 2 inside the exponent's FMA
-		if (mask) {
+		// causal: a warp whose rows all precede this tile's keys has nothing here (warp-uniform)
+		if (!(causal && k0 > wr0 + 16 * MT - 1)) {
+			const T *Kt = Ks + buf * FA_BN * LDS, *Vt = Vs + buf * FA_BN * LDS;
+			// S[16 MT x 64] = Q_w K^T
+			float s[MT][FA_BN / 8][4];
 #pragma unroll
-			for (int nt = 0; nt < FA_BN / 8; nt++)
+			for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-				for (int c = 0; c < 4; c++) {
-					int64_t key = k0 + nt * 8 + 2 * tq + (c & 1), row = c < 2 ? row0 : row1;
-					if (key >= l || (causal && key > row))
-						s[nt][c] = -INFINITY;
+				for (int i = 0; i < FA_BN / 8; i++)
+					s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+#pragma unroll
+			for (int kk = 0; kk < D / 16; kk++) {
+				uint32_t qa[MT][4];
+#pragma unroll
+				for (int mt = 0; mt < MT; mt++) {
+					if (QREG) {
+						qa[mt][0] = qf[mt][QREG ? kk : 0][0], qa[mt][1] = qf[mt][QREG ? kk : 0][1];
+						qa[mt][2] = qf[mt][QREG ? kk : 0][2], qa[mt][3] = qf[mt][QREG ? kk : 0][3];
+					} else {
+						ldsm_x4(qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3],
+							Qw + (mt * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
+					}
 				}
-		}
-		float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-		for (int nt = 0; nt < FA_BN / 8; nt++) {
-			mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
-			mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
-		}
-		mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-		mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-		mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-		mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-		const float n0 = fmaxf(m0, mx0 * sl2), n1 = fmaxf(m1, mx1 * sl2); // base-2 running maxima
-		const float u0 = n0 == -INFINITY ? 0.f : n0, u1 = n1 == -INFINITY ? 0.f : n1; // all masked so far
-		const float a0 = fexp2(m0 - u0), a1 = fexp2(m1 - u1);
-		m0 = n0, m1 = n1;
-		float sum0 = 0.f, sum1 = 0.f;
-		uint32_t pf[FA_BN / 16][4]; // P as A fragments (k = keys)
+				for (int np = 0; np < FA_BN / 16; np++) {
+					uint32_t b0, b1, b2, b3;
+					ldsm_x4(b0, b1, b2, b3,
+						Kt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
 #pragma unroll
-		for (int nt = 0; nt < FA_BN / 8; nt++) {
-			float p0 = fexp2(fmaf(s[nt][0], sl2, -u0)), p1 = fexp2(fmaf(s[nt][1], sl2, -u0));
-			float p2 = fexp2(fmaf(s[nt][2], sl2, -u1)), p3 = fexp2(fmaf(s[nt][3], sl2, -u1));
-			sum0 += p0 + p1, sum1 += p2 + p3;
-			pf[nt >> 1][(nt & 1) * 2] = pack2<T>(p0, p1);
-			pf[nt >> 1][(nt & 1) * 2 + 1] = pack2<T>(p2, p3);
-		}
-		l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
+					for (int mt = 0; mt < MT; mt++) {
+						mma16816<T>(s[mt][2 * np], qa[mt], b0, b1);
+						mma16816<T>(s[mt][2 * np + 1], qa[mt], b2, b3);
+					}
+				}
+			}
+			const bool mask = k0 + FA_BN > l || (causal && k0 + FA_BN - 1 > wr0);
+			uint32_t pf[MT][FA_BN / 16][4]; // P as A fragments (k = keys)
 #pragma unroll
-		for (int i = 0; i < D / 8; i++)
-			oacc[i][0] *= a0, oacc[i][1] *= a0, oacc[i][2] *= a1, oacc[i][3] *= a1;
-		// O_w[16 x D] += P[16 x 64] V[64 x D]
+			for (int mt = 0; mt < MT; mt++) {
+				const int64_t row0 = wr0 + mt * 16 + g, row1 = row0 + 8;
+				// scores stay unscaled here (the scale is positive: the row max commutes with it),
+				// scaled into base 2 inside the exponent's FMA
+				if (mask) {
 #pragma unroll
-		for (int kk = 0; kk < FA_BN / 16; kk++) {
+					for (int nt = 0; nt < FA_BN / 8; nt++)
 #pragma unroll
-			for (int dp = 0; dp < D / 16; dp++) {
-				uint32_t b0, b1, b2, b3;
-				ldsm_x4_t(b0, b1, b2, b3,
-					  Vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dp * 16 + (lane >> 4) * 8);
-				mma16816<T>(oacc[2 * dp], pf[kk], b0, b1);
-				mma16816<T>(oacc[2 * dp + 1], pf[kk], b2, b3);
+						for (int c = 0; c < 4; c++) {
+							int64_t key = k0 + nt * 8 + 2 * tq + (c & 1), row = c < 2 ? row0 : row1;
+							if (key >= l || (causal && key > row))
+								s[mt][nt][c] = -INFINITY;
+						}
+				}
+				float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+				for (int nt = 0; nt < FA_BN / 8; nt++) {
+					mx0 = fmaxf(mx0, fmaxf(s[mt][nt][0], s[mt][nt][1]));
+					mx1 = fmaxf(mx1, fmaxf(s[mt][nt][2], s[mt][nt][3]));
+				}
+				mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+				mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+				mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+				mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+				const float n0 = fmaxf(mrow[mt][0], mx0 * sl2), n1 = fmaxf(mrow[mt][1], mx1 * sl2);
+				const float u0 = n0 == -INFINITY ? 0.f : n0, u1 = n1 == -INFINITY ? 0.f : n1; // all masked so far
+				const float a0 = fexp2(mrow[mt][0] - u0), a1 = fexp2(mrow[mt][1] - u1);
+				mrow[mt][0] = n0, mrow[mt][1] = n1;
+				float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+				for (int nt = 0; nt < FA_BN / 8; nt++) {
+					float p0 = fexp2(fmaf(s[mt][nt][0], sl2, -u0)), p1 = fexp2(fmaf(s[mt][nt][1], sl2, -u0));
+					float p2 = fexp2(fmaf(s[mt][nt][2], sl2, -u1)), p3 = fexp2(fmaf(s[mt][nt][3], sl2, -u1));
+					sum0 += p0 + p1, sum1 += p2 + p3;
+					pf[mt][nt >> 1][(nt & 1) * 2] = pack2<T>(p0, p1);
+					pf[mt][nt >> 1][(nt & 1) * 2 + 1] = pack2<T>(p2, p3);
+				}
+				lrow[mt][0] = lrow[mt][0] * a0 + sum0, lrow[mt][1] = lrow[mt][1] * a1 + sum1;
+#pragma unroll
+				for (int i = 0; i < D / 8; i++)
+					oacc[mt][i][0] *= a0, oacc[mt][i][1] *= a0, oacc[mt][i][2] *= a1, oacc[mt][i][3] *= a1;
+			}
+			// O_w[16 MT x D] += P[16 MT x 64] V[64 x D]
+#pragma unroll
+			for (int kk = 0; kk < FA_BN / 16; kk++) {
+#pragma unroll
+				for (int dp = 0; dp < D / 16; dp++) {
+					uint32_t b0, b1, b2, b3;
+					ldsm_x4_t(b0, b1, b2, b3,
+						  Vt + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + dp * 16 + (lane >> 4) * 8);
+#pragma unroll
+					for (int mt = 0; mt < MT; mt++) {
+						mma16816<T>(oacc[mt][2 * dp], pf[mt][kk], b0, b1);
+						mma16816<T>(oacc[mt][2 * dp + 1], pf[mt][kk], b2, b3);
+					}
+				}
 			}
 		}
 		__syncthreads(); // this buffer is refilled by the next iteration's prefetch
 	}
 	cp_async_wait<0>();
-	l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-	l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-	l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-	l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-	const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
-	for (int nt = 0; nt < D / 8; nt++) {
-		int c = nt * 8 + 2 * tq;
-		if (row0 < l)
-			*reinterpret_cast<uint32_t *>(o + base + row0 * D + c) = pack2<T>(oacc[nt][0] * i0, oacc[nt][1] * i0);
-		if (row1 < l)
-			*reinterpret_cast<uint32_t *>(o + base + row1 * D + c) = pack2<T>(oacc[nt][2] * i1, oacc[nt][3] * i1);
-	}
-	if (tq == 0) {
-		if (row0 < l)
-			lse[bh * l + row0] = l0 > 0.f ? (m0 + log2f(l0)) * FA_LN2 : -INFINITY;
-		if (row1 < l)
-			lse[bh * l + row1] = l1 > 0.f ? (m1 + log2f(l1)) * FA_LN2 : -INFINITY;
+	for (int mt = 0; mt < MT; mt++) {
+		float l0 = lrow[mt][0], l1 = lrow[mt][1];
+		l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+		l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+		l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+		l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+		const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
+		const int64_t row0 = wr0 + mt * 16 + g, row1 = row0 + 8;
+#pragma unroll
+		for (int nt = 0; nt < D / 8; nt++) {
+			int c = nt * 8 + 2 * tq;
+			if (row0 < l)
+				*reinterpret_cast<uint32_t *>(o + base + row0 * D + c) =
+					pack2<T>(oacc[mt][nt][0] * i0, oacc[mt][nt][1] * i0);
+			if (row1 < l)
+				*reinterpret_cast<uint32_t *>(o + base + row1 * D + c) =
+					pack2<T>(oacc[mt][nt][2] * i1, oacc[mt][nt][3] * i1);
+		}
+		if (tq == 0) {
+			if (row0 < l)
+				lse[bh * l + row0] = l0 > 0.f ? (mrow[mt][0] + log2f(l0)) * FA_LN2 : -INFINITY;
+			if (row1 < l)
+				lse[bh * l + row1] = l1 > 0.f ? (mrow[mt][1] + log2f(l1)) * FA_LN2 : -INFINITY;
+		}
 	}
 }
 
@@ -552,22 +606,44 @@ __global__ void __launch_bounds__(256) fa2_dq_k(const float *__restrict__ src, T
 
 #ifndef FA2_EMU
 // ---- launchers ----
-template <typename T, int D>
-static int fa2_fwd(const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
-		   float scale, int causal, cudaStream_t s)
+template <typename T, int D, int MT>
+static int fa2_fwd_mt(const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
+		      float scale, int causal, cudaStream_t s)
 {
 	static size_t raised; /* set once, outside graph capture (the first call is never captured) */
-	size_t sm = fa2_fwd_smem<D>((int)sizeof(T));
+	size_t sm = fa2_fwd_smem<D, MT>((int)sizeof(T));
 	if (raised < sm) {
-		cudaError_t e = cudaFuncSetAttribute(fa2_fwd_k<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+		cudaError_t e =
+			cudaFuncSetAttribute(fa2_fwd_k<T, D, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
 		if (e != cudaSuccess)
 			return (int)e;
 		raised = sm;
 	}
-	dim3 grid((unsigned)((l + FA_BM - 1) / FA_BM), (unsigned)bh);
-	fa2_fwd_k<T, D><<<grid, FA_THREADS, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)o, lse, l, scale,
-						      causal);
+	dim3 grid((unsigned)((l + Fa2Fwd<D, MT>::BM - 1) / Fa2Fwd<D, MT>::BM), (unsigned)bh);
+	fa2_fwd_k<T, D, MT><<<grid, FA_THREADS, sm, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)o, lse, l,
+							  scale, causal);
 	return (int)cudaGetLastError();
+}
+
+static int fa2_mt1(void)
+{
+	static int one = -1;
+	if (one < 0) {
+		const char *e = getenv("KJ_SWEEP_FA2_MT");
+		one = e && !strcmp(e, "1");
+	}
+	return one;
+}
+
+template <typename T, int D>
+static int fa2_fwd(const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
+		   float scale, int causal, cudaStream_t s)
+{
+	if constexpr (D <= 64) {
+		if (!fa2_mt1())
+			return fa2_fwd_mt<T, D, 2>(q, k, v, o, lse, bh, l, scale, causal, s);
+	}
+	return fa2_fwd_mt<T, D, 1>(q, k, v, o, lse, bh, l, scale, causal, s);
 }
 
 template <typename T, int D>
