@@ -3,8 +3,9 @@
 # backward, vector-atomic embedding backward) checked and timed. The worker's selftest, then each
 # operator at the realistic shape (b=4, l=2048, dim=4096; attention with head dims 128 and 64)
 # with the correctness check on, energy off: f_us, b_us and the answer's flops/bytes, with the
-# fraction of the roofline from the two ceilings. The previous attention kernels (WMMA) once more
-# at head dim 128 for comparison (KJ_SWEEP_ATTN=wmma).
+# fraction of the roofline from the two ceilings. For comparison: the previous attention kernels
+# (KJ_SWEEP_ATTN=wmma) at head dim 128, and the other forward tiling (KJ_SWEEP_FA2_MT=2 at head dim
+# 128, =1 at 64); if MT=2 wins at 128, make it the default in worker_fa2.cu (fa2_fwd).
 # usage (device, repo root, after building): bash scripts/gpu/fastops.sh [WORKER]
 set -u
 OUT=${OUT:-/tmp/kjout}
@@ -38,6 +39,9 @@ run() { # env, op prec shape
 }
 while read -r line; do run "KJ_NONE=1" "$line"; done <<< "$reqs"
 run "KJ_SWEEP_ATTN=wmma" "flash_atten bf16 1,4,32,2048,4096"
+run "KJ_SWEEP_FA2_MT=2" "flash_atten bf16 1,4,32,2048,4096"   # d=128: 2 row tiles a warp, 32-key tiles
+run "KJ_SWEEP_FA2_MT=2" "flash_atten fp16 1,4,32,2048,4096"
+run "KJ_SWEEP_FA2_MT=1" "flash_atten bf16 1,4,64,2048,4096"   # d=64: 1 row tile a warp
 python3 - "$OUT/fastops_raw.txt" "$ceil" <<'PY'
 import re, sys
 raw, ceil = sys.argv[1:3]

@@ -2,13 +2,14 @@
 // 96 and 128 (a multiple of 32), forward and backward, on mma.sync m16n8k16 (fp32 accumulation)
 // with ldmatrix operand loads and cp.async double-buffered tiles. q, k, v, o, do, dk, dv: [bh, l, D]
 // row-major; lse [bh, l] fp32 (natural log) kept for the backward; dq accumulated in fp32 (dq_acc,
-// zeroed by the caller) with atomics. Sequence lengths need not be multiples of the tiles (rows
-// past l read as zeros and are never written); the causal mask is applied exactly on the tiles
-// that straddle the diagonal and tiles entirely above it are skipped.
+// zeroed by the backward's first kernel) with atomics. Sequence lengths need not be multiples of
+// the tiles (rows past l read as zeros and are never written); the causal mask is applied exactly
+// on the tiles that straddle the diagonal and tiles entirely above it are skipped.
 //
-// Forward: one CTA of 4 warps per 64 queries of a head (16 query rows a warp, Q fragments kept in
-// registers), keys streamed in 64-row K/V tiles through shared memory (two buffers, cp.async),
-// S = Q K^T and O += P V on tensor cores, online softmax (base 2) in registers.
+// Forward: one CTA of 4 warps per 64 MT queries of a head (MT tiles of 16 query rows a warp: 2 for
+// D <= 64, 1 for 96 and 128; Q fragments in registers where they fit), keys streamed in 64-row K/V
+// tiles through shared memory (two buffers, cp.async), S = Q K^T and O += P V on tensor cores,
+// online softmax (base 2) in registers.
 // Backward: preprocessing (delta = rowsum(dO * O) and dq_acc = 0, one kernel); then one CTA of 8
 // warps per 128 keys (16 keys a warp), dK and dV accumulated in registers while 32-query tiles of
 // Q, dO (and lse, delta) stream through shared memory (two buffers, cp.async): S^T = K Q^T,
@@ -159,16 +160,19 @@ __device__ __forceinline__ void tile_async(T *dst, const T *src, int64_t r0, int
 // shared memory between two row tiles, halving those loads per FLOP), 4 warps, 64 MT rows a CTA.
 // Q fragments stay in registers when they fit (MT D <= 128), else are re-read per k-step.
 // ptxas (sm_90): MT = 2 fits without spills up to D = 64 (247 registers); D = 96 and 128 would
-// spill with MT = 2 (4 and 52 bytes), so they use MT = 1 only. KJ_SWEEP_FA2_MT=1 makes D <= 64 use
-// MT = 1 too, for comparison.
+// spill with MT = 2 and 64-key tiles (4 and 52 bytes), so they default to MT = 1. For measurements:
+// KJ_SWEEP_FA2_MT=1 makes D <= 64 use MT = 1, KJ_SWEEP_FA2_MT=2 makes D = 128 use MT = 2 with
+// 32-key tiles.
+// BN keys a K/V tile: 64, or 32 for the opt-in D = 128, MT = 2 variant (KJ_SWEEP_FA2_MT=2), whose
+// score tiles then fit the registers.
 template <int D, int MT> struct Fa2Fwd {
-	static const int BM = 64 * MT;
+	static const int BM = 64 * MT, BN = D > 64 && MT == 2 ? 32 : FA_BN;
 	static const bool QREG = MT * D <= 128;
 };
 
 template <int D, int MT> static size_t fa2_fwd_smem(int elem)
 {
-	return (size_t)(Fa2Fwd<D, MT>::BM + 4 * FA_BN) * (D + 8) * elem;
+	return (size_t)(Fa2Fwd<D, MT>::BM + 4 * Fa2Fwd<D, MT>::BN) * (D + 8) * elem;
 }
 
 // ---- forward ----
@@ -178,9 +182,9 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 							   float *__restrict__ lse, int64_t l, float scale, int causal)
 {
 	FA2_SMEM(smraw);
-	const int LDS = D + 8, BM = Fa2Fwd<D, MT>::BM;
+	const int LDS = D + 8, BM = Fa2Fwd<D, MT>::BM, BN = Fa2Fwd<D, MT>::BN;
 	const bool QREG = Fa2Fwd<D, MT>::QREG;
-	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + BM * LDS, *Vs = Ks + 2 * FA_BN * LDS;
+	T *Qs = reinterpret_cast<T *>(smraw), *Ks = Qs + BM * LDS, *Vs = Ks + 2 * BN * LDS;
 	const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
 	// causal: the longest rows first (the grid's last query tiles have the most key tiles). Query
 	// tiles vary fastest, so the CTAs in flight share a few heads' K/V in L2 (heads fastest would
@@ -190,13 +194,13 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 	const T *qb = q + base, *kb = k + base, *vb = v + base;
 	const float sl2 = scale * FA_LOG2E;
 	int64_t kend = causal ? (q0 + BM < l ? q0 + BM : l) : l;
-	const int nkt = (int)((kend + FA_BN - 1) / FA_BN);
+	const int nkt = (int)((kend + BN - 1) / BN);
 	const int64_t wr0 = q0 + w * 16 * MT; // this warp's first row
 	const T *Qw = Qs + w * 16 * MT * LDS;
 
 	tile_async<T, D, BM, FA_THREADS>(Qs, qb, q0, l);
-	tile_async<T, D, FA_BN, FA_THREADS>(Ks, kb, 0, l);
-	tile_async<T, D, FA_BN, FA_THREADS>(Vs, vb, 0, l);
+	tile_async<T, D, BN, FA_THREADS>(Ks, kb, 0, l);
+	tile_async<T, D, BN, FA_THREADS>(Vs, vb, 0, l);
 	cp_async_commit();
 
 	uint32_t qf[QREG ? MT : 1][QREG ? D / 16 : 1][4];
@@ -214,8 +218,8 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 	for (int j = 0; j < nkt; j++) {
 		const int buf = j & 1;
 		if (j + 1 < nkt) {
-			tile_async<T, D, FA_BN, FA_THREADS>(Ks + (buf ^ 1) * FA_BN * LDS, kb, (int64_t)(j + 1) * FA_BN, l);
-			tile_async<T, D, FA_BN, FA_THREADS>(Vs + (buf ^ 1) * FA_BN * LDS, vb, (int64_t)(j + 1) * FA_BN, l);
+			tile_async<T, D, BN, FA_THREADS>(Ks + (buf ^ 1) * BN * LDS, kb, (int64_t)(j + 1) * BN, l);
+			tile_async<T, D, BN, FA_THREADS>(Vs + (buf ^ 1) * BN * LDS, vb, (int64_t)(j + 1) * BN, l);
 		}
 		cp_async_commit();
 		cp_async_wait<1>();
@@ -228,16 +232,16 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 					ldsm_x4(qf[mt][kk][0], qf[mt][kk][1], qf[mt][kk][2], qf[mt][kk][3],
 						Qw + (mt * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
 		}
-		const int64_t k0 = (int64_t)j * FA_BN;
+		const int64_t k0 = (int64_t)j * BN;
 		// causal: a warp whose rows all precede this tile's keys has nothing here (warp-uniform)
 		if (!(causal && k0 > wr0 + 16 * MT - 1)) {
-			const T *Kt = Ks + buf * FA_BN * LDS, *Vt = Vs + buf * FA_BN * LDS;
+			const T *Kt = Ks + buf * BN * LDS, *Vt = Vs + buf * BN * LDS;
 			// S[16 MT x 64] = Q_w K^T
-			float s[MT][FA_BN / 8][4];
+			float s[MT][BN / 8][4];
 #pragma unroll
 			for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-				for (int i = 0; i < FA_BN / 8; i++)
+				for (int i = 0; i < BN / 8; i++)
 					s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
 #pragma unroll
 			for (int kk = 0; kk < D / 16; kk++) {
@@ -253,7 +257,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 					}
 				}
 #pragma unroll
-				for (int np = 0; np < FA_BN / 16; np++) {
+				for (int np = 0; np < BN / 16; np++) {
 					uint32_t b0, b1, b2, b3;
 					ldsm_x4(b0, b1, b2, b3,
 						Kt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
@@ -264,8 +268,8 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 					}
 				}
 			}
-			const bool mask = k0 + FA_BN > l || (causal && k0 + FA_BN - 1 > wr0);
-			uint32_t pf[MT][FA_BN / 16][4]; // P as A fragments (k = keys)
+			const bool mask = k0 + BN > l || (causal && k0 + BN - 1 > wr0);
+			uint32_t pf[MT][BN / 16][4]; // P as A fragments (k = keys)
 #pragma unroll
 			for (int mt = 0; mt < MT; mt++) {
 				const int64_t row0 = wr0 + mt * 16 + g, row1 = row0 + 8;
@@ -273,7 +277,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 				// scaled into base 2 inside the exponent's FMA
 				if (mask) {
 #pragma unroll
-					for (int nt = 0; nt < FA_BN / 8; nt++)
+					for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
 						for (int c = 0; c < 4; c++) {
 							int64_t key = k0 + nt * 8 + 2 * tq + (c & 1), row = c < 2 ? row0 : row1;
@@ -283,7 +287,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 				}
 				float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-				for (int nt = 0; nt < FA_BN / 8; nt++) {
+				for (int nt = 0; nt < BN / 8; nt++) {
 					mx0 = fmaxf(mx0, fmaxf(s[mt][nt][0], s[mt][nt][1]));
 					mx1 = fmaxf(mx1, fmaxf(s[mt][nt][2], s[mt][nt][3]));
 				}
@@ -297,7 +301,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 				mrow[mt][0] = n0, mrow[mt][1] = n1;
 				float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-				for (int nt = 0; nt < FA_BN / 8; nt++) {
+				for (int nt = 0; nt < BN / 8; nt++) {
 					float p0 = fexp2(fmaf(s[mt][nt][0], sl2, -u0)), p1 = fexp2(fmaf(s[mt][nt][1], sl2, -u0));
 					float p2 = fexp2(fmaf(s[mt][nt][2], sl2, -u1)), p3 = fexp2(fmaf(s[mt][nt][3], sl2, -u1));
 					sum0 += p0 + p1, sum1 += p2 + p3;
@@ -311,7 +315,7 @@ __global__ void __launch_bounds__(FA_THREADS, 2) fa2_fwd_k(const T *__restrict__
 			}
 			// O_w[16 MT x D] += P[16 MT x 64] V[64 x D]
 #pragma unroll
-			for (int kk = 0; kk < FA_BN / 16; kk++) {
+			for (int kk = 0; kk < BN / 16; kk++) {
 #pragma unroll
 				for (int dp = 0; dp < D / 16; dp++) {
 					uint32_t b0, b1, b2, b3;
@@ -625,22 +629,23 @@ static int fa2_fwd_mt(const void *q, const void *k, const void *v, void *o, floa
 	return (int)cudaGetLastError();
 }
 
-static int fa2_mt1(void)
+static int fa2_mt_env(void) // KJ_SWEEP_FA2_MT: 1 or 2 (0: the default)
 {
-	static int one = -1;
-	if (one < 0) {
+	static int mt = -1;
+	if (mt < 0) {
 		const char *e = getenv("KJ_SWEEP_FA2_MT");
-		one = e && !strcmp(e, "1");
+		mt = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : 0;
 	}
-	return one;
+	return mt;
 }
 
 template <typename T, int D>
 static int fa2_fwd(const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
 		   float scale, int causal, cudaStream_t s)
 {
-	if constexpr (D <= 64) {
-		if (!fa2_mt1())
+	int mt = fa2_mt_env();
+	if constexpr (D <= 64 || D == 128) {
+		if (D <= 64 ? mt != 1 : mt == 2)
 			return fa2_fwd_mt<T, D, 2>(q, k, v, o, lse, bh, l, scale, causal, s);
 	}
 	return fa2_fwd_mt<T, D, 1>(q, k, v, o, lse, bh, l, scale, causal, s);
