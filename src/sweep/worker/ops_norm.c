@@ -18,7 +18,8 @@ static int norm_setup(struct sw_ctx *c, int p, const int64_t *v, void **state, i
 		return sw_fail(c, "setup", "host memory");
 	*state = n;
 	n->dt = sw_dtype_of(p), n->rms = rms, n->rows = v[0] * v[1], n->cols = v[2];
-	/* backward blocks: about 8 per SM (enough loads in flight), each summing at least 8 rows */
+	/* backward blocks (each a contiguous range of at least 8 rows, its dgamma/dbeta partial sums in
+	 * registers): room for 8 per SM; the launcher takes about 1024 threads a SM of them */
 	int64_t parts = 8 * (int64_t)(c->sms > 0 ? c->sms : 132), per8 = n->rows / 8 > 0 ? n->rows / 8 : 1;
 	n->nparts = (int)(parts < per8 ? parts : per8);
 	if ((rc = sw_need_pack(c, n->dt, n->cols, "dim")))

@@ -158,6 +158,13 @@ int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *v, const vo
 		   const void *dout, const float *lse, float *delta, float *dq_acc, void *dq, void *dk,
 		   void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 const char *kj_sw_attn_impl(int dt, int64_t d);
+/* worker_fa2.cu: the mma.sync flash-attention kernels (fp16/bf16, d in 32, 64, 96, 128) */
+int kj_sw_fa2_supported(int dt, int64_t d);
+int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
+		  int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+		  const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh, int64_t l,
+		  int64_t d, float scale, int causal, cudaStream_t s);
 int kj_sw_moe_route(int dt, const void *logits, int *idx, int *pos, float *wts, int *count, int64_t tokens, int E,
 		    int k, int cap, cudaStream_t s);
 int kj_sw_moe_dispatch(int dt, const void *x, const int *idx, const int *pos, void *xe, int64_t tokens, int k,

@@ -15,6 +15,13 @@
 
 #include "worker_dev.cuh"
 
+extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
+extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
+			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+			     const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh,
+			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+
 using namespace nvcuda;
 
 #define BR 64
@@ -481,14 +488,26 @@ static int attn_bwd_tc(const T *q, const T *k, const T *v, const T *dout, const 
 	return (int)cudaGetLastError();
 }
 
+/* KJ_SWEEP_ATTN: unset: the mma.sync kernels (worker_fa2.cu) where they apply, else the WMMA ones,
+ * else CUDA cores; "wmma": never the mma.sync ones; "cuda-cores": CUDA cores only. */
+static int attn_mode(void)
+{
+	static int mode = -1;
+	if (mode < 0) {
+		const char *e = getenv("KJ_SWEEP_ATTN");
+		mode = e && !strcmp(e, "cuda-cores") ? 2 : e && !strcmp(e, "wmma") ? 1 : 0;
+	}
+	return mode;
+}
+
+static int use_fa2(int dt, int64_t d)
+{
+	return attn_mode() == 0 && kj_sw_fa2_supported(dt, d);
+}
+
 static int use_tc(int dt, int64_t d)
 {
-	static int off = -1;
-	if (off < 0) {
-		const char *e = getenv("KJ_SWEEP_ATTN");
-		off = e && !strcmp(e, "cuda-cores");
-	}
-	return !off && dt != 2 && (d == 64 || d == 128);
+	return attn_mode() < 2 && dt != 2 && (d == 64 || d == 128);
 }
 
 static size_t fwd_smem(int d)
@@ -503,8 +522,9 @@ static size_t bwd_smem(int d)
 
 extern "C" const char *kj_sw_attn_impl(int dt, int64_t d)
 {
-	return use_tc(dt, d) ? "attention=kjoule-flash(fwd and bwd wmma tensor cores)"
-			     : "attention=kjoule-flash(fwd and bwd fp32 cuda cores)";
+	return use_fa2(dt, d)  ? "attention=kjoule-flash2(fwd and bwd mma.sync tensor cores)"
+	       : use_tc(dt, d) ? "attention=kjoule-flash(fwd and bwd wmma tensor cores)"
+			       : "attention=kjoule-flash(fwd and bwd fp32 cuda cores)";
 }
 
 extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse,
@@ -512,6 +532,8 @@ extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
+	if (use_fa2(dt, d))
+		return kj_sw_fa2_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s);
 	if (use_tc(dt, d)) {
 		if (dt == 0)
 			return d == 64 ? attn_fwd_tc<__half, 64>((const __half *)q, (const __half *)k, (const __half *)v,
@@ -546,6 +568,8 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
+	if (use_fa2(dt, d)) /* its own preprocessing and dq conversion */
+		return kj_sw_fa2_bwd(dt, q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, d, scale, causal, s);
 	int64_t rows = bh * l, n = rows * d;
 	dim3 grid((unsigned)((l + BR - 1) / BR), (unsigned)bh);
 	unsigned g = (unsigned)((n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536);

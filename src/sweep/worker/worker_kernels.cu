@@ -216,6 +216,41 @@ __global__ void ln_reduce_k(const float *part, int nparts, T *out, int64_t cols)
 	out[c] = fromf<T>(s);
 }
 
+#include "worker_norm_bwd.cuh"
+
+template <typename T, int RMS>
+static int ln_bwd_rows(const void *x, const void *g, const void *dy, const float *mean, const float *rstd, void *dx,
+		       float *part_g, float *part_b, int nparts, void *dg, void *db, int64_t rows, int64_t cols,
+		       cudaStream_t s)
+{
+	int ppt;
+	unsigned tpb;
+	int64_t per, parts;
+	static int sms; /* set by the first call, never captured */
+	if (!sms) {
+		int dev = 0;
+		if (cudaGetDevice(&dev) != cudaSuccess ||
+		    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+			sms = 132;
+	}
+	ln_bwd_plan(cols / Vec<T>::N, rows, nparts, sms, &ppt, &tpb, &per, &parts);
+#define LNB(P)                                                                                       \
+	ln_bwd_rows_k<T, RMS, P><<<(unsigned)parts, tpb, 0, s>>>((const T *)x, (const T *)g, (const T *)dy, \
+								  mean, rstd, (T *)dx, part_g, part_b, rows, cols, per)
+	if (ppt == 1)
+		LNB(1);
+	else if (ppt == 2)
+		LNB(2);
+	else if constexpr (sizeof(T) == 4) // 16-bit types stop at 2 packs a thread (registers)
+		LNB(4);
+	else
+		return (int)cudaErrorInvalidValue;
+#undef LNB
+	dim3 gr((unsigned)((cols + 31) / 32), RMS ? 1 : 2);
+	ln_colsum_k<T><<<gr, 256, 0, s>>>(part_g, part_b, (int)parts, (T *)dg, (T *)db, cols);
+	return (int)cudaGetLastError();
+}
+
 extern "C" int kj_sw_layernorm_fwd(int dt, const void *x, const void *g, const void *b, void *y, float *mean,
 				   float *rstd, int64_t rows, int64_t cols, int rms, cudaStream_t s)
 {
@@ -237,6 +272,11 @@ extern "C" int kj_sw_layernorm_bwd(int dt, const void *x, const void *g, const v
 {
 	unsigned parts = (unsigned)(rows < nparts ? rows : nparts);
 	DISPATCH(dt, {
+		if (rows > 0 && cols <= 8192) /* up to 2 packs (4 for fp32) of 512 threads a row */
+			return rms ? ln_bwd_rows<T, 1>(x, g, dy, mean, rstd, dx, part_g, part_b, (int)parts, dg, db, rows,
+						      cols, s)
+				   : ln_bwd_rows<T, 0>(x, g, dy, mean, rstd, dx, part_g, part_b, (int)parts, dg, db, rows,
+						      cols, s);
 		unsigned t = row_threads(cols / Vec<T>::N);
 		if (rms)
 			ln_bwd_k<T, 1><<<parts, t, 0, s>>>((const T *)x, (const T *)g, (const T *)dy, mean, rstd,
@@ -496,9 +536,16 @@ __global__ void emb_bwd_k(const int *ids, const T *dy, float *dt, int64_t n, int
 		float f[Vec<T>::N];
 		ld16(dy + r * dim + p * N, f);
 		float *o = dt + (int64_t)ids[r] * dim + p * N;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+		// one 16-byte vector atomic per 4 floats (sm_90; dim is a multiple of the pack, so aligned)
+#pragma unroll
+		for (int i = 0; i < N; i += 4)
+			atomicAdd(reinterpret_cast<float4 *>(o + i), make_float4(f[i], f[i + 1], f[i + 2], f[i + 3]));
+#else
 #pragma unroll
 		for (int i = 0; i < N; i++)
 			atomicAdd(o + i, f[i]);
+#endif
 	}
 }
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# On the GPU machine: the fast-ops kernels (mma.sync flash attention, one-pass layer/RMS norm
+# backward, vector-atomic embedding backward) checked and timed. The worker's selftest, then each
+# operator at the realistic shape (b=4, l=2048, dim=4096; attention with head dims 128 and 64)
+# with the correctness check on, energy off: f_us, b_us and the answer's flops/bytes, with the
+# fraction of the roofline from the two ceilings. For comparison: the previous attention kernels
+# (KJ_SWEEP_ATTN=wmma) at head dim 128, and the other forward tiling (KJ_SWEEP_FA2_MT=2 at head dim
+# 128, =1 at 64); if MT=2 wins at 128, make it the default in worker_fa2.cu (fa2_fwd).
+# usage (device, repo root, after building): bash scripts/gpu/fastops.sh [WORKER]
+set -u
+OUT=${OUT:-/tmp/kjout}
+mkdir -p "$OUT"
+w=${1:-${KJ_BUILD:-build}/kjoule-sweep-worker}
+[ -x "$w" ] || { echo "no $w: build first"; exit 1; }
+echo "== selftest"
+timeout 300 "$w" --selftest > "$OUT/fastops_selftest.log" 2>&1
+echo "selftest exit $?"
+grep -E "FAIL|flash|norm|embedding|selftest:" "$OUT/fastops_selftest.log" | head -30
+ceil=$(timeout 120 "$w" --ceilings 2>/dev/null)
+echo "$ceil"
+reqs="flash_atten bf16 1,4,32,2048,4096
+flash_atten fp16 1,4,32,2048,4096
+flash_atten bf16 1,4,64,2048,4096
+flash_atten fp16 1,4,64,2048,4096
+flash_atten bf16 1,2,16,1000,2048
+layernorm bf16 4,2048,4096
+RMSlayernorm bf16 4,2048,4096
+layernorm fp16 4,2048,8192
+layernorm fp32 4,2048,4096
+RMSlayernorm fp32 4,2048,8192
+layernorm bf16 16,512,1024
+embedding bf16 1,4,2048,4096"
+: > "$OUT/fastops_raw.txt"
+run() { # env, op prec shape
+	local ans
+	ans=$(echo "$2 0 1" | env $1 timeout 150 "$w" 2>>"$OUT/fastops_worker.err")
+	[ -n "$ans" ] || ans="KJ_SWEEP status=error msg=\"no answer (timeout or crash)\""
+	printf '%s\t%s\t%s\n' "$1" "$2" "$ans" >> "$OUT/fastops_raw.txt"
+}
+while read -r line; do run "KJ_NONE=1" "$line"; done <<< "$reqs"
+run "KJ_SWEEP_ATTN=wmma" "flash_atten bf16 1,4,32,2048,4096"
+run "KJ_SWEEP_FA2_MT=2" "flash_atten bf16 1,4,32,2048,4096"   # d=128: 2 row tiles a warp, 32-key tiles
+run "KJ_SWEEP_FA2_MT=2" "flash_atten fp16 1,4,32,2048,4096"
+run "KJ_SWEEP_FA2_MT=1" "flash_atten bf16 1,4,64,2048,4096"   # d=64: 1 row tile a warp
+python3 - "$OUT/fastops_raw.txt" "$ceil" <<'PY'
+import re, sys
+raw, ceil = sys.argv[1:3]
+def kv(s):
+    return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', s)}
+c = kv(ceil)
+bw = float(c.get("copy_gbs", "nan")) * 1e9; peak = float(c.get("gemm_bf16_tflops", "nan")) * 1e12
+print(f"{'env':20} {'request':42} {'status':7} {'f_us':>9} {'b_us':>9} {'frac_f':>6} {'frac_b':>6} {'err_f':>8} {'err_b':>8}")
+for ln in open(raw):
+    env, req, ans = ln.rstrip("\n").split("\t")
+    a = kv(ans)
+    def g(k):
+        try: return float(a[k])
+        except (KeyError, ValueError): return None
+    def frac(us, fl, by):
+        if not us: return None
+        t = max((fl or 0) / peak, (by or 0) / bw)
+        return t / (us * 1e-6) if t else None
+    ff = frac(g("f_us"), g("flops_f"), g("bytes_f")); fb = frac(g("b_us"), g("flops_b"), g("bytes_b"))
+    s = lambda x, f: format(x, f) if x is not None else "-"
+    print(f"{env:20} {req:42} {a.get('status','?'):7} {s(g('f_us'),'9.1f')} {s(g('b_us'),'9.1f')} {s(ff,'6.2f')} {s(fb,'6.2f')} {s(g('err_f'),'8.1e')} {s(g('err_b'),'8.1e')}")
+    if a.get("status") != "ok": print("   ", a.get("msg", ans)[:200])
+PY
