@@ -32,7 +32,9 @@ end says if they did).
 
 Each step (forward, loss, backward, optimizer, zero_grad) runs inside one NVTX range `step`, warm-up
 steps included (`kjoule compare --skip W` leaves them out); steps are launched back to back with no
-synchronisation until the end. Prints one JSON line at the end: ms per step from CUDA events
+synchronisation until the end (with --min-seconds S, more steps once --steps are done until the
+host has spent S seconds launching them; the energy per step is NVML's total-energy counter from
+the start of the measured steps to the end of the last, where pynvml is importable). Prints one JSON line at the end: ms per step from CUDA events
 recorded in the stream at each step's start and end (median, mean, min over the measured steps),
 parameters, tokens per second and the loss.
 
@@ -47,6 +49,7 @@ import json
 import math
 import statistics
 import sys
+import time
 
 VOCAB = 50304  # KJ_SWEEP_VOCAB: the vocabulary the sweep's embedding, output layer and loss use
 
@@ -119,6 +122,9 @@ def main():
     ap.add_argument("--norm", choices=["layernorm", "rms"], default="layernorm")
     ap.add_argument("--no-master", action="store_true", help="AdamW on the half parameters")
     ap.add_argument("--model-yml", metavar="FILE", help="write MODEL.yml for kjoule predict and exit")
+    ap.add_argument("--min-seconds", type=float, default=0.0,
+                    help="run measured steps until at least this long (NVML's energy counter moves "
+                         "every ~100 ms: give it >= 3 s for an energy per step)")
     a = ap.parse_args()
     for k in ("layers", "hidden", "heads", "seq", "batch", "steps"):
         if getattr(a, k) < 1:
@@ -175,28 +181,55 @@ def main():
         model.zero_grad(set_to_none=True)
         return loss.detach()
 
-    total = a.warmup + a.steps
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(total)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(total)]
-    losses = []
+    def energy_reader():
+        """NVML's total-energy counter of this GPU in mJ, as a function; None without NVML."""
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+            return lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+        except Exception as e:  # no pynvml, no driver support: say so in the output
+            energy_reader.why = f"{type(e).__name__}: {e}"
+            return None
+    energy_reader.why = None
+    read_mj = energy_reader()
+
+    starts, ends, losses = [], [], []
     torch.cuda.synchronize()
-    for i in range(total):
+    e0 = t0 = None
+    i = 0
+    while True:
+        if i == a.warmup:  # the measured steps begin: counter and clock from an idle queue
+            torch.cuda.synchronize()
+            e0, t0 = (read_mj() if read_mj else None), time.perf_counter()
+        if i >= a.warmup + a.steps and time.perf_counter() - t0 >= a.min_seconds:
+            break
         torch.cuda.nvtx.range_push("step")
-        starts[i].record()
+        starts.append(torch.cuda.Event(enable_timing=True))
+        ends.append(torch.cuda.Event(enable_timing=True))
+        starts[-1].record()
         losses.append(step())
-        ends[i].record()
+        ends[-1].record()
         torch.cuda.nvtx.range_pop()
+        i += 1
     torch.cuda.synchronize()
-    ms = [s.elapsed_time(e) for s, e in zip(starts[a.warmup:], ends[a.warmup:])]
+    wall_s = time.perf_counter() - t0
+    e1 = read_mj() if read_mj else None
+    measured = i - a.warmup
+    ms = [s_.elapsed_time(e) for s_, e in zip(starts[a.warmup:], ends[a.warmup:])]
     span_ms = starts[a.warmup].elapsed_time(ends[-1])
     first, last = float(losses[0]), float(losses[-1])
     out = {"program": "gpt_train", "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
            "seq": a.seq, "batch": a.batch, "precision": a.precision, "norm": a.norm,
            "master_weights": master is not None, "vocab": VOCAB, "params": n_params,
-           "warmup": a.warmup, "steps": a.steps,
+           "warmup": a.warmup, "steps": measured,
            "ms_per_step_median": statistics.median(ms), "ms_per_step_min": min(ms),
-           "ms_per_step_mean": span_ms / a.steps,
-           "tokens_per_s": a.batch * a.seq * a.steps / (span_ms / 1e3),
+           "ms_per_step_mean": span_ms / measured,
+           "tokens_per_s": a.batch * a.seq * measured / (span_ms / 1e3),
+           "energy_j_per_step_nvml": (e1 - e0) * 1e-3 / measured if read_mj and e1 > e0 else None,
+           "energy_window_s": wall_s,
+           "energy_not_measured": None if read_mj else (energy_reader.why or "no NVML"),
            "loss_first": first, "loss_last": last,
            "loss_finite": math.isfinite(first) and math.isfinite(last),
            "torch": torch.__version__, "device": torch.cuda.get_device_name()}

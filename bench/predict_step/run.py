@@ -244,6 +244,9 @@ def main():
     ap.add_argument("--energy-s", default="0.5")
     ap.add_argument("--budget-s", type=float, default=540.0)
     ap.add_argument("--python", default=sys.executable or "python3")
+    ap.add_argument("--untraced-seconds", type=float, default=3.0,
+                    help="the program run once without kjoule first, its measured steps repeated for "
+                         "this long (its own CUDA-event time and NVML energy per step); 0: not run")
     a = ap.parse_args()
     for k in ("layers", "hidden", "heads", "seq", "batch", "steps"):
         if getattr(a, k) < 1:
@@ -287,7 +290,15 @@ def main():
         j = load_json(r.stdout) if r is not None and r.returncode == 0 else None
         terms = j["operators"] if isinstance(j, dict) else None
 
-    # 2. the measured step
+    # 2a. the same program without kjoule: the step as users run it, and what tracing costs
+    result["untraced"] = None
+    if trace and not a.run and a.untraced_seconds > 0:
+        r = R.run("untraced program", [a.python, TRAIN] + shape_args +
+                  ["--steps", str(a.steps), "--warmup", str(a.warmup), "--min-seconds", str(a.untraced_seconds)],
+                  120, reserve=330)
+        result["untraced"] = program_line(r.stdout) if r is not None and r.returncode == 0 else None
+
+    # 2b. the measured step
     if trace:
         run_db = a.run
         if not run_db:
@@ -400,6 +411,7 @@ def main():
         e_mean, e_med = meas["step_energy_j_mean"], meas["step_energy_j_median"]
         pe = p["energy_uj"] / 1e6 if p["energy_uj"] is not None else None
         prog = meas.get("program") or {}
+        unt = result.get("untraced") or {}
         result["errors"] = {
             "time_pct": err_pct(p["time_us"], meas["step_time_us_median"]),
             "energy_pct": err_pct(pe, e_mean),
@@ -408,11 +420,19 @@ def main():
                                                if num(prog.get("ms_per_step_median")) else None),
             "energy_pct_vs_median_window": err_pct(pe, e_med),
             "time_pct_vs_kernel_sum": err_pct(p["time_us"], meas["decomposition_us"]["kernel_sum"]),
+            "time_pct_vs_untraced": err_pct(p["time_us"], num(unt.get("ms_per_step_median")) * 1e3
+                                            if num(unt.get("ms_per_step_median")) else None),
+            "energy_pct_vs_untraced": err_pct(pe, num(unt.get("energy_j_per_step_nvml"))),
+            "traced_over_untraced_step_time": (num(prog.get("ms_per_step_median")) / num(unt.get("ms_per_step_median"))
+                                               if num(prog.get("ms_per_step_median")) and num(unt.get("ms_per_step_median"))
+                                               else None),
             "sweep_sum_time_pct": err_pct(result["sum_of_sweep_measurements"]["time_us"],
                                           meas["step_time_us_median"]),
             "basis": "time: median step wall (compare's iterations); energy: mean energy per step "
                      "(consecutive windows of one run: their mean is the run's energy over the "
-                     "steps, while one window under the counter's ~100 ms period is not known alone)"}
+                     "steps, while one window under the counter's ~100 ms period is not known alone); "
+                     "*_vs_untraced: the program's own CUDA-event median and NVML energy per step, "
+                     "run without kjoule (the step as users run it)"}
     if meas and result["operators"]:
         by = {}
         for e in result["operators"]:
@@ -473,6 +493,12 @@ def main():
           f"{f(ms.get('step_energy_j_mean'), 1, 3)} J (mean); "
           f"error time {f(result['errors'].get('time_pct'), 1, 1)} %, "
           f"energy {f(result['errors'].get('energy_pct'), 1, 1)} %")
+    un = result.get("untraced") or {}
+    if un:
+        print(f"untraced: {f(num(un.get('ms_per_step_median')))} ms, {f(num(un.get('energy_j_per_step_nvml')), 1, 3)} J "
+              f"per step; error time {f(result['errors'].get('time_pct_vs_untraced'), 1, 1)} %, "
+              f"energy {f(result['errors'].get('energy_pct_vs_untraced'), 1, 1)} %; traced/untraced "
+              f"{f(result['errors'].get('traced_over_untraced_step_time'), 1, 2)}x")
     if result["skipped"]:
         print(f"skipped: {len(result['skipped'])} (first: {result['skipped'][0][:150]})")
     return 0

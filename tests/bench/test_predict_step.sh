@@ -80,6 +80,10 @@ assert any(s.startswith("kjoule compare: exit") for s in r["skipped"]), r["skipp
 run = [c for c in r["commands"] if c["what"] == "kjoule run"][0]
 assert run["rc"] == 0 and "--iteration-range step" in run["command"] and "--steps 2 --warmup 1" in run["command"]
 assert r["predicted"]["time_us"] > 0
+# the program ran once without kjoule first, long enough for NVML's counter, and its line is kept
+un = [c for c in r["commands"] if c["what"] == "untraced program"][0]
+assert un["rc"] == 0 and "--min-seconds 3" in un["command"] and "kjoule" not in un["command"].split()[0]
+assert r["untraced"]["ms_per_step_median"] == 1.0, r["untraced"]
 P
 grep -q '"program": "gpt_train"' "$T/b/trace.log" || fail "trace.log lacks the program's output"
 
