@@ -136,7 +136,7 @@ static int kept_range(sqlite3 *db, const char *run, const char *kept, const char
 	if (graph)
 		snprintf(err, errlen, "%s: no NVTX range '%s' holds the launches of the kept iteration %s, which"
 			 " ran as CUDA graph launches: its graph kernels lack their graph launch's time"
-			 " (kernel.launch_ns; runs ingested before it was kept): ingest the run again", run, kept,
+			 " (kernel.launch_ns; runs ingested before it was kept): trace it again, or ingest its spool again", run, kept,
 			 label);
 	else
 		snprintf(err, errlen, "%s: no NVTX range '%s' holds the kept iteration's launches", run, kept);
@@ -275,7 +275,8 @@ static void no_capture_ranges(const char *run, const char *label, const struct k
 	if (!has_column)
 		snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches, and the run was"
 			 " ingested before kjoule kept the NVTX ranges open at capture (no column"
-			 " kernel.capture_range_id): ingest or trace it again with this kjoule", run, label);
+			 " kernel.capture_range_id): trace it again with this kjoule (or ingest its spool again)",
+			 run, label);
 	else
 		snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches and no NVTX range was"
 			 " open when its graphs were captured (kernel.capture_range_id is empty for all %zu of its"

@@ -111,4 +111,13 @@ expect 1 "$K" pipeline --from z.kjdb --region attn --list
 grep -q "no NVTX range was open when its graphs were captured" err || fail "refusal with --region: $(cat err)"
 expect 0 "$K" pipeline --from z.kjdb --layers 0 --list
 same "forward#$IT:$((5 + 1))" "--layers 0 without capture ranges" # 5 captured + 1 node-by-node
+
+# the shipped graph run was ingested before capture ranges were kept: refused, saying so
+G=$S/examples/runs/gpt_graph.kjdb
+expect 1 "$K" pipeline --from "$G" --layers 1 --list
+grep -q "ingested before kjoule kept the NVTX ranges open at capture (no column kernel.capture_range_id)" err ||
+	fail "shipped graph run: $(cat err)"
+expect 0 "$K" pipeline --from "$G" --layers 0 --list
+it=$(q "$G" "SELECT value FROM meta WHERE key = 'params_iteration'")
+same "$it:$(q "$G" "SELECT count(*) FROM sequence_op WHERE iteration = ${it##*#}")" "shipped graph run, --layers 0"
 finish
