@@ -282,7 +282,8 @@ static void no_capture_ranges(const char *run, const char *label, const struct k
 			 " open when its graphs were captured (kernel.capture_range_id is empty for all %zu of its"
 			 " graph kernels), so there are no layers to group them by: push ranges around the modules"
 			 " while capturing (e.g. examples/torchvision_nvtx.py's forward hooks, with the forward"
-			 " called inside torch.cuda.graph capture), or take the iteration whole with --layers 0",
+			 " called inside torch.cuda.graph capture: its --graph), or take the iteration whole with"
+			 " --layers 0",
 			 run, label, g->graph_ops);
 }
 
