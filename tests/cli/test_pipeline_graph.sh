@@ -81,6 +81,14 @@ P
 expect 0 "$K" pipeline --from m.kjdb --layers 1 --list
 same "$(want "(before layer0):1" "layer0:$((PER + 1))" "layer1:$((F - 1 - PER))" "(between layer1 and head):1" "head:1")" "graph memset"
 
+# no range encloses every captured kernel (layer1 made a top-level range): the root is the capture
+# itself, so --layers 1 takes the top-level ranges
+cp n.kjdb r.kjdb
+python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); l=d.execute("SELECT id FROM nvtx_range WHERE name = \"layer1\"").fetchone()[0]; d.execute("UPDATE nvtx_range SET parent_id = NULL, depth = 0 WHERE id = ?", (l,)); d.execute("UPDATE nvtx_range SET depth = 1 WHERE parent_id = ?", (l,)); d.commit()' r.kjdb
+expect 0 "$K" pipeline --from r.kjdb --layers 1 --list
+has "below the capture$"
+same "$(want "model:$((1 + PER))" "layer1:$((F - 1 - PER))" "(between layer1 and head):1" "head:1")" "no common capture range"
+
 # bad capture data names the file and the field
 cp n.kjdb b.kjdb
 python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute("UPDATE kernel SET capture_range_id = 999999 WHERE id = (SELECT kernel_id FROM sequence_op WHERE iteration = 4 AND ordinal = 1)"); d.commit()' b.kjdb
