@@ -9,6 +9,11 @@ depth 3 = the layers inside blocks (work outside any module, such as a residual 
     kjoule run -o r50.kjdb -- python3 examples/torchvision_nvtx.py --batch 32
     kjoule pipeline --from r50.kjdb --layers 3
 
+--graph: after the warm-up the forward (hooks and all) is captured once with torch.cuda.graph, so
+the module ranges fire at capture, and each timed forward is a "forward" range around the graph's
+replay; `pipeline --from` then groups the graph's kernels by the ranges open at capture (the same
+depths as above).
+
 It prints one JSON line at the end: the per-forward time from CUDA events around the timed
 forwards (after warm-up), and, where pynvml is importable, the energy per forward from NVML's
 total-energy counter over those forwards.
@@ -29,6 +34,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16", "fp32"])
     ap.add_argument("--no-module-ranges", action="store_true", help="the forward range only")
+    ap.add_argument("--graph", action="store_true",
+                    help="capture the forward once in a CUDA graph after warm-up; time its replays")
     ap.add_argument("--module-depth", type=int, default=0,
                     help="ranges only for modules this deep (1: the model's children); 0: all. Each "
                          "range costs the host two Python hooks, so fewer keep a large batch GPU-bound")
@@ -70,6 +77,16 @@ def main():
         for _ in range(a.warmup):
             forward()
         torch.cuda.synchronize()
+        step = forward
+        if a.graph:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):  # the hooks' ranges fire now, at capture
+                forward()
+
+            def step():
+                torch.cuda.nvtx.range_push("forward")
+                graph.replay()
+                torch.cuda.nvtx.range_pop()
         nv = None
         try:
             import pynvml
@@ -83,13 +100,13 @@ def main():
         n = 0
         start.record()
         while n < a.iters or time.perf_counter() - t0 < a.min_seconds:
-            forward()
+            step()
             n += 1
         end.record()
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
         e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    out = {"model": a.model, "batch": a.batch, "precision": a.precision, "forwards": n,
+    out = {"model": a.model, "batch": a.batch, "precision": a.precision, "graph": a.graph, "forwards": n,
            "forward_ms_events": start.elapsed_time(end) / n, "forward_ms_wall": wall * 1e3 / n,
            "energy_j_per_forward_nvml": (e1 - e0) * 1e-3 / n if nv else None,
            "energy_window_s": wall, "torch": torch.__version__,

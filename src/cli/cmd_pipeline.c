@@ -58,7 +58,8 @@ static void usage(FILE *f)
 		"  --peak-tflops/--peak-gbs  ceilings for the achieved fractions (default: measured now)\n"
 		"  --from RUN        phases = NVTX ranges of the run's kept iteration at --layers DEPTH below\n"
 		"                    it (default 1), or the ranges named --region NAME; each replayed as one\n"
-		"                    graph by kjoule-replay-worker\n"
+		"                    graph by kjoule-replay-worker. Graph-launched iterations: the ranges\n"
+		"                    open when the graph was captured, DEPTH below the capture root\n"
 		"  --timeout S       per-phase limit (default 120 s); an overrun kills the worker, the phase fails\n");
 }
 

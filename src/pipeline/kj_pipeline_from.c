@@ -8,39 +8,72 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
+#include "kj_map.h"
 #include "kj_pipeline.h"
+#include "kj_pipeline_from.h"
 
 struct range {
-	int64_t start_ns, end_ns;
+	int64_t id, start_ns, end_ns;
 	char name[96];
 };
 
-struct op {
-	int64_t ordinal;
-	int64_t t_ns; /* launch time of a kernel; other operations take their neighbour's */
-};
+/* Records which operations' correlation ids belong to graph kernels (a graph launch's kernels,
+ * copies and memsets share it) in ops[].in_graph. */
+static int mark_in_graph(struct kj_from_op *ops, size_t n)
+{
+	struct kj_map *corrs = kj_map_new();
+	uint64_t one;
+	if (!corrs)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].graph && kj_map_put(corrs, (uint64_t)ops[i].corr, 1)) {
+			kj_map_free(corrs);
+			return KJ_ENOMEM;
+		}
+	for (size_t i = 0; i < n; i++)
+		ops[i].in_graph = ops[i].graph || (!ops[i].kernel && kj_map_get(corrs, (uint64_t)ops[i].corr, &one));
+	kj_map_free(corrs);
+	return 0;
+}
 
-/* The operations of the iteration in order, each with a host time. */
-static int ops_load(sqlite3 *db, int64_t it, struct op **out, size_t *n)
+/* The operations of the iteration in order, each with a host time (a graph kernel: its graph
+ * launch's), its correlation id and, for graph kernels, the range open at capture. */
+static int ops_load(sqlite3 *db, int64_t it, struct kj_from_op **out, size_t *n)
 {
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
+	char sql[600];
+	int has_kernel = kj_db_has_column(db, "sequence_op", "kernel_id");
+	int has_capture = has_kernel && kj_db_has_column(db, "kernel", "capture_range_id");
 	*out = NULL;
 	*n = 0;
-	if (kj_db_prepare(db, "SELECT s.ordinal, l.launch_ns FROM sequence_op s LEFT JOIN launch_params l"
-			  " ON l.id = s.launch_params_id WHERE s.iteration = ? ORDER BY s.ordinal, s.id", &st))
+	snprintf(sql, sizeof(sql),
+		 "SELECT s.ordinal, coalesce(%s, l.launch_ns), s.correlation_id, s.op, %s, %s"
+		 " FROM sequence_op s LEFT JOIN launch_params l ON l.id = s.launch_params_id%s"
+		 " WHERE s.iteration = ? ORDER BY s.ordinal, s.id",
+		 has_kernel ? "k.launch_ns" : "NULL", has_kernel ? "s.kernel_id" : "NULL",
+		 has_capture ? "k.capture_range_id" : "NULL",
+		 has_kernel ? " LEFT JOIN kernel k ON k.id = s.kernel_id" : "");
+	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	sqlite3_bind_int64(st, 1, it);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct op *no = kj_grow(*out, &cap, *n, sizeof(*no), 256);
+		struct kj_from_op *no = kj_grow(*out, &cap, *n, sizeof(*no), 256);
 		if (!no) {
 			sqlite3_finalize(st);
 			return KJ_ENOMEM;
 		}
 		*out = no;
-		no[*n].ordinal = sqlite3_column_int64(st, 0);
-		no[*n].t_ns = kj_db_col_i64(st, 1, -1);
-		(*n)++;
+		struct kj_from_op *o = &no[(*n)++];
+		memset(o, 0, sizeof(*o));
+		o->ordinal = sqlite3_column_int64(st, 0);
+		o->t_ns = kj_db_col_i64(st, 1, -1);
+		o->corr = kj_db_col_i64(st, 2, -1);
+		const char *op = (const char *)sqlite3_column_text(st, 3);
+		o->kernel = op && !strcmp(op, "kernel");
+		o->graph = sqlite3_column_type(st, 4) != SQLITE_NULL;
+		o->capture = kj_db_col_i64(st, 5, -1);
+		o->key = KJ_FROM_PENDING;
 	}
 	sqlite3_finalize(st);
 	/* copies, memsets and events: the previous kernel's time (the next one's at the start) */
@@ -57,7 +90,7 @@ static int ops_load(sqlite3 *db, int64_t it, struct op **out, size_t *n)
 		else
 			(*out)[i].t_ns = last;
 	}
-	return 0;
+	return mark_in_graph(*out, *n);
 }
 
 static int phase_add(struct kj_pipeline *p, size_t *cap, const char *name, int64_t first, int64_t last)
@@ -77,19 +110,217 @@ static int phase_add(struct kj_pipeline *p, size_t *cap, const char *name, int64
 	return 0;
 }
 
+/* The kept range: the instance of its name on its process that holds the iteration's launches
+ * (k0..k1, its depth and thread). Not found: KJ_ENOTFOUND with err saying why. */
+static int kept_range(sqlite3 *db, const char *run, const char *kept, const char *label, int64_t pid,
+		      const struct kj_from_op *ops, size_t nops, int64_t out[4], char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	if (kj_db_prepare(db, "SELECT start_ns, coalesce(end_ns, 9223372036854775807), depth, tid FROM nvtx_range"
+			  " WHERE name = ?1 AND (?2 < 0 OR pid = ?2) AND start_ns <= ?3"
+			  " AND coalesce(end_ns, 9223372036854775807) >= ?4 ORDER BY start_ns DESC LIMIT 1", &st))
+		return KJ_EDB;
+	sqlite3_bind_text(st, 1, kept, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, pid);
+	sqlite3_bind_int64(st, 3, ops[0].t_ns);
+	sqlite3_bind_int64(st, 4, ops[nops - 1].t_ns);
+	int found = sqlite3_step(st) == SQLITE_ROW;
+	for (int i = 0; found && i < 4; i++)
+		out[i] = kj_db_col_i64(st, i, 0);
+	sqlite3_finalize(st);
+	if (found)
+		return 0;
+	size_t graph = 0;
+	for (size_t i = 0; i < nops; i++)
+		graph += ops[i].graph != 0;
+	if (graph)
+		snprintf(err, errlen, "%s: no NVTX range '%s' holds the launches of the kept iteration %s, which"
+			 " ran as CUDA graph launches: its graph kernels lack their graph launch's time"
+			 " (kernel.launch_ns; runs ingested before it was kept): trace it again, or ingest its spool again", run, kept,
+			 label);
+	else
+		snprintf(err, errlen, "%s: no NVTX range '%s' holds the kept iteration's launches", run, kept);
+	return KJ_ENOTFOUND;
+}
+
+/* The ranges of the eager rule, by start: inside the kept range k (start, end, depth, tid) on its
+ * thread, at depth k's + depth, or named region. */
+static int eager_ranges_load(sqlite3 *db, int64_t pid, const int64_t k[4], int depth, const char *region,
+			     struct range **out, size_t *nr)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	*out = NULL;
+	*nr = 0;
+	if (kj_db_prepare(db, region ?
+			  "SELECT id, start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
+			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND name = ?4 ORDER BY start_ns" :
+			  "SELECT id, start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
+			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND depth = ?4 ORDER BY start_ns", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, pid);
+	sqlite3_bind_int64(st, 2, k[0]);
+	sqlite3_bind_int64(st, 3, k[1]);
+	if (region)
+		sqlite3_bind_text(st, 4, region, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_int64(st, 4, k[2] + depth);
+	sqlite3_bind_int64(st, 5, k[3]);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		struct range *nrg = kj_grow(*out, &cap, *nr, sizeof(*nrg), 64);
+		if (!nrg) {
+			sqlite3_finalize(st);
+			return KJ_ENOMEM;
+		}
+		*out = nrg;
+		struct range *r = &nrg[(*nr)++];
+		r->id = sqlite3_column_int64(st, 0);
+		r->start_ns = sqlite3_column_int64(st, 1);
+		r->end_ns = sqlite3_column_int64(st, 2);
+		const char *nm = (const char *)sqlite3_column_text(st, 3);
+		snprintf(r->name, sizeof(r->name), "%s", nm ? nm : "?");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* The eager rule, for operations not of a graph launch: each belongs to the range holding its time
+ * (key: the range's id), or to the gap before the next range (key -10 - r, depth mode), or is
+ * left out (region mode). Without ranges every one is a gap (left out with region). */
+static void eager_assign(struct kj_from_op *ops, size_t nops, const struct range *rg, size_t nr,
+			 const char *region)
+{
+	size_t r = 0;
+	for (size_t i = 0; i < nops; i++) {
+		struct kj_from_op *o = &ops[i];
+		if (o->in_graph)
+			continue;
+		int64_t t = o->t_ns;
+		while (r < nr && rg[r].end_ns < t)
+			r++;
+		if (r < nr && rg[r].start_ns <= t) {
+			o->key = rg[r].id;
+			snprintf(o->name, sizeof(o->name), "%s", rg[r].name);
+		} else if (region) {
+			o->key = KJ_FROM_OUT;
+		} else if (!nr) {
+			o->key = KJ_FROM_GAP;
+		} else {
+			o->key = -10 - (int64_t)r;
+			if (r == 0)
+				snprintf(o->name, sizeof(o->name), "(before %.40s)", rg[0].name);
+			else if (r == nr)
+				snprintf(o->name, sizeof(o->name), "(after %.40s)", rg[nr - 1].name);
+			else
+				snprintf(o->name, sizeof(o->name), "(between %.40s and %.40s)", rg[r - 1].name,
+					 rg[r].name);
+		}
+	}
+}
+
+/* Gaps of the graph rule (KJ_FROM_GAP) are named after the groups around them in the sequence:
+ * "(between A and B)", "(before B)", "(after A)", or "(outside every range)". */
+static void gaps_name(struct kj_from_op *ops, size_t nops)
+{
+	for (size_t i = 0; i < nops;) {
+		if (ops[i].key != KJ_FROM_GAP) {
+			i++;
+			continue;
+		}
+		size_t j = i;
+		while (j < nops && ops[j].key == KJ_FROM_GAP)
+			j++;
+		const char *a = NULL, *b = NULL;
+		for (size_t k = i; k-- > 0 && !a;)
+			if (ops[k].key > 0)
+				a = ops[k].name;
+		for (size_t k = j; k < nops && !b; k++)
+			if (ops[k].key > 0)
+				b = ops[k].name;
+		char nm[96];
+		if (a && b)
+			snprintf(nm, sizeof(nm), "(between %.40s and %.40s)", a, b);
+		else if (b)
+			snprintf(nm, sizeof(nm), "(before %.40s)", b);
+		else if (a)
+			snprintf(nm, sizeof(nm), "(after %.40s)", a);
+		else
+			snprintf(nm, sizeof(nm), "(outside every range)");
+		for (; i < j; i++)
+			snprintf(ops[i].name, sizeof(ops[i].name), "%s", nm);
+	}
+}
+
+/* Consecutive operations of one group (key and name) form one phase; left-out ones none. */
+static int phases_build(struct kj_pipeline *p, const struct kj_from_op *ops, size_t nops)
+{
+	size_t capp = 0;
+	for (size_t i = 0; i < nops;) {
+		size_t j = i + 1;
+		while (j < nops && ops[j].key == ops[i].key && !strcmp(ops[j].name, ops[i].name))
+			j++;
+		int rc;
+		if (ops[i].key != KJ_FROM_OUT &&
+		    (rc = phase_add(p, &capp, ops[i].name, ops[i].ordinal, ops[j - 1].ordinal)))
+			return rc;
+		i = j;
+	}
+	return 0;
+}
+
+/* A graph-launched iteration with no range open at any capture: why, and what to do. */
+static void no_capture_ranges(const char *run, const char *label, const struct kj_from_graph *g, int has_column,
+			      char *err, size_t errlen)
+{
+	if (!has_column)
+		snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches, and the run was"
+			 " ingested before kjoule kept the NVTX ranges open at capture (no column"
+			 " kernel.capture_range_id): trace it again with this kjoule (or ingest its spool again)",
+			 run, label);
+	else
+		snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches and no NVTX range was"
+			 " open when its graphs were captured (kernel.capture_range_id is empty for all %zu of its"
+			 " graph kernels), so there are no layers to group them by: push ranges around the modules"
+			 " while capturing (e.g. examples/torchvision_nvtx.py's forward hooks, with the forward"
+			 " called inside torch.cuda.graph capture: its --graph), or take the iteration whole with"
+			 " --layers 0",
+			 run, label, g->graph_ops);
+}
+
+/* No operation fell in any range: the message for --region NAME or --layers DEPTH. */
+static void no_groups(sqlite3 *db, const char *run, const char *label, int depth, const char *region,
+		      int64_t kdepth, const struct kj_from_graph *g, char *err, size_t errlen)
+{
+	if (region && g->captured)
+		snprintf(err, errlen, "%s: no NVTX range named '%s' inside %s, nor open when its graphs were"
+			 " captured", run, region, label);
+	else if (region)
+		snprintf(err, errlen, "%s: no NVTX range named '%s' inside %s", run, region, label);
+	else if (g->captured)
+		snprintf(err, errlen, "%s: no NVTX range %d level(s) below the capture root %s%s%s of %s's graphs"
+			 " (the deepest capture range is %" PRId64 " below it), nor at depth %d inside it", run,
+			 depth, g->root[0] ? "'" : "(the capture itself: no range enclosed every captured kernel)",
+			 g->root, g->root[0] ? "'" : "", label, g->deepest, depth);
+	else
+		snprintf(err, errlen, "%s: no NVTX range at depth %d inside %s (the deepest there is %" PRId64 ")",
+			 run, depth, label, kj_db_one_i64(db, "SELECT max(depth) FROM nvtx_range", 0, kdepth) - kdepth);
+}
+
 int kj_pipeline_from_run(const char *run, int depth, const char *region, struct kj_pipeline *p,
 			 int64_t *iteration, char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
 	struct range *rg = NULL;
-	struct op *ops = NULL;
-	size_t nr = 0, capr = 0, nops = 0, capp = 0;
+	struct kj_from_op *ops = NULL;
+	struct kj_from_graph g;
+	size_t nr = 0, nops = 0, capp = 0;
+	int64_t k[4];
 	char kept[160] = "", pidtxt[32] = "";
 	int rc;
 
 	err[0] = 0;
 	memset(p, 0, sizeof(*p));
+	memset(&g, 0, sizeof(g));
 	snprintf(p->file, sizeof(p->file), "%s", run);
 	snprintf(p->precision, sizeof(p->precision), "n/a");
 	if ((rc = kj_db_open(run, 0, &db))) {
@@ -116,122 +347,36 @@ int kj_pipeline_from_run(const char *run, int depth, const char *region, struct 
 		rc = KJ_ENOTFOUND;
 		goto out;
 	}
-	/* the kept range: the instance of its name on its process that holds the iteration's launches */
-	int64_t t_first = ops[0].t_ns, t_last = ops[nops - 1].t_ns;
 	int64_t pid = pidtxt[0] ? strtoll(pidtxt, NULL, 10) : -1;
-	if (kj_db_prepare(db, "SELECT start_ns, coalesce(end_ns, 9223372036854775807), depth, tid FROM nvtx_range"
-			  " WHERE name = ?1 AND (?2 < 0 OR pid = ?2) AND start_ns <= ?3"
-			  " AND coalesce(end_ns, 9223372036854775807) >= ?4 ORDER BY start_ns DESC LIMIT 1", &st)) {
-		rc = KJ_EDB;
+	if ((rc = kept_range(db, run, kept, p->name, pid, ops, nops, k, err, errlen)))
 		goto out;
-	}
-	sqlite3_bind_text(st, 1, kept, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, pid);
-	sqlite3_bind_int64(st, 3, t_first);
-	sqlite3_bind_int64(st, 4, t_last);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		if (kj_db_has_column(db, "sequence_op", "kernel_id") &&
-		    kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?1 AND kernel_id IS NOT NULL",
-				  *iteration, 0) > 0)
-			snprintf(err, errlen, "%s: the kept iteration %s ran as CUDA graph launches: `pipeline --from`"
-				 " groups a run's own launches by the ranges around them, and a graph's kernels were"
-				 " launched at capture, not in the iteration (not supported yet; `kjoule compare`"
-				 " shows per-layer regions from the ranges open at capture)", run, p->name);
-		else
-			snprintf(err, errlen, "%s: no NVTX range '%s' holds the kept iteration's launches", run, kept);
-		rc = KJ_ENOTFOUND;
-		goto out;
-	}
-	int64_t k0 = sqlite3_column_int64(st, 0), k1 = sqlite3_column_int64(st, 1);
-	int64_t kdepth = sqlite3_column_int64(st, 2), ktid = sqlite3_column_int64(st, 3);
-	sqlite3_finalize(st);
-	st = NULL;
-	if (kj_db_prepare(db, region ?
-			  "SELECT start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
-			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND name = ?4 ORDER BY start_ns" :
-			  "SELECT start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
-			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND depth = ?4 ORDER BY start_ns", &st)) {
-		rc = KJ_EDB;
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, pid);
-	sqlite3_bind_int64(st, 2, k0);
-	sqlite3_bind_int64(st, 3, k1);
-	if (region)
-		sqlite3_bind_text(st, 4, region, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_int64(st, 4, kdepth + depth);
-	sqlite3_bind_int64(st, 5, ktid);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct range *nrg = kj_grow(rg, &capr, nr, sizeof(*nrg), 64);
-		if (!nrg) {
-			rc = KJ_ENOMEM;
-			goto out;
-		}
-		rg = nrg;
-		rg[nr].start_ns = sqlite3_column_int64(st, 0);
-		rg[nr].end_ns = sqlite3_column_int64(st, 1);
-		const char *nm = (const char *)sqlite3_column_text(st, 2);
-		snprintf(rg[nr].name, sizeof(rg[nr].name), "%s", nm ? nm : "?");
-		nr++;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
 	if (depth == 0 && !region) {
 		/* the iteration itself: one phase */
 		rc = phase_add(p, &capp, p->name, ops[0].ordinal, ops[nops - 1].ordinal);
 		goto out;
 	}
-	if (!nr) {
-		if (region)
-			snprintf(err, errlen, "%s: no NVTX range named '%s' inside %s", run, region, p->name);
-		else
-			snprintf(err, errlen, "%s: no NVTX range at depth %d inside %s (the deepest there is %" PRId64
-				 ")", run, depth, p->name,
-				 kj_db_one_i64(db, "SELECT max(depth) FROM nvtx_range", 0, kdepth) - kdepth);
+	if ((rc = kj_from_graph_assign(db, run, *iteration, kept, depth, region, ops, nops, &g, err, errlen)))
+		goto out;
+	if (g.graph_ops && !g.captured) {
+		no_capture_ranges(run, p->name, &g, kj_db_has_column(db, "kernel", "capture_range_id"), err, errlen);
 		rc = KJ_ENOTFOUND;
 		goto out;
 	}
-	/* walk the operations: each belongs to the range holding its time, or to the gap before the
-	 * next range (depth mode only); consecutive operations of one group form one phase */
-	size_t r = 0;
-	long cur = -2; /* group: range index, or -(index of next range) - 10 for a gap */
-	int64_t first = 0, prev = 0;
-	char name[96] = "";
-	for (size_t i = 0; i <= nops; i++) {
-		long g = -3;
-		char gname[96] = "";
-		if (i < nops) {
-			int64_t t = ops[i].t_ns;
-			while (r < nr && rg[r].end_ns < t)
-				r++;
-			if (r < nr && rg[r].start_ns <= t) {
-				g = (long)r;
-				snprintf(gname, sizeof(gname), "%s", rg[r].name);
-			} else if (region) {
-				g = -1; /* outside every named range: left out */
-			} else {
-				g = -10 - (long)r;
-				if (r == 0)
-					snprintf(gname, sizeof(gname), "(before %.40s)", rg[0].name);
-				else if (r == nr)
-					snprintf(gname, sizeof(gname), "(after %.40s)", rg[nr - 1].name);
-				else
-					snprintf(gname, sizeof(gname), "(between %.40s and %.40s)", rg[r - 1].name,
-						 rg[r].name);
-			}
-		}
-		if (g != cur) {
-			if (cur != -2 && cur != -1 && (rc = phase_add(p, &capp, name, first, prev)))
-				goto out;
-			cur = g;
-			if (i < nops)
-				first = ops[i].ordinal;
-			snprintf(name, sizeof(name), "%s", gname);
-		}
-		if (i < nops)
-			prev = ops[i].ordinal;
+	if ((rc = eager_ranges_load(db, pid, k, depth, region, &rg, &nr)))
+		goto out;
+	if (!nr && !g.assigned) {
+		no_groups(db, run, p->name, depth, region, k[2], &g, err, errlen);
+		rc = KJ_ENOTFOUND;
+		goto out;
 	}
+	eager_assign(ops, nops, rg, nr, region);
+	gaps_name(ops, nops);
+	if (g.captured)
+		snprintf(p->description, sizeof(p->description), "graph kernels by the NVTX ranges open at capture,"
+			 " below %s%.60s%s", g.root[0] ? "'" : "", g.root[0] ? g.root : "the capture",
+			 g.root[0] ? "'" : "");
+	if ((rc = phases_build(p, ops, nops)))
+		goto out;
 	if (!p->nphases) {
 		snprintf(err, errlen, "%s: the ranges named '%s' inside %s hold no GPU work", run,
 			 region ? region : "?", p->name);
@@ -245,7 +390,6 @@ out:
 		p->phases = NULL;
 		p->nphases = 0;
 	}
-	sqlite3_finalize(st);
 	sqlite3_close(db);
 	free(rg);
 	free(ops);

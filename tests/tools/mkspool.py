@@ -6,6 +6,7 @@ range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
 
   mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES]
   mkspool.py DIR --graph [--functions F] [--iters I] [--full-graph [--host-node]]
+             [--nested L | --no-capture-ranges] [--eager]
 
 --graph: a graph-launched program instead. F kernels captured from a stream into a graph plus one
 kernel node added node by node; each of I iterations is an NVTX range "forward" holding one graph
@@ -15,6 +16,8 @@ framework-range rule keeps them from being taken as the iteration.
 --full-graph: every node of the graph is recorded at instantiation, fork-join shaped (the first
 captured kernel, then the middle ones side by side, then the last), then an empty node, then the
 node-by-node kernel; --host-node adds a host node after it (a kind replay cannot rebuild).
+--nested L: the capture-time ranges are model > layer0..layer{L-1} > attn/mlp (capture_chain);
+--no-capture-ranges: none; --eager: each iteration also launches one eager kernel inside "head".
 """
 import argparse
 import os
@@ -46,6 +49,25 @@ def marker(t, mid, flags, name_id=0, domain_id=0, tid=7):
     return rec(MARKER, struct.pack("<qIIIIII", t, mid, flags, name_id, domain_id, tid, 0))
 
 
+def capture_chain(a, k):
+    """The NVTX ranges (outermost first) open when captured kernel k is launched into the graph.
+    Default: "capture" > "attn" (even k) or "mlp" (odd k), a new attn/mlp range per kernel.
+    --nested L: kernel 0 inside "model" only; kernels 1..F-1 split evenly over "layer0".."layer{L-1}"
+    inside "model" (the last takes the remainder), the first half of each layer's kernels (rounded
+    up) inside one "attn", the rest inside one "mlp". --no-capture-ranges: none."""
+    if a.no_capture_ranges:
+        return []
+    if not a.nested:
+        return ["capture", "attn" if k % 2 == 0 else "mlp"]
+    if k == 0:
+        return ["model"]
+    per = (a.functions - 1) // a.nested
+    layer = min((k - 1) // per, a.nested - 1)
+    count = per if layer < a.nested - 1 else a.functions - 1 - per * (a.nested - 1)
+    pos = k - 1 - layer * per
+    return ["model", f"layer{layer}", "attn" if pos < (count + 1) // 2 else "mlp"]
+
+
 def graph_program(a, out, base):
     """Records of a graph-launched program (see --graph)."""
     f = a.functions
@@ -58,17 +80,36 @@ def graph_program(a, out, base):
     for i, text in ((fwd, b"forward"), (xla, b"XlaModule:#hlo_module=step#"), (tsl, b"TSL"),
                     (cap, b"capture"), (attn, b"attn"), (mlp, b"mlp")):
         out.append(rec(STRING, struct.pack("<II", i, len(text)) + text))
+    ids = {"capture": cap, "attn": attn, "mlp": mlp}
+    if a.eager:
+        ids["head"] = sid + 6
+        out.append(rec(STRING, struct.pack("<II", sid + 6, 4) + b"head"))
+    for k in range(f):
+        for n in capture_chain(a, k):
+            if n not in ids:
+                ids[n] = sid + 7 + len(ids)
+                out.append(rec(STRING, struct.pack("<II", ids[n], len(n)) + n.encode()))
     t, corr = 500, 1
-    out.append(marker(t - 5, 900, 2, cap))
-    for k in range(f):  # stream capture: launches that make nodes and run nothing, each inside a
-        # per-layer range ("attn" for even k, "mlp" for odd) that fires at capture time only
-        out.append(marker(t - 1, 901 + k, 2, attn if k % 2 == 0 else mlp))
+    stack = []  # open capture-time ranges: (name, marker id)
+    for k in range(f):  # stream capture: launches that make nodes and run nothing, each inside the
+        # ranges capture_chain names, which fire at capture time only
+        chain = capture_chain(a, k)
+        # ranges already open stay open (one instance); the default's attn/mlp opens anew per kernel
+        same = len(chain) if a.nested else len(chain) - 1
+        keep = 0
+        while keep < min(len(stack), same) and stack[keep][0] == chain[keep]:
+            keep += 1
+        while len(stack) > keep:
+            out.append(marker(t - 3, stack.pop()[1], 4))
+        for n in chain[keep:]:
+            stack.append((n, 50000 + 100 * len(stack) + k))
+            out.append(marker(t - 2, stack[-1][1], 2, ids[n]))
         out.extend(group_and_launch(0x1000 + k, t, corr, k + 1, base + k * 4096, 7))
         out.append(rec(GRAPHNODE, struct.pack("<QQQ", 1000 + k, corr, 0)))
-        out.append(marker(t + 5, 901 + k, 4))
         t += 10
         corr += 1
-    out.append(marker(t, 900, 4))
+    while stack:
+        out.append(marker(t, stack.pop()[1], 4))
     node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
     if a.full_graph:
         def gnode(nid, typ, deps, corr=0):
@@ -100,12 +141,18 @@ def graph_program(a, out, base):
         out.append(issue(t + 10, t + 30, corr, 1))  # cuGraphLaunch
         for j in range(2):
             out.append(marker(t + 40 + j, 1000 + 2 * i + j, 4, tid=8))
+        if a.eager:  # an eager kernel after the graph launch, inside the range "head"
+            out.append(marker(t + 31, 2 * i + 2, 2, ids["head"]))
+            gl = group_and_launch(0x3000, t + 32, corr + 1, 1, base + 0x200000, 5)
+            out.extend(gl if i == 0 else gl[1:])
+            out.append(kernel(t + 400000, t + 402000, corr + 1, 1))
+            out.append(marker(t + 35, 2 * i + 2, 4))
         out.append(marker(t + 50, 2 * i + 1, 4))
         g0 = t + 200000  # the graph runs long after its range closed
         for k in range(f):
             out.append(kernel(g0 + k * 3000, g0 + k * 3000 + 2000, corr, k + 1, 5000 + k, 1))
         out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
-        corr += 1
+        corr += 2 if a.eager else 1
         t += 1000000
     out.append(rec(END, struct.pack("<qII", t, 0, 0)))
 
@@ -128,7 +175,14 @@ def main():
     ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
     ap.add_argument("--full-graph", action="store_true", help="--graph: record every node (see above)")
     ap.add_argument("--host-node", action="store_true", help="--full-graph: and a host node")
+    ap.add_argument("--nested", type=int, default=0, metavar="L",
+                    help="--graph: capture inside model > layer0..layer{L-1} > attn/mlp (see capture_chain)")
+    ap.add_argument("--no-capture-ranges", action="store_true", help="--graph: no NVTX range open at capture")
+    ap.add_argument("--eager", action="store_true",
+                    help="--graph: each iteration also launches one eager kernel inside a range 'head'")
     a = ap.parse_args()
+    if a.nested and a.functions - 1 < 2 * a.nested:
+        ap.error("--nested L needs --functions of at least 2L + 1")
     os.makedirs(a.dir, exist_ok=True)
     base = 0x7F0000000000
     out = [rec(FILE, struct.pack("<QII", MAGIC, 2, 0))]
