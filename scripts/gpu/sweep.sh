@@ -4,10 +4,12 @@
 # seconds per sample with and without --energy). Logs under $OUT (at most 8 files); the short
 # summary table is printed last.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/sweep.sh [OPS]
-#   OPS: comma-separated operators for the benchmark, measured one at a time; each done operator
-#   is in the result at once, and none starts that would end past DEADLINE_S (450) seconds. The result keeps the operators of
+#   OPS: comma-separated operators for the benchmark (default linear1,flash_atten,layernorm),
+#   measured one at a time: each done operator is in the result at once, and none starts that the
+#   pace so far says would end past DEADLINE_S (450) seconds. The result keeps the operators of
 #   bench/results/predict_accuracy.json it did not measure, so copying $OUT/predict_accuracy.json
-#   there after each run builds up the whole set: then linear2,linear3,linear4 and softmax.
+#   there after each run builds up the whole set (about 330 s an operator with --energy: two a call).
+#   SKIP_CHECK=1 leaves out the run_function check of every test config.
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
