@@ -130,7 +130,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 			a->b_flops = t->flops(r->v, KJ_BWD), a->b_bytes = t->bytes(r->v, KJ_BWD, eb);
 	}
 #endif
-	struct sw_measure mf = {-1, -1, -1, -1, 0}, mb = {-1, -1, -1, -1, 0};
+	struct sw_measure mf = {-1, -1, -1, 0}, mb = {-1, -1, -1, 0};
 	double ef = -1, eb = -1;
 	rc = op->setup(c, r->precision, r->v, &state);
 	if (!rc && r->check)
@@ -161,15 +161,8 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		a->msg = c->err;
 	} else {
 		int attn = !strcmp(op->name, "flash_atten");
-		char burst[96] = "", bf[32] = "-", bb[32] = "-";
-		if (mf.burst_us >= 0)
-			snprintf(bf, sizeof(bf), "%.6g", mf.burst_us);
-		if (mb.burst_us >= 0)
-			snprintf(bb, sizeof(bb), "%.6g", mb.burst_us);
-		if (mf.uj >= 0 || mb.uj >= 0) /* the time columns are then the energy window's */
-			snprintf(burst, sizeof(burst), " burst_us_f=%s burst_us_b=%s", bf, bb);
-		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s%s", mf.unroll, mb.unroll, burst,
-			 attn ? " " : "", attn ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
+		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll, attn ? " " : "",
+			 attn ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
 			 c->energy_why[0] ? " energy not measured: " : "", c->energy_why);
 		a->msg = c->err;
 	}

@@ -101,13 +101,10 @@ void sw_gemm_free_all(struct sw_ctx *c);
 /* ---- worker_measure.c ---- */
 struct sw_measure {
 	double us, uj, uj_unc;      /* per call; uj < 0: not measured */
-	double burst_us;            /* the event-timed median of short replays (= us without energy) */
 	int unroll;
 };
 /** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after warm-up,
- *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph, and then
- *  us is the time per call over that window's counter edges (sustained clocks, the state the
- *  energy belongs to), burst_us the short replays' median. */
+ *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph. */
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m);
 

@@ -69,7 +69,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
 	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
-	m->us = m->uj = m->uj_unc = m->burst_us = -1;
+	m->us = m->uj = m->uj_unc = -1;
 	if ((rc = time_once(c, state, fn, &est)))
 		return rc;
 	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
@@ -116,7 +116,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		t[i] = ms * 1e3 / U;
 	}
 	kj_sort_doubles(t, (size_t)reps);
-	m->us = m->burst_us = kj_quantile_sorted(t, (size_t)reps, 0.5);
+	m->us = kj_quantile_sorted(t, (size_t)reps, 0.5);
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {
@@ -137,11 +137,6 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		if (erc == 0 && ar.energy_per_launch_mj > 0) {
 			m->uj = ar.energy_per_launch_mj * 1e3;
 			m->uj_unc = ar.energy_unc_mj * 1e3;
-			/* a GPU at its power limit runs a sustained load at lower clocks than a short
-			 * burst (H100, GEMMs: energy over burst time gave 800 W against a 700 W limit):
-			 * time and energy from the same window describe one state */
-			if (ar.time_per_launch_ns > 0)
-				m->us = ar.time_per_launch_ns * 1e-3;
 		} else if (erc) {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
 		}
