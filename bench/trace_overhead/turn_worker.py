@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""One contestant of bench/trace_overhead/turns.py: builds BLOOM-560M (random fp16 weights, seq 5,
-one NVTX range "forward" per forward, as examples/bloom560m.py), then waits on stdin for turns.
+"""One contestant of bench/trace_overhead/turns.py: builds its model (--model bloom560m: BLOOM-560M,
+random fp16 weights, seq 5, as examples/bloom560m.py; --model gpt2m: examples/gpt_graph.py's
+GPT-2-medium-shaped decoder, eager, fp16, batch 4 x 128), one NVTX range "forward" per forward,
+then waits on stdin for turns.
 
 Protocol, one line each way:
   coordinator -> worker   "go N"   run N forwards, each synchronised and timed
@@ -19,6 +21,18 @@ import torch  # noqa: E402
 from bloom560m import build_bloom560m, timed_forward  # noqa: E402
 
 
+def build(model_name, seq_len):
+    """(forward taking input_ids=..., ids) of the chosen workload, on the GPU, in eval mode."""
+    if model_name == "gpt2m":
+        from gpt_graph import GPT
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = GPT().to(torch.float16).eval()
+        ids = torch.randint(0, 50257, (4, 128), device="cuda")
+        return (lambda input_ids: model(input_ids)), ids
+    return build_bloom560m(seq_len)
+
+
 def peak_rss_mb():
     with open("/proc/self/status") as f:
         for line in f:
@@ -34,7 +48,8 @@ def say(obj, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--seq-len", type=int, default=5)
+    ap.add_argument("--model", choices=["bloom560m", "gpt2m"], default="bloom560m")
+    ap.add_argument("--seq-len", type=int, default=5, help="BLOOM-560M's sequence length")
     ap.add_argument("--torch-profiler", action="store_true",
                     help="torch.profiler (CPU+CUDA) on from the first turn to the end, as a user would profile a run")
     ap.add_argument("--kjoule-cost", type=int,
@@ -48,7 +63,7 @@ def main():
     # the protocol runs on a duplicate of stdout taken before anything else can write to it
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    model, ids = build_bloom560m(a.seq_len)
+    model, ids = build(a.model, a.seq_len)
     if a.kjoule_cost is not None:
         import ctypes
         lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded

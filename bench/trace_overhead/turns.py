@@ -31,9 +31,14 @@ from summarize import ALL_TARGETS  # noqa: E402
 WORKER = os.path.join(HERE, "turn_worker.py")
 
 
-def contestants(kjoule, tmp, pin, worker):
+WORKLOADS = {"bloom560m": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/turn_worker.py)",
+             "gpt2m": "GPT-2-medium-shaped decoder (24 x 1024, 16 heads) eager, batch 4 x 128, fp16 "
+                      "(examples/gpt_graph.py's model, bench/trace_overhead/turn_worker.py --model gpt2m)"}
+
+
+def contestants(kjoule, tmp, pin, worker, model="bloom560m"):
     """Command line of each contestant; copy k of a traced one writes its own database."""
-    w = [sys.executable, worker] + ([f"--pin-cpu={pin}"] if pin is not None else [])
+    w = [sys.executable, worker, f"--model={model}"] + ([f"--pin-cpu={pin}"] if pin is not None else [])
     traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
     plain = lambda *opts: lambda k: w + list(opts)
     with_cost = lambda make, bits: lambda k: make(k) + [f"--kjoule-cost={bits}"]
@@ -137,7 +142,7 @@ def write(a, blocks, rss, order):
                                         for c, v in by_config.items()}
     result = {"benchmark": "trace_overhead (turns)", "device": device(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "command": " ".join(sys.argv), "workload": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/turn_worker.py)",
+              "command": " ".join(sys.argv), "workload": WORKLOADS[a.model],
               "rounds_done": len(blocks["plain"]), "block": a.block, "warmup_turns": a.warmup_turns,
               "drop_first": a.drop_first, "pin_cpu": a.pin_cpu, "copies": a.copies,
               "estimator": "per round, each contestant's block median forward over plain's block median"
@@ -174,12 +179,14 @@ def main():
     ap.add_argument("--worker", default=WORKER,
                     help="the contestants' script (default: turn_worker.py; tests give a stand-in)")
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
+    ap.add_argument("--model", choices=sorted(WORKLOADS), default="bloom560m",
+                    help="the workload every contestant runs (turn_worker.py --model)")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker)
+    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker, a.model)
     unknown = [c for c in a.configs if c not in every or c == "plain"]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")

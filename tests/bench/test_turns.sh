@@ -51,4 +51,14 @@ python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$T/dies.py"
 	--rounds 2 --block 2 --logs "$T/logs2" -o "$T/dead.json" >"$T/out" 2>&1
 [ $? -ne 0 ] || fail "turns.py with a dying worker exited 0"
 grep -q "contestant .* ended early" "$T/out" || fail "no message naming the dead contestant: $(tail -3 "$T/out")"
+# the second workload: every contestant is started with --model gpt2m, and the result says which
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--model gpt2m --configs kjoule_no_params --rounds 3 --block 2 --warmup-turns 0 \
+	--logs "$T/logs2" -o "$T/turns2.json" >"$T/out2" 2>"$T/err2" || fail "turns.py --model gpt2m failed: $(tail -5 "$T/err2")"
+python3 - "$T/turns2.json" <<'PY' || fail "turns.py --model gpt2m result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workload"].startswith("GPT-2-medium"), d["workload"]
+assert "--model gpt2m" in d["command"], d["command"]
+PY
 finish
