@@ -369,9 +369,27 @@ __global__ void attn_k(const T *q, const T *k, const T *v, T *o, int64_t Sq, int
 	}
 }
 
-extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH,
-			     int64_t Sq, int64_t Skv, int D, int causal, cudaStream_t s)
+// the sweep worker's fused attention (src/sweep/worker/worker_fa2.cu); dt 0 = fp16, 1 = bf16
+extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
+extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
+			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
+
+static int fa2_dt(int dtype)
 {
+	return dtype == KJW_F16 ? 0 : dtype == KJW_BF16 ? 1 : -1;
+}
+
+extern "C" int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D)
+{
+	return fa2_dt(dtype) >= 0 && kj_sw_fa2_supported(fa2_dt(dtype), D) && Sq == Skv && Sq >= 1 && BH >= 1 &&
+	       BH <= 65535;
+}
+
+extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH,
+			     int64_t Sq, int64_t Skv, int D, int causal, float *lse, cudaStream_t s)
+{
+	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D))
+		return kj_sw_fa2_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s);
 	size_t smem = ((size_t)D + (size_t)Skv) * sizeof(float);
 	dim3 grid((unsigned)Sq, (unsigned)BH);
 	float scale = rsqrtf((float)D);

@@ -22,8 +22,14 @@ int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W
 int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
 	     int64_t C, int64_t HW, cudaStream_t s);
 int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, int64_t HW, cudaStream_t s);
+/* 1 when the fused FlashAttention-2-style kernel of the sweep worker (src/sweep/worker/worker_fa2.cu)
+ * runs this attention: fp16/bf16, head size 32/64/96/128, self-attention (Sq == Skv), BH <= 65535;
+ * it then needs a float scratch of BH * Sq (the log-sum-exp it writes). */
+int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D);
+/* O = softmax(Q K^T / sqrt(D)) V (causal: key j <= query i + Skv - Sq); with lse (kjw_attention_fused's
+ * scratch) the fused kernel, else the plain one (one block per query row). */
 int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH, int64_t Sq,
-		  int64_t Skv, int D, int causal, cudaStream_t s);
+		  int64_t Skv, int D, int causal, float *lse, cudaStream_t s);
 #ifdef __cplusplus
 }
 #endif

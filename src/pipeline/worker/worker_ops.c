@@ -287,7 +287,7 @@ struct simple {
 	struct kj_phase ph;
 	int dtype, op;
 	void *x, *b, *y, *k, *v;
-	float *sa, *sb;
+	float *sa, *sb, *lse; /* lse: the fused attention's log-sum-exp scratch */
 };
 
 static void simple_teardown(void *state)
@@ -302,6 +302,7 @@ static void simple_teardown(void *state)
 	cudaFree(s->v);
 	cudaFree(s->sa);
 	cudaFree(s->sb);
+	cudaFree(s->lse);
 	free(s);
 }
 
@@ -363,6 +364,9 @@ static int simple_setup(const struct kj_phase *ph, void **state, char *err, size
 			rc = rand_buf(&s->v, nk, s->dtype, 63, 1.0f, "attention V", err, errlen);
 		if (!rc)
 			rc = kjw_alloc(&s->y, nq * es, "attention output", err, errlen);
+		if (!rc && kjw_attention_fused(s->dtype, ph->N * ph->heads, ph->seq_q, ph->seq_kv, (int)ph->K))
+			rc = kjw_alloc((void **)&s->lse, (size_t)(ph->N * ph->heads * ph->seq_q) * sizeof(float),
+				       "attention log-sum-exp", err, errlen);
 		break;
 	}
 	default:
@@ -395,7 +399,7 @@ static int simple_capture(void *state, cudaStream_t st)
 		break;
 	case KJ_PHASE_ATTN:
 		e = kjw_attention(s->x, s->k, s->v, s->y, s->dtype, ph->N * ph->heads, ph->seq_q, ph->seq_kv, (int)ph->K,
-				  (int)ph->causal, st);
+				  (int)ph->causal, s->lse, st);
 		break;
 	default:
 		return KJ_EINVAL;

@@ -163,24 +163,29 @@ static void matmul_case(const char *prec, int M, int K, int N, int count, double
 	kjw_matmul_teardown(state);
 }
 
-/* attention and layer norm through the kernels directly, on buffers filled here */
-static void attention_case(int BH, int Sq, int Skv, int D, int causal)
+/* attention through the kernels directly, on buffers filled here: fp32 on the plain kernel, fp16 and
+ * bf16 self-attention on the fused one (with its log-sum-exp scratch) where it applies */
+static void attention_case(const char *prec, int dtype, int BH, int Sq, int Skv, int D, int causal, double tol)
 {
-	size_t nq = (size_t)BH * Sq * D, nk = (size_t)BH * Skv * D;
-	float *q, *k, *v, *o;
+	size_t nq = (size_t)BH * Sq * D, nk = (size_t)BH * Skv * D, es = dtype == KJW_F32 ? 4 : 2;
+	void *q, *k, *v, *o;
+	float *lse = NULL;
 	char what[128];
-	cudaMalloc((void **)&q, nq * 4), cudaMalloc((void **)&k, nk * 4), cudaMalloc((void **)&v, nk * 4);
-	cudaMalloc((void **)&o, nq * 4);
-	kjw_fill(q, nq, KJW_F32, 1, 1.f, 0), kjw_fill(k, nk, KJW_F32, 2, 1.f, 0), kjw_fill(v, nk, KJW_F32, 3, 1.f, 0);
-	cudaMemset(o, 0xFF, nq * 4);
-	int e = kjw_attention(q, k, v, o, KJW_F32, BH, Sq, Skv, D, causal, 0);
-	snprintf(what, sizeof(what), "attention fp32 BH%d Sq%d Skv%d D%d causal%d", BH, Sq, Skv, D, causal);
+	int fused = kjw_attention_fused(dtype, BH, Sq, Skv, D);
+	cudaMalloc(&q, nq * es), cudaMalloc(&k, nk * es), cudaMalloc(&v, nk * es), cudaMalloc(&o, nq * es);
+	if (fused)
+		cudaMalloc((void **)&lse, (size_t)BH * Sq * sizeof(float));
+	kjw_fill(q, nq, dtype, 1, 1.f, 0), kjw_fill(k, nk, dtype, 2, 1.f, 0), kjw_fill(v, nk, dtype, 3, 1.f, 0);
+	cudaMemset(o, 0xFF, nq * es);
+	int e = kjw_attention(q, k, v, o, dtype, BH, Sq, Skv, D, causal, lse, 0);
+	snprintf(what, sizeof(what), "attention %s BH%d Sq%d Skv%d D%d causal%d%s", prec, BH, Sq, Skv, D, causal,
+		 fused ? " (fused)" : "");
 	if (e || cudaDeviceSynchronize()) {
 		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
 		fails++;
 		return;
 	}
-	float *hq = fetch(q, nq, KJW_F32), *hk = fetch(k, nk, KJW_F32), *hv = fetch(v, nk, KJW_F32), *ho = fetch(o, nq, KJW_F32);
+	float *hq = fetch(q, nq, dtype), *hk = fetch(k, nk, dtype), *hv = fetch(v, nk, dtype), *ho = fetch(o, nq, dtype);
 	double *ref = calloc(nq, sizeof(*ref)), *sc = calloc((size_t)Skv, sizeof(*sc));
 	for (int b = 0; b < BH; b++)
 		for (int i = 0; i < Sq; i++) {
@@ -202,9 +207,9 @@ static void attention_case(int BH, int Sq, int Skv, int D, int causal)
 				ref[((size_t)b * Sq + i) * D + d] = a / sum;
 			}
 		}
-	verdict(what, ho, ref, nq, 1e-4);
+	verdict(what, ho, ref, nq, tol);
 	free(hq), free(hk), free(hv), free(ho), free(ref), free(sc);
-	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
+	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse);
 }
 
 /* batch norm (per-channel scale and shift) and activations through the kernels directly: the
@@ -293,8 +298,11 @@ int main(void)
 	matmul_case("fp16", 128, 256, 8, 1, 1e-2);
 	matmul_case("fp16", 33, 70, 17, 3, 1e-2);
 	matmul_case("bf16", 64, 64, 64, 1, 2e-2);
-	attention_case(3, 17, 17, 64, 1);
-	attention_case(2, 1, 300, 128, 0);
+	attention_case("fp32", KJW_F32, 3, 17, 17, 64, 1, 1e-4);
+	attention_case("fp32", KJW_F32, 2, 1, 300, 128, 0, 1e-4);
+	attention_case("fp16", KJW_F16, 3, 197, 197, 64, 0, 1e-2);  /* ViT-B/16's shape: fused */
+	attention_case("bf16", KJW_BF16, 2, 100, 100, 128, 1, 2e-2); /* causal, a ragged last tile */
+	attention_case("fp16", KJW_F16, 2, 1, 300, 128, 0, 1e-2);   /* decode: Sq != Skv, plain kernel */
 	elementwise_case("fp16", KJW_F16, 2, 16, 56 * 56, 0);
 	elementwise_case("fp16", KJW_F16, 3, 5, 7 * 7, 0); /* n = 735: the element path */
 	elementwise_case("bf16", KJW_BF16, 2, 64, 7 * 7, 0); /* channels change inside a vector */
