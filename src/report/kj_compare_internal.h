@@ -132,6 +132,11 @@ struct cmp_summary {
 	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;
+	/* the iteration replayed as one graph (topology replay where there is one, else the linear
+	 * chain), plus idle power over the rest of the wall: a second energy prediction */
+	double e_seq, e_seq_pred, e_seq_err_pct, e_seq_time;
+	const char *e_seq_mode; /* "topology" or "graph" */
+	int have_seq_e, have_seq_err;
 };
 
 /* kj_compare_json.c */

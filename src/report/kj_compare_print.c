@@ -192,6 +192,13 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.have_err ? "" : "  (no measurement to compare)");
 	if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
+	if (s.have_seq_e) {
+		fprintf(f, "  iteration replayed as one graph     %12.6f  (%s replay, %.1f us; + idle over the rest"
+			   " of the wall = %.6f)\n",
+			s.e_seq / 1000, s.e_seq_mode, s.e_seq_time * NS_US, s.e_seq_pred / 1000);
+		if (s.have_seq_err)
+			fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_seq_err_pct);
+	}
 
 	/* tiers */
 	fprintf(f, "\nTiers (per iteration)\n  %-16s %8s %10s %12s %8s %12s %12s\n", "tier", "unique",

@@ -189,6 +189,20 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_idle = c->idle_w * (s->wall.mean - s->kernel_busy.mean) * 1e-6; /* W*ns->mJ */
 		s->have_idle_e = 1;
 	}
+	/* the sequence replayed as one graph: its energy per replay, idle power for the rest of the wall */
+	if (c->idle_w >= 0 && (c->seq_topo_mj >= 0 || c->seq_graph_mj >= 0)) {
+		int topo = c->seq_topo_mj >= 0 && c->seq_topo_ns > 0;
+		s->e_seq_mode = topo ? "topology" : "graph";
+		s->e_seq = topo ? c->seq_topo_mj : c->seq_graph_mj;
+		s->e_seq_time = topo ? c->seq_topo_ns : c->seq_graph_ns;
+		double rest_ns = s->wall.mean - s->e_seq_time;
+		s->e_seq_pred = s->e_seq + c->idle_w * (rest_ns > 0 ? rest_ns : 0) * 1e-6; /* W*ns->mJ */
+		s->have_seq_e = s->e_seq_time > 0;
+		if (s->have_seq_e && s->have_meas) {
+			s->e_seq_err_pct = cmp_safe_div(100.0 * (s->e_seq_pred - s->e_meas.mean), s->e_meas.mean, &ok);
+			s->have_seq_err = ok;
+		}
+	}
 	if (s->have_kernels_e && s->have_idle_e) {
 		s->e_pred = s->e_kernels + s->e_idle;
 		s->have_pred = 1;

@@ -84,4 +84,18 @@ check "compare reads the shipped graph run" '[ $rc -eq 0 ]'
 check "its kernels per iteration are its graph launch's, its busy time within 1 % of that launch's" \
 	'python3 "$src/tests/tools/graph_iteration_check.py" "$run" "$dir/s.json"'
 check "nothing in its compare output is inf or NaN" '! "$kj" compare "$run" 2>&1 | grep -qiwE "inf|nan" && ! grep -qiE "nan|infinity" "$dir/s.json"'
+# the second energy prediction: the iteration replayed as one graph (the run's replay_sequence row),
+# plus idle power over the rest of the wall, recomputed here from the database and compare's wall
+check "compare predicts energy from the iteration replayed as one graph" 'python3 - "$run" "$dir/s.json" <<'"'"'P'"'"'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+mj, ns = db.execute("SELECT avg(energy_mj), avg(median_ns) FROM replay_sequence WHERE mode = ? AND energy_mj IS NOT NULL", ("graph",)).fetchone()
+c = json.load(open(sys.argv[2]))
+assert c["energy_sequence_mode"] == "graph", c["energy_sequence_mode"]
+want = (mj + c["idle_power_w"] * max(c["wall_us"] * 1e3 - ns, 0) * 1e-6) / 1000
+got = c["energy_predicted_sequence_j"]
+assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
+err = 100 * (got - c["energy_measured_j"]) / c["energy_measured_j"]
+assert abs(c["energy_error_sequence_pct"] - err) < 0.5, (c["energy_error_sequence_pct"], err)
+P'
 exit $fail
