@@ -3,7 +3,8 @@
 # truth repeat, which fit one 10-minute call; `sweep` alone is a second call):
 #   tests   the GPU tests of the pipeline worker (conv/matmul/attention vs CPU, graph vs single),
 #           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
-#   truth   ResNet-50 at batch 1 and 32: `kjoule run` of examples/torchvision_nvtx.py end to end,
+#   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
+#           CUDA graph, GPU-bound): `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
 #   repeat  per-phase energy CV over 5 separate runs of phases >= 10 us
 #   sweep   every shipped pipeline at batch 1 (355 unique phases; about 6-7 minutes)
@@ -68,7 +69,7 @@ truth)
 	for b in ${TRUTH_BATCHES:-1 32}; do
 		echo "== truth check, ResNet-50 batch $b: end to end under kjoule run (ranges for the model's children)"
 		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" -- python3 examples/torchvision_nvtx.py --batch "$b" \
-			--module-depth 1 --iters 20 --warmup 10 --min-seconds 3 > "$W/run_b$b.log" 2>&1
+			--module-depth 1 ${TRUTH_GRAPH:+--graph} --iters 20 --warmup 10 --min-seconds 3 > "$W/run_b$b.log" 2>&1
 		grep '^{' "$W/run_b$b.log" | tail -1 | tee "$W/e2e_b$b.json"
 		grep -iE "error|warning" "$W/run_b$b.log" | head -5
 		step 60 "$kj" power --idle --duration 3 --db "$W/r50_b$b.kjdb" > /dev/null 2>&1
