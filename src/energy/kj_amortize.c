@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "kj_error.h"
+#include "kj_grow.h"
 #include "kj_sampler.h"
 
 #define NS 1e-9
@@ -29,6 +30,17 @@ static double units_at(const struct mark *m, size_t n, int64_t t)
 			return (double)m[i - 1].units + f * (double)(m[i].units - m[i - 1].units);
 		}
 	return (double)m[n - 1].units;
+}
+
+/* Appends the sync point (t, units done by then). 0, or KJ_ENOMEM with the marks unchanged. */
+static int mark_push(struct mark **m, size_t *n, size_t *cap, int64_t t, int64_t units)
+{
+	struct mark *g = kj_grow(*m, cap, *n, sizeof(**m), 1024);
+	if (!g)
+		return KJ_ENOMEM;
+	*m = g;
+	g[(*n)++] = (struct mark){t, units};
+	return 0;
 }
 
 static int run_units(const struct kj_amortize_work *w, int count)
@@ -102,28 +114,15 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	 * The first mark is the start (no units yet), so that counter edges inside the first batch
 	 * interpolate instead of all landing on its end (a unit longer than the window: 0 units) */
 	t0 = kj_now_ns();
-	marks = malloc(1024 * sizeof(*marks));
-	if (!marks) {
-		rc = KJ_ENOMEM;
+	if ((rc = mark_push(&marks, &nm, &cap, t0, 0)))
 		goto out;
-	}
-	cap = 1024;
-	marks[nm++] = (struct mark){t0, 0};
 	for (;;) {
 		rc = run_units(w, batch);
 		if (rc)
 			goto out;
 		units += batch;
-		if (nm == cap) {
-			cap = cap ? cap * 2 : 1024;
-			struct mark *nmk = realloc(marks, cap * sizeof(*nmk));
-			if (!nmk) {
-				rc = KJ_ENOMEM;
-				goto out;
-			}
-			marks = nmk;
-		}
-		marks[nm++] = (struct mark){kj_now_ns(), units};
+		if ((rc = mark_push(&marks, &nm, &cap, kj_now_ns(), units)))
+			goto out;
 		double el = (double)(marks[nm - 1].t - t0) * NS;
 		struct kj_sampler_stats st;
 		kj_sampler_get_stats(s, 0, &st);
