@@ -237,21 +237,25 @@ __device__ __forceinline__ float act_f(int op, float v)
 	}
 }
 
+// One element of an activation phase: v, the second operand's element at the same index (ADD,
+// ADD_RELU) and the per-channel factor (MUL); each path loads only what its op reads.
+template <typename T>
+__device__ __forceinline__ float act_one(int op, float v, const T *b, size_t same, size_t chan)
+{
+	if (op == KJW_ADD)
+		return v + ld(b, same);
+	if (op == KJW_ADD_RELU)
+		return fmaxf(v + ld(b, same), 0.f);
+	if (op == KJW_MUL)
+		return v * ld(b, chan);
+	return act_f(op, v);
+}
+
 template <typename T>
 __global__ void act_k(const T *x, const T *b, T *y, size_t n, int op, int64_t HW)
 {
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		float v = ld(x, i);
-		if (op == KJW_ADD)
-			v += ld(b, i);
-		else if (op == KJW_ADD_RELU)
-			v = fmaxf(v + ld(b, i), 0.f);
-		else if (op == KJW_MUL)
-			v *= ld(b, i / HW);
-		else
-			v = act_f(op, v);
-		st(y, i, v);
-	}
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		st(y, i, act_one(op, ld(x, i), b, i, i / HW));
 }
 
 // The same with 16-byte loads and stores, V elements a thread (the second operand too, except
@@ -267,16 +271,10 @@ __global__ void act_vk(const T *x, const T *b, T *y, size_t nv, int op, int64_t 
 			in2 = reinterpret_cast<const uint4 *>(b)[j];
 #pragma unroll
 		for (int k = 0; k < V; k++) {
+			/* the second operand of ADD/ADD_RELU from this thread's loaded vector f; MUL's factor
+			 * from b by channel */
 			float v = ld(e, k);
-			if (op == KJW_ADD)
-				v += ld(f, k);
-			else if (op == KJW_ADD_RELU)
-				v = fmaxf(v + ld(f, k), 0.f);
-			else if (op == KJW_MUL)
-				v *= ld(b, (j * V + k) / HW);
-			else
-				v = act_f(op, v);
-			st(o, k, v);
+			st(o, k, op == KJW_MUL ? act_one(op, v, b, 0, (j * V + k) / HW) : act_one(op, v, f, k, 0));
 		}
 		reinterpret_cast<uint4 *>(y)[j] = out;
 	}
