@@ -184,11 +184,6 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		}
 		double du = units_at(marks, nm, tb) - units_at(marks, nm, ta);
 		double launches = du * w->launches_per_unit;
-		if (!(launches > 0)) {
-			free(per);
-			rc = KJ_EGPU; /* no work between the edges: no energy per launch to give */
-			goto out;
-		}
 		double mj = (double)(eb - ea), secs = (double)(tb - ta) * NS;
 		r->seconds = secs;
 		r->launches = (int64_t)llround(launches);
@@ -228,6 +223,13 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		r->energy_unc_mj = we.uncertainty_j * 1000.0 / launches;
 		r->avg_power_w = we.avg_power_w;
 		r->method = "power-integration";
+	}
+	/* a figure that is not finite and positive is not given (no work between the edges, say) */
+	if (!(isfinite(r->energy_per_launch_mj) && r->energy_per_launch_mj > 0 && isfinite(r->energy_unc_mj) &&
+	      isfinite(r->time_per_launch_ns) && r->time_per_launch_ns > 0)) {
+		memset(r, 0, sizeof(*r));
+		r->method = "none";
+		rc = KJ_EGPU;
 	}
 out:
 	free(v);

@@ -266,9 +266,6 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		ao.min_updates = ao.min_seconds * 8 >= 2 ? (int)(ao.min_seconds * 8) : 2;
 		ao.warmup_max_s = 2.0;
 		rc = kj_amortize_measure(&w, &ao, &ar);
-		if (!rc && !(isfinite(ar.energy_per_launch_mj) && ar.energy_per_launch_mj > 0 &&
-			     isfinite(ar.energy_unc_mj)))
-			rc = KJ_EGPU; /* never a non-finite or zero energy passed on as a figure */
 		if (rc) {
 			snprintf(r->error, sizeof(r->error), "%s%senergy not measured: %s", note,
 				 note[0] ? "; " : "", kj_strerror(rc));
