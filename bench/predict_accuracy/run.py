@@ -83,8 +83,9 @@ def speed_of(logfile):
 
 
 def write(result, earlier, a, device, date, cmds):
-    """The result so far, atomically: this run's operators, then the earlier file's others."""
-    doc = {k: v for k, v in result.items() if k != "_written"}
+    """Writes the result so far, atomically: this run's operators, then the earlier file's others;
+    returns what it wrote."""
+    doc = dict(result)
     doc["ops"] = dict(result["ops"])
     for op, e in earlier.items():
         doc["ops"].setdefault(op, e)
@@ -96,7 +97,7 @@ def write(result, earlier, a, device, date, cmds):
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
     os.replace(tmp, a.output)
-    result["_written"] = doc
+    return doc
 
 
 def gpu_name():
@@ -205,12 +206,12 @@ def main():
         result["ops"][op] = entry
         write(result, earlier, a, device, date, cmds)
         print(f"{op}: done at {time.monotonic() - t_start:.0f} s", flush=True)
-    write(result, earlier, a, device, date, cmds)
+    doc = write(result, earlier, a, device, date, cmds)
     # the short table, last
     print(f"{'op':<12} {'in fwd t%':>9} {'in bwd t%':>9} {'in fwd E%':>9} {'in bwd E%':>9} "
           f"{'out fwd t%':>10} {'out bwd t%':>10} {'s/sample':>8} {'s/s+E':>7}")
     fmt = lambda x: "-" if x is None else f"{x:.1f}"
-    for op, e in result["_written"]["ops"].items():
+    for op, e in doc["ops"].items():
         i, b = e["inside"]["summary"], e["beyond"]["summary"]
         print(f"{op:<12} {fmt(i['fwd_time_mape_pct']):>9} {fmt(i['bwd_time_mape_pct']):>9} "
               f"{fmt(i['fwd_energy_mape_pct']):>9} {fmt(i['bwd_energy_mape_pct']):>9} "
