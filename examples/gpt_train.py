@@ -182,18 +182,17 @@ def main():
         return loss.detach()
 
     def energy_reader():
-        """NVML's total-energy counter of this GPU in mJ, as a function; None without NVML."""
+        """(read, why): read() gives NVML's total-energy counter of this GPU in mJ; read is None,
+        and why says so, without pynvml or driver support."""
         try:
             import pynvml
             pynvml.nvmlInit()
             h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
             pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
-            return lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
-        except Exception as e:  # no pynvml, no driver support: say so in the output
-            energy_reader.why = f"{type(e).__name__}: {e}"
-            return None
-    energy_reader.why = None
-    read_mj = energy_reader()
+            return (lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)), None
+        except Exception as e:
+            return None, f"{type(e).__name__}: {e}"
+    read_mj, energy_why = energy_reader()
 
     starts, ends, losses = [], [], []
     torch.cuda.synchronize()
@@ -229,7 +228,7 @@ def main():
            "tokens_per_s": a.batch * a.seq * measured / (span_ms / 1e3),
            "energy_j_per_step_nvml": (e1 - e0) * 1e-3 / measured if read_mj and e1 > e0 else None,
            "energy_window_s": wall_s,
-           "energy_not_measured": None if read_mj else (energy_reader.why or "no NVML"),
+           "energy_not_measured": energy_why,
            "loss_first": first, "loss_last": last,
            "loss_finite": math.isfinite(first) and math.isfinite(last),
            "torch": torch.__version__, "device": torch.cuda.get_device_name()}
