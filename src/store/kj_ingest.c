@@ -224,6 +224,17 @@ static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 	return kj_map_put(in->mset_index, r->correlation, in->nmsets++) ? KJ_ENOMEM : 0;
 }
 
+static int add_graph_memset(struct ingest *in, const struct kj_rec_graph_memset *r)
+{
+	struct kj_rec_graph_memset *v = kj_grow(in->gmsets, &in->cap_gmsets, in->ngmsets, sizeof(*v), 64);
+	if (!v)
+		return KJ_ENOMEM;
+	in->gmsets = v;
+	in->gmsets[in->ngmsets] = *r;
+	if (!in->gmset_index && !(in->gmset_index = kj_map_new()))
+		return KJ_ENOMEM;
+	return kj_map_put(in->gmset_index, r->node_id, in->ngmsets++) ? KJ_ENOMEM : 0;
+}
 
 /* A launch's stream, from its kernel's activity record (the launch callback does not ask CUPTI
  * for the stream id: that would cost every launch): launch_params and iteration sequences need
@@ -312,6 +323,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_MEMSET_DST:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_memset_dst))
 				rc = add_memset_dst(in, r);
+			break;
+		case KJ_REC_GRAPH_MEMSET:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_graph_memset))
+				rc = add_graph_memset(in, r);
 			break;
 		case KJ_REC_ISSUE:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_issue))
@@ -422,6 +437,9 @@ static void ingest_free(struct ingest *in)
 	free(in->markers);
 	free(in->seqops);
 	free(in->msets);
+	free(in->gmsets);
+	if (in->gmset_index)
+		kj_map_free(in->gmset_index);
 	free(in->issues);
 	kj_map_free(in->issue_index);
 	kj_map_free(in->corr);

@@ -82,6 +82,9 @@ struct ingest {
 	struct kj_rec_memset_dst *msets; /* memset destinations, bound to memset rows as they go in */
 	size_t nmsets, cap_msets;
 	struct kj_map *mset_index;       /* correlation -> index into msets */
+	struct kj_rec_graph_memset *gmsets; /* graph memset nodes as instantiated */
+	size_t ngmsets, cap_gmsets;
+	struct kj_map *gmset_index;      /* memset node id -> index into gmsets */
 	struct kj_rec_issue *issues;     /* host calls that issued GPU work (graph launches, copies) */
 	size_t nissues, cap_issues;
 	struct kj_map *issue_index;      /* correlation -> index into issues */

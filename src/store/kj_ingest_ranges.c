@@ -212,11 +212,16 @@ static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t e
 		const struct kj_rec_issue *g = &in->issues[i];
 		if (g->op != KJ_ISSUE_GRAPH_LAUNCH || g->start_ns < start || g->start_ns > end)
 			continue;
-		if (!k && (kj_db_prepare(in->db, "SELECT id, graph_node_id, stream_id FROM kernel WHERE pid = ?1"
-					 " AND correlation_id = ?2 AND graph_node_id IS NOT NULL"
-					 " ORDER BY start_ns, id", &k) ||
+		/* its kernels and memsets in the order they ran: a memset node (a tile scheduler's
+		 * counter, a split-K semaphore) resets what the next kernel reads */
+		if (!k && (kj_db_prepare(in->db, "SELECT id, graph_node_id, stream_id, 0, start_ns, 0 FROM kernel"
+					 " WHERE pid = ?1 AND correlation_id = ?2 AND graph_node_id IS NOT NULL"
+					 " UNION ALL SELECT id, graph_node_id, stream_id, 1, start_ns, bytes FROM memset"
+					 " WHERE pid = ?1 AND correlation_id = ?2 AND graph_node_id IS NOT NULL"
+					 " ORDER BY 5, 4, 1", &k) ||
 			   kj_db_prepare(in->db, "INSERT INTO sequence_op(iteration, ordinal, pid, stream_id, op,"
-					 " correlation_id, launch_params_id, kernel_id) VALUES(?,?,?,?,?,?,?,?)", &ins))) {
+					 " correlation_id, launch_params_id, kernel_id, memset_id, bytes)"
+					 " VALUES(?,?,?,?,?,?,?,?,?,?)", &ins))) {
 			rc = KJ_EDB;
 			break;
 		}
@@ -225,6 +230,20 @@ static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t e
 		sqlite3_bind_int64(k, 2, g->correlation);
 		while (!rc && sqlite3_step(k) == SQLITE_ROW) {
 			uint64_t li;
+			if (sqlite3_column_int64(k, 3)) {
+				sqlite3_bind_int64(ins, 1, n);
+				sqlite3_bind_int64(ins, 2, (*seq)++);
+				sqlite3_bind_int64(ins, 3, in->pid);
+				sqlite3_bind_int64(ins, 4, sqlite3_column_int64(k, 2));
+				sqlite3_bind_text(ins, 5, "memset", -1, SQLITE_STATIC);
+				sqlite3_bind_int64(ins, 6, g->correlation);
+				sqlite3_bind_null(ins, 7);
+				sqlite3_bind_null(ins, 8);
+				sqlite3_bind_int64(ins, 9, sqlite3_column_int64(k, 0));
+				sqlite3_bind_int64(ins, 10, sqlite3_column_int64(k, 5));
+				rc = ing_step_done(in, ins);
+				continue;
+			}
 			const struct launch_info *l =
 				kj_map_get(in->graph_rows, (uint64_t)sqlite3_column_int64(k, 0), &li)
 					? &in->launches[li - 1] : NULL;
@@ -244,6 +263,8 @@ static int put_graph_launches(struct ingest *in, int n, int64_t start, int64_t e
 			sqlite3_bind_int64(ins, 6, g->correlation);
 			ing_bind_opt_i64(ins, 7, params_id >= 0, params_id);
 			sqlite3_bind_int64(ins, 8, sqlite3_column_int64(k, 0));
+			sqlite3_bind_null(ins, 9);
+			sqlite3_bind_null(ins, 10);
 			rc = ing_step_done(in, ins);
 		}
 		widen(g->correlation, min_corr, max_corr);
@@ -358,7 +379,7 @@ int ing_put_iteration(struct ingest *in)
 		 " SELECT %d, 0, pid, stream_id, 'memcpy', correlation_id, bytes, kind FROM memcpy"
 		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld"
 		 " UNION ALL SELECT %d, 0, pid, stream_id, 'memset', correlation_id, bytes, NULL FROM memset"
-		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld;"
+		 " WHERE pid = %lld AND correlation_id BETWEEN %lld AND %lld AND graph_node_id IS NULL;"
 		 "UPDATE sequence_op SET ordinal = (SELECT rn FROM (SELECT id, row_number() OVER"
 		 " (ORDER BY correlation_id, id) - 1 AS rn FROM sequence_op WHERE iteration = %d AND pid = %lld) t"
 		 " WHERE t.id = sequence_op.id) WHERE iteration = %d AND pid = %lld;",

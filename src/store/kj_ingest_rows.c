@@ -95,6 +95,25 @@ const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node
 	return corr && kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
 }
 
+/* The memset node a graph memset ran from, as instantiated (following clones back to the node the
+ * program made); NULL when unknown, or when it is 2D (a pitched memset is not one contiguous
+ * range, and replay repeats memsets as one). */
+static const struct kj_rec_graph_memset *graph_memset_of(const struct ingest *in, uint64_t node)
+{
+	uint64_t at;
+	if (!in->gmset_index)
+		return NULL;
+	for (int hops = 0; hops < 8; hops++) {
+		if (kj_map_get(in->gmset_index, node, &at)) {
+			const struct kj_rec_graph_memset *g = &in->gmsets[at];
+			return g->height <= 1 ? g : NULL;
+		}
+		if (!kj_map_get(in->clones, node, &node))
+			break;
+	}
+	return NULL;
+}
+
 static uint64_t shape_key(uint32_t name_id, const uint32_t grid[3], const uint32_t block[3],
 			  uint32_t shmem)
 {
@@ -256,10 +275,18 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 		sqlite3_bind_text(st, 10, mem_kind(m->dst_kind), -1, SQLITE_STATIC);
 		ing_bind_opt_i64(st, 11, m->graph_node_id != 0, (int64_t)m->graph_node_id);
 		/* where it wrote and in what width, from its API call (pass 1 gathered them) */
-		uint64_t at;
-		int known = kj_map_get(in->mset_index, m->correlation, &at);
-		ing_bind_opt_i64(st, 12, known, known ? (int64_t)in->msets[at].address : 0);
-		ing_bind_opt_i64(st, 13, known, known ? in->msets[at].element_bytes : 0);
+		uint64_t at, address = 0;
+		uint32_t element_bytes = 0;
+		const struct kj_rec_graph_memset *g;
+		if (!m->graph_node_id && kj_map_get(in->mset_index, m->correlation, &at)) {
+			address = in->msets[at].address;
+			element_bytes = in->msets[at].element_bytes;
+		} else if (m->graph_node_id && (g = graph_memset_of(in, m->graph_node_id)) != NULL) {
+			address = g->address;
+			element_bytes = g->element_bytes;
+		}
+		ing_bind_opt_i64(st, 12, address != 0, (int64_t)address);
+		ing_bind_opt_i64(st, 13, address != 0, element_bytes);
 		in->stats->memsets++;
 	} else {
 		sqlite3_bind_text(st, 9, copy_kind(m->copy_kind), -1, SQLITE_STATIC);

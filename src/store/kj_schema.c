@@ -84,7 +84,7 @@ const char kj_schema_sql[] =
     "CREATE INDEX launch_params_by_unique ON launch_params(unique_id);\n"
     "CREATE TABLE sequence_op(id INTEGER PRIMARY KEY, iteration INTEGER, ordinal INTEGER,"
     " pid INTEGER, stream_id INTEGER, op TEXT, correlation_id INTEGER, event_id INTEGER,"
-    " launch_params_id INTEGER, bytes INTEGER, kind TEXT, kernel_id INTEGER);\n"
+    " launch_params_id INTEGER, bytes INTEGER, kind TEXT, kernel_id INTEGER, memset_id INTEGER);\n"
     "CREATE TABLE snapshot(id INTEGER PRIMARY KEY, pid INTEGER, address INTEGER,"
     " bytes INTEGER, correlation_id INTEGER, codec TEXT, data BLOB, phase TEXT,"
     " copy_correlation_id INTEGER);\n"

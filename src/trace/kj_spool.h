@@ -36,6 +36,7 @@ enum kj_rec_type {
 	KJ_REC_MEMSET_DST,    /* where a memset wrote: CUPTI's memset activity has no address */
 	KJ_REC_ISSUE,         /* a host call that issued GPU work: graph launch, copy, memset */
 	KJ_REC_GRAPH_NODE,    /* one node of a graph being instantiated, with its dependencies */
+	KJ_REC_GRAPH_MEMSET,  /* a memset node's destination, value and size, read at instantiation */
 };
 
 struct kj_rec_hdr {
@@ -242,6 +243,17 @@ struct kj_rec_graph_node {
 	uint32_t graph_id, type;   /* CUgraphNodeType */
 	uint32_t correlation, ndeps; /* launch record of a kernel node (0: none); dependencies */
 	/* followed by ndeps uint64 node ids this node depends on */
+};
+
+/* A memset node of a graph being instantiated, as the node holds it (cuGraphMemsetNodeGetParams):
+ * the graph's memset activity records carry only the node id (or a clone's), never the address,
+ * so replay could not otherwise reset what the program reset before each kernel (a tile
+ * scheduler's counter, a split-K semaphore). */
+struct kj_rec_graph_memset {
+	struct kj_rec_hdr h;
+	uint64_t node_id, address;
+	uint64_t width, height, pitch; /* width in elements; pitch in bytes (rows of a 2D memset) */
+	uint32_t value, element_bytes;
 };
 
 struct kj_rec_dropped {

@@ -98,4 +98,23 @@ assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
 err = 100 * (got - c["energy_measured_j"]) / c["energy_measured_j"]
 assert abs(c["energy_error_sequence_pct"] - err) < 0.5, (c["energy_error_sequence_pct"], err)
 P'
+# a memset node inside the graph (cuDNN resets a tile counter before its attention kernel): its
+# runs get the destination the node holds, and the kept iteration keeps it where it ran, between
+# the two kernels, named by row, so replay repeats it at its place
+python3 "$src/tests/tools/mkspool.py" "$dir/gm" --graph --functions 5 --iters 6 --graph-memset
+"$kj" ingest "$dir/gm" -o "$dir/gm.kjdb" 2>/dev/null; rc=$?
+check "graph memsets: ingest succeeds" '[ $rc -eq 0 ]'
+check "graph memsets: every run has the node's destination and width" \
+	'[ "$(q "$dir/gm.kjdb" "SELECT count(*) FROM memset WHERE graph_node_id IS NOT NULL AND address = 139637979873280 AND element_bytes = 4")" = 6 ]'
+check "graph memsets: the kept iteration holds it between the first and second kernel, by row" \
+	'python3 - "$dir/gm.kjdb" <<-"EOF"
+	import sqlite3, sys
+	db = sqlite3.connect(sys.argv[1])
+	ops = db.execute("SELECT s.op, m.graph_node_id IS NOT NULL AND m.correlation_id = s.correlation_id"
+	                 " FROM sequence_op s LEFT JOIN memset m ON m.id = s.memset_id ORDER BY s.ordinal").fetchall()
+	sys.exit(ops != [("kernel", 0), ("memset", 1)] + [("kernel", 0)] * 5)
+	EOF'
+python3 "$src/tests/tools/mkspool.py" "$dir/gn" --graph --functions 5 --iters 6
+"$kj" ingest "$dir/gn" -o "$dir/gn.kjdb" 2>/dev/null
+check "graph memsets: none made up without the node" '[ "$(q "$dir/gn.kjdb" "SELECT count(*) FROM memset")" = 0 ]'
 exit $fail

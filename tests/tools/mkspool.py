@@ -16,6 +16,8 @@ framework-range rule keeps them from being taken as the iteration.
 --full-graph: every node of the graph is recorded at instantiation, fork-join shaped (the first
 captured kernel, then the middle ones side by side, then the last), then an empty node, then the
 node-by-node kernel; --host-node adds a host node after it (a kind replay cannot rebuild).
+--graph-memset: a 4-byte memset node captured between the first two kernels (as cuDNN resets a
+tile counter), read at instantiation with its destination; each graph launch runs it there.
 --nested L: the capture-time ranges are model > layer0..layer{L-1} > attn/mlp (capture_chain);
 --no-capture-ranges: none; --eager: each iteration also launches one eager kernel inside "head".
 """
@@ -25,7 +27,9 @@ import struct
 
 MAGIC = 0x6C6F6F70736A6B
 (FILE, PROCESS, STRING, KERNEL, MEMCPY, MEMSET, MEMORY, MARKER, API, LAUNCH, GROUP, MODULE, DEVICE,
- CLOCK, PROBLEM, GRAPHNODE, END, DROPPED, SEQOP, SNAPSHOT, MEMSET_DST, ISSUE, GRAPH_NODE) = range(1, 24)
+ CLOCK, PROBLEM, GRAPHNODE, END, DROPPED, SEQOP, SNAPSHOT, MEMSET_DST, ISSUE, GRAPH_NODE,
+ GRAPH_MEMSET) = range(1, 25)
+MEMSET_NODE, MEMSET_CLONE = 1500, 5500  # --graph-memset: the memset node and its clone in the exec
 
 
 def kernel(t0, t1, corr, name_id, node=0, graph=0):
@@ -110,6 +114,9 @@ def graph_program(a, out, base):
         corr += 1
     while stack:
         out.append(marker(t, stack.pop()[1], 4))
+    if a.graph_memset:  # captured memset: its node's destination, read at instantiation
+        out.append(rec(GRAPH_MEMSET, struct.pack("<QQQQQII", MEMSET_NODE, base + 0x300000, 1, 1, 4, 0, 4)))
+        out.append(rec(GRAPHNODE, struct.pack("<QQQ", MEMSET_CLONE, 0, MEMSET_NODE)))
     node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
     if a.full_graph:
         def gnode(nid, typ, deps, corr=0):
@@ -151,6 +158,9 @@ def graph_program(a, out, base):
         g0 = t + 200000  # the graph runs long after its range closed
         for k in range(f):
             out.append(kernel(g0 + k * 3000, g0 + k * 3000 + 2000, corr, k + 1, 5000 + k, 1))
+            if a.graph_memset and k == 0:  # between kernel 0 and kernel 1, on their stream
+                out.append(rec(MEMSET, struct.pack("<qqQQIIIIBBBBI", g0 + 2200, g0 + 2600, 4, MEMSET_CLONE,
+                                                   0, 1, 7, corr, 0, 0, 3, 1, 0)))
         out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
         corr += 2 if a.eager else 1
         t += 1000000
@@ -178,6 +188,8 @@ def main():
     ap.add_argument("--nested", type=int, default=0, metavar="L",
                     help="--graph: capture inside model > layer0..layer{L-1} > attn/mlp (see capture_chain)")
     ap.add_argument("--no-capture-ranges", action="store_true", help="--graph: no NVTX range open at capture")
+    ap.add_argument("--graph-memset", action="store_true",
+                    help="--graph: a memset node between the first two kernels (see above)")
     ap.add_argument("--eager", action="store_true",
                     help="--graph: each iteration also launches one eager kernel inside a range 'head'")
     a = ap.parse_args()

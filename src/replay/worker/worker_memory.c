@@ -301,24 +301,12 @@ CUdeviceptr region_address(const struct replay *R, uint64_t addr, size_t bytes)
 	return 0;
 }
 
-int load_premem(struct replay *R)
+/* Adds the memsets st yields (address, value, element bytes, bytes) that lie in re-created
+ * regions; the count added in *added. 0 or KJ_ENOMEM. */
+static int add_premem(struct replay *R, sqlite3_stmt *st, size_t *added)
 {
-	/* after the previous kernel on the same stream, before this launch; runs without memset
-	 * destinations (memset.address) have none to repeat */
-	sqlite3_stmt *st = prepare_quiet(R->db,
-		"SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m"
-		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.address IS NOT NULL AND m.correlation_id < ?3"
-		" AND m.correlation_id > coalesce((SELECT max(k.correlation_id) FROM kernel k WHERE k.pid = ?1"
-		"  AND k.stream_id = ?2 AND k.correlation_id < ?3), -1)"
-		" ORDER BY m.correlation_id");
 	int rc = 0;
-	if (!st || R->k.correlation < 0 || R->k.stream_id < 0) {
-		sqlite3_finalize(st);
-		return 0;
-	}
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.stream_id);
-	sqlite3_bind_int64(st, 3, R->k.correlation);
+	*added = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 3);
@@ -334,7 +322,77 @@ int load_premem(struct replay *R)
 		R->premem[R->npremem++] = (struct premem){dst,
 							 (uint32_t)sqlite3_column_int64(st, 1),
 							 (int)sqlite3_column_int64(st, 2), bytes};
+		(*added)++;
 	}
+	return rc;
+}
+
+static int load_premem_graph(struct replay *R);
+
+/* 1 when the captured launch is a graph launch's (kernels with graph nodes share its correlation). */
+static int launched_in_graph(struct replay *R)
+{
+	sqlite3_stmt *st = prepare_quiet(R->db, "SELECT 1 FROM kernel WHERE pid = ?1 AND correlation_id = ?2"
+						" AND graph_node_id IS NOT NULL LIMIT 1");
+	int yes = 0;
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.correlation);
+	yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
+int load_premem(struct replay *R)
+{
+	if (R->k.correlation >= 0 && R->k.stream_id >= 0 && launched_in_graph(R))
+		return load_premem_graph(R);
+	/* eager: after the previous kernel on the same stream, before this launch (by issue order);
+	 * runs without memset destinations (memset.address) have none to repeat */
+	sqlite3_stmt *st = prepare_quiet(R->db,
+		"SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m"
+		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.address IS NOT NULL AND m.correlation_id < ?3"
+		" AND m.correlation_id > coalesce((SELECT max(k.correlation_id) FROM kernel k WHERE k.pid = ?1"
+		"  AND k.stream_id = ?2 AND k.correlation_id < ?3), -1)"
+		" ORDER BY m.correlation_id");
+	size_t added = 0;
+	int rc = 0;
+	if (!st || R->k.correlation < 0 || R->k.stream_id < 0) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.stream_id);
+	sqlite3_bind_int64(st, 3, R->k.correlation);
+	rc = add_premem(R, st, &added);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int load_premem_graph(struct replay *R)
+{
+	size_t added = 0;
+	int rc;
+	/* a launch from a graph: its kernels and memsets share the graph launch's correlation, so
+	 * the memsets are those of the same graph launch that ran on its stream after the kernel
+	 * before it ended and before it started */
+	sqlite3_stmt *st = prepare_quiet(R->db,
+		"WITH me(ks) AS (SELECT k.start_ns FROM kernel k WHERE k.pid = ?1 AND k.stream_id = ?2"
+		"  AND k.correlation_id = ?3 AND k.unique_id = ?4 AND k.graph_node_id IS NOT NULL"
+		"  ORDER BY k.start_ns LIMIT 1)"
+		" SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m, me"
+		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.correlation_id = ?3 AND m.address IS NOT NULL"
+		" AND m.end_ns <= me.ks AND m.start_ns >= coalesce((SELECT max(k.end_ns) FROM kernel k"
+		"  WHERE k.pid = ?1 AND k.stream_id = ?2 AND k.correlation_id = ?3 AND k.end_ns <= me.ks), 0)"
+		" ORDER BY m.start_ns");
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.stream_id);
+	sqlite3_bind_int64(st, 3, R->k.correlation);
+	sqlite3_bind_int64(st, 4, R->k.unique_id);
+	rc = add_premem(R, st, &added);
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -53,8 +53,20 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
-	/* memset destinations where the run has them (runs before memset.address existed: none) */
+	/* memset destinations where the run has them (runs before memset.address existed: none); a
+	 * graph's memsets share their launch's correlation and are named by row (memset_id) */
 	st = prepare_quiet(R->db,
+			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
+			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
+			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid,"
+			   " m.address, m.value, m.element_bytes"
+			   " FROM sequence_op s LEFT JOIN memset m ON s.op = 'memset' AND m.id = coalesce(s.memset_id,"
+			   "  (SELECT m2.id FROM memset m2 WHERE m2.correlation_id = s.correlation_id"
+			   "   AND (s.pid IS NULL OR m2.pid = s.pid) ORDER BY m2.id LIMIT 1))"
+			   " WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
+			   " ORDER BY s.ordinal, s.id");
+	if (!st)
+		st = prepare_quiet(R->db,
 			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
 			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid,"

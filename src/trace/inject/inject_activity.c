@@ -11,7 +11,7 @@
 #include "inject.h"
 
 #define ACT_BUF (8u << 20)
-#define FLUSH_MS 500
+#define FLUSH_MS 200
 
 /* The flush thread and the final forced flush take turns under flush_lock; after the final one
  * the thread calls CUPTI no more. */

@@ -92,6 +92,27 @@ static void put_node(uint64_t nid, uint64_t parent, uint32_t gid, uint32_t type,
 	kj_spool_write2(&r, sizeof(r), deps, ndeps * sizeof(*deps));
 }
 
+/* A memset node's destination, so its runs can be repeated where the program made them. */
+static void record_memset_node(CUgraphNode node, uint64_t nid)
+{
+	CUDA_MEMSET_NODE_PARAMS p;
+	struct kj_rec_graph_memset r;
+	memset(&p, 0, sizeof(p));
+	if (cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS || !p.dst)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_GRAPH_MEMSET;
+	r.h.size = sizeof(r);
+	r.node_id = nid;
+	r.address = (uint64_t)p.dst;
+	r.width = p.width;
+	r.height = p.height;
+	r.pitch = p.pitch;
+	r.value = p.value;
+	r.element_bytes = p.elementSize;
+	kj_spool_write(&r, sizeof(r));
+}
+
 static void walk_graph(CUgraph g, uint64_t parent, int depth)
 {
 	size_t n = 0;
@@ -116,6 +137,8 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 			continue;
 		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
 			corr = record_kernel_node(nodes[i], nid);
+		else if (type == CU_GRAPH_NODE_TYPE_MEMSET)
+			record_memset_node(nodes[i], nid);
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
 			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
 			if (nd > 16)

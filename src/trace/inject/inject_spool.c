@@ -1,5 +1,5 @@
 /* Spool writer: one buffered, append-only file per process. The buffer is written out when
- * full and by a flush thread every 250 ms, so a killed process loses at most that much. */
+ * full and by a flush thread every 100 ms, so a killed process loses at most that much. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -57,7 +57,7 @@ static void flush_locked(void)
 static void *flush_loop(void *arg)
 {
 	(void)arg;
-	struct timespec ts = {0, 250 * 1000 * 1000};
+	struct timespec ts = {0, 100 * 1000 * 1000};
 	while (!stopping) {
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&lock);
