@@ -102,6 +102,8 @@ void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb);
 void kj_graph_node_known(uint64_t node_id);
 /** In cuGraphInstantiate* (entry): every node of the graph, kernel nodes' parameters recorded. */
 void kj_graph_on_instantiate(const CUpti_CallbackData *cb);
+/** A memset node's destination, value and size (KJ_REC_GRAPH_MEMSET), under node id nid. */
+void kj_graph_record_memset(CUgraphNode node, uint64_t nid);
 /** A KJ_REC_GRAPHNODE record: node -> the launch (correlation) that describes it. */
 void kj_put_graphnode(uint64_t node_id, uint64_t correlation);
 

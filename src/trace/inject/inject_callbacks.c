@@ -626,9 +626,14 @@ static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
 		const CUpti_GraphData *g = rd->resourceDescriptor;
 		uint64_t nid = 0, orig = 0;
+		CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
 		if (g && cuptiGetGraphNodeId(g->node, &nid) == CUPTI_SUCCESS &&
 		    cuptiGetGraphNodeId(g->originalNode, &orig) == CUPTI_SUCCESS)
 			put_graphnode(nid, 0, orig);
+		/* a memset node's clone holds its destination too: read from the clone itself, its
+		 * runs find it whatever chain of clones (child graphs are cloned twice) led there */
+		if (nid && cuGraphNodeGetType(g->node, &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMSET)
+			kj_graph_record_memset(g->node, nid);
 		break;
 	}
 	default:

@@ -93,7 +93,7 @@ static void put_node(uint64_t nid, uint64_t parent, uint32_t gid, uint32_t type,
 }
 
 /* A memset node's destination, so its runs can be repeated where the program made them. */
-static void record_memset_node(CUgraphNode node, uint64_t nid)
+void kj_graph_record_memset(CUgraphNode node, uint64_t nid)
 {
 	CUDA_MEMSET_NODE_PARAMS p;
 	struct kj_rec_graph_memset r;
@@ -138,7 +138,7 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
 			corr = record_kernel_node(nodes[i], nid);
 		else if (type == CU_GRAPH_NODE_TYPE_MEMSET)
-			record_memset_node(nodes[i], nid);
+			kj_graph_record_memset(nodes[i], nid);
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
 			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
 			if (nd > 16)
