@@ -299,6 +299,8 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			break;
 		case KJ_REC_MEMCPY:
 		case KJ_REC_MEMSET:
+			if (pass == 1 && h->type == KJ_REC_MEMSET && h->size >= sizeof(struct kj_rec_memcpy))
+				rc = ing_note_graph_memset_run(in, r);
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy))
 				rc = ing_put_copy(in, r);
 			break;
@@ -438,8 +440,13 @@ static void ingest_free(struct ingest *in)
 	free(in->seqops);
 	free(in->msets);
 	free(in->gmsets);
+	free(in->gmset_runs);
 	if (in->gmset_index)
 		kj_map_free(in->gmset_index);
+	if (in->gmset_run_index)
+		kj_map_free(in->gmset_run_index);
+	if (in->gmset_by_order)
+		kj_map_free(in->gmset_by_order);
 	free(in->issues);
 	kj_map_free(in->issue_index);
 	kj_map_free(in->corr);

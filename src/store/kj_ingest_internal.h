@@ -85,6 +85,10 @@ struct ingest {
 	struct kj_rec_graph_memset *gmsets; /* graph memset nodes as instantiated */
 	size_t ngmsets, cap_gmsets;
 	struct kj_map *gmset_index;      /* memset node id -> index into gmsets */
+	struct kj_rec_memcpy *gmset_runs; /* one graph memset run per node id, for the order fallback */
+	size_t ngmset_runs, cap_gmset_runs;
+	struct kj_map *gmset_run_index;  /* run node id -> 1 (seen) */
+	struct kj_map *gmset_by_order;   /* run node id -> index into gmsets + 1 (order fallback) */
 	struct kj_rec_issue *issues;     /* host calls that issued GPU work (graph launches, copies) */
 	size_t nissues, cap_issues;
 	struct kj_map *issue_index;      /* correlation -> index into issues */
@@ -129,6 +133,9 @@ int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);
 int ing_put_clone(struct ingest *in, const struct kj_rec_graphnode *g);
 /** The launch that describes a graph node (its stream-capture launch, or the node's own
  *  parameters read at instantiation), following clones; NULL when unknown. */
+/** Pass 1: a graph memset run, remembered once per node id for the order fallback of
+ *  graph_memset_of (memset nodes inside child graphs have no clone record back to their node). */
+int ing_note_graph_memset_run(struct ingest *in, const struct kj_rec_memcpy *m);
 const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);
 /** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
 const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);

@@ -95,23 +95,109 @@ const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node
 	return corr && kj_map_get(in->corr, corr, &v) ? &in->launches[v] : NULL;
 }
 
-/* The memset node a graph memset ran from, as instantiated (following clones back to the node the
- * program made); NULL when unknown, or when it is 2D (a pitched memset is not one contiguous
- * range, and replay repeats memsets as one). */
-static const struct kj_rec_graph_memset *graph_memset_of(const struct ingest *in, uint64_t node)
+int ing_note_graph_memset_run(struct ingest *in, const struct kj_rec_memcpy *m)
+{
+	uint64_t v;
+	if (!m->is_memset || !m->graph_node_id)
+		return 0;
+	if (!in->gmset_run_index && !(in->gmset_run_index = kj_map_new()))
+		return KJ_ENOMEM;
+	if (kj_map_get(in->gmset_run_index, m->graph_node_id, &v))
+		return 0;
+	struct kj_rec_memcpy *n = kj_grow(in->gmset_runs, &in->cap_gmset_runs, in->ngmset_runs, sizeof(*n), 64);
+	if (!n)
+		return KJ_ENOMEM;
+	in->gmset_runs = n;
+	in->gmset_runs[in->ngmset_runs++] = *m;
+	return kj_map_put(in->gmset_run_index, m->graph_node_id, 1) ? KJ_ENOMEM : 0;
+}
+
+/* The memset node recorded under node id or one it was cloned from: index into gmsets, or -1. */
+static ssize_t graph_memset_by_id(const struct ingest *in, uint64_t node)
 {
 	uint64_t at;
-	if (!in->gmset_index)
-		return NULL;
-	for (int hops = 0; hops < 8; hops++) {
-		if (kj_map_get(in->gmset_index, node, &at)) {
-			const struct kj_rec_graph_memset *g = &in->gmsets[at];
-			return g->height <= 1 ? g : NULL;
-		}
+	for (int hops = 0; in->gmset_index && hops < 8; hops++) {
+		if (kj_map_get(in->gmset_index, node, &at))
+			return (ssize_t)at;
 		if (!kj_map_get(in->clones, node, &node))
 			break;
 	}
-	return NULL;
+	return -1;
+}
+
+static int same_shape(const struct kj_rec_graph_memset *g, const struct kj_rec_memcpy *m)
+{
+	uint64_t rows = g->height > 1 ? g->height : 1;
+	return g->value == m->value && g->width * g->element_bytes * rows == m->bytes;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Memset nodes inside child graphs: the driver clones them twice and no clone record leads the
+ * exec's node back to the node read at instantiation. Runs and nodes left unmatched are paired by
+ * shape (bytes, value), in node-id order (clones are numbered in the order of their originals),
+ * and only where a shape has as many nodes as runs; any other memset keeps no destination. */
+static void build_order_fallback(struct ingest *in)
+{
+	size_t nr = in->ngmset_runs, ng = in->ngmsets;
+	char *used = calloc(ng ? ng : 1, 1), *done = calloc(nr ? nr : 1, 1);
+	uint64_t *rid = calloc(nr ? nr : 1, sizeof(*rid)), *gid = calloc(ng ? ng : 1, sizeof(*gid));
+	in->gmset_by_order = kj_map_new();
+	if (!used || !done || !rid || !gid || !in->gmset_by_order)
+		goto out;
+	for (size_t i = 0; i < nr; i++) {
+		ssize_t at = graph_memset_by_id(in, in->gmset_runs[i].graph_node_id);
+		if (at >= 0)
+			used[at] = 1, done[i] = 1;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		if (done[i])
+			continue;
+		size_t a = 0, b = 0;
+		for (size_t j = i; j < nr; j++)
+			if (!done[j] && in->gmset_runs[j].bytes == in->gmset_runs[i].bytes &&
+			    in->gmset_runs[j].value == in->gmset_runs[i].value)
+				rid[a++] = in->gmset_runs[j].graph_node_id, done[j] = 1;
+		for (size_t g = 0; g < ng; g++)
+			if (!used[g] && same_shape(&in->gmsets[g], &in->gmset_runs[i]))
+				gid[b++] = in->gmsets[g].node_id;
+		if (a != b)
+			continue;
+		qsort(rid, a, sizeof(*rid), cmp_u64);
+		qsort(gid, b, sizeof(*gid), cmp_u64);
+		for (size_t k = 0; k < a; k++) {
+			uint64_t at;
+			if (kj_map_get(in->gmset_index, gid[k], &at))
+				kj_map_put(in->gmset_by_order, rid[k], at + 1);
+		}
+	}
+out:
+	free(used);
+	free(done);
+	free(rid);
+	free(gid);
+}
+
+/* The memset node a graph memset ran from, as instantiated (following clones back to the node the
+ * program made, else the order fallback); NULL when unknown, or when it is 2D (a pitched memset is
+ * not one contiguous range, and replay repeats memsets as one). */
+static const struct kj_rec_graph_memset *graph_memset_of(struct ingest *in, uint64_t node)
+{
+	uint64_t at;
+	ssize_t i = graph_memset_by_id(in, node);
+	if (i < 0 && in->ngmsets) {
+		if (!in->gmset_by_order)
+			build_order_fallback(in);
+		if (in->gmset_by_order && kj_map_get(in->gmset_by_order, node, &at))
+			i = (ssize_t)at - 1;
+	}
+	if (i < 0)
+		return NULL;
+	return in->gmsets[i].height <= 1 ? &in->gmsets[i] : NULL;
 }
 
 static uint64_t shape_key(uint32_t name_id, const uint32_t grid[3], const uint32_t block[3],

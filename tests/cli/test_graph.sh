@@ -114,6 +114,10 @@ check "graph memsets: the kept iteration holds it between the first and second k
 	                 " FROM sequence_op s LEFT JOIN memset m ON m.id = s.memset_id ORDER BY s.ordinal").fetchall()
 	sys.exit(ops != [("kernel", 0), ("memset", 1)] + [("kernel", 0)] * 5)
 	EOF'
+python3 "$src/tests/tools/mkspool.py" "$dir/gc" --graph --functions 5 --iters 6 --graph-memset=child
+"$kj" ingest "$dir/gc" -o "$dir/gc.kjdb" 2>/dev/null
+check "graph memsets in child graphs (no clone record back): paired with the one node of their shape" \
+	'[ "$(q "$dir/gc.kjdb" "SELECT count(*) FROM memset WHERE graph_node_id IS NOT NULL AND address = 139637979873280 AND element_bytes = 4")" = 6 ]'
 python3 "$src/tests/tools/mkspool.py" "$dir/gn" --graph --functions 5 --iters 6
 "$kj" ingest "$dir/gn" -o "$dir/gn.kjdb" 2>/dev/null
 check "graph memsets: none made up without the node" '[ "$(q "$dir/gn.kjdb" "SELECT count(*) FROM memset")" = 0 ]'
