@@ -120,11 +120,16 @@ grep -q "no NVTX range was open when its graphs were captured" err || fail "refu
 expect 0 "$K" pipeline --from z.kjdb --layers 0 --list
 same "forward#$IT:$((5 + 1))" "--layers 0 without capture ranges" # 5 captured + 1 node-by-node
 
-# the shipped graph run was ingested before capture ranges were kept: refused, saying so
+# a run ingested before capture ranges were kept (no column): refused, saying so
+cp z.kjdb old.kjdb && python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute("ALTER TABLE kernel DROP COLUMN capture_range_id"); d.commit()' old.kjdb
+expect 1 "$K" pipeline --from old.kjdb --layers 1 --list
+grep -q "ingested before kjoule kept the NVTX ranges open at capture (no column kernel.capture_range_id)" err ||
+	fail "run without capture ranges: $(cat err)"
+
+# the shipped graph run (examples/gpt_graph.py) opens no range while capturing: refused, saying so
 G=$S/examples/runs/gpt_graph.kjdb
 expect 1 "$K" pipeline --from "$G" --layers 1 --list
-grep -q "ingested before kjoule kept the NVTX ranges open at capture (no column kernel.capture_range_id)" err ||
-	fail "shipped graph run: $(cat err)"
+grep -q "no NVTX range was open when its graphs were captured" err || fail "shipped graph run: $(cat err)"
 expect 0 "$K" pipeline --from "$G" --layers 0 --list
 it=$(q "$G" "SELECT value FROM meta WHERE key = 'params_iteration'")
 same "$it:$(q "$G" "SELECT count(*) FROM sequence_op WHERE iteration = ${it##*#}")" "shipped graph run, --layers 0"
