@@ -125,10 +125,15 @@ struct cmp_summary {
 	int have_eager, have_graph;
 	double seq_topo;  /* the graph launches as recorded (topology replay) */
 	int have_topo;
+	/* an energy error means something only when the measured mean is known better than this (%) */
+#define KJ_CMP_ENERGY_JUDGE_PCT 5.0
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
 	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
+	double e_unc_mean_pct;     /* e_unc_mean as a share of the measured mean */
+	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT */
+	double e_iters_for_judge;  /* about how many iterations would bring it there */
 	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;

@@ -162,6 +162,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " (min %.6f, max %.6f)\n",
 			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_unc_mean / 1000, s.e_meas.min / 1000,
 			s.e_meas.max / 1000);
+	if (s.have_meas && s.e_meas.mean > 0 && !s.e_judgeable)
+		fprintf(f, "  ! the measured mean is known only to ±%.1f%% (%lld iterations, a few updates of the energy"
+			   " counter): errors below it say nothing; about %.0f iterations would bring it to ±%.0f%%\n",
+			s.e_unc_mean_pct, (long long)s.e_meas.n, s.e_iters_for_judge, KJ_CMP_ENERGY_JUDGE_PCT);
 	if (s.have_kernels_e && s.e_extrapolated)
 		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (extrapolated: replayed kernels hold %.1f%%"
 			   " of kernel time, %.1f%% of launches)\n",

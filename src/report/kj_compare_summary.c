@@ -172,6 +172,14 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 				q += c->iv[i].energy_unc_mj * c->iv[i].energy_unc_mj;
 		s->e_unc_mean = s->e_meas.n ? sqrt(q) / (double)s->e_meas.n : 0;
 	}
+	/* a short run's mean is known only to a few counter updates: its errors say nothing below
+	 * that; the mean's uncertainty falls as 1/sqrt(n) with independent edges */
+	if (s->have_meas && s->e_meas.mean > 0) {
+		s->e_unc_mean_pct = 100.0 * s->e_unc_mean / s->e_meas.mean;
+		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT;
+		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
+		s->e_iters_for_judge = ceil((double)s->e_meas.n * r * r);
+	}
 	if (ce > 0) {
 		double covered_ns = iter_stat(c, get_insitu_energy_ns, 0).mean;
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;

@@ -152,7 +152,13 @@ static void summary(struct kj_html_ctx *x)
 	card(f, "kernels per iteration", k, 1, 0, NULL, NULL);
 	snprintf(note, sizeof(note), "± %.3f J (mean of the measured iterations)", eu);
 	card(f, "energy measured", em, hem, 3, "J", hem && heu ? note : NULL);
-	snprintf(note, sizeof(note), "%+.1f %% against measured", ee);
+	double eup = 0;
+	int judge = !json_is_false(json_object_get(j, "energy_error_judgeable"));
+	kj_html_jnum(j, "energy_measured_mean_unc_pct", &eup);
+	if (judge)
+		snprintf(note, sizeof(note), "%+.1f %% against measured", ee);
+	else /* a short run: the measured mean is not known well enough to judge the error */
+		snprintf(note, sizeof(note), "%+.1f %% against a measurement known only to ± %.0f %%", ee, eup);
 	card(f, "energy predicted", ep, hep, 3, "J", hee ? note : NULL);
 	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, NULL);
 	card(f, "explained fraction (in sequence)", efs, hefs, 3, NULL, NULL);
