@@ -301,12 +301,20 @@ CUdeviceptr region_address(const struct replay *R, uint64_t addr, size_t bytes)
 	return 0;
 }
 
-/* Adds the memsets st yields (address, value, element bytes, bytes) that lie in re-created
- * regions; the count added in *added. 0 or KJ_ENOMEM. */
-static int add_premem(struct replay *R, sqlite3_stmt *st, size_t *added)
+/* Adds to R->premem the memsets sql yields (address, value, element bytes, bytes) that lie in
+ * re-created regions; sql takes ?1 pid, ?2 stream, ?3 correlation and maybe ?4 unique kernel.
+ * A statement an older run's schema refuses adds none. 0 or KJ_ENOMEM. */
+static int add_premem(struct replay *R, const char *sql)
 {
+	sqlite3_stmt *st = prepare_quiet(R->db, sql);
 	int rc = 0;
-	*added = 0;
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, R->k.pid);
+	sqlite3_bind_int64(st, 2, R->k.stream_id);
+	sqlite3_bind_int64(st, 3, R->k.correlation);
+	if (sqlite3_bind_parameter_count(st) >= 4)
+		sqlite3_bind_int64(st, 4, R->k.unique_id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
 		size_t bytes = (size_t)sqlite3_column_int64(st, 3);
@@ -322,12 +330,10 @@ static int add_premem(struct replay *R, sqlite3_stmt *st, size_t *added)
 		R->premem[R->npremem++] = (struct premem){dst,
 							 (uint32_t)sqlite3_column_int64(st, 1),
 							 (int)sqlite3_column_int64(st, 2), bytes};
-		(*added)++;
 	}
+	sqlite3_finalize(st);
 	return rc;
 }
-
-static int load_premem_graph(struct replay *R);
 
 /* 1 when the captured launch is a graph launch's (kernels with graph nodes share its correlation). */
 static int launched_in_graph(struct replay *R)
@@ -346,55 +352,29 @@ static int launched_in_graph(struct replay *R)
 
 int load_premem(struct replay *R)
 {
-	if (R->k.correlation >= 0 && R->k.stream_id >= 0 && launched_in_graph(R))
-		return load_premem_graph(R);
+	if (R->k.correlation < 0 || R->k.stream_id < 0)
+		return 0;
+	if (launched_in_graph(R))
+		/* a launch from a graph: its kernels and memsets share the graph launch's correlation,
+		 * so the memsets are those of the same graph launch that ran on its stream after the
+		 * kernel before it ended and before it started */
+		return add_premem(R,
+			"WITH me(ks) AS (SELECT k.start_ns FROM kernel k WHERE k.pid = ?1 AND k.stream_id = ?2"
+			"  AND k.correlation_id = ?3 AND k.unique_id = ?4 AND k.graph_node_id IS NOT NULL"
+			"  ORDER BY k.start_ns LIMIT 1)"
+			" SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m, me"
+			" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.correlation_id = ?3 AND m.address IS NOT NULL"
+			" AND m.end_ns <= me.ks AND m.start_ns >= coalesce((SELECT max(k.end_ns) FROM kernel k"
+			"  WHERE k.pid = ?1 AND k.stream_id = ?2 AND k.correlation_id = ?3 AND k.end_ns <= me.ks), 0)"
+			" ORDER BY m.start_ns");
 	/* eager: after the previous kernel on the same stream, before this launch (by issue order);
 	 * runs without memset destinations (memset.address) have none to repeat */
-	sqlite3_stmt *st = prepare_quiet(R->db,
+	return add_premem(R,
 		"SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m"
 		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.address IS NOT NULL AND m.correlation_id < ?3"
 		" AND m.correlation_id > coalesce((SELECT max(k.correlation_id) FROM kernel k WHERE k.pid = ?1"
 		"  AND k.stream_id = ?2 AND k.correlation_id < ?3), -1)"
 		" ORDER BY m.correlation_id");
-	size_t added = 0;
-	int rc = 0;
-	if (!st || R->k.correlation < 0 || R->k.stream_id < 0) {
-		sqlite3_finalize(st);
-		return 0;
-	}
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.stream_id);
-	sqlite3_bind_int64(st, 3, R->k.correlation);
-	rc = add_premem(R, st, &added);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-static int load_premem_graph(struct replay *R)
-{
-	size_t added = 0;
-	int rc;
-	/* a launch from a graph: its kernels and memsets share the graph launch's correlation, so
-	 * the memsets are those of the same graph launch that ran on its stream after the kernel
-	 * before it ended and before it started */
-	sqlite3_stmt *st = prepare_quiet(R->db,
-		"WITH me(ks) AS (SELECT k.start_ns FROM kernel k WHERE k.pid = ?1 AND k.stream_id = ?2"
-		"  AND k.correlation_id = ?3 AND k.unique_id = ?4 AND k.graph_node_id IS NOT NULL"
-		"  ORDER BY k.start_ns LIMIT 1)"
-		" SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m, me"
-		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.correlation_id = ?3 AND m.address IS NOT NULL"
-		" AND m.end_ns <= me.ks AND m.start_ns >= coalesce((SELECT max(k.end_ns) FROM kernel k"
-		"  WHERE k.pid = ?1 AND k.stream_id = ?2 AND k.correlation_id = ?3 AND k.end_ns <= me.ks), 0)"
-		" ORDER BY m.start_ns");
-	if (!st)
-		return 0;
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.stream_id);
-	sqlite3_bind_int64(st, 3, R->k.correlation);
-	sqlite3_bind_int64(st, 4, R->k.unique_id);
-	rc = add_premem(R, st, &added);
-	sqlite3_finalize(st);
-	return rc;
 }
 
 CUresult run_premem(const struct replay *R, CUstream stream)
