@@ -39,6 +39,9 @@ def main():
     ap.add_argument("--module-depth", type=int, default=0,
                     help="ranges only for modules this deep (1: the model's children); 0: all. Each "
                          "range costs the host two Python hooks, so fewer keep a large batch GPU-bound")
+    ap.add_argument("--channels-last", action="store_true",
+                    help="model and input in channels-last memory format (NHWC, as cuDNN's fp16 "
+                         "convolutions and the pipeline's phases run)")
     ap.add_argument("--min-seconds", type=float, default=0.0,
                     help="repeat the timed forwards until this long (energy needs >= 3 s)")
     a = ap.parse_args()
@@ -46,6 +49,9 @@ def main():
     torch.manual_seed(0)
     model = getattr(torchvision.models, a.model)(weights=None).to("cuda", dt).eval()
     x = torch.randn(a.batch, 3, 224, 224, device="cuda", dtype=dt)
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
 
     if not a.no_module_ranges:
         nvtx = torch.cuda.nvtx
@@ -106,7 +112,8 @@ def main():
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
         e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    out = {"model": a.model, "batch": a.batch, "precision": a.precision, "graph": a.graph, "forwards": n,
+    out = {"model": a.model, "batch": a.batch, "precision": a.precision, "graph": a.graph,
+           "channels_last": a.channels_last, "forwards": n,
            "forward_ms_events": start.elapsed_time(end) / n, "forward_ms_wall": wall * 1e3 / n,
            "energy_j_per_forward_nvml": (e1 - e0) * 1e-3 / n if nv else None,
            "energy_window_s": wall, "torch": torch.__version__,

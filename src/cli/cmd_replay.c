@@ -611,9 +611,12 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	argv[k] = NULL;
 	static const char *const fills[] = {"random", "smallint", "zero"};
 	char first[160] = "";
+	/* KJ_REPLAY_SEQ_FILL=small: the first try's data at a model's weight scale (a study of how
+	 * data values set a chain's power; docs/replay.md) */
+	const char *seq_fill = getenv("KJ_REPLAY_SEQ_FILL");
 	argv[k++] = "--fill";
 	for (int t = 0; t < 3; t++) {
-		argv[k] = (char *)fills[t];
+		argv[k] = (char *)(t == 0 && seq_fill && !strcmp(seq_fill, "small") ? "small" : fills[t]);
 		argv[k + 1] = NULL;
 		seq_ctx_reset(&c);
 		/* with --energy, each measured graph (linear, and the topology) gets its energy span */

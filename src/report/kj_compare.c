@@ -31,7 +31,7 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 	c->groups[c->n_groups] = (struct cmp_group){.unique_id = unique_id, .name_id = name_id,
 						    .tier = kj_smap_intern(&c->tiers, tier),
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
-						    .energy_mj = -1};
+						    .energy_mj = -1, .power_mw = -1};
 	return c->n_groups++;
 }
 
@@ -93,6 +93,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		gr->traced_mean_ns = traced[g];
 		gr->warm_ns = gr->cold_ns = gr->seq_ns = -1;
 		gr->energy_mj = -1;
+		gr->power_mw = -1;
 	}
 	free(traced);
 	free(timed_out);
@@ -162,7 +163,9 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	}
 	sqlite3_finalize(st);
 	if (kj_db_prepare(db,
-			  "SELECT unique_id, energy_mj_per_launch FROM replay_energy"
+			  "SELECT unique_id, energy_mj_per_launch,"
+			  " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0))"
+			  " FROM replay_energy"
 			  " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
 			  &st))
 		return KJ_EDB;
@@ -171,6 +174,9 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		if (g == (size_t)-1)
 			continue;
 		c->groups[g].energy_mj = sqlite3_column_double(st, 1);
+		/* mW; the power of the energy loop, from its own seconds where power_mw is absent */
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_double(st, 2) > 0)
+			c->groups[g].power_mw = sqlite3_column_double(st, 2);
 		c->n_replay_energy_rows++;
 	}
 	sqlite3_finalize(st);
@@ -750,6 +756,9 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					x->energy_kernels_mj += gr->energy_mj;
 					x->cov_energy++;
 					x->insitu_energy_ns += d;
+					/* without a power figure, the launch's replayed energy stands */
+					x->energy_insitu_mj += gr->power_mw > 0 ? gr->power_mw * (double)d * 1e-9
+										: gr->energy_mj;
 				}
 				if (!x->skipped) {
 					gr->launches++;
@@ -860,6 +869,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	if (c->idle_w >= 0 && c->n_replay_energy_rows)
 		for (size_t i = 0; i < ni; i++) {
 			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
+			c->iv[i].energy_insitu_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].cov_energy += c->iv[i].n_waits;
 			c->iv[i].insitu_energy_ns += c->iv[i].waits_ns;
 		}

@@ -28,6 +28,7 @@ struct cmp_iter {
 	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
 	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
 	double energy_kernels_mj;
+	double energy_insitu_mj;             /* the same launches at their replayed power × in-situ time */
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
 	int64_t insitu_energy_ns;            /* in-situ time of the launches with an energy figure */
 	double energy_measured_mj;
@@ -44,6 +45,7 @@ struct cmp_group {
 	double warm_ns, cold_ns;     /* < 0: no replay */
 	double seq_ns;               /* < 0: no in-sequence replay */
 	double energy_mj;            /* < 0: no replay energy */
+	double power_mw;             /* mean power while it was replayed for energy; < 0: unknown */
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
 	int waits;                   /* waits on something outside itself: not replayable alone */
@@ -137,6 +139,10 @@ struct cmp_summary {
 	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;
+	/* the gap split: each kernel at its replayed power over its in-situ time (the time part of
+	 * the gap removed, the power part left), plus the same idle term */
+	double e_kernels_insitu, e_pred_insitu, e_insitu_err_pct;
+	int have_pred_insitu, have_insitu_err;
 	/* the iteration replayed as one graph (topology replay where there is one, else the linear
 	 * chain), plus idle power over the rest of the wall: a second energy prediction */
 	double e_seq, e_seq_pred, e_seq_err_pct, e_seq_time;

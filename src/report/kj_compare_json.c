@@ -226,6 +226,10 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_idle_j", cmp_num_or_null(s.e_idle / 1000.0, s.have_idle_e));
 	json_object_set_new(o, "energy_predicted_j", cmp_num_or_null(s.e_pred / 1000.0, s.have_pred));
 	json_object_set_new(o, "energy_error_pct", cmp_num_or_null(s.e_err_pct, s.have_err));
+	/* the gap split: replayed power over in-situ time (docs/analysis-compare.md) */
+	json_object_set_new(o, "energy_predicted_insitu_time_j",
+			    cmp_num_or_null(s.e_pred_insitu / 1000.0, s.have_pred_insitu));
+	json_object_set_new(o, "energy_error_insitu_time_pct", cmp_num_or_null(s.e_insitu_err_pct, s.have_insitu_err));
 	json_object_set_new(o, "energy_predicted_sequence_j", cmp_num_or_null(s.e_seq_pred / 1000.0, s.have_seq_e));
 	json_object_set_new(o, "energy_error_sequence_pct", cmp_num_or_null(s.e_seq_err_pct, s.have_seq_err));
 	json_object_set_new(o, "energy_sequence_mode", s.have_seq_e ? json_string(s.e_seq_mode) : json_null());

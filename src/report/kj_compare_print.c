@@ -196,6 +196,15 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.have_err ? "" : "  (no measurement to compare)");
 	if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
+	if (s.have_pred_insitu) {
+		/* the gap split in two: time (isolated replays run faster or slower than in situ) and
+		 * power (what is left with each kernel at its replayed power over its in-situ time) */
+		fprintf(f, "  replayed power × in-situ time + idle %11.6f", s.e_pred_insitu / 1000);
+		if (s.have_insitu_err && s.have_err)
+			fprintf(f, "  (%+.2f%%: %+.1f points of the gap are time, %+.1f power)",
+				s.e_insitu_err_pct, s.e_err_pct - s.e_insitu_err_pct, s.e_insitu_err_pct);
+		fprintf(f, "\n");
+	}
 	if (s.have_seq_e) {
 		fprintf(f, "  iteration replayed as one graph     %12.6f  (%s replay, %.1f us; + idle over the rest"
 			   " of the wall = %.6f)\n",

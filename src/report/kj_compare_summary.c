@@ -89,6 +89,7 @@ GETTER(replay_seq)
 GETTER(insitu_seq)
 GETTER(cov_seq)
 GETTER(energy_kernels_mj)
+GETTER(energy_insitu_mj)
 GETTER(insitu_energy_ns)
 GETTER(energy_measured_mj)
 GETTER(energy_unc_mj)
@@ -183,11 +184,13 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (ce > 0) {
 		double covered_ns = iter_stat(c, get_insitu_energy_ns, 0).mean;
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
+		s->e_kernels_insitu = iter_stat(c, get_energy_insitu_mj, 0).mean;
 		s->e_kernels_time_cov = s->kernel_sum.mean > 0 ? covered_ns / s->kernel_sum.mean : 1;
 		/* kernels without an energy figure (not replayed, or replayed for latency only) count at
 		 * the energy per ns of those with one, and the report says so */
 		if (covered_ns > 0 && s->e_kernels_time_cov < 0.999) {
 			s->e_kernels *= s->kernel_sum.mean / covered_ns;
+			s->e_kernels_insitu *= s->kernel_sum.mean / covered_ns;
 			s->e_extrapolated = 1;
 		}
 		s->have_kernels_e = 1;
@@ -218,6 +221,15 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			s->e_err_pct = cmp_safe_div(100.0 * (s->e_pred - s->e_meas.mean), s->e_meas.mean,
 						&ok);
 			s->have_err = ok;
+		}
+	}
+	if (s->have_pred && isfinite(s->e_kernels_insitu) && s->e_kernels_insitu > 0) {
+		s->e_pred_insitu = s->e_kernels_insitu + s->e_idle;
+		s->have_pred_insitu = 1;
+		if (s->have_meas) {
+			s->e_insitu_err_pct = cmp_safe_div(100.0 * (s->e_pred_insitu - s->e_meas.mean),
+							   s->e_meas.mean, &ok);
+			s->have_insitu_err = ok;
 		}
 	}
 }

@@ -58,4 +58,23 @@ mk "$dir/nosamples.kjdb" 900 && python3 -c 'import sqlite3,sys; d=sqlite3.connec
 check "without samples the idle term is the deep idle power (80 W)" '[ "$(val "$dir/nosamples.json" idle_power_w)" = 80.0 ]'
 check "and it is reported as deep idle (80 W)" '[ "$(val "$dir/nosamples.json" deep_idle_power_w)" = 80.0 ]'
 check "text report does not call it unknown" '! "$kj" compare "$dir/nosamples.kjdb" --skip 0 2>/dev/null | grep -q "idle power unknown"'
+# the gap split: a kernel replayed at 0.8 ms and 400 W (320 mJ a launch) that ran 1 ms in situ is
+# 0.400 J at its replayed power over its in-situ time; power_mw absent, the energy loop's own
+# launches and seconds give the same power
+for pw in 400000 NULL; do
+	rm -f "$dir/split.kjdb"; mk "$dir/split.kjdb" 1980 && python3 - "$dir/split.kjdb" "$pw" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); u = db.execute("SELECT max(unique_id) FROM kernel").fetchone()[0]
+db.execute("INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status) VALUES(?, 'warm', 10, 800000, 'ok')", (u,))
+db.execute("INSERT INTO replay_energy(unique_id, unroll, launches, seconds, energy_mj_per_launch, power_mw)"
+           " VALUES(?, 10, 1250, 1.0, 320.0, " + sys.argv[2] + ")", (u,))
+db.commit()
+PY
+	"$kj" compare "$dir/split.kjdb" --skip 0 --json > "$dir/split.json" 2>/dev/null
+	check "power $pw: kernels at replayed energy 0.32 J + idle 1.125 J" '[ "$(val "$dir/split.json" energy_predicted_j)" = 1.4 ]'
+	check "power $pw: at replayed power x in-situ time 0.40 J + idle = 1.525 J" \
+		'python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[\"energy_predicted_insitu_time_j\"]; sys.exit(abs(v-1.525)>0.002)" "$dir/split.json"'
+	check "power $pw: the text splits the gap into time and power" \
+		'"$kj" compare "$dir/split.kjdb" --skip 0 2>/dev/null | grep -q "replayed power × in-situ time + idle .*points of the gap are time"'
+done
 exit $fail

@@ -29,7 +29,7 @@ struct opts {
 	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti, graph;
 	int64_t sequence; /* >= 0: replay this iteration (sequence_op), not a unique kernel */
 	int64_t seq_first, seq_last; /* --ordinals A:B: only these sequence_op ordinals */
-	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults) */
+	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults), 3 small floats */
 	double hang_s;    /* a first launch running longer is reported as hung */
 	int64_t *uniques; /* the unique kernels of this worker, replayed in order in one context */
 	size_t nuniques;

@@ -29,6 +29,7 @@ struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
 	int api;             /* KJ_API_* bits: which API calls are recorded */
+	int debug_graph;     /* KJOULE_DEBUG_GRAPH=1: every graph node walked or cloned on stderr */
 };
 
 extern struct kj_inject_config kj_cfg;

@@ -6,6 +6,7 @@
  * which programs call once per graph, never per iteration. */
 #include <cupti.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,14 +93,27 @@ static void put_node(uint64_t nid, uint64_t parent, uint32_t gid, uint32_t type,
 	kj_spool_write2(&r, sizeof(r), deps, ndeps * sizeof(*deps));
 }
 
-/* A memset node's destination, so its runs can be repeated where the program made them. */
+/* A memset node's destination, so its runs can be repeated where the program made them. A node
+ * whose parameters cannot be read is named in the run's problems (the first few of them). */
 void kj_graph_record_memset(CUgraphNode node, uint64_t nid)
 {
+	static int unread;
 	CUDA_MEMSET_NODE_PARAMS p;
 	struct kj_rec_graph_memset r;
 	memset(&p, 0, sizeof(p));
-	if (cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS || !p.dst)
+	CUresult rc = cuGraphMemsetNodeGetParams(node, &p);
+	if (kj_cfg.debug_graph)
+		fprintf(stderr, "kjoule graph: memset node %llu: params rc %d dst 0x%llx bytes %zu value %u\n",
+			(unsigned long long)nid, (int)rc, (unsigned long long)p.dst,
+			p.width * p.elementSize * (p.height ? p.height : 1), p.value);
+	if (rc != CUDA_SUCCESS || !p.dst) {
+		if (__atomic_fetch_add(&unread, 1, __ATOMIC_RELAXED) < 4)
+			kj_spool_problem("graph memset node %llu: its destination could not be read "
+					 "(cuGraphMemsetNodeGetParams returned %d, dst 0x%llx); replay "
+					 "writes it to scratch memory", (unsigned long long)nid, (int)rc,
+					 (unsigned long long)p.dst);
 		return;
+	}
 	memset(&r, 0, sizeof(r));
 	r.h.type = KJ_REC_GRAPH_MEMSET;
 	r.h.size = sizeof(r);
@@ -135,6 +149,9 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 		if (cuptiGetGraphNodeId(nodes[i], &nid) != CUPTI_SUCCESS ||
 		    cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
 			continue;
+		if (kj_cfg.debug_graph)
+			fprintf(stderr, "kjoule graph: walk graph %u depth %d node %llu type %d parent %llu\n",
+				gid, depth, (unsigned long long)nid, (int)type, (unsigned long long)parent);
 		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
 			corr = record_kernel_node(nodes[i], nid);
 		else if (type == CU_GRAPH_NODE_TYPE_MEMSET)
