@@ -609,13 +609,18 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	if (o->relocate)
 		argv[k++] = "--relocate";
 	argv[k] = NULL;
-	static const char *const fills[] = {"random", "smallint", "zero"};
+	/* a chain's data flows kernel to kernel: when random data faults (token ids out of range),
+	 * small integers go only where indices live (small regions) before everywhere */
+	static const char *const fills[] = {"random", "mixed", "smallint", "zero"};
+	const int nfills = 4;
 	char first[160] = "";
 	/* KJ_REPLAY_SEQ_FILL=small: the first try's data at a model's weight scale (a study of how
 	 * data values set a chain's power; docs/replay.md) */
 	const char *seq_fill = getenv("KJ_REPLAY_SEQ_FILL");
 	argv[k++] = "--fill";
-	for (int t = 0; t < 3; t++) {
+	int used = 0;
+	for (int t = 0; t < nfills; t++) {
+		used = t;
 		argv[k] = (char *)(t == 0 && seq_fill && !strcmp(seq_fill, "small") ? "small" : fills[t]);
 		argv[k + 1] = NULL;
 		seq_ctx_reset(&c);
@@ -636,15 +641,15 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			break;
 		if (!t)
 			snprintf(first, sizeof(first), "%.150s", c.s[0].error);
-		if (t < 2)
-			kj_warnf("iteration %s faulted on random data (%s); again with %s data", it,
+		if (t < nfills - 1)
+			kj_warnf("iteration %s faulted on %s data (%s); again with %s data", it, fills[t],
 				 c.s[0].error, fills[t + 1]);
 	}
 	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 3: on_seq_line keeps three */
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];
-			snprintf(note, sizeof(note), "data: fallback (random data failed: %.100s)%s%.100s", first,
-				 c.s[i].error[0] ? "; " : "", c.s[i].error);
+			snprintf(note, sizeof(note), "data: %s (random data failed: %.100s)%s%.100s", fills[used],
+				 first, c.s[i].error[0] ? "; " : "", c.s[i].error);
 			snprintf(c.s[i].error, sizeof(c.s[i].error), "%s", note);
 		}
 	if (kj_replay_seq_store(db, c.s, c.n, c.k, c.nk))

@@ -137,6 +137,25 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* gid (sorted node ids) with every node whose destination an earlier one has dropped; the new count */
+static size_t distinct_destinations(const struct ingest *in, uint64_t *gid, size_t n)
+{
+	size_t kept = 0;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t at, addr = 0;
+		if (kj_map_get(in->gmset_index, gid[k], &at))
+			addr = in->gmsets[at].address;
+		int seen = 0;
+		for (size_t j = 0; j < kept && !seen; j++) {
+			uint64_t aj;
+			seen = kj_map_get(in->gmset_index, gid[j], &aj) && in->gmsets[aj].address == addr;
+		}
+		if (!seen)
+			gid[kept++] = gid[k];
+	}
+	return kept;
+}
+
 /* Memset nodes inside child graphs: the driver clones them twice and no clone record leads the
  * exec's node back to the node read at instantiation. Runs and nodes left unmatched are paired by
  * shape (bytes, value), in node-id order (clones are numbered in the order of their originals),
@@ -165,10 +184,13 @@ static void build_order_fallback(struct ingest *in)
 		for (size_t g = 0; g < ng; g++)
 			if (!used[g] && same_shape(&in->gmsets[g], &in->gmset_runs[i]))
 				gid[b++] = in->gmsets[g].node_id;
-		if (a != b)
-			continue;
 		qsort(rid, a, sizeof(*rid), cmp_u64);
 		qsort(gid, b, sizeof(*gid), cmp_u64);
+		/* a node read at instantiation and again from each of its clones is one destination:
+		 * keep the first node (lowest id) of each destination */
+		b = distinct_destinations(in, gid, b);
+		if (a != b)
+			continue;
 		for (size_t k = 0; k < a; k++) {
 			uint64_t at;
 			if (kj_map_get(in->gmset_index, gid[k], &at))

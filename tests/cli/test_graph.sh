@@ -127,6 +127,10 @@ python3 "$src/tests/tools/mkspool.py" "$dir/gc" --graph --functions 5 --iters 6 
 "$kj" ingest "$dir/gc" -o "$dir/gc.kjdb" 2>/dev/null
 check "graph memsets in child graphs (no clone record back): paired with the one node of their shape" \
 	'[ "$(q "$dir/gc.kjdb" "SELECT count(*) FROM memset WHERE graph_node_id IS NOT NULL AND address = 139637979873280 AND element_bytes = 4")" = 6 ]'
+python3 "$src/tests/tools/mkspool.py" "$dir/gx" --graph --functions 5 --iters 6 --graph-memset=xla
+"$kj" ingest "$dir/gx" -o "$dir/gx.kjdb" 2>/dev/null
+check "graph memsets read again from clones (XLA): one destination, still paired" \
+	'[ "$(q "$dir/gx.kjdb" "SELECT count(*) FROM memset WHERE graph_node_id IS NOT NULL AND address = 139637979873280 AND element_bytes = 4")" = 6 ]'
 python3 "$src/tests/tools/mkspool.py" "$dir/gn" --graph --functions 5 --iters 6
 "$kj" ingest "$dir/gn" -o "$dir/gn.kjdb" 2>/dev/null
 check "graph memsets: none made up without the node" '[ "$(q "$dir/gn.kjdb" "SELECT count(*) FROM memset")" = 0 ]'

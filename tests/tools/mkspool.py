@@ -16,10 +16,11 @@ framework-range rule keeps them from being taken as the iteration.
 --full-graph: every node of the graph is recorded at instantiation, fork-join shaped (the first
 captured kernel, then the middle ones side by side, then the last), then an empty node, then the
 node-by-node kernel; --host-node adds a host node after it (a kind replay cannot rebuild).
---graph-memset[=clone|child]: a 4-byte memset node captured between the first two kernels (as cuDNN
-resets a tile counter), read at instantiation with its destination; each graph launch runs it
+--graph-memset[=clone|child|xla]: a 4-byte memset node captured between the first two kernels (as
+cuDNN resets a tile counter), read at instantiation with its destination; each graph launch runs it
 there. clone: the exec's node leads back by a clone record; child: it does not (as for nodes of
-child graphs), and an 8-byte memset node stands beside it.
+child graphs), and an 8-byte memset node stands beside it; xla: as child, and the node is read
+again from two clones of it (same destination, other ids), as XLA's command buffers show.
 --nested L: the capture-time ranges are model > layer0..layer{L-1} > attn/mlp (capture_chain);
 --no-capture-ranges: none; --eager: each iteration also launches one eager kernel inside "head".
 """
@@ -122,6 +123,9 @@ def graph_program(a, out, base):
             out.append(rec(GRAPHNODE, struct.pack("<QQQ", MEMSET_CLONE, 0, MEMSET_NODE)))
         else:  # and one node of another shape, which must not be taken for it
             out.append(rec(GRAPH_MEMSET, struct.pack("<QQQQQII", MEMSET_NODE + 1, base + 0x400000, 2, 1, 8, 0, 4)))
+        if a.graph_memset == "xla":  # the same node read again from two clones the exec's node is not
+            for nid in (MEMSET_NODE + 7000, MEMSET_NODE + 8000):
+                out.append(rec(GRAPH_MEMSET, struct.pack("<QQQQQII", nid, base + 0x300000, 1, 1, 4, 0, 4)))
     node_corr = 0xC0000000  # a kernel node added node by node, read at instantiation
     if a.full_graph:
         def gnode(nid, typ, deps, corr=0):
@@ -193,7 +197,7 @@ def main():
     ap.add_argument("--nested", type=int, default=0, metavar="L",
                     help="--graph: capture inside model > layer0..layer{L-1} > attn/mlp (see capture_chain)")
     ap.add_argument("--no-capture-ranges", action="store_true", help="--graph: no NVTX range open at capture")
-    ap.add_argument("--graph-memset", nargs="?", const="clone", choices=["clone", "child"],
+    ap.add_argument("--graph-memset", nargs="?", const="clone", choices=["clone", "child", "xla"],
                     help="--graph: a memset node between the first two kernels (see above)")
     ap.add_argument("--eager", action="store_true",
                     help="--graph: each iteration also launches one eager kernel inside a range 'head'")

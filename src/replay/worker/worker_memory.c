@@ -17,9 +17,52 @@ void fill_pattern(uint8_t *p, size_t n, uint64_t seed)
 	}
 }
 
+/* Small integers: 64-bit words 0..3, valid indices read as int64 or int32. */
+static void fill_smallint(uint8_t *p, size_t n)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint64_t w = x & 3;
+		memcpy(p + i, &w, 8);
+	}
+}
+
+/* every 16-bit half at fp16 2^-5..2^-4 (random sign and low mantissa) */
+static void to_small_floats(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 2 <= n; i += 2) {
+		uint16_t h;
+		memcpy(&h, p + i, 2);
+		h = (uint16_t)((h & 0x80FFu) | 0x2800u);
+		memcpy(p + i, &h, 2);
+	}
+}
+
+/* mixed: regions up to this size hold small integers (token ids, offsets and counters live in
+ * small buffers), larger ones float data; a chain then indexes validly and its tensors are not
+ * zeros, whose GEMMs draw a fraction of the power real data does */
+#define KJ_FILL_SMALL_REGION (1u << 20)
+
+static int copy_pattern(struct replay *R, size_t g, const void *host, size_t chunk)
+{
+	size_t total = R->regions[g].bytes, have = total < chunk ? total : chunk;
+	CU(cuMemcpyHtoD(R->region_va[g], host, have));
+	/* one chunk from the host, then doubled on the device: a 32 MiB period, beyond L2 reuse */
+	while (have < total) {
+		size_t n = total - have < have ? total - have : have;
+		CU(cuMemcpyDtoD(R->region_va[g] + have, R->region_va[g], n));
+		have += n;
+	}
+	return 0;
+}
+
 int fill_regions(struct replay *R)
 {
 	const size_t chunk = 32u << 20;
+	int rc;
 	if (R->o.fill == 2) {
 		for (size_t g = 0; g < R->nregions; g++)
 			CU(cuMemsetD8(R->region_va[g], 0, R->regions[g].bytes));
@@ -27,37 +70,25 @@ int fill_regions(struct replay *R)
 	}
 	if (!R->fill_host) {
 		CU(cuMemHostAlloc(&R->fill_host, chunk, 0));
-		if (R->o.fill == 1) { /* 64-bit words 0..3: valid indices as int64 and int32 */
-			uint64_t x = 0x9E3779B97F4A7C15ull;
-			for (size_t i = 0; i + 8 <= chunk; i += 8) {
-				x ^= x << 13;
-				x ^= x >> 7;
-				x ^= x << 17;
-				uint64_t w = x & 3;
-				memcpy((uint8_t *)R->fill_host + i, &w, 8);
-			}
+		if (R->o.fill == 1) {
+			fill_smallint(R->fill_host, chunk);
 		} else {
 			fill_pattern(R->fill_host, chunk, 0x9E3779B97F4A7C15ull);
-			/* small: each fp16 half at 2^-5..2^-4, the scale of a model's weights, so that a
-			 * chain of layers (sequence replay) stays finite instead of overflowing to inf/NaN */
+			/* small: each fp16 half at the scale of a model's weights, so that a chain of
+			 * layers (sequence replay) stays finite instead of overflowing to inf/NaN */
 			if (R->o.fill == 3)
-				for (size_t i = 0; i + 2 <= chunk; i += 2) {
-					uint16_t h;
-					memcpy(&h, (uint8_t *)R->fill_host + i, 2);
-					h = (uint16_t)((h & 0x80FFu) | 0x2800u);
-					memcpy((uint8_t *)R->fill_host + i, &h, 2);
-				}
+				to_small_floats(R->fill_host, chunk);
 		}
 	}
-	/* one chunk from the host, then doubled on the device: a 32 MiB period, beyond L2 reuse */
+	if (R->o.fill == 4 && !R->fill_host_int) {
+		CU(cuMemHostAlloc(&R->fill_host_int, KJ_FILL_SMALL_REGION, 0));
+		fill_smallint(R->fill_host_int, KJ_FILL_SMALL_REGION);
+	}
 	for (size_t g = 0; g < R->nregions; g++) {
-		size_t total = R->regions[g].bytes, have = total < chunk ? total : chunk;
-		CU(cuMemcpyHtoD(R->region_va[g], R->fill_host, have));
-		while (have < total) {
-			size_t n = total - have < have ? total - have : have;
-			CU(cuMemcpyDtoD(R->region_va[g] + have, R->region_va[g], n));
-			have += n;
-		}
+		int ints = R->o.fill == 4 && R->regions[g].bytes <= KJ_FILL_SMALL_REGION;
+		if ((rc = ints ? copy_pattern(R, g, R->fill_host_int, KJ_FILL_SMALL_REGION)
+			       : copy_pattern(R, g, R->fill_host, chunk)))
+			return rc;
 	}
 	CU(cuCtxSynchronize());
 	return 0;
