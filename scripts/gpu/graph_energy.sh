@@ -30,8 +30,10 @@ gpt)
 	timeout 60 "$kj" power --idle --duration 3 --db "$W/gpt.kjdb" > /dev/null 2>&1
 	echo "$(el) gpt: replay --energy"
 	timeout 300 "$kj" replay "$W/gpt.kjdb" --energy > "$W/gpt.replay.log" 2>&1 || tail -3 "$W/gpt.replay.log"
+	grep -E "faulted|data: " "$W/gpt.replay.log" | cut -c1-240 | head -6
 	"$kj" compare "$W/gpt.kjdb" --json > "$W/gpt.compare.json" 2>/dev/null
 	"$kj" compare "$W/gpt.kjdb" > "$OUT/gpt.compare.txt" 2>&1
+	[ -n "${SMALL:-}" ] || continue
 	cp "$W/gpt.kjdb" "$W/gpt_small.kjdb"
 	echo "$(el) gpt: sequence replay again, small data"
 	KJ_REPLAY_SEQ_FILL=small timeout 200 "$kj" replay "$W/gpt_small.kjdb" --sequence --graph --energy \
@@ -72,6 +74,8 @@ jax)
 	timeout 60 "$kj" power --idle --duration 3 --db "$W/jax.kjdb" > /dev/null 2>&1
 	echo "$(el) jax: replay --energy"
 	timeout "${JAX_REPLAY_S:-280}" "$kj" replay "$W/jax.kjdb" --energy > "$W/jax.replay.log" 2>&1 || tail -3 "$W/jax.replay.log"
+	grep -E "faulted|data: " "$W/jax.replay.log" | cut -c1-240 | head -6
+	python3 -c 'import sqlite3,sys; print("jax memsets: all, in graphs, with address:", sqlite3.connect(sys.argv[1]).execute("SELECT count(*), count(graph_node_id), count(address) FROM memset").fetchone())' "$W/jax.kjdb"
 	"$kj" compare "$W/jax.kjdb" --json > "$W/jax.compare.json" 2>/dev/null
 	"$kj" compare "$W/jax.kjdb" > "$OUT/jax.compare.txt" 2>&1
 	;;

@@ -78,7 +78,7 @@ truth)
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" --json > "$W/compare_b$b.json" 2> "$W/compare_b$b.err"
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" > "$W/compare_b$b.txt" 2>&1
 		echo "== truth check, batch $b: the shipped pipeline, layer by layer"
-		[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" \
+		[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" ${TRUTH_CL:+--layout nhwc} \
 			--energy-seconds 0.3 --iters 300 "${idle[@]}" --timeout 60 --out "$W/yaml_b$b" > "$W/yaml_b$b.log" 2>&1
 		tail -2 "$W/yaml_b$b.log"
 		echo "== truth check, batch $b: --from the run (depth 1: the model's children)"

@@ -41,6 +41,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
+		"                       [--layout nchw|nhwc]\n"
 		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
 		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
 		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
@@ -77,6 +78,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--only") || !strcmp(a, "--batch") || !strcmp(a, "--precision") ||
+			    !strcmp(a, "--layout") ||
 			    !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--layers") ||
 			    !strcmp(a, "--region") || !strcmp(a, "--unroll") || !strcmp(a, "--iters") ||
 			    !strcmp(a, "--energy-seconds") || !strcmp(a, "--idle-w") || !strcmp(a, "--idle-db") ||
@@ -109,6 +111,12 @@ static int parse_args(int argc, char **argv, struct popts *o)
 			}
 			snprintf(o->precision, sizeof(o->precision), "%s", v);
 			o->ov.precision = o->precision;
+		} else if (!strcmp(a, "--layout")) {
+			if (strcmp(v, "nchw") && strcmp(v, "nhwc")) {
+				kj_errorf("pipeline: --layout %s: nchw or nhwc", v);
+				return -1;
+			}
+			o->ov.layout = v;
 		} else if (!strcmp(a, "--set")) {
 			const char *eq = strchr(v, '=');
 			if (!eq || eq == v || (size_t)(eq - v) >= sizeof(o->ov.set_name[0]) || o->ov.nset == 8) {
@@ -451,7 +459,8 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 		return 1;
 	file_stem(p->name, stem, sizeof(stem));
 	FILE *log = open_out(o->out, stem, ".log");
-	printf("== %s (%s, batch %" PRId64 ", %d phases)\n", p->name, p->precision, batch, p->nphases);
+	printf("== %s (%s%s%s, batch %" PRId64 ", %d phases)\n", p->name, p->precision, p->layout[0] ? ", " : "",
+	       p->layout, batch, p->nphases);
 	for (int i = 0; i < p->nphases; i++) {
 		const struct kj_phase *ph = &p->phases[i];
 		kj_phase_cost(ph, &r[i].flops, &r[i].bytes);
@@ -539,7 +548,7 @@ static void pipeline_list(const struct kj_pipeline *p)
 		return;
 	}
 	double tf = 0, tb = 0;
-	printf("%s (%s, %d phases)%s%s\n", p->name, p->precision, p->nphases, p->description[0] ? ": " : "",
+	printf("%s (%s%s%s, %d phases)%s%s\n", p->name, p->precision, p->layout[0] ? ", " : "", p->layout, p->nphases, p->description[0] ? ": " : "",
 	       p->description);
 	for (int i = 0; i < p->nphases; i++) {
 		char desc[600];

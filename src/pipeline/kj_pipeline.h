@@ -34,6 +34,7 @@ struct kj_phase {
 	int64_t count, heads, seq_q, seq_kv, causal;
 	int64_t first, last; /* KJ_PHASE_SEQ: ordinals of the kept iteration's sequence */
 	int64_t repeat;     /* times the layer occurs in the model (default 1) */
+	int64_t nhwc;       /* conv, norm, pool, act: channels-last tensors (layout: nhwc); 0: NCHW */
 };
 
 /** One pipeline of a file. params hold the names usable in expressions (batch, tp, ...). */
@@ -41,6 +42,7 @@ struct kj_pipeline {
 	char file[256];
 	char name[96];
 	char precision[8];
+	char layout[8];     /* nchw (default) | nhwc: the default of its conv, norm, pool, act phases */
 	char description[160];
 	int nparams;
 	char param_name[16][24];
@@ -59,6 +61,7 @@ struct kj_pipeline_set {
 struct kj_pipeline_overrides {
 	int64_t batch;          /* > 0: the parameter "batch" */
 	const char *precision;  /* NULL: the file's */
+	const char *layout;     /* NULL: the file's; "nchw" | "nhwc" */
 	int nset;               /* --set NAME=VALUE */
 	char set_name[8][24];
 	int64_t set_value[8];

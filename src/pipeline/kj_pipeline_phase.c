@@ -132,6 +132,10 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 		ph->repeat = 1;
 	if (ph->repeat < 0)
 		return fail(err, errlen, "repeat", "must be > 0", ph->repeat);
+	if (ph->nhwc && ph->kind == KJ_PHASE_ACT && !strcmp(ph->op, "mul")) {
+		snprintf(err, errlen, "layout: nhwc is not built for act 'mul' (a per-channel scale): use nchw");
+		return KJ_EINVAL;
+	}
 	if (ph->kind == KJ_PHASE_SEQ) {
 		if (ph->first < 0 || ph->last < ph->first)
 			return fail(err, errlen, "first", "ordinal range is empty", ph->first);
@@ -293,7 +297,7 @@ static const struct field int_fields[] = {
 	F("P", P), F("Q", Q), F("sh", stride_h), F("sw", stride_w), F("ph", pad_h), F("pw", pad_w),
 	F("dh", dil_h), F("dw", dil_w), F("groups", groups), F("count", count), F("heads", heads),
 	F("seq_q", seq_q), F("seq_kv", seq_kv), F("causal", causal), F("first", first),
-	F("last", last), F("repeat", repeat),
+	F("last", last), F("repeat", repeat), F("nhwc", nhwc),
 };
 
 /* Every size below 2^31 (and > -2^31): the shape arithmetic then cannot overflow. */

@@ -89,6 +89,9 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 	}
 	ph->kind = (enum kj_phase_kind)kind;
 	snprintf(ph->precision, sizeof(ph->precision), "%s", p->precision);
+	/* the pipeline's layout holds for the kinds whose tensors have channels */
+	ph->nhwc = !strcmp(p->layout, "nhwc") && (ph->kind == KJ_PHASE_CONV || ph->kind == KJ_PHASE_NORM ||
+						  ph->kind == KJ_PHASE_POOL || ph->kind == KJ_PHASE_ACT);
 	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
 		const char *k = scalar(node(c, pr->key));
 		yaml_node_t *vn = node(c, pr->value);
@@ -109,6 +112,16 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 		if (!strcmp(k, "precision")) {
 			if (!c->ov || !c->ov->precision)
 				snprintf(ph->precision, sizeof(ph->precision), "%s", v);
+			continue;
+		}
+		if (!strcmp(k, "layout")) {
+			if (strcmp(v, "nchw") && strcmp(v, "nhwc")) {
+				snprintf(err, errlen, "phase '%s' (line %lu): field 'layout': '%s' is not nchw or nhwc",
+					 ph->name, line, v);
+				return KJ_EINVAL;
+			}
+			if (!c->ov || !c->ov->layout)
+				ph->nhwc = !strcmp(v, "nhwc");
 			continue;
 		}
 		size_t i;
@@ -185,6 +198,14 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 		snprintf(err, sizeof(err), "field 'precision': '%s' is not fp16, bf16 or fp32", prec);
 		goto bad;
 	}
+	snprintf(p->layout, sizeof(p->layout), "nchw");
+	const char *lay = c->ov && c->ov->layout ? c->ov->layout : scalar(map_get(c, m, "layout"));
+	if (lay && strcmp(lay, "nchw") && strcmp(lay, "nhwc")) {
+		snprintf(err, sizeof(err), "field 'layout': '%s' is not nchw or nhwc", lay);
+		goto bad;
+	}
+	if (lay)
+		snprintf(p->layout, sizeof(p->layout), "%s", lay);
 	param_set(p, "batch", 1);
 	yaml_node_t *pm = map_get(c, m, "params");
 	if (pm && pm->type != YAML_MAPPING_NODE) {

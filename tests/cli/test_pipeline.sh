@@ -25,6 +25,36 @@ expect 0 "$K" pipeline "$S"/configs/pipelines/opt66b_decode.yml --list --set tp=
 has 'self_attn.qkv_proj .* N=8 M=13824 K=9216'
 has 'self_attn.sdpa .* N=8 .*heads=36 seq_q=1 seq_kv=2048'
 
+# layout: the pipeline's (or --layout's) holds for conv, norm, pool and act phases, not matmul
+expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list --layout nhwc
+has '^resnet50 (fp16, nhwc, 94 phases)'
+has '^  conv1 .*type=conv .* nhwc=1$'
+has '^  layer1.0.bn1 .*op=batch .* nhwc=1$'
+lacks 'type=matmul .*nhwc=1'
+expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
+lacks 'nhwc=1'
+expect 2 "$K" pipeline --layout nhwz x.yml
+cat > lay.yml <<'Y'
+pipelines:
+  - name: cl
+    layout: nhwc
+    phases:
+      - {name: c, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, pad: 1}
+      - {name: c2, type: conv, C: 8, H: 8, W: 8, M: 8, R: 1, S: 1, layout: nchw}
+  - name: badlayout
+    phases:
+      - {name: r, type: act, op: relu, C: 8, H: 8, W: 8, layout: nhwz}
+  - name: badmul
+    layout: nhwc
+    phases:
+      - {name: se, type: act, op: mul, C: 8, H: 8, W: 8}
+Y
+expect 0 "$K" pipeline lay.yml --list
+has '^  c .* nhwc=1$'
+check "a phase's own layout wins over its pipeline's" '! grep -q "^  c2 .*nhwc=1" "$T/out"'
+has "^badlayout: ERROR .*lay.yml: pipeline 'badlayout': phase 'r' (line 9): field 'layout': 'nhwz' is not nchw or nhwc"
+has "^badmul: ERROR .*phase 'se' (line 13): field layout: nhwc is not built for act 'mul'"
+
 cat > bad.yml <<'Y'
 pipelines:
   - name: good

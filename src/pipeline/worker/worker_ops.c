@@ -107,9 +107,10 @@ int kjw_conv_setup(const struct kj_phase *ph, void **state, char *err, size_t er
 	DNN(cudnnCreateTensorDescriptor(&c->yd), "cudnnCreateTensorDescriptor");
 	DNN(cudnnCreateFilterDescriptor(&c->wd), "cudnnCreateFilterDescriptor");
 	DNN(cudnnCreateConvolutionDescriptor(&c->cd), "cudnnCreateConvolutionDescriptor");
-	DNN(cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, dt, (int)ph->N, (int)ph->C, (int)ph->H, (int)ph->W),
+	cudnnTensorFormat_t fmt = ph->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+	DNN(cudnnSetTensor4dDescriptor(c->xd, fmt, dt, (int)ph->N, (int)ph->C, (int)ph->H, (int)ph->W),
 	    "cudnnSetTensor4dDescriptor(input N C H W)");
-	DNN(cudnnSetFilter4dDescriptor(c->wd, dt, CUDNN_TENSOR_NCHW, (int)ph->M, (int)(ph->C / ph->groups),
+	DNN(cudnnSetFilter4dDescriptor(c->wd, dt, fmt, (int)ph->M, (int)(ph->C / ph->groups),
 				       (int)ph->R, (int)ph->S),
 	    "cudnnSetFilter4dDescriptor(M C/groups R S)");
 	DNN(cudnnSetConvolution2dDescriptor(c->cd, (int)ph->pad_h, (int)ph->pad_w, (int)ph->stride_h,
@@ -126,7 +127,7 @@ int kjw_conv_setup(const struct kj_phase *ph, void **state, char *err, size_t er
 		snprintf(err, errlen, "cuDNN output %dx%dx%dx%d differs from the checked shape N x M x P x Q", n, m, p, q);
 		goto fail;
 	}
-	DNN(cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, dt, n, m, p, q), "cudnnSetTensor4dDescriptor(output)");
+	DNN(cudnnSetTensor4dDescriptor(c->yd, fmt, dt, n, m, p, q), "cudnnSetTensor4dDescriptor(output)");
 	cudnnConvolutionFwdAlgoPerf_t perf[8];
 	int got = 0;
 	DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c->xd, c->wd, c->cd, c->yd, 8, &got, perf),
@@ -392,7 +393,11 @@ static int simple_capture(void *state, cudaStream_t st)
 			     (int)ph->stride_h, (int)ph->stride_w, (int)ph->pad_h, (int)ph->pad_w, s->op, st);
 		break;
 	case KJ_PHASE_NORM:
-		e = kjw_norm(s->x, s->y, s->dtype, s->op, s->sa, s->sb, ph->N, ph->C, ph->H * ph->W, st);
+		/* channels-last batch norm: the channel is the fastest index (N*H*W rows of C) */
+		if (ph->nhwc && s->op == 0)
+			e = kjw_norm(s->x, s->y, s->dtype, s->op, s->sa, s->sb, ph->N * ph->H * ph->W, ph->C, 1, st);
+		else
+			e = kjw_norm(s->x, s->y, s->dtype, s->op, s->sa, s->sb, ph->N, ph->C, ph->H * ph->W, st);
 		break;
 	case KJ_PHASE_ACT:
 		e = kjw_act(s->x, s->b, s->y, s->dtype, s->op, (size_t)(ph->N * ph->C * ph->H * ph->W), ph->H * ph->W, st);
