@@ -2,9 +2,7 @@
 # On the GPU machine: energy of graph-launched programs over long runs (issue 11), and what the
 # tracer sees of XLA's memset nodes.
 #   gpt   examples/gpt_graph.py in torch.cuda.graph, GPT_ITERS (1500) forwards: traced, replayed
-#         with --energy (per kernel, linear chain and topology), compared; then the sequence
-#         replayed again with its data at a model's weight scale (KJ_REPLAY_SEQ_FILL=small) and
-#         compared, to see whether the data values set the chain's power
+#         with --energy (per kernel, linear chain and topology), compared
 #   jaxdbg  examples/jax_step.py, 30 steps, traced with KJOULE_DEBUG_GRAPH=1: every graph node
 #         walked and cloned on stderr; counts of memset nodes, their parameters, and which memset
 #         activities found a destination
@@ -33,12 +31,6 @@ gpt)
 	grep -E "faulted|data: " "$W/gpt.replay.log" | cut -c1-240 | head -6
 	"$kj" compare "$W/gpt.kjdb" --json > "$W/gpt.compare.json" 2>/dev/null
 	"$kj" compare "$W/gpt.kjdb" > "$OUT/gpt.compare.txt" 2>&1
-	[ -n "${SMALL:-}" ] || continue
-	cp "$W/gpt.kjdb" "$W/gpt_small.kjdb"
-	echo "$(el) gpt: sequence replay again, small data"
-	KJ_REPLAY_SEQ_FILL=small timeout 200 "$kj" replay "$W/gpt_small.kjdb" --sequence --graph --energy \
-		> "$W/gpt_small.replay.log" 2>&1 || tail -3 "$W/gpt_small.replay.log"
-	"$kj" compare "$W/gpt_small.kjdb" --json > "$W/gpt_small.compare.json" 2>/dev/null
 	;;
 jaxdbg)
 	echo "$(el) jax: trace 30 steps with the graph walk on stderr"
@@ -110,7 +102,7 @@ R = {"benchmark": "graph_energy", "device": open(os.path.join(W, "gpu.txt")).rea
      "env": {k: os.environ.get(k) for k in ("GPT_ITERS", "JAX_STEPS")}, "runs": {}}
 print("%-10s %9s %9s %8s %9s %8s %9s %8s %9s %8s" % ("run", "busy_us", "meas_J", "unc%", "Σiso_J", "err%",
       "insitu_J", "err%", "seq_J", "err%"))
-for name in ("gpt", "gpt_small", "jax"):
+for name in ("gpt", "jax"):
     p = os.path.join(W, name + ".compare.json")
     if not os.path.exists(p):
         continue

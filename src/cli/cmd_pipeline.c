@@ -112,7 +112,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 			snprintf(o->precision, sizeof(o->precision), "%s", v);
 			o->ov.precision = o->precision;
 		} else if (!strcmp(a, "--layout")) {
-			if (strcmp(v, "nchw") && strcmp(v, "nhwc")) {
+			if (!kj_pipeline_layout_ok(v)) {
 				kj_errorf("pipeline: --layout %s: nchw or nhwc", v);
 				return -1;
 			}

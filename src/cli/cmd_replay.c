@@ -609,19 +609,14 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 	if (o->relocate)
 		argv[k++] = "--relocate";
 	argv[k] = NULL;
-	/* a chain's data flows kernel to kernel: when random data faults (token ids out of range),
-	 * small integers go only where indices live (small regions) before everywhere */
-	static const char *const fills[] = {"random", "mixed", "smallint", "zero"};
-	const int nfills = 4;
+	static const char *const fills[] = {"random", "smallint", "zero"};
+	const int nfills = 3;
 	char first[160] = "";
-	/* KJ_REPLAY_SEQ_FILL=small: the first try's data at a model's weight scale (a study of how
-	 * data values set a chain's power; docs/replay.md) */
-	const char *seq_fill = getenv("KJ_REPLAY_SEQ_FILL");
 	argv[k++] = "--fill";
 	int used = 0;
 	for (int t = 0; t < nfills; t++) {
 		used = t;
-		argv[k] = (char *)(t == 0 && seq_fill && !strcmp(seq_fill, "small") ? "small" : fills[t]);
+		argv[k] = (char *)fills[t];
 		argv[k + 1] = NULL;
 		seq_ctx_reset(&c);
 		/* with --energy, each measured graph (linear, and the topology) gets its energy span */

@@ -98,6 +98,8 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen);
 
 /** @brief Bytes per element of a precision name (2 fp16/bf16, 4 fp32), 0 when unknown. */
 int kj_pipeline_elem_bytes(const char *precision);
+/** 1 if s names a layout (nchw, nhwc), else 0. */
+int kj_pipeline_layout_ok(const char *s);
 
 /** @brief Floating-point operations (multiply-add = 2) and the fewest bytes moved (each input
  *  read once, each output written once) by one call of the phase. */

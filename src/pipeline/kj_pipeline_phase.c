@@ -42,6 +42,11 @@ int kj_pipeline_elem_bytes(const char *p)
 	return precision < 0 ? 0 : kj_precision_bytes(precision);
 }
 
+int kj_pipeline_layout_ok(const char *s)
+{
+	return s && (!strcmp(s, "nchw") || !strcmp(s, "nhwc"));
+}
+
 static int fail(char *err, size_t len, const char *field, const char *why, int64_t v)
 {
 	snprintf(err, len, "%s: %s (%" PRId64 ")", field, why, v);

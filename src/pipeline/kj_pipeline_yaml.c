@@ -115,7 +115,7 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 			continue;
 		}
 		if (!strcmp(k, "layout")) {
-			if (strcmp(v, "nchw") && strcmp(v, "nhwc")) {
+			if (!kj_pipeline_layout_ok(v)) {
 				snprintf(err, errlen, "phase '%s' (line %lu): field 'layout': '%s' is not nchw or nhwc",
 					 ph->name, line, v);
 				return KJ_EINVAL;
@@ -200,7 +200,7 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	}
 	snprintf(p->layout, sizeof(p->layout), "nchw");
 	const char *lay = c->ov && c->ov->layout ? c->ov->layout : scalar(map_get(c, m, "layout"));
-	if (lay && strcmp(lay, "nchw") && strcmp(lay, "nhwc")) {
+	if (lay && !kj_pipeline_layout_ok(lay)) {
 		snprintf(err, sizeof(err), "field 'layout': '%s' is not nchw or nhwc", lay);
 		goto bad;
 	}

@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 			R.o.uniques = nu;
 			R.o.uniques[R.o.nuniques++] = strtoll(v, NULL, 10), i++;
 		} else if (v && !strcmp(a, "--fill")) {
-			R.o.fill = !strcmp(v, "smallint") ? 1 : !strcmp(v, "zero") ? 2 : !strcmp(v, "small") ? 3 : !strcmp(v, "mixed") ? 4 : 0, i++;
+			R.o.fill = !strcmp(v, "smallint") ? 1 : !strcmp(v, "zero") ? 2 : 0, i++;
 		} else if (v && !strcmp(a, "--hang-seconds")) {
 			R.o.hang_s = atof(v), i++;
 		} else if (v && !strcmp(a, "--runs")) {

@@ -29,8 +29,7 @@ struct opts {
 	int runs, warmup, warm, cold, energy, unroll, device, relocate, use_cupti, graph;
 	int64_t sequence; /* >= 0: replay this iteration (sequence_op), not a unique kernel */
 	int64_t seq_first, seq_last; /* --ordinals A:B: only these sequence_op ordinals */
-	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults), 3 small floats,
-			     4 mixed (small integers in regions up to 1 MiB, floats elsewhere) */
+	int fill;         /* 0 random, 1 small integers, 2 zeros (fallbacks when random data faults) */
 	double hang_s;    /* a first launch running longer is reported as hung */
 	int64_t *uniques; /* the unique kernels of this worker, replayed in order in one context */
 	size_t nuniques;
@@ -84,7 +83,6 @@ struct replay {
 	struct kj_replay_result res;
 	int poisoned;          /* the context cannot run more work (sticky error, hung kernel) */
 	void *fill_host;       /* pinned pattern buffer, kept across kernels */
-	void *fill_host_int;   /* --fill mixed: the small-integer pattern of small regions */
 	struct prereserve { uintptr_t addr; size_t len; } *pre;
 	struct early { uint64_t base, len; CUdeviceptr va; } *early; /* device VA taken right after cuInit */
 	size_t nearly;

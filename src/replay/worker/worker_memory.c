@@ -30,22 +30,6 @@ static void fill_smallint(uint8_t *p, size_t n)
 	}
 }
 
-/* every 16-bit half at fp16 2^-5..2^-4 (random sign and low mantissa) */
-static void to_small_floats(uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 2 <= n; i += 2) {
-		uint16_t h;
-		memcpy(&h, p + i, 2);
-		h = (uint16_t)((h & 0x80FFu) | 0x2800u);
-		memcpy(p + i, &h, 2);
-	}
-}
-
-/* mixed: regions up to this size hold small integers (token ids, offsets and counters live in
- * small buffers), larger ones float data; a chain then indexes validly and its tensors are not
- * zeros, whose GEMMs draw a fraction of the power real data does */
-#define KJ_FILL_SMALL_REGION (1u << 20)
-
 static int copy_pattern(struct replay *R, size_t g, const void *host, size_t chunk)
 {
 	size_t total = R->regions[g].bytes, have = total < chunk ? total : chunk;
@@ -70,26 +54,14 @@ int fill_regions(struct replay *R)
 	}
 	if (!R->fill_host) {
 		CU(cuMemHostAlloc(&R->fill_host, chunk, 0));
-		if (R->o.fill == 1) {
+		if (R->o.fill == 1)
 			fill_smallint(R->fill_host, chunk);
-		} else {
+		else
 			fill_pattern(R->fill_host, chunk, 0x9E3779B97F4A7C15ull);
-			/* small: each fp16 half at the scale of a model's weights, so that a chain of
-			 * layers (sequence replay) stays finite instead of overflowing to inf/NaN */
-			if (R->o.fill == 3)
-				to_small_floats(R->fill_host, chunk);
-		}
 	}
-	if (R->o.fill == 4 && !R->fill_host_int) {
-		CU(cuMemHostAlloc(&R->fill_host_int, KJ_FILL_SMALL_REGION, 0));
-		fill_smallint(R->fill_host_int, KJ_FILL_SMALL_REGION);
-	}
-	for (size_t g = 0; g < R->nregions; g++) {
-		int ints = R->o.fill == 4 && R->regions[g].bytes <= KJ_FILL_SMALL_REGION;
-		if ((rc = ints ? copy_pattern(R, g, R->fill_host_int, KJ_FILL_SMALL_REGION)
-			       : copy_pattern(R, g, R->fill_host, chunk)))
+	for (size_t g = 0; g < R->nregions; g++)
+		if ((rc = copy_pattern(R, g, R->fill_host, chunk)))
 			return rc;
-	}
 	CU(cuCtxSynchronize());
 	return 0;
 }

@@ -116,6 +116,22 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float *c, const uint32_t
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// acc[16 rows of A x N rows of Bt] += the k-slice kk of A Bt^T: A's 16 rows and Bt's N rows in
+// shared memory, row stride lds (A as one x4 fragment, Bt 16 rows per x4 load)
+template <typename T, int N>
+__device__ __forceinline__ void warp_mma_bt(float (*acc)[4], const T *A, const T *Bt, int lds, int kk, int lane)
+{
+	uint32_t a[4];
+	ldsm_x4(a[0], a[1], a[2], a[3], A + (lane & 15) * lds + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+	for (int np = 0; np < N / 16; np++) {
+		uint32_t b0, b1, b2, b3;
+		ldsm_x4(b0, b1, b2, b3, Bt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * lds + kk * 16 + ((lane >> 3) & 1) * 8);
+		mma16816<T>(acc[2 * np], a, b0, b1);
+		mma16816<T>(acc[2 * np + 1], a, b2, b3);
+	}
+}
+
 __device__ __forceinline__ void red_add2(float *p, float a, float b)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -444,25 +460,8 @@ __global__ void __launch_bounds__(FA_BWD_THREADS, 1)
 					s[i][c] = dp[i][c] = 0.f;
 #pragma unroll
 			for (int kk = 0; kk < D / 16; kk++) {
-				uint32_t a[4];
-				ldsm_x4(a[0], a[1], a[2], a[3], Kw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-				for (int np = 0; np < FA_BQ / 16; np++) {
-					uint32_t b0, b1, b2, b3;
-					ldsm_x4(b0, b1, b2, b3,
-						Qt + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-					mma16816<T>(s[2 * np], a, b0, b1);
-					mma16816<T>(s[2 * np + 1], a, b2, b3);
-				}
-				ldsm_x4(a[0], a[1], a[2], a[3], Vw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-				for (int np = 0; np < FA_BQ / 16; np++) {
-					uint32_t b0, b1, b2, b3;
-					ldsm_x4(b0, b1, b2, b3,
-						Ot + (np * 16 + ((lane >> 4) << 3) + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-					mma16816<T>(dp[2 * np], a, b0, b1);
-					mma16816<T>(dp[2 * np + 1], a, b2, b3);
-				}
+				warp_mma_bt<T, FA_BQ>(s, Kw, Qt, LDS, kk, lane);
+				warp_mma_bt<T, FA_BQ>(dp, Vw, Ot, LDS, kk, lane);
 			}
 			// P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta); as A fragments (k = queries), and
 			// dS^T into shared memory for dQ

@@ -630,12 +630,14 @@ static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 		if (g && cuptiGetGraphNodeId(g->node, &nid) == CUPTI_SUCCESS &&
 		    cuptiGetGraphNodeId(g->originalNode, &orig) == CUPTI_SUCCESS)
 			put_graphnode(nid, 0, orig);
-		if (kj_cfg.debug_graph && nid && cuGraphNodeGetType(g->node, &type) == CUDA_SUCCESS)
+		if (!nid || cuGraphNodeGetType(g->node, &type) != CUDA_SUCCESS)
+			break;
+		if (kj_cfg.debug_graph)
 			fprintf(stderr, "kjoule graph: clone node %llu of %llu type %d\n",
 				(unsigned long long)nid, (unsigned long long)orig, (int)type);
 		/* a memset node's clone holds its destination too: read from the clone itself, its
 		 * runs find it whatever chain of clones (child graphs are cloned twice) led there */
-		if (nid && cuGraphNodeGetType(g->node, &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMSET)
+		if (type == CU_GRAPH_NODE_TYPE_MEMSET)
 			kj_graph_record_memset(g->node, nid);
 		break;
 	}
