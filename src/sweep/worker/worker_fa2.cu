@@ -116,6 +116,18 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float *c, const uint32_t
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ void red_add2(float *p, float a, float b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
+#else
+	atomicAdd(p, a);
+	atomicAdd(p + 1, b);
+#endif
+}
+
+#endif // FA2_EMU
+
 // acc[16 rows of A x N rows of Bt] += the k-slice kk of A Bt^T: A's 16 rows and Bt's N rows in
 // shared memory, row stride lds (A as one x4 fragment, Bt 16 rows per x4 load)
 template <typename T, int N>
@@ -131,18 +143,6 @@ __device__ __forceinline__ void warp_mma_bt(float (*acc)[4], const T *A, const T
 		mma16816<T>(acc[2 * np + 1], a, b2, b3);
 	}
 }
-
-__device__ __forceinline__ void red_add2(float *p, float a, float b)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
-#else
-	atomicAdd(p, a);
-	atomicAdd(p + 1, b);
-#endif
-}
-
-#endif // FA2_EMU
 
 // Two floats as one 32-bit pair (lo in the low half), rounded to nearest.
 template <typename T> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
