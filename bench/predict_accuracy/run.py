@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Accuracy of `kjoule fit` + `kjoule predict` on a GPU, from measured numbers only.
 
-For each operator: a training sweep over a grid, a held-out sweep of shapes INSIDE the grid's
-range but not on its points (midpoints of the 'add' axes), and one BEYOND the grid (the 'add'
-axes from one step past the end up to twice the end). Fits models on the training CSVs, predicts
-every held-out row with `kjoule predict --json`, and writes MAPE of time and energy per operator
-and direction, the sweep speed (seconds per sample with and without --energy) and every raw
-(measured, predicted) pair to the output JSON with the device, date and commands.
+For each operator: a training sweep with --energy over a grid, a time-only sweep over the same
+range at half its 'add' steps (dense: time is cheap to sample, energy is not), a held-out sweep
+with --energy of shapes INSIDE the range but on neither grid (midpoints of the dense 'add' axes,
+every P-th shape), and a time-only one BEYOND the grid (the 'add' axes from one step past the end
+up to twice the end). Fits models on the two training CSVs (time models learn from both, energy
+models from the energy grid), predicts every held-out row with `kjoule predict --json`, and
+writes MAPE of time and energy per operator and direction, the sweep speed (seconds per sample
+with --energy from the energy grid, without from the dense one) and every raw (measured,
+predicted) pair to the output JSON with the device, date and commands.
+
+--from-csv DIR measures nothing: it fits and predicts again from CSVs an earlier run left
+(DIR/{op}/{train,dense,inside,beyond}/sampling_data/, as scripts/gpu/sweep.sh returns them in
+sweep_csv.tar.gz), so a change to the fit is judged on measured data without a GPU.
 
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
-              [--subsample N] [--precision fp16] [--merge EARLIER.json] [--energy-s S]
+              [--heldout N] [--precision fp16] [--merge EARLIER.json] [--energy-s S] [--from-csv DIR]
 --merge keeps the operators of an earlier result that this run does not measure (each operator's
 entry carries its own device and date), so the set can be measured over several shorter runs.
 --energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
@@ -19,8 +26,10 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +44,7 @@ GRIDS = {
     "flash_atten": (["mp", "b", "h", "l", "dim"], [1, 2, 16, 512, 1024], [2, 2, 2, 512, 2],
                     [2, 2, 32, 2048, 2048], "mmmam"),
     "layernorm": (["b", "l", "dim"], [1, 512, 1024], [2, 512, 1024], [4, 2048, 4096], "maa"),
-    "softmax": (["mp", "b", "h", "l"], [1, 1, 16, 512], [2, 4, 16, 512], [2, 4, 32, 2048], "mmma"),
+    "softmax": (["mp", "b", "h", "l"], [1, 1, 16, 512], [2, 4, 2, 512], [2, 4, 32, 2048], "mmma"),
 }
 
 
@@ -51,16 +60,45 @@ def config(op, starts, steps, ends, kinds):
                q(ops), n(GRIDS[op][1])))
 
 
-def sets(op):
+def coprime_parts(n, counts, want):
+    """Every P-th of n shapes leaves about `want`; P shares no factor with any axis's count, so the
+    chosen shapes do not all fall on one value of the fastest axes."""
+    if n <= 2 * want:
+        return 1
+    p = max(1, round(n / want))
+    while p > 1 and any(math.gcd(p, c) > 1 for c in counts if c > 1):
+        p += 1
+    return p
+
+
+def axis_count(s, p, e, k):
+    if k == "m":
+        n, x = 0, s
+        while x <= e:
+            n, x = n + 1, x * p
+        return n
+    return (e - s) // p + 1
+
+
+def sets(op, heldout=24, energy_third=True):
     cols, st, sp, en, kinds = GRIDS[op]
-    train = (st, sp, en)
-    # inside: midpoints of the add axes (start + step/2 .. end - step/2)
-    ist = [s if k == "m" else s + p // 2 for s, p, k in zip(st, sp, kinds)]
-    ien = [e if k == "m" else e - p // 2 for e, p, k in zip(en, sp, kinds)]
+    # dense: the add axes at half their step (time only)
+    dsp = [p if k == "m" else max(1, p // 2) for p, k in zip(sp, kinds)]
+    # inside: midpoints of the dense add axes, on neither grid
+    ist = [s if k == "m" else s + p // 2 for s, p, k in zip(st, dsp, kinds)]
+    ien = [e if k == "m" else e - p // 2 for e, p, k in zip(en, dsp, kinds)]
+    counts = [axis_count(s, p, e, k) for s, p, e, k in zip(ist, dsp, ien, kinds)]
+    n = math.prod(counts)
+    # the energy grid: every P-th shape of the training grid, about a third (power varies slowly
+    # with the shape; the dense time-only grid covers every point of it)
+    tcounts = [axis_count(s, p, e, k) for s, p, e, k in zip(st, sp, en, kinds)]
+    tn = math.prod(tcounts)
     # beyond: add axes from end + step to 2 * end, mul axes at their start
     bst = [s if k == "m" else e + p for s, p, e, k in zip(st, sp, en, kinds)]
     ben = [s if k == "m" else 2 * e for s, e, k in zip(st, en, kinds)]
-    return {"train": train, "inside": (ist, sp, ien), "beyond": (bst, sp, ben)}
+    return {"train": (st, sp, en, True, coprime_parts(tn, tcounts, max(1, tn // 3)) if energy_third else 1), "dense": (st, dsp, en, False, 1),
+            "inside": (ist, dsp, ien, True, coprime_parts(n, counts, heldout)),
+            "beyond": (bst, sp, ben, False, 1)}
 
 
 def sh(cmd, log):
@@ -115,15 +153,16 @@ def main():
     ap.add_argument("--ops", default=",".join(GRIDS))
     ap.add_argument("--out-dir", default="/tmp/kj_predict_accuracy")
     ap.add_argument("-o", "--output", default="bench/results/predict_accuracy.json")
-    ap.add_argument("--subsample", type=int, default=2, help="held-out sweeps take every N-th shape")
+    ap.add_argument("--heldout", type=int, default=24, help="about this many held-out shapes inside the grid")
+    ap.add_argument("--from-csv", default=None, help="fit and predict again from an earlier run's CSVs")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--merge", default=None)
     ap.add_argument("--energy-s", default="0.5")
     ap.add_argument("--deadline-s", type=float, default=0,
                     help="start no operator that the pace so far says would end past this many seconds")
-    ap.add_argument("--speed-once", action="store_true",
-                    help="the sweep without --energy (for seconds per sample) for the first operator only")
+    ap.add_argument("--energy-every", choices=("third", "all"), default="third",
+                    help="energy on a third of the training grid (default) or all of it")
     a = ap.parse_args()
     os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
     device, date = gpu_name(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -142,28 +181,47 @@ def main():
             print(f"deadline: {op} and later not measured ({time.monotonic() - t_start:.0f} s used)", flush=True)
             result.setdefault("not_measured", []).extend(ops[k:])
             break
-        print(f"== {op}: sweeps", flush=True)
         opdir = os.path.join(out, op)
-        for which, (st, sp, en) in sets(op).items():
-            path = os.path.join(opdir, f"{op}_{which}.yml")
-            os.makedirs(opdir, exist_ok=True)
-            open(path, "w").write(config(op, st, sp, en, GRIDS[op][4]))
-            parts = ["--parts", str(a.subsample), "--part", "1"] if which != "train" else []
-            sh([kj, "sweep", path, "--precision", a.precision, "--energy", "--out",
-                os.path.join(opdir, which)] + parts + name_args, cmds)
-        # the same training grid without --energy, for the speed comparison
-        if not a.speed_once or k == 0:
-            sh([kj, "sweep", os.path.join(opdir, f"{op}_train.yml"), "--precision", a.precision,
-                "--out", os.path.join(opdir, "noenergy")] + name_args, cmds)
+        grids = sets(op, a.heldout, a.energy_every == "third")
+        if a.from_csv:
+            src = os.path.join(a.from_csv, op)
+            if not os.path.isdir(src):
+                print(f"{op}: no CSVs under {src}; not measured", flush=True)
+                result.setdefault("not_measured", []).append(op)
+                continue
+            shutil.rmtree(opdir, ignore_errors=True)
+            shutil.copytree(src, opdir, ignore=shutil.ignore_patterns("models", "fit"))
+        else:
+            print(f"== {op}: sweeps", flush=True)
+            for which, (st, sp, en, energy, parts) in grids.items():
+                path = os.path.join(opdir, f"{op}_{which}.yml")
+                os.makedirs(opdir, exist_ok=True)
+                open(path, "w").write(config(op, st, sp, en, GRIDS[op][4]))
+                args = ["--parts", str(parts), "--part", "1"] if parts > 1 else []
+                sh([kj, "sweep", path, "--precision", a.precision, "--out", os.path.join(opdir, which)]
+                   + (["--energy"] if energy else []) + args + name_args, cmds)
+        # the fit learns from both training sweeps: time from both, energy from the energy grid
+        fitdir = os.path.join(opdir, "fit")
+        shutil.rmtree(fitdir, ignore_errors=True)
+        os.makedirs(fitdir)
+        for i, which in enumerate(("train", "dense")):
+            d = os.path.join(opdir, which, "sampling_data")
+            for f in (os.listdir(d) if os.path.isdir(d) else []):
+                if f.endswith(".csv"):
+                    gpu = f.split("_")[0]
+                    shutil.copy(os.path.join(d, f), os.path.join(fitdir, f"{gpu}_{op}_{a.precision}_2_{i + 1}.csv"))
         models_dir = os.path.join(opdir, "models")
-        sh([kj, "fit", os.path.join(opdir, "train", "sampling_data"), "-o", models_dir], cmds)
+        shutil.rmtree(models_dir, ignore_errors=True)
+        sh([kj, "fit", fitdir, "-o", models_dir], cmds)
         try:
             models = json.load(open(os.path.join(models_dir, "models.json")))["models"]
         except (OSError, ValueError, KeyError) as e:
             print(f"{op}: no models ({e}); not measured", flush=True)
             result.setdefault("not_measured", []).append(op)
             continue
-        entry = {"grid": dict(zip(["starts", "steps", "ends"], sets(op)["train"])),
+        entry = {"grid": dict(zip(["starts", "steps", "ends"], grids["train"][:3])),
+                 "dense_grid": dict(zip(["starts", "steps", "ends"], grids["dense"][:3])),
+                 "heldout_grid": dict(zip(["starts", "steps", "ends", "energy", "every"], grids["inside"])),
                  "columns": GRIDS[op][0]}
         for which in ("inside", "beyond"):
             d = os.path.join(opdir, which, "sampling_data")
@@ -183,9 +241,9 @@ def main():
                             continue
                         pj = json.loads(pr.stdout)
                         rows.append({"shape": shape, "prop": prop,
-                                     "time_us": float(r[f"{p}_dur(us)"]) if r[f"{p}_dur(us)"] != "-" else None,
+                                     "time_us": float(r[f"{p}_dur(us)"]) if r.get(f"{p}_dur(us)", "-") != "-" else None,
                                      "time_us_pred": pj["time_us"],
-                                     "energy_uj": float(r[f"{p}_energy(uJ)"]) if r[f"{p}_energy(uJ)"] != "-" else None,
+                                     "energy_uj": float(r[f"{p}_energy(uJ)"]) if r.get(f"{p}_energy(uJ)", "-") != "-" else None,
                                      "energy_uj_pred": pj["energy_uj"]})
             summ = {}
             for prop in ("fwd", "bwd"):
@@ -197,13 +255,18 @@ def main():
             entry[which] = {"summary": summ, "rows": rows}
         entry["models"] = [m for m in models if m["op"] == op]
         speeds = {}
-        for key, sub in (("energy", "train"), ("no_energy", "noenergy")):
+        for key, sub in (("energy", "train"), ("no_energy", "dense")):
             logs = os.path.join(opdir, sub, "sampling_log")
             fs = [f for f in os.listdir(logs) if f"_{op}_" in f] if os.path.isdir(logs) else []
             speeds[f"s_per_sample_{key}"] = speed_of(os.path.join(logs, fs[0])) if fs else None
         entry["speed"] = speeds
         entry.update({"device": device, "date": date, "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
                       "seconds": round(time.monotonic() - t_start, 1)})
+        if a.from_csv:  # the measurements are the earlier run's: keep its device and date
+            for k in ("device", "date", "energy_window_s", "speed", "seconds"):
+                if k in earlier.get(op, {}):
+                    entry[k] = earlier[op][k]
+            entry["refit_from_csv"] = {"dir": a.from_csv, "date": date}
         result["ops"][op] = entry
         write(result, earlier, a, device, date, cmds)
         print(f"{op}: done at {time.monotonic() - t_start:.0f} s", flush=True)

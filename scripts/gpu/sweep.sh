@@ -46,11 +46,11 @@ fi
 
 echo "== predict_accuracy: sweep, fit, predict held-out shapes ($ops), one operator at a time"
 timeout 520 python3 bench/predict_accuracy/run.py --kjoule "$kj" --ops "$ops" --out-dir "$work/pa" \
-	--deadline-s "${DEADLINE_S:-450}" --speed-once \
+	--deadline-s "${DEADLINE_S:-450}" \
 	--merge bench/results/predict_accuracy.json -o "$OUT/predict_accuracy.json" 2>&1 | tee "$OUT/predict_accuracy.log" | grep -E "^== |done at|deadline"
 echo "exit ${PIPESTATUS[0]}"
 # every measured CSV (training grid, held-out shapes) for fitting studies on a machine without a GPU
-(cd "$work/pa" && find . -name '*.csv' | tar czf "$OUT/sweep_csv.tar.gz" -T -) 2>/dev/null
+(cd "$work/pa" && find . -name '*.csv' -not -path '*/fit/*' | tar czf "$OUT/sweep_csv.tar.gz" -T -) 2>/dev/null
 first=${ops%%,*}
 ls "$work"/pa/$first/models/*_fwd_time.svg >/dev/null 2>&1 && cp "$(ls "$work"/pa/$first/models/*_fwd_time.svg | head -1)" "$OUT/"
 

@@ -1,6 +1,7 @@
 /* Regressor features from the operator table: FLOPs, bytes and how many waves of work the call
  * puts on the GPU's SMs, so that a tree model sees what makes an operator slow. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kj_predict.h"
@@ -71,12 +72,56 @@ double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop
 	return cdiv(op->bytes(v, prop, e) / e, 2048);
 }
 
+/* a min-heap of the SMs' busy-until times */
+static void heap_down(double *h, int n, int i)
+{
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && h[c + 1] < h[c])
+			c++;
+		if (h[i] <= h[c])
+			return;
+		double t = h[i];
+		h[i] = h[c];
+		h[c] = t;
+		i = c;
+	}
+}
+
+/* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
+ * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
+ * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is. */
+double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int sm_count)
+{
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l");
+	if (strcmp(op->name, "flash_atten") || sm_count <= 0 || mp < 0 || b < 0 || h < 0 || l < 0)
+		return 1.0;
+	double heads = (double)v[b] * v[h] / v[mp], nb = cdiv((double)v[l], 128);
+	if (heads * nb > (double)(1 << 20) || heads < 1 || nb < 1)
+		return 1.0; /* many waves: the tail is a small part of the whole */
+	double *busy = calloc((size_t)sm_count, sizeof(*busy)), total = 0, end = 0;
+	if (!busy)
+		return 1.0;
+	for (int64_t hd = 0; hd < (int64_t)heads; hd++)
+		for (int64_t q = 0; q < (int64_t)nb; q++) {
+			double w = prop ? nb - q : q + 1;
+			busy[0] += w; /* the SM free first takes the next CTA */
+			total += w;
+			end = busy[0] > end ? busy[0] : end;
+			heap_down(busy, sm_count, 0);
+		}
+	free(busy);
+	return total > 0 ? end * sm_count / total : 1.0;
+}
+
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,
 			 int sm_count, float *f)
 {
 	for (int i = 0; i < KJ_PREDICT_NF; i++)
 		f[i] = NAN;
-	f[0] = (float)log1p(op->flops(v, prop));
+	f[0] = (float)log1p(op->flops(v, prop) * kj_predict_imbalance(op, v, prop, sm_count));
 	f[1] = (float)log1p(op->bytes(v, prop, e));
 	if (sm_count > 0) {
 		double w = kj_predict_units(op, v, prop, e) / sm_count;

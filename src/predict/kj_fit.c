@@ -20,6 +20,7 @@
 struct sample {
 	int64_t v[KJ_SWEEP_MAX_COLS];
 	char key[256];
+	int order; /* position in the files as read: the first file's row wins */
 	double y[4]; /* F_dur, B_dur, F_energy, B_energy; NAN when absent */
 };
 
@@ -27,7 +28,9 @@ static const char *const target_cols[4] = {"F_dur(us)", "B_dur(us)", "F_energy(u
 
 static int cmp_key(const void *a, const void *b)
 {
-	return strcmp(((const struct sample *)a)->key, ((const struct sample *)b)->key);
+	const struct sample *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
 /* a stable pseudo-random fifth of the shapes is held out: FNV-1a of the shape text */
@@ -115,7 +118,8 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 				}
 				s = ns;
 			}
-			struct sample *x = &s[cnt++];
+			struct sample *x = &s[cnt];
+			x->order = cnt++;
 			x->key[0] = '\0';
 			for (int j = 0; j < op->ncolumns; j++) {
 				x->v[j] = strtoll(csv.rows[r][j], NULL, 10);
@@ -131,16 +135,45 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 		kj_sweep_csv_free(&csv);
 	}
 	if (cnt > 1) {
-		qsort(s, cnt, sizeof(*s), cmp_key); /* stable enough: equal keys keep one */
+		/* one sample per shape: the first file's figures, and a later file's where the first
+		 * has none (a dense time-only sweep beside a coarser one with energy) */
+		qsort(s, cnt, sizeof(*s), cmp_key);
 		int k = 1;
-		for (int i = 1; i < cnt; i++)
-			if (strcmp(s[i].key, s[k - 1].key))
+		for (int i = 1; i < cnt; i++) {
+			if (strcmp(s[i].key, s[k - 1].key)) {
 				s[k++] = s[i];
+				continue;
+			}
+			for (int t = 0; t < 4; t++)
+				if (isnan(s[k - 1].y[t]))
+					s[k - 1].y[t] = s[i].y[t];
+		}
 		cnt = k;
 	}
 	*out = s;
 	*n = cnt;
 	return 0;
+}
+
+/* the baseline (least squares of log y on log FLOPs and log bytes) into w, and an XGBoost model
+ * of what it leaves; ly holds log y on entry and is overwritten with the residuals */
+static int train_model(const struct kj_fit_opts *o, const float *x, float *ly, int n, int nf, double *w,
+		       struct kj_xgb_model **xm)
+{
+	char err[1024];
+	double *y = malloc((n ? n : 1) * sizeof(*y));
+	if (!y)
+		return KJ_ENOMEM;
+	for (int i = 0; i < n; i++)
+		y[i] = ly[i];
+	fit_linear(x, nf, y, n, w);
+	for (int i = 0; i < n; i++)
+		ly[i] = (float)(y[i] - (w[0] + w[1] * x[i * nf] + w[2] * x[i * nf + 1]));
+	free(y);
+	int rc = kj_xgb_train(x, ly, n, nf, o->rounds, xm, err, sizeof(err));
+	if (rc)
+		kj_errorf("fit: %s", err);
+	return rc;
 }
 
 /* train one model; appends its entry to models (jansson array); prints a line */
@@ -177,22 +210,15 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		rc = 1; /* too few rows: no model */
 		goto out;
 	}
-	/* training rows first, packed */
-	double w[3];
-	double *ytr = malloc(m * sizeof(*ytr));
+	/* scored on the held-out fifth by a model of the other rows ... */
 	for (int i = 0; i < m; i++)
 		if (!ho[i]) {
 			memcpy(&xt[ntr * nf], &x[i * nf], nf * sizeof(*x));
-			ytr[ntr++] = ly[i];
+			r[ntr++] = (float)ly[i];
 		}
-	fit_linear(xt, nf, ytr, ntr, w);
-	for (int i = 0; i < ntr; i++)
-		r[i] = (float)(ytr[i] - (w[0] + w[1] * xt[i * nf] + w[2] * xt[i * nf + 1]));
-	free(ytr);
-	if ((rc = kj_xgb_train(xt, r, ntr, nf, o->rounds, &xm, err, sizeof(err)))) {
-		kj_errorf("fit: %s", err);
+	double w[3];
+	if ((rc = train_model(o, xt, r, ntr, nf, w, &xm)))
 		goto out;
-	}
 	if ((rc = kj_xgb_predict(xm, x, m, nf, pred, err, sizeof(err)))) {
 		kj_errorf("fit: %s", err);
 		goto out;
@@ -209,6 +235,15 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		} else {
 			ape_tr += ape;
 		}
+	}
+	/* ... and the model kept is then trained on every row */
+	if (nte) {
+		kj_xgb_close(xm);
+		xm = NULL;
+		for (int i = 0; i < m; i++)
+			r[i] = (float)ly[i];
+		if ((rc = train_model(o, x, r, m, nf, w, &xm)))
+			goto out;
 	}
 	snprintf(name, sizeof(name), "%s_%s_%s_%s_%s", g->gpu, op->name, kj_precision_name(g->precision),
 		 prop ? "bwd" : "fwd", energy ? "energy" : "time");
@@ -229,6 +264,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		json_object_set_new(j, "sm_count", json_null());
 	json_object_set_new(j, "model", json_sprintf("%s.json", name));
 	json_object_set_new(j, "svg", json_sprintf("%s.svg", name));
+	json_object_set_new(j, "features", json_integer(KJ_PREDICT_FEATURES));
+	json_object_set_new(j, "n_final", json_integer(m)); /* rows the saved model learnt from */
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
 	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
 	json_array_append_new(models, j);

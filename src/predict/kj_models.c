@@ -99,6 +99,14 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 		    !is(e, "precision", kj_precision_name(precision)) ||
 		    !is(e, "prop", prop ? "bwd" : "fwd") || !is(e, "target", target))
 			continue;
+		json_t *fv = json_object_get(e, "features");
+		if (json_integer_value(fv) != KJ_PREDICT_FEATURES) {
+			snprintf(err, len, "%s/models.json: model %s was fitted on features version %lld, this "
+				 "kjoule computes version %d: run kjoule fit again", m->dir,
+				 json_string_value(json_object_get(e, "model")),
+				 json_is_integer(fv) ? (long long)json_integer_value(fv) : 1LL, KJ_PREDICT_FEATURES);
+			return KJ_EINVAL;
+		}
 		if (!m->loaded[i]) {
 			char path[4200];
 			snprintf(path, sizeof(path), "%s/%s", m->dir,

@@ -8,8 +8,11 @@
 
 #include "kj_sweep_op.h"
 
-/* log FLOPs, log bytes, waves (ceil), wave tail, then the log of each shape column */
+/* log FLOPs (times the load imbalance of the busiest SM where CTAs differ in work), log bytes,
+ * waves (ceil), wave tail, then the log of each shape column */
 #define KJ_PREDICT_NF (4 + KJ_SWEEP_MAX_COLS)
+/* the features' version, kept with each model: a model fitted on other features is refused */
+#define KJ_PREDICT_FEATURES 2
 
 /** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
  *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */
@@ -17,6 +20,10 @@ int kj_predict_sm_count(const char *gpu_tag);
 /** @brief Work units (GEMM output tiles of 128x128, attention query blocks, or blocks of 2048
  *  elements for the rest) one call launches; waves are units / SMs. */
 double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes);
+/** @brief How much longer the busiest SM works than the average when the call's CTAs differ in
+ *  work (causal attention's query or key blocks), from a greedy schedule of its CTAs in launch
+ *  order on sm_count SMs; 1 for uniform CTAs. */
+double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int sm_count);
 /** @brief Features of one call into f (KJ_PREDICT_NF floats; missing ones NaN); sm_count <= 0
  *  leaves the wave features missing. */
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,

@@ -16,9 +16,28 @@ assert e["inside"]["summary"]["fwd_time_n"] > 0 and e["beyond"]["summary"]["bwd_
 assert e["inside"]["summary"]["fwd_time_mape_pct"] < 10
 row = e["inside"]["rows"][0]
 assert row["time_us"] > 0 and row["time_us_pred"] > 0
-# inside shapes are not training shapes
-assert all(int(r_["shape"].split(",")[1]) % 512 == 256 for r_ in e["inside"]["rows"])
-assert e["speed"]["s_per_sample_energy"] is not None
+# inside shapes are on neither the energy grid (l step 512) nor the dense time grid (step 256)
+assert all(int(r_["shape"].split(",")[1]) % 256 == 128 for r_ in e["inside"]["rows"])
+assert e["speed"]["s_per_sample_energy"] is not None and e["speed"]["s_per_sample_no_energy"] is not None
+# time models learn from the dense grid too; energy models only from the energy grid's third
+m = {(x["prop"], x["target"]): x for x in e["models"]}
+assert m[("fwd", "time")]["n_final"] > 2 * m[("fwd", "energy")]["n_final"], m
+assert all(x["features"] >= 2 for x in e["models"])
+P
+# fit and predict again from the CSVs that run left, without sweeping
+mkdir -p "$T/csv" && cp -r "$T/pa/layernorm" "$T/csv/"
+rm -rf "$T/csv/layernorm/models" "$T/csv/layernorm/fit"
+python3 "$SRC/bench/predict_accuracy/run.py" --kjoule /nonexistent --ops layernorm --out-dir "$T/pc" \
+	--from-csv "$T/csv" --merge "$T/r.json" -o "$T/r3.json" >"$T/out" 2>"$T/err" && fail "a kjoule that is not there ran"
+python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pc" \
+	--from-csv "$T/csv" --merge "$T/r.json" -o "$T/r3.json" >"$T/out" 2>"$T/err" || fail "--from-csv: $(tail -5 "$T/err")"
+python3 - "$T/r.json" "$T/r3.json" <<'P' || fail "--from-csv result"
+import json, sys
+a, b = (json.load(open(f))["ops"]["layernorm"] for f in sys.argv[1:])
+assert b["refit_from_csv"]["dir"] and b["date"] == a["date"] and b["speed"] == a["speed"]
+ra = {(r["shape"], r["prop"]): r["time_us"] for r in a["inside"]["rows"]}
+rb = {(r["shape"], r["prop"]): r["time_us"] for r in b["inside"]["rows"]}
+assert ra == rb and len(rb) > 0
 P
 # a second run of another operator keeps the first one's entry (--merge)
 KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin \

@@ -44,6 +44,47 @@ assert abs(p["energy_uj"] - 50 * want) / (50 * want) < 0.15
 assert p["time_mape_pct"] is not None
 P
 done
+# a model fitted on other features is refused with the file and what to do
+cp -r "$T/models" "$T/oldmodels"
+python3 - "$T/oldmodels/models.json" <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for m in d["models"]:
+    m.pop("features")
+json.dump(d, open(sys.argv[1], "w"))
+P
+expect 1 "$KJ" predict --models "$T/oldmodels" --gpu "NVIDIA H100 80GB HBM3" --op linear1 --precision fp16 \
+	--prop fwd --shape 1,4,1024,2048
+grep -q "oldmodels/models.json: model .* features version 1, .* run kjoule fit again" "$T/err" ||
+	fail "old features: $(cat "$T/err")"
+# a time-only file beside one with energy: a shape in both keeps the energy of the one that has it
+mkdir -p "$T/mix"
+G=NVIDIAH10080GBHBM3
+python3 - "$(ls "$T"/s/sampling_data/${G}_linear1_fp16*.csv | head -1)" "$T/mix/${G}_linear1_fp16_2_1.csv" \
+	"$T/mix/${G}_linear1_fp16_2_2.csv" <<'P'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cols = list(rows[0].keys())
+with open(sys.argv[2], "w", newline="") as f:  # time only, every shape
+    w = csv.writer(f)
+    w.writerow([c for c in cols if "energy" not in c])
+    for r in rows:
+        w.writerow([r[c] for c in cols if "energy" not in c])
+with open(sys.argv[3], "w", newline="") as f:  # energy on every third shape
+    w = csv.writer(f)
+    w.writerow(cols)
+    for r in rows[::3]:
+        w.writerow([r[c] for c in cols])
+P
+expect 0 "$KJ" fit "$T/mix" -o "$T/mixmodels"
+python3 - "$T/mixmodels/models.json" "$(ls "$T"/s/sampling_data/${G}_linear1_fp16*.csv | head -1)" <<'P' || fail "mixed files: $(cat "$T/mixmodels/models.json")"
+import csv, json, sys
+n = len(list(csv.DictReader(open(sys.argv[2]))))
+ms = {(m["prop"], m["target"]): m for m in json.load(open(sys.argv[1]))["models"]}
+assert ms[("fwd", "time")]["n_final"] == n, (ms[("fwd", "time")]["n_final"], n)
+assert ms[("fwd", "energy")]["n_final"] == (n + 2) // 3, ms[("fwd", "energy")]["n_final"]
+assert ms[("fwd", "time")]["n_final"] == ms[("fwd", "time")]["n_train"] + ms[("fwd", "time")]["n_test"]
+P
 # text form names units and the held-out error
 expect 0 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024,2048
 has "time .* us .*held-out MAPE"
