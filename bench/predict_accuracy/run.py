@@ -89,14 +89,16 @@ def sets(op, heldout=24, energy_third=True):
     ien = [e if k == "m" else e - p // 2 for e, p, k in zip(en, dsp, kinds)]
     counts = [axis_count(s, p, e, k) for s, p, e, k in zip(ist, dsp, ien, kinds)]
     n = math.prod(counts)
-    # the energy grid: every P-th shape of the training grid, about a third (power varies slowly
-    # with the shape; the dense time-only grid covers every point of it)
+    # the energy grid: every P-th shape of the training grid, about a third but at least 20 shapes
+    # (power varies slowly with the shape; the dense time-only grid covers every point of it)
     tcounts = [axis_count(s, p, e, k) for s, p, e, k in zip(st, sp, en, kinds)]
     tn = math.prod(tcounts)
+    ep = coprime_parts(tn, tcounts, max(24, tn // 3)) if energy_third else 1
+    ep = ep if tn // ep >= 20 else 1
     # beyond: add axes from end + step to 2 * end, mul axes at their start
     bst = [s if k == "m" else e + p for s, p, e, k in zip(st, sp, en, kinds)]
     ben = [s if k == "m" else 2 * e for s, e, k in zip(st, en, kinds)]
-    return {"train": (st, sp, en, True, coprime_parts(tn, tcounts, max(1, tn // 3)) if energy_third else 1), "dense": (st, dsp, en, False, 1),
+    return {"train": (st, sp, en, True, ep), "dense": (st, dsp, en, False, 1),
             "inside": (ist, dsp, ien, True, coprime_parts(n, counts, heldout)),
             "beyond": (bst, sp, ben, False, 1)}
 

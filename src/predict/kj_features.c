@@ -6,23 +6,36 @@
 
 #include "kj_predict.h"
 
-/* SMs of known GPUs; the first entry whose key the tag contains wins, so longer keys first */
+/* SMs and L2 (MiB; 0: not known here) of known GPUs; the first entry whose key the tag contains
+ * wins, so longer keys first */
 static const struct {
 	const char *key;
-	int sms;
+	int sms, l2_mib;
 } known[] = {
-	{"GH200", 132}, {"H100PCIe", 114}, {"H100NVL", 132}, {"H100", 132}, {"H200", 132},
-	{"H800", 132},  {"H20", 78},       {"B200", 148},    {"A100", 108}, {"A800", 108},
-	{"A30", 56},    {"A10", 72},       {"L40S", 142},    {"L40", 142},  {"L4", 58},
-	{"V100", 80},   {"T4", 40},        {"RTX4090", 128}, {"RTX3090", 82},
+	{"GH200", 132, 50}, {"H100PCIe", 114, 50}, {"H100NVL", 132, 50}, {"H100", 132, 50}, {"H200", 132, 50},
+	{"H800", 132, 50},  {"H20", 78, 0},        {"B200", 148, 0},     {"A100", 108, 40}, {"A800", 108, 40},
+	{"A30", 56, 24},    {"A10", 72, 6},        {"L40S", 142, 96},    {"L40", 142, 96},  {"L4", 58, 48},
+	{"V100", 80, 6},    {"T4", 40, 4},         {"RTX4090", 128, 72}, {"RTX3090", 82, 6},
 };
 
-int kj_predict_sm_count(const char *tag)
+static int known_index(const char *tag)
 {
 	for (size_t i = 0; tag && i < sizeof(known) / sizeof(known[0]); i++)
 		if (strstr(tag, known[i].key))
-			return known[i].sms;
+			return (int)i;
 	return -1;
+}
+
+int kj_predict_sm_count(const char *tag)
+{
+	int i = known_index(tag);
+	return i < 0 ? -1 : known[i].sms;
+}
+
+double kj_predict_l2_bytes(const char *tag)
+{
+	int i = known_index(tag);
+	return i < 0 || !known[i].l2_mib ? -1 : known[i].l2_mib * 1048576.0;
 }
 
 static double cdiv(double a, double b)
@@ -93,9 +106,27 @@ static void heap_down(double *h, int n, int i)
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
  * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
  * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is. */
-double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int sm_count)
+/* The worker's row kernels (softmax, layer norm: one block a row, threads from row_threads) walk
+ * the row's 16-byte packs in a block-stride loop: the block takes as long as its busiest thread,
+ * ceil(packs / threads) packs. */
+static double row_quantization(double cols, int elem_bytes)
 {
-	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l");
+	double per = 16.0 / (elem_bytes > 0 ? elem_bytes : 2), packs = floor(cols / per);
+	if (packs < 1)
+		return 1.0;
+	double t = ceil(ceil(packs / 4) / 32) * 32;
+	t = t < 32 ? 32 : t > 1024 ? 1024 : t;
+	return ceil(packs / t) * t / packs;
+}
+
+double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
+			    int sm_count)
+{
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	if ((!strcmp(op->name, "softmax") || !strcmp(op->name, "ScaledUpperTriangMaskedSoftmax")) && l >= 0)
+		return row_quantization((double)v[l], elem_bytes);
+	if ((!strcmp(op->name, "layernorm") || !strcmp(op->name, "RMSlayernorm")) && d >= 0)
+		return row_quantization((double)v[d], elem_bytes);
 	if (strcmp(op->name, "flash_atten") || sm_count <= 0 || mp < 0 || b < 0 || h < 0 || l < 0)
 		return 1.0;
 	double heads = (double)v[b] * v[h] / v[mp], nb = cdiv((double)v[l], 128);
@@ -117,17 +148,22 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 }
 
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,
-			 int sm_count, float *f)
+			 int sm_count, double l2_bytes, float *f)
 {
 	for (int i = 0; i < KJ_PREDICT_NF; i++)
 		f[i] = NAN;
-	f[0] = (float)log1p(op->flops(v, prop) * kj_predict_imbalance(op, v, prop, sm_count));
+	double q = kj_predict_imbalance(op, v, prop, e, sm_count);
+	f[0] = (float)log1p(op->flops(v, prop) * q);
 	f[1] = (float)log1p(op->bytes(v, prop, e));
 	if (sm_count > 0) {
 		double w = kj_predict_units(op, v, prop, e) / sm_count;
 		f[2] = (float)ceil(w);
 		f[3] = (float)(ceil(w) - w);
 	}
+	/* the bytes one call moves over the L2's size: an operator unrolled in a graph whose data
+	 * fits the L2 reads it from there */
+	if (l2_bytes > 0)
+		f[4] = (float)log(op->bytes(v, prop, e) / l2_bytes);
 	for (int i = 0; i < op->ncolumns; i++)
-		f[4 + i] = (float)log((double)v[i]);
+		f[KJ_PREDICT_COL0 + i] = (float)log((double)v[i]);
 }

@@ -42,42 +42,6 @@ static int held_out(const char *key)
 	return h % 5 == 0;
 }
 
-/* least squares of y on [1, a, b] with a small ridge; w receives 3 weights */
-static void fit_linear(const float *f, int nf, const double *y, int n, double *w)
-{
-	double A[3][4] = {{0}};
-	for (int i = 0; i < n; i++) {
-		double x[3] = {1.0, f[i * nf], f[i * nf + 1]};
-		for (int r = 0; r < 3; r++) {
-			for (int c = 0; c < 3; c++)
-				A[r][c] += x[r] * x[c];
-			A[r][3] += x[r] * y[i];
-		}
-	}
-	for (int r = 0; r < 3; r++)
-		A[r][r] += 1e-6 * (n + 1);
-	for (int p = 0; p < 3; p++) {
-		int best = p;
-		for (int r = p + 1; r < 3; r++)
-			if (fabs(A[r][p]) > fabs(A[best][p]))
-				best = r;
-		for (int c = 0; c < 4; c++) {
-			double t = A[p][c];
-			A[p][c] = A[best][c];
-			A[best][c] = t;
-		}
-		for (int r = 0; r < 3; r++) {
-			if (r == p || A[p][p] == 0)
-				continue;
-			double k = A[r][p] / A[p][p];
-			for (int c = 0; c < 4; c++)
-				A[r][c] -= k * A[p][c];
-		}
-	}
-	for (int r = 0; r < 3; r++)
-		w[r] = A[r][r] != 0 ? A[r][3] / A[r][r] : 0.0;
-}
-
 /* kj_write_atomic's writer: the models index as indented JSON */
 static int dump_json(FILE *f, void *root)
 {
@@ -155,44 +119,157 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 	return 0;
 }
 
-/* the baseline (least squares of log y on log FLOPs and log bytes) into w, and an XGBoost model
- * of what it leaves; ly holds log y on entry and is overwritten with the residuals */
-static int train_model(const struct kj_fit_opts *o, const float *x, float *ly, int n, int nf, double *w,
-		       struct kj_xgb_model **xm)
+/* one fitted model: a baseline form with its weights, and trees on what it leaves (or none) */
+struct fitted {
+	int form, trees, nw;
+	double w[KJ_BASE_MAX];
+	struct kj_xgb_model *xm;
+};
+
+/* the candidates the cross-validation chooses from */
+static const struct {
+	int form, trees;
+} candidates[] = {
+	{KJ_BASE_FLOPS_BYTES, 1}, {KJ_BASE_SHAPE, 1}, {KJ_BASE_SHAPE, 0}, {KJ_BASE_SHAPE2, 0}, {KJ_BASE_SHAPE2, 1},
+};
+#define NCAND ((int)(sizeof(candidates) / sizeof(candidates[0])))
+
+static void fitted_free(struct fitted *m)
+{
+	kj_xgb_close(m->xm);
+	m->xm = NULL;
+}
+
+/* train form (+ trees) on the rows of x (nf features each) whose log targets are ly */
+static int train(const struct kj_fit_opts *o, const float *x, const double *ly, int n, int nf, int ncols,
+		 int form, int trees, struct fitted *m)
 {
 	char err[1024];
-	double *y = malloc((n ? n : 1) * sizeof(*y));
-	if (!y)
-		return KJ_ENOMEM;
+	int p = kj_baseline_terms(form, x, ncols, m->w), rc = 0;
+	double *A = malloc((size_t)n * p * sizeof(*A));
+	float *r = malloc((n ? n : 1) * sizeof(*r));
+	m->form = form;
+	m->trees = trees;
+	m->nw = p;
+	m->xm = NULL;
+	if (!A || !r) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
 	for (int i = 0; i < n; i++)
-		y[i] = ly[i];
-	fit_linear(x, nf, y, n, w);
-	for (int i = 0; i < n; i++)
-		ly[i] = (float)(y[i] - (w[0] + w[1] * x[i * nf] + w[2] * x[i * nf + 1]));
-	free(y);
-	int rc = kj_xgb_train(x, ly, n, nf, o->rounds, xm, err, sizeof(err));
-	if (rc)
-		kj_errorf("fit: %s", err);
+		kj_baseline_terms(form, &x[i * nf], ncols, &A[i * p]);
+	if (kj_baseline_solve(A, ly, n, p, m->w)) {
+		rc = 1; /* singular: this form cannot be fitted on these rows */
+		goto out;
+	}
+	if (trees) {
+		for (int i = 0; i < n; i++) {
+			double b = 0;
+			for (int k = 0; k < p; k++)
+				b += m->w[k] * A[i * p + k];
+			r[i] = (float)(ly[i] - b);
+		}
+		if ((rc = kj_xgb_train(x, r, n, nf, o->rounds, &m->xm, err, sizeof(err))))
+			kj_errorf("fit: %s", err);
+	}
+out:
+	free(A);
+	free(r);
 	return rc;
+}
+
+/* log predictions of m for n rows of x into out */
+static int predict_log(struct fitted *m, const float *x, int n, int nf, int ncols, double *out)
+{
+	char err[1024];
+	double t[KJ_BASE_MAX];
+	float *tr = NULL;
+	if (m->trees) {
+		if (!(tr = malloc((n ? n : 1) * sizeof(*tr))))
+			return KJ_ENOMEM;
+		if (kj_xgb_predict(m->xm, x, n, nf, tr, err, sizeof(err))) {
+			kj_errorf("fit: %s", err);
+			free(tr);
+			return KJ_EIO;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int p = kj_baseline_terms(m->form, &x[i * nf], ncols, t);
+		double b = 0;
+		for (int k = 0; k < p; k++)
+			b += m->w[k] * t[k];
+		out[i] = b + (tr ? tr[i] : 0.0);
+	}
+	free(tr);
+	return 0;
+}
+
+/* the training rows' fold of five for cross-validation (another cut of the hash than held_out's) */
+static int fold_of(const char *key)
+{
+	uint32_t h = 2166136261u;
+	for (const char *s = key; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return (int)(h / 5 % 5);
+}
+
+/* mean absolute percentage error of candidate c over 5 folds of the n rows; -1: not fittable */
+static double cv_mape(const struct kj_fit_opts *o, const float *x, const double *ly, const int *fold, int n,
+		      int nf, int ncols, int c, float *xt, double *yt, double *pr)
+{
+	double sum = 0;
+	int cnt = 0;
+	for (int k = 0; k < 5; k++) {
+		int nt = 0, nk = 0;
+		for (int i = 0; i < n; i++)
+			if (fold[i] != k) {
+				memcpy(&xt[nt * nf], &x[i * nf], nf * sizeof(*x));
+				yt[nt++] = ly[i];
+			}
+		double tmp[KJ_BASE_MAX];
+		if (nt == n || nt < 2 * kj_baseline_terms(candidates[c].form, x, ncols, tmp))
+			return -1; /* too few rows for this many weights */
+		struct fitted m;
+		if (train(o, xt, yt, nt, nf, ncols, candidates[c].form, candidates[c].trees, &m)) {
+			fitted_free(&m);
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			if (fold[i] == k)
+				memcpy(&xt[nk++ * nf], &x[i * nf], nf * sizeof(*x));
+		int rc = predict_log(&m, xt, nk, nf, ncols, pr);
+		fitted_free(&m);
+		if (rc)
+			return -1;
+		nk = 0;
+		for (int i = 0; i < n; i++)
+			if (fold[i] == k) {
+				sum += fabs(exp(pr[nk++] - ly[i]) - 1.0);
+				cnt++;
+			}
+	}
+	return cnt ? 100.0 * sum / cnt : -1;
 }
 
 /* train one model; appends its entry to models (jansson array); prints a line */
 static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj_sweep_op *op,
-		   struct sample *s, int n, int prop, int energy, int sm, const char *sm_source,
+		   struct sample *s, int n, int prop, int energy, int sm, double l2, const char *sm_source,
 		   json_t *models)
 {
-	int t = prop + 2 * energy, e = kj_precision_bytes(g->precision), nf = KJ_PREDICT_NF;
+	int t = prop + 2 * energy, e = kj_precision_bytes(g->precision), nf = KJ_PREDICT_NF, nc = op->ncolumns;
 	float *x = malloc((size_t)n * nf * sizeof(*x)), *xt = malloc((size_t)n * nf * sizeof(*xt));
-	float *r = malloc(n * sizeof(*r)), *pred = malloc(n * sizeof(*pred));
-	double *ly = malloc(n * sizeof(*ly)), *meas = malloc(n * sizeof(*meas));
-	double *pv = malloc(n * sizeof(*pv));
-	int *ho = malloc(n * sizeof(*ho)), m = 0, ntr = 0, rc = 0;
-	struct kj_xgb_model *xm = NULL;
-	char err[1024], name[600], path[4200];
-	if (!x || !xt || !r || !pred || !ly || !meas || !pv || !ho) {
+	double *ly = malloc(n * sizeof(*ly)), *meas = malloc(n * sizeof(*meas)), *lt = malloc(n * sizeof(*lt));
+	double *pv = malloc(n * sizeof(*pv)), *pr = malloc(n * sizeof(*pr)), *yt = malloc(n * sizeof(*yt));
+	int *ho = malloc(n * sizeof(*ho)), *fold = malloc(n * sizeof(*fold)), m = 0, ntr = 0, rc = 0;
+	struct fitted fm = {0};
+	double cv[NCAND];
+	char name[600], path[4200];
+	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
+	snprintf(name, sizeof(name), "%s_%s_%s_%s_%s", g->gpu, op->name, kj_precision_name(g->precision),
+		 prop ? "bwd" : "fwd", energy ? "energy" : "time");
 	int nvalid = 0;
 	for (int i = 0; i < n; i++)
 		nvalid += !isnan(s[i].y[t]);
@@ -200,33 +277,56 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	for (int i = 0; i < n; i++) {
 		if (isnan(s[i].y[t]))
 			continue;
-		kj_predict_features(op, s[i].v, prop, e, sm, &x[m * nf]);
+		kj_predict_features(op, s[i].v, prop, e, sm, l2, &x[m * nf]);
 		meas[m] = s[i].y[t];
 		ly[m] = log(s[i].y[t]);
 		ho[m] = nvalid >= 10 && held_out(s[i].key);
+		fold[m] = fold_of(s[i].key);
 		m++;
 	}
 	if (m < 4) {
 		rc = 1; /* too few rows: no model */
 		goto out;
 	}
-	/* scored on the held-out fifth by a model of the other rows ... */
-	for (int i = 0; i < m; i++)
-		if (!ho[i]) {
-			memcpy(&xt[ntr * nf], &x[i * nf], nf * sizeof(*x));
-			r[ntr++] = (float)ly[i];
-		}
-	double w[3];
-	if ((rc = train_model(o, xt, r, ntr, nf, w, &xm)))
-		goto out;
-	if ((rc = kj_xgb_predict(xm, x, m, nf, pred, err, sizeof(err)))) {
-		kj_errorf("fit: %s", err);
+	/* the training rows (all but the held-out fifth), packed */
+	float *xtr = malloc((size_t)m * nf * sizeof(*xtr));
+	double *ytr = malloc(m * sizeof(*ytr));
+	int *ftr = malloc(m * sizeof(*ftr));
+	if (!xtr || !ytr || !ftr) {
+		free(xtr), free(ytr), free(ftr);
+		rc = KJ_ENOMEM;
 		goto out;
 	}
+	for (int i = 0; i < m; i++)
+		if (!ho[i]) {
+			memcpy(&xtr[ntr * nf], &x[i * nf], nf * sizeof(*x));
+			ytr[ntr] = ly[i];
+			ftr[ntr++] = fold[i];
+		}
+	/* the form: the lowest cross-validated error on the training rows (the first, with trees,
+	 * when there are too few rows to judge) */
+	int best = 0;
+	for (int c = 0; c < NCAND; c++) {
+		cv[c] = ntr >= 10 ? cv_mape(o, xtr, ytr, ftr, ntr, nf, nc, c, xt, yt, pr) : -1;
+		if (cv[c] >= 0 && (cv[best] < 0 || cv[c] < cv[best]))
+			best = c;
+	}
+	/* scored on the held-out fifth by a model of the training rows ... */
+	rc = train(o, xtr, ytr, ntr, nf, nc, candidates[best].form, candidates[best].trees, &fm);
+	if (rc > 0 && best) { /* that form is singular on these rows: the plain one */
+		fitted_free(&fm);
+		best = 0;
+		rc = train(o, xtr, ytr, ntr, nf, nc, candidates[0].form, candidates[0].trees, &fm);
+	}
+	free(xtr), free(ytr), free(ftr);
+	if (rc > 0)
+		kj_errorf("fit: %s: the baseline cannot be solved on these rows", name);
+	if (rc || (rc = predict_log(&fm, x, m, nf, nc, lt)))
+		goto out;
 	double ape_tr = 0, ape_te = 0, max_te = 0;
 	int nte = 0;
 	for (int i = 0; i < m; i++) {
-		pv[i] = exp(w[0] + w[1] * x[i * nf] + w[2] * x[i * nf + 1] + pred[i]);
+		pv[i] = exp(lt[i]);
 		double ape = fabs(pv[i] - meas[i]) / meas[i] * 100.0;
 		if (ho[i]) {
 			ape_te += ape;
@@ -238,33 +338,46 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	}
 	/* ... and the model kept is then trained on every row */
 	if (nte) {
-		kj_xgb_close(xm);
-		xm = NULL;
-		for (int i = 0; i < m; i++)
-			r[i] = (float)ly[i];
-		if ((rc = train_model(o, x, r, m, nf, w, &xm)))
+		fitted_free(&fm);
+		if ((rc = train(o, x, ly, m, nf, nc, candidates[best].form, candidates[best].trees, &fm)))
 			goto out;
 	}
-	snprintf(name, sizeof(name), "%s_%s_%s_%s_%s", g->gpu, op->name, kj_precision_name(g->precision),
-		 prop ? "bwd" : "fwd", energy ? "energy" : "time");
 	snprintf(path, sizeof(path), "%s/%s.json", o->out_dir, name);
-	if ((rc = kj_xgb_save(xm, path, err, sizeof(err)))) {
-		kj_errorf("fit: %s", err);
-		goto out;
+	if (fm.trees) {
+		char err[1024];
+		if ((rc = kj_xgb_save(fm.xm, path, err, sizeof(err)))) {
+			kj_errorf("fit: %s", err);
+			goto out;
+		}
+	} else {
+		unlink(path); /* an earlier fit's trees must not be taken for this model's */
 	}
 	snprintf(path, sizeof(path), "%s/%s.svg", o->out_dir, name);
 	kj_svg_scatter(path, name, energy ? "uJ" : "us", meas, pv, ho, m);
-	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[f,f,f],s:s,s:s,s:i,s:i,s:f}",
-			      "gpu", g->gpu, "op", op->name, "precision", kj_precision_name(g->precision),
-			      "prop", prop ? "bwd" : "fwd", "target", energy ? "energy" : "time",
-			      "unit", energy ? "uJ" : "us", "sm_count", sm, "sm_source", sm_source,
-			      "linear", w[0], w[1], w[2], "model", name, "svg", name, "n_train", ntr,
-			      "n_test", nte, "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:i,s:i,s:f}", "gpu", g->gpu, "op",
+			      op->name, "precision", kj_precision_name(g->precision), "prop", prop ? "bwd" : "fwd",
+			      "target", energy ? "energy" : "time", "unit", energy ? "uJ" : "us", "sm_count", sm,
+			      "sm_source", sm_source, "model", name, "svg", name, "n_train", ntr, "n_test", nte,
+			      "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
 	if (sm <= 0)
 		json_object_set_new(j, "sm_count", json_null());
-	json_object_set_new(j, "model", json_sprintf("%s.json", name));
+	json_t *w = json_array(), *cvj = json_object();
+	for (int k = 0; k < fm.nw; k++)
+		json_array_append_new(w, json_real(fm.w[k]));
+	for (int c = 0; c < NCAND; c++) {
+		char key[64];
+		snprintf(key, sizeof(key), "%s%s", kj_baseline_name(candidates[c].form),
+			 candidates[c].trees ? "+trees" : "");
+		json_object_set_new(cvj, key, cv[c] >= 0 ? json_real(cv[c]) : json_null());
+	}
+	json_object_set_new(j, "baseline", json_string(kj_baseline_name(fm.form)));
+	json_object_set_new(j, "linear", w);
+	json_object_set_new(j, "trees", json_boolean(fm.trees));
+	json_object_set_new(j, "cv_mape_pct", cvj);
+	json_object_set_new(j, "model", fm.trees ? json_sprintf("%s.json", name) : json_null());
 	json_object_set_new(j, "svg", json_sprintf("%s.svg", name));
 	json_object_set_new(j, "features", json_integer(KJ_PREDICT_FEATURES));
+	json_object_set_new(j, "l2_bytes", l2 > 0 ? json_real(l2) : json_null());
 	json_object_set_new(j, "n_final", json_integer(m)); /* rows the saved model learnt from */
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
 	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
@@ -273,18 +386,21 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		char te[64] = "-";
 		if (nte)
 			snprintf(te, sizeof(te), "%.2f%% (max %.1f%%)", ape_te / nte, max_te);
-		printf("%-52s %6d %6d %9.2f%%  %s\n", name, ntr, nte, ntr ? ape_tr / ntr : 0.0, te);
+		printf("%-52s %6d %6d %9.2f%%  %-14s %s%s\n", name, ntr, nte, ntr ? ape_tr / ntr : 0.0, te,
+		       kj_baseline_name(fm.form), fm.trees ? "+trees" : "");
 	}
 out:
-	kj_xgb_close(xm);
+	fitted_free(&fm);
 	free(x);
 	free(xt);
-	free(r);
-	free(pred);
 	free(ly);
 	free(meas);
+	free(lt);
 	free(pv);
+	free(pr);
+	free(yt);
 	free(ho);
+	free(fold);
 	return rc;
 }
 
@@ -371,7 +487,8 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		index = json_object();
 	old = json_object_get(index, "models");
 	if (!o->quiet)
-		printf("%-52s %6s %6s %10s  %s\n", "model", "train", "test", "MAPE train", "MAPE held-out");
+		printf("%-52s %6s %6s %10s  %-14s %s\n", "model", "train", "test", "MAPE train", "MAPE held-out",
+		       "form");
 	for (int k = 0; k < ng && !rc; k++) {
 		const struct kj_sweep_op *op = kj_sweep_op_find(groups[k].op);
 		struct sample *s = NULL;
@@ -379,12 +496,13 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		if ((rc = read_group(&groups[k], op, &s, &n)))
 			break;
 		int sm = o->sm_count > 0 ? o->sm_count : kj_predict_sm_count(groups[k].gpu);
+		double l2 = kj_predict_l2_bytes(groups[k].gpu);
 		const char *src = o->sm_count > 0 ? "--sm-count" : sm > 0 ? "known-GPU table" : "none";
 		if (sm <= 0 && !o->quiet)
 			kj_warnf("fit: SM count of %s unknown (give --sm-count): wave features left out",
 				 groups[k].gpu);
 		for (int t = 0; t < 4 && !rc; t++) {
-			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, src, models);
+			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, l2, src, models);
 			if (r < 0)
 				rc = r;
 			else if (r == 0)

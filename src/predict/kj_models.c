@@ -107,7 +107,15 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 				 json_is_integer(fv) ? (long long)json_integer_value(fv) : 1LL, KJ_PREDICT_FEATURES);
 			return KJ_EINVAL;
 		}
-		if (!m->loaded[i]) {
+		int form = kj_baseline_form(json_string_value(json_object_get(e, "baseline")));
+		int trees = json_is_true(json_object_get(e, "trees"));
+		json_t *w = json_object_get(e, "linear");
+		if (form < 0 || !json_is_array(w)) {
+			snprintf(err, len, "%s/models.json: model %s: no baseline form or weights", m->dir,
+				 json_string_value(json_object_get(e, "svg")));
+			return KJ_EINVAL;
+		}
+		if (trees && !m->loaded[i]) {
 			char path[4200];
 			snprintf(path, sizeof(path), "%s/%s", m->dir,
 				 json_string_value(json_object_get(e, "model")));
@@ -115,16 +123,26 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 			if (rc)
 				return rc;
 		}
-		float f[KJ_PREDICT_NF], r;
+		float f[KJ_PREDICT_NF], r = 0;
+		double terms[KJ_BASE_MAX];
 		int sm = (int)json_integer_value(json_object_get(e, "sm_count"));
-		kj_predict_features(op, v, prop, kj_precision_bytes(precision), sm, f);
-		int rc = kj_xgb_predict(m->loaded[i], f, 1, KJ_PREDICT_NF, &r, err, len);
-		if (rc)
-			return rc;
-		json_t *w = json_object_get(e, "linear");
-		double lin = json_number_value(json_array_get(w, 0)) +
-			     json_number_value(json_array_get(w, 1)) * f[0] +
-			     json_number_value(json_array_get(w, 2)) * f[1];
+		json_t *l2 = json_object_get(e, "l2_bytes");
+		kj_predict_features(op, v, prop, kj_precision_bytes(precision), sm,
+				    json_is_number(l2) ? json_number_value(l2) : -1.0, f);
+		if (trees) {
+			int rc = kj_xgb_predict(m->loaded[i], f, 1, KJ_PREDICT_NF, &r, err, len);
+			if (rc)
+				return rc;
+		}
+		int p = kj_baseline_terms(form, f, op->ncolumns, terms);
+		if ((int)json_array_size(w) != p) {
+			snprintf(err, len, "%s/models.json: model %s: %zu baseline weights, its form takes %d",
+				 m->dir, json_string_value(json_object_get(e, "svg")), json_array_size(w), p);
+			return KJ_EINVAL;
+		}
+		double lin = 0;
+		for (int k = 0; k < p; k++)
+			lin += json_number_value(json_array_get(w, k)) * terms[k];
 		out->value = exp(lin + r);
 		json_t *mp = json_object_get(e, "mape_test_pct");
 		out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;

@@ -8,26 +8,41 @@
 
 #include "kj_sweep_op.h"
 
-/* log FLOPs (times the load imbalance of the busiest SM where CTAs differ in work), log bytes,
- * waves (ceil), wave tail, then the log of each shape column */
-#define KJ_PREDICT_NF (4 + KJ_SWEEP_MAX_COLS)
+/* log FLOPs (times the imbalance of the busiest SM or thread), log bytes, waves (ceil), wave
+ * tail, log of the bytes over the L2's size, then the log of each shape column */
+#define KJ_PREDICT_COL0 5
+#define KJ_PREDICT_NF (KJ_PREDICT_COL0 + KJ_SWEEP_MAX_COLS)
 /* the features' version, kept with each model: a model fitted on other features is refused */
 #define KJ_PREDICT_FEATURES 2
 
 /** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
  *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */
 int kj_predict_sm_count(const char *gpu_tag);
+/** @brief L2 bytes of a known GPU from the same table; -1 when unknown. */
+double kj_predict_l2_bytes(const char *gpu_tag);
 /** @brief Work units (GEMM output tiles of 128x128, attention query blocks, or blocks of 2048
  *  elements for the rest) one call launches; waves are units / SMs. */
 double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes);
-/** @brief How much longer the busiest SM works than the average when the call's CTAs differ in
- *  work (causal attention's query or key blocks), from a greedy schedule of its CTAs in launch
- *  order on sm_count SMs; 1 for uniform CTAs. */
-double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int sm_count);
+/** @brief How much longer the busiest part of the GPU works than evenly spread work would take:
+ *  causal attention's CTAs differ in work (a greedy schedule of them in launch order on sm_count
+ *  SMs), the row kernels' threads take whole 16-byte packs; 1 where work is even. */
+double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
+			    int sm_count);
 /** @brief Features of one call into f (KJ_PREDICT_NF floats; missing ones NaN); sm_count <= 0
- *  leaves the wave features missing. */
+ *  leaves the wave features missing, l2_bytes <= 0 the cache one. */
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
-			 int sm_count, float *f);
+			 int sm_count, double l2_bytes, float *f);
+
+/* baseline forms: log y on [1, log FLOPs, log bytes], + the log shape columns, + their products */
+enum { KJ_BASE_FLOPS_BYTES, KJ_BASE_SHAPE, KJ_BASE_SHAPE2, KJ_BASE_FORMS };
+#define KJ_BASE_MAX (3 + KJ_SWEEP_MAX_COLS + KJ_SWEEP_MAX_COLS * (KJ_SWEEP_MAX_COLS + 1) / 2)
+const char *kj_baseline_name(int form);
+/** @brief The form of a name kj_baseline_name gives; -1 when unknown. */
+int kj_baseline_form(const char *name);
+/** @brief The baseline's regressors of one row of features f into out; returns their count. */
+int kj_baseline_terms(int form, const float *f, int ncols, double *out);
+/** @brief Ridge least squares of y on the n x p row-major A into w; -1 when singular. */
+int kj_baseline_solve(const double *A, const double *y, int n, int p, double *w);
 
 struct kj_fit_opts {
 	const char *data_dir;

@@ -31,17 +31,34 @@ static void test_features(void **state)
 	int64_t v[] = {1, 4, 512, 1024}; /* M = 2048, N = 3072: 16 x 24 tiles */
 	assert_true(kj_predict_units(op, v, KJ_FWD, 2) == 16 * 24);
 	float f[KJ_PREDICT_NF];
-	kj_predict_features(op, v, KJ_FWD, 2, 132, f);
-	assert_true(fabsf(f[0] - (float)log1p(op->flops(v, KJ_FWD))) < 1e-3f);
+	double l2 = kj_predict_l2_bytes("NVIDIAH10080GBHBM3");
+	assert_true(l2 == 50.0 * 1048576);
+	kj_predict_features(op, v, KJ_FWD, 2, 132, l2, f);
+	assert_true(fabsf(f[0] - (float)log1p(op->flops(v, KJ_FWD))) < 1e-3f); /* GEMM tiles: even */
 	assert_true(f[2] == 3.0f); /* 384 / 132 = 2.9 waves -> 3 */
 	assert_true(fabsf(f[3] - (float)(3.0 - 384.0 / 132)) < 1e-5f);
-	assert_true(fabsf(f[4 + 2] - logf(512)) < 1e-4f);
-	assert_true(isnan(f[4 + 4])); /* past the operator's columns */
-	kj_predict_features(op, v, KJ_FWD, 2, -1, f);
-	assert_true(isnan(f[2]) && isnan(f[3]));
+	assert_true(fabsf(f[4] - (float)log(op->bytes(v, KJ_FWD, 2) / l2)) < 1e-4f);
+	assert_true(fabsf(f[KJ_PREDICT_COL0 + 2] - logf(512)) < 1e-4f);
+	assert_true(isnan(f[KJ_PREDICT_COL0 + 4])); /* past the operator's columns */
+	kj_predict_features(op, v, KJ_FWD, 2, -1, -1, f);
+	assert_true(isnan(f[2]) && isnan(f[3]) && isnan(f[4]));
+	assert_true(kj_predict_l2_bytes("SomeNewGPU") < 0);
 	const struct kj_sweep_op *fa = kj_sweep_op_find("flash_atten");
 	int64_t a[] = {2, 4, 16, 1024, 2048}; /* 4 * 8 heads x 8 query blocks */
 	assert_true(kj_predict_units(fa, a, KJ_FWD, 2) == 256);
+	/* causal attention: 32 heads x 8 query blocks of work 1..8 on 132 SMs; the busiest SM works
+	 * longer than the average, and more so for fewer CTAs than SMs can share evenly */
+	double ia = kj_predict_imbalance(fa, a, KJ_FWD, 2, 132);
+	int64_t one[] = {1, 1, 1, 1024, 64}; /* one head: 8 CTAs on 8 SMs, the last of work 8 */
+	double i1 = kj_predict_imbalance(fa, one, KJ_FWD, 2, 132);
+	assert_true(ia > 1.0 && ia < i1);
+	assert_true(fabs(i1 - 8.0 * 132 / 36.0) < 1e-9); /* makespan 8, total work 36 */
+	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0);
+	/* the row kernels: 640 fp16 columns are 80 packs on 32 threads, 3 for the busiest: 96/80 */
+	const struct kj_sweep_op *sm = kj_sweep_op_find("softmax");
+	int64_t r640[] = {1, 1, 16, 640}, r768[] = {1, 1, 16, 768};
+	assert_true(fabs(kj_predict_imbalance(sm, r640, KJ_FWD, 2, 132) - 96.0 / 80) < 1e-9);
+	assert_true(kj_predict_imbalance(sm, r768, KJ_FWD, 2, 132) == 1.0);
 }
 
 static const char *write_file(const char *name, const char *text)
