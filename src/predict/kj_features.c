@@ -162,8 +162,9 @@ void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int pro
 	}
 	/* the bytes one call moves over the L2's size: an operator unrolled in a graph whose data
 	 * fits the L2 reads it from there */
-	if (l2_bytes > 0)
-		f[4] = (float)log(op->bytes(v, prop, e) / l2_bytes);
+	double bytes = op->bytes(v, prop, e);
+	if (l2_bytes > 0 && bytes > 0)
+		f[4] = (float)log(bytes / l2_bytes);
 	for (int i = 0; i < op->ncolumns; i++)
 		f[KJ_PREDICT_COL0 + i] = (float)log((double)v[i]);
 }
