@@ -106,9 +106,9 @@ static void heap_down(double *h, int n, int i)
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
  * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
  * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is. */
-/* The worker's row kernels (softmax, layer norm: one block a row, threads from row_threads) walk
- * the row's 16-byte packs in a block-stride loop: the block takes as long as its busiest thread,
- * ceil(packs / threads) packs. */
+/* The worker's layer norm (one block a row, threads from row_threads) walks the row's 16-byte
+ * packs in a block-stride loop: the block takes as long as its busiest thread, ceil(packs /
+ * threads) packs. (Softmax spreads its packs evenly: no such steps.) */
 static double row_quantization(double cols, int elem_bytes)
 {
 	double per = 16.0 / (elem_bytes > 0 ? elem_bytes : 2), packs = floor(cols / per);
@@ -123,8 +123,6 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 			    int sm_count)
 {
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
-	if ((!strcmp(op->name, "softmax") || !strcmp(op->name, "ScaledUpperTriangMaskedSoftmax")) && l >= 0)
-		return row_quantization((double)v[l], elem_bytes);
 	if ((!strcmp(op->name, "layernorm") || !strcmp(op->name, "RMSlayernorm")) && d >= 0)
 		return row_quantization((double)v[d], elem_bytes);
 	if (strcmp(op->name, "flash_atten") || sm_count <= 0 || mp < 0 || b < 0 || h < 0 || l < 0)

@@ -54,11 +54,11 @@ static void test_features(void **state)
 	assert_true(ia > 1.0 && ia < i1);
 	assert_true(fabs(i1 - 8.0 * 132 / 36.0) < 1e-9); /* makespan 8, total work 36 */
 	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0);
-	/* the row kernels: 640 fp16 columns are 80 packs on 32 threads, 3 for the busiest: 96/80 */
-	const struct kj_sweep_op *sm = kj_sweep_op_find("softmax");
-	int64_t r640[] = {1, 1, 16, 640}, r768[] = {1, 1, 16, 768};
-	assert_true(fabs(kj_predict_imbalance(sm, r640, KJ_FWD, 2, 132) - 96.0 / 80) < 1e-9);
-	assert_true(kj_predict_imbalance(sm, r768, KJ_FWD, 2, 132) == 1.0);
+	/* layer norm's rows: 640 fp16 columns are 80 packs on 32 threads, 3 for the busiest: 96/80 */
+	const struct kj_sweep_op *ln = kj_sweep_op_find("layernorm");
+	int64_t r640[] = {1, 1, 640}, r768[] = {1, 1, 768};
+	assert_true(fabs(kj_predict_imbalance(ln, r640, KJ_FWD, 2, 132) - 96.0 / 80) < 1e-9);
+	assert_true(kj_predict_imbalance(ln, r768, KJ_FWD, 2, 132) == 1.0);
 }
 
 static const char *write_file(const char *name, const char *text)
