@@ -357,12 +357,110 @@ __global__ void softmax_bwd_k(const T *y, const T *dy, T *dx, int64_t cols, floa
 	}
 }
 
+// Rows of up to 256 packs (2048 fp16 columns): a warp a row, four rows a block, the row held in
+// registers (K packs a lane) so it is read once and no block-wide barrier is needed.
+__device__ __forceinline__ float warp_max(float x)
+{
+	for (int o = 16; o; o >>= 1)
+		x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+	return x;
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(128) softmax_fwd_warp_k(const T *x, T *y, int64_t rows, int64_t cols, float scale,
+							  int causal)
+{
+	const int N = Vec<T>::N, lane = threadIdx.x & 31;
+	int64_t r = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5), np = cols / N;
+	if (r >= rows)
+		return; // a whole warp leaves together: its shuffles stay full
+	int64_t qi = r % cols;
+	const T *xr = x + r * cols;
+	float f[K][Vec<T>::N], m = -INFINITY;
+#pragma unroll
+	for (int k = 0; k < K; k++) {
+		int64_t p = lane + 32 * k;
+		if (p < np)
+			ld16(xr + p * N, f[k]);
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			bool out = p >= np || (causal && p * N + i > qi);
+			f[k][i] = out ? -INFINITY : f[k][i] * scale;
+			m = fmaxf(m, f[k][i]);
+		}
+	}
+	m = warp_max(m);
+	float sum = 0.f;
+#pragma unroll
+	for (int k = 0; k < K; k++)
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			f[k][i] = f[k][i] == -INFINITY ? 0.f : __expf(f[k][i] - m);
+			sum += f[k][i];
+		}
+	float inv = 1.f / warp_sum(sum);
+#pragma unroll
+	for (int k = 0; k < K; k++) {
+		int64_t p = lane + 32 * k;
+		if (p < np) {
+#pragma unroll
+			for (int i = 0; i < N; i++)
+				f[k][i] *= inv;
+			st16(y + r * cols + p * N, f[k]);
+		}
+	}
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(128) softmax_bwd_warp_k(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
+							  float scale)
+{
+	const int N = Vec<T>::N, lane = threadIdx.x & 31;
+	int64_t r = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5), np = cols / N;
+	if (r >= rows)
+		return;
+	float a[K][Vec<T>::N], b[K][Vec<T>::N], dot = 0.f;
+#pragma unroll
+	for (int k = 0; k < K; k++) {
+		int64_t p = lane + 32 * k;
+		if (p < np) {
+			ld16(y + r * cols + p * N, a[k]);
+			ld16(dy + r * cols + p * N, b[k]);
+#pragma unroll
+			for (int i = 0; i < N; i++)
+				dot += a[k][i] * b[k][i];
+		}
+	}
+	dot = warp_sum(dot);
+#pragma unroll
+	for (int k = 0; k < K; k++) {
+		int64_t p = lane + 32 * k;
+		if (p < np) {
+#pragma unroll
+			for (int i = 0; i < N; i++)
+				a[k][i] = scale * a[k][i] * (b[k][i] - dot);
+			st16(dx + r * cols + p * N, a[k]);
+		}
+	}
+}
+
 extern "C" int kj_sw_softmax_fwd(int dt, const void *x, void *y, int64_t rows, int64_t cols, float scale,
 				 int causal, cudaStream_t s)
 {
 	DISPATCH(dt, {
-		softmax_fwd_k<T><<<(unsigned)rows, even_row_threads(cols / Vec<T>::N), 0, s>>>((const T *)x, (T *)y,
-											   cols, scale, causal);
+		int64_t packs = cols / Vec<T>::N;
+		unsigned g = (unsigned)((rows + 3) / 4);
+		if (packs <= 32)
+			softmax_fwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
+		else if (packs <= 64)
+			softmax_fwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
+		else if (packs <= 128)
+			softmax_fwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
+		else if (packs <= 256)
+			softmax_fwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
+		else
+			softmax_fwd_k<T><<<(unsigned)rows, even_row_threads(packs), 0, s>>>((const T *)x, (T *)y, cols,
+											   scale, causal);
 	});
 	return (int)cudaGetLastError();
 }
@@ -371,8 +469,19 @@ extern "C" int kj_sw_softmax_bwd(int dt, const void *y, const void *dy, void *dx
 				 float scale, cudaStream_t s)
 {
 	DISPATCH(dt, {
-		softmax_bwd_k<T><<<(unsigned)rows, even_row_threads(cols / Vec<T>::N), 0, s>>>(
-			(const T *)y, (const T *)dy, (T *)dx, cols, scale);
+		int64_t packs = cols / Vec<T>::N;
+		unsigned g = (unsigned)((rows + 3) / 4);
+		if (packs <= 32)
+			softmax_bwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
+		else if (packs <= 64)
+			softmax_bwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
+		else if (packs <= 128)
+			softmax_bwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
+		else if (packs <= 256)
+			softmax_bwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
+		else
+			softmax_bwd_k<T><<<(unsigned)rows, even_row_threads(packs), 0, s>>>((const T *)y, (const T *)dy,
+											    (T *)dx, cols, scale);
 	});
 	return (int)cudaGetLastError();
 }
