@@ -358,7 +358,7 @@ __global__ void softmax_bwd_k(const T *y, const T *dy, T *dx, int64_t cols, floa
 }
 
 // Rows of up to 256 packs (2048 fp16 columns): a warp a row, four rows a block, the row held in
-// registers (K packs a lane) so it is read once and no block-wide barrier is needed.
+// registers (K = ceil(packs / 32) packs a lane) so it is read once and no block-wide barrier is needed.
 __device__ __forceinline__ float warp_max(float x)
 {
 	for (int o = 16; o; o >>= 1)
@@ -450,17 +450,19 @@ extern "C" int kj_sw_softmax_fwd(int dt, const void *x, void *y, int64_t rows, i
 	DISPATCH(dt, {
 		int64_t packs = cols / Vec<T>::N;
 		unsigned g = (unsigned)((rows + 3) / 4);
-		if (packs <= 32)
-			softmax_fwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
-		else if (packs <= 64)
-			softmax_fwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
-		else if (packs <= 128)
-			softmax_fwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
-		else if (packs <= 256)
-			softmax_fwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal);
-		else
+		switch ((packs + 31) / 32) { /* packs a lane: exactly what the row needs */
+		case 1: softmax_fwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 2: softmax_fwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 3: softmax_fwd_warp_k<T, 3><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 4: softmax_fwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 5: softmax_fwd_warp_k<T, 5><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 6: softmax_fwd_warp_k<T, 6><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 7: softmax_fwd_warp_k<T, 7><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		case 8: softmax_fwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)x, (T *)y, rows, cols, scale, causal); break;
+		default:
 			softmax_fwd_k<T><<<(unsigned)rows, even_row_threads(packs), 0, s>>>((const T *)x, (T *)y, cols,
 											   scale, causal);
+		}
 	});
 	return (int)cudaGetLastError();
 }
@@ -471,17 +473,19 @@ extern "C" int kj_sw_softmax_bwd(int dt, const void *y, const void *dy, void *dx
 	DISPATCH(dt, {
 		int64_t packs = cols / Vec<T>::N;
 		unsigned g = (unsigned)((rows + 3) / 4);
-		if (packs <= 32)
-			softmax_bwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
-		else if (packs <= 64)
-			softmax_bwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
-		else if (packs <= 128)
-			softmax_bwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
-		else if (packs <= 256)
-			softmax_bwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale);
-		else
+		switch ((packs + 31) / 32) { /* packs a lane: exactly what the row needs */
+		case 1: softmax_bwd_warp_k<T, 1><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 2: softmax_bwd_warp_k<T, 2><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 3: softmax_bwd_warp_k<T, 3><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 4: softmax_bwd_warp_k<T, 4><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 5: softmax_bwd_warp_k<T, 5><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 6: softmax_bwd_warp_k<T, 6><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 7: softmax_bwd_warp_k<T, 7><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		case 8: softmax_bwd_warp_k<T, 8><<<g, 128, 0, s>>>((const T *)y, (const T *)dy, (T *)dx, rows, cols, scale); break;
+		default:
 			softmax_bwd_k<T><<<(unsigned)rows, even_row_threads(packs), 0, s>>>((const T *)y, (const T *)dy,
 											    (T *)dx, cols, scale);
+		}
 	});
 	return (int)cudaGetLastError();
 }
