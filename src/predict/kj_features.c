@@ -108,7 +108,7 @@ static void heap_down(double *h, int n, int i)
  * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is. */
 /* The worker's layer norm (one block a row, threads from row_threads) walks the row's 16-byte
  * packs in a block-stride loop: the block takes as long as its busiest thread, ceil(packs /
- * threads) packs. (Softmax spreads its packs evenly: no such steps.) */
+ * threads) packs. */
 static double row_quantization(double cols, int elem_bytes)
 {
 	double per = 16.0 / (elem_bytes > 0 ? elem_bytes : 2), packs = floor(cols / per);
@@ -123,6 +123,13 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 			    int sm_count)
 {
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	if ((!strcmp(op->name, "softmax") || !strcmp(op->name, "ScaledUpperTriangMaskedSoftmax")) && l >= 0) {
+		/* rows up to 256 packs: a warp a row, ceil(packs / 32) packs the busiest lane */
+		double packs = floor((double)v[l] / (16.0 / (elem_bytes > 0 ? elem_bytes : 2)));
+		if (packs >= 1 && packs <= 256)
+			return ceil(packs / 32) * 32 / packs;
+		return 1.0;
+	}
 	if ((!strcmp(op->name, "layernorm") || !strcmp(op->name, "RMSlayernorm")) && d >= 0)
 		return row_quantization((double)v[d], elem_bytes);
 	if (strcmp(op->name, "flash_atten") || sm_count <= 0 || mp < 0 || b < 0 || h < 0 || l < 0)

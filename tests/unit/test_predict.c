@@ -59,6 +59,11 @@ static void test_features(void **state)
 	int64_t r640[] = {1, 1, 640}, r768[] = {1, 1, 768};
 	assert_true(fabs(kj_predict_imbalance(ln, r640, KJ_FWD, 2, 132) - 96.0 / 80) < 1e-9);
 	assert_true(kj_predict_imbalance(ln, r768, KJ_FWD, 2, 132) == 1.0);
+	/* softmax's warp rows: 80 packs on 32 lanes, 3 for the busiest: 96/80; 4096 columns: blocks */
+	const struct kj_sweep_op *smx = kj_sweep_op_find("softmax");
+	int64_t s640[] = {1, 1, 16, 640}, s4096[] = {1, 1, 16, 4096};
+	assert_true(fabs(kj_predict_imbalance(smx, s640, KJ_BWD, 2, 132) - 96.0 / 80) < 1e-9);
+	assert_true(kj_predict_imbalance(smx, s4096, KJ_FWD, 2, 132) == 1.0);
 }
 
 static const char *write_file(const char *name, const char *text)
