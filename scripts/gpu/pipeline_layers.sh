@@ -4,7 +4,8 @@
 #   tests   the GPU tests of the pipeline worker (conv/matmul/attention vs CPU, graph vs single),
 #           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
 #   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
-#           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_NO_YAML=1:
+#           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_YAML_ES: the yaml
+#           phases' energy window in seconds (0.3); TRUTH_NO_YAML=1:
 #           the shipped pipeline not rerun): `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
 #   repeat  per-phase energy CV over 5 separate runs of phases >= 10 us
@@ -79,7 +80,7 @@ truth)
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" > "$W/compare_b$b.txt" 2>&1
 		echo "== truth check, batch $b: the shipped pipeline, layer by layer"
 		[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" ${TRUTH_CL:+--layout nhwc} \
-			--energy-seconds 0.3 --iters 300 "${idle[@]}" --timeout 60 --out "$W/yaml_b$b" > "$W/yaml_b$b.log" 2>&1
+			--energy-seconds "${TRUTH_YAML_ES:-0.3}" --iters 300 "${idle[@]}" --timeout 60 --out "$W/yaml_b$b" > "$W/yaml_b$b.log" 2>&1
 		tail -2 "$W/yaml_b$b.log"
 		echo "== truth check, batch $b: --from the run (depth 1: the model's children)"
 		step 200 "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 "${idle[@]}" \
@@ -181,7 +182,7 @@ if "truth" in parts:
                                                      "energy_measured_unc_j", "energy_idle_j")},
                "yaml_sum": y[0] if y else None, "from_sum": fr[0] if fr else None,
                "yaml_phases": phases("yaml_b%d" % b, "resnet50"),
-               "env": {k: os.environ.get(k) for k in ("TRUTH_GRAPH", "TRUTH_CL", "TRUTH_NO_YAML")},
+               "env": {k: os.environ.get(k) for k in ("TRUTH_GRAPH", "TRUTH_CL", "TRUTH_NO_YAML", "TRUTH_YAML_ES")},
                "from_phases": phases("from_b%d" % b, "forward_1") or [row for p in glob.glob(os.path.join(W, "from_b%d" % b, "*.phases.csv")) for row in csv.DictReader(open(p))]}
         R["truth"]["batch%d" % b] = rec
         e_ms = f(e2e.get("forward_ms_events"))
