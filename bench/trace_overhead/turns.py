@@ -46,6 +46,8 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m"):
         "plain": plain(),
         "kjoule_no_params": traced("np", "--no-params"),
         "kjoule_default": traced("d"),
+        # the defaults with CUPTI's buffers handed back every 500 ms instead of 200 ms
+        "kjoule_default_flush500": lambda k: ["env", "KJOULE_FLUSH_MS=500"] + traced("df5")(k),
         "kjoule_api": traced("a", "--api"),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
@@ -163,7 +165,8 @@ def main():
     ap.add_argument("--configs", nargs="+",
                     default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
-                         " kjoule_default_no_power kjoule_default_no_watch kjoule_off cupti_activity_only torch_profiler")
+                         " kjoule_default_no_power kjoule_default_no_watch kjoule_default_flush500 kjoule_off"
+                         " cupti_activity_only torch_profiler")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")

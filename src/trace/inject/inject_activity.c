@@ -11,7 +11,14 @@
 #include "inject.h"
 
 #define ACT_BUF (8u << 20)
-#define FLUSH_MS 200
+#define FLUSH_MS 200 /* default; KJOULE_FLUSH_MS (50..5000) sets another */
+
+static int flush_ms(void)
+{
+	const char *e = getenv("KJOULE_FLUSH_MS");
+	long v = e ? strtol(e, NULL, 10) : FLUSH_MS;
+	return v >= 50 && v <= 5000 ? (int)v : FLUSH_MS;
+}
 
 /* The flush thread and the final forced flush take turns under flush_lock; after the final one
  * the thread calls CUPTI no more. */
@@ -194,7 +201,8 @@ static int enable(CUpti_ActivityKind kind, const char *what)
 
 static void *flush_loop(void *arg)
 {
-	struct timespec ts = {FLUSH_MS / 1000, (long)(FLUSH_MS % 1000) * 1000000L};
+	int ms = flush_ms();
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	(void)arg;
 	for (;;) {
 		nanosleep(&ts, NULL);
@@ -228,7 +236,7 @@ int kj_activity_start(void)
 	 * program killed before 8 MiB of records lost them all. A default flush (flag 0) hands back
 	 * every buffer whose records are complete, full or not; CUPTI allows it from a thread of
 	 * the client's at a regular interval. A killed program loses at most ~FLUSH_MS of records. */
-	cuptiActivityFlushPeriod(FLUSH_MS);
+	cuptiActivityFlushPeriod(flush_ms());
 	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
 		pthread_detach(flusher);
 	else

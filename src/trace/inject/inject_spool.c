@@ -1,5 +1,7 @@
 /* Spool writer: one buffered, append-only file per process. The buffer is written out when
- * full and by a flush thread every 100 ms, so a killed process loses at most that much. */
+ * full and by a flush thread every 100 ms, so a killed process loses at most that much. Two
+ * buffers: the full one is swapped out under the records' lock and written under the file's,
+ * so threads recording meanwhile fill the other one instead of waiting for the write. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,9 +16,10 @@
 
 #define SPOOL_BUF (1u << 20)
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* buf, used */
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; /* the file, the buffer out */
 static int fd = -1;
-static unsigned char *buf;
+static unsigned char *bufs[2], *buf; /* buf: the one records go into */
 static size_t used;
 static pthread_t flusher;
 static volatile int stopping;
@@ -47,11 +50,27 @@ static void write_all(const void *p, size_t n)
 	}
 }
 
+/* Called with lock held; returns with it released and wlock held: the records so far are
+ * swapped out and written, in the order of the calls (the next caller waits for wlock). */
+static void swap_out_unlock(void)
+{
+	pthread_mutex_lock(&wlock);
+	unsigned char *out = buf;
+	size_t n = used;
+	buf = buf == bufs[0] ? bufs[1] : bufs[0];
+	used = 0;
+	pthread_mutex_unlock(&lock);
+	if (n && fd >= 0)
+		write_all(out, n);
+}
+
+/* with lock held: write everything out, lock held again after (wlock is released before lock
+ * is taken again: the order is always lock, then wlock) */
 static void flush_locked(void)
 {
-	if (used && fd >= 0)
-		write_all(buf, used);
-	used = 0;
+	swap_out_unlock();
+	pthread_mutex_unlock(&wlock);
+	pthread_mutex_lock(&lock);
 }
 
 static void *flush_loop(void *arg)
@@ -61,8 +80,12 @@ static void *flush_loop(void *arg)
 	while (!stopping) {
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&lock);
-		flush_locked();
-		pthread_mutex_unlock(&lock);
+		if (!used) {
+			pthread_mutex_unlock(&lock);
+			continue;
+		}
+		swap_out_unlock();
+		pthread_mutex_unlock(&wlock);
 	}
 	return NULL;
 }
@@ -78,12 +101,16 @@ int kj_spool_open(const char *dir)
 			strerror(errno));
 		return -1;
 	}
-	buf = malloc(SPOOL_BUF);
-	if (!buf) {
+	bufs[0] = malloc(SPOOL_BUF);
+	bufs[1] = malloc(SPOOL_BUF);
+	if (!bufs[0] || !bufs[1]) {
+		free(bufs[0]);
+		free(bufs[1]);
 		close(fd);
 		fd = -1;
 		return -1;
 	}
+	buf = bufs[0];
 	memset(&f, 0, sizeof(f));
 	f.h.type = KJ_REC_FILE;
 	f.h.size = sizeof(f);
@@ -98,15 +125,19 @@ int kj_spool_open(const char *dir)
 void kj_spool_write(const void *rec, size_t size)
 {
 	pthread_mutex_lock(&lock);
-	if (fd >= 0) {
-		if (used + size > SPOOL_BUF)
-			flush_locked();
-		if (size > SPOOL_BUF)
+	while (fd >= 0 && used + size > SPOOL_BUF) {
+		swap_out_unlock(); /* full: out with it */
+		if (size > SPOOL_BUF) { /* larger than a buffer: straight to the file after it */
 			write_all(rec, size);
-		else {
-			memcpy(buf + used, rec, size);
-			used += size;
+			pthread_mutex_unlock(&wlock);
+			return;
 		}
+		pthread_mutex_unlock(&wlock);
+		pthread_mutex_lock(&lock);
+	}
+	if (fd >= 0) {
+		memcpy(buf + used, rec, size);
+		used += size;
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -118,19 +149,23 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	struct kj_rec_hdr *h = head;
 	h->size = (uint32_t)total;
 	pthread_mutex_lock(&lock);
-	if (fd >= 0) {
-		if (used + total > SPOOL_BUF)
-			flush_locked();
+	while (fd >= 0 && used + total > SPOOL_BUF) {
+		swap_out_unlock();
 		if (total > SPOOL_BUF) {
 			write_all(head, head_size);
 			write_all(payload, payload_size);
 			write_all(zeros, total - head_size - payload_size);
-		} else {
-			memcpy(buf + used, head, head_size);
-			memcpy(buf + used + head_size, payload, payload_size);
-			memset(buf + used + head_size + payload_size, 0, total - head_size - payload_size);
-			used += total;
+			pthread_mutex_unlock(&wlock);
+			return;
 		}
+		pthread_mutex_unlock(&wlock);
+		pthread_mutex_lock(&lock);
+	}
+	if (fd >= 0) {
+		memcpy(buf + used, head, head_size);
+		memcpy(buf + used + head_size, payload, payload_size);
+		memset(buf + used + head_size + payload_size, 0, total - head_size - payload_size);
+		used += total;
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -157,8 +192,13 @@ void kj_spool_close(int clean)
 	stopping = 1;
 	pthread_mutex_lock(&lock);
 	flush_locked();
+	pthread_mutex_lock(&wlock); /* the flush thread may be writing a buffer it swapped out */
+	if (used)
+		write_all(buf, used);
+	used = 0;
 	close(fd);
 	fd = -1;
+	pthread_mutex_unlock(&wlock);
 	pthread_mutex_unlock(&lock);
 }
 
