@@ -105,7 +105,9 @@ static void heap_down(double *h, int n, int i)
 
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
  * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
- * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is. */
+ * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is, onto as
+ * many slots as the kernels' launch bounds keep resident (worker_fa2.cu: two forward CTAs an SM,
+ * one backward). */
 /* The worker's layer norm (one block a row, threads from row_threads) walks the row's 16-byte
  * packs in a block-stride loop: the block takes as long as its busiest thread, ceil(packs /
  * threads) packs. */
@@ -137,7 +139,9 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	double heads = (double)v[b] * v[h] / v[mp], nb = cdiv((double)v[l], 128);
 	if (heads * nb > (double)(1 << 20) || heads < 1 || nb < 1)
 		return 1.0; /* many waves: the tail is a small part of the whole */
-	double *busy = calloc((size_t)sm_count, sizeof(*busy)), total = 0, end = 0;
+	/* the kernels' launch bounds: two forward CTAs an SM, one backward */
+	int slots = prop ? sm_count : 2 * sm_count;
+	double *busy = calloc((size_t)slots, sizeof(*busy)), total = 0, end = 0;
 	if (!busy)
 		return 1.0;
 	for (int64_t hd = 0; hd < (int64_t)heads; hd++)
@@ -146,10 +150,10 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 			busy[0] += w; /* the SM free first takes the next CTA */
 			total += w;
 			end = busy[0] > end ? busy[0] : end;
-			heap_down(busy, sm_count, 0);
+			heap_down(busy, slots, 0);
 		}
 	free(busy);
-	return total > 0 ? end * sm_count / total : 1.0;
+	return total > 0 ? end * slots / total : 1.0;
 }
 
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,

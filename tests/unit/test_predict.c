@@ -46,13 +46,14 @@ static void test_features(void **state)
 	const struct kj_sweep_op *fa = kj_sweep_op_find("flash_atten");
 	int64_t a[] = {2, 4, 16, 1024, 2048}; /* 4 * 8 heads x 8 query blocks */
 	assert_true(kj_predict_units(fa, a, KJ_FWD, 2) == 256);
-	/* causal attention: 32 heads x 8 query blocks of work 1..8 on 132 SMs; the busiest SM works
-	 * longer than the average, and more so for fewer CTAs than SMs can share evenly */
+	/* causal attention: 32 heads x 8 query blocks of work 1..8 on 132 SMs (two forward CTAs an
+	 * SM); the busiest slot works longer than the average, more so for fewer CTAs */
 	double ia = kj_predict_imbalance(fa, a, KJ_FWD, 2, 132);
 	int64_t one[] = {1, 1, 1, 1024, 64}; /* one head: 8 CTAs on 8 SMs, the last of work 8 */
 	double i1 = kj_predict_imbalance(fa, one, KJ_FWD, 2, 132);
 	assert_true(ia > 1.0 && ia < i1);
-	assert_true(fabs(i1 - 8.0 * 132 / 36.0) < 1e-9); /* makespan 8, total work 36 */
+	assert_true(fabs(i1 - 8.0 * 264 / 36.0) < 1e-9); /* makespan 8, total work 36, 264 slots */
+	assert_true(fabs(kj_predict_imbalance(fa, one, KJ_BWD, 2, 132) - 8.0 * 132 / 36.0) < 1e-9);
 	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0);
 	/* layer norm's rows: 640 fp16 columns are 80 packs on 32 threads, 3 for the busiest: 96/80 */
 	const struct kj_sweep_op *ln = kj_sweep_op_find("layernorm");
