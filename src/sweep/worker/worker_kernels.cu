@@ -366,6 +366,16 @@ __device__ __forceinline__ float warp_max(float x)
 	return x;
 }
 
+// a warp's row from its lanes' registers: pack p = lane + 32 k of K
+template <typename T, int K>
+__device__ __forceinline__ void warp_row_store(T *row, int lane, int64_t np, float (&f)[K][Vec<T>::N])
+{
+#pragma unroll
+	for (int k = 0; k < K; k++)
+		if (lane + 32 * k < np)
+			st16(row + (lane + 32 * k) * Vec<T>::N, f[k]);
+}
+
 template <typename T, int K>
 __global__ void __launch_bounds__(128) softmax_fwd_warp_k(const T *x, T *y, int64_t rows, int64_t cols, float scale,
 							  int causal)
@@ -400,15 +410,11 @@ __global__ void __launch_bounds__(128) softmax_fwd_warp_k(const T *x, T *y, int6
 		}
 	float inv = 1.f / warp_sum(sum);
 #pragma unroll
-	for (int k = 0; k < K; k++) {
-		int64_t p = lane + 32 * k;
-		if (p < np) {
+	for (int k = 0; k < K; k++)
 #pragma unroll
-			for (int i = 0; i < N; i++)
-				f[k][i] *= inv;
-			st16(y + r * cols + p * N, f[k]);
-		}
-	}
+		for (int i = 0; i < N; i++)
+			f[k][i] *= inv;
+	warp_row_store<T, K>(y + r * cols, lane, np, f);
 }
 
 template <typename T, int K>
@@ -419,29 +425,25 @@ __global__ void __launch_bounds__(128) softmax_bwd_warp_k(const T *y, const T *d
 	int64_t r = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5), np = cols / N;
 	if (r >= rows)
 		return;
-	float a[K][Vec<T>::N], b[K][Vec<T>::N], dot = 0.f;
+	float a[K][Vec<T>::N] = {}, b[K][Vec<T>::N] = {}, dot = 0.f;
 #pragma unroll
 	for (int k = 0; k < K; k++) {
 		int64_t p = lane + 32 * k;
 		if (p < np) {
 			ld16(y + r * cols + p * N, a[k]);
 			ld16(dy + r * cols + p * N, b[k]);
-#pragma unroll
-			for (int i = 0; i < N; i++)
-				dot += a[k][i] * b[k][i];
 		}
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			dot += a[k][i] * b[k][i];
 	}
 	dot = warp_sum(dot);
 #pragma unroll
-	for (int k = 0; k < K; k++) {
-		int64_t p = lane + 32 * k;
-		if (p < np) {
+	for (int k = 0; k < K; k++)
 #pragma unroll
-			for (int i = 0; i < N; i++)
-				a[k][i] = scale * a[k][i] * (b[k][i] - dot);
-			st16(dx + r * cols + p * N, a[k]);
-		}
-	}
+		for (int i = 0; i < N; i++)
+			a[k][i] = scale * a[k][i] * (b[k][i] - dot);
+	warp_row_store<T, K>(dx + r * cols, lane, np, a);
 }
 
 extern "C" int kj_sw_softmax_fwd(int dt, const void *x, void *y, int64_t rows, int64_t cols, float scale,

@@ -122,18 +122,28 @@ int kj_spool_open(const char *dir)
 	return 0;
 }
 
+/* With lock held: room for n bytes in the buffer, the records before them written out. Returns 0
+ * with lock held, or 1 with wlock held instead when n is larger than a buffer: the caller writes
+ * the record straight to the file, after the ones before it, and releases wlock. */
+static int make_room(size_t n)
+{
+	while (fd >= 0 && used + n > SPOOL_BUF) {
+		swap_out_unlock();
+		if (n > SPOOL_BUF)
+			return 1;
+		pthread_mutex_unlock(&wlock);
+		pthread_mutex_lock(&lock);
+	}
+	return 0;
+}
+
 void kj_spool_write(const void *rec, size_t size)
 {
 	pthread_mutex_lock(&lock);
-	while (fd >= 0 && used + size > SPOOL_BUF) {
-		swap_out_unlock(); /* full: out with it */
-		if (size > SPOOL_BUF) { /* larger than a buffer: straight to the file after it */
-			write_all(rec, size);
-			pthread_mutex_unlock(&wlock);
-			return;
-		}
+	if (make_room(size)) {
+		write_all(rec, size);
 		pthread_mutex_unlock(&wlock);
-		pthread_mutex_lock(&lock);
+		return;
 	}
 	if (fd >= 0) {
 		memcpy(buf + used, rec, size);
@@ -149,17 +159,12 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	struct kj_rec_hdr *h = head;
 	h->size = (uint32_t)total;
 	pthread_mutex_lock(&lock);
-	while (fd >= 0 && used + total > SPOOL_BUF) {
-		swap_out_unlock();
-		if (total > SPOOL_BUF) {
-			write_all(head, head_size);
-			write_all(payload, payload_size);
-			write_all(zeros, total - head_size - payload_size);
-			pthread_mutex_unlock(&wlock);
-			return;
-		}
+	if (make_room(total)) {
+		write_all(head, head_size);
+		write_all(payload, payload_size);
+		write_all(zeros, total - head_size - payload_size);
 		pthread_mutex_unlock(&wlock);
-		pthread_mutex_lock(&lock);
+		return;
 	}
 	if (fd >= 0) {
 		memcpy(buf + used, head, head_size);
