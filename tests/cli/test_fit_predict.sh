@@ -85,6 +85,28 @@ assert ms[("fwd", "time")]["n_final"] == n, (ms[("fwd", "time")]["n_final"], n)
 assert ms[("fwd", "energy")]["n_final"] == (n + 2) // 3, ms[("fwd", "energy")]["n_final"]
 assert ms[("fwd", "time")]["n_final"] == ms[("fwd", "time")]["n_train"] + ms[("fwd", "time")]["n_test"]
 P
+# cross-validation picks the baseline form that fits: y = 2 l^1.5 dim^0.5 (a power law in the shape
+# columns that FLOPs and bytes, both ~ b l dim, cannot draw) is the 'shape' form, all but exact
+mkdir -p "$T/pow"
+python3 - "$T/pow/${G}_layernorm_fp16_1_1.csv" <<'P'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("b,l,dim,F_dur(us),B_dur(us),status\n")
+    for b in (1, 2, 4):
+        for l in range(256, 2049, 256):
+            for d in range(512, 4097, 512):
+                y = 2 * l ** 1.5 * d ** 0.5 / 1e4
+                f.write("%d,%d,%d,%.6g,%.6g,ok\n" % (b, l, d, y, 2 * y))
+P
+expect 0 "$KJ" fit "$T/pow" -o "$T/powmodels"
+python3 - "$T/powmodels/models.json" <<'P' || fail "cross-validated form: $(cat "$T/powmodels/models.json")"
+import json, sys
+for m in json.load(open(sys.argv[1]))["models"]:
+    assert m["baseline"] in ("shape", "shape2"), (m["svg"], m["baseline"], m["cv_mape_pct"])
+    assert m["mape_test_pct"] < 0.5, (m["svg"], m["mape_test_pct"])
+    cv = m["cv_mape_pct"]
+    assert cv["flops_bytes+trees"] > cv["shape"], cv
+P
 # text form names units and the held-out error
 expect 0 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024,2048
 has "time .* us .*held-out MAPE"
