@@ -1,6 +1,6 @@
-/* kjoule fit: per (GPU, operator, precision, fwd/bwd, time/energy), a log-linear baseline in
- * FLOPs and bytes (which extrapolates past the grid) times an XGBoost model of what the baseline
- * misses (waves, shapes), trained on 4/5 of the rows and scored on the held-out fifth. */
+/* kjoule fit: per (GPU, operator, precision, fwd/bwd, time/energy), the sweep CSVs' rows (one
+ * per shape), the model form chosen by cross-validation on 4/5 of them (kj_fit_model.c), scored
+ * on the held-out fifth, then trained on every row and saved with its entry in models.json. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -15,6 +15,7 @@
 #include "kj_error.h"
 #include "kj_predict.h"
 #include "kj_sweep.h"
+#include "kj_fit_model.h"
 #include "kj_xgb.h"
 
 struct sample {
@@ -119,91 +120,6 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 	return 0;
 }
 
-/* one fitted model: a baseline form with its weights, and trees on what it leaves (or none) */
-struct fitted {
-	int form, trees, nw;
-	double w[KJ_BASE_MAX];
-	struct kj_xgb_model *xm;
-};
-
-/* the candidates the cross-validation chooses from */
-static const struct {
-	int form, trees;
-} candidates[] = {
-	{KJ_BASE_FLOPS_BYTES, 1}, {KJ_BASE_SHAPE, 1}, {KJ_BASE_SHAPE, 0}, {KJ_BASE_SHAPE2, 0}, {KJ_BASE_SHAPE2, 1},
-};
-#define NCAND ((int)(sizeof(candidates) / sizeof(candidates[0])))
-
-static void fitted_free(struct fitted *m)
-{
-	kj_xgb_close(m->xm);
-	m->xm = NULL;
-}
-
-/* train form (+ trees) on the rows of x (nf features each) whose log targets are ly */
-static int train(const struct kj_fit_opts *o, const float *x, const double *ly, int n, int nf, int ncols,
-		 int form, int trees, struct fitted *m)
-{
-	char err[1024];
-	int p = kj_baseline_terms(form, x, ncols, m->w), rc = 0;
-	double *A = malloc((size_t)n * p * sizeof(*A));
-	float *r = malloc((n ? n : 1) * sizeof(*r));
-	m->form = form;
-	m->trees = trees;
-	m->nw = p;
-	m->xm = NULL;
-	if (!A || !r) {
-		rc = KJ_ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < n; i++)
-		kj_baseline_terms(form, &x[i * nf], ncols, &A[i * p]);
-	if (kj_baseline_solve(A, ly, n, p, m->w)) {
-		rc = 1; /* singular: this form cannot be fitted on these rows */
-		goto out;
-	}
-	if (trees) {
-		for (int i = 0; i < n; i++) {
-			double b = 0;
-			for (int k = 0; k < p; k++)
-				b += m->w[k] * A[i * p + k];
-			r[i] = (float)(ly[i] - b);
-		}
-		if ((rc = kj_xgb_train(x, r, n, nf, o->rounds, &m->xm, err, sizeof(err))))
-			kj_errorf("fit: %s", err);
-	}
-out:
-	free(A);
-	free(r);
-	return rc;
-}
-
-/* log predictions of m for n rows of x into out */
-static int predict_log(struct fitted *m, const float *x, int n, int nf, int ncols, double *out)
-{
-	char err[1024];
-	double t[KJ_BASE_MAX];
-	float *tr = NULL;
-	if (m->trees) {
-		if (!(tr = malloc((n ? n : 1) * sizeof(*tr))))
-			return KJ_ENOMEM;
-		if (kj_xgb_predict(m->xm, x, n, nf, tr, err, sizeof(err))) {
-			kj_errorf("fit: %s", err);
-			free(tr);
-			return KJ_EIO;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		int p = kj_baseline_terms(m->form, &x[i * nf], ncols, t);
-		double b = 0;
-		for (int k = 0; k < p; k++)
-			b += m->w[k] * t[k];
-		out[i] = b + (tr ? tr[i] : 0.0);
-	}
-	free(tr);
-	return 0;
-}
-
 /* the training rows' fold of five for cross-validation (another cut of the hash than held_out's) */
 static int fold_of(const char *key)
 {
@@ -211,44 +127,6 @@ static int fold_of(const char *key)
 	for (const char *s = key; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
 	return (int)(h / 5 % 5);
-}
-
-/* mean absolute percentage error of candidate c over 5 folds of the n rows; -1: not fittable */
-static double cv_mape(const struct kj_fit_opts *o, const float *x, const double *ly, const int *fold, int n,
-		      int nf, int ncols, int c, float *xt, double *yt, double *pr)
-{
-	double sum = 0;
-	int cnt = 0;
-	for (int k = 0; k < 5; k++) {
-		int nt = 0, nk = 0;
-		for (int i = 0; i < n; i++)
-			if (fold[i] != k) {
-				memcpy(&xt[nt * nf], &x[i * nf], nf * sizeof(*x));
-				yt[nt++] = ly[i];
-			}
-		double tmp[KJ_BASE_MAX];
-		if (nt == n || nt < 2 * kj_baseline_terms(candidates[c].form, x, ncols, tmp))
-			return -1; /* too few rows for this many weights */
-		struct fitted m;
-		if (train(o, xt, yt, nt, nf, ncols, candidates[c].form, candidates[c].trees, &m)) {
-			fitted_free(&m);
-			return -1;
-		}
-		for (int i = 0; i < n; i++)
-			if (fold[i] == k)
-				memcpy(&xt[nk++ * nf], &x[i * nf], nf * sizeof(*x));
-		int rc = predict_log(&m, xt, nk, nf, ncols, pr);
-		fitted_free(&m);
-		if (rc)
-			return -1;
-		nk = 0;
-		for (int i = 0; i < n; i++)
-			if (fold[i] == k) {
-				sum += fabs(exp(pr[nk++] - ly[i]) - 1.0);
-				cnt++;
-			}
-	}
-	return cnt ? 100.0 * sum / cnt : -1;
 }
 
 /* train one model; appends its entry to models (jansson array); prints a line */
@@ -261,8 +139,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	double *ly = malloc(n * sizeof(*ly)), *meas = malloc(n * sizeof(*meas)), *lt = malloc(n * sizeof(*lt));
 	double *pv = malloc(n * sizeof(*pv)), *pr = malloc(n * sizeof(*pr)), *yt = malloc(n * sizeof(*yt));
 	int *ho = malloc(n * sizeof(*ho)), *fold = malloc(n * sizeof(*fold)), m = 0, ntr = 0, rc = 0;
-	struct fitted fm = {0};
-	double cv[NCAND];
+	struct kj_fitted fm = {0};
+	double cv[KJ_FIT_NFORMS];
 	char name[600], path[4200];
 	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold) {
 		rc = KJ_ENOMEM;
@@ -306,22 +184,23 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	/* the form: the lowest cross-validated error on the training rows (the first, with trees,
 	 * when there are too few rows to judge) */
 	int best = 0;
-	for (int c = 0; c < NCAND; c++) {
-		cv[c] = ntr >= 10 ? cv_mape(o, xtr, ytr, ftr, ntr, nf, nc, c, xt, yt, pr) : -1;
+	for (int c = 0; c < KJ_FIT_NFORMS; c++) {
+		cv[c] = ntr >= 10 ? kj_fit_cv_mape(o->rounds, xtr, ytr, ftr, ntr, nf, nc, c, xt, yt, pr) : -1;
 		if (cv[c] >= 0 && (cv[best] < 0 || cv[c] < cv[best]))
 			best = c;
 	}
 	/* scored on the held-out fifth by a model of the training rows ... */
-	rc = train(o, xtr, ytr, ntr, nf, nc, candidates[best].form, candidates[best].trees, &fm);
+	rc = kj_fitted_train(o->rounds, xtr, ytr, ntr, nf, nc, kj_fit_forms[best].form, kj_fit_forms[best].trees,
+			     &fm);
 	if (rc > 0 && best) { /* that form is singular on these rows: the plain one */
-		fitted_free(&fm);
+		kj_fitted_free(&fm);
 		best = 0;
-		rc = train(o, xtr, ytr, ntr, nf, nc, candidates[0].form, candidates[0].trees, &fm);
+		rc = kj_fitted_train(o->rounds, xtr, ytr, ntr, nf, nc, kj_fit_forms[0].form, kj_fit_forms[0].trees, &fm);
 	}
 	free(xtr), free(ytr), free(ftr);
 	if (rc > 0)
 		kj_errorf("fit: %s: the baseline cannot be solved on these rows", name);
-	if (rc || (rc = predict_log(&fm, x, m, nf, nc, lt)))
+	if (rc || (rc = kj_fitted_predict_log(&fm, x, m, nf, nc, lt)))
 		goto out;
 	double ape_tr = 0, ape_te = 0, max_te = 0;
 	int nte = 0;
@@ -338,8 +217,9 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	}
 	/* ... and the model kept is then trained on every row */
 	if (nte) {
-		fitted_free(&fm);
-		if ((rc = train(o, x, ly, m, nf, nc, candidates[best].form, candidates[best].trees, &fm)))
+		kj_fitted_free(&fm);
+		if ((rc = kj_fitted_train(o->rounds, x, ly, m, nf, nc, kj_fit_forms[best].form,
+					  kj_fit_forms[best].trees, &fm)))
 			goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%s.json", o->out_dir, name);
@@ -364,10 +244,10 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	json_t *w = json_array(), *cvj = json_object();
 	for (int k = 0; k < fm.nw; k++)
 		json_array_append_new(w, json_real(fm.w[k]));
-	for (int c = 0; c < NCAND; c++) {
+	for (int c = 0; c < KJ_FIT_NFORMS; c++) {
 		char key[64];
-		snprintf(key, sizeof(key), "%s%s", kj_baseline_name(candidates[c].form),
-			 candidates[c].trees ? "+trees" : "");
+		snprintf(key, sizeof(key), "%s%s", kj_baseline_name(kj_fit_forms[c].form),
+			 kj_fit_forms[c].trees ? "+trees" : "");
 		json_object_set_new(cvj, key, cv[c] >= 0 ? json_real(cv[c]) : json_null());
 	}
 	json_object_set_new(j, "baseline", json_string(kj_baseline_name(fm.form)));
@@ -390,7 +270,7 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		       kj_baseline_name(fm.form), fm.trees ? "+trees" : "");
 	}
 out:
-	fitted_free(&fm);
+	kj_fitted_free(&fm);
 	free(x);
 	free(xt);
 	free(ly);

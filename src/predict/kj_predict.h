@@ -82,7 +82,6 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 int kj_svg_scatter(const char *path, const char *title, const char *unit, const double *meas,
 		   const double *pred, const int *heldout, int n);
 
-#endif
 
 /* ---- a transformer as a sum of operators ------------------------------------------------- */
 /** A GPT-style model (Megatron layout) read from MODEL.yml. */
@@ -107,3 +106,5 @@ struct kj_model_term {
 int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t len);
 /** @brief The operator terms of one step into t (at most cap); returns their number. */
 int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int cap);
+
+#endif

@@ -1,0 +1,121 @@
+/* kjoule fit's models: training a baseline form with or without trees, predicting with it, and
+ * the 5-fold cross-validation that chooses the form (kj_fit_model.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_error.h"
+#include "kj_fit_model.h"
+
+const struct kj_fit_form kj_fit_forms[KJ_FIT_NFORMS] = {
+	{KJ_BASE_FLOPS_BYTES, 1}, {KJ_BASE_SHAPE, 1}, {KJ_BASE_SHAPE, 0}, {KJ_BASE_SHAPE2, 0}, {KJ_BASE_SHAPE2, 1},
+};
+
+void kj_fitted_free(struct kj_fitted *m)
+{
+	kj_xgb_close(m->xm);
+	m->xm = NULL;
+}
+
+/* train form (+ trees) on the rows of x (nf features each) whose log targets are ly */
+int kj_fitted_train(int rounds, const float *x, const double *ly, int n, int nf, int ncols,
+		 int form, int trees, struct kj_fitted *m)
+{
+	char err[1024];
+	int p = kj_baseline_terms(form, x, ncols, m->w), rc = 0;
+	double *A = malloc((size_t)n * p * sizeof(*A));
+	float *r = malloc((n ? n : 1) * sizeof(*r));
+	m->form = form;
+	m->trees = trees;
+	m->nw = p;
+	m->xm = NULL;
+	if (!A || !r) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		kj_baseline_terms(form, &x[i * nf], ncols, &A[i * p]);
+	if (kj_baseline_solve(A, ly, n, p, m->w)) {
+		rc = 1; /* singular: this form cannot be fitted on these rows */
+		goto out;
+	}
+	if (trees) {
+		for (int i = 0; i < n; i++) {
+			double b = 0;
+			for (int k = 0; k < p; k++)
+				b += m->w[k] * A[i * p + k];
+			r[i] = (float)(ly[i] - b);
+		}
+		if ((rc = kj_xgb_train(x, r, n, nf, rounds, &m->xm, err, sizeof(err))))
+			kj_errorf("fit: %s", err);
+	}
+out:
+	free(A);
+	free(r);
+	return rc;
+}
+
+/* log predictions of m for n rows of x into out */
+int kj_fitted_predict_log(struct kj_fitted *m, const float *x, int n, int nf, int ncols, double *out)
+{
+	char err[1024];
+	double t[KJ_BASE_MAX];
+	float *tr = NULL;
+	if (m->trees) {
+		if (!(tr = malloc((n ? n : 1) * sizeof(*tr))))
+			return KJ_ENOMEM;
+		if (kj_xgb_predict(m->xm, x, n, nf, tr, err, sizeof(err))) {
+			kj_errorf("fit: %s", err);
+			free(tr);
+			return KJ_EIO;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int p = kj_baseline_terms(m->form, &x[i * nf], ncols, t);
+		double b = 0;
+		for (int k = 0; k < p; k++)
+			b += m->w[k] * t[k];
+		out[i] = b + (tr ? tr[i] : 0.0);
+	}
+	free(tr);
+	return 0;
+}
+
+/* mean absolute percentage error of candidate c over 5 folds of the n rows; -1: not fittable */
+double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *fold, int n,
+		      int nf, int ncols, int c, float *xt, double *yt, double *pr)
+{
+	double sum = 0;
+	int cnt = 0;
+	for (int k = 0; k < 5; k++) {
+		int nt = 0, nk = 0;
+		for (int i = 0; i < n; i++)
+			if (fold[i] != k) {
+				memcpy(&xt[nt * nf], &x[i * nf], nf * sizeof(*x));
+				yt[nt++] = ly[i];
+			}
+		double tmp[KJ_BASE_MAX];
+		if (nt == n || nt < 2 * kj_baseline_terms(kj_fit_forms[c].form, x, ncols, tmp))
+			return -1; /* too few rows for this many weights */
+		struct kj_fitted m;
+		if (kj_fitted_train(rounds, xt, yt, nt, nf, ncols, kj_fit_forms[c].form, kj_fit_forms[c].trees, &m)) {
+			kj_fitted_free(&m);
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			if (fold[i] == k)
+				memcpy(&xt[nk++ * nf], &x[i * nf], nf * sizeof(*x));
+		int rc = kj_fitted_predict_log(&m, xt, nk, nf, ncols, pr);
+		kj_fitted_free(&m);
+		if (rc)
+			return -1;
+		nk = 0;
+		for (int i = 0; i < n; i++)
+			if (fold[i] == k) {
+				sum += fabs(exp(pr[nk++] - ly[i]) - 1.0);
+				cnt++;
+			}
+	}
+	return cnt ? 100.0 * sum / cnt : -1;
+}
+
