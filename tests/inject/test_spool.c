@@ -1,0 +1,108 @@
+/* The injection library's spool writer under load: four threads write records of many sizes,
+ * some larger than a buffer, while the flush thread swaps the two buffers out; every record must
+ * land whole, once, and each thread's in the order it wrote them. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "inject.h"
+
+#define THREADS 4
+#define PER_THREAD 30000
+#define BIG (3u << 19) /* 1.5 MiB: larger than one spool buffer */
+
+struct test_rec {
+	struct kj_rec_hdr h;
+	uint32_t thread, seq;
+};
+
+static void *writer(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+	unsigned char payload[4096];
+	for (uint32_t i = 0; i < PER_THREAD; i++) {
+		struct test_rec r = {{0x7000 + t, 0}, t, i};
+		size_t n = (i * 37u + t * 11u) % 1024; /* 0..1023 bytes of payload */
+		if (t == 0 && i % 5000 == 4999)
+			n = BIG; /* now and then one record larger than a buffer */
+		unsigned char *p = n > sizeof(payload) ? malloc(n) : payload;
+		assert_non_null(p);
+		memset(p, (int)((t * 31 + i) & 0xff), n);
+		kj_spool_write2(&r, sizeof(r), p, n);
+		if (p != payload)
+			free(p);
+	}
+	return NULL;
+}
+
+static void test_spool_threads(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kj_spool_test.XXXXXX", path[256];
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(kj_spool_open(dir), 0);
+	pthread_t th[THREADS];
+	for (uintptr_t t = 0; t < THREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, writer, (void *)t), 0);
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	kj_spool_close(1);
+
+	snprintf(path, sizeof(path), "%s/p%ld.spool", dir, (long)getpid());
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	struct stat st;
+	assert_int_equal(fstat(fileno(f), &st), 0);
+	unsigned char *buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+	fclose(f);
+
+	uint32_t next[THREADS] = {0};
+	int files = 0, ends = 0;
+	size_t off = 0;
+	while (off < (size_t)st.st_size) {
+		struct kj_rec_hdr *h = (struct kj_rec_hdr *)(buf + off);
+		assert_true(h->size >= sizeof(*h) && off + h->size <= (size_t)st.st_size);
+		if (h->type == KJ_REC_FILE) {
+			assert_int_equal(off, 0);
+			files++;
+		} else if (h->type == KJ_REC_END) {
+			ends++;
+		} else {
+			struct test_rec *r = (struct test_rec *)h;
+			assert_true(r->thread < THREADS && h->type == 0x7000 + r->thread);
+			assert_int_equal(r->seq, next[r->thread]); /* whole, once, in order */
+			next[r->thread]++;
+			size_t n = h->size - sizeof(*r);
+			unsigned char want = (unsigned char)((r->thread * 31 + r->seq) & 0xff);
+			for (size_t k = 0; k < n && k < 1024; k++) /* the payload (and its padding) */
+				assert_true(buf[off + sizeof(*r) + k] == want || k + 8 > n);
+		}
+		off += h->size;
+	}
+	assert_int_equal(files, 1);
+	assert_int_equal(ends, 1);
+	for (int t = 0; t < THREADS; t++)
+		assert_int_equal(next[t], PER_THREAD);
+	free(buf);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_spool_threads)};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
