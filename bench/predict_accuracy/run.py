@@ -16,7 +16,8 @@ predicted) pair to the output JSON with the device, date and commands.
 sweep_csv.tar.gz), so a change to the fit is judged on measured data without a GPU.
 
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
-              [--heldout N] [--precision fp16] [--merge EARLIER.json] [--energy-s S] [--from-csv DIR]
+              [--heldout N] [--energy-every third|all] [--precision fp16] [--merge EARLIER.json]
+              [--energy-s S] [--from-csv DIR] [--deadline-s S]
 --merge keeps the operators of an earlier result that this run does not measure (each operator's
 entry carries its own device and date), so the set can be measured over several shorter runs.
 --energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
