@@ -34,13 +34,19 @@ static int cmp_key(const void *a, const void *b)
 	return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
-/* a stable pseudo-random fifth of the shapes is held out: FNV-1a of the shape text */
-static int held_out(const char *key)
+/* FNV-1a of the shape text: the same every run */
+static uint32_t key_hash(const char *key)
 {
 	uint32_t h = 2166136261u;
 	for (const char *s = key; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h % 5 == 0;
+	return h;
+}
+
+/* a stable pseudo-random fifth of the shapes is held out */
+static int held_out(const char *key)
+{
+	return key_hash(key) % 5 == 0;
 }
 
 /* kj_write_atomic's writer: the models index as indented JSON */
@@ -123,10 +129,7 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 /* the training rows' fold of five for cross-validation (another cut of the hash than held_out's) */
 static int fold_of(const char *key)
 {
-	uint32_t h = 2166136261u;
-	for (const char *s = key; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return (int)(h / 5 % 5);
+	return (int)(key_hash(key) / 5 % 5);
 }
 
 /* train one model; appends its entry to models (jansson array); prints a line */
