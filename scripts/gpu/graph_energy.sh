@@ -82,20 +82,8 @@ keys = ["busy_us", "kernel_sum_us", "wall_us", "energy_measured_j", "energy_meas
         "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_mode", "sequence_topology_energy_j",
         "sequence_graph_energy_j", "explained_fraction", "explained_fraction_sequence"]
-def find(o, k):
-    if isinstance(o, dict):
-        if k in o and not isinstance(o[k], (dict, list)):
-            return o[k]
-        for v in o.values():
-            r = find(v, k)
-            if r is not None:
-                return r
-    elif isinstance(o, list):
-        for v in o:
-            r = find(v, k)
-            if r is not None:
-                return r
-    return None
+sys.path.insert(0, "scripts/gpu")
+from json_find import find  # noqa: E402
 R = {"benchmark": "graph_energy", "device": open(os.path.join(W, "gpu.txt")).read().strip(),
      "date": datetime.datetime.utcnow().isoformat() + "Z",
      "command": "bash scripts/gpu/graph_energy.sh " + parts,

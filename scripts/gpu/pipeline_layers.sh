@@ -139,20 +139,8 @@ def summary(d):
 def phases(d, name):
     p = os.path.join(W, d, name + ".phases.csv")
     return list(csv.DictReader(open(p))) if os.path.exists(p) else []
-def find(o, key):
-    if isinstance(o, dict):
-        if key in o and o[key] is not None and not isinstance(o[key], (dict, list)):
-            return o[key]
-        for v in o.values():
-            r = find(v, key)
-            if r is not None:
-                return r
-    elif isinstance(o, list):
-        for v in o:
-            r = find(v, key)
-            if r is not None:
-                return r
-    return None
+sys.path.insert(0, "scripts/gpu")
+from json_find import find  # noqa: E402
 def f(x):
     try:
         return float(x)
