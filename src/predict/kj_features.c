@@ -103,43 +103,36 @@ static void heap_down(double *h, int n, int i)
 	}
 }
 
+/* 16-byte packs in a row of cols elements */
+static double packs_of(double cols, int elem_bytes)
+{
+	return floor(cols / (16.0 / (elem_bytes > 0 ? elem_bytes : 2)));
+}
+
+/* The worker's row kernels take as long as their busiest thread: layer norm walks a row's packs
+ * in a block-stride loop over row_threads' threads; softmax gives rows up to 256 packs a warp,
+ * ceil(packs / 32) packs a lane (longer rows spread evenly). */
+static double row_quantization(double packs, int softmax)
+{
+	if (packs < 1 || (softmax && packs > 256))
+		return 1.0;
+	double t = 32;
+	if (!softmax) {
+		t = ceil(ceil(packs / 4) / 32) * 32;
+		t = t < 32 ? 32 : t > 1024 ? 1024 : t;
+	}
+	return ceil(packs / t) * t / packs;
+}
+
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
  * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
  * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is, onto as
  * many slots as the kernels' launch bounds keep resident (worker_fa2.cu: two forward CTAs an SM,
- * one backward). */
-/* The worker's layer norm (one block a row, threads from row_threads) walks the row's 16-byte
- * packs in a block-stride loop: the block takes as long as its busiest thread, ceil(packs /
- * threads) packs. */
-static double row_quantization(double cols, int elem_bytes)
+ * one backward); the busiest slot's work over the average. */
+static double causal_attention_imbalance(double heads, double nb, int prop, int sm_count)
 {
-	double per = 16.0 / (elem_bytes > 0 ? elem_bytes : 2), packs = floor(cols / per);
-	if (packs < 1)
-		return 1.0;
-	double t = ceil(ceil(packs / 4) / 32) * 32;
-	t = t < 32 ? 32 : t > 1024 ? 1024 : t;
-	return ceil(packs / t) * t / packs;
-}
-
-double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
-			    int sm_count)
-{
-	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
-	if ((!strcmp(op->name, "softmax") || !strcmp(op->name, "ScaledUpperTriangMaskedSoftmax")) && l >= 0) {
-		/* rows up to 256 packs: a warp a row, ceil(packs / 32) packs the busiest lane */
-		double packs = floor((double)v[l] / (16.0 / (elem_bytes > 0 ? elem_bytes : 2)));
-		if (packs >= 1 && packs <= 256)
-			return ceil(packs / 32) * 32 / packs;
-		return 1.0;
-	}
-	if ((!strcmp(op->name, "layernorm") || !strcmp(op->name, "RMSlayernorm")) && d >= 0)
-		return row_quantization((double)v[d], elem_bytes);
-	if (strcmp(op->name, "flash_atten") || sm_count <= 0 || mp < 0 || b < 0 || h < 0 || l < 0)
-		return 1.0;
-	double heads = (double)v[b] * v[h] / v[mp], nb = cdiv((double)v[l], 128);
 	if (heads * nb > (double)(1 << 20) || heads < 1 || nb < 1)
 		return 1.0; /* many waves: the tail is a small part of the whole */
-	/* the kernels' launch bounds: two forward CTAs an SM, one backward */
 	int slots = prop ? sm_count : 2 * sm_count;
 	double *busy = calloc((size_t)slots, sizeof(*busy)), total = 0, end = 0;
 	if (!busy)
@@ -147,7 +140,7 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	for (int64_t hd = 0; hd < (int64_t)heads; hd++)
 		for (int64_t q = 0; q < (int64_t)nb; q++) {
 			double w = prop ? nb - q : q + 1;
-			busy[0] += w; /* the SM free first takes the next CTA */
+			busy[0] += w; /* the slot free first takes the next CTA */
 			total += w;
 			end = busy[0] > end ? busy[0] : end;
 			heap_down(busy, slots, 0);
@@ -156,14 +149,30 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	return total > 0 ? end * slots / total : 1.0;
 }
 
+double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
+			    int sm_count)
+{
+	const char *n = op->name;
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	if ((!strcmp(n, "softmax") || !strcmp(n, "ScaledUpperTriangMaskedSoftmax")) && l >= 0)
+		return row_quantization(packs_of((double)v[l], elem_bytes), 1);
+	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0)
+		return row_quantization(packs_of((double)v[d], elem_bytes), 0);
+	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0)
+		return causal_attention_imbalance((double)v[b] * v[h] / v[mp], cdiv((double)v[l], 128), prop,
+						  sm_count);
+	return 1.0;
+}
+
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,
 			 int sm_count, double l2_bytes, float *f)
 {
 	for (int i = 0; i < KJ_PREDICT_NF; i++)
 		f[i] = NAN;
 	double q = kj_predict_imbalance(op, v, prop, e, sm_count);
+	double bytes = op->bytes(v, prop, e);
 	f[0] = (float)log1p(op->flops(v, prop) * q);
-	f[1] = (float)log1p(op->bytes(v, prop, e));
+	f[1] = (float)log1p(bytes);
 	if (sm_count > 0) {
 		double w = kj_predict_units(op, v, prop, e) / sm_count;
 		f[2] = (float)ceil(w);
@@ -171,7 +180,6 @@ void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int pro
 	}
 	/* the bytes one call moves over the L2's size: an operator unrolled in a graph whose data
 	 * fits the L2 reads it from there */
-	double bytes = op->bytes(v, prop, e);
 	if (l2_bytes > 0 && bytes > 0)
 		f[4] = (float)log(bytes / l2_bytes);
 	for (int i = 0; i < op->ncolumns; i++)
