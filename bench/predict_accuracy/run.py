@@ -16,8 +16,12 @@ predicted) pair to the output JSON with the device, date and commands.
 sweep_csv.tar.gz), so a change to the fit is judged on measured data without a GPU.
 
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
-              [--heldout N] [--energy-every third|all] [--precision fp16] [--merge EARLIER.json]
-              [--energy-s S] [--from-csv DIR] [--deadline-s S]
+              [--heldout N] [--heldout-offset F] [--energy-every third|all] [--precision fp16]
+              [--merge EARLIER.json] [--energy-s S] [--from-csv DIR | --train-from-csv DIR]
+              [--deadline-s S]
+--train-from-csv DIR fits on an earlier run's training CSVs (DIR/{op}/{train,dense}) and measures
+only a held-out set, shifted by --heldout-offset of the dense step (0.5, the midpoints, by default):
+a fresh check of models whose features were chosen while looking at the first held-out set.
 --merge keeps the operators of an earlier result that this run does not measure (each operator's
 entry carries its own device and date), so the set can be measured over several shorter runs.
 --energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
@@ -81,13 +85,14 @@ def axis_count(s, p, e, k):
     return (e - s) // p + 1
 
 
-def sets(op, heldout=24, energy_third=True):
+def sets(op, heldout=24, energy_third=True, offset=0.5):
     cols, st, sp, en, kinds = GRIDS[op]
     # dense: the add axes at half their step (time only)
     dsp = [p if k == "m" else max(1, p // 2) for p, k in zip(sp, kinds)]
-    # inside: midpoints of the dense add axes, on neither grid
-    ist = [s if k == "m" else s + p // 2 for s, p, k in zip(st, dsp, kinds)]
-    ien = [e if k == "m" else e - p // 2 for e, p, k in zip(en, dsp, kinds)]
+    # inside: the dense add axes shifted by `offset` of their step (0.5: the midpoints), on neither grid
+    off = [0 if k == "m" else max(1, int(round(p * offset))) for p, k in zip(dsp, kinds)]
+    ist = [s + o for s, o in zip(st, off)]
+    ien = [e if k == "m" else e - p + o for e, p, o, k in zip(en, dsp, off, kinds)]
     counts = [axis_count(s, p, e, k) for s, p, e, k in zip(ist, dsp, ien, kinds)]
     n = math.prod(counts)
     # the energy grid: every P-th shape of the training grid, about a third but at least 20 shapes
@@ -158,6 +163,10 @@ def main():
     ap.add_argument("-o", "--output", default="bench/results/predict_accuracy.json")
     ap.add_argument("--heldout", type=int, default=24, help="about this many held-out shapes inside the grid")
     ap.add_argument("--from-csv", default=None, help="fit and predict again from an earlier run's CSVs")
+    ap.add_argument("--train-from-csv", default=None,
+                    help="fit on an earlier run's training CSVs and measure only a fresh held-out set")
+    ap.add_argument("--heldout-offset", type=float, default=0.5,
+                    help="held-out shapes at this fraction of the dense step past each point (0.5: midpoints)")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--merge", default=None)
@@ -185,7 +194,7 @@ def main():
             result.setdefault("not_measured", []).extend(ops[k:])
             break
         opdir = os.path.join(out, op)
-        grids = sets(op, a.heldout, a.energy_every == "third")
+        grids = sets(op, a.heldout, a.energy_every == "third", a.heldout_offset)
         if a.from_csv:
             src = os.path.join(a.from_csv, op)
             if not os.path.isdir(src):
@@ -196,7 +205,13 @@ def main():
             shutil.copytree(src, opdir, ignore=shutil.ignore_patterns("models", "fit"))
         else:
             print(f"== {op}: sweeps", flush=True)
-            for which, (st, sp, en, energy, parts) in grids.items():
+            measure = dict(grids)
+            if a.train_from_csv:  # the training grids from the earlier run, a fresh held-out set now
+                shutil.rmtree(opdir, ignore_errors=True)
+                for which in ("train", "dense"):
+                    shutil.copytree(os.path.join(a.train_from_csv, op, which), os.path.join(opdir, which))
+                measure = {"inside": grids["inside"]}
+            for which, (st, sp, en, energy, parts) in measure.items():
                 path = os.path.join(opdir, f"{op}_{which}.yml")
                 os.makedirs(opdir, exist_ok=True)
                 open(path, "w").write(config(op, st, sp, en, GRIDS[op][4]))
@@ -270,6 +285,9 @@ def main():
                 if k in earlier.get(op, {}):
                     entry[k] = earlier[op][k]
             entry["refit_from_csv"] = {"dir": a.from_csv, "date": date}
+        if a.train_from_csv:
+            entry["trained_on_csv"] = {"dir": a.train_from_csv, "heldout_offset": a.heldout_offset,
+                                       "note": "training rows from that earlier run; held-out shapes measured now"}
         result["ops"][op] = entry
         write(result, earlier, a, device, date, cmds)
         print(f"{op}: done at {time.monotonic() - t_start:.0f} s", flush=True)

@@ -5,7 +5,9 @@
 #           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
 #   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
 #           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_YAML_ES: the yaml
-#           phases' energy window in seconds (0.3); TRUTH_NO_YAML=1:
+#           phases' energy window in seconds (0.3); TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
+#           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on the replay's former
+#           fill (KJ_REPLAY_FILL_LEGACY); TRUTH_NO_YAML=1:
 #           the shipped pipeline not rerun): `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
 #   repeat  per-phase energy CV over 5 separate runs of phases >= 10 us
@@ -79,13 +81,23 @@ truth)
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" --json > "$W/compare_b$b.json" 2> "$W/compare_b$b.err"
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" > "$W/compare_b$b.txt" 2>&1
 		echo "== truth check, batch $b: the shipped pipeline, layer by layer"
-		[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" ${TRUTH_CL:+--layout nhwc} \
-			--energy-seconds "${TRUTH_YAML_ES:-0.3}" --iters 300 "${idle[@]}" --timeout 60 --out "$W/yaml_b$b" > "$W/yaml_b$b.log" 2>&1
-		tail -2 "$W/yaml_b$b.log"
+		for algo in fastest ${TRUTH_YAML_HEUR:+heuristic}; do
+			d=yaml_b$b; [ $algo = fastest ] || d=yaml_heur_b$b
+			[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" \
+				${TRUTH_CL:+--layout nhwc} --conv-algo $algo --energy-seconds "${TRUTH_YAML_ES:-0.3}" --iters 300 \
+				"${idle[@]}" --timeout 60 --out "$W/$d" > "$W/$d.log" 2>&1
+			tail -2 "$W/$d.log"
+		done
 		echo "== truth check, batch $b: --from the run (depth 1: the model's children)"
 		step 200 "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 "${idle[@]}" \
 			--timeout 60 --out "$W/from_b$b" > "$W/from_b$b.log" 2>&1
 		tail -4 "$W/from_b$b.log"
+		if [ -n "${TRUTH_FROM_LEGACY:-}" ]; then
+			echo "== truth check, batch $b: --from again on the replay's former fill (9 random bits a half)"
+			step 200 env KJ_REPLAY_FILL_LEGACY=1 "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 \
+				"${idle[@]}" --timeout 60 --out "$W/from_legacy_b$b" > "$W/from_legacy_b$b.log" 2>&1
+			tail -2 "$W/from_legacy_b$b.log"
+		fi
 	done
 	;;
 repeat)
@@ -170,7 +182,8 @@ if "truth" in parts:
                                                      "energy_measured_unc_j", "energy_idle_j")},
                "yaml_sum": y[0] if y else None, "from_sum": fr[0] if fr else None,
                "yaml_phases": phases("yaml_b%d" % b, "resnet50"),
-               "env": {k: os.environ.get(k) for k in ("TRUTH_GRAPH", "TRUTH_CL", "TRUTH_NO_YAML", "TRUTH_YAML_ES")},
+               "env": {k: os.environ.get(k) for k in ("TRUTH_GRAPH", "TRUTH_CL", "TRUTH_NO_YAML", "TRUTH_YAML_ES",
+                                                     "TRUTH_YAML_HEUR", "TRUTH_FROM_LEGACY")},
                "from_phases": phases("from_b%d" % b, "forward_1") or [row for p in glob.glob(os.path.join(W, "from_b%d" % b, "*.phases.csv")) for row in csv.DictReader(open(p))]}
         R["truth"]["batch%d" % b] = rec
         e_ms = f(e2e.get("forward_ms_events"))
@@ -195,6 +208,15 @@ if "truth" in parts:
         table.append(("r50 b%d energy J" % b, "e2e %s (less idle %s) | yaml %s (%s; %s) | from %s (%s; %s)" % (
             "%.4f" % ee if ee else "-", "%.4f" % ew if ew else "-", "%.4f" % ye if ye else "-", pct(ye, ee),
             pct(ye, ew), "%.4f" % fe if fe else "-", pct(fe, ee), pct(fe, ew))))
+        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_legacy", "from, former fill")):
+            v = summary("%s_b%d" % (d, b))
+            if not v:
+                continue
+            rec[d + "_sum"] = v[0]
+            vt, ve = f(v[0]["seq_latency_ms"]), f(v[0]["seq_energy_j"])
+            table.append(("r50 b%d %s" % (b, label), "%s ms (%s; busy %s) | %s J (%s; %s)" % (
+                "%.3f" % vt if vt else "-", pct(vt, e_ms), pct(vt, bm), "%.4f" % ve if ve else "-", pct(ve, ee),
+                pct(ve, ew))))
 if "repeat" in parts:
     runs = [phases("repeat_%d" % i, "repeat") for i in range(1, 6)]
     runs = [r for r in runs if r]

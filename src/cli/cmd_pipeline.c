@@ -41,7 +41,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
-		"                       [--layout nchw|nhwc]\n"
+		"                       [--layout nchw|nhwc] [--conv-algo fastest|heuristic]\n"
 		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
 		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
 		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--only") || !strcmp(a, "--batch") || !strcmp(a, "--precision") ||
-			    !strcmp(a, "--layout") ||
+			    !strcmp(a, "--layout") || !strcmp(a, "--conv-algo") ||
 			    !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--layers") ||
 			    !strcmp(a, "--region") || !strcmp(a, "--unroll") || !strcmp(a, "--iters") ||
 			    !strcmp(a, "--energy-seconds") || !strcmp(a, "--idle-w") || !strcmp(a, "--idle-db") ||
@@ -117,6 +117,12 @@ static int parse_args(int argc, char **argv, struct popts *o)
 				return -1;
 			}
 			o->ov.layout = v;
+		} else if (!strcmp(a, "--conv-algo")) {
+			if (!kj_pipeline_conv_algo_ok(v)) {
+				kj_errorf("pipeline: --conv-algo %s: fastest or heuristic", v);
+				return -1;
+			}
+			o->ov.conv_algo = v;
 		} else if (!strcmp(a, "--set")) {
 			const char *eq = strchr(v, '=');
 			if (!eq || eq == v || (size_t)(eq - v) >= sizeof(o->ov.set_name[0]) || o->ov.nset == 8) {

@@ -35,6 +35,8 @@ struct kj_phase {
 	int64_t first, last; /* KJ_PHASE_SEQ: ordinals of the kept iteration's sequence */
 	int64_t repeat;     /* times the layer occurs in the model (default 1) */
 	int64_t nhwc;       /* conv, norm, pool, act: channels-last tensors (layout: nhwc); 0: NCHW */
+	int64_t conv_heuristic; /* conv: cuDNN's heuristic first choice (conv_algo: heuristic); 0: the
+				 * fastest algorithm timed on the phase's buffers (conv_algo: fastest) */
 };
 
 /** One pipeline of a file. params hold the names usable in expressions (batch, tp, ...). */
@@ -43,6 +45,7 @@ struct kj_pipeline {
 	char name[96];
 	char precision[8];
 	char layout[8];     /* nchw (default) | nhwc: the default of its conv, norm, pool, act phases */
+	char conv_algo[12]; /* fastest (default) | heuristic: the default of its conv phases */
 	char description[160];
 	int nparams;
 	char param_name[16][24];
@@ -62,6 +65,7 @@ struct kj_pipeline_overrides {
 	int64_t batch;          /* > 0: the parameter "batch" */
 	const char *precision;  /* NULL: the file's */
 	const char *layout;     /* NULL: the file's; "nchw" | "nhwc" */
+	const char *conv_algo;  /* NULL: the file's; "fastest" | "heuristic" */
 	int nset;               /* --set NAME=VALUE */
 	char set_name[8][24];
 	int64_t set_value[8];
@@ -98,6 +102,9 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen);
 
 /** @brief Bytes per element of a precision name (2 fp16/bf16, 4 fp32), 0 when unknown. */
 int kj_pipeline_elem_bytes(const char *precision);
+/** 1 if s names a convolution algorithm choice (fastest, heuristic), else 0. */
+int kj_pipeline_conv_algo_ok(const char *s);
+
 /** 1 if s names a layout (nchw, nhwc), else 0. */
 int kj_pipeline_layout_ok(const char *s);
 

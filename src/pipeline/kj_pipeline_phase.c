@@ -42,6 +42,11 @@ int kj_pipeline_elem_bytes(const char *p)
 	return precision < 0 ? 0 : kj_precision_bytes(precision);
 }
 
+int kj_pipeline_conv_algo_ok(const char *s)
+{
+	return s && (!strcmp(s, "fastest") || !strcmp(s, "heuristic"));
+}
+
 int kj_pipeline_layout_ok(const char *s)
 {
 	return s && (!strcmp(s, "nchw") || !strcmp(s, "nhwc"));
@@ -302,7 +307,7 @@ static const struct field int_fields[] = {
 	F("P", P), F("Q", Q), F("sh", stride_h), F("sw", stride_w), F("ph", pad_h), F("pw", pad_w),
 	F("dh", dil_h), F("dw", dil_w), F("groups", groups), F("count", count), F("heads", heads),
 	F("seq_q", seq_q), F("seq_kv", seq_kv), F("causal", causal), F("first", first),
-	F("last", last), F("repeat", repeat), F("nhwc", nhwc),
+	F("last", last), F("repeat", repeat), F("nhwc", nhwc), F("heuristic", conv_heuristic),
 };
 
 /* Every size below 2^31 (and > -2^31): the shape arithmetic then cannot overflow. */

@@ -92,6 +92,7 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 	/* the pipeline's layout holds for the kinds whose tensors have channels */
 	ph->nhwc = !strcmp(p->layout, "nhwc") && (ph->kind == KJ_PHASE_CONV || ph->kind == KJ_PHASE_NORM ||
 						  ph->kind == KJ_PHASE_POOL || ph->kind == KJ_PHASE_ACT);
+	ph->conv_heuristic = ph->kind == KJ_PHASE_CONV && !strcmp(p->conv_algo, "heuristic");
 	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
 		const char *k = scalar(node(c, pr->key));
 		yaml_node_t *vn = node(c, pr->value);
@@ -112,6 +113,16 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 		if (!strcmp(k, "precision")) {
 			if (!c->ov || !c->ov->precision)
 				snprintf(ph->precision, sizeof(ph->precision), "%s", v);
+			continue;
+		}
+		if (!strcmp(k, "conv_algo")) {
+			if (!kj_pipeline_conv_algo_ok(v)) {
+				snprintf(err, errlen, "phase '%s' (line %lu): field 'conv_algo': '%s' is not fastest "
+					 "or heuristic", ph->name, line, v);
+				return KJ_EINVAL;
+			}
+			if (!c->ov || !c->ov->conv_algo)
+				ph->conv_heuristic = ph->kind == KJ_PHASE_CONV && !strcmp(v, "heuristic");
 			continue;
 		}
 		if (!strcmp(k, "layout")) {
@@ -206,6 +217,14 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	}
 	if (lay)
 		snprintf(p->layout, sizeof(p->layout), "%s", lay);
+	snprintf(p->conv_algo, sizeof(p->conv_algo), "fastest");
+	const char *ca = c->ov && c->ov->conv_algo ? c->ov->conv_algo : scalar(map_get(c, m, "conv_algo"));
+	if (ca && !kj_pipeline_conv_algo_ok(ca)) {
+		snprintf(err, sizeof(err), "field 'conv_algo': '%s' is not fastest or heuristic", ca);
+		goto bad;
+	}
+	if (ca)
+		snprintf(p->conv_algo, sizeof(p->conv_algo), "%s", ca);
 	param_set(p, "batch", 1);
 	yaml_node_t *pm = map_get(c, m, "params");
 	if (pm && pm->type != YAML_MAPPING_NODE) {

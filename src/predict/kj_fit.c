@@ -132,10 +132,14 @@ static int fold_of(const char *key)
 	return (int)(key_hash(key) / 5 % 5);
 }
 
-/* train one model; appends its entry to models (jansson array); prints a line */
+/* train one model; appends its entry to models (jansson array); prints a line. A time model hands
+ * its model of the training rows (before the held-out fifth joins them) to *tm; an energy model,
+ * given one there, learns the power (energy over time, of rows with both) and predicts energy as
+ * that power times tm's time: power varies over a few hundred watts where energy spans decades,
+ * and the time models learn from the denser time-only sweeps as well. */
 static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj_sweep_op *op,
 		   struct sample *s, int n, int prop, int energy, int sm, double l2, const char *sm_source,
-		   json_t *models)
+		   json_t *models, struct kj_fitted *tm)
 {
 	int t = prop + 2 * energy, e = kj_precision_bytes(g->precision), nf = KJ_PREDICT_NF, nc = op->ncolumns;
 	float *x = malloc((size_t)n * nf * sizeof(*x)), *xt = malloc((size_t)n * nf * sizeof(*xt));
@@ -144,6 +148,7 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	int *ho = malloc(n * sizeof(*ho)), *fold = malloc(n * sizeof(*fold)), m = 0, ntr = 0, rc = 0;
 	struct kj_fitted fm = {0};
 	double cv[KJ_FIT_NFORMS];
+	int power = energy && tm && tm->nw > 0; /* learn power, predict energy = power x tm's time */
 	char name[600], path[4200];
 	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold) {
 		rc = KJ_ENOMEM;
@@ -153,14 +158,14 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		 prop ? "bwd" : "fwd", energy ? "energy" : "time");
 	int nvalid = 0;
 	for (int i = 0; i < n; i++)
-		nvalid += !isnan(s[i].y[t]);
+		nvalid += !isnan(s[i].y[t]) && (!power || s[i].y[prop] > 0);
 	/* the held-out fifth, when there are enough rows to spare one */
 	for (int i = 0; i < n; i++) {
-		if (isnan(s[i].y[t]))
+		if (isnan(s[i].y[t]) || (power && !(s[i].y[prop] > 0)))
 			continue;
 		kj_predict_features(op, s[i].v, prop, e, sm, l2, &x[m * nf]);
 		meas[m] = s[i].y[t];
-		ly[m] = log(s[i].y[t]);
+		ly[m] = log(power ? s[i].y[t] / s[i].y[prop] : s[i].y[t]);
 		ho[m] = nvalid >= 10 && held_out(s[i].key);
 		fold[m] = fold_of(s[i].key);
 		m++;
@@ -205,10 +210,12 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		kj_errorf("fit: %s: the baseline cannot be solved on these rows", name);
 	if (rc || (rc = kj_fitted_predict_log(&fm, x, m, nf, nc, lt)))
 		goto out;
+	if (power && (rc = kj_fitted_predict_log(tm, x, m, nf, nc, pr))) /* log time of every row */
+		goto out;
 	double ape_tr = 0, ape_te = 0, max_te = 0;
 	int nte = 0;
 	for (int i = 0; i < m; i++) {
-		pv[i] = exp(lt[i]);
+		pv[i] = exp(lt[i] + (power ? pr[i] : 0.0));
 		double ape = fabs(pv[i] - meas[i]) / meas[i] * 100.0;
 		if (ho[i]) {
 			ape_te += ape;
@@ -218,8 +225,15 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 			ape_tr += ape;
 		}
 	}
-	/* ... and the model kept is then trained on every row */
-	if (nte) {
+	/* ... and the model kept is then trained on every row (a time model's model of the training
+	 * rows goes to *tm, for the energy models' held-out scores) */
+	int retrain = nte > 0;
+	if (!energy && tm) {
+		*tm = fm;
+		fm.xm = NULL;
+		retrain = 1;
+	}
+	if (retrain) {
 		kj_fitted_free(&fm);
 		if ((rc = kj_fitted_train(o->rounds, x, ly, m, nf, nc, kj_fit_forms[best].form,
 					  kj_fit_forms[best].trees, &fm)))
@@ -260,6 +274,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	json_object_set_new(j, "model", fm.trees ? json_sprintf("%s.json", name) : json_null());
 	json_object_set_new(j, "svg", json_sprintf("%s.svg", name));
 	json_object_set_new(j, "features", json_integer(KJ_PREDICT_FEATURES));
+	if (power) /* the model's own output is watts: predict multiplies it by the time model's */
+		json_object_set_new(j, "predicts", json_string("power_w"));
 	json_object_set_new(j, "l2_bytes", l2 > 0 ? json_real(l2) : json_null());
 	json_object_set_new(j, "n_final", json_integer(m)); /* rows the saved model learnt from */
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
@@ -384,13 +400,19 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		if (sm <= 0 && !o->quiet)
 			kj_warnf("fit: SM count of %s unknown (give --sm-count): wave features left out",
 				 groups[k].gpu);
-		for (int t = 0; t < 4 && !rc; t++) {
-			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, l2, src, models);
+		struct kj_fitted tm[2];
+		memset(tm, 0, sizeof(tm));
+		for (int t = 0; t < 4 && !rc; t++) { /* fwd time, bwd time, fwd energy, bwd energy */
+			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, l2, src, models, &tm[t % 2]);
 			if (r < 0)
 				rc = r;
 			else if (r == 0)
 				nmodels++;
+			else if (t < 2) /* no time model: that direction's energy is learnt directly */
+				kj_fitted_free(&tm[t]), memset(&tm[t], 0, sizeof(tm[t]));
 		}
+		kj_fitted_free(&tm[0]);
+		kj_fitted_free(&tm[1]);
 		free(s);
 	}
 	if (!rc) {

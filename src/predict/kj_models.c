@@ -144,6 +144,15 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 		for (int k = 0; k < p; k++)
 			lin += json_number_value(json_array_get(w, k)) * terms[k];
 		out->value = exp(lin + r);
+		if (is(e, "predicts", "power_w")) { /* an energy model of power: times the time model's */
+			struct kj_prediction tp;
+			int rc = kj_models_predict(m, gpu, op, precision, prop, "time", v, &tp, err, len);
+			if (rc)
+				return rc;
+			if (!tp.found)
+				return 0; /* not found: no time, no energy */
+			out->value *= tp.value;
+		}
 		json_t *mp = json_object_get(e, "mape_test_pct");
 		out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;
 		out->found = isfinite(out->value);

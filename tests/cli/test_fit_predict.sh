@@ -107,6 +107,42 @@ for m in json.load(open(sys.argv[1]))["models"]:
     cv = m["cv_mape_pct"]
     assert cv["flops_bytes+trees"] > cv["shape"], cv
 P
+# energy is learnt as power (energy / time) and predicted as that power times the time model's time:
+# a power rising smoothly from 200 to 650 W with the bytes, energy = power x time, is all but exact
+mkdir -p "$T/pw"
+python3 - "$T/pw/${G}_layernorm_fp16_1_1.csv" <<'P'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("b,l,dim,F_dur(us),B_dur(us),F_energy(uJ),B_energy(uJ),status\n")
+    for b in (1, 2, 4):
+        for l in range(256, 2049, 256):
+            for d in range(512, 4097, 512):
+                t = 2 * l ** 1.5 * d ** 0.5 / 1e4
+                mb = b * l * d * 8 / 1e6
+                p = 200 + 450 * mb / (mb + 40)
+                f.write("%d,%d,%d,%.6g,%.6g,%.6g,%.6g,ok\n" % (b, l, d, t, 2 * t, p * t, p * 2 * t))
+P
+expect 0 "$KJ" fit "$T/pw" -o "$T/pwmodels"
+python3 - "$T/pwmodels/models.json" <<'P' || fail "power x time: $(cat "$T/pwmodels/models.json")"
+import json, sys
+ms = {(m["prop"], m["target"]): m for m in json.load(open(sys.argv[1]))["models"]}
+for prop in ("fwd", "bwd"):
+    e = ms[(prop, "energy")]
+    assert e.get("predicts") == "power_w", e
+    assert "predicts" not in ms[(prop, "time")]
+    assert e["n_test"] > 20 and e["mape_test_pct"] < 3, (e["svg"], e["mape_test_pct"])
+P
+expect 0 "$KJ" predict --models "$T/pwmodels" --gpu "NVIDIA H100 80GB HBM3" --op layernorm --precision fp16 \
+	--prop bwd --shape 4,1408,2816 --json
+python3 - "$T/out" <<'P' || fail "power x time predict: $(cat "$T/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = 2 * 2 * 1408 ** 1.5 * 2816 ** 0.5 / 1e4
+mb = 4 * 1408 * 2816 * 8 / 1e6
+w = 200 + 450 * mb / (mb + 40)
+assert abs(p["time_us"] - t) / t < 0.03, (p["time_us"], t)
+assert abs(p["energy_uj"] / p["time_us"] - w) / w < 0.03, (p["energy_uj"] / p["time_us"], w)
+P
 # text form names units and the held-out error
 expect 0 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024,2048
 has "time .* us .*held-out MAPE"

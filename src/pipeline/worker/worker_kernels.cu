@@ -113,7 +113,8 @@ __global__ void bn_k(const T *x, T *y, const float *scale, const float *shift, s
 }
 
 // The same with 16-byte loads and stores: V elements a thread (8 halves or 4 floats). When HW is a
-// multiple of V the V elements share a channel, looked up once.
+// multiple of V the V elements share a channel, looked up once; channels-last (HW 1, C a multiple
+// of V) they are V consecutive channels, found without a division each.
 template <typename T, int V>
 __global__ void bn_vk(const T *x, T *y, const float *scale, const float *shift, size_t nv, int64_t C, int64_t HW)
 {
@@ -122,7 +123,13 @@ __global__ void bn_vk(const T *x, T *y, const float *scale, const float *shift, 
 		const T *e = reinterpret_cast<const T *>(&in);
 		T *o = reinterpret_cast<T *>(&out);
 		size_t i0 = j * V;
-		if (HW % V == 0) {
+		if (HW == 1 && C % V == 0) {
+			// channels fastest (NHWC): the V elements are channels c0..c0+V-1
+			int64_t c0 = (int64_t)(i0 % (size_t)C);
+#pragma unroll
+			for (int k = 0; k < V; k++)
+				st(o, k, ld(e, k) * scale[c0 + k] + shift[c0 + k]);
+		} else if (HW % V == 0) {
 			int64_t c = (int64_t)((i0 / HW) % C);
 			float a = scale[c], b = shift[c];
 #pragma unroll

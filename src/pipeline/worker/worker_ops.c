@@ -1,6 +1,6 @@
 /* kjoule-pipeline-worker: the built-in phases as kj_phase_ops: convolution (cuDNN, legacy
- * cudnnConvolutionForward with the heuristic's first algorithm, as eager PyTorch without
- * cudnn.benchmark), matmul (cuBLASLt, the TN layout of torch.nn.Linear), pooling, normalisation,
+ * cudnnConvolutionForward with the fastest algorithm timed on the phase's buffers, as PyTorch with
+ * cudnn.benchmark, or the heuristic's first), matmul (cuBLASLt, the TN layout of torch.nn.Linear), pooling, normalisation,
  * activation and attention (worker_kernels.cu). Every failure names the call and carries the
  * vendor's text. */
 #include <inttypes.h>
@@ -90,6 +90,119 @@ void kjw_conv_teardown(void *state)
 	free(c);
 }
 
+/* The workspace cuDNN may use, at most; an algorithm that needs more is passed over. */
+#define KJW_CONV_WS_MAX ((size_t)1 << 31)
+
+/* One algorithm's time on c's buffers as the phase will run it: a first call (CUDA loads modules
+ * lazily), then KJW_CONV_UNROLL calls captured in a CUDA graph (cuDNN's host work per call, about
+ * as long as a small convolution, would otherwise sit between event records), launched once to
+ * warm and KJW_CONV_TRIALS times timed; the best trial's ms a call, or -1 if cuDNN refuses it. */
+#define KJW_CONV_UNROLL 10
+#define KJW_CONV_TRIALS 3
+static float conv_time_algo(struct kjw_conv *c, cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes)
+{
+	float one = 1.f, zero = 0.f, best = -1;
+	cudaStream_t s = NULL;
+	cudaEvent_t a = NULL, b = NULL;
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t ge = NULL;
+	int ok = 1;
+	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+	    cudnnSetStream(g_cudnn, s) != CUDNN_STATUS_SUCCESS ||
+	    cudnnConvolutionForward(g_cudnn, &one, c->xd, c->x, c->wd, c->w, c->cd, algo, ws, ws_bytes, &zero, c->yd,
+				    c->y) != CUDNN_STATUS_SUCCESS ||
+	    cudaStreamSynchronize(s) != cudaSuccess || cudaEventCreate(&a) != cudaSuccess ||
+	    cudaEventCreate(&b) != cudaSuccess ||
+	    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+		goto done;
+	for (int i = 0; i < KJW_CONV_UNROLL && ok; i++)
+		ok = cudnnConvolutionForward(g_cudnn, &one, c->xd, c->x, c->wd, c->w, c->cd, algo, ws, ws_bytes, &zero,
+					     c->yd, c->y) == CUDNN_STATUS_SUCCESS;
+	if (cudaStreamEndCapture(s, &g) != cudaSuccess || !ok ||
+	    cudaGraphInstantiate(&ge, g, 0) != cudaSuccess || cudaGraphLaunch(ge, s) != cudaSuccess ||
+	    cudaStreamSynchronize(s) != cudaSuccess)
+		goto done;
+	for (int t = 0; t < KJW_CONV_TRIALS; t++) {
+		float ms = -1;
+		if (cudaEventRecord(a, s) != cudaSuccess || cudaGraphLaunch(ge, s) != cudaSuccess ||
+		    cudaEventRecord(b, s) != cudaSuccess || cudaEventSynchronize(b) != cudaSuccess ||
+		    cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
+			break;
+		ms /= KJW_CONV_UNROLL;
+		if (best < 0 || ms < best)
+			best = ms;
+	}
+done:
+	if (ge)
+		cudaGraphExecDestroy(ge);
+	if (g)
+		cudaGraphDestroy(g);
+	if (a)
+		cudaEventDestroy(a);
+	if (b)
+		cudaEventDestroy(b);
+	cudnnSetStream(g_cudnn, 0);
+	if (s)
+		cudaStreamDestroy(s);
+	cudaGetLastError();
+	return best;
+}
+
+/* Picks c's forward algorithm and allocates its workspace. Heuristic (conv_algo: heuristic): the
+ * first one cuDNN's heuristics rank that fits, as eager PyTorch without cudnn.benchmark. Fastest
+ * (the default): every algorithm cuDNN supports for the shape, up to KJW_CONV_WS_MAX of workspace,
+ * timed on the phase's own buffers and the quickest kept, as PyTorch with cudnn.benchmark (the
+ * setting torchvision models run with). Own timing rather than cudnnFindConvolutionForwardAlgorithmEx,
+ * whose single timed call per algorithm includes lazy module loading. 0, or an error in err. */
+static int conv_choose_algo(struct kjw_conv *c, char *err, size_t errlen)
+{
+	cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+	int got = 0;
+	size_t offer = 0;
+	DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c->xd, c->wd, c->cd, c->yd,
+						   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+	    "cudnnGetConvolutionForwardAlgorithm_v7");
+	c->algo = -1;
+	for (int i = 0; i < got; i++)
+		if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= KJW_CONV_WS_MAX) {
+			if (c->algo < 0)
+				c->algo = (int)perf[i].algo, c->ws_bytes = perf[i].memory;
+			if (perf[i].memory > offer)
+				offer = perf[i].memory;
+		}
+	if (c->algo < 0) {
+		snprintf(err, errlen, "cuDNN has no forward algorithm for this shape and precision");
+		return KJ_EGPU;
+	}
+	if (!c->ph.conv_heuristic && offer && cudaMalloc(&c->ws, offer) != cudaSuccess) {
+		cudaGetLastError();
+		c->ws = NULL;
+		offer = 0; /* no room for a workspace: the algorithms that need none */
+	}
+	if (!c->ph.conv_heuristic) {
+		float best = -1;
+		for (int i = 0; i < got; i++) {
+			if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > offer)
+				continue;
+			float ms = conv_time_algo(c, perf[i].algo, c->ws, perf[i].memory);
+			if (ms >= 0 && (best < 0 || ms < best))
+				best = ms, c->algo = (int)perf[i].algo, c->ws_bytes = perf[i].memory;
+		}
+		fprintf(stderr, "kjoule-pipeline-worker: conv N%" PRId64 " C%" PRId64 " %" PRId64 "x%" PRId64 " M%" PRId64
+			" %" PRId64 "x%" PRId64 ": algorithm %d, the fastest of those timed (%.4f ms a call)\n", c->ph.N,
+			c->ph.C, c->ph.H, c->ph.W, c->ph.M, c->ph.R, c->ph.S, c->algo, best);
+		if (c->ws && c->ws_bytes < offer) { /* keep only what the choice needs */
+			cudaFree(c->ws);
+			c->ws = NULL;
+		}
+	}
+	if (c->ws_bytes && !c->ws && kjw_alloc(&c->ws, c->ws_bytes, "cuDNN workspace", err, errlen))
+		return KJ_ENOMEM;
+	return 0;
+fail:
+	return KJ_EGPU;
+}
+
 int kjw_conv_setup(const struct kj_phase *ph, void **state, char *err, size_t errlen)
 {
 	struct kjw_conv *c = calloc(1, sizeof(*c));
@@ -128,21 +241,6 @@ int kjw_conv_setup(const struct kj_phase *ph, void **state, char *err, size_t er
 		goto fail;
 	}
 	DNN(cudnnSetTensor4dDescriptor(c->yd, fmt, dt, n, m, p, q), "cudnnSetTensor4dDescriptor(output)");
-	cudnnConvolutionFwdAlgoPerf_t perf[8];
-	int got = 0;
-	DNN(cudnnGetConvolutionForwardAlgorithm_v7(g_cudnn, c->xd, c->wd, c->cd, c->yd, 8, &got, perf),
-	    "cudnnGetConvolutionForwardAlgorithm_v7");
-	c->algo = -1;
-	for (int i = 0; i < got; i++)
-		if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ((size_t)1 << 31)) {
-			c->algo = (int)perf[i].algo;
-			c->ws_bytes = perf[i].memory;
-			break;
-		}
-	if (c->algo < 0) {
-		snprintf(err, errlen, "cuDNN has no forward algorithm for this shape and precision");
-		goto fail;
-	}
 	if ((rc = rand_buf(&c->x, (size_t)(ph->N * ph->C * ph->H * ph->W), c->dtype, 11, 1.0f, "conv input", err, errlen)))
 		goto fail;
 	float ws = 1.0f / sqrtf((float)(ph->C / ph->groups * ph->R * ph->S));
@@ -151,7 +249,7 @@ int kjw_conv_setup(const struct kj_phase *ph, void **state, char *err, size_t er
 		goto fail;
 	if ((rc = kjw_alloc(&c->y, (size_t)(n * m * p * q) * (c->dtype == KJW_F32 ? 4 : 2), "conv output", err, errlen)))
 		goto fail;
-	if (c->ws_bytes && (rc = kjw_alloc(&c->ws, c->ws_bytes, "cuDNN workspace", err, errlen)))
+	if ((rc = conv_choose_algo(c, err, errlen)))
 		goto fail;
 	*state = c;
 	return 0;

@@ -70,6 +70,9 @@ static void verdict(const char *what, const float *out, const double *ref, size_
 	fails += !ok;
 }
 
+/* 1: the next conv_case takes cuDNN's heuristic first algorithm instead of the fastest timed */
+static int g_conv_heuristic;
+
 static void conv_case(const char *prec, int N, int C, int H, int W, int M, int R, int S, int st, int pad, int dil,
 		      int groups, double tol)
 {
@@ -81,8 +84,9 @@ static void conv_case(const char *prec, int N, int C, int H, int W, int M, int R
 	snprintf(ph.precision, sizeof(ph.precision), "%s", prec);
 	ph.N = N, ph.C = C, ph.H = H, ph.W = W, ph.M = M, ph.R = R, ph.S = S, ph.stride_h = st, ph.pad_h = ph.pad_w = pad;
 	ph.dil_h = dil, ph.groups = groups;
-	snprintf(what, sizeof(what), "conv %s N%d C%d %dx%d M%d %dx%d s%d p%d d%d g%d", prec, N, C, H, W, M, R, S, st, pad,
-		 dil, groups);
+	ph.conv_heuristic = g_conv_heuristic;
+	snprintf(what, sizeof(what), "conv %s N%d C%d %dx%d M%d %dx%d s%d p%d d%d g%d%s", prec, N, C, H, W, M, R, S, st,
+		 pad, dil, groups, g_conv_heuristic ? " (heuristic)" : "");
 	if (kj_phase_check(&ph, err, sizeof(err)) || kjw_conv_setup(&ph, &state, err, sizeof(err))) {
 		printf("FAIL %s: %s\n", what, err);
 		fails++;
@@ -294,6 +298,9 @@ int main(void)
 	conv_case("fp16", 1, 32, 14, 14, 32, 7, 7, 1, 3, 1, 32, 1e-2); /* depthwise */
 	conv_case("fp16", 1, 3, 32, 32, 16, 7, 7, 2, 3, 1, 1, 1e-2);
 	conv_case("bf16", 1, 16, 8, 8, 16, 1, 1, 1, 0, 1, 1, 2e-2);
+	g_conv_heuristic = 1;
+	conv_case("fp16", 2, 16, 10, 10, 32, 3, 3, 1, 1, 1, 4, 1e-2);
+	g_conv_heuristic = 0;
 	matmul_case("fp32", 64, 96, 40, 1, 5e-3);
 	matmul_case("fp16", 128, 256, 8, 1, 1e-2);
 	matmul_case("fp16", 33, 70, 17, 3, 1e-2);
@@ -308,6 +315,9 @@ int main(void)
 	elementwise_case("bf16", KJW_BF16, 2, 64, 7 * 7, 0); /* channels change inside a vector */
 	elementwise_case("fp16", KJW_F16, 2, 16, 64, 3);     /* unaligned: the element path */
 	elementwise_case("fp32", KJW_F32, 2, 8, 28 * 28, 0);
+	elementwise_case("fp16", KJW_F16, 2 * 14 * 14, 64, 1, 0); /* channels-last batch norm: HW 1 */
+	elementwise_case("bf16", KJW_BF16, 3 * 7 * 7, 40, 1, 0);
+	elementwise_case("fp32", KJW_F32, 5 * 5, 12, 1, 0);
 
 	struct kj_phase ph;
 	char err[128];
