@@ -6,8 +6,8 @@
 #   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
 #           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_YAML_ES: the yaml
 #           phases' energy window in seconds (0.3); TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
-#           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on the replay's former
-#           fill (KJ_REPLAY_FILL_LEGACY); TRUTH_NO_YAML=1:
+#           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on another replay
+#           fill (KJ_REPLAY_FILL=$TRUTH_FROM_FILL, default legacy); TRUTH_NO_YAML=1:
 #           the shipped pipeline not rerun): `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
 #   repeat  per-phase energy CV over 5 separate runs of phases >= 10 us
@@ -93,8 +93,8 @@ truth)
 			--timeout 60 --out "$W/from_b$b" > "$W/from_b$b.log" 2>&1
 		tail -4 "$W/from_b$b.log"
 		if [ -n "${TRUTH_FROM_LEGACY:-}" ]; then
-			echo "== truth check, batch $b: --from again on the replay's former fill (9 random bits a half)"
-			step 200 env KJ_REPLAY_FILL_LEGACY=1 "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 \
+			echo "== truth check, batch $b: --from again on the replay fill KJ_REPLAY_FILL=${TRUTH_FROM_FILL:-legacy}"
+			step 200 env KJ_REPLAY_FILL=${TRUTH_FROM_FILL:-legacy} "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 \
 				"${idle[@]}" --timeout 60 --out "$W/from_legacy_b$b" > "$W/from_legacy_b$b.log" 2>&1
 			tail -2 "$W/from_legacy_b$b.log"
 		fi
@@ -208,7 +208,7 @@ if "truth" in parts:
         table.append(("r50 b%d energy J" % b, "e2e %s (less idle %s) | yaml %s (%s; %s) | from %s (%s; %s)" % (
             "%.4f" % ee if ee else "-", "%.4f" % ew if ew else "-", "%.4f" % ye if ye else "-", pct(ye, ee),
             pct(ye, ew), "%.4f" % fe if fe else "-", pct(fe, ee), pct(fe, ew))))
-        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_legacy", "from, former fill")):
+        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_legacy", "from, fill " + os.environ.get("TRUTH_FROM_FILL", "legacy"))):
             v = summary("%s_b%d" % (d, b))
             if not v:
                 continue

@@ -41,7 +41,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
-		"                       [--layout nchw|nhwc] [--conv-algo fastest|heuristic]\n"
+		"                       [--layout nchw|nhwc] [--conv-algo heuristic|fastest]\n"
 		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
 		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
 		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
@@ -52,8 +52,8 @@ static void usage(FILE *f)
 		"  --list            print the pipelines and phases with FLOP and byte counts; run nothing\n"
 		"  --only NAME       only this pipeline\n"
 		"  --batch N         the parameter 'batch' of every pipeline; --set NAME=VALUE any other (tp)\n"		"  --layout nchw|nhwc  conv, norm, pool and act tensors (default: the file's, else nchw)\n"
-		"  --conv-algo fastest|heuristic  fastest (default): every cuDNN algorithm timed, the\n"
-		"                    quickest kept (cudnn.benchmark); heuristic: cuDNN's first ranked\n"
+		"  --conv-algo heuristic|fastest  heuristic (default): cuDNN's first ranked algorithm;\n"
+		"                    fastest: every one timed, the quickest kept (as cudnn.benchmark)\n"
 		"  --out DIR         summary.csv, NAME.phases.csv, NAME.svg, NAME.log (default pipeline-out)\n"
 		"  --idle-w W        idle power for the dynamic and pipeline-parallel figures (from\n"
 		"                    `kjoule power --idle`); --idle-db: a database holding idle_power; neither:\n"

@@ -35,8 +35,8 @@ struct kj_phase {
 	int64_t first, last; /* KJ_PHASE_SEQ: ordinals of the kept iteration's sequence */
 	int64_t repeat;     /* times the layer occurs in the model (default 1) */
 	int64_t nhwc;       /* conv, norm, pool, act: channels-last tensors (layout: nhwc); 0: NCHW */
-	int64_t conv_heuristic; /* conv: cuDNN's heuristic first choice (conv_algo: heuristic); 0: the
-				 * fastest algorithm timed on the phase's buffers (conv_algo: fastest) */
+	int64_t conv_fastest; /* conv: the fastest algorithm timed on the phase's buffers (conv_algo:
+			       * fastest); 0: cuDNN's heuristic first choice (conv_algo: heuristic) */
 };
 
 /** One pipeline of a file. params hold the names usable in expressions (batch, tp, ...). */
@@ -45,7 +45,7 @@ struct kj_pipeline {
 	char name[96];
 	char precision[8];
 	char layout[8];     /* nchw (default) | nhwc: the default of its conv, norm, pool, act phases */
-	char conv_algo[12]; /* fastest (default) | heuristic: the default of its conv phases */
+	char conv_algo[12]; /* heuristic (default) | fastest: the default of its conv phases */
 	char description[160];
 	int nparams;
 	char param_name[16][24];
@@ -65,7 +65,7 @@ struct kj_pipeline_overrides {
 	int64_t batch;          /* > 0: the parameter "batch" */
 	const char *precision;  /* NULL: the file's */
 	const char *layout;     /* NULL: the file's; "nchw" | "nhwc" */
-	const char *conv_algo;  /* NULL: the file's; "fastest" | "heuristic" */
+	const char *conv_algo;  /* NULL: the file's; "heuristic" | "fastest" */
 	int nset;               /* --set NAME=VALUE */
 	char set_name[8][24];
 	int64_t set_value[8];

@@ -307,7 +307,7 @@ static const struct field int_fields[] = {
 	F("P", P), F("Q", Q), F("sh", stride_h), F("sw", stride_w), F("ph", pad_h), F("pw", pad_w),
 	F("dh", dil_h), F("dw", dil_w), F("groups", groups), F("count", count), F("heads", heads),
 	F("seq_q", seq_q), F("seq_kv", seq_kv), F("causal", causal), F("first", first),
-	F("last", last), F("repeat", repeat), F("nhwc", nhwc), F("heuristic", conv_heuristic),
+	F("last", last), F("repeat", repeat), F("nhwc", nhwc), F("fastest", conv_fastest),
 };
 
 /* Every size below 2^31 (and > -2^31): the shape arithmetic then cannot overflow. */

@@ -92,7 +92,7 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 	/* the pipeline's layout holds for the kinds whose tensors have channels */
 	ph->nhwc = !strcmp(p->layout, "nhwc") && (ph->kind == KJ_PHASE_CONV || ph->kind == KJ_PHASE_NORM ||
 						  ph->kind == KJ_PHASE_POOL || ph->kind == KJ_PHASE_ACT);
-	ph->conv_heuristic = ph->kind == KJ_PHASE_CONV && !strcmp(p->conv_algo, "heuristic");
+	ph->conv_fastest = ph->kind == KJ_PHASE_CONV && !strcmp(p->conv_algo, "fastest");
 	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
 		const char *k = scalar(node(c, pr->key));
 		yaml_node_t *vn = node(c, pr->value);
@@ -122,7 +122,7 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 				return KJ_EINVAL;
 			}
 			if (!c->ov || !c->ov->conv_algo)
-				ph->conv_heuristic = ph->kind == KJ_PHASE_CONV && !strcmp(v, "heuristic");
+				ph->conv_fastest = ph->kind == KJ_PHASE_CONV && !strcmp(v, "fastest");
 			continue;
 		}
 		if (!strcmp(k, "layout")) {
@@ -217,7 +217,7 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	}
 	if (lay)
 		snprintf(p->layout, sizeof(p->layout), "%s", lay);
-	snprintf(p->conv_algo, sizeof(p->conv_algo), "fastest");
+	snprintf(p->conv_algo, sizeof(p->conv_algo), "heuristic");
 	const char *ca = c->ov && c->ov->conv_algo ? c->ov->conv_algo : scalar(map_get(c, m, "conv_algo"));
 	if (ca && !kj_pipeline_conv_algo_ok(ca)) {
 		snprintf(err, sizeof(err), "field 'conv_algo': '%s' is not fastest or heuristic", ca);

@@ -55,17 +55,17 @@ check "a phase's own layout wins over its pipeline's" '! grep -q "^  c2 .*nhwc=1
 has "^badlayout: ERROR .*lay.yml: pipeline 'badlayout': phase 'r' (line 9): field 'layout': 'nhwz' is not nchw or nhwc"
 has "^badmul: ERROR .*phase 'se' (line 13): field layout: nhwc is not built for act 'mul'"
 
-# conv_algo: fastest (default) | heuristic, per pipeline, per phase, or --conv-algo (which wins);
+# conv_algo: heuristic (default) | fastest, per pipeline, per phase, or --conv-algo (which wins);
 # only conv phases carry it to the worker
 expect 2 "$K" pipeline --conv-algo quick x.yml
 check "--conv-algo's error names the value" 'grep -q "conv-algo quick: fastest or heuristic" "$T/err"'
 cat > algo.yml <<'Y'
 pipelines:
-  - name: heur
-    conv_algo: heuristic
+  - name: fast
+    conv_algo: fastest
     phases:
       - {name: c, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, pad: 1}
-      - {name: c2, type: conv, C: 8, H: 8, W: 8, M: 8, R: 1, S: 1, conv_algo: fastest}
+      - {name: c2, type: conv, C: 8, H: 8, W: 8, M: 8, R: 1, S: 1, conv_algo: heuristic}
       - {name: r, type: act, op: relu, C: 8, H: 8, W: 8}
   - name: badalgo
     phases:
@@ -76,15 +76,15 @@ pipelines:
       - {name: c4, type: conv, C: 8, H: 8, W: 8, M: 8, R: 1, S: 1}
 Y
 expect 0 "$K" pipeline algo.yml --list
-has '^  c .*type=conv .* heuristic=1$'
-check "a phase's own conv_algo wins over its pipeline's" '! grep -q "^  c2 .*heuristic=1" "$T/out"'
-check "conv_algo reaches conv phases only" '! grep -q "^  r .*heuristic=1" "$T/out"'
+has '^  c .*type=conv .* fastest=1$'
+check "a phase's own conv_algo wins over its pipeline's" '! grep -q "^  c2 .*fastest=1" "$T/out"'
+check "conv_algo reaches conv phases only" '! grep -q "^  r .*fastest=1" "$T/out"'
 has "^badalgo: ERROR .*algo.yml: pipeline 'badalgo': phase 'c3' (line 10): field 'conv_algo': 'quick' is not fastest or heuristic"
 has "^badalgo2: ERROR .*algo.yml: pipeline 'badalgo2': field 'conv_algo': 'slow' is not fastest or heuristic"
-expect 0 "$K" pipeline algo.yml --list --conv-algo heuristic
-has '^  c2 .*type=conv .* heuristic=1$'
+expect 0 "$K" pipeline algo.yml --list --conv-algo fastest
+has '^  c2 .*type=conv .* fastest=1$'
 expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
-lacks 'heuristic=1'
+lacks 'fastest=1'
 
 cat > bad.yml <<'Y'
 pipelines:

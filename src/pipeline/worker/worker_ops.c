@@ -1,6 +1,6 @@
 /* kjoule-pipeline-worker: the built-in phases as kj_phase_ops: convolution (cuDNN, legacy
- * cudnnConvolutionForward with the fastest algorithm timed on the phase's buffers, as PyTorch with
- * cudnn.benchmark, or the heuristic's first), matmul (cuBLASLt, the TN layout of torch.nn.Linear), pooling, normalisation,
+ * cudnnConvolutionForward with the heuristic's first algorithm, or the fastest timed on the phase's
+ * buffers, as PyTorch with cudnn.benchmark), matmul (cuBLASLt, the TN layout of torch.nn.Linear), pooling, normalisation,
  * activation and attention (worker_kernels.cu). Every failure names the call and carries the
  * vendor's text. */
 #include <inttypes.h>
@@ -148,12 +148,14 @@ done:
 	return best;
 }
 
-/* Picks c's forward algorithm and allocates its workspace. Heuristic (conv_algo: heuristic): the
- * first one cuDNN's heuristics rank that fits, as eager PyTorch without cudnn.benchmark. Fastest
- * (the default): every algorithm cuDNN supports for the shape, up to KJW_CONV_WS_MAX of workspace,
- * timed on the phase's own buffers and the quickest kept, as PyTorch with cudnn.benchmark (the
- * setting torchvision models run with). Own timing rather than cudnnFindConvolutionForwardAlgorithmEx,
- * whose single timed call per algorithm includes lazy module loading. 0, or an error in err. */
+/* Picks c's forward algorithm and allocates its workspace. Heuristic (conv_algo: heuristic, the
+ * default): the first one cuDNN's heuristics rank that fits, as eager PyTorch without
+ * cudnn.benchmark. Fastest (conv_algo: fastest): every algorithm cuDNN supports for the shape, up to
+ * KJW_CONV_WS_MAX of workspace, timed on the phase's own buffers and the quickest kept, as PyTorch
+ * with cudnn.benchmark; grouped convolutions keep the heuristic's (timing their algorithms ran past
+ * a minute on EfficientNet's depthwise layers). Own timing rather than
+ * cudnnFindConvolutionForwardAlgorithmEx, whose single timed call per algorithm includes lazy module
+ * loading. 0, or an error in err. */
 static int conv_choose_algo(struct kjw_conv *c, char *err, size_t errlen)
 {
 	cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -174,12 +176,13 @@ static int conv_choose_algo(struct kjw_conv *c, char *err, size_t errlen)
 		snprintf(err, errlen, "cuDNN has no forward algorithm for this shape and precision");
 		return KJ_EGPU;
 	}
-	if (!c->ph.conv_heuristic && offer && cudaMalloc(&c->ws, offer) != cudaSuccess) {
+	int timed = c->ph.conv_fastest && c->ph.groups <= 1;
+	if (timed && offer && cudaMalloc(&c->ws, offer) != cudaSuccess) {
 		cudaGetLastError();
 		c->ws = NULL;
 		offer = 0; /* no room for a workspace: the algorithms that need none */
 	}
-	if (!c->ph.conv_heuristic) {
+	if (timed) {
 		float best = -1;
 		for (int i = 0; i < got; i++) {
 			if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > offer)

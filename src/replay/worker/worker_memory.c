@@ -4,16 +4,24 @@
 #include "worker.h"
 
 /* Random, never-zero, finite data that reads as modest numbers in fp32, fp16 and bf16, with every
- * mantissa bit random (a multiplier's power depends on how many bits toggle): each 16-bit half has
- * a random sign, bits 13..11 set and bits 10..0 random, so as fp16 it is +-[0.5, 2) with all ten
- * mantissa bits random, as bf16 (and as an fp32 word's high half) an exponent of 2^-15..2^0. */
+ * mantissa bit and a spread of exponents random (a multiplier's and an adder's power depend on how
+ * many bits toggle and how far operands are shifted): each 16-bit half has a random sign, bits
+ * 13..12 set and bits 11..0 random, so as fp16 it is +-[1/8, 2) over four binades with all ten
+ * mantissa bits random, as bf16 (and as an fp32 word's high half) a number of 2^-31..2^0.
+ * KJ_REPLAY_FILL=narrow: bits 13..11 set (fp16 +-[0.5, 2), two binades); =legacy: the first fill
+ * (sign and the low 8 bits random, fp16 +-[1.75, 2)); for comparisons (docs/replay.md). */
 void fill_pattern(uint8_t *p, size_t n, uint64_t seed)
 {
-	static int legacy = -1;
-	if (legacy < 0)
-		legacy = getenv("KJ_REPLAY_FILL_LEGACY") != NULL;
-	uint64_t keep = legacy ? 0x80FF80FF80FF80FFull : 0x87FF87FF87FF87FFull;
-	uint64_t set = legacy ? 0x3F003F003F003F00ull : 0x3800380038003800ull;
+	static uint64_t keep, set;
+	if (!keep) {
+		const char *e = getenv("KJ_REPLAY_FILL");
+		if (e && !strcmp(e, "legacy"))
+			keep = 0x80FF80FF80FF80FFull, set = 0x3F003F003F003F00ull;
+		else if (e && !strcmp(e, "narrow"))
+			keep = 0x87FF87FF87FF87FFull, set = 0x3800380038003800ull;
+		else
+			keep = 0x8FFF8FFF8FFF8FFFull, set = 0x3000300030003000ull;
+	}
 	uint64_t x = seed | 1;
 	for (size_t i = 0; i + 8 <= n; i += 8) {
 		x ^= x << 13;
