@@ -182,6 +182,21 @@ static int param_set(struct kj_pipeline *p, const char *name, int64_t v)
 }
 
 /* One pipeline mapping; on error p->error holds the message (prefixed by file and pipeline). */
+/* A pipeline-wide word field (layout, conv_algo): the command line's override, else the file's, else
+ * dflt, into dst; KJ_EINVAL with the field named in err when ok() refuses it. */
+static int pipeline_word(struct ctx *c, yaml_node_t *m, const char *key, const char *override,
+			 int (*ok)(const char *), const char *dflt, const char *choices, char *dst, size_t len,
+			 char *err, size_t errlen)
+{
+	const char *v = override ? override : scalar(map_get(c, m, key));
+	if (v && !ok(v)) {
+		snprintf(err, errlen, "field '%s': '%s' is not %s", key, v, choices);
+		return KJ_EINVAL;
+	}
+	snprintf(dst, len, "%s", v ? v : dflt);
+	return 0;
+}
+
 static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipeline *p)
 {
 	char err[400], why[256];
@@ -209,22 +224,11 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 		snprintf(err, sizeof(err), "field 'precision': '%s' is not fp16, bf16 or fp32", prec);
 		goto bad;
 	}
-	snprintf(p->layout, sizeof(p->layout), "nchw");
-	const char *lay = c->ov && c->ov->layout ? c->ov->layout : scalar(map_get(c, m, "layout"));
-	if (lay && !kj_pipeline_layout_ok(lay)) {
-		snprintf(err, sizeof(err), "field 'layout': '%s' is not nchw or nhwc", lay);
+	if (pipeline_word(c, m, "layout", c->ov ? c->ov->layout : NULL, kj_pipeline_layout_ok, "nchw", "nchw or nhwc",
+			  p->layout, sizeof(p->layout), err, sizeof(err)) ||
+	    pipeline_word(c, m, "conv_algo", c->ov ? c->ov->conv_algo : NULL, kj_pipeline_conv_algo_ok, "heuristic",
+			  "fastest or heuristic", p->conv_algo, sizeof(p->conv_algo), err, sizeof(err)))
 		goto bad;
-	}
-	if (lay)
-		snprintf(p->layout, sizeof(p->layout), "%s", lay);
-	snprintf(p->conv_algo, sizeof(p->conv_algo), "heuristic");
-	const char *ca = c->ov && c->ov->conv_algo ? c->ov->conv_algo : scalar(map_get(c, m, "conv_algo"));
-	if (ca && !kj_pipeline_conv_algo_ok(ca)) {
-		snprintf(err, sizeof(err), "field 'conv_algo': '%s' is not fastest or heuristic", ca);
-		goto bad;
-	}
-	if (ca)
-		snprintf(p->conv_algo, sizeof(p->conv_algo), "%s", ca);
 	param_set(p, "batch", 1);
 	yaml_node_t *pm = map_get(c, m, "params");
 	if (pm && pm->type != YAML_MAPPING_NODE) {

@@ -1,7 +1,7 @@
 /* kjoule-pipeline-worker: the built-in phases as kj_phase_ops: convolution (cuDNN, legacy
  * cudnnConvolutionForward with the heuristic's first algorithm, or the fastest timed on the phase's
- * buffers, as PyTorch with cudnn.benchmark), matmul (cuBLASLt, the TN layout of torch.nn.Linear), pooling, normalisation,
- * activation and attention (worker_kernels.cu). Every failure names the call and carries the
+ * buffers, as PyTorch with cudnn.benchmark), matmul (cuBLASLt, the TN layout of torch.nn.Linear),
+ * pooling, normalisation, activation and attention (worker_kernels.cu). Every failure names the call and carries the
  * vendor's text. */
 #include <inttypes.h>
 #include <math.h>
