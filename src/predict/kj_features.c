@@ -109,19 +109,33 @@ static double packs_of(double cols, int elem_bytes)
 	return floor(cols / (16.0 / (elem_bytes > 0 ? elem_bytes : 2)));
 }
 
-/* The worker's row kernels take as long as their busiest thread: layer norm walks a row's packs
- * in a block-stride loop over row_threads' threads; softmax gives rows up to 256 packs a warp,
- * ceil(packs / 32) packs a lane (longer rows spread evenly). */
-static double row_quantization(double packs, int softmax)
+/* The layer-norm forward takes as long as its busiest thread: it walks a row's 16-byte packs in a
+ * block-stride loop over row_threads' threads (worker_kernels.cu). (Softmax's rows are left out: a
+ * warp a row up to 256 packs, ceil(packs / 32) packs a lane, but a memory-bound row does not wait
+ * on its busiest lane; with that factor the held-out shapes a quarter step off the grid were
+ * predicted 13 % slow.) */
+static double row_quantization(double packs)
 {
-	if (packs < 1 || (softmax && packs > 256))
+	if (packs < 1)
 		return 1.0;
-	double t = 32;
-	if (!softmax) {
-		t = ceil(ceil(packs / 4) / 32) * 32;
-		t = t < 32 ? 32 : t > 1024 ? 1024 : t;
-	}
+	double t = ceil(ceil(packs / 4) / 32) * 32;
+	t = t < 32 ? 32 : t > 1024 ? 1024 : t;
 	return ceil(packs / t) * t / packs;
+}
+
+/* The layer-norm backward's row kernel (worker_norm_bwd.cuh, ln_bwd_plan): packs a thread ppt (1,
+ * 2 or 4), tpb threads a block, as many blocks as fill 1024 threads an SM (at most the partial
+ * buffers' min(8 SMs, rows / 8) rows), each walking `per` rows; its time goes with per x ppt, an
+ * even spread of the work over every SM's 1024 threads with rows x packs / (SMs x 1024). */
+static double layernorm_bwd_imbalance(double packs, double rows, int sm_count)
+{
+	if (packs < 1 || rows < 1 || sm_count <= 0 || packs > 1024)
+		return 1.0; /* longer rows: the other kernel */
+	double ppt = packs <= 512 ? 1 : 2, tpb = ceil(ceil(packs / ppt) / 32) * 32;
+	double want = sm_count * (tpb >= 1024 ? 1 : floor(1024 / tpb));
+	double nparts = fmin(8.0 * sm_count, fmax(1, floor(rows / 8)));
+	double per = ceil(rows / fmin(want, nparts));
+	return per * ppt * sm_count * 1024 / (rows * packs);
 }
 
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
@@ -154,10 +168,12 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 {
 	const char *n = op->name;
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
-	if ((!strcmp(n, "softmax") || !strcmp(n, "ScaledUpperTriangMaskedSoftmax")) && l >= 0)
-		return row_quantization(packs_of((double)v[l], elem_bytes), 1);
-	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0)
-		return row_quantization(packs_of((double)v[d], elem_bytes), 0);
+	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0) {
+		if (prop && b >= 0 && l >= 0)
+			return layernorm_bwd_imbalance(packs_of((double)v[d], elem_bytes), (double)v[b] * v[l],
+						       sm_count);
+		return row_quantization(packs_of((double)v[d], elem_bytes));
+	}
 	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0)
 		return causal_attention_imbalance((double)v[b] * v[h] / v[mp], cdiv((double)v[l], 128), prop,
 						  sm_count);

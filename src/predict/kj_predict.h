@@ -13,7 +13,7 @@
 #define KJ_PREDICT_COL0 5
 #define KJ_PREDICT_NF (KJ_PREDICT_COL0 + KJ_SWEEP_MAX_COLS)
 /* the features' version, kept with each model: a model fitted on other features is refused */
-#define KJ_PREDICT_FEATURES 4
+#define KJ_PREDICT_FEATURES 5
 
 /** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
  *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */
