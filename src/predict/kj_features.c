@@ -123,15 +123,16 @@ static double row_quantization(double packs)
 	return ceil(packs / t) * t / packs;
 }
 
-/* The layer-norm backward's row kernel (worker_norm_bwd.cuh, ln_bwd_plan): packs a thread ppt (1,
- * 2 or 4), tpb threads a block, as many blocks as fill 1024 threads an SM (at most the partial
- * buffers' min(8 SMs, rows / 8) rows), each walking `per` rows; its time goes with per x ppt, an
- * even spread of the work over every SM's 1024 threads with rows x packs / (SMs x 1024). */
-static double layernorm_bwd_imbalance(double packs, double rows, int sm_count)
+/* The layer-norm backward's row kernel (worker_norm_bwd.cuh, ln_bwd_plan; rows up to 8192
+ * columns): packs a thread ppt (1, 2 or 4), tpb threads a block, as many blocks as fill 1024
+ * threads an SM (at most the partial buffers' min(8 SMs, rows / 8) rows), each walking `per` rows;
+ * its time goes with per x ppt, an even spread of the work over every SM's 1024 threads with
+ * rows x packs / (SMs x 1024). */
+static double layernorm_bwd_imbalance(double cols, double packs, double rows, int sm_count)
 {
-	if (packs < 1 || rows < 1 || sm_count <= 0 || packs > 1024)
+	if (packs < 1 || rows < 1 || sm_count <= 0 || cols > 8192)
 		return 1.0; /* longer rows: the other kernel */
-	double ppt = packs <= 512 ? 1 : 2, tpb = ceil(ceil(packs / ppt) / 32) * 32;
+	double ppt = packs <= 512 ? 1 : packs <= 1024 ? 2 : 4, tpb = ceil(ceil(packs / ppt) / 32) * 32;
 	double want = sm_count * (tpb >= 1024 ? 1 : floor(1024 / tpb));
 	double nparts = fmin(8.0 * sm_count, fmax(1, floor(rows / 8)));
 	double per = ceil(rows / fmin(want, nparts));
@@ -170,8 +171,8 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
 	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0) {
 		if (prop && b >= 0 && l >= 0)
-			return layernorm_bwd_imbalance(packs_of((double)v[d], elem_bytes), (double)v[b] * v[l],
-						       sm_count);
+			return layernorm_bwd_imbalance((double)v[d], packs_of((double)v[d], elem_bytes),
+						       (double)v[b] * v[l], sm_count);
 		return row_quantization(packs_of((double)v[d], elem_bytes));
 	}
 	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0)
