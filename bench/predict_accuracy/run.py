@@ -162,9 +162,10 @@ def main():
     ap.add_argument("--out-dir", default="/tmp/kj_predict_accuracy")
     ap.add_argument("-o", "--output", default="bench/results/predict_accuracy.json")
     ap.add_argument("--heldout", type=int, default=24, help="about this many held-out shapes inside the grid")
-    ap.add_argument("--from-csv", default=None, help="fit and predict again from an earlier run's CSVs")
-    ap.add_argument("--train-from-csv", default=None,
-                    help="fit on an earlier run's training CSVs and measure only a fresh held-out set")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--from-csv", default=None, help="fit and predict again from an earlier run's CSVs")
+    src.add_argument("--train-from-csv", default=None,
+                     help="fit on an earlier run's training CSVs and measure only a fresh held-out set")
     ap.add_argument("--heldout-offset", type=float, default=0.5,
                     help="held-out shapes at this fraction of the dense step past each point (0.5: midpoints)")
     ap.add_argument("--precision", default="fp16")

@@ -408,8 +408,8 @@ int kj_fit_run(const struct kj_fit_opts *o)
 				rc = r;
 			else if (r == 0)
 				nmodels++;
-			else if (t < 2) /* no time model: that direction's energy is learnt directly */
-				kj_fitted_free(&tm[t]), memset(&tm[t], 0, sizeof(tm[t]));
+			/* r == 1, no time model: tm[t] stays empty and that direction's energy is learnt
+			 * directly */
 		}
 		kj_fitted_free(&tm[0]);
 		kj_fitted_free(&tm[1]);

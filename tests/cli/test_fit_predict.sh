@@ -87,17 +87,26 @@ assert ms[("fwd", "time")]["n_final"] == ms[("fwd", "time")]["n_train"] + ms[("f
 P
 # cross-validation picks the baseline form that fits: y = 2 l^1.5 dim^0.5 (a power law in the shape
 # columns that FLOPs and bytes, both ~ b l dim, cannot draw) is the 'shape' form, all but exact
-mkdir -p "$T/pow"
-python3 - "$T/pow/${G}_layernorm_fp16_1_1.csv" <<'P'
+# layer-norm rows over b 1-4, l 256-2048, dim 512-4096: time t = 2 l^1.5 dim^0.5 / 1e4 (backward 2t);
+# with "power", energies too: a power rising smoothly from 200 to 650 W with the bytes, times t
+layernorm_grid() {
+	python3 - "$1" "${2:-}" <<'P'
 import sys
+power = sys.argv[2] == "power"
 with open(sys.argv[1], "w") as f:
-    f.write("b,l,dim,F_dur(us),B_dur(us),status\n")
+    f.write("b,l,dim,F_dur(us),B_dur(us)%s,status\n" % (",F_energy(uJ),B_energy(uJ)" if power else ""))
     for b in (1, 2, 4):
         for l in range(256, 2049, 256):
             for d in range(512, 4097, 512):
-                y = 2 * l ** 1.5 * d ** 0.5 / 1e4
-                f.write("%d,%d,%d,%.6g,%.6g,ok\n" % (b, l, d, y, 2 * y))
+                t = 2 * l ** 1.5 * d ** 0.5 / 1e4
+                mb = b * l * d * 8 / 1e6
+                p = 200 + 450 * mb / (mb + 40)
+                e = ",%.6g,%.6g" % (p * t, p * 2 * t) if power else ""
+                f.write("%d,%d,%d,%.6g,%.6g%s,ok\n" % (b, l, d, t, 2 * t, e))
 P
+}
+mkdir -p "$T/pow"
+layernorm_grid "$T/pow/${G}_layernorm_fp16_1_1.csv"
 expect 0 "$KJ" fit "$T/pow" -o "$T/powmodels"
 python3 - "$T/powmodels/models.json" <<'P' || fail "cross-validated form: $(cat "$T/powmodels/models.json")"
 import json, sys
@@ -110,18 +119,7 @@ P
 # energy is learnt as power (energy / time) and predicted as that power times the time model's time:
 # a power rising smoothly from 200 to 650 W with the bytes, energy = power x time, is all but exact
 mkdir -p "$T/pw"
-python3 - "$T/pw/${G}_layernorm_fp16_1_1.csv" <<'P'
-import sys
-with open(sys.argv[1], "w") as f:
-    f.write("b,l,dim,F_dur(us),B_dur(us),F_energy(uJ),B_energy(uJ),status\n")
-    for b in (1, 2, 4):
-        for l in range(256, 2049, 256):
-            for d in range(512, 4097, 512):
-                t = 2 * l ** 1.5 * d ** 0.5 / 1e4
-                mb = b * l * d * 8 / 1e6
-                p = 200 + 450 * mb / (mb + 40)
-                f.write("%d,%d,%d,%.6g,%.6g,%.6g,%.6g,ok\n" % (b, l, d, t, 2 * t, p * t, p * 2 * t))
-P
+layernorm_grid "$T/pw/${G}_layernorm_fp16_1_1.csv" power
 expect 0 "$KJ" fit "$T/pw" -o "$T/pwmodels"
 python3 - "$T/pwmodels/models.json" <<'P' || fail "power x time: $(cat "$T/pwmodels/models.json")"
 import json, sys
