@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--no-sync", action="store_true",
+                    help="forwards back to back: no host synchronisation between them")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -93,20 +95,38 @@ def main():
             def forward():
                 return model(ids)
 
+        try:  # NVML's energy counter over the timed forwards, where pynvml is installed
+            import pynvml
+            pynvml.nvmlInit()
+            nv = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        except Exception:
+            nv = None
         times = []
+        e0 = t_all = None
         for i in range(a.warmup + a.iters):
-            torch.cuda.synchronize()
+            if i == a.warmup:
+                torch.cuda.synchronize()
+                e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
+                t_all = time.perf_counter()
+            if not a.no_sync:
+                torch.cuda.synchronize()
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push("forward")
             out = forward()
             torch.cuda.nvtx.range_pop()
-            torch.cuda.synchronize()
+            if not a.no_sync:
+                torch.cuda.synchronize()
             if i >= a.warmup:
                 times.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t_all
+        e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
         assert math.isfinite(float(out.float().abs().sum()))
     times.sort()
     print(json.dumps({"mode": a.mode, "forwards": len(times), "median_ms": times[len(times) // 2],
-                      "min_ms": times[0]}))
+                      "min_ms": times[0], "mean_ms": wall * 1e3 / len(times),
+                      "energy_j_per_forward_nvml": (e1 - e0) * 1e-3 / len(times) if nv else None,
+                      "energy_window_s": wall}))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 #           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
 #   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
 #           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_YAML_ES: the yaml
-#           phases' energy window in seconds (0.3); TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
+#           phases' energy window in seconds (0.3); TRUTH_RUN_ARGS: more `kjoule run` options (e.g.
+#           --snapshot=4096); TRUTH_FROM_NOSNAP=1: --from also on a copy of the run without its
+#           buffer snapshot; TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
 #           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on another replay
 #           fill (KJ_REPLAY_FILL=$TRUTH_FROM_FILL, default legacy); TRUTH_NO_YAML=1:
 #           the shipped pipeline not rerun): `kjoule run` of examples/torchvision_nvtx.py end to end,
@@ -72,7 +74,7 @@ tests)
 truth)
 	for b in ${TRUTH_BATCHES:-1 32}; do
 		echo "== truth check, ResNet-50 batch $b: end to end under kjoule run (ranges for the model's children)"
-		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" -- python3 examples/torchvision_nvtx.py --batch "$b" \
+		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" ${TRUTH_RUN_ARGS:-} -- python3 examples/torchvision_nvtx.py --batch "$b" \
 			--module-depth 1 ${TRUTH_GRAPH:+--graph} ${TRUTH_CL:+--channels-last} --iters 20 --warmup 10 \
 			--min-seconds 3 > "$W/run_b$b.log" 2>&1
 		grep '^{' "$W/run_b$b.log" | tail -1 | tee "$W/e2e_b$b.json"
@@ -92,6 +94,14 @@ truth)
 		step 200 "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 "${idle[@]}" \
 			--timeout 60 --out "$W/from_b$b" > "$W/from_b$b.log" 2>&1
 		tail -4 "$W/from_b$b.log"
+		if [ -n "${TRUTH_FROM_NOSNAP:-}" ]; then
+			echo "== truth check, batch $b: --from again without the run's buffer snapshot (replay fill alone)"
+			cp "$W/r50_b$b.kjdb" "$W/r50_nosnap_b$b.kjdb"
+			python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("snapshot rows dropped:", c.execute("DELETE FROM snapshot").rowcount); c.commit()' "$W/r50_nosnap_b$b.kjdb"
+			step 200 "$kj" pipeline --from "$W/r50_nosnap_b$b.kjdb" --layers 1 --energy-seconds 1 "${idle[@]}" \
+				--timeout 60 --out "$W/from_nosnap_b$b" > "$W/from_nosnap_b$b.log" 2>&1
+			tail -2 "$W/from_nosnap_b$b.log"
+		fi
 		if [ -n "${TRUTH_FROM_LEGACY:-}" ]; then
 			echo "== truth check, batch $b: --from again on the replay fill KJ_REPLAY_FILL=${TRUTH_FROM_FILL:-legacy}"
 			step 200 env KJ_REPLAY_FILL=${TRUTH_FROM_FILL:-legacy} "$kj" pipeline --from "$W/r50_b$b.kjdb" --layers 1 --energy-seconds 1 \
@@ -183,7 +193,7 @@ if "truth" in parts:
                "yaml_sum": y[0] if y else None, "from_sum": fr[0] if fr else None,
                "yaml_phases": phases("yaml_b%d" % b, "resnet50"),
                "env": {k: os.environ.get(k) for k in ("TRUTH_GRAPH", "TRUTH_CL", "TRUTH_NO_YAML", "TRUTH_YAML_ES",
-                                                     "TRUTH_YAML_HEUR", "TRUTH_FROM_LEGACY")},
+                                                     "TRUTH_YAML_HEUR", "TRUTH_FROM_LEGACY", "TRUTH_RUN_ARGS", "TRUTH_FROM_NOSNAP")},
                "from_phases": phases("from_b%d" % b, "forward_1") or [row for p in glob.glob(os.path.join(W, "from_b%d" % b, "*.phases.csv")) for row in csv.DictReader(open(p))]}
         R["truth"]["batch%d" % b] = rec
         e_ms = f(e2e.get("forward_ms_events"))
@@ -208,7 +218,7 @@ if "truth" in parts:
         table.append(("r50 b%d energy J" % b, "e2e %s (less idle %s) | yaml %s (%s; %s) | from %s (%s; %s)" % (
             "%.4f" % ee if ee else "-", "%.4f" % ew if ew else "-", "%.4f" % ye if ye else "-", pct(ye, ee),
             pct(ye, ew), "%.4f" % fe if fe else "-", pct(fe, ee), pct(fe, ew))))
-        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_legacy", "from, fill " + os.environ.get("TRUTH_FROM_FILL", "legacy"))):
+        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_nosnap", "from, no snapshot"), ("from_legacy", "from, fill " + os.environ.get("TRUTH_FROM_FILL", "legacy"))):
             v = summary("%s_b%d" % (d, b))
             if not v:
                 continue

@@ -640,6 +640,10 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			kj_warnf("iteration %s faulted on %s data (%s); again with %s data", it, fills[t],
 				 c.s[0].error, fills[t + 1]);
 	}
+	/* what the replayed buffers held: the fill tier, under the run's saved buffers where it has them */
+	int snap = kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1");
+	for (size_t i = 0; i < c.n; i++)
+		snprintf(c.s[i].data, sizeof(c.s[i].data), "%s%s", fills[used], snap > 0 ? "+snapshot" : "");
 	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 3: on_seq_line keeps three */
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];

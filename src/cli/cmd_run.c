@@ -33,6 +33,7 @@ struct run_opts {
 	int params_k;
 	int api;
 	int snapshot_mb; /* 0: no buffer snapshots */
+	int snapshot_graphs; /* --snapshot-graphs: graphs' buffers only, once before their first launch */
 	int force;
 	int params_iteration;
 	int runs, warmup;
@@ -53,6 +54,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
 		"                  [--params-iteration N|auto|none] [--iteration-range NAME] [--snapshot[=MB]]\n"
+		"                  [--snapshot-graphs[=MB]]\n"
 		"                  [--no-power] [--no-watch] [--watch-interval-ms N]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
@@ -69,7 +71,12 @@ static void usage(FILE *f)
 		"                      (default: the top-level user range holding the most GPU work)\n"
 		"  --snapshot[=MB]     save the device buffers each launch group's first launch points to,\n"
 		"                      before and after it (for `kjoule replay --verify`); at most MB MiB\n"
-		"                      in all (default 1024). Synchronises around those launches.\n"
+		"                      in all (default 1024). Synchronises around those launches. Graph\n"
+		"                      kernels' buffers are saved once, before the first graph launch after\n"
+		"                      their capture: sequence replays then run on the program's data\n"
+		"  --snapshot-graphs[=MB]  the graphs' buffers alone (one copy per graph, no eager\n"
+		"                      launch synchronised): what an energy-true replay of a graph-launched\n"
+		"                      program needs (docs/replay.md#data)\n"
 		"  --no-power          do not sample GPU power and energy\n"
 		"  --no-watch          do not list the other processes on the GPUs (docs/energy.md)\n"
 		"  --watch-interval-ms N  list the processes on the GPUs every N ms (default 200)\n"
@@ -119,14 +126,20 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			o->api = 2;
 		} else if (!strcmp(a, "--snapshot")) {
 			o->snapshot_mb = 1024;
-		} else if (!strncmp(a, "--snapshot=", 11)) {
+		} else if (!strcmp(a, "--snapshot-graphs")) {
+			o->snapshot_mb = 4096;
+			o->snapshot_graphs = 1;
+		} else if (!strncmp(a, "--snapshot=", 11) || !strncmp(a, "--snapshot-graphs=", 18)) {
+			int graphs = !strncmp(a, "--snapshot-graphs=", 18);
+			const char *v = a + (graphs ? 18 : 11);
 			char *end;
-			long mb = strtol(a + 11, &end, 10);
-			if (*end || end == a + 11 || mb < 1 || mb > 1048576) {
-				kj_errorf("run: --snapshot=MB wants 1..1048576 MiB, got '%s'", a + 11);
+			long mb = strtol(v, &end, 10);
+			if (*end || end == v || mb < 1 || mb > 1048576) {
+				kj_errorf("run: %s=MB wants 1..1048576 MiB, got '%s'", graphs ? "--snapshot-graphs" : "--snapshot", v);
 				return -1;
 			}
 			o->snapshot_mb = (int)mb;
+			o->snapshot_graphs = graphs;
 		} else if (!strcmp(a, "--force")) {
 			o->force = 1;
 		} else if (!strcmp(a, "--no-power")) {
@@ -381,7 +394,8 @@ int cmd_run(int argc, char **argv)
 	if (!o.params_k)
 		o.params_iteration = 0;
 	if (o.snapshot_mb && !o.params_k) {
-		kj_errorf("run: --snapshot needs launch parameters (it saves what they point to): drop --no-params");
+		kj_errorf("run: --snapshot%s needs launch parameters (it saves what they point to): drop --no-params",
+			  o.snapshot_graphs ? "-graphs" : "");
 		return 2;
 	}
 	struct stat sb;
@@ -422,6 +436,7 @@ int cmd_run(int argc, char **argv)
 		setenv("KJOULE_API", o.api == 2 ? "2" : o.api ? "1" : "0", 1);
 		snprintf(k, sizeof(k), "%d", o.snapshot_mb);
 		setenv("KJOULE_SNAPSHOT_MB", k, 1);
+		setenv("KJOULE_SNAPSHOT_GRAPHS_ONLY", o.snapshot_graphs ? "1" : "0", 1);
 	}
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
@@ -543,8 +558,9 @@ int cmd_run(int argc, char **argv)
 		if (interrupts)
 			set_meta_int(db, "interrupts", interrupts);
 		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
-			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"watch_interval_ms\":%d}", o.params_k,
-			 o.api, o.params_iteration, sampler != NULL, o.power_interval_ms, o.snapshot_mb,
+			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"snapshot_graphs_only\":%d,\"watch_interval_ms\":%d}",
+			 o.params_k, o.api, o.params_iteration, sampler != NULL, o.power_interval_ms, o.snapshot_mb,
+			 o.snapshot_graphs,
 			 sampler ? o.watch_interval_ms : 0);
 		kj_db_meta_set(db, "capture", opts);
 		kj_db_meta_set(db, "traced", traced ? "1" : "0");

@@ -245,6 +245,7 @@ struct kj_replay_seq {
 	int64_t min_ns, median_ns, max_ns;
 	int has_energy;
 	double energy_mj, energy_unc_mj; /* per iteration */
+	char data[32]; /* host side: what the buffers held ("random", "smallint", "zero", "+snapshot") */
 };
 
 /** @brief Worker side: one "KJ_SEQ" line. */

@@ -102,11 +102,15 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 	int rc = KJ_EDB;
 
 	kj_replay_now(when);
+	/* runs made before the data column: it is added, their older rows say nothing */
+	if (!kj_db_has_column(db, "replay_sequence", "data") &&
+	    kj_db_exec(db, "ALTER TABLE replay_sequence ADD COLUMN data TEXT", "add replay_sequence.data"))
+		return KJ_EDB;
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
-			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &st))
+			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &st))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
@@ -132,6 +136,10 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 			sqlite3_bind_null(st, 9);
 		}
 		sqlite3_bind_text(st, 10, when, -1, SQLITE_STATIC);
+		if (s[i].data[0])
+			sqlite3_bind_text(st, 11, s[i].data, -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(st, 11);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
 			goto out;

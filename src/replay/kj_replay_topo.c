@@ -43,7 +43,7 @@ struct loader {
 	struct ilaunch *l;
 	size_t nl;
 	struct kj_map *launch_of; /* (pid, correlation) -> launch index + 1 */
-	int have_clones, have_mdst, used_clones, used_index;
+	int have_clones, have_mdst, have_etype, used_clones, used_index;
 	struct kj_map *clones;    /* node -> the node it was cloned from (clones_pid's) */
 	int64_t clones_pid;
 };
@@ -404,8 +404,10 @@ static int add_launch(struct loader *L, int li)
 		rc = kj_topo_unbuilt(b, what, 1);
 	}
 	/* the recorded edges of the graph and of each child graph */
-	if (!rc && kj_db_prepare(L->db, "SELECT from_node_id, to_node_id FROM graph_edge WHERE pid = ?1"
-					" AND graph_id = ?2", &st))
+	if (!rc && kj_db_prepare(L->db, L->have_etype ? "SELECT from_node_id, to_node_id, type = 'programmatic',"
+							" from_port FROM graph_edge WHERE pid = ?1 AND graph_id = ?2"
+						      : "SELECT from_node_id, to_node_id, 0, 0 FROM graph_edge"
+							" WHERE pid = ?1 AND graph_id = ?2", &st))
 		rc = KJ_EDB;
 	int64_t dangling = 0;
 	for (size_t i = 0; i < ng && !rc; i++) {
@@ -426,7 +428,10 @@ static int add_launch(struct loader *L, int li)
 				continue;
 			}
 			g[a].has_succ = g[z].has_pred = 1;
-			rc = kj_topo_add_edge(b, g[a].out, g[z].in);
+			unsigned kind = sqlite3_column_int(st, 2) ? KJ_TOPO_EDGE_PROGRAMMATIC |
+									  (unsigned)(sqlite3_column_int(st, 3) & 3) << 2
+								: KJ_TOPO_EDGE_FULL;
+			rc = kj_topo_add_edge_kind(b, g[a].out, g[z].in, kind);
 		}
 	}
 	sqlite3_finalize(st);
@@ -529,6 +534,7 @@ int kj_replay_topo_load(sqlite3 *db, int64_t iteration, struct kj_replay_topo *t
 		return KJ_ENOTFOUND;
 	}
 	L.have_clones = has_table(db, "graph_node_clone");
+	L.have_etype = kj_db_has_column(db, "graph_edge", "type") && kj_db_has_column(db, "graph_edge", "from_port");
 	L.have_mdst = kj_db_has_column(db, "memset", "address") && kj_db_has_column(db, "memset", "element_bytes");
 	L.launch_of = kj_map_new();
 	if (!L.launch_of)

@@ -19,6 +19,12 @@ enum kj_topo_kind {
 			   the join between launches; and placeholders of nodes not rebuilt */
 };
 
+/* An edge's kind: a full dependency, or programmatic (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC, the
+ * next kernel may start before this one ends: PDL) with its source port in bits 2..3. */
+#define KJ_TOPO_EDGE_FULL 0u
+#define KJ_TOPO_EDGE_PROGRAMMATIC 1u
+#define KJ_TOPO_EDGE_PORT(k) (((unsigned)(k) >> 2) & 3u)
+
 /** One node of the graph to build, in an order where every dependency comes first. */
 struct kj_topo_node {
 	int kind;             /* enum kj_topo_kind */
@@ -55,7 +61,9 @@ struct kj_replay_topo {
 	struct kj_topo_node *nodes;
 	size_t nnodes;
 	size_t *deps;
+	uint8_t *dep_kind;        /* per deps[] entry: KJ_TOPO_EDGE_FULL, or programmatic | port << 2 */
 	size_t ndeps;
+	int64_t programmatic_edges; /* edges rebuilt programmatic (PDL): the next kernel may start early */
 	struct kj_topo_unbuilt *unbuilt;
 	size_t nunbuilt;
 	int rebuildable;          /* 1: every node can be rebuilt; 0: reason says why not */

@@ -30,14 +30,22 @@ int kj_topo_add_node(struct kj_topo_builder *b, int kind, const char *type, int6
 	return 0;
 }
 
-int kj_topo_add_edge(struct kj_topo_builder *b, size_t from, size_t to)
+int kj_topo_add_edge_kind(struct kj_topo_builder *b, size_t from, size_t to, unsigned kind)
 {
 	struct kj_topo_edge *ne = kj_grow(b->e, &b->cape, b->ne, sizeof(*ne), 64);
 	if (!ne)
 		return KJ_ENOMEM;
 	b->e = ne;
-	b->e[b->ne++] = (struct kj_topo_edge){from, to};
+	if ((kind & 3u) != KJ_TOPO_EDGE_PROGRAMMATIC || b->t->nodes[from].kind != KJ_TOPO_KERNEL ||
+	    b->t->nodes[to].kind != KJ_TOPO_KERNEL)
+		kind = KJ_TOPO_EDGE_FULL;
+	b->e[b->ne++] = (struct kj_topo_edge){from, to, (uint8_t)kind};
 	return 0;
+}
+
+int kj_topo_add_edge(struct kj_topo_builder *b, size_t from, size_t to)
+{
+	return kj_topo_add_edge_kind(b, from, to, KJ_TOPO_EDGE_FULL);
 }
 
 int kj_topo_unbuilt(struct kj_topo_builder *b, const char *type, int64_t n)
@@ -83,6 +91,8 @@ int kj_topo_finish(struct kj_topo_builder *b)
 	for (size_t i = 0; i < b->ne; i++)
 		if (!ne || edge_cmp(&b->e[i], &b->e[ne - 1]))
 			b->e[ne++] = b->e[i];
+		else if (b->e[i].kind == KJ_TOPO_EDGE_FULL)
+			b->e[ne - 1].kind = KJ_TOPO_EDGE_FULL; /* a full dependency holds the other */
 	b->ne = ne;
 	for (size_t i = 0; i < ne; i++) {
 		indeg[b->e[i].to]++;
@@ -115,8 +125,10 @@ int kj_topo_finish(struct kj_topo_builder *b)
 	}
 	/* deps grouped by target in the new order */
 	free(t->deps);
+	free(t->dep_kind);
 	t->deps = malloc((ne + 1) * sizeof(*t->deps));
-	if (!t->deps)
+	t->dep_kind = malloc(ne + 1);
+	if (!t->deps || !t->dep_kind)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		nodes[i].ndeps = 0;
@@ -128,8 +140,11 @@ int kj_topo_finish(struct kj_topo_builder *b)
 		at += nodes[i].ndeps;
 		nodes[i].ndeps = 0;
 	}
+	t->programmatic_edges = 0;
 	for (size_t i = 0; i < ne; i++) {
 		struct kj_topo_node *d = &nodes[pos[b->e[i].to]];
+		t->dep_kind[d->dep0 + d->ndeps] = b->e[i].kind;
+		t->programmatic_edges += (b->e[i].kind & 3u) == KJ_TOPO_EDGE_PROGRAMMATIC;
 		t->deps[d->dep0 + d->ndeps++] = pos[b->e[i].from];
 	}
 	t->ndeps = ne;
@@ -153,9 +168,11 @@ void kj_replay_topo_free(struct kj_replay_topo *t)
 {
 	free(t->nodes);
 	free(t->deps);
+	free(t->dep_kind);
 	free(t->unbuilt);
 	t->nodes = NULL;
 	t->deps = NULL;
+	t->dep_kind = NULL;
 	t->unbuilt = NULL;
 	t->nnodes = t->ndeps = t->nunbuilt = 0;
 }
@@ -192,6 +209,9 @@ void kj_replay_topo_print(FILE *f, const struct kj_replay_topo *t)
 	fprintf(f, "  to build: %zu kernel, %zu memset, %zu memcpy, %zu dependency-only nodes, %zu edges",
 		kj_replay_topo_count(t, KJ_TOPO_KERNEL), kj_replay_topo_count(t, KJ_TOPO_MEMSET),
 		kj_replay_topo_count(t, KJ_TOPO_MEMCPY), kj_replay_topo_count(t, KJ_TOPO_EMPTY), t->ndeps);
+	if (t->programmatic_edges)
+		fprintf(f, " (%" PRId64 " programmatic: the next kernel starts early, PDL, as recorded)",
+			t->programmatic_edges);
 	if (t->eager_ops)
 		fprintf(f, "; %" PRId64 " operations outside graph launches, chained in order", t->eager_ops);
 	fputc('\n', f);
@@ -246,6 +266,7 @@ char *kj_replay_topo_json(const struct kj_replay_topo *t, int with_nodes)
 	json_object_set_new(root, "graph_launches", json_integer(t->graph_launches));
 	json_object_set_new(root, "graph_nodes", json_integer(t->graph_nodes));
 	json_object_set_new(root, "graph_edges", json_integer(t->graph_edges));
+	json_object_set_new(root, "programmatic_edges", json_integer(t->programmatic_edges));
 	json_object_set_new(root, "kernel_nodes", json_integer(t->kernel_nodes));
 	json_object_set_new(root, "kernels_matched", json_integer(t->kernels_matched));
 	json_object_set_new(root, "launch_kernels", json_integer(t->launch_kernels));

@@ -185,17 +185,26 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	/* sequence replays: mean of the medians stored per mode */
 	c->seq_eager_ns = c->seq_graph_ns = c->seq_eager_mj = c->seq_graph_mj = -1;
 	c->seq_topo_ns = c->seq_topo_mj = -1;
-	if (kj_db_prepare(db,
-			  "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
-			  " count(energy_mj) FROM replay_sequence"
-			  " WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
+	c->seq_graph_data[0] = c->seq_topo_data[0] = '\0';
+	if (kj_db_prepare(db, kj_db_has_column(db, "replay_sequence", "data")
+			      ? "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
+				" count(energy_mj), max(data) FROM replay_sequence"
+				" WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)"
+			      : "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
+				" count(energy_mj), NULL FROM replay_sequence"
+				" WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
 			  &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *mode = (const char *)sqlite3_column_text(st, 0);
+		const char *data = (const char *)sqlite3_column_text(st, 5);
 		int has_e = sqlite3_column_int64(st, 4) > 0;
 		if (!mode)
 			continue;
+		if (data && !strcmp(mode, "graph"))
+			snprintf(c->seq_graph_data, sizeof(c->seq_graph_data), "%s", data);
+		else if (data && !strcmp(mode, "topology"))
+			snprintf(c->seq_topo_data, sizeof(c->seq_topo_data), "%s", data);
 		if (!strcmp(mode, "eager")) {
 			c->seq_eager_ns = sqlite3_column_double(st, 1);
 			c->seq_eager_rows = sqlite3_column_int64(st, 2);

@@ -87,6 +87,7 @@ struct kj_compare {
 	/* the graph launches replayed with their recorded topology (mode 'topology'); < 0: absent */
 	double seq_topo_ns, seq_topo_mj;
 	int64_t seq_topo_rows;
+	char seq_graph_data[32], seq_topo_data[32]; /* replay_sequence.data: what the buffers held ("" unknown) */
 	char topo_status[16];   /* replay_topology: rebuilt | fallback | failed; "" none stored */
 	char topo_unbuilt[256]; /* the node kinds not rebuilt, with counts */
 	char topo_reason[400];
@@ -147,6 +148,8 @@ struct cmp_summary {
 	 * chain), plus idle power over the rest of the wall: a second energy prediction */
 	double e_seq, e_seq_pred, e_seq_err_pct, e_seq_time;
 	const char *e_seq_mode; /* "topology" or "graph" */
+	const char *e_seq_data; /* what its buffers held; "" unknown */
+	int e_seq_synthetic;    /* on small integers or zeros (random data faulted): not comparable */
 	int have_seq_e, have_seq_err;
 };
 

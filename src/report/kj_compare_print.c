@@ -209,8 +209,14 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		fprintf(f, "  iteration replayed as one graph     %12.6f  (%s replay, %.1f us; + idle over the rest"
 			   " of the wall = %.6f)\n",
 			s.e_seq / 1000, s.e_seq_mode, s.e_seq_time * NS_US, s.e_seq_pred / 1000);
-		if (s.have_seq_err)
-			fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_seq_err_pct);
+		if (s.e_seq_synthetic)
+			fprintf(f, "  error vs measured                   not judged: replayed on %s data (random data"
+				   " faulted: an index read out of bounds); operands of few set bits draw less power."
+				   " Trace with --snapshot-graphs (or --snapshot) to replay on the program's buffers\n",
+				s.e_seq_data);
+		else if (s.have_seq_err)
+			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct,
+				strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "");
 	}
 
 	/* tiers */

@@ -204,6 +204,8 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (c->idle_w >= 0 && (c->seq_topo_mj >= 0 || c->seq_graph_mj >= 0)) {
 		int topo = c->seq_topo_mj >= 0 && c->seq_topo_ns > 0;
 		s->e_seq_mode = topo ? "topology" : "graph";
+		s->e_seq_data = topo ? c->seq_topo_data : c->seq_graph_data;
+		s->e_seq_synthetic = !strncmp(s->e_seq_data, "smallint", 8) || !strncmp(s->e_seq_data, "zero", 4);
 		s->e_seq = topo ? c->seq_topo_mj : c->seq_graph_mj;
 		s->e_seq_time = topo ? c->seq_topo_ns : c->seq_graph_ns;
 		double rest_ns = s->wall.mean - s->e_seq_time;
@@ -211,7 +213,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->have_seq_e = s->e_seq_time > 0;
 		if (s->have_seq_e && s->have_meas) {
 			s->e_seq_err_pct = cmp_safe_div(100.0 * (s->e_seq_pred - s->e_meas.mean), s->e_meas.mean, &ok);
-			s->have_seq_err = ok;
+			s->have_seq_err = ok && !s->e_seq_synthetic;
 		}
 	}
 	if (s->have_kernels_e && s->have_idle_e) {

@@ -67,7 +67,8 @@ static const char *const stmt_sql[S_COUNT] = {
 		       " graph_id, graph_exec_id) VALUES(?,?,?,?,?,?,?,?,?)",
 	[S_GNODE] = "INSERT OR REPLACE INTO graph_node(pid, graph_id, node_id, parent_node_id, type,"
 		    " correlation_id) VALUES(?,?,?,?,?,?)",
-	[S_GEDGE] = "INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id) VALUES(?,?,?,?)",
+	[S_GEDGE] = "INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id, type, from_port, to_port)"
+		    " VALUES(?,?,?,?,?,?,?)",
 	[S_GCLONE] = "INSERT OR REPLACE INTO graph_node_clone(pid, node_id, original_node_id) VALUES(?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",

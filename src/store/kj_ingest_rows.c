@@ -455,10 +455,16 @@ int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r)
 		return rc;
 	st = in->st[S_GEDGE];
 	for (uint32_t d = 0; d < nd && !rc; d++) {
+		uint64_t w = deps[d];
+		int typed = (w & KJ_EDGE_DATA_FLAG) != 0;
 		sqlite3_bind_int64(st, 1, in->pid);
 		sqlite3_bind_int64(st, 2, r->graph_id);
-		sqlite3_bind_int64(st, 3, (int64_t)deps[d]);
+		sqlite3_bind_int64(st, 3, (int64_t)(typed ? w & KJ_EDGE_ID_MASK : w));
 		sqlite3_bind_int64(st, 4, (int64_t)r->node_id);
+		sqlite3_bind_text(st, 5, !typed || !KJ_EDGE_TYPE(w) ? "default"
+					 : KJ_EDGE_TYPE(w) == 1 ? "programmatic" : "other", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 6, typed ? KJ_EDGE_FROM_PORT(w) : 0);
+		sqlite3_bind_int64(st, 7, typed ? KJ_EDGE_TO_PORT(w) : 0);
 		rc = ing_step_done(in, st);
 	}
 	return rc;

@@ -56,7 +56,7 @@ const char kj_schema_sql[] =
     "CREATE TABLE graph_node(pid INTEGER, graph_id INTEGER, node_id INTEGER,"
     " parent_node_id INTEGER, type TEXT, correlation_id INTEGER, PRIMARY KEY(pid, node_id));\n"
     "CREATE TABLE graph_edge(pid INTEGER, graph_id INTEGER, from_node_id INTEGER,"
-    " to_node_id INTEGER);\n"
+    " to_node_id INTEGER, type TEXT, from_port INTEGER, to_port INTEGER);\n"
     "CREATE TABLE graph_node_clone(pid INTEGER, node_id INTEGER, original_node_id INTEGER,"
     " PRIMARY KEY(pid, node_id));\n"
     "CREATE TABLE api_call(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, domain TEXT,"
@@ -109,7 +109,7 @@ const char kj_schema_sql[] =
     " replayed_at TEXT);\n"
     "CREATE TABLE replay_sequence(id INTEGER PRIMARY KEY, iteration INTEGER, mode TEXT,"
     " runs INTEGER, launches INTEGER, median_ns INTEGER, min_ns INTEGER, max_ns INTEGER,"
-    " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, UNIQUE(iteration, mode));\n"
+    " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, data TEXT, UNIQUE(iteration, mode));\n"
     "CREATE TABLE problem(id INTEGER PRIMARY KEY, pid INTEGER, t_ns INTEGER,"
     " severity TEXT, what TEXT);\n";
 

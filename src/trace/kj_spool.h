@@ -237,6 +237,18 @@ struct kj_rec_issue {
  * correlation `correlation` (from kjoule's own range, KJ_NODE_CORRELATION_BASE up) and a
  * KJ_REC_GRAPHNODE tying the node to it, so their parameters are captured like eager launches'. */
 #define KJ_NODE_CORRELATION_BASE 0xC0000000u
+/* A dependency that is not a plain full one (a programmatic edge: the next kernel may start while
+ * this one runs, PDL) carries its CUgraphEdgeData in the top byte of the node id: bit 63 set,
+ * bits 56..57 the type, 58..59 the source port, 60..61 the target port. CUPTI's node ids are
+ * small counters, so the low 56 bits hold them whole. */
+#define KJ_EDGE_DATA_FLAG (1ull << 63)
+#define KJ_EDGE_ID_MASK ((1ull << 56) - 1)
+#define KJ_EDGE_TYPE(w) ((unsigned)((w) >> 56) & 3u)
+#define KJ_EDGE_FROM_PORT(w) ((unsigned)((w) >> 58) & 3u)
+#define KJ_EDGE_TO_PORT(w) ((unsigned)((w) >> 60) & 3u)
+#define KJ_EDGE_PACK(type, from, to)                                                               \
+	(KJ_EDGE_DATA_FLAG | ((uint64_t)((type) & 3u) << 56) | ((uint64_t)((from) & 3u) << 58) |      \
+	 ((uint64_t)((to) & 3u) << 60))
 struct kj_rec_graph_node {
 	struct kj_rec_hdr h;
 	uint64_t node_id, parent_node;

@@ -107,6 +107,19 @@ assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
 err = 100 * (got - c["energy_measured_j"]) / c["energy_measured_j"]
 assert abs(c["energy_error_sequence_pct"] - err) < 0.5, (c["energy_error_sequence_pct"], err)
 P'
+# a sequence replayed on small integers (random data faulted) draws less power: its energy error is
+# not judged, and compare says why and what to do; on the program's saved buffers it is judged
+cp "$run" "$dir/small.kjdb"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE replay_sequence ADD COLUMN data TEXT") if "data" not in [r[1] for r in c.execute("PRAGMA table_info(replay_sequence)")] else None; c.execute("UPDATE replay_sequence SET data = ?", (sys.argv[2],)); c.commit()' "$dir/small.kjdb" smallint
+"$kj" compare "$dir/small.kjdb" --json > "$dir/small.json" 2>/dev/null
+"$kj" compare "$dir/small.kjdb" > "$dir/small.txt" 2>&1
+check "a sequence energy on small-integer data: error not judged, the data named, --snapshot-graphs advised" \
+	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"energy_error_sequence_pct\"] is None and d[\"energy_sequence_data\"] == \"smallint\" and d[\"energy_predicted_sequence_j\"] > 0))" "$dir/small.json" &&
+	 grep -q "not judged: replayed on smallint data" "$dir/small.txt" && grep -q -- "--snapshot-graphs" "$dir/small.txt"'
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE replay_sequence SET data = ?", (sys.argv[2],)); c.commit()' "$dir/small.kjdb" random+snapshot
+check "on the program's saved buffers the error is judged and says so" \
+	'"$kj" compare "$dir/small.kjdb" --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not isinstance(d[\"energy_error_sequence_pct\"], float))" &&
+	 "$kj" compare "$dir/small.kjdb" 2>/dev/null | grep -q "on the program.s saved buffers"'
 # a memset node inside the graph (cuDNN resets a tile counter before its attention kernel): its
 # runs get the destination the node holds, and the kept iteration keeps it where it ran, between
 # the two kernels, named by row, so replay repeats it at its place

@@ -38,6 +38,13 @@ check "--snapshot without parameters refused" '[ $rc -eq 2 ] && grep -q "needs l
 "$kj" run --snapshot=64 -o "$dir/s2.kjdb" -- true 2>/dev/null; rc=$?
 check "--snapshot=64 accepted" '[ $rc -eq 0 ] && [ -s "$dir/s2.kjdb" ]'
 check "info: a snapshot run without buffers says so" '"$kj" info "$dir/s2.kjdb" | grep -q "found no device buffer"'
+"$kj" run --snapshot-graphs=abc -o "$dir/s3.kjdb" -- true 2>"$dir/err"; rc=$?
+check "--snapshot-graphs=abc refused, naming the option" '[ $rc -eq 2 ] && grep -q -- "--snapshot-graphs=MB" "$dir/err" && [ ! -e "$dir/s3.kjdb" ]'
+"$kj" run --snapshot-graphs --no-params -o "$dir/s4.kjdb" -- true 2>"$dir/err"; rc=$?
+check "--snapshot-graphs without parameters refused, naming it" '[ $rc -eq 2 ] && grep -q -- "--snapshot-graphs needs launch parameters" "$dir/err"'
+"$kj" run --snapshot-graphs=32 -o "$dir/s5.kjdb" -- true 2>/dev/null; rc=$?
+check "--snapshot-graphs=32 accepted, the capture options say graphs only" \
+	'[ $rc -eq 0 ] && python3 -c "import sqlite3,sys,json; v=sqlite3.connect(sys.argv[1]).execute(\"SELECT value FROM meta WHERE key = \x27capture\x27\").fetchone()[0]; d=json.loads(v); sys.exit(not (d[\"snapshot_mb\"] == 32 and d[\"snapshot_graphs_only\"] == 1))" "$dir/s5.kjdb"'
 "$kj" run --no-params -o "$dir/np.kjdb" -- true 2>/dev/null
 check "info: missing parameters blamed on --no-params only when it was given" \
 	'"$kj" info "$dir/np.kjdb" | grep -q "traced with --no-params" && "$kj" info "$dir/s2.kjdb" | grep -q "no launch parameters (no kernels)"'

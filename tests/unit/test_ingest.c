@@ -520,6 +520,32 @@ static void test_snapshot_records(void **state)
 	free(b.p);
 }
 
+/* A graph node's dependencies: plain ids become full edges; one carrying edge data (a
+ * programmatic dependency, PDL) keeps its type and ports, its node id unpacked. */
+static void test_graph_edge_types(void **state)
+{
+	(void)state;
+	struct buf b = make_spool();
+	struct kj_ingest_stats st;
+	struct {
+		struct kj_rec_graph_node r;
+		uint64_t deps[2];
+	} g;
+	memset(&g, 0, sizeof(g));
+	g.r.h.type = KJ_REC_GRAPH_NODE;
+	g.r.node_id = 31, g.r.graph_id = 4, g.r.type = 0, g.r.ndeps = 2;
+	g.deps[0] = 29;
+	g.deps[1] = 30 | KJ_EDGE_PACK(1, 1, 0);
+	put(&b, &g, sizeof(g), NULL, 0);
+	sqlite3 *db = ingest(&b, "edges", NULL, &st);
+	char t[128];
+	assert_string_equal(qtext(db, "SELECT group_concat(from_node_id || ':' || type || ':' || from_port || ':' || to_port, ' ')"
+				      " FROM (SELECT * FROM graph_edge WHERE to_node_id = 31 ORDER BY from_node_id)", t, sizeof(t)),
+			    "29:default:0:0 30:programmatic:1:0");
+	kj_db_close(db);
+	free(b.p);
+}
+
 static void test_truncated_spool(void **state)
 {
 	(void)state;
@@ -604,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_iteration_capture),
 		cmocka_unit_test(test_iteration_one_process),
 		cmocka_unit_test(test_snapshot_records),
+		cmocka_unit_test(test_graph_edge_types),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),

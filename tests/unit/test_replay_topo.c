@@ -187,6 +187,51 @@ static void test_child_graph(void **state)
 	kj_db_close(db);
 }
 
+static unsigned kind_of(const struct kj_replay_topo *t, size_t on, size_t i)
+{
+	for (size_t d = 0; d < t->nodes[i].ndeps; d++)
+		if (t->deps[t->nodes[i].dep0 + d] == on)
+			return t->dep_kind[t->nodes[i].dep0 + d];
+	fail_msg("node %zu does not depend on %zu", i, on);
+	return 99;
+}
+
+/* Programmatic edges (PDL) between kernel nodes are rebuilt as such, with their port; one to or
+ * from a child graph's node becomes a full dependency; runs without the columns load all full. */
+static void test_programmatic_edges(void **state)
+{
+	(void)state;
+	struct kj_replay_topo t;
+	char line[512];
+	sqlite3 *db = make_run("pdl.kjdb",
+		"UPDATE graph_edge SET type = 'programmatic', from_port = 1 WHERE from_node_id = 101;"
+		"INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id, type, from_port) VALUES"
+		" (7, 2, 201, 202, 'programmatic', 1);");
+	assert_int_equal(kj_replay_topo_load(db, 1, &t), 0);
+	assert_true(t.rebuildable);
+	size_t in = by_node(&t, 102, "graph"), k1 = by_node(&t, 101, "kernel");
+	size_t a = by_node(&t, 201, "kernel"), b = by_node(&t, 202, "kernel");
+	assert_int_equal(t.programmatic_edges, 1);
+	assert_int_equal(kind_of(&t, a, b) & 3u, KJ_TOPO_EDGE_PROGRAMMATIC);
+	assert_int_equal(KJ_TOPO_EDGE_PORT(kind_of(&t, a, b)), 1);
+	assert_int_equal(kind_of(&t, k1, in), KJ_TOPO_EDGE_FULL); /* into a child graph: full */
+	FILE *f = fmemopen(line, sizeof(line), "w");
+	kj_replay_topo_print(f, &t);
+	fclose(f);
+	assert_non_null(strstr(line, "1 programmatic"));
+	kj_replay_topo_free(&t);
+	/* a run recorded before edge types: every edge full */
+	assert_int_equal(kj_db_exec(db, "ALTER TABLE graph_edge DROP COLUMN to_port;"
+					"ALTER TABLE graph_edge DROP COLUMN from_port;"
+					"ALTER TABLE graph_edge DROP COLUMN type;", "old"), 0);
+	assert_int_equal(kj_replay_topo_load(db, 1, &t), 0);
+	assert_int_equal(t.programmatic_edges, 0);
+	a = by_node(&t, 201, "kernel"), b = by_node(&t, 202, "kernel");
+	assert_int_equal(kind_of(&t, a, b), KJ_TOPO_EDGE_FULL);
+	kj_replay_topo_free(&t);
+	kj_db_close(db);
+}
+
 static void test_unbuildable_named(void **state)
 {
 	(void)state;
@@ -247,6 +292,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped_graph_run),
 		cmocka_unit_test(test_child_graph),
+		cmocka_unit_test(test_programmatic_edges),
 		cmocka_unit_test(test_unbuildable_named),
 		cmocka_unit_test(test_not_graph_launched),
 	};

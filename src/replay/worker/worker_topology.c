@@ -39,13 +39,18 @@ static void CUPTIAPI on_resource(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 /* Add topology node i to the graph after its dependencies. */
 static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scratch)
 {
-	const struct kj_topo_node *n = &T->t.nodes[i];
+	const struct kj_topo_node *full = &T->t.nodes[i];
+	struct kj_topo_node nf = *full, *n = &nf;
 	CUgraphNode deps[64], *dv = deps;
 	CUresult e;
 	if (n->ndeps > 64 && !(dv = calloc(n->ndeps, sizeof(*dv))))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (size_t d = 0; d < n->ndeps; d++)
-		dv[d] = T->h[T->t.deps[n->dep0 + d]];
+	/* full dependencies now; programmatic ones (PDL) added below with their edge data */
+	size_t nfull = 0;
+	for (size_t d = 0; d < full->ndeps; d++)
+		if (!T->t.dep_kind || (T->t.dep_kind[full->dep0 + d] & 3u) != KJ_TOPO_EDGE_PROGRAMMATIC)
+			dv[nfull++] = T->h[T->t.deps[full->dep0 + d]];
+	nf.ndeps = nfull;
 	size_t bytes = n->bytes > 0 ? (size_t)n->bytes : 0;
 	if (n->kind == KJ_TOPO_KERNEL) {
 		const struct klaunch *k = &T->k[n->seq_kernel];
@@ -100,6 +105,19 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 		e = cuGraphAddMemcpyNode(&T->h[i], T->g, dv, n->ndeps, &c, R->ctx);
 	} else {
 		e = cuGraphAddEmptyNode(&T->h[i], T->g, dv, n->ndeps);
+	}
+	for (size_t d = 0; !e && T->t.dep_kind && d < full->ndeps; d++) {
+		unsigned k = T->t.dep_kind[full->dep0 + d];
+		if ((k & 3u) != KJ_TOPO_EDGE_PROGRAMMATIC)
+			continue;
+		CUgraphEdgeData ed;
+		memset(&ed, 0, sizeof(ed));
+		ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+		ed.from_port = (unsigned char)KJ_TOPO_EDGE_PORT(k);
+		CUgraphNode from = T->h[T->t.deps[full->dep0 + d]];
+		e = cuGraphAddDependencies(T->g, &from, &T->h[i], &ed, 1);
+		if (e) /* the driver refuses this edge: a full dependency keeps the order */
+			e = cuGraphAddDependencies(T->g, &from, &T->h[i], NULL, 1);
 	}
 	if (dv != deps)
 		free(dv);

@@ -28,6 +28,7 @@ enum {
 struct kj_inject_config {
 	int params_k;        /* capture parameters of the first K launches of each unique kernel */
 	int64_t snapshot_bytes; /* --snapshot: byte budget for buffer contents; 0: off */
+	int snapshot_graphs_only; /* --snapshot-graphs: eager launches saved no buffers */
 	int api;             /* KJ_API_* bits: which API calls are recorded */
 	int debug_graph;     /* KJOULE_DEBUG_GRAPH=1: every graph node walked or cloned on stderr */
 };
@@ -115,5 +116,11 @@ void kj_put_graphnode(uint64_t node_id, uint64_t correlation);
 int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob, uint32_t len);
 /** After that launch returned: synchronise and save the same buffers again. */
 void kj_snapshot_after(void);
+/** A graph kernel's parameter block (captured or read from its node): its pointer words are kept
+ * until the next graph launch. */
+void kj_snapshot_graph_words(const unsigned char *blob, uint32_t len);
+/** Before a graph launch on stream (not capturing): synchronise and save, once each, the buffers
+ * kept words point to, as phase 'before' rows under the launch's correlation. @return saved. */
+int kj_snapshot_graph(CUstream stream, uint32_t corr);
 
 #endif

@@ -282,6 +282,12 @@ static void put_group(const struct fninfo *fi, const struct kj_launch *l, const 
 /* Every launch: a group record the first time its function and geometry are seen, then a launch
  * record with the parameter words that differ from the group's first launch. The unique-kernel
  * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
+static int stream_capturing(CUstream s)
+{
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+	return cuStreamIsCapturing(s, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
 	struct fninfo *fi = lookup_fn(l->f);
@@ -319,9 +325,11 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	rec.group = g->id;
 	if (created) {
 		put_group(fi, l, g, correlation, ctx, rec.launch_ns);
-		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node)
+		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
+	if (kj_cfg.snapshot_bytes > 0 && blob && (l->graph_node || stream_capturing(l->stream)))
+		kj_snapshot_graph_words(blob, fi->total);
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
 		for (uint32_t w = 0; w < words; w++) {

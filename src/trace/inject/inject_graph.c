@@ -146,6 +146,7 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 		size_t nd = 0;
 		uint32_t corr = 0;
 		CUgraphNode dn[16];
+		CUgraphEdgeData de[16], *ev = de;
 		if (cuptiGetGraphNodeId(nodes[i], &nid) != CUPTI_SUCCESS ||
 		    cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
 			continue;
@@ -158,17 +159,28 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 			kj_graph_record_memset(nodes[i], nid);
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
 			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
-			if (nd > 16)
+			if (nd > 16) {
 				deps = calloc(nd, sizeof(*deps));
-			if (dv && deps && cuGraphNodeGetDependencies(nodes[i], dv, NULL, &nd) == CUDA_SUCCESS) {
-				for (size_t d = 0; d < nd; d++)
+				ev = calloc(nd, sizeof(*ev));
+			}
+			if (dv && deps && ev) {
+				memset(ev, 0, nd * sizeof(*ev));
+				if (cuGraphNodeGetDependencies(nodes[i], dv, ev, &nd) != CUDA_SUCCESS)
+					nd = 0;
+				for (size_t d = 0; d < nd; d++) {
 					if (cuptiGetGraphNodeId(dv[d], &deps[d]) != CUPTI_SUCCESS)
 						deps[d] = 0;
+					else if (ev[d].type || ev[d].from_port || ev[d].to_port)
+						deps[d] = (deps[d] & KJ_EDGE_ID_MASK) |
+							  KJ_EDGE_PACK(ev[d].type, ev[d].from_port, ev[d].to_port);
+				}
 			} else {
 				nd = 0;
 			}
 			if (dv != dn)
 				free(dv);
+			if (ev != de)
+				free(ev);
 		}
 		put_node(nid, parent, gid, (uint32_t)type, corr, deps, deps ? (uint32_t)nd : 0);
 		if (deps != stackdeps)

@@ -92,6 +92,9 @@ void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb)
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (op == KJ_ISSUE_GRAPH_INSTANTIATE)
 			kj_graph_on_instantiate(cb);
+		if (op == KJ_ISSUE_GRAPH_LAUNCH && kj_cfg.snapshot_bytes > 0 && cb->functionParams)
+			kj_snapshot_graph(((const cuGraphLaunch_params *)cb->functionParams)->hStream,
+					  cb->correlationId);
 		tl_issue_start = kj_now_ns();
 		return;
 	}

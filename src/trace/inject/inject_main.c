@@ -99,6 +99,7 @@ static void start(void)
 		kj_cfg.api = (kj_cfg.api == 2 ? KJ_API_QUERIES : 0) |
 			     (env_int("KJOULE_API_DOMAINS", KJ_API_DRIVER | KJ_API_RUNTIME) & ~KJ_API_QUERIES);
 	kj_cfg.snapshot_bytes = (int64_t)env_int("KJOULE_SNAPSHOT_MB", 0) << 20;
+	kj_cfg.snapshot_graphs_only = env_int("KJOULE_SNAPSHOT_GRAPHS_ONLY", 0);
 	kj_cfg.debug_graph = env_int("KJOULE_DEBUG_GRAPH", 0);
 	if (kj_spool_open(dir) != 0)
 		return;

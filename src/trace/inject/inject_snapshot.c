@@ -3,7 +3,11 @@
  * context idle just before the launch and again just after it, for `kjoule replay --verify`.
  * Taken for the first launch of each launch group (function + geometry) while the per-process
  * byte budget lasts; never inside a stream capture. Costly by design: a synchronisation and a
- * device-to-host copy per buffer, twice. Runs on the program's thread inside the launch callback. */
+ * device-to-host copy per buffer, twice. Runs on the program's thread inside the launch callback.
+ * Graph kernels (captured or built node by node) cannot be snapshotted where they are recorded:
+ * their parameter words are kept, and the buffers they point to are saved once, before the first
+ * graph launch that follows, as the graph's sequence replay starts from them (weights, statistics,
+ * inputs: a chain of kernels on random data computes NaN and draws less power). */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +15,7 @@
 #include <string.h>
 
 #include "inject.h"
+#include "kj_map.h"
 
 #define SNAP_MAX_BUFFERS 64
 #define SNAP_CHUNK (64ull << 20) /* one spool record holds at most this much */
@@ -143,4 +148,102 @@ void kj_snapshot_after(void)
 		kj_spool_problem("snapshot: the launch with correlation %u failed; no after-launch buffers",
 				 tl_pending_corr);
 	tl_npending = 0;
+}
+
+/* ---- graphs: buffers saved before the first launch that follows their kernels' recording ---- */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kj_map *graph_seen;   /* parameter word -> 1 (kept once) */
+static struct kj_map *graph_saved;  /* allocation base -> 1 (saved once) */
+static uint64_t *graph_words;       /* words not yet resolved */
+static size_t graph_nwords, graph_cap;
+
+void kj_snapshot_graph_words(const unsigned char *blob, uint32_t len)
+{
+	if (kj_cfg.snapshot_bytes <= 0 || !blob)
+		return;
+	pthread_mutex_lock(&graph_lock);
+	if (!graph_seen)
+		graph_seen = kj_map_new();
+	for (uint32_t w = 0; graph_seen && w + 8 <= len; w += 8) {
+		uint64_t v;
+		memcpy(&v, blob + w, 8);
+		if (v < 0x10000 || (v & 3) || kj_map_get(graph_seen, v, NULL))
+			continue;
+		if (graph_nwords == graph_cap) {
+			size_t cap = graph_cap ? 2 * graph_cap : 1024;
+			uint64_t *n = realloc(graph_words, cap * sizeof(*n));
+			if (!n)
+				break;
+			graph_words = n;
+			graph_cap = cap;
+		}
+		if (kj_map_put(graph_seen, v, 1))
+			break;
+		graph_words[graph_nwords++] = v;
+	}
+	pthread_mutex_unlock(&graph_lock);
+}
+
+int kj_snapshot_graph(CUstream stream, uint32_t corr)
+{
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (kj_cfg.snapshot_bytes <= 0 || !__atomic_load_n(&graph_nwords, __ATOMIC_RELAXED))
+		return 0;
+	if (cuStreamIsCapturing(stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE)
+		return 0;
+	pthread_mutex_lock(&graph_lock);
+	if (!graph_saved)
+		graph_saved = kj_map_new();
+	struct snap_range *found = NULL;
+	size_t n = 0, cap_found = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; graph_saved && i < graph_nwords; i++) {
+		struct snap_range r;
+		if (!device_range(graph_words[i], &r) || kj_map_get(graph_saved, r.base, NULL))
+			continue;
+		if (n == cap_found) {
+			size_t c = cap_found ? 2 * cap_found : 64;
+			struct snap_range *f = realloc(found, c * sizeof(*f));
+			if (!f)
+				break;
+			found = f;
+			cap_found = c;
+		}
+		if (kj_map_put(graph_saved, r.base, 1))
+			break;
+		found[n++] = r;
+		total += r.bytes;
+	}
+	graph_nwords = 0;
+	pthread_mutex_unlock(&graph_lock);
+	if (!n) {
+		free(found);
+		return 0;
+	}
+	pthread_mutex_lock(&snap_lock);
+	int fits = used_bytes + (int64_t)total <= kj_cfg.snapshot_bytes;
+	if (fits)
+		used_bytes += (int64_t)total;
+	int tell = !fits && !budget_told;
+	if (tell)
+		budget_told = 1;
+	pthread_mutex_unlock(&snap_lock);
+	if (tell)
+		kj_spool_problem("snapshot budget of %lld MiB reached: a graph's %llu MiB of buffers not saved "
+				 "(raise it with --snapshot=MB)",
+				 (long long)(kj_cfg.snapshot_bytes >> 20), (unsigned long long)(total >> 20));
+	int saved = 0;
+	if (fits && cuCtxSynchronize() == CUDA_SUCCESS) {
+		/* copy_out works on the thread's pending list: no eager launch is pending here */
+		for (size_t i = 0; i < n; i += SNAP_MAX_BUFFERS) {
+			int m = n - i < SNAP_MAX_BUFFERS ? (int)(n - i) : SNAP_MAX_BUFFERS;
+			memcpy(tl_pending, found + i, (size_t)m * sizeof(found[0]));
+			tl_npending = m;
+			copy_out(corr, 0);
+		}
+		tl_npending = 0;
+		saved = (int)n;
+	}
+	free(found);
+	return saved;
 }

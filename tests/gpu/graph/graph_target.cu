@@ -124,7 +124,10 @@ int main(void)
 		CK(cudaStreamSynchronize(s));
 	}
 
-	/* the waiting kernel, released by a copy on another stream */
+	/* the waiting kernel, released by a copy on another stream (left out where the tracer
+	 * synchronises after each launch, as --snapshot does: nothing could release it) */
+	if (getenv("GRAPH_TARGET_NO_SPIN"))
+		goto expectations;
 	spin_until<<<1, 1, 0, s>>>(flag, gave_up, 200000000LL);
 	CK(cudaGetLastError());
 	usleep(2000);
@@ -136,6 +139,7 @@ int main(void)
 		fprintf(stderr, "graph_target: spin_until was not released in time\n");
 		return 1;
 	}
+expectations:;
 	const char *exp = getenv("KJ_EXPECT");
 	if (exp) {
 		FILE *f = fopen(exp, "w");

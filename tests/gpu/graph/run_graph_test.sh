@@ -75,5 +75,17 @@ check "compare prints the launches as recorded beside the linear chain" \
 	'grep -q "graph launches as recorded .*vs traced busy" "$dir/c.txt" && grep -q "one CUDA graph .*vs traced busy" "$dir/c.txt"'
 "$kj" replay "$db" --sequence --graph --no-topology --runs 20 > "$dir/nt.txt" 2>&1; rc=$?
 check "--no-topology replays the linear chain alone" '[ $rc -eq 0 ] && ! grep -q "^topology" "$dir/nt.txt"'
+# --snapshot: graph kernels' buffers saved once, before the first graph launch after recording
+# (x, y, z: the three allocations the five kernels point to), and the sequence replays on them
+GRAPH_TARGET_NO_SPIN=1 KJ_EXPECT=$dir/expected2.json "$kj" run --snapshot=64 -o "$dir/s.kjdb" -- "$target" > "$dir/run_s.log" 2>&1; rc=$?
+check "the program runs traced with --snapshot" '[ $rc -eq 0 ]'
+sdb=$dir/s.kjdb
+check "the graphs' 3 buffers saved once each, before the first graph launch, under its correlation" \
+	'[ "$(q $sdb "SELECT count(DISTINCT s.address) || \":\" || count(*) || \":\" || sum(s.bytes) FROM snapshot s JOIN host_call h ON h.pid = s.pid AND h.correlation_id = s.correlation_id WHERE h.op = \"graph_launch\" AND h.start_ns = (SELECT min(start_ns) FROM host_call WHERE op = \"graph_launch\") AND s.phase = \"before\"")" = "3:3:12582912" ]'
+check "no graph launch but the first saved anything" \
+	'[ "$(q $sdb "SELECT count(*) FROM snapshot s JOIN host_call h ON h.pid = s.pid AND h.correlation_id = s.correlation_id WHERE h.op = \"graph_launch\" AND h.start_ns > (SELECT min(start_ns) FROM host_call WHERE op = \"graph_launch\")")" = 0 ]'
+"$kj" replay "$sdb" --sequence --graph --runs 20 > "$dir/ss.txt" 2>&1; rc=$?
+check "the sequence replays on the snapshot, as a graph, without a fallback fill" \
+	'[ $rc -eq 0 ] && [ "$(q $sdb "SELECT count(*) FROM replay_sequence WHERE mode = \"graph\" AND median_ns > 0")" -ge 1 ] && ! grep -q "smallint\|small-integer" "$dir/ss.txt"'
 cp "$dir/c.txt" "${KJ_GRAPH_TEST_OUT:-/dev/null}" 2>/dev/null || true
 exit $fail
