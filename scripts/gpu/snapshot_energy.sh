@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: does the data a replay runs on explain its energy gap? Whole iterations of
-# two graph-launched programs replayed on the program's own buffers (`kjoule run --snapshot`,
+# two graph-launched programs replayed on the program's own buffers (`kjoule run --snapshot-graphs`:
 # graphs only: saved before the first graph launch) and on the replay's random fill alone (the
 # same run with its snapshot rows dropped), against the measured energy per iteration.
 #   r50  ResNet-50 fp16 batch 32 channels-last in a CUDA graph: pipeline --from --layers 0
@@ -25,7 +25,7 @@ for part in $parts; do
 case $part in
 r50)
 	echo "$(el) r50: trace with --snapshot (graphs only)"
-	KJOULE_SNAPSHOT_GRAPHS_ONLY=1 timeout 150 "$kj" run --force --snapshot="${SE_SNAPSHOT_MB:-4096}" -o "$W/r50.kjdb" -- \
+	timeout 150 "$kj" run --force --snapshot-graphs="${SE_SNAPSHOT_MB:-4096}" -o "$W/r50.kjdb" -- \
 		python3 examples/torchvision_nvtx.py --batch 32 --module-depth 1 --graph --channels-last --iters 20 \
 		--warmup 10 --min-seconds 3 > "$W/r50.log" 2>&1 || tail -3 "$W/r50.log"
 	grep '^{' "$W/r50.log" | tail -1 > "$W/r50.e2e.json"
@@ -47,7 +47,7 @@ r50)
 	;;
 gpt)
 	echo "$(el) gpt: trace with --snapshot (graphs only)"
-	KJOULE_SNAPSHOT_GRAPHS_ONLY=1 timeout 150 "$kj" run --force --snapshot="${SE_SNAPSHOT_MB:-4096}" -o "$W/gpt.kjdb" -- \
+	timeout 150 "$kj" run --force --snapshot-graphs="${SE_SNAPSHOT_MB:-4096}" -o "$W/gpt.kjdb" -- \
 		python3 examples/gpt_graph.py --mode graph --iters "${GPT_ITERS:-1500}" > "$W/gpt.log" 2>&1 || tail -3 "$W/gpt.log"
 	timeout 60 "$kj" power --idle --duration 3 --db "$W/gpt.kjdb" > /dev/null 2>&1
 	edges gpt
