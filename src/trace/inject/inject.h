@@ -86,6 +86,9 @@ struct kj_launch {
  *  parameter words that differ from the group's. Runs on the program's thread: lookups and a
  *  buffered append only. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l);
+/** --snapshot: a graph kernel node's parameter words kept for the buffers saved before the
+ *  graph's first launch. */
+void kj_graph_node_param_words(uintptr_t f, void **params, void **extra);
 
 /** This thread's id (gettid), cached per thread. */
 uint32_t kj_thread_id(void);

@@ -282,10 +282,28 @@ static void put_group(const struct fninfo *fi, const struct kj_launch *l, const 
 /* Every launch: a group record the first time its function and geometry are seen, then a launch
  * record with the parameter words that differ from the group's first launch. The unique-kernel
  * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
-static int stream_capturing(CUstream s)
+/* --snapshot: a graph kernel node's parameter words, for the buffers saved before the graph's
+ * first launch (inject_snapshot.c). Read from the node at instantiation, never in the launch path. */
+void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
 {
-	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-	return cuStreamIsCapturing(s, &cap) == CUDA_SUCCESS && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+	struct fninfo *fi = lookup_fn(f);
+	struct kj_launch l;
+	unsigned char stackblob[4096], *blob;
+	if (!fi || !fi->total)
+		return;
+	blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
+	if (!blob)
+		return;
+	memset(&l, 0, sizeof(l));
+	memset(blob, 0, fi->total);
+	l.f = f;
+	l.params = params;
+	l.extra = extra;
+	l.graph_node = 1;
+	if (gather_params(fi, &l, blob) == 0)
+		kj_snapshot_graph_words(blob, fi->total);
+	if (blob != stackblob)
+		free(blob);
 }
 
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
@@ -328,8 +346,7 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
-	if (kj_cfg.snapshot_bytes > 0 && blob && (l->graph_node || stream_capturing(l->stream)))
-		kj_snapshot_graph_words(blob, fi->total);
+
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
 		for (uint32_t w = 0; w < words; w++) {

@@ -78,6 +78,18 @@ static uint32_t record_kernel_node(CUgraphNode node, uint64_t nid)
 	return corr;
 }
 
+/* --snapshot: what the node's parameters point to is saved before the graph's first launch */
+static void node_param_words(CUgraphNode node)
+{
+	CUDA_KERNEL_NODE_PARAMS p;
+	memset(&p, 0, sizeof(p));
+	if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+		return;
+	uintptr_t f = p.func ? (uintptr_t)p.func : (uintptr_t)p.kern;
+	if (f)
+		kj_graph_node_param_words(f, p.kernelParams, p.extra);
+}
+
 static void put_node(uint64_t nid, uint64_t parent, uint32_t gid, uint32_t type, uint32_t corr,
 		     const uint64_t *deps, uint32_t ndeps)
 {
@@ -155,6 +167,8 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 				gid, depth, (unsigned long long)nid, (int)type, (unsigned long long)parent);
 		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
 			corr = record_kernel_node(nodes[i], nid);
+		if (type == CU_GRAPH_NODE_TYPE_KERNEL && kj_cfg.snapshot_bytes > 0)
+			node_param_words(nodes[i]);
 		else if (type == CU_GRAPH_NODE_TYPE_MEMSET)
 			kj_graph_record_memset(nodes[i], nid);
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
