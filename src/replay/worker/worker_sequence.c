@@ -458,11 +458,55 @@ out:
 }
 #endif
 
+/* A loaded sequence made ready on the GPU: launches relocated, memsets at their destinations,
+ * functions loaded, streams, events and copy buffers. *moved: relocated launches added. */
+static int seq_gpu_ready(struct replay *R, struct seq *S, int *moved)
+{
+	int rc;
+	for (size_t i = 0; i < S->nk; i++)
+		*moved += relocate_launch(R, &S->k[i], 0) > 0;
+	/* memsets at their recorded destinations where those lie in re-created regions (a kernel's
+	 * semaphores must be zero as the program left them), on scratch memory otherwise */
+	for (size_t i = 0; i < S->nops; i++) {
+		struct seq_op *op = &S->ops[i];
+		if (op->type == 2 && op->address)
+			op->dst = region_address(R, op->address, (size_t)op->bytes);
+	}
+	for (size_t i = 0; i < S->nk; i++)
+		if ((rc = load_function_k(R, &S->k[i])) || (rc = prepare_k(R, &S->k[i], NULL, 0)))
+			return rc;
+	S->streams = calloc(S->nstreams, sizeof(*S->streams));
+	S->join = calloc(S->nstreams, sizeof(*S->join));
+	S->events = calloc(S->nevents + 1, sizeof(*S->events));
+	if (!S->streams || !S->join || !S->events)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < S->nstreams; i++)
+		if (cuStreamCreate(&S->streams[i], CU_STREAM_NON_BLOCKING) ||
+		    cuEventCreate(&S->join[i], CU_EVENT_DISABLE_TIMING))
+			return KJ_EGPU;
+	for (size_t i = 0; i < S->nevents; i++)
+		if (cuEventCreate(&S->events[i], CU_EVENT_DISABLE_TIMING))
+			return KJ_EGPU;
+	if (cuEventCreate(&S->start, CU_EVENT_DISABLE_TIMING))
+		return KJ_EGPU;
+	size_t mb = (size_t)(S->max_bytes > 0 ? S->max_bytes : 16);
+	if (cuMemAlloc(&S->d1, mb) || cuMemAlloc(&S->d2, mb) || cuMemHostAlloc(&S->pinned, mb, 0) ||
+	    cuMemHostAlloc(&S->pinned2, mb, 0))
+		return KJ_EGPU;
+	S->pageable = malloc(mb);
+	S->pageable2 = malloc(mb);
+	if (!S->pageable || !S->pageable2)
+		return KJ_ENOMEM;
+	fill_pattern(S->pinned, mb, 7);
+	fill_pattern(S->pageable, mb, 8);
+	return 0;
+}
+
 int sequence_run(struct replay *R, int64_t iteration, int graph)
 {
-	struct seq S;
+	struct seq S, P;
 	struct kj_replay_seq eager, gr;
-	int rc, *used = NULL, moved = 0;
+	int rc, *used = NULL, moved = 0, prefix = 0;
 	CUgraph g = NULL;
 	CUgraphExec exec = NULL;
 	struct topo *tp = NULL;
@@ -471,6 +515,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	int want_topo = graph && R->o.topology && R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX;
 
 	memset(&S, 0, sizeof(S));
+	memset(&P, 0, sizeof(P));
 	memset(&topo, 0, sizeof(topo));
 	memset(&eager, 0, sizeof(eager));
 	memset(&gr, 0, sizeof(gr));
@@ -486,6 +531,17 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto fail;
 	if ((rc = seq_load(R, iteration, &S)))
 		goto fail;
+	/* a range that starts later in an iteration whose buffers the run saved (they hold the state
+	 * before the whole iteration): the ops before it run once first, on those buffers, so the
+	 * range reads the activations the program's iteration gave it */
+	if (R->o.seq_first > 0 && kj_db_has_row(R->db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1")) {
+		int64_t f = R->o.seq_first, l = R->o.seq_last;
+		R->o.seq_first = 0;
+		R->o.seq_last = f - 1;
+		prefix = seq_load(R, iteration, &P) == 0 && P.nops > 0;
+		R->o.seq_first = f;
+		R->o.seq_last = l;
+	}
 	if ((rc = load_ranges(R)))
 		goto fail;
 	eager.launches = gr.launches = (int64_t)S.nk;
@@ -497,6 +553,8 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	}
 	for (size_t i = 0; i < S.nk && !rc; i++)
 		rc = scan_launch(R, &S.k[i], used);
+	for (size_t i = 0; prefix && i < P.nk && !rc; i++)
+		rc = scan_launch(R, &P.k[i], used);
 	/* the address space of every referenced allocation, held before the driver starts */
 	for (size_t i = 0; i < R->nranges && !rc && !R->o.relocate; i++)
 		if (used[i]) {
@@ -534,51 +592,28 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	if ((rc = fill_regions(R)))
 		goto fail;
 	/* the run's saved buffers hold the state before the whole iteration: a range that starts
-	 * later would read stale activations there (and faulted so on ResNet-50), so it keeps the
-	 * fill; weights and inputs are what the whole iteration's replay gets right */
-	int applied;
-	if (R->o.seq_first <= 0)
+	 * later gets them only with its prefix, which computes its inputs from them */
+	int applied, pmoved = 0;
+	if (R->o.seq_first <= 0 || prefix)
 		apply_snapshot(R, &applied, NULL);
-	for (size_t i = 0; i < S.nk; i++)
-		moved += relocate_launch(R, &S.k[i], 0) > 0;
-	/* memsets at their recorded destinations where those lie in re-created regions (a kernel's
-	 * semaphores must be zero as the program left them), on scratch memory otherwise */
-	for (size_t i = 0; i < S.nops; i++) {
-		struct seq_op *op = &S.ops[i];
-		if (op->type == 2 && op->address)
-			op->dst = region_address(R, op->address, (size_t)op->bytes);
-	}
-	for (size_t i = 0; i < S.nk; i++)
-		if ((rc = load_function_k(R, &S.k[i])) || (rc = prepare_k(R, &S.k[i], NULL, 0)))
+	if ((rc = seq_gpu_ready(R, &S, &moved)))
+		goto fail;
+	if (prefix) {
+		CUresult pe = CUDA_ERROR_UNKNOWN;
+		if ((rc = seq_gpu_ready(R, &P, &pmoved)))
 			goto fail;
-	S.streams = calloc(S.nstreams, sizeof(*S.streams));
-	S.join = calloc(S.nstreams, sizeof(*S.join));
-	S.events = calloc(S.nevents + 1, sizeof(*S.events));
-	if (!S.streams || !S.join || !S.events) {
-		rc = KJ_ENOMEM;
-		goto fail;
+		pe = seq_enqueue(&P);
+		if (!pe)
+			pe = cuCtxSynchronize();
+		if (pe) {
+			const char *name = NULL;
+			cuGetErrorName(pe, &name);
+			snprintf(R->res.error, sizeof(R->res.error), "the ops before the range (run once on the"
+				 " saved buffers) failed: %s", name ? name : "?");
+			rc = KJ_EGPU;
+			goto fail;
+		}
 	}
-	for (size_t i = 0; i < S.nstreams; i++)
-		if (cuStreamCreate(&S.streams[i], CU_STREAM_NON_BLOCKING) ||
-		    cuEventCreate(&S.join[i], CU_EVENT_DISABLE_TIMING))
-			goto gpu_fail;
-	for (size_t i = 0; i < S.nevents; i++)
-		if (cuEventCreate(&S.events[i], CU_EVENT_DISABLE_TIMING))
-			goto gpu_fail;
-	if (cuEventCreate(&S.start, CU_EVENT_DISABLE_TIMING))
-		goto gpu_fail;
-	size_t mb = (size_t)(S.max_bytes > 0 ? S.max_bytes : 16);
-	if (cuMemAlloc(&S.d1, mb) || cuMemAlloc(&S.d2, mb) || cuMemHostAlloc(&S.pinned, mb, 0) ||
-	    cuMemHostAlloc(&S.pinned2, mb, 0))
-		goto gpu_fail;
-	S.pageable = malloc(mb);
-	S.pageable2 = malloc(mb);
-	if (!S.pageable || !S.pageable2) {
-		rc = KJ_ENOMEM;
-		goto fail;
-	}
-	fill_pattern(S.pinned, mb, 7);
-	fill_pattern(S.pageable, mb, 8);
 	if (moved) {
 		snprintf(eager.status, sizeof(eager.status), "relocated");
 		snprintf(gr.status, sizeof(gr.status), "relocated");
@@ -647,8 +682,6 @@ emit:
 	topology_free(tp);
 	free(used);
 	return 0;
-gpu_fail:
-	rc = KJ_EGPU;
 fail:
 	snprintf(eager.status, sizeof(eager.status), "failed");
 	snprintf(eager.error, sizeof(eager.error), "%.200s%s%s", R->res.error[0] ? R->res.error : "",
