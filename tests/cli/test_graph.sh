@@ -116,6 +116,9 @@ python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER
 check "a sequence energy on small-integer data: error not judged, the data named, --snapshot-graphs advised" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"energy_error_sequence_pct\"] is None and d[\"energy_sequence_data\"] == \"smallint\" and d[\"energy_predicted_sequence_j\"] > 0))" "$dir/small.json" &&
 	 grep -q "not judged: replayed on smallint data" "$dir/small.txt" && grep -q -- "--snapshot-graphs" "$dir/small.txt"'
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE replay_sequence SET data = ?", (sys.argv[2],)); c.commit()' "$dir/small.kjdb" random
+check "on random data the error is judged, with a note that points to the program's buffers" \
+	'"$kj" compare "$dir/small.kjdb" 2>/dev/null | grep -A1 "error vs measured" | grep -q "on random data: .*--snapshot-graphs"'
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE replay_sequence SET data = ?", (sys.argv[2],)); c.commit()' "$dir/small.kjdb" random+snapshot
 check "on the program's saved buffers the error is judged and says so" \
 	'"$kj" compare "$dir/small.kjdb" --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not isinstance(d[\"energy_error_sequence_pct\"], float))" &&
