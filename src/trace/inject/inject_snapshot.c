@@ -87,6 +87,24 @@ static void copy_out(uint32_t corr, uint32_t phase)
 	}
 }
 
+/* Take bytes from the per-process budget: 1 if they fit; the first refusal is named once. */
+static int reserve(uint64_t bytes, const char *what)
+{
+	pthread_mutex_lock(&snap_lock);
+	int fits = used_bytes + (int64_t)bytes <= kj_cfg.snapshot_bytes;
+	if (fits)
+		used_bytes += (int64_t)bytes;
+	int tell = !fits && !budget_told;
+	if (tell)
+		budget_told = 1;
+	pthread_mutex_unlock(&snap_lock);
+	if (tell)
+		kj_spool_problem("snapshot budget of %lld MiB reached: %s (raise it with --snapshot=MB or "
+				 "--snapshot-graphs=MB)",
+				 (long long)(kj_cfg.snapshot_bytes >> 20), what);
+	return fits;
+}
+
 int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob, uint32_t len)
 {
 	struct snap_range found[SNAP_MAX_BUFFERS];
@@ -115,18 +133,7 @@ int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob
 	}
 	if (!n)
 		return 0;
-	pthread_mutex_lock(&snap_lock);
-	int fits = used_bytes + (int64_t)(2 * total) <= kj_cfg.snapshot_bytes;
-	if (fits)
-		used_bytes += (int64_t)(2 * total);
-	int tell = !fits && !budget_told;
-	if (tell)
-		budget_told = 1;
-	pthread_mutex_unlock(&snap_lock);
-	if (tell)
-		kj_spool_problem("snapshot budget of %lld MiB reached: later launch groups have no buffer "
-				 "snapshot (raise it with --snapshot=MB)",
-				 (long long)(kj_cfg.snapshot_bytes >> 20));
+	int fits = reserve(2 * total, "later launch groups have no buffer snapshot");
 	if (!fits)
 		return 0;
 	if (cuCtxSynchronize() != CUDA_SUCCESS)
@@ -220,18 +227,7 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 		free(found);
 		return 0;
 	}
-	pthread_mutex_lock(&snap_lock);
-	int fits = used_bytes + (int64_t)total <= kj_cfg.snapshot_bytes;
-	if (fits)
-		used_bytes += (int64_t)total;
-	int tell = !fits && !budget_told;
-	if (tell)
-		budget_told = 1;
-	pthread_mutex_unlock(&snap_lock);
-	if (tell)
-		kj_spool_problem("snapshot budget of %lld MiB reached: a graph's %llu MiB of buffers not saved "
-				 "(raise it with --snapshot=MB)",
-				 (long long)(kj_cfg.snapshot_bytes >> 20), (unsigned long long)(total >> 20));
+	int fits = reserve(total, "a graph's buffers were not saved");
 	int saved = 0;
 	if (fits && cuCtxSynchronize() == CUDA_SUCCESS) {
 		/* copy_out works on the thread's pending list: no eager launch is pending here */
