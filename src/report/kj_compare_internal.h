@@ -88,6 +88,7 @@ struct kj_compare {
 	double seq_topo_ns, seq_topo_mj;
 	int64_t seq_topo_rows;
 	char seq_graph_data[32], seq_topo_data[32]; /* replay_sequence.data: what the buffers held ("" unknown) */
+	int have_snapshot;      /* the run saved device buffers (--snapshot, --snapshot-graphs) */
 	char topo_status[16];   /* replay_topology: rebuilt | fallback | failed; "" none stored */
 	char topo_unbuilt[256]; /* the node kinds not rebuilt, with counts */
 	char topo_reason[400];

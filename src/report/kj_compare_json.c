@@ -146,6 +146,10 @@ json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s
 		json_array_append_new(arr, json_string("no replayed energy per launch"));
 	if (c->it.whole_run)
 		json_array_append_new(arr, json_string("no NVTX iteration ranges: the whole run is one iteration"));
+	if (s->n_graph_launches.mean > 0 && !c->have_snapshot)
+		json_array_append_new(arr, json_string("no saved buffers (kjoule run --snapshot-graphs): its replays run on"
+							" random data, on which a chain of kernels draws less energy"
+							" than on the program's"));
 	return arr;
 }
 
