@@ -620,6 +620,13 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		snprintf(eager.error, sizeof(eager.error), "%d launches relocated", moved);
 		snprintf(gr.error, sizeof(gr.error), "%d launches relocated", moved);
 	}
+	if (prefix) { /* said beside the results: what the range's inputs came from */
+		char note[sizeof(eager.error)];
+		snprintf(note, sizeof(note), "%.120s%sinputs from the %zu operations before the range, run once on"
+			 " the run's saved buffers", eager.error, eager.error[0] ? "; " : "", P.nops);
+		memcpy(eager.error, note, sizeof(note));
+		memcpy(gr.error, note, sizeof(note));
+	}
 	/* one checked iteration first: a fault fails the replay here, with its error */
 	CUresult e = seq_enqueue(&S);
 	if (!e)
