@@ -303,7 +303,10 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string(
 			capture_option(db, "snapshot_mb") > 0 ? "no buffer snapshots (--snapshot found no device "
 								  "buffer within its budget)"
-							       : "no buffer snapshots (traced without --snapshot)"));
+							       : COUNT("graph_nodes") > 0
+								 ? "no buffer snapshots (traced without --snapshot-graphs: "
+								   "replays of its graph iterations run on random data)"
+								 : "no buffer snapshots (traced without --snapshot)"));
 	if (COUNT("sequence_ops") == 0 && COUNT("launch_params") > 0)
 		json_array_append_new(missing, json_string(
 			capture_option(db, "params_iteration") == 0

@@ -107,6 +107,9 @@ assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
 err = 100 * (got - c["energy_measured_j"]) / c["energy_measured_j"]
 assert abs(c["energy_error_sequence_pct"] - err) < 0.5, (c["energy_error_sequence_pct"], err)
 P'
+check "info: a graph run without saved buffers names --snapshot-graphs; the eager BLOOM run names --snapshot" \
+	'"$kj" info "$run" 2>/dev/null | grep -q "traced without --snapshot-graphs" &&
+	 "$kj" info "$src/examples/runs/bloom560m.kjdb" 2>/dev/null | grep -q "traced without --snapshot)"'
 check "a graph run without saved buffers lists them as missing; the eager BLOOM run does not" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not any(\"--snapshot-graphs\" in m for m in d[\"missing\"]))" "$dir/s.json" &&
 	 ! "$kj" compare "$src/examples/runs/bloom560m.kjdb" --json 2>/dev/null | grep -q -- "--snapshot-graphs"'
