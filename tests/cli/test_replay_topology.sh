@@ -88,6 +88,13 @@ STANDIN_TOPO=1.5 "$kj" replay "$dir/g.kjdb" --sequence --graph --json > "$dir/r.
 check "replay --json holds the topology, and a re-run replaces the stored time" \
 	'[ $rc -eq 0 ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"topology\"][\"replayed\"] and d[\"topology\"][\"nodes_timed\"] == d[\"kernels\"]))" "$dir/r.json" &&
 	 [ "$(q "$dir/g.kjdb" "SELECT median_ns FROM replay_sequence WHERE mode = \"topology\"")" = "$(q "$dir/g.kjdb" "SELECT CAST(1.5 * median_ns AS INTEGER) FROM replay_sequence WHERE mode = \"graph\"")" ]'
+check "a replay on random data stores what its buffers held" \
+	'[ "$(q "$dir/g.kjdb" "SELECT group_concat(DISTINCT data) FROM replay_sequence")" = random ]'
+cp "$dir/g.kjdb" "$dir/f.kjdb"
+STANDIN_FAULT_ON_RANDOM=1 "$kj" replay "$dir/f.kjdb" --sequence --graph > "$dir/fr.txt" 2>"$dir/fr.err"; rc=$?
+check "random data faults: replayed on small integers, stored as such, and the warning names --snapshot-graphs" \
+	'[ $rc -eq 0 ] && [ "$(q "$dir/f.kjdb" "SELECT group_concat(DISTINCT data) FROM replay_sequence")" = smallint ] &&
+	 grep -q "faulted on random data" "$dir/fr.err" && grep -q "replayed on smallint data.*--snapshot-graphs" "$dir/fr.err"'
 
 : > "$dir/worker.log"
 "$kj" replay "$dir/h.kjdb" --sequence --graph > "$dir/hr.txt" 2>"$dir/hr.err"; rc=$?

@@ -6,7 +6,9 @@ src/replay/kj_replay.c, src/replay/kj_replay_topo_store.c) without a GPU, so `kj
 Its times are the run's own, never measurements: every mode's median is the iteration's traced GPU
 busy time times a known factor (eager STANDIN_EAGER (2), graph 1, topology STANDIN_TOPO (1)), and
 each kernel node of the topology (`kjoule replay --dry-run --json`, through $KJ_STANDIN_KJOULE)
-gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line."""
+gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line;
+STANDIN_FAULT_ON_RANDOM=1 fails every mode with a device assert on `--fill random`, as PyTorch's
+index kernels do on random indices, so the host's fallback to small integers is exercised."""
 import json
 import os
 import subprocess
@@ -43,6 +45,11 @@ def main():
         modes.append(("graph", 1.0))
     if "--topology" in argv:
         modes.append(("topology", float(os.environ.get("STANDIN_TOPO", "1"))))
+    if os.environ.get("STANDIN_FAULT_ON_RANDOM") and arg(argv, "--fill", "random") == "random":
+        for mode, _ in modes:
+            print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=failed\truns=0\tlaunches={kernels}\tops={ops}"
+                  f"\tmin=0\tmedian=0\tmax=0\tenergy=0\tmj=0\tunc=0\terror=first iteration: CUDA_ERROR_ASSERT")
+        return 0
     for mode, f in modes:
         t = int(busy * f)
         print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
