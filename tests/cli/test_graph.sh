@@ -113,6 +113,12 @@ check "info: a graph run without saved buffers names --snapshot-graphs; the eage
 check "a graph run without saved buffers lists them as missing; the eager BLOOM run does not" \
 	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not any(\"--snapshot-graphs\" in m for m in d[\"missing\"]))" "$dir/s.json" &&
 	 ! "$kj" compare "$src/examples/runs/bloom560m.kjdb" --json 2>/dev/null | grep -q -- "--snapshot-graphs"'
+# a run stored before replay_sequence.data existed gets the column on its next sequence replay
+cp "$run" "$dir/old.kjdb"
+KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" KJ_STANDIN_KJOULE="$kj" \
+	"$kj" replay "$dir/old.kjdb" --sequence --graph > /dev/null 2>&1; rc=$?
+check "an older run replayed again: replay_sequence gains its data column, the new rows say random" \
+	'[ $rc -eq 0 ] && [ "$(q "$dir/old.kjdb" "SELECT group_concat(DISTINCT data) FROM replay_sequence WHERE data IS NOT NULL")" = random ]'
 # a sequence replayed on small integers (random data faulted) draws less power: its energy error is
 # not judged, and compare says why and what to do; on the program's saved buffers it is judged
 cp "$run" "$dir/small.kjdb"
