@@ -279,9 +279,6 @@ static void put_group(const struct fninfo *fi, const struct kj_launch *l, const 
 	free(r);
 }
 
-/* Every launch: a group record the first time its function and geometry are seen, then a launch
- * record with the parameter words that differ from the group's first launch. The unique-kernel
- * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
 /* --snapshot: a graph kernel node's parameter words, for the buffers saved before the graph's
  * first launch (inject_snapshot.c). Read from the node at instantiation, never in the launch path. */
 void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
@@ -306,6 +303,9 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
 		free(blob);
 }
 
+/* Every launch: a group record the first time its function and geometry are seen, then a launch
+ * record with the parameter words that differ from the group's first launch. The unique-kernel
+ * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
 	struct fninfo *fi = lookup_fn(l->f);
@@ -346,7 +346,6 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
-
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
 		for (uint32_t w = 0; w < words; w++) {

@@ -165,12 +165,14 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 		if (kj_cfg.debug_graph)
 			fprintf(stderr, "kjoule graph: walk graph %u depth %d node %llu type %d parent %llu\n",
 				gid, depth, (unsigned long long)nid, (int)type, (unsigned long long)parent);
-		if (type == CU_GRAPH_NODE_TYPE_KERNEL && !is_known(nid))
-			corr = record_kernel_node(nodes[i], nid);
-		if (type == CU_GRAPH_NODE_TYPE_KERNEL && kj_cfg.snapshot_bytes > 0)
-			node_param_words(nodes[i]);
-		else if (type == CU_GRAPH_NODE_TYPE_MEMSET)
+		if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
+			if (!is_known(nid))
+				corr = record_kernel_node(nodes[i], nid);
+			if (kj_cfg.snapshot_bytes > 0)
+				node_param_words(nodes[i]);
+		} else if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
 			kj_graph_record_memset(nodes[i], nid);
+		}
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
 			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
 			if (nd > 16) {

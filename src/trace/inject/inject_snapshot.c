@@ -7,7 +7,8 @@
  * Graph kernels (captured or built node by node) cannot be snapshotted where they are recorded:
  * their parameter words are kept, and the buffers they point to are saved once, before the first
  * graph launch that follows, as the graph's sequence replay starts from them (weights, statistics,
- * inputs: a chain of kernels on random data computes NaN and draws less power). */
+ * inputs: a chain of kernels on random data computes values the program never does, and draws
+ * less power). */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
