@@ -157,6 +157,8 @@ struct kj_pipeline_totals {
 				  * (period - latency) x idle) */
 	int bottleneck;          /* index of the slowest phase, -1 none */
 	double idle_w;           /* < 0 unknown: pp_energy_j is then NAN */
+	int energy_unmeasured;   /* measured phases without an energy (--no-energy, no counter): the
+				  * energy sums are then NAN, never a partial sum or 0 */
 };
 
 /**

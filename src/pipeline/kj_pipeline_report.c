@@ -21,6 +21,7 @@ void kj_pipeline_totals(const struct kj_pipeline *p, const struct kj_phase_resul
 			continue;
 		}
 		double rep = (double)p->phases[i].repeat;
+		t->energy_unmeasured += !r[i].has_energy;
 		t->stages += p->phases[i].repeat;
 		t->seq_latency_ms += rep * r[i].latency_ms;
 		t->seq_energy_j += rep * r[i].energy_j;
@@ -30,8 +31,10 @@ void kj_pipeline_totals(const struct kj_pipeline *p, const struct kj_phase_resul
 			t->bottleneck = i;
 		}
 	}
+	if (t->energy_unmeasured)
+		t->seq_energy_j = t->seq_dynamic_j = NAN;
 	/* one stage per device: each stage runs once per period, idle for the rest of it */
-	if (idle_w < 0) {
+	if (idle_w < 0 || t->energy_unmeasured) {
 		t->pp_energy_j = NAN;
 		return;
 	}

@@ -248,6 +248,7 @@ static void test_totals(void **state)
 		r[i].latency_ms = lat[i];
 		r[i].energy_j = en[i];
 		r[i].dynamic_j = en[i] - 100 * lat[i] * 1e-3;
+		r[i].has_energy = 1;
 	}
 	kj_pipeline_totals(&p, r, 100, &t);
 	assert_true(fabs(t.seq_latency_ms - 8) < 1e-12);
@@ -269,6 +270,14 @@ static void test_totals(void **state)
 	kj_pipeline_totals(&p, r, -1, &t);
 	assert_true(isnan(t.pp_energy_j));
 	assert_true(fabs(t.seq_energy_j - 2.9) < 1e-12);
+	/* a measured phase without an energy (--no-energy, no counter): time still summed, every
+	 * energy sum unknown, never a partial sum */
+	r[2].has_energy = 0;
+	kj_pipeline_totals(&p, r, 100, &t);
+	assert_int_equal(t.energy_unmeasured, 1);
+	assert_true(fabs(t.seq_latency_ms - 8) < 1e-12);
+	assert_true(isnan(t.seq_energy_j) && isnan(t.seq_dynamic_j) && isnan(t.pp_energy_j));
+	r[2].has_energy = 1;
 	/* one stage only: pipeline-parallel = sequential */
 	p.nphases = 1;
 	kj_pipeline_totals(&p, r, 100, &t);
