@@ -120,6 +120,23 @@ grep -q "no NVTX range was open when its graphs were captured" err || fail "refu
 expect 0 "$K" pipeline --from z.kjdb --layers 0 --list
 same "forward#$IT:$((5 + 1))" "--layers 0 without capture ranges" # 5 captured + 1 node-by-node
 
+# run through a stand-in replay worker (times from the run itself, no energy): each phase says
+# "energy not measured" and the energy columns stay empty, never 0; with energy asked for on a run
+# without saved buffers, the summary says the phases ran on random data and names the remedy
+export KJ_REPLAY_WORKER="$S/tests/tools/replay_worker_standin.py" KJ_STANDIN_KJOULE="$K"
+expect 0 "$K" pipeline --from n.kjdb --layers 1 --idle-w 80 --out po
+has "layer0 .* ms   energy not measured"
+has "energy not measured (5 phase(s) without one)"
+lacks " 0 J"
+python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1])))[0]; sys.exit(not (r["status"] == "ok" and r["seq_energy_j"] == "" and r["pp_energy_per_item_j"] == "" and float(r["seq_latency_ms"]) > 0))' po/summary.csv ||
+	fail "summary.csv of a run without energies: $(cat po/summary.csv)"
+expect 0 "$K" pipeline --from n.kjdb --layers 1 --idle-w 80 --no-energy --out pn
+has "energy not measured (5 phase(s) without one: --no-energy)"
+STANDIN_MJ=2 expect 0 "$K" pipeline --from n.kjdb --layers 1 --idle-w 80 --out pe
+has "phases replayed on random data: .*--snapshot-graphs"
+grep -q "phases replayed on random data" pe/summary.csv || fail "summary note: $(cat pe/summary.csv)"
+unset KJ_REPLAY_WORKER KJ_STANDIN_KJOULE
+
 # a run ingested before capture ranges were kept (no column): refused, saying so
 cp z.kjdb old.kjdb && python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute("ALTER TABLE kernel DROP COLUMN capture_range_id"); d.commit()' old.kjdb
 expect 1 "$K" pipeline --from old.kjdb --layers 1 --list

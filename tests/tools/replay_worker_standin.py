@@ -8,7 +8,8 @@ busy time times a known factor (eager STANDIN_EAGER (2), graph 1, topology STAND
 each kernel node of the topology (`kjoule replay --dry-run --json`, through $KJ_STANDIN_KJOULE)
 gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line;
 STANDIN_FAULT_ON_RANDOM=1 fails every mode with a device assert on `--fill random`, as PyTorch's
-index kernels do on random indices, so the host's fallback to small integers is exercised."""
+index kernels do on random indices, so the host's fallback to small integers is exercised;
+STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement)."""
 import json
 import os
 import subprocess
@@ -50,10 +51,12 @@ def main():
             print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=failed\truns=0\tlaunches={kernels}\tops={ops}"
                   f"\tmin=0\tmedian=0\tmax=0\tenergy=0\tmj=0\tunc=0\terror=first iteration: CUDA_ERROR_ASSERT")
         return 0
+    mj = os.environ.get("STANDIN_MJ")
     for mode, f in modes:
         t = int(busy * f)
+        energy = f"energy=1\tmj={mj}\tunc=0" if mj else "energy=0\tmj=0\tunc=0"
         print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
-              f"\tmin={t}\tmedian={t}\tmax={t}\tenergy=0\tmj=0\tunc=0\terror=")
+              f"\tmin={t}\tmedian={t}\tmax={t}\t{energy}\terror=")
     return 0
 
 
