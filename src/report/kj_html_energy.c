@@ -152,7 +152,27 @@ void kj_html_energy(struct kj_html_ctx *x)
 	kj_html_fig(f, ep, hep, 3, NULL);
 	fputs("</td></tr>\n<tr><td class=\"l\">error of the prediction</td><td>", f);
 	kj_html_fig(f, ee, hee, 1, "%");
-	fputs("</td></tr>\n</tbody></table>\n", f);
+	fputs("</td></tr>\n", f);
+	/* the second prediction: the kept iteration replayed as one graph, and what it ran on */
+	double es = 0, ese = 0;
+	int hes = kj_html_jnum(j, "energy_predicted_sequence_j", &es);
+	int hese = kj_html_jnum(j, "energy_error_sequence_pct", &ese);
+	const char *smode = json_string_value(json_object_get(j, "energy_sequence_mode"));
+	const char *sdata = json_string_value(json_object_get(j, "energy_sequence_data"));
+	if (hes) {
+		fprintf(f, "<tr id=\"energy-sequence\"><td class=\"l\">the iteration replayed as one graph (%s"
+			   " replay) + idle over the rest of the wall%s%s%s</td><td>",
+			smode ? smode : "?", sdata ? ", on " : "", sdata ? sdata : "", sdata ? " data" : "");
+		kj_html_fig(f, es, 1, 3, NULL);
+		fputs("</td></tr>\n<tr><td class=\"l\">its error</td><td>", f);
+		if (sdata && (!strncmp(sdata, "smallint", 8) || !strncmp(sdata, "zero", 4)))
+			fputs("<span class=\"na\">not judged: replayed on fallback data (trace with"
+			      " --snapshot-graphs)</span>", f);
+		else
+			kj_html_fig(f, ese, hese, 1, "%");
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</tbody></table>\n", f);
 	if (!hek) {
 		snprintf(cmd, sizeof(cmd), "kjoule replay %s --energy", x->run);
 		kj_html_missing(f, "energy per kernel launch (the kernels' part of the prediction)", cmd);

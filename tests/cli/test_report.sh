@@ -51,6 +51,18 @@ need "$B" "kjoule timeline $SRC/examples/runs/bloom560m.kjdb --format svg --iter
 lack "$B" "Not in this run:</b> kernel replays"
 need "$B" "Not in this run:</b> CUDA API calls" # traced without --api
 
+# the graph run: its second energy prediction (the iteration replayed as one graph), judged; on
+# fallback data (small integers) not judged, and the remedy named
+G=$T/gpt_graph.html
+need "$G" 'id="energy-sequence"'
+need "$G" "the iteration replayed as one graph (topology replay)"
+cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/gsmall.kjdb"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE replay_sequence ADD COLUMN data TEXT"); c.execute("UPDATE replay_sequence SET data = \"smallint\""); c.commit()' "$T/gsmall.kjdb"
+expect 0 "$KJ" report "$T/gsmall.kjdb" -o "$T/gsmall.html" --quiet
+need "$T/gsmall.html" "replay) + idle over the rest of the wall, on smallint data"
+need "$T/gsmall.html" "not judged: replayed on fallback data (trace with --snapshot-graphs)"
+lack "$G" "not judged: replayed on fallback data"
+
 # a bare synthetic run: no iterations, replays, power, API calls
 $GEN -o "$T/bare.kjdb" --kernels 2000 --nvtx 0 --power 0 >/dev/null
 expect 0 "$KJ" report "$T/bare.kjdb" --quiet
