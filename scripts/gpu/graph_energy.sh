@@ -7,7 +7,8 @@
 #         walked and cloned on stderr; counts of memset nodes, their parameters, and which memset
 #         activities found a destination
 #   jax   the same, JAX_STEPS (3000) steps, replayed with --energy and compared
-# GE_RUN_ARGS: more `kjoule run` options for gpt and jax (e.g. --snapshot=4096)
+# GE_RUN_ARGS: `kjoule run` options for gpt and jax (default --snapshot-graphs: replays run on the
+# programs' own buffers, docs/replay.md "Data"; GE_RUN_ARGS=" " for the replay fill alone)
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/graph_energy.sh [PART...]
 # Results: $OUT/graph_energy.json (device, date, command, raw compare figures), $OUT/*.txt
 set -u
@@ -24,7 +25,7 @@ for part in $parts; do
 case $part in
 gpt)
 	echo "$(el) gpt: trace ${GPT_ITERS:-1500} forwards"
-	timeout 200 "$kj" run --force -o "$W/gpt.kjdb" ${GE_RUN_ARGS:-} -- python3 examples/gpt_graph.py --mode graph \
+	timeout 200 "$kj" run --force -o "$W/gpt.kjdb" ${GE_RUN_ARGS:---snapshot-graphs} -- python3 examples/gpt_graph.py --mode graph \
 		--iters "${GPT_ITERS:-1500}" > "$W/gpt.log" 2>&1 || tail -3 "$W/gpt.log"
 	timeout 60 "$kj" power --idle --duration 3 --db "$W/gpt.kjdb" > /dev/null 2>&1
 	echo "$(el) gpt: replay --energy"
@@ -62,7 +63,7 @@ P
 	;;
 jax)
 	echo "$(el) jax: trace ${JAX_STEPS:-3000} steps"
-	timeout 200 "$kj" run --force -o "$W/jax.kjdb" --iteration-range step ${GE_RUN_ARGS:-} -- python3 examples/jax_step.py \
+	timeout 200 "$kj" run --force -o "$W/jax.kjdb" --iteration-range step ${GE_RUN_ARGS:---snapshot-graphs} -- python3 examples/jax_step.py \
 		--steps "${JAX_STEPS:-3000}" > "$W/jax.log" 2>&1 || tail -3 "$W/jax.log"
 	timeout 60 "$kj" power --idle --duration 3 --db "$W/jax.kjdb" > /dev/null 2>&1
 	echo "$(el) jax: replay --energy"
