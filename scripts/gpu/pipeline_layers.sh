@@ -5,8 +5,8 @@
 #           and the shipped conv shapes against torchvision's modules (gen_pipelines.py --check)
 #   truth   ResNet-50 at batch 1 and 32 (TRUTH_BATCHES; TRUTH_GRAPH=1: the forward captured in a
 #           CUDA graph, GPU-bound; TRUTH_CL=1: model and input channels-last; TRUTH_YAML_ES: the yaml
-#           phases' energy window in seconds (0.3); TRUTH_RUN_ARGS: more `kjoule run` options (e.g.
-#           --snapshot=4096); TRUTH_FROM_NOSNAP=1: --from also on a copy of the run without its
+#           phases' energy window in seconds (0.3); TRUTH_RUN_ARGS: `kjoule run` options (default
+#           --snapshot-graphs: --from replays on the program's buffers; " " for the fill alone); TRUTH_FROM_NOSNAP=1: --from also on a copy of the run without its
 #           buffer snapshot; TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
 #           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on another replay
 #           fill (KJ_REPLAY_FILL=$TRUTH_FROM_FILL, default legacy); TRUTH_NO_YAML=1:
@@ -74,7 +74,7 @@ tests)
 truth)
 	for b in ${TRUTH_BATCHES:-1 32}; do
 		echo "== truth check, ResNet-50 batch $b: end to end under kjoule run (ranges for the model's children)"
-		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" ${TRUTH_RUN_ARGS:-} -- python3 examples/torchvision_nvtx.py --batch "$b" \
+		step 180 "$kj" run --force -o "$W/r50_b$b.kjdb" ${TRUTH_RUN_ARGS:---snapshot-graphs} -- python3 examples/torchvision_nvtx.py --batch "$b" \
 			--module-depth 1 ${TRUTH_GRAPH:+--graph} ${TRUTH_CL:+--channels-last} --iters 20 --warmup 10 \
 			--min-seconds 3 > "$W/run_b$b.log" 2>&1
 		grep '^{' "$W/run_b$b.log" | tail -1 | tee "$W/e2e_b$b.json"
