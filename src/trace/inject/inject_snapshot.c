@@ -204,7 +204,6 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 		graph_saved = kj_map_new();
 	struct snap_range *found = NULL;
 	size_t n = 0, cap_found = 0;
-	uint64_t total = 0;
 	for (size_t i = 0; graph_saved && i < graph_nwords; i++) {
 		struct snap_range r;
 		if (!device_range(graph_words[i], &r) || kj_map_get(graph_saved, r.base, NULL))
@@ -220,7 +219,6 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 		if (kj_map_put(graph_saved, r.base, 1))
 			break;
 		found[n++] = r;
-		total += r.bytes;
 	}
 	graph_nwords = 0;
 	pthread_mutex_unlock(&graph_lock);
@@ -228,9 +226,15 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 		free(found);
 		return 0;
 	}
-	int fits = reserve(total, "a graph's buffers were not saved");
+	/* as many as the budget holds, in the order the kernels named them: a weight saved is one
+	 * the replay does not have to make up */
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (reserve(found[i].bytes, "some graph buffers were not saved"))
+			found[kept++] = found[i];
+	n = kept;
 	int saved = 0;
-	if (fits && cuCtxSynchronize() == CUDA_SUCCESS) {
+	if (n && cuCtxSynchronize() == CUDA_SUCCESS) {
 		/* copy_out works on the thread's pending list: no eager launch is pending here */
 		for (size_t i = 0; i < n; i += SNAP_MAX_BUFFERS) {
 			int m = n - i < SNAP_MAX_BUFFERS ? (int)(n - i) : SNAP_MAX_BUFFERS;
