@@ -650,7 +650,7 @@ int cmd_pipeline(int argc, char **argv)
 		total = 1;
 		sqlite3 *rdb = NULL;
 		if (!kj_db_open(o.from, 0, &rdb)) {
-			o.from_snapshot = kj_db_has_row(rdb, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1") > 0;
+			o.from_snapshot = kj_db_has_snapshot(rdb);
 			kj_db_close(rdb);
 		}
 	}

@@ -641,13 +641,13 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 				 c.s[0].error, fills[t + 1]);
 	}
 	/* what the replayed buffers held: the fill tier, under the run's saved buffers where it has them */
-	int snap = kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1");
-	if (used > 0 && snap <= 0)
+	int snap = kj_db_has_snapshot(db);
+	if (used > 0 && !snap)
 		kj_warnf("iteration %s replayed on %s data: its energy is not the program's (operands of few set"
 			 " bits draw less power); trace with `kjoule run --snapshot-graphs` (graph programs) or"
 			 " `--snapshot` to replay on the program's buffers", it, fills[used]);
 	for (size_t i = 0; i < c.n; i++)
-		snprintf(c.s[i].data, sizeof(c.s[i].data), "%s%s", fills[used], snap > 0 ? "+snapshot" : "");
+		snprintf(c.s[i].data, sizeof(c.s[i].data), "%s%s", fills[used], snap ? "+snapshot" : "");
 	for (size_t i = 0; first[0] && i < c.n; i++) /* c.n <= 3: on_seq_line keeps three */
 		if (strcmp(c.s[i].status, "failed")) {
 			char note[sizeof(c.s[i].error)];

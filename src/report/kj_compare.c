@@ -186,7 +186,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	c->seq_eager_ns = c->seq_graph_ns = c->seq_eager_mj = c->seq_graph_mj = -1;
 	c->seq_topo_ns = c->seq_topo_mj = -1;
 	c->seq_graph_data[0] = c->seq_topo_data[0] = '\0';
-	c->have_snapshot = kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1") > 0;
+	c->have_snapshot = kj_db_has_snapshot(db);
 	if (kj_db_prepare(db, kj_db_has_column(db, "replay_sequence", "data")
 			      ? "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
 				" count(energy_mj), max(data) FROM replay_sequence"

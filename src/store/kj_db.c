@@ -242,6 +242,11 @@ int kj_db_has_row(sqlite3 *db, const char *sql)
 	return yes;
 }
 
+int kj_db_has_snapshot(sqlite3 *db)
+{
+	return kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1") > 0;
+}
+
 int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt)
 {
 	sqlite3_stmt *st = NULL;

@@ -44,6 +44,9 @@ int64_t kj_db_count(sqlite3 *db, const char *table);
 /** @brief 1 when the query yields a row, 0 when it yields none or cannot run (a table an older
  * run lacks). Quiet. */
 int kj_db_has_row(sqlite3 *db, const char *sql);
+/** @brief 1 when the run saved device buffers (`kjoule run --snapshot` or `--snapshot-graphs`),
+ * which replays lay over their fill; 0 otherwise (older runs without the table included). */
+int kj_db_has_snapshot(sqlite3 *db);
 /** @brief The first column of the first row of sql as an integer, or dflt when the query yields
  *  no row, a NULL, or cannot run (a table an older run lacks). When the statement has a
  *  parameter, arg is bound to ?1. Quiet. */

@@ -534,7 +534,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	/* a range that starts later in an iteration whose buffers the run saved (they hold the state
 	 * before the whole iteration): the ops before it run once first, on those buffers, so the
 	 * range reads the activations the program's iteration gave it */
-	if (R->o.seq_first > 0 && kj_db_has_row(R->db, "SELECT 1 FROM snapshot WHERE data IS NOT NULL LIMIT 1")) {
+	if (R->o.seq_first > 0 && kj_db_has_snapshot(R->db)) {
 		int64_t f = R->o.seq_first, l = R->o.seq_last;
 		R->o.seq_first = 0;
 		R->o.seq_last = f - 1;
