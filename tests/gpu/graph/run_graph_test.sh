@@ -7,12 +7,7 @@
 # node timed), and a report with no inf/NaN that names the waiting kernel.
 set -u
 kj=$1 target=$2
-if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
+. "$(dirname "$0")/../lib.sh"
 
 KJ_EXPECT=$dir/expected.json "$kj" run -o "$dir/g.kjdb" -- "$target" > "$dir/run.log" 2>&1; rc=$?
 check "the program runs traced" '[ $rc -eq 0 ]'

@@ -6,12 +6,7 @@
 # `pipeline --from` replays layer b after running layer a once on them (its inputs).
 set -u
 kj=$1 target=$2
-if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
+. "$(dirname "$0")/../lib.sh"
 
 "$kj" run --snapshot-graphs=64 --iteration-range step -o "$dir/p.kjdb" -- "$target" > "$dir/run.log" 2>&1; rc=$?
 check "the program runs traced with --snapshot-graphs and checks its own output" '[ $rc -eq 0 ] && grep -q "iterations done" "$dir/run.log"'

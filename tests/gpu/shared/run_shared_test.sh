@@ -10,12 +10,7 @@
 # Writes nothing outside a temporary directory, unless KJ_SHARED_KEEP names a folder for the runs.
 set -u
 kj=$1 target=$2
-if ! nvidia-smi -L >/dev/null 2>&1; then echo "no GPU: skipped"; exit 77; fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-q() { python3 -c 'import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else "")' "$@"; }
+. "$(dirname "$0")/../lib.sh"
 # cmpval RUN KEY: shared_gpu.KEY of `kjoule compare RUN --skip 1 --json`; when compare fails or
 # prints no JSON, "error" and a note with its exit code and stderr (the check then fails).
 cmpval() {
