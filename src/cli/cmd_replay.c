@@ -26,6 +26,7 @@ struct replay_opts {
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
 	int graph, verify, no_sequence, all, energy_s_given;
 	int topology; /* -1: with --graph when the iteration is graph-launched; 0 never; 1 asked */
+	int back_to_back; /* --back-to-back: topology energy unpaced even where the program paused */
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
@@ -40,7 +41,7 @@ static void usage(FILE *f)
 		"                     [--timer cupti|events] [--relocate] [--verify] [--no-sequence]\n"
 		"                     [--all] [--budget SECONDS]\n"
 		"       kjoule replay RUN.kjdb --sequence [--iteration I] [--graph] [--no-topology] [--runs N]\n"
-		"                     [--energy] [--dry-run]\n"
+		"                     [--energy] [--back-to-back] [--dry-run]\n"
 		"Re-launches each captured unique kernel alone (same binary, same parameters) in its own\n"
 		"worker process and reports latency (warm/cold L2) and, with --energy, energy per launch.\n"
 		"Results go into the run's replay_kernel / replay_energy tables. docs/replay.md.\n"
@@ -65,6 +66,9 @@ static void usage(FILE *f)
 		"                   its graph launches rebuilt with their recorded nodes and edges, timed,\n"
 		"                   with energy, each kernel node timed where it runs; node kinds that\n"
 		"                   cannot be rebuilt are named. --no-topology: the linear chain only\n"
+		"                   Its energy is measured as the program ran the launches: where the GPU\n"
+		"                   waited between them (a host synchronisation after each), one launch per\n"
+		"                   program period, each waited for; --back-to-back: never paced\n"
 		"  --dry-run        with --sequence: say what would be replayed (the iteration, its graph\n"
 		"                   topology) without a GPU, and stop\n"
 		"  --no-sequence    per-kernel replay only: without it, a run that holds an iteration\n"
@@ -431,6 +435,8 @@ static int parse_args(int argc, char **argv, struct replay_opts *o)
 			o->topology = 1;
 		} else if (!strcmp(a, "--no-topology")) {
 			o->topology = 0;
+		} else if (!strcmp(a, "--back-to-back")) {
+			o->back_to_back = 1;
 		} else if (!strcmp(a, "--dry-run")) {
 			o->dry_run = 1;
 		} else if (!strcmp(a, "--all")) {
@@ -601,6 +607,8 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		argv[k++] = "--graph";
 	if (use_topo)
 		argv[k++] = "--topology";
+	if (use_topo && o->back_to_back)
+		argv[k++] = "--no-pace";
 	if (o->energy) {
 		argv[k++] = "--energy";
 		argv[k++] = "--energy-seconds";

@@ -470,9 +470,9 @@ void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s)
 	clean(err, sizeof(err), s->error);
 	fprintf(f, "KJ_SEQ\titeration=%" PRId64 "\tmode=%s\tstatus=%s\truns=%d\tlaunches=%" PRId64
 		   "\tops=%" PRId64 "\tmin=%" PRId64 "\tmedian=%" PRId64 "\tmax=%" PRId64
-		   "\tenergy=%d\tmj=%.9g\tunc=%.9g\terror=%s\n",
+		   "\tenergy=%d\tmj=%.9g\tunc=%.9g\tpace=%" PRId64 "\terror=%s\n",
 		s->iteration, s->mode, s->status[0] ? s->status : "failed", s->runs, s->launches, s->ops,
-		s->min_ns, s->median_ns, s->max_ns, s->has_energy, s->energy_mj, s->energy_unc_mj, err);
+		s->min_ns, s->median_ns, s->max_ns, s->has_energy, s->energy_mj, s->energy_unc_mj, s->pace_ns, err);
 	fflush(f);
 }
 
@@ -491,6 +491,8 @@ int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
 		return KJ_EINVAL;
 	s->runs = (int)runs;
 	s->has_energy = energy != 0;
+	if (field_i64(line, "pace", &s->pace_ns) || s->pace_ns < 0)
+		s->pace_ns = 0; /* workers before pacing: back to back */
 	if (!field(line, "error", s->error, sizeof(s->error)))
 		s->error[0] = '\0';
 	return 1;

@@ -246,6 +246,8 @@ struct kj_replay_seq {
 	int has_energy;
 	double energy_mj, energy_unc_mj; /* per iteration */
 	char data[32]; /* host side: what the buffers held ("random", "smallint", "zero", "+snapshot") */
+	int64_t pace_ns; /* energy measured with one launch per pace_ns, host-synchronised as the
+			    program ran them (kj_replay_pace.h): energy_mj is per period; 0 back to back */
 };
 
 /** @brief Worker side: one "KJ_SEQ" line. */

@@ -106,11 +106,14 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 	if (!kj_db_has_column(db, "replay_sequence", "data") &&
 	    kj_db_exec(db, "ALTER TABLE replay_sequence ADD COLUMN data TEXT", "add replay_sequence.data"))
 		return KJ_EDB;
+	if (!kj_db_has_column(db, "replay_sequence", "pace_ns") &&
+	    kj_db_exec(db, "ALTER TABLE replay_sequence ADD COLUMN pace_ns INTEGER", "add replay_sequence.pace_ns"))
+		return KJ_EDB;
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
-			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &st))
+			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data, pace_ns)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &st))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
@@ -140,6 +143,10 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 			sqlite3_bind_text(st, 11, s[i].data, -1, SQLITE_TRANSIENT);
 		else
 			sqlite3_bind_null(st, 11);
+		if (ok && s[i].has_energy && s[i].pace_ns > 0)
+			sqlite3_bind_int64(st, 12, s[i].pace_ns);
+		else
+			sqlite3_bind_null(st, 12);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
 			goto out;
@@ -180,6 +187,9 @@ void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 			s[i].median_ns / 1e6, s[i].min_ns / 1e6, s[i].max_ns / 1e6, e);
 		if (s[i].error[0])
 			fprintf(f, "       %s\n", s[i].error);
+		if (s[i].has_energy && s[i].pace_ns > 0)
+			fprintf(f, "       energy per launch paced at %.1f µs, host-synchronised as the program ran"
+				   " (the GPU idle between launches included)\n", s[i].pace_ns / 1e3);
 	}
 	const struct kj_replay_seq *eager = mode_of(s, n, "eager"), *graph = mode_of(s, n, "graph");
 	if (info->traced_span_ns > 0)
@@ -227,13 +237,14 @@ char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(modes, json_pack("{s:s, s:s, s:s?, s:i, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+		json_array_append_new(modes, json_pack("{s:s, s:s, s:s?, s:i, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
 			"mode", s[i].mode, "status", s[i].status, "error", s[i].error[0] ? s[i].error : NULL,
 			"runs", s[i].runs, "launches", (json_int_t)s[i].launches, "ops", (json_int_t)s[i].ops,
 			"median_ns", (json_int_t)s[i].median_ns, "min_ns", (json_int_t)s[i].min_ns,
 			"max_ns", (json_int_t)s[i].max_ns,
 			"energy_mj", s[i].has_energy ? json_real(s[i].energy_mj) : json_null(),
-			"energy_unc_mj", s[i].has_energy ? json_real(s[i].energy_unc_mj) : json_null()));
+			"energy_unc_mj", s[i].has_energy ? json_real(s[i].energy_unc_mj) : json_null(),
+			"energy_pace_ns", s[i].has_energy && s[i].pace_ns > 0 ? json_integer(s[i].pace_ns) : json_null()));
 	json_object_set_new(root, "iteration", json_integer(info->iteration));
 	json_object_set_new(root, "ops", json_integer(info->ops));
 	json_object_set_new(root, "kernels", json_integer(info->kernels));

@@ -187,14 +187,14 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	c->seq_topo_ns = c->seq_topo_mj = -1;
 	c->seq_graph_data[0] = c->seq_topo_data[0] = '\0';
 	c->have_snapshot = kj_db_has_snapshot(db);
-	if (kj_db_prepare(db, kj_db_has_column(db, "replay_sequence", "data")
-			      ? "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
-				" count(energy_mj), max(data) FROM replay_sequence"
-				" WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)"
-			      : "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj),"
-				" count(energy_mj), NULL FROM replay_sequence"
-				" WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
-			  &st))
+	c->seq_topo_pace_ns = 0;
+	/* columns added later (data, pace_ns) are read where the run has them */
+	char sql[400];
+	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"
+		 " FROM replay_sequence WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
+		 kj_db_has_column(db, "replay_sequence", "data") ? "max(data)" : "NULL",
+		 kj_db_has_column(db, "replay_sequence", "pace_ns") ? "avg(pace_ns)" : "NULL");
+	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *mode = (const char *)sqlite3_column_text(st, 0);
@@ -218,6 +218,8 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->seq_topo_ns = sqlite3_column_double(st, 1);
 			c->seq_topo_rows = sqlite3_column_int64(st, 2);
 			c->seq_topo_mj = has_e ? sqlite3_column_double(st, 3) : -1;
+			if (has_e && sqlite3_column_type(st, 6) != SQLITE_NULL)
+				c->seq_topo_pace_ns = sqlite3_column_double(st, 6);
 		}
 	}
 	sqlite3_finalize(st);

@@ -205,10 +205,17 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				s.e_insitu_err_pct, s.e_err_pct - s.e_insitu_err_pct, s.e_insitu_err_pct);
 		fprintf(f, "\n");
 	}
-	if (s.have_seq_e) {
+	if (s.have_seq_e && s.e_seq_paced)
+		fprintf(f, "  iteration replayed as one graph     %12.6f  (%s replay paced as the program ran: one"
+			   " launch every %.1f us, each waited for; %s idle over the period's part outside the wall ="
+			   " %.6f)\n",
+			s.e_seq / 1000, s.e_seq_mode, s.e_seq_time * NS_US,
+			s.e_seq_time > s.wall.mean ? "less" : "plus", s.e_seq_pred / 1000);
+	else if (s.have_seq_e)
 		fprintf(f, "  iteration replayed as one graph     %12.6f  (%s replay, %.1f us; + idle over the rest"
 			   " of the wall = %.6f)\n",
 			s.e_seq / 1000, s.e_seq_mode, s.e_seq_time * NS_US, s.e_seq_pred / 1000);
+	if (s.have_seq_e) {
 		if (s.e_seq_synthetic)
 			fprintf(f, "  error vs measured                   not judged: replayed on %s data (random data"
 				   " faulted: an index read out of bounds); operands of few set bits draw less power."

@@ -208,9 +208,17 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_seq_synthetic = !strncmp(s->e_seq_data, "smallint", 8) || !strncmp(s->e_seq_data, "zero", 4);
 		s->e_seq = topo ? c->seq_topo_mj : c->seq_graph_mj;
 		s->e_seq_time = topo ? c->seq_topo_ns : c->seq_graph_ns;
+		s->e_seq_paced = topo && c->seq_topo_pace_ns > 0;
 		double rest_ns = s->wall.mean - s->e_seq_time;
-		s->e_seq_pred = s->e_seq + c->idle_w * (rest_ns > 0 ? rest_ns : 0) * 1e-6; /* W*ns->mJ */
-		s->have_seq_e = s->e_seq_time > 0;
+		if (s->e_seq_paced) {
+			/* energy per paced period: the GPU idled for the part of the period outside the
+			 * iteration's window, which comes off at idle power (and a shorter period adds it) */
+			s->e_seq_time = c->seq_topo_pace_ns;
+			rest_ns = s->wall.mean - s->e_seq_time;
+			s->e_seq_pred = s->e_seq + c->idle_w * rest_ns * 1e-6;
+		} else
+			s->e_seq_pred = s->e_seq + c->idle_w * (rest_ns > 0 ? rest_ns : 0) * 1e-6; /* W*ns->mJ */
+		s->have_seq_e = s->e_seq_time > 0 && s->e_seq_pred > 0;
 		if (s->have_seq_e && s->have_meas) {
 			s->e_seq_err_pct = cmp_safe_div(100.0 * (s->e_seq_pred - s->e_meas.mean), s->e_meas.mean, &ok);
 			s->have_seq_err = ok && !s->e_seq_synthetic;

@@ -109,7 +109,8 @@ const char kj_schema_sql[] =
     " replayed_at TEXT);\n"
     "CREATE TABLE replay_sequence(id INTEGER PRIMARY KEY, iteration INTEGER, mode TEXT,"
     " runs INTEGER, launches INTEGER, median_ns INTEGER, min_ns INTEGER, max_ns INTEGER,"
-    " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, data TEXT, UNIQUE(iteration, mode));\n"
+    " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, data TEXT, pace_ns INTEGER,"
+    " UNIQUE(iteration, mode));\n"
     "CREATE TABLE problem(id INTEGER PRIMARY KEY, pid INTEGER, t_ns INTEGER,"
     " severity TEXT, what TEXT);\n";
 

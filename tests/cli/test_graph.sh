@@ -135,6 +135,40 @@ python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDAT
 check "on the program's saved buffers the error is judged and says so" \
 	'"$kj" compare "$dir/small.kjdb" --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not isinstance(d[\"energy_error_sequence_pct\"], float))" &&
 	 "$kj" compare "$dir/small.kjdb" 2>/dev/null | grep -q "on the program.s saved buffers"'
+# a topology energy measured paced (one launch per program period, each waited for: the program
+# synchronised after each forward) is per period: the part of the period outside the iteration's
+# wall comes off at idle power, recomputed here from the database and compare's wall
+cp "$run" "$dir/paced.kjdb"
+python3 - "$dir/paced.kjdb" <<'P'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+if "pace_ns" not in [r[1] for r in c.execute("PRAGMA table_info(replay_sequence)")]:
+    c.execute("ALTER TABLE replay_sequence ADD COLUMN pace_ns INTEGER")
+c.execute("UPDATE replay_sequence SET pace_ns = CAST(median_ns * 1.3 AS INTEGER) WHERE energy_mj IS NOT NULL")
+c.commit()
+P
+"$kj" compare "$dir/paced.kjdb" --json > "$dir/paced.json" 2>/dev/null
+check "a paced topology energy: per period, less idle power over the period's part outside the wall" 'python3 - "$dir/paced.kjdb" "$dir/paced.json" <<'"'"'P'"'"'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+c = json.load(open(sys.argv[2]))
+mode = c["energy_sequence_mode"]
+mj, pace = db.execute("SELECT avg(energy_mj), avg(pace_ns) FROM replay_sequence WHERE mode = ? AND energy_mj IS NOT NULL", (mode,)).fetchone()
+assert pace is not None, "no paced row"
+if mode == "topology":
+    want = (mj + c["idle_power_w"] * (c["wall_us"] * 1e3 - pace) * 1e-6) / 1000
+    assert abs(c["energy_sequence_pace_us"] - pace / 1e3) < 0.01, c["energy_sequence_pace_us"]
+else:  # only the topology replay is paced: the linear chain keeps its figure
+    want = (mj + c["idle_power_w"] * max(c["wall_us"] * 1e3 - db.execute("SELECT avg(median_ns) FROM replay_sequence WHERE mode = ?", (mode,)).fetchone()[0], 0) * 1e-6) / 1000
+    assert c["energy_sequence_pace_us"] is None
+got = c["energy_predicted_sequence_j"]
+assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
+P
+'
+if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["energy_sequence_mode"] != "topology")' "$dir/paced.json"; then
+	check "compare says the replay ran paced as the program ran" \
+		'"$kj" compare "$dir/paced.kjdb" 2>/dev/null | grep -q "paced as the program ran: one launch every"'
+fi
 # a memset node inside the graph (cuDNN resets a tile counter before its attention kernel): its
 # runs get the destination the node holds, and the kept iteration keeps it where it ran, between
 # the two kernels, named by row, so replay repeats it at its place

@@ -17,7 +17,7 @@
  *        kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W] [--cache warm|cold|both]
  *                             [--energy] [--unroll U] [--energy-seconds S] [--device D]
  *                             [--timer cupti|events] [--relocate] [--verify]
- *        kjoule-replay-worker --db RUN --sequence ITERATION [--graph [--topology]] [--runs N] [--energy]
+ *        kjoule-replay-worker --db RUN --sequence ITERATION [--graph [--topology [--no-pace]]] [--runs N] [--energy]
  * Exit code: 0 when a KJ_RESULT line was printed (whatever its status), 2 usage, 1 otherwise. */
 #include "worker.h"
 
@@ -253,6 +253,8 @@ int main(int argc, char **argv)
 			R.o.graph = 1;
 		} else if (!strcmp(a, "--topology")) {
 			R.o.topology = 1;
+		} else if (!strcmp(a, "--no-pace")) {
+			R.o.no_pace = 1;
 		} else if (v && !strcmp(a, "--ordinals")) {
 			char *colon = NULL;
 			R.o.seq_first = strtoll(v, &colon, 10);

@@ -38,6 +38,7 @@ struct opts {
 	int probe;
 	int verify;       /* compare outputs with the run's after-launch snapshot */
 	int topology;     /* --sequence --graph: also the graph launches with their recorded topology */
+	int no_pace;      /* --no-pace: topology energy back to back even where the program paused */
 };
 
 /* One launch as captured: function, geometry, parameter block and its pointer words. */
@@ -144,6 +145,8 @@ int sequence_run(struct replay *R, int64_t iteration, int graph);
  *  min/median/max into out (status failed and error on a CUDA error). 0 or KJ_EGPU. */
 int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
 /** Energy per launch of an instantiated graph (kj_amortize_measure), into out when measured. */
+/* out->pace_ns > 0 on entry: launches paced at that period and waited for (kj_replay_pace.h);
+ * on return the period as measured, 0 when no energy was measured. */
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
 /* worker_topology.c: the kept iteration's graph launches rebuilt with their recorded topology */
 struct topo;

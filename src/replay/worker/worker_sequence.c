@@ -2,6 +2,8 @@
  * streams with its events, eager and as one CUDA graph, and each kernel timed inside it. */
 #include "worker.h"
 
+#include "kj_gpu.h"
+
 /* ---- whole-iteration (sequence) replay ---- */
 struct seq_op {
 	int type;              /* 0 kernel, 1 memcpy, 2 memset, 3 event record, 4 event wait */
@@ -251,11 +253,24 @@ static CUresult seq_enqueue(struct seq *S)
 struct seq_graph {
 	CUgraphExec exec;
 	CUstream stream;
+	int64_t pace_ns; /* > 0: one launch per pace_ns, each waited for (kj_replay_pace.h) */
+	int64_t next_ns; /* when the next paced launch may go */
 };
 
+/* One launch; paced: not before the program's period has passed since the last one, and waited
+ * for on the host, as a program that synchronises after each iteration runs it. */
 static int seq_graph_enqueue(void *ctx)
 {
 	struct seq_graph *g = ctx;
+	if (g->pace_ns > 0) {
+		int64_t now;
+		while ((now = kj_now_ns()) < g->next_ns)
+			; /* the program's host spent this time too: spin, do not sleep */
+		g->next_ns = now + g->pace_ns;
+		if (cuGraphLaunch(g->exec, g->stream) != CUDA_SUCCESS)
+			return KJ_EGPU;
+		return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+	}
 	return cuGraphLaunch(g->exec, g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
 }
 
@@ -325,7 +340,7 @@ int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_
 #ifdef KJ_HAVE_AMORTIZE
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
 {
-	struct seq_graph g = {exec, s};
+	struct seq_graph g = {exec, s, out->pace_ns, 0};
 	struct kj_amortize_work w = {&g, seq_graph_enqueue, seq_graph_sync, 1};
 	struct kj_amortize_opts ao;
 	struct kj_amortize_result ar;
@@ -337,7 +352,10 @@ void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_repl
 		out->has_energy = 1;
 		out->energy_mj = ar.energy_per_launch_mj;
 		out->energy_unc_mj = ar.energy_unc_mj;
-	}
+		if (out->pace_ns > 0) /* the period as it ran: a slower host stretches it */
+			out->pace_ns = (int64_t)ar.time_per_launch_ns;
+	} else
+		out->pace_ns = 0;
 }
 #else
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)

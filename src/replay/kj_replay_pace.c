@@ -1,0 +1,140 @@
+/* How the program spaced its graph launches (kj_replay_pace.h). */
+#include "kj_replay_pace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_grow.h"
+#include "kj_quantile.h"
+
+#define PACE_MIN_LAUNCHES 4
+#define PACE_MIN_GAP_NS 20000
+#define PACE_MIN_GAP_FRAC 0.01
+#define PACE_MAX_GAP_SPANS 4.0
+
+static double median_of(double *v, size_t n)
+{
+	kj_sort_doubles(v, n);
+	return kj_quantile_sorted(v, n, 0.5);
+}
+
+int kj_pace_decide(const int64_t *host, const int64_t *first, const int64_t *last, size_t n, struct kj_pace *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->launches = (int64_t)n;
+	if (n > 0 && (!host || !first || !last))
+		return KJ_EINVAL;
+	if (n < PACE_MIN_LAUNCHES) {
+		snprintf(p->why, sizeof(p->why), "back to back: %zu launches of the graph, too few to see a cadence", n);
+		return 0;
+	}
+	double *period = malloc(n * sizeof(double)), *gap = malloc(n * sizeof(double)),
+	       *span = malloc(n * sizeof(double));
+	if (!period || !gap || !span) {
+		free(period), free(gap), free(span);
+		return KJ_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		span[i] = (double)(last[i] - first[i]);
+	for (size_t i = 0; i + 1 < n; i++) {
+		period[i] = (double)(host[i + 1] - host[i]);
+		gap[i] = (double)(first[i + 1] - last[i]);
+	}
+	p->span_ns = (int64_t)median_of(span, n);
+	p->gap_ns = (int64_t)median_of(gap, n - 1);
+	double per = median_of(period, n - 1);
+	free(period), free(gap), free(span);
+	double us = 1e-3;
+	if (p->gap_ns <= PACE_MIN_GAP_NS || (double)p->gap_ns <= PACE_MIN_GAP_FRAC * (double)p->span_ns)
+		snprintf(p->why, sizeof(p->why), "back to back, as the program ran: the GPU waited %.1f µs between"
+			 " launches of %.1f µs", (double)p->gap_ns * us, (double)p->span_ns * us);
+	else if ((double)p->gap_ns > PACE_MAX_GAP_SPANS * (double)p->span_ns)
+		snprintf(p->why, sizeof(p->why), "back to back: the GPU waited %.1f µs between launches of %.1f µs,"
+			 " longer than a loop's cadence", (double)p->gap_ns * us, (double)p->span_ns * us);
+	else if (per <= (double)p->span_ns)
+		snprintf(p->why, sizeof(p->why), "back to back: launches every %.1f µs, no longer than their"
+			 " %.1f µs on the GPU", per * us, (double)p->span_ns * us);
+	else {
+		p->period_ns = (int64_t)per;
+		snprintf(p->why, sizeof(p->why), "paced as the program ran: one launch every %.1f µs, the GPU idle"
+			 " %.1f µs between launches of %.1f µs", per * us, (double)p->gap_ns * us,
+			 (double)p->span_ns * us);
+	}
+	return 0;
+}
+
+/* The one graph launch of the iteration: its process and exec. 1 found, 0 not (why filled), <0 error. */
+static int iteration_launch(sqlite3 *db, int64_t iteration, int64_t *pid, int64_t *exec, struct kj_pace *p)
+{
+	sqlite3_stmt *st = NULL;
+	int n = 0;
+	if (kj_db_prepare(db, "SELECT DISTINCT h.pid, h.graph_exec_id, h.correlation_id FROM sequence_op s"
+			      " JOIN kernel k ON k.id = s.kernel_id JOIN host_call h ON h.pid = k.pid AND"
+			      " h.correlation_id = k.correlation_id AND h.op = 'graph_launch'"
+			      " WHERE s.iteration = ?1 AND k.graph_id IS NOT NULL LIMIT 2", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, iteration);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		*pid = kj_db_col_i64(st, 0, -1);
+		*exec = kj_db_col_i64(st, 1, -1);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (n == 0)
+		snprintf(p->why, sizeof(p->why), "back to back: the iteration launched no recorded graph");
+	else if (n > 1)
+		snprintf(p->why, sizeof(p->why), "back to back: the iteration launched more than one graph");
+	else if (*exec < 0)
+		snprintf(p->why, sizeof(p->why), "back to back: the graph launch names no executable graph");
+	return n == 1 && *exec >= 0;
+}
+
+int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t pid = -1, exec = -1, *h = NULL, *f = NULL, *l = NULL;
+	size_t n = 0, ch = 0, cf = 0, cl = 0;
+	int rc;
+	memset(p, 0, sizeof(*p));
+	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")) {
+		snprintf(p->why, sizeof(p->why), "back to back: the run recorded no graph launches");
+		return 0;
+	}
+	if ((rc = iteration_launch(db, iteration, &pid, &exec, p)) <= 0)
+		return rc < 0 ? rc : 0;
+	/* every launch of that graph, with its kernels' GPU span (one pass over the graph kernels) */
+	if (kj_db_prepare(db, "SELECT h.start_ns, g.f, g.l FROM host_call h JOIN (SELECT correlation_id c,"
+			      " min(start_ns) f, max(end_ns) l FROM kernel WHERE pid = ?1 AND graph_id IS NOT NULL"
+			      " GROUP BY correlation_id) g ON g.c = h.correlation_id WHERE h.pid = ?1 AND"
+			      " h.op = 'graph_launch' AND h.graph_exec_id = ?2 ORDER BY h.start_ns", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, pid);
+	sqlite3_bind_int64(st, 2, exec);
+	rc = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t *nh = kj_grow(h, &ch, n, sizeof(*h), 256), *nf, *nl;
+		if (nh)
+			h = nh;
+		nf = nh ? kj_grow(f, &cf, n, sizeof(*f), 256) : NULL;
+		if (nf)
+			f = nf;
+		nl = nf ? kj_grow(l, &cl, n, sizeof(*l), 256) : NULL;
+		if (!nl) {
+			rc = KJ_ENOMEM;
+			break;
+		}
+		l = nl;
+		h[n] = kj_db_col_i64(st, 0, 0);
+		f[n] = kj_db_col_i64(st, 1, 0);
+		l[n] = kj_db_col_i64(st, 2, 0);
+		n++;
+	}
+	sqlite3_finalize(st);
+	if (!rc)
+		rc = kj_pace_decide(h, f, l, n, p);
+	free(h), free(f), free(l);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* How the program spaced its graph launches, so that a whole-iteration energy replay can run them
+ * the same way. A program that waits on the host after each forward (a serving loop, a benchmark
+ * that synchronises) leaves its GPU idle between iterations; back-to-back replays of the same
+ * work draw more energy per iteration (GPT graph program on an H100, untraced: 0.924 J per forward
+ * back to back against 0.899 J host-synchronised, gap included). docs/replay.md, "Pacing". */
+#ifndef KJ_REPLAY_PACE_H
+#define KJ_REPLAY_PACE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kj_pace {
+	int64_t period_ns;  /* launch-to-launch period to replay at; 0: replay back to back */
+	int64_t gap_ns;     /* median GPU idle from one launch's last kernel to the next one's first */
+	int64_t span_ns;    /* median GPU span of one launch (first kernel start to last kernel end) */
+	int64_t launches;   /* launches of the graph the decision rests on */
+	char why[200];      /* the decision in words, for the log */
+};
+
+/**
+ * @brief Decide from n consecutive launches of one graph: host[i] when launch i was called,
+ *        first[i]/last[i] its first kernel's start and last kernel's end (one clock). Paced when
+ *        at least 4 launches, the median GPU gap between them is over 20 µs and over 1 % of the
+ *        median span, and under 4 spans (longer waits are not a loop's cadence). Always fills
+ *        p->why. 0, or KJ_EINVAL for n > 0 with a NULL array.
+ */
+int kj_pace_decide(const int64_t *host, const int64_t *first, const int64_t *last, size_t n, struct kj_pace *p);
+
+/**
+ * @brief Read the run's launches of the graph the kept iteration `iteration` launched and decide
+ *        (kj_pace_decide). Not paced, with the reason in p->why, when the iteration launched no
+ *        graph or more than one graph launch. 0, or KJ_EDB / KJ_ENOMEM.
+ */
+int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p);
+
+#endif
