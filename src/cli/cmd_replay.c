@@ -66,9 +66,10 @@ static void usage(FILE *f)
 		"                   its graph launches rebuilt with their recorded nodes and edges, timed,\n"
 		"                   with energy, each kernel node timed where it runs; node kinds that\n"
 		"                   cannot be rebuilt are named. --no-topology: the linear chain only\n"
-		"                   Its energy is measured as the program ran the launches: where the GPU\n"
-		"                   waited between them (a host synchronisation after each), one launch per\n"
-		"                   program period, each waited for; --back-to-back: never paced\n"
+		"  --back-to-back   the iteration's energy (graph, topology) with launches back to back;\n"
+		"                   by default, where the program's GPU waited between the iteration's graph\n"
+		"                   launches (a host synchronisation after each), one launch per program\n"
+		"                   period, each waited for, as the program ran them\n"
 		"  --dry-run        with --sequence: say what would be replayed (the iteration, its graph\n"
 		"                   topology) without a GPU, and stop\n"
 		"  --no-sequence    per-kernel replay only: without it, a run that holds an iteration\n"
@@ -607,7 +608,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		argv[k++] = "--graph";
 	if (use_topo)
 		argv[k++] = "--topology";
-	if (use_topo && o->back_to_back)
+	if (o->back_to_back)
 		argv[k++] = "--no-pace";
 	if (o->energy) {
 		argv[k++] = "--energy";

@@ -187,7 +187,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	c->seq_topo_ns = c->seq_topo_mj = -1;
 	c->seq_graph_data[0] = c->seq_topo_data[0] = '\0';
 	c->have_snapshot = kj_db_has_snapshot(db);
-	c->seq_topo_pace_ns = 0;
+	c->seq_topo_pace_ns = c->seq_graph_pace_ns = 0;
 	/* columns added later (data, pace_ns) are read where the run has them */
 	char sql[400];
 	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"
@@ -214,6 +214,8 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->seq_graph_ns = sqlite3_column_double(st, 1);
 			c->seq_graph_rows = sqlite3_column_int64(st, 2);
 			c->seq_graph_mj = has_e ? sqlite3_column_double(st, 3) : -1;
+			if (has_e && sqlite3_column_type(st, 6) != SQLITE_NULL)
+				c->seq_graph_pace_ns = sqlite3_column_double(st, 6);
 		} else if (!strcmp(mode, "topology")) {
 			c->seq_topo_ns = sqlite3_column_double(st, 1);
 			c->seq_topo_rows = sqlite3_column_int64(st, 2);

@@ -86,7 +86,7 @@ struct kj_compare {
 	int64_t seq_eager_rows, seq_graph_rows;
 	/* the graph launches replayed with their recorded topology (mode 'topology'); < 0: absent */
 	double seq_topo_ns, seq_topo_mj;
-	double seq_topo_pace_ns; /* > 0: seq_topo_mj is per paced period (replay_sequence.pace_ns) */
+	double seq_topo_pace_ns, seq_graph_pace_ns; /* > 0: that energy is per paced period (replay_sequence.pace_ns) */
 	int64_t seq_topo_rows;
 	char seq_graph_data[32], seq_topo_data[32]; /* replay_sequence.data: what the buffers held ("" unknown) */
 	int have_snapshot;      /* the run saved device buffers (--snapshot, --snapshot-graphs) */
@@ -150,7 +150,7 @@ struct cmp_summary {
 	 * chain), plus idle power over the rest of the wall: a second energy prediction */
 	double e_seq, e_seq_pred, e_seq_err_pct, e_seq_time;
 	const char *e_seq_mode; /* "topology" or "graph" */
-	int e_seq_paced;        /* the topology energy ran paced: e_seq per period of e_seq_time */
+	int e_seq_paced;        /* its energy ran paced: e_seq per period of e_seq_time */
 	const char *e_seq_data; /* what its buffers held; "" unknown */
 	int e_seq_synthetic;    /* on small integers or zeros (random data faulted): not comparable */
 	int have_seq_e, have_seq_err;

@@ -208,12 +208,13 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_seq_synthetic = !strncmp(s->e_seq_data, "smallint", 8) || !strncmp(s->e_seq_data, "zero", 4);
 		s->e_seq = topo ? c->seq_topo_mj : c->seq_graph_mj;
 		s->e_seq_time = topo ? c->seq_topo_ns : c->seq_graph_ns;
-		s->e_seq_paced = topo && c->seq_topo_pace_ns > 0;
+		double pace_ns = topo ? c->seq_topo_pace_ns : c->seq_graph_pace_ns;
+		s->e_seq_paced = pace_ns > 0;
 		double rest_ns = s->wall.mean - s->e_seq_time;
 		if (s->e_seq_paced) {
 			/* energy per paced period: the GPU idled for the part of the period outside the
 			 * iteration's window, which comes off at idle power (and a shorter period adds it) */
-			s->e_seq_time = c->seq_topo_pace_ns;
+			s->e_seq_time = pace_ns;
 			rest_ns = s->wall.mean - s->e_seq_time;
 			s->e_seq_pred = s->e_seq + c->idle_w * rest_ns * 1e-6;
 		} else

@@ -155,20 +155,28 @@ c = json.load(open(sys.argv[2]))
 mode = c["energy_sequence_mode"]
 mj, pace = db.execute("SELECT avg(energy_mj), avg(pace_ns) FROM replay_sequence WHERE mode = ? AND energy_mj IS NOT NULL", (mode,)).fetchone()
 assert pace is not None, "no paced row"
-if mode == "topology":
-    want = (mj + c["idle_power_w"] * (c["wall_us"] * 1e3 - pace) * 1e-6) / 1000
-    assert abs(c["energy_sequence_pace_us"] - pace / 1e3) < 0.01, c["energy_sequence_pace_us"]
-else:  # only the topology replay is paced: the linear chain keeps its figure
-    want = (mj + c["idle_power_w"] * max(c["wall_us"] * 1e3 - db.execute("SELECT avg(median_ns) FROM replay_sequence WHERE mode = ?", (mode,)).fetchone()[0], 0) * 1e-6) / 1000
-    assert c["energy_sequence_pace_us"] is None
+want = (mj + c["idle_power_w"] * (c["wall_us"] * 1e3 - pace) * 1e-6) / 1000
+assert abs(c["energy_sequence_pace_us"] - pace / 1e3) < 0.01, c["energy_sequence_pace_us"]
 got = c["energy_predicted_sequence_j"]
 assert abs(got - want) <= 0.002 * want + 0.0005, (got, want)
 P
 '
-if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["energy_sequence_mode"] != "topology")' "$dir/paced.json"; then
-	check "compare says the replay ran paced as the program ran" \
-		'"$kj" compare "$dir/paced.kjdb" 2>/dev/null | grep -q "paced as the program ran: one launch every"'
-fi
+check "compare says the replay ran paced as the program ran" \
+	'"$kj" compare "$dir/paced.kjdb" 2>/dev/null | grep -q "paced as the program ran: one launch every"'
+# the worker's paced period is stored; --back-to-back tells the worker not to pace
+cp "$run" "$dir/pw.kjdb"
+STANDIN_MJ=900 STANDIN_PACE=1777000 STANDIN_LOG="$dir/pw.argv" KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \
+	KJ_STANDIN_KJOULE="$kj" "$kj" replay "$dir/pw.kjdb" --sequence --graph --energy > /dev/null 2>&1; rc1=$?
+STANDIN_MJ=900 STANDIN_PACE=1777000 STANDIN_LOG="$dir/pw.argv" KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \
+	KJ_STANDIN_KJOULE="$kj" "$kj" replay "$dir/pw.kjdb" --sequence --graph --energy --back-to-back > /dev/null 2>&1; rc2=$?
+check "a paced replay stores its period; --back-to-back asks the worker for none and stores none" \
+	'[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(head -1 "$dir/pw.argv" | grep -c -- --no-pace)" = 0 ] &&
+	 [ "$(tail -1 "$dir/pw.argv" | grep -c -- --no-pace)" = 1 ] &&
+	 [ "$(q "$dir/pw.kjdb" "SELECT count(*) FROM replay_sequence WHERE pace_ns IS NOT NULL")" = 0 ]'
+STANDIN_MJ=900 STANDIN_PACE=1777000 KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \
+	KJ_STANDIN_KJOULE="$kj" "$kj" replay "$dir/pw.kjdb" --sequence --graph --energy > /dev/null 2>&1
+check "... and paced again, the graph modes' rows carry the period" \
+	'[ "$(q "$dir/pw.kjdb" "SELECT group_concat(DISTINCT pace_ns) FROM replay_sequence WHERE mode != '"'"'eager'"'"'")" = 1777000 ]'
 # a memset node inside the graph (cuDNN resets a tile counter before its attention kernel): its
 # runs get the destination the node holds, and the kept iteration keeps it where it ran, between
 # the two kernels, named by row, so replay repeats it at its place

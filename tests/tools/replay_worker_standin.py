@@ -52,11 +52,14 @@ def main():
                   f"\tmin=0\tmedian=0\tmax=0\tenergy=0\tmj=0\tunc=0\terror=first iteration: CUDA_ERROR_ASSERT")
         return 0
     mj = os.environ.get("STANDIN_MJ")
+    # STANDIN_PACE: the period a paced energy replay ran at (graph modes; never with --no-pace)
+    pace = os.environ.get("STANDIN_PACE") if "--no-pace" not in argv else None
     for mode, f in modes:
         t = int(busy * f)
         energy = f"energy=1\tmj={mj}\tunc=0" if mj else "energy=0\tmj=0\tunc=0"
+        paced = f"\tpace={pace}" if pace and mj and mode != "eager" else ""
         print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
-              f"\tmin={t}\tmedian={t}\tmax={t}\t{energy}\terror=")
+              f"\tmin={t}\tmedian={t}\tmax={t}\t{energy}{paced}\terror=")
     return 0
 
 

@@ -145,6 +145,9 @@ int sequence_run(struct replay *R, int64_t iteration, int graph);
  *  min/median/max into out (status failed and error on a CUDA error). 0 or KJ_EGPU. */
 int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
 /** Energy per launch of an instantiated graph (kj_amortize_measure), into out when measured. */
+/* out->pace_ns: the program's launch period where it left its GPU idle between the graph
+ * launches of `iteration` (kj_replay_pace.h; said on stderr), else 0; 0 with --no-pace. */
+void pace_as_program(struct replay *R, int64_t iteration, struct kj_replay_seq *out);
 /* out->pace_ns > 0 on entry: launches paced at that period and waited for (kj_replay_pace.h);
  * on return the period as measured, 0 when no energy was measured. */
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);

@@ -3,6 +3,7 @@
 #include "worker.h"
 
 #include "kj_gpu.h"
+#include "kj_replay_pace.h"
 
 /* ---- whole-iteration (sequence) replay ---- */
 struct seq_op {
@@ -335,6 +336,16 @@ static int seq_time(struct replay *R, struct seq *S, CUgraphExec exec, struct kj
 int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
 {
 	return time_loop(R, NULL, exec, s, out);
+}
+
+void pace_as_program(struct replay *R, int64_t iteration, struct kj_replay_seq *out)
+{
+	struct kj_pace pace;
+	out->pace_ns = 0;
+	if (R->o.no_pace || kj_pace_load(R->db, iteration, &pace))
+		return;
+	out->pace_ns = pace.period_ns;
+	fprintf(stderr, "kjoule-replay-worker: %s energy %s\n", out->mode, pace.why);
 }
 
 #ifdef KJ_HAVE_AMORTIZE
@@ -677,8 +688,11 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 			snprintf(gr.error, sizeof(gr.error), "graph capture: %s", name ? name : "?");
 		} else {
 			seq_time(R, &S, exec, &gr);
-			if (R->o.energy && strcmp(gr.status, "failed"))
+			if (R->o.energy && strcmp(gr.status, "failed")) {
+				if (R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX) /* the whole iteration */
+					pace_as_program(R, iteration, &gr);
 				graph_energy(R, exec, S.streams[0], &gr);
+			}
 		}
 	}
 	/* the graph launches as the program built them: same nodes, same edges */

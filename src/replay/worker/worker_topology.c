@@ -5,7 +5,6 @@
 #include "worker.h"
 
 #include "kj_map.h"
-#include "kj_replay_pace.h"
 #include "kj_replay_topo.h"
 
 struct topo {
@@ -208,12 +207,7 @@ int topology_run(struct replay *R, int64_t iteration, struct klaunch *k, size_t 
 	if ((rc = graph_time(R, T->exec, s, out)))
 		return rc;
 	if (R->o.energy) {
-		/* energy as the program ran these launches: paced where it left the GPU idle between them */
-		struct kj_pace pace;
-		if (!R->o.no_pace && kj_pace_load(R->db, iteration, &pace) == 0) {
-			out->pace_ns = pace.period_ns;
-			fprintf(stderr, "kjoule-replay-worker: topology energy %s\n", pace.why);
-		}
+		pace_as_program(R, iteration, out);
 		graph_energy(R, T->exec, s, out);
 	}
 	return 0;
