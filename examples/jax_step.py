@@ -60,7 +60,15 @@ def main():
     x = jax.random.normal(jax.random.PRNGKey(1), (a.batch, a.seq_len, a.dim), jnp.bfloat16)
     step = jax.jit(lambda p, x: block(p, x, a.heads))
     step(p, x).block_until_ready()  # compile (XLA autotunes here)
+    try:  # NVML's energy counter over the timed steps (host waits between them included)
+        import pynvml
+        pynvml.nvmlInit()
+        nv = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:
+        nv = None
     times = []
+    e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
+    t_all = time.perf_counter()
     for _ in range(a.steps):
         t0 = time.perf_counter()
         nvtx.range_push("step")
@@ -68,9 +76,13 @@ def main():
         nvtx.range_pop()
         y.block_until_ready()
         times.append((time.perf_counter() - t0) * 1e3)
+    wall = time.perf_counter() - t_all
+    e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
     assert bool(jnp.isfinite(y.astype(jnp.float32)).all())
     times.sort()
-    print(json.dumps({"steps": len(times), "median_ms": times[len(times) // 2]}))
+    print(json.dumps({"steps": len(times), "median_ms": times[len(times) // 2], "mean_period_ms": wall * 1e3 / len(times),
+                      "energy_j_per_step_nvml": (e1 - e0) * 1e-3 / len(times) if nv else None,
+                      "energy_window_s": wall}))
 
 
 if __name__ == "__main__":
