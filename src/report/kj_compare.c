@@ -231,6 +231,52 @@ nomem:
 	return KJ_ENOMEM;
 }
 
+/* The kept iterations' span, the iterations inside it and their total length (c->loop_*). 0 when
+ * there is no loop to measure: fewer than 3 iterations, or two of them overlapping. (Iterations
+ * that shared the GPU with another process are known later: the summary checks them.) */
+static int loop_span(struct kj_compare *c)
+{
+	int64_t a = INT64_MAX, b = INT64_MIN, prev_end = INT64_MIN;
+	c->loop_mj = c->loop_unc_mj = 0;
+	c->loop_span_ns = c->loop_inside_ns = c->loop_n = 0;
+	c->loop_counter_periods = 0;
+	for (size_t i = 0; i < c->it.n; i++)
+		if (!c->iv[i].skipped && !c->iv[i].energy_excluded) {
+			a = c->iv[i].start_ns < a ? c->iv[i].start_ns : a;
+			b = c->iv[i].end_ns > b ? c->iv[i].end_ns : b;
+		}
+	if (a >= b)
+		return 0;
+	for (size_t i = 0; i < c->it.n; i++) { /* iterations are sorted by start */
+		const struct cmp_iter *x = &c->iv[i];
+		if (x->start_ns < a || x->end_ns > b)
+			continue;
+		if (x->start_ns < prev_end)
+			return 0;
+		prev_end = x->end_ns;
+		c->loop_inside_ns += x->end_ns - x->start_ns;
+		c->loop_n++;
+	}
+	c->loop_start_ns = a;
+	c->loop_span_ns = b - a;
+	return c->loop_n >= 3;
+}
+
+/* Adds one device's energy over the loop's span; 0 when it cannot be measured. */
+static int add_loop_energy(struct kj_compare *c, const struct kj_power_sample *s, size_t n, double idle_mw)
+{
+	struct kj_window_energy we;
+	memset(&we, 0, sizeof(we));
+	if (n == 0 || kj_energy_window(s, n, c->loop_start_ns, c->loop_start_ns + c->loop_span_ns, idle_mw, &we) != 0 || !we.ok ||
+	    !isfinite(we.energy_j))
+		return 0;
+	c->loop_mj += we.energy_j * 1000.0;
+	c->loop_unc_mj += isfinite(we.uncertainty_j) ? we.uncertainty_j * 1000.0 : 0;
+	if (c->loop_counter_periods == 0 || we.counter_periods < c->loop_counter_periods)
+		c->loop_counter_periods = we.counter_periods;
+	return 1;
+}
+
 /* cuGraphLaunch calls per iteration (by the time the call ran), where the run records them. */
 static int count_graph_launches(sqlite3 *db, struct kj_compare *c)
 {
@@ -368,6 +414,8 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 	}
 	for (size_t i = 0; i < c->it.n; i++)
 		c->iv[i].energy_ok = 1;
+	int loop_ok = loop_span(c);
+	c->win_power_s = c->win_s = 0;
 	double psum = 0, awake_total = 0;
 	int64_t pn = 0;
 	int awake_known = 1;
@@ -407,6 +455,11 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 				x->energy_measured_mj += we.energy_j * 1000.0;
 				if (isfinite(we.uncertainty_j))
 					x->energy_unc_mj += we.uncertainty_j * 1000.0;
+				if (!x->skipped) { /* how much of the windows no counter period resolves */
+					double len = (double)(x->end_ns - x->start_ns) * 1e-9;
+					c->win_power_s += we.counter_periods == 0 ? len : we.power_s;
+					c->win_s += len;
+				}
 			}
 			if (x->skipped)
 				continue;
@@ -426,8 +479,11 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 				pn++;
 			}
 		}
+		if (loop_ok)
+			loop_ok = add_loop_energy(c, s, n, idle_mw);
 		free(s);
 	}
+	c->have_loop = loop_ok && c->loop_n > 0;
 	c->n_power_in_windows = pn;
 	if (pn)
 		c->power_avg_w = psum / (double)pn;

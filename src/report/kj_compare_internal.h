@@ -16,6 +16,9 @@
 #define NS_US 1e-3
 
 /* Per-iteration figures, all in ns (energy in mJ). */
+/* the loop's counter energy is the measured figure when this much of its span is between windows */
+#define KJ_CMP_LOOP_OUTSIDE_FRAC 0.01
+
 struct cmp_iter {
 	int64_t start_ns, end_ns;
 	int skipped, closed;
@@ -94,6 +97,12 @@ struct kj_compare {
 	char topo_unbuilt[256]; /* the node kinds not rebuilt, with counts */
 	char topo_reason[400];
 	int64_t n_power_samples, n_power_in_windows;
+	/* the kept iterations as one loop: the energy counter over their whole span (many counter
+	 * periods: exact), its time outside the iteration windows, and the windows inside it */
+	double loop_mj, loop_unc_mj;
+	int64_t loop_start_ns, loop_span_ns, loop_inside_ns, loop_n;
+	int loop_counter_periods, have_loop;
+	double win_power_s, win_s; /* kept windows: their time no whole counter period covers (energy from power readings or the counter's average power), and all of it */
 	double power_avg_w, power_min_w, power_max_w; /* < 0: absent */
 	double idle_w;                                 /* < 0: unknown; the idle term's power */
 	double deep_idle_w;                            /* idle_power table (kjoule power --idle) */
@@ -135,6 +144,11 @@ struct cmp_summary {
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
+	double e_meas_windows;      /* the mean of the windows' own energies */
+	double e_loop, e_loop_unc;  /* per iteration from the counter over the loop (have_loop) */
+	double loop_outside_frac;   /* the loop's time outside the iteration windows */
+	double win_power_frac;      /* the windows' time whose energy came from power readings */
+	int have_loop, e_meas_from_loop; /* e_meas.mean is e_loop (time between iterations) */
 	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
 	double e_unc_mean_pct;     /* e_unc_mean as a share of the measured mean */
 	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT */

@@ -218,6 +218,12 @@ json_t *kj_compare_json(const struct kj_compare *c)
 
 	json_object_set_new(o, "energy_measured_j", cmp_num_or_null(s.e_meas.mean / 1000.0, s.have_meas));
 	json_object_set_new(o, "energy_measured_unc_j", cmp_num_or_null(s.e_unc / 1000.0, s.have_meas));
+	json_object_set_new(o, "energy_measured_basis", s.have_meas ? json_string(s.e_meas_from_loop ? "loop" : "windows")
+								 : json_null());
+	json_object_set_new(o, "energy_measured_windows_j", cmp_num_or_null(s.e_meas_windows / 1000.0, s.have_meas));
+	json_object_set_new(o, "energy_measured_loop_j", cmp_num_or_null(s.e_loop / 1000.0, s.have_meas && s.have_loop));
+	json_object_set_new(o, "energy_loop_outside_pct",
+			    cmp_num_or_null(100.0 * s.loop_outside_frac, s.have_meas && s.have_loop));
 	json_object_set_new(o, "energy_measured_mean_unc_j", cmp_num_or_null(s.e_unc_mean / 1000.0, s.have_meas));
 	int have_pct = s.have_meas && s.e_meas.mean > 0;
 	json_object_set_new(o, "energy_measured_mean_unc_pct", cmp_num_or_null(s.e_unc_mean_pct, have_pct));

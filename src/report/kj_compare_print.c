@@ -157,6 +157,12 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	else if (!s.have_meas)
 		fprintf(f, "  power samples (%lld) do not cover the iterations\n",
 			(long long)c->n_power_samples);
+	else if (s.e_meas_from_loop)
+		fprintf(f, "  measured                            %12.6f  ± %.6f the mean: the energy counter over the"
+			   " loop of %lld iterations, less idle power over its %.1f%% between them (each window's own"
+			   " figure, %.6f on average, spreads that idle over the windows)\n",
+			s.e_meas.mean / 1000, s.e_unc_mean / 1000, (long long)c->loop_n, 100 * s.loop_outside_frac,
+			s.e_meas_windows / 1000);
 	else
 		fprintf(f, "  measured                            %12.6f  ± %.6f per iteration, ± %.6f the mean"
 			   " (min %.6f, max %.6f)\n",

@@ -626,12 +626,52 @@ static void test_owner_per_process(void **state)
 	assert_int_equal(kj_iters_owner_of(&it, 150, 1), 1); /* one process: unchanged */
 }
 
+/* 40 steps of 1 ms, one every 2 ms: 500 W inside each, 100 W (idle) between. The power readings
+ * average the whole loop (300 W, as NVML's do over longer than a step), the counter gains 3 J
+ * every 10 ms. Each window's own figure spreads the idle over the windows (300 W x 1 ms); the
+ * counter over the loop less idle power between the steps gives what a step drew. */
+static void test_loop_energy(void **state)
+{
+	(void)state;
+	char path[256];
+	sqlite3 *db = NULL;
+	snprintf(path, sizeof(path), "%s/loop.kjdb", dir);
+	unlink(path);
+	assert_int_equal(kj_db_create(path, &db), 0);
+	exec(db, "INSERT INTO process(pid, exe) VALUES(7, 'python3')");
+	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'k')");
+	exec(db, "INSERT INTO unique_kernel(id, key, name_id, tier) VALUES(1, 'a', 1, 'gemm')");
+	exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-x', 'test')");
+	exec(db, "INSERT INTO idle_power(device_id, median_mw, samples) VALUES(0, 100000, 10)");
+	for (int i = 0; i < 40; i++) {
+		int64_t o = 10000 + 2000LL * i;
+		exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES (7, 8, 'step', %lld, %lld, 0)",
+		     (long long)(T0 + o * US), (long long)(T0 + (o + 1000) * US));
+		kernel(db, i + 1, 1, 1, o + 20, o + 980, o + 10);
+	}
+	for (int k = 0; k <= 110; k++) /* one reading a millisecond, from 0 to 110 ms */
+		exec(db, "INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj, energy_updated)"
+			 " VALUES(0, %lld, 300000, 300000, %d, %d)",
+		     (long long)(T0 + k * 1000LL * US), 1000 + 3000 * (k / 10), k % 10 == 0);
+	kj_db_close(db);
+	json_t *j = compare_json(path, "step", 1, 0);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "energy_measured_basis")), "loop");
+	double win = jnum(j, "energy_measured_windows_j"), loop = jnum(j, "energy_measured_loop_j");
+	assert_true(fabs(win - 0.300) < 0.006);   /* 300 W x 1 ms */
+	assert_true(fabs(loop - 0.500) < 0.010);  /* what a step drew */
+	NEAR(jnum(j, "energy_measured_j"), loop);
+	assert_true(fabs(jnum(j, "energy_loop_outside_pct") - 100.0 * 38 / 77) < 0.5); /* 38 gaps of 1 ms in 77 ms */
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intervals),
 		cmocka_unit_test(test_owner_per_process),
 		cmocka_unit_test(test_decomposition_by_hand),
+		cmocka_unit_test(test_loop_energy),
 		cmocka_unit_test(test_missing_inputs_are_null),
 		cmocka_unit_test(test_whole_run_unclosed_overlap),
 		cmocka_unit_test(test_empty_and_no_kernels),
