@@ -189,7 +189,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	/* Iterations shorter than the counter's period, with idle time between them: each window's
 	 * energy then rests on power readings, which average over longer than a window, so they
 	 * spread the between-iteration idle over the windows and understate what the iterations
-	 * drew (a 0.67 ms JAX step every 1.0 ms: 0.232 J per window, 0.310 J from the counter over
+	 * drew (a 0.66 ms JAX step every 0.89 ms: 0.244 J per window, 0.300 J from the counter over
 	 * the loop). The loop's counter energy, less idle power over its time outside the windows,
 	 * per iteration, is then the measured figure (docs/analysis-compare.md, "Measured energy"). */
 	s->e_meas_windows = s->e_meas.mean;
