@@ -135,7 +135,17 @@ void kj_html_energy(struct kj_html_ctx *x)
 		kj_html_source(f, "replay_energy × launches per iteration; idle power × (wall − kernel busy)", cmd);
 	}
 	fputs("<table class=\"kj-table\" id=\"energy-table\"><thead><tr><th class=\"l\">per iteration</th><th>J</th></tr></thead><tbody>\n", f);
-	fputs("<tr><td class=\"l\">measured (± uncertainty of the mean)</td><td>", f);
+	const char *mbasis = json_string_value(json_object_get(j, "energy_measured_basis"));
+	double ew = 0, lout = 0;
+	int loop = mbasis && !strcmp(mbasis, "loop") && kj_html_jnum(j, "energy_measured_windows_j", &ew) &&
+		   kj_html_jnum(j, "energy_loop_outside_pct", &lout);
+	if (loop)
+		fprintf(f, "<tr id=\"energy-measured-loop\"><td class=\"l\">measured over the loop: the energy counter over"
+			   " the iterations' span, less idle power over its %.1f %% between them (± uncertainty of"
+			   " the mean; each window's own figure, %.3f J, spreads that idle over the windows)</td><td>",
+			lout, ew);
+	else
+		fputs("<tr><td class=\"l\">measured (± uncertainty of the mean)</td><td>", f);
 	kj_html_fig(f, em, hem, 3, NULL);
 	if (hem && heu)
 		fprintf(f, " ± %.3f", eu);
@@ -159,10 +169,16 @@ void kj_html_energy(struct kj_html_ctx *x)
 	int hese = kj_html_jnum(j, "energy_error_sequence_pct", &ese);
 	const char *smode = json_string_value(json_object_get(j, "energy_sequence_mode"));
 	const char *sdata = json_string_value(json_object_get(j, "energy_sequence_data"));
+	double pace = 0;
+	int paced = kj_html_jnum(j, "energy_sequence_pace_us", &pace);
+	char how[160] = "+ idle over the rest of the wall";
+	if (paced)
+		snprintf(how, sizeof(how), "paced as the program ran it (one launch every %.1f µs), idle between"
+			 " iterations taken off", pace);
 	if (hes) {
 		fprintf(f, "<tr id=\"energy-sequence\"><td class=\"l\">the iteration replayed as one graph (%s"
-			   " replay) + idle over the rest of the wall%s%s%s</td><td>",
-			smode ? smode : "?", sdata ? ", on " : "", sdata ? sdata : "", sdata ? " data" : "");
+			   " replay) %s%s%s%s</td><td>",
+			smode ? smode : "?", how, sdata ? ", on " : "", sdata ? sdata : "", sdata ? " data" : "");
 		kj_html_fig(f, es, 1, 3, NULL);
 		fputs("</td></tr>\n<tr><td class=\"l\">its error</td><td>", f);
 		if (sdata && (!strncmp(sdata, "smallint", 8) || !strncmp(sdata, "zero", 4)))

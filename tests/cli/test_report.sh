@@ -62,6 +62,12 @@ expect 0 "$KJ" report "$T/gsmall.kjdb" -o "$T/gsmall.html" --quiet
 need "$T/gsmall.html" "replay) + idle over the rest of the wall, on smallint data"
 need "$T/gsmall.html" "not judged: replayed on fallback data (trace with --snapshot-graphs)"
 lack "$G" "not judged: replayed on fallback data"
+# a sequence energy replayed paced as the program ran it says so, with its period
+cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/gpaced.kjdb"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE replay_sequence ADD COLUMN pace_ns INTEGER"); c.execute("UPDATE replay_sequence SET pace_ns = 1750000 WHERE energy_mj IS NOT NULL"); c.commit()' "$T/gpaced.kjdb"
+expect 0 "$KJ" report "$T/gpaced.kjdb" -o "$T/gpaced.html" --quiet
+need "$T/gpaced.html" "paced as the program ran it (one launch every 1750.0 µs), idle between iterations taken off"
+lack "$G" "paced as the program ran it"
 
 # a bare synthetic run: no iterations, replays, power, API calls
 $GEN -o "$T/bare.kjdb" --kernels 2000 --nvtx 0 --power 0 >/dev/null

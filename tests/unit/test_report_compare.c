@@ -32,6 +32,7 @@
 #include "kj_compare.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_html.h"
 #include "kj_report.h"
 #include "kj_timeline.h"
 
@@ -663,6 +664,18 @@ static void test_loop_energy(void **state)
 	NEAR(jnum(j, "energy_measured_j"), loop);
 	assert_true(fabs(jnum(j, "energy_loop_outside_pct") - 100.0 * 38 / 77) < 0.5); /* 38 gaps of 1 ms in 77 ms */
 	json_decref(j);
+	/* the report page names the basis and keeps the windows' figure beside it */
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	char *page = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+	struct kj_html_opts ho = {.run_path = path, .region = "step", .skip = 1, .quiet = 1};
+	assert_int_equal(kj_html_report_write(db, &ho, f), 0);
+	fclose(f);
+	kj_db_close(db);
+	assert_non_null(strstr(page, "id=\"energy-measured-loop\""));
+	assert_non_null(strstr(page, "each window's own figure, 0.30"));
+	free(page);
 }
 
 int main(void)
