@@ -79,7 +79,8 @@ echo "$(el) done"
 python3 - "$W" "$OUT/graph_energy.json" "$parts" <<'P'
 import json, os, sys, datetime
 W, out, parts = sys.argv[1:4]
-keys = ["busy_us", "kernel_sum_us", "wall_us", "energy_measured_j", "energy_measured_mean_unc_pct",
+keys = ["busy_us", "kernel_sum_us", "wall_us", "energy_measured_j", "energy_measured_basis",
+        "energy_measured_windows_j", "energy_measured_loop_j", "energy_sequence_pace_us", "energy_measured_mean_unc_pct",
         "energy_error_judgeable", "energy_kernels_j", "energy_idle_j", "energy_predicted_j", "energy_error_pct",
         "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_mode", "sequence_topology_energy_j",
@@ -87,7 +88,7 @@ keys = ["busy_us", "kernel_sum_us", "wall_us", "energy_measured_j", "energy_meas
 sys.path.insert(0, "scripts/gpu")
 from json_find import find  # noqa: E402
 R = {"benchmark": "graph_energy", "device": open(os.path.join(W, "gpu.txt")).read().strip(),
-     "date": datetime.datetime.utcnow().isoformat() + "Z",
+     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
      "command": "bash scripts/gpu/graph_energy.sh " + parts,
      "env": {k: os.environ.get(k) for k in ("GPT_ITERS", "JAX_STEPS", "GE_RUN_ARGS")}, "runs": {}}
 print("%-10s %9s %9s %8s %9s %8s %9s %8s %9s %8s" % ("run", "busy_us", "meas_J", "unc%", "Σiso_J", "err%",
@@ -102,6 +103,18 @@ for name in ("gpt", "jax"):
         R["runs"][name] = {"error": str(e)}
         continue
     r = {k: find(c, k) for k in keys}
+    # the program's own report (NVML energy per forward or step over its timed loop, host waits
+    # included) and what the replay said about the iteration's energy (paced or back to back)
+    try:
+        lines = [l for l in open(os.path.join(W, name + ".log")) if l.startswith("{")]
+        r["program"] = json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        r["program"] = None
+    try:
+        r["replay_lines"] = [l.strip()[:300] for l in open(os.path.join(W, name + ".replay.log"))
+                             if any(w in l for w in ("paced", "back to back", "not rebuilt", "sequence replay"))][:8]
+    except OSError:
+        r["replay_lines"] = []
     R["runs"][name] = r
     f = lambda v, fmt: "-" if v is None else fmt % v
     print("%-10s %9s %9s %8s %9s %8s %9s %8s %9s %8s" % (name, f(r["busy_us"], "%.1f"), f(r["energy_measured_j"], "%.4f"),
