@@ -664,7 +664,22 @@ static void test_loop_energy(void **state)
 	NEAR(jnum(j, "energy_measured_j"), loop);
 	assert_true(fabs(jnum(j, "energy_loop_outside_pct") - 100.0 * 38 / 77) < 0.5); /* 38 gaps of 1 ms in 77 ms */
 	json_decref(j);
-	/* the report page names the basis and keeps the windows' figure beside it */
+	/* the text names the basis and keeps the windows' figure beside it */
+	struct kj_compare *c = NULL;
+	struct kj_compare_opts co = {.region = "step", .skip = 1, .top = 5, .quiet = 1};
+	char *txt = NULL;
+	size_t tlen = 0;
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	assert_int_equal(kj_compare_compute(db, &co, &c), 0);
+	FILE *tf = open_memstream(&txt, &tlen);
+	kj_compare_print(c, tf);
+	fclose(tf);
+	kj_compare_free(c);
+	kj_db_close(db);
+	assert_non_null(strstr(txt, "the energy counter over the loop of 39 iterations"));
+	assert_non_null(strstr(txt, "each window's own figure, 0.30"));
+	free(txt);
+	/* so does the report page */
 	assert_int_equal(kj_db_open(path, 0, &db), 0);
 	char *page = NULL;
 	size_t len = 0;
