@@ -462,6 +462,7 @@ static void test_sequence(void **state)
 	s.has_energy = 1;
 	s.energy_mj = 812.5;
 	s.energy_unc_mj = 9.5;
+	s.pace_ns = 1987654; /* measured paced: energy per period */
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -474,6 +475,11 @@ static void test_sequence(void **state)
 	assert_int_equal(q.launches, 679);
 	assert_int_equal(q.median_ns, 1500000);
 	assert_true(q.has_energy && fabs(q.energy_mj - 812.5) < 1e-9);
+	assert_int_equal(q.pace_ns, 1987654);
+	/* a line from a worker before pacing has no period: back to back */
+	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=1\tmode=graph\tstatus=ok\truns=1\tlaunches=1\tops=1"
+					     "\tmin=1\tmedian=1\tmax=1\tenergy=0\tmj=0\tunc=0\terror=", &q), 1);
+	assert_int_equal(q.pace_ns, 0);
 	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=x", &q), KJ_EINVAL);
 	assert_int_equal(kj_replay_parse_seq("KJ_RESULT\tunique=1", &q), 0);
 
@@ -494,12 +500,14 @@ static void test_sequence(void **state)
 	assert_int_equal(kj_replay_seq_store(db, &s, 1, NULL, 0), 0);
 	assert_int_equal(kj_replay_seq_store(db, &s, 1, NULL, 0), 0);
 	assert_int_equal(kj_db_count(db, "replay_sequence"), 1);
+	assert_int_equal(kj_db_one_i64(db, "SELECT pace_ns FROM replay_sequence", 0, -1), 1987654);
 	kj_replay_seq_info_load(db, "seq.kjdb", 3, &info);
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	kj_replay_seq_print(f, &info, &s, 1);
 	fclose(f);
 	assert_non_null(strstr(buf, "graph vs traced GPU busy"));
+	assert_non_null(strstr(buf, "energy per launch paced at 1987.7 µs"));
 	free(buf);
 	char *js = kj_replay_seq_json(&info, &s, 1);
 	assert_non_null(strstr(js, "\"median_ns\": 1500000"));

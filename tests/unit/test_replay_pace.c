@@ -1,7 +1,7 @@
 /* Pacing of a graph iteration's energy replay (kj_replay_pace): the decision on synthetic
  * launch cadences (a host-synchronised loop, back to back, too few launches, long pauses), the
- * same read from small runs written here, the shipped graph-launched run checked against its own
- * database, and the protocol line and storage of the paced period. */
+ * same read from small runs written here, and the shipped graph-launched run checked against its
+ * own database. (The paced period's protocol line: test_replay.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,6 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_replay.h"
 #include "kj_replay_pace.h"
 
 #include "tmpdir.h"
@@ -169,39 +168,12 @@ static void test_shipped_run(void **state)
 	kj_db_close(db);
 }
 
-/* The paced period travels in the KJ_SEQ line; a line from an older worker has none: 0. */
-static void test_protocol(void **state)
-{
-	(void)state;
-	struct kj_replay_seq s, q;
-	memset(&s, 0, sizeof(s));
-	snprintf(s.mode, sizeof(s.mode), "topology");
-	snprintf(s.status, sizeof(s.status), "ok");
-	s.runs = 10;
-	s.median_ns = 1500000;
-	s.has_energy = 1;
-	s.energy_mj = 900;
-	s.pace_ns = 1987654;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	kj_replay_seq_emit(f, &s);
-	fclose(f);
-	assert_int_equal(kj_replay_parse_seq(buf, &q), 1);
-	assert_int_equal(q.pace_ns, 1987654);
-	free(buf);
-	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=1\tmode=graph\tstatus=ok\truns=1\tlaunches=1\tops=1"
-					     "\tmin=1\tmedian=1\tmax=1\tenergy=0\tmj=0\tunc=0\terror=", &q), 1);
-	assert_int_equal(q.pace_ns, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_shipped_run),
-		cmocka_unit_test(test_protocol),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
