@@ -21,11 +21,11 @@ static double median_of(double *v, size_t n)
 	return kj_quantile_sorted(v, n, 0.5);
 }
 
-int kj_pace_decide(const int64_t *host, const int64_t *first, const int64_t *last, size_t n, struct kj_pace *p)
+int kj_pace_decide(const struct kj_pace_launch *l, size_t n, struct kj_pace *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->launches = (int64_t)n;
-	if (n > 0 && (!host || !first || !last))
+	if (n > 0 && !l)
 		return KJ_EINVAL;
 	if (n < PACE_MIN_LAUNCHES) {
 		snprintf(p->why, sizeof(p->why), "back to back: %zu launches of the graph, too few to see a cadence", n);
@@ -38,10 +38,10 @@ int kj_pace_decide(const int64_t *host, const int64_t *first, const int64_t *las
 		return KJ_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		span[i] = (double)(last[i] - first[i]);
+		span[i] = (double)(l[i].last_ns - l[i].first_ns);
 	for (size_t i = 0; i + 1 < n; i++) {
-		period[i] = (double)(host[i + 1] - host[i]);
-		gap[i] = (double)(first[i + 1] - last[i]);
+		period[i] = (double)(l[i + 1].host_ns - l[i].host_ns);
+		gap[i] = (double)(l[i + 1].first_ns - l[i].last_ns);
 	}
 	p->span_ns = (int64_t)median_of(span, n);
 	p->gap_ns = (int64_t)median_of(gap, n - 1);
@@ -95,8 +95,9 @@ static int iteration_launch(sqlite3 *db, int64_t iteration, int64_t *pid, int64_
 int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p)
 {
 	sqlite3_stmt *st = NULL;
-	int64_t pid = -1, exec = -1, *h = NULL, *f = NULL, *l = NULL;
-	size_t n = 0, ch = 0, cf = 0, cl = 0;
+	int64_t pid = -1, exec = -1;
+	struct kj_pace_launch *l = NULL;
+	size_t n = 0, cap = 0;
 	int rc;
 	memset(p, 0, sizeof(*p));
 	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")) {
@@ -115,26 +116,18 @@ int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p)
 	sqlite3_bind_int64(st, 2, exec);
 	rc = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t *nh = kj_grow(h, &ch, n, sizeof(*h), 256), *nf, *nl;
-		if (nh)
-			h = nh;
-		nf = nh ? kj_grow(f, &cf, n, sizeof(*f), 256) : NULL;
-		if (nf)
-			f = nf;
-		nl = nf ? kj_grow(l, &cl, n, sizeof(*l), 256) : NULL;
-		if (!nl) {
+		struct kj_pace_launch *g = kj_grow(l, &cap, n, sizeof(*l), 256);
+		if (!g) {
 			rc = KJ_ENOMEM;
 			break;
 		}
-		l = nl;
-		h[n] = kj_db_col_i64(st, 0, 0);
-		f[n] = kj_db_col_i64(st, 1, 0);
-		l[n] = kj_db_col_i64(st, 2, 0);
-		n++;
+		l = g;
+		l[n++] = (struct kj_pace_launch){kj_db_col_i64(st, 0, 0), kj_db_col_i64(st, 1, 0),
+						 kj_db_col_i64(st, 2, 0)};
 	}
 	sqlite3_finalize(st);
 	if (!rc)
-		rc = kj_pace_decide(h, f, l, n, p);
-	free(h), free(f), free(l);
+		rc = kj_pace_decide(l, n, p);
+	free(l);
 	return rc;
 }

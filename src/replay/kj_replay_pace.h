@@ -18,14 +18,19 @@ struct kj_pace {
 	char why[200];      /* the decision in words, for the log */
 };
 
+/** One graph launch: when the host called it, its first kernel's start and last kernel's end on
+ *  the GPU (one clock for the two GPU times). */
+struct kj_pace_launch {
+	int64_t host_ns, first_ns, last_ns;
+};
+
 /**
- * @brief Decide from n consecutive launches of one graph: host[i] when launch i was called,
- *        first[i]/last[i] its first kernel's start and last kernel's end (one clock). Paced when
- *        at least 4 launches, the median GPU gap between them is over 20 µs and over 1 % of the
- *        median span, and under 4 spans (longer waits are not a loop's cadence). Always fills
- *        p->why. 0, or KJ_EINVAL for n > 0 with a NULL array.
+ * @brief Decide from n consecutive launches of one graph. Paced when at least 4 launches, the
+ *        median GPU gap between them is over 20 µs and over 1 % of the median span, and under 4
+ *        spans (longer waits are not a loop's cadence). Always fills p->why. 0, or KJ_EINVAL for
+ *        n > 0 with a NULL array, KJ_ENOMEM.
  */
-int kj_pace_decide(const int64_t *host, const int64_t *first, const int64_t *last, size_t n, struct kj_pace *p);
+int kj_pace_decide(const struct kj_pace_launch *l, size_t n, struct kj_pace *p);
 
 /**
  * @brief Read the run's launches of the graph the kept iteration `iteration` launched and decide

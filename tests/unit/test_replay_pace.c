@@ -21,53 +21,53 @@
 #define GPT_GRAPH KJ_TEST_DATA "/../../examples/runs/gpt_graph.kjdb"
 
 /* n launches: host call every period, GPU span `span` starting `lag` after the call */
-static void cadence(int64_t *h, int64_t *f, int64_t *l, size_t n, int64_t period, int64_t lag, int64_t span)
+static void cadence(struct kj_pace_launch *l, size_t n, int64_t period, int64_t lag, int64_t span)
 {
 	for (size_t i = 0; i < n; i++) {
-		h[i] = 1000000 + (int64_t)i * period;
-		f[i] = h[i] + lag;
-		l[i] = f[i] + span;
+		l[i].host_ns = 1000000 + (int64_t)i * period;
+		l[i].first_ns = l[i].host_ns + lag;
+		l[i].last_ns = l[i].first_ns + span;
 	}
 }
 
 static void test_decide(void **state)
 {
 	(void)state;
-	int64_t h[16], f[16], l[16];
+	struct kj_pace_launch l[16];
 	struct kj_pace p;
 	/* a synchronised loop: 1.4 ms on the GPU, a launch every 2 ms: 600 us idle between */
-	cadence(h, f, l, 16, 2000000, 50000, 1400000);
-	assert_int_equal(kj_pace_decide(h, f, l, 16, &p), 0);
+	cadence(l, 16, 2000000, 50000, 1400000);
+	assert_int_equal(kj_pace_decide(l, 16, &p), 0);
 	assert_int_equal(p.period_ns, 2000000);
 	assert_int_equal(p.gap_ns, 600000);
 	assert_int_equal(p.span_ns, 1400000);
 	assert_non_null(strstr(p.why, "paced"));
 	/* back to back: launches queue ahead, the GPU never waits (gap 1 us) */
 	for (size_t i = 0; i < 16; i++) {
-		h[i] = 1000000 + (int64_t)i * 30000;
-		f[i] = 2000000 + (int64_t)i * 1401000;
-		l[i] = f[i] + 1400000;
+		l[i].host_ns = 1000000 + (int64_t)i * 30000;
+		l[i].first_ns = 2000000 + (int64_t)i * 1401000;
+		l[i].last_ns = l[i].first_ns + 1400000;
 	}
-	assert_int_equal(kj_pace_decide(h, f, l, 16, &p), 0);
+	assert_int_equal(kj_pace_decide(l, 16, &p), 0);
 	assert_int_equal(p.period_ns, 0);
 	assert_int_equal(p.gap_ns, 1000);
 	assert_non_null(strstr(p.why, "back to back"));
 	/* a gap under 1 % of the span is no pause either (25 us gaps after 3 ms: 0.8 %) */
-	cadence(h, f, l, 16, 3025000, 0, 3000000);
-	assert_int_equal(kj_pace_decide(h, f, l, 16, &p), 0);
+	cadence(l, 16, 3025000, 0, 3000000);
+	assert_int_equal(kj_pace_decide(l, 16, &p), 0);
 	assert_int_equal(p.period_ns, 0);
 	/* pauses of many spans are not a loop's cadence */
-	cadence(h, f, l, 16, 10000000, 0, 100000);
-	assert_int_equal(kj_pace_decide(h, f, l, 16, &p), 0);
+	cadence(l, 16, 10000000, 0, 100000);
+	assert_int_equal(kj_pace_decide(l, 16, &p), 0);
 	assert_int_equal(p.period_ns, 0);
 	assert_non_null(strstr(p.why, "longer than a loop's cadence"));
 	/* too few launches to see a cadence */
-	cadence(h, f, l, 3, 2000000, 0, 1400000);
-	assert_int_equal(kj_pace_decide(h, f, l, 3, &p), 0);
+	cadence(l, 3, 2000000, 0, 1400000);
+	assert_int_equal(kj_pace_decide(l, 3, &p), 0);
 	assert_int_equal(p.period_ns, 0);
 	assert_non_null(strstr(p.why, "too few"));
-	assert_int_equal(kj_pace_decide(NULL, f, l, 4, &p), KJ_EINVAL);
-	assert_int_equal(kj_pace_decide(NULL, NULL, NULL, 0, &p), 0);
+	assert_int_equal(kj_pace_decide(NULL, 4, &p), KJ_EINVAL);
+	assert_int_equal(kj_pace_decide(NULL, 0, &p), 0);
 	assert_int_equal(p.period_ns, 0);
 }
 
