@@ -26,7 +26,7 @@ struct replay_opts {
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
 	int graph, verify, no_sequence, all, energy_s_given;
 	int topology; /* -1: with --graph when the iteration is graph-launched; 0 never; 1 asked */
-	int back_to_back; /* --back-to-back: topology energy unpaced even where the program paused */
+	int back_to_back; /* --back-to-back: iteration energy unpaced even where the program paused */
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;

@@ -38,7 +38,7 @@ struct opts {
 	int probe;
 	int verify;       /* compare outputs with the run's after-launch snapshot */
 	int topology;     /* --sequence --graph: also the graph launches with their recorded topology */
-	int no_pace;      /* --no-pace: topology energy back to back even where the program paused */
+	int no_pace;      /* --no-pace: iteration energy back to back even where the program paused */
 };
 
 /* One launch as captured: function, geometry, parameter block and its pointer words. */
@@ -144,12 +144,9 @@ int sequence_run(struct replay *R, int64_t iteration, int graph);
 /** Time an instantiated graph: R->o.runs launches after R->o.warmup, each between events on s;
  *  min/median/max into out (status failed and error on a CUDA error). 0 or KJ_EGPU. */
 int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
-/** Energy per launch of an instantiated graph (kj_amortize_measure), into out when measured. */
-/* out->pace_ns: the program's launch period where it left its GPU idle between the graph
- * launches of `iteration` (kj_replay_pace.h; said on stderr), else 0; 0 with --no-pace. */
-void pace_as_program(struct replay *R, int64_t iteration, struct kj_replay_seq *out);
-/* out->pace_ns > 0 on entry: launches paced at that period and waited for (kj_replay_pace.h);
- * on return the period as measured, 0 when no energy was measured. */
+/** Energy per launch of an instantiated graph (kj_amortize_measure), into out when measured.
+ *  out->pace_ns > 0 on entry: launches paced at that period and waited for (kj_replay_pace.h);
+ *  on return the period as measured, 0 when no energy was measured. */
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out);
 /* worker_topology.c: the kept iteration's graph launches rebuilt with their recorded topology */
 struct topo;

@@ -268,11 +268,10 @@ static int seq_graph_enqueue(void *ctx)
 		while ((now = kj_now_ns()) < g->next_ns)
 			; /* the program's host spent this time too: spin, do not sleep */
 		g->next_ns = now + g->pace_ns;
-		if (cuGraphLaunch(g->exec, g->stream) != CUDA_SUCCESS)
-			return KJ_EGPU;
-		return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
 	}
-	return cuGraphLaunch(g->exec, g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+	if (cuGraphLaunch(g->exec, g->stream) != CUDA_SUCCESS)
+		return KJ_EGPU;
+	return g->pace_ns > 0 && cuStreamSynchronize(g->stream) != CUDA_SUCCESS ? KJ_EGPU : 0;
 }
 
 static int seq_graph_sync(void *ctx)
@@ -338,14 +337,15 @@ int graph_time(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_
 	return time_loop(R, NULL, exec, s, out);
 }
 
-void pace_as_program(struct replay *R, int64_t iteration, struct kj_replay_seq *out)
+/* The program's launch period where it left its GPU idle between the iteration's graph launches
+ * (said on stderr), else 0; 0 with --no-pace. */
+static int64_t program_pace(struct replay *R, int64_t iteration)
 {
 	struct kj_pace pace;
-	out->pace_ns = 0;
 	if (R->o.no_pace || kj_pace_load(R->db, iteration, &pace))
-		return;
-	out->pace_ns = pace.period_ns;
-	fprintf(stderr, "kjoule-replay-worker: %s energy %s\n", out->mode, pace.why);
+		return 0;
+	fprintf(stderr, "kjoule-replay-worker: iteration energy %s\n", pace.why);
+	return pace.period_ns;
 }
 
 #ifdef KJ_HAVE_AMORTIZE
@@ -541,7 +541,8 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	struct topo *tp = NULL;
 	struct kj_replay_seq topo;
 	/* the recorded topology needs the whole iteration (--ordinals cuts it) */
-	int want_topo = graph && R->o.topology && R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX;
+	int whole = R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX; /* the whole iteration, not a range */
+	int want_topo = graph && R->o.topology && whole;
 
 	memset(&S, 0, sizeof(S));
 	memset(&P, 0, sizeof(P));
@@ -670,6 +671,10 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto emit;
 	}
 	seq_time(R, &S, NULL, &eager);
+	/* whole iterations' energy paced as the program ran them (kj_replay_pace.h), read once for
+	 * the linear graph and the topology graph */
+	int64_t pace_ns = graph && whole && R->o.energy ? program_pace(R, iteration) : 0;
+	topo.pace_ns = pace_ns;
 	if (graph) {
 		S.graph_mode = 1;
 		e = cuStreamBeginCapture(S.streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
@@ -689,8 +694,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		} else {
 			seq_time(R, &S, exec, &gr);
 			if (R->o.energy && strcmp(gr.status, "failed")) {
-				if (R->o.seq_first <= 0 && R->o.seq_last == INT64_MAX) /* the whole iteration */
-					pace_as_program(R, iteration, &gr);
+				gr.pace_ns = pace_ns;
 				graph_energy(R, exec, S.streams[0], &gr);
 			}
 		}

@@ -206,10 +206,8 @@ int topology_run(struct replay *R, int64_t iteration, struct klaunch *k, size_t 
 		return fail(out, "topology graph, first launch", e);
 	if ((rc = graph_time(R, T->exec, s, out)))
 		return rc;
-	if (R->o.energy) {
-		pace_as_program(R, iteration, out);
-		graph_energy(R, T->exec, s, out);
-	}
+	if (R->o.energy)
+		graph_energy(R, T->exec, s, out); /* paced at out->pace_ns, set by the caller */
 	return 0;
 }
 
