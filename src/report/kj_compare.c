@@ -241,7 +241,7 @@ static int loop_span(struct kj_compare *c)
 	c->loop_span_ns = c->loop_inside_ns = c->loop_n = 0;
 	c->loop_counter_periods = 0;
 	for (size_t i = 0; i < c->it.n; i++)
-		if (!c->iv[i].skipped && !c->iv[i].energy_excluded) {
+		if (!c->iv[i].skipped) {
 			a = c->iv[i].start_ns < a ? c->iv[i].start_ns : a;
 			b = c->iv[i].end_ns > b ? c->iv[i].end_ns : b;
 		}

@@ -36,14 +36,12 @@ double cmp_safe_div(double a, double b, int *ok)
 /* mean/min/max of get(x) over kept iterations (and, with need_energy, those with energy) */
 typedef double (*iter_get)(const struct cmp_iter *x);
 
-
 /* No iteration inside the loop's span shared the GPU with another process. */
 static int loop_clean(const struct kj_compare *c)
 {
 	for (size_t i = 0; i < c->it.n; i++) {
 		const struct cmp_iter *x = &c->iv[i];
-		if (x->start_ns >= c->loop_start_ns && x->end_ns <= c->loop_start_ns + c->loop_span_ns &&
-		    (x->foreign || x->energy_excluded))
+		if (x->foreign && x->start_ns >= c->loop_start_ns && x->end_ns <= c->loop_start_ns + c->loop_span_ns)
 			return 0;
 	}
 	return 1;
@@ -243,15 +241,12 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_seq_time = topo ? c->seq_topo_ns : c->seq_graph_ns;
 		double pace_ns = topo ? c->seq_topo_pace_ns : c->seq_graph_pace_ns;
 		s->e_seq_paced = pace_ns > 0;
-		double rest_ns = s->wall.mean - s->e_seq_time;
-		if (s->e_seq_paced) {
-			/* energy per paced period: the GPU idled for the part of the period outside the
-			 * iteration's window, which comes off at idle power (and a shorter period adds it) */
+		if (s->e_seq_paced)
 			s->e_seq_time = pace_ns;
-			rest_ns = s->wall.mean - s->e_seq_time;
-			s->e_seq_pred = s->e_seq + c->idle_w * rest_ns * 1e-6;
-		} else
-			s->e_seq_pred = s->e_seq + c->idle_w * (rest_ns > 0 ? rest_ns : 0) * 1e-6; /* W*ns->mJ */
+		/* idle power over the rest of the wall; paced, the energy is per period, and the part of
+		 * the period outside the iteration's window (the GPU idle) comes off */
+		double rest_ns = s->wall.mean - s->e_seq_time;
+		s->e_seq_pred = s->e_seq + c->idle_w * (s->e_seq_paced || rest_ns > 0 ? rest_ns : 0) * 1e-6; /* W*ns->mJ */
 		s->have_seq_e = s->e_seq_time > 0 && s->e_seq_pred > 0;
 		if (s->have_seq_e && s->have_meas) {
 			s->e_seq_err_pct = cmp_safe_div(100.0 * (s->e_seq_pred - s->e_meas.mean), s->e_meas.mean, &ok);
