@@ -102,12 +102,9 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 	int rc = KJ_EDB;
 
 	kj_replay_now(when);
-	/* runs made before the data column: it is added, their older rows say nothing */
-	if (!kj_db_has_column(db, "replay_sequence", "data") &&
-	    kj_db_exec(db, "ALTER TABLE replay_sequence ADD COLUMN data TEXT", "add replay_sequence.data"))
-		return KJ_EDB;
-	if (!kj_db_has_column(db, "replay_sequence", "pace_ns") &&
-	    kj_db_exec(db, "ALTER TABLE replay_sequence ADD COLUMN pace_ns INTEGER", "add replay_sequence.pace_ns"))
+	/* runs made before the data and pace columns: they are added, their older rows say nothing */
+	if (kj_db_ensure_column(db, "replay_sequence", "data", "TEXT") ||
+	    kj_db_ensure_column(db, "replay_sequence", "pace_ns", "INTEGER"))
 		return KJ_EDB;
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;

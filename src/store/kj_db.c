@@ -280,6 +280,16 @@ int kj_db_has_column(sqlite3 *db, const char *table, const char *column)
 	return yes;
 }
 
+int kj_db_ensure_column(sqlite3 *db, const char *table, const char *column, const char *type)
+{
+	char sql[256], what[128];
+	if (kj_db_has_column(db, table, column))
+		return 0;
+	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, type);
+	snprintf(what, sizeof(what), "add %s.%s", table, column);
+	return kj_db_exec(db, sql, what) ? KJ_EDB : 0;
+}
+
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns)
 {
 	sqlite3_stmt *st = NULL;

@@ -55,6 +55,9 @@ int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt);
 int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt);
 /** @brief 1 when table has the column (runs recorded by an older kjoule may lack it), else 0. */
 int kj_db_has_column(sqlite3 *db, const char *table, const char *column);
+/** @brief Add the column to a table of a run recorded before it existed (its older rows hold
+ *  NULL); nothing when the table has it. 0, or KJ_EDB (message printed). */
+int kj_db_ensure_column(sqlite3 *db, const char *table, const char *column, const char *type);
 /** @brief CLOCK_REALTIME minus CLOCK_MONOTONIC of the run (its clock_sync table) into *offset_ns.
  *  @return 1 when the run has one, else 0 (*offset_ns untouched). */
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns);
