@@ -18,10 +18,13 @@ sweep_csv.tar.gz), so a change to the fit is judged on measured data without a G
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
               [--heldout N] [--heldout-offset F] [--energy-every third|all] [--precision fp16]
               [--merge EARLIER.json] [--energy-s S] [--from-csv DIR | --train-from-csv DIR]
-              [--deadline-s S]
+              [--deadline-s S] [--extra-train-offset F ...]
 --train-from-csv DIR fits on an earlier run's training CSVs (DIR/{op}/{train,dense}) and measures
 only a held-out set, shifted by --heldout-offset of the dense step (0.5, the midpoints, by default):
 a fresh check of models whose features were chosen while looking at the first held-out set.
+--extra-train-offset F adds a time-only training sweep of the dense grid shifted by F of its step
+(F = 0.625: dims 64 past a 128-multiple, which GEMM tiles quantize on); refused when F is the
+held-out offset.
 --merge keeps the operators of an earlier result that this run does not measure (each operator's
 entry carries its own device and date), so the set can be measured over several shorter runs.
 --energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
@@ -109,6 +112,13 @@ def sets(op, heldout=24, energy_third=True, offset=0.5):
             "beyond": (bst, sp, ben, False, 1)}
 
 
+def extra_set(op, offset):
+    """A further time-only training sweep: the dense add axes shifted by `offset` of their step
+    (shapes off the 128-multiples a GEMM's tiles quantize on, when the offset is odd eighths)."""
+    st, sp, en = sets(op, offset=offset)["inside"][:3]
+    return (st, sp, en, False, 1)
+
+
 def sh(cmd, log):
     log.append(" ".join(cmd))
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -168,6 +178,8 @@ def main():
                      help="fit on an earlier run's training CSVs and measure only a fresh held-out set")
     ap.add_argument("--heldout-offset", type=float, default=0.5,
                     help="held-out shapes at this fraction of the dense step past each point (0.5: midpoints)")
+    ap.add_argument("--extra-train-offset", type=float, action="append", default=[],
+                    help="also train on a time-only sweep at this fraction of the dense step (repeatable)")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--merge", default=None)
@@ -196,6 +208,10 @@ def main():
             break
         opdir = os.path.join(out, op)
         grids = sets(op, a.heldout, a.energy_every == "third", a.heldout_offset)
+        extras = {f"extra{i + 1}": extra_set(op, f) for i, f in enumerate(a.extra_train_offset)}
+        clash = [f for f in a.extra_train_offset if abs(f - a.heldout_offset) < 1e-9]
+        if clash:
+            sys.exit(f"run.py: --extra-train-offset {clash[0]} is the held-out offset: those shapes would be trained on")
         if a.from_csv:
             src = os.path.join(a.from_csv, op)
             if not os.path.isdir(src):
@@ -206,12 +222,12 @@ def main():
             shutil.copytree(src, opdir, ignore=shutil.ignore_patterns("models", "fit"))
         else:
             print(f"== {op}: sweeps", flush=True)
-            measure = dict(grids)
+            measure = dict(grids, **extras)
             if a.train_from_csv:  # the training grids from the earlier run, a fresh held-out set now
                 shutil.rmtree(opdir, ignore_errors=True)
                 for which in ("train", "dense"):
                     shutil.copytree(os.path.join(a.train_from_csv, op, which), os.path.join(opdir, which))
-                measure = {"inside": grids["inside"]}
+                measure = dict({"inside": grids["inside"]}, **extras)
             for which, (st, sp, en, energy, parts) in measure.items():
                 path = os.path.join(opdir, f"{op}_{which}.yml")
                 os.makedirs(opdir, exist_ok=True)
@@ -223,12 +239,14 @@ def main():
         fitdir = os.path.join(opdir, "fit")
         shutil.rmtree(fitdir, ignore_errors=True)
         os.makedirs(fitdir)
-        for i, which in enumerate(("train", "dense")):
+        training = ("train", "dense") + tuple(extras)
+        for i, which in enumerate(training):
             d = os.path.join(opdir, which, "sampling_data")
             for f in (os.listdir(d) if os.path.isdir(d) else []):
                 if f.endswith(".csv"):
                     gpu = f.split("_")[0]
-                    shutil.copy(os.path.join(d, f), os.path.join(fitdir, f"{gpu}_{op}_{a.precision}_2_{i + 1}.csv"))
+                    shutil.copy(os.path.join(d, f),
+                                os.path.join(fitdir, f"{gpu}_{op}_{a.precision}_{len(training)}_{i + 1}.csv"))
         models_dir = os.path.join(opdir, "models")
         shutil.rmtree(models_dir, ignore_errors=True)
         sh([kj, "fit", fitdir, "-o", models_dir], cmds)
@@ -242,6 +260,9 @@ def main():
                  "dense_grid": dict(zip(["starts", "steps", "ends"], grids["dense"][:3])),
                  "heldout_grid": dict(zip(["starts", "steps", "ends", "energy", "every"], grids["inside"])),
                  "columns": GRIDS[op][0]}
+        if extras:
+            entry["extra_training"] = [{"offset": f, **dict(zip(["starts", "steps", "ends"], extras[k][:3]))}
+                                       for f, k in zip(a.extra_train_offset, extras)]
         for which in ("inside", "beyond"):
             d = os.path.join(opdir, which, "sampling_data")
             files = [f for f in os.listdir(d) if f"_{op}_{a.precision}_" in f] if os.path.isdir(d) else []

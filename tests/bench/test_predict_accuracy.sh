@@ -44,4 +44,26 @@ KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-s
 	python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops softmax --out-dir "$T/pb" \
 	--gpu-name "NVIDIA H100" --merge "$T/r.json" -o "$T/r2.json" >"$T/out" 2>"$T/err" || fail "merge run: $(tail -5 "$T/err")"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert sorted(r["ops"]) == ["layernorm", "softmax"]; assert r["ops"]["softmax"]["device"] == "cpu-standin"' "$T/r2.json" || fail "merged result"
+# an extra time-only training sweep off the grid: its rows join the time models' training data,
+# the held-out shapes stay off every training set, and an extra offset equal to the held-out one is refused
+KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin \
+	python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pe" \
+	--gpu-name "NVIDIA H100" --train-from-csv "$T/pa" --extra-train-offset 0.25 --heldout-offset 0.75 \
+	-o "$T/r4.json" >"$T/out" 2>"$T/err" || fail "--extra-train-offset: $(tail -5 "$T/err")"
+python3 - "$T/r.json" "$T/r4.json" <<'P' || fail "--extra-train-offset result"
+import json, sys
+a, b = (json.load(open(f))["ops"]["layernorm"] for f in sys.argv[1:])
+assert b["extra_training"][0]["offset"] == 0.25, b.get("extra_training")
+na = {(x["prop"], x["target"]): x["n_final"] for x in a["models"]}
+nb = {(x["prop"], x["target"]): x["n_final"] for x in b["models"]}
+assert nb[("fwd", "time")] > na[("fwd", "time")], (na, nb)
+assert nb[("fwd", "energy")] == na[("fwd", "energy")], (na, nb)
+extra_l = set(range(b["extra_training"][0]["starts"][1], b["extra_training"][0]["ends"][1] + 1,
+                    b["extra_training"][0]["steps"][1]))
+held_l = {int(r["shape"].split(",")[1]) for r in b["inside"]["rows"]}
+assert held_l and not (held_l & extra_l), (held_l, extra_l)
+P
+python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pf" \
+	--train-from-csv "$T/pa" --extra-train-offset 0.5 >"$T/out" 2>"$T/err" && fail "an extra offset equal to the held-out one ran"
+grep -q "held-out offset" "$T/err" || fail "no reason given: $(cat "$T/err")"
 finish

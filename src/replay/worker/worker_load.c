@@ -34,7 +34,7 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
 			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
-			  " p.stream_id"
+			  " p.stream_id, u.registers, u.shmem_static"
 			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 			  " JOIN launch_params p ON p.unique_id = u.id"
 			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
@@ -62,6 +62,8 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->correlation = kj_db_col_i64(st, 25, -1);
 	k->unique_id = kj_db_col_i64(st, 26, -1);
 	k->stream_id = kj_db_col_i64(st, 27, -1);
+	k->regs = (int)kj_db_col_i64(st, 28, -1);
+	k->smem_static = (int)kj_db_col_i64(st, 29, -1);
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)kj_db_col_i64(st, 3 + i, kj_db_col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)kj_db_col_i64(st, 6 + i, kj_db_col_i64(st, 18 + i, 1));
@@ -134,12 +136,14 @@ int load_ranges(struct replay *R)
 
 
 /* 1 when fn can be the function the launch ran: the same parameter block layout as captured, and
- * room for the captured block size and shared memory. JIT compilers (XLA's autotuner, Triton,
- * Inductor) load many modules defining a function of the same name, with other signatures and
- * limits; the first one by name is often not the one that ran. */
-static int function_fits(const struct klaunch *kl, CUfunction fn)
+ * room for the captured block size and shared memory; when strict, also the registers and static
+ * shared memory the trace recorded of the function that ran. JIT compilers (XLA's autotuner,
+ * Triton, Inductor) load many modules defining a function of the same name, with other
+ * signatures, limits and tile shapes; the first one by name is often not the one that ran, and a
+ * variant compiled for another block size refuses the launch (CUDA_ERROR_INVALID_VALUE). */
+static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
 {
-	int threads = 0;
+	int threads = 0, v = 0;
 	size_t i;
 	for (i = 0;; i++) {
 		size_t off = 0, sz = 0;
@@ -153,17 +157,23 @@ static int function_fits(const struct klaunch *kl, CUfunction fn)
 	if (cuFuncGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) == CUDA_SUCCESS &&
 	    (unsigned)threads < kl->block[0] * kl->block[1] * kl->block[2])
 		return 0;
+	if (strict && kl->regs >= 0 && cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) == CUDA_SUCCESS &&
+	    v != kl->regs)
+		return 0;
+	if (strict && kl->smem_static >= 0 &&
+	    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) == CUDA_SUCCESS && v != kl->smem_static)
+		return 0;
 	return 1;
 }
 
-/* Load the captured module that defines the function and fits the launch (function_fits): the
- * most recently loaded before the launch first, as a JIT compiler loads a module and then runs
- * it; then the others. */
-int load_function_k(struct replay *R, struct klaunch *kl)
+/* One pass over the captured modules that define the function, the most recently loaded before
+ * the launch first (a JIT compiler loads a module and then runs it): 0 with kl->fn set from the
+ * first whose function fits the launch (function_fits with strict); what was tried is appended to
+ * tried. */
+static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, char *tried, size_t *tlp)
 {
 	sqlite3_stmt *st = NULL;
-	char tried[256] = "";
-	size_t tl = 0;
+	size_t tl = *tlp, tsz = 256;
 	int rc = KJ_ENOTFOUND;
 
 	if (kj_db_prepare(R->db,
@@ -190,7 +200,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 			if (!strcmp(R->mod_hash[c], hash)) {
 				loaded = 1;
 				if (cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS &&
-				    function_fits(kl, kl->fn)) {
+				    function_fits(kl, kl->fn, strict)) {
 					sqlite3_finalize(st);
 					return 0;
 				}
@@ -207,7 +217,8 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 				break;
 			img_len = ZSTD_decompress(img, fs, data, len);
 			if (ZSTD_isError(img_len)) {
-				tl += (size_t)snprintf(tried + tl, tl < sizeof(tried) ? sizeof(tried) - tl : 0,
+				if (strict)
+					tl += (size_t)snprintf(tried + tl, tl < tsz ? tsz - tl : 0,
 						       " %.16s: zstd: %s;", hash, ZSTD_getErrorName(img_len));
 				free(img);
 				continue;
@@ -221,6 +232,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 		img[img_len] = '\0'; /* PTX must be NUL-terminated */
 		(void)format;
 		CUmodule mod = NULL;
+		int via_lib = 0;
 		e = cuModuleLoadData(&mod, img);
 		if (e == CUDA_SUCCESS) {
 			if (R->nmods < sizeof(R->mods) / sizeof(R->mods[0])) {
@@ -235,7 +247,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 			if (cuLibraryLoadData(&R->lib, img, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS) {
 				if (cuLibraryGetKernel(&k, R->lib, kl->mangled) == CUDA_SUCCESS &&
 				    cuKernelGetFunction(&kl->fn, k) == CUDA_SUCCESS)
-					e = CUDA_SUCCESS;
+					e = CUDA_SUCCESS, via_lib = 1;
 				else {
 					cuLibraryUnload(R->lib);
 					R->lib = NULL;
@@ -243,9 +255,13 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 			}
 		}
 		free(img);
-		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn)) {
-			if (tl < sizeof(tried))
-				tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl,
+		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn, strict)) {
+			if (via_lib) {
+				cuLibraryUnload(R->lib);
+				R->lib = NULL;
+			}
+			if (!strict && tl < tsz)
+				tl += (size_t)snprintf(tried + tl, tsz - tl,
 						       " %.16s: another function of that name (parameters or block"
 						       " size differ);", hash);
 			continue;
@@ -256,12 +272,26 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 		}
 		const char *name = NULL;
 		cuGetErrorName(e, &name);
-		if (tl < sizeof(tried))
-			tl += (size_t)snprintf(tried + tl, sizeof(tried) - tl, " %.16s (%s): %s;", hash,
+		if (strict && tl < tsz)
+			tl += (size_t)snprintf(tried + tl, tsz - tl, " %.16s (%s): %s;", hash,
 					       format ? format : "?", name ? name : "?");
 	}
 	sqlite3_finalize(st);
-	if (rc)
+	*tlp = tl;
+	return rc;
+}
+
+/* Load the function the launch ran: the captured module whose function of that name has the
+ * registers and static shared memory the trace recorded of it; failing that (a trace without
+ * those figures, or none matches), the first whose function fits the launch. */
+int load_function_k(struct replay *R, struct klaunch *kl)
+{
+	char tried[256] = "";
+	size_t tl = 0;
+	int rc = load_function_pass(R, kl, 1, tried, &tl);
+	if (rc == KJ_ENOTFOUND)
+		rc = load_function_pass(R, kl, 0, tried, &tl);
+	if (rc == KJ_ENOTFOUND)
 		kj_replay_result_set(&R->res, "failed", "cannot load %.120s from any captured module:%s",
 				     kl->mangled, tl ? tried : " no module with data defines it");
 	return rc;
@@ -340,7 +370,7 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 		 * a refused shared-memory size, cluster shape or parameter block apart */
 		int regs = -1, smem_static = -1, smem_max = -1, threads_max = -1, cw = -1, nparams_fn = -1;
 		size_t psize = 0;
-		char what[400];
+		char what[512];
 		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn);
 		cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn);
 		cuFuncGetAttribute(&smem_max, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn);
@@ -357,10 +387,11 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 		snprintf(what, sizeof(what),
 			 "first launch (grid %u,%u,%u block %u,%u,%u dyn smem %u cluster %u,%u,%u; function: "
 			 "%d regs, static smem %d, max dyn smem %d, max threads %d, cluster width %d, %d params"
-			 " in %zu bytes; captured %zu params in %zu bytes)",
+			 " in %zu bytes; captured %zu params in %zu bytes; the traced function had %d regs,"
+			 " static smem %d)",
 			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
 			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
-			 cw, nparams_fn, psize, k->nlayout, k->blob_len);
+			 cw, nparams_fn, psize, k->nlayout, k->blob_len, k->regs, k->smem_static);
 		cu_fail(&R->res, what, e, __FILE__, __LINE__);
 		return KJ_EGPU;
 	}
