@@ -48,6 +48,7 @@ struct klaunch {
 	int64_t pid, launch_ns, correlation, unique_id, stream_id;
 	unsigned grid[3], block[3], cluster[3], shmem;
 	int regs, smem_static; /* of the function that ran, as traced; -1 unknown */
+	int fn_unmatched;      /* no captured function of the name has those: fn is only the first that fits */
 	uint8_t *blob;
 	size_t blob_len;
 	struct kj_replay_param *layout;

@@ -289,8 +289,11 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 	char tried[256] = "";
 	size_t tl = 0;
 	int rc = load_function_pass(R, kl, 1, tried, &tl);
-	if (rc == KJ_ENOTFOUND)
+	kl->fn_unmatched = 0;
+	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static >= 0)) {
 		rc = load_function_pass(R, kl, 0, tried, &tl);
+		kl->fn_unmatched = rc == 0;
+	}
 	if (rc == KJ_ENOTFOUND)
 		kj_replay_result_set(&R->res, "failed", "cannot load %.120s from any captured module:%s",
 				     kl->mangled, tl ? tried : " no module with data defines it");
@@ -385,10 +388,12 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 			psize = off + sz;
 		}
 		snprintf(what, sizeof(what),
-			 "first launch (grid %u,%u,%u block %u,%u,%u dyn smem %u cluster %u,%u,%u; function: "
+			 "%sfirst launch (grid %u,%u,%u block %u,%u,%u dyn smem %u cluster %u,%u,%u; function: "
 			 "%d regs, static smem %d, max dyn smem %d, max threads %d, cluster width %d, %d params"
 			 " in %zu bytes; captured %zu params in %zu bytes; the traced function had %d regs,"
 			 " static smem %d)",
+			 k->fn_unmatched ? "no captured module holds a function of this name with the traced registers and"
+					   " static shared memory; the one of that name that fits refused its " : "",
 			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
 			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
 			 cw, nparams_fn, psize, k->nlayout, k->blob_len, k->regs, k->smem_static);
