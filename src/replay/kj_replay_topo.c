@@ -43,7 +43,7 @@ struct loader {
 	struct ilaunch *l;
 	size_t nl;
 	struct kj_map *launch_of; /* (pid, correlation) -> launch index + 1 */
-	int have_clones, have_mdst, have_etype, used_clones, used_index;
+	int have_clones, have_mdst, have_etype, used_clones, used_index, used_flat;
 	struct kj_map *clones;    /* node -> the node it was cloned from (clones_pid's) */
 	int64_t clones_pid;
 };
@@ -216,24 +216,44 @@ static int load_nodes(struct loader *L, int64_t pid, int64_t gid, struct gnode *
 	return rc;
 }
 
+/* How an executed node's id can lead to its recorded node without a clone record. */
+struct tie_ctx {
+	struct kj_map *at;
+	const struct gnode *g;
+	size_t ng, ntop; /* recorded nodes (child graphs' included, as load_nodes lists them), top-level ones */
+	int index_ok;    /* every node's id is its graph's id << 32 | its index (no child graphs) */
+	int64_t gid, exec_id; /* the recorded graph, the launch's exec */
+};
+
 /* The recorded node an executed node ran from: through the clone records where the run has
  * them, else by CUPTI's numbering (a node's id is its graph's id << 32 | its index, kept by the
- * clone into the exec) when every node of the graph follows it. -1 when neither leads to one. */
-static ssize_t tie(struct loader *L, struct kj_map *at, int64_t exec_node, int index_ok, int64_t gid,
-		   int64_t exec_graph)
+ * clone into the exec) when every node of the graph follows it, else by the exec's flattening of
+ * child graphs: their nodes take the exec's indices after the top-level ones, in the order
+ * load_nodes lists them (seen on XLA's command buffers: exec nodes 16..19 of 16 top-level nodes
+ * ran the two child graphs' memset and kernel). -1 when none leads to one. */
+static ssize_t tie(struct loader *L, const struct tie_ctx *c, int64_t exec_node, int64_t exec_graph)
 {
 	uint64_t v = (uint64_t)exec_node, idx;
 	for (int hops = 0; hops < 8; hops++) {
-		if (kj_map_get(at, v, &idx)) {
+		if (kj_map_get(c->at, v, &idx)) {
 			L->used_clones |= hops > 0;
 			return (ssize_t)idx;
 		}
 		if (!L->clones || !kj_map_get(L->clones, v, &v))
 			break;
 	}
-	if (index_ok && (exec_graph < 0 || ((uint64_t)exec_node >> 32) == (uint64_t)exec_graph) &&
-	    kj_map_get(at, ((uint64_t)gid << 32) | ((uint64_t)exec_node & 0xffffffffu), &idx)) {
+	int64_t eg = exec_graph >= 0 ? exec_graph : c->exec_id; /* memsets and copies name no graph */
+	int in_exec = eg >= 0 && ((uint64_t)exec_node >> 32) == (uint64_t)eg;
+	idx = (uint64_t)exec_node & 0xffffffffu;
+	if (c->index_ok && (exec_graph < 0 || in_exec) &&
+	    kj_map_get(c->at, ((uint64_t)c->gid << 32) | idx, &idx)) {
 		L->used_index = 1;
+		return (ssize_t)idx;
+	}
+	/* top-level nodes keep their index in the exec only where their ids say so */
+	if (!c->index_ok && in_exec && idx < c->ng &&
+	    (idx >= c->ntop || (uint64_t)c->g[idx].id == (((uint64_t)c->gid << 32) | idx))) {
+		L->used_flat = 1;
 		return (ssize_t)idx;
 	}
 	return -1;
@@ -241,10 +261,10 @@ static ssize_t tie(struct loader *L, struct kj_map *at, int64_t exec_node, int i
 
 /* Tie one executed record to its node: the node must be of the record's kind and run once.
  * exec_graph: the exec's graph id when the record names it (-1 not). */
-static ssize_t tie_record(struct loader *L, struct kj_map *at, struct gnode *g, int64_t exec_node,
-			  int index_ok, int64_t gid, int64_t exec_graph, const char *want)
+static ssize_t tie_record(struct loader *L, const struct tie_ctx *c, struct gnode *g, int64_t exec_node,
+			  int64_t exec_graph, const char *want)
 {
-	ssize_t i = exec_node ? tie(L, at, exec_node, index_ok, gid, exec_graph) : -1;
+	ssize_t i = exec_node ? tie(L, c, exec_node, exec_graph) : -1;
 	if (i < 0 || g[i].tied || strcmp(g[i].type, want))
 		return -1;
 	g[i].tied = 1;
@@ -267,8 +287,8 @@ static int copy_kind(const char *kind)
 }
 
 /* The launch's memsets and copies tied to their nodes (NULL columns of older runs read as 0). */
-static int tie_copies(struct loader *L, const struct ilaunch *la, struct gnode *g, struct kj_map *at,
-		      int index_ok, int64_t gid, int64_t *untied)
+static int tie_copies(struct loader *L, const struct ilaunch *la, struct gnode *g, const struct tie_ctx *c,
+		      int64_t *untied)
 {
 	sqlite3_stmt *st = NULL;
 	char sql[400];
@@ -286,8 +306,7 @@ static int tie_copies(struct loader *L, const struct ilaunch *la, struct gnode *
 		sqlite3_bind_int64(st, 1, la->pid);
 		sqlite3_bind_int64(st, 2, la->corr);
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			ssize_t i = tie_record(L, at, g, kj_db_col_i64(st, 0, 0), index_ok, gid, -1,
-					       pass ? "memcpy" : "memset");
+			ssize_t i = tie_record(L, c, g, kj_db_col_i64(st, 0, 0), -1, pass ? "memcpy" : "memset");
 			if (i < 0) {
 				(*untied)++;
 				continue;
@@ -357,8 +376,12 @@ static int add_launch(struct loader *L, int li)
 	t->graph_nodes += (int64_t)ng;
 	/* CUPTI's numbering holds when every node's id carries its graph's id (no child graphs) */
 	int index_ok = 1;
-	for (size_t i = 0; i < ng; i++)
+	size_t ntop = 0;
+	for (size_t i = 0; i < ng; i++) {
 		index_ok &= g[i].parent == 0 && ((uint64_t)g[i].id >> 32) == (uint64_t)gid;
+		ntop += g[i].parent == 0;
+	}
+	struct tie_ctx tc = {at, g, ng, ntop, index_ok, gid, la->exec_id};
 	/* the topo nodes: one per recorded node, two (entry, exit) per child graph */
 	for (size_t i = 0; i < ng && !rc; i++) {
 		int kind = node_kind(g[i].type);
@@ -376,7 +399,7 @@ static int add_launch(struct loader *L, int li)
 		if (o->launch != li || strcmp(o->op, "kernel"))
 			continue;
 		t->launch_kernels++;
-		ssize_t k = tie_record(L, at, g, o->graph_node, index_ok, gid, o->exec_graph, "kernel");
+		ssize_t k = tie_record(L, &tc, g, o->graph_node, o->exec_graph, "kernel");
 		if (k < 0) {
 			untied++;
 			continue;
@@ -389,7 +412,7 @@ static int add_launch(struct loader *L, int li)
 		t->kernels_matched++;
 	}
 	if (!rc)
-		rc = tie_copies(L, la, g, at, index_ok, gid, &untied);
+		rc = tie_copies(L, la, g, &tc, &untied);
 	if (!rc)
 		rc = kj_topo_unbuilt(b, "records of no recorded node", untied);
 	/* what cannot be rebuilt, by kind */
@@ -568,8 +591,9 @@ int kj_replay_topo_load(sqlite3 *db, int64_t iteration, struct kj_replay_topo *t
 		rc = kj_topo_finish(&L.b);
 	if (rc)
 		goto out;
-	snprintf(t->tie, sizeof(t->tie), "%s%s%s", L.used_clones ? "clones" : "",
-		 L.used_clones && L.used_index ? "+" : "", L.used_index ? "node-index" : "");
+	snprintf(t->tie, sizeof(t->tie), "%s%s%s%s%s", L.used_clones ? "clones" : "",
+		 L.used_clones && L.used_index ? "+" : "", L.used_index ? "node-index" : "",
+		 (L.used_clones || L.used_index) && L.used_flat ? "+" : "", L.used_flat ? "child-order" : "");
 	t->rebuildable = t->nunbuilt == 0;
 	if (!t->rebuildable) {
 		char ub[400];

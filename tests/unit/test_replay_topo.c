@@ -187,6 +187,69 @@ static void test_child_graph(void **state)
 	kj_db_close(db);
 }
 
+/* An exec that flattens its child graph, as XLA's command buffers showed: the top-level nodes are
+ * the exec's clones (CUPTI's numbering, graph id << 32 | index), the child graph's memset and
+ * kernel run as the exec's next indices with no clone record. They are tied by that order, their
+ * kind checked; a record whose index names a node of another kind is not. */
+#define N(g, i) (((int64_t)(g) << 32) | (i))
+static void test_flattened_child_graph(void **state)
+{
+	(void)state;
+	struct kj_replay_topo t;
+	char sql[2048];
+	char p[256];
+	sqlite3 *db = NULL;
+	snprintf(p, sizeof(p), "%s/flat.kjdb", dir);
+	unlink(p);
+	assert_int_equal(kj_db_create(p, &db), 0);
+	snprintf(sql, sizeof(sql),
+		"INSERT INTO host_call(pid, op, correlation_id, start_ns, graph_id, graph_exec_id) VALUES"
+		" (7, 'graph_instantiate', 5, 10, 1, 9), (7, 'graph_launch', 6, 20, NULL, 9);"
+		"INSERT INTO graph_node(pid, graph_id, node_id, parent_node_id, type) VALUES"
+		" (7, 1, %lld, NULL, 'kernel'), (7, 1, %lld, NULL, 'graph'), (7, 1, %lld, NULL, 'kernel'),"
+		" (7, 2, %lld, %lld, 'memset'), (7, 2, %lld, %lld, 'kernel');"
+		"INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id) VALUES (7, 1, %lld, %lld),"
+		" (7, 1, %lld, %lld), (7, 2, %lld, %lld);"
+		"INSERT INTO graph_node_clone(pid, node_id, original_node_id) VALUES (7, %lld, %lld), (7, %lld, %lld),"
+		" (7, %lld, %lld);"
+		"INSERT INTO launch_params(id, unique_id, pid, correlation_id) VALUES (1, 11, 7, 1), (2, 12, 7, 2),"
+		" (3, 13, 7, 3);"
+		"INSERT INTO kernel(id, pid, correlation_id, start_ns, end_ns, graph_id, graph_node_id) VALUES"
+		" (1, 7, 6, 100, 110, 9, %lld), (2, 7, 6, 112, 130, 9, %lld), (3, 7, 6, 130, 140, 9, %lld);"
+		"INSERT INTO memset(pid, correlation_id, start_ns, end_ns, bytes, value, graph_node_id, address,"
+		" element_bytes) VALUES (7, 6, 110, 112, 64, 0, %lld, 4096, 1);"
+		"INSERT INTO sequence_op(iteration, ordinal, pid, op, correlation_id, launch_params_id, kernel_id)"
+		" VALUES (1, 0, 7, 'kernel', 6, 1, 1), (1, 2, 7, 'kernel', 6, 2, 2), (1, 3, 7, 'kernel', 6, 3, 3);",
+		(long long)N(1, 0), (long long)N(1, 1), (long long)N(1, 2), (long long)N(2, 0), (long long)N(1, 1),
+		(long long)N(2, 1), (long long)N(1, 1), (long long)N(1, 0), (long long)N(1, 1), (long long)N(1, 1),
+		(long long)N(1, 2), (long long)N(2, 0), (long long)N(2, 1), (long long)N(9, 0), (long long)N(1, 0),
+		(long long)N(9, 1), (long long)N(1, 1), (long long)N(9, 2), (long long)N(1, 2), (long long)N(9, 0),
+		(long long)N(9, 4), (long long)N(9, 2), (long long)N(9, 3));
+	assert_int_equal(kj_db_exec(db, sql, "fill"), 0);
+	assert_int_equal(kj_replay_topo_load(db, 1, &t), 0);
+	assert_true(t.rebuildable);
+	assert_string_equal(t.tie, "clones+child-order");
+	assert_int_equal(t.kernels_matched, 3);
+	assert_int_equal(kj_replay_topo_count(&t, KJ_TOPO_MEMSET), 1);
+	size_t ms = by_node(&t, N(2, 0), "memset"), ck = by_node(&t, N(2, 1), "kernel");
+	assert_int_equal(t.nodes[ms].kind, KJ_TOPO_MEMSET);
+	assert_int_equal(t.nodes[ms].address, 4096);
+	assert_int_equal(t.nodes[ck].kind, KJ_TOPO_KERNEL);
+	assert_int_equal(t.nodes[ck].unique_id, 12);
+	assert_true(depends(&t, ms, ck));
+	assert_ordered(&t);
+	kj_replay_topo_free(&t);
+	/* the child kernel's record names the memset's index: not tied, and the launch is not rebuilt */
+	snprintf(sql, sizeof(sql), "UPDATE kernel SET graph_node_id = %lld WHERE id = 2;", (long long)N(9, 3));
+	assert_int_equal(kj_db_exec(db, sql, "mismatch"), 0);
+	assert_int_equal(kj_replay_topo_load(db, 1, &t), 0);
+	assert_false(t.rebuildable);
+	assert_non_null(strstr(t.reason, "records of no recorded node"));
+	kj_replay_topo_free(&t);
+	kj_db_close(db);
+}
+#undef N
+
 static unsigned kind_of(const struct kj_replay_topo *t, size_t on, size_t i)
 {
 	for (size_t d = 0; d < t->nodes[i].ndeps; d++)
@@ -292,6 +355,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped_graph_run),
 		cmocka_unit_test(test_child_graph),
+		cmocka_unit_test(test_flattened_child_graph),
 		cmocka_unit_test(test_programmatic_edges),
 		cmocka_unit_test(test_unbuildable_named),
 		cmocka_unit_test(test_not_graph_launched),
