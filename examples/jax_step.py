@@ -15,6 +15,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import torch.cuda.nvtx as nvtx  # noqa: E402
+from nvml_energy import per_call  # noqa: E402
 
 
 def init(key, d, f):
@@ -80,9 +81,9 @@ def main():
     e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
     assert bool(jnp.isfinite(y.astype(jnp.float32)).all())
     times.sort()
+    energy, why = per_call(e0, e1, wall, len(times), nv is not None)
     print(json.dumps({"steps": len(times), "median_ms": times[len(times) // 2], "mean_period_ms": wall * 1e3 / len(times),
-                      "energy_j_per_step_nvml": (e1 - e0) * 1e-3 / len(times) if nv else None,
-                      "energy_window_s": wall}))
+                      "energy_j_per_step_nvml": energy, "energy_not_measured": why, "energy_window_s": wall}))
 
 
 if __name__ == "__main__":

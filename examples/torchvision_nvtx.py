@@ -24,6 +24,7 @@ import time
 
 import torch
 import torchvision
+from nvml_energy import per_call
 
 
 def main():
@@ -112,10 +113,11 @@ def main():
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
         e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
+    energy, why = per_call(e0, e1, wall, n, nv is not None)
     out = {"model": a.model, "batch": a.batch, "precision": a.precision, "graph": a.graph,
            "channels_last": a.channels_last, "forwards": n,
            "forward_ms_events": start.elapsed_time(end) / n, "forward_ms_wall": wall * 1e3 / n,
-           "energy_j_per_forward_nvml": (e1 - e0) * 1e-3 / n if nv else None,
+           "energy_j_per_forward_nvml": energy, "energy_not_measured": why,
            "energy_window_s": wall, "torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name()}
     print(json.dumps(out))
