@@ -36,6 +36,7 @@ struct seq {
 	void *pinned, *pinned2, *pageable, *pageable2;
 	int64_t max_bytes;
 	int graph_mode;       /* enqueueing into a capture: pinned host memory only */
+	ssize_t refused;      /* the kernel whose launch seq_enqueue's last failure was, -1 none */
 };
 
 static int seq_index(int64_t **ids, size_t *n, int64_t id)
@@ -197,6 +198,7 @@ static CUresult seq_enqueue(struct seq *S)
 		if ((e = cuStreamWaitEvent(S->streams[i], S->start, 0)))
 			return e;
 	unsigned char *recorded = calloc(S->nevents + 1, 1);
+	S->refused = -1;
 	if (!recorded)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	for (size_t i = 0; i < S->nops; i++) {
@@ -238,6 +240,8 @@ static CUresult seq_enqueue(struct seq *S)
 			break;
 		}
 		if (e) {
+			if (op->type == 0)
+				S->refused = (ssize_t)op->kernel;
 			free(recorded);
 			return e;
 		}
@@ -665,7 +669,15 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		const char *name = NULL;
 		cuGetErrorName(e, &name);
 		snprintf(eager.status, sizeof(eager.status), "failed");
-		snprintf(eager.error, sizeof(eager.error), "first iteration: %s", name ? name : "?");
+		if (S.refused >= 0) { /* a launch refused as it was enqueued: which, and whether its function is the traced one */
+			const struct klaunch *k = &S.k[S.refused];
+			snprintf(eager.error, sizeof(eager.error), "first iteration: the launch of %.80s refused: %s%s",
+				 k->mangled, name ? name : "?",
+				 k->fn_unmatched ? " (no captured module holds a function of this name with the traced"
+						   " registers and static shared memory)" : "");
+		} else {
+			snprintf(eager.error, sizeof(eager.error), "first iteration: %s", name ? name : "?");
+		}
 		gr = eager;
 		snprintf(gr.mode, sizeof(gr.mode), "graph");
 		goto emit;
