@@ -49,6 +49,7 @@ struct klaunch {
 	unsigned grid[3], block[3], cluster[3], shmem;
 	int regs, smem_static; /* of the function that ran, as traced; -1 unknown */
 	int fn_unmatched;      /* no captured function of the name has those: fn is only the first that fits */
+	char unmatched_why[160]; /* then what the candidates that could not be loaded said */
 	uint8_t *blob;
 	size_t blob_len;
 	struct kj_replay_param *layout;
@@ -68,8 +69,8 @@ struct replay {
 	CUcontext ctx;
 	CUstream stream;
 	CUlibrary lib;
-	CUmodule mods[64];     /* modules loaded, by hash (sequence replay loads several) */
-	char mod_hash[64][72];
+	CUmodule mods[256];    /* modules loaded, by hash (a sequence replay of a JIT-compiled program loads many) */
+	char mod_hash[256][72];
 	size_t nmods;
 	struct klaunch k;
 	int64_t device_id;

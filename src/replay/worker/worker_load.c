@@ -160,7 +160,9 @@ static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
 	if (strict && kl->regs >= 0 && cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) == CUDA_SUCCESS &&
 	    v != kl->regs)
 		return 0;
-	if (strict && kl->smem_static >= 0 &&
+	/* CUPTI's records give 0 static shared memory for functions that have some (XLA's Triton
+	 * kernels: 1 KB, a transpose: 8 KB), so only a figure it did give is compared */
+	if (strict && kl->smem_static > 0 &&
 	    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) == CUDA_SUCCESS && v != kl->smem_static)
 		return 0;
 	return 1;
@@ -232,13 +234,14 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		img[img_len] = '\0'; /* PTX must be NUL-terminated */
 		(void)format;
 		CUmodule mod = NULL;
-		int via_lib = 0;
+		int via_lib = 0, kept = 0;
 		e = cuModuleLoadData(&mod, img);
 		if (e == CUDA_SUCCESS) {
 			if (R->nmods < sizeof(R->mods) / sizeof(R->mods[0])) {
 				R->mods[R->nmods] = mod;
 				snprintf(R->mod_hash[R->nmods], sizeof(R->mod_hash[0]), "%s", hash);
 				R->nmods++;
+				kept = 1;
 			}
 			e = cuModuleGetFunction(&kl->fn, mod, kl->mangled);
 		}
@@ -256,10 +259,18 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		}
 		free(img);
 		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn, strict)) {
+			if (strict && tl < tsz) { /* what it has instead of the traced figures */
+				int r = -1, sm = -1;
+				cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, kl->fn);
+				cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kl->fn);
+				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d;", hash, r, sm);
+			}
 			if (via_lib) {
 				cuLibraryUnload(R->lib);
 				R->lib = NULL;
 			}
+			if (mod && !kept) /* not the one, and no room to keep it for the next kernel */
+				cuModuleUnload(mod);
 			if (!strict && tl < tsz)
 				tl += (size_t)snprintf(tried + tl, tsz - tl,
 						       " %.16s: another function of that name (parameters or block"
@@ -290,7 +301,9 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 	size_t tl = 0;
 	int rc = load_function_pass(R, kl, 1, tried, &tl);
 	kl->fn_unmatched = 0;
+	kl->unmatched_why[0] = '\0';
 	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static >= 0)) {
+		snprintf(kl->unmatched_why, sizeof(kl->unmatched_why), "%s", tried);
 		rc = load_function_pass(R, kl, 0, tried, &tl);
 		kl->fn_unmatched = rc == 0;
 	}
@@ -392,8 +405,8 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 			 "%d regs, static smem %d, max dyn smem %d, max threads %d, cluster width %d, %d params"
 			 " in %zu bytes; captured %zu params in %zu bytes; the traced function had %d regs,"
 			 " static smem %d)",
-			 k->fn_unmatched ? "no captured module holds a function of this name with the traced registers and"
-					   " static shared memory; the one of that name that fits refused its " : "",
+			 k->fn_unmatched ? "no captured module holds a loadable function of this name with the traced"
+					   " registers and static shared memory; the one of that name that fits refused its " : "",
 			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
 			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
 			 cw, nparams_fn, psize, k->nlayout, k->blob_len, k->regs, k->smem_static);

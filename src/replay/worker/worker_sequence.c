@@ -671,10 +671,14 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		snprintf(eager.status, sizeof(eager.status), "failed");
 		if (S.refused >= 0) { /* a launch refused as it was enqueued: which, and whether its function is the traced one */
 			const struct klaunch *k = &S.k[S.refused];
-			snprintf(eager.error, sizeof(eager.error), "first iteration: the launch of %.80s refused: %s%s",
+			char why[600];
+			snprintf(why, sizeof(why), "first iteration: the launch of %.60s refused: %s%s%s%s",
 				 k->mangled, name ? name : "?",
-				 k->fn_unmatched ? " (no captured module holds a function of this name with the traced"
-						   " registers and static shared memory)" : "");
+				 k->fn_unmatched ? " (no captured module holds a loadable function of this name with the"
+						   " traced registers;" : "", k->fn_unmatched ? k->unmatched_why : "",
+				 k->fn_unmatched ? ")" : "");
+			memcpy(eager.error, why, sizeof(eager.error) - 1); /* truncated to the result's field */
+			eager.error[sizeof(eager.error) - 1] = '\0';
 		} else {
 			snprintf(eager.error, sizeof(eager.error), "first iteration: %s", name ? name : "?");
 		}
