@@ -17,9 +17,16 @@ struct fninfo {
 	uint32_t kind;     /* 1 CUfunction, 2 CUkernel, 0 unknown */
 	uint32_t name_id;
 	uint64_t name_hash;
+	uint64_t sig_hash; /* name, parameter layout and registers: what tells two functions of one name apart */
 	uint32_t nparams, total;
 	uint32_t *layout;  /* nparams pairs (offset, size) */
+	uint32_t gen;      /* fn_gen when queried */
 };
+
+/* Bumped by every module unload: a handle's facts from before may belong to a function whose
+ * handle the driver has since given to another (XLA's autotuner unloads candidate modules and
+ * loads the chosen one, whose function of the same name can land on a freed handle). */
+static uint32_t fn_gen;
 
 static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fninfo **fns;
@@ -55,6 +62,7 @@ static struct fninfo *query_fn(uintptr_t handle)
 		fi->kind = 1;
 	else if (cuKernelGetName(&name, (CUkernel)handle) == CUDA_SUCCESS)
 		fi->kind = 2;
+	fi->gen = __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE);
 	fi->name_id = kj_spool_string(name ? name : "?");
 	fi->name_hash = hash_str(name);
 	for (uint32_t i = 0; fi->kind; i++) {
@@ -75,6 +83,12 @@ static struct fninfo *query_fn(uintptr_t handle)
 		if (off + sz > fi->total)
 			fi->total = (uint32_t)(off + sz);
 	}
+	int regs = -1;
+	if (fi->kind == 1)
+		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)handle);
+	fi->sig_hash = mix(fi->name_hash, ((uint64_t)fi->nparams << 32) | (uint32_t)regs);
+	for (uint32_t i = 0; i < 2 * fi->nparams; i++)
+		fi->sig_hash = mix(fi->sig_hash, fi->layout[i]);
 	return fi;
 }
 
@@ -90,7 +104,8 @@ static struct fninfo *lookup_fn_shared(uintptr_t handle);
 static struct fninfo *lookup_fn(uintptr_t handle)
 {
 	size_t slot = (handle >> 4) & (TL_CACHE - 1);
-	if (tl_fn[slot].handle == handle && tl_fn[slot].fi)
+	if (tl_fn[slot].handle == handle && tl_fn[slot].fi &&
+	    tl_fn[slot].fi->gen == __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE))
 		return tl_fn[slot].fi;
 	struct fninfo *fi = lookup_fn_shared(handle);
 	if (fi) {
@@ -124,6 +139,13 @@ static struct fninfo *lookup_fn_shared(uintptr_t handle)
 	for (i = (handle >> 4) & (fn_cap - 1); fns[i]; i = (i + 1) & (fn_cap - 1))
 		if (fns[i]->handle == handle) {
 			fi = fns[i];
+			if (fi->gen != __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE)) {
+				/* asked again after a module unload; the old facts stay allocated, as other
+				 * threads' caches may still point at them */
+				struct fninfo *nf = query_fn(handle);
+				if (nf)
+					fns[i] = fi = nf;
+			}
 			goto out;
 		}
 	fi = query_fn(handle);
@@ -243,7 +265,7 @@ static int gather_params(const struct fninfo *fi, const struct kj_launch *l, uns
 
 static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
 {
-	uint64_t h = fi->name_hash;
+	uint64_t h = fi->sig_hash;
 	for (int i = 0; i < 3; i++) {
 		h = mix(h, l->grid[i]);
 		h = mix(h, l->block[i]);
@@ -640,6 +662,9 @@ static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
 		put_module(rd->resourceDescriptor);
 		break;
+	case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+		__atomic_add_fetch(&fn_gen, 1, __ATOMIC_RELEASE);
+		break;
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
 		const CUpti_GraphData *g = rd->resourceDescriptor;
 		uint64_t nid = 0;
@@ -969,6 +994,7 @@ static void set_api_callbacks(int bits, int on)
 static const CUpti_CallbackId resource_ids[] = {
 	CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
 	CUPTI_CBID_RESOURCE_MODULE_LOADED,
+	CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
 	CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
 	CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
 };
