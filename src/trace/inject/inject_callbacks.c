@@ -10,28 +10,9 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "inject_fncache.h"
 
-/* ---- per-handle function facts, cached: querying them on every launch tripled wall time ---- */
-struct fninfo {
-	uintptr_t handle;
-	uint32_t kind;     /* 1 CUfunction, 2 CUkernel, 0 unknown */
-	uint32_t name_id;
-	uint64_t name_hash;
-	uint64_t sig_hash; /* name, parameter layout and registers: what tells two functions of one name apart */
-	uint32_t nparams, total;
-	uint32_t *layout;  /* nparams pairs (offset, size) */
-	uint32_t gen;      /* fn_gen when queried */
-};
-
-/* Bumped by every module unload: a handle's facts from before may belong to a function whose
- * handle the driver has since given to another (XLA's autotuner unloads candidate modules and
- * loads the chosen one, whose function of the same name can land on a freed handle). */
-static uint32_t fn_gen;
-
-static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fninfo **fns;
-static size_t fn_cap, fn_n;
-
+/* ---- per-handle function facts (inject_fncache.c caches them) ---- */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -62,7 +43,6 @@ static struct fninfo *query_fn(uintptr_t handle)
 		fi->kind = 1;
 	else if (cuKernelGetName(&name, (CUkernel)handle) == CUDA_SUCCESS)
 		fi->kind = 2;
-	fi->gen = __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE);
 	fi->name_id = kj_spool_string(name ? name : "?");
 	fi->name_hash = hash_str(name);
 	for (uint32_t i = 0; fi->kind; i++) {
@@ -92,70 +72,9 @@ static struct fninfo *query_fn(uintptr_t handle)
 	return fi;
 }
 
-/* Per-thread direct-mapped caches in front of the shared tables: entries never move or die. */
-#define TL_CACHE 256
-static __thread struct {
-	uintptr_t handle;
-	struct fninfo *fi;
-} tl_fn[TL_CACHE];
-
-static struct fninfo *lookup_fn_shared(uintptr_t handle);
-
 static struct fninfo *lookup_fn(uintptr_t handle)
 {
-	size_t slot = (handle >> 4) & (TL_CACHE - 1);
-	if (tl_fn[slot].handle == handle && tl_fn[slot].fi &&
-	    tl_fn[slot].fi->gen == __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE))
-		return tl_fn[slot].fi;
-	struct fninfo *fi = lookup_fn_shared(handle);
-	if (fi) {
-		tl_fn[slot].handle = handle;
-		tl_fn[slot].fi = fi;
-	}
-	return fi;
-}
-
-static struct fninfo *lookup_fn_shared(uintptr_t handle)
-{
-	struct fninfo *fi = NULL;
-	size_t i;
-	pthread_mutex_lock(&fn_lock);
-	if ((fn_n + 1) * 2 > fn_cap) {
-		size_t ncap = fn_cap ? fn_cap * 2 : 4096;
-		struct fninfo **n = calloc(ncap, sizeof(*n));
-		if (!n)
-			goto out;
-		for (size_t j = 0; j < fn_cap; j++)
-			if (fns[j]) {
-				size_t k = (fns[j]->handle >> 4) & (ncap - 1);
-				while (n[k])
-					k = (k + 1) & (ncap - 1);
-				n[k] = fns[j];
-			}
-		free(fns);
-		fns = n;
-		fn_cap = ncap;
-	}
-	for (i = (handle >> 4) & (fn_cap - 1); fns[i]; i = (i + 1) & (fn_cap - 1))
-		if (fns[i]->handle == handle) {
-			fi = fns[i];
-			if (fi->gen != __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE)) {
-				/* asked again after a module unload; the old facts stay allocated, as other
-				 * threads' caches may still point at them */
-				struct fninfo *nf = query_fn(handle);
-				if (nf)
-					fns[i] = fi = nf;
-			}
-			goto out;
-		}
-	fi = query_fn(handle);
-	if (fi) {
-		fns[i] = fi;
-		fn_n++;
-	}
-out:
-	pthread_mutex_unlock(&fn_lock);
-	return fi;
+	return kj_fncache_lookup(handle, query_fn);
 }
 
 /* ---- launch groups: one function with one geometry, and its first parameter block ---- */
@@ -169,6 +88,7 @@ static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct group **groups;
 static size_t group_cap, group_n;
 
+#define TL_CACHE 256 /* per-thread direct-mapped cache in front of the shared table */
 static __thread struct group *tl_group[TL_CACHE];
 
 /* The group of id, created (with ref as its reference block) when new: *created tells which. */
@@ -663,7 +583,7 @@ static void handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 		put_module(rd->resourceDescriptor);
 		break;
 	case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-		__atomic_add_fetch(&fn_gen, 1, __ATOMIC_RELEASE);
+		kj_fncache_invalidate();
 		break;
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
 		const CUpti_GraphData *g = rd->resourceDescriptor;
