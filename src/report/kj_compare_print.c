@@ -119,6 +119,14 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		if (s.have_seq && s.explained_fraction_seq > 0)
 			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
 				s.explained_fraction_seq);
+		/* warm short and cold long of the in-situ time: the program's L2 held some of each
+		 * kernel's data, which neither isolated replay reproduces */
+		double w = off_pct(s.replay_warm, s.insitu_warm), c = off_pct(s.replay_cold, s.insitu_warm);
+		if (s.have_cold && s.cov_warm > 0.9 && s.cov_cold > 0.9 && w < -5 && c > 5)
+			fprintf(f, "  the isolated replays bracket the in-situ time (warm %+.1f%%, cold %+.1f%%): in the"
+				   " program each kernel found part of its data in L2, as neither replay has it;%s\n", w, c,
+				s.have_seq ? " the in-sequence times keep that state" : " kjoule replay --sequence keeps that"
+				" state");
 	}
 	fprintf(f, "\nSequence replay of one iteration\n");
 	line_us(f, "eager (stream of launches)", s.seq_eager, s.have_eager,
