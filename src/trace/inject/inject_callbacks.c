@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "kj_map.h"
 #include "inject_fncache.h"
 
 /* ---- per-handle function facts (inject_fncache.c caches them) ---- */
@@ -85,43 +86,27 @@ struct group {
 };
 
 static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct group **groups;
-static size_t group_cap, group_n;
+static struct kj_map *groups; /* group id -> struct group * */
 
-#define TL_CACHE 256 /* per-thread direct-mapped cache in front of the shared table */
+#define TL_CACHE 256 /* per-thread direct-mapped cache in front of the shared map */
 static __thread struct group *tl_group[TL_CACHE];
 
 /* The group of id, created (with ref as its reference block) when new: *created tells which. */
 static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t len, int *created)
 {
 	struct group *g = tl_group[id & (TL_CACHE - 1)];
-	size_t i;
+	uint64_t v;
 	*created = 0;
 	if (g && g->id == id)
 		return g;
 	g = NULL;
 	pthread_mutex_lock(&group_lock);
-	if ((group_n + 1) * 2 > group_cap) {
-		size_t ncap = group_cap ? group_cap * 2 : 4096;
-		struct group **n = calloc(ncap, sizeof(*n));
-		if (!n)
-			goto out;
-		for (size_t j = 0; j < group_cap; j++)
-			if (groups[j]) {
-				size_t k = groups[j]->id & (ncap - 1);
-				while (n[k])
-					k = (k + 1) & (ncap - 1);
-				n[k] = groups[j];
-			}
-		free(groups);
-		groups = n;
-		group_cap = ncap;
+	if (!groups && !(groups = kj_map_new()))
+		goto out;
+	if (kj_map_get(groups, id, &v)) {
+		g = (struct group *)(uintptr_t)v;
+		goto out;
 	}
-	for (i = id & (group_cap - 1); groups[i]; i = (i + 1) & (group_cap - 1))
-		if (groups[i]->id == id) {
-			g = groups[i];
-			goto out;
-		}
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		goto out;
@@ -133,8 +118,12 @@ static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t l
 			g->blob_len = len;
 		}
 	}
-	groups[i] = g;
-	group_n++;
+	if (kj_map_put(groups, id, (uint64_t)(uintptr_t)g)) {
+		free(g->ref);
+		free(g);
+		g = NULL;
+		goto out;
+	}
 	*created = 1;
 out:
 	pthread_mutex_unlock(&group_lock);
