@@ -49,7 +49,7 @@ struct klaunch {
 	unsigned grid[3], block[3], cluster[3], shmem;
 	int regs, smem_static; /* of the function that ran, as traced; -1 unknown */
 	int fn_unmatched;      /* no captured function of the name has those: fn is only the first that fits */
-	char unmatched_why[160]; /* then what the candidates that could not be loaded said */
+	char unmatched_why[400]; /* then what each candidate had instead, or why it did not load */
 	uint8_t *blob;
 	size_t blob_len;
 	struct kj_replay_param *layout;

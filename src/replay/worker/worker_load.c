@@ -172,10 +172,11 @@ static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
  * the launch first (a JIT compiler loads a module and then runs it): 0 with kl->fn set from the
  * first whose function fits the launch (function_fits with strict); what was tried is appended to
  * tried. */
-static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, char *tried, size_t *tlp)
+static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, char *tried, size_t tsz,
+			      size_t *tlp)
 {
 	sqlite3_stmt *st = NULL;
-	size_t tl = *tlp, tsz = 256;
+	size_t tl = *tlp;
 	int rc = KJ_ENOTFOUND;
 
 	if (kj_db_prepare(R->db,
@@ -261,9 +262,17 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn, strict)) {
 			if (strict && tl < tsz) { /* what it has instead of the traced figures */
 				int r = -1, sm = -1;
+				size_t psize = 0, off, sz;
 				cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, kl->fn);
 				cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kl->fn);
-				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d;", hash, r, sm);
+				for (size_t i = 0; cuFuncGetParamInfo(kl->fn, i, &off, &sz) == CUDA_SUCCESS; i++)
+					psize = off + sz;
+				/* the traced registers but another parameter block: the trace recorded another
+				 * function's parameters (a tracer before session 13 kept a freed handle's facts) */
+				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d, %zu-byte"
+						       " parameters%s;", hash, r, sm, psize,
+						       r == kl->regs && psize != kl->blob_len ? " (the traced registers:"
+						       " the recorded parameters are another function's; trace again)" : "");
 			}
 			if (via_lib) {
 				cuLibraryUnload(R->lib);
@@ -297,14 +306,14 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
  * those figures, or none matches), the first whose function fits the launch. */
 int load_function_k(struct replay *R, struct klaunch *kl)
 {
-	char tried[256] = "";
+	char tried[512] = "";
 	size_t tl = 0;
-	int rc = load_function_pass(R, kl, 1, tried, &tl);
+	int rc = load_function_pass(R, kl, 1, tried, sizeof(tried), &tl);
 	kl->fn_unmatched = 0;
 	kl->unmatched_why[0] = '\0';
 	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static >= 0)) {
 		snprintf(kl->unmatched_why, sizeof(kl->unmatched_why), "%s", tried);
-		rc = load_function_pass(R, kl, 0, tried, &tl);
+		rc = load_function_pass(R, kl, 0, tried, sizeof(tried), &tl);
 		kl->fn_unmatched = rc == 0;
 	}
 	if (rc == KJ_ENOTFOUND)
@@ -386,7 +395,7 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 		 * a refused shared-memory size, cluster shape or parameter block apart */
 		int regs = -1, smem_static = -1, smem_max = -1, threads_max = -1, cw = -1, nparams_fn = -1;
 		size_t psize = 0;
-		char what[512];
+		char what[768];
 		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn);
 		cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn);
 		cuFuncGetAttribute(&smem_max, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn);
@@ -410,6 +419,10 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
 			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
 			 cw, nparams_fn, psize, k->nlayout, k->blob_len, k->regs, k->smem_static);
+		if (k->fn_unmatched && k->unmatched_why[0]) { /* what the candidates with other figures had */
+			size_t wl = strlen(what);
+			snprintf(what + wl, sizeof(what) - wl, "; candidates:%s", k->unmatched_why);
+		}
 		cu_fail(&R->res, what, e, __FILE__, __LINE__);
 		return KJ_EGPU;
 	}
