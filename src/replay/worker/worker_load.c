@@ -302,8 +302,8 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 }
 
 /* Load the function the launch ran: the captured module whose function of that name has the
- * registers and static shared memory the trace recorded of it; failing that (a trace without
- * those figures, or none matches), the first whose function fits the launch. */
+ * registers (and static shared memory, where CUPTI gave it) the trace recorded of it; failing
+ * that (a trace without those figures, or none matches), the first whose function fits. */
 int load_function_k(struct replay *R, struct klaunch *kl)
 {
 	char tried[512] = "";
@@ -311,7 +311,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 	int rc = load_function_pass(R, kl, 1, tried, sizeof(tried), &tl);
 	kl->fn_unmatched = 0;
 	kl->unmatched_why[0] = '\0';
-	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static >= 0)) {
+	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static > 0)) { /* else pass 1 was pass 2 */
 		snprintf(kl->unmatched_why, sizeof(kl->unmatched_why), "%s", tried);
 		rc = load_function_pass(R, kl, 0, tried, sizeof(tried), &tl);
 		kl->fn_unmatched = rc == 0;
@@ -415,7 +415,7 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 			 " in %zu bytes; captured %zu params in %zu bytes; the traced function had %d regs,"
 			 " static smem %d)",
 			 k->fn_unmatched ? "no captured module holds a loadable function of this name with the traced"
-					   " registers and static shared memory; the one of that name that fits refused its " : "",
+					   " registers; the one of that name that fits refused its " : "",
 			 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shmem,
 			 k->cluster[0], k->cluster[1], k->cluster[2], regs, smem_static, smem_max, threads_max,
 			 cw, nparams_fn, psize, k->nlayout, k->blob_len, k->regs, k->smem_static);
