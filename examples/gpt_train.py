@@ -51,6 +51,8 @@ import statistics
 import sys
 import time
 
+from nvml_energy import per_call
+
 VOCAB = 50304  # KJ_SWEEP_VOCAB: the vocabulary the sweep's embedding, output layer and loss use
 
 
@@ -219,6 +221,7 @@ def main():
     ms = [s_.elapsed_time(e) for s_, e in zip(starts[a.warmup:], ends[a.warmup:])]
     span_ms = starts[a.warmup].elapsed_time(ends[-1])
     first, last = float(losses[0]), float(losses[-1])
+    energy, why = per_call(e0, e1, wall_s, measured, read_mj is not None)
     out = {"program": "gpt_train", "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
            "seq": a.seq, "batch": a.batch, "precision": a.precision, "norm": a.norm,
            "master_weights": master is not None, "vocab": VOCAB, "params": n_params,
@@ -226,9 +229,9 @@ def main():
            "ms_per_step_median": statistics.median(ms), "ms_per_step_min": min(ms),
            "ms_per_step_mean": span_ms / measured,
            "tokens_per_s": a.batch * a.seq * measured / (span_ms / 1e3),
-           "energy_j_per_step_nvml": (e1 - e0) * 1e-3 / measured if read_mj and e1 > e0 else None,
+           "energy_j_per_step_nvml": energy,
            "energy_window_s": wall_s,
-           "energy_not_measured": energy_why,
+           "energy_not_measured": energy_why or why,
            "loss_first": first, "loss_last": last,
            "loss_finite": math.isfinite(first) and math.isfinite(last),
            "torch": torch.__version__, "device": torch.cuda.get_device_name()}
