@@ -463,6 +463,36 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->mset_index);
 }
 
+/* A problem row when one unique kernel of this process holds kernels of different register
+ * counts: two functions of one name and geometry were grouped as one (a tracer before session 13
+ * kept a launch group per name and geometry), and its parameters and replays speak for one of them. */
+static int flag_mixed_functions(sqlite3 *db, int64_t pid)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t n = 0;
+	char example[200] = "";
+	if (kj_db_prepare(db, "SELECT count(*) OVER (), n.mangled, min(k.registers), max(k.registers)"
+			      " FROM kernel k JOIN kernel_name n ON n.id = k.name_id WHERE k.pid = ?1 AND"
+			      " k.unique_id IS NOT NULL AND k.registers IS NOT NULL GROUP BY k.unique_id"
+			      " HAVING min(k.registers) <> max(k.registers) LIMIT 1", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, pid);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+		snprintf(example, sizeof(example), "%.120s: %lld and %lld", (const char *)sqlite3_column_text(st, 1),
+			 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3));
+	}
+	sqlite3_finalize(st);
+	if (!n)
+		return 0;
+	char what[400];
+	snprintf(what, sizeof(what),
+		 "%lld unique kernel(s) hold kernels of different register counts (%s): launches of two "
+		 "functions of one name and geometry were grouped as one, so their parameters and replays "
+		 "speak for one of them; trace again with this version", (long long)n, example);
+	return kj_db_problem(db, pid, -1, "warning", what);
+}
+
 int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *opts,
 		   struct kj_ingest_stats *stats)
 {
@@ -538,7 +568,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	    (rc = ing_put_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)
 		goto out;
-	if ((rc = count_launches(db)) != 0)
+	if ((rc = count_launches(db)) != 0 || (rc = flag_mixed_functions(db, in.pid)) != 0)
 		goto out;
 	if (stop != in.n) {
 		char what[256];

@@ -23,6 +23,13 @@ check "info says when no iteration was kept" '"$kj" info "$dir/none.kjdb" | grep
 check "--params-iteration soon refused, exit 2" '[ $rc -eq 2 ] && grep -q "auto, none or an instance" "$dir/bad.err" && [ ! -e "$dir/bad.kjdb" ]'
 check "two closed iterations" '[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM nvtx_range WHERE name = \"forward\" AND end_ns IS NOT NULL")" = 2 ]'
 check "kernels command reads it" '"$kj" kernels "$dir/a.kjdb" --format csv | python3 -c "import sys,csv; r=list(csv.reader(sys.stdin)); sys.exit(len(r) != 81)"'
+check "a run whose unique kernels each ran one function has no register warning" \
+	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM problem WHERE what LIKE \"%register counts%\"")" = 0 ]'
+python3 "$src/tests/tools/mkspool.py" "$dir/mixed" --launches 400 --functions 10 --per-iter 100 --mixed-registers
+"$kj" ingest "$dir/mixed" -o "$dir/mixed.kjdb" 2>/dev/null
+check "two functions grouped as one unique kernel are named (both of function 0's sizes, 32 and 40 registers)" \
+	'q "$dir/mixed.kjdb" "SELECT what FROM problem WHERE severity = \"warning\"" | grep -q "^2 unique kernel(s) hold kernels of different register counts (_Z9kj_kernel0Pfi: 32 and 40)"'
+check "info lists it" '"$kj" info "$dir/mixed.kjdb" | grep -q "different register counts"'
 
 "$kj" ingest "$dir/s" -o "$dir/it.kjdb" --params 0 --params-iteration 2 2>/dev/null
 check "--params-iteration keeps the 2nd iteration's 600 launches in order" \

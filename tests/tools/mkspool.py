@@ -4,10 +4,12 @@ launches of F kernels, each with a pointer word that changes between launches, a
 values and a stack-junk word, the matching kernel activity records, an allocation and one NVTX
 range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
 
-  mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES]
+  mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES] [--mixed-registers]
   mkspool.py DIR --graph [--functions F] [--iters I] [--full-graph [--host-node]]
              [--nested L | --no-capture-ranges] [--eager]
 
+--mixed-registers: function 0's kernel records alternate between 32 and 40 registers (two
+functions of one name and geometry in one launch group, as a tracer before session 13 grouped them).
 --graph: a graph-launched program instead. F kernels captured from a stream into a graph plus one
 kernel node added node by node; each of I iterations is an NVTX range "forward" holding one graph
 launch, and the graph's kernels run after the range has closed. Two XLA-like ranges
@@ -190,6 +192,7 @@ def main():
     ap.add_argument("--per-iter", type=int, default=600)
     ap.add_argument("--pid", type=int, default=4242)
     ap.add_argument("--truncate", type=int, default=0, help="cut this many bytes off the end")
+    ap.add_argument("--mixed-registers", action="store_true", help="function 0 alternates 32/40 registers")
     ap.add_argument("--graph", action="store_true", help="a graph-launched program (see above)")
     ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
     ap.add_argument("--full-graph", action="store_true", help="--graph: record every node (see above)")
@@ -251,7 +254,8 @@ def main():
             nd = 3
         out.append(rec(LAUNCH, struct.pack("<QqIIII", group, t, corr, 7, 7, nd) + diffs))
         k = struct.pack("<qqQIIIIII", t + 5000, t + 8000, 0, 0, 1, 7, corr, f + 1, 0)
-        k += struct.pack("<3i3i3IiiI", 64, 1, 1, 256, 1, 1, 0, 0, 0, 0, 0, 32)
+        regs = 40 if a.mixed_registers and f == 0 and (i // a.functions) % 3 == 0 else 32
+        k += struct.pack("<3i3i3IiiI", 64, 1, 1, 256, 1, 1, 0, 0, 0, 0, 0, regs)
         out.append(rec(KERNEL, k))
         t += 16000
         corr += 1
