@@ -13,6 +13,7 @@
 #include "kj_db.h"
 #include "kj_iterations.h"
 #include "kj_error.h"
+#include "kj_param_check.h"
 #include "kj_shared.h"
 
 static json_t *shared_json(sqlite3 *db);
@@ -320,6 +321,20 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	if (json_array_size(json_object_get(o, "devices")) == 0)
 		json_array_append_new(missing, json_string("no device facts"));
 #undef COUNT
+	struct kj_param_check pc;
+	if (kj_param_check(db, &pc) == 0 && pc.consistent + pc.mismatched > 0) {
+		json_object_set_new(o, "parameters_checked", json_pack("{s:I,s:I,s:I}", "consistent", (json_int_t)pc.consistent,
+								       "mismatched", (json_int_t)pc.mismatched,
+								       "not_checkable", (json_int_t)pc.uncheckable));
+		if (pc.mismatched) {
+			char what[480];
+			snprintf(what, sizeof(what),
+				 "%lld unique kernel(s) recorded with another function's parameters (%s): their "
+				 "replays are refused or wrong; trace again with a kjoule of session 13 or later",
+				 (long long)pc.mismatched, pc.example);
+			json_array_append_new(missing, json_string(what));
+		}
+	}
 	json_object_set_new(o, "not_captured", missing);
 	json_object_set_new(o, "problems",
 			    rows_json(db, "SELECT pid, t_ns, severity, what FROM problem ORDER BY id"));
@@ -455,6 +470,11 @@ static void print_text(json_t *o)
 	if (iv(o, "graph_launches") > 0)
 		printf("  %-16s %" PRId64 " (GPU work attributed to the call that launched it)\n",
 		       "graph_launches", iv(o, "graph_launches"));
+	json_t *pcj = json_object_get(o, "parameters_checked");
+	if (pcj)
+		printf("  %-16s %" PRId64 " consistent with the captured cubins, %" PRId64 " recorded with another"
+		       " function's, %" PRId64 " not checkable\n", "parameters", iv(pcj, "consistent"),
+		       iv(pcj, "mismatched"), iv(pcj, "not_checkable"));
 	if (sv(o, "kept_iteration"))
 		printf("  %-16s %s%s%s (every launch's parameters, in order, for replay --sequence)\n",
 		       "kept_iteration", sv(o, "kept_iteration"), sv(o, "kept_iteration_pid") ? " of pid " : "",

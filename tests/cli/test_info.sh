@@ -84,4 +84,27 @@ expect 2 "$KJ" info
 expect 2 "$KJ" info "$T/a.kjdb" "$T/a.kjdb"
 expect 0 "$KJ" info --help
 
+# recorded parameter blocks against the captured cubins' functions of the traced registers: the
+# shipped eager run is consistent; a copy with one consistent kernel's block cut short names it
+expect 0 "$KJ" info "$SRC/examples/runs/bloom560m.kjdb"
+grep -Eq "parameters +[1-9][0-9]* consistent with the captured cubins, 0 recorded with another function's" "$T/out" ||
+	fail "shipped run's parameters: $(grep parameters "$T/out")"
+lacks "recorded with another function's parameters ("
+cut=""
+for uid in $(sqlite3 "$SRC/examples/runs/bloom560m.kjdb" "SELECT DISTINCT unique_id FROM launch_params WHERE length(params) > 8 ORDER BY unique_id LIMIT 12"); do
+	cp "$SRC/examples/runs/bloom560m.kjdb" "$T/cut.kjdb"
+	sqlite3 "$T/cut.kjdb" "UPDATE launch_params SET params = substr(params, 1, length(params) - 8) WHERE unique_id = $uid"
+	"$KJ" info "$T/cut.kjdb" --json >"$T/cut.json" 2>/dev/null
+	python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["parameters_checked"]["mismatched"] != 1)' "$T/cut.json" &&
+		{ cut=$uid; break; }
+done
+[ -n "$cut" ] || fail "no kernel of the shipped run turned mismatched when its block was cut"
+python3 - "$T/cut.json" <<'P' || fail "cut run's json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+pc = j["parameters_checked"]
+assert pc["mismatched"] == 1 and pc["consistent"] >= 1, pc
+assert any("recorded with another function's parameters" in m for m in j["not_captured"]), j["not_captured"]
+P
+
 finish
