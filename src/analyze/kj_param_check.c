@@ -9,6 +9,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
+#include "kj_map.h"
 
 struct fn_fact {
 	uint64_t name_hash;
@@ -73,7 +74,7 @@ static int load_facts(sqlite3 *db, struct facts *F)
 	return F->oom ? KJ_ENOMEM : 0;
 }
 
-int kj_param_check(sqlite3 *db, struct kj_param_check *out)
+int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *mismatched)
 {
 	struct facts F = {0};
 	sqlite3_stmt *st = NULL;
@@ -84,7 +85,7 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out)
 	if ((rc = load_facts(db, &F)))
 		goto out;
 	if (kj_db_prepare(db, "SELECT n.mangled, u.registers, (SELECT length(p.params) FROM launch_params p"
-			      " WHERE p.unique_id = u.id LIMIT 1) FROM unique_kernel u JOIN kernel_name n"
+			      " WHERE p.unique_id = u.id LIMIT 1), u.id FROM unique_kernel u JOIN kernel_name n"
 			      " ON n.id = u.name_id", &st)) {
 		rc = KJ_EDB;
 		goto out;
@@ -111,6 +112,10 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out)
 		} else if (same_size) {
 			out->consistent++;
 		} else {
+			if (mismatched && kj_map_put(mismatched, (uint64_t)sqlite3_column_int64(st, 3), other)) {
+				rc = KJ_ENOMEM;
+				break;
+			}
 			if (!out->mismatched++)
 				snprintf(out->example, sizeof(out->example),
 					 "%.100s: %d registers, %lld-byte parameters recorded, its function with %d"

@@ -14,7 +14,11 @@ struct kj_param_check {
 	char example[256];   /* the first mismatched kernel, said in a line */
 };
 
-/** @brief Fill *out from db's modules, unique kernels and launch parameters. 0, or a KJ_E* code. */
-int kj_param_check(sqlite3 *db, struct kj_param_check *out);
+struct kj_map;
+
+/** @brief Fill *out from db's modules, unique kernels and launch parameters; when mismatched is
+ *  not NULL, put each mismatched unique kernel's id in it (value: the parameter bytes its function
+ *  with the traced registers takes). 0, or a KJ_E* code. */
+int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *mismatched);
 
 #endif

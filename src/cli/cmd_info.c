@@ -322,7 +322,7 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("no device facts"));
 #undef COUNT
 	struct kj_param_check pc;
-	if (kj_param_check(db, &pc) == 0 && pc.consistent + pc.mismatched > 0) {
+	if (kj_param_check(db, &pc, NULL) == 0 && pc.consistent + pc.mismatched > 0) {
 		json_object_set_new(o, "parameters_checked", json_pack("{s:I,s:I,s:I}", "consistent", (json_int_t)pc.consistent,
 								       "mismatched", (json_int_t)pc.mismatched,
 								       "not_checkable", (json_int_t)pc.uncheckable));

@@ -12,6 +12,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_map.h"
+#include "kj_param_check.h"
 #include "kj_iterations.h"
 #include "kj_kernel_waits.h"
 
@@ -141,6 +142,22 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 		kj_errorf("%s: reading unique kernels: %s", run, sqlite3_errmsg(db));
 		return KJ_EDB;
 	}
+	/* parameters the trace recorded of another function (kj_param_check): no replay can be right */
+	struct kj_map *bad = kj_map_new();
+	struct kj_param_check pc;
+	if (bad && plan->have_params && kj_param_check(db, &pc, bad) == 0 && pc.mismatched)
+		for (size_t i = 0; i < plan->n; i++) {
+			struct kj_replay_item *it = &plan->items[i];
+			uint64_t want;
+			if (it->skip[0] || !kj_map_get(bad, (uint64_t)it->unique_id, &want))
+				continue;
+			snprintf(it->skip, sizeof(it->skip),
+				 "the trace recorded another function's parameters: the captured function with this"
+				 " kernel's traced registers takes %llu bytes, not the block recorded (a tracer before"
+				 " session 13 kept a freed function handle's facts); trace again", (unsigned long long)want);
+			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
+		}
+	kj_map_free(bad);
 	if (!plan->n) {
 		if (pattern && *pattern)
 			kj_errorf("%s: no unique kernel matches '%s'", run, pattern);

@@ -14,6 +14,8 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_map.h"
+#include "kj_param_check.h"
 #include "kj_replay.h"
 
 static void test_layout_parse(void **state)
@@ -371,6 +373,58 @@ static void test_plan(void **state)
 	kj_db_close(db);
 }
 
+/* A unique kernel whose recorded parameter block is not what the captured function with its traced
+ * registers takes is skipped with the reason; the shipped run, whole, has none. */
+#define BLOOM_RUN KJ_TEST_DATA "/../../examples/runs/bloom560m.kjdb"
+static void test_plan_foreign_params(void **state)
+{
+	(void)state;
+	char path[300], sql[200];
+	struct kj_param_check pc;
+	struct kj_replay_plan plan;
+	sqlite3 *db = NULL, *src = NULL;
+	snprintf(path, sizeof(path), "%s/bloom_cut.kjdb", dir);
+	assert_int_equal(sqlite3_open_v2(BLOOM_RUN, &src, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_backup *b = sqlite3_backup_init(db, "main", src, "main");
+	assert_non_null(b);
+	assert_int_equal(sqlite3_backup_step(b, -1), SQLITE_DONE);
+	sqlite3_backup_finish(b);
+	sqlite3_close(src);
+	assert_int_equal(kj_param_check(db, &pc, NULL), 0);
+	assert_true(pc.consistent > 0);
+	assert_int_equal(pc.mismatched, 0);
+	/* cut the first kernel whose cut makes it mismatched (a consistent one) */
+	int64_t cut = -1;
+	for (int64_t uid = 1; uid < 200 && cut < 0; uid++) {
+		snprintf(sql, sizeof(sql), "SAVEPOINT c; UPDATE launch_params SET params = substr(params, 1,"
+			 " length(params) - 8) WHERE unique_id = %lld AND length(params) > 8;", (long long)uid);
+		assert_int_equal(kj_db_exec(db, sql, "cut"), 0);
+		struct kj_map *m = kj_map_new();
+		assert_int_equal(kj_param_check(db, &pc, m), 0);
+		if (pc.mismatched == 1 && kj_map_get(m, (uint64_t)uid, NULL)) {
+			cut = uid;
+			assert_int_equal(kj_db_exec(db, "RELEASE c;", "keep"), 0);
+		} else {
+			assert_int_equal(kj_db_exec(db, "ROLLBACK TO c; RELEASE c;", "undo"), 0);
+		}
+		kj_map_free(m);
+	}
+	assert_true(cut > 0);
+	memset(&plan, 0, sizeof(plan));
+	assert_int_equal(kj_replay_plan_load(db, NULL, &plan), 0);
+	int named = 0;
+	for (size_t i = 0; i < plan.n; i++)
+		if (strstr(plan.items[i].skip, "another function's parameters")) {
+			named++;
+			assert_int_equal(plan.items[i].unique_id, cut);
+			assert_string_equal(plan.items[i].res.status, "skipped");
+		}
+	assert_int_equal(named, 1);
+	kj_replay_plan_free(&plan);
+	sqlite3_close(db);
+}
+
 static void test_store_and_report(void **state)
 {
 	(void)state;
@@ -559,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
 		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
+		cmocka_unit_test(test_plan_foreign_params),
 		cmocka_unit_test(test_sequence),       cmocka_unit_test(test_timing_line_round_trip),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
