@@ -95,7 +95,7 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 		int regs = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 1);
 		int64_t blen = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2);
 		int same_regs = 0, same_size = 0;
-		uint32_t other = 0;
+		uint32_t other = 0, least = UINT32_MAX;
 		if (name && regs >= 0 && blen > 0) {
 			uint64_t h = name_hash(name);
 			for (size_t i = 0; i < F.n; i++)
@@ -105,6 +105,8 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 						same_size = 1;
 					else
 						other = F.v[i].param_bytes;
+					if (F.v[i].param_bytes < least)
+						least = F.v[i].param_bytes;
 				}
 		}
 		if (!same_regs) {
@@ -112,7 +114,10 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 		} else if (same_size) {
 			out->consistent++;
 		} else {
-			if (mismatched && kj_map_put(mismatched, (uint64_t)sqlite3_column_int64(st, 3), other)) {
+			/* only a block too short for every such function is certainly another's (a size
+			 * field this reader misread could only make a function look smaller) */
+			if (mismatched && blen < (int64_t)least &&
+			    kj_map_put(mismatched, (uint64_t)sqlite3_column_int64(st, 3), least)) {
 				rc = KJ_ENOMEM;
 				break;
 			}

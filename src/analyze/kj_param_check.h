@@ -17,8 +17,8 @@ struct kj_param_check {
 struct kj_map;
 
 /** @brief Fill *out from db's modules, unique kernels and launch parameters; when mismatched is
- *  not NULL, put each mismatched unique kernel's id in it (value: the parameter bytes its function
- *  with the traced registers takes). 0, or a KJ_E* code. */
+ *  not NULL, put in it each mismatched unique kernel whose recorded block is too short for every
+ *  function of its name with its traced registers (value: the least they take). 0, or KJ_E*. */
 int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *mismatched);
 
 #endif
