@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		   "\n"
 		   "What a run database holds: the traced command, start time, duration, exit status\n"
 		   "and whether the run ended abnormally; processes; devices; the row count of every\n"
-		   "table; what was captured and what was not; recorded problems.\n"
+		   "table; whether the recorded launch parameters fit the captured functions that ran;\n"
+		   "what was captured and what was not; recorded problems.\n"
 		   "\n"
 		   "  --json   one JSON object instead of text\n");
 }
