@@ -47,7 +47,7 @@ static void add_fact(const struct kj_cubin_fn *f, void *ud)
 static int load_facts(sqlite3 *db, struct facts *F)
 {
 	sqlite3_stmt *st = NULL;
-	if (kj_db_prepare(db, "SELECT codec, bytes, data FROM module WHERE data IS NOT NULL", &st))
+	if (kj_db_prepare(db, "SELECT codec, bytes, data FROM module WHERE data IS NOT NULL AND format = 'cubin'", &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW && !F->oom) {
 		const char *codec = (const char *)sqlite3_column_text(st, 0);
