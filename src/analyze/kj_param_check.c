@@ -23,14 +23,6 @@ struct facts {
 	int oom;
 };
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 static void add_fact(const struct kj_cubin_fn *f, void *ud)
 {
 	struct facts *F = ud;
@@ -40,7 +32,7 @@ static void add_fact(const struct kj_cubin_fn *f, void *ud)
 		return;
 	}
 	F->v = v;
-	F->v[F->n++] = (struct fn_fact){name_hash(f->name), f->regs, f->param_bytes};
+	F->v[F->n++] = (struct fn_fact){kj_hash_str(f->name), f->regs, f->param_bytes};
 }
 
 /* Every captured cubin's functions (zstd images decompressed one at a time). */
@@ -97,7 +89,7 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 		int same_regs = 0, same_size = 0;
 		uint32_t other = 0, least = UINT32_MAX;
 		if (name && regs >= 0 && blen > 0) {
-			uint64_t h = name_hash(name);
+			uint64_t h = kj_hash_str(name);
 			for (size_t i = 0; i < F.n; i++)
 				if (F.v[i].name_hash == h && F.v[i].regs == regs) {
 					same_regs = 1;

@@ -98,3 +98,11 @@ size_t kj_map_size(const struct kj_map *m)
 {
 	return m->n;
 }
+
+uint64_t kj_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}

@@ -17,5 +17,7 @@ int kj_map_put(struct kj_map *m, uint64_t key, uint64_t value);
 int kj_map_get(const struct kj_map *m, uint64_t key, uint64_t *value);
 /** @brief Number of keys. */
 size_t kj_map_size(const struct kj_map *m);
+/** @brief 64-bit FNV-1a of a NUL-terminated string (NULL hashes as ""): a key for the map. */
+uint64_t kj_hash_str(const char *s);
 
 #endif

@@ -9,6 +9,7 @@
 #include "kj_error.h"
 #include "kj_iterations.h"
 #include "kj_kernel_class.h"
+#include "kj_map.h"
 
 /* ---- activity ---- */
 
@@ -487,19 +488,11 @@ void kj_imap_free(struct kj_imap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 size_t kj_smap_intern(struct kj_smap *m, const char *name)
 {
 	size_t i;
 	if (m->nslots) {
-		for (i = str_hash(name) & (m->nslots - 1); m->slots[i];
+		for (i = kj_hash_str(name) & (m->nslots - 1); m->slots[i];
 		     i = (i + 1) & (m->nslots - 1))
 			if (!strcmp(m->names[m->slots[i] - 1], name))
 				return m->slots[i] - 1;
@@ -510,7 +503,7 @@ size_t kj_smap_intern(struct kj_smap *m, const char *name)
 		if (!sl)
 			return (size_t)-1;
 		for (size_t k = 0; k < m->n; k++) {
-			for (i = str_hash(m->names[k]) & (ns - 1); sl[i]; i = (i + 1) & (ns - 1))
+			for (i = kj_hash_str(m->names[k]) & (ns - 1); sl[i]; i = (i + 1) & (ns - 1))
 				;
 			sl[i] = k + 1;
 		}
@@ -529,7 +522,7 @@ size_t kj_smap_intern(struct kj_smap *m, const char *name)
 	m->names[m->n] = strdup(name);
 	if (!m->names[m->n])
 		return (size_t)-1;
-	for (i = str_hash(name) & (m->nslots - 1); m->slots[i]; i = (i + 1) & (m->nslots - 1))
+	for (i = kj_hash_str(name) & (m->nslots - 1); m->slots[i]; i = (i + 1) & (m->nslots - 1))
 		;
 	m->slots[i] = m->n + 1;
 	return m->n++;

@@ -20,14 +20,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; s && *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 static struct fninfo *query_fn(uintptr_t handle)
 {
 	struct fninfo *fi = calloc(1, sizeof(*fi));
@@ -45,7 +37,7 @@ static struct fninfo *query_fn(uintptr_t handle)
 	else if (cuKernelGetName(&name, (CUkernel)handle) == CUDA_SUCCESS)
 		fi->kind = 2;
 	fi->name_id = kj_spool_string(name ? name : "?");
-	fi->name_hash = hash_str(name);
+	fi->name_hash = kj_hash_str(name);
 	for (uint32_t i = 0; fi->kind; i++) {
 		CUresult r = fi->kind == 1 ? cuFuncGetParamInfo((CUfunction)handle, i, &off, &sz)
 					   : cuKernelGetParamInfo((CUkernel)handle, i, &off, &sz);
