@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
 #include "kj_cubin.h"
 #include "kj_db.h"
@@ -45,22 +44,14 @@ static int load_facts(sqlite3 *db, struct facts *F)
 		const char *codec = (const char *)sqlite3_column_text(st, 0);
 		const void *data = sqlite3_column_blob(st, 2);
 		size_t len = (size_t)sqlite3_column_bytes(st, 2);
-		if (codec && !strcmp(codec, "zstd")) {
-			unsigned long long fs = ZSTD_getFrameContentSize(data, len);
-			if (fs == ZSTD_CONTENTSIZE_ERROR || fs == ZSTD_CONTENTSIZE_UNKNOWN)
-				fs = (unsigned long long)sqlite3_column_int64(st, 1);
-			void *img = malloc(fs ? fs : 1);
-			if (!img) {
-				F->oom = 1;
-				break;
-			}
-			size_t got = ZSTD_decompress(img, fs, data, len);
-			if (!ZSTD_isError(got))
-				kj_cubin_function_facts(img, got, add_fact, F);
-			free(img);
-		} else if (data) {
-			kj_cubin_function_facts(data, len, add_fact, F);
-		}
+		const char *why = NULL;
+		size_t n = 0;
+		unsigned char *img = kj_cubin_image(codec, data, len, (size_t)sqlite3_column_int64(st, 1), &n, &why);
+		if (img)
+			kj_cubin_function_facts(img, n, add_fact, F);
+		else if (!strcmp(why, "out of memory"))
+			F->oom = 1; /* an image that does not decompress is one not checked */
+		free(img);
 	}
 	sqlite3_finalize(st);
 	return F->oom ? KJ_ENOMEM : 0;

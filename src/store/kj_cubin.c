@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "kj_error.h"
 
@@ -238,4 +239,35 @@ int kj_cubin_function_facts(const void *image, size_t bytes, void (*fn)(const st
 	}
 	free(regs);
 	return found;
+}
+
+unsigned char *kj_cubin_image(const char *codec, const void *data, size_t len, size_t bytes, size_t *out_len,
+			      const char **why)
+{
+	int zstd = codec && !strcmp(codec, "zstd");
+	unsigned long long size = len;
+	if (zstd) {
+		size = ZSTD_getFrameContentSize(data, len);
+		if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+			size = bytes;
+	}
+	unsigned char *img = malloc(size + 1);
+	if (!img) {
+		*why = "out of memory";
+		return NULL;
+	}
+	if (zstd) {
+		size_t got = ZSTD_decompress(img, size, data, len);
+		if (ZSTD_isError(got)) {
+			*why = ZSTD_getErrorName(got);
+			free(img);
+			return NULL;
+		}
+		size = got;
+	} else if (len) {
+		memcpy(img, data, len);
+	}
+	img[size] = '\0';
+	*out_len = size;
+	return img;
 }

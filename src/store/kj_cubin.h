@@ -29,6 +29,15 @@ struct kj_cubin_fn {
 int kj_cubin_function_facts(const void *image, size_t bytes, void (*fn)(const struct kj_cubin_fn *f, void *ud),
 			    void *ud);
 
+/**
+ * @brief A stored module image (`module.codec`, `data`, `bytes`) as the driver takes it: decompressed
+ *        when codec is "zstd" (bytes: its size where the frame does not say), copied otherwise, and
+ *        NUL-terminated (PTX). Free with free(); *out_len is its size without the NUL.
+ * @return the image, or NULL with *why set (zstd's error name, or "out of memory").
+ */
+unsigned char *kj_cubin_image(const char *codec, const void *data, size_t len, size_t bytes, size_t *out_len,
+			      const char **why);
+
 /** @brief "cubin", "fatbin", "ptx" or "unknown" by the image's magic. */
 const char *kj_cubin_format(const void *image, size_t bytes);
 

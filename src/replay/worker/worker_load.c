@@ -2,6 +2,8 @@
  * allocations live at its launch, its module and function) and launching it. */
 #include "worker.h"
 
+#include "kj_cubin.h"
+
 void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file, int line)
 {
 	const char *name = NULL, *text = NULL, *base = strrchr(file, '/');
@@ -211,28 +213,15 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		if (loaded)
 			continue;
 
-		if (codec && !strcmp(codec, "zstd")) {
-			unsigned long long fs = ZSTD_getFrameContentSize(data, len);
-			if (fs == ZSTD_CONTENTSIZE_ERROR || fs == ZSTD_CONTENTSIZE_UNKNOWN)
-				fs = bytes;
-			img = malloc(fs + 1);
-			if (!img)
+		const char *why = NULL;
+		img = kj_cubin_image(codec, data, len, bytes, &img_len, &why);
+		if (!img) {
+			if (!strcmp(why, "out of memory"))
 				break;
-			img_len = ZSTD_decompress(img, fs, data, len);
-			if (ZSTD_isError(img_len)) {
-				if (strict)
-					tl += (size_t)snprintf(tried + tl, tl < tsz ? tsz - tl : 0,
-						       " %.16s: zstd: %s;", hash, ZSTD_getErrorName(img_len));
-				free(img);
-				continue;
-			}
-		} else {
-			img = malloc(len + 1);
-			if (!img)
-				break;
-			memcpy(img, data, len);
+			if (strict)
+				tl += (size_t)snprintf(tried + tl, tl < tsz ? tsz - tl : 0, " %.16s: zstd: %s;", hash, why);
+			continue;
 		}
-		img[img_len] = '\0'; /* PTX must be NUL-terminated */
 		(void)format;
 		CUmodule mod = NULL;
 		int via_lib = 0, kept = 0;
