@@ -137,6 +137,17 @@ int load_ranges(struct replay *R)
 }
 
 
+/* The parameter block fn takes: its size in bytes, and how many parameters (*nparams, may be NULL). */
+static size_t fn_param_bytes(CUfunction fn, int *nparams)
+{
+	size_t bytes = 0, i, off, sz;
+	for (i = 0; cuFuncGetParamInfo(fn, i, &off, &sz) == CUDA_SUCCESS; i++)
+		bytes = off + sz;
+	if (nparams)
+		*nparams = (int)i;
+	return bytes;
+}
+
 /* 1 when fn can be the function the launch ran: the same parameter block layout as captured, and
  * room for the captured block size and shared memory; when strict, also the registers and static
  * shared memory the trace recorded of the function that ran. JIT compilers (XLA's autotuner,
@@ -197,7 +208,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		const void *data = sqlite3_column_blob(st, 4);
 		size_t len = (size_t)sqlite3_column_bytes(st, 4);
 		uint8_t *img = NULL;
-		size_t img_len = len;
+		size_t img_len = 0;
 		CUresult e;
 
 		int loaded = 0;
@@ -251,11 +262,9 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn, strict)) {
 			if (strict && tl < tsz) { /* what it has instead of the traced figures */
 				int r = -1, sm = -1;
-				size_t psize = 0, off, sz;
+				size_t psize = fn_param_bytes(kl->fn, NULL);
 				cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, kl->fn);
 				cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kl->fn);
-				for (size_t i = 0; cuFuncGetParamInfo(kl->fn, i, &off, &sz) == CUDA_SUCCESS; i++)
-					psize = off + sz;
 				/* the traced registers but another parameter block: the trace recorded another
 				 * function's parameters (a tracer before session 13 kept a freed handle's facts) */
 				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d, %zu-byte"
@@ -390,14 +399,7 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 		cuFuncGetAttribute(&smem_max, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->fn);
 		cuFuncGetAttribute(&threads_max, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn);
 		cuFuncGetAttribute(&cw, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, k->fn);
-		for (size_t i = 0;; i++) {
-			size_t off = 0, sz = 0;
-			if (cuFuncGetParamInfo(k->fn, i, &off, &sz) != CUDA_SUCCESS) {
-				nparams_fn = (int)i;
-				break;
-			}
-			psize = off + sz;
-		}
+		psize = fn_param_bytes(k->fn, &nparams_fn);
 		snprintf(what, sizeof(what),
 			 "%sfirst launch (grid %u,%u,%u block %u,%u,%u dyn smem %u cluster %u,%u,%u; function: "
 			 "%d regs, static smem %d, max dyn smem %d, max threads %d, cluster width %d, %d params"
