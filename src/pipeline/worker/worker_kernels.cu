@@ -88,17 +88,85 @@ __global__ void pool_k(const T *x, T *y, int64_t NC, int64_t H, int64_t W, int64
 	}
 }
 
+// Global pooling (the window covers the whole plane, one output per plane: the squeeze of a
+// squeeze-excite block, a classifier's average pool): one block per plane reduces it with
+// coalesced loads (16 bytes a load where the planes allow), where the windowed kernel above would
+// give a single thread the whole plane.
+template <typename T, int V>
+__global__ void gpool_k(const T *x, T *y, int64_t NC, int64_t HW, float div, int avg)
+{
+	__shared__ float red[32];
+	for (int64_t nc = blockIdx.x; nc < NC; nc += gridDim.x) {
+		const T *xp = x + (size_t)nc * HW;
+		float acc = avg ? 0.f : -INFINITY, v[V];
+#pragma unroll 4
+		for (int64_t i = threadIdx.x; i < HW / V; i += blockDim.x) {
+			if (V == 1) {
+				v[0] = ld(xp, i);
+			} else {
+				uint4 in = reinterpret_cast<const uint4 *>(xp)[i];
+				const T *e = reinterpret_cast<const T *>(&in);
+#pragma unroll
+				for (int k = 0; k < V; k++)
+					v[k] = ld(e, k);
+			}
+#pragma unroll
+			for (int k = 0; k < V; k++)
+				acc = avg ? acc + v[k] : fmaxf(acc, v[k]);
+		}
+		for (int o = 16; o; o >>= 1) {
+			float u = __shfl_xor_sync(0xffffffffu, acc, o);
+			acc = avg ? acc + u : fmaxf(acc, u);
+		}
+		if ((threadIdx.x & 31) == 0)
+			red[threadIdx.x >> 5] = acc;
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			float r = avg ? 0.f : -INFINITY;
+			for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+				r = avg ? r + red[w] : fmaxf(r, red[w]);
+			st(y, (size_t)nc, avg ? r / div : r);
+		}
+		__syncthreads();
+	}
+}
+
+template <typename T, int V>
+static void gpool_launch(const T *x, T *y, int64_t NC, int64_t hw, float div, int avg, cudaStream_t s)
+{
+	int64_t loads = hw / V;
+	unsigned threads = loads >= 1024 ? 1024u : loads <= 32 ? 32u : (unsigned)((loads + 31) / 32 * 32);
+	unsigned g = NC > 65535 * 16 ? 65535u * 16 : (unsigned)(NC ? NC : 1);
+	gpool_k<T, V><<<g, threads, 0, s>>>(x, y, NC, hw, div, avg);
+}
+
+template <typename T>
+static void pool_launch(const T *x, T *y, int64_t NC, int64_t H, int64_t W, int64_t P, int64_t Q, int R, int S,
+			int sh, int sw, int ph, int pw, int avg, cudaStream_t s)
+{
+	if (P == 1 && Q == 1 && ph == 0 && pw == 0 && R >= H && S >= W) {
+		const int V = 16 / sizeof(T);
+		int64_t hw = H * W;
+		float div = (float)R * (float)S; // count_include_pad, as pool_k
+		if (hw % V == 0 && (uintptr_t)x % 16 == 0)
+			gpool_launch<T, V>(x, y, NC, hw, div, avg, s);
+		else
+			gpool_launch<T, 1>(x, y, NC, hw, div, avg, s);
+		return;
+	}
+	unsigned g = grid_for((size_t)NC * P * Q, 256);
+	pool_k<<<g, 256, 0, s>>>(x, y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg);
+}
+
 extern "C" int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W, int64_t P,
 			int64_t Q, int R, int S, int sh, int sw, int ph, int pw, int avg, cudaStream_t s)
 {
-	unsigned g = grid_for((size_t)NC * P * Q, 256);
 	if (dtype == KJW_F16)
-		pool_k<<<g, 256, 0, s>>>((const __half *)x, (__half *)y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg);
+		pool_launch((const __half *)x, (__half *)y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg, s);
 	else if (dtype == KJW_BF16)
-		pool_k<<<g, 256, 0, s>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, NC, H, W, P, Q, R, S, sh, sw,
-					 ph, pw, avg);
+		pool_launch((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg, s);
 	else
-		pool_k<<<g, 256, 0, s>>>((const float *)x, (float *)y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg);
+		pool_launch((const float *)x, (float *)y, NC, H, W, P, Q, R, S, sh, sw, ph, pw, avg, s);
 	return (int)cudaGetLastError();
 }
 
@@ -152,17 +220,38 @@ static int aligned16(const void *a, const void *b, const void *c)
 }
 
 // ---- layer / RMS norm over the last dimension C, one block per row ----
-template <typename T>
+// V elements a load: 8 halves or 4 floats in 16 bytes where the row allows (C a multiple of V,
+// 16-byte aligned rows), else 1. The block has as many threads as the row has loads, up to 1024,
+// so that a single long row (a decoder's norm at batch 1) is read by the whole block at once.
+template <typename T, int V> __device__ __forceinline__ void ln_load(const T *row, int64_t j, float *v)
+{
+	if (V == 1) {
+		v[0] = ld(row, j);
+	} else {
+		uint4 in = reinterpret_cast<const uint4 *>(row)[j];
+		const T *e = reinterpret_cast<const T *>(&in);
+#pragma unroll
+		for (int k = 0; k < V; k++)
+			v[k] = ld(e, k);
+	}
+}
+
+template <typename T, int V>
 __global__ void ln_k(const T *x, T *y, const float *gamma, const float *beta, int64_t C, int rms)
 {
 	__shared__ float red[2][32];
 	const T *xr = x + (size_t)blockIdx.x * C;
 	T *yr = y + (size_t)blockIdx.x * C;
-	float s = 0.f, s2 = 0.f;
-	for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-		float v = ld(xr, c);
-		s += v;
-		s2 += v * v;
+	const int64_t nv = C / V;
+	float s = 0.f, s2 = 0.f, v[V];
+#pragma unroll 4
+	for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
+		ln_load<T, V>(xr, j, v);
+#pragma unroll
+		for (int k = 0; k < V; k++) {
+			s += v[k];
+			s2 += v[k] * v[k];
+		}
 	}
 	for (int o = 16; o; o >>= 1) {
 		s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -190,8 +279,40 @@ __global__ void ln_k(const T *x, T *y, const float *gamma, const float *beta, in
 	float mean = rms ? 0.f : red[0][0] / (float)C;
 	float var = red[1][0] / (float)C - mean * mean;
 	float inv = rsqrtf(fmaxf(var, 0.f) + 1e-5f);
-	for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-		st(yr, c, (ld(xr, c) - mean) * inv * gamma[c] + (rms ? 0.f : beta[c]));
+#pragma unroll 4
+	for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
+		ln_load<T, V>(xr, j, v);
+		int64_t c0 = j * V;
+		if (V == 1) {
+			st(yr, c0, (v[0] - mean) * inv * gamma[c0] + (rms ? 0.f : beta[c0]));
+		} else {
+			uint4 out;
+			T *o = reinterpret_cast<T *>(&out);
+#pragma unroll
+			for (int k = 0; k < V; k++)
+				st(o, k, (v[k] - mean) * inv * gamma[c0 + k] + (rms ? 0.f : beta[c0 + k]));
+			reinterpret_cast<uint4 *>(yr)[j] = out;
+		}
+	}
+}
+
+template <typename T, int V>
+static void ln_launch(const T *x, T *y, const float *gamma, const float *beta, int64_t rows, int64_t C, int rms,
+		      cudaStream_t s)
+{
+	int64_t loads = C / V;
+	unsigned threads = loads >= 1024 ? 1024u : loads <= 64 ? 64u : (unsigned)((loads + 31) / 32 * 32);
+	ln_k<T, V><<<(unsigned)rows, threads, 0, s>>>(x, y, gamma, beta, C, rms);
+}
+
+template <typename T, int V>
+static void ln_pick(const T *x, T *y, const float *gamma, const float *beta, int64_t rows, int64_t C, int rms,
+		    cudaStream_t s)
+{
+	if (C % V == 0 && aligned16(x, y, NULL))
+		ln_launch<T, V>(x, y, gamma, beta, rows, C, rms, s);
+	else
+		ln_launch<T, 1>(x, y, gamma, beta, rows, C, rms, s);
 }
 
 extern "C" int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
@@ -217,14 +338,14 @@ extern "C" int kjw_norm(const void *x, void *y, int dtype, int kind, const float
 		else
 			bn_k<<<g, 256, 0, s>>>((const float *)x, (float *)y, a, b, n, C, HW);
 	} else {
-		unsigned rows = (unsigned)(N * HW);
+		int64_t rows = N * HW;
 		int rms = kind == 2;
 		if (dtype == KJW_F16)
-			ln_k<<<rows, 256, 0, s>>>((const __half *)x, (__half *)y, a, b, C, rms);
+			ln_pick<__half, 8>((const __half *)x, (__half *)y, a, b, rows, C, rms, s);
 		else if (dtype == KJW_BF16)
-			ln_k<<<rows, 256, 0, s>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, a, b, C, rms);
+			ln_pick<__nv_bfloat16, 8>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, a, b, rows, C, rms, s);
 		else
-			ln_k<<<rows, 256, 0, s>>>((const float *)x, (float *)y, a, b, C, rms);
+			ln_pick<float, 4>((const float *)x, (float *)y, a, b, rows, C, rms, s);
 	}
 	return (int)cudaGetLastError();
 }
@@ -374,6 +495,203 @@ __global__ void attn_k(const T *q, const T *k, const T *v, T *o, int64_t Sq, int
 	}
 }
 
+// ---- decode-shaped attention (few query rows, many keys): the keys split over blocks ----
+// Each block scores one chunk of keys for one query row and writes the chunk's max score, its sum
+// of exponentials and its unnormalised output to the scratch; a second kernel weighs the chunks by
+// exp(max - global max) and normalises. Scores: one warp per key, lanes over pairs of D; the
+// weighted sum: warps over keys, lanes over pairs of D, the warps' sums added in shared memory.
+// With one block per query row a decoder step (9 heads x 1 query, 2048 keys) kept 9 SMs busy.
+#define KJW_SPLIT_MAXD 256
+template <typename T> __device__ __forceinline__ float2 ld2(const T *p, size_t i)
+{
+	return make_float2(ld(p, 2 * i), ld(p, 2 * i + 1));
+}
+template <> __device__ __forceinline__ float2 ld2<__half>(const __half *p, size_t i)
+{
+	return __half22float2(reinterpret_cast<const __half2 *>(p)[i]);
+}
+template <> __device__ __forceinline__ float2 ld2<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i)
+{
+	return __bfloat1622float2(reinterpret_cast<const __nv_bfloat162 *>(p)[i]);
+}
+template <> __device__ __forceinline__ float2 ld2<float>(const float *p, size_t i)
+{
+	return reinterpret_cast<const float2 *>(p)[i];
+}
+
+template <typename T>
+__global__ void attn_split_k(const T *q, const T *k, const T *v, float *ws, int64_t Sq, int64_t Skv, int D,
+			     int causal, float scale, int64_t chunk)
+{
+	extern __shared__ float sm[]; // D query values, chunk scores, then one partial output a warp
+	float *qs = sm, *sc = sm + D, *po = sc + chunk;
+	__shared__ float red[32];
+	const int64_t split = blockIdx.x, qi = blockIdx.y, bh = blockIdx.z, nsplit = gridDim.x;
+	const T *qr = q + ((size_t)bh * Sq + qi) * D;
+	const T *kb = k + (size_t)bh * Skv * D;
+	const T *vb = v + (size_t)bh * Skv * D;
+	float *part = ws + (((size_t)bh * Sq + qi) * nsplit + split) * (D + 2);
+	int64_t lim = causal ? qi + (Skv - Sq) + 1 : Skv;
+	if (lim > Skv)
+		lim = Skv;
+	int64_t j0 = split * chunk, j1 = j0 + chunk < lim ? j0 + chunk : lim;
+	if (j0 >= j1) { // an empty chunk (causal rows): weight 0 in the combine
+		for (int d = threadIdx.x; d < D; d += blockDim.x)
+			part[2 + d] = 0.f;
+		if (!threadIdx.x)
+			part[0] = -INFINITY, part[1] = 0.f;
+		return;
+	}
+	for (int d = threadIdx.x; d < D; d += blockDim.x)
+		qs[d] = ld(qr, d) * scale;
+	__syncthreads();
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, D2 = D / 2;
+	for (int64_t j = j0 + warp; j < j1; j += nw) {
+		const T *kr = kb + (size_t)j * D;
+		float a = 0.f;
+		for (int d2 = lane; d2 < D2; d2 += 32) {
+			float2 kv = ld2(kr, d2);
+			a += qs[2 * d2] * kv.x + qs[2 * d2 + 1] * kv.y;
+		}
+		for (int o = 16; o; o >>= 1)
+			a += __shfl_xor_sync(0xffffffffu, a, o);
+		if (!lane)
+			sc[j - j0] = a;
+	}
+	__syncthreads();
+	const int64_t n = j1 - j0;
+	float mx = -INFINITY;
+	for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+		mx = fmaxf(mx, sc[j]);
+	for (int o = 16; o; o >>= 1)
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+	if (!lane)
+		red[warp] = mx;
+	__syncthreads();
+	mx = -INFINITY;
+	for (int w = 0; w < nw; w++)
+		mx = fmaxf(mx, red[w]);
+	__syncthreads();
+	float sum = 0.f;
+	for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+		float e = __expf(sc[j] - mx);
+		sc[j] = e;
+		sum += e;
+	}
+	for (int o = 16; o; o >>= 1)
+		sum += __shfl_xor_sync(0xffffffffu, sum, o);
+	if (!lane)
+		red[warp] = sum;
+	__syncthreads();
+	float acc[KJW_SPLIT_MAXD / 32];
+#pragma unroll
+	for (int i = 0; i < KJW_SPLIT_MAXD / 32; i++)
+		acc[i] = 0.f;
+	for (int64_t j = warp; j < n; j += nw) {
+		const float pj = sc[j];
+		const T *vr = vb + (size_t)(j0 + j) * D;
+#pragma unroll
+		for (int i = 0; i < KJW_SPLIT_MAXD / 64; i++) {
+			int d2 = lane + 32 * i;
+			if (d2 < D2) {
+				float2 vv = ld2(vr, d2);
+				acc[2 * i] += pj * vv.x;
+				acc[2 * i + 1] += pj * vv.y;
+			}
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < KJW_SPLIT_MAXD / 64; i++) {
+		int d2 = lane + 32 * i;
+		if (d2 < D2) {
+			po[warp * D + 2 * d2] = acc[2 * i];
+			po[warp * D + 2 * d2 + 1] = acc[2 * i + 1];
+		}
+	}
+	__syncthreads();
+	for (int d = threadIdx.x; d < D; d += blockDim.x) {
+		float a = 0.f;
+		for (int w = 0; w < nw; w++)
+			a += po[w * D + d];
+		part[2 + d] = a;
+	}
+	if (!threadIdx.x) {
+		float t = 0.f;
+		for (int w = 0; w < nw; w++)
+			t += red[w];
+		part[0] = mx, part[1] = t;
+	}
+}
+
+template <typename T> __global__ void attn_combine_k(const float *ws, T *o, int nsplit, int D)
+{
+	const size_t row = blockIdx.x;
+	const float *base = ws + row * nsplit * (D + 2);
+	float M = -INFINITY, L = 0.f;
+	for (int sp = 0; sp < nsplit; sp++)
+		M = fmaxf(M, base[(size_t)sp * (D + 2)]);
+	for (int sp = 0; sp < nsplit; sp++) {
+		float m = base[(size_t)sp * (D + 2)];
+		L += m == -INFINITY ? 0.f : __expf(m - M) * base[(size_t)sp * (D + 2) + 1];
+	}
+	for (int d = threadIdx.x; d < D; d += blockDim.x) {
+		float a = 0.f;
+		for (int sp = 0; sp < nsplit; sp++) {
+			float m = base[(size_t)sp * (D + 2)];
+			if (m != -INFINITY)
+				a += __expf(m - M) * base[(size_t)sp * (D + 2) + 2 + d];
+		}
+		st(o, row * D + d, L > 0.f ? a / L : 0.f);
+	}
+}
+
+// how many chunks the keys of each query row are split into: enough blocks for two per SM, chunks
+// of at least 64 keys and at most 16384 (their scores sit in shared memory), at most 1024 chunks;
+// 1 (no split) where the rows alone fill the GPU, or D is odd or over KJW_SPLIT_MAXD
+static int64_t attn_splits(int64_t BH, int64_t Sq, int64_t Skv, int D)
+{
+	int dev = 0, sms = 132;
+	if (cudaGetDevice(&dev) == cudaSuccess)
+		cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+	int64_t rows = BH * Sq, want_blocks = 2 * (int64_t)sms;
+	if (rows >= want_blocks || Skv < 256 || Sq > 65535 || BH > 65535 || D % 2 || D > KJW_SPLIT_MAXD)
+		return 1;
+	int64_t n = (want_blocks + rows - 1) / rows;
+	if (n > Skv / 64)
+		n = Skv / 64;
+	if (n < (Skv + 16383) / 16384)
+		n = (Skv + 16383) / 16384;
+	if (n > 1024)
+		n = 1024;
+	return n < 2 ? 1 : n;
+}
+
+extern "C" size_t kjw_attention_split_floats(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D)
+{
+	if (kjw_attention_fused(dtype, BH, Sq, Skv, D))
+		return 0;
+	int64_t n = attn_splits(BH, Sq, Skv, D);
+	return n > 1 ? (size_t)(BH * Sq * n) * (size_t)(D + 2) : 0;
+}
+
+template <typename T>
+static int attn_split_launch(const T *q, const T *k, const T *v, T *o, float *ws, int64_t BH, int64_t Sq,
+			     int64_t Skv, int D, int causal, int64_t nsplit, cudaStream_t s)
+{
+	const int threads = 256;
+	int64_t chunk = (Skv + nsplit - 1) / nsplit;
+	size_t smem = ((size_t)D + (size_t)chunk + (size_t)(threads / 32) * D) * sizeof(float);
+	if (smem > 48 * 1024) {
+		cudaError_t e = cudaFuncSetAttribute(attn_split_k<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		if (e)
+			return (int)e;
+	}
+	attn_split_k<T><<<dim3((unsigned)nsplit, (unsigned)Sq, (unsigned)BH), threads, smem, s>>>(q, k, v, ws, Sq, Skv, D,
+											 causal, rsqrtf((float)D), chunk);
+	attn_combine_k<T><<<(unsigned)(BH * Sq), D < 128 ? 64 : 128, 0, s>>>(ws, o, (int)nsplit, D);
+	return (int)cudaGetLastError();
+}
+
 // the sweep worker's fused attention (src/sweep/worker/worker_fa2.cu); dt 0 = fp16, 1 = bf16
 extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
 extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
@@ -391,10 +709,22 @@ extern "C" int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Sk
 }
 
 extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH,
-			     int64_t Sq, int64_t Skv, int D, int causal, float *lse, cudaStream_t s)
+			     int64_t Sq, int64_t Skv, int D, int causal, float *lse, float *ws, cudaStream_t s)
 {
 	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D))
 		return kj_sw_fa2_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s);
+	int64_t nsplit = ws ? attn_splits(BH, Sq, Skv, D) : 1;
+	if (nsplit > 1) {
+		if (dtype == KJW_F16)
+			return attn_split_launch((const __half *)q, (const __half *)k, (const __half *)v, (__half *)o, ws,
+						 BH, Sq, Skv, D, causal, nsplit, s);
+		if (dtype == KJW_BF16)
+			return attn_split_launch((const __nv_bfloat16 *)q, (const __nv_bfloat16 *)k,
+						 (const __nv_bfloat16 *)v, (__nv_bfloat16 *)o, ws, BH, Sq, Skv, D, causal,
+						 nsplit, s);
+		return attn_split_launch((const float *)q, (const float *)k, (const float *)v, (float *)o, ws, BH, Sq,
+					 Skv, D, causal, nsplit, s);
+	}
 	size_t smem = ((size_t)D + (size_t)Skv) * sizeof(float);
 	dim3 grid((unsigned)Sq, (unsigned)BH);
 	float scale = rsqrtf((float)D);

@@ -26,10 +26,15 @@ int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, 
  * runs this attention: fp16/bf16, head size 32/64/96/128, self-attention (Sq == Skv), BH <= 65535;
  * it then needs a float scratch of BH * Sq (the log-sum-exp it writes). */
 int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D);
+/* Floats of scratch the split-key kernel needs for this attention (decode-shaped: too few query
+ * rows to fill the GPU, 256 keys or more), 0 where it does not apply (the fused kernel runs it, or
+ * the rows alone fill the GPU). */
+size_t kjw_attention_split_floats(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D);
 /* O = softmax(Q K^T / sqrt(D)) V (causal: key j <= query i + Skv - Sq); with lse (kjw_attention_fused's
- * scratch) the fused kernel, else the plain one (one block per query row). */
+ * scratch) the fused kernel; with ws (kjw_attention_split_floats' scratch) the keys split over
+ * blocks; else the plain one (one block per query row). */
 int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH, int64_t Sq,
-		  int64_t Skv, int D, int causal, float *lse, cudaStream_t s);
+		  int64_t Skv, int D, int causal, float *lse, float *ws, cudaStream_t s);
 #ifdef __cplusplus
 }
 #endif

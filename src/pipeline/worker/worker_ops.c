@@ -390,6 +390,7 @@ struct simple {
 	int dtype, op;
 	void *x, *b, *y, *k, *v;
 	float *sa, *sb, *lse; /* lse: the fused attention's log-sum-exp scratch */
+	float *ws;            /* the split-key attention's scratch (decode shapes) */
 };
 
 static void simple_teardown(void *state)
@@ -405,6 +406,7 @@ static void simple_teardown(void *state)
 	cudaFree(s->sa);
 	cudaFree(s->sb);
 	cudaFree(s->lse);
+	cudaFree(s->ws);
 	free(s);
 }
 
@@ -469,6 +471,9 @@ static int simple_setup(const struct kj_phase *ph, void **state, char *err, size
 		if (!rc && kjw_attention_fused(s->dtype, ph->N * ph->heads, ph->seq_q, ph->seq_kv, (int)ph->K))
 			rc = kjw_alloc((void **)&s->lse, (size_t)(ph->N * ph->heads * ph->seq_q) * sizeof(float),
 				       "attention log-sum-exp", err, errlen);
+		size_t nws = kjw_attention_split_floats(s->dtype, ph->N * ph->heads, ph->seq_q, ph->seq_kv, (int)ph->K);
+		if (!rc && nws)
+			rc = kjw_alloc((void **)&s->ws, nws * sizeof(float), "attention split-key scratch", err, errlen);
 		break;
 	}
 	default:
@@ -505,7 +510,7 @@ static int simple_capture(void *state, cudaStream_t st)
 		break;
 	case KJ_PHASE_ATTN:
 		e = kjw_attention(s->x, s->k, s->v, s->y, s->dtype, ph->N * ph->heads, ph->seq_q, ph->seq_kv, (int)ph->K,
-				  (int)ph->causal, s->lse, st);
+				  (int)ph->causal, s->lse, s->ws, st);
 		break;
 	default:
 		return KJ_EINVAL;

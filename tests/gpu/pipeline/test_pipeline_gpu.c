@@ -1,8 +1,8 @@
 /* GPU test of kjoule-pipeline-worker's phases (label gpu; exit 77 without a GPU): convolution
  * (cuDNN) and matmul (cuBLASLt) outputs against float64 CPU references at small shapes (groups,
- * stride, padding, dilation; fp32 and fp16; batched matmul), attention and layer norm against CPU
- * references, and the unrolled-graph latency per call against event timing of single launches
- * on the GPU (within 15 % for calls of >= 50 us, where launch gaps do not matter; the worker
+ * stride, padding, dilation; fp32 and fp16; batched matmul), attention (plain, fused, keys split),
+ * pooling (global and windowed), layer and RMS norm against CPU references, and the unrolled-graph
+ * latency per call against event timing of single launches on the GPU (within 15 % for calls of >= 50 us, where launch gaps do not matter; the worker
  * queues the single calls behind a gate, so the host's time to enqueue one -- printed beside,
  * long for cuDNN's legacy API -- is not in the reference). Inputs are random and
  * non-zero; outputs are poisoned before each run. Relative error is ||out - ref|| / ||ref||. */
@@ -175,15 +175,19 @@ static void attention_case(const char *prec, int dtype, int BH, int Sq, int Skv,
 	void *q, *k, *v, *o;
 	float *lse = NULL;
 	char what[128];
+	float *ws = NULL;
 	int fused = kjw_attention_fused(dtype, BH, Sq, Skv, D);
+	size_t nws = kjw_attention_split_floats(dtype, BH, Sq, Skv, D);
 	cudaMalloc(&q, nq * es), cudaMalloc(&k, nk * es), cudaMalloc(&v, nk * es), cudaMalloc(&o, nq * es);
 	if (fused)
 		cudaMalloc((void **)&lse, (size_t)BH * Sq * sizeof(float));
+	if (nws)
+		cudaMalloc((void **)&ws, nws * sizeof(float));
 	kjw_fill(q, nq, dtype, 1, 1.f, 0), kjw_fill(k, nk, dtype, 2, 1.f, 0), kjw_fill(v, nk, dtype, 3, 1.f, 0);
 	cudaMemset(o, 0xFF, nq * es);
-	int e = kjw_attention(q, k, v, o, dtype, BH, Sq, Skv, D, causal, lse, 0);
+	int e = kjw_attention(q, k, v, o, dtype, BH, Sq, Skv, D, causal, lse, ws, 0);
 	snprintf(what, sizeof(what), "attention %s BH%d Sq%d Skv%d D%d causal%d%s", prec, BH, Sq, Skv, D, causal,
-		 fused ? " (fused)" : "");
+		 fused ? " (fused)" : nws ? " (keys split)" : "");
 	if (e || cudaDeviceSynchronize()) {
 		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
 		fails++;
@@ -213,7 +217,86 @@ static void attention_case(const char *prec, int dtype, int BH, int Sq, int Skv,
 		}
 	verdict(what, ho, ref, nq, tol);
 	free(hq), free(hk), free(hv), free(ho), free(ref), free(sc);
-	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse);
+	cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse), cudaFree(ws);
+}
+
+/* pooling through the kernel directly: global (the window covers the plane, one block per plane)
+ * and windowed (strides, padding), average with the padding counted as torch's default */
+static void pool_case(const char *prec, int dtype, int NC, int H, int W, int R, int S, int st, int pad, int avg)
+{
+	int P = (H + 2 * pad - R) / st + 1, Q = (W + 2 * pad - S) / st + 1;
+	size_t nx = (size_t)NC * H * W, ny = (size_t)NC * P * Q, es = dtype == KJW_F32 ? 4 : 2;
+	void *x, *y;
+	char what[128];
+	cudaMalloc(&x, nx * es), cudaMalloc(&y, ny * es);
+	kjw_fill(x, nx, dtype, 7, 1.f, 0);
+	cudaMemset(y, 0xFF, ny * es);
+	int e = kjw_pool(x, y, dtype, NC, H, W, P, Q, R, S, st, st, pad, pad, avg, 0);
+	snprintf(what, sizeof(what), "%s pool %s NC%d %dx%d window %dx%d s%d p%d -> %dx%d", avg ? "avg" : "max", prec,
+		 NC, H, W, R, S, st, pad, P, Q);
+	if (e || cudaDeviceSynchronize()) {
+		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+		fails++;
+		cudaFree(x), cudaFree(y);
+		return;
+	}
+	float *hx = fetch(x, nx, dtype), *hy = fetch(y, ny, dtype);
+	double *ref = calloc(ny, sizeof(*ref));
+	for (int nc = 0; nc < NC; nc++)
+		for (int p = 0; p < P; p++)
+			for (int q = 0; q < Q; q++) {
+				double acc = avg ? 0 : -INFINITY;
+				for (int r = 0; r < R; r++)
+					for (int c = 0; c < S; c++) {
+						int h = p * st - pad + r, w = q * st - pad + c;
+						if (h < 0 || h >= H || w < 0 || w >= W)
+							continue;
+						double v = hx[((size_t)nc * H + h) * W + w];
+						acc = avg ? acc + v : fmax(acc, v);
+					}
+				ref[((size_t)nc * P + p) * Q + q] = avg ? acc / (R * S) : acc;
+			}
+	verdict(what, hy, ref, ny, dtype == KJW_F32 ? 1e-6 : 1e-2);
+	free(hx), free(hy), free(ref);
+	cudaFree(x), cudaFree(y);
+}
+
+/* layer and RMS norm over rows of C through the kernel directly: one long row (a decoder step's),
+ * many short ones, C not a multiple of the vector width (the element path) */
+static void rownorm_case(const char *prec, int dtype, int rows, int C, int rms)
+{
+	size_t n = (size_t)rows * C, es = dtype == KJW_F32 ? 4 : 2;
+	void *x, *y;
+	float *g, *b, *hg = malloc(C * sizeof(float)), *hb = malloc(C * sizeof(float));
+	char what[128];
+	for (int c = 0; c < C; c++)
+		hg[c] = 0.5f + 0.001f * (c % 97), hb[c] = 0.01f * (c % 13) - 0.05f;
+	cudaMalloc(&x, n * es), cudaMalloc(&y, n * es), cudaMalloc((void **)&g, C * sizeof(float)),
+		cudaMalloc((void **)&b, C * sizeof(float));
+	cudaMemcpy(g, hg, C * sizeof(float), cudaMemcpyHostToDevice), cudaMemcpy(b, hb, C * sizeof(float), cudaMemcpyHostToDevice);
+	kjw_fill(x, n, dtype, 9, 1.f, 0);
+	cudaMemset(y, 0xFF, n * es);
+	int e = kjw_norm(x, y, dtype, rms ? 2 : 1, g, b, rows, C, 1, 0);
+	snprintf(what, sizeof(what), "%s norm %s rows %d C %d", rms ? "rms" : "layer", prec, rows, C);
+	if (e || cudaDeviceSynchronize()) {
+		printf("FAIL %s: %s\n", what, cudaGetErrorString(cudaGetLastError()));
+		fails++;
+	} else {
+		float *hx = fetch(x, n, dtype), *hy = fetch(y, n, dtype);
+		double *ref = calloc(n, sizeof(*ref));
+		for (int r = 0; r < rows; r++) {
+			double s = 0, s2 = 0;
+			for (int c = 0; c < C; c++)
+				s += hx[(size_t)r * C + c], s2 += (double)hx[(size_t)r * C + c] * hx[(size_t)r * C + c];
+			double mean = rms ? 0 : s / C, inv = 1 / sqrt(fmax(s2 / C - mean * mean, 0) + 1e-5);
+			for (int c = 0; c < C; c++)
+				ref[(size_t)r * C + c] = (hx[(size_t)r * C + c] - mean) * inv * hg[c] + (rms ? 0 : hb[c]);
+		}
+		verdict(what, hy, ref, n, dtype == KJW_F32 ? 1e-5 : 1e-2);
+		free(hx), free(hy), free(ref);
+	}
+	free(hg), free(hb);
+	cudaFree(x), cudaFree(y), cudaFree(g), cudaFree(b);
 }
 
 /* batch norm (per-channel scale and shift) and activations through the kernels directly: the
@@ -315,7 +398,22 @@ int main(void)
 	attention_case("fp32", KJW_F32, 2, 1, 300, 128, 0, 1e-4);
 	attention_case("fp16", KJW_F16, 3, 197, 197, 64, 0, 1e-2);  /* ViT-B/16's shape: fused */
 	attention_case("bf16", KJW_BF16, 2, 100, 100, 128, 1, 2e-2); /* causal, a ragged last tile */
-	attention_case("fp16", KJW_F16, 2, 1, 300, 128, 0, 1e-2);   /* decode: Sq != Skv, plain kernel */
+	attention_case("fp16", KJW_F16, 2, 1, 200, 128, 0, 1e-2);   /* decode, few keys: plain kernel */
+	attention_case("fp16", KJW_F16, 9, 1, 2048, 128, 0, 1e-2);  /* OPT-66B decode, tp 8: keys split */
+	attention_case("bf16", KJW_BF16, 4, 4, 1000, 64, 1, 2e-2);  /* causal, ragged chunks: keys split */
+	attention_case("fp32", KJW_F32, 1, 3, 5000, 128, 1, 1e-4);  /* keys split, causal */
+	attention_case("fp16", KJW_F16, 2, 1, 3000, 80, 0, 1e-2);   /* keys split, D not a multiple of 64 */
+	attention_case("fp32", KJW_F32, 2, 1, 700, 33, 0, 1e-4);    /* odd D: plain kernel */
+	pool_case("fp16", KJW_F16, 32, 112, 112, 112, 112, 1, 0, 1); /* EfficientNet-B0's squeeze: global */
+	pool_case("bf16", KJW_BF16, 40, 7, 7, 7, 7, 1, 0, 0);        /* global max, 49 per plane */
+	pool_case("bf16", KJW_BF16, 40, 8, 8, 8, 8, 1, 0, 0);        /* global max, 16-byte loads */
+	pool_case("fp32", KJW_F32, 3, 5, 5, 5, 5, 1, 0, 1);
+	pool_case("fp16", KJW_F16, 16, 15, 15, 3, 3, 2, 1, 0);       /* ResNet's stem max pool */
+	pool_case("fp32", KJW_F32, 8, 9, 9, 2, 2, 2, 0, 1);
+	rownorm_case("fp16", KJW_F16, 1, 9216, 0); /* OPT-66B decode: one row of 9216 */
+	rownorm_case("bf16", KJW_BF16, 197, 768, 0);
+	rownorm_case("fp16", KJW_F16, 3, 100, 1);  /* C not a multiple of 8: the element path */
+	rownorm_case("fp32", KJW_F32, 4, 1024, 1);
 	elementwise_case("fp16", KJW_F16, 2, 16, 56 * 56, 0);
 	elementwise_case("fp16", KJW_F16, 3, 5, 7 * 7, 0); /* n = 735: the element path */
 	elementwise_case("bf16", KJW_BF16, 2, 64, 7 * 7, 0); /* channels change inside a vector */
