@@ -24,8 +24,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_KERNEL] = "INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y,"
 		     " block_z, cluster_x, cluster_y, cluster_z, shmem_dynamic, shmem_static, registers,"
-		     " graph_id, graph_node_id, launch_tid, launch_ns)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " graph_id, graph_node_id, launch_tid, launch_ns, shmem_executed, carveout)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMCPY] = "INSERT INTO memcpy(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id, launch_tid,"
 		     " launch_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -293,10 +293,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = ing_put_device(in, r);
 			break;
 		case KJ_REC_KERNEL:
-			if (pass == 1 && h->size >= sizeof(struct kj_rec_kernel))
+			if (pass == 1 && h->size >= KJ_REC_KERNEL_MIN_SIZE)
 				note_launch_stream(in, r);
-			if (pass == 2 && h->size >= sizeof(struct kj_rec_kernel))
-				rc = ing_put_kernel(in, r);
+			if (pass == 2 && h->size >= KJ_REC_KERNEL_MIN_SIZE)
+				rc = ing_put_kernel(in, r, h->size >= sizeof(struct kj_rec_kernel));
 			break;
 		case KJ_REC_MEMCPY:
 		case KJ_REC_MEMSET:
@@ -419,7 +419,11 @@ static int count_launches(sqlite3 *db)
 		       "UPDATE unique_kernel SET shmem_static = (SELECT shmem_static FROM kernel k"
 		       " WHERE k.unique_id = unique_kernel.id LIMIT 1),"
 		       " registers = (SELECT registers FROM kernel k WHERE k.unique_id = unique_kernel.id"
-		       " LIMIT 1) WHERE registers IS NULL;",
+		       " LIMIT 1) WHERE registers IS NULL;"
+		       "UPDATE unique_kernel SET shmem_executed = (SELECT shmem_executed FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id AND k.shmem_executed IS NOT NULL LIMIT 1),"
+		       " carveout = (SELECT carveout FROM kernel k WHERE k.unique_id = unique_kernel.id"
+		       " AND k.carveout IS NOT NULL LIMIT 1);",
 		       "unique kernel counts");
 }
 

@@ -271,7 +271,7 @@ static const struct launch_info *kernel_launch(struct ingest *in, const struct k
 	return kj_map_get(in->corr, k->correlation, &v) ? &in->launches[v] : NULL;
 }
 
-int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
+int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full)
 {
 	sqlite3_stmt *st = in->st[S_KERNEL];
 	const struct launch_info *l = kernel_launch(in, k);
@@ -330,6 +330,9 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k)
 	ing_bind_opt_i64(st, 23, k->graph_node_id != 0, (int64_t)k->graph_node_id);
 	ing_bind_opt_i64(st, 24, launch_ns >= 0, tid);
 	ing_bind_opt_i64(st, 25, launch_ns >= 0, launch_ns);
+	/* records of a tracer before session 14 end before these */
+	ing_bind_opt_i64(st, 26, full, full ? k->shmem_executed : 0);
+	ing_bind_opt_i64(st, 27, full && k->carveout != KJ_CARVEOUT_NONE, full ? k->carveout : 0);
 	in->stats->kernels++;
 	int rc = ing_step_done(in, st);
 	/* the kept iteration's sequence needs each graph kernel's launch (its parameters) */

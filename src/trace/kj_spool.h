@@ -73,7 +73,14 @@ struct kj_rec_kernel {
 	uint32_t cluster[3];
 	int32_t shmem_static, shmem_dynamic;
 	uint32_t registers;
+	/* since session 14 (older records end at registers: KJ_REC_KERNEL_MIN_SIZE): the shared
+	 * memory the driver set aside per SM for the launch (its L1/shared split), the carveout the
+	 * program asked of the function in percent (KJ_CARVEOUT_NONE when it asked none) */
+	uint32_t shmem_executed;
+	uint8_t carveout, pad8[3];
 };
+#define KJ_REC_KERNEL_MIN_SIZE 104
+#define KJ_CARVEOUT_NONE 255
 
 struct kj_rec_memcpy {
 	struct kj_rec_hdr h;

@@ -56,7 +56,11 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	k.stream = 7;
 	k.graph_node_id = node;
 	k.registers = 32;
-	put(b, &k, sizeof(k), NULL, 0);
+	/* the L1/shared split the driver gave it; only grid 1024 asked for a carveout (50 %) */
+	k.shmem_executed = grid == 2048 ? 65536 : 32768;
+	k.carveout = grid == 1024 ? 50 : KJ_CARVEOUT_NONE;
+	/* launch 21's record as a tracer before session 14 wrote it, without those two */
+	put(b, &k, corr == 21 ? KJ_REC_KERNEL_MIN_SIZE : sizeof(k), NULL, 0);
 }
 
 /* a launch of group g; diffs: pairs (word, value) */
@@ -359,6 +363,18 @@ static void test_complete_spool(void **state)
 			    "GPU-ab000000-0000-0000-0000-000000000000");
 	assert_int_equal(q1(db, "SELECT count(*) FROM kernel WHERE device_id IS NULL"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem"), 0);
+	/* the shared memory the driver set aside and the carveout asked for, per kernel and per
+	 * unique kernel; a record of an older tracer has neither (NULL, not 0) */
+	assert_int_equal(q1(db, "SELECT shmem_executed FROM kernel WHERE correlation_id = 13"), 65536);
+	assert_int_equal(q1(db, "SELECT carveout FROM kernel WHERE correlation_id = 99"), 50);
+	assert_int_equal(q1(db, "SELECT carveout IS NULL FROM kernel WHERE correlation_id = 10"), 1);
+	assert_int_equal(q1(db, "SELECT shmem_executed IS NULL AND carveout IS NULL FROM kernel WHERE correlation_id = 21"), 1);
+	assert_int_equal(q1(db, "SELECT u.shmem_executed FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 21"), 32768);
+	assert_int_equal(q1(db, "SELECT u.carveout FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 99"), 50);
+	assert_int_equal(q1(db, "SELECT u.carveout IS NULL FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 13"), 1);
 	kj_db_close(db);
 	free(b.p);
 }

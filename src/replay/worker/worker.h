@@ -48,6 +48,9 @@ struct klaunch {
 	int64_t pid, launch_ns, correlation, unique_id, stream_id;
 	unsigned grid[3], block[3], cluster[3], shmem;
 	int regs, smem_static; /* of the function that ran, as traced; -1 unknown */
+	int shmem_executed;    /* the shared memory the driver set aside per SM as traced; -1 unknown */
+	int carveout;          /* the carveout (%) the program asked of the function; -1 none or unknown */
+	int carveout_set;      /* the carveout (%) the replay asked of it (replay_carveout), -1 none */
 	int fn_unmatched;      /* no captured function of the name has those: fn is only the first that fits */
 	char unmatched_why[400]; /* then what each candidate had instead, or why it did not load */
 	uint8_t *blob;

@@ -29,21 +29,25 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = KJ_ENOTFOUND;
-	char err[256];
+	char err[256], sql[1536];
+	/* runs traced before session 14 have no shmem_executed / carveout */
+	int have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
 
-	if (kj_db_prepare(R->db,
-			  "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
-			  " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
-			  " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
-			  " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
-			  " p.stream_id, u.registers, u.shmem_static"
-			  " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
-			  " JOIN launch_params p ON p.unique_id = u.id"
-			  " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
-			  /* the launch whose buffers were snapshotted, when there is one */
-			  " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
-			  " AND s.correlation_id = p.correlation_id),"
-			  " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1", &st)) {
+	snprintf(sql, sizeof(sql),
+		 "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
+		 " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
+		 " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
+		 " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
+		 " p.stream_id, u.registers, u.shmem_static, %s"
+		 " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
+		 " JOIN launch_params p ON p.unique_id = u.id"
+		 " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
+		 /* the launch whose buffers were snapshotted, when there is one */
+		 " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
+		 " AND s.correlation_id = p.correlation_id),"
+		 " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1",
+		 have_split ? "u.shmem_executed, u.carveout" : "NULL, NULL");
+	if (kj_db_prepare(R->db, sql, &st)) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
@@ -66,6 +70,9 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->stream_id = kj_db_col_i64(st, 27, -1);
 	k->regs = (int)kj_db_col_i64(st, 28, -1);
 	k->smem_static = (int)kj_db_col_i64(st, 29, -1);
+	k->shmem_executed = (int)kj_db_col_i64(st, 30, -1);
+	k->carveout = (int)kj_db_col_i64(st, 31, -1);
+	k->carveout_set = -1;
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)kj_db_col_i64(st, 3 + i, kj_db_col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)kj_db_col_i64(st, 6 + i, kj_db_col_i64(st, 18 + i, 1));
@@ -361,6 +368,32 @@ int load_function(struct replay *R)
 	return load_function_k(R, &R->k);
 }
 
+/* The shared-memory carveout (%) to ask of the function so that it runs with the L1/shared split
+ * it had in the program: KJ_REPLAY_CARVEOUT (0-100, a diagnostic override) when set; else the
+ * carveout the program asked; else the split the driver gave it, as the largest percentage of
+ * the SM's shared memory not above it (the driver rounds a preference up to the next size it
+ * supports, so a size it supports comes back as itself); -1: nothing known, the driver chooses. */
+static int replay_carveout(const struct klaunch *k)
+{
+	const char *env = getenv("KJ_REPLAY_CARVEOUT");
+	if (env && *env) {
+		int v = atoi(env);
+		return v < 0 ? -1 : v > 100 ? 100 : v;
+	}
+	if (k->carveout >= 0 && k->carveout <= 100)
+		return k->carveout;
+	if (k->shmem_executed < 0)
+		return -1;
+	int per_sm = 0;
+	CUdevice d;
+	if (cuCtxGetDevice(&d) != CUDA_SUCCESS ||
+	    cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d) != CUDA_SUCCESS ||
+	    per_sm <= 0)
+		return -1;
+	long pct = (long)k->shmem_executed * 100 / per_sm;
+	return pct > 100 ? 100 : (int)pct;
+}
+
 /* Parameter pointers and function attributes of one launch; probes the cluster attribute with a
  * launch on stream when check (then synchronizes and reports a failing kernel). */
 int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
@@ -372,6 +405,9 @@ int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check)
 		k->kparams[i] = k->blob + k->layout[i].offset;
 	if (k->shmem > 48 * 1024)
 		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->shmem));
+	k->carveout_set = replay_carveout(k);
+	if (k->carveout_set >= 0)
+		CU(cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, k->carveout_set));
 	unsigned csize = (k->cluster[0] ? k->cluster[0] : 1) * (k->cluster[1] ? k->cluster[1] : 1) *
 			 (k->cluster[2] ? k->cluster[2] : 1);
 	k->use_cluster_attr = csize > 1;

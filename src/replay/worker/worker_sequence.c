@@ -687,6 +687,17 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto emit;
 	}
 	seq_time(R, &S, NULL, &eager);
+	/* each function runs with the L1/shared split it had in the program (replay_carveout), in the
+	 * eager iteration and in the graphs alike: said beside the eager result */
+	int kept = 0;
+	for (size_t i = 0; i < S.nk; i++)
+		kept += S.k[i].carveout_set >= 0;
+	if (kept) {
+		char note[sizeof(eager.error)];
+		snprintf(note, sizeof(note), "%.150s%sL1/shared split as traced for %d of %zu launches", eager.error,
+			 eager.error[0] ? "; " : "", kept, S.nk);
+		memcpy(eager.error, note, sizeof(note));
+	}
 	/* whole iterations' energy paced as the program ran them (kj_replay_pace.h), read once for
 	 * the linear graph and the topology graph */
 	int64_t pace_ns = graph && whole && R->o.energy ? program_pace(R, iteration) : 0;

@@ -54,6 +54,8 @@ static void put_kernel(const CUpti_ActivityKernel10 *k)
 	r.shmem_static = k->staticSharedMemory;
 	r.shmem_dynamic = k->dynamicSharedMemory;
 	r.registers = k->registersPerThread;
+	r.shmem_executed = k->sharedMemoryExecuted;
+	r.carveout = k->isSharedMemoryCarveoutRequested ? k->sharedMemoryCarveoutRequested : KJ_CARVEOUT_NONE;
 	kj_spool_write(&r, sizeof(r));
 }
 
