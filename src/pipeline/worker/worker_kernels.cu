@@ -436,6 +436,37 @@ extern "C" int kjw_act(const void *x, const void *b, void *y, int dtype, int op,
 	return (int)cudaGetLastError();
 }
 
+// Over the block: mx = the max of sc[0, n); sc[j] = exp(sc[j] - mx); each warp's sum of those
+// left in red[warp] (32 floats of shared memory), readable on return. Returns mx.
+__device__ float block_exp_scores(float *sc, int64_t n, float *red)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	float mx = -INFINITY;
+	for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+		mx = fmaxf(mx, sc[j]);
+	for (int o = 16; o; o >>= 1)
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+	if (!lane)
+		red[warp] = mx;
+	__syncthreads();
+	mx = -INFINITY;
+	for (int w = 0; w < nw; w++)
+		mx = fmaxf(mx, red[w]);
+	__syncthreads();
+	float sum = 0.f;
+	for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+		float e = __expf(sc[j] - mx);
+		sc[j] = e;
+		sum += e;
+	}
+	for (int o = 16; o; o >>= 1)
+		sum += __shfl_xor_sync(0xffffffffu, sum, o);
+	if (!lane)
+		red[warp] = sum;
+	__syncthreads();
+	return mx;
+}
+
 // ---- attention: Q [N*heads, Sq, D], K and V [N*heads, Skv, D], O like Q; one block per query ----
 template <typename T>
 __global__ void attn_k(const T *q, const T *k, const T *v, T *o, int64_t Sq, int64_t Skv, int D, int causal,
@@ -454,35 +485,15 @@ __global__ void attn_k(const T *q, const T *k, const T *v, T *o, int64_t Sq, int
 	for (int d = threadIdx.x; d < D; d += blockDim.x)
 		qs[d] = ld(qr, d) * scale;
 	__syncthreads();
-	float mx = -INFINITY;
 	for (int64_t j = threadIdx.x; j < lim; j += blockDim.x) {
 		float a = 0.f;
 		for (int d = 0; d < D; d++)
 			a += qs[d] * ld(kb, (size_t)j * D + d);
 		sc[j] = a;
-		mx = fmaxf(mx, a);
 	}
-	for (int off = 16; off; off >>= 1)
-		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = mx;
 	__syncthreads();
-	mx = -INFINITY;
-	for (int w = 0; w < (int)(blockDim.x >> 5); w++)
-		mx = fmaxf(mx, red[w]);
-	__syncthreads();
+	block_exp_scores(sc, lim, red);
 	float sum = 0.f;
-	for (int64_t j = threadIdx.x; j < lim; j += blockDim.x) {
-		float e = __expf(sc[j] - mx);
-		sc[j] = e;
-		sum += e;
-	}
-	for (int off = 16; off; off >>= 1)
-		sum += __shfl_xor_sync(0xffffffffu, sum, off);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = sum;
-	__syncthreads();
-	sum = 0.f;
 	for (int w = 0; w < (int)(blockDim.x >> 5); w++)
 		sum += red[w];
 	float inv = 1.f / sum;
@@ -560,29 +571,7 @@ __global__ void attn_split_k(const T *q, const T *k, const T *v, float *ws, int6
 	}
 	__syncthreads();
 	const int64_t n = j1 - j0;
-	float mx = -INFINITY;
-	for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-		mx = fmaxf(mx, sc[j]);
-	for (int o = 16; o; o >>= 1)
-		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-	if (!lane)
-		red[warp] = mx;
-	__syncthreads();
-	mx = -INFINITY;
-	for (int w = 0; w < nw; w++)
-		mx = fmaxf(mx, red[w]);
-	__syncthreads();
-	float sum = 0.f;
-	for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-		float e = __expf(sc[j] - mx);
-		sc[j] = e;
-		sum += e;
-	}
-	for (int o = 16; o; o >>= 1)
-		sum += __shfl_xor_sync(0xffffffffu, sum, o);
-	if (!lane)
-		red[warp] = sum;
-	__syncthreads();
+	const float mx = block_exp_scores(sc, n, red);
 	float acc[KJW_SPLIT_MAXD / 32];
 #pragma unroll
 	for (int i = 0; i < KJW_SPLIT_MAXD / 32; i++)
