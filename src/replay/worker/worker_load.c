@@ -382,7 +382,8 @@ static int replay_carveout(const struct klaunch *k)
 	}
 	if (k->carveout >= 0 && k->carveout <= 100)
 		return k->carveout;
-	if (k->shmem_executed < 0)
+	/* unknown, or 0 for a launch that used shared memory (a figure CUPTI did not give) */
+	if (k->shmem_executed < 0 || (k->shmem_executed == 0 && (k->shmem > 0 || k->smem_static > 0)))
 		return -1;
 	int per_sm = 0;
 	CUdevice d;
