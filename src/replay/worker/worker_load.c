@@ -3,6 +3,7 @@
 #include "worker.h"
 
 #include "kj_cubin.h"
+#include "kj_replay_carveout.h"
 
 void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file, int line)
 {
@@ -368,31 +369,16 @@ int load_function(struct replay *R)
 	return load_function_k(R, &R->k);
 }
 
-/* The shared-memory carveout (%) to ask of the function so that it runs with the L1/shared split
- * it had in the program: KJ_REPLAY_CARVEOUT (0-100, a diagnostic override) when set; else the
- * carveout the program asked; else the split the driver gave it, as the largest percentage of
- * the SM's shared memory not above it (the driver rounds a preference up to the next size it
- * supports, so a size it supports comes back as itself); -1: nothing known, the driver chooses. */
+/* The carveout (%) to ask of the function (kj_replay_carveout.h), -1 none. */
 static int replay_carveout(const struct klaunch *k)
 {
-	const char *env = getenv("KJ_REPLAY_CARVEOUT");
-	if (env && *env) {
-		int v = atoi(env);
-		return v < 0 ? -1 : v > 100 ? 100 : v;
-	}
-	if (k->carveout >= 0 && k->carveout <= 100)
-		return k->carveout;
-	/* unknown, or 0 for a launch that used shared memory (a figure CUPTI did not give) */
-	if (k->shmem_executed < 0 || (k->shmem_executed == 0 && (k->shmem > 0 || k->smem_static > 0)))
-		return -1;
 	int per_sm = 0;
 	CUdevice d;
 	if (cuCtxGetDevice(&d) != CUDA_SUCCESS ||
-	    cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d) != CUDA_SUCCESS ||
-	    per_sm <= 0)
-		return -1;
-	long pct = (long)k->shmem_executed * 100 / per_sm;
-	return pct > 100 ? 100 : (int)pct;
+	    cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d) != CUDA_SUCCESS)
+		per_sm = 0;
+	return kj_replay_carveout(getenv("KJ_REPLAY_CARVEOUT"), k->carveout, k->shmem_executed,
+				  k->shmem > 0 || k->smem_static > 0, per_sm);
 }
 
 /* Parameter pointers and function attributes of one launch; probes the cluster attribute with a
