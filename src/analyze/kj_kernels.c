@@ -107,6 +107,7 @@ static int group_get(struct builder *b, const struct gkey *k, enum kj_activity_k
 	s->unique_id = -1;
 	s->bytes = -1;
 	s->shmem_dynamic = s->shmem_static = s->registers = -1;
+	s->shmem_executed = s->carveout = -1;
 	for (int i = 0; i < 3; i++)
 		s->grid[i] = s->block[i] = s->cluster[i] = -1;
 	b->slots[j] = (int64_t)*idx + 1;
@@ -186,10 +187,13 @@ static int account(struct builder *b, struct kj_kernel_stat *s, sqlite3_stmt *st
 
 static int scan_kernels(struct builder *b, sqlite3 *db)
 {
-	static const char sql[] =
-		"SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
-		" block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
-		" cluster_y, cluster_z FROM kernel";
+	char sql[512];
+	/* runs traced before session 14 have no L1/shared split */
+	snprintf(sql, sizeof(sql),
+		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
+		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
+		 " cluster_y, cluster_z, %s FROM kernel",
+		 kj_db_has_column(db, "kernel", "shmem_executed") ? "shmem_executed, carveout" : "NULL, NULL");
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db, sql, &st), step, err;
 
@@ -225,6 +229,10 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 			s->shmem_static = kj_db_col_i64(st, 12, -1);
 			s->registers = kj_db_col_i64(st, 13, -1);
 		}
+		if (s->shmem_executed < 0) /* the first launch that has them */
+			s->shmem_executed = kj_db_col_i64(st, 17, -1);
+		if (s->carveout < 0)
+			s->carveout = kj_db_col_i64(st, 18, -1);
 		b->r->kernel_launches++;
 		if (account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err))
 			b->r->kernel_ns += sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1);

@@ -165,7 +165,8 @@ static void print_csv(struct kj_kernel_stat **rows, size_t n)
 {
 	char a[32], b[32], c[32], g[64], bl[64];
 	printf("kind,tier,count,total_us,mean_us,min_us,max_us,share_of_busy,grid,block,shmem,"
-	       "shmem_static,registers,unique_id,key,keyed_by,bytes,copy_kind,name,demangled\n");
+	       "shmem_static,registers,shmem_executed,carveout,unique_id,key,keyed_by,bytes,copy_kind,name,"
+	       "demangled\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
 		fmt_us(a, sizeof(a), s->total_ns);
@@ -183,6 +184,8 @@ static void print_csv(struct kj_kernel_stat **rows, size_t n)
 		csv_i64(stdout, s->shmem_dynamic);
 		csv_i64(stdout, s->shmem_static);
 		csv_i64(stdout, s->registers);
+		csv_i64(stdout, s->shmem_executed);
+		csv_i64(stdout, s->carveout);
 		csv_i64(stdout, s->unique_id);
 		csv_field(stdout, s->key, 0);
 		csv_field(stdout, s->keyed_by, 0);
@@ -243,6 +246,8 @@ static int print_jsonl(struct kj_kernel_stat **rows, size_t n)
 		json_object_set_new(o, "shmem", jint(s->shmem_dynamic));
 		json_object_set_new(o, "shmem_static", jint(s->shmem_static));
 		json_object_set_new(o, "registers", jint(s->registers));
+		json_object_set_new(o, "shmem_executed", jint(s->shmem_executed));
+		json_object_set_new(o, "carveout", jint(s->carveout));
 		json_object_set_new(o, "unique_id", jint(s->unique_id));
 		json_object_set_new(o, "key", jstr(s->key));
 		json_object_set_new(o, "keyed_by", jstr(s->keyed_by));

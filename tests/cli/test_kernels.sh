@@ -10,9 +10,9 @@ GEN="python3 $SRC/tests/tools/kjgen.py"
 # a fallback group (no unique id), memcpy and memset.
 cat >"$T/spec.json" <<'JSON'
 {"kernels": [
- {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1000000, "end": 1010000, "unique": "g", "grid": [16,8,1]},
- {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1020000, "end": 1040000, "unique": "g", "grid": [16,8,1]},
- {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1050000, "end": 1080000, "unique": "g", "grid": [16,8,1]},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1000000, "end": 1010000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1020000, "end": 1040000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1050000, "end": 1080000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1100000, "end": 1101000, "unique": "f"},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1102000, "end": 1103000, "unique": "f"},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1104000, "end": 1105000, "unique": "f"},
@@ -43,10 +43,13 @@ assert g["total_us"] == "60.000" and g["mean_us"] == "20.000", g
 assert g["min_us"] == "10.000" and g["max_us"] == "30.000", g
 assert abs(float(g["share_of_busy"]) - 60 / 159.5) < 1e-6, g
 assert g["grid"] == "16x8x1" and g["keyed_by"] == "params" and g["key"] == "g", g
+# the L1/shared split the launches ran with and the carveout asked; unknown is empty, never 0
+assert g["shmem_executed"] == "233472" and g["carveout"] == "100", g
 n = [x for x in d if x["name"].startswith("nccl")][0]
 assert n["tier"] == "communication" and n["count"] == "2" and n["unique_id"] == "" and n["total_us"] == "150.000", n
 f = [x for x in d if "FillFunctor" in x["name"]][0]
 assert f["tier"] == "elementwise" and f["count"] == "4", f
+assert f["shmem_executed"] == "" and f["carveout"] == "", f
 assert f["demangled"].startswith("void at::native::vectorized_elementwise_kernel<4, "), f["demangled"]
 assert "," in f["demangled"]
 c = [x for x in d if x["kind"] == "memcpy"][0]
@@ -63,12 +66,15 @@ lines = open(sys.argv[1]).read().splitlines()
 objs = [json.loads(l) for l in lines]
 assert len(objs) == 5
 keys = {"name", "demangled", "tier", "count", "total_us", "mean_us", "min_us", "max_us",
-        "share_of_busy", "grid", "block", "shmem", "registers", "key", "keyed_by", "unique_id"}
+        "share_of_busy", "grid", "block", "shmem", "registers", "key", "keyed_by", "unique_id",
+        "shmem_executed", "carveout"}
 for o in objs:
     assert keys <= set(o), set(o) ^ keys
 g = [o for o in objs if o["name"].startswith("nvjet")][0]
 assert g["grid"] == [16, 8, 1] and g["count"] == 3 and g["total_us"] == 60.0 and g["mean_us"] == 20.0
 assert g["min_us"] == 10.0 and g["max_us"] == 30.0
+assert g["shmem_executed"] == 233472 and g["carveout"] == 100, g
+assert [o for o in objs if o["name"].startswith("nccl")][0]["shmem_executed"] is None
 PY
 
 expect 0 "$KJ" kernels "$T/spec.kjdb"

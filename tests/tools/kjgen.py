@@ -20,7 +20,8 @@ Durations: each unique kernel has a base duration (seeded) and each launch varie
 Spec mode (--spec FILE, JSON):
   {"kernels": [{"name": "...", "demangled": "...", "start": 0, "end": 100, "device": 0,
                 "stream": 7, "grid": [1,1,1], "block": [128,1,1], "shmem": 0,
-                "registers": 32, "unique": "key-or-null", "tier": null}],
+                "registers": 32, "unique": "key-or-null", "tier": null,
+                "shmem_executed": 233472, "carveout": null}],
    "memcpy": [{"kind": "HtoD", "bytes": 4096, "start": 0, "end": 10, "device": 0}],
    "memset": [{"bytes": 512, "start": 0, "end": 5, "device": 0}],
    "nvtx": [{"name": "forward", "start": 0, "end": 100}],
@@ -305,9 +306,10 @@ def gen_spec(db, spec):
         end_max = max(end_max, k.get("end", 0) or 0)
         db.execute("INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id, start_ns,"
                    " end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
-                   " shmem_dynamic, registers) VALUES(4242,?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   " shmem_dynamic, registers, shmem_executed, carveout)"
+                   " VALUES(4242,?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                    (d, k.get("stream", 7), i + 1, k.get("start"), k.get("end"), nid, uid) + grid + block +
-                   (k.get("shmem", 0), k.get("registers", 32)))
+                   (k.get("shmem", 0), k.get("registers", 32), k.get("shmem_executed"), k.get("carveout")))
     for i, c in enumerate(spec.get("memcpy", [])):
         devs.add(c.get("device", 0))
         end_max = max(end_max, c.get("end", 0) or 0)
