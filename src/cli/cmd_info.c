@@ -321,6 +321,16 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("not replayed yet (kjoule replay)"));
 	if (json_array_size(json_object_get(o, "devices")) == 0)
 		json_array_append_new(missing, json_string("no device facts"));
+	/* the L1/shared split each kernel ran with: replay asks each function for it */
+	json_t *split = kj_db_has_column(db, "kernel", "shmem_executed")
+				? scalar_json(db, "SELECT EXISTS(SELECT 1 FROM kernel WHERE shmem_executed IS NOT NULL)")
+				: json_null();
+	int have_split = json_integer_value(split) != 0;
+	json_decref(split);
+	if (COUNT("kernels") > 0 && !have_split)
+		json_array_append_new(missing, json_string("no L1/shared-memory split per kernel (traced before "
+							   "session 14): replays run with the driver's own split, "
+							   "which can differ from the program's"));
 #undef COUNT
 	struct kj_param_check pc;
 	if (kj_param_check(db, &pc, NULL) == 0 && pc.consistent + pc.mismatched > 0) {

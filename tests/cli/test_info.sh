@@ -23,7 +23,17 @@ has "traced without --api"
 has "no power samples"
 has "no modules"
 has "MULTIPLE_SUBSCRIBERS"
+has "no L1/shared-memory split per kernel"
 grep -qi "nan" "$T/out" && fail "NaN in info"
+
+# a run whose kernels carry the L1/shared split they ran with: nothing to say of it
+cat >"$T/split.json" <<'JSON'
+{"kernels": [{"name": "k", "start": 1000, "end": 2000, "unique": "k", "shmem_executed": 233472},
+             {"name": "k", "start": 3000, "end": 4000, "unique": "k", "shmem_executed": 233472}]}
+JSON
+$GEN -o "$T/split.kjdb" --spec "$T/split.json" || exit 1
+expect 0 "$KJ" info "$T/split.kjdb"
+lacks "L1/shared"
 
 expect 0 "$KJ" info "$T/a.kjdb" --json
 python3 - "$T/out" <<'PY' || fail "info --json content"
