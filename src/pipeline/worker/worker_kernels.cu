@@ -88,6 +88,20 @@ __global__ void pool_k(const T *x, T *y, int64_t NC, int64_t H, int64_t W, int64
 	}
 }
 
+// V elements at vector index j of row (V 1: one element; else 16 bytes, row 16-byte aligned), as floats
+template <typename T, int V> __device__ __forceinline__ void load_v(const T *row, int64_t j, float *v)
+{
+	if (V == 1) {
+		v[0] = ld(row, j);
+	} else {
+		uint4 in = reinterpret_cast<const uint4 *>(row)[j];
+		const T *e = reinterpret_cast<const T *>(&in);
+#pragma unroll
+		for (int k = 0; k < V; k++)
+			v[k] = ld(e, k);
+	}
+}
+
 // Global pooling (the window covers the whole plane, one output per plane: the squeeze of a
 // squeeze-excite block, a classifier's average pool): one block per plane reduces it with
 // coalesced loads (16 bytes a load where the planes allow), where the windowed kernel above would
@@ -101,15 +115,7 @@ __global__ void gpool_k(const T *x, T *y, int64_t NC, int64_t HW, float div, int
 		float acc = avg ? 0.f : -INFINITY, v[V];
 #pragma unroll 4
 		for (int64_t i = threadIdx.x; i < HW / V; i += blockDim.x) {
-			if (V == 1) {
-				v[0] = ld(xp, i);
-			} else {
-				uint4 in = reinterpret_cast<const uint4 *>(xp)[i];
-				const T *e = reinterpret_cast<const T *>(&in);
-#pragma unroll
-				for (int k = 0; k < V; k++)
-					v[k] = ld(e, k);
-			}
+			load_v<T, V>(xp, i, v);
 #pragma unroll
 			for (int k = 0; k < V; k++)
 				acc = avg ? acc + v[k] : fmaxf(acc, v[k]);
@@ -223,19 +229,6 @@ static int aligned16(const void *a, const void *b, const void *c)
 // V elements a load: 8 halves or 4 floats in 16 bytes where the row allows (C a multiple of V,
 // 16-byte aligned rows), else 1. The block has as many threads as the row has loads, up to 1024,
 // so that a single long row (a decoder's norm at batch 1) is read by the whole block at once.
-template <typename T, int V> __device__ __forceinline__ void ln_load(const T *row, int64_t j, float *v)
-{
-	if (V == 1) {
-		v[0] = ld(row, j);
-	} else {
-		uint4 in = reinterpret_cast<const uint4 *>(row)[j];
-		const T *e = reinterpret_cast<const T *>(&in);
-#pragma unroll
-		for (int k = 0; k < V; k++)
-			v[k] = ld(e, k);
-	}
-}
-
 template <typename T, int V>
 __global__ void ln_k(const T *x, T *y, const float *gamma, const float *beta, int64_t C, int rms)
 {
@@ -246,7 +239,7 @@ __global__ void ln_k(const T *x, T *y, const float *gamma, const float *beta, in
 	float s = 0.f, s2 = 0.f, v[V];
 #pragma unroll 4
 	for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
-		ln_load<T, V>(xr, j, v);
+		load_v<T, V>(xr, j, v);
 #pragma unroll
 		for (int k = 0; k < V; k++) {
 			s += v[k];
@@ -281,7 +274,7 @@ __global__ void ln_k(const T *x, T *y, const float *gamma, const float *beta, in
 	float inv = rsqrtf(fmaxf(var, 0.f) + 1e-5f);
 #pragma unroll 4
 	for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
-		ln_load<T, V>(xr, j, v);
+		load_v<T, V>(xr, j, v);
 		int64_t c0 = j * V;
 		if (V == 1) {
 			st(yr, c0, (v[0] - mean) * inv * gamma[c0] + (rms ? 0.f : beta[c0]));
