@@ -31,8 +31,14 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	sqlite3_stmt *st = NULL;
 	int rc = KJ_ENOTFOUND;
 	char err[256], sql[1536];
-	/* runs traced before session 14 have no shmem_executed / carveout */
-	int have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
+	/* runs traced before session 14 have no shmem_executed / carveout (asked once per database:
+	 * a sequence loads every launch of its iteration here) */
+	static sqlite3 *split_db;
+	static int have_split;
+	if (split_db != R->db) {
+		have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
+		split_db = R->db;
+	}
 
 	snprintf(sql, sizeof(sql),
 		 "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
