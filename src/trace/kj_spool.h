@@ -7,6 +7,7 @@
 #ifndef KJ_SPOOL_H
 #define KJ_SPOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define KJ_SPOOL_MAGIC 0x6C6F6F70736A6BULL /* "kjspool" */
@@ -79,7 +80,7 @@ struct kj_rec_kernel {
 	uint32_t shmem_executed;
 	uint8_t carveout, pad8[3];
 };
-#define KJ_REC_KERNEL_MIN_SIZE 104
+#define KJ_REC_KERNEL_MIN_SIZE offsetof(struct kj_rec_kernel, shmem_executed)
 #define KJ_CARVEOUT_NONE 255
 
 struct kj_rec_memcpy {

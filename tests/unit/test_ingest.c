@@ -363,6 +363,8 @@ static void test_complete_spool(void **state)
 			    "GPU-ab000000-0000-0000-0000-000000000000");
 	assert_int_equal(q1(db, "SELECT count(*) FROM kernel WHERE device_id IS NULL"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem"), 0);
+	/* kernel records written before session 14 were 104 bytes: the fields since begin there */
+	assert_int_equal(KJ_REC_KERNEL_MIN_SIZE, 104);
 	/* the shared memory the driver set aside and the carveout asked for, per kernel and per
 	 * unique kernel; a record of an older tracer has neither (NULL, not 0) */
 	assert_int_equal(q1(db, "SELECT shmem_executed FROM kernel WHERE correlation_id = 13"), 65536);

@@ -21,6 +21,13 @@ template <> __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, 
 	p[i] = __float2bfloat16(v);
 }
 
+// Threads for a block that reads one row (or plane) of n loads: one a load, whole warps, between
+// lo and 1024.
+static unsigned block_for_row(int64_t n, unsigned lo)
+{
+	return n >= 1024 ? 1024u : n <= (int64_t)lo ? lo : (unsigned)((n + 31) / 32 * 32);
+}
+
 static unsigned grid_for(size_t n, unsigned block)
 {
 	size_t g = (n + block - 1) / block;
@@ -141,7 +148,7 @@ template <typename T, int V>
 static void gpool_launch(const T *x, T *y, int64_t NC, int64_t hw, float div, int avg, cudaStream_t s)
 {
 	int64_t loads = hw / V;
-	unsigned threads = loads >= 1024 ? 1024u : loads <= 32 ? 32u : (unsigned)((loads + 31) / 32 * 32);
+	unsigned threads = block_for_row(loads, 32);
 	unsigned g = NC > 65535 * 16 ? 65535u * 16 : (unsigned)(NC ? NC : 1);
 	gpool_k<T, V><<<g, threads, 0, s>>>(x, y, NC, hw, div, avg);
 }
@@ -294,7 +301,7 @@ static void ln_launch(const T *x, T *y, const float *gamma, const float *beta, i
 		      cudaStream_t s)
 {
 	int64_t loads = C / V;
-	unsigned threads = loads >= 1024 ? 1024u : loads <= 64 ? 64u : (unsigned)((loads + 31) / 32 * 32);
+	unsigned threads = block_for_row(loads, 64);
 	ln_k<T, V><<<(unsigned)rows, threads, 0, s>>>(x, y, gamma, beta, C, rms);
 }
 
