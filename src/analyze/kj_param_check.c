@@ -82,7 +82,7 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 		if (name && regs >= 0 && blen > 0) {
 			uint64_t h = kj_hash_str(name);
 			for (size_t i = 0; i < F.n; i++)
-				if (F.v[i].name_hash == h && F.v[i].regs == regs) {
+				if (F.v[i].name_hash == h && kj_cubin_regs_match(regs, F.v[i].regs)) {
 					same_regs = 1;
 					if ((int64_t)F.v[i].param_bytes == blen)
 						same_size = 1;

@@ -153,8 +153,10 @@ static const char *elf_str(const unsigned char *p, const struct elf_sec *str, ui
 
 /* .nv.info holds {format u8, attribute u8, size u16, value}; EIFMT_SVAL (4) entries carry size
  * bytes of value, the others none. REGCOUNT (0x2f): {symbol u32, registers u32}; KPARAM_INFO
- * (0x17): {index u32, ordinal u16, offset u16, flags u32 whose bits 18..31 are the size}. */
-static void nv_info_walk(const unsigned char *v, uint64_t size, int *regs, uint32_t nsyms, uint32_t *param_end)
+ * (0x17): {index u32, ordinal u16, offset u16, flags u32 whose bits 18..31 are the size};
+ * REQNTID (0x10, PTX .reqntid, which Triton emits): {x u32, y u32, z u32}. */
+static void nv_info_walk(const unsigned char *v, uint64_t size, int *regs, uint32_t nsyms, uint32_t *param_end,
+			 uint32_t *reqntid)
 {
 	for (uint64_t off = 0; off + 4 <= size;) {
 		uint8_t fmt = v[off], attr = v[off + 1];
@@ -172,6 +174,8 @@ static void nv_info_walk(const unsigned char *v, uint64_t size, int *regs, uint3
 			memcpy(&count, v + off + 8, 4);
 			if (sym < nsyms)
 				regs[sym] = (int)count;
+		} else if (attr == 0x10 && reqntid && len >= 12) {
+			memcpy(reqntid, v + off + 4, 12);
 		} else if (attr == 0x17 && param_end && len >= 12) {
 			uint16_t poff;
 			uint32_t flags;
@@ -218,7 +222,7 @@ int kj_cubin_function_facts(const void *image, size_t bytes, void (*fn)(const st
 		if (!elf_sec(p, bytes, shoff, shentsize, i, &s)) {
 			const char *name = elf_str(p, &shstr, s.name);
 			if (name && !strcmp(name, ".nv.info"))
-				nv_info_walk(p + s.off, s.size, regs, nsyms, NULL);
+				nv_info_walk(p + s.off, s.size, regs, nsyms, NULL, NULL);
 		}
 	for (uint32_t k = 0; k < nsyms; k++) {
 		const unsigned char *sym = p + symtab.off + (uint64_t)k * symtab.entsize;
@@ -227,12 +231,12 @@ int kj_cubin_function_facts(const void *image, size_t bytes, void (*fn)(const st
 		const char *name = (sym[4] & 0xf) == 2 /* STT_FUNC */ ? elf_str(p, &strtab, name_off) : NULL;
 		if (!name || !*name)
 			continue;
-		struct kj_cubin_fn f = {name, regs[k], 0};
+		struct kj_cubin_fn f = {name, regs[k], 0, {0, 0, 0}};
 		for (uint16_t i = 0; i < shnum; i++) { /* .nv.info.<name>: its parameters */
 			const char *sn;
 			if (!elf_sec(p, bytes, shoff, shentsize, i, &s) && (sn = elf_str(p, &shstr, s.name)) &&
 			    !strncmp(sn, ".nv.info.", 9) && !strcmp(sn + 9, name))
-				nv_info_walk(p + s.off, s.size, NULL, 0, &f.param_bytes);
+				nv_info_walk(p + s.off, s.size, NULL, 0, &f.param_bytes, f.reqntid);
 		}
 		fn(&f, ud);
 		found++;

@@ -19,7 +19,25 @@ struct kj_cubin_fn {
 	const char *name;     /* the symbol (valid during the callback) */
 	int regs;             /* EIATTR_REGCOUNT, -1 when absent */
 	uint32_t param_bytes; /* end of the last EIATTR_KPARAM_INFO parameter, 0 when none */
+	uint32_t reqntid[3];  /* EIATTR_REQNTID: the only block shape it launches with; 0s when free */
 };
+
+/** CUPTI's kernel records give at least 16 registers per thread (a function compiled to 8-15
+ *  shows as 16; measured on H100, CUDA 13): the registers traced for a launch are those of a
+ *  function with `function_regs` when they are equal, or when traced is 16 and it has fewer. */
+static inline int kj_cubin_regs_match(int traced, int function_regs)
+{
+	return traced == function_regs || (traced == 16 && function_regs >= 0 && function_regs < 16);
+}
+
+/** Looser: CUPTI's records also gave 32 registers for Inductor's Triton functions of 24-30
+ *  (H100, CUDA 13, Triton 3.6), so a function up to 8 registers below the traced figure may be
+ *  the one that ran; a replay tries this only when no function matches exactly. */
+static inline int kj_cubin_regs_near(int traced, int function_regs)
+{
+	return kj_cubin_regs_match(traced, function_regs) ||
+	       (function_regs >= 0 && function_regs < traced && traced - function_regs <= 8);
+}
 
 /**
  * @brief Call fn for every function symbol of an ELF64 cubin with its registers and parameter

@@ -640,9 +640,41 @@ static void test_cubin_symbols(void **state)
 	free(p);
 }
 
+static void note_facts(const struct kj_cubin_fn *f, void *ud)
+{
+	struct kj_cubin_fn *out = ud; /* [0] k_req, [1] k_free */
+	int i = !strcmp(f->name, "k_req") ? 0 : !strcmp(f->name, "k_free") ? 1 : -1;
+	if (i >= 0) {
+		out[i] = *f;
+		out[i].name = "seen";
+	}
+}
+
+/* A function compiled with .reqntid (Triton's) carries its one block shape; others carry none. */
+static void test_cubin_reqntid(void **state)
+{
+	(void)state;
+	size_t n;
+	struct kj_cubin_fn f[2];
+	memset(f, 0, sizeof(f));
+	void *p = slurp("reqntid_sm90.cubin", &n);
+	assert_int_equal(kj_cubin_function_facts(p, n, note_facts, f), 2);
+	assert_string_equal(f[0].name, "seen");
+	assert_string_equal(f[1].name, "seen");
+	assert_int_equal(f[0].reqntid[0], 128);
+	assert_int_equal(f[0].reqntid[1], 1);
+	assert_int_equal(f[0].reqntid[2], 1);
+	assert_int_equal(f[1].reqntid[0], 0);
+	assert_true(f[0].regs > 0);
+	assert_int_equal(f[0].param_bytes, 8);
+	assert_int_equal(f[1].param_bytes, 12);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cubin_reqntid),
 		cmocka_unit_test(test_complete_spool),
 		cmocka_unit_test(test_recurring_sizes_and_counters),
 		cmocka_unit_test(test_iteration_capture),

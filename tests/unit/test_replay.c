@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kj_cubin.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_map.h"
@@ -394,6 +395,15 @@ static void test_plan_foreign_params(void **state)
 	assert_int_equal(kj_param_check(db, &pc, NULL), 0);
 	assert_true(pc.consistent > 0);
 	assert_int_equal(pc.mismatched, 0);
+	/* CUPTI gives 16 registers for functions compiled to fewer: those kernels are checked too */
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM unique_kernel WHERE registers = 16", -1, &st,
+					    NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int n16 = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	assert_true(n16 > 0);
+	assert_true(pc.uncheckable < (int64_t)n16);
 	/* cut the first kernel whose cut makes it mismatched (a consistent one) */
 	int64_t cut = -1;
 	for (int64_t uid = 1; uid < 200 && cut < 0; uid++) {
@@ -423,6 +433,26 @@ static void test_plan_foreign_params(void **state)
 	assert_int_equal(named, 1);
 	kj_replay_plan_free(&plan);
 	sqlite3_close(db);
+}
+
+/* The traced registers against a function's: equal, or CUPTI's floor of 16 over fewer. */
+static void test_regs_match(void **state)
+{
+	(void)state;
+	assert_true(kj_cubin_regs_match(32, 32));
+	assert_true(kj_cubin_regs_match(16, 10));
+	assert_true(kj_cubin_regs_match(16, 16));
+	assert_false(kj_cubin_regs_match(16, 18));
+	assert_false(kj_cubin_regs_match(18, 10));
+	assert_false(kj_cubin_regs_match(16, -1));
+	assert_false(kj_cubin_regs_match(30, 32));
+	assert_false(kj_cubin_regs_match(32, 24));
+	assert_true(kj_cubin_regs_near(32, 24));
+	assert_true(kj_cubin_regs_near(32, 30));
+	assert_true(kj_cubin_regs_near(16, 9));
+	assert_false(kj_cubin_regs_near(32, 23));
+	assert_false(kj_cubin_regs_near(30, 32));
+	assert_false(kj_cubin_regs_near(32, -1));
 }
 
 static void test_store_and_report(void **state)
@@ -613,7 +643,7 @@ int main(void)
 		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
 		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
-		cmocka_unit_test(test_plan_foreign_params),
+		cmocka_unit_test(test_plan_foreign_params), cmocka_unit_test(test_regs_match),
 		cmocka_unit_test(test_sequence),       cmocka_unit_test(test_timing_line_round_trip),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);

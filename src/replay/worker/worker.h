@@ -41,6 +41,13 @@ struct opts {
 	int no_pace;      /* --no-pace: iteration energy back to back even where the program paused */
 };
 
+/* A function compiled with PTX .reqntid (Triton's kernels): the one block shape the driver
+ * launches it with (cuFuncGetAttribute does not tell; the cubin's EIATTR_REQNTID does). */
+struct kj_reqntid {
+	uint64_t name_hash;
+	unsigned x, y, z;
+};
+
 /* One launch as captured: function, geometry, parameter block and its pointer words. */
 struct klaunch {
 	CUfunction fn;
@@ -74,6 +81,8 @@ struct replay {
 	CUlibrary lib;
 	CUmodule mods[256];    /* modules loaded, by hash (a sequence replay of a JIT-compiled program loads many) */
 	char mod_hash[256][72];
+	struct kj_reqntid *mod_req[256]; /* per module: its functions that launch with one block shape only */
+	size_t mod_nreq[256];
 	size_t nmods;
 	struct klaunch k;
 	int64_t device_id;

@@ -3,6 +3,7 @@
 #include "worker.h"
 
 #include "kj_cubin.h"
+#include "kj_map.h"
 #include "kj_replay_carveout.h"
 
 void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file, int line)
@@ -164,14 +165,22 @@ static size_t fn_param_bytes(CUfunction fn, int *nparams)
 
 /* 1 when fn can be the function the launch ran: the same parameter block layout as captured, and
  * room for the captured block size and shared memory; when strict, also the registers and static
- * shared memory the trace recorded of the function that ran. JIT compilers (XLA's autotuner,
+ * shared memory the trace recorded of the function that ran (strict 2: the registers as
+ * kj_cubin_regs_match, 1: as kj_cubin_regs_near). JIT compilers (XLA's autotuner,
  * Triton, Inductor) load many modules defining a function of the same name, with other
  * signatures, limits and tile shapes; the first one by name is often not the one that ran, and a
- * variant compiled for another block size refuses the launch (CUDA_ERROR_INVALID_VALUE). */
-static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
+ * variant compiled for another block size refuses the launch (CUDA_ERROR_INVALID_VALUE): req
+ * lists the module's functions compiled for one block shape only. */
+static int function_fits(const struct klaunch *kl, CUfunction fn, int strict, const struct kj_reqntid *req,
+			 size_t nreq)
 {
 	int threads = 0, v = 0;
 	size_t i;
+	uint64_t h = nreq ? kj_hash_str(kl->mangled) : 0;
+	for (i = 0; i < nreq; i++) /* one block shape only: another shape is refused (INVALID_VALUE) */
+		if (req[i].name_hash == h &&
+		    (req[i].x != kl->block[0] || req[i].y != kl->block[1] || req[i].z != kl->block[2]))
+			return 0;
 	for (i = 0;; i++) {
 		size_t off = 0, sz = 0;
 		if (cuFuncGetParamInfo(fn, i, &off, &sz) != CUDA_SUCCESS)
@@ -185,7 +194,7 @@ static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
 	    (unsigned)threads < kl->block[0] * kl->block[1] * kl->block[2])
 		return 0;
 	if (strict && kl->regs >= 0 && cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) == CUDA_SUCCESS &&
-	    v != kl->regs)
+	    !(strict >= 2 ? kj_cubin_regs_match(kl->regs, v) : kj_cubin_regs_near(kl->regs, v)))
 		return 0;
 	/* CUPTI's records give 0 static shared memory for functions that have some (XLA's Triton
 	 * kernels: 1 KB, a transpose: 8 KB), so only a figure it did give is compared */
@@ -193,6 +202,37 @@ static int function_fits(const struct klaunch *kl, CUfunction fn, int strict)
 	    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) == CUDA_SUCCESS && v != kl->smem_static)
 		return 0;
 	return 1;
+}
+
+struct reqntid_list {
+	struct kj_reqntid *v;
+	size_t n, cap;
+};
+
+static void add_reqntid(const struct kj_cubin_fn *f, void *ud)
+{
+	struct reqntid_list *l = ud;
+	if (!f->reqntid[0])
+		return;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 8;
+		struct kj_reqntid *nv = realloc(l->v, nc * sizeof(*nv));
+		if (!nv)
+			return;
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = (struct kj_reqntid){kj_hash_str(f->name), f->reqntid[0], f->reqntid[1] ? f->reqntid[1] : 1,
+					   f->reqntid[2] ? f->reqntid[2] : 1};
+}
+
+/* The functions of a module image (an ELF cubin; none for fatbins and PTX) that launch with one
+ * block shape only. */
+static struct reqntid_list module_reqntid(const uint8_t *img, size_t len)
+{
+	struct reqntid_list l = {NULL, 0, 0};
+	kj_cubin_function_facts(img, len, add_reqntid, &l);
+	return l;
 }
 
 /* One pass over the captured modules that define the function, the most recently loaded before
@@ -230,7 +270,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 			if (!strcmp(R->mod_hash[c], hash)) {
 				loaded = 1;
 				if (cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS &&
-				    function_fits(kl, kl->fn, strict)) {
+				    function_fits(kl, kl->fn, strict, R->mod_req[c], R->mod_nreq[c])) {
 					sqlite3_finalize(st);
 					return 0;
 				}
@@ -243,18 +283,21 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		if (!img) {
 			if (!strcmp(why, "out of memory"))
 				break;
-			if (strict)
+			if (strict >= 2)
 				tl += (size_t)snprintf(tried + tl, tl < tsz ? tsz - tl : 0, " %.16s: zstd: %s;", hash, why);
 			continue;
 		}
 		(void)format;
 		CUmodule mod = NULL;
 		int via_lib = 0, kept = 0;
+		struct reqntid_list req = module_reqntid(img, img_len);
 		e = cuModuleLoadData(&mod, img);
 		if (e == CUDA_SUCCESS) {
 			if (R->nmods < sizeof(R->mods) / sizeof(R->mods[0])) {
 				R->mods[R->nmods] = mod;
 				snprintf(R->mod_hash[R->nmods], sizeof(R->mod_hash[0]), "%s", hash);
+				R->mod_req[R->nmods] = req.v;
+				R->mod_nreq[R->nmods] = req.n;
 				R->nmods++;
 				kept = 1;
 			}
@@ -273,8 +316,11 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 			}
 		}
 		free(img);
-		if (e == CUDA_SUCCESS && !function_fits(kl, kl->fn, strict)) {
-			if (strict && tl < tsz) { /* what it has instead of the traced figures */
+		int fits = e == CUDA_SUCCESS && function_fits(kl, kl->fn, strict, req.v, req.n);
+		if (!kept)
+			free(req.v);
+		if (e == CUDA_SUCCESS && !fits) {
+			if (strict >= 2 && tl < tsz) { /* what it has instead of the traced figures */
 				int r = -1, sm = -1;
 				size_t psize = fn_param_bytes(kl->fn, NULL);
 				cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, kl->fn);
@@ -283,7 +329,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 				 * function's parameters (a tracer before session 13 kept a freed handle's facts) */
 				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d, %zu-byte"
 						       " parameters%s;", hash, r, sm, psize,
-						       r == kl->regs && psize != kl->blob_len ? " (the traced registers:"
+						       kj_cubin_regs_match(kl->regs, r) && psize != kl->blob_len ? " (the traced registers:"
 						       " the recorded parameters are another function's; trace again)" : "");
 			}
 			if (via_lib) {
@@ -304,7 +350,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		}
 		const char *name = NULL;
 		cuGetErrorName(e, &name);
-		if (strict && tl < tsz)
+		if (strict >= 2 && tl < tsz)
 			tl += (size_t)snprintf(tried + tl, tsz - tl, " %.16s (%s): %s;", hash,
 					       format ? format : "?", name ? name : "?");
 	}
@@ -320,10 +366,12 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 {
 	char tried[512] = "";
 	size_t tl = 0;
-	int rc = load_function_pass(R, kl, 1, tried, sizeof(tried), &tl);
+	int rc = load_function_pass(R, kl, 2, tried, sizeof(tried), &tl);
 	kl->fn_unmatched = 0;
 	kl->unmatched_why[0] = '\0';
-	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static > 0)) { /* else pass 1 was pass 2 */
+	if (rc == KJ_ENOTFOUND && kl->regs >= 0) /* CUPTI's rounded register figure */
+		rc = load_function_pass(R, kl, 1, tried, sizeof(tried), &tl);
+	if (rc == KJ_ENOTFOUND && (kl->regs >= 0 || kl->smem_static > 0)) { /* else the first pass was this */
 		snprintf(kl->unmatched_why, sizeof(kl->unmatched_why), "%s", tried);
 		rc = load_function_pass(R, kl, 0, tried, sizeof(tried), &tl);
 		kl->fn_unmatched = rc == 0;
