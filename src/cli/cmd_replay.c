@@ -86,7 +86,33 @@ static int find_worker(char *buf, size_t len)
 	return kj_cli_find_beside("KJ_REPLAY_WORKER", rel, X_OK, buf, len);
 }
 
-/* Run argv with stdout piped back; each line goes to on_line. Kills the child after timeout_s.
+/* A worker's stderr, once it has exited, onto ours: its own warnings as they are, but the
+ * device-side assertion messages of a kernel run on substitute data (one per thread, hundreds;
+ * the kernel's result already says which data it ran on) as one line with their count, unless
+ * KJ_REPLAY_DEBUG is set. */
+static void relay_worker_stderr(FILE *err)
+{
+	char line[2048];
+	long asserts = 0;
+	int all = getenv("KJ_REPLAY_DEBUG") != NULL;
+	if (!err)
+		return;
+	rewind(err);
+	while (fgets(line, sizeof(line), err)) {
+		if (!all && strstr(line, "Assertion `") && strstr(line, "block: [")) {
+			asserts++;
+			continue;
+		}
+		fputs(line, stderr);
+	}
+	if (asserts)
+		fprintf(stderr, "kjoule replay: %ld device-side assertion message(s) of a kernel run on substitute "
+				"data not shown (KJ_REPLAY_DEBUG=1 shows them)\n", asserts);
+	fclose(err);
+}
+
+/* Run argv with stdout piped back; each line goes to on_line, and its stderr to ours when it has
+ * exited (relay_worker_stderr). Kills the child after timeout_s.
  * *status receives the waitpid status; *timed_out 1 if it was killed for time. */
 static int run_child(char *const argv[], int timeout_s, void (*on_line)(const char *, void *),
 		     void *arg, int *status, int *timed_out)
@@ -100,16 +126,21 @@ static int run_child(char *const argv[], int timeout_s, void (*on_line)(const ch
 	*timed_out = 0;
 	if (pipe(fd))
 		return KJ_EIO;
+	FILE *err = tmpfile(); /* NULL: the worker writes to our stderr directly */
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0) {
 		close(fd[0]);
 		close(fd[1]);
+		if (err)
+			fclose(err);
 		return KJ_EIO;
 	}
 	if (pid == 0) {
 		dup2(fd[1], STDOUT_FILENO);
+		if (err)
+			dup2(fileno(err), STDERR_FILENO);
 		close(fd[0]);
 		close(fd[1]);
 		execv(argv[0], argv);
@@ -153,6 +184,7 @@ static int run_child(char *const argv[], int timeout_s, void (*on_line)(const ch
 	close(fd[0]);
 	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 		;
+	relay_worker_stderr(err);
 	return 0;
 }
 

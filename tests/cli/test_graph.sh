@@ -163,6 +163,13 @@ P
 '
 check "compare says the replay ran paced as the program ran" \
 	'"$kj" compare "$dir/paced.kjdb" 2>/dev/null | grep -q "paced as the program ran: one launch every"'
+# a worker's device-side assertion flood (one line per thread of a kernel on random indices) is one
+# line with its count; its own warnings pass as they are
+STANDIN_ASSERTS=300 KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" KJ_STANDIN_KJOULE="$kj" \
+	"$kj" replay "$dir/small.kjdb" --sequence --graph > /dev/null 2> "$dir/asserts.err"
+check "a worker's 300 device-side assertion lines become one line with the count; its warning stays" \
+	'[ "$(grep -c "Assertion \`" "$dir/asserts.err")" = 0 ] && grep -q "300 device-side assertion message" "$dir/asserts.err" &&
+	 grep -q "a stand-in warning" "$dir/asserts.err"'
 # the worker's paced period is stored; --back-to-back tells the worker not to pace
 cp "$run" "$dir/pw.kjdb"
 STANDIN_MJ=900 STANDIN_PACE=1777000 STANDIN_LOG="$dir/pw.argv" KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \

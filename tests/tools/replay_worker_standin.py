@@ -9,7 +9,9 @@ each kernel node of the topology (`kjoule replay --dry-run --json`, through $KJ_
 gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line;
 STANDIN_FAULT_ON_RANDOM=1 fails every mode with a device assert on `--fill random`, as PyTorch's
 index kernels do on random indices, so the host's fallback to small integers is exercised;
-STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement)."""
+STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement);
+STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them)
+and one warning of its own to stderr."""
 import json
 import os
 import subprocess
@@ -25,6 +27,11 @@ def main():
     if os.environ.get("STANDIN_LOG"):
         with open(os.environ["STANDIN_LOG"], "a") as f:
             f.write(" ".join(argv) + "\n")
+    for t in range(int(os.environ.get("STANDIN_ASSERTS", "0"))):
+        print(f"/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:111: operator(): block: [0,0,0], thread: [{t},0,0]"
+              " Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.", file=sys.stderr)
+    if os.environ.get("STANDIN_ASSERTS"):
+        print("kjoule-replay-worker: warning: a stand-in warning", file=sys.stderr)
     db, it = arg(argv, "--db"), arg(argv, "--sequence")
     if not db or it is None:
         print("usage: replay_worker_standin.py --db RUN --sequence I [--graph [--topology]]", file=sys.stderr)
