@@ -153,6 +153,10 @@ struct cmp_summary {
 	double e_unc_mean_pct;     /* e_unc_mean as a share of the measured mean */
 	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT */
 	double e_iters_for_judge;  /* about how many iterations would bring it there */
+	int e_meas_short;          /* the measured iterations lie within fewer than two counter updates
+				    * and their windows rest on power readings: no figure to judge by */
+	double e_short_span_ms;    /* then: the measured iterations' span */
+	double e_iters_for_span;   /* and about how many iterations would span 250 ms */
 	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;

@@ -176,7 +176,13 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " (min %.6f, max %.6f)\n",
 			s.e_meas.mean / 1000, s.e_unc / 1000, s.e_unc_mean / 1000, s.e_meas.min / 1000,
 			s.e_meas.max / 1000);
-	if (s.have_meas && s.e_meas.mean > 0 && !s.e_judgeable)
+	if (s.have_meas && s.e_meas_short)
+		fprintf(f, "  ! the measured iterations span %.1f ms, under two updates of the energy counter (~100 ms):"
+			   " each window's figure rests on power readings that average over longer than the loop,"
+			   " so all carry the same error and their mean is no measurement to judge by; about %.0f"
+			   " iterations would span 250 ms\n",
+			s.e_short_span_ms, s.e_iters_for_span);
+	else if (s.have_meas && s.e_meas.mean > 0 && !s.e_judgeable)
 		fprintf(f, "  ! the measured mean is known only to ±%.1f%% (%lld iterations, a few updates of the energy"
 			   " counter): errors below it say nothing; about %.0f iterations would bring it to ±%.0f%%\n",
 			s.e_unc_mean_pct, (long long)s.e_meas.n, s.e_iters_for_judge, KJ_CMP_ENERGY_JUDGE_PCT);
@@ -208,7 +214,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	if (s.have_pred)
 		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", s.e_pred / 1000,
 			s.have_err ? "" : "  (no measurement to compare)");
-	if (s.have_err)
+	if (s.have_err && s.e_meas_short)
+		fprintf(f, "  error vs measured                   not judged (%+.2f%% against a figure the loop is too"
+			   " short to measure: see above)\n", s.e_err_pct);
+	else if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
 	if (s.have_pred_insitu) {
 		/* the gap split in two: time (isolated replays run faster or slower than in situ) and
@@ -235,6 +244,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				   " faulted: an index read out of bounds); operands of few set bits draw less power."
 				   " Trace with --snapshot-graphs (or --snapshot) to replay on the program's buffers\n",
 				s.e_seq_data);
+		else if (s.have_seq_err && s.e_meas_short)
+			fprintf(f, "  error vs measured                   not judged (%+.2f%%: the loop is too short to"
+				   " measure)%s\n", s.e_seq_err_pct,
+				strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "");
 		else if (s.have_seq_err)
 			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct,
 				strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "");

@@ -83,9 +83,11 @@ run=$src/examples/runs/gpt_graph.kjdb
 check "compare reads the shipped graph run" '[ $rc -eq 0 ]'
 check "its kernels per iteration are its graph launch's, its busy time within 1 % of that launch's" \
 	'python3 "$src/tests/tools/graph_iteration_check.py" "$run" "$dir/s.json"'
-check "its 44 forwards (60 ms of GPU work) give an energy mean too uncertain to judge a prediction, and compare says so" \
-	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"energy_error_judgeable\"] is False and d[\"energy_measured_mean_unc_pct\"] > 5))" "$dir/s.json" &&
-	 "$kj" compare "$run" 2>/dev/null | grep -q "the measured mean is known only to"'
+check "its 44 forwards (75 ms, under two energy-counter updates) give no energy mean to judge by, and compare says why" \
+	'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"energy_error_judgeable\"] is False and d[\"energy_measured_too_short\"] is True and 70 < d[\"energy_measured_span_ms\"] < 80))" "$dir/s.json" &&
+	 "$kj" compare "$run" 2>/dev/null | grep -q "under two updates of the energy counter"'
+check "... and no energy error of it reads as a judgement" \
+	'[ "$("$kj" compare "$run" 2>/dev/null | grep "error vs measured" | grep -vc "not judged")" = 0 ]'
 check "the shipped BLOOM run (1.6 J a forward) is judgeable, and no warning is printed" \
 	'"$kj" compare "$src/examples/runs/bloom560m.kjdb" --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(not (d[\"energy_error_judgeable\"] is True and d[\"energy_measured_mean_unc_pct\"] <= 5))" &&
 	 ! "$kj" compare "$src/examples/runs/bloom560m.kjdb" 2>/dev/null | grep -q "the measured mean is known only to"'
