@@ -26,6 +26,41 @@ static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
 	return data;
 }
 
+/* Decompressed snapshot rows kept for the worker's next kernels (a worker replays up to 8, or
+ * all, in one process; a graph program's saved pool is hundreds of MB that every kernel whose
+ * buffers lie in it would decompress again), up to KEEP_MAX bytes in all. */
+#define KEEP_MAX ((size_t)4 << 30)
+static struct kept_row {
+	int64_t id;
+	size_t bytes;
+	void *buf;
+} *g_kept;
+static size_t g_nkept, g_kept_bytes;
+
+static const void *kept_row(int64_t id, size_t *bytes)
+{
+	for (size_t i = 0; i < g_nkept; i++)
+		if (g_kept[i].id == id) {
+			*bytes = g_kept[i].bytes;
+			return g_kept[i].buf;
+		}
+	return NULL;
+}
+
+/* Keep buf (owned, decompressed) for later kernels; 1 when kept (the cache owns it now). */
+static int keep_row(int64_t id, void *buf, size_t bytes)
+{
+	if (g_kept_bytes + bytes > KEEP_MAX)
+		return 0;
+	struct kept_row *n = realloc(g_kept, (g_nkept + 1) * sizeof(*n));
+	if (!n)
+		return 0;
+	g_kept = n;
+	g_kept[g_nkept++] = (struct kept_row){id, bytes, buf};
+	g_kept_bytes += bytes;
+	return 1;
+}
+
 /* Overlay the run's --snapshot data where it falls inside the re-created regions: the buffers
  * as they were before launches, this kernel's own launch last (other launches' data is still
  * better than random: valid indices, real values). *exact: rows of this very launch applied. */
@@ -37,15 +72,22 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 		*exact = 0;
 	/* runs made before snapshot phases existed: every row counts as before; runs without a
 	 * snapshot table: nothing to apply (neither is an error) */
-	st = prepare_quiet(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+	/* the rows' places first, sorted without their data (a sort would copy every blob, a graph
+	 * program's whole saved pool, for each kernel: 1.7 s a kernel on a 370 MB snapshot); the
+	 * data only of the rows inside this kernel's regions, by id */
+	st = prepare_quiet(R->db, "SELECT address, bytes, codec, NULL, correlation_id, id FROM snapshot"
 				  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
 				  " AND (phase IS NULL OR phase = 'before') ORDER BY (correlation_id IS ?2), id");
 	if (!st)
-		st = prepare_quiet(R->db, "SELECT address, bytes, codec, data, correlation_id FROM snapshot"
+		st = prepare_quiet(R->db, "SELECT address, bytes, codec, NULL, correlation_id, id FROM snapshot"
 					  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
 					  " ORDER BY (correlation_id IS ?2), id");
-	if (!st)
+	sqlite3_stmt *row_data = prepare_quiet(R->db, "SELECT address, bytes, codec, data FROM snapshot WHERE id = ?1");
+	if (!st || !row_data) {
+		sqlite3_finalize(st);
+		sqlite3_finalize(row_data);
 		return 0;
+	}
 	sqlite3_bind_int64(st, 1, R->k.pid);
 	sqlite3_bind_int64(st, 2, R->k.correlation);
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -55,9 +97,20 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 		CUdeviceptr dst = region_address(R, addr, bytes);
 		if (!dst)
 			continue;
-		const void *buf = snapshot_bytes(st, &bytes, &owned);
-		if (!buf)
-			continue;
+		int64_t row = sqlite3_column_int64(st, 5);
+		const void *buf = kept_row(row, &bytes);
+		owned = 0;
+		if (!buf) {
+			sqlite3_reset(row_data);
+			sqlite3_bind_int64(row_data, 1, row);
+			if (sqlite3_step(row_data) != SQLITE_ROW)
+				continue;
+			buf = snapshot_bytes(row_data, &bytes, &owned);
+			if (!buf)
+				continue;
+			if (owned && keep_row(row, (void *)buf, bytes))
+				owned = 0;
+		}
 		if (cuMemcpyHtoD(dst, buf, bytes) == CUDA_SUCCESS) {
 			(*applied)++;
 			if (exact && sqlite3_column_type(st, 4) != SQLITE_NULL &&
@@ -68,6 +121,7 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 			free((void *)buf);
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(row_data);
 	return 0;
 }
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""kjoule on programs it was never tuned for, end to end, as a user runs it: `kjoule run`,
+`kjoule replay --energy` (defaults), `kjoule compare --json`. One JSON result file with the device,
+date, command and raw numbers: per program its iteration, replay coverage and time, the replay
+sums against in situ, explained fractions, energy measured against predicted (and whether compare
+judged it), the kernels that did not replay with their reasons, and any inf or NaN in compare.
+
+usage (device): python3 bench/untuned_programs/run.py --kjoule KJ --programs triton hf_decode -o OUT.json
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+PROGRAMS = {
+    # Triton kernels of its own (a tiled matmul with ReLU and a row softmax): 1500 steps, 0.3 s
+    "triton": ["python3", "examples/triton_ops.py", "--iters", "1500"],
+    # a Llama-shaped model answering requests through transformers' generate(), static cache
+    # (compiled: CUDA graphs), saving its buffers so whole iterations replay on the program's data
+    "hf_decode": ["python3", "examples/hf_decode.py", "--requests", "6", "--warmup", "2"],
+}
+RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"]}
+
+
+def bad_numbers(x, path="", out=None):
+    out = [] if out is None else out
+    if isinstance(x, dict):
+        for k, v in x.items():
+            bad_numbers(v, f"{path}.{k}", out)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            bad_numbers(v, f"{path}[{i}]", out)
+    elif isinstance(x, float) and not math.isfinite(x):
+        out.append(path)
+    return out
+
+
+def timed(cmd, log, timeout):
+    t = time.monotonic()
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    return rc, round(time.monotonic() - t, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kjoule", required=True)
+    ap.add_argument("--programs", nargs="+", default=list(PROGRAMS))
+    ap.add_argument("--logs", default="/tmp/untuned")
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.logs, exist_ok=True)
+    dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    res = {"benchmark": "untuned_programs", "device": dev,
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "command": " ".join(sys.argv), "programs": {}}
+    for name in a.programs:
+        db = os.path.join(a.logs, name + ".kjdb")
+        cmd = [a.kjoule, "run", "--force", *RUN_FLAGS.get(name, []), "-o", db, "--", *PROGRAMS[name]]
+        p = {"program": " ".join(PROGRAMS[name]), "run_flags": RUN_FLAGS.get(name, [])}
+        p["run_rc"], p["run_s"] = timed(cmd, os.path.join(a.logs, name + "_run.log"), 300)
+        p["replay_rc"], p["replay_s"] = timed([a.kjoule, "replay", db, "--energy"],
+                                              os.path.join(a.logs, name + "_replay.log"), 420)
+        out = subprocess.run([a.kjoule, "compare", db, "--json"], capture_output=True, text=True)
+        try:
+            cj = json.loads(out.stdout)
+        except ValueError:
+            cj = {}
+        p["compare_rc"] = out.returncode
+        p["compare_bad_numbers"] = bad_numbers(cj)
+        keep = ["iterations", "wall_us", "busy_us", "kernels_per_iteration",
+                "replay_coverage_warm", "insitu_sum_replayed_us", "replay_sum_warm_us",
+                "replay_sum_cold_us", "replay_sum_sequence_us", "explained_fraction",
+                "explained_fraction_sequence", "energy_measured_j", "energy_measured_basis",
+                "energy_measured_too_short", "energy_measured_mean_unc_pct", "energy_predicted_j",
+                "energy_error_pct", "energy_error_judgeable", "energy_predicted_sequence_j",
+                "energy_error_sequence_pct", "energy_sequence_mode", "energy_sequence_data",
+                "sequence_eager_us", "sequence_graph_us", "sequence_topology_us"]
+        p["compare"] = {k: cj.get(k) for k in keep if k in cj}
+        c = sqlite3.connect(db)
+        p["unique_kernels"] = c.execute("SELECT count(*) FROM unique_kernel").fetchone()[0]
+        p["replay_status"] = dict(c.execute("SELECT status, count(*) FROM replay_kernel WHERE cache = 'warm'"
+                                            " GROUP BY status").fetchall())
+        p["not_replayed"] = [list(r) for r in c.execute(
+            "SELECT r.unique_id, r.status, substr(r.error, 1, 300) FROM replay_kernel r WHERE r.cache = 'warm'"
+            " AND r.status NOT IN ('ok', 'relocated') LIMIT 20")]
+        p["sequence"] = [list(r) for r in c.execute(
+            "SELECT mode, median_ns, energy_mj, data FROM replay_sequence ORDER BY id")]
+        res["programs"][name] = p
+        with open(a.output, "w") as f:
+            json.dump(res, f, indent=1)
+    for name, p in res["programs"].items():
+        cm = p["compare"]
+        print(f"{name:10s} run {p['run_rc']} {p['run_s']}s  replay {p['replay_rc']} {p['replay_s']}s"
+              f"  uniques {p['unique_kernels']} status {p['replay_status']}  explained {cm.get('explained_fraction')}"
+              f" seq {cm.get('explained_fraction_sequence')}  energy err {cm.get('energy_error_pct')}"
+              f" (judged {cm.get('energy_error_judgeable')}) seq err {cm.get('energy_error_sequence_pct')}"
+              f" bad numbers {len(p['compare_bad_numbers'])}")
+
+
+if __name__ == "__main__":
+    main()
