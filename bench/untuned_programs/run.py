@@ -10,12 +10,14 @@ usage (device): python3 bench/untuned_programs/run.py --kjoule KJ --programs tri
 import argparse
 import datetime
 import json
-import math
 import os
 import sqlite3
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
+from graphs_bench import bad_numbers  # noqa: E402  (one copy: inf/NaN anywhere in compare's JSON)
 
 PROGRAMS = {
     # Triton kernels of its own (a tiled matmul with ReLU and a row softmax): 1500 steps, 0.3 s
@@ -25,19 +27,6 @@ PROGRAMS = {
     "hf_decode": ["python3", "examples/hf_decode.py", "--requests", "6", "--warmup", "2"],
 }
 RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"]}
-
-
-def bad_numbers(x, path="", out=None):
-    out = [] if out is None else out
-    if isinstance(x, dict):
-        for k, v in x.items():
-            bad_numbers(v, f"{path}.{k}", out)
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            bad_numbers(v, f"{path}[{i}]", out)
-    elif isinstance(x, float) and not math.isfinite(x):
-        out.append(path)
-    return out
 
 
 def timed(cmd, log, timeout):
