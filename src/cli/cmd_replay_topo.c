@@ -41,16 +41,29 @@ static const struct kj_replay_seq *topo_mode(const struct kj_replay_seq *s, size
 	return NULL;
 }
 
+/* Why there is no topology result: the worker stops an iteration that failed in an earlier
+ * mode (a fault on the replay's data) before it builds the topology graph. */
+static const char *no_topo_reason(const struct kj_replay_seq *s, size_t n, char *buf, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s[i].status, "failed") && s[i].error[0]) {
+			snprintf(buf, len, "not attempted: the iteration failed first as %s (%s)", s[i].mode, s[i].error);
+			return buf;
+		}
+	return "the worker gave no topology result";
+}
+
 int replay_topo_finish(sqlite3 *db, const struct kj_replay_topo *t, int use,
 		       const struct kj_replay_seq *s, size_t n, const struct kj_topo_node_time *nt,
 		       size_t nnt)
 {
 	const struct kj_replay_seq *m = topo_mode(s, n);
 	const char *status = "fallback", *reason = t->reason;
+	char why[600];
 	if (use) {
 		int ok = m && strcmp(m->status, "failed") && m->runs > 0;
 		status = ok ? "rebuilt" : "failed";
-		reason = ok ? NULL : m && m->error[0] ? m->error : "the worker gave no topology result";
+		reason = ok ? NULL : m && m->error[0] ? m->error : no_topo_reason(s, n, why, sizeof(why));
 	}
 	return kj_replay_topo_store(db, t, status, reason, use ? nt : NULL, use ? nnt : 0);
 }
@@ -79,9 +92,11 @@ void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
 		       size_t nnt)
 {
 	const struct kj_replay_seq *m = topo_mode(s, n);
+	char why[600];
 	kj_replay_topo_print(f, t);
 	if (use && (!m || !strcmp(m->status, "failed")))
-		fprintf(f, "  topology replay failed: %s\n", m && m->error[0] ? m->error : "no result");
+		fprintf(f, "  topology replay failed: %s\n",
+			m && m->error[0] ? m->error : no_topo_reason(s, n, why, sizeof(why)));
 	double rep, tr;
 	size_t k = node_sums(t, nt, nnt, &rep, &tr);
 	if (use && k)

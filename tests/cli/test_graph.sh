@@ -172,6 +172,13 @@ STANDIN_ASSERTS=300 KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py"
 check "a worker's 300 device-side assertion lines become one line with the count; its warning stays" \
 	'[ "$(grep -c "Assertion \`" "$dir/asserts.err")" = 0 ] && grep -q "300 device-side assertion message" "$dir/asserts.err" &&
 	 grep -q "a stand-in warning" "$dir/asserts.err"'
+# an iteration that faults on every fill: the topology replay names why it was not attempted
+cp "$run" "$dir/fa.kjdb"
+STANDIN_FAULT_ALWAYS=1 KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" KJ_STANDIN_KJOULE="$kj" \
+	"$kj" replay "$dir/fa.kjdb" --sequence --graph > "$dir/fa.out" 2>&1
+check "an iteration that faulted on every fill: topology 'not attempted', with the first failure" \
+	'grep -q "topology replay failed: not attempted: the iteration failed first as eager (first iteration: CUDA_ERROR_ASSERT)" "$dir/fa.out" &&
+	 [ "$(q "$dir/fa.kjdb" "SELECT count(*) FROM replay_topology WHERE status = '"'"'failed'"'"' AND reason LIKE '"'"'not attempted:%'"'"'")" = 1 ]'
 # the worker's paced period is stored; --back-to-back tells the worker not to pace
 cp "$run" "$dir/pw.kjdb"
 STANDIN_MJ=900 STANDIN_PACE=1777000 STANDIN_LOG="$dir/pw.argv" KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \

@@ -10,7 +10,9 @@ gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line
 STANDIN_FAULT_ON_RANDOM=1 fails every mode with a device assert on `--fill random`, as PyTorch's
 index kernels do on random indices, so the host's fallback to small integers is exercised;
 STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement);
-STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them)
+STANDIN_FAULT_ALWAYS=1 fails
+eager and graph on every fill and gives no topology result, as the worker does when the
+iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them)
 and one warning of its own to stderr."""
 import json
 import os
@@ -53,6 +55,12 @@ def main():
         modes.append(("graph", 1.0))
     if "--topology" in argv:
         modes.append(("topology", float(os.environ.get("STANDIN_TOPO", "1"))))
+    if os.environ.get("STANDIN_FAULT_ALWAYS"):  # as the worker does: no topology once the iteration failed
+        for mode, _ in modes:
+            if mode != "topology":
+                print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=failed\truns=0\tlaunches={kernels}\tops={ops}"
+                      f"\tmin=0\tmedian=0\tmax=0\tenergy=0\tmj=0\tunc=0\terror=first iteration: CUDA_ERROR_ASSERT")
+        return 0
     if os.environ.get("STANDIN_FAULT_ON_RANDOM") and arg(argv, "--fill", "random") == "random":
         for mode, _ in modes:
             print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=failed\truns=0\tlaunches={kernels}\tops={ops}"
