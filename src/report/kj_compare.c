@@ -188,6 +188,13 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	c->seq_graph_data[0] = c->seq_topo_data[0] = '\0';
 	c->have_snapshot = kj_db_has_snapshot(db);
 	c->seq_topo_pace_ns = c->seq_graph_pace_ns = 0;
+	/* a sequence replay that faulted stores its modes without a time */
+	c->seq_failed_rows = 0;
+	if (!kj_db_prepare(db, "SELECT count(*) FROM replay_sequence WHERE median_ns IS NULL", &st)) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			c->seq_failed_rows = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
 	/* columns added later (data, pace_ns) are read where the run has them */
 	char sql[400];
 	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"

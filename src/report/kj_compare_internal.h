@@ -86,6 +86,7 @@ struct kj_compare {
 	/* what the run holds */
 	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows, n_replay_seq_rows;
 	double seq_eager_ns, seq_graph_ns, seq_eager_mj, seq_graph_mj; /* < 0: absent */
+	int64_t seq_failed_rows; /* replay_sequence rows stored without a time: the replay faulted */
 	int64_t seq_eager_rows, seq_graph_rows;
 	/* the graph launches replayed with their recorded topology (mode 'topology'); < 0: absent */
 	double seq_topo_ns, seq_topo_mj;

@@ -195,6 +195,9 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "replay_coverage_sequence", cmp_ratio_or_null(s.cov_seq, s.n_kernels.mean > 0));
 	json_object_set_new(o, "insitu_sum_sequence_covered_us", cmp_num_or_null(s.insitu_seq * NS_US, s.have_seq));
 	json_object_set_new(o, "insitu_sum_replayed_us", cmp_num_or_null(s.insitu_warm * NS_US, s.have_warm));
+	/* true: the kept iteration's replay was tried and stored no eager or graph time (it faulted) */
+	json_object_set_new(o, "sequence_replay_failed",
+			    json_boolean(c->seq_failed_rows > 0 && c->seq_eager_ns < 0 && c->seq_graph_ns < 0));
 	json_object_set_new(o, "sequence_eager_us", cmp_num_or_null(s.seq_eager * NS_US, s.have_eager));
 	json_object_set_new(o, "sequence_graph_us", cmp_num_or_null(s.seq_graph * NS_US, s.have_graph));
 	json_object_set_new(o, "sequence_topology_us", cmp_num_or_null(s.seq_topo * NS_US, s.have_topo));

@@ -107,6 +107,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			snprintf(note, sizeof(note), "%+6.1f%%  coverage %.1f%% (in situ %.1f us)",
 				 off_pct(s.replay_seq, s.insitu_seq), 100 * s.cov_seq, s.insitu_seq * NS_US);
 			line_us(f, "Σ in sequence (where it ran)", s.replay_seq, 1, note);
+		} else if (c->seq_failed_rows > 0) {
+			fprintf(f, "  %-34s %12s  (the kept iteration's replay failed: `kjoule replay RUN --sequence`"
+				   " says why)\n", "Σ in sequence (where it ran)", "n/a");
 		} else {
 			fprintf(f, "  %-34s %12s  (no iteration replayed: kjoule replay RUN replays the one kjoule run"
 				   " keeps)\n", "Σ in sequence (where it ran)", "n/a");
@@ -130,7 +133,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 	fprintf(f, "\nSequence replay of one iteration\n");
 	line_us(f, "eager (stream of launches)", s.seq_eager, s.have_eager,
-		s.have_eager ? "" : "(none: run kjoule replay --sequence)");
+		s.have_eager ? "" : c->seq_failed_rows > 0 ? "(failed: `kjoule replay RUN --sequence` says why)"
+							   : "(none: run kjoule replay --sequence)");
 	if (s.n_graph_launches.mean > 0) {
 		/* the program launched graphs: the linear-chain graph and the launches as recorded,
 		 * each against the traced busy time of an iteration */

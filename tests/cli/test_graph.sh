@@ -179,6 +179,10 @@ STANDIN_FAULT_ALWAYS=1 KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.
 check "an iteration that faulted on every fill: topology 'not attempted', with the first failure" \
 	'grep -q "topology replay failed: not attempted: the iteration failed first as eager (first iteration: CUDA_ERROR_ASSERT)" "$dir/fa.out" &&
 	 [ "$(q "$dir/fa.kjdb" "SELECT count(*) FROM replay_topology WHERE status = '"'"'failed'"'"' AND reason LIKE '"'"'not attempted:%'"'"'")" = 1 ]'
+check "... and compare says the kept iteration's replay failed, not that it was never run" \
+	'"$kj" compare "$dir/fa.kjdb" 2>/dev/null | grep "eager (stream of launches)" | grep -q "failed: .kjoule replay RUN --sequence. says why" &&
+	 "$kj" compare "$dir/fa.kjdb" --json 2>/dev/null | python3 -c "import json,sys; sys.exit(not json.load(sys.stdin)[\"sequence_replay_failed\"])" &&
+	 "$kj" compare "$run" --json 2>/dev/null | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)[\"sequence_replay_failed\"])"'
 # the worker's paced period is stored; --back-to-back tells the worker not to pace
 cp "$run" "$dir/pw.kjdb"
 STANDIN_MJ=900 STANDIN_PACE=1777000 STANDIN_LOG="$dir/pw.argv" KJ_REPLAY_WORKER="$src/tests/tools/replay_worker_standin.py" \
