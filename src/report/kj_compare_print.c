@@ -243,6 +243,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " of the wall = %.6f)\n",
 			s.e_seq / 1000, s.e_seq_mode, s.e_seq_time * NS_US, s.e_seq_pred / 1000);
 	if (s.have_seq_e) {
+		const char *saved = strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "";
 		if (s.e_seq_synthetic)
 			fprintf(f, "  error vs measured                   not judged: replayed on %s data (random data"
 				   " faulted: an index read out of bounds); operands of few set bits draw less power."
@@ -250,11 +251,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				s.e_seq_data);
 		else if (s.have_seq_err && s.e_meas_short)
 			fprintf(f, "  error vs measured                   not judged (%+.2f%%: the loop is too short to"
-				   " measure)%s\n", s.e_seq_err_pct,
-				strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "");
+				   " measure)%s\n", s.e_seq_err_pct, saved);
 		else if (s.have_seq_err)
-			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct,
-				strstr(s.e_seq_data, "snapshot") ? "  (on the program's saved buffers)" : "");
+			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct, saved);
 		if (!strncmp(s.e_seq_data, "random", 6) && !strstr(s.e_seq_data, "snapshot"))
 			fprintf(f, "    (on random data: a chain of kernels on it computes other values than the program's and"
 				   " drew 11-20 %% less energy in kjoule's measurements; trace with --snapshot-graphs to"
