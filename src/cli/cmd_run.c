@@ -34,6 +34,7 @@ struct run_opts {
 	int api;
 	int snapshot_mb; /* 0: no buffer snapshots */
 	int snapshot_graphs; /* --snapshot-graphs: graphs' buffers only, once before their first launch */
+	int copy_data_kb; /* keep the bytes of host-to-device copies up to this size (KiB); 0: none */
 	int force;
 	int params_iteration;
 	int runs, warmup;
@@ -54,7 +55,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
 		"                  [--params-iteration N|auto|none] [--iteration-range NAME] [--snapshot[=MB]]\n"
-		"                  [--snapshot-graphs[=MB]]\n"
+		"                  [--snapshot-graphs[=MB]] [--copy-data KB]\n"
 		"                  [--no-power] [--no-watch] [--watch-interval-ms N]\n"
 		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
@@ -77,6 +78,9 @@ static void usage(FILE *f)
 		"  --snapshot-graphs[=MB]  the graphs' buffers alone (one copy per graph, no eager\n"
 		"                      launch synchronised; as many as fit in MB MiB, default 4096): what an\n"
 		"                      energy-true replay of a graph-launched program needs (docs/replay.md)\n"
+		"  --copy-data KB      keep the bytes of each host-to-device copy of up to KB KiB (default\n"
+		"                      64; 0: none), 256 MiB in all: a replayed iteration copies what the\n"
+		"                      program copied (token ids, positions, block tables of decode loops)\n"
 		"  --no-power          do not sample GPU power and energy\n"
 		"  --no-watch          do not list the other processes on the GPUs (docs/energy.md)\n"
 		"  --watch-interval-ms N  list the processes on the GPUs every N ms (default 200)\n"
@@ -92,6 +96,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->output = "kjoule.kjdb";
 	o->params_k = 1;
+	o->copy_data_kb = 64;
 	o->params_iteration = KJ_ITERATION_AUTO;
 	o->power = 1;
 	o->power_interval_ms = 5;
@@ -120,6 +125,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			i++;
 		} else if (!strcmp(a, "--no-params")) {
 			o->params_k = 0;
+		} else if (!strcmp(a, "--copy-data") && next) {
+			char *end;
+			long kb = strtol(next, &end, 10);
+			if (*end || end == next || kb < 0 || kb > 1048576) {
+				kj_errorf("run: --copy-data wants KiB 0..1048576, got '%s'", next);
+				return -1;
+			}
+			o->copy_data_kb = (int)kb;
+			i++;
 		} else if (!strcmp(a, "--api")) {
 			o->api = 1;
 		} else if (!strcmp(a, "--api=all")) {
@@ -437,6 +451,8 @@ int cmd_run(int argc, char **argv)
 		snprintf(k, sizeof(k), "%d", o.snapshot_mb);
 		setenv("KJOULE_SNAPSHOT_MB", k, 1);
 		setenv("KJOULE_SNAPSHOT_GRAPHS_ONLY", o.snapshot_graphs ? "1" : "0", 1);
+		snprintf(k, sizeof(k), "%d", o.copy_data_kb);
+		setenv("KJOULE_COPY_DATA_KB", k, 1);
 	}
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
@@ -558,9 +574,10 @@ int cmd_run(int argc, char **argv)
 		if (interrupts)
 			set_meta_int(db, "interrupts", interrupts);
 		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
-			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"snapshot_graphs_only\":%d,\"watch_interval_ms\":%d}",
+			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"snapshot_graphs_only\":%d,\"copy_data_kb\":%d,"
+			 "\"watch_interval_ms\":%d}",
 			 o.params_k, o.api, o.params_iteration, sampler != NULL, o.power_interval_ms, o.snapshot_mb,
-			 o.snapshot_graphs,
+			 o.snapshot_graphs, o.params_k ? o.copy_data_kb : 0,
 			 sampler ? o.watch_interval_ms : 0);
 		kj_db_meta_set(db, "capture", opts);
 		kj_db_meta_set(db, "traced", traced ? "1" : "0");

@@ -28,7 +28,7 @@ static const char *const stmt_sql[S_COUNT] = {
 		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMCPY] = "INSERT INTO memcpy(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id, launch_tid,"
-		     " launch_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " launch_ns, dst_address, src_address) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMSET] = "INSERT INTO memset(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, bytes, value, mem_kind, graph_node_id, address, element_bytes,"
 		     " launch_tid, launch_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -72,6 +72,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_GCLONE] = "INSERT OR REPLACE INTO graph_node_clone(pid, node_id, original_node_id) VALUES(?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
+	[S_COPYDATA] = "INSERT INTO copy_data(memcpy_id, pid, correlation_id, bytes, data) VALUES(?,?,?,?,?)",
 };
 
 void kj_uuid_format(const unsigned char u[16], char out[41])
@@ -225,6 +226,25 @@ static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 	return kj_map_put(in->mset_index, r->correlation, in->nmsets++) ? KJ_ENOMEM : 0;
 }
 
+/* A copy call's addresses (and data): found again by correlation when its memcpy row goes in. */
+static int add_copy_args(struct ingest *in, const struct kj_rec_copy_args *r)
+{
+	const struct kj_rec_copy_args *had = ing_copy_args(in, r->correlation);
+	if (!in->copy_index && !(in->copy_index = kj_map_new()))
+		return KJ_ENOMEM;
+	if (had && had->data_bytes && !r->data_bytes)
+		return 0; /* a second record of one call never drops the data of the first */
+	return kj_map_put(in->copy_index, r->correlation, (uint64_t)((const unsigned char *)r - in->data) + 1)
+		       ? KJ_ENOMEM : 0;
+}
+
+const struct kj_rec_copy_args *ing_copy_args(const struct ingest *in, uint32_t correlation)
+{
+	uint64_t at;
+	return in->copy_index && kj_map_get(in->copy_index, correlation, &at)
+		       ? (const struct kj_rec_copy_args *)(const void *)(in->data + at - 1) : NULL;
+}
+
 static int add_graph_memset(struct ingest *in, const struct kj_rec_graph_memset *r)
 {
 	struct kj_rec_graph_memset *v = kj_grow(in->gmsets, &in->cap_gmsets, in->ngmsets, sizeof(*v), 64);
@@ -326,6 +346,11 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_MEMSET_DST:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_memset_dst))
 				rc = add_memset_dst(in, r);
+			break;
+		case KJ_REC_COPY_ARGS:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_copy_args) &&
+			    h->size >= sizeof(struct kj_rec_copy_args) + ((const struct kj_rec_copy_args *)r)->data_bytes)
+				rc = add_copy_args(in, r);
 			break;
 		case KJ_REC_GRAPH_MEMSET:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_graph_memset))
@@ -465,6 +490,8 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->devices);
 	kj_map_free(in->allocs);
 	kj_map_free(in->mset_index);
+	if (in->copy_index)
+		kj_map_free(in->copy_index);
 }
 
 /* A problem row when one unique kernel of this process holds kernels of different register

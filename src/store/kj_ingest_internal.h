@@ -15,7 +15,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_GCLONE, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_GCLONE, S_COPYDATA, S_COUNT
 };
 
 struct launch_info {
@@ -92,6 +92,7 @@ struct ingest {
 	struct kj_rec_issue *issues;     /* host calls that issued GPU work (graph launches, copies) */
 	size_t nissues, cap_issues;
 	struct kj_map *issue_index;      /* correlation -> index into issues */
+	struct kj_map *copy_index;       /* correlation -> offset of its KJ_REC_COPY_ARGS in data + 1 */
 	int64_t nsnapshots;              /* snapshot rows of this file */
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
@@ -140,6 +141,8 @@ int ing_note_graph_memset_run(struct ingest *in, const struct kj_rec_memcpy *m);
 const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);
 /** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
 const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);
+/** The KJ_REC_COPY_ARGS of a copy call (its data follows it), or NULL. */
+const struct kj_rec_copy_args *ing_copy_args(const struct ingest *in, uint32_t correlation);
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);
 int ing_put_module(struct ingest *in, const struct kj_rec_module *m);
 int ing_put_process(struct ingest *in, const struct kj_rec_process *p);

@@ -364,6 +364,18 @@ static const char *mem_kind(uint8_t k)
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
 }
 
+/* The bytes a host-to-device copy carried, beside its memcpy row. */
+static int put_copy_data(struct ingest *in, int64_t memcpy_id, const struct kj_rec_copy_args *a)
+{
+	sqlite3_stmt *st = in->st[S_COPYDATA];
+	sqlite3_bind_int64(st, 1, memcpy_id);
+	sqlite3_bind_int64(st, 2, in->pid);
+	sqlite3_bind_int64(st, 3, a->correlation);
+	sqlite3_bind_int64(st, 4, (int64_t)a->data_bytes);
+	sqlite3_bind_blob(st, 5, a + 1, (int)a->data_bytes, SQLITE_STATIC);
+	return ing_step_done(in, st);
+}
+
 int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 {
 	int64_t dev = ing_device_id(in, m->device);
@@ -405,6 +417,16 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 		sqlite3_bind_text(st, 11, mem_kind(m->dst_kind), -1, SQLITE_STATIC);
 		ing_bind_opt_i64(st, 12, m->graph_node_id != 0, (int64_t)m->graph_node_id);
 		in->stats->memcpys++;
+		/* the device addresses (and a small host-to-device copy's bytes) its call recorded */
+		const struct kj_rec_copy_args *a = m->graph_node_id ? NULL : ing_copy_args(in, m->correlation);
+		if (a && a->bytes == m->bytes) {
+			ing_bind_opt_i64(st, 15, a->dst != 0, (int64_t)a->dst);
+			ing_bind_opt_i64(st, 16, a->src != 0, (int64_t)a->src);
+			int rc = ing_step_done(in, st);
+			if (rc || !a->data_bytes || a->data_bytes != a->bytes)
+				return rc;
+			return put_copy_data(in, sqlite3_last_insert_rowid(in->db), a);
+		}
 	}
 	return ing_step_done(in, st);
 }

@@ -38,6 +38,7 @@ enum kj_rec_type {
 	KJ_REC_ISSUE,         /* a host call that issued GPU work: graph launch, copy, memset */
 	KJ_REC_GRAPH_NODE,    /* one node of a graph being instantiated, with its dependencies */
 	KJ_REC_GRAPH_MEMSET,  /* a memset node's destination, value and size, read at instantiation */
+	KJ_REC_COPY_ARGS,     /* a copy call's device addresses, and a host-to-device copy's bytes */
 };
 
 struct kj_rec_hdr {
@@ -208,6 +209,21 @@ struct kj_rec_memset_dst {
 	uint64_t address;
 	uint32_t correlation, value;
 	uint32_t element_bytes, pad;
+};
+
+/* kj_rec_copy_args.direction */
+enum kj_copy_direction { KJ_COPY_HTOD = 1, KJ_COPY_DTOH = 2, KJ_COPY_DTOD = 3 };
+
+/* A cuMemcpy* call (HtoD, DtoH, DtoD, or the unified forms whose sides the driver knows): the
+ * device address of each device side (0 for a host side) and the copy's size, joined to its
+ * memcpy activity record by correlation. A host-to-device copy small enough (KJOULE_COPY_DATA_KB)
+ * carries the bytes the host buffer held when the call was made: what the GPU received. */
+struct kj_rec_copy_args {
+	struct kj_rec_hdr h;
+	uint64_t dst, src;       /* device addresses; 0: that side is host memory */
+	uint64_t bytes;          /* the copy's size */
+	uint32_t correlation, direction;
+	uint32_t data_bytes, pad; /* followed by data_bytes (== bytes, or 0: not captured) */
 };
 
 struct kj_rec_graphnode {

@@ -31,6 +31,16 @@ check "two functions grouped as one unique kernel are named (both of function 0'
 	'q "$dir/mixed.kjdb" "SELECT what FROM problem WHERE severity = \"warning\"" | grep -q "^2 unique kernel(s) hold kernels of different register counts (_Z9kj_kernel0Pfi: 32 and 40)"'
 check "info lists it" '"$kj" info "$dir/mixed.kjdb" | grep -q "different register counts"'
 
+python3 "$src/tests/tools/mkspool.py" "$dir/cp" --launches 300 --functions 10 --per-iter 100 --copies
+"$kj" ingest "$dir/cp" -o "$dir/cp.kjdb" 2>/dev/null
+dst=$((0x7F0000200000))
+check "each copy row holds its call's device addresses (none for a host side)" \
+	'[ "$(q "$dir/cp.kjdb" "SELECT count(*) FROM memcpy WHERE kind = \"HtoD\" AND src_address IS NULL AND dst_address IN ($dst, $dst + 1048576)")" = 6 ] && [ "$(q "$dir/cp.kjdb" "SELECT count(*) FROM memcpy WHERE kind = \"DtoD\" AND src_address = $dst AND dst_address = $dst + 4096")" = 3 ]'
+check "a small host-to-device copy keeps the bytes it carried, beside its row; the 1 MiB one none" \
+	'[ "$(q "$dir/cp.kjdb" "SELECT group_concat(hex(d.data), \",\") FROM copy_data d JOIN memcpy m ON m.id = d.memcpy_id AND m.correlation_id = d.correlation_id ORDER BY m.id")" = "0000000000000000,0100000000000000,0200000000000000" ]'
+check "the kept iteration holds its three copies in order" \
+	'[ "$(q "$dir/cp.kjdb" "SELECT group_concat(m.kind || m.bytes, \" \") FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id WHERE s.iteration = 2 AND s.op = \"memcpy\" ORDER BY s.ordinal")" = "HtoD8 DtoD4096 HtoD1048576" ]'
+
 "$kj" ingest "$dir/s" -o "$dir/it.kjdb" --params 0 --params-iteration 2 2>/dev/null
 check "--params-iteration keeps the 2nd iteration's 600 launches in order" \
 	'[ "$(q "$dir/it.kjdb" "SELECT count(*) FROM sequence_op WHERE iteration = 2 AND op = \"kernel\"")" = 600 ]'

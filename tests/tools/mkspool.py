@@ -5,11 +5,15 @@ values and a stack-junk word, the matching kernel activity records, an allocatio
 range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
 
   mkspool.py DIR [--launches N] [--functions F] [--per-iter K] [--truncate BYTES] [--mixed-registers]
+             [--copies]
   mkspool.py DIR --graph [--functions F] [--iters I] [--full-graph [--host-node]]
              [--nested L | --no-capture-ranges] [--eager]
 
 --mixed-registers: function 0's kernel records alternate between 32 and 40 registers (two
 functions of one name and geometry in one launch group, as a tracer before session 13 grouped them).
+--copies: each iteration starts with three copies, as a decode loop feeds its step: 8 bytes from
+the host holding the iteration's number (its data recorded with the call) to COPY_DST, 4096 bytes
+from there to COPY_DST + 0x1000 on the device, and 1 MiB from the host whose data was not kept.
 --graph: a graph-launched program instead. F kernels captured from a stream into a graph plus one
 kernel node added node by node; each of I iterations is an NVTX range "forward" holding one graph
 launch, and the graph's kernels run after the range has closed. Two XLA-like ranges
@@ -33,7 +37,9 @@ import struct
 MAGIC = 0x6C6F6F70736A6B
 (FILE, PROCESS, STRING, KERNEL, MEMCPY, MEMSET, MEMORY, MARKER, API, LAUNCH, GROUP, MODULE, DEVICE,
  CLOCK, PROBLEM, GRAPHNODE, END, DROPPED, SEQOP, SNAPSHOT, MEMSET_DST, ISSUE, GRAPH_NODE,
- GRAPH_MEMSET) = range(1, 25)
+ GRAPH_MEMSET, COPY_ARGS) = range(1, 26)
+HTOD, DTOH, DTOD = 1, 2, 3  # kj_copy_direction
+COPY_DST = 0x7F0000200000  # --copies: where the iteration's number goes
 MEMSET_NODE, MEMSET_CLONE = 1500, 5500  # --graph-memset: the memset node and its clone in the exec
 
 
@@ -52,6 +58,14 @@ def group_and_launch(group, t, corr, name_id, ptr, size):
 
 def issue(t0, t1, corr, op, tid=7, graph=1, exec_id=1):
     return rec(ISSUE, struct.pack("<qqIIIIIIII", t0, t1, corr, tid, op, 0, graph, exec_id, 514, 0))
+
+
+def copy(t, corr, direction, dst, src, nbytes, data=b""):
+    """A copy call (its issue and argument records) and its memcpy activity record."""
+    kinds = {HTOD: (1, 1, 3), DTOH: (2, 3, 1), DTOD: (8, 3, 3)}[direction]
+    args = struct.pack("<QQQIIII", dst, src, nbytes, corr, direction, len(data), 0) + data
+    act = struct.pack("<qqQQIIIIBBBBI", t + 100, t + 900, nbytes, 0, 0, 1, 7, corr, *kinds, 0, 0)
+    return [issue(t, t + 50, corr, 4, graph=0, exec_id=0), rec(COPY_ARGS, args), rec(MEMCPY, act)]
 
 
 def marker(t, mid, flags, name_id=0, domain_id=0, tid=7):
@@ -193,6 +207,7 @@ def main():
     ap.add_argument("--pid", type=int, default=4242)
     ap.add_argument("--truncate", type=int, default=0, help="cut this many bytes off the end")
     ap.add_argument("--mixed-registers", action="store_true", help="function 0 alternates 32/40 registers")
+    ap.add_argument("--copies", action="store_true", help="three copies start each iteration (see above)")
     ap.add_argument("--graph", action="store_true", help="a graph-launched program (see above)")
     ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
     ap.add_argument("--full-graph", action="store_true", help="--graph: record every node (see above)")
@@ -239,6 +254,13 @@ def main():
             if i:
                 out.append(rec(MARKER, struct.pack("<qIIIIII", t - 2, i // a.per_iter, 4, 0, 0, 7, 0)))
             out.append(rec(MARKER, struct.pack("<qIIIIII", t - 1, i // a.per_iter + 1, 2, fwd, 0, 7, 0)))
+            if a.copies:
+                n = i // a.per_iter
+                out.extend(copy(t, corr, HTOD, COPY_DST, 0, 8, struct.pack("<Q", n)))
+                out.extend(copy(t + 1000, corr + 1, DTOD, COPY_DST + 0x1000, COPY_DST, 4096))
+                out.extend(copy(t + 2000, corr + 2, HTOD, COPY_DST + 0x100000, 0, 1 << 20))
+                t += 3000
+                corr += 3
         group = 0x1000 + f
         ptr, size, junk = base + (i % 97) * 4096, 5 if (i // a.functions) % 2 else 7, 0x7FFD00000000 + i
         if i < a.functions:  # first launch of each function: the group and its reference block

@@ -18,6 +18,11 @@ struct seq_op {
 	uint32_t value;
 	int element_bytes;
 	CUdeviceptr dst;       /* memset: the destination in a re-created region (0: scratch memory) */
+	int64_t correlation, pid; /* the op's call (-1: unknown): its copy's record is found by them */
+	uint64_t copy_dst, copy_src; /* memcpy: the recorded device addresses (0: unknown, or host) */
+	void *data;            /* memcpy HtoD: the bytes the program's copy carried (NULL: not kept) */
+	void *data_pinned;     /* the same bytes in pinned memory (a capture's copies, pinned sources) */
+	CUdeviceptr cdst, csrc; /* memcpy: its sides in re-created regions (0: scratch memory) */
 };
 
 struct seq {
@@ -37,6 +42,7 @@ struct seq {
 	int64_t max_bytes;
 	int graph_mode;       /* enqueueing into a capture: pinned host memory only */
 	ssize_t refused;      /* the kernel whose launch seq_enqueue's last failure was, -1 none */
+	int program_bytes;    /* host-to-device copies replayed with the bytes the program's carried */
 };
 
 static int seq_index(int64_t **ids, size_t *n, int64_t id)
@@ -52,6 +58,46 @@ static int seq_index(int64_t **ids, size_t *n, int64_t id)
 	return (int)(*n)++;
 }
 
+/* The recorded device addresses of the iteration's copies, and the bytes of the host-to-device
+ * ones the run kept (runs before they were recorded have neither: their copies use scratch
+ * memory, as before). */
+static int seq_load_copies(struct replay *R, struct seq *S)
+{
+	if (!kj_db_has_column(R->db, "memcpy", "dst_address"))
+		return 0;
+	sqlite3_stmt *st = prepare_quiet(
+		R->db, kj_db_has_column(R->db, "copy_data", "data")
+			       ? "SELECT m.dst_address, m.src_address, d.data FROM memcpy m LEFT JOIN copy_data d"
+				 " ON d.memcpy_id = m.id WHERE m.correlation_id = ?1 AND (?2 < 0 OR m.pid = ?2)"
+				 " AND m.graph_node_id IS NULL ORDER BY m.id LIMIT 1"
+			       : "SELECT m.dst_address, m.src_address, NULL FROM memcpy m WHERE m.correlation_id = ?1"
+				 " AND (?2 < 0 OR m.pid = ?2) AND m.graph_node_id IS NULL ORDER BY m.id LIMIT 1");
+	int rc = 0;
+	if (!st)
+		return 0;
+	for (size_t i = 0; i < S->nops && !rc; i++) {
+		struct seq_op *o = &S->ops[i];
+		if (o->type != 1 || o->correlation < 0)
+			continue;
+		sqlite3_bind_int64(st, 1, o->correlation);
+		sqlite3_bind_int64(st, 2, o->pid);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			int n = sqlite3_column_bytes(st, 2);
+			o->copy_dst = (uint64_t)kj_db_col_i64(st, 0, 0);
+			o->copy_src = (uint64_t)kj_db_col_i64(st, 1, 0);
+			if (sqlite3_column_type(st, 2) == SQLITE_BLOB && n > 0 && n == o->bytes) {
+				if (!(o->data = malloc((size_t)n)))
+					rc = KJ_ENOMEM;
+				else
+					memcpy(o->data, sqlite3_column_blob(st, 2), (size_t)n);
+			}
+		}
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* Read the ops of one iteration, their launches, and the host kinds of their copies. */
 static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
@@ -62,7 +108,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 	st = prepare_quiet(R->db,
 			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid,"
+			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id,"
 			   " m.address, m.value, m.element_bytes"
 			   " FROM sequence_op s LEFT JOIN memset m ON s.op = 'memset' AND m.id = coalesce(s.memset_id,"
 			   "  (SELECT m2.id FROM memset m2 WHERE m2.correlation_id = s.correlation_id"
@@ -73,7 +119,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 		st = prepare_quiet(R->db,
 			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid,"
+			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id,"
 			   " (SELECT m.address FROM memset m WHERE m.correlation_id = s.correlation_id"
 			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
 			   " (SELECT m.value FROM memset m WHERE m.correlation_id = s.correlation_id"
@@ -85,11 +131,11 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 	if (!st && kj_db_prepare(R->db,
 				 "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
 				 " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-				 "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid"
+				 "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id"
 				 " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
 			   " ORDER BY s.ordinal, s.id", &st))
 		return KJ_EDB;
-	int with_dst = sqlite3_column_count(st) > 8;
+	int with_dst = sqlite3_column_count(st) > 9;
 	sqlite3_bind_int64(st, 1, iteration);
 	sqlite3_bind_int64(st, 2, R->o.seq_first);
 	sqlite3_bind_int64(st, 3, R->o.seq_last);
@@ -135,11 +181,13 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 				 : !strcmp(kind, "HtoH") ? 3 : 2;
 			o.pageable = hk && strstr(hk, "pageable") != NULL;
 		}
-		if (o.type == 2 && with_dst && sqlite3_column_type(st, 8) != SQLITE_NULL) {
-			o.address = (uint64_t)kj_db_col_i64(st, 8, 0);
-			o.value = (uint32_t)kj_db_col_i64(st, 9, 0);
-			o.element_bytes = (int)kj_db_col_i64(st, 10, 1);
+		if (o.type == 2 && with_dst && sqlite3_column_type(st, 9) != SQLITE_NULL) {
+			o.address = (uint64_t)kj_db_col_i64(st, 9, 0);
+			o.value = (uint32_t)kj_db_col_i64(st, 10, 0);
+			o.element_bytes = (int)kj_db_col_i64(st, 11, 1);
 		}
+		o.correlation = kj_db_col_i64(st, 8, -1);
+		o.pid = kj_db_col_i64(st, 7, -1);
 		if (o.type == 0) {
 			struct klaunch *nk = realloc(S->k, (S->nk + 1) * sizeof(*nk));
 			if (!nk) {
@@ -184,7 +232,30 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 	}
 	if (!rc && !S->nstreams)
 		rc = seq_index(&S->stream_ids, &S->nstreams, 0) < 0 ? KJ_ENOMEM : 0;
+	if (!rc)
+		rc = seq_load_copies(R, S);
 	return rc;
+}
+
+/* Marks used the allocations a copy replayed on the program's memory touches: the destination of
+ * a host-to-device copy whose bytes the run kept, both sides of a device-to-device copy. So a
+ * copy into a buffer that only another copy reads (a graph's static input) still lands. */
+static void seq_mark_copies(struct replay *R, const struct seq *S, int *used)
+{
+	for (size_t i = 0; i < S->nops; i++) {
+		const struct seq_op *o = &S->ops[i];
+		uint64_t a[2] = {0, 0};
+		if (o->type != 1)
+			continue;
+		if (o->copy == 0 && o->data)
+			a[0] = o->copy_dst;
+		else if (o->copy == 2 && o->copy_dst && o->copy_src)
+			a[0] = o->copy_dst, a[1] = o->copy_src;
+		for (int j = 0; j < 2; j++)
+			for (size_t r = 0; a[j] && r < R->nranges; r++)
+				if (a[j] >= R->ranges[r].address && a[j] + (uint64_t)o->bytes <= R->ranges[r].address + R->ranges[r].bytes)
+					used[r] = 1;
+	}
 }
 
 /* Enqueue one iteration: fork every stream from the first, the ops in recorded order, join. */
@@ -214,6 +285,15 @@ static CUresult seq_enqueue(struct seq *S)
 		case 1:
 			if (!b)
 				continue;
+			/* on the program's memory where its copy's sides were re-created (and, from the
+			 * host, with the bytes it carried); on scratch memory otherwise */
+			if (op->copy == 0 && op->cdst)
+				e = cuMemcpyHtoDAsync(op->cdst, op->pageable && !S->graph_mode ? op->data : op->data_pinned, b, s);
+			else if (op->copy == 2 && op->cdst && op->csrc)
+				e = cuMemcpyDtoDAsync(op->cdst, op->csrc, b, s);
+			else if (op->copy == 1 && op->csrc)
+				e = cuMemcpyDtoHAsync(h, op->csrc, b, s);
+			else
 			e = op->copy == 0 ? cuMemcpyHtoDAsync(S->d1, h, b, s)
 			    : op->copy == 1 ? cuMemcpyDtoHAsync(h, S->d1, b, s)
 			    : op->copy == 3 ? cuMemcpyAsync((CUdeviceptr)h2, (CUdeviceptr)h, b, s)
@@ -502,8 +582,27 @@ static int seq_gpu_ready(struct replay *R, struct seq *S, int *moved)
 	 * semaphores must be zero as the program left them), on scratch memory otherwise */
 	for (size_t i = 0; i < S->nops; i++) {
 		struct seq_op *op = &S->ops[i];
+		size_t b = (size_t)op->bytes;
 		if (op->type == 2 && op->address)
-			op->dst = region_address(R, op->address, (size_t)op->bytes);
+			op->dst = region_address(R, op->address, b);
+		if (op->type != 1)
+			continue;
+		if (op->copy == 0 && op->data && op->copy_dst)
+			op->cdst = region_address(R, op->copy_dst, b);
+		if (op->copy == 2 && op->copy_dst && op->copy_src) {
+			op->cdst = region_address(R, op->copy_dst, b);
+			op->csrc = op->cdst ? region_address(R, op->copy_src, b) : 0;
+			if (!op->csrc)
+				op->cdst = 0;
+		}
+		if (op->copy == 1 && op->copy_src)
+			op->csrc = region_address(R, op->copy_src, b);
+		if (op->cdst && op->data) {
+			if (cuMemHostAlloc(&op->data_pinned, b, 0))
+				return KJ_EGPU;
+			memcpy(op->data_pinned, op->data, b);
+			S->program_bytes++;
+		}
 	}
 	for (size_t i = 0; i < S->nk; i++)
 		if ((rc = load_function_k(R, &S->k[i])) || (rc = prepare_k(R, &S->k[i], NULL, 0)))
@@ -589,6 +688,10 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		rc = scan_launch(R, &S.k[i], used);
 	for (size_t i = 0; prefix && i < P.nk && !rc; i++)
 		rc = scan_launch(R, &P.k[i], used);
+	if (!rc)
+		seq_mark_copies(R, &S, used);
+	if (!rc && prefix)
+		seq_mark_copies(R, &P, used);
 	/* the address space of every referenced allocation, held before the driver starts */
 	for (size_t i = 0; i < R->nranges && !rc && !R->o.relocate; i++)
 		if (used[i]) {
@@ -696,6 +799,12 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		char note[sizeof(eager.error)];
 		snprintf(note, sizeof(note), "%.150s%sL1/shared split as traced for %d of %zu launches", eager.error,
 			 eager.error[0] ? "; " : "", kept, S.nk);
+		memcpy(eager.error, note, sizeof(note));
+	}
+	if (S.program_bytes) { /* what the iteration's inputs from the host were */
+		char note[sizeof(eager.error)];
+		snprintf(note, sizeof(note), "%.180s%s%d host-to-device copies with the program's bytes", eager.error,
+			 eager.error[0] ? "; " : "", S.program_bytes);
 		memcpy(eager.error, note, sizeof(note));
 	}
 	/* whole iterations' energy paced as the program ran them (kj_replay_pace.h), read once for

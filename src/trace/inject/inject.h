@@ -31,6 +31,8 @@ struct kj_inject_config {
 	int snapshot_graphs_only; /* --snapshot-graphs: eager launches saved no buffers */
 	int api;             /* KJ_API_* bits: which API calls are recorded */
 	int debug_graph;     /* KJOULE_DEBUG_GRAPH=1: every graph node walked or cloned on stderr */
+	int64_t copy_data_bytes; /* keep the bytes of host-to-device copies up to this size; 0: none */
+	int64_t copy_data_total; /* ... and no more than this over the run */
 };
 
 extern struct kj_inject_config kj_cfg;
@@ -101,6 +103,12 @@ int kj_issue_enable(CUpti_SubscriberHandle sub, int on);
 int kj_issue_op(uint32_t cbid);
 /** At the call's entry, note the time; at its exit, write a KJ_REC_ISSUE record. */
 void kj_issue_handle(uint32_t cbid, const CUpti_CallbackData *cb);
+
+/* ---- copy calls: device addresses, small host-to-device copies' bytes (inject_copy.c) ---- */
+/** Build the table of copy forms followed (once, before the callbacks are on). */
+int kj_copy_init(void);
+/** At a copy call's successful exit: a KJ_REC_COPY_ARGS record (with data when small enough). */
+void kj_copy_handle(uint32_t cbid, const CUpti_CallbackData *cb);
 
 /* ---- graphs as instantiated (inject_graph.c) ---- */
 /** A node id that a launch (stream capture) already describes: instantiation leaves it alone. */

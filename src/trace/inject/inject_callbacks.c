@@ -818,6 +818,7 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		return;
 	}
 	kj_issue_handle(id, cb);
+	kj_copy_handle(id, cb);
 	handle_memory(id, cb);
 	handle_event(id, cb);
 	handle_memset(id, cb);
@@ -959,6 +960,8 @@ int kj_callbacks_start(void)
 				 msg ? msg : "?");
 		return -1;
 	}
+	if (kj_copy_init() != 0)
+		kj_spool_problem("copy addresses and data not recorded: out of memory");
 	set_base_callbacks(1);
 	set_api_callbacks(kj_cfg.api, 1);
 	return 0;

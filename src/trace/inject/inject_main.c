@@ -101,6 +101,9 @@ static void start(void)
 	kj_cfg.snapshot_bytes = (int64_t)env_int("KJOULE_SNAPSHOT_MB", 0) << 20;
 	kj_cfg.snapshot_graphs_only = env_int("KJOULE_SNAPSHOT_GRAPHS_ONLY", 0);
 	kj_cfg.debug_graph = env_int("KJOULE_DEBUG_GRAPH", 0);
+	/* host-to-device copies' bytes (copies are followed only with launch parameters on) */
+	kj_cfg.copy_data_bytes = (int64_t)env_int("KJOULE_COPY_DATA_KB", 64) << 10;
+	kj_cfg.copy_data_total = (int64_t)env_int("KJOULE_COPY_DATA_MB", 256) << 20;
 	if (kj_spool_open(dir) != 0)
 		return;
 	started = 1;
