@@ -681,6 +681,22 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 			kj_warnf("iteration %s faulted on %s data (%s); again with %s data", it, fills[t],
 				 c.s[0].error, fills[t + 1]);
 	}
+	/* a worker that died after the eager and graph results (in the topology replay, the last
+	 * mode): those stand, and the topology is a failure that names the crash */
+	int have_topo_line = 0;
+	for (size_t i = 0; i < c.n; i++)
+		have_topo_line |= !strcmp(c.s[i].mode, "topology");
+	if (WIFSIGNALED(status) && use_topo && !have_topo_line && c.n < 3) {
+		struct kj_replay_seq *t = &c.s[c.n++];
+		*t = c.s[0];
+		snprintf(t->mode, sizeof(t->mode), "topology");
+		snprintf(t->status, sizeof(t->status), "failed");
+		t->runs = 0;
+		t->has_energy = 0;
+		snprintf(t->error, sizeof(t->error), "the replay worker crashed (%s) in the graph launches"
+			 " rebuilt as recorded; the eager and graph results stand", strsignal(WTERMSIG(status)));
+		kj_warnf("sequence replay of iteration %s: %s", it, t->error);
+	}
 	/* what the replayed buffers held: the fill tier, under the run's saved buffers where it has them */
 	int snap = kj_db_has_snapshot(db);
 	if (used > 0 && !snap)

@@ -96,6 +96,13 @@ check "random data faults: replayed on small integers, stored as such, and the w
 	'[ $rc -eq 0 ] && [ "$(q "$dir/f.kjdb" "SELECT group_concat(DISTINCT data) FROM replay_sequence")" = smallint ] &&
 	 grep -q "faulted on random data" "$dir/fr.err" && grep -q "replayed on smallint data.*--snapshot-graphs" "$dir/fr.err"'
 
+cp "$dir/g.kjdb" "$dir/c.kjdb"
+STANDIN_TOPO_CRASH=1 "$kj" replay "$dir/c.kjdb" --sequence --graph > "$dir/cr.txt" 2>"$dir/cr.err"; rc=$?
+check "a worker that crashes in the topology replay: eager and graph results stored, the topology failed with the signal named" \
+	'[ $rc -eq 0 ] && [ "$(q "$dir/c.kjdb" "SELECT count(*) FROM replay_sequence WHERE mode IN (\"eager\", \"graph\") AND runs > 0")" = 2 ] &&
+	 [ "$(q "$dir/c.kjdb" "SELECT count(*) FROM replay_sequence WHERE mode = \"topology\" AND runs = 0 AND median_ns IS NULL")" = 1 ] &&
+	 grep -q "worker crashed (Segmentation fault) in the graph launches" "$dir/cr.err" && grep -q "worker crashed" "$dir/cr.txt"'
+
 : > "$dir/worker.log"
 "$kj" replay "$dir/h.kjdb" --sequence --graph > "$dir/hr.txt" 2>"$dir/hr.err"; rc=$?
 check "with a host node: the linear chain only, and the host node named on stdout and stderr" \

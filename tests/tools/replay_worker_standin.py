@@ -12,10 +12,13 @@ index kernels do on random indices, so the host's fallback to small integers is 
 STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement);
 STANDIN_FAULT_ALWAYS=1 fails
 eager and graph on every fill and gives no topology result, as the worker does when the
-iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them)
+iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them);
+STANDIN_TOPO_CRASH=1 gives the eager and graph results, then dies of SIGSEGV before the topology's
+(as the worker did in the driver's cuGraphLaunch on one rebuilt decode loop)
 and one warning of its own to stderr."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -70,6 +73,9 @@ def main():
     # STANDIN_PACE: the period a paced energy replay ran at (graph modes; never with --no-pace)
     pace = os.environ.get("STANDIN_PACE") if "--no-pace" not in argv else None
     for mode, f in modes:
+        if mode == "topology" and os.environ.get("STANDIN_TOPO_CRASH"):
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGSEGV)
         t = int(busy * f)
         energy = f"energy=1\tmj={mj}\tunc=0" if mj else "energy=0\tmj=0\tunc=0"
         paced = f"\tpace={pace}" if pace and mj and mode != "eager" else ""

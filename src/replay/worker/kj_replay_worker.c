@@ -21,6 +21,33 @@
  * Exit code: 0 when a KJ_RESULT line was printed (whatever its status), 2 usage, 1 otherwise. */
 #include "worker.h"
 
+#include <execinfo.h>
+#include <signal.h>
+
+/* A worker that crashes says where, on stderr (the parent relays it): the raw frames, which
+ * `nm -n` on this binary names; then the signal takes its course. */
+static void on_crash(int sig)
+{
+	static const char head[] = "kjoule-replay-worker: crashed; frames:\n";
+	void *frames[48];
+	int n = backtrace(frames, 48);
+	if (write(2, head, sizeof(head) - 1) < 0)
+		n = 0;
+	backtrace_symbols_fd(frames, n, 2);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void report_crashes(void)
+{
+	void *warm[1];
+	backtrace(warm, 1); /* loads libgcc now: a crashed process should not have to */
+	signal(SIGSEGV, on_crash);
+	signal(SIGBUS, on_crash);
+	signal(SIGFPE, on_crash);
+	signal(SIGILL, on_crash);
+}
+
 static int probe(int device)
 {
 	CUdevice dev;
@@ -239,6 +266,7 @@ int main(int argc, char **argv)
 	R.o.use_cupti = 1;
 	R.o.hang_s = 10.0;
 	R.o.debug = getenv("KJ_REPLAY_DEBUG") != NULL;
+	report_crashes();
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--probe")) {

@@ -638,7 +638,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 {
 	struct seq S, P;
 	struct kj_replay_seq eager, gr;
-	int rc, *used = NULL, moved = 0, prefix = 0;
+	int rc, *used = NULL, moved = 0, prefix = 0, emitted = 0;
 	CUgraph g = NULL;
 	CUgraphExec exec = NULL;
 	struct topo *tp = NULL;
@@ -835,6 +835,13 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 			}
 		}
 	}
+	/* said now: a topology replay that brings the worker down (a driver crash was seen in
+	 * cuGraphLaunch) leaves the eager and graph results standing */
+	kj_replay_seq_emit(stdout, &eager);
+	if (graph)
+		kj_replay_seq_emit(stdout, &gr);
+	fflush(stdout);
+	emitted = 1;
 	/* the graph launches as the program built them: same nodes, same edges */
 	if (want_topo) {
 		topology_run(R, iteration, S.k, S.nk, S.streams[0], &topo, &tp);
@@ -853,9 +860,11 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		topology_per_node(R, tp, S.streams[0]);
 #endif
 emit:
-	kj_replay_seq_emit(stdout, &eager);
-	if (graph)
-		kj_replay_seq_emit(stdout, &gr);
+	if (!emitted) {
+		kj_replay_seq_emit(stdout, &eager);
+		if (graph)
+			kj_replay_seq_emit(stdout, &gr);
+	}
 	if (want_topo && topo.mode[0])
 		kj_replay_seq_emit(stdout, &topo);
 	topology_free(tp);
