@@ -692,6 +692,7 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		snprintf(t->mode, sizeof(t->mode), "topology");
 		snprintf(t->status, sizeof(t->status), "failed");
 		t->runs = 0;
+		t->min_ns = t->median_ns = t->max_ns = 0;
 		t->has_energy = 0;
 		snprintf(t->error, sizeof(t->error), "the replay worker crashed (%s) in the graph launches"
 			 " rebuilt as recorded; the eager and graph results stand", strsignal(WTERMSIG(status)));

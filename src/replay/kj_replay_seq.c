@@ -180,8 +180,12 @@ void kj_replay_seq_print(FILE *f, const struct kj_replay_seq_info *info,
 		char e[40] = "-";
 		if (s[i].has_energy)
 			snprintf(e, sizeof(e), "%.4g±%.2g", s[i].energy_mj, s[i].energy_unc_mj);
-		fprintf(f, "%-8s %-9s %5d %11.4f %11.4f %11.4f %12s\n", s[i].mode, s[i].status, s[i].runs,
-			s[i].median_ns / 1e6, s[i].min_ns / 1e6, s[i].max_ns / 1e6, e);
+		if (s[i].runs > 0 && strcmp(s[i].status, "failed"))
+			fprintf(f, "%-8s %-9s %5d %11.4f %11.4f %11.4f %12s\n", s[i].mode, s[i].status, s[i].runs,
+				s[i].median_ns / 1e6, s[i].min_ns / 1e6, s[i].max_ns / 1e6, e);
+		else /* nothing was timed: no figure that could be read as one */
+			fprintf(f, "%-8s %-9s %5d %11s %11s %11s %12s\n", s[i].mode, s[i].status, s[i].runs, "-", "-",
+				"-", "-");
 		if (s[i].error[0])
 			fprintf(f, "       %s\n", s[i].error);
 		if (s[i].has_energy && s[i].pace_ns > 0)

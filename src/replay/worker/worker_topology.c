@@ -36,6 +36,41 @@ static void CUPTIAPI on_resource(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 }
 #endif
 
+/* Diagnosis only: KJ_REPLAY_TOPO_SKIP names node kinds built as empty nodes instead (htod, dtoh,
+ * dtod, memset, programmatic, and the kernel forms below: comma-separated), to find which nodes
+ * a driver fault comes from. */
+static int topo_skip(const char *what)
+{
+	const char *e = getenv("KJ_REPLAY_TOPO_SKIP");
+	return e && strstr(e, what) != NULL;
+}
+
+static const struct klaunch *g_topo_k; /* diagnosis: the iteration's launches, for from:N */
+
+/* ... and kernel nodes: all (kernel), those whose parameters go as one buffer (kernel_extra) or
+ * as a list (kernel_params), those whose name holds text (name:text), or the iteration's launches
+ * from index N on (from:N). */
+static int topo_skip_kernel(const struct klaunch *k)
+{
+	const char *e = getenv("KJ_REPLAY_TOPO_SKIP"), *at;
+	int extra = !k->nlayout && k->blob_len;
+	if (!e)
+		return 0;
+	if (strstr(e, "kernel_extra"))
+		return extra;
+	if (strstr(e, "kernel_params"))
+		return !extra;
+	if ((at = strstr(e, "from:")) != NULL) /* kernel launches of the iteration from this index on */
+		return k - g_topo_k >= atol(at + 5);
+	if ((at = strstr(e, "name:")) != NULL) {
+		char want[128];
+		size_t n = strcspn(at + 5, ",");
+		snprintf(want, sizeof(want), "%.*s", (int)(n < sizeof(want) - 1 ? n : sizeof(want) - 1), at + 5);
+		return k->mangled && strstr(k->mangled, want) != NULL;
+	}
+	return strstr(e, "kernel") != NULL;
+}
+
 /* Add topology node i to the graph after its dependencies. */
 static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scratch)
 {
@@ -52,6 +87,9 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 			dv[nfull++] = T->h[T->t.deps[full->dep0 + d]];
 	nf.ndeps = nfull;
 	size_t bytes = n->bytes > 0 ? (size_t)n->bytes : 0;
+	if ((n->kind == KJ_TOPO_KERNEL && topo_skip_kernel(&T->k[n->seq_kernel])) || (n->kind == KJ_TOPO_MEMSET && topo_skip("memset")) ||
+	    (n->kind == KJ_TOPO_MEMCPY && topo_skip(n->copy == 0 ? "htod" : n->copy == 1 ? "dtoh" : "dtod")))
+		bytes = 0, n->kind = KJ_TOPO_EMPTY;
 	if (n->kind == KJ_TOPO_KERNEL) {
 		const struct klaunch *k = &T->k[n->seq_kernel];
 		size_t blob_len = k->blob_len;
@@ -110,6 +148,10 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 		unsigned k = T->t.dep_kind[full->dep0 + d];
 		if ((k & 3u) != KJ_TOPO_EDGE_PROGRAMMATIC)
 			continue;
+		if (topo_skip("programmatic")) {
+			e = cuGraphAddDependencies(T->g, &T->h[T->t.deps[full->dep0 + d]], &T->h[i], NULL, 1);
+			continue;
+		}
 		CUgraphEdgeData ed;
 		memset(&ed, 0, sizeof(ed));
 		ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
@@ -147,6 +189,7 @@ int topology_run(struct replay *R, int64_t iteration, struct klaunch *k, size_t 
 		return KJ_ENOMEM;
 	T->k = k;
 	T->nk = nk;
+	g_topo_k = k;
 	int rc = kj_replay_topo_load(R->db, iteration, &T->t);
 	if (rc || !T->t.rebuildable) {
 		snprintf(out->status, sizeof(out->status), "failed");
