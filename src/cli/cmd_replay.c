@@ -260,9 +260,10 @@ static void on_batch_line(const char *line, void *arg)
  * a worker that dies or poisons its context costs the kernel it was on, and the rest go on in a
  * new worker. Kernels that fail in a data-dependent way are retried with small-integer data, then
  * zeros, and say so. */
-static int run_batches(const struct replay_opts *o, const char *worker, struct kj_replay_plan *plan)
+static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *worker, struct kj_replay_plan *plan)
 {
 	size_t *todo = calloc(plan->n + 1, sizeof(*todo)), ntodo = 0;
+	unsigned char *settled = calloc(plan->n + 1, 1); /* results of this batch, to store now */
 	int *tier = calloc(plan->n + 1, sizeof(*tier)), *got = calloc(plan->n + 1, sizeof(*got));
 	char (*first_err)[160] = calloc(plan->n + 1, sizeof(*first_err));
 	char **argv = calloc(2 * plan->n + 40, sizeof(*argv));
@@ -272,12 +273,12 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 	size_t done = 0, total = 0;
 	static const char *const fills[] = {"random", "smallint", "zero"};
 	struct timespec t_start, t_now;
-	/* a worker takes at most this many kernels, so --budget is checked often and a kernel that
-	 * hangs a worker costs few others a restart */
-	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : (size_t)-1;
+	/* a worker takes at most this many kernels, so --budget is checked often, a kernel that
+	 * hangs a worker costs few others a restart, and results are stored as they come */
+	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : 64;
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
 
-	if (!todo || !tier || !got || !first_err || !argv || !ids) {
+	if (!todo || !tier || !got || !first_err || !argv || !ids || !settled) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
@@ -407,6 +408,7 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 				snprintf(it->res.error, sizeof(it->res.error), "%s", note);
 			}
 			done++;
+			settled[item] = 1;
 			if (!o->json || isatty(STDERR_FILENO)) {
 				clock_gettime(CLOCK_MONOTONIC, &t_now);
 				double el = (double)(t_now.tv_sec - t_start.tv_sec) +
@@ -418,6 +420,12 @@ static int run_batches(const struct replay_opts *o, const char *worker, struct k
 		}
 		ntodo = nn;
 		free(b.idx);
+		/* stored now: a replay killed later (a timeout, a lost session) keeps these */
+		if (kj_replay_plan_store_some(db, plan, settled)) {
+			rc = KJ_EDB;
+			goto out;
+		}
+		memset(settled, 0, plan->n + 1);
 	}
 out:
 	free(todo);
@@ -426,6 +434,7 @@ out:
 	free(first_err);
 	free(argv);
 	free(ids);
+	free(settled);
 	if (rc)
 		kj_errorf("replay workers: %s", kj_strerror(rc));
 	return rc;
@@ -869,7 +878,7 @@ int cmd_replay(int argc, char **argv)
 			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0,
 			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
 	}
-	if (run_batches(&o, worker, &plan))
+	if (run_batches(&o, db, worker, &plan))
 		goto out;
 	{
 		/* what was not replayed, and why, counted by reason */

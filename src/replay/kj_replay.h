@@ -222,6 +222,9 @@ void kj_replay_now(char when[32]);
 
 /** @brief Store results in replay_kernel / replay_energy / replay_verify, one transaction, INSERT OR REPLACE. */
 int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan);
+/** @brief The same for the items whose want[i] is set (want NULL: all): a replay stores each
+ * batch's results as they come, so one killed midway keeps what it measured. */
+int kj_replay_plan_store_some(sqlite3 *db, const struct kj_replay_plan *plan, const unsigned char *want);
 
 /** @brief Table sorted by count x median (warm, else cold), then coverage. */
 void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan);

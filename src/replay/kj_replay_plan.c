@@ -196,6 +196,11 @@ static void bind_timing(sqlite3_stmt *st, const struct kj_replay_timing *t)
 
 int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 {
+	return kj_replay_plan_store_some(db, plan, NULL);
+}
+
+int kj_replay_plan_store_some(sqlite3 *db, const struct kj_replay_plan *plan, const unsigned char *want_item)
+{
 	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL;
 	char when[32];
 	int rc = KJ_EDB;
@@ -219,6 +224,8 @@ int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct kj_replay_result *r = &plan->items[i].res;
 		const struct kj_replay_timing *t[2] = {&r->warm, &r->cold};
+		if (want_item && !want_item[i])
+			continue;
 		const char *cache[2] = {"warm", "cold"};
 		int want[2] = {plan->cache_warm, plan->cache_cold};
 		for (int c = 0; c < 2; c++) {
