@@ -126,13 +126,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		} else if (!strcmp(a, "--no-params")) {
 			o->params_k = 0;
 		} else if (!strcmp(a, "--copy-data") && next) {
-			char *end;
-			long kb = strtol(next, &end, 10);
-			if (*end || end == next || kb < 0 || kb > 1048576) {
-				kj_errorf("run: --copy-data wants KiB 0..1048576, got '%s'", next);
+			if (kj_cli_parse_int_range("run", "--copy-data (KiB)", next, 0, 1048576, &o->copy_data_kb))
 				return -1;
-			}
-			o->copy_data_kb = (int)kb;
 			i++;
 		} else if (!strcmp(a, "--api")) {
 			o->api = 1;
@@ -161,13 +156,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		} else if (!strcmp(a, "--no-watch")) {
 			o->watch_interval_ms = 0;
 		} else if (!strcmp(a, "--watch-interval-ms") && next) {
-			char *end;
-			long v = strtol(next, &end, 10);
-			if (*end || end == next || v < 20 || v > 60000) {
-				kj_errorf("run: --watch-interval-ms wants 20..60000, got '%s'", next);
+			if (kj_cli_parse_int_range("run", "--watch-interval-ms", next, 20, 60000, &o->watch_interval_ms))
 				return -1;
-			}
-			o->watch_interval_ms = (int)v;
 			i++;
 		} else if (!strcmp(a, "--power-interval-ms") && next) {
 			o->power_interval_ms = atoi(next);

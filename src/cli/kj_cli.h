@@ -29,6 +29,10 @@ int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
  * Returns 0, or -1 after naming the bad value on stderr (kj_cli_parse.c). */
 int kj_cli_parse_count(const char *cmd, const char *opt, const char *s, int *out);
 
+/* An integer from lo to hi given to option opt of `kjoule cmd` into *out. Returns 0, or -1 after
+ * naming the option, the range and the bad value on stderr. */
+int kj_cli_parse_int_range(const char *cmd, const char *opt, const char *s, long lo, long hi, int *out);
+
 /* A program or library kjoule starts (kj_cli_find.c): the path in environment variable env when
  * it is set, else the first of rel (NULL-terminated, relative to the kjoule binary's folder)
  * that access(path, mode) accepts, into buf. Returns 0, or KJ_ENOTFOUND with buf naming env's

@@ -99,6 +99,9 @@ uint32_t kj_thread_id(void);
 #include <cupti.h>
 /** Turn the callbacks of graph launch/instantiate/upload, copies and memsets on or off. */
 int kj_issue_enable(CUpti_SubscriberHandle sub, int on);
+/** A table over the driver's callback ids: of_name(the id's CUPTI name) for each (calloc'd; NULL
+ *  when out of memory). */
+uint8_t *kj_driver_cbid_table(int (*of_name)(const char *name));
 /** enum kj_issue_op of a driver callback id; 0 when it is not one of them. */
 int kj_issue_op(uint32_t cbid);
 /** At the call's entry, note the time; at its exit, write a KJ_REC_ISSUE record. */

@@ -41,15 +41,8 @@ int kj_copy_init(void)
 	if (dir_of)
 		return 0;
 	dir_count = CUPTI_DRIVER_TRACE_CBID_SIZE;
-	dir_of = calloc(dir_count, 1);
-	if (!dir_of)
-		return -1;
-	for (uint32_t id = 1; id < dir_count; id++) {
-		const char *name = NULL;
-		if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS)
-			dir_of[id] = (uint8_t)dir_from_name(name);
-	}
-	return 0;
+	dir_of = kj_driver_cbid_table(dir_from_name);
+	return dir_of ? 0 : -1;
 }
 
 /* 1 when p is device (or managed) memory; 0 for host memory, pinned or pageable (the driver

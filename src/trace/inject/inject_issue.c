@@ -38,18 +38,24 @@ int kj_issue_op(uint32_t cbid)
 	return op_of && cbid < op_count ? op_of[cbid] : 0;
 }
 
+uint8_t *kj_driver_cbid_table(int (*of_name)(const char *name))
+{
+	uint8_t *t = calloc(CUPTI_DRIVER_TRACE_CBID_SIZE, 1);
+	for (uint32_t id = 1; t && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++) {
+		const char *name = NULL;
+		if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS)
+			t[id] = (uint8_t)of_name(name);
+	}
+	return t;
+}
+
 int kj_issue_enable(CUpti_SubscriberHandle sub, int on)
 {
 	if (!op_of) {
 		op_count = CUPTI_DRIVER_TRACE_CBID_SIZE;
-		op_of = calloc(op_count, 1);
+		op_of = kj_driver_cbid_table(op_from_name);
 		if (!op_of)
 			return -1;
-		for (uint32_t id = 1; id < op_count; id++) {
-			const char *name = NULL;
-			if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS)
-				op_of[id] = (uint8_t)op_from_name(name);
-		}
 	}
 	for (uint32_t id = 1; id < op_count; id++)
 		if (op_of[id])
