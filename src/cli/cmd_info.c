@@ -146,6 +146,40 @@ static json_t *scalar_json(sqlite3 *db, const char *sql)
 	return v ? v : json_null();
 }
 
+/* The kept iteration's host-to-device copies and how many carry the bytes the program copied
+ * (JSON kept_iteration_htod_copies); those without are named under not captured: a whole-iteration
+ * replay copies stand-in bytes for them. */
+static void kept_iteration_copies(sqlite3 *db, json_t *o, json_t *missing)
+{
+	int with_table = kj_db_has_column(db, "copy_data", "data");
+	sqlite3_stmt *st = NULL;
+	const char *sql = with_table
+		? "SELECT count(*), coalesce(sum(EXISTS(SELECT 1 FROM copy_data d WHERE d.memcpy_id = m.id)), 0)"
+		  " FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id"
+		  " AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'"
+		: "SELECT count(*), 0 FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id"
+		  " AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'";
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return;
+	}
+	long long n = sqlite3_column_int64(st, 0), kept = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	if (!n)
+		return;
+	json_object_set_new(o, "kept_iteration_htod_copies",
+			    json_pack("{s:I,s:I}", "copies", (json_int_t)n, "with_bytes", (json_int_t)kept));
+	if (kept < n) {
+		char what[320];
+		snprintf(what, sizeof(what),
+			 "%lld of the kept iteration's %lld host-to-device copies kept no bytes (%s): a "
+			 "whole-iteration replay copies stand-in bytes for them", n - kept, n,
+			 with_table ? "larger than `kjoule run --copy-data` KiB, or past its 256 MiB"
+				    : "traced before session 16");
+		json_array_append_new(missing, json_string(what));
+	}
+}
+
 /* The traced command as one readable line: a JSON array of arguments is joined with spaces. */
 static char *command_text(const char *raw)
 {
@@ -332,6 +366,7 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 							   "session 14): replays run with the driver's own split, "
 							   "which can differ from the program's"));
 #undef COUNT
+	kept_iteration_copies(db, o, missing);
 	struct kj_param_check pc;
 	if (kj_param_check(db, &pc, NULL) == 0 && pc.consistent + pc.mismatched > 0) {
 		json_object_set_new(o, "parameters_checked", json_pack("{s:I,s:I,s:I}", "consistent", (json_int_t)pc.consistent,

@@ -38,6 +38,9 @@ check "each copy row holds its call's device addresses (none for a host side)" \
 	'[ "$(q "$dir/cp.kjdb" "SELECT count(*) FROM memcpy WHERE kind = \"HtoD\" AND src_address IS NULL AND dst_address IN ($dst, $dst + 1048576)")" = 6 ] && [ "$(q "$dir/cp.kjdb" "SELECT count(*) FROM memcpy WHERE kind = \"DtoD\" AND src_address = $dst AND dst_address = $dst + 4096")" = 3 ]'
 check "a small host-to-device copy keeps the bytes it carried, beside its row; the 1 MiB one none" \
 	'[ "$(q "$dir/cp.kjdb" "SELECT group_concat(hex(d.data), \",\") FROM copy_data d JOIN memcpy m ON m.id = d.memcpy_id AND m.correlation_id = d.correlation_id ORDER BY m.id")" = "0000000000000000,0100000000000000,0200000000000000" ]'
+check "info names the kept iteration's host-to-device copy that kept no bytes (the 1 MiB one)" \
+	'"$kj" info "$dir/cp.kjdb" | grep -q "1 of the kept iteration.s 2 host-to-device copies kept no bytes" &&
+	 "$kj" info "$dir/cp.kjdb" --json | python3 -c "import json,sys; c=json.load(sys.stdin)[\"kept_iteration_htod_copies\"]; sys.exit(c != {\"copies\": 2, \"with_bytes\": 1})"'
 check "the kept iteration holds its three copies in order" \
 	'[ "$(q "$dir/cp.kjdb" "SELECT group_concat(m.kind || m.bytes, \" \") FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id WHERE s.iteration = 2 AND s.op = \"memcpy\" ORDER BY s.ordinal")" = "HtoD8 DtoD4096 HtoD1048576" ]'
 
