@@ -585,6 +585,41 @@ static void on_seq_line(const char *line, void *arg)
 	}
 }
 
+/* The in-sequence kernel times a worker that crashed in the topology replay did not get to (they
+ * come last): one more worker on the same fill, without the topology and without energy (the
+ * eager and graph results, and their energy, stay the first worker's). */
+static void seq_kernels_again(const struct replay_opts *o, char *const argv[], struct seq_ctx *c, const char *it)
+{
+	char *a[32];
+	int k = 0, status = 0, timed_out = 0;
+	struct seq_ctx again;
+	memset(&again, 0, sizeof(again));
+	for (int i = 0; argv[i] && k < 31; i++) {
+		if (!strcmp(argv[i], "--topology") || !strcmp(argv[i], "--energy") || !strcmp(argv[i], "--no-pace"))
+			continue;
+		if (!strcmp(argv[i], "--energy-seconds") && argv[i + 1]) {
+			i++;
+			continue;
+		}
+		a[k++] = argv[i];
+	}
+	a[k] = NULL;
+	if (run_child(a, o->timeout_s, on_seq_line, &again, &status, &timed_out) == 0 && again.nk) {
+		free(c->k);
+		c->k = again.k;
+		c->nk = again.nk;
+		c->capk = again.capk;
+		again.k = NULL;
+		kj_warnf("sequence replay of iteration %s: each kernel's in-sequence time taken by another worker,"
+			 " without the graph launches as recorded", it);
+	} else {
+		kj_warnf("sequence replay of iteration %s: the in-sequence kernel times were not measured either"
+			 " (the second worker: %s)", it, timed_out ? "timed out" : WIFSIGNALED(status) ?
+			 strsignal(WTERMSIG(status)) : "gave none");
+	}
+	seq_ctx_reset(&again);
+}
+
 /* --sequence: one worker replays the whole iteration (eager, and as a graph with --graph).
  * quiet: store the results and print nothing on stdout (after a per-kernel --json report). */
 static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
@@ -706,6 +741,8 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		snprintf(t->error, sizeof(t->error), "the replay worker crashed (%s) in the graph launches"
 			 " rebuilt as recorded; the eager and graph results stand", strsignal(WTERMSIG(status)));
 		kj_warnf("sequence replay of iteration %s: %s", it, t->error);
+		if (!c.nk)
+			seq_kernels_again(o, argv, &c, it);
 	}
 	/* what the replayed buffers held: the fill tier, under the run's saved buffers where it has them */
 	int snap = kj_db_has_snapshot(db);

@@ -97,11 +97,15 @@ check "random data faults: replayed on small integers, stored as such, and the w
 	 grep -q "faulted on random data" "$dir/fr.err" && grep -q "replayed on smallint data.*--snapshot-graphs" "$dir/fr.err"'
 
 cp "$dir/g.kjdb" "$dir/c.kjdb"
-STANDIN_TOPO_CRASH=1 "$kj" replay "$dir/c.kjdb" --sequence --graph > "$dir/cr.txt" 2>"$dir/cr.err"; rc=$?
+STANDIN_TOPO_CRASH=1 STANDIN_SEQ_KERNELS=1 "$kj" replay "$dir/c.kjdb" --sequence --graph > "$dir/cr.txt" 2>"$dir/cr.err"; rc=$?
 check "a worker that crashes in the topology replay: eager and graph results stored, the topology failed with the signal named" \
 	'[ $rc -eq 0 ] && [ "$(q "$dir/c.kjdb" "SELECT count(*) FROM replay_sequence WHERE mode IN (\"eager\", \"graph\") AND runs > 0")" = 2 ] &&
 	 [ "$(q "$dir/c.kjdb" "SELECT count(*) FROM replay_sequence WHERE mode = \"topology\" AND runs = 0 AND median_ns IS NULL")" = 1 ] &&
 	 grep -q "worker crashed (Segmentation fault) in the graph launches" "$dir/cr.err" && grep -q "worker crashed" "$dir/cr.txt"'
+check "... and the in-sequence kernel times it never reached come from a second worker, without --topology or --energy" \
+	'[ "$(q "$dir/c.kjdb" "SELECT count(*) FROM replay_kernel WHERE cache = \"sequence\"")" -gt 0 ] &&
+	 grep -q "in-sequence time taken by another worker" "$dir/cr.err" &&
+	 [ "$(grep -c -- "--sequence" "$dir/worker.log")" -ge 2 ] && ! tail -1 "$dir/worker.log" | grep -q -- "--topology"'
 
 : > "$dir/worker.log"
 "$kj" replay "$dir/h.kjdb" --sequence --graph > "$dir/hr.txt" 2>"$dir/hr.err"; rc=$?

@@ -14,7 +14,9 @@ STANDIN_FAULT_ALWAYS=1 fails
 eager and graph on every fill and gives no topology result, as the worker does when the
 iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them);
 STANDIN_TOPO_CRASH=1 gives the eager and graph results, then dies of SIGSEGV before the topology's
-(as the worker did in the driver's cuGraphLaunch on one rebuilt decode loop)
+(as the worker did in the driver's cuGraphLaunch on one rebuilt decode loop); STANDIN_SEQ_KERNELS=1
+ends with each kernel's in-sequence time (KJ_TIMING cache=sequence, its traced median), as the
+worker's last pass does
 and one warning of its own to stderr."""
 import json
 import os
@@ -81,6 +83,14 @@ def main():
         paced = f"\tpace={pace}" if pace and mj and mode != "eager" else ""
         print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
               f"\tmin={t}\tmedian={t}\tmax={t}\t{energy}{paced}\terror=")
+    if os.environ.get("STANDIN_SEQ_KERNELS"):
+        seen = set()
+        for n in topo.get("nodes", []):
+            u, t = n.get("unique_id"), n.get("traced_ns")
+            if n["build"] == "kernel" and u is not None and t is not None and u not in seen:
+                seen.add(u)
+                print(f"KJ_TIMING\tunique={u}\tcache=sequence\ttimer=cupti\truns={min(runs, 20)}\tmin={t}"
+                      f"\tmedian={t}\tmean={t}.000\tmax={t}\tstdev=0.000")
     return 0
 
 
