@@ -153,12 +153,10 @@ static void kept_iteration_copies(sqlite3 *db, json_t *o, json_t *missing)
 {
 	int with_table = kj_db_has_column(db, "copy_data", "data");
 	sqlite3_stmt *st = NULL;
-	const char *sql = with_table
-		? "SELECT count(*), coalesce(sum(EXISTS(SELECT 1 FROM copy_data d WHERE d.memcpy_id = m.id)), 0)"
-		  " FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id"
-		  " AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'"
-		: "SELECT count(*), 0 FROM sequence_op s JOIN memcpy m ON m.correlation_id = s.correlation_id"
-		  " AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'";
+	char sql[512];
+	snprintf(sql, sizeof(sql), "SELECT count(*), %s FROM sequence_op s JOIN memcpy m ON m.correlation_id ="
+		 " s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'",
+		 with_table ? "coalesce(sum(EXISTS(SELECT 1 FROM copy_data d WHERE d.memcpy_id = m.id)), 0)" : "0");
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
 		sqlite3_finalize(st);
 		return;

@@ -940,7 +940,13 @@ int cmd_replay(int argc, char **argv)
 			}
 		}
 	}
-	if (kj_replay_plan_store(db, &plan))
+	/* what the batches did not store already: the kernels skipped, or never reached */
+	unsigned char *rest = calloc(plan.n + 1, 1);
+	for (size_t i = 0; rest && i < plan.n; i++)
+		rest[i] = !plan.items[i].stored;
+	int stored = rest ? kj_replay_plan_store_some(db, &plan, rest) : kj_replay_plan_store(db, &plan);
+	free(rest);
+	if (stored)
 		goto out;
 	if (o.json) {
 		char *text = kj_replay_report_json(&plan);

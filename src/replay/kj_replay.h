@@ -169,6 +169,7 @@ struct kj_replay_item {
 	int64_t iter_ns;      /* traced time of its launches issued inside the run's iterations */
 	int64_t iter_launches;
 	int energy;           /* measure its energy (kj_replay_plan_rank decides) */
+	int stored;           /* its result is in the database already (kj_replay_plan_store_some) */
 	struct kj_replay_result res;
 };
 
@@ -220,11 +221,12 @@ void kj_replay_plan_free(struct kj_replay_plan *plan);
 /** @brief The time now, UTC, ISO 8601 with a Z (the replayed_at columns). */
 void kj_replay_now(char when[32]);
 
-/** @brief Store results in replay_kernel / replay_energy / replay_verify, one transaction, INSERT OR REPLACE. */
-int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan);
+/** @brief Store results in replay_kernel / replay_energy / replay_verify, one transaction, INSERT
+ * OR REPLACE; each item is marked stored. */
+int kj_replay_plan_store(sqlite3 *db, struct kj_replay_plan *plan);
 /** @brief The same for the items whose want[i] is set (want NULL: all): a replay stores each
  * batch's results as they come, so one killed midway keeps what it measured. */
-int kj_replay_plan_store_some(sqlite3 *db, const struct kj_replay_plan *plan, const unsigned char *want);
+int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const unsigned char *want);
 
 /** @brief Table sorted by count x median (warm, else cold), then coverage. */
 void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan);

@@ -194,12 +194,12 @@ static void bind_timing(sqlite3_stmt *st, const struct kj_replay_timing *t)
 	}
 }
 
-int kj_replay_plan_store(sqlite3 *db, const struct kj_replay_plan *plan)
+int kj_replay_plan_store(sqlite3 *db, struct kj_replay_plan *plan)
 {
 	return kj_replay_plan_store_some(db, plan, NULL);
 }
 
-int kj_replay_plan_store_some(sqlite3 *db, const struct kj_replay_plan *plan, const unsigned char *want_item)
+int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const unsigned char *want_item)
 {
 	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL;
 	char when[32];
@@ -293,7 +293,12 @@ out:
 		kj_db_exec(db, "ROLLBACK", "rollback replay results");
 		return rc;
 	}
-	return kj_db_exec(db, "COMMIT", "commit replay results");
+	if (kj_db_exec(db, "COMMIT", "commit replay results"))
+		return KJ_EDB;
+	for (size_t i = 0; i < plan->n; i++)
+		if (!want_item || want_item[i])
+			plan->items[i].stored = 1;
+	return 0;
 }
 
 static int replayed(const struct kj_replay_item *it)

@@ -229,11 +229,8 @@ static int add_memset_dst(struct ingest *in, const struct kj_rec_memset_dst *r)
 /* A copy call's addresses (and data): found again by correlation when its memcpy row goes in. */
 static int add_copy_args(struct ingest *in, const struct kj_rec_copy_args *r)
 {
-	const struct kj_rec_copy_args *had = ing_copy_args(in, r->correlation);
 	if (!in->copy_index && !(in->copy_index = kj_map_new()))
 		return KJ_ENOMEM;
-	if (had && had->data_bytes && !r->data_bytes)
-		return 0; /* a second record of one call never drops the data of the first */
 	return kj_map_put(in->copy_index, r->correlation, (uint64_t)((const unsigned char *)r - in->data) + 1)
 		       ? KJ_ENOMEM : 0;
 }

@@ -423,7 +423,7 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m)
 			ing_bind_opt_i64(st, 15, a->dst != 0, (int64_t)a->dst);
 			ing_bind_opt_i64(st, 16, a->src != 0, (int64_t)a->src);
 			int rc = ing_step_done(in, st);
-			if (rc || !a->data_bytes || a->data_bytes != a->bytes)
+			if (rc || !a->data_bytes || a->data_bytes != a->bytes) /* none kept, or not the whole copy */
 				return rc;
 			return put_copy_data(in, sqlite3_last_insert_rowid(in->db), a);
 		}

@@ -251,10 +251,11 @@ static void seq_mark_copies(struct replay *R, const struct seq *S, int *used)
 			a[0] = o->copy_dst;
 		else if (o->copy == 2 && o->copy_dst && o->copy_src)
 			a[0] = o->copy_dst, a[1] = o->copy_src;
-		for (int j = 0; j < 2; j++)
-			for (size_t r = 0; a[j] && r < R->nranges; r++)
-				if (a[j] >= R->ranges[r].address && a[j] + (uint64_t)o->bytes <= R->ranges[r].address + R->ranges[r].bytes)
-					used[r] = 1;
+		for (int j = 0; j < 2; j++) {
+			ssize_t r = a[j] ? kj_replay_range_find(R->ranges, R->nranges, a[j]) : -1;
+			if (r >= 0)
+				used[r] = 1;
+		}
 	}
 }
 
@@ -589,11 +590,10 @@ static int seq_gpu_ready(struct replay *R, struct seq *S, int *moved)
 			continue;
 		if (op->copy == 0 && op->data && op->copy_dst)
 			op->cdst = region_address(R, op->copy_dst, b);
-		if (op->copy == 2 && op->copy_dst && op->copy_src) {
-			op->cdst = region_address(R, op->copy_dst, b);
-			op->csrc = op->cdst ? region_address(R, op->copy_src, b) : 0;
-			if (!op->csrc)
-				op->cdst = 0;
+		if (op->copy == 2 && op->copy_dst && op->copy_src) { /* both sides re-created, or scratch */
+			CUdeviceptr d = region_address(R, op->copy_dst, b), from = region_address(R, op->copy_src, b);
+			if (d && from)
+				op->cdst = d, op->csrc = from;
 		}
 		if (op->copy == 1 && op->copy_src)
 			op->csrc = region_address(R, op->copy_src, b);

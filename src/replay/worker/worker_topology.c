@@ -45,23 +45,15 @@ static int topo_skip(const char *what)
 	return e && strstr(e, what) != NULL;
 }
 
-static const struct klaunch *g_topo_k; /* diagnosis: the iteration's launches, for from:N */
-
-/* ... and kernel nodes: all (kernel), those whose parameters go as one buffer (kernel_extra) or
- * as a list (kernel_params), those whose name holds text (name:text), or the iteration's launches
- * from index N on (from:N). */
-static int topo_skip_kernel(const struct klaunch *k)
+/* ... and kernel nodes: all (kernel), those whose name holds text (name:text), or the iteration's
+ * launches from index N on (from:N); k is the kernel, index its place in the iteration. */
+static int topo_skip_kernel(const struct klaunch *k, int64_t index)
 {
 	const char *e = getenv("KJ_REPLAY_TOPO_SKIP"), *at;
-	int extra = !k->nlayout && k->blob_len;
 	if (!e)
 		return 0;
-	if (strstr(e, "kernel_extra"))
-		return extra;
-	if (strstr(e, "kernel_params"))
-		return !extra;
-	if ((at = strstr(e, "from:")) != NULL) /* kernel launches of the iteration from this index on */
-		return k - g_topo_k >= atol(at + 5);
+	if ((at = strstr(e, "from:")) != NULL)
+		return index >= atol(at + 5);
 	if ((at = strstr(e, "name:")) != NULL) {
 		char want[128];
 		size_t n = strcspn(at + 5, ",");
@@ -87,7 +79,7 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 			dv[nfull++] = T->h[T->t.deps[full->dep0 + d]];
 	nf.ndeps = nfull;
 	size_t bytes = n->bytes > 0 ? (size_t)n->bytes : 0;
-	if ((n->kind == KJ_TOPO_KERNEL && topo_skip_kernel(&T->k[n->seq_kernel])) || (n->kind == KJ_TOPO_MEMSET && topo_skip("memset")) ||
+	if ((n->kind == KJ_TOPO_KERNEL && topo_skip_kernel(&T->k[n->seq_kernel], n->seq_kernel)) || (n->kind == KJ_TOPO_MEMSET && topo_skip("memset")) ||
 	    (n->kind == KJ_TOPO_MEMCPY && topo_skip(n->copy == 0 ? "htod" : n->copy == 1 ? "dtoh" : "dtod")))
 		bytes = 0, n->kind = KJ_TOPO_EMPTY;
 	if (n->kind == KJ_TOPO_KERNEL) {
@@ -189,7 +181,6 @@ int topology_run(struct replay *R, int64_t iteration, struct klaunch *k, size_t 
 		return KJ_ENOMEM;
 	T->k = k;
 	T->nk = nk;
-	g_topo_k = k;
 	int rc = kj_replay_topo_load(R->db, iteration, &T->t);
 	if (rc || !T->t.rebuildable) {
 		snprintf(out->status, sizeof(out->status), "failed");
