@@ -18,13 +18,16 @@ sweep_csv.tar.gz), so a change to the fit is judged on measured data without a G
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
               [--heldout N] [--heldout-offset F] [--energy-every third|all] [--precision fp16]
               [--merge EARLIER.json] [--energy-s S] [--from-csv DIR | --train-from-csv DIR]
-              [--deadline-s S] [--extra-train-offset F ...]
---train-from-csv DIR fits on an earlier run's training CSVs (DIR/{op}/{train,dense}) and measures
-only a held-out set, shifted by --heldout-offset of the dense step (0.5, the midpoints, by default):
-a fresh check of models whose features were chosen while looking at the first held-out set.
---extra-train-offset F adds a time-only training sweep of the dense grid shifted by F of its step
-(F = 0.625: dims 64 past a 128-multiple, which GEMM tiles quantize on); refused when F is the
-held-out offset.
+              [--deadline-s S] [--extra-train-offset F ...] [--extra-energy]
+--train-from-csv DIR (repeatable) fits on earlier runs' CSVs: every set under DIR/{op}/ but
+'beyond' (train, dense, extra*, and an earlier held-out 'inside', which becomes training once it
+has been scored), and measures only a fresh held-out set, shifted by --heldout-offset of the dense
+step (0.5, the midpoints, by default); an operator with CSVs in none of the DIRs gets its grids
+measured now. A fresh check of models whose features were chosen while looking at earlier sets.
+--extra-train-offset F adds a training sweep of the dense grid shifted by F of its step
+(F = 0.625: dims 64 past a 128-multiple, which GEMM tiles quantize on); time only, or with
+--extra-energy a second sweep with energy on about --heldout of its shapes (the energy models then
+see lengths and dims off the 128-multiples too); refused when F is the held-out offset.
 --merge keeps the operators of an earlier result that this run does not measure (each operator's
 entry carries its own device and date), so the set can be measured over several shorter runs.
 --energy-s sets the worker's energy window per direction (KJ_SWEEP_ENERGY_S; default 0.5 s).
@@ -112,11 +115,38 @@ def sets(op, heldout=24, energy_third=True, offset=0.5):
             "beyond": (bst, sp, ben, False, 1)}
 
 
-def extra_set(op, offset):
-    """A further time-only training sweep: the dense add axes shifted by `offset` of their step
-    (shapes off the 128-multiples a GEMM's tiles quantize on, when the offset is odd eighths)."""
-    st, sp, en = sets(op, offset=offset)["inside"][:3]
-    return (st, sp, en, False, 1)
+def extra_set(op, offset, energy_shapes=0):
+    """A further training sweep: the dense add axes shifted by `offset` of their step (shapes off
+    the 128-multiples a GEMM's tiles quantize on, when the offset is odd eighths); time only, or with
+    energy on every P-th shape (about energy_shapes of them) when energy_shapes > 0."""
+    st, sp, en, _, parts = sets(op, energy_shapes or 24, offset=offset)["inside"]
+    return (st, sp, en, True, parts) if energy_shapes else (st, sp, en, False, 1)
+
+
+SKIP = ("inside", "beyond", "fit", "models")
+
+
+def copy_training(dirs, op, opdir):
+    """Copies every set of each DIR/op except its 'beyond' (earlier held-out sets included) into
+    opdir as TAG_SET (TAG: the folder's name); True when any was found."""
+    found = False
+    for d in dirs:
+        src = os.path.join(d, op)
+        if not os.path.isdir(src):
+            continue
+        tag = os.path.basename(os.path.normpath(d))
+        for sub in sorted(os.listdir(src)):
+            if sub in ("beyond", "fit", "models") or not os.path.isdir(os.path.join(src, sub, "sampling_data")):
+                continue
+            shutil.copytree(os.path.join(src, sub), os.path.join(opdir, f"{tag}_{sub}"))
+            found = True
+    return found
+
+
+def training_sets(opdir):
+    """The sets of opdir a fit learns from: every one with sampling data but the held-out ones."""
+    return tuple(sorted(s for s in os.listdir(opdir) if s not in SKIP
+                        and os.path.isdir(os.path.join(opdir, s, "sampling_data"))))
 
 
 def sh(cmd, log):
@@ -174,12 +204,15 @@ def main():
     ap.add_argument("--heldout", type=int, default=24, help="about this many held-out shapes inside the grid")
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--from-csv", default=None, help="fit and predict again from an earlier run's CSVs")
-    src.add_argument("--train-from-csv", default=None,
+    src.add_argument("--train-from-csv", action="append", default=[],
                      help="fit on an earlier run's training CSVs and measure only a fresh held-out set")
     ap.add_argument("--heldout-offset", type=float, default=0.5,
                     help="held-out shapes at this fraction of the dense step past each point (0.5: midpoints)")
     ap.add_argument("--extra-train-offset", type=float, action="append", default=[],
                     help="also train on a time-only sweep at this fraction of the dense step (repeatable)")
+    ap.add_argument("--extra-energy", action="store_true",
+                    help="measure energy on every P-th shape of each --extra-train-offset sweep "
+                         "(about --heldout of them); time only without")
     ap.add_argument("--precision", default="fp16")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--merge", default=None)
@@ -209,6 +242,9 @@ def main():
         opdir = os.path.join(out, op)
         grids = sets(op, a.heldout, a.energy_every == "third", a.heldout_offset)
         extras = {f"extra{i + 1}": extra_set(op, f) for i, f in enumerate(a.extra_train_offset)}
+        if a.extra_energy:  # energy on a subset of each extra's shapes, beside its time on all
+            extras.update({f"extra{i + 1}_energy": extra_set(op, f, a.heldout)
+                           for i, f in enumerate(a.extra_train_offset)})
         clash = [f for f in a.extra_train_offset if abs(f - a.heldout_offset) < 1e-9]
         if clash:
             sys.exit(f"run.py: --extra-train-offset {clash[0]} is the held-out offset: those shapes would be trained on")
@@ -223,11 +259,13 @@ def main():
         else:
             print(f"== {op}: sweeps", flush=True)
             measure = dict(grids, **extras)
-            if a.train_from_csv:  # the training grids from the earlier run, a fresh held-out set now
-                shutil.rmtree(opdir, ignore_errors=True)
-                for which in ("train", "dense"):
-                    shutil.copytree(os.path.join(a.train_from_csv, op, which), os.path.join(opdir, which))
+            shutil.rmtree(opdir, ignore_errors=True)
+            if copy_training(a.train_from_csv, op, opdir):
+                # the training sets of earlier runs (their held-out sets too, now as training);
+                # a fresh held-out set now
                 measure = dict({"inside": grids["inside"]}, **extras)
+            elif a.train_from_csv:
+                print(f"{op}: no CSVs under {', '.join(a.train_from_csv)}: its grids measured now", flush=True)
             for which, (st, sp, en, energy, parts) in measure.items():
                 path = os.path.join(opdir, f"{op}_{which}.yml")
                 os.makedirs(opdir, exist_ok=True)
@@ -239,7 +277,7 @@ def main():
         fitdir = os.path.join(opdir, "fit")
         shutil.rmtree(fitdir, ignore_errors=True)
         os.makedirs(fitdir)
-        training = ("train", "dense") + tuple(extras)
+        training = training_sets(opdir)
         for i, which in enumerate(training):
             d = os.path.join(opdir, which, "sampling_data")
             for f in (os.listdir(d) if os.path.isdir(d) else []):
@@ -261,7 +299,8 @@ def main():
                  "heldout_grid": dict(zip(["starts", "steps", "ends", "energy", "every"], grids["inside"])),
                  "columns": GRIDS[op][0]}
         if extras:
-            entry["extra_training"] = [{"offset": f, **dict(zip(["starts", "steps", "ends"], extras[k][:3]))}
+            entry["extra_training"] = [{"offset": f, "energy_every": extras[f"{k}_energy"][4] if a.extra_energy else None,
+                                        **dict(zip(["starts", "steps", "ends"], extras[k][:3]))}
                                        for f, k in zip(a.extra_train_offset, extras)]
         for which in ("inside", "beyond"):
             d = os.path.join(opdir, which, "sampling_data")
@@ -308,8 +347,10 @@ def main():
                     entry[k] = earlier[op][k]
             entry["refit_from_csv"] = {"dir": a.from_csv, "date": date}
         if a.train_from_csv:
-            entry["trained_on_csv"] = {"dir": a.train_from_csv, "heldout_offset": a.heldout_offset,
-                                       "note": "training rows from that earlier run; held-out shapes measured now"}
+            entry["trained_on_csv"] = {"dirs": a.train_from_csv, "heldout_offset": a.heldout_offset,
+                                       "training_sets": list(training),
+                                       "note": "training rows from those earlier runs (their held-out "
+                                               "sets included, as training); held-out shapes measured now"}
         result["ops"][op] = entry
         write(result, earlier, a, device, date, cmds)
         print(f"{op}: done at {time.monotonic() - t_start:.0f} s", flush=True)

@@ -57,11 +57,29 @@ assert b["extra_training"][0]["offset"] == 0.25, b.get("extra_training")
 na = {(x["prop"], x["target"]): x["n_final"] for x in a["models"]}
 nb = {(x["prop"], x["target"]): x["n_final"] for x in b["models"]}
 assert nb[("fwd", "time")] > na[("fwd", "time")], (na, nb)
-assert nb[("fwd", "energy")] == na[("fwd", "energy")], (na, nb)
+# the earlier run's held-out set joins the training (it was scored there), the extra adds no energy
+n_old_inside = len({r["shape"] for r in a["inside"]["rows"]})
+assert nb[("fwd", "energy")] == na[("fwd", "energy")] + n_old_inside, (na, nb, n_old_inside)
+assert "pa_inside" in b["trained_on_csv"]["training_sets"], b["trained_on_csv"]
+old_l = {int(r["shape"].split(",")[1]) for r in a["inside"]["rows"]}
 extra_l = set(range(b["extra_training"][0]["starts"][1], b["extra_training"][0]["ends"][1] + 1,
                     b["extra_training"][0]["steps"][1]))
 held_l = {int(r["shape"].split(",")[1]) for r in b["inside"]["rows"]}
-assert held_l and not (held_l & extra_l), (held_l, extra_l)
+assert held_l and not (held_l & extra_l) and not (held_l & old_l), (held_l, extra_l, old_l)
+P
+# --extra-energy: the extra sweep's rows join the energy models too
+KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin \
+	python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pg" \
+	--gpu-name "NVIDIA H100" --train-from-csv "$T/pa" --extra-train-offset 0.25 --extra-energy \
+	--heldout-offset 0.75 -o "$T/r5.json" >"$T/out" 2>"$T/err" || fail "--extra-energy: $(tail -5 "$T/err")"
+python3 - "$T/r4.json" "$T/r5.json" <<'P' || fail "--extra-energy result"
+import json, sys
+a, b = (json.load(open(f))["ops"]["layernorm"] for f in sys.argv[1:])
+na = {(x["prop"], x["target"]): x["n_final"] for x in a["models"]}
+nb = {(x["prop"], x["target"]): x["n_final"] for x in b["models"]}
+assert nb[("fwd", "energy")] > na[("fwd", "energy")], (na, nb)
+assert nb[("fwd", "time")] == na[("fwd", "time")], (na, nb)  # the same shapes, time measured twice
+assert b["extra_training"][0]["energy_every"] > 1, b["extra_training"]
 P
 python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pf" \
 	--train-from-csv "$T/pa" --extra-train-offset 0.5 >"$T/out" 2>"$T/err" && fail "an extra offset equal to the held-out one ran"
