@@ -25,8 +25,9 @@ worker's optimizer operator measures (one fused AdamW over fp32 master parameter
 m and v, writing the half-precision model copy): fp32 master copies of every parameter, the half
 gradients copied into fp32 gradients (torch._foreach_copy_), torch.optim.AdamW(fused=True) on the
 masters, the masters copied back into the model (torch._foreach_copy_). PyTorch has no fused AdamW
-that writes the half copy itself, so the two copies are kernels the operator sum does not count
-(`kjoule compare` lists them). --no-master: AdamW directly on the half parameters (m and v in half).
+that writes the half copy itself, so MODEL.yml says `master_copies: true` and the operator sum counts
+the two copies as the `master_copies` operator. --no-master: AdamW directly on the half parameters
+(m and v in half; MODEL.yml then says `master_copies: false`).
 fp16 runs without loss scaling (a few steps from random weights do not overflow; the check at the
 end says if they did).
 
@@ -60,7 +61,8 @@ def model_yml(a):
     return ("# written by examples/gpt_train.py: the shape it trains, for kjoule predict --model\n"
             f"layers: {a.layers}\nhidden: {a.hidden}\nheads: {a.heads}\nseq: {a.seq}\n"
             f"batch: {a.batch}\nprecision: {a.precision}\nmode: train\noptimizer: adam\n"
-            f"norm: {'RMSlayernorm' if a.norm == 'rms' else 'layernorm'}\nattention: flash\n")
+            f"norm: {'RMSlayernorm' if a.norm == 'rms' else 'layernorm'}\nattention: flash\n"
+            f"master_copies: {'false' if a.no_master else 'true'}\n")
 
 
 def build(a, torch):

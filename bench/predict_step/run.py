@@ -12,7 +12,7 @@ On the GPU machine, for the GPT-style model of examples/gpt_train.py (its shape 
     columns at the model's value): kjoule sweep --energy --precision P (energy window
     KJ_SWEEP_ENERGY_S, default 0.5 s per direction);
  4. kjoule fit, then kjoule predict --models DIR --model MODEL.yml --json;
- 5. the result: predicted step time and energy against the measured median step wall and mean
+ 5. the result: predicted step time and energy against the measured mean step wall and mean
     energy per step, errors in %, every operator's prediction next to the sweep's own measurement
     at the model's shape, predicted against measured time per kernel tier, and compare's top
     kernels, so what the sum of operators misses can be named. Written atomically to -o; a short
@@ -52,7 +52,7 @@ TIER = {"linear1": "gemm", "linear2": "gemm", "linear3": "gemm", "linear4": "gem
         "layernorm": "norm", "RMSlayernorm": "norm", "gelu": "elementwise", "res_add": "elementwise",
         "embedding": "elementwise", "RoPE": "elementwise",
         "parallel_cross_entropy_128": "reduction", "ScaledUpperTriangMaskedSoftmax": "reduction",
-        "lastStage_optimizer": "other"}
+        "lastStage_optimizer": "other", "master_copies": "other"}
 
 
 class Runner:
@@ -413,9 +413,9 @@ def main():
         prog = meas.get("program") or {}
         unt = result.get("untraced") or {}
         result["errors"] = {
-            "time_pct": err_pct(p["time_us"], meas["step_time_us_median"]),
+            "time_pct": err_pct(p["time_us"], meas["step_time_us_mean"]),
             "energy_pct": err_pct(pe, e_mean),
-            "time_pct_vs_mean_wall": err_pct(p["time_us"], meas["step_time_us_mean"]),
+            "time_pct_vs_median_wall": err_pct(p["time_us"], meas["step_time_us_median"]),
             "time_pct_vs_cuda_events": err_pct(p["time_us"], num(prog.get("ms_per_step_median")) * 1e3
                                                if num(prog.get("ms_per_step_median")) else None),
             "energy_pct_vs_median_window": err_pct(pe, e_med),
@@ -427,10 +427,13 @@ def main():
                                                if num(prog.get("ms_per_step_median")) and num(unt.get("ms_per_step_median"))
                                                else None),
             "sweep_sum_time_pct": err_pct(result["sum_of_sweep_measurements"]["time_us"],
-                                          meas["step_time_us_median"]),
-            "basis": "time: median step wall (compare's iterations); energy: mean energy per step "
-                     "(consecutive windows of one run: their mean is the run's energy over the "
-                     "steps, while one window under the counter's ~100 ms period is not known alone); "
+                                          meas["step_time_us_mean"]),
+            "basis": "time: mean step wall (compare's iterations); energy: mean energy per step. "
+                     "Both are means of consecutive windows of one run: their mean is the run's "
+                     "time and energy over the steps, while one window alone is not known (a step "
+                     "launched back to back with the next closes its range before its GPU work ends, "
+                     "so its wall may be shorter than its own kernels; one energy window is under the "
+                     "counter's ~100 ms period); *_vs_median_wall: the median of the walls; "
                      "*_vs_untraced: the program's own CUDA-event median and NVML energy per step, "
                      "run without kjoule (the step as users run it)"}
     if meas and result["operators"]:
@@ -489,7 +492,7 @@ def main():
               f"{f(e.get('step_energy_uj'), 1e6, 3):>8} {f(sw, 1e3):>8}")
     ms = result["measured"] or {}
     print(f"step: predicted {f(p and p['time_us'], 1e3)} ms, {f(p and p['energy_uj'], 1e6, 3)} J; "
-          f"measured {f(ms.get('step_time_us_median'), 1e3)} ms (median), "
+          f"measured {f(ms.get('step_time_us_mean'), 1e3)} ms (mean), "
           f"{f(ms.get('step_energy_j_mean'), 1, 3)} J (mean); "
           f"error time {f(result['errors'].get('time_pct'), 1, 1)} %, "
           f"energy {f(result['errors'].get('energy_pct'), 1, 1)} %")

@@ -35,7 +35,8 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 		     {"optimizer", "adam", "none", &m->adam},
 		     {"norm", "RMSlayernorm", "layernorm", &m->rms},
 		     {"rope", "true", "false", &m->rope},
-		     {"attention", "flash", "unfused", &m->flash}};
+		     {"attention", "flash", "unfused", &m->flash},
+		     {"master_copies", "true", "false", &m->master_copies}};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (!strcmp(k, words[i].key)) {
 			if (strcmp(val, words[i].a) && strcmp(val, words[i].b)) {
@@ -57,7 +58,7 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 		return 0;
 	}
 	snprintf(msg, len, "unknown key (known: layers, hidden, heads, seq, batch, mp, precision, "
-		 "mode, optimizer, norm, rope, attention, gpu)");
+		 "mode, optimizer, norm, rope, attention, master_copies, gpu)");
 	return -1;
 }
 
@@ -170,6 +171,10 @@ int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int c
 		 * norm, output layer tied to the embedding) */
 		if (m->adam)
 			n = add(t, n, cap, "lastStage_optimizer", 1, 1, mp, d, L, 0, 0);
+		/* an AdamW over fp32 masters that neither reads the half gradients nor writes the half
+		 * weights (PyTorch's): the two casts around it */
+		if (m->adam && m->master_copies && m->precision != KJ_FP32)
+			n = add(t, n, cap, "master_copies", 1, 1, mp, d, L, 0, 0);
 	}
 	return n;
 }

@@ -93,6 +93,7 @@ struct kj_model_spec {
 	int rms;          /* norm: RMSlayernorm (1) or layernorm (0) */
 	int rope;         /* rotary embeddings on q and k */
 	int flash;        /* attention: flash_atten (1) or baddbmm + masked softmax + bmm (0) */
+	int master_copies; /* the optimizer leaves the half copies to separate casts (master_copies) */
 	char gpu[128];    /* optional */
 };
 /** One operator of the model: its shape and how many times a step calls it. */

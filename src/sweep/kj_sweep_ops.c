@@ -295,6 +295,19 @@ static double opt0_bytes(const int64_t *v, int p, int e) { return adam_bytes(v, 
 static double opt1_bytes(const int64_t *v, int p, int e) { return adam_bytes(v, p, e, 1); }
 static double opt2_bytes(const int64_t *v, int p, int e) { return adam_bytes(v, p, e, 2); }
 
+/* master_copies: the half gradients cast into fp32 ones and the fp32 masters into the half weights,
+ * over the last stage's parameters: read e + 4 and write 4 + e bytes a parameter */
+static double copies_flops(const int64_t *v, int prop)
+{
+	(void)v, (void)prop;
+	return 0.0;
+}
+
+static double copies_bytes(const int64_t *v, int prop, int e)
+{
+	return prop == KJ_FWD ? stage_params(v, 2) * (8.0 + 2.0 * e) : 0.0;
+}
+
 #define C4(a, b, c, d) {a, b, c, d, NULL}, 4
 #define C3(a, b, c) {a, b, c, NULL}, 3
 #define C5(a, b, c, d, e) {a, b, c, d, e, NULL}, 5
@@ -323,6 +336,7 @@ static const struct kj_sweep_op ops[] = {
 	{"firstStage_optimizer", C3("mp", "dim", "encoders"), opt0_flops, opt0_bytes},
 	{"middleStage_optimizer", C3("mp", "dim", "encoders"), opt1_flops, opt1_bytes},
 	{"lastStage_optimizer", C3("mp", "dim", "encoders"), opt2_flops, opt2_bytes},
+	{"master_copies", C3("mp", "dim", "encoders"), copies_flops, copies_bytes},
 };
 
 #define NOPS ((int)(sizeof(ops) / sizeof(ops[0])))

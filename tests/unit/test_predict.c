@@ -111,8 +111,31 @@ static void test_model_terms(void **state)
 		}
 		if (!strcmp(t[i].op->name, "layernorm"))
 			assert_int_equal(t[i].count, 49), found++;
+		assert_string_not_equal(t[i].op->name, "master_copies"); /* not asked for */
 	}
 	assert_int_equal(found, 4);
+	/* master_copies: true adds the casts around the optimizer, over its parameters, once a step;
+	 * an fp32 model has none to make */
+	static const char *const prec[] = {"bf16", "fp32"};
+	for (int k = 0; k < 2; k++) {
+		char text[256];
+		snprintf(text, sizeof(text), "layers: 4\nhidden: 1024\nheads: 8\nseq: 128\nbatch: 1\n"
+			 "precision: %s\nmaster_copies: true\n", prec[k]);
+		assert_int_equal(kj_model_load(write_file("mc.yml", text), &m, err, sizeof(err)), 0);
+		n = kj_model_terms(&m, t, 32);
+		int copies = 0;
+		for (int i = 0; i < n; i++)
+			if (!strcmp(t[i].op->name, "master_copies")) {
+				int64_t want[] = {1, 1024, 4};
+				assert_memory_equal(t[i].v, want, sizeof(want));
+				assert_true(t[i].fwd_only && t[i].count == 1);
+				copies++;
+			}
+		assert_int_equal(copies, k == 0 ? 1 : 0);
+	}
+	assert_int_equal(kj_model_load(write_file("md.yml", "layers: 2\nhidden: 1024\nheads: 8\nseq: 8\n"
+						  "batch: 1\nmaster_copies: yes\n"), &m, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "md.yml:6: key 'master_copies': 'yes' is neither true nor false"));
 	/* inference, unfused attention: no loss, no optimizer, three attention operators */
 	assert_int_equal(kj_model_load(write_file("i.yml", "{layers: 2, hidden: 1024, heads: 8, seq: 128, "
 						  "batch: 1, mode: inference, attention: unfused}"),

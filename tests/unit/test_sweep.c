@@ -1,4 +1,5 @@
 /* The sweep's operator table, config checks, shape grid, parts and CSV reader. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,8 +30,9 @@ static void test_ops_table(void **state)
 		"embedding", "layernorm", "RMSlayernorm", "linear1", "linear2", "linear3", "linear4",
 		"linear_final", "flash_atten", "gelu", "RoPE", "res_add", "parallel_cross_entropy_128",
 		"softmax", "fillmask", "baddbmm", "bmm", "ScaledUpperTriangMaskedSoftmax", "moe",
-		"firstStage_optimizer", "middleStage_optimizer", "lastStage_optimizer"};
-	assert_int_equal(kj_sweep_op_count(), 22);
+		"firstStage_optimizer", "middleStage_optimizer", "lastStage_optimizer", "master_copies"};
+	/* the seed's 22 and master_copies */
+	assert_int_equal(kj_sweep_op_count(), 23);
 	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
 		const struct kj_sweep_op *op = kj_sweep_op_find(seed[i]);
 		assert_non_null(op);
@@ -76,6 +78,12 @@ static void test_ops_formulas(void **state)
 	int64_t o[] = {1, 1024, 2};
 	assert_true(opt->flops(o, KJ_BWD) == 0 && opt->bytes(o, KJ_BWD, 2) == 0);
 	assert_true(opt->flops(o, KJ_FWD) > 16.0 * 2 * 12 * 1024 * 1024);
+	/* the master copies move the last stage's parameters: e + 4 bytes read, 4 + e written each,
+	 * where the last stage's Adam moves 28 + e */
+	const struct kj_sweep_op *cp = kj_sweep_op_find("master_copies"), *last = kj_sweep_op_find("lastStage_optimizer");
+	double params = last->bytes(o, KJ_FWD, 2) / 30.0;
+	assert_true(cp->flops(o, KJ_FWD) == 0 && cp->bytes(o, KJ_BWD, 2) == 0);
+	assert_true(fabs(cp->bytes(o, KJ_FWD, 2) - 12.0 * params) < 1e-6 * params);
 	assert_int_equal(kj_precision_parse("bf16"), KJ_BF16);
 	assert_int_equal(kj_precision_parse("fp8"), -1);
 	assert_int_equal(kj_precision_bytes(KJ_FP32), 4);

@@ -17,7 +17,7 @@ static const struct sw_op *const g_ops[] = {
 	&sw_op_layernorm, &sw_op_rmsnorm, &sw_op_softmax, &sw_op_flash_atten, &sw_op_gelu,
 	&sw_op_res_add, &sw_op_rope, &sw_op_embedding, &sw_op_bmm, &sw_op_baddbmm, &sw_op_fillmask,
 	&sw_op_masked_softmax, &sw_op_cross_entropy, &sw_op_moe, &sw_op_opt_first, &sw_op_opt_middle,
-	&sw_op_opt_last,
+	&sw_op_opt_last, &sw_op_master_copies,
 };
 
 int sw_op_count(void)
@@ -227,7 +227,8 @@ static const struct {
 	{"ScaledUpperTriangMaskedSoftmax", {1, 2, 4, 256}},
 	{"parallel_cross_entropy_128", {8, 2, 32}},
 	{"firstStage_optimizer", {8, 256, 2}}, {"middleStage_optimizer", {8, 256, 2}},
-	{"lastStage_optimizer", {8, 256, 2}},
+	{"lastStage_optimizer", {8, 256, 2}}, {"master_copies", {8, 256, 2}},
+	{"linear1", {1, 1, 37, 202}},
 	{"moe", {2, 2, 32, 128, 4, 512, 2}},
 };
 

@@ -1,6 +1,8 @@
 /* kjoule-sweep-worker: the GEMM operators (linear1-4, linear_final, bmm, baddbmm) as lists of
  * cuBLASLt products over named buffers; forward and backward as Megatron computes them, checked
- * on sampled output elements against double dot products of the same device inputs. */
+ * on sampled output elements against double dot products of the same device inputs. The
+ * column-parallel linears with a bias (linear1, linear3) add it in the forward GEMM's epilogue and
+ * reduce dy over the tokens for its gradient in the backward (worker_colsum.cu). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ struct gspec {
 	float alpha;
 	int a, b, out;
 	int plan;
+	int with_bias; /* the forward product adds gemm_op.bias */
 };
 
 struct gemm_op {
@@ -25,18 +28,23 @@ struct gemm_op {
 	void *buf[6];
 	struct gspec f[1], bw[2];
 	int nf, nb;
+	int has_bias, parts;  /* linear1/linear3: bias [N]; its gradient's row parts */
+	int64_t M, N;
+	void *bias, *dbias;
+	float *part;
 };
 
 /* Shapes of each op: buffers sizes (elements) and the products. Row-major throughout; weights
  * stored [out, in] as Megatron's ColumnParallel/RowParallelLinear hold them. */
-static int64_t sizes_linear(struct gemm_op *g, int64_t M, int64_t N, int64_t K, int64_t *n)
+static int64_t sizes_linear(struct gemm_op *g, int64_t M, int64_t N, int64_t K, int bias, int64_t *n)
 {
 	/* buf: 0 X[M,K] 1 W[N,K] 2 Y[M,N] 3 dY[M,N] 4 dX[M,K] 5 dW[N,K] */
 	n[0] = M * K, n[1] = N * K, n[2] = M * N, n[3] = M * N, n[4] = M * K, n[5] = N * K;
-	g->f[0] = (struct gspec){0, 1, M, N, K, K, K, N, 1, 0, 0, 0, 1.f, 0, 1, 2, -1};
-	g->bw[0] = (struct gspec){0, 0, M, K, N, N, K, K, 1, 0, 0, 0, 1.f, 3, 1, 4, -1}; /* dX = dY W */
-	g->bw[1] = (struct gspec){1, 0, N, K, M, N, K, K, 1, 0, 0, 0, 1.f, 3, 0, 5, -1}; /* dW = dY^T X */
+	g->f[0] = (struct gspec){0, 1, M, N, K, K, K, N, 1, 0, 0, 0, 1.f, 0, 1, 2, -1, 0};
+	g->bw[0] = (struct gspec){0, 0, M, K, N, N, K, K, 1, 0, 0, 0, 1.f, 3, 1, 4, -1, 0}; /* dX = dY W */
+	g->bw[1] = (struct gspec){1, 0, N, K, M, N, K, K, 1, 0, 0, 0, 1.f, 3, 0, 5, -1, 0}; /* dW = dY^T X */
 	g->nf = 1, g->nb = 2;
+	g->M = M, g->N = N, g->has_bias = bias, g->f[0].with_bias = bias;
 	return 0;
 }
 
@@ -55,7 +63,7 @@ static int shapes(struct sw_ctx *c, int kind, const int64_t *v, struct gemm_op *
 		}
 		if (N < 1 || K < 1)
 			return sw_fail(c, "shape", "mp larger than the dimension it divides");
-		return (int)sizes_linear(g, M, N, K, n);
+		return (int)sizes_linear(g, M, N, K, kind == L1 || kind == L3, n);
 	}
 	int64_t mp = v[0], B = v[1] * v[2] / mp, l = v[3], d = v[4] / v[2];
 	if (B < 1 || d < 1)
@@ -64,24 +72,25 @@ static int shapes(struct sw_ctx *c, int kind, const int64_t *v, struct gemm_op *
 	if (kind == BADDBMM) {
 		/* 0 Q[B,l,d] 1 K[B,l,d] 2 S[B,l,l] 3 dS 4 dQ 5 dK */
 		n[0] = n[1] = n[4] = n[5] = B * l * d, n[2] = n[3] = B * l * l;
-		g->f[0] = (struct gspec){0, 1, l, l, d, d, d, l, (int)B, l * d, l * d, l * l, alpha, 0, 1, 2, -1};
-		g->bw[0] = (struct gspec){0, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, alpha, 3, 1, 4, -1};
-		g->bw[1] = (struct gspec){1, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, alpha, 3, 0, 5, -1};
+		g->f[0] = (struct gspec){0, 1, l, l, d, d, d, l, (int)B, l * d, l * d, l * l, alpha, 0, 1, 2, -1, 0};
+		g->bw[0] = (struct gspec){0, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, alpha, 3, 1, 4, -1, 0};
+		g->bw[1] = (struct gspec){1, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, alpha, 3, 0, 5, -1, 0};
 	} else {
 		/* 0 P[B,l,l] 1 V[B,l,d] 2 C[B,l,d] 3 dC 4 dP[B,l,l] 5 dV */
 		n[0] = n[4] = B * l * l, n[1] = n[2] = n[3] = n[5] = B * l * d;
-		g->f[0] = (struct gspec){0, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, 1.f, 0, 1, 2, -1};
-		g->bw[0] = (struct gspec){0, 1, l, l, d, d, d, l, (int)B, l * d, l * d, l * l, 1.f, 3, 1, 4, -1};
-		g->bw[1] = (struct gspec){1, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, 1.f, 0, 3, 5, -1};
+		g->f[0] = (struct gspec){0, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, 1.f, 0, 1, 2, -1, 0};
+		g->bw[0] = (struct gspec){0, 1, l, l, d, d, d, l, (int)B, l * d, l * d, l * l, 1.f, 3, 1, 4, -1, 0};
+		g->bw[1] = (struct gspec){1, 0, l, d, l, l, d, d, (int)B, l * l, l * d, l * d, 1.f, 0, 3, 5, -1, 0};
 	}
 	g->nf = 1, g->nb = 2;
 	return 0;
 }
 
-static int plan(struct sw_ctx *c, int p, struct gspec *s)
+static int plan(struct sw_ctx *c, int p, struct gspec *s, const void *bias)
 {
-	s->plan = sw_gemm_plan(c, p, s->ta, s->tb, s->M, s->N, s->K, s->lda, s->ldb, s->ldc, s->batch,
-			       s->sa, s->sb, s->sc, s->alpha, 0.f);
+	s->plan = s->with_bias ? sw_gemm_plan_bias(c, p, s->ta, s->tb, s->M, s->N, s->K, s->lda, s->ldb, s->ldc, bias)
+			       : sw_gemm_plan(c, p, s->ta, s->tb, s->M, s->N, s->K, s->lda, s->ldb, s->ldc, s->batch,
+					      s->sa, s->sb, s->sc, s->alpha, 0.f);
 	return s->plan < 0 ? s->plan : 0;
 }
 
@@ -102,11 +111,18 @@ static int setup_kind(struct sw_ctx *c, int kind, int p, const int64_t *v, void 
 		if (!(g->buf[i] = sw_alloc(c, (size_t)n[i], g->dt, scale)))
 			return KJ_EGPU;
 	}
+	if (g->has_bias) {
+		g->parts = kj_sw_colsum_parts(g->dt, g->M, g->N, c->sms);
+		if (!(g->bias = sw_alloc(c, (size_t)g->N, g->dt, 1.f)) ||
+		    !(g->dbias = sw_alloc(c, (size_t)g->N, g->dt, 0.5f)) ||
+		    (g->parts > 1 && !(g->part = sw_alloc(c, (size_t)g->parts * (size_t)g->N, SW_F32, 0.5f))))
+			return KJ_EGPU;
+	}
 	for (int i = 0; i < g->nf; i++)
-		if ((rc = plan(c, p, &g->f[i])))
+		if ((rc = plan(c, p, &g->f[i], g->bias)))
 			return rc;
 	for (int i = 0; i < g->nb; i++)
-		if ((rc = plan(c, p, &g->bw[i])))
+		if ((rc = plan(c, p, &g->bw[i], NULL)))
 			return rc;
 	return sw_sync(c, "setup");
 }
@@ -130,7 +146,12 @@ static int gemm_fwd(struct sw_ctx *c, void *st)
 static int gemm_bwd(struct sw_ctx *c, void *st)
 {
 	struct gemm_op *g = st;
-	return run_list(c, g, g->bw, g->nb);
+	int rc = run_list(c, g, g->bw, g->nb);
+	if (rc || !g->has_bias)
+		return rc;
+	/* db = the sum of dY [M, N] over its M tokens */
+	return sw_cuda(c, (cudaError_t)kj_sw_colsum(g->dt, g->buf[3], g->part, g->dbias, g->M, g->N, g->parts, c->stream),
+		       "bias gradient");
 }
 
 /* count elements starting at element off of d, stride elements apart, to host doubles. */
@@ -185,6 +206,9 @@ static double *fetch(struct sw_ctx *c, const void *d, int dt, int64_t off, int64
 static int check_one(struct sw_ctx *c, struct gemm_op *g, const struct gspec *s, double *num, double *den)
 {
 	int rc = 0;
+	double *bias = s->with_bias ? fetch(c, g->bias, g->dt, 0, s->N, 1) : NULL;
+	if (s->with_bias && !bias)
+		return KJ_EGPU;
 	for (int bi = 0; bi < (s->batch > 1 ? 2 : 1); bi++) {
 		int64_t b = bi ? s->batch - 1 : 0;
 		for (int ii = 0; ii < 8; ii++) {
@@ -196,6 +220,7 @@ static int check_one(struct sw_ctx *c, struct gemm_op *g, const struct gspec *s,
 			if (!ra || !co) {
 				free(ra);
 				free(co);
+				free(bias);
 				return KJ_EGPU;
 			}
 			for (int jj = 0; jj < 8 && !rc; jj++) {
@@ -210,6 +235,8 @@ static int check_one(struct sw_ctx *c, struct gemm_op *g, const struct gspec *s,
 				for (int64_t k = 0; k < s->K; k++)
 					ref += ra[k] * cb[k];
 				ref *= s->alpha;
+				if (bias)
+					ref += bias[j];
 				double e = co[j] - ref;
 				*num += isnan(co[j]) ? 1e60 : e * e;
 				*den += ref * ref;
@@ -217,10 +244,38 @@ static int check_one(struct sw_ctx *c, struct gemm_op *g, const struct gspec *s,
 			}
 			free(ra);
 			free(co);
-			if (rc)
+			if (rc) {
+				free(bias);
 				return rc;
+			}
 		}
 	}
+	free(bias);
+	return 0;
+}
+
+/* The bias gradient on 8 sampled columns against double sums of the same dY column. */
+static int check_dbias(struct sw_ctx *c, struct gemm_op *g, double *num, double *den)
+{
+	double *db = fetch(c, g->dbias, g->dt, 0, g->N, 1);
+	if (!db)
+		return KJ_EGPU;
+	for (int jj = 0; jj < 8; jj++) {
+		int64_t j = (jj * (g->N - 1)) / 7;
+		double *col = fetch(c, g->buf[3], g->dt, j, g->M, g->N);
+		if (!col) {
+			free(db);
+			return KJ_EGPU;
+		}
+		double ref = 0;
+		for (int64_t i = 0; i < g->M; i++)
+			ref += col[i];
+		double e = db[j] - ref;
+		*num += isnan(db[j]) ? 1e60 : e * e;
+		*den += ref * ref;
+		free(col);
+	}
+	free(db);
 	return 0;
 }
 
@@ -237,6 +292,8 @@ static int gemm_check(struct sw_ctx *c, void *st, double *err_f, double *err_b)
 	for (int i = 0; i < g->nb; i++)
 		if ((rc = check_one(c, g, &g->bw[i], &nb, &db)))
 			return rc;
+	if (g->has_bias && (rc = check_dbias(c, g, &nb, &db)))
+		return rc;
 	*err_f = df > 0 ? sqrt(nf / df) : 1e30;
 	*err_b = db > 0 ? sqrt(nb / db) : 1e30;
 	return 0;

@@ -173,6 +173,63 @@ out:
 	return rc;
 }
 
+/* master_copies: the two casts a mixed-precision step pays when its optimizer does not read the
+ * half gradients and write the half weights itself (PyTorch's AdamW over fp32 master copies):
+ * half gradients into fp32 ones before the step, fp32 masters into the half weights after it,
+ * over the last stage's parameters (the lastStage_optimizer's count). */
+struct copies {
+	int dt;
+	int64_t n;
+	void *gh, *ph;
+	float *g, *p;
+};
+
+static int copies_setup(struct sw_ctx *c, int p, const int64_t *v, void **state)
+{
+	struct copies *k = calloc(1, sizeof(*k));
+	if (!k)
+		return sw_fail(c, "setup", "host memory");
+	*state = k;
+	k->dt = sw_dtype_of(p), k->n = (stage_params(2, v[0], v[1], v[2]) + 7) / 8 * 8;
+	if (k->dt == SW_F32)
+		return sw_fail(c, "precision", "an fp32 model has no half copies to make");
+	size_t n = (size_t)k->n;
+	if (!(k->gh = sw_alloc(c, n, k->dt, 0.01f)) || !(k->g = sw_alloc(c, n, SW_F32, 1.f)) ||
+	    !(k->p = sw_alloc(c, n, SW_F32, 1.f)) || !(k->ph = sw_alloc(c, n, k->dt, 1.f)))
+		return KJ_EGPU;
+	return sw_sync(c, "setup");
+}
+
+static int copies_fwd(struct sw_ctx *c, void *st)
+{
+	struct copies *k = st;
+	int rc = SW_LAUNCH(c, kj_sw_cast(k->dt, k->gh, SW_F32, k->g, k->n, c->stream), "gradient cast");
+	return rc ? rc : SW_LAUNCH(c, kj_sw_cast(SW_F32, k->p, k->dt, k->ph, k->n, c->stream), "weight cast");
+}
+
+static int copies_check(struct sw_ctx *c, void *st, double *err_f, double *err_b)
+{
+	struct copies *k = st;
+	int64_t w = k->n < 65536 ? k->n : 65536;
+	double num = 0, den = 0, *gh = NULL, *g = NULL, *p = NULL, *ph = NULL;
+	int rc = KJ_EGPU;
+	if (copies_fwd(c, k) || sw_sync(c, "check run"))
+		goto out;
+	gh = sw_download(c, k->gh, (size_t)w, k->dt), g = sw_download(c, k->g, (size_t)w, SW_F32);
+	p = sw_download(c, k->p, (size_t)w, SW_F32), ph = sw_download(c, k->ph, (size_t)w, k->dt);
+	if (!gh || !g || !p || !ph)
+		goto out;
+	for (int64_t i = 0; i < w; i++) {
+		sw_acc(g[i], gh[i], &num, &den);  /* exact: every half value is an fp32 value */
+		sw_acc(ph[i], p[i], &num, &den);  /* rounded to the half type */
+	}
+	*err_f = sw_err(num, den), *err_b = -1;
+	rc = 0;
+out:
+	free(gh), free(g), free(p), free(ph);
+	return rc;
+}
+
 static void plain_teardown(struct sw_ctx *c, void *s)
 {
 	(void)c;
@@ -187,3 +244,5 @@ const struct sw_op sw_op_opt_middle = {"middleStage_optimizer", {"mp", "dim", "e
 				       adam_fwd, NULL, adam_check, plain_teardown};
 const struct sw_op sw_op_opt_last = {"lastStage_optimizer", {"mp", "dim", "encoders", NULL}, 3, opt_last,
 				     adam_fwd, NULL, adam_check, plain_teardown};
+const struct sw_op sw_op_master_copies = {"master_copies", {"mp", "dim", "encoders", NULL}, 3, copies_setup,
+					  copies_fwd, NULL, copies_check, plain_teardown};

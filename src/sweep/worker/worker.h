@@ -95,6 +95,10 @@ int sw_nvml_index(int cuda_device, char *why, size_t why_len);
 int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
 		 int64_t lda, int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc,
 		 float alpha, float beta);
+/** sw_gemm_plan with cuBLASLt's bias epilogue: C[i,j] = (op(A) op(B))[i,j] + bias[j], bias of N
+ *  elements in the GEMM's type (as nn.Linear's fused forward adds it). */
+int sw_gemm_plan_bias(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+		      int64_t lda, int64_t ldb, int64_t ldc, const void *bias);
 int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C);
 void sw_gemm_free_all(struct sw_ctx *c);
 
@@ -116,7 +120,8 @@ int sw_ceilings(struct sw_ctx *c);
 extern const struct sw_op sw_op_linear1, sw_op_linear2, sw_op_linear3, sw_op_linear4,
 	sw_op_linear_final, sw_op_bmm, sw_op_baddbmm, sw_op_layernorm, sw_op_rmsnorm, sw_op_softmax,
 	sw_op_masked_softmax, sw_op_fillmask, sw_op_gelu, sw_op_res_add, sw_op_rope, sw_op_embedding,
-	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last, sw_op_moe;
+	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last, sw_op_moe,
+	sw_op_master_copies;
 const struct sw_op *sw_op_find(const char *name);
 int sw_op_count(void);
 const struct sw_op *sw_op_at(int i);
@@ -137,6 +142,10 @@ int kj_sw_softmax_bwd(int dt, const void *y, const void *dy, void *dx, int64_t r
 		      float scale, cudaStream_t s);
 int kj_sw_fillmask(int dt, const void *x, const uint8_t *mask, void *y, int64_t n, int64_t per_mask, int64_t heads,
 		   float value, cudaStream_t s);
+/* worker_colsum.cu: out[j] = sum_i x[i, j] of a row-major [rows, cols] matrix (a bias gradient) */
+int kj_sw_colsum_parts(int dt, int64_t rows, int64_t cols, int sms);
+int kj_sw_colsum(int dt, const void *x, float *part, void *out, int64_t rows, int64_t cols, int parts,
+		 cudaStream_t s);
 int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s);
 int kj_sw_gelu_bwd(int dt, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s);
 int kj_sw_add(int dt, const void *a, const void *b, void *y, int64_t n, cudaStream_t s);
@@ -150,6 +159,8 @@ int kj_sw_xent_fwd(int dt, const void *logits, const int *target, float *loss, v
 		   int64_t rows, int64_t v, cudaStream_t s);
 int kj_sw_xent_bwd(int dt, const void *softmax, const int *target, void *grad, int64_t rows, int64_t v,
 		   float dloss, cudaStream_t s);
+/* y = x converted between a half type and fp32 (dtype 2), n a multiple of 8 */
+int kj_sw_cast(int dt_in, const void *x, int dt_out, void *y, int64_t n, cudaStream_t s);
 int kj_sw_adam(float *p, float *m, float *v, const float *g, void *p_half, int dt_half, int64_t n,
 	       float lr, float b1, float b2, float eps, float wd, int step, cudaStream_t s);
 int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse,

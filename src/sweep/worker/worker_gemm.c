@@ -47,9 +47,9 @@ error:
 
 /* Row-major C[M,N] = op(A) op(B) is column-major C^T[N,M] = op(B)^T op(A)^T: cuBLASLt gets B as
  * its first operand and A as its second. */
-int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
-		 int64_t lda, int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc,
-		 float alpha, float beta)
+static int plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+		int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc, float alpha, float beta,
+		const void *bias)
 {
 	int rc = 0;
 	if (c->ngemm == (int)(sizeof(c->gemm) / sizeof(c->gemm[0])))
@@ -67,6 +67,13 @@ int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, 
 	LT(cublasLtMatmulDescCreate(&g->desc, ct, st), "matmul desc");
 	LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), "transa");
 	LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), "transb");
+	if (bias) {
+		/* column-major C^T[N,M]: a bias of N elements is one a row, broadcast over the M columns */
+		cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+		LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "epilogue");
+		LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+		   "bias pointer");
+	}
 	if ((rc = layout(c, &g->a, t, tb ? K : N, tb ? N : K, ldb, batch, sb)))
 		goto error;
 	if ((rc = layout(c, &g->b, t, ta ? M : K, ta ? K : M, lda, batch, sa)))
@@ -107,6 +114,19 @@ error:
 	free(g);
 	c->gemm[c->ngemm] = NULL;
 	return rc ? rc : KJ_EGPU;
+}
+
+int sw_gemm_plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+		 int64_t lda, int64_t ldb, int64_t ldc, int batch, int64_t sa, int64_t sb, int64_t sc,
+		 float alpha, float beta)
+{
+	return plan(c, p, ta, tb, M, N, K, lda, ldb, ldc, batch, sa, sb, sc, alpha, beta, NULL);
+}
+
+int sw_gemm_plan_bias(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, int64_t K,
+		      int64_t lda, int64_t ldb, int64_t ldc, const void *bias)
+{
+	return plan(c, p, ta, tb, M, N, K, lda, ldb, ldc, 1, 0, 0, 0, 1.f, 0.f, bias);
 }
 
 int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C)
