@@ -40,7 +40,8 @@ struct sw_ctx {
 	void *gemm[16];         /* struct sw_gemm plans of the current op */
 	int ngemm;
 	int oom;                /* set by sw_alloc when cudaMalloc ran out of memory */
-	int unsupported;        /* set by sw_fail(c, "shape", ...): a shape this implementation does not take */
+	int unsupported;        /* set by sw_fail(c, "shape" or "precision", ...): a shape or precision
+				 * this implementation does not take */
 	char err[512];
 	const char *op;         /* for messages: the op and its shape */
 	char shape[96];

@@ -17,7 +17,7 @@ int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (!strcmp(what, "shape"))
+	if (!strcmp(what, "shape") || !strcmp(what, "precision"))
 		c->unsupported = 1;
 	if (!c->err[0])
 		snprintf(c->err, sizeof(c->err), "%s %s: %s: %s", c->op ? c->op : "?", c->shape, what, text);
