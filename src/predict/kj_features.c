@@ -164,11 +164,75 @@ static double causal_attention_imbalance(double heads, double nb, int prop, int 
 	return total > 0 ? end * slots / total : 1.0;
 }
 
+/* The GEMMs of one call (at most two) as M, N, K and a batch count; 0 when the op is no GEMM. */
+static int gemms_of(const struct kj_sweep_op *op, const int64_t *v, int prop, double g[2][4])
+{
+	const char *n = op->name;
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	double M, N, K, B = 1;
+	if (!strncmp(n, "linear", 6) && mp >= 0 && b >= 0 && l >= 0 && d >= 0) {
+		double dim = (double)v[d], p = (double)v[mp];
+		M = (double)v[b] * v[l];
+		if (!strcmp(n, "linear1"))
+			N = 3 * dim / p, K = dim;
+		else if (!strcmp(n, "linear2"))
+			N = dim, K = dim / p;
+		else if (!strcmp(n, "linear3"))
+			N = 4 * dim / p, K = dim;
+		else if (!strcmp(n, "linear4"))
+			N = dim, K = 4 * dim / p;
+		else
+			N = (double)KJ_SWEEP_VOCAB / p, K = dim;
+	} else if ((!strcmp(n, "bmm") || !strcmp(n, "baddbmm")) && mp >= 0 && b >= 0 && h >= 0 && l >= 0 && d >= 0) {
+		double len = (double)v[l], hd = (double)v[d] / v[h];
+		B = (double)v[b] * v[h] / v[mp];
+		M = len, N = !strcmp(n, "bmm") ? hd : len, K = !strcmp(n, "bmm") ? len : hd;
+	} else {
+		return 0;
+	}
+	if (prop == KJ_FWD) {
+		g[0][0] = M, g[0][1] = N, g[0][2] = K, g[0][3] = B;
+		return 1;
+	}
+	/* the data gradient [M, K] over N and the weight gradient [N, K] over M */
+	g[0][0] = M, g[0][1] = K, g[0][2] = N, g[0][3] = B;
+	g[1][0] = N, g[1][1] = K, g[1][2] = M, g[1][3] = B;
+	return 2;
+}
+
+/* How much more work than M x N x K a GEMM's tiles do: output tiles of the better of 256 x 128
+ * either way round (the shape Hopper's large GEMM kernels use), 128 x 128 and 128 x 64 (a smaller
+ * tile does less per SM-cycle: its rate relative to the largest), K in steps of 64 (the depth of
+ * one k-tile); FLOP-weighted over the call's GEMMs. The waves are the wave features' (f[2], f[3]).
+ * A dimension just past a tile edge pays a whole tile more: held-out shapes 64 past a 1024-multiple
+ * were predicted 10 % fast without this (bench/results/predict_accuracy_fifth.json). */
+static double gemm_tile_padding(const struct kj_sweep_op *op, const int64_t *v, int prop)
+{
+	static const double tiles[][3] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.9}, {128, 64, 0.75},
+					  {64, 128, 0.75}};
+	double g[2][4], work = 0, padded = 0;
+	int n = gemms_of(op, v, prop, g);
+	for (int i = 0; i < n; i++) {
+		double M = g[i][0], N = g[i][1], K = g[i][2], B = g[i][3], best = -1;
+		for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); t++) {
+			double cost = ceil(M / tiles[t][0]) * tiles[t][0] * ceil(N / tiles[t][1]) * tiles[t][1] / tiles[t][2];
+			if (best < 0 || cost < best)
+				best = cost;
+		}
+		work += B * M * N * K;
+		padded += B * best * ceil(K / 64) * 64;
+	}
+	return work > 0 ? padded / work : 1.0;
+}
+
 double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
 			    int sm_count)
 {
 	const char *n = op->name;
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
+	double g[2][4];
+	if (gemms_of(op, v, prop, g))
+		return gemm_tile_padding(op, v, prop);
 	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0) {
 		if (prop && b >= 0 && l >= 0)
 			return layernorm_bwd_imbalance((double)v[d], packs_of((double)v[d], elem_bytes),

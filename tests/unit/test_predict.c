@@ -54,7 +54,18 @@ static void test_features(void **state)
 	assert_true(ia > 1.0 && ia < i1);
 	assert_true(fabs(i1 - 8.0 * 264 / 36.0) < 1e-9); /* makespan 8, total work 36, 264 slots */
 	assert_true(fabs(kj_predict_imbalance(fa, one, KJ_BWD, 2, 132) - 8.0 * 132 / 36.0) < 1e-9);
-	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0);
+	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0); /* whole 256 x 128 tiles */
+	/* linear2 at dim 1088 (64 past 1024): M = 4 x 544 = 2176, N = 1088, K = 1088 (17 k-steps of
+	 * 64). 256 x 128 tiles cover 2304 x 1152, the least: 128 x 256 cover 2176 x 1280, 128 x 128
+	 * 2176 x 1152 at 0.9 of the rate */
+	const struct kj_sweep_op *l2op = kj_sweep_op_find("linear2");
+	int64_t past[] = {1, 4, 544, 1088};
+	double want = (2304.0 * 1152) / (2176.0 * 1088);
+	assert_true(fabs(kj_predict_imbalance(l2op, past, KJ_FWD, 2, 132) - want) < 1e-9);
+	/* the backward's two GEMMs ([M, K] over N, [N, K] over M) on whole tiles: even again */
+	int64_t even[] = {1, 4, 512, 2048};
+	assert_true(kj_predict_imbalance(l2op, even, KJ_BWD, 2, 132) == 1.0);
+	assert_true(kj_predict_imbalance(l2op, past, KJ_BWD, 2, 132) > 1.0);
 	/* layer norm's rows: 640 fp16 columns are 80 packs on 32 threads, 3 for the busiest: 96/80 */
 	const struct kj_sweep_op *ln = kj_sweep_op_find("layernorm");
 	int64_t r640[] = {1, 1, 640}, r768[] = {1, 1, 768};
