@@ -54,6 +54,12 @@ static void test_features(void **state)
 	assert_true(ia > 1.0 && ia < i1);
 	assert_true(fabs(i1 - 8.0 * 264 / 36.0) < 1e-9); /* makespan 8, total work 36, 264 slots */
 	assert_true(fabs(kj_predict_imbalance(fa, one, KJ_BWD, 2, 132) - 8.0 * 132 / 36.0) < 1e-9);
+	/* 544 = 4.25 x 128: five CTAs of work 1..5 (makespan 5 of 15), on whole tiles: 640 queries
+	 * against 576 keys (tiles of 64) forward, 640 keys against 544 queries (tiles of 32) backward */
+	int64_t off[] = {1, 1, 1, 544, 64};
+	double p544 = 640.0 / 544;
+	assert_true(fabs(kj_predict_imbalance(fa, off, KJ_FWD, 2, 132) - p544 * 576.0 / 544 * 5.0 * 264 / 15.0) < 1e-9);
+	assert_true(fabs(kj_predict_imbalance(fa, off, KJ_BWD, 2, 132) - p544 * 5.0 * 132 / 15.0) < 1e-9);
 	assert_true(kj_predict_imbalance(op, v, KJ_FWD, 2, 132) == 1.0); /* whole 256 x 128 tiles */
 	/* linear2 at dim 1088 (64 past 1024): M = 4 x 544 = 2176, N = 1088, K = 1088 (17 k-steps of
 	 * 64). 256 x 128 tiles cover 2304 x 1152, the least: 128 x 256 cover 2176 x 1280, 128 x 128
