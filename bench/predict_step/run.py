@@ -18,11 +18,16 @@ On the GPU machine, for the GPT-style model of examples/gpt_train.py (its shape 
     kernels, so what the sum of operators misses can be named. Written atomically to -o; a short
     table is printed last.
 
+Batch 8 by default: the operator sum predicts the GPU's work, so the step must be GPU-bound to test
+it. At batch 4 a step holds ~28 ms of kernels and PyTorch's host spends ~30 ms launching them on
+some hosts (session 17's H100: 34 ms a step untraced), which the sum cannot see; at batch 8 the
+GPU's ~50 ms hides the host's launches (traced/untraced 1.00x).
+
 Every subprocess is bounded by a timeout inside an overall --budget-s (default 540 s); a step that
 fails or runs out of time is recorded under "skipped" and the rest still runs. Errors are null
 (never 0) when the step was not measured.
 
-usage: run.py --kjoule KJOULE [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 4]
+usage: run.py --kjoule KJOULE [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 8]
               [--precision bf16] [--norm layernorm] [--steps 20] [--warmup 3] [--out-dir DIR]
               [-o RESULT.json] [--no-trace | --run RUN.kjdb] [--gpu-name NAME] [--energy-s 0.5]
               [--budget-s 540] [--python python3]
@@ -231,7 +236,7 @@ def git_commit():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kjoule", required=True)
-    for k, v in (("layers", 24), ("hidden", 1024), ("heads", 16), ("seq", 1024), ("batch", 4),
+    for k, v in (("layers", 24), ("hidden", 1024), ("heads", 16), ("seq", 1024), ("batch", 8),
                  ("steps", 20), ("warmup", 3)):
         ap.add_argument("--" + k, type=int, default=v)
     ap.add_argument("--precision", choices=["bf16", "fp16"], default="bf16")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: a whole training step predicted from its operators against the same step
 # measured (bench/predict_step/run.py): examples/gpt_train.py (24 layers x 1024, 16 heads, seq 1024,
-# batch 4 by default) traced under kjoule run, kjoule compare per step, one small sweep per operator
+# batch 8 by default: GPU-bound) traced under kjoule run, kjoule compare per step, one small sweep per operator
 # kjoule predict --model needs (--energy), kjoule fit, kjoule predict --model --json.
 # Files in $OUT (at most 5): predict_step.json (the result; copy it to bench/results/), predict_step.log,
 # trace.log (gpt_train.py's and kjoule run's output), compare.txt (kjoule compare of the traced
