@@ -110,10 +110,8 @@ static double packs_of(double cols, int elem_bytes)
 }
 
 /* The layer-norm forward takes as long as its busiest thread: it walks a row's 16-byte packs in a
- * block-stride loop over row_threads' threads (worker_kernels.cu). (Softmax's rows are left out: a
- * warp a row up to 256 packs, ceil(packs / 32) packs a lane, but a memory-bound row does not wait
- * on its busiest lane; with that factor the held-out shapes a quarter step off the grid were
- * predicted 13 % slow.) */
+ * block-stride loop over row_threads' threads (worker_kernels.cu). (Softmax's forward has its own
+ * lane factor below; its backward none: a memory-bound row does not wait on its busiest lane.) */
 static double row_quantization(double packs)
 {
 	if (packs < 1)
@@ -238,6 +236,14 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 			return layernorm_bwd_imbalance((double)v[d], packs_of((double)v[d], elem_bytes),
 						       (double)v[b] * v[l], sm_count);
 		return row_quantization(packs_of((double)v[d], elem_bytes));
+	}
+	if (!strcmp(n, "softmax") && l >= 0 && !prop) {
+		/* the forward's warp takes ceil(packs / 32) packs a lane and computes an exponential on
+		 * every slot of them, filled or not (worker_kernels.cu, softmax_fwd_warp_k); its backward
+		 * is memory-bound and waits on no lane (with a factor there, held-out rows were predicted
+		 * slow). Without it, rows 32 columns past a 256-multiple were predicted 7 % fast. */
+		double packs = packs_of((double)v[l], elem_bytes);
+		return packs >= 1 && packs <= 256 ? ceil(packs / 32) * 32 / packs : 1.0;
 	}
 	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0) {
 		/* a length off the kernel's tiles computes whole tiles (worker_fa2.cu): the forward 128

@@ -14,7 +14,7 @@
 #define KJ_PREDICT_COL0 5
 #define KJ_PREDICT_NF (KJ_PREDICT_COL0 + KJ_SWEEP_MAX_COLS)
 /* the features' version, kept with each model: a model fitted on other features is refused */
-#define KJ_PREDICT_FEATURES 7
+#define KJ_PREDICT_FEATURES 8
 
 /** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
  *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */
@@ -27,7 +27,7 @@ double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop
 /** @brief How much longer the busiest part of the GPU works than evenly spread work would take:
  *  causal attention's CTAs differ in work (a greedy schedule of them in launch order on sm_count
  *  SMs) and compute whole tiles of queries and keys, the row kernels' threads take whole 16-byte
- *  packs, a GEMM's tiles cover more than its M x N x K (whole tiles, k-steps of 64); 1 where work
+ *  packs (softmax's forward: whole packs a lane of its warp), a GEMM's tiles cover more than its M x N x K (whole tiles, k-steps of 64); 1 where work
  *  is even. */
 double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int prop, int elem_bytes,
 			    int sm_count);

@@ -83,10 +83,13 @@ static void test_features(void **state)
 	int64_t b2688[] = {2, 2048, 2688}, b2048[] = {2, 2048, 2048};
 	assert_true(fabs(kj_predict_imbalance(ln, b2688, KJ_BWD, 2, 132) - 16.0 * 132 * 1024 / (4096.0 * 336)) < 1e-9);
 	assert_true(fabs(kj_predict_imbalance(ln, b2048, KJ_BWD, 2, 132) - 8.0 * 132 * 1024 / (4096.0 * 256)) < 1e-9);
-	/* softmax's rows are memory-bound: no busiest-lane factor */
+	/* softmax's backward rows are memory-bound: no busiest-lane factor; its forward computes on
+	 * whole packs a lane: 640 fp16 columns are 80 packs, 3 a lane of 32, 96 slots for 80 */
 	const struct kj_sweep_op *smx = kj_sweep_op_find("softmax");
-	int64_t s640[] = {1, 1, 16, 640};
+	int64_t s640[] = {1, 1, 16, 640}, s1024[] = {1, 1, 16, 1024};
 	assert_true(kj_predict_imbalance(smx, s640, KJ_BWD, 2, 132) == 1.0);
+	assert_true(fabs(kj_predict_imbalance(smx, s640, KJ_FWD, 2, 132) - 96.0 / 80) < 1e-12);
+	assert_true(kj_predict_imbalance(smx, s1024, KJ_FWD, 2, 132) == 1.0);
 }
 
 static const char *write_file(const char *name, const char *text)
