@@ -128,8 +128,8 @@ SKIP = ("inside", "beyond", "fit", "models")
 
 def copy_training(dirs, op, opdir):
     """Copies every set of each DIR/op except its 'beyond' (earlier held-out sets included) into
-    opdir as TAG_SET (TAG: the folder's name); True when any was found."""
-    found = False
+    opdir as TAG_SET (TAG: the folder's name); returns the names of the sets copied."""
+    found = []
     for d in dirs:
         src = os.path.join(d, op)
         if not os.path.isdir(src):
@@ -138,15 +138,18 @@ def copy_training(dirs, op, opdir):
         for sub in sorted(os.listdir(src)):
             if sub in ("beyond", "fit", "models") or not os.path.isdir(os.path.join(src, sub, "sampling_data")):
                 continue
+            shutil.rmtree(os.path.join(opdir, f"{tag}_{sub}"), ignore_errors=True)
             shutil.copytree(os.path.join(src, sub), os.path.join(opdir, f"{tag}_{sub}"))
-            found = True
+            found.append(f"{tag}_{sub}")
     return found
 
 
-def training_sets(opdir):
-    """The sets of opdir a fit learns from: every one with sampling data but the held-out ones."""
-    return tuple(sorted(s for s in os.listdir(opdir) if s not in SKIP
-                        and os.path.isdir(os.path.join(opdir, s, "sampling_data"))))
+def training_sets(opdir, names=None):
+    """The sets of opdir a fit learns from: those named (the ones this run measured or copied), or
+    with names None (an earlier run's folder, --from-csv) every one with sampling data but the
+    held-out ones."""
+    have = [s for s in os.listdir(opdir) if os.path.isdir(os.path.join(opdir, s, "sampling_data"))]
+    return tuple(sorted(s for s in have if s not in SKIP and (names is None or s in names)))
 
 
 def sh(cmd, log):
@@ -259,8 +262,10 @@ def main():
         else:
             print(f"== {op}: sweeps", flush=True)
             measure = dict(grids, **extras)
-            shutil.rmtree(opdir, ignore_errors=True)
-            if copy_training(a.train_from_csv, op, opdir):
+            if a.train_from_csv:  # a fresh folder: earlier runs' sets and a held-out set measured now
+                shutil.rmtree(opdir, ignore_errors=True)
+            copied = copy_training(a.train_from_csv, op, opdir)
+            if copied:
                 # the training sets of earlier runs (their held-out sets too, now as training);
                 # a fresh held-out set now
                 measure = dict({"inside": grids["inside"]}, **extras)
@@ -277,7 +282,7 @@ def main():
         fitdir = os.path.join(opdir, "fit")
         shutil.rmtree(fitdir, ignore_errors=True)
         os.makedirs(fitdir)
-        training = training_sets(opdir)
+        training = training_sets(opdir, None if a.from_csv else set(copied) | (set(measure) - {"inside", "beyond"}))
         for i, which in enumerate(training):
             d = os.path.join(opdir, which, "sampling_data")
             for f in (os.listdir(d) if os.path.isdir(d) else []):
