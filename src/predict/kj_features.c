@@ -198,18 +198,17 @@ static int gemms_of(const struct kj_sweep_op *op, const int64_t *v, int prop, do
 	return 2;
 }
 
-/* How much more work than M x N x K a GEMM's tiles do: output tiles of the better of 256 x 128
+/* How much more work than M x N x K the n GEMMs g (gemms_of) do on whole tiles: output tiles of the better of 256 x 128
  * either way round (the shape Hopper's large GEMM kernels use), 128 x 128 and 128 x 64 (a smaller
  * tile does less per SM-cycle: its rate relative to the largest), K in steps of 64 (the depth of
  * one k-tile); FLOP-weighted over the call's GEMMs. The waves are the wave features' (f[2], f[3]).
  * A dimension just past a tile edge pays a whole tile more: held-out shapes 64 past a 1024-multiple
  * were predicted 10 % fast without this (bench/results/predict_accuracy_fifth.json). */
-static double gemm_tile_padding(const struct kj_sweep_op *op, const int64_t *v, int prop)
+static double gemm_tile_padding(double g[2][4], int n)
 {
 	static const double tiles[][3] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.9}, {128, 64, 0.75},
 					  {64, 128, 0.75}};
-	double g[2][4], work = 0, padded = 0;
-	int n = gemms_of(op, v, prop, g);
+	double work = 0, padded = 0;
 	for (int i = 0; i < n; i++) {
 		double M = g[i][0], N = g[i][1], K = g[i][2], B = g[i][3], best = -1;
 		for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); t++) {
@@ -229,8 +228,9 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	const char *n = op->name;
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
 	double g[2][4];
-	if (gemms_of(op, v, prop, g))
-		return gemm_tile_padding(op, v, prop);
+	int ng = gemms_of(op, v, prop, g);
+	if (ng)
+		return gemm_tile_padding(g, ng);
 	if ((!strcmp(n, "layernorm") || !strcmp(n, "RMSlayernorm")) && d >= 0) {
 		if (prop && b >= 0 && l >= 0)
 			return layernorm_bwd_imbalance((double)v[d], packs_of((double)v[d], elem_bytes),
