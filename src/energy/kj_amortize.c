@@ -43,6 +43,25 @@ static int mark_push(struct mark **m, size_t *n, size_t *cap, int64_t t, int64_t
 	return 0;
 }
 
+/* SM clock readings over the measured span, at most one every 50 ms (a read costs tens of µs). */
+struct clock_watch {
+	double sum;
+	int n, min, max;
+	int64_t last;
+};
+
+static void clock_watch_read(struct clock_watch *cw, struct kj_gpu_backend *be, int idx, int64_t now)
+{
+	int mhz = 0;
+	if (now - cw->last < 50000000LL || !be->sm_clock || be->sm_clock(be->ctx, idx, &mhz) != 0 || mhz <= 0)
+		return;
+	cw->last = now;
+	cw->sum += mhz;
+	cw->min = cw->n == 0 || mhz < cw->min ? mhz : cw->min;
+	cw->max = cw->n == 0 || mhz > cw->max ? mhz : cw->max;
+	cw->n++;
+}
+
 static int run_units(const struct kj_amortize_work *w, int count)
 {
 	for (int i = 0; i < count; i++) {
@@ -69,6 +88,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 
 	memset(r, 0, sizeof(*r));
 	r->method = "none";
+	r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
 	if (!w || !w->enqueue || !w->sync || w->launches_per_unit <= 0)
 		return KJ_EINVAL;
 
@@ -116,6 +136,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	t0 = kj_now_ns();
 	if ((rc = mark_push(&marks, &nm, &cap, t0, 0)))
 		goto out;
+	struct clock_watch cw = {0, 0, -1, -1, 0};
 	for (;;) {
 		rc = run_units(w, batch);
 		if (rc)
@@ -123,6 +144,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		units += batch;
 		if ((rc = mark_push(&marks, &nm, &cap, kj_now_ns(), units)))
 			goto out;
+		clock_watch_read(&cw, be, o->nvml_index, marks[nm - 1].t);
 		double el = (double)(marks[nm - 1].t - t0) * NS;
 		struct kj_sampler_stats st;
 		kj_sampler_get_stats(s, 0, &st);
@@ -229,7 +251,12 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	      isfinite(r->time_per_launch_ns) && r->time_per_launch_ns > 0)) {
 		memset(r, 0, sizeof(*r));
 		r->method = "none";
+		r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
 		rc = KJ_EGPU;
+	}
+	if (rc == 0 && cw.n > 0) {
+		r->sm_clock_mean_mhz = cw.sum / cw.n;
+		r->sm_clock_min_mhz = cw.min, r->sm_clock_max_mhz = cw.max;
 	}
 out:
 	free(v);
@@ -246,6 +273,7 @@ int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amorti
 	int rc = kj_gpu_nvml_open(&be, why, sizeof(why));
 	memset(r, 0, sizeof(*r));
 	r->method = "none";
+	r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
 	if (rc) {
 		kj_errorf("%s", why);
 		return KJ_ENODEV;

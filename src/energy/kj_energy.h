@@ -80,6 +80,11 @@ struct kj_amortize_result {
 	double avg_power_w;
 	int counter_updates;
 	const char *method;
+	/* the SM clock read every ~50 ms over the measured span (MHz; -1: never read): a mean below
+	 * the clock the warm-up settled at, or a low minimum, says the work ran against a power or
+	 * thermal limit */
+	double sm_clock_mean_mhz;
+	int sm_clock_min_mhz, sm_clock_max_mhz;
 };
 
 /** @brief Warm up until the SM clock is steady, then run work for the requested span and return

@@ -35,6 +35,7 @@ struct worker {
 struct answer {
 	char status[16];
 	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
+	char f_mhz[32], b_mhz[32]; /* mean SM clock over each energy window */
 	char msg[256];
 };
 
@@ -42,11 +43,13 @@ struct answer {
  * Returns 0, or -1 when the line is not a KJ_SWEEP answer. */
 static int parse_answer(const char *line, struct answer *a)
 {
-	char *fields[] = {a->f_us, a->b_us, a->f_uj, a->f_uj_unc, a->b_uj, a->b_uj_unc, a->err_f, a->err_b};
+	char *fields[] = {a->f_us, a->b_us, a->f_uj, a->f_uj_unc, a->b_uj, a->b_uj_unc, a->err_f, a->err_b,
+			  a->f_mhz, a->b_mhz};
 	static const char *const keys[] = {"f_us=", "b_us=", "f_uj=", "f_uj_unc=", "b_uj=", "b_uj_unc=",
-					   "err_f=", "err_b="};
+					   "err_f=", "err_b=", "f_mhz=", "b_mhz="};
+	enum { NFIELDS = sizeof(keys) / sizeof(keys[0]) };
 	memset(a, 0, sizeof(*a));
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < NFIELDS; i++)
 		strcpy(fields[i], "-");
 	if (strncmp(line, "KJ_SWEEP ", 9))
 		return -1;
@@ -73,7 +76,7 @@ static int parse_answer(const char *line, struct answer *a)
 		snprintf(tok, sizeof(tok), "%.*s", (int)(len < 127 ? len : 127), s);
 		if (!strncmp(tok, "status=", 7))
 			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < NFIELDS; i++) {
 			size_t kl = strlen(keys[i]);
 			if (!strncmp(tok, keys[i], kl))
 				snprintf(fields[i], 32, "%.31s", kj_sweep_is_number(tok + kl) ? tok + kl : "-");
@@ -267,6 +270,10 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 		       a->f_us, a->b_us, a->err_f, a->err_b, a->msg[0] ? " " : "", a->msg);
 		return 0;
 	}
+	/* the SM clock the energy windows ran at: a clock held down by the power limit shows here */
+	if (ok && st->opts->energy && st->log && (strcmp(a->f_mhz, "-") || strcmp(a->b_mhz, "-")))
+		fprintf(st->log, "shape %s: SM clock %s MHz forward, %s MHz backward (mean over each energy window)\n",
+			shape, a->f_mhz, a->b_mhz);
 	int n;
 	if (st->opts->energy)
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",

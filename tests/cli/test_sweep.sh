@@ -70,6 +70,8 @@ grep -q "^4,384,768,-,-,-,-,-,-,oom$" "$csv" || fail "oom row: $(grep ^4,384,768
 log="$T/o/sampling_log/NVIDIAH10080GBHBM3_layernorm_fp16_1_1.txt"
 grep -q "Kernel: layernorm_fp16 | Progress: 27/27=100.00% | Speed: [0-9.]*s/sample | Remaining: 0d0h0m0s" "$log" || fail "log: $(tail -1 "$log")"
 grep -q "skipped shape 4,384,768 (oom)" "$log" || fail "log lacks the skip"
+# the worker's mean SM clock over each energy window goes to the log, not the CSV
+grep -q "^shape 1,128,256: SM clock 1755 MHz forward, 1980 MHz backward" "$log" || fail "log lacks the SM clock: $(grep -m1 "SM clock" "$log")"
 # run again: nothing to do, the file unchanged
 cp "$csv" "$T/before.csv"
 STANDIN_LOG="$T/req" expect 0 "$KJ" sweep "$T/small.yml" --out "$T/o" --gpu-name "NVIDIA H100 80GB HBM3" --energy

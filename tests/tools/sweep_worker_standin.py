@@ -49,7 +49,7 @@ def main():
         fields = [f"status=ok f_us={f_us:.4f} b_us={b_us:.4f}"]
         if e:
             fields.append(f"f_uj={50 * f_us:.3f} f_uj_unc={0.5 * f_us:.3f} "
-                          f"b_uj={50 * b_us:.3f} b_uj_unc={0.5 * b_us:.3f}")
+                          f"b_uj={50 * b_us:.3f} b_uj_unc={0.5 * b_us:.3f} f_mhz=1755 b_mhz=1980")
         else:
             fields.append("f_uj=- f_uj_unc=- b_uj=- b_uj_unc=-")
         fields.append("err_f=1e-4 err_b=2e-4" if check == "1" else "err_f=- err_b=-")

@@ -249,6 +249,8 @@ static void test_amortize_fake(void **state)
 	assert_true(r.time_per_launch_ns > 1e5 && r.time_per_launch_ns < 2e5);
 	assert_true(fabs(r.energy_per_launch_mj - want) <= r.energy_unc_mj + 0.01 * want);
 	assert_true(fabs(r.avg_power_w - 300) < 10);
+	/* the fake's SM clock (1980 MHz) read over the 0.6 s span, at most every 50 ms */
+	assert_true(r.sm_clock_mean_mhz == 1980 && r.sm_clock_min_mhz == 1980 && r.sm_clock_max_mhz == 1980);
 	/* bad work */
 	struct kj_amortize_work bad = {&pending, NULL, work_sync, 10};
 	assert_int_equal(kj_amortize_measure_with(&bad, &o, &be, &r), -1);

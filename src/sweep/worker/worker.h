@@ -107,6 +107,7 @@ void sw_gemm_free_all(struct sw_ctx *c);
 struct sw_measure {
 	double us, uj, uj_unc;      /* per call; uj < 0: not measured */
 	int unroll;
+	double mhz;                 /* mean SM clock over the energy window; < 0: not read */
 };
 /** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after warm-up,
  *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph. */

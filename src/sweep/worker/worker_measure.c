@@ -69,7 +69,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
 	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
-	m->us = m->uj = m->uj_unc = -1;
+	m->us = m->uj = m->uj_unc = m->mhz = -1;
 	if ((rc = time_once(c, state, fn, &est)))
 		return rc;
 	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
@@ -137,6 +137,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		if (erc == 0 && ar.energy_per_launch_mj > 0) {
 			m->uj = ar.energy_per_launch_mj * 1e3;
 			m->uj_unc = ar.energy_unc_mj * 1e3;
+			m->mhz = ar.sm_clock_mean_mhz;
 		} else if (erc) {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
 		}

@@ -21,6 +21,7 @@ struct sw_answer {
 	const char *status;             /* ok | oom | error | unsupported */
 	double f_us, b_us, f_uj, f_uj_unc, b_uj, b_uj_unc, err_f, err_b;
 	double f_flops, b_flops, f_bytes, b_bytes; /* extra fields: flops_f= ... (the op table's, or '-') */
+	double f_mhz, b_mhz;            /* mean SM clock over each energy window (f_mhz=, b_mhz=), or '-' */
 	const char *msg;
 };
 
