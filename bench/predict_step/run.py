@@ -41,6 +41,7 @@ import glob
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -150,8 +151,27 @@ def config(op, columns, shape):
     return text, {"starts": st, "steps": sp, "ends": en, "operators": ops}
 
 
+def sm_clock_at(data_dir, op, precision, shape_text):
+    """The SM clock (MHz, forward and backward) kjoule sweep logged for one shape's energy windows
+    (sampling_log beside sampling_data), or (None, None) where the worker gave none."""
+    logs = os.path.join(os.path.dirname(os.path.normpath(data_dir)), "sampling_log")
+    pat = re.compile(r"^shape " + re.escape(shape_text) + r": SM clock (\S+) MHz forward, (\S+) MHz backward")
+    for f in sorted(glob.glob(os.path.join(logs, f"*_{op}_{precision}_*.txt"))):
+        try:
+            for line in open(f):
+                m = pat.match(line)
+                if m:
+                    return num(m.group(1)), num(m.group(2))
+        except OSError:
+            pass
+    return None, None
+
+
 def measured_at(data_dir, op, precision, columns, shape):
-    """The sweep's own row at the model's shape: fwd/bwd time (us) and energy (uJ), else None."""
+    """The sweep's own row at the model's shape: fwd/bwd time (us), energy (uJ), their power (W)
+    and the SM clock the energy windows ran at (MHz, from the sweep's log), else None. A GEMM that
+    holds the GPU at its power limit in the sweep runs at a lower clock than between the step's
+    other kernels (docs/sweep.md)."""
     want = [str(v) for v in shape]
     for f in sorted(glob.glob(os.path.join(data_dir, f"*_{op}_{precision}_*.csv"))):
         try:
@@ -160,8 +180,13 @@ def measured_at(data_dir, op, precision, columns, shape):
             continue
         for r in rows:
             if [r.get(c) for c in columns] == want and r.get("status", "ok") == "ok":
-                return {"fwd_us": num(r.get("F_dur(us)")), "bwd_us": num(r.get("B_dur(us)")),
-                        "fwd_uj": num(r.get("F_energy(uJ)")), "bwd_uj": num(r.get("B_energy(uJ)"))}
+                m = {"fwd_us": num(r.get("F_dur(us)")), "bwd_us": num(r.get("B_dur(us)")),
+                     "fwd_uj": num(r.get("F_energy(uJ)")), "bwd_uj": num(r.get("B_energy(uJ)"))}
+                for d in ("fwd", "bwd"):
+                    t, e = m[d + "_us"], m[d + "_uj"]
+                    m[d + "_w"] = e / t if t and e else None
+                m["fwd_mhz"], m["bwd_mhz"] = sm_clock_at(data_dir, op, precision, ",".join(want))
+                return m
     return None
 
 

@@ -42,6 +42,9 @@ for e in r["operators"]:
     f = 3 + math.prod(int(x) for x in e["shape"].split(",")) / 1000
     m = e["measured_at_shape"]
     assert abs(m["fwd_us"] - f) < 1e-3 * f and abs(m["fwd_uj"] - 50 * f) < 1e-3 * 50 * f, (e["op"], m, f)
+    # its power, and the SM clock the stand-in reported for the energy windows, read from the log
+    assert abs(m["fwd_w"] - 50) < 0.1 and m["fwd_mhz"] == 1755, (e["op"], m)
+    assert (m["bwd_mhz"] == 1980) if e["backward"] else True, (e["op"], m)
     if e["backward"]:
         assert abs(m["bwd_us"] - 2 * f) < 1e-3 * f
     # the grid holds the model's shape and brackets b
