@@ -131,6 +131,7 @@ struct kj_phase_result {
 	double single_ms;       /* event timing of single launches on the GPU (median), 0 when absent */
 	double host_ms;         /* host time to enqueue one single launch (median), 0 when absent */
 	double power_w;         /* average power while running */
+	double sm_clock_mhz;    /* mean SM clock over the energy window; 0 when not read */
 	double energy_j;        /* total energy per call */
 	double energy_unc_j;
 	double dynamic_j;       /* energy_j - idle_w x latency; NAN without idle power */

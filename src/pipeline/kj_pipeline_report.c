@@ -90,7 +90,7 @@ void kj_summary_row_write(FILE *f, const struct kj_summary_row *w)
 void kj_phases_csv_write(FILE *f, const struct kj_pipeline *p, const struct kj_phase_result *r,
 			 double peak_tflops, double peak_gbs)
 {
-	fputs("index,name,type,op,precision,repeat,shape,status,latency_ms,single_launch_ms,power_w,"
+	fputs("index,name,type,op,precision,repeat,shape,status,latency_ms,single_launch_ms,power_w,sm_clock_mhz,"
 	      "energy_j,energy_unc_j,dynamic_j,gflop,mbytes,achieved_tflops,achieved_gbs,"
 	      "fraction_of_ceiling,bound,error\n", f);
 	for (int i = 0; i < p->nphases; i++) {
@@ -120,6 +120,7 @@ void kj_phases_csv_write(FILE *f, const struct kj_pipeline *p, const struct kj_p
 		csv_num(f, ok ? r[i].latency_ms : NAN, "%.6f");
 		csv_num(f, ok && r[i].single_ms > 0 ? r[i].single_ms : NAN, "%.6f");
 		csv_num(f, ok && r[i].has_energy ? r[i].power_w : NAN, "%.2f");
+		csv_num(f, ok && r[i].has_energy && r[i].sm_clock_mhz > 0 ? r[i].sm_clock_mhz : NAN, "%.0f");
 		csv_num(f, ok && r[i].has_energy ? r[i].energy_j : NAN, "%.6g");
 		csv_num(f, ok && r[i].has_energy ? r[i].energy_unc_j : NAN, "%.3g");
 		csv_num(f, ok && r[i].has_energy ? r[i].dynamic_j : NAN, "%.6g");

@@ -16,10 +16,11 @@ void kj_phase_result_emit(FILE *f, const struct kj_phase_result *r)
 	for (char *c = err; *c; c++) /* one line: vendor messages may hold newlines */
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
-	fprintf(f, "KJ_PHASE status=%s latency_ns=%.3f single_ns=%.3f host_ns=%.3f power_w=%.3f energy_mj=%.6f "
-		"unc_mj=%.6f launches=%" PRId64 " has_energy=%d error=%s\n", r->status[0] ? r->status : "failed",
-		r->latency_ms * 1e6, r->single_ms * 1e6, r->host_ms * 1e6, r->power_w, r->energy_j * 1e3,
-		r->energy_unc_j * 1e3, r->launches, r->has_energy, err);
+	fprintf(f, "KJ_PHASE status=%s latency_ns=%.3f single_ns=%.3f host_ns=%.3f power_w=%.3f sm_mhz=%.0f "
+		"energy_mj=%.6f unc_mj=%.6f launches=%" PRId64 " has_energy=%d error=%s\n",
+		r->status[0] ? r->status : "failed", r->latency_ms * 1e6, r->single_ms * 1e6, r->host_ms * 1e6,
+		r->power_w, r->sm_clock_mhz > 0 ? r->sm_clock_mhz : 0.0, r->energy_j * 1e3, r->energy_unc_j * 1e3,
+		r->launches, r->has_energy, err);
 	fflush(f);
 }
 
@@ -62,6 +63,8 @@ int kj_phase_result_parse(const char *line, struct kj_phase_result *r)
 			r->host_ms = x * 1e-6;
 		} else if (kl == 7 && !strncmp(p, "power_w", 7)) {
 			r->power_w = x;
+		} else if (kl == 6 && !strncmp(p, "sm_mhz", 6)) {
+			r->sm_clock_mhz = x > 0 ? x : 0;
 		} else if (kl == 9 && !strncmp(p, "energy_mj", 9)) {
 			r->energy_j = x * 1e-3;
 		} else if (kl == 6 && !strncmp(p, "unc_mj", 6)) {

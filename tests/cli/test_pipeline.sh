@@ -108,7 +108,7 @@ while read -r line; do
 	case $line in
 	type=ceiling*) echo "KJ_CEILING tflops=800 gbs=3000"; echo "KJ_PHASE status=ok error=";;
 	*name=huge*) echo "KJ_PHASE status=failed error=out of memory: cudaMalloc(8589934592 bytes) for matmul A: cudaErrorMemoryAllocation";;
-	*) echo "KJ_PHASE status=ok latency_ns=1000000 single_ns=1100000 power_w=400 energy_mj=400 unc_mj=2 launches=1000 has_energy=1 error=";;
+	*) echo "KJ_PHASE status=ok latency_ns=1000000 single_ns=1100000 power_w=400 sm_mhz=1755 energy_mj=400 unc_mj=2 launches=1000 has_energy=1 error=";;
 	esac
 done
 W
@@ -124,7 +124,7 @@ check "summary has a header and 3 rows" '[ "$(wc -l < o/summary.csv)" = 4 ]'
 check "good pipeline ok" 'grep -q "^good,4,fp16,ok,2,0,2,2.000000,0.8,0.6,r,1.000000,1.000000,0.2,100.00,given (--idle-w)," o/summary.csv'
 check "broken pipeline failed" 'grep -q "^broken,4,fp16,failed,0,0,0,.*does not divide" o/summary.csv'
 check "oom pipeline partial" 'grep -q "^oom,4,fp16,partial,2,1,1,1.000000,.*first .huge.: out of memory" o/summary.csv'
-check "per-phase csv" '[ "$(wc -l < o/good.phases.csv)" = 3 ] && grep -q "^1,fc,matmul,,fp16,1,.*,ok,1.000000,1.100000,400.00,0.4," o/good.phases.csv'
+check "per-phase csv" '[ "$(wc -l < o/good.phases.csv)" = 3 ] && grep -q "^1,fc,matmul,,fp16,1,.*,ok,1.000000,1.100000,400.00,1755,0.4," o/good.phases.csv'
 check "achieved rate and bound" 'grep -q "^0,r,act,relu,.*,memory," o/good.phases.csv'
 check "svg marks the bottleneck" 'grep -q "(bottleneck)" o/good.svg && grep -q "</svg>" o/good.svg'
 check "log per pipeline" 'grep -q "^totals: sequential_ms=2.000000" o/good.log'

@@ -204,7 +204,7 @@ static void test_cost_and_lines(void **state)
 	snprintf(r.status, sizeof(r.status), "ok");
 	snprintf(r.error, sizeof(r.error), "energy not measured: no GPU,\ndriver, NVML");
 	r.latency_ms = 0.0123, r.single_ms = 0.015, r.host_ms = 0.25, r.power_w = 412.5, r.energy_j = 0.00507, r.energy_unc_j = 1e-5;
-	r.launches = 2000, r.has_energy = 1;
+	r.launches = 2000, r.has_energy = 1, r.sm_clock_mhz = 1755.4;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f2 = open_memstream(&buf, &len);
@@ -220,6 +220,10 @@ static void test_cost_and_lines(void **state)
 	assert_true(fabs(r2.energy_j - 0.00507) < 1e-9);
 	assert_int_equal(r2.launches, 2000);
 	assert_int_equal(r2.has_energy, 1);
+	assert_true(fabs(r2.sm_clock_mhz - 1755) < 1e-9); /* whole MHz on the line */
+	/* a line without sm_mhz (an older worker): the clock is unknown, 0 */
+	assert_int_equal(kj_phase_result_parse("KJ_PHASE status=ok latency_ns=1000 error=", &r2), 1);
+	assert_true(r2.sm_clock_mhz == 0);
 	assert_int_equal(kj_phase_result_parse("KJ_SEQ x=1", &r2), 0);
 	assert_int_equal(kj_phase_result_parse("KJ_PHASE latency_ns=abc status=ok", &r2), KJ_EINVAL);
 	free(buf);

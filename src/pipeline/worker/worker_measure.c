@@ -274,6 +274,7 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 			r->energy_j = ar.energy_per_launch_mj * 1e-3;
 			r->energy_unc_j = ar.energy_unc_mj * 1e-3;
 			r->power_w = ar.avg_power_w;
+			r->sm_clock_mhz = ar.sm_clock_mean_mhz > 0 ? ar.sm_clock_mean_mhz : 0;
 		}
 	}
 out:
