@@ -51,33 +51,51 @@ static int col(const struct kj_sweep_op *op, const char *name)
 	return -1;
 }
 
-double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int e)
+/* The GEMMs of one call (at most two) as M, N, K and a batch count; 0 when the op is no GEMM. */
+static int gemms_of(const struct kj_sweep_op *op, const int64_t *v, int prop, double g[2][4])
 {
 	const char *n = op->name;
 	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
-	double tiles_n = 0;
-	if (!strncmp(n, "linear", 6) && b >= 0 && l >= 0 && d >= 0) {
-		double m = (double)v[b] * v[l], dim = (double)v[d], p = (double)v[mp];
+	double M, N, K, B = 1;
+	if (!strncmp(n, "linear", 6) && mp >= 0 && b >= 0 && l >= 0 && d >= 0) {
+		double dim = (double)v[d], p = (double)v[mp];
+		M = (double)v[b] * v[l];
 		if (!strcmp(n, "linear1"))
-			tiles_n = 3 * dim / p;
+			N = 3 * dim / p, K = dim;
+		else if (!strcmp(n, "linear2"))
+			N = dim, K = dim / p;
 		else if (!strcmp(n, "linear3"))
-			tiles_n = 4 * dim / p;
-		else if (!strcmp(n, "linear_final"))
-			tiles_n = (double)KJ_SWEEP_VOCAB / p;
+			N = 4 * dim / p, K = dim;
+		else if (!strcmp(n, "linear4"))
+			N = dim, K = 4 * dim / p;
 		else
-			tiles_n = dim;
-		return cdiv(m, 128) * cdiv(tiles_n, 128);
+			N = (double)KJ_SWEEP_VOCAB / p, K = dim;
+	} else if ((!strcmp(n, "bmm") || !strcmp(n, "baddbmm")) && mp >= 0 && b >= 0 && h >= 0 && l >= 0 && d >= 0) {
+		double len = (double)v[l], hd = (double)v[d] / v[h];
+		B = (double)v[b] * v[h] / v[mp];
+		M = len, N = !strcmp(n, "bmm") ? hd : len, K = !strcmp(n, "bmm") ? len : hd;
+	} else {
+		return 0;
 	}
-	if (h >= 0 && l >= 0 && b >= 0 && mp >= 0) {
-		double heads = (double)v[b] * v[h] / v[mp], len = (double)v[l];
-		double hd = d >= 0 ? (double)v[d] / v[h] : 64;
-		if (!strcmp(n, "flash_atten"))
-			return heads * cdiv(len, 128);
-		if (!strcmp(n, "baddbmm"))
-			return heads * cdiv(len, 128) * cdiv(len, 128);
-		if (!strcmp(n, "bmm"))
-			return heads * cdiv(len, 128) * cdiv(hd, 128);
+	if (prop == KJ_FWD) {
+		g[0][0] = M, g[0][1] = N, g[0][2] = K, g[0][3] = B;
+		return 1;
 	}
+	/* the data gradient [M, K] over N and the weight gradient [N, K] over M */
+	g[0][0] = M, g[0][1] = K, g[0][2] = N, g[0][3] = B;
+	g[1][0] = N, g[1][1] = K, g[1][2] = M, g[1][3] = B;
+	return 2;
+}
+
+double kj_predict_units(const struct kj_sweep_op *op, const int64_t *v, int prop, int e)
+{
+	const char *n = op->name;
+	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l");
+	double g[2][4];
+	if (gemms_of(op, v, KJ_FWD, g)) /* the forward product's output tiles, for both passes */
+		return g[0][3] * cdiv(g[0][0], 128) * cdiv(g[0][1], 128);
+	if (!strcmp(n, "flash_atten") && h >= 0 && l >= 0 && b >= 0 && mp >= 0)
+		return (double)v[b] * v[h] / v[mp] * cdiv((double)v[l], 128);
 	if (!strcmp(n, "moe")) {
 		double t = (double)v[1] * v[2] * v[6], inter = (double)v[5] / v[0];
 		return cdiv(t, 128) * cdiv(inter, 128);
@@ -160,42 +178,6 @@ static double causal_attention_imbalance(double heads, double nb, int prop, int 
 		}
 	free(busy);
 	return total > 0 ? end * slots / total : 1.0;
-}
-
-/* The GEMMs of one call (at most two) as M, N, K and a batch count; 0 when the op is no GEMM. */
-static int gemms_of(const struct kj_sweep_op *op, const int64_t *v, int prop, double g[2][4])
-{
-	const char *n = op->name;
-	int mp = col(op, "mp"), b = col(op, "b"), h = col(op, "h"), l = col(op, "l"), d = col(op, "dim");
-	double M, N, K, B = 1;
-	if (!strncmp(n, "linear", 6) && mp >= 0 && b >= 0 && l >= 0 && d >= 0) {
-		double dim = (double)v[d], p = (double)v[mp];
-		M = (double)v[b] * v[l];
-		if (!strcmp(n, "linear1"))
-			N = 3 * dim / p, K = dim;
-		else if (!strcmp(n, "linear2"))
-			N = dim, K = dim / p;
-		else if (!strcmp(n, "linear3"))
-			N = 4 * dim / p, K = dim;
-		else if (!strcmp(n, "linear4"))
-			N = dim, K = 4 * dim / p;
-		else
-			N = (double)KJ_SWEEP_VOCAB / p, K = dim;
-	} else if ((!strcmp(n, "bmm") || !strcmp(n, "baddbmm")) && mp >= 0 && b >= 0 && h >= 0 && l >= 0 && d >= 0) {
-		double len = (double)v[l], hd = (double)v[d] / v[h];
-		B = (double)v[b] * v[h] / v[mp];
-		M = len, N = !strcmp(n, "bmm") ? hd : len, K = !strcmp(n, "bmm") ? len : hd;
-	} else {
-		return 0;
-	}
-	if (prop == KJ_FWD) {
-		g[0][0] = M, g[0][1] = N, g[0][2] = K, g[0][3] = B;
-		return 1;
-	}
-	/* the data gradient [M, K] over N and the weight gradient [N, K] over M */
-	g[0][0] = M, g[0][1] = K, g[0][2] = N, g[0][3] = B;
-	g[1][0] = N, g[1][1] = K, g[1][2] = M, g[1][3] = B;
-	return 2;
 }
 
 /* How much more work than M x N x K the n GEMMs g (gemms_of) do on whole tiles: output tiles of the better of 256 x 128
