@@ -138,7 +138,6 @@ def copy_training(dirs, op, opdir):
         for sub in sorted(os.listdir(src)):
             if sub in ("beyond", "fit", "models") or not os.path.isdir(os.path.join(src, sub, "sampling_data")):
                 continue
-            shutil.rmtree(os.path.join(opdir, f"{tag}_{sub}"), ignore_errors=True)
             shutil.copytree(os.path.join(src, sub), os.path.join(opdir, f"{tag}_{sub}"))
             found.append(f"{tag}_{sub}")
     return found
