@@ -8,7 +8,8 @@
 #           phases' energy window in seconds (0.3); TRUTH_RUN_ARGS: `kjoule run` options (default
 #           --snapshot-graphs: --from replays on the program's buffers; " " for the fill alone); TRUTH_FROM_NOSNAP=1: --from also on a copy of the run without its
 #           buffer snapshot; TRUTH_YAML_HEUR=1: the yaml also with cuDNN's
-#           heuristic convolution algorithms; TRUTH_FROM_LEGACY=1: --from also on another replay
+#           heuristic convolution algorithms; in NCHW the yaml also with --bn-kernel plane
+#           (PyTorch's eval batch-norm kernel); TRUTH_FROM_LEGACY=1: --from also on another replay
 #           fill (KJ_REPLAY_FILL=$TRUTH_FROM_FILL, default legacy); TRUTH_NO_YAML=1:
 #           the shipped pipeline not rerun): `kjoule run` of examples/torchvision_nvtx.py end to end,
 #           against the shipped pipeline's sum of layers, and against `--from` on that very run
@@ -83,10 +84,18 @@ truth)
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" --json > "$W/compare_b$b.json" 2> "$W/compare_b$b.err"
 		step 60 "$kj" compare "$W/r50_b$b.kjdb" > "$W/compare_b$b.txt" 2>&1
 		echo "== truth check, batch $b: the shipped pipeline, layer by layer"
-		for algo in fastest ${TRUTH_YAML_HEUR:+heuristic}; do
-			d=yaml_b$b; [ $algo = fastest ] || d=yaml_heur_b$b
+		# variants: the fastest convolutions (default); cuDNN's heuristic ones (TRUTH_YAML_HEUR); in
+		# NCHW the batch norm one plane a block, as PyTorch's eval kernel runs it (--bn-kernel plane)
+		variants=fastest; [ -n "${TRUTH_YAML_HEUR:-}" ] && variants+=" heuristic"
+		[ -z "${TRUTH_CL:-}" ] && variants+=" plane"
+		for v in $variants; do
+			case $v in
+			fastest) d=yaml_b$b; a=(--conv-algo fastest) ;;
+			heuristic) d=yaml_heur_b$b; a=(--conv-algo heuristic) ;;
+			plane) d=yaml_plane_b$b; a=(--conv-algo fastest --bn-kernel plane) ;;
+			esac
 			[ -z "${TRUTH_NO_YAML:-}" ] && step 200 "$kj" pipeline configs/pipelines/resnet50.yml --batch "$b" \
-				${TRUTH_CL:+--layout nhwc} --conv-algo $algo --energy-seconds "${TRUTH_YAML_ES:-0.3}" --iters 300 \
+				${TRUTH_CL:+--layout nhwc} "${a[@]}" --energy-seconds "${TRUTH_YAML_ES:-0.3}" --iters 300 \
 				"${idle[@]}" --timeout 60 --out "$W/$d" > "$W/$d.log" 2>&1
 			tail -2 "$W/$d.log"
 		done
@@ -218,7 +227,7 @@ if "truth" in parts:
         table.append(("r50 b%d energy J" % b, "e2e %s (less idle %s) | yaml %s (%s; %s) | from %s (%s; %s)" % (
             "%.4f" % ee if ee else "-", "%.4f" % ew if ew else "-", "%.4f" % ye if ye else "-", pct(ye, ee),
             pct(ye, ew), "%.4f" % fe if fe else "-", pct(fe, ee), pct(fe, ew))))
-        for d, label in (("yaml_heur", "yaml heuristic convs"), ("from_nosnap", "from, no snapshot"), ("from_legacy", "from, fill " + os.environ.get("TRUTH_FROM_FILL", "legacy"))):
+        for d, label in (("yaml_heur", "yaml heuristic convs"), ("yaml_plane", "yaml, bn per plane"), ("from_nosnap", "from, no snapshot"), ("from_legacy", "from, fill " + os.environ.get("TRUTH_FROM_FILL", "legacy"))):
             v = summary("%s_b%d" % (d, b))
             if not v:
                 continue

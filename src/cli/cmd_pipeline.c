@@ -43,6 +43,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
 		"                       [--layout nchw|nhwc] [--conv-algo heuristic|fastest]\n"
+		"                       [--bn-kernel vector|plane]\n"
 		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
 		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
 		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
@@ -52,9 +53,12 @@ static void usage(FILE *f)
 		"window (--energy-seconds, default 1): latency, power, energy per call (total and above idle).\n"
 		"  --list            print the pipelines and phases with FLOP and byte counts; run nothing\n"
 		"  --only NAME       only this pipeline\n"
-		"  --batch N         the parameter 'batch' of every pipeline; --set NAME=VALUE any other (tp)\n"		"  --layout nchw|nhwc  conv, norm, pool and act tensors (default: the file's, else nchw)\n"
+		"  --batch N         the parameter 'batch' of every pipeline; --set NAME=VALUE any other (tp)\n"
+		"  --layout nchw|nhwc  conv, norm, pool and act tensors (default: the file's, else nchw)\n"
 		"  --conv-algo heuristic|fastest  heuristic (default): cuDNN's first ranked algorithm;\n"
 		"                    fastest: every one timed, the quickest kept (as cudnn.benchmark)\n"
+		"  --bn-kernel vector|plane  NCHW batch norm: vector (default) 16-byte loads over the tensor;\n"
+		"                    plane: a block per channel plane, one element a load (PyTorch's eval kernel)\n"
 		"  --out DIR         summary.csv, NAME.phases.csv, NAME.svg, NAME.log (default pipeline-out)\n"
 		"  --idle-w W        idle power for the dynamic and pipeline-parallel figures (from\n"
 		"                    `kjoule power --idle`); --idle-db: a database holding idle_power; neither:\n"
@@ -81,7 +85,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(a, "--only") || !strcmp(a, "--batch") || !strcmp(a, "--precision") ||
-			    !strcmp(a, "--layout") || !strcmp(a, "--conv-algo") ||
+			    !strcmp(a, "--layout") || !strcmp(a, "--conv-algo") || !strcmp(a, "--bn-kernel") ||
 			    !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--layers") ||
 			    !strcmp(a, "--region") || !strcmp(a, "--unroll") || !strcmp(a, "--iters") ||
 			    !strcmp(a, "--energy-seconds") || !strcmp(a, "--idle-w") || !strcmp(a, "--idle-db") ||
@@ -126,6 +130,12 @@ static int parse_args(int argc, char **argv, struct popts *o)
 				return -1;
 			}
 			o->ov.conv_algo = v;
+		} else if (!strcmp(a, "--bn-kernel")) {
+			if (!kj_pipeline_bn_kernel_ok(v)) {
+				kj_errorf("pipeline: --bn-kernel %s: vector or plane", v);
+				return -1;
+			}
+			o->ov.bn_kernel = v;
 		} else if (!strcmp(a, "--set")) {
 			const char *eq = strchr(v, '=');
 			if (!eq || eq == v || (size_t)(eq - v) >= sizeof(o->ov.set_name[0]) || o->ov.nset == 8) {

@@ -37,6 +37,9 @@ struct kj_phase {
 	int64_t nhwc;       /* conv, norm, pool, act: channels-last tensors (layout: nhwc); 0: NCHW */
 	int64_t conv_fastest; /* conv: the fastest algorithm timed on the phase's buffers (conv_algo:
 			       * fastest); 0: cuDNN's heuristic first choice (conv_algo: heuristic) */
+	int64_t bn_plane;   /* batch norm, NCHW: one block per channel plane and batch chunk, one element
+			     * a load (bn_kernel: plane, the kernel PyTorch's NCHW eval batch norm runs);
+			     * 0: 16-byte loads over the flat tensor (bn_kernel: vector) */
 };
 
 /** One pipeline of a file. params hold the names usable in expressions (batch, tp, ...). */
@@ -46,6 +49,7 @@ struct kj_pipeline {
 	char precision[8];
 	char layout[8];     /* nchw (default) | nhwc: the default of its conv, norm, pool, act phases */
 	char conv_algo[12]; /* heuristic (default) | fastest: the default of its conv phases */
+	char bn_kernel[8];  /* vector (default) | plane: the default of its NCHW batch-norm phases */
 	char description[160];
 	int nparams;
 	char param_name[16][24];
@@ -66,6 +70,7 @@ struct kj_pipeline_overrides {
 	const char *precision;  /* NULL: the file's */
 	const char *layout;     /* NULL: the file's; "nchw" | "nhwc" */
 	const char *conv_algo;  /* NULL: the file's; "heuristic" | "fastest" */
+	const char *bn_kernel;  /* NULL: the file's; "vector" | "plane" */
 	int nset;               /* --set NAME=VALUE */
 	char set_name[8][24];
 	int64_t set_value[8];
@@ -105,6 +110,8 @@ int kj_pipeline_elem_bytes(const char *precision);
 /** 1 if s names a convolution algorithm choice (fastest, heuristic), else 0. */
 int kj_pipeline_conv_algo_ok(const char *s);
 
+/** 1 if s names a batch-norm kernel (vector, plane), else 0. */
+int kj_pipeline_bn_kernel_ok(const char *s);
 /** 1 if s names a layout (nchw, nhwc), else 0. */
 int kj_pipeline_layout_ok(const char *s);
 

@@ -47,6 +47,11 @@ int kj_pipeline_conv_algo_ok(const char *s)
 	return s && (!strcmp(s, "fastest") || !strcmp(s, "heuristic"));
 }
 
+int kj_pipeline_bn_kernel_ok(const char *s)
+{
+	return s && (!strcmp(s, "vector") || !strcmp(s, "plane"));
+}
+
 int kj_pipeline_layout_ok(const char *s)
 {
 	return s && (!strcmp(s, "nchw") || !strcmp(s, "nhwc"));
@@ -144,6 +149,10 @@ int kj_phase_check(struct kj_phase *ph, char *err, size_t errlen)
 		return fail(err, errlen, "repeat", "must be > 0", ph->repeat);
 	if (ph->nhwc && ph->kind == KJ_PHASE_ACT && !strcmp(ph->op, "mul")) {
 		snprintf(err, errlen, "layout: nhwc is not built for act 'mul' (a per-channel scale): use nchw");
+		return KJ_EINVAL;
+	}
+	if (ph->bn_plane && (ph->kind != KJ_PHASE_NORM || (ph->op[0] && strcmp(ph->op, "batch")) || ph->nhwc)) {
+		snprintf(err, errlen, "bn_kernel: plane is built for batch norm in nchw only");
 		return KJ_EINVAL;
 	}
 	if (ph->kind == KJ_PHASE_SEQ) {
@@ -308,6 +317,7 @@ static const struct field int_fields[] = {
 	F("dh", dil_h), F("dw", dil_w), F("groups", groups), F("count", count), F("heads", heads),
 	F("seq_q", seq_q), F("seq_kv", seq_kv), F("causal", causal), F("first", first),
 	F("last", last), F("repeat", repeat), F("nhwc", nhwc), F("fastest", conv_fastest),
+	F("bn_plane", bn_plane),
 };
 
 /* Every size below 2^31 (and > -2^31): the shape arithmetic then cannot overflow. */

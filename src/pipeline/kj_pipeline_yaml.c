@@ -93,6 +93,7 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 	ph->nhwc = !strcmp(p->layout, "nhwc") && (ph->kind == KJ_PHASE_CONV || ph->kind == KJ_PHASE_NORM ||
 						  ph->kind == KJ_PHASE_POOL || ph->kind == KJ_PHASE_ACT);
 	ph->conv_fastest = ph->kind == KJ_PHASE_CONV && !strcmp(p->conv_algo, "fastest");
+	int bn_plane = -1; /* the phase's own bn_kernel, -1 when it names none */
 	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
 		const char *k = scalar(node(c, pr->key));
 		yaml_node_t *vn = node(c, pr->value);
@@ -125,6 +126,15 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 				ph->conv_fastest = ph->kind == KJ_PHASE_CONV && !strcmp(v, "fastest");
 			continue;
 		}
+		if (!strcmp(k, "bn_kernel")) {
+			if (!kj_pipeline_bn_kernel_ok(v)) {
+				snprintf(err, errlen, "phase '%s' (line %lu): field 'bn_kernel': '%s' is not vector "
+					 "or plane", ph->name, line, v);
+				return KJ_EINVAL;
+			}
+			bn_plane = !strcmp(v, "plane");
+			continue;
+		}
 		if (!strcmp(k, "layout")) {
 			if (!kj_pipeline_layout_ok(v)) {
 				snprintf(err, errlen, "phase '%s' (line %lu): field 'layout': '%s' is not nchw or nhwc",
@@ -154,6 +164,15 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 		if (ifields[i].off2)
 			*(int64_t *)((char *)ph + ifields[i].off2) = x;
 	}
+	/* the batch-norm kernel: the command line's, else the phase's, else the pipeline's, which holds
+	 * for NCHW batch norm only (channels-last batch norm has one kernel) */
+	if (c->ov && c->ov->bn_kernel)
+		bn_plane = -1;
+	if (bn_plane >= 0)
+		ph->bn_plane = bn_plane;
+	else
+		ph->bn_plane = !strcmp(p->bn_kernel, "plane") && ph->kind == KJ_PHASE_NORM && !ph->nhwc &&
+			       (!ph->op[0] || !strcmp(ph->op, "batch"));
 	/* a batch dimension left out is the pipeline's batch */
 	if (!ph->N && ph->kind != KJ_PHASE_MATMUL && ph->kind != KJ_PHASE_CUSTOM)
 		for (int i = 0; i < p->nparams; i++)
@@ -182,7 +201,7 @@ static int param_set(struct kj_pipeline *p, const char *name, int64_t v)
 }
 
 /* One pipeline mapping; on error p->error holds the message (prefixed by file and pipeline). */
-/* A pipeline-wide word field (layout, conv_algo): the command line's override, else the file's, else
+/* A pipeline-wide word field (layout, conv_algo, bn_kernel): the command line's override, else the file's, else
  * dflt, into dst; KJ_EINVAL with the field named in err when ok() refuses it. */
 static int pipeline_word(struct ctx *c, yaml_node_t *m, const char *key, const char *override,
 			 int (*ok)(const char *), const char *dflt, const char *choices, char *dst, size_t len,
@@ -227,7 +246,9 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	if (pipeline_word(c, m, "layout", c->ov ? c->ov->layout : NULL, kj_pipeline_layout_ok, "nchw", "nchw or nhwc",
 			  p->layout, sizeof(p->layout), err, sizeof(err)) ||
 	    pipeline_word(c, m, "conv_algo", c->ov ? c->ov->conv_algo : NULL, kj_pipeline_conv_algo_ok, "heuristic",
-			  "fastest or heuristic", p->conv_algo, sizeof(p->conv_algo), err, sizeof(err)))
+			  "fastest or heuristic", p->conv_algo, sizeof(p->conv_algo), err, sizeof(err)) ||
+	    pipeline_word(c, m, "bn_kernel", c->ov ? c->ov->bn_kernel : NULL, kj_pipeline_bn_kernel_ok, "vector",
+			  "vector or plane", p->bn_kernel, sizeof(p->bn_kernel), err, sizeof(err)))
 		goto bad;
 	param_set(p, "batch", 1);
 	yaml_node_t *pm = map_get(c, m, "params");

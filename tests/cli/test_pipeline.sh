@@ -86,6 +86,47 @@ has '^  c2 .*type=conv .* fastest=1$'
 expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
 lacks 'fastest=1'
 
+# bn_kernel: vector (default) | plane, per pipeline, per phase, or --bn-kernel (which wins); the
+# pipeline's reaches NCHW batch-norm phases only; a phase asking plane for anything else is refused
+expect 2 "$K" pipeline --bn-kernel wide x.yml
+check "--bn-kernel's error names the value" 'grep -q "bn-kernel wide: vector or plane" "$T/err"'
+cat > bn.yml <<'Y'
+pipelines:
+  - name: plane
+    bn_kernel: plane
+    phases:
+      - {name: b, type: norm, op: batch, C: 8, H: 8, W: 8}
+      - {name: b2, type: norm, op: batch, C: 8, H: 8, W: 8, bn_kernel: vector}
+      - {name: b3, type: norm, op: batch, C: 8, H: 8, W: 8, layout: nhwc}
+      - {name: l, type: norm, op: layer, C: 8}
+      - {name: r, type: act, op: relu, C: 8, H: 8, W: 8}
+  - name: badbn
+    phases:
+      - {name: l2, type: norm, op: layer, C: 8, bn_kernel: plane}
+  - name: badbn2
+    bn_kernel: wide
+    phases:
+      - {name: b4, type: norm, op: batch, C: 8, H: 8, W: 8}
+  - name: badbn3
+    phases:
+      - {name: b5, type: norm, op: batch, C: 8, H: 8, W: 8, bn_kernel: narrow}
+Y
+expect 0 "$K" pipeline bn.yml --list
+has '^  b .*op=batch .* bn_plane=1$'
+check "a phase's own bn_kernel wins over its pipeline's" '! grep -q "^  b2 .*bn_plane=1" "$T/out"'
+check "the pipeline's bn_kernel leaves channels-last batch norm alone" '! grep -q "^  b3 .*bn_plane=1" "$T/out"'
+check "bn_kernel reaches batch norm only" '! grep -Eq "^  (l|r) .*bn_plane=1" "$T/out"'
+has "^badbn: ERROR .*bn.yml: pipeline 'badbn': phase 'l2' (line 12): field bn_kernel: plane is built for batch norm in nchw only"
+has "^badbn2: ERROR .*bn.yml: pipeline 'badbn2': field 'bn_kernel': 'wide' is not vector or plane"
+has "^badbn3: ERROR .*bn.yml: pipeline 'badbn3': phase 'b5' (line 19): field 'bn_kernel': 'narrow' is not vector or plane"
+expect 0 "$K" pipeline bn.yml --list --only plane --bn-kernel vector
+lacks 'bn_plane=1'
+expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list --bn-kernel plane
+has '^  layer1.0.bn1 .*op=batch .* bn_plane=1$'
+lacks 'type=conv .*bn_plane=1'
+expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
+lacks 'bn_plane=1'
+
 cat > bad.yml <<'Y'
 pipelines:
   - name: good

@@ -18,7 +18,8 @@ int kjw_fill(void *p, size_t n, int dtype, uint64_t seed, float scale, cudaStrea
 /* NC = N x C planes of H x W into P x Q */
 int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W, int64_t P, int64_t Q,
 	     int R, int S, int sh, int sw, int ph, int pw, int avg, cudaStream_t s);
-/* kind 0 batch (a, b: per-channel scale, shift), 1 layer, 2 rms (a, b: gamma, beta over C) */
+/* kind 0 batch (a, b: per-channel scale, shift), 1 layer, 2 rms (a, b: gamma, beta over C), 3 batch
+ * one block per channel plane and batch chunk, one element a load (NCHW; PyTorch's eval kernel) */
 int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
 	     int64_t C, int64_t HW, cudaStream_t s);
 int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, int64_t HW, cudaStream_t s);

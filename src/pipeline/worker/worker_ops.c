@@ -503,7 +503,8 @@ static int simple_capture(void *state, cudaStream_t st)
 		if (ph->nhwc && s->op == 0)
 			e = kjw_norm(s->x, s->y, s->dtype, s->op, s->sa, s->sb, ph->N * ph->H * ph->W, ph->C, 1, st);
 		else
-			e = kjw_norm(s->x, s->y, s->dtype, s->op, s->sa, s->sb, ph->N, ph->C, ph->H * ph->W, st);
+			e = kjw_norm(s->x, s->y, s->dtype, ph->bn_plane && s->op == 0 ? 3 : s->op, s->sa, s->sb, ph->N,
+				     ph->C, ph->H * ph->W, st);
 		break;
 	case KJ_PHASE_ACT:
 		e = kjw_act(s->x, s->b, s->y, s->dtype, s->op, (size_t)(ph->N * ph->C * ph->H * ph->W), ph->H * ph->W, st);

@@ -300,7 +300,8 @@ static void rownorm_case(const char *prec, int dtype, int rows, int C, int rms)
 }
 
 /* batch norm (per-channel scale and shift) and activations through the kernels directly: the
- * 16-byte path (n a multiple of 8, aligned) and the element path (odd n, or an offset pointer) */
+ * 16-byte path (n a multiple of 8, aligned) and the element path (odd n, or an offset pointer);
+ * batch norm also one channel plane a block (bn_kernel: plane) */
 static void elementwise_case(const char *prec, int dtype, int64_t N, int64_t C, int64_t HW, int offset)
 {
 	size_t n = (size_t)(N * C * HW), es = dtype == KJW_F32 ? 4 : 2;
@@ -318,10 +319,10 @@ static void elementwise_case(const char *prec, int dtype, int64_t N, int64_t C, 
 	static const struct {
 		int op;
 		const char *name;
-	} ops[] = {{-1, "batchnorm"}, {KJW_RELU, "relu"}, {KJW_ADD_RELU, "add+relu"}, {KJW_ADD, "add"}, {KJW_MUL, "mul"}};
+	} ops[] = {{-1, "batchnorm"}, {-2, "batchnorm per plane"}, {KJW_RELU, "relu"}, {KJW_ADD_RELU, "add+relu"}, {KJW_ADD, "add"}, {KJW_MUL, "mul"}};
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		cudaMemset(yo, 0xFF, n * es);
-		int e = ops[k].op < 0 ? kjw_norm(xo, yo, dtype, 0, sc, sh, N, C, HW, 0)
+		int e = ops[k].op < 0 ? kjw_norm(xo, yo, dtype, ops[k].op == -1 ? 0 : 3, sc, sh, N, C, HW, 0)
 				      : kjw_act(xo, bo, yo, dtype, ops[k].op, n, HW, 0);
 		snprintf(what, sizeof(what), "%s %s N%lld C%lld HW%lld offset %d", ops[k].name, prec, (long long)N,
 			 (long long)C, (long long)HW, offset);
@@ -419,6 +420,7 @@ int main(void)
 	elementwise_case("bf16", KJW_BF16, 2, 64, 7 * 7, 0); /* channels change inside a vector */
 	elementwise_case("fp16", KJW_F16, 2, 16, 64, 3);     /* unaligned: the element path */
 	elementwise_case("fp32", KJW_F32, 2, 8, 28 * 28, 0);
+	elementwise_case("bf16", KJW_BF16, 40, 3, 5, 0); /* per plane: batch in chunks of blocks */
 	elementwise_case("fp16", KJW_F16, 2 * 14 * 14, 64, 1, 0); /* channels-last batch norm: HW 1 */
 	elementwise_case("bf16", KJW_BF16, 3 * 7 * 7, 40, 1, 0);
 	elementwise_case("fp32", KJW_F32, 5 * 5, 12, 1, 0);
