@@ -72,6 +72,46 @@ static int run_units(const struct kj_amortize_work *w, int count)
 	return w->sync(w->ctx);
 }
 
+/* Runs units until the SM clock has settled: 5 readings 50 ms apart within 1 % (15 MHz at least),
+ * after at least warm_min seconds, for at most warm_max. *mhz: the last reading (-1: none).
+ * *batch: units a sync, grown to ~20 ms of work; kept for the caller's measurement. */
+static int settle(const struct kj_amortize_work *w, struct kj_gpu_backend *be, int idx, double warm_min,
+		  double warm_max, int *batch, int *mhz)
+{
+	int clk[5] = {0}, nclk = 0, rc;
+	int64_t t0 = kj_now_ns(), last_clk = 0, unit_ns;
+	*mhz = -1;
+	for (;;) {
+		int64_t a = kj_now_ns();
+		if ((rc = run_units(w, *batch)))
+			return rc;
+		int64_t b = kj_now_ns();
+		unit_ns = (b - a) / *batch;
+		if (unit_ns > 0 && (b - a) < KJ_BATCH_NS / 2 && *batch < 1 << 20)
+			*batch = (int)(KJ_BATCH_NS / unit_ns) + 1;
+		if (b - last_clk >= 50000000LL) {
+			int m = 0;
+			last_clk = b;
+			if (be->sm_clock && be->sm_clock(be->ctx, idx, &m) == 0 && m > 0) {
+				clk[nclk % 5] = m;
+				nclk++;
+				*mhz = m;
+			}
+		}
+		if ((double)(b - t0) * NS > warm_max)
+			return 0; /* not steady: measure anyway (docs/energy.md) */
+		if (nclk >= 5 && (double)(b - t0) * NS >= warm_min) {
+			int lo = clk[0], hi = clk[0];
+			for (int i = 1; i < 5; i++) {
+				lo = clk[i] < lo ? clk[i] : lo;
+				hi = clk[i] > hi ? clk[i] : hi;
+			}
+			if (hi - lo <= (hi / 100 > 15 ? hi / 100 : 15))
+				return 0;
+		}
+	}
+}
+
 int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
 			     struct kj_gpu_backend *be, struct kj_amortize_result *r)
 {
@@ -83,8 +123,8 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	struct kj_power_sample *v = NULL;
 	struct mark *marks = NULL;
 	size_t nm = 0, cap = 0, n = 0;
-	int rc, clk[5] = {0}, nclk = 0, batch = 1;
-	int64_t t0, last_clk = 0, unit_ns = 0, units = 0;
+	int rc, batch = 1;
+	int64_t t0, units = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->method = "none";
@@ -92,37 +132,10 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	if (!w || !w->enqueue || !w->sync || w->launches_per_unit <= 0)
 		return KJ_EINVAL;
 
-	/* warm-up: run units until the SM clock has settled (5 readings 50 ms apart within 1%) */
-	t0 = kj_now_ns();
-	for (;;) {
-		int64_t a = kj_now_ns();
-		rc = run_units(w, batch);
-		if (rc)
-			return rc;
-		int64_t b = kj_now_ns();
-		unit_ns = (b - a) / batch;
-		if (unit_ns > 0 && (b - a) < KJ_BATCH_NS / 2 && batch < 1 << 20)
-			batch = (int)(KJ_BATCH_NS / unit_ns) + 1;
-		if (b - last_clk >= 50000000LL) {
-			int mhz = 0;
-			last_clk = b;
-			if (be->sm_clock(be->ctx, o->nvml_index, &mhz) == 0) {
-				clk[nclk % 5] = mhz;
-				nclk++;
-			}
-		}
-		if ((double)(b - t0) * NS > warm_max)
-			break; /* not steady: measure anyway (docs/energy.md) */
-		if (nclk >= 5 && (double)(b - t0) * NS >= warm_min) {
-			int lo = clk[0], hi = clk[0];
-			for (int i = 1; i < 5; i++) {
-				lo = clk[i] < lo ? clk[i] : lo;
-				hi = clk[i] > hi ? clk[i] : hi;
-			}
-			if (hi - lo <= (hi / 100 > 15 ? hi / 100 : 15))
-				break;
-		}
-	}
+	/* warm-up: run units until the SM clock has settled */
+	int settled_mhz;
+	if ((rc = settle(w, be, o->nvml_index, warm_min, warm_max, &batch, &settled_mhz)))
+		return rc;
 
 	struct kj_sampler_opts so = {.interval_us = 5000, .nvml_indices = &o->nvml_index, .n_indices = 1};
 	rc = kj_sampler_start_with(&so, be, &s);
@@ -279,6 +292,25 @@ int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amorti
 		return KJ_ENODEV;
 	}
 	rc = kj_amortize_measure_with(w, o, &be, r);
+	kj_gpu_backend_close(&be);
+	return rc;
+}
+
+int kj_amortize_settle(const struct kj_amortize_work *w, int nvml_index, double warm_min_s, double warm_max_s,
+		       int *mhz)
+{
+	char why[512];
+	struct kj_gpu_backend be;
+	int batch = 1;
+	*mhz = -1;
+	if (!w || !w->enqueue || !w->sync)
+		return KJ_EINVAL;
+	if (kj_gpu_nvml_open(&be, why, sizeof(why))) {
+		kj_errorf("%s", why);
+		return KJ_ENODEV;
+	}
+	int rc = settle(w, &be, nvml_index, warm_min_s > 0 ? warm_min_s : 0.25, warm_max_s > 0 ? warm_max_s : 5.0,
+			&batch, mhz);
 	kj_gpu_backend_close(&be);
 	return rc;
 }

@@ -92,6 +92,14 @@ struct kj_amortize_result {
 int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
 			struct kj_amortize_result *r);
 
+/** @brief Run work until the SM clock is steady (5 readings 50 ms apart within 1 %), at least
+ *  warm_min_s (default 0.25) and at most warm_max_s (default 5) seconds, the warm-up of
+ *  kj_amortize_measure alone: a timing taken next runs at the clock a sustained load settles at
+ *  (below the top clock where the power limit holds it). *mhz: the last reading, -1 when none.
+ *  Returns KJ_ENODEV without NVML. */
+int kj_amortize_settle(const struct kj_amortize_work *w, int nvml_index, double warm_min_s, double warm_max_s,
+		       int *mhz);
+
 /* ---- the sampler that `kjoule run` and `kjoule power` use ---- */
 struct kj_sampler;
 

@@ -130,7 +130,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 			a->b_flops = t->flops(r->v, KJ_BWD), a->b_bytes = t->bytes(r->v, KJ_BWD, eb);
 	}
 #endif
-	struct sw_measure mf = {-1, -1, -1, 0, -1}, mb = {-1, -1, -1, 0, -1};
+	struct sw_measure mf = {-1, -1, -1, 0, -1, -1, -1}, mb = {-1, -1, -1, 0, -1, -1, -1};
 	double ef = -1, eb = -1;
 	rc = op->setup(c, r->precision, r->v, &state);
 	if (!rc && r->check)
@@ -154,6 +154,8 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	a->b_uj = mb.uj, a->b_uj_unc = mb.uj >= 0 ? mb.uj_unc : -1;
 	a->err_f = ef, a->err_b = eb;
 	a->f_mhz = mf.mhz, a->b_mhz = mb.mhz;
+	a->f_tmhz = mf.t_mhz, a->b_tmhz = mb.t_mhz;
+	a->f_wus = mf.win_us, a->b_wus = mb.win_us;
 	if (r->check && ((ef >= 0 && !(ef <= tolerance(r->precision))) ||
 			 (eb >= 0 && !(eb <= tolerance(r->precision))))) {
 		snprintf(c->err, sizeof(c->err), "%s %s: correctness check failed: err_f=%.3g err_b=%.3g > %.1g",

@@ -108,9 +108,13 @@ struct sw_measure {
 	double us, uj, uj_unc;      /* per call; uj < 0: not measured */
 	int unroll;
 	double mhz;                 /* mean SM clock over the energy window; < 0: not read */
+	double t_mhz;               /* SM clock the timing ran at (settled timing); < 0: not read */
+	double win_us;              /* time a call over the energy window; < 0: no window */
 };
 /** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after warm-up,
- *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph. */
+ *  median per call; energy (energy != 0) through kj_amortize_measure over the same graph.
+ *  Warm-up: at least 100 ms of replays, or with KJ_SWEEP_TIMING=settled (and NVML) replays until
+ *  the SM clock is steady, so that the timing runs at the clock a sustained load settles at. */
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m);
 

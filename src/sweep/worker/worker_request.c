@@ -116,7 +116,7 @@ void sw_answer_init(struct sw_answer *a, const char *status, const char *msg)
 	a->f_us = a->b_us = a->f_uj = a->f_uj_unc = a->b_uj = a->b_uj_unc = -1;
 	a->err_f = a->err_b = -1;
 	a->f_flops = a->b_flops = a->f_bytes = a->b_bytes = -1;
-	a->f_mhz = a->b_mhz = -1;
+	a->f_mhz = a->b_mhz = a->f_tmhz = a->b_tmhz = a->f_wus = a->b_wus = -1;
 	a->msg = msg;
 }
 
@@ -147,7 +147,9 @@ int sw_answer_format(const struct sw_answer *a, char *buf, size_t size)
 	    put(buf, size, &len, "err_f", a->err_f, 3) || put(buf, size, &len, "err_b", a->err_b, 3) ||
 	    put(buf, size, &len, "flops_f", a->f_flops, 6) || put(buf, size, &len, "flops_b", a->b_flops, 6) ||
 	    put(buf, size, &len, "bytes_f", a->f_bytes, 6) || put(buf, size, &len, "bytes_b", a->b_bytes, 6) ||
-	    put(buf, size, &len, "f_mhz", a->f_mhz, 5) || put(buf, size, &len, "b_mhz", a->b_mhz, 5))
+	    put(buf, size, &len, "f_mhz", a->f_mhz, 5) || put(buf, size, &len, "b_mhz", a->b_mhz, 5) ||
+	    put(buf, size, &len, "f_tmhz", a->f_tmhz, 5) || put(buf, size, &len, "b_tmhz", a->b_tmhz, 5) ||
+	    put(buf, size, &len, "f_wus", a->f_wus, 6) || put(buf, size, &len, "b_wus", a->b_wus, 6))
 		return -1;
 	if (len + 8 >= size)
 		return -1;

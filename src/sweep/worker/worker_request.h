@@ -22,6 +22,8 @@ struct sw_answer {
 	double f_us, b_us, f_uj, f_uj_unc, b_uj, b_uj_unc, err_f, err_b;
 	double f_flops, b_flops, f_bytes, b_bytes; /* extra fields: flops_f= ... (the op table's, or '-') */
 	double f_mhz, b_mhz;            /* mean SM clock over each energy window (f_mhz=, b_mhz=), or '-' */
+	double f_tmhz, b_tmhz;          /* SM clock the timing ran at (settled timing: f_tmhz=, b_tmhz=) */
+	double f_wus, b_wus;            /* time a call over the energy window (f_wus=, b_wus=), or '-' */
 	const char *msg;
 };
 
