@@ -21,17 +21,20 @@ import sys
 
 def rounds_of(worker, op, shapes, timing, energy, energy_s):
     env = dict(os.environ, KJ_SWEEP_ENERGY_S=str(energy_s))
+    # the rounds of bench/results/sweep_timing.json: every one timed by the median of 30 replays
+    # (KJ_SWEEP_TIMING=median, the worker's default then); 'settled' settles the clock first
+    env["KJ_SWEEP_TIMING"] = "median"
+    env.pop("KJ_SWEEP_SETTLE", None)
     if timing == "settled":
-        env["KJ_SWEEP_TIMING"] = "settled"
-    else:
-        env.pop("KJ_SWEEP_TIMING", None)
+        env["KJ_SWEEP_SETTLE"] = "1"
     lines = "".join("%s fp16 %s %d 0\n" % (op, s, energy) for s in shapes)
     r = subprocess.run([worker], input=lines, capture_output=True, text=True, env=env)
     out = []
     for line in r.stdout.splitlines():
         if not line.startswith("KJ_SWEEP "):
             continue
-        kv = dict(w.split("=", 1) for w in line[9:].split(" ") if "=" in w and not w.startswith("msg"))
+        body = line[9:].split(" msg=", 1)[0]
+        kv = dict(w.split("=", 1) for w in body.split(" ") if "=" in w)
         out.append({k: (float(v) if v not in ("-", "") and k != "status" else v) for k, v in kv.items()})
     if len(out) != len(shapes):
         sys.stderr.write(r.stderr[-2000:])

@@ -11,8 +11,7 @@
  *              f_mhz=.. b_mhz=.. f_tmhz=.. b_tmhz=.. f_wus=.. b_wus=..] msg="text without newlines"
  * err_f/err_b: relative error ||out-ref||/||ref|| of the correctness check (CHECK=1), else '-'.
  * f_mhz/b_mhz: the mean SM clock over each energy window (ENERGY=1), else '-'. f_tmhz/b_tmhz: the
- * SM clock the timing ran at, after the worker's warm-up settled it (KJ_SWEEP_TIMING=settled),
- * else '-'. f_wus/b_wus: the time a call over the energy window (ENERGY=1), else '-'. A reader
+ * SM clock the timing ran at, after the worker's warm-up settled it (KJ_SWEEP_SETTLE=1), else '-'. f_wus/b_wus: the time a call over the energy window (ENERGY=1), else '-'. A reader
  * ignores keys it does not know.
  * `kjoule-sweep-worker --list` prints one line per operator it implements: OP COL1,COL2,... */
 #ifndef KJ_SWEEP_OP_H
