@@ -1,5 +1,7 @@
 /* kjoule-sweep-worker: row-major GEMM plans through cuBLASLt (heuristic algorithm, the context's
- * workspace), batched with strides. fp16/bf16 accumulate in fp32; fp32 is plain fp32 (no TF32). */
+ * workspace), batched with strides. fp16/bf16 accumulate in fp32; fp32 is plain fp32 (no TF32).
+ * KJ_SWEEP_GEMM_ALGO=fastest: the first call outside a stream capture times cuBLASLt's first
+ * SW_GEMM_CANDIDATES heuristic algorithms on the call's own buffers and keeps the quickest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +9,15 @@
 #include "kj_error.h"
 #include "worker.h"
 
+#define SW_GEMM_CANDIDATES 8
+
 struct sw_gemm {
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, c;
 	cublasLtMatmulAlgo_t algo;
 	float alpha, beta;
+	cublasLtMatmulAlgo_t cand[SW_GEMM_CANDIDATES]; /* heuristic's ranking, for the fastest */
+	int ncand, tuned;
 };
 
 static int lt_fail(struct sw_ctx *c, cublasStatus_t st, const char *what)
@@ -82,13 +88,14 @@ static int plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, i
 		goto error;
 	cublasLtMatmulPreference_t pref = NULL;
 	size_t ws = SW_GEMM_WORKSPACE;
-	cublasLtMatmulHeuristicResult_t h;
-	int found = 0;
+	cublasLtMatmulHeuristicResult_t h[SW_GEMM_CANDIDATES];
+	const char *pick = getenv("KJ_SWEEP_GEMM_ALGO");
+	int found = 0, want = pick && !strcmp(pick, "fastest") ? SW_GEMM_CANDIDATES : 1;
 	LT(cublasLtMatmulPreferenceCreate(&pref), "preference");
 	cublasStatus_t s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 								 &ws, sizeof(ws));
 	cublasStatus_t s2 = s1 == CUBLAS_STATUS_SUCCESS
-		? cublasLtMatmulAlgoGetHeuristic(c->lt, g->desc, g->a, g->b, g->c, g->c, pref, 1, &h, &found)
+		? cublasLtMatmulAlgoGetHeuristic(c->lt, g->desc, g->a, g->b, g->c, g->c, pref, want, h, &found)
 		: s1;
 	cublasLtMatmulPreferenceDestroy(pref);
 	if (s2 != CUBLAS_STATUS_SUCCESS) {
@@ -100,7 +107,11 @@ static int plan(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_t N, i
 			     (long long)M, (long long)N, (long long)K, batch);
 		goto error;
 	}
-	g->algo = h.algo;
+	g->algo = h[0].algo;
+	for (int i = 0; i < found && want > 1; i++)
+		if (h[i].state == CUBLAS_STATUS_SUCCESS)
+			g->cand[g->ncand++] = h[i].algo;
+	g->tuned = g->ncand <= 1 || beta != 0.f; /* tuning reruns the call: an accumulating one would add up */
 	return c->ngemm++;
 error:
 	if (g->a)
@@ -129,9 +140,46 @@ int sw_gemm_plan_bias(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_
 	return plan(c, p, ta, tb, M, N, K, lda, ldb, ldc, 1, 0, 0, 0, 1.f, 0.f, bias);
 }
 
+/* Times each candidate algorithm on the call's buffers (one untimed call, then 5 back to back
+ * between two events) and keeps the quickest in g->algo. A candidate that fails is skipped; the
+ * heuristic's first stays when none can be timed. Not inside a stream capture. */
+static void gemm_tune(struct sw_ctx *c, struct sw_gemm *g, const void *A, const void *B, void *C)
+{
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float best = -1;
+	g->tuned = 1;
+	if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+		goto out;
+	for (int i = 0; i < g->ncand; i++) {
+		cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+		float ms = 0;
+		for (int r = 0; r < 6 && st == CUBLAS_STATUS_SUCCESS; r++) {
+			if (r == 1)
+				cudaEventRecord(e0, c->stream);
+			st = cublasLtMatmul(c->lt, g->desc, &g->alpha, B, g->a, A, g->b, &g->beta, C, g->c, C, g->c,
+					    &g->cand[i], c->workspace, SW_GEMM_WORKSPACE, c->stream);
+		}
+		cudaEventRecord(e1, c->stream);
+		if (st != CUBLAS_STATUS_SUCCESS || cudaEventSynchronize(e1) != cudaSuccess ||
+		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+			continue;
+		if (best < 0 || ms < best)
+			best = ms, g->algo = g->cand[i];
+	}
+out:
+	cudaGetLastError(); /* a candidate's failure is not the caller's */
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+}
+
 int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C)
 {
 	struct sw_gemm *g = c->gemm[plan];
+	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+	if (!g->tuned && cudaStreamIsCapturing(c->stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone)
+		gemm_tune(c, g, A, B, C);
 	cublasStatus_t st = cublasLtMatmul(c->lt, g->desc, &g->alpha, B, g->a, A, g->b, &g->beta, C, g->c,
 					   C, g->c, &g->algo, c->workspace, SW_GEMM_WORKSPACE, c->stream);
 	return st == CUBLAS_STATUS_SUCCESS ? 0 : lt_fail(c, st, "cublasLtMatmul");
