@@ -111,11 +111,12 @@ struct sw_measure {
 	double t_mhz;               /* SM clock the timing ran at (settled timing); < 0: not read */
 	double win_us;              /* time a call over the energy window; < 0: no window */
 };
-/** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed back to back after
- *  at least 100 ms of warm-up for KJ_SWEEP_TIME_S (0.25) s between two events, the mean per call;
- *  energy (energy != 0) through kj_amortize_measure over the same graph, whose window's time a
- *  call then is the time. KJ_SWEEP_TIMING=median: the median of the active replays instead (the
- *  timing before session 18); KJ_SWEEP_SETTLE=1: replays until the SM clock is steady first. */
+/** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after at least
+ *  100 ms of warm-up, the median of the active replays per call; energy (energy != 0) through
+ *  kj_amortize_measure over the same graph (its window's own time a call in win_us).
+ *  KJ_SWEEP_TIMING=span: the mean over KJ_SWEEP_TIME_S (0.25) s of back-to-back replays instead,
+ *  or the energy window's time where energy is measured; KJ_SWEEP_SETTLE=1: replays until the SM
+ *  clock is steady first. */
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m);
 

@@ -113,8 +113,9 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	}
 	reps = reps < 5 ? 5 : reps;
 	const char *timing = getenv("KJ_SWEEP_TIMING");
-	if (!timing || strcmp(timing, "median")) {
-		/* span timing (the default): back-to-back replays between two events over at least
+	int span = timing && !strcmp(timing, "span");
+	if (span) {
+		/* KJ_SWEEP_TIMING=span: back-to-back replays between two events over at least
 		 * KJ_SWEEP_TIME_S (0.25) seconds, their mean. Under the power limit the SM clock moves
 		 * every few tens of ms: a median of 30 replays of ~2 ms repeated to 2.5 % on the same
 		 * shape, a 0.5 s energy window's time to 0.65 % (bench/results/sweep_timing.json).
@@ -136,8 +137,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		m->us = ms * 1e3 / ((double)n * U);
 		goto timed;
 	}
-	/* KJ_SWEEP_TIMING=median: the median of the config's active replays, each timed alone (the
-	 * sweep's timing before session 18) */
+	/* the default: the median of the config's active replays, each timed alone: a burst's time,
+	 * which a mixed training step's GEMMs come closer to than a sustained load's (sweep-operators.md) */
 	t = calloc((size_t)reps, sizeof(*t));
 	if (!t) {
 		rc = sw_fail(c, "measure", "host memory");
@@ -179,7 +180,7 @@ timed:
 			m->mhz = ar.sm_clock_mean_mhz;
 			m->win_us = ar.time_per_launch_ns > 0 ? ar.time_per_launch_ns / 1e3 : -1;
 			/* the window's time is the longer span's, at the clock its energy was drawn at */
-			if (m->win_us > 0 && (!timing || strcmp(timing, "median")))
+			if (m->win_us > 0 && span)
 				m->us = m->win_us;
 		} else if (erc) {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
