@@ -57,6 +57,51 @@ out:
 	return rc;
 }
 
+/* KJ_SWEEP_TIMING=span: n back-to-back replays between two events, their mean per call. Under
+ * the power limit the SM clock moves every few tens of ms: a median of 30 replays of ~2 ms
+ * repeated to 2.5 % on the same shape, a 0.5 s energy window's time to 0.65 %
+ * (bench/results/sweep_timing.json). */
+static int time_span(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2], int U, int n, double *us)
+{
+	float ms = 0;
+	int rc;
+	if ((rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")))
+		return rc;
+	for (int i = 0; i < n; i++)
+		if ((rc = sw_cuda(c, cudaGraphLaunch(gw->exec, c->stream), "graph launch")))
+			return rc;
+	if ((rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) ||
+	    (rc = sw_sync(c, "timed replays")) || (rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
+		return rc;
+	*us = ms * 1e3 / ((double)n * U);
+	return 0;
+}
+
+/* The default: the median of reps replays, each timed alone, per call: a burst's time, which a
+ * mixed training step's GEMMs come closer to than a sustained load's (docs/sweep-operators.md). */
+static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2], int U, int reps, double *us)
+{
+	double *t = calloc((size_t)reps, sizeof(*t));
+	int rc = 0;
+	if (!t)
+		return sw_fail(c, "measure", "host memory");
+	for (int i = 0; i < reps && !rc; i++) {
+		float ms = 0;
+		if (!(rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) &&
+		    !(rc = sw_cuda(c, cudaGraphLaunch(gw->exec, c->stream), "graph launch")) &&
+		    !(rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) &&
+		    !(rc = sw_sync(c, "timed replay")) &&
+		    !(rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
+			t[i] = ms * 1e3 / U;
+	}
+	if (!rc) {
+		kj_sort_doubles(t, (size_t)reps);
+		*us = kj_quantile_sorted(t, (size_t)reps, 0.5);
+	}
+	free(t);
+	return rc;
+}
+
 static int energy_windows; /* energy windows measured by this worker so far */
 
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
@@ -65,7 +110,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	cudaGraph_t graph = NULL;
 	struct graph_work gw = {NULL, c->stream};
 	cudaEvent_t ev[2] = {NULL, NULL};
-	double est = 0, *t = NULL;
+	double est = 0;
 	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
 	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
@@ -115,48 +160,16 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	const char *timing = getenv("KJ_SWEEP_TIMING");
 	int span = timing && !strcmp(timing, "span");
 	if (span) {
-		/* KJ_SWEEP_TIMING=span: back-to-back replays between two events over at least
-		 * KJ_SWEEP_TIME_S (0.25) seconds, their mean. Under the power limit the SM clock moves
-		 * every few tens of ms: a median of 30 replays of ~2 ms repeated to 2.5 % on the same
-		 * shape, a 0.5 s energy window's time to 0.65 % (bench/results/sweep_timing.json).
-		 * With an energy window to come, whose time replaces this one, the active replays only. */
+		/* with an energy window to come, whose time replaces this one, the active replays only */
 		double span_us = energy && c->nvml_index >= 0 ? 0 : env_double("KJ_SWEEP_TIME_S", 0.25) * 1e6;
 		double replay_us = est > 0 ? est * U : 0;
 		int n = replay_us > 0 && span_us / replay_us > reps ? (int)(span_us / replay_us) + 1 : reps;
-		n = n > 100000 ? 100000 : n;
-		float ms = 0;
-		if ((rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")))
-			goto out;
-		for (int i = 0; i < n; i++)
-			if ((rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "graph launch")))
-				goto out;
-		if ((rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) ||
-		    (rc = sw_sync(c, "timed replays")) ||
-		    (rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-			goto out;
-		m->us = ms * 1e3 / ((double)n * U);
-		goto timed;
+		rc = time_span(c, &gw, ev, U, n > 100000 ? 100000 : n, &m->us);
+	} else {
+		rc = time_median(c, &gw, ev, U, reps, &m->us);
 	}
-	/* the default: the median of the config's active replays, each timed alone: a burst's time,
-	 * which a mixed training step's GEMMs come closer to than a sustained load's (sweep-operators.md) */
-	t = calloc((size_t)reps, sizeof(*t));
-	if (!t) {
-		rc = sw_fail(c, "measure", "host memory");
+	if (rc)
 		goto out;
-	}
-	for (int i = 0; i < reps; i++) {
-		float ms = 0;
-		if ((rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) ||
-		    (rc = sw_cuda(c, cudaGraphLaunch(gw.exec, c->stream), "graph launch")) ||
-		    (rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) ||
-		    (rc = sw_sync(c, "timed replay")) ||
-		    (rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-			goto out;
-		t[i] = ms * 1e3 / U;
-	}
-	kj_sort_doubles(t, (size_t)reps);
-	m->us = kj_quantile_sorted(t, (size_t)reps, 0.5);
-timed:
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {
@@ -188,7 +201,6 @@ timed:
 		cudaGetLastError();
 	}
 out:
-	free(t);
 	for (int i = 0; i < 2; i++)
 		if (ev[i])
 			cudaEventDestroy(ev[i]);
