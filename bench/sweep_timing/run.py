@@ -3,7 +3,7 @@
 
 Measures the same shapes of one operator in several rounds, each round a fresh
 kjoule-sweep-worker: 'quick' timing (the default: 100 ms of warm-up, then 30 timed replays),
-'settled' timing (KJ_SWEEP_TIMING=settled: replays until the SM clock is steady, then the same
+'settled' timing (KJ_SWEEP_SETTLE=1: replays until the SM clock is steady, then the same
 30), each with or without an energy window (whose own time a call, f_wus/b_wus, is kept too).
 Reports, per timing kind, the spread between two rounds of the same shape (mean and max of
 |a-b|/mean) and how far each kind sits from the energy window's time.
@@ -21,9 +21,9 @@ import sys
 
 def rounds_of(worker, op, shapes, timing, energy, energy_s):
     env = dict(os.environ, KJ_SWEEP_ENERGY_S=str(energy_s))
-    # the rounds of bench/results/sweep_timing.json: every one timed by the median of 30 replays
-    # (KJ_SWEEP_TIMING=median, the worker's default then); 'settled' settles the clock first
-    env["KJ_SWEEP_TIMING"] = "median"
+    # every round timed by the median of 30 replays (the worker's default; a KJ_SWEEP_TIMING of
+    # the caller's is dropped); 'settled' settles the clock first
+    env.pop("KJ_SWEEP_TIMING", None)
     env.pop("KJ_SWEEP_SETTLE", None)
     if timing == "settled":
         env["KJ_SWEEP_SETTLE"] = "1"

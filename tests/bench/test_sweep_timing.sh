@@ -8,7 +8,7 @@ cat > "$T/worker" <<'W'
 # median rounds answer 10 us, then 11 us (a counter file tells them apart); settled rounds 10 us
 # at 1500 MHz; an energy window always 10 us; a message with spaces and '=' to be skipped
 n=$(cat "$0.count" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.count"
-[ "$KJ_SWEEP_TIMING" = median ] || { echo "KJ_SWEEP_TIMING=$KJ_SWEEP_TIMING" >&2; exit 3; }
+[ -z "$KJ_SWEEP_TIMING" ] || { echo "KJ_SWEEP_TIMING=$KJ_SWEEP_TIMING" >&2; exit 3; }
 while read -r op prec shape energy check; do
 	f=10; [ -z "$KJ_SWEEP_SETTLE" ] && [ "$n" = 1 ] && f=11
 	t=-; [ -n "$KJ_SWEEP_SETTLE" ] && t=1500
