@@ -8,11 +8,14 @@
  * figure that was not measured written as '-' (never 0, nan or inf):
  *     KJ_SWEEP status=ok|oom|error|unsupported f_us=.. b_us=.. f_uj=.. f_uj_unc=.. b_uj=..
  *              b_uj_unc=.. err_f=.. err_b=.. [flops_f=.. flops_b=.. bytes_f=.. bytes_b=..
- *              f_mhz=.. b_mhz=.. f_tmhz=.. b_tmhz=.. f_wus=.. b_wus=..] msg="text without newlines"
+ *              f_mhz=.. b_mhz=.. f_tmhz=.. b_tmhz=.. f_wus=.. b_wus=.. f_algo=.. b_algo=..]
+ *              msg="text without newlines"
  * err_f/err_b: relative error ||out-ref||/||ref|| of the correctness check (CHECK=1), else '-'.
  * f_mhz/b_mhz: the mean SM clock over each energy window (ENERGY=1), else '-'. f_tmhz/b_tmhz: the
- * SM clock the timing ran at, after the worker's warm-up settled it (KJ_SWEEP_SETTLE=1), else '-'. f_wus/b_wus: the time a call over the energy window (ENERGY=1), else '-'. A reader
- * ignores keys it does not know.
+ * SM clock the timing ran at, after the worker's warm-up settled it (KJ_SWEEP_SETTLE=1), else '-'. f_wus/b_wus: the time a call over the energy window (ENERGY=1), else '-'.
+ * f_algo/b_algo: the cuBLASLt algorithms the pass ran, ID.TILE.SPLITK.STAGES.CLUSTER per GEMM
+ * joined by '+' (cublasLtMatmulAlgoConfig's ids), '-' for a pass without GEMMs. A reader ignores
+ * keys it does not know.
  * `kjoule-sweep-worker --list` prints one line per operator it implements: OP COL1,COL2,... */
 #ifndef KJ_SWEEP_OP_H
 #define KJ_SWEEP_OP_H

@@ -36,6 +36,7 @@ struct answer {
 	char status[16];
 	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
 	char f_mhz[32], b_mhz[32]; /* mean SM clock over each energy window */
+	char f_algo[96], b_algo[96]; /* each pass's cuBLASLt algorithms (a word of digits, '.' and '+') */
 	char msg[256];
 };
 
@@ -51,6 +52,8 @@ static int parse_answer(const char *line, struct answer *a)
 	memset(a, 0, sizeof(*a));
 	for (int i = 0; i < NFIELDS; i++)
 		strcpy(fields[i], "-");
+	strcpy(a->f_algo, "-");
+	strcpy(a->b_algo, "-");
 	if (strncmp(line, "KJ_SWEEP ", 9))
 		return -1;
 	const char *s = line + 9;
@@ -76,6 +79,11 @@ static int parse_answer(const char *line, struct answer *a)
 		snprintf(tok, sizeof(tok), "%.*s", (int)(len < 127 ? len : 127), s);
 		if (!strncmp(tok, "status=", 7))
 			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
+		if (!strncmp(tok, "f_algo=", 7) || !strncmp(tok, "b_algo=", 7)) {
+			const char *w = tok + 7;
+			int ok = *w && strspn(w, "0123456789.+-") == strlen(w);
+			snprintf(tok[0] == 'f' ? a->f_algo : a->b_algo, sizeof(a->f_algo), "%.95s", ok ? w : "-");
+		}
 		for (int i = 0; i < NFIELDS; i++) {
 			size_t kl = strlen(keys[i]);
 			if (!strncmp(tok, keys[i], kl))
@@ -274,6 +282,10 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	if (ok && st->opts->energy && st->log && (strcmp(a->f_mhz, "-") || strcmp(a->b_mhz, "-")))
 		fprintf(st->log, "shape %s: SM clock %s MHz forward, %s MHz backward (mean over each energy window)\n",
 			shape, a->f_mhz, a->b_mhz);
+	/* the GEMM kernels cuBLASLt chose: where a shape's time jumps from its neighbours', they show why */
+	if (ok && st->log && (strcmp(a->f_algo, "-") || strcmp(a->b_algo, "-")))
+		fprintf(st->log, "shape %s: cuBLASLt algorithms %s forward, %s backward (id.tile.splitk.stages.cluster)\n",
+			shape, a->f_algo, a->b_algo);
 	int n;
 	if (st->opts->energy)
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",

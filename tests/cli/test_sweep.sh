@@ -72,6 +72,8 @@ grep -q "Kernel: layernorm_fp16 | Progress: 27/27=100.00% | Speed: [0-9.]*s/samp
 grep -q "skipped shape 4,384,768 (oom)" "$log" || fail "log lacks the skip"
 # the worker's mean SM clock over each energy window goes to the log, not the CSV
 grep -q "^shape 1,128,256: SM clock 1755 MHz forward, 1980 MHz backward" "$log" || fail "log lacks the SM clock: $(grep -m1 "SM clock" "$log")"
+# and the cuBLASLt algorithms of each pass; a word that is not ids is shown as '-'
+grep -q "^shape 1,128,256: cuBLASLt algorithms 12.20.1.3.0+7.18.1.2.0 forward, - backward" "$log" || fail "log lacks the algorithms: $(grep -m1 "cuBLASLt" "$log")"
 # run again: nothing to do, the file unchanged
 cp "$csv" "$T/before.csv"
 STANDIN_LOG="$T/req" expect 0 "$KJ" sweep "$T/small.yml" --out "$T/o" --gpu-name "NVIDIA H100 80GB HBM3" --energy

@@ -85,6 +85,7 @@ static void ctx_close(struct sw_ctx *c)
 /* Run one request; fills a (its msg points into c->err or a static string). */
 static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 {
+	static char algo_f[96], algo_b[96]; /* the answer's algorithm words, printed after serve() */
 	const struct sw_op *op = sw_op_find(r->op);
 	void *state = NULL;
 	int rc = 0;
@@ -130,7 +131,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 			a->b_flops = t->flops(r->v, KJ_BWD), a->b_bytes = t->bytes(r->v, KJ_BWD, eb);
 	}
 #endif
-	struct sw_measure mf = {-1, -1, -1, 0, -1, -1, -1}, mb = {-1, -1, -1, 0, -1, -1, -1};
+	struct sw_measure mf = {-1, -1, -1, 0, -1, -1, -1, ""}, mb = {-1, -1, -1, 0, -1, -1, -1, ""};
 	double ef = -1, eb = -1;
 	rc = op->setup(c, r->precision, r->v, &state);
 	if (!rc && r->check)
@@ -156,6 +157,9 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	a->f_mhz = mf.mhz, a->b_mhz = mb.mhz;
 	a->f_tmhz = mf.t_mhz, a->b_tmhz = mb.t_mhz;
 	a->f_wus = mf.win_us, a->b_wus = mb.win_us;
+	snprintf(algo_f, sizeof(algo_f), "%s", mf.algo);
+	snprintf(algo_b, sizeof(algo_b), "%s", mb.algo);
+	a->f_algo = algo_f, a->b_algo = algo_b;
 	if (r->check && ((ef >= 0 && !(ef <= tolerance(r->precision))) ||
 			 (eb >= 0 && !(eb <= tolerance(r->precision))))) {
 		snprintf(c->err, sizeof(c->err), "%s %s: correctness check failed: err_f=%.3g err_b=%.3g > %.1g",

@@ -39,6 +39,8 @@ struct sw_ctx {
 	int nbufs;
 	void *gemm[16];         /* struct sw_gemm plans of the current op */
 	int ngemm;
+	int gemm_ran[16];       /* plans run since sw_gemm_ran_reset(), in order of first run */
+	int ngemm_ran;
 	int oom;                /* set by sw_alloc when cudaMalloc ran out of memory */
 	int unsupported;        /* set by sw_fail(c, "shape" or "precision", ...): a shape or precision
 				 * this implementation does not take */
@@ -102,6 +104,12 @@ int sw_gemm_plan_bias(struct sw_ctx *c, int p, int ta, int tb, int64_t M, int64_
 		      int64_t lda, int64_t ldb, int64_t ldc, const void *bias);
 int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C);
 void sw_gemm_free_all(struct sw_ctx *c);
+/** Forget which plans ran; sw_gemm_describe() then names those run after. */
+void sw_gemm_ran_reset(struct sw_ctx *c);
+/** The cuBLASLt algorithms of the plans run since sw_gemm_ran_reset(), one a plan joined by '+',
+ *  each ID.TILE.SPLITK.STAGES.CLUSTER (cublasLtMatmulAlgoConfig's attributes: the algorithm, its
+ *  tile, split-K count, stages and cluster shape ids); '' when no GEMM ran. No spaces. */
+void sw_gemm_describe(struct sw_ctx *c, char *buf, size_t len);
 
 /* ---- worker_measure.c ---- */
 struct sw_measure {
@@ -110,6 +118,7 @@ struct sw_measure {
 	double mhz;                 /* mean SM clock over the energy window; < 0: not read */
 	double t_mhz;               /* SM clock the timing ran at (settled timing); < 0: not read */
 	double win_us;              /* time a call over the energy window; < 0: no window */
+	char algo[96];              /* the pass's cuBLASLt algorithms (sw_gemm_describe); '' none */
 };
 /** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after at least
  *  100 ms of warm-up, the median of the active replays per call; energy (energy != 0) through

@@ -174,9 +174,46 @@ out:
 		cudaEventDestroy(e1);
 }
 
+void sw_gemm_ran_reset(struct sw_ctx *c)
+{
+	c->ngemm_ran = 0;
+}
+
+void sw_gemm_describe(struct sw_ctx *c, char *buf, size_t len)
+{
+	static const cublasLtMatmulAlgoConfigAttributes_t attrs[] = {
+		CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+		CUBLASLT_ALGO_CONFIG_STAGES_ID, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID};
+	size_t n = 0;
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < c->ngemm_ran && n + 1 < len; i++) {
+		struct sw_gemm *g = c->gemm[c->gemm_ran[i]];
+		for (size_t a = 0; a < sizeof(attrs) / sizeof(attrs[0]); a++) {
+			uint32_t v = 0; /* every attribute here is a 32-bit id or count */
+			size_t got = 0;
+			long long x = cublasLtMatmulAlgoConfigGetAttribute(&g->algo, attrs[a], &v, sizeof(v), &got) ==
+						      CUBLAS_STATUS_SUCCESS
+					      ? (long long)v
+					      : -1;
+			int w = snprintf(buf + n, len - n, "%s%lld", a ? "." : i ? "+" : "", x);
+			if (w < 0 || (size_t)w >= len - n) {
+				buf[n] = '\0';
+				return;
+			}
+			n += (size_t)w;
+		}
+	}
+}
+
 int sw_gemm_run(struct sw_ctx *c, int plan, const void *A, const void *B, void *C)
 {
 	struct sw_gemm *g = c->gemm[plan];
+	int seen = 0;
+	for (int i = 0; i < c->ngemm_ran && !seen; i++)
+		seen = c->gemm_ran[i] == plan;
+	if (!seen && c->ngemm_ran < (int)(sizeof(c->gemm_ran) / sizeof(c->gemm_ran[0])))
+		c->gemm_ran[c->ngemm_ran++] = plan;
 	enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
 	if (!g->tuned && cudaStreamIsCapturing(c->stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone)
 		gemm_tune(c, g, A, B, C);
@@ -199,4 +236,5 @@ void sw_gemm_free_all(struct sw_ctx *c)
 		c->gemm[i] = NULL;
 	}
 	c->ngemm = 0;
+	c->ngemm_ran = 0;
 }

@@ -115,6 +115,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
 	m->us = m->uj = m->uj_unc = m->mhz = m->t_mhz = m->win_us = -1;
+	m->algo[0] = '\0';
+	sw_gemm_ran_reset(c);
 	if ((rc = time_once(c, state, fn, &est)))
 		return rc;
 	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
@@ -170,6 +172,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	}
 	if (rc)
 		goto out;
+	sw_gemm_describe(c, m->algo, sizeof(m->algo));
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {

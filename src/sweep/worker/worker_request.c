@@ -117,6 +117,7 @@ void sw_answer_init(struct sw_answer *a, const char *status, const char *msg)
 	a->err_f = a->err_b = -1;
 	a->f_flops = a->b_flops = a->f_bytes = a->b_bytes = -1;
 	a->f_mhz = a->b_mhz = a->f_tmhz = a->b_tmhz = a->f_wus = a->b_wus = -1;
+	a->f_algo = a->b_algo = NULL;
 	a->msg = msg;
 }
 
@@ -128,6 +129,18 @@ static int put(char *buf, size_t size, size_t *len, const char *key, double x, i
 		n = snprintf(buf + *len, size - *len, " %s=-", key);
 	else
 		n = snprintf(buf + *len, size - *len, " %s=%.*g", key, digits, x);
+	if (n < 0 || (size_t)n >= size - *len)
+		return -1;
+	*len += (size_t)n;
+	return 0;
+}
+
+/* Append " key=word", or '-' when word is NULL or empty; a word holding a space or a quote is '-'. */
+static int put_word(char *buf, size_t size, size_t *len, const char *key, const char *word)
+{
+	if (!word || !*word || strpbrk(word, " \t\n\"="))
+		word = "-";
+	int n = snprintf(buf + *len, size - *len, " %s=%s", key, word);
 	if (n < 0 || (size_t)n >= size - *len)
 		return -1;
 	*len += (size_t)n;
@@ -149,7 +162,8 @@ int sw_answer_format(const struct sw_answer *a, char *buf, size_t size)
 	    put(buf, size, &len, "bytes_f", a->f_bytes, 6) || put(buf, size, &len, "bytes_b", a->b_bytes, 6) ||
 	    put(buf, size, &len, "f_mhz", a->f_mhz, 5) || put(buf, size, &len, "b_mhz", a->b_mhz, 5) ||
 	    put(buf, size, &len, "f_tmhz", a->f_tmhz, 5) || put(buf, size, &len, "b_tmhz", a->b_tmhz, 5) ||
-	    put(buf, size, &len, "f_wus", a->f_wus, 6) || put(buf, size, &len, "b_wus", a->b_wus, 6))
+	    put(buf, size, &len, "f_wus", a->f_wus, 6) || put(buf, size, &len, "b_wus", a->b_wus, 6) ||
+	    put_word(buf, size, &len, "f_algo", a->f_algo) || put_word(buf, size, &len, "b_algo", a->b_algo))
 		return -1;
 	if (len + 8 >= size)
 		return -1;
