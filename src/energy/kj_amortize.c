@@ -73,14 +73,15 @@ static int run_units(const struct kj_amortize_work *w, int count)
 }
 
 /* Runs units until the SM clock has settled: 5 readings 50 ms apart within 1 % (15 MHz at least),
- * after at least warm_min seconds, for at most warm_max. *mhz: the last reading (-1: none).
+ * after at least warm_min seconds, for at most warm_max. *mhz (mhz not NULL): the last reading
+ * (-1: none).
  * *batch: units a sync, grown to ~20 ms of work; kept for the caller's measurement. */
 static int settle(const struct kj_amortize_work *w, struct kj_gpu_backend *be, int idx, double warm_min,
 		  double warm_max, int *batch, int *mhz)
 {
 	int clk[5] = {0}, nclk = 0, rc;
 	int64_t t0 = kj_now_ns(), last_clk = 0, unit_ns;
-	*mhz = -1;
+	int last = -1;
 	for (;;) {
 		int64_t a = kj_now_ns();
 		if ((rc = run_units(w, *batch)))
@@ -95,9 +96,11 @@ static int settle(const struct kj_amortize_work *w, struct kj_gpu_backend *be, i
 			if (be->sm_clock && be->sm_clock(be->ctx, idx, &m) == 0 && m > 0) {
 				clk[nclk % 5] = m;
 				nclk++;
-				*mhz = m;
+				last = m;
 			}
 		}
+		if (mhz)
+			*mhz = last;
 		if ((double)(b - t0) * NS > warm_max)
 			return 0; /* not steady: measure anyway (docs/energy.md) */
 		if (nclk >= 5 && (double)(b - t0) * NS >= warm_min) {
@@ -133,8 +136,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		return KJ_EINVAL;
 
 	/* warm-up: run units until the SM clock has settled */
-	int settled_mhz;
-	if ((rc = settle(w, be, o->nvml_index, warm_min, warm_max, &batch, &settled_mhz)))
+	if ((rc = settle(w, be, o->nvml_index, warm_min, warm_max, &batch, NULL)))
 		return rc;
 
 	struct kj_sampler_opts so = {.interval_us = 5000, .nvml_indices = &o->nvml_index, .n_indices = 1};

@@ -256,8 +256,8 @@ template <typename T>
 static void bn_plane_launch(const T *x, T *y, const float *a, const float *b, int64_t N, int64_t C, int64_t HW,
 			    cudaStream_t s)
 {
-	int tf = plane_threads(HW / 4);
-	int t64 = plane_threads(HW) < 64 ? plane_threads(HW) : 64;
+	int tf = plane_threads(HW / 4), t_all = plane_threads(HW);
+	int t64 = t_all < 64 ? t_all : 64;
 	tf = tf > t64 ? tf : t64;
 	int tb = 64 / tf > 1 ? 64 / tf : 1;
 	int64_t gy = (N + tb - 1) / tb, cap = (256 * 1024) / C;
