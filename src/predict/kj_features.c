@@ -238,6 +238,16 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	return 1.0;
 }
 
+/* log2 of the largest power of two that divides n, at most cap_log2 */
+static double alignment_log2(double n, int cap_log2)
+{
+	int64_t x = (int64_t)n;
+	int a = 0;
+	while (x > 0 && !(x & 1) && a < cap_log2)
+		x >>= 1, a++;
+	return a;
+}
+
 void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int prop, int e,
 			 int sm_count, double l2_bytes, float *f)
 {
@@ -256,6 +266,15 @@ void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int pro
 	 * fits the L2 reads it from there */
 	if (l2_bytes > 0 && bytes > 0)
 		f[4] = (float)log(bytes / l2_bytes);
+	/* a GEMM whose N or K is a multiple of 16 but not of 32 or 64 runs other, slower kernels:
+	 * linear2 at K = dim/mp 16 past a 32-multiple ran up to 25 % slower than the larger aligned
+	 * shape beside it, and without these two features its held-out forward time scored 6.3 %
+	 * MAPE against 5.4 % with them (grouped cross-validation over six sets, docs/sweep.md) */
+	double g[2][4];
+	if (gemms_of(op, v, KJ_FWD, g)) {
+		f[5] = (float)alignment_log2(g[0][1], 6);
+		f[6] = (float)alignment_log2(g[0][2], 6);
+	}
 	for (int i = 0; i < op->ncolumns; i++)
 		f[KJ_PREDICT_COL0 + i] = (float)log((double)v[i]);
 }

@@ -9,12 +9,13 @@
 #include "kj_sweep_op.h"
 
 /* log FLOPs (times the imbalance of the busiest SM or thread, or a GEMM's tile padding), log
- * bytes, waves (ceil), wave tail, log of the bytes over the L2's size, then the log of each shape
- * column */
-#define KJ_PREDICT_COL0 5
+ * bytes, waves (ceil), wave tail, log of the bytes over the L2's size, a GEMM's N and K alignment
+ * (log2 of the largest power of two dividing each, at most 64 elements), then the log of each
+ * shape column */
+#define KJ_PREDICT_COL0 7
 #define KJ_PREDICT_NF (KJ_PREDICT_COL0 + KJ_SWEEP_MAX_COLS)
 /* the features' version, kept with each model: a model fitted on other features is refused */
-#define KJ_PREDICT_FEATURES 8
+#define KJ_PREDICT_FEATURES 9
 
 /** @brief SMs of a GPU from kjoule's table of known GPUs, matched on the file-name tag
  *  ("NVIDIAH100PCIe" -> 114, "NVIDIAH20080GB..." -> 132); -1 when unknown. */

@@ -40,6 +40,13 @@ static void test_features(void **state)
 	assert_true(fabsf(f[4] - (float)log(op->bytes(v, KJ_FWD, 2) / l2)) < 1e-4f);
 	assert_true(fabsf(f[KJ_PREDICT_COL0 + 2] - logf(512)) < 1e-4f);
 	assert_true(isnan(f[KJ_PREDICT_COL0 + 4])); /* past the operator's columns */
+	assert_true(f[5] == 6.0f && f[6] == 6.0f); /* N 3072, K 1024: both past the 64 cap */
+	const struct kj_sweep_op *l2op = kj_sweep_op_find("linear2");
+	int64_t odd[] = {2, 1, 1136, 1248}; /* N 1248 = 32 x 39, K = 1248 / 2 = 16 x 39 */
+	kj_predict_features(l2op, odd, KJ_BWD, 2, 132, l2, f);
+	assert_true(f[5] == 5.0f && f[6] == 4.0f); /* the forward product's N and K, either pass */
+	kj_predict_features(kj_sweep_op_find("layernorm"), v, KJ_FWD, 2, 132, l2, f);
+	assert_true(isnan(f[5]) && isnan(f[6])); /* no GEMM: missing */
 	kj_predict_features(op, v, KJ_FWD, 2, -1, -1, f);
 	assert_true(isnan(f[2]) && isnan(f[3]) && isnan(f[4]));
 	assert_true(kj_predict_l2_bytes("SomeNewGPU") < 0);
@@ -64,7 +71,6 @@ static void test_features(void **state)
 	/* linear2 at dim 1088 (64 past 1024): M = 4 x 544 = 2176, N = 1088, K = 1088 (17 k-steps of
 	 * 64). 256 x 128 tiles cover 2304 x 1152, the least: 128 x 256 cover 2176 x 1280, 128 x 128
 	 * 2176 x 1152 at 0.9 of the rate */
-	const struct kj_sweep_op *l2op = kj_sweep_op_find("linear2");
 	int64_t past[] = {1, 4, 544, 1088};
 	double want = (2304.0 * 1152) / (2176.0 * 1088);
 	assert_true(fabs(kj_predict_imbalance(l2op, past, KJ_FWD, 2, 132) - want) < 1e-9);
