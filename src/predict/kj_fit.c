@@ -132,6 +132,42 @@ static int fold_of(const char *key)
 	return (int)(key_hash(key) / 5 % 5);
 }
 
+/* The out-of-sample error by the size of the figure: rows grouped by their measured value in
+ * half-decades (1-3.16, 3.16-10, 10-31.6 ... us or uJ), each row predicted by a model that did not
+ * see it (the held-out fifth by the model of the training rows, pred; a training row by the 5-fold
+ * cross-validation of the chosen form, oof in log, times the time model's figure, tlog, for an
+ * energy model of power), the groups of at least 5 rows as [{from, to, n, mape_pct}]. Short
+ * kernels can miss by several times a model's mean error (the GEMMs under 20 us: 10-28 % where
+ * the rest reach 3-5 %, bench/results/predict_accuracy_ninth.json), so predict quotes the error
+ * of the prediction's own size. */
+static json_t *error_by_size(const double *meas, const double *pred, const int *ho, int m, const double *oof,
+			     const double *tlog)
+{
+	enum { LO = -20, NB = 60 };
+	double sum[NB] = {0};
+	int cnt[NB] = {0}, k = 0;
+	for (int i = 0; i < m; i++) {
+		double p = -1;
+		if (ho[i])
+			p = pred[i];
+		else if (oof)
+			p = exp(oof[k++] + (tlog ? tlog[i] : 0.0));
+		if (!(p > 0) || !(meas[i] > 0) || !isfinite(p))
+			continue;
+		int b = (int)floor(2.0 * log10(meas[i])) - LO;
+		b = b < 0 ? 0 : b >= NB ? NB - 1 : b;
+		sum[b] += fabs(p - meas[i]) / meas[i] * 100.0;
+		cnt[b]++;
+	}
+	json_t *a = json_array();
+	for (int b = 0; b < NB; b++)
+		if (cnt[b] >= 5)
+			json_array_append_new(a, json_pack("{s:f,s:f,s:i,s:f}", "from", pow(10.0, (b + LO) / 2.0),
+							   "to", pow(10.0, (b + LO + 1) / 2.0), "n", cnt[b],
+							   "mape_pct", sum[b] / cnt[b]));
+	return a;
+}
+
 /* train one model; appends its entry to models (jansson array); prints a line. A time model hands
  * its model of the training rows (before the held-out fifth joins them) to *tm; an energy model,
  * given one there, learns the power (energy over time, of rows with both) and predicts energy as
@@ -145,12 +181,14 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	float *x = malloc((size_t)n * nf * sizeof(*x)), *xt = malloc((size_t)n * nf * sizeof(*xt));
 	double *ly = malloc(n * sizeof(*ly)), *meas = malloc(n * sizeof(*meas)), *lt = malloc(n * sizeof(*lt));
 	double *pv = malloc(n * sizeof(*pv)), *pr = malloc(n * sizeof(*pr)), *yt = malloc(n * sizeof(*yt));
+	double *oof = malloc(n * sizeof(*oof)), *oofbest = malloc(n * sizeof(*oofbest));
 	int *ho = malloc(n * sizeof(*ho)), *fold = malloc(n * sizeof(*fold)), m = 0, ntr = 0, rc = 0;
+	int have_oof = 0;
 	struct kj_fitted fm = {0};
 	double cv[KJ_FIT_NFORMS];
 	int power = energy && tm && tm->nw > 0; /* learn power, predict energy = power x tm's time */
 	char name[600], path[4200];
-	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold) {
+	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold || !oof || !oofbest) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
@@ -193,9 +231,12 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	 * when there are too few rows to judge) */
 	int best = 0;
 	for (int c = 0; c < KJ_FIT_NFORMS; c++) {
-		cv[c] = ntr >= 10 ? kj_fit_cv_mape(o->rounds, xtr, ytr, ftr, ntr, nf, nc, c, xt, yt, pr) : -1;
-		if (cv[c] >= 0 && (cv[best] < 0 || cv[c] < cv[best]))
+		cv[c] = ntr >= 10 ? kj_fit_cv_mape(o->rounds, xtr, ytr, ftr, ntr, nf, nc, c, xt, yt, pr, oof) : -1;
+		if (cv[c] >= 0 && (cv[best] < 0 || cv[c] < cv[best] || c == 0)) {
 			best = c;
+			memcpy(oofbest, oof, ntr * sizeof(*oof)); /* the chosen form's out-of-fold rows */
+			have_oof = 1;
+		}
 	}
 	/* scored on the held-out fifth by a model of the training rows ... */
 	rc = kj_fitted_train(o->rounds, xtr, ytr, ntr, nf, nc, kj_fit_forms[best].form, kj_fit_forms[best].trees,
@@ -206,6 +247,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		rc = kj_fitted_train(o->rounds, xtr, ytr, ntr, nf, nc, kj_fit_forms[0].form, kj_fit_forms[0].trees, &fm);
 	}
 	free(xtr), free(ytr), free(ftr);
+	if (best == 0 && cv[0] < 0)
+		have_oof = 0;
 	if (rc > 0)
 		kj_errorf("fit: %s: the baseline cannot be solved on these rows", name);
 	if (rc || (rc = kj_fitted_predict_log(&fm, x, m, nf, nc, lt)))
@@ -280,6 +323,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	json_object_set_new(j, "n_final", json_integer(m)); /* rows the saved model learnt from */
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
 	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
+	json_object_set_new(j, "mape_by_size", error_by_size(meas, pv, ho, m, have_oof ? oofbest : NULL,
+							    power ? pr : NULL));
 	json_array_append_new(models, j);
 	if (!o->quiet) {
 		char te[64] = "-";
@@ -298,6 +343,8 @@ out:
 	free(pv);
 	free(pr);
 	free(yt);
+	free(oof);
+	free(oofbest);
 	free(ho);
 	free(fold);
 	return rc;

@@ -81,12 +81,11 @@ int kj_fitted_predict_log(struct kj_fitted *m, const float *x, int n, int nf, in
 	return 0;
 }
 
-/* mean absolute percentage error of candidate c over 5 folds of the n rows; -1: not fittable */
-double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *fold, int n,
-		      int nf, int ncols, int c, float *xt, double *yt, double *pr)
+/* out-of-fold log predictions of candidate c: oof[i] from a model of the other four folds;
+ * -1: not fittable */
+int kj_fit_oof_log(int rounds, const float *x, const double *ly, const int *fold, int n, int nf,
+		   int ncols, int c, float *xt, double *yt, double *pr, double *oof)
 {
-	double sum = 0;
-	int cnt = 0;
 	for (int k = 0; k < 5; k++) {
 		int nt = 0, nk = 0;
 		for (int i = 0; i < n; i++)
@@ -111,11 +110,21 @@ double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *f
 			return -1;
 		nk = 0;
 		for (int i = 0; i < n; i++)
-			if (fold[i] == k) {
-				sum += fabs(exp(pr[nk++] - ly[i]) - 1.0);
-				cnt++;
-			}
+			if (fold[i] == k)
+				oof[i] = pr[nk++];
 	}
-	return cnt ? 100.0 * sum / cnt : -1;
+	return 0;
+}
+
+/* mean absolute percentage error of candidate c over 5 folds of the n rows; -1: not fittable */
+double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *fold, int n,
+		      int nf, int ncols, int c, float *xt, double *yt, double *pr, double *oof)
+{
+	if (n <= 0 || kj_fit_oof_log(rounds, x, ly, fold, n, nf, ncols, c, xt, yt, pr, oof))
+		return -1;
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += fabs(exp(oof[i] - ly[i]) - 1.0);
+	return 100.0 * sum / n;
 }
 

@@ -28,9 +28,14 @@ int kj_fitted_train(int rounds, const float *x, const double *ly, int n, int nf,
 		    struct kj_fitted *m);
 /** @brief Log predictions of m for n rows of x into out. */
 int kj_fitted_predict_log(struct kj_fitted *m, const float *x, int n, int nf, int ncols, double *out);
-/** @brief Mean absolute percentage error of form c over the 5 folds (fold[i] in 0..4) of the n
- *  rows; -1 when the form cannot be fitted on them. xt, yt, pr: scratch of n rows. */
+/** @brief Out-of-fold log predictions of form c into oof (n rows): each row's from a model of
+ *  the other four folds (fold[i] in 0..4); -1 when the form cannot be fitted on them. xt, yt, pr:
+ *  scratch of n rows. */
+int kj_fit_oof_log(int rounds, const float *x, const double *ly, const int *fold, int n, int nf,
+		   int ncols, int c, float *xt, double *yt, double *pr, double *oof);
+/** @brief Mean absolute percentage error of those out-of-fold predictions (left in oof); -1 when
+ *  the form cannot be fitted. */
 double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *fold, int n, int nf, int ncols,
-		      int c, float *xt, double *yt, double *pr);
+		      int c, float *xt, double *yt, double *pr, double *oof);
 
 #endif

@@ -84,6 +84,24 @@ static int is(json_t *e, const char *key, const char *want)
 	return v && !strcmp(v, want);
 }
 
+/* the out-of-sample error fit measured on rows of out->value's size (models.json
+ * "mape_by_size"; models fitted before it have none: -1) */
+static void size_error(json_t *by_size, struct kj_prediction *out)
+{
+	size_t i;
+	json_t *b;
+	json_array_foreach(by_size, i, b) {
+		double from = json_number_value(json_object_get(b, "from"));
+		double to = json_number_value(json_object_get(b, "to"));
+		json_t *mp = json_object_get(b, "mape_pct"), *n = json_object_get(b, "n");
+		if (out->value >= from && out->value < to && json_is_number(mp) && json_is_integer(n)) {
+			out->size_mape_pct = json_number_value(mp);
+			out->size_n = (int)json_integer_value(n);
+			return;
+		}
+	}
+}
+
 int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
 		      int precision, int prop, const char *target, const int64_t *v,
 		      struct kj_prediction *out, char *err, size_t len)
@@ -93,7 +111,7 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 	size_t i;
 	kj_sweep_gpu_tag(gpu, tag, sizeof(tag));
 	memset(out, 0, sizeof(*out));
-	out->mape_pct = -1;
+	out->mape_pct = out->size_mape_pct = -1;
 	json_array_foreach(models, i, e) {
 		if (!is(e, "gpu", tag) || !is(e, "op", op->name) ||
 		    !is(e, "precision", kj_precision_name(precision)) ||
@@ -155,6 +173,7 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 		}
 		json_t *mp = json_object_get(e, "mape_test_pct");
 		out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;
+		size_error(json_object_get(e, "mape_by_size"), out);
 		out->found = isfinite(out->value);
 		return 0;
 	}

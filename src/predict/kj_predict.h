@@ -63,10 +63,14 @@ struct kj_fit_opts {
  */
 int kj_fit_run(const struct kj_fit_opts *o);
 
-/** One prediction: value (us or uJ) and the model's held-out MAPE (-1 when not known). */
+/** One prediction: value (us or uJ), the model's held-out MAPE (-1 when not known), and the
+ *  out-of-sample MAPE of the model's rows of the prediction's size (the half-decade of values it
+ *  falls in; -1 when fit had fewer than 5 rows there) with their count. */
 struct kj_prediction {
 	double value;
 	double mape_pct;
+	double size_mape_pct;
+	int size_n;
 	int found;
 };
 struct kj_models;
