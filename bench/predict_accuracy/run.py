@@ -59,6 +59,9 @@ GRIDS = {
 }
 
 
+SHORT_US = 20  # the held-out time error is also reported under and over this measured time
+
+
 def config(op, starts, steps, ends, kinds):
     cols = GRIDS[op][0]
     ops = ["mul" if k == "m" else "add" for k in kinds]
@@ -327,7 +330,10 @@ def main():
                                      "time_us": float(r[f"{p}_dur(us)"]) if r.get(f"{p}_dur(us)", "-") != "-" else None,
                                      "time_us_pred": pj["time_us"],
                                      "energy_uj": float(r[f"{p}_energy(uJ)"]) if r.get(f"{p}_energy(uJ)", "-") != "-" else None,
-                                     "energy_uj_pred": pj["energy_uj"]})
+                                     "energy_uj_pred": pj["energy_uj"],
+                                     # the error fit measured on figures of this size, as predict quotes it
+                                     "time_quoted_mape_pct": pj.get("time_mape_at_size_pct"),
+                                     "energy_quoted_mape_pct": pj.get("energy_mape_at_size_pct")})
             summ = {}
             for prop in ("fwd", "bwd"):
                 for t in ("time_us", "energy_uj"):
@@ -335,6 +341,12 @@ def main():
                             if x["prop"] == prop and x[t] and x[t + "_pred"]]
                     summ[f"{prop}_{t.split('_')[0]}_mape_pct"] = sum(errs) / len(errs) if errs else None
                     summ[f"{prop}_{t.split('_')[0]}_n"] = len(errs)
+                # short kernels miss by more: the time error under and over SHORT_US of measured time
+                for side, keep in (("under", lambda v: v < SHORT_US), ("over", lambda v: v >= SHORT_US)):
+                    errs = [abs(x["time_us_pred"] - x["time_us"]) / x["time_us"] * 100 for x in rows
+                            if x["prop"] == prop and x["time_us"] and x["time_us_pred"] and keep(x["time_us"])]
+                    summ[f"{prop}_time_mape_pct_{side}_{SHORT_US}us"] = sum(errs) / len(errs) if errs else None
+                    summ[f"{prop}_time_n_{side}_{SHORT_US}us"] = len(errs)
             entry[which] = {"summary": summ, "rows": rows}
         entry["models"] = [m for m in models if m["op"] == op]
         speeds = {}

@@ -14,7 +14,18 @@ assert r["device"] == "cpu-standin" and r["date"] and r["command"]
 e = r["ops"]["layernorm"]
 assert e["inside"]["summary"]["fwd_time_n"] > 0 and e["beyond"]["summary"]["bwd_time_n"] > 0
 assert e["inside"]["summary"]["fwd_time_mape_pct"] < 10
+# the time error under and over 20 us of measured time: the two groups count every timed row
+s = e["inside"]["summary"]
+for prop in ("fwd", "bwd"):
+    assert s[f"{prop}_time_n_under_20us"] + s[f"{prop}_time_n_over_20us"] == s[f"{prop}_time_n"], s
+    short = [x for x in e["inside"]["rows"] if x["prop"] == prop and x["time_us"] < 20]
+    if short:
+        want = sum(abs(x["time_us_pred"] / x["time_us"] - 1) * 100 for x in short) / len(short)
+        assert abs(s[f"{prop}_time_mape_pct_under_20us"] - want) < 1e-9, (s, want)
+    else:
+        assert s[f"{prop}_time_mape_pct_under_20us"] is None, s
 row = e["inside"]["rows"][0]
+assert "time_quoted_mape_pct" in row and "energy_quoted_mape_pct" in row, row
 assert row["time_us"] > 0 and row["time_us_pred"] > 0
 # inside shapes are on neither the energy grid (l step 512) nor the dense time grid (step 256)
 assert all(int(r_["shape"].split(",")[1]) % 256 == 128 for r_ in e["inside"]["rows"])
