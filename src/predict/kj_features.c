@@ -266,10 +266,11 @@ void kj_predict_features(const struct kj_sweep_op *op, const int64_t *v, int pro
 	 * fits the L2 reads it from there */
 	if (l2_bytes > 0 && bytes > 0)
 		f[4] = (float)log(bytes / l2_bytes);
-	/* a GEMM whose N or K is a multiple of 16 but not of 32 or 64 runs other, slower kernels:
+	/* a GEMM whose N or K is a multiple of 16 but not of 32 or 64 can run other, slower kernels:
 	 * linear2 at K = dim/mp 16 past a 32-multiple ran up to 25 % slower than the larger aligned
-	 * shape beside it, and without these two features its held-out forward time scored 6.3 %
-	 * MAPE against 5.4 % with them (grouped cross-validation over six sets, docs/sweep.md) */
+	 * shape beside it. Grouped cross-validation over six sets took its forward time from 6.3 to
+	 * 5.4 % MAPE with these two; the ninth set, measured after, showed no gain beyond the
+	 * model's noise (docs/sweep.md) */
 	double g[2][4];
 	if (gemms_of(op, v, KJ_FWD, g)) {
 		f[5] = (float)alignment_log2(g[0][1], 6);

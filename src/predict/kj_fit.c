@@ -244,11 +244,10 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	if (rc > 0 && best) { /* that form is singular on these rows: the plain one */
 		kj_fitted_free(&fm);
 		best = 0;
+		have_oof = 0; /* the out-of-fold rows were the other form's */
 		rc = kj_fitted_train(o->rounds, xtr, ytr, ntr, nf, nc, kj_fit_forms[0].form, kj_fit_forms[0].trees, &fm);
 	}
 	free(xtr), free(ytr), free(ftr);
-	if (best == 0 && cv[0] < 0)
-		have_oof = 0;
 	if (rc > 0)
 		kj_errorf("fit: %s: the baseline cannot be solved on these rows", name);
 	if (rc || (rc = kj_fitted_predict_log(&fm, x, m, nf, nc, lt)))
