@@ -14,6 +14,7 @@
 #include "kj_map.h"
 #include "kj_param_check.h"
 #include "kj_iterations.h"
+#include "kj_cond_setter.h"
 #include "kj_kernel_waits.h"
 
 static const char *required_tables[] = {"unique_kernel", "kernel_name", "launch_params", "module",
@@ -659,15 +660,33 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		kj_map_free(at);
 	}
 	free(v);
+	sqlite3_stmt *lp = NULL;
+	if (kj_db_prepare(db, "SELECT pid, params FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &lp))
+		return KJ_EDB;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct kj_replay_item *it = &plan->items[i];
 		char why[256];
+		int word = -1;
 		if (!it->skip[0] && kj_kernel_waits_by_name(it->mangled, why, sizeof(why))) {
 			snprintf(it->skip, sizeof(it->skip), "not replayable alone: %s (compare keeps its"
 				 " in-situ time)", why);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
+		if (!it->skip[0]) {
+			sqlite3_reset(lp);
+			sqlite3_bind_int64(lp, 1, it->unique_id);
+			if (sqlite3_step(lp) == SQLITE_ROW)
+				word = kj_cond_setter_word(db, sqlite3_column_int64(lp, 0), sqlite3_column_blob(lp, 1),
+							   (size_t)sqlite3_column_bytes(lp, 1));
+		}
+		if (word >= 0) {
+			snprintf(it->skip, sizeof(it->skip), "not replayable alone: sets the condition of a CUDA"
+				 " graph conditional node (parameter word %d is the node's handle, which means"
+				 " something only inside its graph)", word);
+			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
+		}
 	}
+	sqlite3_finalize(lp);
 	qsort(plan->items, plan->n, sizeof(*plan->items), rank_cmp);
 	/* energy: every kernel with --all; else, largest share first, the kernels that hold
 	 * KJ_REPLAY_ENERGY_SHARE of the iterations' kernel time (without iterations: of the run's);

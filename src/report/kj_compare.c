@@ -80,11 +80,30 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		}
 		sqlite3_finalize(st);
 	}
+	/* replay refused them before launching: they set a graph conditional's condition */
+	int *setter = calloc(c->n_groups + 1, sizeof(*setter));
+	if (!setter) {
+		free(traced);
+		free(timed_out);
+		return KJ_ENOMEM;
+	}
+	if (kj_db_prepare(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
+			      " AND error LIKE '%sets the condition of a CUDA graph conditional node%'", &st) == 0) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+			if (g != (size_t)-1)
+				setter[g] = 1;
+		}
+		sqlite3_finalize(st);
+	}
 	for (size_t g = 0; g < c->n_groups; g++) {
 		struct cmp_group *gr = &c->groups[g];
 		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
 		why[0] = 0;
-		if (!kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) &&
+		if (setter[g])
+			snprintf(why, sizeof(why), "sets the condition of a CUDA graph conditional node, whose"
+				 " handle means something only inside its graph");
+		if (!setter[g] && !kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) &&
 		    !kj_kernel_waits_by_replay(traced[g], rep, timed_out[g], why, sizeof(why)) &&
 		    !(gr->seq_ns > 0 && kj_kernel_waits_by_replay(traced[g], gr->seq_ns, 0, why, sizeof(why))))
 			continue;
@@ -97,6 +116,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	}
 	free(traced);
 	free(timed_out);
+	free(setter);
 	return 0;
 }
 

@@ -69,6 +69,7 @@ static const char *const stmt_sql[S_COUNT] = {
 		    " correlation_id) VALUES(?,?,?,?,?,?)",
 	[S_GEDGE] = "INSERT INTO graph_edge(pid, graph_id, from_node_id, to_node_id, type, from_port, to_port)"
 		    " VALUES(?,?,?,?,?,?,?)",
+	[S_CHANDLE] = "INSERT INTO graph_conditional_handle(pid, handle, graph_id, default_value) VALUES(?,?,?,?)",
 	[S_GCLONE] = "INSERT OR REPLACE INTO graph_node_clone(pid, node_id, original_node_id) VALUES(?,?,?)",
 	[S_SNAPSHOT] = "INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase,"
 		       " copy_correlation_id) VALUES(?,?,?,?,?,?,?,?)",
@@ -310,17 +311,36 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = ing_put_device(in, r);
 			break;
 		case KJ_REC_KERNEL:
-			if (pass == 1 && h->size >= KJ_REC_KERNEL_MIN_SIZE)
-				note_launch_stream(in, r);
-			if (pass == 2 && h->size >= KJ_REC_KERNEL_MIN_SIZE)
-				rc = ing_put_kernel(in, r, h->size >= sizeof(struct kj_rec_kernel));
+			if (pass == 1 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
+				const struct kj_rec_kernel *k = r;
+				note_launch_stream(in, k);
+				rc = ing_orphan_note(in, off, k->start_ns, k->end_ns, k->graph_node_id,
+						     k->graph_id, k->correlation);
+			}
+			if (pass == 2 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
+				struct kj_rec_kernel k;
+				size_t sz = h->size < sizeof(k) ? h->size : sizeof(k);
+				memset(&k, 0, sizeof(k));
+				memcpy(&k, r, sz);
+				k.correlation = ing_orphan_correlation(in, off, k.correlation);
+				rc = ing_put_kernel(in, &k, h->size >= sizeof(struct kj_rec_kernel));
+			}
 			break;
 		case KJ_REC_MEMCPY:
 		case KJ_REC_MEMSET:
-			if (pass == 1 && h->type == KJ_REC_MEMSET && h->size >= sizeof(struct kj_rec_memcpy))
-				rc = ing_note_graph_memset_run(in, r);
-			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy))
-				rc = ing_put_copy(in, r);
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_memcpy)) {
+				const struct kj_rec_memcpy *m = r;
+				if (h->type == KJ_REC_MEMSET)
+					rc = ing_note_graph_memset_run(in, m);
+				if (!rc)
+					rc = ing_orphan_note(in, off, m->start_ns, m->end_ns, m->graph_node_id, 0,
+							     m->correlation);
+			}
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy)) {
+				struct kj_rec_memcpy m = *(const struct kj_rec_memcpy *)r;
+				m.correlation = ing_orphan_correlation(in, off, m.correlation);
+				rc = ing_put_copy(in, &m);
+			}
 			break;
 		case KJ_REC_MEMORY:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_memory))
@@ -366,6 +386,17 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_SEQOP:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_seqop))
 				rc = add_seqop(in, r);
+			break;
+		case KJ_REC_COND_HANDLE:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_cond_handle)) {
+				const struct kj_rec_cond_handle *c = r;
+				sqlite3_stmt *st = in->st[S_CHANDLE];
+				sqlite3_bind_int64(st, 1, in->pid);
+				sqlite3_bind_int64(st, 2, (int64_t)c->handle);
+				sqlite3_bind_int64(st, 3, c->graph_id);
+				sqlite3_bind_int64(st, 4, c->default_value);
+				rc = ing_step_done(in, st);
+			}
 			break;
 		case KJ_REC_SNAPSHOT:
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_snapshot))
@@ -479,6 +510,8 @@ static void ingest_free(struct ingest *in)
 	kj_map_free(in->corr);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
+	kj_map_free(in->orphans);
+	free(in->gitems);
 	kj_map_free(in->node_corrs);
 	kj_map_free(in->node_shapes);
 	kj_map_free(in->graph_rows);
@@ -580,7 +613,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.issue_index = kj_map_new();
 	in.node_corrs = kj_map_new();
 	in.graph_rows = kj_map_new();
-	if (!in.graph_rows || !in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
+	in.orphans = kj_map_new();
+	if (!in.orphans || !in.graph_rows || !in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
 	    !in.group_index || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;
@@ -591,7 +625,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = ing_classify(&in)) != 0)
 		goto out;
 	/* the process row first: unique kernels and parameters carry its pid */
-	if ((rc = walk_process(&in)) != 0 || (rc = ing_put_uniques(&in)) != 0 ||
+	if ((rc = walk_process(&in)) != 0 || (rc = ing_orphans_resolve(&in)) != 0 ||
+	    (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||
 	    (rc = ing_put_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)

@@ -15,7 +15,7 @@
 enum stmt_id {
 	S_KERNEL, S_MEMCPY, S_MEMSET, S_API, S_ALLOC, S_FREE, S_NVTX, S_NAME_FIND, S_NAME_ADD,
 	S_UNIQUE_FIND, S_UNIQUE_ADD, S_PARAMS, S_MODULE_FIND, S_MODULE_ADD, S_MODFN, S_MODLOAD,
-	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_GCLONE, S_COPYDATA, S_COUNT
+	S_DEVICE_FIND, S_DEVICE_ADD, S_DEVICE_FILL, S_PROCDEV, S_CLOCK, S_SNAPSHOT, S_HOSTCALL, S_GNODE, S_GEDGE, S_GCLONE, S_COPYDATA, S_CHANDLE, S_COUNT
 };
 
 struct launch_info {
@@ -94,6 +94,9 @@ struct ingest {
 	struct kj_map *issue_index;      /* correlation -> index into issues */
 	struct kj_map *copy_index;       /* correlation -> offset of its KJ_REC_COPY_ARGS in data + 1 */
 	int64_t nsnapshots;              /* snapshot rows of this file */
+	struct gitem *gitems;            /* graph records (kj_ingest_orphans.c), in file order */
+	size_t ngitems, cap_gitems, norphans;
+	struct kj_map *orphans;          /* record offset -> correlation given to it */
 	int saw_end, truncated;
 	struct kj_ingest_stats *stats;
 };
@@ -157,5 +160,14 @@ int ing_classify(struct ingest *in);
 char *ing_layout_text(const uint32_t *layout, uint32_t n);
 int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_t ordinal, int iteration);
 int ing_put_uniques(struct ingest *in);
+/* kj_ingest_orphans.c: graph records CUPTI gives no correlation (conditional nodes' bodies) */
+/** Pass 1: note a graph record (node != 0) at offset: its time, graph (exec) id and correlation. */
+int ing_orphan_note(struct ingest *in, uint64_t offset, int64_t start, int64_t end, uint64_t node,
+		    uint32_t graph_id, uint32_t corr);
+/** Between the passes: give each uncorrelated graph record the correlation of the graph launch
+ *  that ran it; a problem row (info) says how many and how. */
+int ing_orphans_resolve(struct ingest *in);
+/** Pass 2: the correlation of the record at offset (corr itself unless it was resolved). */
+uint32_t ing_orphan_correlation(const struct ingest *in, uint64_t offset, uint32_t corr);
 
 #endif

@@ -63,6 +63,8 @@ const char kj_schema_sql[] =
     " to_node_id INTEGER, type TEXT, from_port INTEGER, to_port INTEGER);\n"
     "CREATE TABLE graph_node_clone(pid INTEGER, node_id INTEGER, original_node_id INTEGER,"
     " PRIMARY KEY(pid, node_id));\n"
+    "CREATE TABLE graph_conditional_handle(pid INTEGER, handle INTEGER, graph_id INTEGER,"
+    " default_value INTEGER);\n"
     "CREATE TABLE api_call(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, domain TEXT,"
     " cbid INTEGER, name TEXT, start_ns INTEGER, end_ns INTEGER, correlation_id INTEGER,"
     " status INTEGER, bytes INTEGER, stream_id INTEGER);\n"

@@ -39,6 +39,7 @@ enum kj_rec_type {
 	KJ_REC_GRAPH_NODE,    /* one node of a graph being instantiated, with its dependencies */
 	KJ_REC_GRAPH_MEMSET,  /* a memset node's destination, value and size, read at instantiation */
 	KJ_REC_COPY_ARGS,     /* a copy call's device addresses, and a host-to-device copy's bytes */
+	KJ_REC_COND_HANDLE,   /* a graph conditional handle the program made (cuGraphConditionalHandleCreate) */
 };
 
 struct kj_rec_hdr {
@@ -290,6 +291,14 @@ struct kj_rec_graph_memset {
 	uint64_t node_id, address;
 	uint64_t width, height, pitch; /* width in elements; pitch in bytes (rows of a 2D memset) */
 	uint32_t value, element_bytes;
+};
+
+/* A conditional node's handle: a kernel that sets the node's condition (cudaGraphSetConditional)
+ * takes it as a parameter word, and runs only inside its graph. */
+struct kj_rec_cond_handle {
+	struct kj_rec_hdr h;
+	uint64_t handle;
+	uint32_t graph_id, default_value; /* CUPTI's id of the graph it was made for; its launch value */
 };
 
 struct kj_rec_dropped {

@@ -224,4 +224,21 @@ check "graph memsets read again from clones (XLA): one destination, still paired
 python3 "$src/tests/tools/mkspool.py" "$dir/gn" --graph --functions 5 --iters 6
 "$kj" ingest "$dir/gn" -o "$dir/gn.kjdb" 2>/dev/null
 check "graph memsets: none made up without the node" '[ "$(q "$dir/gn.kjdb" "SELECT count(*) FROM memset")" = 0 ]'
+# kernels inside a WHILE node's body (CUPTI gives them no correlation id): each run is tied to
+# the graph launch that ran it, by its graph and time, after the graph's kernels or before them,
+# also when the host has already made the next launch
+for v in "end" "start" "end --queued" "start --queued"; do
+	n=w$(echo "$v" | tr -d ' -')
+	python3 "$src/tests/tools/mkspool.py" "$dir/$n" --graph --functions 5 --iters 6 --while-body 3 --while-at $v
+	"$kj" ingest "$dir/$n" -o "$dir/$n.kjdb" 2>/dev/null; rc=$?
+	check "WHILE body ($v): every body run tied to the launch whose kernels ran beside it" \
+		'[ $rc -eq 0 ] && [ "$(q "$dir/$n.kjdb" "SELECT count(*) FROM kernel b JOIN host_call h ON h.correlation_id = b.correlation_id AND h.op = \"graph_launch\"
+		      WHERE b.graph_node_id = 7000 AND b.launch_ns = h.start_ns AND EXISTS (SELECT 1 FROM kernel a WHERE a.graph_node_id != 7000
+		      AND a.correlation_id = b.correlation_id AND abs(a.start_ns - b.start_ns) < 50000)")" = 18 ]'
+	"$kj" compare "$dir/$n.kjdb" --json > "$dir/$n.json" 2>/dev/null
+	check "WHILE body ($v): 9 kernels per iteration (6 of the graph, 3 body runs)" \
+		'python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"kernels_per_iteration\"] != 9)" "$dir/$n.json"'
+done
+check "WHILE body: the run says how its uncorrelated records were tied" \
+	'q "$dir/wstart.kjdb" "SELECT what FROM problem" | grep -q "18 tied to the graph launch"'
 exit $fail

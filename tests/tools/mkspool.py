@@ -27,6 +27,10 @@ cuDNN resets a tile counter), read at instantiation with its destination; each g
 there. clone: the exec's node leads back by a clone record; child: it does not (as for nodes of
 child graphs), and an 8-byte memset node stands beside it; xla: as child, and the node is read
 again from two clones of it (same destination, other ids), as XLA's command buffers show.
+--while-body T: each graph launch also runs a WHILE node's body kernel (node 7000) T times, after the
+graph's kernels (--while-at end) or before them (--while-at start); as CUPTI reports kernels of
+conditional bodies, their records carry correlation 0. --queued: each launch's GPU work runs after
+the next launch's host call (the host runs ahead), so only the GPU's waits tell launches apart.
 --nested L: the capture-time ranges are model > layer0..layer{L-1} > attn/mlp (capture_chain);
 --no-capture-ranges: none; --eager: each iteration also launches one eager kernel inside "head".
 """
@@ -94,7 +98,7 @@ def capture_chain(a, k):
 def graph_program(a, out, base):
     """Records of a graph-launched program (see --graph)."""
     f = a.functions
-    names = [f"_Z9kj_kernel{i}Pfi" for i in range(f + 1)]
+    names = [f"_Z9kj_kernel{i}Pfi" for i in range(f + 1)] + ["_Z9while_bodyPf"]
     for i, n in enumerate(names):
         b = n.encode()
         out.append(rec(STRING, struct.pack("<II", i + 1, len(b)) + b))
@@ -180,13 +184,20 @@ def graph_program(a, out, base):
             out.append(kernel(t + 400000, t + 402000, corr + 1, 1))
             out.append(marker(t + 35, 2 * i + 2, 4))
         out.append(marker(t + 50, 2 * i + 1, 4))
-        g0 = t + 200000  # the graph runs long after its range closed
+        g0 = t + (1200000 if a.queued else 200000)  # the graph runs long after its range closed
+        if a.while_body and a.while_at == "start":
+            for j in range(a.while_body):
+                out.append(kernel(g0 + j * 1500, g0 + j * 1500 + 1000, 0, f + 2, 7000, 1))
+            g0 += a.while_body * 1500
         for k in range(f):
             out.append(kernel(g0 + k * 3000, g0 + k * 3000 + 2000, corr, k + 1, 5000 + k, 1))
             if a.graph_memset and k == 0:  # between kernel 0 and kernel 1, on their stream
                 out.append(rec(MEMSET, struct.pack("<qqQQIIIIBBBBI", g0 + 2200, g0 + 2600, 4, MEMSET_CLONE,
                                                    0, 1, 7, corr, 0, 0, 3, 1, 0)))
         out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
+        if a.while_body and a.while_at == "end":
+            for j in range(a.while_body):
+                out.append(kernel(g0 + f * 3000 + 3000 + j * 1500, g0 + f * 3000 + 4000 + j * 1500, 0, f + 2, 7000, 1))
         corr += 2 if a.eager else 1
         t += 1000000
     out.append(rec(END, struct.pack("<qII", t, 0, 0)))
@@ -217,6 +228,9 @@ def main():
     ap.add_argument("--no-capture-ranges", action="store_true", help="--graph: no NVTX range open at capture")
     ap.add_argument("--graph-memset", nargs="?", const="clone", choices=["clone", "child", "xla"],
                     help="--graph: a memset node between the first two kernels (see above)")
+    ap.add_argument("--while-body", type=int, default=0, metavar="T", help="--graph: a WHILE body kernel T times a launch")
+    ap.add_argument("--while-at", choices=["start", "end"], default="end", help="--while-body: before or after the graph's kernels")
+    ap.add_argument("--queued", action="store_true", help="--graph: each launch's work runs after the next launch's call")
     ap.add_argument("--eager", action="store_true",
                     help="--graph: each iteration also launches one eager kernel inside a range 'head'")
     a = ap.parse_args()

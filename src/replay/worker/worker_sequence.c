@@ -2,6 +2,7 @@
  * streams with its events, eager and as one CUDA graph, and each kernel timed inside it. */
 #include "worker.h"
 
+#include "kj_cond_setter.h"
 #include "kj_gpu.h"
 #include "kj_replay_pace.h"
 
@@ -43,6 +44,7 @@ struct seq {
 	int graph_mode;       /* enqueueing into a capture: pinned host memory only */
 	ssize_t refused;      /* the kernel whose launch seq_enqueue's last failure was, -1 none */
 	int program_bytes;    /* host-to-device copies replayed with the bytes the program's carried */
+	int cond_setters;     /* launches left out: they set a graph conditional's condition */
 };
 
 static int seq_index(int64_t **ids, size_t *n, int64_t id)
@@ -199,6 +201,14 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			rc = load_launch_k(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1));
 			if (rc)
 				break;
+			if (kj_cond_setter_word(R->db, S->k[S->nk].pid, S->k[S->nk].blob, S->k[S->nk].blob_len) >= 0) {
+				/* it sets a conditional node's condition through a handle that means
+				 * nothing outside its graph: left out, and said so */
+				free(S->k[S->nk].blob);
+				free(S->k[S->nk].mangled);
+				S->cond_setters++;
+				continue;
+			}
 			if (R->k.pid < 0 && sqlite3_column_type(st, 7) != SQLITE_NULL)
 				R->k.pid = kj_db_col_i64(st, 7, -1);
 			if (R->k.pid < 0)
@@ -664,6 +674,11 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		goto fail;
 	if ((rc = seq_load(R, iteration, &S)))
 		goto fail;
+	if (S.cond_setters)
+		fprintf(stderr, "kjoule-replay-worker: iteration %" PRId64 ": %d launch(es) of kernels that set a"
+			" CUDA graph conditional node's condition left out: its handle means something only"
+			" inside its graph, and the replayed chain runs the trips the program's loop made\n",
+			iteration, S.cond_setters);
 	/* a range that starts later in an iteration whose buffers the run saved (they hold the state
 	 * before the whole iteration): the ops before it run once first, on those buffers, so the
 	 * range reads the activations the program's iteration gave it */

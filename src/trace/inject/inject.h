@@ -118,6 +118,10 @@ void kj_copy_handle(uint32_t cbid, const CUpti_CallbackData *cb);
 void kj_graph_node_known(uint64_t node_id);
 /** In cuGraphInstantiate* (entry): every node of the graph, kernel nodes' parameters recorded. */
 void kj_graph_on_instantiate(const CUpti_CallbackData *cb);
+/** At cuGraphAddNode*'s exit: a conditional node's body graphs, walked at instantiation. */
+void kj_graph_on_add_node(uint32_t cbid, const CUpti_CallbackData *cb);
+/** At cuGraphConditionalHandleCreate's exit: a KJ_REC_COND_HANDLE record. */
+void kj_graph_on_cond_handle(const CUpti_CallbackData *cb);
 /** A memset node's destination, value and size (KJ_REC_GRAPH_MEMSET), under node id nid. */
 void kj_graph_record_memset(CUgraphNode node, uint64_t nid);
 /** A KJ_REC_GRAPHNODE record: node -> the launch (correlation) that describes it. */

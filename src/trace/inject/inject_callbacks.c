@@ -817,6 +817,14 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		}
 		return;
 	}
+	if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode || id == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+		kj_graph_on_add_node(id, cb);
+		return;
+	}
+	if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphConditionalHandleCreate) {
+		kj_graph_on_cond_handle(cb);
+		return;
+	}
 	kj_issue_handle(id, cb);
 	kj_copy_handle(id, cb);
 	handle_memory(id, cb);
@@ -826,7 +834,8 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 
 static CUpti_SubscriberHandle subscriber;
 
-/* The driver calls kjoule always follows: launches, mappings, events and memsets. */
+/* The driver calls kjoule always follows: launches, mappings, events, memsets, and the generic
+ * node maker (conditional nodes' bodies). */
 static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -854,6 +863,9 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphConditionalHandleCreate,
 };
 
 /* --snapshot follows its own copies, to know their correlation */

@@ -39,6 +39,92 @@ static int is_known(uint64_t id)
 	return k;
 }
 
+/* ---- conditional nodes' body graphs ----
+ * CUDA 13.0 has no call that reads a conditional node's bodies back from the node: they are
+ * remembered when cuGraphAddNode* makes it (node id -> its body graphs), and instantiation walks
+ * them like child graphs, so kernel nodes added to a body node by node get parameters too. */
+struct cond_bodies {
+	uint32_t n;
+	CUgraph body[];
+};
+static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kj_map *conds; /* node id -> struct cond_bodies * */
+
+void kj_graph_on_add_node(uint32_t cbid, const CUpti_CallbackData *cb)
+{
+	CUgraphNode *out = NULL;
+	const CUgraphNodeParams *np = NULL;
+	if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionParams ||
+	    (cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS))
+		return;
+	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
+		const cuGraphAddNode_params *p = cb->functionParams;
+		out = p->phGraphNode, np = p->nodeParams;
+	} else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+		const cuGraphAddNode_v2_params *p = cb->functionParams;
+		out = p->phGraphNode, np = p->nodeParams;
+	}
+	if (!out || !*out || !np || np->type != CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+	    !np->conditional.phGraph_out || !np->conditional.size)
+		return;
+	uint64_t nid = 0;
+	if (cuptiGetGraphNodeId(*out, &nid) != CUPTI_SUCCESS)
+		return;
+	uint32_t n = np->conditional.size > 256 ? 256 : np->conditional.size;
+	struct cond_bodies *c = malloc(sizeof(*c) + n * sizeof(CUgraph));
+	if (!c)
+		return;
+	c->n = n;
+	memcpy(c->body, np->conditional.phGraph_out, n * sizeof(CUgraph));
+	pthread_mutex_lock(&cond_lock);
+	uint64_t old = 0;
+	if (!conds)
+		conds = kj_map_new();
+	if (conds && kj_map_get(conds, nid, &old))
+		free((void *)(uintptr_t)old);
+	if (!conds || kj_map_put(conds, nid, (uint64_t)(uintptr_t)c))
+		free(c);
+	pthread_mutex_unlock(&cond_lock);
+	if (kj_cfg.debug_graph)
+		fprintf(stderr, "kjoule graph: conditional node %llu (type %d) with %u body graph(s)\n",
+			(unsigned long long)nid, (int)np->conditional.type, n);
+}
+
+void kj_graph_on_cond_handle(const CUpti_CallbackData *cb)
+{
+	const cuGraphConditionalHandleCreate_params *p = cb->functionParams;
+	struct kj_rec_cond_handle r;
+	if (cb->callbackSite != CUPTI_API_EXIT || !p || !p->pHandle_out ||
+	    (cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS))
+		return;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_COND_HANDLE;
+	r.h.size = sizeof(r);
+	r.handle = (uint64_t)*p->pHandle_out;
+	r.default_value = p->defaultLaunchValue;
+	if (p->hGraph)
+		cuptiGetGraphId(p->hGraph, &r.graph_id);
+	kj_spool_write(&r, sizeof(r));
+	if (kj_cfg.debug_graph)
+		fprintf(stderr, "kjoule graph: conditional handle 0x%llx for graph %u\n",
+			(unsigned long long)r.handle, r.graph_id);
+}
+
+/* The body graphs of conditional node nid, copied into body (at most cap); their count. */
+static uint32_t cond_bodies_of(uint64_t nid, CUgraph *body, uint32_t cap)
+{
+	uint64_t v = 0;
+	uint32_t n = 0;
+	pthread_mutex_lock(&cond_lock);
+	if (conds && kj_map_get(conds, nid, &v) && v) {
+		const struct cond_bodies *c = (const struct cond_bodies *)(uintptr_t)v;
+		n = c->n < cap ? c->n : cap;
+		memcpy(body, c->body, n * sizeof(CUgraph));
+	}
+	pthread_mutex_unlock(&cond_lock);
+	return n;
+}
+
 static uint32_t next_corr = KJ_NODE_CORRELATION_BASE;
 
 /* A kernel node's launch, recorded from its parameters. @return its correlation, 0 if unread. */
@@ -205,6 +291,17 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 			CUgraph child = NULL;
 			if (cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS && child)
 				walk_graph(child, nid, depth + 1);
+		} else if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+			CUgraph body[256];
+			uint32_t nb = cond_bodies_of(nid, body, 256);
+			static int unread;
+			if (!nb && __atomic_fetch_add(&unread, 1, __ATOMIC_RELAXED) < 4)
+				kj_spool_problem("graph conditional node %llu: its body graphs were not seen "
+						 "when it was made; kernel nodes added to them by hand have no "
+						 "parameters", (unsigned long long)nid);
+			for (uint32_t b = 0; b < nb; b++)
+				if (body[b])
+					walk_graph(body[b], nid, depth + 1);
 		}
 	}
 	free(nodes);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# On the GPU machine: programs whose iteration is a loop on the device, traced as a user would —
+# the hand-written conditional/host-node graph test (gpu_graph_cond, its run kept), and a jitted
+# JAX model whose layers run in lax.scan, then in lax.while_loop (examples/jax_scan.py): run,
+# info, replay with defaults (bounded by LOOPS_BUDGET seconds), compare.
+# usage (device): source scripts/device-env.sh; bash scripts/gpu/loops.sh [cond] [scan] [while]
+# Results: $OUT/loops/ (logs, compare JSON), $OUT/loops.json (one row per program).
+set -u
+OUT=${OUT:-/tmp/kjout}
+W=/tmp/kjloops; rm -rf "$W"; mkdir -p "$W" "$OUT/loops"
+kj=$KJ_BUILD/kjoule
+export KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker
+budget=${LOOPS_BUDGET:-90}
+want=${*:-cond scan while}
+for what in $want; do
+	case $what in
+	cond)
+		mkdir -p "$W/cond"
+		KJ_GPU_TEST_KEEP=$W/cond bash tests/gpu/graph/run_cond_test.sh "$kj" "$KJ_BUILD/tests/gpu/graph/cond_target" \
+			> "$OUT/loops/cond_test.log" 2>&1
+		echo "cond test rc=$?" >> "$OUT/loops/cond_test.log"
+		[ -f "$W/cond/c.kjdb" ] && "$kj" info "$W/cond/c.kjdb" > "$OUT/loops/cond_info.txt" 2>&1
+		[ -f "$W/cond/c.kjdb" ] && "$kj" compare "$W/cond/c.kjdb" --json > "$OUT/loops/cond_compare.json" 2>&1
+		;;
+	scan|while)
+		timeout 240 "$kj" run --force -o "$W/$what.kjdb" --iteration-range step -- \
+			python3 examples/jax_scan.py --loop "$what" > "$OUT/loops/${what}_run.log" 2>&1
+		echo "run rc=$?" >> "$OUT/loops/${what}_run.log"
+		"$kj" info "$W/$what.kjdb" > "$OUT/loops/${what}_info.txt" 2>&1
+		"$kj" compare "$W/$what.kjdb" > "$OUT/loops/${what}_compare0.txt" 2>&1
+		timeout $((budget + 60)) "$kj" replay "$W/$what.kjdb" --energy --budget "$budget" > "$OUT/loops/${what}_replay.log" 2>&1
+		echo "replay rc=$?" >> "$OUT/loops/${what}_replay.log"
+		"$kj" compare "$W/$what.kjdb" > "$OUT/loops/${what}_compare.txt" 2>&1
+		"$kj" compare "$W/$what.kjdb" --json > "$OUT/loops/${what}_compare.json" 2>&1
+		sqlite3 "$W/$what.kjdb" "SELECT type, count(*) FROM graph_node GROUP BY type" > "$OUT/loops/${what}_nodes.txt" 2>&1 ||
+			python3 -c 'import sqlite3,sys; [print(*r) for r in sqlite3.connect(sys.argv[1]).execute("SELECT type, count(*) FROM graph_node GROUP BY type")]' "$W/$what.kjdb" > "$OUT/loops/${what}_nodes.txt" 2>&1
+		;;
+	esac
+done
+(cd "$OUT" && tar czf loops_logs.tar.gz loops && rm -rf loops)
+# the runs themselves, module images left out, to look at here
+for f in "$W"/cond/c.kjdb "$W"/scan.kjdb "$W"/while.kjdb; do
+	[ -f "$f" ] || continue
+	n=$(basename "$(dirname "$f")")_$(basename "$f"); cp "$f" "$W/slim_$n"
+	python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE module SET data = NULL"); c.commit(); c.execute("VACUUM")' "$W/slim_$n" 2>/dev/null
+done
+(cd "$W" && tar czf "$OUT/loops_runs.tar.gz" slim_* 2>/dev/null)
+ls -la "$OUT"
