@@ -661,7 +661,7 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 	}
 	free(v);
 	sqlite3_stmt *lp = NULL;
-	if (kj_db_prepare(db, "SELECT pid, params FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &lp))
+	if (kj_db_prepare(db, "SELECT pid, params, layout FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &lp))
 		return KJ_EDB;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct kj_replay_item *it = &plan->items[i];
@@ -676,12 +676,13 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 			sqlite3_reset(lp);
 			sqlite3_bind_int64(lp, 1, it->unique_id);
 			if (sqlite3_step(lp) == SQLITE_ROW)
-				word = kj_cond_setter_word(db, sqlite3_column_int64(lp, 0), sqlite3_column_blob(lp, 1),
-							   (size_t)sqlite3_column_bytes(lp, 1));
+				word = kj_cond_setter_param(db, sqlite3_column_int64(lp, 0), it->unique_id,
+							    (const char *)sqlite3_column_text(lp, 2),
+							    sqlite3_column_blob(lp, 1), (size_t)sqlite3_column_bytes(lp, 1));
 		}
 		if (word >= 0) {
 			snprintf(it->skip, sizeof(it->skip), "not replayable alone: sets the condition of a CUDA"
-				 " graph conditional node (parameter word %d is the node's handle, which means"
+				 " graph conditional node (parameter %d is the node's handle, which means"
 				 " something only inside its graph)", word);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}

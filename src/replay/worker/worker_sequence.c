@@ -100,6 +100,21 @@ static int seq_load_copies(struct replay *R, struct seq *S)
 	return rc;
 }
 
+/* 1 when launch k (launch_params lp_id) sets a CUDA graph conditional node's condition. */
+static int seq_sets_condition(struct replay *R, const struct klaunch *k, int64_t lp_id)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = 0;
+	if (lp_id < 0 || kj_db_prepare(R->db, "SELECT layout FROM launch_params WHERE id = ?", &st))
+		return 0;
+	sqlite3_bind_int64(st, 1, lp_id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		yes = kj_cond_setter_param(R->db, k->pid, k->unique_id, (const char *)sqlite3_column_text(st, 0),
+					   k->blob, k->blob_len) >= 0;
+	sqlite3_finalize(st);
+	return yes;
+}
+
 /* Read the ops of one iteration, their launches, and the host kinds of their copies. */
 static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
@@ -201,7 +216,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			rc = load_launch_k(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1));
 			if (rc)
 				break;
-			if (kj_cond_setter_word(R->db, S->k[S->nk].pid, S->k[S->nk].blob, S->k[S->nk].blob_len) >= 0) {
+			if (seq_sets_condition(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1))) {
 				/* it sets a conditional node's condition through a handle that means
 				 * nothing outside its graph: left out, and said so */
 				free(S->k[S->nk].blob);
