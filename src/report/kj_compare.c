@@ -215,6 +215,15 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->seq_failed_rows = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
+	/* launches the kept iteration's chain left out: the iteration's kernels less the replay's */
+	c->seq_left_out = -1;
+	if (!kj_db_prepare(db, "SELECT (SELECT count(*) FROM sequence_op s WHERE s.iteration = r.iteration"
+			       " AND s.op = 'kernel') - r.launches FROM replay_sequence r WHERE lower(r.mode) = 'graph'"
+			       " AND r.median_ns > 0 AND r.launches IS NOT NULL ORDER BY r.id DESC LIMIT 1", &st)) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			c->seq_left_out = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
 	/* columns added later (data, pace_ns) are read where the run has them */
 	char sql[400];
 	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"

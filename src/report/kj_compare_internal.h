@@ -87,6 +87,8 @@ struct kj_compare {
 	int64_t n_replay_warm_rows, n_replay_cold_rows, n_replay_energy_rows, n_replay_seq_rows;
 	double seq_eager_ns, seq_graph_ns, seq_eager_mj, seq_graph_mj; /* < 0: absent */
 	int64_t seq_failed_rows; /* replay_sequence rows stored without a time: the replay faulted */
+	int64_t seq_left_out;    /* kernel launches of the kept iteration its graph replay left out
+				  * (they set a graph conditional's condition); -1 unknown */
 	int64_t seq_eager_rows, seq_graph_rows;
 	/* the graph launches replayed with their recorded topology (mode 'topology'); < 0: absent */
 	double seq_topo_ns, seq_topo_mj;

@@ -198,6 +198,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	/* true: the kept iteration's replay was tried and stored no eager or graph time (it faulted) */
 	json_object_set_new(o, "sequence_replay_failed",
 			    json_boolean(c->seq_failed_rows > 0 && c->seq_eager_ns < 0 && c->seq_graph_ns < 0));
+	json_object_set_new(o, "sequence_launches_left_out",
+			    c->seq_left_out >= 0 ? json_integer(c->seq_left_out) : json_null());
 	json_object_set_new(o, "sequence_eager_us", cmp_num_or_null(s.seq_eager * NS_US, s.have_eager));
 	json_object_set_new(o, "sequence_graph_us", cmp_num_or_null(s.seq_graph * NS_US, s.have_graph));
 	json_object_set_new(o, "sequence_topology_us", cmp_num_or_null(s.seq_topo * NS_US, s.have_topo));

@@ -143,6 +143,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			snprintf(note, sizeof(note), "%+6.1f%% vs traced busy (one linear chain)",
 				 off_pct(s.seq_graph, s.busy.mean));
 		line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, note);
+		if (s.have_graph && c->seq_left_out > 0)
+			fprintf(f, "  (the chain left out %lld kernel launch(es) of the iteration that set a CUDA graph"
+				   " conditional node's condition: they run only inside their graph; its time lacks"
+				   " theirs)\n", (long long)c->seq_left_out);
 		print_topology(f, c, &s);
 	} else {
 		line_us(f, "one CUDA graph", s.seq_graph, s.have_graph, s.have_graph ? "" : "(none)");

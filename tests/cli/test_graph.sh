@@ -241,4 +241,12 @@ for v in "end" "start" "end --queued" "start --queued"; do
 done
 check "WHILE body: the run says how its uncorrelated records were tied" \
 	'q "$dir/wstart.kjdb" "SELECT what FROM problem" | grep -q "18 tied to the graph launch"'
+# a chain replayed without the kernels that set a conditional's condition: compare says how many
+it=$(q "$dir/wend.kjdb" "SELECT iteration FROM sequence_op LIMIT 1")
+nk=$(q "$dir/wend.kjdb" "SELECT count(*) FROM sequence_op WHERE op = 'kernel'")
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("INSERT INTO replay_sequence(iteration, mode, runs, launches, median_ns, min_ns, max_ns) VALUES(?, \"graph\", 10, ?, 20000, 19000, 21000)", (int(sys.argv[2]), int(sys.argv[3]) - 3)); c.commit()' "$dir/wend.kjdb" "$it" "$nk"
+"$kj" compare "$dir/wend.kjdb" > "$dir/wl.txt" 2>&1; "$kj" compare "$dir/wend.kjdb" --json > "$dir/wl.json" 2>/dev/null
+check "a chain that left out 3 condition setters: compare says so, in text and JSON" \
+	'[ "$nk" = 9 ] && grep -q "the chain left out 3 kernel launch" "$dir/wl.txt" &&
+	 python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"sequence_launches_left_out\"] != 3)" "$dir/wl.json"'
 exit $fail
