@@ -3,7 +3,8 @@
 # the hand-written conditional/host-node graph test (gpu_graph_cond, its run kept), and a jitted
 # JAX model whose layers run in lax.scan, then in lax.while_loop (examples/jax_scan.py): run,
 # info, replay with defaults (bounded by LOOPS_BUDGET seconds), compare.
-# usage (device): source scripts/device-env.sh; bash scripts/gpu/loops.sh [cond] [scan] [while]
+# and torch.cond captured in torch.cuda.graph (examples/torch_cond_graph.py).
+# usage (device): source scripts/device-env.sh; bash scripts/gpu/loops.sh [cond] [scan] [while] [torchcond]
 # Results: $OUT/loops/ (logs, compare JSON), $OUT/loops.json (one row per program).
 set -u
 OUT=${OUT:-/tmp/kjout}
@@ -22,6 +23,17 @@ for what in $want; do
 		[ -f "$W/cond/c.kjdb" ] && "$kj" info "$W/cond/c.kjdb" > "$OUT/loops/cond_info.txt" 2>&1
 		[ -f "$W/cond/c.kjdb" ] && "$kj" compare "$W/cond/c.kjdb" --json > "$OUT/loops/cond_compare.json" 2>&1
 		;;
+	torchcond)
+		timeout 200 "$kj" run --force -o "$W/torchcond.kjdb" --iteration-range step -- \
+			python3 examples/torch_cond_graph.py > "$OUT/loops/torchcond_run.log" 2>&1
+		echo "run rc=$?" >> "$OUT/loops/torchcond_run.log"
+		"$kj" info "$W/torchcond.kjdb" > "$OUT/loops/torchcond_info.txt" 2>&1
+		timeout $((budget + 60)) "$kj" replay "$W/torchcond.kjdb" --budget "$budget" > "$OUT/loops/torchcond_replay.log" 2>&1
+		echo "replay rc=$?" >> "$OUT/loops/torchcond_replay.log"
+		"$kj" compare "$W/torchcond.kjdb" > "$OUT/loops/torchcond_compare.txt" 2>&1
+		"$kj" compare "$W/torchcond.kjdb" --json > "$OUT/loops/torchcond_compare.json" 2>&1
+		python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute("SELECT type, count(*) FROM graph_node GROUP BY type")]; print("handles", c.execute("SELECT count(*) FROM graph_conditional_handle").fetchone()[0]); print("uncorrelated", c.execute("SELECT count(*) FROM kernel WHERE correlation_id = 0").fetchone()[0]); [print(r[0]) for r in c.execute("SELECT what FROM problem")]' "$W/torchcond.kjdb" > "$OUT/loops/torchcond_nodes.txt" 2>&1
+		;;
 	scan|while)
 		timeout 240 "$kj" run --force -o "$W/$what.kjdb" --iteration-range step -- \
 			python3 examples/jax_scan.py --loop "$what" > "$OUT/loops/${what}_run.log" 2>&1
@@ -39,7 +51,7 @@ for what in $want; do
 done
 (cd "$OUT" && tar czf loops_logs.tar.gz loops && rm -rf loops)
 # the runs themselves, module images left out, to look at here
-for f in "$W"/cond/c.kjdb "$W"/scan.kjdb "$W"/while.kjdb; do
+for f in "$W"/cond/c.kjdb "$W"/scan.kjdb "$W"/while.kjdb "$W"/torchcond.kjdb; do
 	[ -f "$f" ] || continue
 	n=$(basename "$(dirname "$f")")_$(basename "$f"); cp "$f" "$W/slim_$n"
 	python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("UPDATE module SET data = NULL"); c.commit(); c.execute("VACUUM")' "$W/slim_$n" 2>/dev/null
