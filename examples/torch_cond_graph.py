@@ -6,7 +6,9 @@ per replay.
 `torch.cuda.graph`, PyTorch can keep the choice on the device as a CUDA graph conditional (IF)
 node instead of copying the predicate to the host. Whether this PyTorch does is printed (and
 whether capture worked at all); either way the program is one a user would write, for kjoule to
-trace. Random weights; prints one JSON line at the end.
+trace. PyTorch 2.11 on the GPU machine's image cannot capture it (untraced as under kjoule,
+2026-11-27: "operation failed due to a previous error during capture"), and the step runs eagerly
+with the predicate read on the host. Random weights; prints one JSON line at the end.
 """
 import argparse
 import json
