@@ -4,6 +4,9 @@
 # JAX model whose layers run in lax.scan, then in lax.while_loop (examples/jax_scan.py): run,
 # info, replay with defaults (bounded by LOOPS_BUDGET seconds), compare.
 # and torch.cond captured in torch.cuda.graph (examples/torch_cond_graph.py).
+# XLA keeps loops on the host by default; with WHILE and CONDITIONAL in its command buffers
+# (LOOPS_XLA_CMDBUF=1: --xla_gpu_enable_command_buffer=...,WHILE,CONDITIONAL) it makes them CUDA
+# graph conditional nodes.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/loops.sh [cond] [scan] [while] [torchcond]
 # Results: $OUT/loops/ (logs, compare JSON), $OUT/loops.json (one row per program).
 set -u
@@ -12,6 +15,9 @@ W=/tmp/kjloops; rm -rf "$W"; mkdir -p "$W" "$OUT/loops"
 kj=$KJ_BUILD/kjoule
 export KJ_REPLAY_WORKER=$KJ_BUILD/kjoule-replay-worker
 budget=${LOOPS_BUDGET:-90}
+if [ -n "${LOOPS_XLA_CMDBUF:-}" ]; then
+	export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL"
+fi
 want=${*:-cond scan while}
 for what in $want; do
 	case $what in
@@ -45,7 +51,7 @@ for what in $want; do
 		"$kj" compare "$W/$what.kjdb" > "$OUT/loops/${what}_compare.txt" 2>&1
 		"$kj" compare "$W/$what.kjdb" --json > "$OUT/loops/${what}_compare.json" 2>&1
 		sqlite3 "$W/$what.kjdb" "SELECT type, count(*) FROM graph_node GROUP BY type" > "$OUT/loops/${what}_nodes.txt" 2>&1 ||
-			python3 -c 'import sqlite3,sys; [print(*r) for r in sqlite3.connect(sys.argv[1]).execute("SELECT type, count(*) FROM graph_node GROUP BY type")]' "$W/$what.kjdb" > "$OUT/loops/${what}_nodes.txt" 2>&1
+			python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute("SELECT type, count(*) FROM graph_node GROUP BY type")]; print("handles", c.execute("SELECT count(*) FROM graph_conditional_handle").fetchone()[0]); print("uncorrelated", c.execute("SELECT count(*) FROM kernel WHERE correlation_id = 0").fetchone()[0]); [print(r[0]) for r in c.execute("SELECT what FROM problem")]' "$W/$what.kjdb" > "$OUT/loops/${what}_nodes.txt" 2>&1
 		;;
 	esac
 done
