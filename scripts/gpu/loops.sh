@@ -50,8 +50,7 @@ for what in $want; do
 		echo "replay rc=$?" >> "$OUT/loops/${what}_replay.log"
 		"$kj" compare "$W/$what.kjdb" > "$OUT/loops/${what}_compare.txt" 2>&1
 		"$kj" compare "$W/$what.kjdb" --json > "$OUT/loops/${what}_compare.json" 2>&1
-		sqlite3 "$W/$what.kjdb" "SELECT type, count(*) FROM graph_node GROUP BY type" > "$OUT/loops/${what}_nodes.txt" 2>&1 ||
-			python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute("SELECT type, count(*) FROM graph_node GROUP BY type")]; print("handles", c.execute("SELECT count(*) FROM graph_conditional_handle").fetchone()[0]); print("uncorrelated", c.execute("SELECT count(*) FROM kernel WHERE correlation_id = 0").fetchone()[0]); [print(r[0]) for r in c.execute("SELECT what FROM problem")]' "$W/$what.kjdb" > "$OUT/loops/${what}_nodes.txt" 2>&1
+		python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute("SELECT type, count(*) FROM graph_node GROUP BY type")]; print("handles", c.execute("SELECT count(*) FROM graph_conditional_handle").fetchone()[0]); print("uncorrelated", c.execute("SELECT count(*) FROM kernel WHERE correlation_id = 0").fetchone()[0]); [print(r[0]) for r in c.execute("SELECT what FROM problem")]' "$W/$what.kjdb" > "$OUT/loops/${what}_nodes.txt" 2>&1
 		;;
 	esac
 done
