@@ -10,8 +10,8 @@
  * - between the last record of launch a and the first of launch b: split the run where the GPU
  *   waited longest (between launches it waits for the next one; inside one it runs node after
  *   node), and never give a record to a launch whose host call began after the record started;
- * - an exec none of whose records is correlated: the latest launch of the exec that began before
- *   the record started. */
+ * - an exec none of whose records is correlated (a graph that is one WHILE node): its records split
+ *   into one run per launch at the longest waits, the runs given to the launches in order. */
 #include "kj_ingest_internal.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -73,13 +73,71 @@ static uint32_t latest_launch(const struct ingest *in, uint32_t exec, int64_t t)
 	return best;
 }
 
+/* An exec none of whose records is correlated: its launches (host order) ran one after another,
+ * so its records split into as many runs as it had launches, at the longest waits, each run to the
+ * next launch in order; a run that would start before its launch's host call (or records fewer
+ * than launches) falls back to the latest launch made before each record started. */
+static void settle_unanchored(const struct ingest *in, struct gitem *it, size_t lo, size_t hi)
+{
+	uint32_t exec = it[lo].exec;
+	size_t n = 0, m = hi - lo;
+	for (size_t i = 0; i < in->nissues; i++)
+		n += in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH && in->issues[i].exec_id == exec;
+	const struct kj_rec_issue **l = n && m >= n ? calloc(n, sizeof(*l)) : NULL;
+	size_t *cut = l ? calloc(n, sizeof(*cut)) : NULL;
+	int ok = cut != NULL;
+	if (ok) {
+		size_t k = 0;
+		for (size_t i = 0; i < in->nissues; i++)
+			if (in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH && in->issues[i].exec_id == exec)
+				l[k++] = &in->issues[i];
+		for (size_t a = 1; a < n; a++) /* host order: insertion sort, launches are few */
+			for (size_t b = a; b > 0 && l[b]->start_ns < l[b - 1]->start_ns; b--) {
+				const struct kj_rec_issue *t = l[b];
+				l[b] = l[b - 1];
+				l[b - 1] = t;
+			}
+		/* the n-1 longest waits between consecutive records start runs 2..n */
+		cut[0] = lo;
+		for (size_t c = 1; c < n && ok; c++) {
+			int64_t best = INT64_MIN;
+			size_t at = 0;
+			for (size_t i = lo + 1; i < hi; i++) {
+				int64_t gap = it[i].start - it[i - 1].end;
+				int taken = 0;
+				for (size_t j = 1; j < c && !taken; j++)
+					taken = cut[j] == i;
+				if (!taken && gap > best)
+					best = gap, at = i;
+			}
+			cut[c] = at;
+			ok = at > lo;
+		}
+		for (size_t a = 2; a < n; a++) /* cuts in time order */
+			for (size_t b = a; b > 1 && cut[b] < cut[b - 1]; b--) {
+				size_t t = cut[b];
+				cut[b] = cut[b - 1];
+				cut[b - 1] = t;
+			}
+		for (size_t r = 0; r < n && ok; r++)
+			ok = it[cut[r]].start >= l[r]->start_ns;
+		for (size_t r = 0; r < n && ok; r++)
+			for (size_t i = cut[r]; i < (r + 1 < n ? cut[r + 1] : hi); i++)
+				it[i].corr = l[r]->correlation;
+	}
+	if (!ok)
+		for (size_t i = lo; i < hi; i++)
+			it[i].corr = latest_launch(in, it[i].exec, it[i].start);
+	free(l);
+	free(cut);
+}
+
 /* Orphans it[lo..hi) lie between correlated records prev (or none) and next (or none). */
 static void settle_run(const struct ingest *in, struct gitem *it, size_t lo, size_t hi,
 		       const struct gitem *prev, const struct gitem *next, size_t *split_runs)
 {
 	if (!prev && !next) {
-		for (size_t i = lo; i < hi; i++)
-			it[i].corr = latest_launch(in, it[i].exec, it[i].start);
+		settle_unanchored(in, it, lo, hi);
 		return;
 	}
 	if (!next || (prev && prev->corr == next->corr)) {

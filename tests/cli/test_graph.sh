@@ -249,4 +249,15 @@ python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("INSER
 check "a chain that left out 3 condition setters: compare says so, in text and JSON" \
 	'[ "$nk" = 9 ] && grep -q "the chain left out 3 kernel launch" "$dir/wl.txt" &&
 	 python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"sequence_launches_left_out\"] != 3)" "$dir/wl.json"'
+# a graph that is one WHILE node (nothing of a launch is correlated): the exec's records split into
+# one run per launch at the longest waits, in launch order, also when the host runs a launch ahead
+for v in "" "--queued"; do
+	n=wo$(echo "$v" | tr -d ' -')
+	python3 "$src/tests/tools/mkspool.py" "$dir/$n" --graph --functions 5 --iters 6 --while-body 3 --while-only $v
+	"$kj" ingest "$dir/$n" -o "$dir/$n.kjdb" 2>/dev/null; rc=$?
+	lag=$([ -n "$v" ] && echo 1218000 || echo 218000)
+	check "WHILE node alone${v:+ ($v)}: each launch's 3 body runs tied to it, none to the launch after" \
+		'[ $rc -eq 0 ] && [ "$(q "$dir/$n.kjdb" "SELECT count(*) FROM kernel b JOIN host_call h ON h.correlation_id = b.correlation_id
+		      AND h.op = \"graph_launch\" WHERE b.start_ns - h.start_ns BETWEEN $lag - 100 AND $lag + 3100")" = 18 ]'
+done
 exit $fail

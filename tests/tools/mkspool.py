@@ -29,7 +29,8 @@ child graphs), and an 8-byte memset node stands beside it; xla: as child, and th
 again from two clones of it (same destination, other ids), as XLA's command buffers show.
 --while-body T: each graph launch also runs a WHILE node's body kernel (node 7000) T times, after the
 graph's kernels (--while-at end) or before them (--while-at start); as CUPTI reports kernels of
-conditional bodies, their records carry correlation 0. --queued: each launch's GPU work runs after
+conditional bodies, their records carry correlation 0. --while-only: the graph's own kernels leave
+no records (a graph that is one WHILE node: nothing of the launch is correlated). --queued: each launch's GPU work runs after
 the next launch's host call (the host runs ahead), so only the GPU's waits tell launches apart.
 --nested L: the capture-time ranges are model > layer0..layer{L-1} > attn/mlp (capture_chain);
 --no-capture-ranges: none; --eager: each iteration also launches one eager kernel inside "head".
@@ -189,12 +190,13 @@ def graph_program(a, out, base):
             for j in range(a.while_body):
                 out.append(kernel(g0 + j * 1500, g0 + j * 1500 + 1000, 0, f + 2, 7000, 1))
             g0 += a.while_body * 1500
-        for k in range(f):
+        for k in range(0 if a.while_only else f):
             out.append(kernel(g0 + k * 3000, g0 + k * 3000 + 2000, corr, k + 1, 5000 + k, 1))
             if a.graph_memset and k == 0:  # between kernel 0 and kernel 1, on their stream
                 out.append(rec(MEMSET, struct.pack("<qqQQIIIIBBBBI", g0 + 2200, g0 + 2600, 4, MEMSET_CLONE,
                                                    0, 1, 7, corr, 0, 0, 3, 1, 0)))
-        out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
+        if not a.while_only:
+            out.append(kernel(g0 + f * 3000, g0 + f * 3000 + 2000, corr, f + 1, 6000, 1))
         if a.while_body and a.while_at == "end":
             for j in range(a.while_body):
                 out.append(kernel(g0 + f * 3000 + 3000 + j * 1500, g0 + f * 3000 + 4000 + j * 1500, 0, f + 2, 7000, 1))
@@ -230,6 +232,7 @@ def main():
                     help="--graph: a memset node between the first two kernels (see above)")
     ap.add_argument("--while-body", type=int, default=0, metavar="T", help="--graph: a WHILE body kernel T times a launch")
     ap.add_argument("--while-at", choices=["start", "end"], default="end", help="--while-body: before or after the graph's kernels")
+    ap.add_argument("--while-only", action="store_true", help="--while-body: the graph's own kernels leave no records")
     ap.add_argument("--queued", action="store_true", help="--graph: each launch's work runs after the next launch's call")
     ap.add_argument("--eager", action="store_true",
                     help="--graph: each iteration also launches one eager kernel inside a range 'head'")
