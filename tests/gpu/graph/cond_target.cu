@@ -10,18 +10,10 @@
 // it did to $KJ_EXPECT (JSON) when set.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+
+#include "graph_kernels.cuh"
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CK(x)                                                                              \
-	do {                                                                               \
-		cudaError_t e_ = (x);                                                      \
-		if (e_ != cudaSuccess) {                                                   \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
-				cudaGetErrorString(e_));                                   \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
 
 enum { N = 1 << 20, ITERS = 12, LOOPS = 5 };
 
@@ -29,31 +21,6 @@ __global__ void reset(int *counter, int loops, int *trips)
 {
 	*counter = loops;
 	*trips = 0;
-}
-
-__global__ void scale(float *x, int n, float a)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		x[i] = x[i] * a + 1.0f;
-}
-
-__global__ void busy(float *x, int n, int reps)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= n)
-		return;
-	float v = x[i];
-	for (int r = 0; r < reps; r++)
-		v = v * 0.999f + 0.001f;
-	x[i] = v;
-}
-
-__global__ void add(float *y, const float *x, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		y[i] += x[i];
 }
 
 // The WHILE body's first kernel: some work, then one thread counts the trip down and tells the
@@ -68,6 +35,21 @@ __global__ void step_body(float *x, int n, int *counter, int *trips, cudaGraphCo
 		++*trips;
 		cudaGraphSetConditional(h, left > 0 ? 1u : 0u);
 	}
+}
+
+// A conditional node of type `type` after `after` in g, its handle launching with 1 (so an IF
+// body runs, a WHILE body runs once before its kernel decides): its body graph.
+static cudaGraph_t add_conditional(cudaGraph_t g, cudaGraphNode_t after, cudaGraphConditionalNodeType type,
+				   cudaGraphConditionalHandle *h, cudaGraphNode_t *node)
+{
+	cudaGraphNodeParams p = {};
+	CK(cudaGraphConditionalHandleCreate(h, g, 1, cudaGraphCondAssignDefault));
+	p.type = cudaGraphNodeTypeConditional;
+	p.conditional.handle = *h;
+	p.conditional.type = type;
+	p.conditional.size = 1;
+	CK(cudaGraphAddNode(node, g, &after, NULL, 1, &p));
+	return p.conditional.phGraph_out[0];
 }
 
 static volatile int host_runs;
@@ -114,14 +96,7 @@ int main(void)
 	CK(cudaGraphAddKernelNode(&nscale, gc, &nreset, 1, &kp));
 
 	cudaGraphConditionalHandle hw;
-	CK(cudaGraphConditionalHandleCreate(&hw, gc, 1, cudaGraphCondAssignDefault));
-	cudaGraphNodeParams cp = {};
-	cp.type = cudaGraphNodeTypeConditional;
-	cp.conditional.handle = hw;
-	cp.conditional.type = cudaGraphCondTypeWhile;
-	cp.conditional.size = 1;
-	CK(cudaGraphAddNode(&nwhile, gc, &nscale, NULL, 1, &cp));
-	cudaGraph_t body = cp.conditional.phGraph_out[0];
+	cudaGraph_t body = add_conditional(gc, nscale, cudaGraphCondTypeWhile, &hw, &nwhile);
 	/* the body: step_body added node by node, then add captured into the body */
 	cudaGraphNode_t nstep;
 	void *step_args[] = {&x, &n, &counter, &trips, &hw};
@@ -137,16 +112,10 @@ int main(void)
 	CK(cudaGraphAddHostNode(&nhost, gc, &nwhile, 1, &hp));
 
 	cudaGraphConditionalHandle hi;
-	CK(cudaGraphConditionalHandleCreate(&hi, gc, 1, cudaGraphCondAssignDefault));
-	cudaGraphNodeParams ip = {};
-	ip.type = cudaGraphNodeTypeConditional;
-	ip.conditional.handle = hi;
-	ip.conditional.type = cudaGraphCondTypeIf;
-	ip.conditional.size = 1;
-	CK(cudaGraphAddNode(&nif, gc, &nhost, NULL, 1, &ip));
+	cudaGraph_t if_body = add_conditional(gc, nhost, cudaGraphCondTypeIf, &hi, &nif);
 	cudaGraphNode_t nifscale;
 	kp.func = (void *)scale, kp.kernelParams = scale_args;
-	CK(cudaGraphAddKernelNode(&nifscale, ip.conditional.phGraph_out[0], NULL, 0, &kp));
+	CK(cudaGraphAddKernelNode(&nifscale, if_body, NULL, 0, &kp));
 	void *add_args[] = {&z, &x, &n};
 	kp.func = (void *)add, kp.kernelParams = add_args;
 	CK(cudaGraphAddKernelNode(&nadd, gc, &nif, 1, &kp));

@@ -8,46 +8,13 @@
 // Writes what it did to $KJ_EXPECT (JSON) when set.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+
+#include "graph_kernels.cuh"
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CK(x)                                                                              \
-	do {                                                                               \
-		cudaError_t e_ = (x);                                                      \
-		if (e_ != cudaSuccess) {                                                   \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
-				cudaGetErrorString(e_));                                   \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
 enum { N = 1 << 20, ITERS = 12, MAGIC = 0x5eed };
-
-__global__ void scale(float *x, int n, float a)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		x[i] = x[i] * a + 1.0f;
-}
-
-__global__ void busy(float *x, int n, int reps)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= n)
-		return;
-	float v = x[i];
-	for (int r = 0; r < reps; r++)
-		v = v * 0.999f + 0.001f;
-	x[i] = v;
-}
-
-__global__ void add(float *y, const float *x, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		y[i] += x[i];
-}
 
 // Spins until *flag == MAGIC, or until about timeout_ns have passed (then writes 1 to *gave_up).
 __global__ void spin_until(volatile int *flag, int *gave_up, long long timeout_ns)
