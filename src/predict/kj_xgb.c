@@ -1,6 +1,7 @@
 /* XGBoost through dlopen: the few C API declarations kjoule uses, written here by hand (from
  * xgboost/c_api.h, stable since 1.0), and thin wrappers that keep XGBoost's own error text. */
 #include <dlfcn.h>
+#include <string.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +96,21 @@ int kj_xgb_train(const float *x, const float *y, int n, int nf, int rounds,
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
 		if (X.set_param(b, params[i][0], params[i][1]))
 			goto fail;
+	/* studies only (bench/predict_accuracy/grouped_cv.py): KJ_FIT_XGB_PARAMS="name=value,..."
+	 * sets XGBoost parameters over the defaults above */
+	const char *extra = getenv("KJ_FIT_XGB_PARAMS");
+	if (extra && *extra) {
+		char buf[512], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", extra);
+		for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(kv, '=');
+			if (!eq)
+				continue;
+			*eq = '\0';
+			if (X.set_param(b, kv, eq + 1))
+				goto fail;
+		}
+	}
 	for (int it = 0; it < rounds; it++)
 		if (X.update(b, it, d))
 			goto fail;
