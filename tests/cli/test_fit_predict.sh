@@ -253,4 +253,27 @@ printf 'mp,b,l,dim,F_dur(us),B_dur(us)\n1,1,1,1,2.0,4.0\n1,1,1,2,fast,4.0\n' >"$
 expect 1 "$KJ" fit "$T/junk" -o "$T/jm"
 grep -q "G_linear1_fp16.csv:3: column 'F_dur(us)': 'fast'" "$T/err" || fail "junk: $(cat "$T/err")"
 expect 1 "$KJ" fit "$T/empty_dir_that_is_missing"
+# KJ_FIT_XGB_PARAMS (studies): the trees are trained with the parameters it names
+KJ_FIT_XGB_PARAMS="max_depth=1" "$KJ" fit "$T/s/sampling_data" -o "$T/shallow" >/dev/null 2>&1 || fail "fit with KJ_FIT_XGB_PARAMS"
+python3 - "$T/models" "$T/shallow" <<'P' || fail "KJ_FIT_XGB_PARAMS=max_depth=1 did not make shallower trees"
+import glob, json, os, sys
+def depth(d):
+    """the deepest node of any tree of the models in folder d that have trees"""
+    worst = 0
+    for p in glob.glob(os.path.join(d, "*_time.json")):
+        try:
+            m = json.loads(open(p).read())
+        except ValueError:
+            continue
+        for t in m.get("learner", {}).get("gradient_booster", {}).get("model", {}).get("trees", []):
+            par = t["parents"]
+            for i in range(len(par)):
+                k, n = i, 0
+                while par[k] != 2147483647 and par[k] >= 0 and n < 64:
+                    k, n = par[k], n + 1
+                worst = max(worst, n)
+    return worst
+deep, shallow = depth(sys.argv[1]), depth(sys.argv[2])
+sys.exit(not (shallow <= 1 and deep > 1))
+P
 finish
