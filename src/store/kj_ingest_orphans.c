@@ -53,6 +53,41 @@ int ing_orphan_note(struct ingest *in, uint64_t offset, int64_t start, int64_t e
 	return 0;
 }
 
+/* The graph launches of the file, sorted by exec and host start, so each exec's are one range. */
+struct glaunch {
+	uint32_t exec, corr;
+	int64_t start;
+};
+
+static int by_exec_host(const void *a, const void *b)
+{
+	const struct glaunch *x = a, *y = b;
+	if (x->exec != y->exec)
+		return x->exec < y->exec ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct launches {
+	struct glaunch *v;
+	size_t n;
+};
+
+/* The range [*a, *b) of exec's launches in L. */
+static void exec_range(const struct launches *L, uint32_t exec, size_t *a, size_t *b)
+{
+	size_t lo = 0, hi = L->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (L->v[mid].exec < exec)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*a = lo;
+	for (*b = lo; *b < L->n && L->v[*b].exec == exec; (*b)++)
+		;
+}
+
 /* The host start of the launch of correlation c (INT64_MAX when it is unknown). */
 static int64_t host_start(const struct ingest *in, uint32_t c)
 {
@@ -60,84 +95,80 @@ static int64_t host_start(const struct ingest *in, uint32_t c)
 	return g ? g->start_ns : INT64_MAX;
 }
 
-/* The latest launch of exec that began at or before t: its correlation, or 0. */
-static uint32_t latest_launch(const struct ingest *in, uint32_t exec, int64_t t)
+/* The latest of launches v[a..b) (one exec's, host order) that began at or before t: its
+ * correlation, or 0. */
+static uint32_t latest_launch(const struct glaunch *v, size_t a, size_t b, int64_t t)
 {
-	uint32_t best = 0;
-	int64_t at = INT64_MIN;
-	for (size_t i = 0; i < in->nissues; i++) {
-		const struct kj_rec_issue *g = &in->issues[i];
-		if (g->op == KJ_ISSUE_GRAPH_LAUNCH && g->exec_id == exec && g->start_ns <= t && g->start_ns >= at)
-			best = g->correlation, at = g->start_ns;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (v[mid].start <= t)
+			a = mid + 1;
+		else
+			b = mid;
 	}
-	return best;
+	return a > 0 && v[a - 1].start <= t ? v[a - 1].corr : 0;
 }
 
-/* An exec none of whose records is correlated: its launches (host order) ran one after another,
- * so its records split into as many runs as it had launches, at the longest waits, each run to the
- * next launch in order; a run that would start before its launch's host call (or records fewer
- * than launches) falls back to the latest launch made before each record started. */
-static void settle_unanchored(const struct ingest *in, struct gitem *it, size_t lo, size_t hi)
+struct gap {
+	int64_t gap;
+	size_t at;
+};
+
+static int by_gap_desc(const void *a, const void *b)
 {
-	uint32_t exec = it[lo].exec;
-	size_t n = 0, m = hi - lo;
-	for (size_t i = 0; i < in->nissues; i++)
-		n += in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH && in->issues[i].exec_id == exec;
-	const struct kj_rec_issue **l = n && m >= n ? calloc(n, sizeof(*l)) : NULL;
-	size_t *cut = l ? calloc(n, sizeof(*cut)) : NULL;
-	int ok = cut != NULL;
+	const struct gap *x = a, *y = b;
+	if (x->gap != y->gap)
+		return x->gap > y->gap ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int by_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* An exec none of whose records is correlated: its launches v[a..b) (host order) ran one after
+ * another, so its records it[lo..hi) split into as many runs as it had launches, at the longest
+ * waits, each run to the next launch in order; a run that would start before its launch's host
+ * call (or records fewer than launches) falls back to the latest launch made before each record
+ * started. */
+static void settle_unanchored(const struct glaunch *v, size_t a, size_t b, struct gitem *it, size_t lo,
+			      size_t hi)
+{
+	size_t n = b - a, m = hi - lo;
+	struct gap *g = n > 1 && m >= n ? malloc((m - 1) * sizeof(*g)) : NULL;
+	size_t *cut = n && m >= n ? malloc(n * sizeof(*cut)) : NULL;
+	int ok = cut && (n == 1 || g);
 	if (ok) {
-		size_t k = 0;
-		for (size_t i = 0; i < in->nissues; i++)
-			if (in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH && in->issues[i].exec_id == exec)
-				l[k++] = &in->issues[i];
-		for (size_t a = 1; a < n; a++) /* host order: insertion sort, launches are few */
-			for (size_t b = a; b > 0 && l[b]->start_ns < l[b - 1]->start_ns; b--) {
-				const struct kj_rec_issue *t = l[b];
-				l[b] = l[b - 1];
-				l[b - 1] = t;
-			}
-		/* the n-1 longest waits between consecutive records start runs 2..n */
+		for (size_t i = lo + 1; n > 1 && i < hi; i++)
+			g[i - lo - 1] = (struct gap){it[i].start - it[i - 1].end, i};
+		if (n > 1)
+			qsort(g, m - 1, sizeof(*g), by_gap_desc);
 		cut[0] = lo;
-		for (size_t c = 1; c < n && ok; c++) {
-			int64_t best = INT64_MIN;
-			size_t at = 0;
-			for (size_t i = lo + 1; i < hi; i++) {
-				int64_t gap = it[i].start - it[i - 1].end;
-				int taken = 0;
-				for (size_t j = 1; j < c && !taken; j++)
-					taken = cut[j] == i;
-				if (!taken && gap > best)
-					best = gap, at = i;
-			}
-			cut[c] = at;
-			ok = at > lo;
-		}
-		for (size_t a = 2; a < n; a++) /* cuts in time order */
-			for (size_t b = a; b > 1 && cut[b] < cut[b - 1]; b--) {
-				size_t t = cut[b];
-				cut[b] = cut[b - 1];
-				cut[b - 1] = t;
-			}
+		for (size_t c = 1; c < n; c++)
+			cut[c] = g[c - 1].at;
+		qsort(cut, n, sizeof(*cut), by_size);
 		for (size_t r = 0; r < n && ok; r++)
-			ok = it[cut[r]].start >= l[r]->start_ns;
+			ok = it[cut[r]].start >= v[a + r].start;
 		for (size_t r = 0; r < n && ok; r++)
 			for (size_t i = cut[r]; i < (r + 1 < n ? cut[r + 1] : hi); i++)
-				it[i].corr = l[r]->correlation;
+				it[i].corr = v[a + r].corr;
 	}
 	if (!ok)
 		for (size_t i = lo; i < hi; i++)
-			it[i].corr = latest_launch(in, it[i].exec, it[i].start);
-	free(l);
+			it[i].corr = latest_launch(v, a, b, it[i].start);
+	free(g);
 	free(cut);
 }
 
 /* Orphans it[lo..hi) lie between correlated records prev (or none) and next (or none). */
-static void settle_run(const struct ingest *in, struct gitem *it, size_t lo, size_t hi,
-		       const struct gitem *prev, const struct gitem *next, size_t *split_runs)
+static void settle_run(const struct ingest *in, const struct glaunch *v, size_t a, size_t b,
+		       struct gitem *it, size_t lo, size_t hi, const struct gitem *prev,
+		       const struct gitem *next, size_t *split_runs)
 {
 	if (!prev && !next) {
-		settle_unanchored(in, it, lo, hi);
+		settle_unanchored(v, a, b, it, lo, hi);
 		return;
 	}
 	if (!next || (prev && prev->corr == next->corr)) {
@@ -149,7 +180,7 @@ static void settle_run(const struct ingest *in, struct gitem *it, size_t lo, siz
 		/* before the exec's first correlated record: its launch, or an earlier one */
 		int64_t h = host_start(in, next->corr);
 		for (size_t i = lo; i < hi; i++)
-			it[i].corr = it[i].start >= h ? next->corr : latest_launch(in, it[i].exec, it[i].start);
+			it[i].corr = it[i].start >= h ? next->corr : latest_launch(v, a, b, it[i].start);
 		return;
 	}
 	/* the tail of launch prev or the head of launch next: split at the longest wait */
@@ -170,13 +201,23 @@ int ing_orphans_resolve(struct ingest *in)
 {
 	struct gitem *it = in->gitems;
 	size_t n = in->ngitems, split_runs = 0, resolved = 0;
+	struct launches L = {NULL, 0};
 	if (!in->norphans)
 		return 0;
+	L.v = malloc((in->nissues + 1) * sizeof(*L.v));
+	if (!L.v)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < in->nissues; i++)
+		if (in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH)
+			L.v[L.n++] = (struct glaunch){in->issues[i].exec_id, in->issues[i].correlation,
+						      in->issues[i].start_ns};
+	qsort(L.v, L.n, sizeof(*L.v), by_exec_host);
 	qsort(it, n, sizeof(*it), by_exec_start);
 	for (size_t a = 0; a < n;) {
-		size_t b = a;
+		size_t b = a, la, lb;
 		while (b < n && it[b].exec == it[a].exec)
 			b++;
+		exec_range(&L, it[a].exec, &la, &lb);
 		const struct gitem *prev = NULL;
 		for (size_t i = a; i < b;) {
 			if (it[i].corr) {
@@ -186,12 +227,14 @@ int ing_orphans_resolve(struct ingest *in)
 			size_t j = i;
 			while (j < b && !it[j].corr)
 				j++;
-			settle_run(in, it, i, j, prev, j < b ? &it[j] : NULL, &split_runs);
+			settle_run(in, L.v, la, lb, it, i, j, prev, j < b ? &it[j] : NULL, &split_runs);
 			for (size_t k = i; k < j; k++) {
 				if (it[k].corr) {
 					resolved++;
-					if (kj_map_put(in->orphans, it[k].offset, it[k].corr))
+					if (kj_map_put(in->orphans, it[k].offset, it[k].corr)) {
+						free(L.v);
 						return KJ_ENOMEM;
+					}
 				}
 			}
 			/* the run's correlations are now set: the next run must not take them as anchors */
@@ -199,6 +242,7 @@ int ing_orphans_resolve(struct ingest *in)
 		}
 		a = b;
 	}
+	free(L.v);
 	char what[400];
 	snprintf(what, sizeof(what),
 		 "%zu graph record(s) ran with no correlation id (kernels, memsets or copies inside "
