@@ -24,8 +24,9 @@ static void usage(FILE *f)
 		   "\n"
 		   "What a run database holds: the traced command, start time, duration, exit status\n"
 		   "and whether the run ended abnormally; processes; devices; the row count of every\n"
-		   "table; whether the recorded launch parameters fit the captured functions that ran;\n"
-		   "what was captured and what was not; recorded problems.\n"
+		   "table; the iteration range and its candidates; graph launches and the kinds of\n"
+		   "their graphs' nodes; whether the recorded launch parameters fit the captured\n"
+		   "functions that ran; what was captured and what was not; recorded problems.\n"
 		   "\n"
 		   "  --json   one JSON object instead of text\n");
 }
@@ -57,6 +58,23 @@ static const struct {
 	{"replay_sequence", "replay_sequence"},
 	{"problems", "problem"},
 };
+
+/* How many graph nodes of each kind the program's graphs held ({} without graphs, or in runs
+ * recorded before graphs were read). */
+static json_t *node_kinds_json(sqlite3 *db)
+{
+	json_t *o = json_object();
+	sqlite3_stmt *st = NULL;
+	if (o && kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_node'") &&
+	    kj_db_prepare(db, "SELECT type, count(*) FROM graph_node GROUP BY type ORDER BY count(*) DESC, type", &st) == 0) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			if (sqlite3_column_text(st, 0))
+				json_object_set_new(o, (const char *)sqlite3_column_text(st, 0),
+						    json_integer(sqlite3_column_int64(st, 1)));
+		sqlite3_finalize(st);
+	}
+	return o;
+}
 
 /* The iteration the analyses use and every candidate range, so the choice is visible. */
 static json_t *iteration_json(sqlite3 *db)
@@ -304,6 +322,7 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, "SELECT max(end_ns) FROM gpu_activity"));
 	json_object_set_new(o, "graph_launches",
 			    scalar_json(db, "SELECT count(*) FROM host_call WHERE op = 'graph_launch'"));
+	json_object_set_new(o, "graph_node_kinds", node_kinds_json(db));
 	json_object_set_new(o, "iteration", iteration_json(db));
 	json_object_set_new(o, "shared_gpu", shared_json(db));
 	json_object_set_new(o, "kept_iteration", meta_json(db, "params_iteration"));
@@ -514,6 +533,19 @@ static void print_text(json_t *o)
 	if (iv(o, "graph_launches") > 0)
 		printf("  %-16s %" PRId64 " (GPU work attributed to the call that launched it)\n",
 		       "graph_launches", iv(o, "graph_launches"));
+	json_t *nk = json_object_get(o, "graph_node_kinds");
+	if (json_object_size(nk) > 0) {
+		const char *kind;
+		json_t *v;
+		int first = 1;
+		printf("  %-16s", "graph_node_kinds");
+		json_object_foreach(nk, kind, v) {
+			printf("%s %s %" PRId64, first ? "" : ",", kind, (int64_t)json_integer_value(v));
+			first = 0;
+		}
+		printf("%s\n", json_object_get(nk, "conditional") || json_object_get(nk, "host")
+				       ? " (conditional and host nodes: the launches are replayed as a chain)" : "");
+	}
 	json_t *pcj = json_object_get(o, "parameters_checked");
 	if (pcj)
 		printf("  %-16s %" PRId64 " consistent with the captured cubins, %" PRId64 " recorded with another"

@@ -117,4 +117,20 @@ assert pc["mismatched"] == 1 and pc["consistent"] >= 1, pc
 assert any("recorded with another function's parameters" in m for m in j["not_captured"]), j["not_captured"]
 P
 
+# graph node kinds: the shipped graph run's, as its own table counts them; a graph with a host node
+# says its launches replay as a chain
+cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/g.kjdb"
+"$KJ" info "$T/g.kjdb" --json > "$T/g.json" 2>/dev/null || fail "info --json on the shipped graph run"
+python3 - "$T/g.kjdb" "$T/g.json" <<'P' || fail "graph_node_kinds differs from the run's own graph_node counts"
+import json, sqlite3, sys
+want = dict(sqlite3.connect(sys.argv[1]).execute("SELECT type, count(*) FROM graph_node GROUP BY type").fetchall())
+got = json.load(open(sys.argv[2]))["graph_node_kinds"]
+sys.exit(not (want and got == want))
+P
+python3 "$SRC/tests/tools/mkspool.py" "$T/hn" --graph --functions 4 --iters 3 --full-graph --host-node >/dev/null
+"$KJ" ingest "$T/hn" -o "$T/hn.kjdb" >/dev/null 2>&1 || fail "ingest of the host-node graph"
+expect 0 "$KJ" info "$T/hn.kjdb"
+has "graph_node_kinds"
+has "host 1"
+has "the launches are replayed as a chain"
 finish
