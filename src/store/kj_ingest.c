@@ -314,8 +314,7 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			if (pass == 1 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
 				const struct kj_rec_kernel *k = r;
 				note_launch_stream(in, k);
-				rc = ing_orphan_note(in, off, k->start_ns, k->end_ns, k->graph_node_id,
-						     k->graph_id, k->correlation);
+				ing_orphan_note(in, k->graph_node_id, k->correlation);
 			}
 			if (pass == 2 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
 				struct kj_rec_kernel k;
@@ -332,9 +331,7 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				const struct kj_rec_memcpy *m = r;
 				if (h->type == KJ_REC_MEMSET)
 					rc = ing_note_graph_memset_run(in, m);
-				if (!rc)
-					rc = ing_orphan_note(in, off, m->start_ns, m->end_ns, m->graph_node_id, 0,
-							     m->correlation);
+				ing_orphan_note(in, m->graph_node_id, m->correlation);
 			}
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy)) {
 				struct kj_rec_memcpy m = *(const struct kj_rec_memcpy *)r;

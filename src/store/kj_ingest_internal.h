@@ -94,7 +94,7 @@ struct ingest {
 	struct kj_map *issue_index;      /* correlation -> index into issues */
 	struct kj_map *copy_index;       /* correlation -> offset of its KJ_REC_COPY_ARGS in data + 1 */
 	int64_t nsnapshots;              /* snapshot rows of this file */
-	struct gitem *gitems;            /* graph records (kj_ingest_orphans.c), in file order */
+	struct gitem *gitems;            /* graph records (kj_ingest_orphans.c), read when some lack a correlation */
 	size_t ngitems, cap_gitems, norphans;
 	struct kj_map *orphans;          /* record offset -> correlation given to it */
 	int saw_end, truncated;
@@ -161,9 +161,8 @@ char *ing_layout_text(const uint32_t *layout, uint32_t n);
 int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_t ordinal, int iteration);
 int ing_put_uniques(struct ingest *in);
 /* kj_ingest_orphans.c: graph records CUPTI gives no correlation (conditional nodes' bodies) */
-/** Pass 1: note a graph record (node != 0) at offset: its time, graph (exec) id and correlation. */
-int ing_orphan_note(struct ingest *in, uint64_t offset, int64_t start, int64_t end, uint64_t node,
-		    uint32_t graph_id, uint32_t corr);
+/** Pass 1: count a graph record (node != 0) that has no correlation. */
+void ing_orphan_note(struct ingest *in, uint64_t node, uint32_t corr);
 /** Between the passes: give each uncorrelated graph record the correlation of the graph launch
  *  that ran it; a problem row (info) says how many and how. */
 int ing_orphans_resolve(struct ingest *in);
