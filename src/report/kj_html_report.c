@@ -264,6 +264,11 @@ static void decomposition(struct kj_html_ctx *x)
 		fputs("</td><td></td></tr>\n", f);
 	}
 	fputs("</tbody></table>\n", f);
+	double left_out = 0;
+	if (kj_html_jnum(x->j, "sequence_launches_left_out", &left_out) && left_out > 0)
+		fprintf(f, "<p>The whole-iteration replays left out %.0f kernel launch(es) that set a CUDA graph"
+			   " conditional node's condition: such a kernel runs only inside its graph, so those"
+			   " replays lack its time, and the sums keep it at its traced time.</p>\n", left_out);
 	kj_html_source(f, "replay_kernel, replay_sequence (docs/analysis-compare.md defines each)", cmdf(x, "compare", ""));
 	if (!c->n_replay_warm_rows)
 		kj_html_missing(f, "kernel replays (Σ warm/cold, explained fraction)", cmdf(x, "replay", ""));

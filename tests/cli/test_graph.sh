@@ -246,6 +246,8 @@ it=$(q "$dir/wend.kjdb" "SELECT iteration FROM sequence_op LIMIT 1")
 nk=$(q "$dir/wend.kjdb" "SELECT count(*) FROM sequence_op WHERE op = 'kernel'")
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("INSERT INTO replay_sequence(iteration, mode, runs, launches, median_ns, min_ns, max_ns) VALUES(?, \"graph\", 10, ?, 20000, 19000, 21000)", (int(sys.argv[2]), int(sys.argv[3]) - 3)); c.commit()' "$dir/wend.kjdb" "$it" "$nk"
 "$kj" compare "$dir/wend.kjdb" > "$dir/wl.txt" 2>&1; "$kj" compare "$dir/wend.kjdb" --json > "$dir/wl.json" 2>/dev/null
+"$kj" report "$dir/wend.kjdb" -o "$dir/wl.html" > /dev/null 2>&1
+check "... and the report's replay figures say so too" 'grep -q "left out 3 kernel launch" "$dir/wl.html"'
 check "a chain that left out 3 condition setters: compare says so, in text and JSON" \
 	'[ "$nk" = 9 ] && grep -q "the chain left out 3 kernel launch" "$dir/wl.txt" &&
 	 python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"sequence_launches_left_out\"] != 3)" "$dir/wl.json"'
