@@ -1,11 +1,11 @@
 /* XGBoost through dlopen: the few C API declarations kjoule uses, written here by hand (from
  * xgboost/c_api.h, stable since 1.0), and thin wrappers that keep XGBoost's own error text. */
 #include <dlfcn.h>
-#include <string.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kj_error.h"
 #include "kj_xgb.h"

@@ -14,7 +14,7 @@
 #include "kj_map.h"
 #include "kj_param_check.h"
 #include "kj_iterations.h"
-#include "kj_cond_setter.h"
+#include "kj_replay_cond.h"
 #include "kj_kernel_waits.h"
 
 static const char *required_tables[] = {"unique_kernel", "kernel_name", "launch_params", "module",
@@ -597,6 +597,27 @@ static int rank_cmp(const void *a, const void *b)
 	return x->unique_id < y->unique_id ? -1 : x->unique_id > y->unique_id;
 }
 
+/* The parameter of unique kernel uid's first captured launch that holds a conditional handle of
+ * a graph it ran in (kj_replay_cond.h), or -1. */
+static int setter_param(sqlite3 *db, const struct kj_cond_handles *h, int64_t uid)
+{
+	sqlite3_stmt *st = NULL;
+	struct kj_replay_param *layout = NULL;
+	size_t n = 0;
+	int param = -1;
+	if (kj_db_prepare(db, "SELECT pid, params, layout FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, uid);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    kj_replay_layout_parse((const char *)sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 1),
+				   &layout, &n, NULL, 0) == 0)
+		param = kj_cond_setter_param(h, sqlite3_column_int64(st, 0), uid, layout, n,
+					     sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
+	free(layout);
+	sqlite3_finalize(st);
+	return param;
+}
+
 int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all)
 {
 	struct inst *v = NULL;
@@ -660,34 +681,24 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		kj_map_free(at);
 	}
 	free(v);
-	sqlite3_stmt *lp = NULL;
-	if (kj_db_prepare(db, "SELECT pid, params, layout FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &lp))
-		return KJ_EDB;
+	struct kj_cond_handles *handles = kj_cond_handles_load(db);
 	for (size_t i = 0; i < plan->n; i++) {
 		struct kj_replay_item *it = &plan->items[i];
 		char why[256];
-		int word = -1;
+		int param;
 		if (!it->skip[0] && kj_kernel_waits_by_name(it->mangled, why, sizeof(why))) {
 			snprintf(it->skip, sizeof(it->skip), "not replayable alone: %s (compare keeps its"
 				 " in-situ time)", why);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
-		if (!it->skip[0]) {
-			sqlite3_reset(lp);
-			sqlite3_bind_int64(lp, 1, it->unique_id);
-			if (sqlite3_step(lp) == SQLITE_ROW)
-				word = kj_cond_setter_param(db, sqlite3_column_int64(lp, 0), it->unique_id,
-							    (const char *)sqlite3_column_text(lp, 2),
-							    sqlite3_column_blob(lp, 1), (size_t)sqlite3_column_bytes(lp, 1));
-		}
-		if (word >= 0) {
-			snprintf(it->skip, sizeof(it->skip), "not replayable alone: sets the condition of a CUDA"
-				 " graph conditional node (parameter %d is the node's handle, which means"
-				 " something only inside its graph)", word);
+		if (handles && !it->skip[0] && (param = setter_param(db, handles, it->unique_id)) >= 0) {
+			snprintf(it->skip, sizeof(it->skip), "not replayable alone: " KJ_COND_SETTER_WHY
+				 " (parameter %d is the node's handle, which means something only inside its"
+				 " graph)", param);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
 	}
-	sqlite3_finalize(lp);
+	kj_cond_handles_free(handles);
 	qsort(plan->items, plan->n, sizeof(*plan->items), rank_cmp);
 	/* energy: every kernel with --all; else, largest share first, the kernels that hold
 	 * KJ_REPLAY_ENERGY_SHARE of the iterations' kernel time (without iterations: of the run's);

@@ -12,6 +12,7 @@
 #include "kj_grow.h"
 #include "kj_kernel_class.h"
 #include "kj_kernel_waits.h"
+#include "kj_replay_cond.h"
 #include "kj_quantile.h"
 
 /* tier by name rules when the run has none stored for a kernel */
@@ -88,7 +89,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		return KJ_ENOMEM;
 	}
 	if (kj_db_prepare(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
-			      " AND error LIKE '%sets the condition of a CUDA graph conditional node%'", &st) == 0) {
+			      " AND error LIKE '%" KJ_COND_SETTER_WHY "%'", &st) == 0) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
 			if (g != (size_t)-1)
@@ -101,8 +102,8 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
 		why[0] = 0;
 		if (setter[g])
-			snprintf(why, sizeof(why), "sets the condition of a CUDA graph conditional node, whose"
-				 " handle means something only inside its graph");
+			snprintf(why, sizeof(why), KJ_COND_SETTER_WHY ", whose handle means something only"
+				 " inside its graph");
 		if (!setter[g] && !kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) &&
 		    !kj_kernel_waits_by_replay(traced[g], rep, timed_out[g], why, sizeof(why)) &&
 		    !(gr->seq_ns > 0 && kj_kernel_waits_by_replay(traced[g], gr->seq_ns, 0, why, sizeof(why))))

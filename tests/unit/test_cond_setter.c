@@ -7,9 +7,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "kj_cond_setter.h"
+#include "kj_replay_cond.h"
 
 static sqlite3 *run(int with_table)
 {
@@ -40,7 +41,20 @@ static void block(unsigned char p[40], uint64_t last, uint32_t n)
 	memcpy(p + 32, &last, 8);
 }
 
-static const char *layout = "0:8,8:4,16:8,24:8,32:8";
+static const char *layout_text = "0:8,8:4,16:8,24:8,32:8";
+
+/* kj_cond_setter_param on the run in db, with the handles read as replay reads them */
+static int setter(sqlite3 *db, int64_t pid, int64_t uid, const unsigned char *p, size_t len)
+{
+	struct kj_replay_param *layout = NULL;
+	size_t n = 0;
+	assert_int_equal(kj_replay_layout_parse(layout_text, len, &layout, &n, NULL, 0), 0);
+	struct kj_cond_handles *h = kj_cond_handles_load(db);
+	int r = kj_cond_setter_param(h, pid, uid, layout, n, p, len);
+	kj_cond_handles_free(h);
+	free(layout);
+	return r;
+}
 
 static void test_setter_found(void **state)
 {
@@ -48,10 +62,10 @@ static void test_setter_found(void **state)
 	sqlite3 *db = run(1);
 	unsigned char p[40];
 	block(p, 1, 1 << 20);
-	assert_int_equal(kj_cond_setter_param(db, 7, 4, layout, p, sizeof(p)), 4);
-	assert_int_equal(kj_cond_setter_param(db, -1, 4, layout, p, sizeof(p)), 4);
+	assert_int_equal(setter(db, 7, 4, p, sizeof(p)), 4);
+	assert_int_equal(setter(db, -1, 4, p, sizeof(p)), 4);
 	block(p, 2, 1 << 20);
-	assert_int_equal(kj_cond_setter_param(db, 7, 4, layout, p, sizeof(p)), 4);
+	assert_int_equal(setter(db, 7, 4, p, sizeof(p)), 4);
 	sqlite3_close(db);
 }
 
@@ -61,17 +75,17 @@ static void test_not_setters(void **state)
 	sqlite3 *db = run(1);
 	unsigned char p[40];
 	block(p, 3, 1 << 20);  /* no handle of that value */
-	assert_int_equal(kj_cond_setter_param(db, 7, 4, layout, p, sizeof(p)), -1);
+	assert_int_equal(setter(db, 7, 4, p, sizeof(p)), -1);
 	block(p, 1, 1 << 20);  /* the value, but the kernel ran in another graph's exec, or in none */
-	assert_int_equal(kj_cond_setter_param(db, 7, 5, layout, p, sizeof(p)), -1);
-	assert_int_equal(kj_cond_setter_param(db, 7, 6, layout, p, sizeof(p)), -1);
-	assert_int_equal(kj_cond_setter_param(db, 8, 4, layout, p, sizeof(p)), -1); /* another process */
+	assert_int_equal(setter(db, 7, 5, p, sizeof(p)), -1);
+	assert_int_equal(setter(db, 7, 6, p, sizeof(p)), -1);
+	assert_int_equal(setter(db, 8, 4, p, sizeof(p)), -1); /* another process */
 	block(p, 0x99, 1);      /* a 4-byte parameter of value 1 is no handle */
-	assert_int_equal(kj_cond_setter_param(db, 7, 4, layout, p, sizeof(p)), -1);
+	assert_int_equal(setter(db, 7, 4, p, sizeof(p)), -1);
 	sqlite3_close(db);
 	db = run(0);            /* a run recorded before handles were */
 	block(p, 1, 1 << 20);
-	assert_int_equal(kj_cond_setter_param(db, 7, 4, layout, p, sizeof(p)), -1);
+	assert_int_equal(setter(db, 7, 4, p, sizeof(p)), -1);
 	sqlite3_close(db);
 }
 

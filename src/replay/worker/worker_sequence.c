@@ -2,7 +2,7 @@
  * streams with its events, eager and as one CUDA graph, and each kernel timed inside it. */
 #include "worker.h"
 
-#include "kj_cond_setter.h"
+#include "kj_replay_cond.h"
 #include "kj_gpu.h"
 #include "kj_replay_pace.h"
 
@@ -100,21 +100,6 @@ static int seq_load_copies(struct replay *R, struct seq *S)
 	return rc;
 }
 
-/* 1 when launch k (launch_params lp_id) sets a CUDA graph conditional node's condition. */
-static int seq_sets_condition(struct replay *R, const struct klaunch *k, int64_t lp_id)
-{
-	sqlite3_stmt *st = NULL;
-	int yes = 0;
-	if (lp_id < 0 || kj_db_prepare(R->db, "SELECT layout FROM launch_params WHERE id = ?", &st))
-		return 0;
-	sqlite3_bind_int64(st, 1, lp_id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		yes = kj_cond_setter_param(R->db, k->pid, k->unique_id, (const char *)sqlite3_column_text(st, 0),
-					   k->blob, k->blob_len) >= 0;
-	sqlite3_finalize(st);
-	return yes;
-}
-
 /* Read the ops of one iteration, their launches, and the host kinds of their copies. */
 static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
@@ -153,6 +138,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			   " ORDER BY s.ordinal, s.id", &st))
 		return KJ_EDB;
 	int with_dst = sqlite3_column_count(st) > 9;
+	struct kj_cond_handles *handles = kj_cond_handles_load(R->db); /* NULL in most runs */
 	sqlite3_bind_int64(st, 1, iteration);
 	sqlite3_bind_int64(st, 2, R->o.seq_first);
 	sqlite3_bind_int64(st, 3, R->o.seq_last);
@@ -216,11 +202,14 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			rc = load_launch_k(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1));
 			if (rc)
 				break;
-			if (seq_sets_condition(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1))) {
+			const struct klaunch *k = &S->k[S->nk];
+			if (kj_cond_setter_param(handles, k->pid, k->unique_id, k->layout, k->nlayout, k->blob,
+						 k->blob_len) >= 0) {
 				/* it sets a conditional node's condition through a handle that means
 				 * nothing outside its graph: left out, and said so */
 				free(S->k[S->nk].blob);
 				free(S->k[S->nk].mangled);
+				free(S->k[S->nk].layout);
 				S->cond_setters++;
 				continue;
 			}
@@ -239,6 +228,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 		S->ops[S->nops++] = o;
 	}
 	sqlite3_finalize(st);
+	kj_cond_handles_free(handles);
 	/* --ordinals: a wait whose record lies outside the range has nothing to wait for (and a
 	 * capture would refuse an event recorded outside it): drop it */
 	if (!rc && (R->o.seq_first > 0 || R->o.seq_last < INT64_MAX)) {
