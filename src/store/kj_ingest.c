@@ -268,7 +268,7 @@ static void note_launch_stream(struct ingest *in, const struct kj_rec_kernel *k)
 }
 
 /* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
- * writes rows. Returns the offset of the first incomplete record (== n when none). */
+ * writes rows, pass 3 (only when some graph records lack a correlation) collects graph records. Returns the offset of the first incomplete record (== n when none). */
 static int walk(struct ingest *in, int pass, size_t *stop)
 {
 	size_t off = sizeof(struct kj_rec_file);
@@ -316,13 +316,22 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				note_launch_stream(in, k);
 				ing_orphan_note(in, k->graph_node_id, k->correlation);
 			}
+			if (pass == 3 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
+				const struct kj_rec_kernel *k = r;
+				rc = ing_orphan_collect(in, off, k->start_ns, k->end_ns, k->graph_node_id, k->graph_id,
+							k->correlation);
+			}
 			if (pass == 2 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
-				struct kj_rec_kernel k;
-				size_t sz = h->size < sizeof(k) ? h->size : sizeof(k);
-				memset(&k, 0, sizeof(k));
-				memcpy(&k, r, sz);
-				k.correlation = ing_orphan_correlation(in, off, k.correlation);
-				rc = ing_put_kernel(in, &k, h->size >= sizeof(struct kj_rec_kernel));
+				const struct kj_rec_kernel *k = r;
+				struct kj_rec_kernel tied; /* a graph kernel given its launch's correlation */
+				uint32_t c = ing_orphan_correlation(in, off, k->correlation);
+				if (c != k->correlation) {
+					memset(&tied, 0, sizeof(tied));
+					memcpy(&tied, k, h->size < sizeof(tied) ? h->size : sizeof(tied));
+					tied.correlation = c;
+					k = &tied;
+				}
+				rc = ing_put_kernel(in, k, h->size >= sizeof(struct kj_rec_kernel));
 			}
 			break;
 		case KJ_REC_MEMCPY:
@@ -333,10 +342,20 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 					rc = ing_note_graph_memset_run(in, m);
 				ing_orphan_note(in, m->graph_node_id, m->correlation);
 			}
+			if (pass == 3 && h->size >= sizeof(struct kj_rec_memcpy)) {
+				const struct kj_rec_memcpy *m = r;
+				rc = ing_orphan_collect(in, off, m->start_ns, m->end_ns, m->graph_node_id, 0, m->correlation);
+			}
 			if (pass == 2 && h->size >= sizeof(struct kj_rec_memcpy)) {
-				struct kj_rec_memcpy m = *(const struct kj_rec_memcpy *)r;
-				m.correlation = ing_orphan_correlation(in, off, m.correlation);
-				rc = ing_put_copy(in, &m);
+				const struct kj_rec_memcpy *m = r;
+				struct kj_rec_memcpy tied;
+				uint32_t c = ing_orphan_correlation(in, off, m->correlation);
+				if (c != m->correlation) {
+					tied = *m;
+					tied.correlation = c;
+					m = &tied;
+				}
+				rc = ing_put_copy(in, m);
 			}
 			break;
 		case KJ_REC_MEMORY:
@@ -622,6 +641,8 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	if ((rc = walk(&in, 1, &stop)) != 0 || (rc = ing_classify(&in)) != 0)
 		goto out;
 	/* the process row first: unique kernels and parameters carry its pid */
+	if (in.norphans && (rc = walk(&in, 3, &stop)) != 0)
+		goto out;
 	if ((rc = walk_process(&in)) != 0 || (rc = ing_orphans_resolve(&in)) != 0 ||
 	    (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||

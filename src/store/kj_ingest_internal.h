@@ -163,6 +163,9 @@ int ing_put_uniques(struct ingest *in);
 /* kj_ingest_orphans.c: graph records CUPTI gives no correlation (conditional nodes' bodies) */
 /** Pass 1: count a graph record (node != 0) that has no correlation. */
 void ing_orphan_note(struct ingest *in, uint64_t node, uint32_t corr);
+/** Pass 3 (only when pass 1 counted some): note every graph record (node != 0) at offset. */
+int ing_orphan_collect(struct ingest *in, uint64_t offset, int64_t start, int64_t end, uint64_t node,
+		       uint32_t graph_id, uint32_t corr);
 /** Between the passes: give each uncorrelated graph record the correlation of the graph launch
  *  that ran it; a problem row (info) says how many and how. */
 int ing_orphans_resolve(struct ingest *in);

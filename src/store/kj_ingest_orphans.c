@@ -43,8 +43,8 @@ void ing_orphan_note(struct ingest *in, uint64_t node, uint32_t corr)
 	in->norphans += node && !corr;
 }
 
-static int add_item(struct ingest *in, uint64_t offset, int64_t start, int64_t end, uint64_t node,
-		    uint32_t graph_id, uint32_t corr)
+int ing_orphan_collect(struct ingest *in, uint64_t offset, int64_t start, int64_t end, uint64_t node,
+		       uint32_t graph_id, uint32_t corr)
 {
 	if (!node)
 		return 0;
@@ -55,29 +55,6 @@ static int add_item(struct ingest *in, uint64_t offset, int64_t start, int64_t e
 	in->gitems[in->ngitems++] = (struct gitem){start, end, offset,
 						   graph_id ? graph_id : (uint32_t)(node >> 32), corr};
 	return 0;
-}
-
-/* Every graph record of the file (kernels, copies, memsets), read only when some lack a
- * correlation: most runs pay one counter for this in pass 1 and no memory. */
-static int collect_items(struct ingest *in)
-{
-	size_t off = sizeof(struct kj_rec_file);
-	int rc = 0;
-	while (off + sizeof(struct kj_rec_hdr) <= in->n && !rc) {
-		const struct kj_rec_hdr *h = (const void *)(in->data + off);
-		if (h->size < sizeof(*h) || h->size % 8 || h->size > in->n - off)
-			break;
-		if (h->type == KJ_REC_KERNEL && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
-			const struct kj_rec_kernel *k = (const void *)h;
-			rc = add_item(in, off, k->start_ns, k->end_ns, k->graph_node_id, k->graph_id, k->correlation);
-		} else if ((h->type == KJ_REC_MEMCPY || h->type == KJ_REC_MEMSET) &&
-			   h->size >= sizeof(struct kj_rec_memcpy)) {
-			const struct kj_rec_memcpy *m = (const void *)h;
-			rc = add_item(in, off, m->start_ns, m->end_ns, m->graph_node_id, 0, m->correlation);
-		}
-		off += h->size;
-	}
-	return rc;
 }
 
 /* The graph launches of the file, sorted by exec and host start, so each exec's are one range. */
@@ -228,11 +205,8 @@ int ing_orphans_resolve(struct ingest *in)
 {
 	size_t split_runs = 0, resolved = 0;
 	struct launches L = {NULL, 0};
-	int rc;
 	if (!in->norphans)
 		return 0;
-	if ((rc = collect_items(in)) != 0)
-		return rc;
 	struct gitem *it = in->gitems;
 	size_t n = in->ngitems;
 	L.v = malloc((in->nissues + 1) * sizeof(*L.v));
