@@ -12,15 +12,12 @@ Prints one JSON line at the end.
 import argparse
 import json
 import os
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-import torch.cuda.nvtx as nvtx  # noqa: E402
-from jax_step import block, init  # noqa: E402
-from nvml_energy import per_call  # noqa: E402
+from jax_step import block, init, timed_steps  # noqa: E402
 
 
 def main():
@@ -58,30 +55,8 @@ def main():
         step = jax.jit(looped)
         args = (stacked, x, jnp.int32(a.layers))
     step(*args).block_until_ready()  # compile (XLA autotunes here)
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        nv = pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:
-        nv = None
-    times = []
-    e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    t_all = time.perf_counter()
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        nvtx.range_push("step")
-        y = step(*args)
-        nvtx.range_pop()
-        y.block_until_ready()
-        times.append((time.perf_counter() - t0) * 1e3)
-    wall = time.perf_counter() - t_all
-    e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    assert bool(jnp.isfinite(y.astype(jnp.float32)).all())
-    times.sort()
-    energy, why = per_call(e0, e1, wall, len(times), nv is not None)
-    print(json.dumps({"loop": a.loop, "layers": a.layers, "steps": len(times), "median_ms": times[len(times) // 2],
-                      "mean_period_ms": wall * 1e3 / len(times), "energy_j_per_step_nvml": energy,
-                      "energy_not_measured": why, "energy_window_s": wall}))
+    _, figures = timed_steps(lambda: step(*args), a.steps)
+    print(json.dumps({"loop": a.loop, "layers": a.layers, **figures}))
 
 
 if __name__ == "__main__":

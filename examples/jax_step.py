@@ -48,6 +48,35 @@ def block(p, x, heads):
     return x + jax.nn.gelu(rms(x, p["g2"]) @ p["w1"]) @ p["w2"]
 
 
+def timed_steps(run, steps):
+    """Calls run() (it launches one step and returns its output) `steps` times, each inside an NVTX
+    range "step" that closes when the launch returns, then waits for the step. NVML's energy counter
+    is read around the whole loop. Returns the last output and the figures the examples print."""
+    try:  # NVML's energy counter over the timed steps (host waits between them included)
+        import pynvml
+        pynvml.nvmlInit()
+        nv = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:
+        nv = None
+    times = []
+    e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
+    t_all = time.perf_counter()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        nvtx.range_push("step")
+        y = run()
+        nvtx.range_pop()
+        y.block_until_ready()
+        times.append((time.perf_counter() - t0) * 1e3)
+    wall = time.perf_counter() - t_all
+    e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
+    assert bool(jnp.isfinite(y.astype(jnp.float32)).all())
+    times.sort()
+    energy, why = per_call(e0, e1, wall, len(times), nv is not None)
+    return y, {"steps": len(times), "median_ms": times[len(times) // 2], "mean_period_ms": wall * 1e3 / len(times),
+               "energy_j_per_step_nvml": energy, "energy_not_measured": why, "energy_window_s": wall}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=30)
@@ -61,29 +90,8 @@ def main():
     x = jax.random.normal(jax.random.PRNGKey(1), (a.batch, a.seq_len, a.dim), jnp.bfloat16)
     step = jax.jit(lambda p, x: block(p, x, a.heads))
     step(p, x).block_until_ready()  # compile (XLA autotunes here)
-    try:  # NVML's energy counter over the timed steps (host waits between them included)
-        import pynvml
-        pynvml.nvmlInit()
-        nv = pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:
-        nv = None
-    times = []
-    e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    t_all = time.perf_counter()
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
-        nvtx.range_push("step")
-        y = step(p, x)
-        nvtx.range_pop()
-        y.block_until_ready()
-        times.append((time.perf_counter() - t0) * 1e3)
-    wall = time.perf_counter() - t_all
-    e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
-    assert bool(jnp.isfinite(y.astype(jnp.float32)).all())
-    times.sort()
-    energy, why = per_call(e0, e1, wall, len(times), nv is not None)
-    print(json.dumps({"steps": len(times), "median_ms": times[len(times) // 2], "mean_period_ms": wall * 1e3 / len(times),
-                      "energy_j_per_step_nvml": energy, "energy_not_measured": why, "energy_window_s": wall}))
+    _, figures = timed_steps(lambda: step(p, x), a.steps)
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":
