@@ -49,6 +49,20 @@ static size_t group_of(struct kj_compare *c, struct kj_imap *gmap, const struct 
 	return g;
 }
 
+/* flag[g] = 1 for the group of every unique_id the query (its first column) gives. */
+static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int *flag)
+{
+	sqlite3_stmt *st = NULL;
+	if (kj_db_prepare(db, sql, &st))
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+		if (g != (size_t)-1)
+			flag[g] = 1;
+	}
+	sqlite3_finalize(st);
+}
+
 /* Kernels that wait on something outside themselves (kj_kernel_waits.h): by name, by a replay far
  * beyond their traced time, or by a replay the worker had to kill. Their replay figures are not
  * theirs: each launch is kept in the sums at its in-situ time, and the reason is reported. */
@@ -57,10 +71,12 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	sqlite3_stmt *st = NULL;
 	double *traced = calloc(c->n_groups + 1, sizeof(*traced));
 	int *timed_out = calloc(c->n_groups + 1, sizeof(*timed_out));
+	int *setter = calloc(c->n_groups + 1, sizeof(*setter));
 	char why[256];
-	if (!traced || !timed_out) {
+	if (!traced || !timed_out || !setter) {
 		free(traced);
 		free(timed_out);
+		free(setter);
 		return KJ_ENOMEM;
 	}
 	if (kj_db_prepare(db, "SELECT unique_id, avg(end_ns - start_ns) FROM kernel"
@@ -72,31 +88,11 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		}
 		sqlite3_finalize(st);
 	}
-	if (kj_db_prepare(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
-			      " AND error LIKE '%timed out%'", &st) == 0) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-			if (g != (size_t)-1)
-				timed_out[g] = 1;
-		}
-		sqlite3_finalize(st);
-	}
+	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
+			" AND error LIKE '%timed out%'", gmap, timed_out);
 	/* replay refused them before launching: they set a graph conditional's condition */
-	int *setter = calloc(c->n_groups + 1, sizeof(*setter));
-	if (!setter) {
-		free(traced);
-		free(timed_out);
-		return KJ_ENOMEM;
-	}
-	if (kj_db_prepare(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
-			      " AND error LIKE '%" KJ_COND_SETTER_WHY "%'", &st) == 0) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-			if (g != (size_t)-1)
-				setter[g] = 1;
-		}
-		sqlite3_finalize(st);
-	}
+	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
+			" AND error LIKE '%" KJ_COND_SETTER_WHY "%'", gmap, setter);
 	for (size_t g = 0; g < c->n_groups; g++) {
 		struct cmp_group *gr = &c->groups[g];
 		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
