@@ -25,6 +25,13 @@ PROGRAMS = {
     # a Llama-shaped model answering requests through transformers' generate(), static cache
     # (compiled: CUDA graphs), saving its buffers so whole iterations replay on the program's data
     "hf_decode": ["python3", "examples/hf_decode.py", "--requests", "6", "--warmup", "2"],
+    # session 21: FP8 GEMMs (torch._scaled_mm, cuBLASLt), FlexAttention (compiled Triton, forward
+    # and backward), max-autotune (Triton GEMM templates benchmarked while compiling, CUDA graphs)
+    # and two streams whose kernels overlap
+    "fp8_mlp": ["python3", "examples/fp8_mlp.py", "--iters", "200"],
+    "flex_attention": ["python3", "examples/flex_attention.py", "--iters", "100"],
+    "compile_autotune": ["python3", "examples/compile_autotune.py", "--iters", "300"],
+    "two_streams": ["python3", "examples/two_streams.py", "--iters", "300"],
 }
 RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"]}
 # its 678 unique kernels take longer than one device call allows with defaults: a user's budget
@@ -41,11 +48,27 @@ def timed(cmd, log, timeout):
     return rc, round(time.monotonic() - t, 1)
 
 
+def last_json_line(log):
+    """The program's own summary: the last line of its log that parses as a JSON object."""
+    try:
+        lines = open(log, errors="replace").read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kjoule", required=True)
     ap.add_argument("--programs", nargs="+", default=list(PROGRAMS))
     ap.add_argument("--logs", default="/tmp/untuned")
+    ap.add_argument("--budget", type=float, help="replay --budget for programs without their own")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     os.makedirs(a.logs, exist_ok=True)
@@ -59,7 +82,8 @@ def main():
         cmd = [a.kjoule, "run", "--force", *RUN_FLAGS.get(name, []), "-o", db, "--", *PROGRAMS[name]]
         p = {"program": " ".join(PROGRAMS[name]), "run_flags": RUN_FLAGS.get(name, [])}
         p["run_rc"], p["run_s"] = timed(cmd, os.path.join(a.logs, name + "_run.log"), 300)
-        p["replay_flags"] = REPLAY_FLAGS.get(name, [])
+        p["program_output"] = last_json_line(os.path.join(a.logs, name + "_run.log"))
+        p["replay_flags"] = REPLAY_FLAGS.get(name, ["--budget", str(a.budget)] if a.budget else [])
         p["replay_rc"], p["replay_s"] = timed([a.kjoule, "replay", db, "--energy", *p["replay_flags"]],
                                               os.path.join(a.logs, name + "_replay.log"), 420)
         out = subprocess.run([a.kjoule, "compare", db, "--json"], capture_output=True, text=True)

@@ -44,3 +44,22 @@ int kj_kernel_waits_by_replay(double traced_ns, double replayed_ns, int timed_ou
 	}
 	return 0;
 }
+
+int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_ns, char *why, size_t len)
+{
+	const char *fill = NULL;
+	if (!note || traced_ns <= 0 || replayed_ns <= 0)
+		return 0;
+	if (!strncmp(note, "data: smallint", 14))
+		fill = "small integers";
+	else if (!strncmp(note, "data: zero", 10))
+		fill = "zeros";
+	double off = replayed_ns / traced_ns - 1;
+	if (!fill || (off <= KJ_STANDIN_MAX_OFF && off >= -KJ_STANDIN_MAX_OFF))
+		return 0;
+	if (why && len)
+		snprintf(why, len, "its work depends on its inputs: random data faulted, and on %s it took"
+			 " %.1f us against %.1f us traced (%+.0f %%); trace with --snapshot to replay it on the"
+			 " program's buffers", fill, replayed_ns / 1e3, traced_ns / 1e3, 100 * off);
+	return 1;
+}

@@ -22,4 +22,15 @@ int kj_kernel_waits_by_name(const char *name, char *why, size_t len);
 int kj_kernel_waits_by_replay(double traced_ns, double replayed_ns, int timed_out, char *why,
 			      size_t len);
 
+/** A kernel replayed only on stand-in data (the worker's smallint or zero fill, after random data
+ *  faulted) and further than this fraction off its traced mean time is taken to do other work than
+ *  the program's: how much work it does depends on its inputs (indices, masks, block lists). */
+#define KJ_STANDIN_MAX_OFF 0.25
+
+/** @brief 1 when note (replay_kernel.error of its warm replay: "data: smallint (...)" or
+ *  "data: zero (...)") says the kernel ran on stand-in data and replayed_ns is more than
+ *  KJ_STANDIN_MAX_OFF off traced_ns; the reason in why (may be NULL). 0 for random data, no note,
+ *  or unknown times (<= 0). */
+int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_ns, char *why, size_t len);
+
 #endif

@@ -32,7 +32,7 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 	c->groups[c->n_groups] = (struct cmp_group){.unique_id = unique_id, .name_id = name_id,
 						    .tier = kj_smap_intern(&c->tiers, tier),
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
-						    .energy_mj = -1, .power_mw = -1};
+						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1};
 	return c->n_groups++;
 }
 
@@ -72,12 +72,12 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	double *traced = calloc(c->n_groups + 1, sizeof(*traced));
 	int *timed_out = calloc(c->n_groups + 1, sizeof(*timed_out));
 	int *setter = calloc(c->n_groups + 1, sizeof(*setter));
-	char why[256];
-	if (!traced || !timed_out || !setter) {
-		free(traced);
-		free(timed_out);
-		free(setter);
-		return KJ_ENOMEM;
+	char **fill = calloc(c->n_groups + 1, sizeof(*fill)); /* warm replay's "data: ..." note */
+	char why[320];
+	int rc = 0;
+	if (!traced || !timed_out || !setter || !fill) {
+		rc = KJ_ENOMEM;
+		goto out;
 	}
 	if (kj_db_prepare(db, "SELECT unique_id, avg(end_ns - start_ns) FROM kernel"
 			      " WHERE unique_id IS NOT NULL AND end_ns >= start_ns GROUP BY unique_id", &st) == 0) {
@@ -93,28 +93,55 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	/* replay refused them before launching: they set a graph conditional's condition */
 	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
 			" AND error LIKE '%" KJ_COND_SETTER_WHY "%'", gmap, setter);
+	/* replayed on stand-in data: the fill the worker fell back to when random data faulted */
+	if (kj_db_prepare(db, "SELECT unique_id, error FROM replay_kernel WHERE lower(cache) = 'warm'"
+			      " AND error LIKE 'data: %'", &st) == 0) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+			const char *e = (const char *)sqlite3_column_text(st, 1);
+			if (g != (size_t)-1 && e && !fill[g] && !(fill[g] = strdup(e))) {
+				sqlite3_finalize(st);
+				rc = KJ_ENOMEM;
+				goto out;
+			}
+		}
+		sqlite3_finalize(st);
+	}
 	for (size_t g = 0; g < c->n_groups; g++) {
 		struct cmp_group *gr = &c->groups[g];
 		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
+		int standin = 0;
 		why[0] = 0;
 		if (setter[g])
 			snprintf(why, sizeof(why), KJ_COND_SETTER_WHY ", whose handle means something only"
 				 " inside its graph");
-		if (!setter[g] && !kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) &&
-		    !kj_kernel_waits_by_replay(traced[g], rep, timed_out[g], why, sizeof(why)) &&
-		    !(gr->seq_ns > 0 && kj_kernel_waits_by_replay(traced[g], gr->seq_ns, 0, why, sizeof(why))))
+		else if (kj_kernel_waits_by_name(cmp_group_name(c, gr), why, sizeof(why)) ||
+			 kj_kernel_waits_by_replay(traced[g], rep, timed_out[g], why, sizeof(why)) ||
+			 (gr->seq_ns > 0 && kj_kernel_waits_by_replay(traced[g], gr->seq_ns, 0, why, sizeof(why))))
+			;
+		else if (kj_kernel_standin_data(fill[g], traced[g], gr->warm_ns, why, sizeof(why)))
+			standin = 1;
+		else
 			continue;
 		gr->waits = 1;
 		gr->waits_why = strdup(why);
 		gr->traced_mean_ns = traced[g];
 		gr->warm_ns = gr->cold_ns = gr->seq_ns = -1;
+		/* it computes (unlike a spinning waiter): its power as replayed, over its in-situ time */
+		gr->standin = standin;
+		gr->standin_mw = standin && gr->power_mw > 0 ? gr->power_mw : -1;
 		gr->energy_mj = -1;
 		gr->power_mw = -1;
 	}
+out:
+	if (fill)
+		for (size_t g = 0; g < c->n_groups; g++)
+			free(fill[g]);
+	free(fill);
 	free(traced);
 	free(timed_out);
 	free(setter);
-	return 0;
+	return rc;
 }
 
 /* The latest topology replay's outcome (replay_topology, created by the first one), if any. */
@@ -849,8 +876,15 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 						add_replayed((double)d, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
 					if (c->n_replay_seq_rows)
 						add_replayed((double)d, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
-					x->waits_ns += d;
-					x->n_waits++;
+					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
+						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
+						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;
+						x->cov_energy++;
+						x->insitu_energy_ns += d;
+					} else if (!gr->standin) { /* spins: idle power (below) */
+						x->waits_ns += d;
+						x->n_waits++;
+					}
 				}
 				add_replayed(gr->warm_ns, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
 				add_replayed(gr->cold_ns, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);

@@ -54,6 +54,9 @@ struct cmp_group {
 	int waits;                   /* waits on something outside itself: not replayable alone */
 	double traced_mean_ns;       /* mean traced duration over the whole run (waiters only) */
 	char *waits_why;             /* why (malloc'ed), when waits */
+	int standin;                 /* not replayable alone because replayed only on stand-in data */
+	double standin_mw;           /* then its replayed power (energy = that power x in-situ
+					time); < 0: unknown */
 };
 
 struct cmp_tier {

@@ -96,7 +96,9 @@ static json_t *waiters_json(const struct kj_compare *c, const struct cmp_summary
 			"in_situ_mean_us", (g->launches > 0 ? (double)g->measured_ns / (double)g->launches
 							     : g->traced_mean_ns) * NS_US,
 			"reason", g->waits_why ? g->waits_why : "waits on something outside itself",
-			"counted_as", "its in-situ time (energy: that time at idle power)"));
+			"counted_as", !g->standin ? "its in-situ time (energy: that time at idle power)"
+				      : g->standin_mw > 0 ? "its in-situ time (energy: that time at its replayed power)"
+							  : "its in-situ time (energy: not replayed; extrapolated)"));
 	}
 	return arr;
 }

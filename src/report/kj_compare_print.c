@@ -320,7 +320,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				continue;
 			if (!header++)
 				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
-					   " time at idle power)\n  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
+					   " time at idle power, or at its replayed power when it ran on stand-in data)\n"
+					   "  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
 			fprintf(f, "  %10.2f %8.1f  %.80s: %s\n",
 				(g->launches > 0 ? (double)g->measured_ns / (double)g->launches : g->traced_mean_ns) *
 					NS_US, (double)g->launches / n,

@@ -116,4 +116,46 @@ w=$(awk '/Σ alone, warm L2/ {print $(NF-4)}' "$T/gpt.txt")
 c=$(awk '/Σ alone, cold L2/ {print $(NF-4)}' "$T/gpt.txt")
 grep -q "bracket the in-situ time (warm ${w}, cold ${c}): .*in-sequence times keep that state" "$T/gpt.txt" ||
 	fail "no bracket line with warm $w cold $c: $(grep -i bracket "$T/gpt.txt")"
+
+# a kernel replayed only on stand-in data (random data faulted) and far off its traced time does
+# other work than the program's: kept at its in-situ time, its energy at its replayed power, the
+# reason shown; one on stand-in data within 25 % of its time stands as replayed
+cp "$T/run.kjdb" "$T/standin.kjdb"
+python3 - "$T/standin.kjdb" <<'PY' || fail "standin setup"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+note = "data: smallint (random data failed: first launch (kernel ran and failed): CUDA_ERROR_ILLEGAL_ADDRESS)"
+for uid, factor in ((1, 0.5), (2, 1.2)):
+    db.execute("UPDATE replay_kernel SET median_ns = CAST(median_ns * ? AS INTEGER), error = ?, status = 'relocated'"
+               " WHERE unique_id = ? AND cache IN ('warm', 'cold')", (factor, note, uid))
+db.commit()
+PY
+cp "$T/standin.kjdb" "$T/random.kjdb"
+sqlite3 "$T/random.kjdb" "UPDATE replay_kernel SET error = NULL" 2>/dev/null ||
+	python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('UPDATE replay_kernel SET error = NULL'); d.commit()" "$T/random.kjdb"
+"$KJ" compare "$T/standin.kjdb" --json >"$T/standin.json" 2>"$T/e" || fail "compare standin: $(cat "$T/e")"
+"$KJ" compare "$T/random.kjdb" --json >"$T/random.json" 2>"$T/e" || fail "compare random: $(cat "$T/e")"
+"$KJ" compare "$T/standin.kjdb" >"$T/standin.txt" 2>"$T/e" || fail "compare standin text"
+python3 - "$T/out.json" "$T/standin.json" "$T/random.json" <<'PY' || fail "stand-in data rule"
+import json, math, sys
+base, st, rnd = (json.load(open(p)) for p in sys.argv[1:])
+before = {w["unique_id"] for w in base["not_replayable_alone"]}  # its NCCL kernel waits on peers
+flagged = {w["unique_id"]: w for w in st["not_replayable_alone"] if w["unique_id"] not in before}
+assert set(flagged) == {1}, flagged
+assert "depends on its inputs" in flagged[1]["reason"] and "-50 %" in flagged[1]["reason"], flagged[1]
+assert "replayed power" in flagged[1]["counted_as"], flagged[1]
+assert {w["unique_id"] for w in rnd["not_replayable_alone"]} == before, rnd["not_replayable_alone"]
+# kept at in-situ time: the replay sum moves only by kernel 2's +20 %; on random data kernel 1's
+# halved time stands too and takes its in-situ time off the sum
+k1 = next(k for k in base["top_kernels"] + st["not_replayable_alone"] if k.get("unique_id") == 1)
+half = k1["launches_per_iteration"] * k1["in_situ_mean_us"] / 2
+d_st = st["replay_sum_warm_us"] - base["replay_sum_warm_us"]
+d_rnd = rnd["replay_sum_warm_us"] - base["replay_sum_warm_us"]
+assert d_st > 0 and abs(d_st - d_rnd - half) < 0.02 * half, (d_st, d_rnd, half)
+assert st["replay_coverage_warm"] == base["replay_coverage_warm"] == 1.0
+e = st["energy_predicted_j"]
+assert e is not None and math.isfinite(e) and abs(e / base["energy_predicted_j"] - 1) < 0.1, (e, base["energy_predicted_j"])
+PY
+grep -q "Not replayable alone" "$T/standin.txt" && grep -q "depends on its inputs" "$T/standin.txt" ||
+	fail "stand-in kernel not named in the text"
 echo ok
