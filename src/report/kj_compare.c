@@ -876,6 +876,8 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 						add_replayed((double)d, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
 					if (c->n_replay_seq_rows)
 						add_replayed((double)d, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
+					if (gr->standin)
+						x->standin_ns += d;
 					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
 						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
 						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;

@@ -33,6 +33,7 @@ struct cmp_iter {
 	double energy_kernels_mj;
 	double energy_insitu_mj;             /* the same launches at their replayed power × in-situ time */
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
+	int64_t standin_ns;                  /* in-situ time of kernels replayed only on stand-in data */
 	int64_t insitu_energy_ns;            /* in-situ time of the launches with an energy figure */
 	double energy_measured_mj;
 	int energy_ok;
@@ -147,6 +148,9 @@ struct cmp_summary {
 	int have_topo;
 	/* an energy error means something only when the measured mean is known better than this (%) */
 #define KJ_CMP_ENERGY_JUDGE_PCT 5.0
+/* More of the kernel time than this replayed only on stand-in data (its power is not the
+ * program's: small integers draw a fraction of real data's power): the energy error is not judged. */
+#define KJ_CMP_STANDIN_JUDGE_FRAC 0.05
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
@@ -157,7 +161,9 @@ struct cmp_summary {
 	int have_loop, e_meas_from_loop; /* e_meas.mean is e_loop (time between iterations) */
 	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
 	double e_unc_mean_pct;     /* e_unc_mean as a share of the measured mean */
-	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT */
+	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT, and e_standin is 0 */
+	double e_standin_share;    /* share of the kernel time replayed only on stand-in data */
+	int e_standin;             /* that share is above KJ_CMP_STANDIN_JUDGE_FRAC */
 	double e_iters_for_judge;  /* about how many iterations would bring it there */
 	int e_meas_short;          /* the measured iterations lie within fewer than two counter updates
 				    * and their windows rest on power readings: no figure to judge by */

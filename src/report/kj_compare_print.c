@@ -225,6 +225,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	if (s.have_err && s.e_meas_short)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%% against a figure the loop is too"
 			   " short to measure: see above)\n", s.e_err_pct);
+	else if (s.have_err && s.e_standin)
+		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %.0f%% of the kernel time replayed"
+			   " only on stand-in data, whose power is not the program's; trace with --snapshot)\n",
+			s.e_err_pct, 100 * s.e_standin_share);
 	else if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
 	if (s.have_pred_insitu) {

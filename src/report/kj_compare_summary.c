@@ -89,6 +89,7 @@ GETTER(n_memsets)
 GETTER(bytes_h2d)
 GETTER(bytes_d2h)
 GETTER(n_graph_launches)
+GETTER(standin_ns)
 GETTER(replay_warm)
 GETTER(replay_cold)
 GETTER(insitu_warm)
@@ -217,7 +218,10 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	 * that; the mean's uncertainty falls as 1/sqrt(n) with independent edges */
 	if (s->have_meas && s->e_meas.mean > 0) {
 		s->e_unc_mean_pct = 100.0 * s->e_unc_mean / s->e_meas.mean;
-		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short;
+		double ksum = iter_stat(c, get_kernel_sum, 0).mean;
+		s->e_standin_share = ksum > 0 ? iter_stat(c, get_standin_ns, 0).mean / ksum : 0;
+		s->e_standin = s->e_standin_share > KJ_CMP_STANDIN_JUDGE_FRAC;
+		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin;
 		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
 		s->e_iters_for_judge = ceil((double)s->e_meas.n * r * r);
 		if (s->e_meas_short && c->loop_n > 0) { /* a loop over >= 2.5 counter periods (250 ms) */

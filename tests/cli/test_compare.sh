@@ -153,9 +153,19 @@ d_st = st["replay_sum_warm_us"] - base["replay_sum_warm_us"]
 d_rnd = rnd["replay_sum_warm_us"] - base["replay_sum_warm_us"]
 assert d_st > 0 and abs(d_st - d_rnd - half) < 0.02 * half, (d_st, d_rnd, half)
 assert st["replay_coverage_warm"] == base["replay_coverage_warm"] == 1.0
+share = 2 * half / st["kernel_sum_us"]
+assert abs(st["energy_standin_share"] - share) < 0.01 * share and base["energy_standin_share"] == 0, \
+    (st["energy_standin_share"], share)
+assert st["energy_error_judgeable"] == (base["energy_error_judgeable"] and share <= 0.05)
 e = st["energy_predicted_j"]
 assert e is not None and math.isfinite(e) and abs(e / base["energy_predicted_j"] - 1) < 0.1, (e, base["energy_predicted_j"])
 PY
 grep -q "Not replayable alone" "$T/standin.txt" && grep -q "depends on its inputs" "$T/standin.txt" ||
 	fail "stand-in kernel not named in the text"
+# every kernel on stand-in data: the energy error is shown, not judged
+cp "$T/run.kjdb" "$T/allstandin.kjdb"
+python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"UPDATE replay_kernel SET median_ns = median_ns / 2, error = 'data: zero (random data failed: assert)'\"); d.commit()" "$T/allstandin.kjdb"
+"$KJ" compare "$T/allstandin.kjdb" >"$T/allstandin.txt" 2>"$T/e" || fail "compare allstandin: $(cat "$T/e")"
+grep -q "error vs measured  *not judged ([-+][0-9.]*%: 9[0-9]% of the kernel time replayed only on stand-in data" \
+	"$T/allstandin.txt" || fail "energy error judged with every kernel on stand-in data: $(grep 'error vs' "$T/allstandin.txt")"
 echo ok
