@@ -48,8 +48,8 @@ static const char *const stmt_sql[S_COUNT] = {
 			 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)",
 	[S_PARAMS] = "INSERT INTO launch_params(unique_id, pid, correlation_id, ordinal, handle_kind,"
 		     " grid_x, grid_y, grid_z, block_x, block_y, block_z, cluster_x, cluster_y, cluster_z,"
-		     " shmem_dynamic, stream_id, launch_ns, iteration, layout, params)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " shmem_dynamic, stream_id, launch_ns, iteration, layout, params, module_id)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MODULE_FIND] = "SELECT 1 FROM module WHERE hash = ?",
 	[S_MODULE_ADD] = "INSERT INTO module(hash, format, bytes, codec, data) VALUES(?,?,?,?,?)",
 	[S_MODFN] = "INSERT OR IGNORE INTO module_function(hash, mangled) VALUES(?, ?)",

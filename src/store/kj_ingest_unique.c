@@ -286,6 +286,7 @@ int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_
 	ing_bind_opt_i64(st, 18, iteration > 0, iteration);
 	sqlite3_bind_text(st, 19, layout, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_blob(st, 20, blob, (int)r->blob_len, SQLITE_TRANSIENT);
+	ing_bind_opt_i64(st, 21, r->module_id != 0, r->module_id);
 	rc = ing_step_done(in, st);
 	free(blob);
 	free(layout);

@@ -151,7 +151,8 @@ struct kj_rec_group {
 	uint32_t handle_kind; /* 1 CUfunction, 2 CUkernel, 0 unknown */
 	uint32_t nparams;
 	uint32_t blob_len;    /* 0 when parameters are not captured or not readable */
-	uint32_t pad[2];
+	uint32_t module_id;   /* CUPTI's id of the function's module (KJ_REC_MODULE); 0 unknown */
+	uint32_t pad;
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
 };
 

@@ -31,6 +31,16 @@ check "two functions grouped as one unique kernel are named (both of function 0'
 	'q "$dir/mixed.kjdb" "SELECT what FROM problem WHERE severity = \"warning\"" | grep -q "^2 unique kernel(s) hold kernels of different register counts (_Z9kj_kernel0Pfi: 32 and 40)"'
 check "info lists it" '"$kj" info "$dir/mixed.kjdb" | grep -q "different register counts"'
 
+python3 "$src/tests/tools/mkspool.py" "$dir/mod" --launches 300 --functions 10 --per-iter 100 --modules
+"$kj" ingest "$dir/mod" -o "$dir/mod.kjdb" 2>/dev/null
+check "each launch's parameters name the module its function came from (tracer's module id -> module_load)" \
+	'[ "$(q "$dir/mod.kjdb" "SELECT count(*) FROM launch_params p JOIN module_load l ON l.pid = p.pid AND l.cupti_module_id = p.module_id")" = "$(q "$dir/mod.kjdb" "SELECT count(*) FROM launch_params")" ] &&
+	 [ "$(q "$dir/mod.kjdb" "SELECT count(DISTINCT l.hash) FROM launch_params p JOIN module_load l ON l.pid = p.pid AND l.cupti_module_id = p.module_id")" = 10 ]'
+check "two functions of one name from two modules stay two unique kernels, each with its module" \
+	'[ "$(q "$dir/mod.kjdb" "SELECT count(DISTINCT p.module_id) || \",\" || count(DISTINCT u.id) FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id JOIN launch_params p ON p.unique_id = u.id WHERE n.mangled = \"_Z9kj_kernel0Pfi\"")" = "2,4" ]'
+check "a run traced without module ids leaves the column empty" \
+	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM launch_params WHERE module_id IS NOT NULL")" = 0 ]'
+
 python3 "$src/tests/tools/mkspool.py" "$dir/cp" --launches 300 --functions 10 --per-iter 100 --copies
 "$kj" ingest "$dir/cp" -o "$dir/cp.kjdb" 2>/dev/null
 dst=$((0x7F0000200000))

@@ -221,6 +221,9 @@ def main():
     ap.add_argument("--truncate", type=int, default=0, help="cut this many bytes off the end")
     ap.add_argument("--mixed-registers", action="store_true", help="function 0 alternates 32/40 registers")
     ap.add_argument("--copies", action="store_true", help="three copies start each iteration (see above)")
+    ap.add_argument("--modules", action="store_true",
+                    help="each function from a module of its own (module id 100 + function), as the tracer"
+                         " names them when it saw the load; function 1 shares function 0's name")
     ap.add_argument("--graph", action="store_true", help="a graph-launched program (see above)")
     ap.add_argument("--iters", type=int, default=6, help="--graph: iterations")
     ap.add_argument("--full-graph", action="store_true", help="--graph: record every node (see above)")
@@ -254,6 +257,8 @@ def main():
             fh.write(b"".join(out))
         return
     names = [f"_Z9kj_kernel{i}Pfi" for i in range(a.functions)]
+    if a.modules:  # two modules, one function name: what only the module tells apart
+        names[1] = names[0]
     for i, n in enumerate(names):
         b = n.encode()
         out.append(rec(STRING, struct.pack("<II", i + 1, len(b)) + b))
@@ -284,7 +289,10 @@ def main():
             layout = struct.pack("<IIIIII", 0, 8, 8, 8, 16, 8)
             blob = struct.pack("<QQQ", ptr, size, junk)
             head = struct.pack("<QqII", group, t, corr, f + 1) + struct.pack("<9I", 64, 1, 1, 256, 1, 1, 0, 0, 0)
-            head += struct.pack("<IIIIIII", 0, 7, 2, 3, len(blob), 0, 0)
+            head += struct.pack("<IIIIIII", 0, 7, 2, 3, len(blob), 100 + f if a.modules else 0, 0)
+            if a.modules:  # the module's image (an ELF header, then its number), loaded just before
+                image = b"\x7fELF" + struct.pack("<I", f) * 15
+                out.append(rec(MODULE, struct.pack("<qQII", t - 10, len(image), 100 + f, 0) + image))
             out.append(rec(GROUP, head + layout + blob))
             diffs = b""
             nd = 0

@@ -58,6 +58,7 @@ struct klaunch {
 	int shmem_executed;    /* the shared memory the driver set aside per SM as traced; -1 unknown */
 	int carveout;          /* the carveout (%) the program asked of the function; -1 none or unknown */
 	int carveout_set;      /* the carveout (%) the replay asked of it (replay_carveout), -1 none */
+	char module_hash[40];  /* the module the launch's function came from, as traced; "" unknown */
 	int fn_unmatched;      /* no captured function of the name has those: fn is only the first that fits */
 	char unmatched_why[400]; /* then what each candidate had instead, or why it did not load */
 	uint8_t *blob;

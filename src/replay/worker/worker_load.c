@@ -35,9 +35,11 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	/* runs traced before session 14 have no shmem_executed / carveout (asked once per database:
 	 * a sequence loads every launch of its iteration here) */
 	static sqlite3 *split_db;
-	static int have_split;
+	static int have_split, have_module;
 	if (split_db != R->db) {
 		have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
+		/* runs traced before session 21 do not know which module a launch's function came from */
+		have_module = kj_db_has_column(R->db, "launch_params", "module_id");
 		split_db = R->db;
 	}
 
@@ -46,7 +48,7 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 		 " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 		 " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
 		 " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
-		 " p.stream_id, u.registers, u.shmem_static, %s"
+		 " p.stream_id, u.registers, u.shmem_static, %s, %s"
 		 " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 		 " JOIN launch_params p ON p.unique_id = u.id"
 		 " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
@@ -54,7 +56,9 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 		 " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
 		 " AND s.correlation_id = p.correlation_id),"
 		 " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1",
-		 have_split ? "u.shmem_executed, u.carveout" : "NULL, NULL");
+		 have_split ? "u.shmem_executed, u.carveout" : "NULL, NULL",
+		 have_module ? "(SELECT l.hash FROM module_load l WHERE l.pid = p.pid AND"
+			       " l.cupti_module_id = p.module_id ORDER BY l.load_ns DESC LIMIT 1)" : "NULL");
 	if (kj_db_prepare(R->db, sql, &st)) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
@@ -81,6 +85,8 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->shmem_executed = (int)kj_db_col_i64(st, 30, -1);
 	k->carveout = (int)kj_db_col_i64(st, 31, -1);
 	k->carveout_set = -1;
+	snprintf(k->module_hash, sizeof(k->module_hash), "%s",
+		 sqlite3_column_text(st, 32) ? (const char *)sqlite3_column_text(st, 32) : "");
 	for (int i = 0; i < 3; i++) {
 		k->grid[i] = (unsigned)kj_db_col_i64(st, 3 + i, kj_db_col_i64(st, 15 + i, 1));
 		k->block[i] = (unsigned)kj_db_col_i64(st, 6 + i, kj_db_col_i64(st, 18 + i, 1));
@@ -250,10 +256,15 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 			  "SELECT m.hash, m.format, m.codec, m.bytes, m.data,"
 			  " (SELECT max(l.load_ns) FROM module_load l WHERE l.hash = m.hash AND l.load_ns <= ?2) b"
 			  " FROM module_function f JOIN module m ON m.hash = f.hash"
-			  " WHERE f.mangled = ?1 AND m.data IS NOT NULL ORDER BY b IS NULL, b DESC, m.hash", &st))
+			  " WHERE f.mangled = ?1 AND m.data IS NOT NULL"
+			  " ORDER BY m.hash IS NOT ?3, b IS NULL, b DESC, m.hash", &st))
 		return KJ_EDB;
 	sqlite3_bind_text(st, 1, kl->mangled, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, kl->launch_ns >= 0 ? kl->launch_ns : INT64_MAX);
+	if (kl->module_hash[0]) /* the module the trace saw it come from, first */
+		sqlite3_bind_text(st, 3, kl->module_hash, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 3);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *hash = (const char *)sqlite3_column_text(st, 0);
 		const char *format = (const char *)sqlite3_column_text(st, 1);
@@ -266,11 +277,14 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 		CUresult e;
 
 		int loaded = 0;
+		/* the module the trace saw the launch's function come from: that function ran, whatever
+		 * CUPTI's rounded figures say; only its layout and block size must fit */
+		int strict_here = kl->module_hash[0] && !strcmp(hash, kl->module_hash) ? 0 : strict;
 		for (size_t c = 0; c < R->nmods; c++)
 			if (!strcmp(R->mod_hash[c], hash)) {
 				loaded = 1;
 				if (cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS &&
-				    function_fits(kl, kl->fn, strict, R->mod_req[c], R->mod_nreq[c])) {
+				    function_fits(kl, kl->fn, strict_here, R->mod_req[c], R->mod_nreq[c])) {
 					sqlite3_finalize(st);
 					return 0;
 				}
@@ -316,7 +330,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 			}
 		}
 		free(img);
-		int fits = e == CUDA_SUCCESS && function_fits(kl, kl->fn, strict, req.v, req.n);
+		int fits = e == CUDA_SUCCESS && function_fits(kl, kl->fn, strict_here, req.v, req.n);
 		if (!kept)
 			free(req.v);
 		if (e == CUDA_SUCCESS && !fits) {

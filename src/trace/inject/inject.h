@@ -127,6 +127,15 @@ void kj_graph_record_memset(CUgraphNode node, uint64_t nid);
 /** A KJ_REC_GRAPHNODE record: node -> the launch (correlation) that describes it. */
 void kj_put_graphnode(uint64_t node_id, uint64_t correlation);
 
+/* ---- which module a function came from (inject_modules.c) ---- */
+/** In the module-loaded resource callback: the module CUPTI names (id and image). */
+void kj_module_loaded(uint32_t module_id, const void *image, size_t bytes);
+/** At cuModuleLoad*'s entry and exit: pairs the CUmodule the call made with the module CUPTI
+ *  named inside it. @return 1 when cbid is such a call. */
+int kj_module_load_call(uint32_t cbid, const CUpti_CallbackData *cb);
+/** The CUPTI module id and image digest of f's module: 1 when known, else 0 (both set to 0). */
+int kj_module_of_function(CUfunction f, uint32_t *module_id, uint64_t *content);
+
 /* ---- buffer snapshots (inject_snapshot.c) ---- */
 #include <cuda.h>
 /** Before a launch (its parameter block blob): if the budget allows and stream is not capturing,

@@ -57,11 +57,16 @@ static struct fninfo *query_fn(uintptr_t handle)
 			fi->total = (uint32_t)(off + sz);
 	}
 	int regs = -1;
-	if (fi->kind == 1)
+	uint64_t content = 0;
+	if (fi->kind == 1) {
 		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)handle);
+		kj_module_of_function((CUfunction)handle, &fi->module_id, &content);
+	}
 	fi->sig_hash = mix(fi->name_hash, ((uint64_t)fi->nparams << 32) | (uint32_t)regs);
 	for (uint32_t i = 0; i < 2 * fi->nparams; i++)
 		fi->sig_hash = mix(fi->sig_hash, fi->layout[i]);
+	if (content) /* the same name from another image is another function (autotuning candidates) */
+		fi->sig_hash = mix(fi->sig_hash, content);
 	return fi;
 }
 
@@ -195,6 +200,7 @@ static void put_group(const struct fninfo *fi, const struct kj_launch *l, const 
 	if (cuptiGetStreamIdEx(ctx, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
 		r->stream = sid;
 	r->handle_kind = fi->kind;
+	r->module_id = fi->module_id;
 	r->nparams = fi->nparams;
 	r->blob_len = g->blob_len;
 	memcpy(r + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));
@@ -530,6 +536,7 @@ static void put_module(const CUpti_ModuleResourceData *m)
 	r.t_ns = kj_now_ns();
 	r.bytes = m->cubinSize;
 	r.module_id = m->moduleId;
+	kj_module_loaded(m->moduleId, m->pCubin, m->cubinSize);
 	kj_spool_write2(&r, sizeof(r), m->pCubin, m->cubinSize);
 }
 
@@ -825,6 +832,8 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		kj_graph_on_cond_handle(cb);
 		return;
 	}
+	if (kj_module_load_call(id, cb))
+		return;
 	kj_issue_handle(id, cb);
 	kj_copy_handle(id, cb);
 	handle_memory(id, cb);
@@ -834,8 +843,8 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 
 static CUpti_SubscriberHandle subscriber;
 
-/* The driver calls kjoule always follows: launches, mappings, events, memsets, and the generic
- * node maker (conditional nodes' bodies). */
+/* The driver calls kjoule always follows: launches, mappings, events, memsets, the generic
+ * node maker (conditional nodes' bodies) and module loads (which module a function came from). */
 static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -866,6 +875,10 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphConditionalHandleCreate,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoad,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
 };
 
 /* --snapshot follows its own copies, to know their correlation */

@@ -10,7 +10,9 @@ struct fninfo {
 	uint32_t kind;     /* 1 CUfunction, 2 CUkernel, 0 unknown */
 	uint32_t name_id;
 	uint64_t name_hash;
-	uint64_t sig_hash; /* name, parameter layout and registers: what tells two functions of one name apart */
+	uint64_t sig_hash; /* name, parameter layout, registers and module image: what tells two
+			      functions of one name apart */
+	uint32_t module_id; /* CUPTI's id of the module it came from; 0 unknown */
 	uint32_t nparams, total;
 	uint32_t *layout;  /* nparams pairs (offset, size) */
 	uint32_t gen;      /* the cache's generation when queried (set by the cache) */
