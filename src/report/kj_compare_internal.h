@@ -186,6 +186,9 @@ struct cmp_summary {
 	int have_seq_e, have_seq_err;
 };
 
+/* kj_compare_summary.c: 1 when the in-sequence kernel times (covering > 90 % of launches) sum
+ * more than 5 % past the whole iteration replayed eagerly: kernels overlapped in the replay. */
+int cmp_sequence_overlapped(const struct cmp_summary *s);
 /* kj_compare_json.c */
 json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
 /* kj_compare_shared.c */

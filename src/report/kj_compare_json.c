@@ -237,6 +237,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	/* false: the measured mean is too uncertain for the energy errors to judge a prediction */
 	json_object_set_new(o, "energy_error_judgeable", have_pct ? json_boolean(s.e_judgeable) : json_null());
 	json_object_set_new(o, "energy_measured_too_short", s.have_meas ? json_boolean(s.e_meas_short) : json_null());
+	json_object_set_new(o, "sequence_kernels_overlapped", s.have_seq && s.have_eager
+				? json_boolean(cmp_sequence_overlapped(&s)) : json_null());
 	json_object_set_new(o, "energy_standin_share", s.have_meas ? json_real(s.e_standin_share) : json_null());
 	json_object_set_new(o, "energy_measured_span_ms", s.e_meas_short ? json_real(s.e_short_span_ms) : json_null());
 	json_object_set_new(o, "energy_kernels_j", cmp_num_or_null(s.e_kernels / 1000.0, s.have_kernels_e));

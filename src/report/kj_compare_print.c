@@ -122,6 +122,11 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		if (s.have_seq && s.explained_fraction_seq > 0)
 			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
 				s.explained_fraction_seq);
+		if (cmp_sequence_overlapped(&s))
+			fprintf(f, "  Σ in sequence exceeds the iteration replayed whole (%.1f against %.1f us): kernels of"
+				   " its streams ran at once in the replay, each one's time counting that sharing; the"
+				   " iteration replays below are the figure for the whole\n",
+				s.replay_seq * NS_US, s.seq_eager * NS_US);
 		/* warm short and cold long of the in-situ time: the program's L2 held some of each
 		 * kernel's data, which neither isolated replay reproduces */
 		double w = off_pct(s.replay_warm, s.insitu_warm), c = off_pct(s.replay_cold, s.insitu_warm);
@@ -306,7 +311,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		size_t nd = 0, *dx = cmp_disagreements(c, &s, &nd);
 		if (nd) {
 			fprintf(f, "\nReplay disagreements (in-sequence time off the in-situ mean by > 25 %%; the"
-				   " replay likely did other work)\n  %10s %10s  %s\n", "in_situ_us", "in_seq_us", "name");
+				   " replay likely did other work%s)\n  %10s %10s  %s\n",
+				cmp_sequence_overlapped(&s) ? ", or ran it beside other streams' kernels" : "",
+				"in_situ_us", "in_seq_us", "name");
 			for (size_t k = 0; k < nd; k++) {
 				const struct cmp_group *g = &c->groups[dx[k]];
 				fprintf(f, "  %10.2f %10.2f  %.100s\n",

@@ -364,3 +364,9 @@ size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *
 	return out;
 }
 
+
+int cmp_sequence_overlapped(const struct cmp_summary *s)
+{
+	return s->have_seq && s->have_eager && s->cov_seq > 0.9 && s->seq_eager > 0 &&
+	       s->replay_seq > 1.05 * s->seq_eager;
+}

@@ -168,4 +168,25 @@ python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"UPDA
 "$KJ" compare "$T/allstandin.kjdb" >"$T/allstandin.txt" 2>"$T/e" || fail "compare allstandin: $(cat "$T/e")"
 grep -q "error vs measured  *not judged ([-+][0-9.]*%: 9[0-9]% of the kernel time replayed only on stand-in data" \
 	"$T/allstandin.txt" || fail "energy error judged with every kernel on stand-in data: $(grep 'error vs' "$T/allstandin.txt")"
+
+# in-sequence kernel times that sum past the whole iteration replayed: its kernels overlapped in the
+# replay (streams running at once); compare says so, and not where they sum below it
+for v in over fits; do
+	cp "$T/run.kjdb" "$T/seq_$v.kjdb"
+	python3 - "$T/seq_$v.kjdb" $v <<'PY' || fail "sequence rows"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+f = 2.0 if sys.argv[2] == "over" else 0.9  # the eager replay holds 160 us of launch gaps
+db.execute("INSERT INTO replay_kernel(unique_id, cache, runs, min_ns, median_ns, mean_ns, max_ns, stdev_ns, status)"
+           " SELECT unique_id, 'sequence', runs, min_ns, CAST(median_ns * ? AS INTEGER), mean_ns, max_ns, stdev_ns,"
+           " status FROM replay_kernel WHERE cache = 'warm'", (f,))
+db.commit()
+PY
+	"$KJ" compare "$T/seq_$v.kjdb" >"$T/seq_$v.txt" 2>&1 || fail "compare seq_$v"
+	"$KJ" compare "$T/seq_$v.kjdb" --json >"$T/seq_$v.json" 2>&1 || fail "compare seq_$v --json"
+done
+grep -q "Σ in sequence exceeds the iteration replayed whole" "$T/seq_over.txt" || fail "no overlap line: $(grep 'Σ in sequence' "$T/seq_over.txt")"
+grep -q "Σ in sequence exceeds" "$T/seq_fits.txt" && fail "overlap line where the kernels sum below the iteration"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(not (a['sequence_kernels_overlapped'] is True and b['sequence_kernels_overlapped'] is False))" \
+	"$T/seq_over.json" "$T/seq_fits.json" || fail "sequence_kernels_overlapped"
 echo ok
