@@ -141,6 +141,7 @@ struct cmp_summary {
 	int have_warm, have_cold, full_warm, full_cold, have_seq;
 	double predicted_wall, explained_fraction, naive_fraction, naive_error_pct;
 	double explained_fraction_seq; /* the same with in-sequence replay times */
+	double kernel_overlap_frac;    /* kernel time that overlapped other kernels, of the kernel sum */
 	int have_explained;
 	double seq_eager, seq_graph, framework_host, launch_cost, sequence_fraction;
 	int have_eager, have_graph;
@@ -189,6 +190,10 @@ struct cmp_summary {
 /* kj_compare_summary.c: 1 when the in-sequence kernel times (covering > 90 % of launches) sum
  * more than 5 % past the whole iteration replayed eagerly: kernels overlapped in the replay. */
 int cmp_sequence_overlapped(const struct cmp_summary *s);
+/* Above this share of their time overlapping (streams running at once), kernels' in-situ times
+ * include the sharing that isolated replays lack: the substitution behind explained_fraction is
+ * first-order only, and compare says so. */
+#define KJ_CMP_OVERLAP_FRAC 0.05
 /* kj_compare_json.c */
 json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
 /* kj_compare_shared.c */

@@ -122,6 +122,12 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		if (s.have_seq && s.explained_fraction_seq > 0)
 			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
 				s.explained_fraction_seq);
+		if (s.kernel_overlap_frac > KJ_CMP_OVERLAP_FRAC)
+			fprintf(f, "  ! kernels of several streams ran at once for %.0f%% of their time (Σ kernels %.1f us in"
+				   " %.1f us of GPU busy time): each in-situ time includes that sharing, which a kernel"
+				   " replayed alone lacks, so replacing times one by one is first-order only; the iteration"
+				   " replays below measure the whole\n",
+				100 * s.kernel_overlap_frac, s.kernel_sum.mean * NS_US, s.busy.mean * NS_US);
 		if (cmp_sequence_overlapped(&s))
 			fprintf(f, "  Σ in sequence exceeds the iteration replayed whole (%.1f against %.1f us): kernels of"
 				   " its streams ran at once in the replay, each one's time counting that sharing; the"

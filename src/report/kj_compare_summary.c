@@ -154,6 +154,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (s->have_warm) {
 		s->predicted_wall = s->wall.mean + (s->replay_warm - s->insitu_warm);
 		s->explained_fraction = cmp_safe_div(s->predicted_wall, s->wall.mean, &ok);
+		s->kernel_overlap_frac = s->kernel_sum.mean > 0 ? s->overlap.mean / s->kernel_sum.mean : 0;
 		s->explained_fraction_seq =
 			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq)) / s->wall.mean : -1;
 		s->have_explained = ok;

@@ -189,4 +189,19 @@ grep -q "Σ in sequence exceeds the iteration replayed whole" "$T/seq_over.txt" 
 grep -q "Σ in sequence exceeds" "$T/seq_fits.txt" && fail "overlap line where the kernels sum below the iteration"
 python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(not (a['sequence_kernels_overlapped'] is True and b['sequence_kernels_overlapped'] is False))" \
 	"$T/seq_over.json" "$T/seq_fits.json" || fail "sequence_kernels_overlapped"
+
+# kernels of several streams overlapping: the one-by-one substitution is first-order only, said so
+python3 "$SRC/bench/analysis_speed/mkrun.py" -o "$T/streams.kjdb" --iterations 6 --kernels 40 --streams 4 --power-ms 0.05 >/dev/null \
+	|| fail "mkrun --streams"
+"$KJ" compare "$T/streams.kjdb" >"$T/streams.txt" 2>&1 || fail "compare streams"
+"$KJ" compare "$T/streams.kjdb" --json >"$T/streams.json" 2>&1 || fail "compare streams --json"
+python3 - "$T/streams.json" "$T/out.json" <<'PY' || fail "kernel_overlap_fraction"
+import json, sys
+s, one = (json.load(open(p)) for p in sys.argv[1:])
+f = s["kernel_overlap_fraction"]
+assert abs(f - s["overlap_us"] / s["kernel_sum_us"]) < 1e-3 and f > 0.05, f
+assert one["kernel_overlap_fraction"] == 0, one["kernel_overlap_fraction"]
+PY
+grep -q "kernels of several streams ran at once for [0-9]*% of their time" "$T/streams.txt" || fail "no overlap caveat"
+grep -q "kernels of several streams ran at once" "$T/out.txt" && fail "overlap caveat on one stream"
 echo ok
