@@ -155,12 +155,23 @@ static void summary(struct kj_html_ctx *x)
 	double eup = 0;
 	int judge = !json_is_false(json_object_get(j, "energy_error_judgeable"));
 	kj_html_jnum(j, "energy_measured_mean_unc_pct", &eup);
+	double standin = 0, overlap = 0;
+	kj_html_jnum(j, "energy_standin_share", &standin);
+	kj_html_jnum(j, "kernel_overlap_fraction", &overlap);
 	if (judge)
 		snprintf(note, sizeof(note), "%+.1f %% against measured", ee);
+	else if (json_is_true(json_object_get(j, "energy_measured_too_short")))
+		snprintf(note, sizeof(note), "%+.1f %%, not judged: the loop is too short to measure", ee);
+	else if (standin > 0.05) /* those kernels' replays ran on small integers or zeros */
+		snprintf(note, sizeof(note), "%+.1f %%, not judged: %.0f %% of kernel time replayed on stand-in data",
+			 ee, 100 * standin);
 	else /* a short run: the measured mean is not known well enough to judge the error */
 		snprintf(note, sizeof(note), "%+.1f %% against a measurement known only to ± %.0f %%", ee, eup);
 	card(f, "energy predicted", ep, hep, 3, "J", hee ? note : NULL);
-	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, NULL);
+	char onote[128];
+	snprintf(onote, sizeof(onote), "first-order: kernels of several streams overlapped %.0f %% of their time",
+		 100 * overlap);
+	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, overlap > 0.05 ? onote : NULL);
 	card(f, "explained fraction (in sequence)", efs, hefs, 3, NULL, NULL);
 	fputs("</div>\n", f);
 	kj_html_source(f, "kernel, memcpy, memset, nvtx_range, replay_*, power_sample tables",
@@ -385,6 +396,28 @@ static void kernels(struct kj_html_ctx *x)
 				{"replay_sequence_us", 3}, {"replay_warm_us", 3}};
 			kj_html_num_cells(f, o, disagree_cols, KJ_HTML_NCOLS(disagree_cols), -1);
 			fputs("</tr>\n", f);
+		}
+		fputs("</tbody></table>\n", f);
+	}
+	json_t *alone = json_object_get(x->j, "not_replayable_alone");
+	if (json_array_size(alone)) {
+		fputs("<h3>Not replayable alone (kept in every sum at their in-situ time)</h3>"
+		      "<table class=\"kj-table\" id=\"not-replayable\"><thead><tr><th class=\"l\">kernel</th>"
+		      "<th>launches / iter</th><th>in situ µs</th><th class=\"l\">why</th><th class=\"l\">counted as</th>"
+		      "</tr></thead><tbody>\n", f);
+		for (size_t i = 0; i < json_array_size(alone); i++) {
+			json_t *o = json_array_get(alone, i);
+			static const struct kj_html_col alone_cols[] = {{"launches_per_iteration", 1},
+				{"in_situ_mean_us", 3}};
+			fputs("<tr><td class=\"name\">", f);
+			kj_html_esc(f, kj_html_jstr(o, "name"));
+			fputs("</td>", f);
+			kj_html_num_cells(f, o, alone_cols, KJ_HTML_NCOLS(alone_cols), -1);
+			fputs("<td class=\"l\">", f);
+			kj_html_esc(f, kj_html_jstr(o, "reason"));
+			fputs("</td><td class=\"l\">", f);
+			kj_html_esc(f, kj_html_jstr(o, "counted_as"));
+			fputs("</td></tr>\n", f);
 		}
 		fputs("</tbody></table>\n", f);
 	}

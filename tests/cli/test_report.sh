@@ -110,6 +110,18 @@ expect 0 "$KJ" report "$T/empty.kjdb" -o "$T/empty.html" --quiet
 page_ok "$T/empty.html"
 need "$T/empty.html" "the measured iterations launched none"
 
+# kernels kept at their in-situ time are listed with why; the energy card says why it is not
+# judged (stand-in data), the explained-fraction card when streams overlapped
+python3 "$SRC/bench/analysis_speed/mkrun.py" -o "$T/si.kjdb" --iterations 6 --kernels 40 --streams 4 --power-ms 0.05 >/dev/null
+python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"UPDATE replay_kernel SET median_ns = median_ns / 2, error = 'data: smallint (random data failed: x)'\"); d.commit()" "$T/si.kjdb"
+expect 0 "$KJ" report "$T/si.kjdb" -o "$T/si.html"
+page_ok "$T/si.html"
+need "$T/si.html" 'id="not-replayable"'
+need "$T/si.html" "its work depends on its inputs"
+need "$T/si.html" "not judged: [0-9]* % of kernel time replayed on stand-in data"
+need "$T/si.html" "first-order: kernels of several streams overlapped"
+lack "$T/bloom560m.html" "first-order: kernels of several streams"
+
 # bad input: a message naming the file, no page, no temporary file
 expect 1 "$KJ" report "$T/nope.kjdb" -o "$T/nope.html"
 [ -e "$T/nope.html" ] && fail "page written for a missing run"
