@@ -8,10 +8,9 @@ Prints one JSON line at the end: ms per step.
 """
 import argparse
 import json
-import time
 
 import torch
-import torch.cuda.nvtx as nvtx
+from torch_steps import timed_steps
 
 
 class FeedForward(torch.nn.Module):
@@ -42,15 +41,7 @@ def main():
         err = ((got.float() - ref.float()).norm() / ref.float().norm()).item()
         if not err < 0.01:
             raise SystemExit(f"compile_autotune: compiled block differs from eager: relative error {err:.4f}")
-        for _ in range(a.warmup):
-            fast(x)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(a.iters):
-            with nvtx.range("step"):
-                fast(x)
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - t) * 1e3 / a.iters
+        ms = timed_steps(lambda: fast(x), a.iters, a.warmup)
     print(json.dumps({"program": "compile_autotune", "tokens": a.tokens, "dim": a.dim,
                       "ms_per_step": round(ms, 4), "rel_error_vs_eager": round(err, 5)}))
 

@@ -8,11 +8,10 @@ Prints one JSON line at the end: ms per step.
 """
 import argparse
 import json
-import time
 
 import torch
-import torch.cuda.nvtx as nvtx
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+from torch_steps import timed_steps
 
 
 def main():
@@ -39,6 +38,7 @@ def main():
     go = torch.randn(shape, device=dev, dtype=torch.bfloat16)
 
     def step():
+        q.grad = k.grad = v.grad = None
         o = attn(q, k, v, block_mask=mask)
         o.backward(go)
         return o
@@ -54,17 +54,7 @@ def main():
     err_dq = ((dq.float() - q.grad.float()).norm() / q.grad.float().norm()).item()
     if not (err_o < 0.02 and err_dq < 0.05):
         raise SystemExit(f"flex_attention: differs from SDPA: output {err_o:.4f}, dq {err_dq:.4f}")
-    for _ in range(a.warmup):
-        q.grad = k.grad = v.grad = None
-        step()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(a.iters):
-        q.grad = k.grad = v.grad = None
-        with nvtx.range("step"):
-            step()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t) * 1e3 / a.iters
+    ms = timed_steps(step, a.iters, a.warmup)
     print(json.dumps({"program": "flex_attention", "seq": a.seq, "window": win, "ms_per_step": round(ms, 4),
                       "rel_error_o": round(err_o, 5), "rel_error_dq": round(err_dq, 5)}))
 

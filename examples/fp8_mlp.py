@@ -8,10 +8,9 @@ Prints one JSON line at the end: ms per step.
 """
 import argparse
 import json
-import time
 
 import torch
-import torch.cuda.nvtx as nvtx
+from torch_steps import timed_steps
 
 F8 = torch.float8_e4m3fn
 F8_MAX = torch.finfo(F8).max
@@ -56,15 +55,7 @@ def main():
         err = ((got.float() - ref.float()).norm() / ref.float().norm()).item()
         if not err < 0.1:
             raise SystemExit(f"fp8_mlp: FP8 block differs from its bf16 reference: relative error {err:.3f}")
-        for _ in range(a.warmup):
-            block(x)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(a.iters):
-            with nvtx.range("step"):
-                block(x)
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - t) * 1e3 / a.iters
+        ms = timed_steps(lambda: block(x), a.iters, a.warmup)
     print(json.dumps({"program": "fp8_mlp", "tokens": a.tokens, "dim": d, "ms_per_step": round(ms, 4),
                       "rel_error_vs_bf16": round(err, 4)}))
 

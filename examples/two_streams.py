@@ -8,10 +8,9 @@ each stream alone, how much of the shorter one overlapped.
 """
 import argparse
 import json
-import time
 
 import torch
-import torch.cuda.nvtx as nvtx
+from torch_steps import timed_steps
 
 
 def main():
@@ -53,25 +52,12 @@ def main():
         torch.cuda.current_stream().wait_stream(mm_stream)
         torch.cuda.current_stream().wait_stream(aux_stream)
 
-    def timed(n, **kw):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            step(**kw)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) * 1e3 / n
-
     with torch.no_grad():
         for _ in range(a.warmup):
             step()
-        alone_mm, alone_aux = timed(50, use_aux=False), timed(50, use_mm=False)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(a.iters):
-            with nvtx.range("step"):
-                step()
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - t) * 1e3 / a.iters
+        alone_mm = timed_steps(lambda: step(use_aux=False), 50, range_name=None)
+        alone_aux = timed_steps(lambda: step(use_mm=False), 50, range_name=None)
+        ms = timed_steps(step, a.iters)
     print(json.dumps({"program": "two_streams", "ms_per_step": round(ms, 4), "gemm_stream_alone_ms": round(alone_mm, 4),
                       "aux_stream_alone_ms": round(alone_aux, 4),
                       "overlap_ms": round(alone_mm + alone_aux - ms, 4)}))
