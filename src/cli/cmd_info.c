@@ -384,6 +384,21 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 							   "which can differ from the program's"));
 #undef COUNT
 	kept_iteration_copies(db, o, missing);
+	/* which module each captured launch's function came from (the tracer of session 21 on) */
+	if (kj_db_has_column(db, "launch_params", "module_id")) {
+		int64_t fn = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'", 0, 0);
+		int64_t known = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'"
+						  " AND module_id IS NOT NULL", 0, 0);
+		int64_t handles = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'kernel'", 0, 0);
+		if (fn + handles > 0)
+			json_object_set_new(o, "launch_modules", json_pack("{s:I,s:I,s:I}", "function_launches", (json_int_t)fn,
+									   "with_module", (json_int_t)known,
+									   "kernel_handle_launches", (json_int_t)handles));
+	} else if (kj_db_one_i64(db, "SELECT count(*) FROM launch_params", 0, 0) > 0) {
+		json_array_append_new(missing, json_string("which module each launch's function came from (traced before "
+							   "session 21): kernels of one name from several modules (JIT "
+							   "autotuners) replay from the first module whose function fits"));
+	}
 	struct kj_param_check pc;
 	if (kj_param_check(db, &pc, NULL) == 0 && pc.consistent + pc.mismatched > 0) {
 		json_object_set_new(o, "parameters_checked", json_pack("{s:I,s:I,s:I}", "consistent", (json_int_t)pc.consistent,
@@ -551,6 +566,11 @@ static void print_text(json_t *o)
 		printf("  %-16s %" PRId64 " consistent with the captured cubins, %" PRId64 " recorded with another"
 		       " function's, %" PRId64 " not checkable\n", "parameters", iv(pcj, "consistent"),
 		       iv(pcj, "mismatched"), iv(pcj, "not_checkable"));
+	json_t *lm = json_object_get(o, "launch_modules");
+	if (lm)
+		printf("  %-16s %" PRId64 " of %" PRId64 " captured CUfunction launches name the module they came from"
+		       " (%" PRId64 " through CUkernel handles: one name, one function)\n", "launch_modules",
+		       iv(lm, "with_module"), iv(lm, "function_launches"), iv(lm, "kernel_handle_launches"));
 	if (sv(o, "kept_iteration"))
 		printf("  %-16s %s%s%s (every launch's parameters, in order, for replay --sequence)\n",
 		       "kept_iteration", sv(o, "kept_iteration"), sv(o, "kept_iteration_pid") ? " of pid " : "",

@@ -133,4 +133,13 @@ expect 0 "$KJ" info "$T/hn.kjdb"
 has "graph_node_kinds"
 has "host 1"
 has "the launches are replayed as a chain"
+# which module each captured launch's function came from: counted where the tracer knew, named as
+# not captured in runs traced before it did
+python3 "$SRC/tests/tools/mkspool.py" "$T/mod" --launches 300 --functions 10 --per-iter 100 --modules >/dev/null
+"$KJ" ingest "$T/mod" -o "$T/mod.kjdb" >/dev/null 2>&1 || fail "ingest of the modules spool"
+n=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM launch_params").fetchone()[0])' "$T/mod.kjdb")
+expect 0 "$KJ" info "$T/mod.kjdb"
+has "launch_modules   $n of $n captured CUfunction launches name the module they came from (0 through CUkernel handles"
+expect 0 "$KJ" info "$SRC/examples/runs/bloom560m.kjdb"
+has "which module each launch's function came from (traced before session 21)"
 finish

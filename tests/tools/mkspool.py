@@ -289,7 +289,8 @@ def main():
             layout = struct.pack("<IIIIII", 0, 8, 8, 8, 16, 8)
             blob = struct.pack("<QQQ", ptr, size, junk)
             head = struct.pack("<QqII", group, t, corr, f + 1) + struct.pack("<9I", 64, 1, 1, 256, 1, 1, 0, 0, 0)
-            head += struct.pack("<IIIIIII", 0, 7, 2, 3, len(blob), 100 + f if a.modules else 0, 0)
+            # handle kind 2 (a CUkernel, as CUDA 13's runtime passes); 1 (a CUfunction) with --modules
+            head += struct.pack("<IIIIIII", 0, 7, 1 if a.modules else 2, 3, len(blob), 100 + f if a.modules else 0, 0)
             if a.modules:  # the module's image (an ELF header, then its number), loaded just before
                 image = b"\x7fELF" + struct.pack("<I", f) * 15
                 out.append(rec(MODULE, struct.pack("<qQII", t - 10, len(image), 100 + f, 0) + image))
