@@ -406,6 +406,11 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 					 fills[tier[item]], first_err[item], it->res.error[0] ? "; " : "",
 					 it->res.error);
 				snprintf(it->res.error, sizeof(it->res.error), "%s", note);
+			} else if (tier[item]) { /* every fill failed: say so, with the first failure */
+				char note[sizeof(it->res.error)];
+				snprintf(note, sizeof(note), "on every data fill (random: %.150s; %s: %.200s)",
+					 first_err[item], fills[tier[item]], it->res.error);
+				snprintf(it->res.error, sizeof(it->res.error), "%s", note);
 			}
 			done++;
 			settled[item] = 1;

@@ -23,4 +23,15 @@ check "a whole replay stores every replayed kernel ($n), in workers of at most 6
 import sys
 counts = [l.split().count(\"--unique\") for l in open(sys.argv[1]) if \"--unique\" in l]
 sys.exit(not (len(counts) >= 2 and max(counts) <= 64))" "$dir/w.log"'
+# data fills: a kernel that faults on random data is retried on small integers (stored with a
+# "data:" note saying so); one that faults on every fill is stored failed, saying it was tried on each
+cp "$src/examples/runs/bloom560m.kjdb" "$dir/f.kjdb"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DELETE FROM replay_kernel"); c.commit()' "$dir/f.kjdb"
+KJ_REPLAY_WORKER="$src/tests/tools/replay_kernel_standin.py" STANDIN_FAULT="3:random;5:random,smallint,zero" \
+	"$kj" replay "$dir/f.kjdb" --cache warm --no-sequence > "$dir/o3.txt" 2> "$dir/e3.txt"; rc=$?
+check "a replay with faulting kernels finishes" '[ $rc -eq 0 ]'
+check "the one faulting on random data stands on small integers, and says so" \
+	'[ "$(q "$dir/f.kjdb" "SELECT status || \",\" || median_ns || \",\" || (error LIKE \"data: smallint (random data failed: first launch%ILLEGAL_ADDRESS%\") FROM replay_kernel WHERE unique_id = 3")" = "ok,1003,1" ]'
+check "the one faulting on every fill is failed, named as tried on each" \
+	'[ "$(q "$dir/f.kjdb" "SELECT status || \",\" || (error LIKE \"on every data fill (random: first launch%[random]; zero: first launch%[zero])\") FROM replay_kernel WHERE unique_id = 5")" = "failed,1" ]'
 exit $fail

@@ -5,7 +5,8 @@ protocol (src/replay/kj_replay.c): KJ_DEVICE for --probe (an H200, sm_90), then 
 in order KJ_BEGIN, KJ_TIMING (warm, a median of 1000 + ID ns) and KJ_RESULT ok.
 STANDIN_HANG_AFTER=N: after N kernels over all the workers of one replay (counted in the file
 STANDIN_COUNT), hang, as a worker does on a kernel that never ends; STANDIN_LOG=FILE appends each
-command line."""
+command line; STANDIN_FAULT="ID:FILL,FILL;ID:..." makes unique kernel ID fault
+(CUDA_ERROR_ILLEGAL_ADDRESS) on those data fills (random, smallint, zero: the worker's --fill)."""
 import os
 import sys
 import time
@@ -21,6 +22,11 @@ def main():
         return 0
     ids = [argv[i + 1] for i, a in enumerate(argv) if a == "--unique" and i + 1 < len(argv)]
     hang_after = int(os.environ.get("STANDIN_HANG_AFTER", "0"))
+    fill = argv[argv.index("--fill") + 1] if "--fill" in argv else "random"
+    faults = {}
+    for part in filter(None, os.environ.get("STANDIN_FAULT", "").split(";")):
+        uid, fills = part.split(":")
+        faults[uid] = fills.split(",")
     count_file = os.environ.get("STANDIN_COUNT")
     for u in ids:
         n = 0
@@ -31,6 +37,10 @@ def main():
         print(f"KJ_BEGIN\tunique={u}", flush=True)
         if hang_after and n >= hang_after:
             time.sleep(3600)
+        if fill in faults.get(u, []):
+            print(f"KJ_RESULT\tunique={u}\tstatus=failed\terror=first launch (kernel ran and failed):"
+                  f" CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered) [{fill}]", flush=True)
+            continue
         t = 1000 + int(u)
         print(f"KJ_TIMING\tunique={u}\tcache=warm\ttimer=cupti\truns=5\tmin={t}\tmedian={t}\tmean={t}.000"
               f"\tmax={t}\tstdev=0.000", flush=True)
