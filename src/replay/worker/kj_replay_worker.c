@@ -93,12 +93,7 @@ static void kernel_close(struct replay *R)
 	R->npremem = 0;
 	R->flush = 0;
 	R->stream = NULL;
-	free(R->k.mangled);
-	free(R->k.blob);
-	free(R->k.layout);
-	free(R->k.kparams);
-	free(R->k.ptrs);
-	memset(&R->k, 0, sizeof(R->k));
+	klaunch_free(&R->k);
 	free(R->ranges);
 	free(R->regions);
 	free(R->region_of);

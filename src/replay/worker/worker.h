@@ -132,6 +132,8 @@ int load_function(struct replay *R);
 int load_function_k(struct replay *R, struct klaunch *kl);
 int load_launch(struct replay *R);
 int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id);
+/* What load_launch_k and prepare_k allocated in k, freed; k zeroed. */
+void klaunch_free(struct klaunch *k);
 int load_ranges(struct replay *R);
 int prepare_k(struct replay *R, struct klaunch *k, CUstream stream, int check);
 int prepare_launch(struct replay *R);

@@ -25,6 +25,16 @@ sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql)
 	return st;
 }
 
+void klaunch_free(struct klaunch *k)
+{
+	free(k->mangled);
+	free(k->blob);
+	free(k->layout);
+	free(k->kparams);
+	free(k->ptrs);
+	memset(k, 0, sizeof(*k));
+}
+
 /* Read the kernel's name, geometry and one captured parameter block (the first launch of a plain
  * capture, before those of --params-iteration captures). */
 int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)

@@ -207,9 +207,7 @@ static int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 						 k->blob_len) >= 0) {
 				/* it sets a conditional node's condition through a handle that means
 				 * nothing outside its graph: left out, and said so */
-				free(S->k[S->nk].blob);
-				free(S->k[S->nk].mangled);
-				free(S->k[S->nk].layout);
+				klaunch_free(&S->k[S->nk]);
 				S->cond_setters++;
 				continue;
 			}
