@@ -42,26 +42,4 @@ run "KJ_SWEEP_ATTN=wmma" "flash_atten bf16 1,4,32,2048,4096"
 run "KJ_SWEEP_FA2_MT=2" "flash_atten bf16 1,4,32,2048,4096"   # d=128: 2 row tiles a warp, 32-key tiles
 run "KJ_SWEEP_FA2_MT=2" "flash_atten fp16 1,4,32,2048,4096"
 run "KJ_SWEEP_FA2_MT=1" "flash_atten bf16 1,4,64,2048,4096"   # d=64: 1 row tile a warp
-python3 - "$OUT/fastops_raw.txt" "$ceil" <<'PY'
-import re, sys
-raw, ceil = sys.argv[1:3]
-def kv(s):
-    return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', s)}
-c = kv(ceil)
-bw = float(c.get("copy_gbs", "nan")) * 1e9; peak = float(c.get("gemm_bf16_tflops", "nan")) * 1e12
-print(f"{'env':20} {'request':42} {'status':7} {'f_us':>9} {'b_us':>9} {'frac_f':>6} {'frac_b':>6} {'err_f':>8} {'err_b':>8}")
-for ln in open(raw):
-    env, req, ans = ln.rstrip("\n").split("\t")
-    a = kv(ans)
-    def g(k):
-        try: return float(a[k])
-        except (KeyError, ValueError): return None
-    def frac(us, fl, by):
-        if not us: return None
-        t = max((fl or 0) / peak, (by or 0) / bw)
-        return t / (us * 1e-6) if t else None
-    ff = frac(g("f_us"), g("flops_f"), g("bytes_f")); fb = frac(g("b_us"), g("flops_b"), g("bytes_b"))
-    s = lambda x, f: format(x, f) if x is not None else "-"
-    print(f"{env:20} {req:42} {a.get('status','?'):7} {s(g('f_us'),'9.1f')} {s(g('b_us'),'9.1f')} {s(ff,'6.2f')} {s(fb,'6.2f')} {s(g('err_f'),'8.1e')} {s(g('err_b'),'8.1e')}")
-    if a.get("status") != "ok": print("   ", a.get("msg", ans)[:200])
-PY
+python3 "$(dirname "$0")/roofline_table.py" "$OUT/fastops_raw.txt" "$ceil"

@@ -41,16 +41,20 @@ static int attn_setup(struct sw_ctx *c, int p, const int64_t *v, void **state)
 static int attn_fwd(struct sw_ctx *c, void *st)
 {
 	struct attn *a = st;
-	return SW_LAUNCH(c, kj_sw_attn_fwd(a->dt, a->q, a->k, a->v, a->o, a->lse, a->bh, a->l, a->d, a->scale, 1,
-					   c->stream), "flash attention forward kernel");
+	int rc = SW_LAUNCH(c, kj_sw_attn_fwd(a->dt, a->q, a->k, a->v, a->o, a->lse, a->bh, a->l, a->d, a->scale, 1,
+					     c->stream), "flash attention forward kernel");
+	snprintf(c->kernel_impl, sizeof(c->kernel_impl), "%s", kj_sw_attn_ran(0));
+	return rc;
 }
 
 static int attn_bwd(struct sw_ctx *c, void *st)
 {
 	struct attn *a = st;
-	return SW_LAUNCH(c, kj_sw_attn_bwd(a->dt, a->q, a->k, a->v, a->o, a->dout, a->lse, a->delta, a->dq_acc,
-					   a->dq, a->dk, a->dv, a->bh, a->l, a->d, a->scale, 1, c->stream),
-			 "flash attention backward kernels");
+	int rc = SW_LAUNCH(c, kj_sw_attn_bwd(a->dt, a->q, a->k, a->v, a->o, a->dout, a->lse, a->delta, a->dq_acc,
+					     a->dq, a->dk, a->dv, a->bh, a->l, a->d, a->scale, 1, c->stream),
+			   "flash attention backward kernels");
+	snprintf(c->kernel_impl, sizeof(c->kernel_impl), "%s", kj_sw_attn_ran(1));
+	return rc;
 }
 
 /* Whole-head reference in double (P kept: l*l doubles) against the device's o, dq, dk, dv. */

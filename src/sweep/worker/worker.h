@@ -41,6 +41,7 @@ struct sw_ctx {
 	int ngemm;
 	int gemm_ran[16];       /* plans run since sw_gemm_ran_reset(), in order of first run */
 	int ngemm_ran;
+	char kernel_impl[48];   /* what ran the last pass where not cuBLASLt (flash_atten); '' none */
 	int oom;                /* set by sw_alloc when cudaMalloc ran out of memory */
 	int unsupported;        /* set by sw_fail(c, "shape" or "precision", ...): a shape or precision
 				 * this implementation does not take */
@@ -186,6 +187,9 @@ int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *v, const vo
 		   const void *dout, const float *lse, float *delta, float *dq_acc, void *dq, void *dk,
 		   void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 const char *kj_sw_attn_impl(int dt, int64_t d);
+/* The implementation of the last forward (bwd = 0) or backward (1) call, short (cudnn-sdpa.eN,
+ * kjoule-flash2, kjoule-flash-wmma, kjoule-flash-fp32): the answer's f_algo and b_algo. */
+const char *kj_sw_attn_ran(int bwd);
 /* worker_fa2.cu: the mma.sync flash-attention kernels (fp16/bf16, d in 32, 64, 96, 128) */
 int kj_sw_fa2_supported(int dt, int64_t d);
 int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,

@@ -8,12 +8,14 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mma.h>
 
 #include "worker_dev.cuh"
+#include "worker_sdpa.h"
 
 extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
 extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
@@ -488,26 +490,63 @@ static int attn_bwd_tc(const T *q, const T *k, const T *v, const T *dout, const 
 	return (int)cudaGetLastError();
 }
 
-/* KJ_SWEEP_ATTN: unset: the mma.sync kernels (worker_fa2.cu) where they apply, else the WMMA ones,
- * else CUDA cores; "wmma": never the mma.sync ones; "cuda-cores": CUDA cores only. */
+/* KJ_SWEEP_ATTN: unset: cuDNN's fused attention (worker_sdpa.c) where it builds a plan, else the
+ * mma.sync kernels (worker_fa2.cu) where they apply, else the WMMA ones, else CUDA cores; "flash2":
+ * never cuDNN; "wmma": never cuDNN nor the mma.sync ones; "cuda-cores": CUDA cores only. */
 static int attn_mode(void)
 {
 	static int mode = -1;
 	if (mode < 0) {
 		const char *e = getenv("KJ_SWEEP_ATTN");
-		mode = e && !strcmp(e, "cuda-cores") ? 2 : e && !strcmp(e, "wmma") ? 1 : 0;
+		mode = !e ? 0
+		       : !strcmp(e, "cuda-cores") ? 3
+		       : !strcmp(e, "wmma")	   ? 2
+		       : !strcmp(e, "flash2")	   ? 1
+						   : 0;
 	}
 	return mode;
 }
 
 static int use_fa2(int dt, int64_t d)
 {
-	return attn_mode() == 0 && kj_sw_fa2_supported(dt, d);
+	return attn_mode() <= 1 && kj_sw_fa2_supported(dt, d);
 }
 
 static int use_tc(int dt, int64_t d)
 {
-	return attn_mode() < 2 && dt != 2 && (d == 64 || d == 128);
+	return attn_mode() < 3 && dt != 2 && (d == 64 || d == 128);
+}
+
+/* What ran last, per direction (0 forward, 1 backward): 0 cuDNN, 1 mma.sync, 2 WMMA, 3 CUDA cores;
+ * and, when cuDNN was asked and failed, why. */
+static int g_ran[2] = {-1, -1};
+static char g_cudnn_why[2][200];
+
+static void ran(int bwd, int dt, int64_t d)
+{
+	g_ran[bwd] = use_fa2(dt, d) ? 1 : use_tc(dt, d) ? 2 : 3;
+}
+
+/* cuDNN first (mode 0); 1 when it ran the call, else 0 with the reason kept for the answer. */
+static int try_cudnn(int bwd, int rc)
+{
+	if (rc == 0) {
+		g_ran[bwd] = 0;
+		g_cudnn_why[bwd][0] = '\0';
+		return 1;
+	}
+	snprintf(g_cudnn_why[bwd], sizeof(g_cudnn_why[bwd]), "%s", kj_sw_sdpa_why());
+	for (char *c = g_cudnn_why[bwd]; *c; c++)
+		if (*c == '"' || *c == '\n')
+			*c = '\'';
+	cudaGetLastError();
+	return 0;
+}
+
+static const char *impl_name(int k)
+{
+	return k == 0 ? "cudnn-sdpa" : k == 1 ? "kjoule-flash2(mma.sync)" : k == 2 ? "kjoule-flash(wmma)"
+				       : k == 3 ? "kjoule-flash(fp32 cuda cores)" : "none";
 }
 
 static size_t fwd_smem(int d)
@@ -520,11 +559,34 @@ static size_t bwd_smem(int d)
 	return (size_t)(4 * BR * (d + 1) + 2 * BR * SS + 2 * BR) * sizeof(float);
 }
 
+extern "C" const char *kj_sw_attn_ran(int bwd)
+{
+	static char buf[2][48];
+	int k = g_ran[bwd ? 1 : 0];
+	if (k == 0)
+		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "cudnn-sdpa.e%lld", (long long)kj_sw_sdpa_engine(bwd ? 1 : 0));
+	else
+		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "%s",
+			 k == 1 ? "kjoule-flash2" : k == 2 ? "kjoule-flash-wmma" : k == 3 ? "kjoule-flash-fp32" : "none");
+	return buf[bwd ? 1 : 0];
+}
+
+/* The implementation of the last forward and backward calls, for the answer's msg (no double quotes). */
 extern "C" const char *kj_sw_attn_impl(int dt, int64_t d)
 {
-	return use_fa2(dt, d)  ? "attention=kjoule-flash2(fwd and bwd mma.sync tensor cores)"
-	       : use_tc(dt, d) ? "attention=kjoule-flash(fwd and bwd wmma tensor cores)"
-			       : "attention=kjoule-flash(fwd and bwd fp32 cuda cores)";
+	static char buf[600];
+	(void)dt, (void)d;
+	int n = snprintf(buf, sizeof(buf), "attention=fwd:%s", impl_name(g_ran[0]));
+	if (g_ran[0] == 0)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_sw_sdpa_engine(0));
+	n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",bwd:%s", impl_name(g_ran[1]));
+	if (g_ran[1] == 0)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_sw_sdpa_engine(1));
+	for (int b = 0; b < 2 && n < (int)sizeof(buf); b++)
+		if (g_ran[b] != 0 && g_cudnn_why[b][0])
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, " cudnn %s not used: %s", b ? "bwd" : "fwd",
+				      g_cudnn_why[b]);
+	return buf;
 }
 
 extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse,
@@ -532,6 +594,10 @@ extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
+	if (attn_mode() == 0 && kj_sw_sdpa_supported(dt, d) &&
+	    try_cudnn(0, kj_sw_sdpa_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s)))
+		return 0;
+	ran(0, dt, d);
 	if (use_fa2(dt, d))
 		return kj_sw_fa2_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s);
 	if (use_tc(dt, d)) {
@@ -568,6 +634,10 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
+	if (attn_mode() == 0 && kj_sw_sdpa_supported(dt, d) &&
+	    try_cudnn(1, kj_sw_sdpa_bwd(dt, q, k, v, o, dout, lse, dq, dk, dv, bh, l, d, scale, causal, s)))
+		return 0;
+	ran(1, dt, d);
 	if (use_fa2(dt, d)) /* its own preprocessing and dq conversion */
 		return kj_sw_fa2_bwd(dt, q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, d, scale, causal, s);
 	int64_t rows = bh * l, n = rows * d;

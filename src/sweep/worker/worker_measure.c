@@ -117,6 +117,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	m->us = m->uj = m->uj_unc = m->mhz = m->t_mhz = m->win_us = -1;
 	m->algo[0] = '\0';
 	sw_gemm_ran_reset(c);
+	c->kernel_impl[0] = '\0';
 	if ((rc = time_once(c, state, fn, &est)))
 		return rc;
 	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
@@ -173,6 +174,8 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	if (rc)
 		goto out;
 	sw_gemm_describe(c, m->algo, sizeof(m->algo));
+	if (!m->algo[0] && c->kernel_impl[0])
+		snprintf(m->algo, sizeof(m->algo), "%s", c->kernel_impl);
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {
