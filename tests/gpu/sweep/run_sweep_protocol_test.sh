@@ -46,4 +46,19 @@ expect 8 "^KJ_SWEEP status=ok f_us=$num b_us=$num f_uj=(-|$num) "
 ans=$(echo "flash_atten fp16 1,2,4,160,256 0 1" | KJ_SWEEP_ATTN=cuda-cores timeout 100 "$w")
 echo "$ans"
 grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*cuda cores" <<< "$ans" || { echo "FAIL: cuda-core attention"; fail=1; }
+# fp16/bf16 attention: cuDNN's fused attention by default (or, in a worker built without cuDNN, the
+# reason in msg and kjoule's kernels), checked against the reference; KJ_SWEEP_ATTN=flash2 skips it
+ans=$(echo "flash_atten bf16 1,2,4,200,256 0 1" | timeout 100 "$w")
+echo "$ans"
+if grep -q "built without cuDNN" <<< "$ans"; then
+	grep -Eq "^KJ_SWEEP status=ok .*f_algo=kjoule-flash2 b_algo=kjoule-flash2" <<< "$ans" ||
+		{ echo "FAIL: attention without cuDNN"; fail=1; }
+else
+	grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*f_algo=cudnn-sdpa\.e[0-9]+ b_algo=cudnn-sdpa\.e[0-9]+ .*attention=fwd:cudnn-sdpa" <<< "$ans" ||
+		{ echo "FAIL: cuDNN attention by default"; fail=1; }
+fi
+ans=$(echo "flash_atten bf16 1,2,4,200,256 0 1" | KJ_SWEEP_ATTN=flash2 timeout 100 "$w")
+echo "$ans"
+grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*f_algo=kjoule-flash2 b_algo=kjoule-flash2 .*attention=fwd:kjoule-flash2" <<< "$ans" ||
+	{ echo "FAIL: KJ_SWEEP_ATTN=flash2"; fail=1; }
 exit $fail
