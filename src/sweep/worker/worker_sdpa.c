@@ -171,45 +171,65 @@ static void pointwise(struct sdpa_build *b, cudnnPointwiseMode_t mode, cudnnData
 	add_op(b, op);
 }
 
+/* An operation of kind type holding descriptor desc (under attribute desc_attr, NULL: none) and the
+ * n tensors ts under attributes names; finalized and added to the graph. */
+static void operation(struct sdpa_build *b, cudnnBackendDescriptorType_t type, cudnnBackendAttributeName_t desc_attr,
+		      cudnnBackendDescriptor_t desc, int n, const cudnnBackendAttributeName_t *names,
+		      const cudnnBackendDescriptor_t *ts, const char *what)
+{
+	cudnnBackendDescriptor_t op = make(b, type, what);
+	if (desc)
+		set(b, op, desc_attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &desc, what);
+	for (int i = 0; i < n; i++)
+		set(b, op, names[i], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ts[i], what);
+	finalize(b, op, what);
+	add_op(b, op);
+}
+
+/* A reduction or matmul descriptor computing in fp32 (not finalized: the caller may add attributes). */
+static cudnnBackendDescriptor_t fp32_desc(struct sdpa_build *b, cudnnBackendDescriptorType_t type,
+					  cudnnBackendAttributeName_t comp_attr, const char *what)
+{
+	cudnnDataType_t f = CUDNN_DATA_FLOAT;
+	cudnnBackendDescriptor_t d = make(b, type, what);
+	set(b, d, comp_attr, CUDNN_TYPE_DATA_TYPE, 1, &f, what);
+	return d;
+}
+
 static void reduction(struct sdpa_build *b, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
 		      cudnnBackendDescriptor_t y)
 {
-	cudnnDataType_t f = CUDNN_DATA_FLOAT;
-	cudnnBackendDescriptor_t r = make(b, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "reduction descriptor");
+	cudnnBackendDescriptor_t r = fp32_desc(b, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, CUDNN_ATTR_REDUCTION_COMP_TYPE,
+					       "reduction descriptor");
 	set(b, r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how, "reduction operator");
-	set(b, r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f, "reduction precision");
 	finalize(b, r, "reduction finalize");
-	cudnnBackendDescriptor_t op = make(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation");
-	set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &r, "reduction op");
-	set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "reduction x");
-	set(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "reduction y");
-	finalize(b, op, "reduction operation finalize");
-	add_op(b, op);
+	const cudnnBackendAttributeName_t names[2] = {CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+						      CUDNN_ATTR_OPERATION_REDUCTION_YDESC};
+	const cudnnBackendDescriptor_t ts[2] = {x, y};
+	operation(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r, 2, names, ts,
+		  "reduction operation");
 }
 
 static void matmul(struct sdpa_build *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
 		   cudnnBackendDescriptor_t c)
 {
-	cudnnDataType_t f = CUDNN_DATA_FLOAT;
-	cudnnBackendDescriptor_t m = make(b, CUDNN_BACKEND_MATMUL_DESCRIPTOR, "matmul descriptor");
-	set(b, m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f, "matmul precision");
+	cudnnBackendDescriptor_t m = fp32_desc(b, CUDNN_BACKEND_MATMUL_DESCRIPTOR, CUDNN_ATTR_MATMUL_COMP_TYPE,
+					       "matmul descriptor");
 	finalize(b, m, "matmul finalize");
-	cudnnBackendDescriptor_t op = make(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation");
-	set(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m, "matmul op");
-	set(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a, "matmul a");
-	set(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bm, "matmul b");
-	set(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c, "matmul c");
-	finalize(b, op, "matmul operation finalize");
-	add_op(b, op);
+	const cudnnBackendAttributeName_t names[3] = {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+						      CUDNN_ATTR_OPERATION_MATMUL_CDESC};
+	const cudnnBackendDescriptor_t ts[3] = {a, bm, c};
+	operation(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_DESC, m, 3, names, ts,
+		  "matmul operation");
 }
 
 static void reshape(struct sdpa_build *b, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
 {
-	cudnnBackendDescriptor_t op = make(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "reshape operation");
-	set(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "reshape x");
-	set(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "reshape y");
-	finalize(b, op, "reshape operation finalize");
-	add_op(b, op);
+	const cudnnBackendAttributeName_t names[2] = {CUDNN_ATTR_OPERATION_RESHAPE_XDESC,
+						      CUDNN_ATTR_OPERATION_RESHAPE_YDESC};
+	const cudnnBackendDescriptor_t ts[2] = {x, y};
+	operation(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, NULL, 2, names, ts,
+		  "reshape operation");
 }
 
 /* The scores' shape helpers: [1, bh, l, l] float virtual, and [1, bh, l, 1] float. */
