@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "worker_kernels.h"
 
@@ -732,6 +734,9 @@ extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
 extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 
+// cuDNN's fused attention (src/sweep/worker/worker_sdpa.c), tried first for the fused cases
+#include "worker_sdpa.h"
+
 static int fa2_dt(int dtype)
 {
 	return dtype == KJW_F16 ? 0 : dtype == KJW_BF16 ? 1 : -1;
@@ -746,8 +751,19 @@ extern "C" int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Sk
 extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *o, int dtype, int64_t BH,
 			     int64_t Sq, int64_t Skv, int D, int causal, float *lse, float *ws, cudaStream_t s)
 {
-	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D))
+	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D)) {
+		/* cuDNN's fused attention, as PyTorch's SDPA runs it, unless KJ_PIPELINE_ATTN=flash2 or cuDNN
+		 * declines the graph (then the sweep worker's mma.sync kernel) */
+		static int cudnn = -1;
+		if (cudnn < 0) {
+			cudnn = !(getenv("KJ_PIPELINE_ATTN") && !strcmp(getenv("KJ_PIPELINE_ATTN"), "flash2"));
+			kj_sw_sdpa_keep_plans(1); /* the phases' graphs hold their plans' workspaces */
+		}
+		if (cudnn && !kj_sw_sdpa_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s))
+			return 0;
+		cudaGetLastError();
 		return kj_sw_fa2_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s);
+	}
 	int64_t nsplit = ws ? attn_splits(BH, Sq, Skv, D) : 1;
 	if (nsplit > 1) {
 		if (dtype == KJW_F16)

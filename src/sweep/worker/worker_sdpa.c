@@ -26,7 +26,8 @@
 
 #define SDPA_MAX_DESC 128
 #define SDPA_MAX_OPS 32
-#define SDPA_PLANS 4
+#define SDPA_PLANS 64 /* slots; the sweep keeps SDPA_LIVE plans at a time, a pipeline all */
+#define SDPA_LIVE 4
 
 /* Tensor ids of the graphs (virtual tensors from 100 on). */
 enum { T_Q = 1, T_K, T_V, T_O, T_STATS, T_DO, T_DQ, T_DK, T_DV, T_SCALE, T_NEGINF, T_ONE, T_DOT, T_DQACC };
@@ -62,6 +63,7 @@ struct sdpa_refused {
 static cudnnHandle_t g_dnn;
 static struct sdpa_refused g_refused[SDPA_PLANS];
 static int g_refused_next;
+static int g_keep_plans; /* kj_sw_sdpa_keep_plans(1): plans are never freed before kj_sw_sdpa_release */
 static struct sdpa_plan g_plans[SDPA_PLANS];
 static unsigned long g_stamp;
 static char g_why[512];
@@ -451,10 +453,25 @@ static struct sdpa_plan *plan_make(int dt, int64_t bh, int64_t l, int64_t d, int
 {
 	if (!g_dnn && !dnn_ok(NULL, cudnnCreate(&g_dnn), "cudnnCreate"))
 		return NULL;
-	struct sdpa_plan *slot = &g_plans[0];
-	for (int i = 1; i < SDPA_PLANS; i++)
-		if (!g_plans[i].used || (slot->used && g_plans[i].stamp < slot->stamp))
-			slot = &g_plans[i];
+	/* a free slot; past SDPA_LIVE plans (the sweep: one shape at a time) the least recently used
+	 * goes, unless plans are kept (a pipeline's graphs hold every phase's workspace) */
+	struct sdpa_plan *slot = NULL, *lru = NULL;
+	int live = 0;
+	for (int i = 0; i < SDPA_PLANS; i++) {
+		if (!g_plans[i].used) {
+			slot = slot ? slot : &g_plans[i];
+			continue;
+		}
+		live++;
+		if (!lru || g_plans[i].stamp < lru->stamp)
+			lru = &g_plans[i];
+	}
+	if (g_keep_plans ? !slot : live >= SDPA_LIVE)
+		slot = g_keep_plans ? NULL : lru;
+	if (!slot) {
+		snprintf(g_why, sizeof(g_why), "cuDNN attention: more than %d shapes' plans kept", SDPA_PLANS);
+		return NULL;
+	}
 	if (slot->used) { /* the least recently used shape's plan goes */
 		cudaDeviceSynchronize();
 		plan_drop(slot);
@@ -562,6 +579,11 @@ int kj_sw_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const vo
 			  &one, dot, dqacc, &ninf};
 	g_engine_b = p->engine;
 	return execute(p, causal ? 14 : 13, uids, ptrs, s);
+}
+
+void kj_sw_sdpa_keep_plans(int keep)
+{
+	g_keep_plans = keep != 0;
 }
 
 const char *kj_sw_sdpa_why(void)

@@ -23,6 +23,9 @@ int kj_sw_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const vo
 const char *kj_sw_sdpa_why(void);
 /* The cuDNN engine (global index) of the last forward (bwd = 0) or backward (1) plan used, or -1. */
 int64_t kj_sw_sdpa_engine(int bwd);
+/* keep 1: no plan is freed before kj_sw_sdpa_release (up to 64 shapes), for callers whose CUDA graphs
+ * outlive the next shape's first call; 0 (the default): four shapes' plans at a time. */
+void kj_sw_sdpa_keep_plans(int keep);
 /* Plans, workspaces and the handle freed (the worker's exit). */
 void kj_sw_sdpa_release(void);
 

@@ -36,6 +36,11 @@ int64_t kj_sw_sdpa_engine(int bwd)
 	return -1;
 }
 
+void kj_sw_sdpa_keep_plans(int keep)
+{
+	(void)keep;
+}
+
 void kj_sw_sdpa_release(void)
 {
 }
