@@ -1,5 +1,6 @@
-// kjoule-sweep-worker: fused attention (flash-attention algorithm: online softmax, no l x l matrix in
-// device memory), forward and backward, written here. fp16/bf16 with head size 64 or 128: on tensor
+// kjoule-sweep-worker: fused attention for flash_atten: cuDNN's (worker_sdpa.c) tried first, else the
+// mma.sync kernels (worker_fa2.cu), else the ones here (flash-attention algorithm: online softmax, no
+// l x l matrix in device memory), forward and backward. fp16/bf16 with head size 64 or 128: on tensor
 // cores (WMMA 16x16x16, fp32 accumulation, 4 warps a block, 64 x 64 tiles); everything else (fp32,
 // other head sizes, or KJ_SWEEP_ATTN=cuda-cores) fp32 on CUDA cores with 64 x 64 tiles in shared
 // memory. q, k, v, o: [bh, l, d] row-major, d <= 128; lse [bh, l] fp32 kept for the backward.
