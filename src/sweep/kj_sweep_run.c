@@ -80,8 +80,9 @@ static int parse_answer(const char *line, struct answer *a)
 		if (!strncmp(tok, "status=", 7))
 			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
 		if (!strncmp(tok, "f_algo=", 7) || !strncmp(tok, "b_algo=", 7)) {
-			const char *w = tok + 7;
-			int ok = *w && strspn(w, "0123456789.+-") == strlen(w);
+			const char *w = tok + 7; /* cuBLASLt ids, or an implementation's name (flash_atten) */
+			int ok = *w && strspn(w, "0123456789.+-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+					       strlen(w);
 			snprintf(tok[0] == 'f' ? a->f_algo : a->b_algo, sizeof(a->f_algo), "%.95s", ok ? w : "-");
 		}
 		for (int i = 0; i < NFIELDS; i++) {
@@ -282,10 +283,18 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	if (ok && st->opts->energy && st->log && (strcmp(a->f_mhz, "-") || strcmp(a->b_mhz, "-")))
 		fprintf(st->log, "shape %s: SM clock %s MHz forward, %s MHz backward (mean over each energy window)\n",
 			shape, a->f_mhz, a->b_mhz);
-	/* the GEMM kernels cuBLASLt chose: where a shape's time jumps from its neighbours', they show why */
-	if (ok && st->log && (strcmp(a->f_algo, "-") || strcmp(a->b_algo, "-")))
-		fprintf(st->log, "shape %s: cuBLASLt algorithms %s forward, %s backward (id.tile.splitk.stages.cluster)\n",
-			shape, a->f_algo, a->b_algo);
+	/* the GEMM kernels cuBLASLt chose (where a shape's time jumps from its neighbours', they show
+	 * why), or the implementation that ran (flash_atten: cuDNN's or kjoule's, never to be mixed
+	 * in one model unnoticed) */
+	if (ok && st->log && (strcmp(a->f_algo, "-") || strcmp(a->b_algo, "-"))) {
+		int ids = strspn(a->f_algo, "0123456789.+-") == strlen(a->f_algo) &&
+			  strspn(a->b_algo, "0123456789.+-") == strlen(a->b_algo);
+		if (ids)
+			fprintf(st->log, "shape %s: cuBLASLt algorithms %s forward, %s backward (id.tile.splitk.stages.cluster)\n",
+				shape, a->f_algo, a->b_algo);
+		else
+			fprintf(st->log, "shape %s: implementation %s forward, %s backward\n", shape, a->f_algo, a->b_algo);
+	}
 	int n;
 	if (st->opts->energy)
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",

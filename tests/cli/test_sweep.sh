@@ -74,6 +74,24 @@ grep -q "skipped shape 4,384,768 (oom)" "$log" || fail "log lacks the skip"
 grep -q "^shape 1,128,256: SM clock 1755 MHz forward, 1980 MHz backward" "$log" || fail "log lacks the SM clock: $(grep -m1 "SM clock" "$log")"
 # and the cuBLASLt algorithms of each pass; a word that is not ids is shown as '-'
 grep -q "^shape 1,128,256: cuBLASLt algorithms 12.20.1.3.0+7.18.1.2.0 forward, - backward" "$log" || fail "log lacks the algorithms: $(grep -m1 "cuBLASLt" "$log")"
+# flash_atten's answers name the implementation that ran; the log keeps it per shape
+cat >"$T/fa.yml" <<'Y'
+{
+  "kernel_name": "flash_atten",
+  "columns_name": ['mp', 'b', 'h', 'l', 'dim', 'F_dur(us)', 'B_dur(us)'],
+  "first_n_column": 5,
+  "starts": [1, 1, 2, 128, 128],
+  "steps": [2, 2, 2, 128, 128],
+  "ends": [1, 1, 2, 256, 128],
+  "operators": ['mul', 'mul', 'mul', 'add', 'add'],
+  "warmup_shapes": [1, 1, 2, 128, 128],
+  "run": "get_all"
+}
+Y
+expect 0 "$KJ" sweep "$T/fa.yml" --out "$T/fa" --gpu-name "NVIDIA H100 80GB HBM3"
+falog="$T/fa/sampling_log/NVIDIAH10080GBHBM3_flash_atten_fp16_1_1.txt"
+grep -q "^shape 1,1,2,256,128: implementation cudnn-sdpa.e2 forward, kjoule-flash2 backward$" "$falog" ||
+	fail "log lacks the attention implementation: $(grep -m1 "^shape" "$falog")"
 # run again: nothing to do, the file unchanged
 cp "$csv" "$T/before.csv"
 STANDIN_LOG="$T/req" expect 0 "$KJ" sweep "$T/small.yml" --out "$T/o" --gpu-name "NVIDIA H100 80GB HBM3" --energy

@@ -53,8 +53,12 @@ def main():
         else:
             fields.append("f_uj=- f_uj_unc=- b_uj=- b_uj_unc=-")
         fields.append("err_f=1e-4 err_b=2e-4" if check == "1" else "err_f=- err_b=-")
-        # the GEMM algorithms of each pass: a good word forward, one kjoule must refuse backward
-        fields.append("f_algo=12.20.1.3.0+7.18.1.2.0 b_algo=x!y")
+        # the GEMM algorithms of each pass: a good word forward, one kjoule must refuse backward;
+        # flash_atten names its implementations (the real worker: cuDNN's or kjoule's kernels)
+        if op == "flash_atten":
+            fields.append("f_algo=cudnn-sdpa.e2 b_algo=kjoule-flash2")
+        else:
+            fields.append("f_algo=12.20.1.3.0+7.18.1.2.0 b_algo=x!y")
         print("KJ_SWEEP " + " ".join(fields), flush=True)
 
 
