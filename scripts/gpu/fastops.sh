@@ -8,16 +8,8 @@
 # 128, =1 at 64); if MT=2 wins at 128, make it the default in worker_fa2.cu (fa2_fwd).
 # usage (device, repo root, after building): bash scripts/gpu/fastops.sh [WORKER]
 set -u
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
-w=${1:-${KJ_BUILD:-build}/kjoule-sweep-worker}
-[ -x "$w" ] || { echo "no $w: build first"; exit 1; }
-echo "== selftest"
-timeout 300 "$w" --selftest > "$OUT/fastops_selftest.log" 2>&1
-echo "selftest exit $?"
-grep -E "FAIL|flash|norm|embedding|selftest:" "$OUT/fastops_selftest.log" | head -30
-ceil=$(timeout 120 "$w" --ceilings 2>/dev/null)
-echo "$ceil"
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/worker_prelude.sh" fastops "FAIL|flash|norm|embedding|selftest:" "${1:-}"
 reqs="flash_atten bf16 1,4,32,2048,4096
 flash_atten fp16 1,4,32,2048,4096
 flash_atten bf16 1,4,64,2048,4096
@@ -42,4 +34,4 @@ run "KJ_SWEEP_ATTN=wmma" "flash_atten bf16 1,4,32,2048,4096"
 run "KJ_SWEEP_FA2_MT=2" "flash_atten bf16 1,4,32,2048,4096"   # d=128: 2 row tiles a warp, 32-key tiles
 run "KJ_SWEEP_FA2_MT=2" "flash_atten fp16 1,4,32,2048,4096"
 run "KJ_SWEEP_FA2_MT=1" "flash_atten bf16 1,4,64,2048,4096"   # d=64: 1 row tile a warp
-python3 "$(dirname "$0")/roofline_table.py" "$OUT/fastops_raw.txt" "$ceil"
+python3 "$here/roofline_table.py" "$OUT/fastops_raw.txt" "$ceil"

@@ -5,17 +5,8 @@
 # own scaled_dot_product_attention (flash and cuDNN backends) at the head-dim-128 shape for context.
 # usage (device, repo root, after building): bash scripts/gpu/sdpa.sh [WORKER]
 set -u
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd)
-w=${1:-${KJ_BUILD:-build}/kjoule-sweep-worker}
-[ -x "$w" ] || { echo "no $w: build first"; exit 1; }
-echo "== selftest"
-timeout 300 "$w" --selftest > "$OUT/sdpa_selftest.log" 2>&1
-echo "selftest exit $?"
-grep -E "FAIL|flash|selftest:" "$OUT/sdpa_selftest.log" | head -20
-ceil=$(timeout 120 "$w" --ceilings 2>/dev/null)
-echo "$ceil"
+source "$here/worker_prelude.sh" sdpa "FAIL|flash|selftest:" "${1:-}"
 reqs="flash_atten bf16 1,4,32,2048,4096
 flash_atten fp16 1,4,32,2048,4096
 flash_atten bf16 1,4,64,2048,4096
