@@ -60,7 +60,31 @@ struct group {
 	int precision;
 	char *files[1024];
 	int nfiles;
+	char impl[64];        /* the implementation family its rows ran (impl column), '' none named */
+	char impl_where[600]; /* the first row that named it: file:line */
 };
+
+/* One measured row's impl value into the group: the first named family is kept; another one is an
+ * error naming both rows (a model of two implementations' figures would look right and be wrong). */
+static int group_impl(struct group *g, const char *impl, const char *path, long long line)
+{
+	char fam[64];
+	if (!strcmp(impl, "-"))
+		return 0;
+	kj_sweep_impl_family(impl, fam, sizeof(fam));
+	if (!g->impl[0]) {
+		snprintf(g->impl, sizeof(g->impl), "%s", fam);
+		snprintf(g->impl_where, sizeof(g->impl_where), "%s:%lld", path, line);
+		return 0;
+	}
+	if (strcmp(g->impl, fam)) {
+		kj_errorf("fit: %s %s %s: rows of two implementations, %s (%s) and %s (%s:%lld); fit each "
+			  "implementation's CSVs apart", g->gpu, g->op, kj_precision_name(g->precision), g->impl,
+			  g->impl_where, fam, path, line);
+		return KJ_EINVAL;
+	}
+	return 0;
+}
 
 /* the samples of one group, one per shape (the first file's row wins) */
 static int read_group(struct group *g, const struct kj_sweep_op *op, struct sample **out, int *n)
@@ -75,10 +99,15 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 			free(s);
 			return KJ_EINVAL;
 		}
-		int tc[4];
+		int tc[4], ic = kj_sweep_csv_col(&csv, "impl");
 		for (int t = 0; t < 4; t++)
 			tc[t] = kj_sweep_csv_col(&csv, target_cols[t]);
 		for (int64_t r = 0; r < csv.nrows; r++) {
+			if (ic >= 0 && group_impl(g, csv.rows[r][ic], g->files[i], (long long)csv.lines[r])) {
+				free(s);
+				kj_sweep_csv_free(&csv);
+				return KJ_EINVAL;
+			}
 			if (cnt == cap) {
 				cap = cap ? 2 * cap : 1024;
 				struct sample *ns = realloc(s, cap * sizeof(*s));
@@ -300,6 +329,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 			      "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
 	if (sm <= 0)
 		json_object_set_new(j, "sm_count", json_null());
+	if (g->impl[0]) /* the implementation its rows ran (flash_atten: cudnn-sdpa or kjoule-flash2) */
+		json_object_set_new(j, "implementation", json_string(g->impl));
 	json_t *w = json_array(), *cvj = json_object();
 	for (int k = 0; k < fm.nw; k++)
 		json_array_append_new(w, json_real(fm.w[k]));

@@ -85,6 +85,11 @@ void kj_sweep_csv_free(struct kj_sweep_csv *csv);
 int kj_sweep_is_number(const char *s);
 /** @brief Column index by name, or -1. */
 int kj_sweep_csv_col(const struct kj_sweep_csv *csv, const char *name);
+/** @brief 1 when s can be an impl column's value: '-' or forward/backward implementation names
+ *  (letters, digits, '.', '+', '-', '_', '/'), e.g. "cudnn-sdpa.e2/cudnn-sdpa.e2". */
+int kj_sweep_impl_ok(const char *s);
+/** @brief An impl value's family: its first word up to '.' or '/' ("cudnn-sdpa", "kjoule-flash2"). */
+void kj_sweep_impl_family(const char *impl, char *out, size_t len);
 
 /* ---- driver ------------------------------------------------------------------------------- */
 struct kj_sweep_opts {

@@ -9,7 +9,7 @@
 
 static const char *const result_cols[] = {"F_dur(us)", "B_dur(us)", "F_energy(uJ)",
 					  "F_energy_unc(uJ)", "B_energy(uJ)", "B_energy_unc(uJ)",
-					  "status"};
+					  "status", "impl"};
 #define NRESULT ((int)(sizeof(result_cols) / sizeof(result_cols[0])))
 
 void kj_sweep_csv_header(const struct kj_sweep_op *op, int energy, char *buf, size_t len)
@@ -19,8 +19,21 @@ void kj_sweep_csv_header(const struct kj_sweep_op *op, int energy, char *buf, si
 	for (int i = 0; i < op->ncolumns && w < len; i++)
 		w += snprintf(buf + w, len - w, "%s,", op->columns[i]);
 	if (w < len)
-		snprintf(buf + w, len - w, "F_dur(us),B_dur(us),%sstatus",
-			 energy ? "F_energy(uJ),F_energy_unc(uJ),B_energy(uJ),B_energy_unc(uJ)," : "");
+		snprintf(buf + w, len - w, "F_dur(us),B_dur(us),%sstatus%s",
+			 energy ? "F_energy(uJ),F_energy_unc(uJ),B_energy(uJ),B_energy_unc(uJ)," : "",
+			 op->impl_column ? ",impl" : "");
+}
+
+int kj_sweep_impl_ok(const char *s)
+{
+	static const char ok[] = "0123456789.+-_/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	return *s && strspn(s, ok) == strlen(s);
+}
+
+void kj_sweep_impl_family(const char *impl, char *out, size_t len)
+{
+	size_t n = strcspn(impl, "./");
+	snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), impl);
 }
 
 void kj_sweep_csv_free(struct kj_sweep_csv *csv)
@@ -122,7 +135,7 @@ static int check_header(const char *path, char **f, int n, const char *kernel,
 		if (!known) {
 			snprintf(err, errlen, "%s:1: foreign column '%s' (a sweep CSV has %s's shape "
 				 "columns, F_dur(us), B_dur(us), F_energy(uJ), F_energy_unc(uJ), "
-				 "B_energy(uJ), B_energy_unc(uJ), status)", path, f[j], op->name);
+				 "B_energy(uJ), B_energy_unc(uJ), status, impl)", path, f[j], op->name);
 			return KJ_EINVAL;
 		}
 	}
@@ -140,7 +153,7 @@ int kj_sweep_csv_read(const char *path, const char *kernel, struct kj_sweep_csv 
 	int64_t lineno = 0, rows_cap = 0;
 	char *f[KJ_SWEEP_MAX_CSV_COLS + 1];
 	const struct kj_sweep_op *op = NULL;
-	int rc = 0, st = -1;
+	int rc = 0, st = -1, im = -1;
 
 	memset(csv, 0, sizeof(*csv));
 	if (!fp) {
@@ -166,6 +179,7 @@ int kj_sweep_csv_read(const char *path, const char *kernel, struct kj_sweep_csv 
 				csv->cols[j] = strdup(f[j]);
 			csv->ncols = n;
 			st = kj_sweep_csv_col(csv, "status");
+			im = kj_sweep_csv_col(csv, "impl");
 			continue;
 		}
 		if (n != csv->ncols) {
@@ -178,12 +192,14 @@ int kj_sweep_csv_read(const char *path, const char *kernel, struct kj_sweep_csv 
 			int ok = j < op->ncolumns ? is_pos_int(f[j])
 				 : j == st       ? (!strcmp(f[j], "ok") || !strcmp(f[j], "oom") ||
 						    !strcmp(f[j], "unsupported") || !strcmp(f[j], "error"))
+				 : j == im	 ? kj_sweep_impl_ok(f[j])
 						 : (!strcmp(f[j], "-") || kj_sweep_is_number(f[j]));
 			if (!ok) {
 				snprintf(err, errlen, "%s:%lld: column '%s': '%s' is not %s", path,
 					 (long long)lineno, csv->cols[j], f[j],
 					 j < op->ncolumns ? "a positive integer"
 					 : j == st	  ? "ok, oom, unsupported or error"
+					 : j == im	  ? "an implementation's name (letters, digits, '.', '+', '-', '_', '/') or '-'"
 							  : "a finite number or '-'");
 				rc = KJ_EINVAL;
 			}

@@ -40,6 +40,8 @@ struct kj_sweep_op {
 	int ncolumns;
 	double (*flops)(const int64_t *v, int prop);
 	double (*bytes)(const int64_t *v, int prop, int elem_bytes);
+	int impl_column; /* 1: the worker may run it on more than one implementation (flash_atten:
+			  * cuDNN's or kjoule's kernels); its CSVs keep each shape's in column impl */
 };
 
 /** @brief The operator named name, or NULL. */

@@ -296,13 +296,19 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 			fprintf(st->log, "shape %s: implementation %s forward, %s backward\n", shape, a->f_algo, a->b_algo);
 	}
 	int n;
+	char impl[200] = "";
+	if (st->cfg->op->impl_column) /* forward/backward implementation, '-' where not named */
+		snprintf(impl, sizeof(impl), ",%s", ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-")
+							  ? a->f_algo : "-");
+	if (st->cfg->op->impl_column && ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-"))
+		snprintf(impl + strlen(impl), sizeof(impl) - strlen(impl), "/%s", a->b_algo);
 	if (st->opts->energy)
-		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",
+		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s%s\n", shape, ok ? a->f_us : "-",
 			     ok ? a->b_us : "-", ok ? a->f_uj : "-", ok ? a->f_uj_unc : "-",
-			     ok ? a->b_uj : "-", ok ? a->b_uj_unc : "-", a->status);
+			     ok ? a->b_uj : "-", ok ? a->b_uj_unc : "-", a->status, impl);
 	else
-		n = snprintf(row, sizeof(row), "%s,%s,%s,%s\n", shape, ok ? a->f_us : "-",
-			     ok ? a->b_us : "-", a->status);
+		n = snprintf(row, sizeof(row), "%s,%s,%s,%s%s\n", shape, ok ? a->f_us : "-",
+			     ok ? a->b_us : "-", a->status, impl);
 	if (write(st->csv_fd, row, n) != n || fsync(st->csv_fd)) {
 		kj_errorf("writing the sweep CSV: %s", strerror(errno));
 		return KJ_EIO;

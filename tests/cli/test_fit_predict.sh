@@ -276,4 +276,36 @@ def depth(d):
 deep, shallow = depth(sys.argv[1]), depth(sys.argv[2])
 sys.exit(not (shallow <= 1 and deep > 1))
 P
+# flash_atten's CSVs name the implementation each row ran (impl): one implementation's rows fit and
+# the models say which; rows of two implementations in one model are refused, naming a row of each;
+# an impl value that is no name is refused with its file and line
+mkdir -p "$T/fa1" "$T/fa2"
+python3 - "$T/fa1/X_flash_atten_fp16_1_1.csv" "$T/fa2/X_flash_atten_fp16_1_1.csv" <<'P'
+import sys
+head = "mp,b,h,l,dim,F_dur(us),B_dur(us),status,impl\n"
+def rows(impl):
+    out = []
+    for h in (8, 16, 32):
+        for l in (256, 512, 768, 1024, 1280):
+            f = 3 + h * l * l / 1e5
+            out.append(f"1,2,{h},{l},1024,{f:.3f},{2 * f:.3f},ok,{impl}\n")
+    return out
+open(sys.argv[1], "w").write(head + "".join(rows("cudnn-sdpa.e2/cudnn-sdpa.e2")))
+open(sys.argv[2], "w").write(head + "".join(rows("kjoule-flash2/kjoule-flash2")))
+P
+expect 0 "$KJ" fit "$T/fa1" -o "$T/fa1m" --sm-count 132
+python3 - "$T/fa1m/models.json" <<'P' || fail "implementation in models.json: $(cat "$T/fa1m/models.json")"
+import json, sys
+ms = [m for m in json.load(open(sys.argv[1]))["models"] if m["op"] == "flash_atten"]
+sys.exit(not (ms and all(m.get("implementation") == "cudnn-sdpa" for m in ms)))
+P
+cp "$T/fa2/X_flash_atten_fp16_1_1.csv" "$T/fa1/X_flash_atten_fp16_2_1.csv"
+expect 1 "$KJ" fit "$T/fa1" -o "$T/famix"
+grep -q "rows of two implementations, cudnn-sdpa (.*X_flash_atten_fp16_1_1.csv:2) and kjoule-flash2 (.*X_flash_atten_fp16_2_1.csv:2)" "$T/err" ||
+	fail "mixed implementations: $(cat "$T/err")"
+[ ! -e "$T/famix/models.json" ] || fail "a refused fit wrote models"
+sed -i '4s/kjoule-flash2\/kjoule-flash2/x!y/' "$T/fa2/X_flash_atten_fp16_1_1.csv"
+expect 1 "$KJ" fit "$T/fa2" -o "$T/fabad"
+grep -q "X_flash_atten_fp16_1_1.csv:4: column 'impl': 'x!y' is not an implementation's name" "$T/err" ||
+	fail "bad impl value: $(cat "$T/err")"
 finish

@@ -89,6 +89,9 @@ cat >"$T/fa.yml" <<'Y'
 }
 Y
 expect 0 "$KJ" sweep "$T/fa.yml" --out "$T/fa" --gpu-name "NVIDIA H100 80GB HBM3"
+facsv="$T/fa/sampling_data/NVIDIAH10080GBHBM3_flash_atten_fp16_1_1.csv"
+[ "$(head -1 "$facsv")" = "mp,b,h,l,dim,F_dur(us),B_dur(us),status,impl" ] || fail "flash_atten header: $(head -1 "$facsv")"
+grep -q "^1,1,2,256,128,[0-9.]*,[0-9.]*,ok,cudnn-sdpa.e2/kjoule-flash2$" "$facsv" || fail "impl column: $(cat "$facsv")"
 falog="$T/fa/sampling_log/NVIDIAH10080GBHBM3_flash_atten_fp16_1_1.txt"
 grep -q "^shape 1,1,2,256,128: implementation cudnn-sdpa.e2 forward, kjoule-flash2 backward$" "$falog" ||
 	fail "log lacks the attention implementation: $(grep -m1 "^shape" "$falog")"
