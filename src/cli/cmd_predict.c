@@ -93,6 +93,8 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 		json_object_set_new(j, "energy_mape_at_size_pct",
 				    num_or_null(e.size_mape_pct, e.found && e.size_mape_pct >= 0));
 		json_object_set_new(j, "energy_rows_at_size", json_integer(e.found ? e.size_n : 0));
+		const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
+		json_object_set_new(j, "implementation", impl[0] ? json_string(impl) : json_null());
 		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		printf("\n");
 		json_decref(j);
@@ -106,9 +108,10 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 	char ts[96], es[96];
 	at_size(ts, sizeof(ts), &t);
 	at_size(es, sizeof(es), &e);
-	printf("%s %s %s %s on %s\n  time    %s us   (held-out MAPE %s%%%s)\n  energy  %s uJ   "
+	const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
+	printf("%s %s %s %s on %s%s%s%s\n  time    %s us   (held-out MAPE %s%%%s)\n  energy  %s uJ   "
 	       "(held-out MAPE %s%%%s)\n", op->name, kj_precision_name(precision), prop ? "bwd" : "fwd",
-	       shape, gpu, a, b, ts, c, d, es);
+	       shape, gpu, impl[0] ? " (fitted on " : "", impl, impl[0] ? ")" : "", a, b, ts, c, d, es);
 	return 0;
 }
 

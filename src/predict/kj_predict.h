@@ -72,6 +72,7 @@ struct kj_prediction {
 	double size_mape_pct;
 	int size_n;
 	int found;
+	char implementation[64]; /* the implementation its rows ran (models.json), '' not named */
 };
 struct kj_models;
 /** @brief Read models_dir/models.json; err names the file on failure. */

@@ -299,6 +299,10 @@ import json, sys
 ms = [m for m in json.load(open(sys.argv[1]))["models"] if m["op"] == "flash_atten"]
 sys.exit(not (ms and all(m.get("implementation") == "cudnn-sdpa" for m in ms)))
 P
+expect 0 "$KJ" predict --models "$T/fa1m" --gpu X --op flash_atten --precision fp16 --prop fwd --shape 1,2,16,640,1024
+grep -q "^flash_atten fp16 fwd 1,2,16,640,1024 on X (fitted on cudnn-sdpa)$" "$T/out" || fail "predict names the implementation: $(cat "$T/out")"
+expect 0 "$KJ" predict --models "$T/fa1m" --gpu X --op flash_atten --precision fp16 --prop bwd --shape 1,2,16,640,1024 --json
+grep -q '"implementation": "cudnn-sdpa"' "$T/out" || fail "predict --json names the implementation: $(cat "$T/out")"
 cp "$T/fa2/X_flash_atten_fp16_1_1.csv" "$T/fa1/X_flash_atten_fp16_2_1.csv"
 expect 1 "$KJ" fit "$T/fa1" -o "$T/famix"
 grep -q "rows of two implementations, cudnn-sdpa (.*X_flash_atten_fp16_1_1.csv:2) and kjoule-flash2 (.*X_flash_atten_fp16_2_1.csv:2)" "$T/err" ||
