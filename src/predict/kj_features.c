@@ -230,7 +230,10 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0) {
 		/* a length off the kernel's tiles computes whole tiles (worker_fa2.cu): the forward 128
 		 * queries a CTA against tiles of 64 keys, the backward 128 keys a CTA against tiles of 32
-		 * queries; held-out lengths 32 past a 256-multiple were predicted 7 % fast without this */
+		 * queries; held-out lengths 32 past a 256-multiple were predicted 7 % fast without this.
+		 * cuDNN's fused attention (the worker's default since) also steps every 128 of the length
+		 * (bench/results/sdpa_tiles.json); its faster 256-multiples are learnt from a grid that
+		 * samples l every 256 (bench/predict_accuracy/run.py) */
 		double len = (double)v[l];
 		double pad = cdiv(len, 128) * 128 / len * (cdiv(len, prop ? 32 : 64) * (prop ? 32 : 64) / len);
 		return pad * causal_attention_imbalance((double)v[b] * v[h] / v[mp], cdiv(len, 128), prop, sm_count);
