@@ -60,28 +60,30 @@ struct group {
 	int precision;
 	char *files[1024];
 	int nfiles;
-	char impl[64];        /* the implementation family its rows ran (impl column), '' none named */
-	char impl_where[600]; /* the first row that named it: file:line */
+	char impl[2][64];        /* per direction, the implementation family its rows ran (impl
+				  * column), '' none named */
+	char impl_where[2][600]; /* the first row that named it: file:line */
 };
 
 /* One measured row's impl value into the group: the first named family is kept; another one is an
  * error naming both rows (a model of two implementations' figures would look right and be wrong). */
 static int group_impl(struct group *g, const char *impl, const char *path, long long line)
 {
-	char fam[64];
 	if (!strcmp(impl, "-"))
 		return 0;
-	kj_sweep_impl_family(impl, fam, sizeof(fam));
-	if (!g->impl[0]) {
-		snprintf(g->impl, sizeof(g->impl), "%s", fam);
-		snprintf(g->impl_where, sizeof(g->impl_where), "%s:%lld", path, line);
-		return 0;
-	}
-	if (strcmp(g->impl, fam)) {
-		kj_errorf("fit: %s %s %s: rows of two implementations, %s (%s) and %s (%s:%lld); fit each "
-			  "implementation's CSVs apart", g->gpu, g->op, kj_precision_name(g->precision), g->impl,
-			  g->impl_where, fam, path, line);
-		return KJ_EINVAL;
+	const char *slash = strchr(impl, '/');
+	for (int d = 0; d < 2; d++) { /* forward before '/', backward after (one name: both) */
+		char fam[64];
+		kj_sweep_impl_family(d && slash ? slash + 1 : impl, fam, sizeof(fam));
+		if (!g->impl[d][0]) {
+			snprintf(g->impl[d], sizeof(g->impl[d]), "%s", fam);
+			snprintf(g->impl_where[d], sizeof(g->impl_where[d]), "%s:%lld", path, line);
+		} else if (strcmp(g->impl[d], fam)) {
+			kj_errorf("fit: %s %s %s %s: rows of two implementations, %s (%s) and %s (%s:%lld); fit "
+				  "each implementation's CSVs apart", g->gpu, g->op, kj_precision_name(g->precision),
+				  d ? "bwd" : "fwd", g->impl[d], g->impl_where[d], fam, path, line);
+			return KJ_EINVAL;
+		}
 	}
 	return 0;
 }
@@ -329,8 +331,8 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 			      "mape_train_pct", ntr ? ape_tr / ntr : 0.0);
 	if (sm <= 0)
 		json_object_set_new(j, "sm_count", json_null());
-	if (g->impl[0]) /* the implementation its rows ran (flash_atten: cudnn-sdpa or kjoule-flash2) */
-		json_object_set_new(j, "implementation", json_string(g->impl));
+	if (g->impl[prop][0]) /* the implementation its rows ran (flash_atten: cudnn-sdpa, kjoule-flash2) */
+		json_object_set_new(j, "implementation", json_string(g->impl[prop]));
 	json_t *w = json_array(), *cvj = json_object();
 	for (int k = 0; k < fm.nw; k++)
 		json_array_append_new(w, json_real(fm.w[k]));

@@ -308,6 +308,11 @@ expect 1 "$KJ" fit "$T/fa1" -o "$T/famix"
 grep -q "rows of two implementations, cudnn-sdpa (.*X_flash_atten_fp16_1_1.csv:2) and kjoule-flash2 (.*X_flash_atten_fp16_2_1.csv:2)" "$T/err" ||
 	fail "mixed implementations: $(cat "$T/err")"
 [ ! -e "$T/famix/models.json" ] || fail "a refused fit wrote models"
+# the same forward, another backward: refused for the backward
+sed 's|kjoule-flash2/kjoule-flash2|cudnn-sdpa.e2/kjoule-flash2|' "$T/fa2/X_flash_atten_fp16_1_1.csv" >"$T/fa1/X_flash_atten_fp16_2_1.csv"
+expect 1 "$KJ" fit "$T/fa1" -o "$T/famix"
+grep -q "flash_atten fp16 bwd: rows of two implementations, cudnn-sdpa (.*) and kjoule-flash2 (.*X_flash_atten_fp16_2_1.csv:2)" "$T/err" ||
+	fail "mixed backward implementations: $(cat "$T/err")"
 sed -i '4s/kjoule-flash2\/kjoule-flash2/x!y/' "$T/fa2/X_flash_atten_fp16_1_1.csv"
 expect 1 "$KJ" fit "$T/fa2" -o "$T/fabad"
 grep -q "X_flash_atten_fp16_1_1.csv:4: column 'impl': 'x!y' is not an implementation's name" "$T/err" ||
