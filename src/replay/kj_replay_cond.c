@@ -1,4 +1,6 @@
+/* Conditional handles of a run and the kernels that set them (kj_replay_cond.h). */
 #include "kj_replay_cond.h"
+#include "kj_grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +11,6 @@ struct handle {
 };
 
 struct kj_cond_handles {
-	sqlite3 *db;
 	sqlite3_stmt *ran_in; /* does a unique kernel have a kernel row in an exec */
 	struct handle *v;
 	size_t n;
@@ -33,8 +34,9 @@ struct kj_cond_handles *kj_cond_handles_load(sqlite3 *db)
 					 " AND h.op = 'graph_instantiate' AND h.graph_exec_id IS NOT NULL",
 				     -1, &st, NULL) != SQLITE_OK)
 		goto none;
+	size_t cap = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct handle *n = realloc(h->v, (h->n + 1) * sizeof(*n));
+		struct handle *n = kj_grow(h->v, &cap, h->n, sizeof(*n), 16);
 		if (!n)
 			break;
 		h->v = n;
@@ -46,7 +48,6 @@ struct kj_cond_handles *kj_cond_handles_load(sqlite3 *db)
 	if (!h->n || sqlite3_prepare_v2(db, "SELECT 1 FROM kernel WHERE unique_id = ?1 AND graph_id = ?2"
 					    " AND pid = ?3 LIMIT 1", -1, &h->ran_in, NULL) != SQLITE_OK)
 		goto none;
-	h->db = db;
 	return h;
 none:
 	sqlite3_finalize(st);

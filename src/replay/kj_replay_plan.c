@@ -597,16 +597,15 @@ static int rank_cmp(const void *a, const void *b)
 	return x->unique_id < y->unique_id ? -1 : x->unique_id > y->unique_id;
 }
 
-/* The parameter of unique kernel uid's first captured launch that holds a conditional handle of
- * a graph it ran in (kj_replay_cond.h), or -1. */
-static int setter_param(sqlite3 *db, const struct kj_cond_handles *h, int64_t uid)
+/* The parameter of unique kernel uid's first captured launch (st: its launch_params row's pid,
+ * params and layout, bound by unique_id) that holds a conditional handle of a graph it ran in
+ * (kj_replay_cond.h), or -1. */
+static int setter_param(sqlite3_stmt *st, const struct kj_cond_handles *h, int64_t uid)
 {
-	sqlite3_stmt *st = NULL;
 	struct kj_replay_param *layout = NULL;
 	size_t n = 0;
 	int param = -1;
-	if (kj_db_prepare(db, "SELECT pid, params, layout FROM launch_params WHERE unique_id = ? ORDER BY id LIMIT 1", &st))
-		return -1;
+	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, uid);
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    kj_replay_layout_parse((const char *)sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 1),
@@ -614,7 +613,6 @@ static int setter_param(sqlite3 *db, const struct kj_cond_handles *h, int64_t ui
 		param = kj_cond_setter_param(h, sqlite3_column_int64(st, 0), uid, layout, n,
 					     sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
 	free(layout);
-	sqlite3_finalize(st);
 	return param;
 }
 
@@ -682,6 +680,12 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 	}
 	free(v);
 	struct kj_cond_handles *handles = kj_cond_handles_load(db);
+	sqlite3_stmt *first_lp = NULL; /* each kernel's first captured launch, prepared once */
+	if (handles && kj_db_prepare(db, "SELECT pid, params, layout FROM launch_params WHERE unique_id = ?"
+					 " ORDER BY id LIMIT 1", &first_lp)) {
+		kj_cond_handles_free(handles);
+		return KJ_EDB;
+	}
 	for (size_t i = 0; i < plan->n; i++) {
 		struct kj_replay_item *it = &plan->items[i];
 		char why[256];
@@ -691,13 +695,14 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 				 " in-situ time)", why);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
-		if (handles && !it->skip[0] && (param = setter_param(db, handles, it->unique_id)) >= 0) {
+		if (handles && !it->skip[0] && (param = setter_param(first_lp, handles, it->unique_id)) >= 0) {
 			snprintf(it->skip, sizeof(it->skip), "not replayable alone: " KJ_COND_SETTER_WHY
 				 " (parameter %d is the node's handle, which means something only inside its"
 				 " graph)", param);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
 	}
+	sqlite3_finalize(first_lp);
 	kj_cond_handles_free(handles);
 	qsort(plan->items, plan->n, sizeof(*plan->items), rank_cmp);
 	/* energy: every kernel with --all; else, largest share first, the kernels that hold

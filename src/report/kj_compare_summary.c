@@ -219,8 +219,8 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	 * that; the mean's uncertainty falls as 1/sqrt(n) with independent edges */
 	if (s->have_meas && s->e_meas.mean > 0) {
 		s->e_unc_mean_pct = 100.0 * s->e_unc_mean / s->e_meas.mean;
-		double ksum = iter_stat(c, get_kernel_sum, 0).mean;
-		s->e_standin_share = ksum > 0 ? iter_stat(c, get_standin_ns, 0).mean / ksum : 0;
+		s->e_standin_share =
+			s->kernel_sum.mean > 0 ? iter_stat(c, get_standin_ns, 0).mean / s->kernel_sum.mean : 0;
 		s->e_standin = s->e_standin_share > KJ_CMP_STANDIN_JUDGE_FRAC;
 		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin;
 		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
@@ -364,7 +364,6 @@ size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *
 	*n_out = n;
 	return out;
 }
-
 
 int cmp_sequence_overlapped(const struct cmp_summary *s)
 {

@@ -162,7 +162,7 @@ static void summary(struct kj_html_ctx *x)
 		snprintf(note, sizeof(note), "%+.1f %% against measured", ee);
 	else if (json_is_true(json_object_get(j, "energy_measured_too_short")))
 		snprintf(note, sizeof(note), "%+.1f %%, not judged: the loop is too short to measure", ee);
-	else if (standin > 0.05) /* those kernels' replays ran on small integers or zeros */
+	else if (standin > KJ_CMP_STANDIN_JUDGE_FRAC) /* those kernels' replays ran on small integers or zeros */
 		snprintf(note, sizeof(note), "%+.1f %%, not judged: %.0f %% of kernel time replayed on stand-in data",
 			 ee, 100 * standin);
 	else /* a short run: the measured mean is not known well enough to judge the error */
@@ -171,7 +171,7 @@ static void summary(struct kj_html_ctx *x)
 	char onote[128];
 	snprintf(onote, sizeof(onote), "first-order: kernels of several streams overlapped %.0f %% of their time",
 		 100 * overlap);
-	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, overlap > 0.05 ? onote : NULL);
+	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, overlap > KJ_CMP_OVERLAP_FRAC ? onote : NULL);
 	card(f, "explained fraction (in sequence)", efs, hefs, 3, NULL, NULL);
 	fputs("</div>\n", f);
 	kj_html_source(f, "kernel, memcpy, memset, nvtx_range, replay_*, power_sample tables",

@@ -81,8 +81,7 @@ static int parse_answer(const char *line, struct answer *a)
 			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
 		if (!strncmp(tok, "f_algo=", 7) || !strncmp(tok, "b_algo=", 7)) {
 			const char *w = tok + 7; /* cuBLASLt ids, or an implementation's name (flash_atten) */
-			int ok = *w && strspn(w, "0123456789.+-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
-					       strlen(w);
+			int ok = kj_sweep_impl_ok(w) && !strchr(w, '/'); /* '/' joins the two in a CSV */
 			snprintf(tok[0] == 'f' ? a->f_algo : a->b_algo, sizeof(a->f_algo), "%.95s", ok ? w : "-");
 		}
 		for (int i = 0; i < NFIELDS; i++) {
@@ -297,11 +296,11 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	}
 	int n;
 	char impl[200] = "";
-	if (st->cfg->op->impl_column) /* forward/backward implementation, '-' where not named */
-		snprintf(impl, sizeof(impl), ",%s", ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-")
-							  ? a->f_algo : "-");
-	if (st->cfg->op->impl_column && ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-"))
-		snprintf(impl + strlen(impl), sizeof(impl) - strlen(impl), "/%s", a->b_algo);
+	if (st->cfg->op->impl_column) { /* forward/backward implementation, '-' where not named */
+		int named = ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-");
+		snprintf(impl, sizeof(impl), ",%s%s%s", named ? a->f_algo : "-", named ? "/" : "",
+			 named ? a->b_algo : "");
+	}
 	if (st->opts->energy)
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s%s\n", shape, ok ? a->f_us : "-",
 			     ok ? a->b_us : "-", ok ? a->f_uj : "-", ok ? a->f_uj_unc : "-",
