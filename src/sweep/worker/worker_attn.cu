@@ -544,10 +544,17 @@ static int try_cudnn(int bwd, int rc)
 	return 0;
 }
 
+/* Each implementation g_ran names: short (the answer's f_algo/b_algo) and as msg says it. */
+static const struct {
+	const char *algo, *msg;
+} impls[4] = {{"cudnn-sdpa", "cudnn-sdpa"},
+	      {"kjoule-flash2", "kjoule-flash2(mma.sync)"},
+	      {"kjoule-flash-wmma", "kjoule-flash(wmma)"},
+	      {"kjoule-flash-fp32", "kjoule-flash(fp32 cuda cores)"}};
+
 static const char *impl_name(int k)
 {
-	return k == 0 ? "cudnn-sdpa" : k == 1 ? "kjoule-flash2(mma.sync)" : k == 2 ? "kjoule-flash(wmma)"
-				       : k == 3 ? "kjoule-flash(fp32 cuda cores)" : "none";
+	return k >= 0 && k < 4 ? impls[k].msg : "none";
 }
 
 static size_t fwd_smem(int d)
@@ -567,8 +574,7 @@ extern "C" const char *kj_sw_attn_ran(int bwd)
 	if (k == 0)
 		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "cudnn-sdpa.e%lld", (long long)kj_sw_sdpa_engine(bwd ? 1 : 0));
 	else
-		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "%s",
-			 k == 1 ? "kjoule-flash2" : k == 2 ? "kjoule-flash-wmma" : k == 3 ? "kjoule-flash-fp32" : "none");
+		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "%s", k > 0 && k < 4 ? impls[k].algo : "none");
 	return buf[bwd ? 1 : 0];
 }
 

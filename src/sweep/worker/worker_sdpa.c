@@ -46,12 +46,11 @@ struct sdpa_plan {
 	int64_t bh, l, d;
 	cudnnBackendDescriptor_t plan;
 	struct sdpa_build *build; /* the graph's descriptors, kept while the plan lives */
-	void *work;        /* the plan's workspace, then (backward) rowsum(dO*O) and the fp32 dQ */
-	size_t work_bytes; /* the plan's part */
+	void *work;          /* the plan's workspace, then (backward) these two: */
+	void *dot, *dqacc;   /* rowsum(dO*O) [bh, l] and the fp32 dQ [bh, l, d], inside work */
 	int64_t engine;
 	unsigned long stamp;
 };
-
 
 /* Shapes whose graph cuDNN refused, with why: not asked again. */
 struct sdpa_refused {
@@ -418,6 +417,10 @@ static void plan_drop(struct sdpa_plan *p)
 
 static struct sdpa_plan *plan_get(int dt, int64_t bh, int64_t l, int64_t d, int causal, int bwd, cudaStream_t s)
 {
+	if (!kj_sw_sdpa_supported(dt, d)) {
+		snprintf(g_why, sizeof(g_why), "cuDNN attention: fp16/bf16 with head size a multiple of 8 up to 256 only");
+		return NULL;
+	}
 	for (int i = 0; i < SDPA_PLANS; i++) {
 		struct sdpa_plan *p = &g_plans[i];
 		if (p->used && p->dt == dt && p->bh == bh && p->l == l && p->d == d && p->causal == causal &&
@@ -495,25 +498,24 @@ static struct sdpa_plan *plan_make(int dt, int64_t bh, int64_t l, int64_t d, int
 		cudnnBackendDestroyDescriptor(plan);
 		rc = -1;
 	}
+	/* the backward's two tensors follow the plan's own workspace */
+	size_t dot_at = align256((size_t)ws), dq_at = dot_at + align256((size_t)(bh * l) * sizeof(float));
+	size_t total = bwd ? dq_at + (size_t)(bh * l * d) * sizeof(float) : dot_at;
+	void *work = NULL;
+	if (!rc && total && cudaMalloc(&work, total) != cudaSuccess) {
+		snprintf(g_why, sizeof(g_why), "cuDNN attention workspace of %zu bytes: out of device memory", total);
+		cudaGetLastError();
+		cudnnBackendDestroyDescriptor(plan);
+		rc = -1;
+	}
 	if (rc) {
 		build_free(b);
 		free(b);
 		return NULL;
 	}
-	size_t extra = bwd ? align256((size_t)(bh * l) * sizeof(float)) + (size_t)(bh * l * d) * sizeof(float) : 0;
-	size_t total = align256((size_t)ws) + extra;
-	void *work = NULL;
-	if (total && cudaMalloc(&work, total) != cudaSuccess) {
-		snprintf(g_why, sizeof(g_why), "cuDNN attention workspace of %zu bytes: out of device memory", total);
-		cudaGetLastError();
-		cudnnBackendDestroyDescriptor(plan);
-		build_free(b);
-		free(b);
-		return NULL;
-	}
 	slot->build = b, slot->used = 1, slot->dt = dt, slot->bh = bh, slot->l = l, slot->d = d, slot->causal = causal;
-	slot->bwd = bwd, slot->plan = plan, slot->work = work, slot->work_bytes = align256((size_t)ws);
-	slot->engine = engine, slot->stamp = ++g_stamp;
+	slot->bwd = bwd, slot->plan = plan, slot->work = work, slot->engine = engine, slot->stamp = ++g_stamp;
+	slot->dot = bwd ? (char *)work + dot_at : NULL, slot->dqacc = bwd ? (char *)work + dq_at : NULL;
 	return slot;
 }
 
@@ -543,10 +545,6 @@ int kj_sw_sdpa_supported(int dt, int64_t d)
 int kj_sw_sdpa_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
 		   int64_t d, float scale, int causal, cudaStream_t s)
 {
-	if (!kj_sw_sdpa_supported(dt, d)) {
-		snprintf(g_why, sizeof(g_why), "cuDNN attention: fp16/bf16 with head size a multiple of 8 up to 256 only");
-		return -1;
-	}
 	struct sdpa_plan *p = plan_get(dt, bh, l, d, causal, 0, s);
 	if (!p)
 		return -1;
@@ -563,20 +561,14 @@ int kj_sw_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const vo
 		   const float *lse, void *dq, void *dk, void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal,
 		   cudaStream_t s)
 {
-	if (!kj_sw_sdpa_supported(dt, d)) {
-		snprintf(g_why, sizeof(g_why), "cuDNN attention: fp16/bf16 with head size a multiple of 8 up to 256 only");
-		return -1;
-	}
 	struct sdpa_plan *p = plan_get(dt, bh, l, d, causal, 1, s);
 	if (!p)
 		return -1;
 	static float ninf, sc, one;
 	ninf = -INFINITY, sc = scale, one = 1.f;
-	char *extra = (char *)p->work + p->work_bytes;
-	void *dot = extra, *dqacc = extra + align256((size_t)(bh * l) * sizeof(float));
 	int64_t uids[14] = {T_Q, T_K, T_V, T_O, T_DO, T_STATS, T_DQ, T_DK, T_DV, T_SCALE, T_ONE, T_DOT, T_DQACC, T_NEGINF};
 	void *ptrs[14] = {(void *)q, (void *)k, (void *)v, (void *)o, (void *)dout, (void *)lse, dq, dk, dv, &sc,
-			  &one, dot, dqacc, &ninf};
+			  &one, p->dot, p->dqacc, &ninf};
 	g_engine_b = p->engine;
 	return execute(p, causal ? 14 : 13, uids, ptrs, s);
 }
