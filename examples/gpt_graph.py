@@ -14,6 +14,7 @@ import time
 
 import torch
 from nvml_energy import per_call
+from torch_steps import capture_graph
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -74,15 +75,7 @@ def main():
 
     with torch.inference_mode():
         if a.mode == "graph":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
-                for _ in range(3):
-                    model(ids)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_out = model(ids)
+            graph, static_out = capture_graph(lambda: model(ids))
 
             def forward():
                 graph.replay()

@@ -16,6 +16,7 @@ import time
 
 import torch
 import torch.cuda.nvtx as nvtx
+from torch_steps import capture_graph
 
 
 def main():
@@ -43,15 +44,7 @@ def main():
 
     mode = "graph"
     try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step(x)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = step(x)
+        g, out = capture_graph(lambda: step(x))
         run = g.replay
     except Exception as e:  # this PyTorch cannot capture torch.cond: run it eagerly
         mode = f"eager ({type(e).__name__}: {str(e).splitlines()[0][:120]})"

@@ -1,5 +1,6 @@
-"""The timed loop the PyTorch examples share: warm-up calls, then each step inside an NVTX range
-(the iteration kjoule compare finds), with the GPU synchronised before and after the loop."""
+"""What the PyTorch examples share: the timed loop (warm-up calls, then each step inside an NVTX
+range, the iteration kjoule compare finds, with the GPU synchronised before and after the loop) and
+the capture of a step into a CUDA graph."""
 import time
 
 import torch
@@ -21,3 +22,18 @@ def timed_steps(step, iters, warmup=0, range_name="step"):
             step()
     torch.cuda.synchronize()
     return (time.perf_counter() - t) * 1e3 / iters
+
+
+def capture_graph(fn, warmup=3):
+    """Runs fn() warmup times on a side stream (as torch.cuda.graph asks), then captures one call
+    into a CUDA graph; returns (graph, what the captured call returned)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
