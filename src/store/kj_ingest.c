@@ -268,7 +268,8 @@ static void note_launch_stream(struct ingest *in, const struct kj_rec_kernel *k)
 }
 
 /* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
- * writes rows, pass 3 (only when some graph records lack a correlation) collects graph records. Returns the offset of the first incomplete record (== n when none). */
+ * writes rows, pass 3 (only when some graph records lack a correlation) collects graph records.
+ * Returns the offset of the first incomplete record (== n when none). */
 static int walk(struct ingest *in, int pass, size_t *stop)
 {
 	size_t off = sizeof(struct kj_rec_file);
