@@ -1,6 +1,7 @@
 /* Rules for kernels that wait on something outside themselves (kj_kernel_waits.h). */
 #include "kj_kernel_waits.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,5 +62,26 @@ int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_n
 		snprintf(why, len, "its work depends on its inputs: random data faulted, and on %s it took"
 			 " %.1f us against %.1f us traced (%+.0f %%); trace with --snapshot to replay it on the"
 			 " program's buffers", fill, replayed_ns / 1e3, traced_ns / 1e3, 100 * off);
+	return 1;
+}
+
+int kj_kernel_alone_differs(double traced_ns, double warm_ns, double seq_ns, char *why, size_t len)
+{
+	if (traced_ns <= 0 || warm_ns <= 0)
+		return 0;
+	double r = warm_ns / traced_ns, f = r >= 1 ? r : 1 / r;
+	int seq_agrees = seq_ns > 0 && fabs(seq_ns / traced_ns - 1) <= KJ_STANDIN_MAX_OFF;
+	if (f < (seq_agrees ? KJ_ALONE_SEQ_FACTOR : KJ_ALONE_FACTOR))
+		return 0;
+	if (why && len && seq_agrees)
+		snprintf(why, len, "replayed alone it took %.1f us against %.1f us traced (%.1fx %s), in its"
+			 " iteration's replay %.1f us: alone it does other work than in the program (it reads state"
+			 " its predecessors leave: a counter, a workspace, a flag)", warm_ns / 1e3,
+			 traced_ns / 1e3, f, r < 1 ? "faster" : "slower", seq_ns / 1e3);
+	else if (why && len)
+		snprintf(why, len, "replayed alone it took %.1f us against %.1f us traced (%.1fx %s): alone it"
+			 " likely does other work than in the program (state its predecessors leave, or"
+			 " data-dependent work); `kjoule replay RUN --sequence` times it where it ran",
+			 warm_ns / 1e3, traced_ns / 1e3, f, r < 1 ? "faster" : "slower");
 	return 1;
 }

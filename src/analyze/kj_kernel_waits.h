@@ -33,4 +33,20 @@ int kj_kernel_waits_by_replay(double traced_ns, double replayed_ns, int timed_ou
  *  or unknown times (<= 0). */
 int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_ns, char *why, size_t len);
 
+/** Replayed alone on random data, a kernel whose time is this factor or more off its traced mean
+ *  (either way) is taken to do other work alone than in the program (it reads state its
+ *  predecessors leave: a counter, a workspace, a flag); KJ_ALONE_SEQ_FACTOR where its in-sequence
+ *  time agrees with the traced one within KJ_STANDIN_MAX_OFF, which shows the work is the
+ *  program's once its predecessors ran. Not applied to kernels that overlapped other streams' (their
+ *  in-situ time holds the sharing, which a replay alone lacks). */
+#define KJ_ALONE_FACTOR 3.0
+#define KJ_ALONE_SEQ_FACTOR 2.0
+/** ... unless more than this share of its launches ran beside another stream's kernels. */
+#define KJ_ALONE_OVERLAP_MAX 0.1
+
+/** @brief 1 when a random-data warm replay (warm_ns) is KJ_ALONE_FACTOR off traced_ns, or
+ *  KJ_ALONE_SEQ_FACTOR off while the in-sequence time seq_ns (<= 0: none) agrees with traced_ns;
+ *  the reason in why (may be NULL). 0 for unknown times. */
+int kj_kernel_alone_differs(double traced_ns, double warm_ns, double seq_ns, char *why, size_t len);
+
 #endif

@@ -30,7 +30,34 @@ struct replay_opts {
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
+	struct timespec started; /* the command's start: --budget counts from here */
 };
+
+/* Under --budget, the kept iteration's replay starts only with this many seconds left. */
+#define KJ_REPLAY_SEQ_MIN_S 10
+
+/* Seconds since the replay command started. */
+static double since_start(const struct replay_opts *o)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - o->started.tv_sec) + (t.tv_nsec - o->started.tv_nsec) * 1e-9;
+}
+
+/* A worker's time limit: want seconds, or what is left of --budget where that is less (at least
+ * 1 s). *by_budget: 1 when the budget set it. */
+static int budget_limit(const struct replay_opts *o, int want, int *by_budget)
+{
+	*by_budget = 0;
+	if (o->budget_s <= 0)
+		return want;
+	double left = o->budget_s - since_start(o);
+	if (left < (double)want) {
+		*by_budget = 1;
+		return left < 1 ? 1 : (int)left;
+	}
+	return want;
+}
 
 static void usage(FILE *f)
 {
@@ -52,7 +79,9 @@ static void usage(FILE *f)
 		"  --all            energy for every kernel; by default only the kernels that hold 97 %% of\n"
 		"                   the measured iterations' kernel time get it (warm-up and autotuning\n"
 		"                   kernels: latency only); compare extrapolates the rest and says so\n"
-		"  --budget S       start no replay after S seconds; what is left is listed as skipped\n"
+		"  --budget S       bounds the whole replay: no kernel replay starts after S seconds (what\n"
+		"                   is left is listed as skipped), energy windows share at most 0.4 S, the\n"
+		"                   kept iteration is replayed only with 10 s left and stopped at S\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
@@ -272,11 +301,9 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 	int rc = 0, status, timed_out;
 	size_t done = 0, total = 0;
 	static const char *const fills[] = {"random", "smallint", "zero"};
-	struct timespec t_start, t_now;
 	/* a worker takes at most this many kernels, so --budget is checked often, a kernel that
 	 * hangs a worker costs few others a restart, and results are stored as they come */
 	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : 64;
-	clock_gettime(CLOCK_MONOTONIC, &t_start);
 
 	if (!todo || !tier || !got || !first_err || !argv || !ids || !settled) {
 		rc = KJ_ENOMEM;
@@ -292,9 +319,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 	snprintf(num[4], sizeof(num[4]), "%d", o->device);
 	snprintf(num[5], sizeof(num[5]), "%g", o->energy_s);
 	while (ntodo) {
-		clock_gettime(CLOCK_MONOTONIC, &t_now);
-		double elapsed = (double)(t_now.tv_sec - t_start.tv_sec) + (t_now.tv_nsec - t_start.tv_nsec) * 1e-9;
-		if (o->budget_s > 0 && elapsed >= o->budget_s) {
+		if (o->budget_s > 0 && since_start(o) >= o->budget_s) {
 			for (size_t i = 0; i < ntodo; i++) {
 				struct kj_replay_item *it = &plan->items[todo[i]];
 				snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
@@ -415,12 +440,13 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 			done++;
 			settled[item] = 1;
 			if (!o->json || isatty(STDERR_FILENO)) {
-				clock_gettime(CLOCK_MONOTONIC, &t_now);
-				double el = (double)(t_now.tv_sec - t_start.tv_sec) +
-					    (t_now.tv_nsec - t_start.tv_nsec) * 1e-9;
-				fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left] %-9s%s %.60s\n", done, total, el,
-					el / (double)done * (double)(total - done), it->res.status,
-					it->energy ? " +energy" : "", it->demangled ? it->demangled : it->mangled);
+				double el = since_start(o), left = el / (double)done * (double)(total - done);
+				int capped = o->budget_s > 0 && o->budget_s - el < left;
+				if (capped)
+					left = o->budget_s - el > 0 ? o->budget_s - el : 0;
+				fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left%s] %-9s%s %.60s\n", done, total, el, left,
+					capped ? " of the budget" : "", it->res.status, it->energy ? " +energy" : "",
+					it->demangled ? it->demangled : it->mangled);
 			}
 		}
 		ntodo = nn;
@@ -711,11 +737,16 @@ static int replay_sequence(const struct replay_opts *o, sqlite3 *db, int quiet)
 		seq_ctx_reset(&c);
 		/* with --energy, each measured graph (linear, and the topology) gets its energy span */
 		int energy_span = o->energy ? ((int)(o->energy_s * 3) + 30) * (use_topo ? 2 : 1) : 0;
-		if (run_child(argv, o->timeout_s + energy_span,
-			      on_seq_line, &c, &status, &timed_out) || !c.n) {
-			kj_errorf("sequence replay of iteration %s: %s", it,
-				  timed_out ? "timed out (worker killed)" :
-				  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "the worker gave no result");
+		int by_budget = 0, limit = budget_limit(o, o->timeout_s + energy_span, &by_budget);
+		if (run_child(argv, limit, on_seq_line, &c, &status, &timed_out) || !c.n) {
+			if (timed_out && by_budget)
+				kj_errorf("sequence replay of iteration %s: stopped when the --budget of %g s was spent"
+					  " (worker killed after %d s)", it, o->budget_s, limit);
+			else
+				kj_errorf("sequence replay of iteration %s: %s", it,
+					  timed_out ? "timed out (worker killed)" :
+					  WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) :
+					  "the worker gave no result");
 			goto out;
 		}
 		struct kj_replay_result probe_r;
@@ -845,6 +876,7 @@ int cmd_replay(int argc, char **argv)
 	memset(&ot, 0, sizeof(ot));
 	if ((rc = parse_args(argc, argv, &o)))
 		return rc == 1 ? 0 : rc;
+	clock_gettime(CLOCK_MONOTONIC, &o.started);
 	if (kj_db_open(o.run, 1, &db))
 		return 1;
 	if (o.energy)
@@ -904,8 +936,10 @@ int cmd_replay(int argc, char **argv)
 		size_t ne = 0;
 		for (size_t i = 0; i < plan.n; i++)
 			ne += plan.items[i].energy && !plan.items[i].skip[0];
-		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms */
-		o.energy_s = ne ? 40.0 / (double)ne : 2.0;
+		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms;
+		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration */
+		double pool = o.budget_s > 0 && 0.4 * o.budget_s < 40.0 ? 0.4 * o.budget_s : 40.0;
+		o.energy_s = ne ? pool / (double)ne : 2.0;
 		o.energy_s = o.energy_s < 0.3 ? 0.3 : o.energy_s > 2.0 ? 2.0 : o.energy_s;
 	}
 	if (!o.json) {
@@ -968,8 +1002,14 @@ int cmd_replay(int argc, char **argv)
 	}
 	ret = 0;
 	/* the kept iteration too: in-sequence kernel times, eager and graph iteration */
-	if (!o.pattern && !o.verify && !o.no_sequence &&
-	    kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
+	if (!o.pattern && !o.verify && !o.no_sequence && kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1") &&
+	    o.budget_s > 0 && o.budget_s - since_start(&o) < KJ_REPLAY_SEQ_MIN_S) {
+		kj_warnf("the kept iteration was not replayed: %.0f s of the --budget of %g s were left, under the"
+			 " %d s a sequence replay needs at least; `kjoule replay %s --sequence --graph` replays it",
+			 o.budget_s - since_start(&o) > 0 ? o.budget_s - since_start(&o) : 0, o.budget_s,
+			 KJ_REPLAY_SEQ_MIN_S, o.run);
+	} else if (!o.pattern && !o.verify && !o.no_sequence &&
+		   kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
 		o.graph = 1;
 		if (!o.json)
 			printf("\n");

@@ -63,6 +63,26 @@ static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int 
 	sqlite3_finalize(st);
 }
 
+/* The share of a unique kernel's launches that ran while a kernel of another stream of the same
+ * process and device ran: their in-situ time holds that sharing. lookback_ns bounds the search
+ * (the run's longest kernel). 0 where none did or the query fails. */
+static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t lookback_ns)
+{
+	sqlite3_stmt *st = NULL;
+	double share = 0;
+	if (kj_db_prepare(db, "SELECT count(*), sum(EXISTS (SELECT 1 FROM kernel b WHERE b.start_ns >= a.start_ns - ?2"
+			      " AND b.start_ns < a.end_ns AND b.end_ns > a.start_ns AND b.stream_id != a.stream_id"
+			      " AND b.device_id = a.device_id AND b.pid = a.pid))"
+			      " FROM kernel a WHERE a.unique_id = ?1", &st))
+		return 0;
+	sqlite3_bind_int64(st, 1, unique_id);
+	sqlite3_bind_int64(st, 2, lookback_ns);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0)
+		share = sqlite3_column_double(st, 1) / sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	return share;
+}
+
 /* Kernels that wait on something outside themselves (kj_kernel_waits.h): by name, by a replay far
  * beyond their traced time, or by a replay the worker had to kill. Their replay figures are not
  * theirs: each launch is kept in the sums at its in-situ time, and the reason is reported. */
@@ -75,6 +95,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	char **fill = calloc(c->n_groups + 1, sizeof(*fill)); /* warm replay's "data: ..." note */
 	char why[320];
 	int rc = 0;
+	int64_t longest_ns = 0;
 	if (!traced || !timed_out || !setter || !fill) {
 		rc = KJ_ENOMEM;
 		goto out;
@@ -86,6 +107,11 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			if (g != (size_t)-1)
 				traced[g] = sqlite3_column_double(st, 1);
 		}
+		sqlite3_finalize(st);
+	}
+	if (kj_db_prepare(db, "SELECT max(end_ns - start_ns) FROM kernel", &st) == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			longest_ns = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
 	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
@@ -121,6 +147,9 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			;
 		else if (kj_kernel_standin_data(fill[g], traced[g], gr->warm_ns, why, sizeof(why)))
 			standin = 1;
+		else if (!fill[g] && kj_kernel_alone_differs(traced[g], gr->warm_ns, gr->seq_ns, why, sizeof(why)) &&
+			 overlapped_share(db, gr->unique_id, longest_ns) <= KJ_ALONE_OVERLAP_MAX)
+			standin = 1; /* it computes, as a stand-in replay does: counted the same way */
 		else
 			continue;
 		gr->waits = 1;

@@ -125,8 +125,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		if (s.kernel_overlap_frac > KJ_CMP_OVERLAP_FRAC)
 			fprintf(f, "  ! kernels of several streams ran at once for %.0f%% of their time (Σ kernels %.1f us in"
 				   " %.1f us of GPU busy time): each in-situ time includes that sharing, which a kernel"
-				   " replayed alone lacks, so replacing times one by one is first-order only; the iteration"
-				   " replays below measure the whole\n",
+				   " replayed alone lacks, so explained_fraction lays the replayed kernels one after"
+				   " another (what the iteration would take if running them together bought nothing) and"
+				   " is first-order only; the iteration replays below measure the whole\n",
 				100 * s.kernel_overlap_frac, s.kernel_sum.mean * NS_US, s.busy.mean * NS_US);
 		if (cmp_sequence_overlapped(&s))
 			fprintf(f, "  Σ in sequence exceeds the iteration replayed whole (%.1f against %.1f us): kernels of"
@@ -337,7 +338,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				continue;
 			if (!header++)
 				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
-					   " time at idle power, or at its replayed power when it ran on stand-in data)\n"
+					   " time at idle power, or at its replayed power when it ran on stand-in data or did\n"
+					   "  other work alone)\n"
 					   "  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
 			fprintf(f, "  %10.2f %8.1f  %.80s: %s\n",
 				(g->launches > 0 ? (double)g->measured_ns / (double)g->launches : g->traced_mean_ns) *

@@ -150,13 +150,20 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->full_warm = kl > 0 && cw >= kl;
 	s->full_cold = kl > 0 && cc >= kl;
 	/* predicted wall: the measured wall with every replayed kernel's in-situ time replaced by
-	 * its isolated replay time (docs/analysis-compare.md, "explained_fraction") */
+	 * its isolated replay time (docs/analysis-compare.md, "explained_fraction"). Where kernels
+	 * overlapped, the isolated times are laid one after another (the overlap goes back into the
+	 * wall): a replay alone has no sharing to take out. In-sequence times carry the replay's own
+	 * sharing, so their difference counts at the wall's share of the kernel sum. */
 	if (s->have_warm) {
-		s->predicted_wall = s->wall.mean + (s->replay_warm - s->insitu_warm);
+		double ov = s->overlap.mean > 0 ? s->overlap.mean : 0;
+		double wall_share = s->kernel_sum.mean > 0 && ov < s->kernel_sum.mean
+			? (s->kernel_sum.mean - ov) / s->kernel_sum.mean : 1;
+		s->predicted_wall = s->wall.mean + ov + (s->replay_warm - s->insitu_warm);
 		s->explained_fraction = cmp_safe_div(s->predicted_wall, s->wall.mean, &ok);
-		s->kernel_overlap_frac = s->kernel_sum.mean > 0 ? s->overlap.mean / s->kernel_sum.mean : 0;
+		s->kernel_overlap_frac = s->kernel_sum.mean > 0 ? ov / s->kernel_sum.mean : 0;
 		s->explained_fraction_seq =
-			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq)) / s->wall.mean : -1;
+			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq) * wall_share) / s->wall.mean
+				    : -1;
 		s->have_explained = ok;
 		s->naive_fraction = cmp_safe_div(s->replay_warm, s->wall.mean, &ok);
 		s->naive_error_pct = cmp_safe_div(100.0 * (s->replay_warm - s->wall.mean), s->wall.mean,

@@ -162,6 +162,42 @@ assert e is not None and math.isfinite(e) and abs(e / base["energy_predicted_j"]
 PY
 grep -q "Not replayable alone" "$T/standin.txt" && grep -q "depends on its inputs" "$T/standin.txt" ||
 	fail "stand-in kernel not named in the text"
+# on random data: a kernel 4x faster alone than traced did other work alone (kept at its in-situ
+# time, reason shown); one 2x faster stands, unless its in-sequence time agrees with the traced one;
+# one 4x faster whose launches ran beside another stream's kernels stands (sharing explains it)
+cp "$T/run.kjdb" "$T/alone.kjdb"
+python3 - "$T/alone.kjdb" <<'PY' || fail "alone setup"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+def scale(uid, factor):
+    db.execute("UPDATE replay_kernel SET median_ns = CAST(median_ns * ? AS INTEGER) WHERE unique_id = ?"
+               " AND cache IN ('warm', 'cold')", (factor, uid))
+scale(1, 0.25); scale(2, 0.5); scale(3, 0.5); scale(4, 0.25)
+for uid in (2, 3):  # in-sequence rows: kernel 3's agrees with its traced time, kernel 2's is as short alone
+    mean = db.execute("SELECT avg(end_ns - start_ns) FROM kernel WHERE unique_id = ?", (uid,)).fetchone()[0]
+    t = int(mean * (1.05 if uid == 3 else 0.5))
+    db.execute("DELETE FROM replay_kernel WHERE unique_id = ? AND cache = 'sequence'", (uid,))
+    db.execute("INSERT INTO replay_kernel (unique_id, cache, status, runs, min_ns, median_ns, mean_ns, max_ns)"
+               " VALUES (?, 'sequence', 'ok', 20, ?, ?, ?, ?)", (uid, t, t, t, t))
+cols = [r[1] for r in db.execute("PRAGMA table_info(kernel)") if r[1] != "id"]
+db.execute(f"INSERT INTO kernel ({', '.join(cols)}) SELECT {', '.join('stream_id + 1000' if c == 'stream_id' else 'NULL' if c == 'unique_id' else c for c in cols)}"
+           " FROM kernel WHERE unique_id = 4")
+db.commit()
+PY
+"$KJ" compare "$T/alone.kjdb" --json >"$T/alone.json" 2>"$T/e" || fail "compare alone: $(cat "$T/e")"
+"$KJ" compare "$T/alone.kjdb" >"$T/alone.txt" 2>"$T/e" || fail "compare alone text"
+python3 - "$T/out.json" "$T/alone.json" <<'PY' || fail "alone rule"
+import json, sys
+base, al = (json.load(open(p)) for p in sys.argv[1:])
+before = {w["unique_id"] for w in base["not_replayable_alone"]}
+flagged = {w["unique_id"]: w for w in al["not_replayable_alone"] if w["unique_id"] not in before}
+assert set(flagged) == {1, 3}, sorted(flagged)
+assert "4.0x faster" in flagged[1]["reason"] and "--sequence" in flagged[1]["reason"], flagged[1]
+assert "2.0x faster" in flagged[3]["reason"] and "iteration's replay" in flagged[3]["reason"], flagged[3]
+assert all("in-situ time" in w["counted_as"] for w in flagged.values())
+PY
+grep -q "other work alone" "$T/alone.txt" && grep -q "4.0x faster" "$T/alone.txt" || fail "alone kernel not named in the text"
+
 # every kernel on stand-in data: the energy error is shown, not judged
 cp "$T/run.kjdb" "$T/allstandin.kjdb"
 python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"UPDATE replay_kernel SET median_ns = median_ns / 2, error = 'data: zero (random data failed: assert)'\"); d.commit()" "$T/allstandin.kjdb"

@@ -121,6 +121,14 @@ cp "$dir/g.kjdb" "$dir/n.kjdb"
 check "--no-topology: the linear chain only" \
 	'! tail -1 "$dir/worker.log" | grep -q -- "--topology"'
 
+cp "$dir/g.kjdb" "$dir/b.kjdb"
+t0=$(date +%s)
+STANDIN_SLEEP=30 "$kj" replay "$dir/b.kjdb" --sequence --graph --budget 2 > /dev/null 2>"$dir/b.err"; rc=$?
+took=$(( $(date +%s) - t0 ))
+check "--budget bounds the iteration's replay: the worker is stopped at the budget, said, nothing stored" \
+	'[ $rc -ne 0 ] && [ $took -lt 15 ] && grep -q "stopped when the --budget of 2 s was spent" "$dir/b.err" &&
+	 [ "$(q "$dir/b.kjdb" "SELECT count(*) FROM replay_sequence")" = "$(q "$dir/g.kjdb" "SELECT count(*) FROM replay_sequence")" ]'
+
 # an eager iteration: nothing to rebuild; said when asked
 python3 "$src/tests/tools/mkspool.py" "$dir/e" --launches 300 --functions 4 --per-iter 100 2>/dev/null
 "$kj" ingest "$dir/e" -o "$dir/e.kjdb" 2>/dev/null

@@ -16,13 +16,14 @@ iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N 
 STANDIN_TOPO_CRASH=1 gives the eager and graph results, then dies of SIGSEGV before the topology's
 (as the worker did in the driver's cuGraphLaunch on one rebuilt decode loop); STANDIN_SEQ_KERNELS=1
 ends with each kernel's in-sequence time (KJ_TIMING cache=sequence, its traced median), as the
-worker's last pass does
-and one warning of its own to stderr."""
+worker's last pass does; STANDIN_SLEEP=S waits S seconds before any result, as a long replay does
+(for --budget); and one warning of its own to stderr."""
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 
 
 def arg(argv, name, default=None):
@@ -71,6 +72,7 @@ def main():
             print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=failed\truns=0\tlaunches={kernels}\tops={ops}"
                   f"\tmin=0\tmedian=0\tmax=0\tenergy=0\tmj=0\tunc=0\terror=first iteration: CUDA_ERROR_ASSERT")
         return 0
+    time.sleep(float(os.environ.get("STANDIN_SLEEP", "0")))
     mj = os.environ.get("STANDIN_MJ")
     # STANDIN_PACE: the period a paced energy replay ran at (graph modes; never with --no-pace)
     pace = os.environ.get("STANDIN_PACE") if "--no-pace" not in argv else None
