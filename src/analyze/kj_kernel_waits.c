@@ -65,11 +65,22 @@ int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_n
 	return 1;
 }
 
-int kj_kernel_alone_differs(double traced_ns, double warm_ns, double seq_ns, char *why, size_t len)
+/* How many times off traced_ns t is, either way (>= 1). */
+static double factor_off(double t, double traced_ns)
+{
+	double r = t / traced_ns;
+	return r >= 1 ? r : 1 / r;
+}
+
+int kj_kernel_alone_differs(double traced_ns, double warm_ns, double cold_ns, double seq_ns, char *why,
+			    size_t len)
 {
 	if (traced_ns <= 0 || warm_ns <= 0)
 		return 0;
-	double r = warm_ns / traced_ns, f = r >= 1 ? r : 1 / r;
+	double r = warm_ns / traced_ns, f = factor_off(warm_ns, traced_ns);
+	/* a cold replay near the traced time says the program read from memory what warm found in L2 */
+	if (cold_ns > 0 && factor_off(cold_ns, traced_ns) < f)
+		f = factor_off(cold_ns, traced_ns);
 	int seq_agrees = seq_ns > 0 && fabs(seq_ns / traced_ns - 1) <= KJ_STANDIN_MAX_OFF;
 	if (f < (seq_agrees ? KJ_ALONE_SEQ_FACTOR : KJ_ALONE_FACTOR))
 		return 0;

@@ -44,9 +44,10 @@ int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_n
 /** ... unless more than this share of its launches ran beside another stream's kernels. */
 #define KJ_ALONE_OVERLAP_MAX 0.1
 
-/** @brief 1 when a random-data warm replay (warm_ns) is KJ_ALONE_FACTOR off traced_ns, or
- *  KJ_ALONE_SEQ_FACTOR off while the in-sequence time seq_ns (<= 0: none) agrees with traced_ns;
- *  the reason in why (may be NULL). 0 for unknown times. */
-int kj_kernel_alone_differs(double traced_ns, double warm_ns, double seq_ns, char *why, size_t len);
+/** @brief 1 when a random-data warm replay (warm_ns) and its cold one (cold_ns; <= 0: none) are
+ *  both KJ_ALONE_FACTOR off traced_ns, or KJ_ALONE_SEQ_FACTOR off while the in-sequence time seq_ns
+ *  (<= 0: none) agrees with traced_ns; the reason in why (may be NULL). 0 for unknown times. */
+int kj_kernel_alone_differs(double traced_ns, double warm_ns, double cold_ns, double seq_ns, char *why,
+			    size_t len);
 
 #endif

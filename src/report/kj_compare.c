@@ -147,7 +147,8 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			;
 		else if (kj_kernel_standin_data(fill[g], traced[g], gr->warm_ns, why, sizeof(why)))
 			standin = 1;
-		else if (!fill[g] && kj_kernel_alone_differs(traced[g], gr->warm_ns, gr->seq_ns, why, sizeof(why)) &&
+		else if (!fill[g] && kj_kernel_alone_differs(traced[g], gr->warm_ns, gr->cold_ns, gr->seq_ns, why,
+						   sizeof(why)) &&
 			 overlapped_share(db, gr->unique_id, longest_ns) <= KJ_ALONE_OVERLAP_MAX)
 			standin = 1; /* it computes, as a stand-in replay does: counted the same way */
 		else

@@ -162,9 +162,10 @@ assert e is not None and math.isfinite(e) and abs(e / base["energy_predicted_j"]
 PY
 grep -q "Not replayable alone" "$T/standin.txt" && grep -q "depends on its inputs" "$T/standin.txt" ||
 	fail "stand-in kernel not named in the text"
-# on random data: a kernel 4x faster alone than traced did other work alone (kept at its in-situ
-# time, reason shown); one 2x faster stands, unless its in-sequence time agrees with the traced one;
-# one 4x faster whose launches ran beside another stream's kernels stands (sharing explains it)
+# on random data: a kernel 3x faster alone than traced, warm and cold, did other work alone (kept at
+# its in-situ time, reason shown); one 2.4-3.3x faster stands, unless its in-sequence time agrees with
+# the traced one; one 3x faster whose launches ran beside another stream's kernels stands (sharing
+# explains it)
 cp "$T/run.kjdb" "$T/alone.kjdb"
 python3 - "$T/alone.kjdb" <<'PY' || fail "alone setup"
 import sqlite3, sys
@@ -172,7 +173,7 @@ db = sqlite3.connect(sys.argv[1])
 def scale(uid, factor):
     db.execute("UPDATE replay_kernel SET median_ns = CAST(median_ns * ? AS INTEGER) WHERE unique_id = ?"
                " AND cache IN ('warm', 'cold')", (factor, uid))
-scale(1, 0.25); scale(2, 0.5); scale(3, 0.5); scale(4, 0.25)
+scale(1, 0.25); scale(2, 0.4); scale(3, 0.3); scale(4, 0.25)
 for uid in (2, 3):  # in-sequence rows: kernel 3's agrees with its traced time, kernel 2's is as short alone
     mean = db.execute("SELECT avg(end_ns - start_ns) FROM kernel WHERE unique_id = ?", (uid,)).fetchone()[0]
     t = int(mean * (1.05 if uid == 3 else 0.5))
@@ -192,11 +193,13 @@ base, al = (json.load(open(p)) for p in sys.argv[1:])
 before = {w["unique_id"] for w in base["not_replayable_alone"]}
 flagged = {w["unique_id"]: w for w in al["not_replayable_alone"] if w["unique_id"] not in before}
 assert set(flagged) == {1, 3}, sorted(flagged)
-assert "4.0x faster" in flagged[1]["reason"] and "--sequence" in flagged[1]["reason"], flagged[1]
-assert "2.0x faster" in flagged[3]["reason"] and "iteration's replay" in flagged[3]["reason"], flagged[3]
+import re
+factor = lambda w: float(re.search(r"\(([0-9.]+)x faster", w["reason"]).group(1))
+assert factor(flagged[1]) >= 3 and "--sequence" in flagged[1]["reason"], flagged[1]
+assert 2 <= factor(flagged[3]) < 3 and "iteration's replay" in flagged[3]["reason"], flagged[3]
 assert all("in-situ time" in w["counted_as"] for w in flagged.values())
 PY
-grep -q "other work alone" "$T/alone.txt" && grep -q "4.0x faster" "$T/alone.txt" || fail "alone kernel not named in the text"
+grep -q "other work alone" "$T/alone.txt" && grep -q "x faster" "$T/alone.txt" || fail "alone kernel not named in the text"
 
 # every kernel on stand-in data: the energy error is shown, not judged
 cp "$T/run.kjdb" "$T/allstandin.kjdb"
