@@ -5,7 +5,9 @@ date, command and raw numbers: per program its iteration, replay coverage and ti
 sums against in situ, explained fractions, energy measured against predicted (and whether compare
 judged it), the kernels that did not replay with their reasons, and any inf or NaN in compare.
 
-usage (device): python3 bench/untuned_programs/run.py --kjoule KJ --programs triton hf_decode -o OUT.json
+usage (device): python3 bench/untuned_programs/run.py --kjoule KJ --programs triton hf_decode [--spine] -o OUT.json
+--spine also runs info, kernels, timeline (Chrome and ASCII), api and report on each run, with
+their exit statuses in the result.
 """
 import argparse
 import datetime
@@ -34,12 +36,56 @@ PROGRAMS = {
     "flex_attention_snapshot": ["python3", "examples/flex_attention.py", "--iters", "2000"],
     "compile_autotune": ["python3", "examples/compile_autotune.py", "--iters", "6000"],
     "two_streams": ["python3", "examples/two_streams.py", "--iters", "3000"],
+    # session 23: training steps (a jitted JAX step with value_and_grad and Adam, donated state; a
+    # torch.compile step, Inductor forward and backward) and a CUDA graph with parallel branches
+    "jax_train": ["python3", "examples/jax_train.py", "--steps", "300"],
+    "compile_train": ["python3", "examples/compile_train.py", "--steps", "150"],
+    "graph_branches": ["python3", "examples/graph_branches.py", "--iters", "1500"],
 }
 # FlexAttention's kernels read block lists: on stand-in data they do other work (compare says so);
 # with the program's buffers saved they replay as they ran
 RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"], "flex_attention_snapshot": ["--snapshot"]}
 # its 678 unique kernels take longer than one device call allows with defaults: a user's budget
-REPLAY_FLAGS = {"hf_decode": ["--budget", "300"]}
+REPLAY_FLAGS = {"hf_decode": ["--budget", "300"], "jax_train": ["--budget", "140"]}
+# --spine: the rest of the commands a user runs on the same database, each with its exit status
+SPINE = [("info", []), ("kernels", ["--top", "25"]), ("timeline_chrome", ["--format", "chrome", "-o", "{db}.trace.json"]),
+         ("timeline_ascii", ["--format", "ascii"]), ("api", []), ("report", ["-o", "{db}.html"])]
+
+
+def compare_anomalies(cj):
+    """What must never appear in compare's JSON beyond inf/NaN: a replayed sum more than 3x off the
+    in-situ sum, an explained fraction outside [1/3, 3], no kernels per iteration, an energy error
+    past 200 %."""
+    out = []
+    insitu = cj.get("insitu_sum_replayed_us")
+    for k in ("replay_sum_warm_us", "replay_sum_cold_us", "replay_sum_sequence_us"):
+        v = cj.get(k)
+        if v is not None and insitu and not insitu / 3 <= v <= insitu * 3:
+            out.append(f"{k} {v:.1f} against in-situ {insitu:.1f}")
+    for k in ("explained_fraction", "explained_fraction_sequence"):
+        v = cj.get(k)
+        if isinstance(v, (int, float)) and not 1 / 3 <= v <= 3:
+            out.append(f"{k} = {v}")
+    if not cj.get("kernels_per_iteration"):
+        out.append(f"kernels_per_iteration = {cj.get('kernels_per_iteration')}")
+    e = cj.get("energy_error_pct")
+    if isinstance(e, (int, float)) and abs(e) > 200:
+        out.append(f"energy_error_pct = {e}")
+    return out
+
+
+def spine(kj, db, logs, name):
+    """Exit status of each SPINE command on db (and whether the Chrome trace parses)."""
+    rc = {}
+    for cmd, args in SPINE:
+        args = [x.format(db=os.path.join(logs, name)) for x in args]
+        rc[cmd], _ = timed([kj, cmd.split("_")[0], db, *args], os.path.join(logs, f"{name}_{cmd}.log"), 120)
+    try:
+        json.load(open(os.path.join(logs, name + ".trace.json")))
+        rc["chrome_trace_parses"] = True
+    except (OSError, ValueError):
+        rc["chrome_trace_parses"] = False
+    return rc
 
 
 def timed(cmd, log, timeout):
@@ -73,6 +119,7 @@ def main():
     ap.add_argument("--programs", nargs="+", default=list(PROGRAMS))
     ap.add_argument("--logs", default="/tmp/untuned")
     ap.add_argument("--budget", type=float, help="replay --budget for programs without their own")
+    ap.add_argument("--spine", action="store_true", help="also info, kernels, timeline, api, report")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     os.makedirs(a.logs, exist_ok=True)
@@ -97,6 +144,9 @@ def main():
             cj = {}
         p["compare_rc"] = out.returncode
         p["compare_bad_numbers"] = bad_numbers(cj)
+        p["compare_anomalies"] = compare_anomalies(cj)
+        if a.spine:
+            p["spine_rc"] = spine(a.kjoule, db, a.logs, name)
         keep = ["iterations", "wall_us", "busy_us", "kernels_per_iteration",
                 "replay_coverage_warm", "insitu_sum_replayed_us", "replay_sum_warm_us",
                 "replay_sum_cold_us", "replay_sum_sequence_us", "explained_fraction",
@@ -125,7 +175,8 @@ def main():
               f"  uniques {p['unique_kernels']} status {p['replay_status']}  explained {cm.get('explained_fraction')}"
               f" seq {cm.get('explained_fraction_sequence')}  energy err {cm.get('energy_error_pct')}"
               f" (judged {cm.get('energy_error_judgeable')}) seq err {cm.get('energy_error_sequence_pct')}"
-              f" bad numbers {len(p['compare_bad_numbers'])}")
+              f" bad numbers {len(p['compare_bad_numbers'])} anomalies {p['compare_anomalies']}"
+              f"{' spine ' + str(p['spine_rc']) if 'spine_rc' in p else ''}")
 
 
 if __name__ == "__main__":

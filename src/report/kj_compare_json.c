@@ -222,7 +222,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "explained_fraction", cmp_ratio_or_null(s.explained_fraction, s.have_explained));
 	json_object_set_new(o, "kernel_overlap_fraction", cmp_ratio_or_null(s.kernel_overlap_frac, s.have_explained));
 	json_object_set_new(o, "explained_fraction_sequence",
-			    cmp_ratio_or_null(s.explained_fraction_seq, s.have_explained && s.have_seq));
+			    cmp_ratio_or_null(s.explained_fraction_seq,
+					      s.have_explained && s.have_seq && s.explained_fraction_seq > 0));
 
 	json_object_set_new(o, "energy_measured_j", cmp_num_or_null(s.e_meas.mean / 1000.0, s.have_meas));
 	json_object_set_new(o, "energy_measured_unc_j", cmp_num_or_null(s.e_unc / 1000.0, s.have_meas));

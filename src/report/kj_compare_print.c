@@ -131,8 +131,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				100 * s.kernel_overlap_frac, s.kernel_sum.mean * NS_US, s.busy.mean * NS_US);
 		if (cmp_sequence_overlapped(&s))
 			fprintf(f, "  Σ in sequence exceeds the iteration replayed whole (%.1f against %.1f us): kernels of"
-				   " its streams ran at once in the replay, each one's time counting that sharing; the"
-				   " iteration replays below are the figure for the whole\n",
+				   " its streams ran at once in the replay, each one's time counting that sharing (so no"
+				   " explained_fraction_sequence); the iteration replays below are the figure for the"
+				   " whole\n",
 				s.replay_seq * NS_US, s.seq_eager * NS_US);
 		/* warm short and cold long of the in-situ time: the program's L2 held some of each
 		 * kernel's data, which neither isolated replay reproduces */

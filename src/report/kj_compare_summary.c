@@ -181,6 +181,10 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	}
 	if (s->have_eager && s->have_graph)
 		s->launch_cost = s->seq_eager - s->seq_graph;
+	/* kernels that ran at once in the replayed iteration count another sharing than the
+	 * program's: no per-kernel substitution with their times (the iteration replays stand) */
+	if (cmp_sequence_overlapped(s))
+		s->explained_fraction_seq = -1;
 	/* energy */
 	s->e_meas = iter_stat(c, get_energy_measured_mj, 1);
 	s->have_meas = s->e_meas.n > 0;

@@ -226,7 +226,7 @@ PY
 done
 grep -q "Σ in sequence exceeds the iteration replayed whole" "$T/seq_over.txt" || fail "no overlap line: $(grep 'Σ in sequence' "$T/seq_over.txt")"
 grep -q "Σ in sequence exceeds" "$T/seq_fits.txt" && fail "overlap line where the kernels sum below the iteration"
-python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(not (a['sequence_kernels_overlapped'] is True and b['sequence_kernels_overlapped'] is False))" \
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(not (a['sequence_kernels_overlapped'] is True and b['sequence_kernels_overlapped'] is False and a['explained_fraction_sequence'] is None and b['explained_fraction_sequence'] > 0))" \
 	"$T/seq_over.json" "$T/seq_fits.json" || fail "sequence_kernels_overlapped"
 
 # kernels of several streams overlapping: the one-by-one substitution is first-order only, said so
