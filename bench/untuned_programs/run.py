@@ -149,7 +149,8 @@ def main():
             p["spine_rc"] = spine(a.kjoule, db, a.logs, name)
         keep = ["iterations", "wall_us", "busy_us", "kernels_per_iteration",
                 "replay_coverage_warm", "insitu_sum_replayed_us", "replay_sum_warm_us",
-                "replay_sum_cold_us", "replay_sum_sequence_us", "explained_fraction",
+                "replay_sum_cold_us", "replay_sum_sequence_us", "replay_sum_isolated_us", "replay_coverage_cold",
+                "kernel_overlap_fraction", "explained_fraction_warm", "explained_fraction",
                 "explained_fraction_sequence", "energy_measured_j", "energy_measured_basis",
                 "energy_measured_too_short", "energy_measured_mean_unc_pct", "energy_predicted_j",
                 "energy_error_pct", "energy_error_judgeable", "energy_predicted_sequence_j",

@@ -191,6 +191,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "bytes_d2h_per_iteration", cmp_num_or_null(s.bytes_d2h.mean, s.n > 0));
 	json_object_set_new(o, "replay_sum_warm_us", cmp_num_or_null(s.replay_warm * NS_US, s.have_warm));
 	json_object_set_new(o, "replay_sum_cold_us", cmp_num_or_null(s.replay_cold * NS_US, s.have_cold));
+	json_object_set_new(o, "replay_sum_isolated_us", cmp_num_or_null(s.replay_iso * NS_US, s.have_warm));
 	json_object_set_new(o, "replay_coverage_warm", cmp_ratio_or_null(s.cov_warm, s.n_kernels.mean > 0));
 	json_object_set_new(o, "replay_coverage_cold", cmp_ratio_or_null(s.cov_cold, s.n_kernels.mean > 0));
 	json_object_set_new(o, "replay_sum_sequence_us", cmp_num_or_null(s.replay_seq * NS_US, s.have_seq));
@@ -220,6 +221,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "naive_fraction", cmp_ratio_or_null(s.naive_fraction, s.have_warm && s.wall.mean > 0));
 	json_object_set_new(o, "predicted_wall_us", cmp_num_or_null(s.predicted_wall * NS_US, s.have_explained));
 	json_object_set_new(o, "explained_fraction", cmp_ratio_or_null(s.explained_fraction, s.have_explained));
+	json_object_set_new(o, "explained_fraction_warm", cmp_ratio_or_null(s.explained_fraction_warm, s.have_explained));
 	json_object_set_new(o, "kernel_overlap_fraction", cmp_ratio_or_null(s.kernel_overlap_frac, s.have_explained));
 	json_object_set_new(o, "explained_fraction_sequence",
 			    cmp_ratio_or_null(s.explained_fraction_seq,

@@ -171,7 +171,7 @@ static void summary(struct kj_html_ctx *x)
 	char onote[128];
 	snprintf(onote, sizeof(onote), "first-order: kernels of several streams overlapped %.0f %% of their time",
 		 100 * overlap);
-	card(f, "explained fraction (warm replays)", ef, hef, 3, NULL, overlap > KJ_CMP_OVERLAP_FRAC ? onote : NULL);
+	card(f, "explained fraction (isolated replays)", ef, hef, 3, NULL, overlap > KJ_CMP_OVERLAP_FRAC ? onote : NULL);
 	card(f, "explained fraction (in sequence)", efs, hefs, 3, NULL, NULL);
 	fputs("</div>\n", f);
 	kj_html_source(f, "kernel, memcpy, memset, nvtx_range, replay_*, power_sample tables",
@@ -239,7 +239,7 @@ static void decomposition(struct kj_html_ctx *x)
 		{"sequence_graph_us", "whole iteration replayed as one CUDA graph", "kjoule replay RUN --sequence --graph"},
 		{"framework_host_us", "framework/host cost (wall − eager replay)", "kjoule replay RUN --sequence"},
 		{"launch_cost_us", "launch cost (eager − graph replay)", "kjoule replay RUN --sequence --graph"},
-		{"predicted_wall_us", "predicted wall (busy+idle+host with warm replays)", "kjoule replay RUN"},
+		{"predicted_wall_us", "predicted wall (busy+idle+host with isolated replays)", "kjoule replay RUN"},
 	};
 	fputs("<h3>Replay-derived figures (µs per iteration)</h3>\n<table class=\"kj-table\" id=\"replay-figures\">"
 	      "<thead><tr><th class=\"l\">figure</th><th>µs</th><th>vs wall</th></tr></thead><tbody>\n", f);
@@ -261,7 +261,7 @@ static void decomposition(struct kj_html_ctx *x)
 	}
 	static const struct {
 		const char *key, *label;
-	} fr[] = {{"explained_fraction", "explained fraction (warm replays)"},
+	} fr[] = {{"explained_fraction", "explained fraction (isolated replays: mean of warm and cold)"},
 		  {"explained_fraction_sequence", "explained fraction (in-sequence replays)"},
 		  {"naive_fraction", "naive fraction: Σ warm replays / wall"},
 		  {"sequence_fraction", "sequence fraction: eager replay / wall"}};
