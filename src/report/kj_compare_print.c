@@ -340,10 +340,15 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 	{
 		int header = 0;
+		size_t outside = 0; /* ran only outside the measured iterations (warm-up, autotuning) */
 		for (size_t k = 0; k < c->n_groups; k++) {
 			const struct cmp_group *g = &c->groups[k];
 			if (!g->waits)
 				continue;
+			if (g->launches == 0) {
+				outside++;
+				continue;
+			}
 			if (!header++)
 				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
 					   " time at idle power, or at its replayed power when it ran on stand-in data or did\n"
@@ -354,6 +359,9 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 					NS_US, (double)g->launches / n,
 				cmp_group_name(c, g), g->waits_why ? g->waits_why : "waits on something outside itself");
 		}
+		if (outside)
+			fprintf(f, "%s  (and %zu kernel(s) of that kind that ran only outside the measured iterations:"
+				   " compare --json lists them)\n", header ? "" : "\nNot replayable alone\n", outside);
 	}
 	if (c->region_names.n) {
 		fprintf(f, "\nNVTX ranges inside the iteration (per iteration)\n  %12s %12s %10s  %s\n",

@@ -183,6 +183,12 @@ for uid in (2, 3):  # in-sequence rows: kernel 3's agrees with its traced time, 
 cols = [r[1] for r in db.execute("PRAGMA table_info(kernel)") if r[1] != "id"]
 db.execute(f"INSERT INTO kernel ({', '.join(cols)}) SELECT {', '.join('stream_id + 1000' if c == 'stream_id' else 'NULL' if c == 'unique_id' else c for c in cols)}"
            " FROM kernel WHERE unique_id = 4")
+# a spin-waiting kernel that ran only before the iterations (as XLA's autotuner runs them)
+db.execute("INSERT INTO kernel_name (id, mangled, demangled) VALUES (9001, '_Z11DelayKernelv', 'DelayKernel()')")
+db.execute("INSERT INTO unique_kernel (id, key, name_id, launches) VALUES (9001, 'delay-outside', 9001, 1)")
+first = db.execute("SELECT min(start_ns), pid, device_id, stream_id FROM kernel").fetchone()
+db.execute("INSERT INTO kernel (pid, device_id, stream_id, start_ns, end_ns, name_id, unique_id) VALUES (?, ?, ?, ?, ?, 9001, 9001)",
+           (first[1], first[2], first[3], first[0] - 500000, first[0] - 400000))
 db.commit()
 PY
 "$KJ" compare "$T/alone.kjdb" --json >"$T/alone.json" 2>"$T/e" || fail "compare alone: $(cat "$T/e")"
@@ -192,7 +198,7 @@ import json, sys
 base, al = (json.load(open(p)) for p in sys.argv[1:])
 before = {w["unique_id"] for w in base["not_replayable_alone"]}
 flagged = {w["unique_id"]: w for w in al["not_replayable_alone"] if w["unique_id"] not in before}
-assert set(flagged) == {1, 3}, sorted(flagged)
+assert set(flagged) - {9001} == {1, 3}, sorted(flagged)
 import re
 factor = lambda w: float(re.search(r"\(([0-9.]+)x faster", w["reason"]).group(1))
 assert factor(flagged[1]) >= 3 and "--sequence" in flagged[1]["reason"], flagged[1]
@@ -200,6 +206,11 @@ assert 2 <= factor(flagged[3]) < 3 and "iteration's replay" in flagged[3]["reaso
 assert all("in-situ time" in w["counted_as"] for w in flagged.values())
 PY
 grep -q "other work alone" "$T/alone.txt" && grep -q "x faster" "$T/alone.txt" || fail "alone kernel not named in the text"
+grep -q "DelayKernel" "$T/alone.txt" && fail "a kernel outside the iterations listed among the iteration's"
+grep -q "and 1 kernel(s) of that kind that ran only outside the measured iterations" "$T/alone.txt" ||
+	fail "the kernel outside the iterations not counted: $(grep -A12 'Not replayable' "$T/alone.txt")"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); w=[x for x in d['not_replayable_alone'] if x['unique_id'] == 9001]; sys.exit(not (len(w) == 1 and w[0]['launches_per_iteration'] == 0))" "$T/alone.json" ||
+	fail "compare --json does not list the kernel outside the iterations"
 
 # every kernel on stand-in data: the energy error is shown, not judged
 cp "$T/run.kjdb" "$T/allstandin.kjdb"
