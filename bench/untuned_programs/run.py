@@ -41,6 +41,10 @@ PROGRAMS = {
     "jax_train": ["python3", "examples/jax_train.py", "--steps", "300"],
     "compile_train": ["python3", "examples/compile_train.py", "--steps", "150"],
     "graph_branches": ["python3", "examples/graph_branches.py", "--iters", "1500"],
+    # a ResNet-50 training step (cuDNN convolution backward, cudnn.benchmark) and a whole training
+    # step captured in one CUDA graph (forward, backward, capturable Adam)
+    "cnn_train": ["python3", "examples/cnn_train.py", "--steps", "60"],
+    "graph_train": ["python3", "examples/graph_train.py", "--steps", "300"],
 }
 # FlexAttention's kernels read block lists: on stand-in data they do other work (compare says so);
 # with the program's buffers saved they replay as they ran
