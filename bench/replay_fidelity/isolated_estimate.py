@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 RUNS = ["examples/runs/gpt_graph.kjdb", "examples/runs/bloom560m.kjdb"]
 RESULTS = ["bench/results/untuned_programs.json", "bench/results/untuned_programs_s21.json",
-           "bench/results/untuned_programs_s23.json"]
+           "bench/results/untuned_programs_s23.json", "bench/results/untuned_programs_s23b.json"]
 
 
 def off(v, ref):
