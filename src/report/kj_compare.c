@@ -136,7 +136,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	for (size_t g = 0; g < c->n_groups; g++) {
 		struct cmp_group *gr = &c->groups[g];
 		double rep = gr->warm_ns > gr->cold_ns ? gr->warm_ns : gr->cold_ns;
-		int standin = 0;
+		int standin = 0, alone = 0;
 		why[0] = 0;
 		if (setter[g])
 			snprintf(why, sizeof(why), KJ_COND_SETTER_WHY ", whose handle means something only"
@@ -150,16 +150,17 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		else if (!fill[g] && kj_kernel_alone_differs(traced[g], gr->warm_ns, gr->cold_ns, gr->seq_ns, why,
 						   sizeof(why)) &&
 			 overlapped_share(db, gr->unique_id, longest_ns) <= KJ_ALONE_OVERLAP_MAX)
-			standin = 1; /* it computes, as a stand-in replay does: counted the same way */
+			standin = alone = 1; /* it computes, as a stand-in replay does, but other work */
 		else
 			continue;
 		gr->waits = 1;
 		gr->waits_why = strdup(why);
 		gr->traced_mean_ns = traced[g];
 		gr->warm_ns = gr->cold_ns = gr->seq_ns = -1;
-		/* it computes (unlike a spinning waiter): its power as replayed, over its in-situ time */
+		/* it computes (unlike a spinning waiter): its power as replayed, over its in-situ time;
+		 * a replay that did other work drew another power: its energy is extrapolated */
 		gr->standin = standin;
-		gr->standin_mw = standin && gr->power_mw > 0 ? gr->power_mw : -1;
+		gr->standin_mw = standin && !alone && gr->power_mw > 0 ? gr->power_mw : -1;
 		gr->energy_mj = -1;
 		gr->power_mw = -1;
 	}

@@ -351,8 +351,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			}
 			if (!header++)
 				fprintf(f, "\nNot replayable alone (kept in the sums at their in-situ time; energy: that"
-					   " time at idle power, or at its replayed power when it ran on stand-in data or did\n"
-					   "  other work alone)\n"
+					   " time at idle power, or at its replayed power when it ran on stand-in data; extrapolated\n"
+					   "  from the other kernels' when it did other work alone)\n"
 					   "  %10s %8s  %s\n", "in_situ_us", "count", "name: why");
 			fprintf(f, "  %10.2f %8.1f  %.80s: %s\n",
 				(g->launches > 0 ? (double)g->measured_ns / (double)g->launches : g->traced_mean_ns) *
