@@ -119,12 +119,16 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			fprintf(f, "  %-34s %12s  (no iteration replayed: kjoule replay RUN replays the one kjoule run"
 				   " keeps)\n", "Σ in sequence (where it ran)", "n/a");
 		}
-		fprintf(f, "  naive prediction Σ warm = %.1f%% of wall (error %+.1f%%)\n",
-			100 * s.naive_fraction, s.naive_error_pct);
-		fprintf(f, "  explained_fraction = %.4f  (wall with each replayed kernel's in-situ time replaced by %s;"
-			   " idle and host-only measured; with warm replays alone %.4f)\n",
-			s.explained_fraction, s.have_cold ? "the mean of its warm and cold replays" : "its warm replay",
-			s.explained_fraction_warm);
+		if (!s.have_explained) {
+			fprintf(f, "  naive prediction and explained_fraction: n/a (the iterations have no wall time)\n");
+		} else {
+			fprintf(f, "  naive prediction Σ warm = %.1f%% of wall (error %+.1f%%)\n",
+				100 * s.naive_fraction, s.naive_error_pct);
+			fprintf(f, "  explained_fraction = %.4f  (wall with each replayed kernel's in-situ time replaced by"
+				   " %s; idle and host-only measured; with warm replays alone %.4f)\n",
+				s.explained_fraction, s.have_cold ? "the mean of its warm and cold replays" : "its warm replay",
+				s.explained_fraction_warm);
+		}
 		if (s.have_seq && s.explained_fraction_seq > 0)
 			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
 				s.explained_fraction_seq);

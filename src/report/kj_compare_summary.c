@@ -166,7 +166,9 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			? (s->kernel_sum.mean - ov) / s->kernel_sum.mean : 1;
 		s->predicted_wall = s->wall.mean + ov + (s->replay_iso - s->insitu_iso);
 		s->explained_fraction = cmp_safe_div(s->predicted_wall, s->wall.mean, &ok);
-		s->explained_fraction_warm = (s->wall.mean + ov + (s->replay_warm - s->insitu_warm)) / s->wall.mean;
+		int ok_warm;
+		s->explained_fraction_warm =
+			cmp_safe_div(s->wall.mean + ov + (s->replay_warm - s->insitu_warm), s->wall.mean, &ok_warm);
 		s->kernel_overlap_frac = s->kernel_sum.mean > 0 ? ov / s->kernel_sum.mean : 0;
 		s->explained_fraction_seq =
 			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq) * wall_share) / s->wall.mean
