@@ -61,4 +61,12 @@ ans=$(echo "flash_atten bf16 1,2,4,200,256 0 1" | KJ_SWEEP_ATTN=flash2 timeout 1
 echo "$ans"
 grep -Eq "^KJ_SWEEP status=ok .*err_f=$num err_b=$num .*f_algo=kjoule-flash2 b_algo=kjoule-flash2 .*attention=fwd:kjoule-flash2" <<< "$ans" ||
 	{ echo "FAIL: KJ_SWEEP_ATTN=flash2"; fail=1; }
+# KJ_SWEEP_TIMING=mixed: a GEMM timed between memsets answers a time of its own, near the default
+# one (at most 20 % over: the mix's clock is at least the GEMM-only load's; at least half of it)
+base=$(echo "linear1 bf16 1,8,1024,1024 0 0" | timeout 100 "$w")
+mixed=$(echo "linear1 bf16 1,8,1024,1024 0 0" | KJ_SWEEP_TIMING=mixed timeout 100 "$w")
+echo "$base"; echo "$mixed"
+fus() { sed -n 's/.* f_us=\([0-9.e+-]*\) .*/\1/p' <<< "$1"; }
+python3 -c "import sys; b, m = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (0.5 * b <= m <= 1.2 * b))" \
+	"$(fus "$base")" "$(fus "$mixed")" || { echo "FAIL: KJ_SWEEP_TIMING=mixed ($(fus "$mixed") us against $(fus "$base"))"; fail=1; }
 exit $fail
