@@ -8,12 +8,11 @@ candidates cuDNN runs in its first steps. Prints one JSON line at the end.
 """
 import argparse
 import json
-import math
 
 import torch
 import torch.nn.functional as F
 import torchvision
-from torch_steps import timed_steps
+from torch_steps import train_steps
 
 
 def main():
@@ -28,19 +27,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(a.batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (a.batch,), device="cuda")
-    losses = []
-
-    def step():
-        with torch.autocast("cuda", torch.bfloat16):
-            loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.detach())
-
-    ms = timed_steps(step, a.steps, warmup=a.warmup)
-    first, last = float(losses[0]), float(losses[-1])
-    assert math.isfinite(first) and math.isfinite(last), (first, last)
+    ms, first, last = train_steps(lambda: F.cross_entropy(model(x), y), opt, a.steps, a.warmup)
     print(json.dumps({"steps": a.steps, "mean_ms": ms, "loss_first": first, "loss_last": last}))
 
 

@@ -9,12 +9,11 @@ Prints one JSON line at the end.
 """
 import argparse
 import json
-import math
 
 import torch
 import torch.nn.functional as F
 from gpt_graph import GPT
-from torch_steps import timed_steps
+from torch_steps import train_steps
 
 
 class LM(torch.nn.Module):
@@ -53,19 +52,7 @@ def main():
     ids = torch.randint(0, a.vocab, (a.batch, a.seq_len), device="cuda")
     targets = torch.roll(ids, -1, 1)
     compiled = torch.compile(model, mode=a.mode)
-    losses = []
-
-    def step():
-        with torch.autocast("cuda", torch.bfloat16):
-            loss = compiled(ids, targets)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.detach())
-
-    ms = timed_steps(step, a.steps, warmup=a.warmup)
-    first, last = float(losses[0]), float(losses[-1])
-    assert math.isfinite(first) and math.isfinite(last), (first, last)
+    ms, first, last = train_steps(lambda: compiled(ids, targets), opt, a.steps, a.warmup)
     print(json.dumps({"mode": a.mode, "steps": a.steps, "mean_ms": ms, "loss_first": first,
                       "loss_last": last, "layers": a.layers}))
 

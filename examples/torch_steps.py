@@ -1,6 +1,7 @@
 """What the PyTorch examples share: the timed loop (warm-up calls, then each step inside an NVTX
-range, the iteration kjoule compare finds, with the GPU synchronised before and after the loop) and
-the capture of a step into a CUDA graph."""
+range, the iteration kjoule compare finds, with the GPU synchronised before and after the loop), a
+training loop on it, and the capture of a step into a CUDA graph."""
+import math
 import time
 
 import torch
@@ -37,3 +38,23 @@ def capture_graph(fn, warmup=3):
     with torch.cuda.graph(graph):
         out = fn()
     return graph, out
+
+
+def train_steps(loss_fn, opt, steps, warmup):
+    """Trains for warmup untimed steps, then steps timed ones (timed_steps, NVTX range "step"): each
+    loss_fn() under bf16 autocast, its backward, opt.step() and opt.zero_grad(set_to_none=True).
+    Returns (mean ms per timed step, first loss, last loss); asserts both losses are finite."""
+    losses = []
+
+    def step():
+        with torch.autocast("cuda", torch.bfloat16):
+            loss = loss_fn()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.detach())
+
+    ms = timed_steps(step, steps, warmup=warmup)
+    first, last = float(losses[0]), float(losses[-1])
+    assert math.isfinite(first) and math.isfinite(last), (first, last)
+    return ms, first, last
