@@ -371,7 +371,9 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 			argv[k++] = "--relocate";
 		if (o->verify)
 			argv[k++] = "--verify";
-		for (size_t i = 0; i < ntodo && b.n < chunk; i++)
+		/* near the end of a budget, as many kernels as the time left holds at the pace so far */
+		size_t take = kj_replay_budget_chunk(chunk, o->budget_s, since_start(o), done);
+		for (size_t i = 0; i < ntodo && b.n < take; i++)
 			if (tier[todo[i]] == t && plan->items[todo[i]].energy == want_energy) {
 				snprintf(ids[b.n], sizeof(ids[0]), "%" PRId64, plan->items[todo[i]].unique_id);
 				argv[k++] = "--unique";

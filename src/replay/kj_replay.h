@@ -210,6 +210,11 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 
 int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all);
 
+/** @brief How many kernels the next replay worker may take under a budget: at most chunk, and
+ *  no more than the seconds left (budget_s - elapsed_s) hold at the mean time a kernel took so far
+ *  (elapsed_s / done), at least 1. No budget (budget_s <= 0) or nothing done yet: chunk. */
+size_t kj_replay_budget_chunk(size_t chunk, double budget_s, double elapsed_s, size_t done);
+
 /** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */
 void kj_replay_plan_free(struct kj_replay_plan *plan);
 

@@ -616,6 +616,16 @@ static int setter_param(sqlite3_stmt *st, const struct kj_cond_handles *h, int64
 	return param;
 }
 
+size_t kj_replay_budget_chunk(size_t chunk, double budget_s, double elapsed_s, size_t done)
+{
+	if (budget_s <= 0 || done == 0 || elapsed_s <= 0)
+		return chunk;
+	double fit = (budget_s - elapsed_s) / (elapsed_s / (double)done);
+	if (fit < 1)
+		return 1;
+	return fit < (double)chunk ? (size_t)fit : chunk;
+}
+
 int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, int all)
 {
 	struct inst *v = NULL;

@@ -331,6 +331,20 @@ static void test_timing_line_round_trip(void **state)
 	free(buf);
 }
 
+/* Near the end of a --budget a worker takes only the kernels the time left holds at the pace so
+ * far: 8 kernels in 48 s (6 s each), the 12 s left of 60 hold 2; none left: 1; no budget or nothing
+ * done yet: the whole chunk. */
+static void test_budget_chunk(void **state)
+{
+	(void)state;
+	assert_int_equal(kj_replay_budget_chunk(8, 60, 48, 8), 2);
+	assert_int_equal(kj_replay_budget_chunk(8, 60, 20, 8), 8);
+	assert_int_equal(kj_replay_budget_chunk(8, 60, 59.9, 8), 1);
+	assert_int_equal(kj_replay_budget_chunk(8, 60, 70, 8), 1);
+	assert_int_equal(kj_replay_budget_chunk(8, 0, 48, 8), 8);
+	assert_int_equal(kj_replay_budget_chunk(8, 60, 5, 0), 8);
+}
+
 static void test_plan(void **state)
 {
 	(void)state;
@@ -643,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_scan_pointers),  cmocka_unit_test(test_relocate),
 		cmocka_unit_test(test_regions),        cmocka_unit_test(test_stats_and_protocol),
 		cmocka_unit_test(test_plan),           cmocka_unit_test(test_store_and_report),
+		cmocka_unit_test(test_budget_chunk),
 		cmocka_unit_test(test_plan_foreign_params), cmocka_unit_test(test_regs_match),
 		cmocka_unit_test(test_sequence),       cmocka_unit_test(test_timing_line_round_trip),
 	};
