@@ -30,11 +30,16 @@ struct replay_opts {
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
+	double seq_reserve_s;    /* of --budget, kept for the kept iteration's replay after the kernels */
 	struct timespec started; /* the command's start: --budget counts from here */
 };
 
-/* Under --budget, the kept iteration's replay starts only with this many seconds left. */
+/* Under --budget, the kept iteration's replay starts only with this many seconds left; the
+ * per-kernel replays leave it this share of the budget (at most KJ_REPLAY_SEQ_RESERVE_MAX_S, and
+ * none where the share is under KJ_REPLAY_SEQ_MIN_S). */
 #define KJ_REPLAY_SEQ_MIN_S 10
+#define KJ_REPLAY_SEQ_RESERVE 0.3
+#define KJ_REPLAY_SEQ_RESERVE_MAX_S 60.0
 
 /* Seconds since the replay command started. */
 static double since_start(const struct replay_opts *o)
@@ -79,9 +84,11 @@ static void usage(FILE *f)
 		"  --all            energy for every kernel; by default only the kernels that hold 97 %% of\n"
 		"                   the measured iterations' kernel time get it (warm-up and autotuning\n"
 		"                   kernels: latency only); compare extrapolates the rest and says so\n"
-		"  --budget S       bounds the whole replay: no kernel replay starts after S seconds (what\n"
-		"                   is left is listed as skipped), energy windows share at most 0.4 S, the\n"
-		"                   kept iteration is replayed only with 10 s left and stopped at S\n"
+		"  --budget S       bounds the whole replay: the kernels' replays start within 0.7 S where\n"
+		"                   the run keeps an iteration and S >= 34 (10-60 s kept for its replay,\n"
+		"                   which comes after them; else within S), what is left listed as skipped;\n"
+		"                   energy windows share at most 0.4 S; the iteration is replayed only with\n"
+		"                   10 s left and stopped at S\n"
 		"  --kernel PATTERN glob or substring of the mangled or demangled name\n"
 		"  --timeout S      a worker silent longer is killed, its kernel marked failed (60)\n"
 		"  --any-arch       replay even when this GPU's architecture differs from the captured one\n"
@@ -304,6 +311,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 	/* a worker takes at most this many kernels, so --budget is checked often, a kernel that
 	 * hangs a worker costs few others a restart, and results are stored as they come */
 	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : 64;
+	const double kernels_s = o->budget_s - o->seq_reserve_s; /* the kernels' part of --budget */
 
 	if (!todo || !tier || !got || !first_err || !argv || !ids || !settled) {
 		rc = KJ_ENOMEM;
@@ -319,11 +327,16 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 	snprintf(num[4], sizeof(num[4]), "%d", o->device);
 	snprintf(num[5], sizeof(num[5]), "%g", o->energy_s);
 	while (ntodo) {
-		if (o->budget_s > 0 && since_start(o) >= o->budget_s) {
+		if (o->budget_s > 0 && since_start(o) >= kernels_s) {
 			for (size_t i = 0; i < ntodo; i++) {
 				struct kj_replay_item *it = &plan->items[todo[i]];
-				snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
-					 " (`kjoule replay RUN --kernel NAME` replays it)", o->budget_s);
+				if (o->seq_reserve_s > 0)
+					snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
+						 " (%.0f s of it kept for the iteration's replay; `kjoule replay RUN --kernel"
+						 " NAME` replays it)", o->budget_s, o->seq_reserve_s);
+				else
+					snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
+						 " (`kjoule replay RUN --kernel NAME` replays it)", o->budget_s);
 				kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 			}
 			break;
@@ -372,7 +385,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 		if (o->verify)
 			argv[k++] = "--verify";
 		/* near the end of a budget, as many kernels as the time left holds at the pace so far */
-		size_t take = kj_replay_budget_chunk(chunk, o->budget_s, since_start(o), done);
+		size_t take = kj_replay_budget_chunk(chunk, kernels_s, since_start(o), done);
 		for (size_t i = 0; i < ntodo && b.n < take; i++)
 			if (tier[todo[i]] == t && plan->items[todo[i]].energy == want_energy) {
 				snprintf(ids[b.n], sizeof(ids[0]), "%" PRId64, plan->items[todo[i]].unique_id);
@@ -443,9 +456,9 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 			settled[item] = 1;
 			if (!o->json || isatty(STDERR_FILENO)) {
 				double el = since_start(o), left = el / (double)done * (double)(total - done);
-				int capped = o->budget_s > 0 && o->budget_s - el < left;
+				int capped = o->budget_s > 0 && kernels_s - el < left;
 				if (capped)
-					left = o->budget_s - el > 0 ? o->budget_s - el : 0;
+					left = kernels_s - el > 0 ? kernels_s - el : 0;
 				fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left%s] %-9s%s %.60s\n", done, total, el, left,
 					capped ? " of the budget" : "", it->res.status, it->energy ? " +energy" : "",
 					it->demangled ? it->demangled : it->mangled);
@@ -955,6 +968,15 @@ int cmd_replay(int argc, char **argv)
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
 			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0,
 			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
+	}
+	/* under --budget, part of it for the kept iteration's replay, which comes after the kernels */
+	if (o.budget_s > 0 && !o.pattern && !o.verify && !o.no_sequence &&
+	    kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
+		o.seq_reserve_s = KJ_REPLAY_SEQ_RESERVE * o.budget_s;
+		if (o.seq_reserve_s > KJ_REPLAY_SEQ_RESERVE_MAX_S)
+			o.seq_reserve_s = KJ_REPLAY_SEQ_RESERVE_MAX_S;
+		if (o.seq_reserve_s < KJ_REPLAY_SEQ_MIN_S) /* too little for it: the kernels take it all */
+			o.seq_reserve_s = 0;
 	}
 	if (run_batches(&o, db, worker, &plan))
 		goto out;
