@@ -64,8 +64,12 @@ static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int 
 }
 
 /* The share of a unique kernel's launches that ran while a kernel of another stream of the same
- * process and device ran: their in-situ time holds that sharing. lookback_ns bounds the search
- * (the run's longest kernel). 0 where none did or the query fails. */
+ * process and device ran: their in-situ time holds that sharing. Over its first
+ * KJ_OVERLAP_SAMPLE launches, looking back over lookback_ns (the run's longest kernel, at most
+ * KJ_OVERLAP_LOOKBACK_NS) for kernels that started earlier, so a huge run stays quick. 0 where
+ * none did or the query fails. */
+#define KJ_OVERLAP_SAMPLE 1000
+#define KJ_OVERLAP_LOOKBACK_NS 100000000LL
 static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t lookback_ns)
 {
 	sqlite3_stmt *st = NULL;
@@ -73,10 +77,11 @@ static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t lookback_
 	if (kj_db_prepare(db, "SELECT count(*), sum(EXISTS (SELECT 1 FROM kernel b WHERE b.start_ns >= a.start_ns - ?2"
 			      " AND b.start_ns < a.end_ns AND b.end_ns > a.start_ns AND b.stream_id != a.stream_id"
 			      " AND b.device_id = a.device_id AND b.pid = a.pid))"
-			      " FROM kernel a WHERE a.unique_id = ?1", &st))
+			      " FROM (SELECT * FROM kernel WHERE unique_id = ?1 LIMIT ?3) a", &st))
 		return 0;
 	sqlite3_bind_int64(st, 1, unique_id);
-	sqlite3_bind_int64(st, 2, lookback_ns);
+	sqlite3_bind_int64(st, 2, lookback_ns < KJ_OVERLAP_LOOKBACK_NS ? lookback_ns : KJ_OVERLAP_LOOKBACK_NS);
+	sqlite3_bind_int(st, 3, KJ_OVERLAP_SAMPLE);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0)
 		share = sqlite3_column_double(st, 1) / sqlite3_column_double(st, 0);
 	sqlite3_finalize(st);
