@@ -65,15 +65,18 @@ static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int 
 
 /* The share of a unique kernel's launches that ran while a kernel of another stream of the same
  * process and device ran: their in-situ time holds that sharing. Over its first
- * KJ_OVERLAP_SAMPLE launches, looking back over lookback_ns (the run's longest kernel, at most
- * KJ_OVERLAP_LOOKBACK_NS) for kernels that started earlier, so a huge run stays quick. 0 where
- * none did or the query fails. */
+ * KJ_OVERLAP_SAMPLE launches, looking back over the run's longest kernel (at most
+ * KJ_OVERLAP_LOOKBACK_NS; *longest_ns, read on the first call, < 0 before) for kernels that
+ * started earlier, so a huge run stays quick. 0 where none did or the query fails. */
 #define KJ_OVERLAP_SAMPLE 1000
 #define KJ_OVERLAP_LOOKBACK_NS 100000000LL
-static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t lookback_ns)
+static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t *longest_ns)
 {
 	sqlite3_stmt *st = NULL;
 	double share = 0;
+	if (*longest_ns < 0)
+		*longest_ns = kj_db_one_i64(db, "SELECT max(end_ns - start_ns) FROM kernel", 0, 0);
+	int64_t lookback_ns = *longest_ns;
 	if (kj_db_prepare(db, "SELECT count(*), sum(EXISTS (SELECT 1 FROM kernel b WHERE b.start_ns >= a.start_ns - ?2"
 			      " AND b.start_ns < a.end_ns AND b.end_ns > a.start_ns AND b.stream_id != a.stream_id"
 			      " AND b.device_id = a.device_id AND b.pid = a.pid))"
@@ -100,7 +103,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	char **fill = calloc(c->n_groups + 1, sizeof(*fill)); /* warm replay's "data: ..." note */
 	char why[320];
 	int rc = 0;
-	int64_t longest_ns = 0;
+	int64_t longest_ns = -1; /* the run's longest kernel, read when first needed */
 	if (!traced || !timed_out || !setter || !fill) {
 		rc = KJ_ENOMEM;
 		goto out;
@@ -112,11 +115,6 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			if (g != (size_t)-1)
 				traced[g] = sqlite3_column_double(st, 1);
 		}
-		sqlite3_finalize(st);
-	}
-	if (kj_db_prepare(db, "SELECT max(end_ns - start_ns) FROM kernel", &st) == 0) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			longest_ns = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
 	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
@@ -154,7 +152,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			standin = 1;
 		else if (!fill[g] && kj_kernel_alone_differs(traced[g], gr->warm_ns, gr->cold_ns, gr->seq_ns, why,
 						   sizeof(why)) &&
-			 overlapped_share(db, gr->unique_id, longest_ns) <= KJ_ALONE_OVERLAP_MAX)
+			 overlapped_share(db, gr->unique_id, &longest_ns) <= KJ_ALONE_OVERLAP_MAX)
 			standin = alone = 1; /* it computes, as a stand-in replay does, but other work */
 		else
 			continue;
@@ -908,7 +906,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				if (gr->waits) { /* kept at its in-situ time in every sum the run has */
 					if (c->n_replay_warm_rows) {
 						add_replayed((double)d, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
-						add_replayed((double)d, d, &x->replay_iso, &x->insitu_iso, &x->cov_iso);
+						x->replay_iso += (double)d;
 					}
 					if (c->n_replay_cold_rows)
 						add_replayed((double)d, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
@@ -928,10 +926,10 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				}
 				add_replayed(gr->warm_ns, d, &x->replay_warm, &x->insitu_warm, &x->cov_warm);
 				add_replayed(gr->cold_ns, d, &x->replay_cold, &x->insitu_cold, &x->cov_cold);
-				/* the program's L2 held part of each kernel's data: between the two replays */
-				add_replayed(gr->warm_ns >= 0 && gr->cold_ns >= 0 ? (gr->warm_ns + gr->cold_ns) / 2
-										   : gr->warm_ns,
-					     d, &x->replay_iso, &x->insitu_iso, &x->cov_iso);
+				/* the program's L2 held part of each kernel's data: between the two replays
+				 * (over the warm replays' launches: their in-situ Σ is insitu_warm) */
+				if (gr->warm_ns >= 0)
+					x->replay_iso += gr->cold_ns >= 0 ? (gr->warm_ns + gr->cold_ns) / 2 : gr->warm_ns;
 				add_replayed(gr->seq_ns, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;

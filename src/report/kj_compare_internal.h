@@ -29,9 +29,10 @@ struct cmp_iter {
 	double replay_warm, replay_cold;     /* Σ over covered launches */
 	double insitu_warm, insitu_cold;     /* in-situ Σ of the same launches */
 	double replay_seq, insitu_seq;       /* in-sequence replay (replay --sequence), same */
-	double replay_iso, insitu_iso;       /* the isolated estimate: each launch at the mean of its
-						warm and cold replays (warm where it has no cold) */
-	int64_t cov_warm, cov_cold, cov_energy, cov_seq, cov_iso;
+	double replay_iso;                   /* the isolated estimate over the warm replays' launches:
+						each at the mean of its warm and cold replays (warm
+						where it has no cold) */
+	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
 	double energy_kernels_mj;
 	double energy_insitu_mj;             /* the same launches at their replayed power × in-situ time */
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
@@ -139,7 +140,7 @@ struct cmp_summary {
 	struct stat3 wall, span, busy, kernel_busy, kernel_sum, copy_sum, overlap, idle, host_only,
 		outside, inherited, n_kernels, n_copies, n_memsets, bytes_h2d, bytes_d2h, n_graph_launches;
 	double replay_warm, replay_cold, insitu_warm, insitu_cold, replay_seq, insitu_seq;
-	double replay_iso, insitu_iso;  /* mean of warm and cold per launch (warm without cold) */
+	double replay_iso;              /* mean of warm and cold per launch (warm without cold) */
 	double explained_fraction_warm; /* explained_fraction with the warm replays alone */
 	double cov_warm, cov_cold, cov_energy, cov_seq; /* fractions of kernel launches */
 	int have_warm, have_cold, full_warm, full_cold, have_seq;

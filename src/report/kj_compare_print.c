@@ -105,7 +105,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		line_us(f, "Σ alone, cold L2 (flushed)", s.replay_cold, s.have_cold, s.have_cold ? note : "(no cold replays)");
 		if (s.have_cold) {
 			snprintf(note, sizeof(note), "%+6.1f%%  per kernel: the estimate explained_fraction uses",
-				 off_pct(s.replay_iso, s.insitu_iso));
+				 off_pct(s.replay_iso, s.insitu_warm));
 			line_us(f, "Σ alone, mean of warm and cold", s.replay_iso, 1, note);
 		}
 		if (s.have_seq) {

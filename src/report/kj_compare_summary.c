@@ -95,7 +95,6 @@ GETTER(replay_cold)
 GETTER(insitu_warm)
 GETTER(insitu_cold)
 GETTER(replay_iso)
-GETTER(insitu_iso)
 GETTER(cov_warm)
 GETTER(cov_cold)
 GETTER(cov_energy)
@@ -137,7 +136,6 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	s->insitu_warm = iter_stat(c, get_insitu_warm, 0).mean;
 	s->insitu_cold = iter_stat(c, get_insitu_cold, 0).mean;
 	s->replay_iso = iter_stat(c, get_replay_iso, 0).mean;
-	s->insitu_iso = iter_stat(c, get_insitu_iso, 0).mean;
 	double kl = s->n_kernels.mean;
 	double cw = iter_stat(c, get_cov_warm, 0).mean, cc = iter_stat(c, get_cov_cold, 0).mean;
 	double ce = iter_stat(c, get_cov_energy, 0).mean;
@@ -164,7 +162,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		double ov = s->overlap.mean > 0 ? s->overlap.mean : 0;
 		double wall_share = s->kernel_sum.mean > 0 && ov < s->kernel_sum.mean
 			? (s->kernel_sum.mean - ov) / s->kernel_sum.mean : 1;
-		s->predicted_wall = s->wall.mean + ov + (s->replay_iso - s->insitu_iso);
+		s->predicted_wall = s->wall.mean + ov + (s->replay_iso - s->insitu_warm);
 		s->explained_fraction = cmp_safe_div(s->predicted_wall, s->wall.mean, &ok);
 		int ok_warm;
 		s->explained_fraction_warm =
