@@ -969,9 +969,10 @@ int cmd_replay(int argc, char **argv)
 			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0,
 			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
 	}
-	/* under --budget, part of it for the kept iteration's replay, which comes after the kernels */
-	if (o.budget_s > 0 && !o.pattern && !o.verify && !o.no_sequence &&
-	    kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
+	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */
+	const int then_sequence = !o.pattern && !o.verify && !o.no_sequence &&
+				  kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1");
+	if (o.budget_s > 0 && then_sequence) {
 		o.seq_reserve_s = KJ_REPLAY_SEQ_RESERVE * o.budget_s;
 		if (o.seq_reserve_s > KJ_REPLAY_SEQ_RESERVE_MAX_S)
 			o.seq_reserve_s = KJ_REPLAY_SEQ_RESERVE_MAX_S;
@@ -1026,14 +1027,12 @@ int cmd_replay(int argc, char **argv)
 	}
 	ret = 0;
 	/* the kept iteration too: in-sequence kernel times, eager and graph iteration */
-	if (!o.pattern && !o.verify && !o.no_sequence && kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1") &&
-	    o.budget_s > 0 && o.budget_s - since_start(&o) < KJ_REPLAY_SEQ_MIN_S) {
+	double left_s = o.budget_s - since_start(&o);
+	if (then_sequence && o.budget_s > 0 && left_s < KJ_REPLAY_SEQ_MIN_S) {
 		kj_warnf("the kept iteration was not replayed: %.0f s of the --budget of %g s were left, under the"
 			 " %d s a sequence replay needs at least; `kjoule replay %s --sequence --graph` replays it",
-			 o.budget_s - since_start(&o) > 0 ? o.budget_s - since_start(&o) : 0, o.budget_s,
-			 KJ_REPLAY_SEQ_MIN_S, o.run);
-	} else if (!o.pattern && !o.verify && !o.no_sequence &&
-		   kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1")) {
+			 left_s > 0 ? left_s : 0, o.budget_s, KJ_REPLAY_SEQ_MIN_S, o.run);
+	} else if (then_sequence) {
 		o.graph = 1;
 		if (!o.json)
 			printf("\n");

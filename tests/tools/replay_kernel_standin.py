@@ -6,7 +6,9 @@ in order KJ_BEGIN, KJ_TIMING (warm, a median of 1000 + ID ns) and KJ_RESULT ok.
 STANDIN_HANG_AFTER=N: after N kernels over all the workers of one replay (counted in the file
 STANDIN_COUNT), hang, as a worker does on a kernel that never ends; STANDIN_LOG=FILE appends each
 command line; STANDIN_FAULT="ID:FILL,FILL;ID:..." makes unique kernel ID fault
-(CUDA_ERROR_ILLEGAL_ADDRESS) on those data fills (random, smallint, zero: the worker's --fill)."""
+(CUDA_ERROR_ILLEGAL_ADDRESS) on those data fills (random, smallint, zero: the worker's --fill);
+STANDIN_KERNEL_S=S spends S seconds on each kernel (for --budget). A --sequence request goes to
+the sequence stand-in, tests/tools/replay_worker_standin.py."""
 import os
 import sys
 import time
@@ -17,6 +19,9 @@ def main():
     if os.environ.get("STANDIN_LOG"):
         with open(os.environ["STANDIN_LOG"], "a") as f:
             f.write(" ".join(argv) + "\n")
+    if "--sequence" in argv:
+        seq = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_worker_standin.py")
+        os.execv(sys.executable, [sys.executable, seq] + argv)
     if "--probe" in argv:
         print("KJ_DEVICE\tname=NVIDIA H200\tcc_major=9\tcc_minor=0\tl2=52428800", flush=True)
         return 0
@@ -37,6 +42,7 @@ def main():
         print(f"KJ_BEGIN\tunique={u}", flush=True)
         if hang_after and n >= hang_after:
             time.sleep(3600)
+        time.sleep(float(os.environ.get("STANDIN_KERNEL_S", "0")))
         if fill in faults.get(u, []):
             print(f"KJ_RESULT\tunique={u}\tstatus=failed\terror=first launch (kernel ran and failed):"
                   f" CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered) [{fill}]", flush=True)

@@ -17,9 +17,8 @@ STANDIN_TOPO_CRASH=1 gives the eager and graph results, then dies of SIGSEGV bef
 (as the worker did in the driver's cuGraphLaunch on one rebuilt decode loop); STANDIN_SEQ_KERNELS=1
 ends with each kernel's in-sequence time (KJ_TIMING cache=sequence, its traced median), as the
 worker's last pass does; STANDIN_SLEEP=S waits S seconds before any result, as a long replay does
-(for --budget). It also answers `--probe` (the run's own GPU, from its device table) and per-kernel
-requests (`--unique ID ...`): each kernel STANDIN_KERNEL_S seconds (0.2), then a warm and a cold
-time of 1 us and a result, as the worker's per-kernel protocol goes; and one warning of its own to stderr."""
+(for --budget); and one warning of its own to stderr. Its per-kernel form is
+tests/tools/replay_kernel_standin.py."""
 import json
 import os
 import signal
@@ -42,20 +41,6 @@ def main():
               " Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.", file=sys.stderr)
     if os.environ.get("STANDIN_ASSERTS"):
         print("kjoule-replay-worker: warning: a stand-in warning", file=sys.stderr)
-    if "--probe" in argv:
-        print("KJ_DEVICE\tname=stand-in\tcc_major=9\tcc_minor=0\tl2=52428800", flush=True)
-        return 0
-    if "--unique" in argv:
-        for i, a in enumerate(argv):
-            if a == "--unique":
-                u = argv[i + 1]
-                print(f"KJ_BEGIN\tunique={u}", flush=True)
-                time.sleep(float(os.environ.get("STANDIN_KERNEL_S", "0.2")))
-                for cache in ("warm", "cold"):
-                    print(f"KJ_TIMING\tunique={u}\tcache={cache}\ttimer=events\truns=10\tmin=1000"
-                          f"\tmedian=1000\tmean=1000.000\tmax=1000\tstdev=0.000")
-                print(f"KJ_RESULT\tunique={u}\tstatus=ok\terror=", flush=True)
-        return 0
     db, it = arg(argv, "--db"), arg(argv, "--sequence")
     if not db or it is None:
         print("usage: replay_worker_standin.py --db RUN --sequence I [--graph [--topology]]", file=sys.stderr)
