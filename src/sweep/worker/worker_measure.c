@@ -77,6 +77,19 @@ static int time_span(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2],
 	return 0;
 }
 
+/* One replay of exec between two events: its time in *us. */
+static int time_replay(struct sw_ctx *c, cudaGraphExec_t exec, cudaEvent_t ev[2], double *us)
+{
+	float ms = 0;
+	int rc;
+	if (!(rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) &&
+	    !(rc = sw_cuda(c, cudaGraphLaunch(exec, c->stream), "graph launch")) &&
+	    !(rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) && !(rc = sw_sync(c, "timed replay")) &&
+	    !(rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
+		*us = ms * 1e3;
+	return rc;
+}
+
 /* The default: the median of reps replays, each timed alone, per call: a burst's time, which a
  * mixed training step's GEMMs come closer to than a sustained load's (docs/sweep-operators.md). */
 static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2], int U, int reps, double *us)
@@ -85,15 +98,9 @@ static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2
 	int rc = 0;
 	if (!t)
 		return sw_fail(c, "measure", "host memory");
-	for (int i = 0; i < reps && !rc; i++) {
-		float ms = 0;
-		if (!(rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) &&
-		    !(rc = sw_cuda(c, cudaGraphLaunch(gw->exec, c->stream), "graph launch")) &&
-		    !(rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) &&
-		    !(rc = sw_sync(c, "timed replay")) &&
-		    !(rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-			t[i] = ms * 1e3 / U;
-	}
+	for (int i = 0; i < reps && !rc; i++)
+		if (!(rc = time_replay(c, gw->exec, ev, &t[i])))
+			t[i] /= U;
 	if (!rc) {
 		kj_sort_doubles(t, (size_t)reps);
 		*us = kj_quantile_sorted(t, (size_t)reps, 0.5);
@@ -102,10 +109,10 @@ static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2
 	return rc;
 }
 
-/* Graph of U calls of fn, each followed by a memset of bytes over filler (fn NULL: the memsets
- * alone), instantiated into *exec. */
-static int capture_with_filler(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), int U,
-			       void *filler, size_t bytes, cudaGraphExec_t *exec)
+/* Graph of U calls of fn (NULL: none), each followed by a memset of bytes over filler (NULL:
+ * none), instantiated into *exec. */
+static int capture_calls(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), int U,
+			 void *filler, size_t bytes, cudaGraphExec_t *exec)
 {
 	cudaGraph_t graph = NULL;
 	int rc;
@@ -114,11 +121,11 @@ static int capture_with_filler(struct sw_ctx *c, void *state, int (*fn)(struct s
 	for (int i = 0; i < U && !rc; i++) {
 		if (fn)
 			rc = fn(c, state);
-		if (!rc)
+		if (!rc && filler)
 			rc = sw_cuda(c, cudaMemsetAsync(filler, i & 0xff, bytes, c->stream), "filler memset");
 	}
 	cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
-	if (!rc && !(rc = sw_cuda(c, ce, "end capture")))
+	if (!rc && !(rc = sw_cuda(c, ce, "end capture (a call that cannot be captured?)")))
 		rc = sw_cuda(c, cudaGraphInstantiate(exec, graph, 0), "graph instantiate");
 	if (graph)
 		cudaGraphDestroy(graph);
@@ -143,8 +150,8 @@ static int time_mixed(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, 
 	if (!t)
 		return sw_fail(c, "mixed timing", "host memory");
 	if ((rc = sw_cuda(c, cudaMalloc(&filler, bytes), "mixed timing: the filler's memory")) ||
-	    (rc = capture_with_filler(c, state, fn, U, filler, bytes, &m.exec)) ||
-	    (rc = capture_with_filler(c, state, NULL, U, filler, bytes, &f.exec)))
+	    (rc = capture_calls(c, state, fn, U, filler, bytes, &m.exec)) ||
+	    (rc = capture_calls(c, state, NULL, U, filler, bytes, &f.exec)))
 		goto out;
 	/* at least 100 ms of the mix first, as the plain timing warms up */
 	double per = est > 0 ? 2 * est * U : 1000;
@@ -154,15 +161,8 @@ static int time_mixed(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, 
 	if (rc || (rc = sw_sync(c, "mixed warm-up")))
 		goto out;
 	for (int i = 0; i < reps && !rc; i++)
-		for (int k = 0; k < 2 && !rc; k++) {
-			float ms = 0;
-			if (!(rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) &&
-			    !(rc = sw_cuda(c, cudaGraphLaunch(k ? f.exec : m.exec, c->stream), "graph launch")) &&
-			    !(rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) &&
-			    !(rc = sw_sync(c, "timed replay")) &&
-			    !(rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-				t[k * (size_t)reps + (size_t)i] = ms * 1e3;
-		}
+		for (int k = 0; k < 2 && !rc; k++)
+			rc = time_replay(c, k ? f.exec : m.exec, ev, &t[k * (size_t)reps + (size_t)i]);
 	if (rc)
 		goto out;
 	kj_sort_doubles(t, (size_t)reps);
@@ -189,7 +189,6 @@ static int energy_windows; /* energy windows measured by this worker so far */
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m)
 {
-	cudaGraph_t graph = NULL;
 	struct graph_work gw = {NULL, c->stream};
 	cudaEvent_t ev[2] = {NULL, NULL};
 	double est = 0;
@@ -208,15 +207,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	if (getenv("KJ_SWEEP_UNROLL"))
 		U = atoi(getenv("KJ_SWEEP_UNROLL")) > 0 ? atoi(getenv("KJ_SWEEP_UNROLL")) : U;
 	m->unroll = U;
-	if ((rc = sw_cuda(c, cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "begin capture")))
-		return rc;
-	for (int i = 0; i < U && !rc; i++)
-		rc = fn(c, state);
-	cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
-	if (rc)
-		goto out;
-	if ((rc = sw_cuda(c, ce, "end capture (a call that cannot be captured?)")) ||
-	    (rc = sw_cuda(c, cudaGraphInstantiate(&gw.exec, graph, 0), "graph instantiate")))
+	if ((rc = capture_calls(c, state, fn, U, NULL, 0, &gw.exec)))
 		goto out;
 	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")))
 		goto out;
@@ -296,7 +287,5 @@ out:
 			cudaEventDestroy(ev[i]);
 	if (gw.exec)
 		cudaGraphExecDestroy(gw.exec);
-	if (graph)
-		cudaGraphDestroy(graph);
 	return rc;
 }
