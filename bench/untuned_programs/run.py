@@ -51,9 +51,11 @@ PROGRAMS = {
 RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"], "flex_attention_snapshot": ["--snapshot"]}
 # its 678 unique kernels take longer than one device call allows with defaults: a user's budget
 REPLAY_FLAGS = {"hf_decode": ["--budget", "300"], "jax_train": ["--budget", "140"]}
-# --spine: the rest of the commands a user runs on the same database, each with its exit status
-SPINE = [("info", []), ("kernels", ["--top", "25"]), ("timeline_chrome", ["--format", "chrome", "-o", "{db}.trace.json"]),
-         ("timeline_ascii", ["--format", "ascii"]), ("api", []), ("report", ["-o", "{db}.html"])]
+# --spine: the rest of the commands a user runs on the same database (result key, command,
+# arguments), each with its exit status
+SPINE = [("info", "info", []), ("kernels", "kernels", ["--top", "25"]),
+         ("timeline_chrome", "timeline", ["--format", "chrome", "-o", "{db}.trace.json"]),
+         ("timeline_ascii", "timeline", ["--format", "ascii"]), ("api", "api", []), ("report", "report", ["-o", "{db}.html"])]
 
 
 def compare_anomalies(cj):
@@ -81,9 +83,9 @@ def compare_anomalies(cj):
 def spine(kj, db, logs, name):
     """Exit status of each SPINE command on db (and whether the Chrome trace parses)."""
     rc = {}
-    for cmd, args in SPINE:
+    for key, cmd, args in SPINE:
         args = [x.format(db=os.path.join(logs, name)) for x in args]
-        rc[cmd], _ = timed([kj, cmd.split("_")[0], db, *args], os.path.join(logs, f"{name}_{cmd}.log"), 120)
+        rc[key], _ = timed([kj, cmd, db, *args], os.path.join(logs, f"{name}_{key}.log"), 120)
     try:
         json.load(open(os.path.join(logs, name + ".trace.json")))
         rc["chrome_trace_parses"] = True
