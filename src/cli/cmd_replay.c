@@ -30,9 +30,16 @@ struct replay_opts {
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
+	int energy_windows;      /* 3: kernels may get cold-L2 energy (item energy 2) */
 	double seq_reserve_s;    /* of --budget, kept for the kept iteration's replay after the kernels */
 	struct timespec started; /* the command's start: --budget counts from here */
 };
+
+/* The shortest energy window of a kernel when the pool is shared out: three counter updates */
+#define KJ_REPLAY_ENERGY_MIN_S 0.3
+/* Kernels get cold-L2 energy only while the windows stay this long: that energy is the difference
+ * of two windows (flush and launch, flush alone), each carrying the flush's energy */
+#define KJ_REPLAY_COLD_ENERGY_MIN_S 0.5
 
 /* Under --budget, the kept iteration's replay starts only with this many seconds left; the
  * per-kernel replays leave it this share of the budget (at most KJ_REPLAY_SEQ_RESERVE_MAX_S, and
@@ -371,6 +378,8 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 		argv[k++] = (char *)fills[t];
 		if (o->energy && want_energy) {
 			argv[k++] = "--energy";
+			if (want_energy == 1 && o->energy_windows > 1)
+				argv[k++] = "--no-cold-energy";
 			argv[k++] = "--unroll";
 			argv[k++] = num[3];
 			argv[k++] = "--energy-seconds";
@@ -395,7 +404,8 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 				b.idx[b.n++] = todo[i];
 			}
 		argv[k] = NULL;
-		if (run_child(argv, o->timeout_s + (o->energy && want_energy ? (int)(o->energy_s * 3) + 30 : 0),
+		if (run_child(argv, o->timeout_s + (o->energy && want_energy
+							? (int)(o->energy_s * 3 * (want_energy == 2 ? 3 : 1)) + 30 : 0),
 			      on_batch_line, &b, &status, &timed_out)) {
 			free(b.idx);
 			rc = KJ_EIO;
@@ -947,26 +957,41 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (kj_replay_plan_rank(db, &plan, o.energy, o.all))
 		goto out;
+	/* with the cold cache a kernel's energy is measured warm, then with its data out of L2
+	 * (flush and launch pairs, then the flushes alone): three windows */
+	o.energy_windows = plan.cache_cold ? 3 : 1;
+	size_t ne = 0, ncold = 0;
+	for (size_t i = 0; i < plan.n; i++)
+		ne += plan.items[i].energy && !plan.items[i].skip[0];
+	ncold = o.energy_windows > 1 ? ne : 0;
 	if (o.energy && !o.energy_s_given) {
-		size_t ne = 0;
-		for (size_t i = 0; i < plan.n; i++)
-			ne += plan.items[i].energy && !plan.items[i].skip[0];
 		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms;
-		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration */
+		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration.
+		 * The cold windows go to the largest kernels first, as many as the pool holds */
 		double pool = o.budget_s > 0 && 0.4 * o.budget_s < 40.0 ? 0.4 * o.budget_s : 40.0;
-		o.energy_s = ne ? pool / (double)ne : 2.0;
-		o.energy_s = o.energy_s < 0.3 ? 0.3 : o.energy_s > 2.0 ? 2.0 : o.energy_s;
+		double windows = pool / KJ_REPLAY_COLD_ENERGY_MIN_S;
+		if (ncold && (double)(ne + 2 * ncold) > windows)
+			ncold = windows > (double)ne ? (size_t)((windows - (double)ne) / 2) : 0;
+		o.energy_s = ne ? pool / (double)(ne + 2 * ncold) : 2.0;
+		o.energy_s = o.energy_s < KJ_REPLAY_ENERGY_MIN_S ? KJ_REPLAY_ENERGY_MIN_S : o.energy_s > 2.0 ? 2.0 : o.energy_s;
 	}
-	if (!o.json) {
-		size_t ni = 0, ne = 0;
-		for (size_t i = 0; i < plan.n; i++) {
-			ni += plan.items[i].iter_launches > 0;
-			ne += plan.items[i].energy && !plan.items[i].skip[0];
+	for (size_t i = 0, taken = 0; i < plan.n; i++) /* plan order: largest share first */
+		if (plan.items[i].energy && !plan.items[i].skip[0] && taken < ncold) {
+			plan.items[i].energy = 2;
+			taken++;
 		}
+	if (!o.json) {
+		size_t ni = 0;
+		char cold[96] = "";
+		for (size_t i = 0; i < plan.n; i++)
+			ni += plan.items[i].iter_launches > 0;
+		if (o.energy && ncold)
+			snprintf(cold, sizeof(cold), ", %zu of them also with cold L2 (two windows more)", ncold);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
-			"%s; energy for %zu (%.2g s each)%s\n", plan.n, ni,
+			"%s; energy for %zu%s (%.2g s a window)%s\n", plan.n, ni,
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
-			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0,
+			ni ? ", replayed first" : "", o.energy ? ne : 0, cold,
+			o.energy ? o.energy_s : 0.0,
 			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
 	}
 	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */

@@ -320,6 +320,11 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 			r->unique_id, r->unroll, r->energy_launches, r->seconds, r->energy_mj_per_launch,
 			r->energy_unc_mj, r->power_mw, r->idle_mw, r->dynamic_mj_per_launch,
 			r->method[0] ? r->method : "none");
+	if (r->has_energy_cold)
+		fprintf(f, "KJ_ENERGY_COLD\tunique=%" PRId64 "\tlaunches=%" PRId64 "\tseconds=%.6f\tmj=%.9g\tunc=%.9g"
+			   "\tns=%.3f\tflush_mj=%.9g\tflush_unc=%.9g\n",
+			r->unique_id, r->energy_cold_launches, r->energy_cold_seconds, r->energy_cold_mj_per_launch,
+			r->energy_cold_unc_mj, r->energy_cold_ns_per_launch, r->flush_mj, r->flush_unc_mj);
 	if (r->verify[0])
 		fprintf(f, "KJ_VERIFY\tunique=%" PRId64 "\tverify=%s\tbuffers=%" PRId64 "\tbytes=%" PRId64
 			   "\tdiff=%" PRId64 "\n",
@@ -417,6 +422,16 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 		if (!field(line, "method", r->method, sizeof(r->method)))
 			snprintf(r->method, sizeof(r->method), "unknown");
 		r->has_energy = 1;
+		return 1;
+	}
+	if (!strncmp(line, "KJ_ENERGY_COLD\t", 15)) {
+		if (field_i64(line, "launches", &r->energy_cold_launches) ||
+		    field_dbl(line, "seconds", &r->energy_cold_seconds) ||
+		    field_dbl(line, "mj", &r->energy_cold_mj_per_launch) || field_dbl(line, "unc", &r->energy_cold_unc_mj) ||
+		    field_dbl(line, "ns", &r->energy_cold_ns_per_launch) || field_dbl(line, "flush_mj", &r->flush_mj) ||
+		    field_dbl(line, "flush_unc", &r->flush_unc_mj))
+			return KJ_EINVAL;
+		r->has_energy_cold = 1;
 		return 1;
 	}
 	if (!strncmp(line, "KJ_VERIFY\t", 10)) {

@@ -121,6 +121,12 @@ struct kj_replay_result {
 	double seconds, energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw;
 	double dynamic_mj_per_launch; /* NAN when idle power is unknown */
 	char method[32];
+	/* energy with the kernel's data out of L2 (with the cold cache and --energy): a graph of
+	 * L2-flush and launch pairs less one of the flushes alone; flush_mj: the flush's own */
+	int has_energy_cold;
+	int64_t energy_cold_launches;
+	double energy_cold_seconds, energy_cold_mj_per_launch, energy_cold_unc_mj, energy_cold_ns_per_launch;
+	double flush_mj, flush_unc_mj;
 	/* --verify: outputs against the run's after-launch snapshot. verify: "" (not asked),
 	 * identical | differs | no-snapshot (no before+after snapshot of the replayed launch) */
 	char verify[16];
@@ -133,7 +139,7 @@ void kj_replay_result_set(struct kj_replay_result *r, const char *status, const 
 
 /**
  * @brief The worker's stdout protocol: one line per record, tab-separated key=value fields after a
- *        tag: "KJ_RESULT", "KJ_TIMING" (cache=warm|cold), "KJ_ENERGY", "KJ_VERIFY", "KJ_DEVICE". Values never
+ *        tag: "KJ_RESULT", "KJ_TIMING" (cache=warm|cold), "KJ_ENERGY", "KJ_ENERGY_COLD", "KJ_VERIFY", "KJ_DEVICE". Values never
  *        hold tabs or newlines (kj_replay_emit replaces them).
  */
 void kj_replay_emit(FILE *f, const struct kj_replay_result *r);
@@ -168,7 +174,8 @@ struct kj_replay_item {
 	char skip[512];       /* non-empty: not replayed, and why */
 	int64_t iter_ns;      /* traced time of its launches issued inside the run's iterations */
 	int64_t iter_launches;
-	int energy;           /* measure its energy (kj_replay_plan_rank decides) */
+	int energy;           /* measure its energy (kj_replay_plan_rank decides); 2: with cold L2 too
+			       * (kjoule replay decides, from the time its energy windows may take) */
 	int stored;           /* its result is in the database already (kj_replay_plan_store_some) */
 	struct kj_replay_result res;
 };
@@ -222,6 +229,13 @@ void kj_replay_plan_free(struct kj_replay_plan *plan);
 #define KJ_REPLAY_VERIFY_TABLE                                                                     \
 	"CREATE TABLE IF NOT EXISTS replay_verify(unique_id INTEGER PRIMARY KEY, result TEXT,"   \
 	" buffers INTEGER, bytes INTEGER, differing_bytes INTEGER, replayed_at TEXT)"
+
+/** replay_energy_cold: created by the first `replay --energy` with the cold cache (older runs
+ *  lack it); energy_mj_per_launch is the kernel's with its data out of L2, flush_mj the flush's. */
+#define KJ_REPLAY_ENERGY_COLD_TABLE                                                                \
+	"CREATE TABLE IF NOT EXISTS replay_energy_cold(unique_id INTEGER PRIMARY KEY, launches INTEGER," \
+	" seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL,"       \
+	" flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"
 
 /** @brief The time now, UTC, ISO 8601 with a Z (the replayed_at columns). */
 void kj_replay_now(char when[32]);

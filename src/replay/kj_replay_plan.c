@@ -202,7 +202,7 @@ int kj_replay_plan_store(sqlite3 *db, struct kj_replay_plan *plan)
 
 int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const unsigned char *want_item)
 {
-	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL;
+	sqlite3_stmt *k = NULL, *e = NULL, *v = NULL, *ec = NULL, *ecd = NULL;
 	char when[32];
 	int rc = KJ_EDB;
 
@@ -218,6 +218,12 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 			  " energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw, dynamic_mj_per_launch,"
 			  " method, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &e) ||
 	    kj_db_exec(db, KJ_REPLAY_VERIFY_TABLE, "create replay_verify") ||
+	    kj_db_exec(db, KJ_REPLAY_ENERGY_COLD_TABLE, "create replay_energy_cold") ||
+	    kj_db_prepare(db,
+			  "INSERT OR REPLACE INTO replay_energy_cold(unique_id, launches, seconds,"
+			  " energy_mj_per_launch, energy_unc_mj, ns_per_launch, flush_mj, flush_unc_mj,"
+			  " replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &ec) ||
+	    kj_db_prepare(db, "DELETE FROM replay_energy_cold WHERE unique_id = ?1", &ecd) ||
 	    kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_verify(unique_id, result, buffers, bytes,"
 			  " differing_bytes, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &v))
@@ -284,12 +290,37 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 				goto out;
 			}
 		}
+		if (r->has_energy_cold) {
+			sqlite3_reset(ec);
+			sqlite3_bind_int64(ec, 1, r->unique_id);
+			sqlite3_bind_int64(ec, 2, r->energy_cold_launches);
+			sqlite3_bind_double(ec, 3, r->energy_cold_seconds);
+			sqlite3_bind_double(ec, 4, r->energy_cold_mj_per_launch);
+			sqlite3_bind_double(ec, 5, r->energy_cold_unc_mj);
+			sqlite3_bind_double(ec, 6, r->energy_cold_ns_per_launch);
+			sqlite3_bind_double(ec, 7, r->flush_mj);
+			sqlite3_bind_double(ec, 8, r->flush_unc_mj);
+			sqlite3_bind_text(ec, 9, when, -1, SQLITE_STATIC);
+			if (sqlite3_step(ec) != SQLITE_DONE) {
+				kj_errorf("database: storing replay_energy_cold: %s", sqlite3_errmsg(db));
+				goto out;
+			}
+		} else if (r->has_energy) { /* an earlier replay's cold figure no longer stands beside it */
+			sqlite3_reset(ecd);
+			sqlite3_bind_int64(ecd, 1, r->unique_id);
+			if (sqlite3_step(ecd) != SQLITE_DONE) {
+				kj_errorf("database: storing replay_energy_cold: %s", sqlite3_errmsg(db));
+				goto out;
+			}
+		}
 	}
 	rc = 0;
 out:
 	sqlite3_finalize(k);
 	sqlite3_finalize(e);
 	sqlite3_finalize(v);
+	sqlite3_finalize(ec);
+	sqlite3_finalize(ecd);
 	if (rc) {
 		kj_db_exec(db, "ROLLBACK", "rollback replay results");
 		return rc;
@@ -390,13 +421,13 @@ void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan)
 		return;
 	coverage_of(plan, &c);
 	total = c.any_warm ? c.warm_sum_ns : c.cold_sum_ns;
-	fprintf(f, "%-9s %9s %11s %11s %10s %6s %11s %-9s %s\n", "unique", "launches", "warm_med_us",
-		"cold_med_us", "total_ms", "share", "mJ/launch", "status", "kernel");
+	fprintf(f, "%-9s %9s %11s %11s %10s %6s %11s %11s %-9s %s\n", "unique", "launches", "warm_med_us",
+		"cold_med_us", "total_ms", "share", "mJ/launch", "cold_mJ", "status", "kernel");
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct kj_replay_item *it = v[i];
 		const char *name = it->demangled ? it->demangled : it->mangled ? it->mangled : "?";
 		double contrib = contribution_ns(it);
-		char warm[24] = "-", cold[24] = "-", tot[24] = "-", share[16] = "-", mj[24] = "-";
+		char warm[24] = "-", cold[24] = "-", tot[24] = "-", share[16] = "-", mj[24] = "-", cmj[24] = "-";
 		if (it->res.warm.runs > 0)
 			snprintf(warm, sizeof(warm), "%.2f", (double)it->res.warm.median_ns / 1e3);
 		if (it->res.cold.runs > 0)
@@ -408,8 +439,10 @@ void kj_replay_report_print(FILE *f, const struct kj_replay_plan *plan)
 		}
 		if (it->res.has_energy)
 			snprintf(mj, sizeof(mj), "%.4g", it->res.energy_mj_per_launch);
-		fprintf(f, "%-9" PRId64 " %9" PRId64 " %11s %11s %10s %6s %11s %-9s %.70s\n",
-			it->unique_id, it->launches, warm, cold, tot, share, mj,
+		if (it->res.has_energy_cold)
+			snprintf(cmj, sizeof(cmj), "%.4g", it->res.energy_cold_mj_per_launch);
+		fprintf(f, "%-9" PRId64 " %9" PRId64 " %11s %11s %10s %6s %11s %11s %-9s %.70s\n",
+			it->unique_id, it->launches, warm, cold, tot, share, mj, cmj,
 			it->res.status[0] ? it->res.status : "failed", name);
 	}
 	fprintf(f, "\ncoverage: launches %" PRId64 "/%" PRId64 " replayed (%.1f%%: exact %" PRId64
@@ -531,6 +564,17 @@ char *kj_replay_report_json(const struct kj_replay_plan *plan)
 						      "method", r->method));
 		else
 			json_object_set_new(k, "energy", json_null());
+		if (r->has_energy_cold)
+			json_object_set_new(k, "energy_cold",
+					    json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "launches",
+						      (json_int_t)r->energy_cold_launches, "seconds",
+						      num_or_null(r->energy_cold_seconds), "energy_mj_per_launch",
+						      num_or_null(r->energy_cold_mj_per_launch), "energy_unc_mj",
+						      num_or_null(r->energy_cold_unc_mj), "ns_per_launch",
+						      num_or_null(r->energy_cold_ns_per_launch), "flush_mj",
+						      num_or_null(r->flush_mj), "flush_unc_mj", num_or_null(r->flush_unc_mj)));
+		else
+			json_object_set_new(k, "energy_cold", json_null());
 		if (r->verify[0])
 			json_object_set_new(k, "verify",
 					    json_pack("{s:s, s:I, s:I, s:I}", "result", r->verify, "buffers",

@@ -32,7 +32,8 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 	c->groups[c->n_groups] = (struct cmp_group){.unique_id = unique_id, .name_id = name_id,
 						    .tier = kj_smap_intern(&c->tiers, tier),
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
-						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1};
+						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1,
+						    .energy_warm_mj = -1, .energy_cold_mj = -1};
 	return c->n_groups++;
 }
 
@@ -164,7 +165,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		 * a replay that did other work drew another power: its energy is extrapolated */
 		gr->standin = standin;
 		gr->standin_mw = standin && !alone && gr->power_mw > 0 ? gr->power_mw : -1;
-		gr->energy_mj = -1;
+		gr->energy_mj = gr->energy_warm_mj = gr->energy_cold_mj = -1;
 		gr->power_mw = -1;
 	}
 out:
@@ -258,6 +259,27 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		c->n_replay_energy_rows++;
 	}
 	sqlite3_finalize(st);
+	/* with the data out of L2 (older runs lack the table): each kernel's energy is the mean of
+	 * the two, as its time is, and its power that energy over the mean of its two times */
+	if (kj_db_has_column(db, "replay_energy_cold", "ns_per_launch")) {
+		if (kj_db_prepare(db, "SELECT unique_id, energy_mj_per_launch, ns_per_launch FROM replay_energy_cold"
+				      " WHERE energy_mj_per_launch > 0", &st))
+			return KJ_EDB;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
+			struct cmp_group *gr = g == (size_t)-1 ? NULL : &c->groups[g];
+			if (!gr || gr->energy_mj < 0)
+				continue;
+			double cold_mj = sqlite3_column_double(st, 1), cold_ns = sqlite3_column_double(st, 2);
+			double warm_ns = gr->power_mw > 0 ? gr->energy_mj / gr->power_mw * 1e9 : -1;
+			gr->energy_warm_mj = gr->energy_mj;
+			gr->energy_cold_mj = cold_mj;
+			gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;
+			if (warm_ns > 0 && cold_ns > 0)
+				gr->power_mw = gr->energy_mj / ((warm_ns + cold_ns) / 2) * 1e9;
+		}
+		sqlite3_finalize(st);
+	}
 	if ((rc = mark_waiters(db, c, gmap)) != 0)
 		return rc;
 	/* sequence replays: mean of the medians stored per mode */
@@ -916,6 +938,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 						x->standin_ns += d;
 					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
 						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
+						x->energy_kernels_warm_mj += gr->standin_mw * (double)d * 1e-9;
 						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;
 						x->cov_energy++;
 						x->insitu_energy_ns += d;
@@ -933,6 +956,15 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				add_replayed(gr->seq_ns, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;
+					if (gr->energy_cold_mj >= 0) {
+						x->energy_kernels_warm_mj += gr->energy_warm_mj;
+						x->e_cold_cov_warm_mj += gr->energy_warm_mj;
+						x->e_cold_cov_cold_mj += gr->energy_cold_mj;
+						x->cold_energy_ns += d;
+					} else {
+						x->energy_kernels_warm_mj += gr->energy_mj;
+						x->e_nocold_warm_mj += gr->energy_mj;
+					}
 					x->cov_energy++;
 					x->insitu_energy_ns += d;
 					/* without a power figure, the launch's replayed energy stands */
@@ -1048,6 +1080,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	if (c->idle_w >= 0 && c->n_replay_energy_rows)
 		for (size_t i = 0; i < ni; i++) {
 			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
+			c->iv[i].energy_kernels_warm_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].energy_insitu_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].cov_energy += c->iv[i].n_waits;
 			c->iv[i].insitu_energy_ns += c->iv[i].waits_ns;

@@ -33,7 +33,12 @@ struct cmp_iter {
 						each at the mean of its warm and cold replays (warm
 						where it has no cold) */
 	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
-	double energy_kernels_mj;
+	double energy_kernels_mj;            /* each launch at the mean of its warm and cold-L2 replayed
+						energies (warm where it has no cold one) */
+	double energy_kernels_warm_mj;       /* the same with the warm energies alone */
+	double e_cold_cov_warm_mj, e_cold_cov_cold_mj; /* launches with a cold energy: Σ warm, Σ cold */
+	double e_nocold_warm_mj;             /* replayed launches without one: Σ warm */
+	int64_t cold_energy_ns;              /* in-situ time of the launches with a cold energy */
 	double energy_insitu_mj;             /* the same launches at their replayed power × in-situ time */
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
 	int64_t standin_ns;                  /* in-situ time of kernels replayed only on stand-in data */
@@ -51,7 +56,9 @@ struct cmp_group {
 	size_t tier;                 /* index into tiers smap */
 	double warm_ns, cold_ns;     /* < 0: no replay */
 	double seq_ns;               /* < 0: no in-sequence replay */
-	double energy_mj;            /* < 0: no replay energy */
+	double energy_mj;            /* < 0: no replay energy; the mean of warm and cold where both */
+	double energy_warm_mj;       /* the warm replay's energy per launch; < 0: none */
+	double energy_cold_mj;       /* with the kernel's data out of L2 (replay_energy_cold); < 0: none */
 	double power_mw;             /* mean power while it was replayed for energy; < 0: unknown */
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
@@ -176,6 +183,11 @@ struct cmp_summary {
 	double e_short_span_ms;    /* then: the measured iterations' span */
 	double e_iters_for_span;   /* and about how many iterations would span 250 ms */
 	double e_kernels_time_cov; /* share of kernel time whose energy was replayed */
+	double e_kernels_warm, e_kernels_cold; /* Σ kernels at the warm, the cold-L2 energies alone */
+	double e_cold_time_cov;    /* share of kernel time with a cold-L2 energy */
+	double e_cold_ratio;       /* Σ cold / Σ warm over those launches; the others' cold is their
+				    * warm × this */
+	int have_cold_e;
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 	/* the gap split: each kernel at its replayed power over its in-situ time (the time part of

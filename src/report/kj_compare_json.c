@@ -56,6 +56,10 @@ static json_t *top_json(const struct kj_compare *c, const struct cmp_summary *s)
 		json_object_set_new(o, "replay_sequence_us", cmp_num_or_null(g->seq_ns * NS_US, g->seq_ns >= 0));
 		json_object_set_new(o, "predicted_us", cmp_num_or_null(g->warm_ns * (double)g->launches / ni * NS_US, g->warm_ns >= 0));
 		json_object_set_new(o, "energy_mj_per_launch", cmp_num_or_null(g->energy_mj, g->energy_mj >= 0));
+		json_object_set_new(o, "energy_warm_mj_per_launch", cmp_num_or_null(g->energy_warm_mj >= 0 ? g->energy_warm_mj
+												   : g->energy_mj,
+										  g->energy_mj >= 0));
+		json_object_set_new(o, "energy_cold_mj_per_launch", cmp_num_or_null(g->energy_cold_mj, g->energy_cold_mj >= 0));
 		double share = cmp_safe_div(100.0 * (double)g->measured_ns / ni, s->kernel_sum.mean, &ok);
 		json_object_set_new(o, "share_of_kernel_sum_pct", cmp_num_or_null(share, ok));
 		json_array_append_new(arr, o);
@@ -246,6 +250,10 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_standin_share", s.have_meas ? json_real(s.e_standin_share) : json_null());
 	json_object_set_new(o, "energy_measured_span_ms", s.e_meas_short ? json_real(s.e_short_span_ms) : json_null());
 	json_object_set_new(o, "energy_kernels_j", cmp_num_or_null(s.e_kernels / 1000.0, s.have_kernels_e));
+	json_object_set_new(o, "energy_kernels_warm_j", cmp_num_or_null(s.e_kernels_warm / 1000.0, s.have_kernels_e));
+	json_object_set_new(o, "energy_kernels_cold_j", cmp_num_or_null(s.e_kernels_cold / 1000.0, s.have_kernels_e && s.have_cold_e));
+	json_object_set_new(o, "energy_cold_time_coverage", cmp_ratio_or_null(s.e_cold_time_cov, s.have_kernels_e && s.have_cold_e));
+	json_object_set_new(o, "energy_cold_ratio", cmp_num_or_null(s.e_cold_ratio, s.have_kernels_e && s.have_cold_e));
 	json_object_set_new(o, "energy_kernels_coverage", cmp_ratio_or_null(s.cov_energy, s.n_kernels.mean > 0));
 	json_object_set_new(o, "energy_kernels_time_coverage", cmp_ratio_or_null(s.e_kernels_time_cov, s.have_kernels_e));
 	json_object_set_new(o, "energy_kernels_extrapolated", json_boolean(s.e_extrapolated));

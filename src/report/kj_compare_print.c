@@ -227,6 +227,15 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.e_kernels / 1000, 100 * s.cov_energy);
 	else
 		fprintf(f, "  no replayed energy per launch yet\n");
+	if (s.have_kernels_e && s.have_cold_e) {
+		fprintf(f, "    each kernel at the mean of its energies with warm and cold L2, as its time:\n");
+		fprintf(f, "    warm L2 (same buffers)            %12.6f\n", s.e_kernels_warm / 1000);
+		fprintf(f, "    cold L2 (flushed)                 %12.6f  (", s.e_kernels_cold / 1000);
+		if (s.e_cold_time_cov < 0.999 * s.e_kernels_time_cov)
+			fprintf(f, "measured for kernels holding %.1f%% of kernel time, the rest at their warm energy"
+				   " × %.3f, the ratio of those; ", 100 * s.e_cold_time_cov, s.e_cold_ratio);
+		fprintf(f, "cold/warm %.3f)\n", s.e_cold_ratio);
+	}
 	if (s.have_idle_e)
 		fprintf(f, "  %s idle %.1f W × non-kernel time  %12.6f\n",
 			c->awake_idle_w >= 0 ? "awake" : "deep", c->idle_w, s.e_idle / 1000);

@@ -103,6 +103,11 @@ GETTER(insitu_seq)
 GETTER(cov_seq)
 GETTER(energy_kernels_mj)
 GETTER(energy_insitu_mj)
+GETTER(energy_kernels_warm_mj)
+GETTER(e_cold_cov_warm_mj)
+GETTER(e_cold_cov_cold_mj)
+GETTER(e_nocold_warm_mj)
+GETTER(cold_energy_ns)
 GETTER(insitu_energy_ns)
 GETTER(energy_measured_mj)
 GETTER(energy_unc_mj)
@@ -251,13 +256,29 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (ce > 0) {
 		double covered_ns = iter_stat(c, get_insitu_energy_ns, 0).mean;
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
+		s->e_kernels_warm = s->e_kernels_cold = iter_stat(c, get_energy_kernels_warm_mj, 0).mean;
 		s->e_kernels_insitu = iter_stat(c, get_energy_insitu_mj, 0).mean;
 		s->e_kernels_time_cov = s->kernel_sum.mean > 0 ? covered_ns / s->kernel_sum.mean : 1;
+		/* cold-L2 energies: the launches without one count at their warm energy times the ratio
+		 * of those with one, so the cold sum and the mean of the two cover the same launches */
+		double wc = iter_stat(c, get_e_cold_cov_warm_mj, 0).mean, cc = iter_stat(c, get_e_cold_cov_cold_mj, 0).mean;
+		if (wc > 0 && cc > 0) {
+			double wn = iter_stat(c, get_e_nocold_warm_mj, 0).mean;
+			s->have_cold_e = 1;
+			s->e_cold_ratio = cc / wc;
+			s->e_cold_time_cov = s->kernel_sum.mean > 0
+						     ? iter_stat(c, get_cold_energy_ns, 0).mean / s->kernel_sum.mean : 0;
+			s->e_kernels_cold = s->e_kernels_warm + (wc + wn) * (s->e_cold_ratio - 1);
+			s->e_kernels += wn * (s->e_cold_ratio - 1) / 2;
+		}
 		/* kernels without an energy figure (not replayed, or replayed for latency only) count at
 		 * the energy per ns of those with one, and the report says so */
 		if (covered_ns > 0 && s->e_kernels_time_cov < 0.999) {
-			s->e_kernels *= s->kernel_sum.mean / covered_ns;
-			s->e_kernels_insitu *= s->kernel_sum.mean / covered_ns;
+			double up = s->kernel_sum.mean / covered_ns;
+			s->e_kernels *= up;
+			s->e_kernels_warm *= up;
+			s->e_kernels_cold *= up;
+			s->e_kernels_insitu *= up;
 			s->e_extrapolated = 1;
 		}
 		s->have_kernels_e = 1;

@@ -223,6 +223,14 @@ static void test_stats_and_protocol(void **state)
 	r.idle_mw = -1;
 	r.dynamic_mj_per_launch = NAN;
 	snprintf(r.method, sizeof(r.method), "counter-edges");
+	r.has_energy_cold = 1;
+	r.energy_cold_launches = 5000;
+	r.energy_cold_seconds = 2.5;
+	r.energy_cold_mj_per_launch = 0.0171;
+	r.energy_cold_unc_mj = 0.0009;
+	r.energy_cold_ns_per_launch = 31.5;
+	r.flush_mj = 9.25;
+	r.flush_unc_mj = 0.01;
 	snprintf(r.verify, sizeof(r.verify), "differs");
 	r.verify_buffers = 3;
 	r.verify_bytes = 786432;
@@ -241,7 +249,11 @@ static void test_stats_and_protocol(void **state)
 		line = strtok(NULL, "\n");
 	}
 	free(buf);
-	assert_int_equal(results, 4);
+	assert_int_equal(results, 5);
+	assert_true(q.has_energy_cold && q.energy_cold_launches == 5000);
+	assert_true(fabs(q.energy_cold_mj_per_launch - 0.0171) < 1e-12 && fabs(q.flush_mj - 9.25) < 1e-12);
+	assert_true(fabs(q.energy_cold_ns_per_launch - 31.5) < 1e-9 && fabs(q.energy_cold_unc_mj - 0.0009) < 1e-12);
+	assert_int_equal(kj_replay_parse_line("KJ_ENERGY_COLD\tunique=1\tlaunches=5\tseconds=1\tmj=x", &q), KJ_EINVAL);
 	assert_string_equal(q.verify, "differs");
 	assert_true(q.verify_buffers == 3 && q.verify_bytes == 786432 && q.verify_diff_bytes == 17);
 	assert_int_equal(kj_replay_parse_line("KJ_VERIFY\tunique=1\tverify=identical\tbuffers=x", &q), KJ_EINVAL);
@@ -496,8 +508,17 @@ static void test_store_and_report(void **state)
 	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
 	assert_int_equal(kj_db_count(db, "replay_energy"), 1);
 	assert_int_equal(kj_db_count(db, "replay_verify"), 1);
+	assert_int_equal(kj_db_count(db, "replay_energy_cold"), 0);
+	/* with its cold-L2 energy: a row of its own; a later replay without one takes it away */
+	a->has_energy_cold = 1;
+	a->energy_cold_mj_per_launch = 0.8;
+	a->energy_cold_ns_per_launch = 1650;
+	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
+	assert_int_equal(kj_db_count(db, "replay_energy_cold"), 1);
+	a->has_energy_cold = 0;
 	/* again: replaced, not duplicated */
 	assert_int_equal(kj_replay_plan_store(db, &plan), 0);
+	assert_int_equal(kj_db_count(db, "replay_energy_cold"), 0);
 	assert_int_equal(kj_db_count(db, "replay_kernel"), 8);
 	sqlite3_stmt *st;
 	assert_int_equal(kj_db_prepare(db, "SELECT median_ns, status FROM replay_kernel WHERE unique_id = 1 AND cache = 'cold'", &st), 0);

@@ -31,6 +31,7 @@
 
 #include "kj_apistory.h"
 #include "kj_compare.h"
+#include "kj_replay.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_html.h"
@@ -292,6 +293,59 @@ static void test_decomposition_by_hand(void **state)
 	/* skipping everything is refused, an absent region too */
 	assert_null(compare_json(p, "step", 4, KJ_EINVAL));
 	assert_null(compare_json(p, "nope", -1, KJ_ENOTFOUND));
+}
+
+/* Cold-L2 energies: each kernel at the mean of its warm and cold energy, as its time is; kernels
+ * without a cold one at their warm energy × the ratio of those with one. */
+static void test_cold_energy_mean(void **state)
+{
+	(void)state;
+	char p[256];
+	sqlite3 *db = NULL;
+	snprintf(p, sizeof(p), "%s/cold_energy.kjdb", dir);
+	make_main(p, 1);
+	/* an older run: no replay_energy_cold table, the warm figures alone */
+	json_t *j = compare_json(p, "step", 1, 0);
+	NEAR(jnum(j, "energy_kernels_j"), 0.04);
+	assert_true(json_is_null(json_object_get(j, "energy_kernels_cold_j")));
+	json_decref(j);
+	/* unique 1 (2 launches, 10 mJ warm) at 30 mJ cold; unique 2 (1 launch, 20 mJ) has none */
+	assert_int_equal(kj_db_open(p, 1, &db), 0);
+	exec(db, KJ_REPLAY_ENERGY_COLD_TABLE);
+	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(1, 30, 250000)");
+	kj_db_close(db);
+	char *text = NULL;
+	j = compare_json_text(p, "step", 1, 0, &text);
+	NEAR(jnum(j, "energy_kernels_warm_j"), 0.04);
+	NEAR(jnum(j, "energy_cold_ratio"), 3);                 /* 60 / 20 mJ */
+	NEAR(jnum(j, "energy_kernels_cold_j"), 0.12);           /* 60 + 20 x 3 */
+	NEAR(jnum(j, "energy_kernels_j"), 0.08);                /* 2 x 20 + 20 x (1 + 3) / 2 */
+	NEAR(jnum(j, "energy_cold_time_coverage"), 0.6);        /* 300 of 500 us */
+	NEAR(jnum(j, "energy_predicted_j"), 0.08 + jnum(j, "energy_idle_j"));
+	assert_non_null(strstr(text, "the rest at their warm energy × 3.000"));
+	free(text);
+	json_t *top = json_object_get(j, "top_kernels");
+	for (size_t i = 0; i < json_array_size(top); i++) {
+		json_t *k = json_array_get(top, i);
+		if (jnum(k, "energy_warm_mj_per_launch") == 10) {
+			NEAR(jnum(k, "energy_cold_mj_per_launch"), 30);
+			NEAR(jnum(k, "energy_mj_per_launch"), 20);
+		} else {
+			assert_true(json_is_null(json_object_get(k, "energy_cold_mj_per_launch")));
+		}
+	}
+	json_decref(j);
+	/* both measured: the plain sum of the means, the same total here */
+	assert_int_equal(kj_db_open(p, 1, &db), 0);
+	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 60, 300000)");
+	kj_db_close(db);
+	j = compare_json_text(p, "step", 1, 0, &text);
+	NEAR(jnum(j, "energy_kernels_j"), 0.08);
+	NEAR(jnum(j, "energy_kernels_cold_j"), 0.12);
+	NEAR(jnum(j, "energy_cold_time_coverage"), 1);
+	assert_null(strstr(text, "the rest at"));
+	free(text);
+	json_decref(j);
 }
 
 static void test_missing_inputs_are_null(void **state)
@@ -708,6 +762,7 @@ int main(void)
 		cmocka_unit_test(test_owner_per_process),
 		cmocka_unit_test(test_decomposition_by_hand),
 		cmocka_unit_test(test_loop_energy),
+		cmocka_unit_test(test_cold_energy_mean),
 		cmocka_unit_test(test_missing_inputs_are_null),
 		cmocka_unit_test(test_whole_run_unclosed_overlap),
 		cmocka_unit_test(test_empty_and_no_kernels),

@@ -237,7 +237,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: kjoule-replay-worker --probe [--device D]\n"
 			"       kjoule-replay-worker --db RUN --unique ID [--runs N] [--warmup W]\n"
-			"              [--cache warm|cold|both] [--energy] [--unroll U] [--energy-seconds S]\n"
+			"              [--cache warm|cold|both] [--energy [--no-cold-energy]] [--unroll U]\n"
+			"              [--energy-seconds S]\n"
 			"              [--device D] [--timer cupti|events] [--relocate]\n"
 			"       kjoule-replay-worker --db RUN --sequence ITERATION [--ordinals A:B] [--graph [--topology]]\n"
 			"              [--runs N]\n"
@@ -268,6 +269,8 @@ int main(int argc, char **argv)
 			R.o.probe = 1;
 		} else if (!strcmp(a, "--energy")) {
 			R.o.energy = 1;
+		} else if (!strcmp(a, "--no-cold-energy")) {
+			R.o.no_cold_energy = 1;
 		} else if (!strcmp(a, "--relocate")) {
 			R.o.relocate = 1;
 		} else if (!strcmp(a, "--verify")) {

@@ -39,6 +39,7 @@ struct opts {
 	int verify;       /* compare outputs with the run's after-launch snapshot */
 	int topology;     /* --sequence --graph: also the graph launches with their recorded topology */
 	int no_pace;      /* --no-pace: iteration energy back to back even where the program paused */
+	int no_cold_energy; /* --no-cold-energy: with the cold cache, energy with warm L2 only */
 };
 
 /* A function compiled with PTX .reqntid (Triton's kernels): the one block shape the driver

@@ -169,18 +169,23 @@ static int graph_sync(void *ctx)
 }
 
 #ifdef KJ_HAVE_AMORTIZE
-int measure_energy(struct replay *R)
+/* Energy per unit of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
+ * when flush and the kernel's launch when kernel: kj_amortize_measure over it, into *ar. 0, or a
+ * KJ_E* code (CUDA failures also in R->res). */
+static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amortize_result *ar)
 {
 	CUgraph graph = NULL;
 	struct graph_work gw = {NULL, R->stream};
 	struct kj_amortize_work w;
 	struct kj_amortize_opts ao;
-	struct kj_amortize_result ar;
 	int rc;
 
 	CU(cuStreamBeginCapture(R->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
 	for (int i = 0; i < R->o.unroll; i++) {
-		CUresult e = launch(R);
+		CUresult e = flush ? cuMemsetD32Async(R->flush, 0x3E000000u + (unsigned)i, R->flush_bytes / 4, R->stream)
+				   : CUDA_SUCCESS;
+		if (e == CUDA_SUCCESS && kernel)
+			e = launch(R);
 		if (e != CUDA_SUCCESS) {
 			cuStreamEndCapture(R->stream, &graph);
 			if (graph)
@@ -190,7 +195,12 @@ int measure_energy(struct replay *R)
 		}
 	}
 	CU(cuStreamEndCapture(R->stream, &graph));
-	CU(cuGraphInstantiate(&gw.exec, graph, 0));
+	CUresult ie = cuGraphInstantiate(&gw.exec, graph, 0);
+	if (ie != CUDA_SUCCESS) {
+		cuGraphDestroy(graph);
+		cu_fail(&R->res, "cuGraphInstantiate", ie, __FILE__, __LINE__);
+		return KJ_EGPU;
+	}
 	memset(&w, 0, sizeof(w));
 	w.ctx = &gw;
 	w.enqueue = graph_enqueue;
@@ -207,10 +217,58 @@ int measure_energy(struct replay *R)
 	 * and five steady readings (250 ms) suffice */
 	static int measured_before;
 	ao.warmup_min_s = measured_before++ ? 0.25 : 0.5;
-	memset(&ar, 0, sizeof(ar));
-	rc = kj_amortize_measure(&w, &ao, &ar);
+	memset(ar, 0, sizeof(*ar));
+	rc = kj_amortize_measure(&w, &ao, ar);
 	cuGraphExecDestroy(gw.exec);
 	cuGraphDestroy(graph);
+	return rc;
+}
+
+/* The kernel's energy with its data out of L2, as the cold timing has it: a graph of flush and
+ * launch pairs less a graph of the flushes alone, measured right after it (so both see the same
+ * clocks and temperature). Absent (has_energy_cold 0) when either measurement fails or the
+ * difference is not above zero by more than its uncertainty. */
+static void measure_energy_cold(struct replay *R)
+{
+	struct kj_amortize_result a, b;
+	char status[sizeof(R->res.status)], error[sizeof(R->res.error)];
+	memcpy(status, R->res.status, sizeof(status));
+	memcpy(error, R->res.error, sizeof(error));
+	int rc = amortize_graph(R, 1, 1, &a);
+	if (!rc)
+		rc = amortize_graph(R, 1, 0, &b);
+	if (rc) { /* the kernel's timing and warm energy stand */
+		kj_warnf("unique kernel %" PRId64 ": cold-L2 energy not measured: %s", R->o.unique,
+			 strcmp(R->res.status, status) ? R->res.error : kj_strerror(rc));
+		memcpy(R->res.status, status, sizeof(status));
+		memcpy(R->res.error, error, sizeof(error));
+		return;
+	}
+	double mj = a.energy_per_launch_mj - b.energy_per_launch_mj;
+	double unc = sqrt(a.energy_unc_mj * a.energy_unc_mj + b.energy_unc_mj * b.energy_unc_mj);
+	double ns = a.time_per_launch_ns - b.time_per_launch_ns;
+	R->res.flush_mj = b.energy_per_launch_mj;
+	R->res.flush_unc_mj = b.energy_unc_mj;
+	if (!(isfinite(mj) && mj > unc && ns > 0)) {
+		kj_warnf("unique kernel %" PRId64 ": cold-L2 energy not kept: flush and launch %.4g mJ, flush alone "
+			 "%.4g mJ (± %.2g): the kernel's part is lost in the flush's", R->o.unique,
+			 a.energy_per_launch_mj, b.energy_per_launch_mj, unc);
+		return;
+	}
+	R->res.has_energy_cold = 1;
+	R->res.energy_cold_launches = a.launches;
+	R->res.energy_cold_seconds = a.seconds + b.seconds;
+	R->res.energy_cold_mj_per_launch = mj;
+	R->res.energy_cold_unc_mj = unc;
+	R->res.energy_cold_ns_per_launch = ns;
+}
+
+int measure_energy(struct replay *R)
+{
+	struct kj_amortize_result ar;
+	int rc = amortize_graph(R, 0, 1, &ar);
+	if (rc == KJ_EGPU && !strcmp(R->res.status, "failed"))
+		return rc; /* the capture or instantiation failed: the result says where */
 	if (rc) {
 		kj_warnf("unique kernel %" PRId64 ": energy not measured: %s", R->o.unique, kj_strerror(rc));
 		return 0; /* timing stands; energy stays absent */
@@ -227,6 +285,8 @@ int measure_energy(struct replay *R)
 	R->res.dynamic_mj_per_launch =
 		idle >= 0 ? ar.energy_per_launch_mj - idle * ar.time_per_launch_ns * 1e-9 : NAN;
 	snprintf(R->res.method, sizeof(R->res.method), "%s", ar.method ? ar.method : "amortized");
+	if (R->o.cold && R->flush && !R->o.no_cold_energy)
+		measure_energy_cold(R);
 	return 0;
 }
 #else
