@@ -45,10 +45,19 @@ PROGRAMS = {
     # step captured in one CUDA graph (forward, backward, capturable Adam)
     "cnn_train": ["python3", "examples/cnn_train.py", "--steps", "60"],
     "graph_train": ["python3", "examples/graph_train.py", "--steps", "300"],
+    # session 24 (energy with cold L2): the issue's own programs again, long enough for the energy
+    # counter to judge: a GPT-2-medium-shaped forward in torch.cuda.graph, eager BLOOM-560M, the
+    # jitted JAX transformer block, a cuDNN ResNet-50 and a CNN with SDPA
+    "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1500"],
+    "bloom": ["python3", "examples/bloom560m.py", "--iters", "400"],
+    "jax_step": ["python3", "examples/jax_step.py", "--steps", "3000"],
+    "resnet": ["python3", "examples/resnet_cudnn.py", "--iters", "700"],
+    "convattn": ["python3", "examples/convattn.py", "--iters", "1000"],
 }
 # FlexAttention's kernels read block lists: on stand-in data they do other work (compare says so);
 # with the program's buffers saved they replay as they ran
-RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"], "flex_attention_snapshot": ["--snapshot"]}
+RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"], "flex_attention_snapshot": ["--snapshot"],
+             "jax_step": ["--iteration-range", "step"]}
 # its 678 unique kernels take longer than one device call allows with defaults: a user's budget
 REPLAY_FLAGS = {"hf_decode": ["--budget", "300"], "jax_train": ["--budget", "140"]}
 # --spine: the rest of the commands a user runs on the same database (result key, command,
@@ -77,6 +86,17 @@ def compare_anomalies(cj):
     e = cj.get("energy_error_pct")
     if isinstance(e, (int, float)) and abs(e) > 200:
         out.append(f"energy_error_pct = {e}")
+    return out
+
+
+def energy_errors(cj):
+    """The predicted energy's error with each kernel at its warm, its cold-L2 and the mean of the
+    two replayed energies (compare's prediction), idle power over the rest as compare adds it."""
+    m, idle = cj.get("energy_measured_j"), cj.get("energy_idle_j")
+    out = {}
+    for k, key in (("warm", "energy_kernels_warm_j"), ("cold", "energy_kernels_cold_j"), ("mean", "energy_kernels_j")):
+        v = cj.get(key)
+        out[k] = round(100 * (v + idle - m) / m, 2) if None not in (v, idle, m) and m else None
     return out
 
 
@@ -162,8 +182,11 @@ def main():
                 "energy_error_pct", "energy_error_judgeable", "energy_predicted_sequence_j",
                 "energy_error_sequence_pct", "energy_sequence_mode", "energy_sequence_data",
                 "sequence_eager_us", "sequence_graph_us", "sequence_topology_us", "energy_standin_share",
-                "sequence_kernels_overlapped", "not_replayable_alone"]
+                "sequence_kernels_overlapped", "not_replayable_alone", "energy_kernels_j",
+                "energy_kernels_warm_j", "energy_kernels_cold_j", "energy_cold_time_coverage",
+                "energy_cold_ratio", "energy_idle_j", "energy_kernels_time_coverage"]
         p["compare"] = {k: cj.get(k) for k in keep if k in cj}
+        p["energy_errors_pct"] = energy_errors(cj)
         c = sqlite3.connect(db)
         p["unique_kernels"] = c.execute("SELECT count(*) FROM unique_kernel").fetchone()[0]
         p["replay_status"] = dict(c.execute("SELECT status, count(*) FROM replay_kernel WHERE cache = 'warm'"
@@ -181,7 +204,8 @@ def main():
         print(f"{name:10s} run {p['run_rc']} {p['run_s']}s  replay {p['replay_rc']} {p['replay_s']}s"
               f"  uniques {p['unique_kernels']} status {p['replay_status']}  explained {cm.get('explained_fraction')}"
               f" seq {cm.get('explained_fraction_sequence')}  energy err {cm.get('energy_error_pct')}"
-              f" (judged {cm.get('energy_error_judgeable')}) seq err {cm.get('energy_error_sequence_pct')}"
+              f" (judged {cm.get('energy_error_judgeable')}; warm/cold/mean {p['energy_errors_pct']},"
+              f" cold covers {cm.get('energy_cold_time_coverage')}) seq err {cm.get('energy_error_sequence_pct')}"
               f" bad numbers {len(p['compare_bad_numbers'])} anomalies {p['compare_anomalies']}"
               f"{' spine ' + str(p['spine_rc']) if 'spine_rc' in p else ''}")
 

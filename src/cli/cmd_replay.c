@@ -40,6 +40,8 @@ struct replay_opts {
 /* Kernels get cold-L2 energy only while the windows stay this long: that energy is the difference
  * of two windows (flush and launch, flush alone), each carrying the flush's energy */
 #define KJ_REPLAY_COLD_ENERGY_MIN_S 0.5
+/* the warm-up before each energy window of a worker after its first (worker_timing.c) */
+#define KJ_REPLAY_ENERGY_WARMUP_S 0.25
 
 /* Under --budget, the kept iteration's replay starts only with this many seconds left; the
  * per-kernel replays leave it this share of the budget (at most KJ_REPLAY_SEQ_RESERVE_MAX_S, and
@@ -969,10 +971,11 @@ int cmd_replay(int argc, char **argv)
 		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration.
 		 * The cold windows go to the largest kernels first, as many as the pool holds */
 		double pool = o.budget_s > 0 && 0.4 * o.budget_s < 40.0 ? 0.4 * o.budget_s : 40.0;
-		double windows = pool / KJ_REPLAY_COLD_ENERGY_MIN_S;
+		/* each window also warms up for KJ_REPLAY_ENERGY_WARMUP_S */
+		double windows = pool / (KJ_REPLAY_COLD_ENERGY_MIN_S + KJ_REPLAY_ENERGY_WARMUP_S);
 		if (ncold && (double)(ne + 2 * ncold) > windows)
 			ncold = windows > (double)ne ? (size_t)((windows - (double)ne) / 2) : 0;
-		o.energy_s = ne ? pool / (double)(ne + 2 * ncold) : 2.0;
+		o.energy_s = ne ? pool / (double)(ne + 2 * ncold) - KJ_REPLAY_ENERGY_WARMUP_S : 2.0;
 		o.energy_s = o.energy_s < KJ_REPLAY_ENERGY_MIN_S ? KJ_REPLAY_ENERGY_MIN_S : o.energy_s > 2.0 ? 2.0 : o.energy_s;
 	}
 	for (size_t i = 0, taken = 0; i < plan.n; i++) /* plan order: largest share first */
@@ -982,11 +985,14 @@ int cmd_replay(int argc, char **argv)
 		}
 	if (!o.json) {
 		size_t ni = 0;
-		char cold[96] = "";
+		char cold[160] = "";
 		for (size_t i = 0; i < plan.n; i++)
 			ni += plan.items[i].iter_launches > 0;
-		if (o.energy && ncold)
-			snprintf(cold, sizeof(cold), ", %zu of them also with cold L2 (two windows more)", ncold);
+		if (o.energy && ncold == ne && ne)
+			snprintf(cold, sizeof(cold), ", each also with cold L2 (two windows more)");
+		else if (o.energy && o.energy_windows > 1 && ne)
+			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (as many as the energy windows' time holds"
+				 " at %.1f s a window; --energy-seconds S measures all)", ncold, KJ_REPLAY_COLD_ENERGY_MIN_S);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
 			"%s; energy for %zu%s (%.2g s a window)%s\n", plan.n, ni,
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
