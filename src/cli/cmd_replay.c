@@ -268,7 +268,30 @@ struct batch {
 	int *got;          /* per idx: a KJ_RESULT arrived */
 	size_t n;
 	ssize_t current;   /* position in idx of the kernel the worker announced last */
+	/* the progress line, printed as each result arrives */
+	const struct replay_opts *o;
+	const int *tier;       /* per plan item: the data fill it ran on (a fault may retry it) */
+	unsigned char *shown;  /* per plan item: its progress line is out */
+	size_t done, total;    /* kernels settled, of all to replay */
+	double kernels_s;      /* the kernels' part of --budget */
 };
+
+static int data_dependent(const struct kj_replay_result *r);
+
+/* "[done/total elapsed, ~left] status name" on stderr (on a terminal too under --json). */
+static void progress_line(const struct batch *b, const struct kj_replay_item *it)
+{
+	const struct replay_opts *o = b->o;
+	if (o->json && !isatty(STDERR_FILENO))
+		return;
+	double el = since_start(o), left = el / (double)b->done * (double)(b->total - b->done);
+	int capped = o->budget_s > 0 && b->kernels_s - el < left;
+	if (capped)
+		left = b->kernels_s - el > 0 ? b->kernels_s - el : 0;
+	fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left%s] %-9s%s %.60s\n", b->done, b->total, el, left,
+		capped ? " of the budget" : "", it->res.status, it->energy ? " +energy" : "",
+		it->demangled ? it->demangled : it->mangled);
+}
 
 static ssize_t batch_find(const struct batch *b, const char *line)
 {
@@ -297,8 +320,16 @@ static void on_batch_line(const char *line, void *arg)
 		b->current = i;
 		return;
 	}
-	if (kj_replay_parse_line(line, r) == 1 && !strncmp(line, "KJ_RESULT\t", 10))
+	if (kj_replay_parse_line(line, r) == 1 && !strncmp(line, "KJ_RESULT\t", 10)) {
+		size_t item = b->idx[i];
 		b->got[i] = 1;
+		/* settled unless a data-dependent fault sends it back for another fill */
+		if (b->o && !(data_dependent(r) && b->tier[item] < 2)) {
+			b->done++;
+			b->shown[item] = 1;
+			progress_line(b, &b->plan->items[item]);
+		}
+	}
 }
 
 /* Replay every item that is not skipped: batches of kernels per worker process (one context);
@@ -309,6 +340,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 {
 	size_t *todo = calloc(plan->n + 1, sizeof(*todo)), ntodo = 0;
 	unsigned char *settled = calloc(plan->n + 1, 1); /* results of this batch, to store now */
+	unsigned char *shown = calloc(plan->n + 1, 1);   /* progress line printed */
 	int *tier = calloc(plan->n + 1, sizeof(*tier)), *got = calloc(plan->n + 1, sizeof(*got));
 	char (*first_err)[160] = calloc(plan->n + 1, sizeof(*first_err));
 	char **argv = calloc(2 * plan->n + 40, sizeof(*argv));
@@ -322,7 +354,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 	const size_t chunk = o->budget_s > 0 || o->energy ? 8 : 64;
 	const double kernels_s = o->budget_s - o->seq_reserve_s; /* the kernels' part of --budget */
 
-	if (!todo || !tier || !got || !first_err || !argv || !ids || !settled) {
+	if (!todo || !tier || !got || !first_err || !argv || !ids || !settled || !shown) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
@@ -359,7 +391,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 		for (size_t i = 0; i < ntodo && want_energy < 0; i++)
 			if (tier[todo[i]] == t)
 				want_energy = plan->items[todo[i]].energy;
-		struct batch b = {plan, calloc(ntodo, sizeof(size_t)), got, 0, -1};
+		struct batch b = {plan, calloc(ntodo, sizeof(size_t)), got, 0, -1, o, tier, shown, done, total, kernels_s};
 		if (!b.idx) {
 			rc = KJ_ENOMEM;
 			goto out;
@@ -466,14 +498,10 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 			}
 			done++;
 			settled[item] = 1;
-			if (!o->json || isatty(STDERR_FILENO)) {
-				double el = since_start(o), left = el / (double)done * (double)(total - done);
-				int capped = o->budget_s > 0 && kernels_s - el < left;
-				if (capped)
-					left = kernels_s - el > 0 ? kernels_s - el : 0;
-				fprintf(stderr, "[%zu/%zu %3.0fs, ~%.0fs left%s] %-9s%s %.60s\n", done, total, el, left,
-					capped ? " of the budget" : "", it->res.status, it->energy ? " +energy" : "",
-					it->demangled ? it->demangled : it->mangled);
+			if (!shown[item]) { /* settled only now (a worker that died on it): say so */
+				b.done = done;
+				shown[item] = 1;
+				progress_line(&b, it);
 			}
 		}
 		ntodo = nn;
@@ -493,6 +521,7 @@ out:
 	free(argv);
 	free(ids);
 	free(settled);
+	free(shown);
 	if (rc)
 		kj_errorf("replay workers: %s", kj_strerror(rc));
 	return rc;

@@ -5,7 +5,7 @@
 # replay_worker_standin.py): with a 40 s budget the kernels stop at 0.7 of it, the rest listed as
 # skipped with the share kept for the iteration, whose replay then runs; with a 16 s budget (too
 # little to keep 10 s for it) the kernels take the whole budget and the iteration is not
-# replayed, which is said.
+# replayed, which is said. The progress line comes with each kernel's result.
 # usage: test_replay_budget.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1 src=$2
@@ -26,6 +26,11 @@ skipped=$(q "$dir/a.kjdb" "SELECT count(*) FROM replay_kernel WHERE cache = 'war
 check "--budget 40: the kernels stop near 28 s (0.7 of it), the rest skipped with the 12 s kept named" \
 	'[ $rc -eq 0 ] && [ "$ok" -ge 44 ] && [ "$ok" -le 60 ] && [ "$skipped" -gt 0 ] &&
 	 grep -q "the --budget of 40 s was spent (12 s of it kept for the iteration" "$dir/a.err"'
+# the progress line comes as each kernel's result does, not when its worker (8 kernels) is done
+first=$(sed -n 's/^\[1\/[0-9]* *\([0-9]*\)s,.*/\1/p' "$dir/a.err" | head -n 1)
+eighth=$(sed -n 's/^\[8\/[0-9]* *\([0-9]*\)s,.*/\1/p' "$dir/a.err" | head -n 1)
+check "the progress lines of one worker's kernels come 0.5 s apart, as their results do" \
+	'[ -n "$first" ] && [ -n "$eighth" ] && [ $(( eighth - first )) -ge 2 ]'
 check "... then the iteration is replayed with what is left, all within the budget" \
 	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM replay_sequence WHERE median_ns > 0")" -gt 0 ] && [ $took -le 42 ]'
 
