@@ -1019,9 +1019,12 @@ int cmd_replay(int argc, char **argv)
 			ni += plan.items[i].iter_launches > 0;
 		if (o.energy && ncold == ne && ne)
 			snprintf(cold, sizeof(cold), ", each also with cold L2 (two windows more)");
-		else if (o.energy && o.energy_windows > 1 && ne)
+		else if (o.energy && o.energy_windows > 1 && ncold)
 			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (as many as the energy windows' time holds"
 				 " at %.1f s a window; --energy-seconds S measures all)", ncold, KJ_REPLAY_COLD_ENERGY_MIN_S);
+		else if (o.energy && o.energy_windows > 1 && ne)
+			snprintf(cold, sizeof(cold), ", none with cold L2 (the energy windows' time holds no more at %.1f s a"
+				 " window; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
 			"%s; energy for %zu%s (%.2g s a window)%s\n", plan.n, ni,
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
