@@ -78,11 +78,16 @@ static void test_answer(void **state)
 	assert_true(n > 0 && (size_t)n == strlen(buf));
 	assert_string_equal(buf, "KJ_SWEEP status=ok f_us=12.5 b_us=30 f_uj=- f_uj_unc=- b_uj=- b_uj_unc=- "
 				 "err_f=0.0001 err_b=- flops_f=- flops_b=- bytes_f=- bytes_b=- f_mhz=- b_mhz=- "
-				 "f_tmhz=- b_tmhz=- f_wus=- b_wus=- f_algo=- b_algo=- msg=\"unroll '8' next\"\n");
+				 "f_tmhz=- b_tmhz=- f_wus=- b_wus=- f_uj_warm=- f_uj_cold=- b_uj_warm=- b_uj_cold=- "
+				 "f_algo=- b_algo=- msg=\"unroll '8' next\"\n");
 	a.f_mhz = 1755, a.b_mhz = 1980.4;
 	a.f_tmhz = 1620, a.b_wus = 31.25;
 	assert_true(sw_answer_format(&a, buf, sizeof(buf)) > 0);
 	assert_non_null(strstr(buf, " f_mhz=1755 b_mhz=1980.4 f_tmhz=1620 b_tmhz=- f_wus=- b_wus=31.25 "));
+	/* the warm and cold energies the pass's energy is the mean of */
+	a.f_uj_warm = 410.5, a.f_uj_cold = 522;
+	assert_true(sw_answer_format(&a, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, " f_uj_warm=410.5 f_uj_cold=522 b_uj_warm=- b_uj_cold=- "));
 	/* the algorithm words: as given, '-' for a word a reader could not split on spaces */
 	a.f_algo = "12.20.1.3.0+7.18.1.2.0", a.b_algo = "1 2";
 	assert_true(sw_answer_format(&a, buf, sizeof(buf)) > 0);

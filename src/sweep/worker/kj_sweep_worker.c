@@ -131,7 +131,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 			a->b_flops = t->flops(r->v, KJ_BWD), a->b_bytes = t->bytes(r->v, KJ_BWD, eb);
 	}
 #endif
-	struct sw_measure mf = {-1, -1, -1, 0, -1, -1, -1, ""}, mb = {-1, -1, -1, 0, -1, -1, -1, ""};
+	struct sw_measure mf = {-1, -1, -1, -1, -1, 0, -1, -1, -1, ""}, mb = {-1, -1, -1, -1, -1, 0, -1, -1, -1, ""};
 	double ef = -1, eb = -1;
 	rc = op->setup(c, r->precision, r->v, &state);
 	if (!rc && r->check)
@@ -157,6 +157,8 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	a->f_mhz = mf.mhz, a->b_mhz = mb.mhz;
 	a->f_tmhz = mf.t_mhz, a->b_tmhz = mb.t_mhz;
 	a->f_wus = mf.win_us, a->b_wus = mb.win_us;
+	a->f_uj_warm = mf.uj_warm, a->f_uj_cold = mf.uj_cold;
+	a->b_uj_warm = mb.uj_warm, a->b_uj_cold = mb.uj_cold;
 	snprintf(algo_f, sizeof(algo_f), "%s", mf.algo);
 	snprintf(algo_b, sizeof(algo_b), "%s", mb.algo);
 	a->f_algo = algo_f, a->b_algo = algo_b;
@@ -170,7 +172,9 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		int attn = !strcmp(op->name, "flash_atten");
 		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll, attn ? " " : "",
 			 attn ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
-			 c->energy_why[0] ? " energy not measured: " : "", c->energy_why);
+			 !c->energy_why[0] ? "" : strncmp(c->energy_why, "cold-L2", 7) ? " energy not measured: "
+										   : " energy with warm L2 only: ",
+			 c->energy_why);
 		a->msg = c->err;
 	}
 }

@@ -114,7 +114,8 @@ void sw_gemm_describe(struct sw_ctx *c, char *buf, size_t len);
 
 /* ---- worker_measure.c ---- */
 struct sw_measure {
-	double us, uj, uj_unc;      /* per call; uj < 0: not measured */
+	double us, uj, uj_unc;      /* per call; uj < 0: not measured. With cold energy: their mean */
+	double uj_warm, uj_cold;    /* per call, warm L2 and data out of L2; < 0: not measured */
 	int unroll;
 	double mhz;                 /* mean SM clock over the energy window; < 0: not read */
 	double t_mhz;               /* SM clock the timing ran at (settled timing); < 0: not read */
@@ -124,6 +125,9 @@ struct sw_measure {
 /** Time pass fn (fwd or bwd) of op: U calls captured in a CUDA graph, replayed after at least
  *  100 ms of warm-up, the median of the active replays per call; energy (energy != 0) through
  *  kj_amortize_measure over the same graph (its window's own time a call in win_us).
+ *  Energy is the mean of the warm graph's and the same calls' with their data out of L2 (pairs
+ *  of a 2 x L2 flush and the call, less the flushes alone), as kjoule replay counts a kernel;
+ *  KJ_SWEEP_ENERGY_CACHE=warm: the warm graph's alone.
  *  KJ_SWEEP_TIMING=span: the mean over KJ_SWEEP_TIME_S (0.25) s of back-to-back replays instead,
  *  or the energy window's time where energy is measured; KJ_SWEEP_SETTLE=1: replays until the SM
  *  clock is steady first. */

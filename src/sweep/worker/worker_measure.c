@@ -186,6 +186,72 @@ out:
 
 static int energy_windows; /* energy windows measured by this worker so far */
 
+/* Energy per call of an instantiated graph of U calls over one kj_amortize_measure window of
+ * secs; 0 or a KJ_E* code. */
+static int energy_of(struct sw_ctx *c, cudaGraphExec_t exec, int U, double secs, struct kj_amortize_result *ar)
+{
+	struct graph_work g = {exec, c->stream};
+	struct kj_amortize_work w = {&g, graph_enqueue, graph_sync, U};
+	struct kj_amortize_opts ao;
+	memset(&ao, 0, sizeof(ao));
+	memset(ar, 0, sizeof(*ar));
+	ao.nvml_index = c->nvml_index;
+	ao.min_seconds = secs;
+	/* at least 5 counter periods inside the window (kj_amortize adds 3 to min_updates) */
+	ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : secs >= 0.5 ? 5 : 2;
+	/* the GPU is already warm after the worker's first energy window: a shorter settle check
+	 * (still 5 steady clock readings) as kjoule replay does */
+	ao.warmup_min_s = energy_windows++ ? 0.25 : 0.5;
+	int rc = kj_amortize_measure(&w, &ao, ar);
+	cudaGetLastError();
+	return rc ? rc : ar->energy_per_launch_mj > 0 ? 0 : KJ_EGPU;
+}
+
+/* The calls' energy with their data out of L2, as kjoule replay measures a kernel's: U pairs of a
+ * 2 x L2 flush (memset) and the call, less U flushes alone, per call, into *uj and *unc. 0, or a
+ * KJ_E* code with the reason in c->energy_why (the pass's timing and warm energy stand). */
+static int energy_cold(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), int U, double secs,
+		       double *uj, double *unc)
+{
+	static void *flush; /* kept for the worker's life */
+	static size_t flush_bytes;
+	cudaGraphExec_t pairs = NULL, alone = NULL;
+	struct kj_amortize_result a, b;
+	int rc, l2 = 0;
+	if (!flush) {
+		int dev = 0;
+		if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+			l2 = 0;
+		flush_bytes = ((size_t)(l2 > 0 ? l2 : 64 << 20) * 2 + 4095) & ~(size_t)4095;
+		if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
+			flush = NULL;
+			cudaGetLastError();
+			snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy: no memory for the %zu MiB flush",
+				 flush_bytes >> 20);
+			return KJ_ENOMEM;
+		}
+	}
+	if ((rc = capture_calls(c, state, fn, U, flush, flush_bytes, &pairs)) ||
+	    (rc = capture_calls(c, state, NULL, U, flush, flush_bytes, &alone)))
+		snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy: %.180s", c->err);
+	else if ((rc = energy_of(c, pairs, U, secs, &a)) || (rc = energy_of(c, alone, U, secs, &b)))
+		snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy: kj_amortize_measure: %s", kj_strerror(rc));
+	if (pairs)
+		cudaGraphExecDestroy(pairs);
+	if (alone)
+		cudaGraphExecDestroy(alone);
+	if (rc)
+		return rc;
+	*uj = (a.energy_per_launch_mj - b.energy_per_launch_mj) * 1e3;
+	*unc = sqrt(a.energy_unc_mj * a.energy_unc_mj + b.energy_unc_mj * b.energy_unc_mj) * 1e3;
+	if (!(*uj > *unc)) {
+		snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy lost in the flush's: flush and call %.4g uJ,"
+			 " flush alone %.4g uJ (± %.2g)", a.energy_per_launch_mj * 1e3, b.energy_per_launch_mj * 1e3, *unc);
+		return KJ_EINVAL;
+	}
+	return 0;
+}
+
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m)
 {
@@ -195,7 +261,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
 	int rc, reps = (int)env_double("KJ_SWEEP_ACTIVE", 30), warm = (int)env_double("KJ_SWEEP_WARMUP", 3);
 	(void)op;
-	m->us = m->uj = m->uj_unc = m->mhz = m->t_mhz = m->win_us = -1;
+	m->us = m->uj = m->uj_unc = m->mhz = m->t_mhz = m->win_us = m->uj_warm = m->uj_cold = -1;
 	m->algo[0] = '\0';
 	sw_gemm_ran_reset(c);
 	c->kernel_impl[0] = '\0';
@@ -254,32 +320,28 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
 	} else if (energy) {
-		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
-		struct kj_amortize_opts ao;
 		struct kj_amortize_result ar;
 		double secs = env_double("KJ_SWEEP_ENERGY_S", 2.0);
-		memset(&ao, 0, sizeof(ao));
-		memset(&ar, 0, sizeof(ar));
-		ao.nvml_index = c->nvml_index;
-		ao.min_seconds = secs;
-		/* at least 5 counter periods inside the window (kj_amortize adds 3 to min_updates) */
-		ao.min_updates = secs * 8 >= 5 ? (int)(secs * 8) : secs >= 0.5 ? 5 : 2;
-		/* the GPU is already warm after the worker's first energy window: a shorter settle
-		 * check (still 5 steady clock readings) as kjoule replay does */
-		ao.warmup_min_s = energy_windows++ ? 0.25 : 0.5;
-		int erc = kj_amortize_measure(&w, &ao, &ar);
-		if (erc == 0 && ar.energy_per_launch_mj > 0) {
-			m->uj = ar.energy_per_launch_mj * 1e3;
+		const char *cache = getenv("KJ_SWEEP_ENERGY_CACHE");
+		int erc = energy_of(c, gw.exec, U, secs, &ar);
+		if (erc == 0) {
+			m->uj = m->uj_warm = ar.energy_per_launch_mj * 1e3;
 			m->uj_unc = ar.energy_unc_mj * 1e3;
 			m->mhz = ar.sm_clock_mean_mhz;
 			m->win_us = ar.time_per_launch_ns > 0 ? ar.time_per_launch_ns / 1e3 : -1;
 			/* the window's time is the longer span's, at the clock its energy was drawn at */
 			if (m->win_us > 0 && span)
 				m->us = m->win_us;
-		} else if (erc) {
+			/* the pass counted as kjoule replay counts a kernel: the mean of warm and cold */
+			double cold = -1, cold_unc = -1;
+			if (!(cache && !strcmp(cache, "warm")) && !energy_cold(c, state, fn, U, secs, &cold, &cold_unc)) {
+				m->uj_cold = cold;
+				m->uj = (m->uj_warm + cold) / 2;
+				m->uj_unc = sqrt(m->uj_unc * m->uj_unc + cold_unc * cold_unc) / 2;
+			}
+		} else {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
 		}
-		cudaGetLastError();
 	}
 out:
 	for (int i = 0; i < 2; i++)

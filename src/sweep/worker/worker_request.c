@@ -117,6 +117,7 @@ void sw_answer_init(struct sw_answer *a, const char *status, const char *msg)
 	a->err_f = a->err_b = -1;
 	a->f_flops = a->b_flops = a->f_bytes = a->b_bytes = -1;
 	a->f_mhz = a->b_mhz = a->f_tmhz = a->b_tmhz = a->f_wus = a->b_wus = -1;
+	a->f_uj_warm = a->b_uj_warm = a->f_uj_cold = a->b_uj_cold = -1;
 	a->f_algo = a->b_algo = NULL;
 	a->msg = msg;
 }
@@ -163,6 +164,8 @@ int sw_answer_format(const struct sw_answer *a, char *buf, size_t size)
 	    put(buf, size, &len, "f_mhz", a->f_mhz, 5) || put(buf, size, &len, "b_mhz", a->b_mhz, 5) ||
 	    put(buf, size, &len, "f_tmhz", a->f_tmhz, 5) || put(buf, size, &len, "b_tmhz", a->b_tmhz, 5) ||
 	    put(buf, size, &len, "f_wus", a->f_wus, 6) || put(buf, size, &len, "b_wus", a->b_wus, 6) ||
+	    put(buf, size, &len, "f_uj_warm", a->f_uj_warm, 6) || put(buf, size, &len, "f_uj_cold", a->f_uj_cold, 6) ||
+	    put(buf, size, &len, "b_uj_warm", a->b_uj_warm, 6) || put(buf, size, &len, "b_uj_cold", a->b_uj_cold, 6) ||
 	    put_word(buf, size, &len, "f_algo", a->f_algo) || put_word(buf, size, &len, "b_algo", a->b_algo))
 		return -1;
 	if (len + 8 >= size)

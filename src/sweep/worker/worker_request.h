@@ -24,6 +24,7 @@ struct sw_answer {
 	double f_mhz, b_mhz;            /* mean SM clock over each energy window (f_mhz=, b_mhz=), or '-' */
 	double f_tmhz, b_tmhz;          /* SM clock the timing ran at (settled timing: f_tmhz=, b_tmhz=) */
 	double f_wus, b_wus;            /* time a call over the energy window (f_wus=, b_wus=), or '-' */
+	double f_uj_warm, b_uj_warm, f_uj_cold, b_uj_cold; /* the two energies f_uj is the mean of, or '-' */
 	const char *f_algo, *b_algo;    /* each pass's cuBLASLt algorithms (f_algo=, b_algo=); NULL or '' '-' */
 	const char *msg;
 };

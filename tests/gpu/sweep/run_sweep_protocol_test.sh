@@ -69,4 +69,19 @@ echo "$base"; echo "$mixed"
 fus() { sed -n 's/.* f_us=\([0-9.e+-]*\) .*/\1/p' <<< "$1"; }
 python3 -c "import sys; b, m = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (0.5 * b <= m <= 1.2 * b))" \
 	"$(fus "$base")" "$(fus "$mixed")" || { echo "FAIL: KJ_SWEEP_TIMING=mixed ($(fus "$mixed") us against $(fus "$base"))"; fail=1; }
+# energy with cold L2: a layernorm over 16 MB (it fits in L2 warm) answers its warm and cold energies, the cold one
+# above the warm (its reads come from HBM), and f_uj their mean; KJ_SWEEP_ENERGY_CACHE=warm: the
+# warm one alone. Where NVML cannot measure, the energies are '-' on both.
+both=$(echo "layernorm bf16 8,1024,1024 1 0" | KJ_SWEEP_ENERGY_S=0.5 timeout 100 "$w")
+warm=$(echo "layernorm bf16 8,1024,1024 1 0" | KJ_SWEEP_ENERGY_S=0.5 KJ_SWEEP_ENERGY_CACHE=warm timeout 100 "$w")
+echo "$both"; echo "$warm"
+key() { sed -n "s/.* $1=\([0-9.e+-]*\) .*/\1/p" <<< "$2"; }
+if grep -q " f_uj=- " <<< "$both"; then
+	echo "energy not measured here: cold-L2 check skipped"
+else
+	python3 -c "import sys; m, w, c = map(float, sys.argv[1:4]); sys.exit(not (w < c and abs(m - (w + c) / 2) <= 1e-3 * m))" \
+		"$(key f_uj "$both")" "$(key f_uj_warm "$both")" "$(key f_uj_cold "$both")" ||
+		{ echo "FAIL: cold-L2 energy (f_uj, warm, cold)"; fail=1; }
+	grep -Eq " f_uj=$num .* f_uj_warm=$num f_uj_cold=- " <<< "$warm" || { echo "FAIL: KJ_SWEEP_ENERGY_CACHE=warm"; fail=1; }
+fi
 exit $fail
