@@ -149,8 +149,19 @@ void kj_html_energy(struct kj_html_ctx *x)
 	kj_html_fig(f, em, hem, 3, NULL);
 	if (hem && heu)
 		fprintf(f, " ± %.3f", eu);
-	fputs("</td></tr>\n<tr><td class=\"l\">kernels: Σ count × replayed energy per launch</td><td>", f);
+	double ekw = 0, ekc = 0, ccov = 0, crat = 0;
+	int hekc = kj_html_jnum(j, "energy_kernels_cold_j", &ekc) && kj_html_jnum(j, "energy_kernels_warm_j", &ekw) &&
+		   kj_html_jnum(j, "energy_cold_time_coverage", &ccov) && kj_html_jnum(j, "energy_cold_ratio", &crat);
+	fprintf(f, "</td></tr>\n<tr><td class=\"l\">kernels: Σ count × replayed energy per launch%s</td><td>",
+		hekc ? " (each kernel at the mean of its warm- and cold-L2 energies)" : "");
 	kj_html_fig(f, ek, hek, 3, NULL);
+	if (hekc) {
+		fputs("</td></tr>\n<tr id=\"energy-kernels-warm\"><td class=\"l\">&nbsp;&nbsp;the same, warm L2 (same buffers)</td><td>", f);
+		kj_html_fig(f, ekw, 1, 3, NULL);
+		fprintf(f, "</td></tr>\n<tr id=\"energy-kernels-cold\"><td class=\"l\">&nbsp;&nbsp;the same, cold L2 (flushed;"
+			   " measured for kernels holding %.1f %% of kernel time, cold/warm %.3f)</td><td>", 100 * ccov, crat);
+		kj_html_fig(f, ekc, 1, 3, NULL);
+	}
 	fputs("</td></tr>\n<tr><td class=\"l\">idle: ", f);
 	if (hipw)
 		fprintf(f, "%.1f W (%s idle) × time no kernel runs", ipw, basis ? basis : "?");

@@ -295,6 +295,21 @@ static void test_decomposition_by_hand(void **state)
 	assert_null(compare_json(p, "nope", -1, KJ_ENOTFOUND));
 }
 
+/* The report page of a run (region step, first instance skipped), malloc'ed. */
+static char *report_page(const char *path)
+{
+	sqlite3 *db = NULL;
+	char *page = NULL;
+	size_t len = 0;
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	FILE *f = open_memstream(&page, &len);
+	struct kj_html_opts ho = {.run_path = path, .region = "step", .skip = 1, .quiet = 1};
+	assert_int_equal(kj_html_report_write(db, &ho, f), 0);
+	fclose(f);
+	kj_db_close(db);
+	return page;
+}
+
 /* Cold-L2 energies: each kernel at the mean of its warm and cold energy, as its time is; kernels
  * without a cold one at their warm energy × the ratio of those with one. */
 static void test_cold_energy_mean(void **state)
@@ -309,6 +324,9 @@ static void test_cold_energy_mean(void **state)
 	NEAR(jnum(j, "energy_kernels_j"), 0.04);
 	assert_true(json_is_null(json_object_get(j, "energy_kernels_cold_j")));
 	json_decref(j);
+	char *page = report_page(p);
+	assert_null(strstr(page, "id=\"energy-kernels-cold\""));
+	free(page);
 	/* unique 1 (2 launches, 10 mJ warm) at 30 mJ cold; unique 2 (1 launch, 20 mJ) has none */
 	assert_int_equal(kj_db_open(p, 1, &db), 0);
 	exec(db, KJ_REPLAY_ENERGY_COLD_TABLE);
@@ -324,6 +342,11 @@ static void test_cold_energy_mean(void **state)
 	NEAR(jnum(j, "energy_predicted_j"), 0.08 + jnum(j, "energy_idle_j"));
 	assert_non_null(strstr(text, "the rest at their warm energy × 3.000"));
 	free(text);
+	/* the report's energy table has both sums beside the mean */
+	page = report_page(p);
+	assert_non_null(strstr(page, "id=\"energy-kernels-warm\""));
+	assert_non_null(strstr(page, "holding 60.0 % of kernel time, cold/warm 3.000"));
+	free(page);
 	json_t *top = json_object_get(j, "top_kernels");
 	for (size_t i = 0; i < json_array_size(top); i++) {
 		json_t *k = json_array_get(top, i);
