@@ -169,7 +169,7 @@ static int graph_sync(void *ctx)
 }
 
 #ifdef KJ_HAVE_AMORTIZE
-/* Energy per unit of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
+/* Energy per step of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
  * when flush and the kernel's launch when kernel: kj_amortize_measure over it, into *ar. 0, or a
  * KJ_E* code (CUDA failures also in R->res). */
 static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amortize_result *ar)
