@@ -55,6 +55,7 @@ static const struct {
 	{"meter_samples", "meter_sample"},
 	{"replay_kernel", "replay_kernel"},
 	{"replay_energy", "replay_energy"},
+	{"replay_energy_cold", "replay_energy_cold"},
 	{"replay_sequence", "replay_sequence"},
 	{"problems", "problem"},
 };

@@ -250,7 +250,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-		if (g == (size_t)-1)
+		if (g == (size_t)-1 || !isfinite(sqlite3_column_double(st, 1)))
 			continue;
 		c->groups[g].energy_mj = sqlite3_column_double(st, 1);
 		/* mW; the power of the energy loop, from its own seconds where power_mw is absent */
@@ -272,6 +272,8 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 				continue;
 			double cold_mj = sqlite3_column_double(st, 1), cold_ns = sqlite3_column_double(st, 2);
 			double warm_ns = gr->power_mw > 0 ? gr->energy_mj / gr->power_mw * 1e9 : -1;
+			if (!isfinite(cold_mj)) /* a figure no replay writes: not a measurement */
+				continue;
 			gr->energy_warm_mj = gr->energy_mj;
 			gr->energy_cold_mj = cold_mj;
 			gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;

@@ -331,6 +331,8 @@ static void test_cold_energy_mean(void **state)
 	assert_int_equal(kj_db_open(p, 1, &db), 0);
 	exec(db, KJ_REPLAY_ENERGY_COLD_TABLE);
 	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(1, 30, 250000)");
+	/* an infinite figure (no replay writes one) is no measurement: unique 2 stays without */
+	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 9e999, 1)");
 	kj_db_close(db);
 	char *text = NULL;
 	j = compare_json_text(p, "step", 1, 0, &text);
@@ -360,7 +362,7 @@ static void test_cold_energy_mean(void **state)
 	json_decref(j);
 	/* both measured: the plain sum of the means, the same total here */
 	assert_int_equal(kj_db_open(p, 1, &db), 0);
-	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 60, 300000)");
+	exec(db, "INSERT OR REPLACE INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 60, 300000)");
 	kj_db_close(db);
 	j = compare_json_text(p, "step", 1, 0, &text);
 	NEAR(jnum(j, "energy_kernels_j"), 0.08);
