@@ -240,7 +240,8 @@ int kj_compare_write_dir(const struct kj_compare *c, const char *dir)
 	static const char *const top_cols[] = {"name", "unique_id", "tier", "count_per_iteration",
 					       "measured_us", "measured_mean_us", "replay_warm_us",
 					       "replay_cold_us", "predicted_us",
-					       "energy_mj_per_launch", "share_of_kernel_sum_pct", NULL};
+					       "energy_mj_per_launch", "energy_warm_mj_per_launch",
+					       "energy_cold_mj_per_launch", "share_of_kernel_sum_pct", NULL};
 	static const char *const reg_cols[] = {"name", "depth", "instances_per_iteration", "time_us",
 					       "gpu_busy_us", "kernels_per_iteration", NULL};
 	static const char *const it_cols[] = {"index", "skipped", "closed", "start_ns", "end_ns",
