@@ -7,8 +7,10 @@ STANDIN_HANG_AFTER=N: after N kernels over all the workers of one replay (counte
 STANDIN_COUNT), hang, as a worker does on a kernel that never ends; STANDIN_LOG=FILE appends each
 command line; STANDIN_FAULT="ID:FILL,FILL;ID:..." makes unique kernel ID fault
 (CUDA_ERROR_ILLEGAL_ADDRESS) on those data fills (random, smallint, zero: the worker's --fill);
-STANDIN_KERNEL_S=S spends S seconds on each kernel (for --budget). A --sequence request goes to
-the sequence stand-in, tests/tools/replay_worker_standin.py."""
+STANDIN_KERNEL_S=S spends S seconds on each kernel (for --budget). With --energy it answers
+KJ_ENERGY (0.4 mJ per 1000 + ID ns, 400 W) and, unless --no-cold-energy or --cache warm, also
+KJ_ENERGY_COLD at 1.5 times that (the flush 16 mJ). A --sequence request goes to the sequence
+stand-in, tests/tools/replay_worker_standin.py."""
 import os
 import sys
 import time
@@ -50,6 +52,14 @@ def main():
         t = 1000 + int(u)
         print(f"KJ_TIMING\tunique={u}\tcache=warm\ttimer=cupti\truns=5\tmin={t}\tmedian={t}\tmean={t}.000"
               f"\tmax={t}\tstdev=0.000", flush=True)
+        if "--energy" in argv:
+            mj = 0.4 * t / 1000
+            print(f"KJ_ENERGY\tunique={u}\tunroll=100\tlaunches=50000\tseconds=1.0\tmj={mj:.9g}\tunc={mj / 100:.9g}"
+                  f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges", flush=True)
+            cache = argv[argv.index("--cache") + 1] if "--cache" in argv else "both"
+            if "--no-cold-energy" not in argv and cache != "warm":
+                print(f"KJ_ENERGY_COLD\tunique={u}\tlaunches=20000\tseconds=2.0\tmj={1.5 * mj:.9g}"
+                      f"\tunc={mj / 50:.9g}\tns={1.2 * t:.3f}\tflush_mj=16\tflush_unc=0.1", flush=True)
         print(f"KJ_RESULT\tunique={u}\tstatus=ok\terror=", flush=True)
     return 0
 
