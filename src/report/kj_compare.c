@@ -1129,3 +1129,10 @@ void kj_compare_free(struct kj_compare *c)
 	free(c);
 }
 
+int cmp_groups_have_cold_energy(const struct kj_compare *c)
+{
+	for (size_t g = 0; c && g < c->n_groups; g++)
+		if (c->groups[g].energy_cold_mj >= 0)
+			return 1;
+	return 0;
+}

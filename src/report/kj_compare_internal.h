@@ -204,6 +204,8 @@ struct cmp_summary {
 	int have_seq_e, have_seq_err;
 };
 
+/* kj_compare.c: 1 when some kernel's replayed energy is the mean of warm and cold L2 */
+int cmp_groups_have_cold_energy(const struct kj_compare *c);
 /* kj_compare_summary.c: 1 when the in-sequence kernel times (covering > 90 % of launches) sum
  * more than 5 % past the whole iteration replayed eagerly: kernels overlapped in the replay. */
 int cmp_sequence_overlapped(const struct cmp_summary *s);

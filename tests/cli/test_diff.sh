@@ -56,6 +56,14 @@ has "warning: different GPUs: A ran on NVIDIA H200, B on NVIDIA H100 80GB HBM3"
 has "warning: different commands"
 has "kernels: 0 changed"
 
+# one run's kernel energies with cold L2 (the mean of warm and cold), the other's warm alone: said
+cp "$RUN" "$T/cold.kjdb"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); uid=c.execute("SELECT unique_id FROM replay_energy LIMIT 1").fetchone()[0]; c.execute("CREATE TABLE replay_energy_cold(unique_id INTEGER PRIMARY KEY, launches INTEGER, seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL, flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"); c.execute("INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(?, 1.0, 1000)", (uid,)); c.commit()' "$T/cold.kjdb"
+expect 0 "$KJ" diff "$RUN" "$T/cold.kjdb"
+has "warning: the kernels' replayed energies differ in kind: B's are the mean of warm and cold L2, A's warm L2 alone"
+expect 0 "$KJ" diff "$T/cold.kjdb" "$T/cold.kjdb" --json
+[ "$(jv "$T/out" 'd["warnings"]')" = "[]" ] || fail "a cold run against itself warns"
+
 # a synthetic run against the shipped one: kernels only in one run
 python3 "$SRC/tests/tools/kjgen.py" -o "$T/syn.kjdb" --kernels 3000 --nvtx 10 >/dev/null
 expect 0 "$KJ" diff "$RUN" "$T/syn.kjdb" --json --quiet
