@@ -36,6 +36,7 @@ struct answer {
 	char status[16];
 	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
 	char f_mhz[32], b_mhz[32]; /* mean SM clock over each energy window */
+	char f_uj_warm[32], f_uj_cold[32], b_uj_warm[32], b_uj_cold[32]; /* the energies f_uj is the mean of */
 	char f_algo[96], b_algo[96]; /* each pass's cuBLASLt algorithms (a word of digits, '.' and '+') */
 	char msg[256];
 };
@@ -45,9 +46,10 @@ struct answer {
 static int parse_answer(const char *line, struct answer *a)
 {
 	char *fields[] = {a->f_us, a->b_us, a->f_uj, a->f_uj_unc, a->b_uj, a->b_uj_unc, a->err_f, a->err_b,
-			  a->f_mhz, a->b_mhz};
+			  a->f_mhz, a->b_mhz, a->f_uj_warm, a->f_uj_cold, a->b_uj_warm, a->b_uj_cold};
 	static const char *const keys[] = {"f_us=", "b_us=", "f_uj=", "f_uj_unc=", "b_uj=", "b_uj_unc=",
-					   "err_f=", "err_b=", "f_mhz=", "b_mhz="};
+					   "err_f=", "err_b=", "f_mhz=", "b_mhz=", "f_uj_warm=", "f_uj_cold=",
+					   "b_uj_warm=", "b_uj_cold="};
 	enum { NFIELDS = sizeof(keys) / sizeof(keys[0]) };
 	memset(a, 0, sizeof(*a));
 	for (int i = 0; i < NFIELDS; i++)
@@ -282,6 +284,12 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 	if (ok && st->opts->energy && st->log && (strcmp(a->f_mhz, "-") || strcmp(a->b_mhz, "-")))
 		fprintf(st->log, "shape %s: SM clock %s MHz forward, %s MHz backward (mean over each energy window)\n",
 			shape, a->f_mhz, a->b_mhz);
+	/* the energies with warm and cold L2 whose mean the CSV holds ('-' where the cold one was lost
+	 * in the flush's, or not asked for: then the CSV holds the warm one) */
+	if (ok && st->opts->energy && st->log && (strcmp(a->f_uj_cold, "-") || strcmp(a->b_uj_cold, "-")))
+		fprintf(st->log, "shape %s: energy with warm/cold L2 %s/%s uJ forward, %s/%s uJ backward (the CSV"
+			" holds the mean where both are known)\n", shape, a->f_uj_warm, a->f_uj_cold, a->b_uj_warm,
+			a->b_uj_cold);
 	/* the GEMM kernels cuBLASLt chose (where a shape's time jumps from its neighbours', they show
 	 * why), or the implementation that ran (flash_atten: cuDNN's or kjoule's, never to be mixed
 	 * in one model unnoticed) */

@@ -72,6 +72,9 @@ grep -q "Kernel: layernorm_fp16 | Progress: 27/27=100.00% | Speed: [0-9.]*s/samp
 grep -q "skipped shape 4,384,768 (oom)" "$log" || fail "log lacks the skip"
 # the worker's mean SM clock over each energy window goes to the log, not the CSV
 grep -q "^shape 1,128,256: SM clock 1755 MHz forward, 1980 MHz backward" "$log" || fail "log lacks the SM clock: $(grep -m1 "SM clock" "$log")"
+# and the warm- and cold-L2 energies whose mean the CSV holds
+grep -q "^shape 1,128,256: energy with warm/cold L2 1430.720/2146.080 uJ forward, 2861.440/4292.160 uJ backward" "$log" ||
+	fail "log lacks the warm and cold energies: $(grep -m1 "warm/cold" "$log")"
 # and the cuBLASLt algorithms of each pass; a word that is not ids is shown as '-'
 grep -q "^shape 1,128,256: cuBLASLt algorithms 12.20.1.3.0+7.18.1.2.0 forward, - backward" "$log" || fail "log lacks the algorithms: $(grep -m1 "cuBLASLt" "$log")"
 # flash_atten's answers name the implementation that ran; the log keeps it per shape

@@ -2,7 +2,7 @@
 """A stand-in for kjoule-sweep-worker that speaks its line protocol (src/sweep/kj_sweep_op.h)
 and answers from a known function, so the sweep driver, merge, fit and predict are tested on
 the CPU. For shape v with product P:  f_us = 3 + P/1000,  b_us = 2 * f_us,  f_uj = 50 * f_us,
-b_uj = 50 * b_us (uncertainties 1 %).
+b_uj = 50 * b_us (uncertainties 1 %), the mean of warm (40 x) and cold (60 x) L2 energies.
 Environment: STANDIN_OOM_ABOVE=P  answers status=oom when the product exceeds P;
 STANDIN_DIE_AFTER=N  exits (as if killed) after N measured answers, counted in STANDIN_COUNT_FILE
 across restarts; STANDIN_LOG=FILE  appends each request line; STANDIN_FAIL=1  answers status=error to all; STANDIN_HANG_AT=V1,V2,..  hangs on that shape."""
@@ -49,7 +49,9 @@ def main():
         fields = [f"status=ok f_us={f_us:.4f} b_us={b_us:.4f}"]
         if e:
             fields.append(f"f_uj={50 * f_us:.3f} f_uj_unc={0.5 * f_us:.3f} "
-                          f"b_uj={50 * b_us:.3f} b_uj_unc={0.5 * b_us:.3f} f_mhz=1755 b_mhz=1980")
+                          f"b_uj={50 * b_us:.3f} b_uj_unc={0.5 * b_us:.3f} f_mhz=1755 b_mhz=1980 "
+                          f"f_uj_warm={40 * f_us:.3f} f_uj_cold={60 * f_us:.3f} "
+                          f"b_uj_warm={40 * b_us:.3f} b_uj_cold={60 * b_us:.3f}")
         else:
             fields.append("f_uj=- f_uj_unc=- b_uj=- b_uj_unc=-")
         fields.append("err_f=1e-4 err_b=2e-4" if check == "1" else "err_f=- err_b=-")
