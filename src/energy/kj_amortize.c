@@ -316,3 +316,17 @@ int kj_amortize_settle(const struct kj_amortize_work *w, int nvml_index, double 
 	kj_gpu_backend_close(&be);
 	return rc;
 }
+
+size_t kj_l2_flush_bytes(int l2_bytes)
+{
+	return ((size_t)(l2_bytes > 0 ? l2_bytes : 64 << 20) * 2 + 4095) & ~(size_t)4095;
+}
+
+int kj_amortize_difference(const struct kj_amortize_result *with, const struct kj_amortize_result *alone,
+			   double *mj, double *unc_mj, double *ns)
+{
+	*mj = with->energy_per_launch_mj - alone->energy_per_launch_mj;
+	*unc_mj = sqrt(with->energy_unc_mj * with->energy_unc_mj + alone->energy_unc_mj * alone->energy_unc_mj);
+	*ns = with->time_per_launch_ns - alone->time_per_launch_ns;
+	return isfinite(*mj) && *mj > *unc_mj && *ns > 0;
+}

@@ -5,6 +5,7 @@
 #define KJ_ENERGY_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /** One reading of one GPU, as stored in the power_sample table (t_ns: CLOCK_MONOTONIC).
@@ -91,6 +92,18 @@ struct kj_amortize_result {
  *  time, energy and power per launch. Returns KJ_ENODEV without NVML. */
 int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amortize_opts *o,
 			struct kj_amortize_result *r);
+
+/** @brief Bytes of a buffer whose memset evicts an L2 cache of l2_bytes: twice it, 4 KiB aligned
+ *  (twice 64 MiB where l2_bytes is not positive). */
+size_t kj_l2_flush_bytes(int l2_bytes);
+
+/** @brief The energy per launch that measurement `with` holds beyond `alone` (a graph of launches
+ *  each beside an L2 flush, less a graph of the flushes alone: the launches with their data out
+ *  of L2): *mj, its uncertainty *unc_mj (the two in quadrature) and *ns, the time per launch.
+ *  Returns 1 when the difference stands above its uncertainty and took time, 0 when it is lost in
+ *  the flush's (the figures are set either way). */
+int kj_amortize_difference(const struct kj_amortize_result *with, const struct kj_amortize_result *alone,
+			   double *mj, double *unc_mj, double *ns);
 
 /** @brief Run work until the SM clock is steady (5 readings 50 ms apart within 1 %), at least
  *  warm_min_s (default 0.25) and at most warm_max_s (default 5) seconds, the warm-up of

@@ -374,13 +374,35 @@ static void test_not_covered(void **state)
 	drop(&y);
 }
 
+/* A kernel's energy with its data out of L2: flush-and-launch pairs less the flushes alone, kept
+ * only where it stands above the two windows' uncertainty; the flush buffer twice the L2. */
+static void test_cold_difference(void **state)
+{
+	(void)state;
+	struct kj_amortize_result with = {0}, alone = {0};
+	double mj, unc, ns;
+	with.energy_per_launch_mj = 21.0, with.energy_unc_mj = 0.3, with.time_per_launch_ns = 45000;
+	alone.energy_per_launch_mj = 16.0, alone.energy_unc_mj = 0.4, alone.time_per_launch_ns = 33000;
+	assert_int_equal(kj_amortize_difference(&with, &alone, &mj, &unc, &ns), 1);
+	assert_true(fabs(mj - 5.0) < 1e-12 && fabs(unc - 0.5) < 1e-12 && fabs(ns - 12000) < 1e-9);
+	with.energy_per_launch_mj = 16.4; /* 0.4 mJ beside a 0.5 mJ uncertainty: lost in the flush's */
+	assert_int_equal(kj_amortize_difference(&with, &alone, &mj, &unc, &ns), 0);
+	with.energy_per_launch_mj = 21.0, with.time_per_launch_ns = 33000; /* no time of its own */
+	assert_int_equal(kj_amortize_difference(&with, &alone, &mj, &unc, &ns), 0);
+	with.energy_per_launch_mj = NAN;
+	assert_int_equal(kj_amortize_difference(&with, &alone, &mj, &unc, &ns), 0);
+	assert_true(kj_l2_flush_bytes(50 << 20) == (size_t)100 << 20);
+	assert_true(kj_l2_flush_bytes(1000) == 4096);
+	assert_true(kj_l2_flush_bytes(0) == (size_t)128 << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_steady_windows), cmocka_unit_test(test_duty_cycle),
 	    cmocka_unit_test(test_wrap32),         cmocka_unit_test(test_driver_restart),
 	    cmocka_unit_test(test_gaps),           cmocka_unit_test(test_no_counter),
-	    cmocka_unit_test(test_not_covered),
+	    cmocka_unit_test(test_not_covered),     cmocka_unit_test(test_cold_difference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,7 +212,7 @@ static int replay_one(struct replay *R)
 		verify_outputs(R, exact);
 	if (R->o.cold) {
 		CU(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, R->dev));
-		R->flush_bytes = ((size_t)(l2 > 0 ? l2 : 64 << 20) * 2 + 4095) & ~(size_t)4095;
+		R->flush_bytes = kj_l2_flush_bytes(l2);
 		CU(cuMemAlloc(&R->flush, R->flush_bytes));
 	}
 	if (R->o.warm && (rc = time_mode(R, 0, &R->res.warm)))

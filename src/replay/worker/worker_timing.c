@@ -244,12 +244,11 @@ static void measure_energy_cold(struct replay *R)
 		memcpy(R->res.error, error, sizeof(error));
 		return;
 	}
-	double mj = a.energy_per_launch_mj - b.energy_per_launch_mj;
-	double unc = sqrt(a.energy_unc_mj * a.energy_unc_mj + b.energy_unc_mj * b.energy_unc_mj);
-	double ns = a.time_per_launch_ns - b.time_per_launch_ns;
+	double mj, unc, ns;
+	int kept = kj_amortize_difference(&a, &b, &mj, &unc, &ns);
 	R->res.flush_mj = b.energy_per_launch_mj;
 	R->res.flush_unc_mj = b.energy_unc_mj;
-	if (!(isfinite(mj) && mj > unc && ns > 0)) {
+	if (!kept) {
 		kj_warnf("unique kernel %" PRId64 ": cold-L2 energy not kept: flush and launch %.4g mJ, flush alone "
 			 "%.4g mJ (± %.2g): the kernel's part is lost in the flush's", R->o.unique,
 			 a.energy_per_launch_mj, b.energy_per_launch_mj, unc);

@@ -222,7 +222,7 @@ static int energy_cold(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *,
 		int dev = 0;
 		if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
 			l2 = 0;
-		flush_bytes = ((size_t)(l2 > 0 ? l2 : 64 << 20) * 2 + 4095) & ~(size_t)4095;
+		flush_bytes = kj_l2_flush_bytes(l2);
 		if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
 			flush = NULL;
 			cudaGetLastError();
@@ -242,9 +242,11 @@ static int energy_cold(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *,
 		cudaGraphExecDestroy(alone);
 	if (rc)
 		return rc;
-	*uj = (a.energy_per_launch_mj - b.energy_per_launch_mj) * 1e3;
-	*unc = sqrt(a.energy_unc_mj * a.energy_unc_mj + b.energy_unc_mj * b.energy_unc_mj) * 1e3;
-	if (!(*uj > *unc)) {
+	double mj, unc_mj, ns;
+	int kept = kj_amortize_difference(&a, &b, &mj, &unc_mj, &ns);
+	*uj = mj * 1e3;
+	*unc = unc_mj * 1e3;
+	if (!kept) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy lost in the flush's: flush and call %.4g uJ,"
 			 " flush alone %.4g uJ (± %.2g)", a.energy_per_launch_mj * 1e3, b.energy_per_launch_mj * 1e3, *unc);
 		return KJ_EINVAL;
