@@ -30,7 +30,6 @@ struct replay_opts {
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;
-	int energy_windows;      /* 3: kernels may get cold-L2 energy (item energy 2) */
 	double seq_reserve_s;    /* of --budget, kept for the kept iteration's replay after the kernels */
 	struct timespec started; /* the command's start: --budget counts from here */
 };
@@ -414,7 +413,7 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 		argv[k++] = (char *)fills[t];
 		if (o->energy && want_energy) {
 			argv[k++] = "--energy";
-			if (want_energy == 1 && o->energy_windows > 1)
+			if (want_energy == 1 && plan->cache_cold)
 				argv[k++] = "--no-cold-energy";
 			argv[k++] = "--unroll";
 			argv[k++] = num[3];
@@ -992,11 +991,10 @@ int cmd_replay(int argc, char **argv)
 		goto out;
 	/* with the cold cache a kernel's energy is measured warm, then with its data out of L2
 	 * (flush and launch pairs, then the flushes alone): three windows */
-	o.energy_windows = plan.cache_cold ? 3 : 1;
 	size_t ne = 0, ncold = 0;
 	for (size_t i = 0; i < plan.n; i++)
 		ne += plan.items[i].energy && !plan.items[i].skip[0];
-	ncold = o.energy_windows > 1 ? ne : 0;
+	ncold = plan.cache_cold ? ne : 0;
 	if (o.energy && !o.energy_s_given) {
 		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms;
 		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration.
@@ -1021,10 +1019,10 @@ int cmd_replay(int argc, char **argv)
 			ni += plan.items[i].iter_launches > 0;
 		if (o.energy && ncold == ne && ne)
 			snprintf(cold, sizeof(cold), ", each also with cold L2 (two windows more)");
-		else if (o.energy && o.energy_windows > 1 && ncold)
+		else if (o.energy && ncold)
 			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (as many as the energy windows' time holds"
 				 " at %.1f s a window; --energy-seconds S measures all)", ncold, KJ_REPLAY_COLD_ENERGY_MIN_S);
-		else if (o.energy && o.energy_windows > 1 && ne)
+		else if (o.energy && plan.cache_cold && ne)
 			snprintf(cold, sizeof(cold), ", none with cold L2 (the energy windows' time holds no more at %.1f s a"
 				 " window; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
