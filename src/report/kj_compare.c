@@ -940,7 +940,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 						x->standin_ns += d;
 					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
 						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
-						x->energy_kernels_warm_mj += gr->standin_mw * (double)d * 1e-9;
 						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;
 						x->cov_energy++;
 						x->insitu_energy_ns += d;
@@ -959,12 +958,10 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				if (gr->energy_mj >= 0) {
 					x->energy_kernels_mj += gr->energy_mj;
 					if (gr->energy_cold_mj >= 0) {
-						x->energy_kernels_warm_mj += gr->energy_warm_mj;
 						x->e_cold_cov_warm_mj += gr->energy_warm_mj;
 						x->e_cold_cov_cold_mj += gr->energy_cold_mj;
 						x->cold_energy_ns += d;
 					} else {
-						x->energy_kernels_warm_mj += gr->energy_mj;
 						x->e_nocold_warm_mj += gr->energy_mj;
 					}
 					x->cov_energy++;
@@ -1082,7 +1079,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	if (c->idle_w >= 0 && c->n_replay_energy_rows)
 		for (size_t i = 0; i < ni; i++) {
 			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
-			c->iv[i].energy_kernels_warm_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].energy_insitu_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].cov_energy += c->iv[i].n_waits;
 			c->iv[i].insitu_energy_ns += c->iv[i].waits_ns;

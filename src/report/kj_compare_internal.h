@@ -35,7 +35,6 @@ struct cmp_iter {
 	int64_t cov_warm, cov_cold, cov_energy, cov_seq;
 	double energy_kernels_mj;            /* each launch at the mean of its warm and cold-L2 replayed
 						energies (warm where it has no cold one) */
-	double energy_kernels_warm_mj;       /* the same with the warm energies alone */
 	double e_cold_cov_warm_mj, e_cold_cov_cold_mj; /* launches with a cold energy: Σ warm, Σ cold */
 	double e_nocold_warm_mj;             /* replayed launches without one: Σ warm */
 	int64_t cold_energy_ns;              /* in-situ time of the launches with a cold energy */

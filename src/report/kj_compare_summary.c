@@ -103,7 +103,6 @@ GETTER(insitu_seq)
 GETTER(cov_seq)
 GETTER(energy_kernels_mj)
 GETTER(energy_insitu_mj)
-GETTER(energy_kernels_warm_mj)
 GETTER(e_cold_cov_warm_mj)
 GETTER(e_cold_cov_cold_mj)
 GETTER(e_nocold_warm_mj)
@@ -256,12 +255,14 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (ce > 0) {
 		double covered_ns = iter_stat(c, get_insitu_energy_ns, 0).mean;
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
-		s->e_kernels_warm = s->e_kernels_cold = iter_stat(c, get_energy_kernels_warm_mj, 0).mean;
 		s->e_kernels_insitu = iter_stat(c, get_energy_insitu_mj, 0).mean;
 		s->e_kernels_time_cov = s->kernel_sum.mean > 0 ? covered_ns / s->kernel_sum.mean : 1;
-		/* cold-L2 energies: the launches without one count at their warm energy times the ratio
-		 * of those with one, so the cold sum and the mean of the two cover the same launches */
+		/* the launches with a cold-L2 energy count at the mean of warm and cold in e_kernels:
+		 * with their warm energies alone it is less by half their cold-warm difference */
 		double wc = iter_stat(c, get_e_cold_cov_warm_mj, 0).mean, cc = iter_stat(c, get_e_cold_cov_cold_mj, 0).mean;
+		s->e_kernels_warm = s->e_kernels_cold = s->e_kernels - (cc - wc) / 2;
+		/* the launches without one count at their warm energy times the ratio of those with one,
+		 * so the cold sum and the mean of the two cover the same launches */
 		if (wc > 0 && cc > 0) {
 			double wn = iter_stat(c, get_e_nocold_warm_mj, 0).mean;
 			s->have_cold_e = 1;
