@@ -31,6 +31,12 @@ the two copies as the `master_copies` operator. --no-master: AdamW directly on t
 fp16 runs without loss scaling (a few steps from random weights do not overflow; the check at the
 end says if they did).
 
+--compile: the same model under torch.compile (Inductor, mode default), compiled by region as
+PyTorch's recipe for repeated blocks does: each block, and the final norm + output layer + loss,
+so one compiled block serves all layers (compiles in seconds, not minutes). Inductor writes Triton
+kernels for the norms, GELU, residual adds, bias gradients and the loss, fusing what eager PyTorch
+launches apart (which ones: `kjoule kernels` of the run); the optimizer stays eager (fused AdamW).
+
 Each step (forward, loss, backward, optimizer, zero_grad) runs inside one NVTX range `step`, warm-up
 steps included (`kjoule compare --skip W` leaves them out); steps are launched back to back with no
 synchronisation until the end (with --min-seconds S, more steps once --steps are done until the
@@ -41,7 +47,7 @@ parameters, tokens per second and the loss.
 
 usage: gpt_train.py [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 4]
                     [--precision bf16|fp16] [--steps 20] [--warmup 3] [--norm layernorm|rms]
-                    [--no-master] [--model-yml FILE]
+                    [--no-master] [--compile] [--model-yml FILE]
 --model-yml FILE writes the MODEL.yml of this shape for `kjoule predict --model` and exits (no
 PyTorch needed).
 """
@@ -102,6 +108,9 @@ def build(a, torch):
             x = self.wte(ids)
             for blk in self.blocks:
                 x = blk(x)
+            return self.loss(x, targets)
+
+        def loss(self, x, targets):
             logits = self.head(self.ln_f(x))
             return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
 
@@ -125,6 +134,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="steps before the measured ones")
     ap.add_argument("--norm", choices=["layernorm", "rms"], default="layernorm")
     ap.add_argument("--no-master", action="store_true", help="AdamW on the half parameters")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile each block and the loss (Inductor, mode default)")
     ap.add_argument("--model-yml", metavar="FILE", help="write MODEL.yml for kjoule predict and exit")
     ap.add_argument("--min-seconds", type=float, default=0.0,
                     help="run measured steps until at least this long (NVML's energy counter moves "
@@ -149,6 +160,10 @@ def main():
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = build(a, torch).to(dtype)
+    if a.compile:  # by region: one compiled block for every layer, and the loss
+        for blk in model.blocks:
+            blk.compile()
+        model.loss = torch.compile(model.loss)
     params = list(model.parameters())  # the tied matrix once
     n_params = sum(p.numel() for p in params)
     adam = dict(lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.01, fused=True)
@@ -226,7 +241,7 @@ def main():
     energy, why = per_call(e0, e1, wall_s, measured, read_mj is not None)
     out = {"program": "gpt_train", "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
            "seq": a.seq, "batch": a.batch, "precision": a.precision, "norm": a.norm,
-           "master_weights": master is not None, "vocab": VOCAB, "params": n_params,
+           "master_weights": master is not None, "compiled": a.compile, "vocab": VOCAB, "params": n_params,
            "warmup": a.warmup, "steps": measured,
            "ms_per_step_median": statistics.median(ms), "ms_per_step_min": min(ms),
            "ms_per_step_mean": span_ms / measured,

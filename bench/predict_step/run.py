@@ -29,9 +29,12 @@ fails or runs out of time is recorded under "skipped" and the rest still runs. E
 
 usage: run.py --kjoule KJOULE [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 8]
               [--precision bf16] [--norm layernorm] [--steps 20] [--warmup 3] [--out-dir DIR]
-              [-o RESULT.json] [--no-trace | --run RUN.kjdb] [--gpu-name NAME] [--energy-s 0.5]
-              [--budget-s 540] [--python python3]
+              [-o RESULT.json] [--no-trace | --run RUN.kjdb | --no-sweep] [--compile]
+              [--gpu-name NAME] [--energy-s 0.5] [--budget-s 540] [--python python3]
 --no-trace: sweep, fit and predict only (the CPU test, with the stand-in worker);
+--no-sweep: the measured step only (untraced and traced, compare; no sweep, fit or predict), for
+bench/predict_step/programs.py to judge against a --no-trace result of the same machine;
+--compile: the program under torch.compile (gpt_train.py --compile) instead of eager;
 --run RUN.kjdb: compare an existing database instead of tracing (its iteration range as compare
 chooses it, --warmup instances skipped)."""
 import argparse
@@ -269,6 +272,8 @@ def main():
     ap.add_argument("--out-dir", default="/tmp/kj_predict_step")
     ap.add_argument("-o", "--output", default="bench/results/predict_step.json")
     ap.add_argument("--no-trace", action="store_true", help="sweep, fit and predict only")
+    ap.add_argument("--no-sweep", action="store_true", help="the measured step only")
+    ap.add_argument("--compile", action="store_true", help="gpt_train.py --compile")
     ap.add_argument("--run", metavar="RUN.kjdb", help="compare this database instead of tracing")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--energy-s", default="0.5")
@@ -283,6 +288,8 @@ def main():
             ap.error(f"--{k} must be a positive integer, not {getattr(a, k)}")
     if a.warmup < 0:
         ap.error(f"--warmup must be 0 or more, not {a.warmup}")
+    if a.no_sweep and a.no_trace:
+        ap.error("--no-sweep and --no-trace leave nothing to do")
     os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
     kj, out = os.path.abspath(a.kjoule), os.path.abspath(a.out_dir)
     for sub in ("sweep", "models", "compare", "configs", "empty_models"):
@@ -294,6 +301,9 @@ def main():
                   "--seq", str(a.seq), "--batch", str(a.batch), "--precision", a.precision,
                   "--norm", a.norm]
     trace = not a.no_trace
+    program_args = ["--compile"] if a.compile else []
+    # time kept back after the untraced run and after the trace
+    reserve_untraced, reserve_trace = (150, 60) if a.no_sweep else (330, 200)
     # time kept back for fit and predict (the trace runs first)
     after_sweeps = 90
     result = {"benchmark": "predict_step", "device": device_name(), "date": date,
@@ -302,7 +312,9 @@ def main():
                         "batch": a.batch, "precision": a.precision, "norm": a.norm},
               "settings": {"steps": a.steps, "warmup": a.warmup, "budget_s": a.budget_s,
                            "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
-                           "trace": "no" if not trace else ("existing run" if a.run else "kjoule run")},
+                           "trace": "no" if not trace else ("existing run" if a.run else "kjoule run"),
+                           "program": "torch.compile" if a.compile else "eager",
+                           "sweeps": not a.no_sweep},
               "operators": [], "predicted": None, "measured": None,
               "errors": {"time_pct": None, "energy_pct": None}, "gap": None}
 
@@ -323,9 +335,9 @@ def main():
     # 2a. the same program without kjoule: the step as users run it, and what tracing costs
     result["untraced"] = None
     if trace and not a.run and a.untraced_seconds > 0:
-        r = R.run("untraced program", [a.python, TRAIN] + shape_args +
+        r = R.run("untraced program", [a.python, TRAIN] + shape_args + program_args +
                   ["--steps", str(a.steps), "--warmup", str(a.warmup), "--min-seconds", str(a.untraced_seconds)],
-                  120, reserve=330)
+                  180 if a.compile else 120, reserve=reserve_untraced)
         result["untraced"] = program_line(r.stdout) if r is not None and r.returncode == 0 else None
 
     # 2b. the measured step
@@ -334,8 +346,8 @@ def main():
         if not run_db:
             run_db = os.path.join(out, "step.kjdb")
             r = R.run("kjoule run", [kj, "run", "--iteration-range", "step", "--force", "-o", run_db, "--",
-                                     a.python, TRAIN] + shape_args +
-                      ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=200)
+                                     a.python, TRAIN] + shape_args + program_args +
+                      ["--steps", str(a.steps), "--warmup", str(a.warmup)], 240, reserve=reserve_trace)
             program = program_line(r.stdout) if r is not None else None
             if r is not None:  # the program's own output and kjoule's, whole
                 with open(os.path.join(out, "trace.log"), "w") as f:
@@ -348,7 +360,8 @@ def main():
         if run_db:
             cdir = os.path.join(out, "compare")
             r = R.run("kjoule compare", [kj, "compare", run_db, "--json", "--quiet", "--top", "15",
-                                         "--skip", str(a.warmup), "-o", cdir], 90, reserve=150)
+                                         "--skip", str(a.warmup), "-o", cdir], 90,
+                      reserve=10 if a.no_sweep else 150)
             comp = load_json(r.stdout) if r is not None and r.returncode == 0 else None
         if isinstance(comp, dict):
             walls, energies = iterations(os.path.join(out, "compare", "iterations.csv"))
@@ -376,7 +389,7 @@ def main():
     # 3. sweeps around the model's shape
     data = os.path.join(out, "sweep", "sampling_data")
     name_args = ["--gpu-name", a.gpu_name] if a.gpu_name else []
-    for t in terms or []:
+    for t in (terms or []) if not a.no_sweep else []:
         op, columns = t["op"], t["columns"]
         shape = [int(x) for x in t["shape"].split(",")]
         text, g = config(op, columns, shape)

@@ -118,4 +118,50 @@ P
 # 4. bad input names the argument
 expect 2 python3 "$B" --kjoule "$KJ" --layers 0 --no-trace --out-dir "$T/d" -o "$T/d.json"
 grep -q -- "--layers must be a positive integer" "$T/err" || fail "bad --layers: $(cat "$T/err")"
+# 5. the measured step only (--no-sweep), eager and --compile, judged by programs.py against the
+#    no-trace result of part 1 (the shipped run stands for both programs: the arithmetic only)
+expect 0 python3 "$B" --kjoule "$KJ" --run "$SRC/examples/runs/bloom560m.kjdb" --warmup 1 --no-sweep \
+	--gpu-name "$G" --out-dir "$T/e" -o "$T/e.json"
+expect 0 python3 "$B" --kjoule "$KJ" --python "$T/py" --no-sweep --compile --steps 2 --warmup 1 \
+	--gpu-name "$G" --out-dir "$T/f" -o "$T/f.json"
+python3 - "$T/e.json" "$T/f.json" <<'P' || fail "--no-sweep: $(head -c 600 "$T/f.json")"
+import json, sys
+e, f = (json.load(open(x)) for x in sys.argv[1:])
+for r in (e, f):  # nothing swept, fitted or predicted
+    assert r["operators"] == [] and r["predicted"] is None and r["settings"]["sweeps"] is False, r["settings"]
+    assert not any(c["what"].startswith(("sweep", "kjoule fit", "kjoule predict")) for c in r["commands"])
+assert e["settings"]["program"] == "eager" and e["measured"]["step_time_us_mean"] > 0
+assert f["settings"]["program"] == "torch.compile"
+for what in ("untraced program", "kjoule run"):
+    c = [c for c in f["commands"] if c["what"] == what][0]
+    assert "--compile" in c["command"].split(), c
+P
+P=$SRC/bench/predict_step/programs.py
+expect 0 python3 "$P" --sweeps "$T/a.json" --traced "$T/e.json" --traced "$T/f.json" -o "$T/p.json"
+grep -q "^eager " "$T/out" || fail "programs table: $(cat "$T/out")"
+python3 - "$T/p.json" "$T/a.json" "$T/e.json" <<'P' || fail "programs.py: $(head -c 600 "$T/p.json")"
+import json, sys
+def strict(x):
+    raise ValueError("non-finite number in the result: " + x)
+r = json.load(open(sys.argv[1]), parse_constant=strict)
+a, e = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+assert r["device"] == "cpu-standin" and r["date"] and r["command"].startswith("bench/predict_step/programs.py")
+t, j = a["predicted"]["time_us"], a["predicted"]["energy_uj"] / 1e6
+assert r["predicted"]["time_us"] == t and abs(r["predicted"]["energy_j"] - j) < 1e-9
+eager, comp = r["programs"]
+m = e["measured"]
+assert eager["program"] == "eager"
+assert abs(eager["errors_pct"]["time_vs_traced_mean_wall"] - 100 * (t - m["step_time_us_mean"]) / m["step_time_us_mean"]) < 0.01
+assert abs(eager["errors_pct"]["energy_vs_traced_mean"] - 100 * (j - m["step_energy_j_mean"]) / m["step_energy_j_mean"]) < 0.01
+tiers = {x["tier"]: x for x in eager["tiers"]}
+gemm_pred = sum(o["step_time_us"] for o in a["operators"] if o["tier"] == "gemm")
+assert abs(tiers["gemm"]["predicted_us"] - gemm_pred) < 1e-6 * gemm_pred
+assert tiers["attention"]["measured_us"] == 0 and tiers["attention"]["predicted_minus_measured_us"] > 0
+# the stand-in program measured nothing: said so, no errors invented
+assert comp["program"] == "torch.compile" and "not_measured" in comp and "errors_pct" not in comp
+P
+# another shape or another GPU is refused, naming what differs
+expect 1 python3 "$P" --sweeps "$T/a.json" --traced "$T/c.json" -o "$T/q.json"
+grep -q "model layers 2 is not the sweeps' 24" "$T/err" || fail "other shape: $(cat "$T/err")"
+[ -e "$T/q.json" ] && fail "a refused comparison wrote a result"
 finish

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""One operator sum against several programs that train the same model: the step `kjoule predict
+--model` gives from a --no-trace result of bench/predict_step/run.py (sweeps, fit, predict), judged
+against each --no-sweep result of the same shape (the step measured, untraced and under kjoule run:
+eager PyTorch, torch.compile, ...). Per program: the errors in time and energy against the mean
+traced step and the untraced one, and per kernel tier the predicted time against the measured, so
+what the sum misses in each program can be named. CPU only: reads the results as they came from
+the device, nothing typed in; refuses results of other shapes or GPUs.
+
+usage: bench/predict_step/programs.py --sweeps NOTRACE.json --traced STEP.json [--traced STEP.json ...]
+       -o bench/results/predict_step_programs.json
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+SHAPE_KEYS = ("layers", "hidden", "heads", "seq", "batch", "precision", "norm")
+
+
+def num(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def pct(pred, meas):
+    """(pred - meas) / meas in %, None (never 0) when either is missing."""
+    return None if pred is None or not meas else round(100.0 * (pred - meas) / meas, 2)
+
+
+def predicted_by_tier(sweeps):
+    """{tier: {time_us, energy_j, operators}} of the operator sum; a tier with an operator lacking
+    its prediction is None there."""
+    by = {}
+    for e in sweeps["operators"]:
+        d = by.setdefault(e["tier"], {"time_us": 0.0, "energy_j": 0.0, "operators": []})
+        d["operators"].append(e["op"])
+        t, j = num(e.get("step_time_us")), num(e.get("step_energy_uj"))
+        d["time_us"] = None if t is None or d["time_us"] is None else d["time_us"] + t
+        d["energy_j"] = None if j is None or d["energy_j"] is None else d["energy_j"] + j / 1e6
+    return by
+
+
+def judge(pred, by_tier, traced, path):
+    m = traced.get("measured")
+    if not m:
+        return {"file": path, "program": traced["settings"].get("program", "eager"),
+                "not_measured": "no measured step in this result (see its skipped)",
+                "skipped": traced.get("skipped")}
+    un = traced.get("untraced") or {}
+    un_ms = num(un.get("ms_per_step_median"))
+    t, e = pred["time_us"], pred["energy_uj"] / 1e6 if pred["energy_uj"] is not None else None
+    tiers = []
+    seen = set()
+    for tr in (traced.get("compare") or {}).get("tiers") or []:
+        p = by_tier.get(tr["tier"], {"time_us": 0.0, "energy_j": 0.0, "operators": []})
+        seen.add(tr["tier"])
+        mu = num(tr.get("measured_us"))
+        tiers.append({"tier": tr["tier"], "operators": p["operators"], "predicted_us": p["time_us"],
+                      "predicted_j": p["energy_j"], "measured_us": mu,
+                      "launches_per_iteration": num(tr.get("launches_per_iteration")),
+                      "unique_kernels": num(tr.get("unique_kernels")),
+                      "predicted_minus_measured_us": (p["time_us"] - mu
+                                                      if p["time_us"] is not None and mu is not None else None)})
+    for k, p in by_tier.items():  # a tier the program ran no kernel in
+        if k not in seen:
+            tiers.append({"tier": k, "operators": p["operators"], "predicted_us": p["time_us"],
+                          "predicted_j": p["energy_j"], "measured_us": 0.0, "launches_per_iteration": 0.0,
+                          "unique_kernels": 0, "predicted_minus_measured_us": p["time_us"]})
+    tiers.sort(key=lambda d: -(d["measured_us"] or 0))
+    return {"file": path, "program": traced["settings"].get("program", "eager"),
+            "device": traced["device"], "date": traced["date"], "command": traced["command"],
+            "git_commit": traced.get("git_commit"),
+            "measured": {"step_time_us_mean": num(m.get("step_time_us_mean")),
+                         "step_time_us_median": num(m.get("step_time_us_median")),
+                         "step_energy_j_mean": num(m.get("step_energy_j_mean")),
+                         "step_energy_j_unc_of_mean": num(m.get("step_energy_j_unc_of_mean")),
+                         "kernel_sum_us": num((m.get("decomposition_us") or {}).get("kernel_sum")),
+                         "kernels_per_iteration": num(m.get("kernels_per_iteration")),
+                         "untraced_ms_per_step_median": un_ms,
+                         "untraced_energy_j_per_step": num(un.get("energy_j_per_step_nvml")),
+                         "untraced_energy_not_measured": un.get("energy_not_measured")},
+            "errors_pct": {"time_vs_traced_mean_wall": pct(t, num(m.get("step_time_us_mean"))),
+                           "energy_vs_traced_mean": pct(e, num(m.get("step_energy_j_mean"))),
+                           "time_vs_untraced": pct(t, un_ms * 1e3 if un_ms else None),
+                           "energy_vs_untraced": pct(e, num(un.get("energy_j_per_step_nvml"))),
+                           "time_vs_kernel_sum": pct(t, num((m.get("decomposition_us") or {}).get("kernel_sum")))},
+            "tiers": tiers}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sweeps", required=True, help="run.py --no-trace result")
+    ap.add_argument("--traced", action="append", required=True, help="run.py --no-sweep result")
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    sweeps = json.load(open(a.sweeps))
+    pred = sweeps.get("predicted")
+    if not pred or num(pred.get("time_us")) is None or num(pred.get("energy_uj")) is None:
+        sys.exit(f"{a.sweeps}: no predicted step time and energy in it (predicted: {pred})")
+    if pred.get("missing_models"):
+        sys.exit(f"{a.sweeps}: the prediction lacks models: {pred['missing_models']}")
+    traced = []
+    for path in a.traced:
+        t = json.load(open(path))
+        for k in SHAPE_KEYS:
+            if t["model"].get(k) != sweeps["model"].get(k):
+                sys.exit(f"{path}: model {k} {t['model'].get(k)!r} is not the sweeps' {sweeps['model'].get(k)!r}")
+        if t["device"] != sweeps["device"]:
+            sys.exit(f"{path}: measured on {t['device']!r}, the sweeps on {sweeps['device']!r}")
+        traced.append((path, t))
+    by_tier = predicted_by_tier(sweeps)
+    res = {"benchmark": "predict_step_programs",
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "command": " ".join(["bench/predict_step/programs.py"] + sys.argv[1:]),
+           "device": sweeps["device"], "model": sweeps["model"],
+           "predicted": {"time_us": pred["time_us"], "energy_j": pred["energy_uj"] / 1e6,
+                         "from": a.sweeps, "date": sweeps["date"], "command": sweeps["command"],
+                         "git_commit": sweeps.get("git_commit"),
+                         "by_tier": by_tier},
+           "programs": [judge(pred, by_tier, t, p) for p, t in traced],
+           "raw": {"sweeps": sweeps, "traced": [t for _, t in traced]}}
+    tmp = a.output + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1, allow_nan=False)
+    os.replace(tmp, a.output)
+    f = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"
+    print(f"predicted step: {f(pred['time_us'] / 1e3, 2)} ms, {f(pred['energy_uj'] / 1e6, 3)} J ({sweeps['device']})")
+    print(f"{'program':<15} {'ms traced':>9} {'J traced':>9} {'ms untr.':>9} {'J untr.':>9} "
+          f"{'time %':>7} {'energy %':>8} {'t% untr':>7} {'e% untr':>7}")
+    for p in res["programs"]:
+        if "not_measured" in p:
+            print(f"{p['program']:<15} not measured: {p['not_measured']}")
+            continue
+        m, e = p["measured"], p["errors_pct"]
+        print(f"{p['program']:<15} {f(m['step_time_us_mean'] and m['step_time_us_mean'] / 1e3, 2):>9} "
+              f"{f(m['step_energy_j_mean'], 3):>9} {f(m['untraced_ms_per_step_median'], 2):>9} "
+              f"{f(m['untraced_energy_j_per_step'], 3):>9} {f(e['time_vs_traced_mean_wall']):>7} "
+              f"{f(e['energy_vs_traced_mean']):>8} {f(e['time_vs_untraced']):>7} {f(e['energy_vs_untraced']):>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
