@@ -5,10 +5,11 @@ against each --no-sweep result of the same shape (the step measured, untraced an
 eager PyTorch, torch.compile, ...). Per program: the errors in time and energy against the mean
 traced step and the untraced one, and per kernel tier the predicted time against the measured, so
 what the sum misses in each program can be named. CPU only: reads the results as they came from
-the device, nothing typed in; refuses results of other shapes or GPUs.
+the device, nothing typed in (commit them beside the result: its command names them); refuses
+results of other shapes or GPUs.
 
 usage: bench/predict_step/programs.py --sweeps NOTRACE.json --traced STEP.json [--traced STEP.json ...]
-       -o bench/results/predict_step_programs.json
+       [--note TEXT] -o bench/results/predict_step_programs.json
 """
 import argparse
 import datetime
@@ -93,6 +94,7 @@ def main():
     ap.add_argument("--sweeps", required=True, help="run.py --no-trace result")
     ap.add_argument("--traced", action="append", required=True, help="run.py --no-sweep result")
     ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--note", default=None, help="what the result is (device calls, what differs)")
     a = ap.parse_args()
     sweeps = json.load(open(a.sweeps))
     pred = sweeps.get("predicted")
@@ -113,13 +115,12 @@ def main():
     res = {"benchmark": "predict_step_programs",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(["bench/predict_step/programs.py"] + sys.argv[1:]),
-           "device": sweeps["device"], "model": sweeps["model"],
+           "device": sweeps["device"], "model": sweeps["model"], "note": a.note,
            "predicted": {"time_us": pred["time_us"], "energy_j": pred["energy_uj"] / 1e6,
                          "from": a.sweeps, "date": sweeps["date"], "command": sweeps["command"],
                          "git_commit": sweeps.get("git_commit"),
                          "by_tier": by_tier},
-           "programs": [judge(pred, by_tier, t, p) for p, t in traced],
-           "raw": {"sweeps": sweeps, "traced": [t for _, t in traced]}}
+           "programs": [judge(pred, by_tier, t, p) for p, t in traced]}
     tmp = a.output + ".tmp"
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1, allow_nan=False)

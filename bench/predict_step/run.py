@@ -313,7 +313,7 @@ def main():
               "settings": {"steps": a.steps, "warmup": a.warmup, "budget_s": a.budget_s,
                            "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
                            "trace": "no" if not trace else ("existing run" if a.run else "kjoule run"),
-                           "program": "torch.compile" if a.compile else "eager",
+                           "program": None if not trace else ("torch.compile" if a.compile else "eager"),
                            "sweeps": not a.no_sweep},
               "operators": [], "predicted": None, "measured": None,
               "errors": {"time_pct": None, "energy_pct": None}, "gap": None}
