@@ -86,6 +86,10 @@ static const struct tier_rule tier_rules[] = {
 	{NULL, "Fmha", "attention"},
 	{NULL, "FMHA", "attention"},
 	{NULL, "sdpa", "attention"},
+	/* cuDNN's fused attention backward runs two helpers beside its main kernel: D = rowsum(dO * O)
+	 * first, the fp32 dQ accumulator converted to half last */
+	{NULL, "cudnn::fusion::compute_dot_do_o", "attention"},
+	{NULL, "cudnn::fusion::convert_dq_to", "attention"},
 	{NULL, "attention", "attention"},
 	{NULL, "Attention", "attention"},
 	{NULL, "flashinfer", "attention"},

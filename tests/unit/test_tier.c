@@ -44,6 +44,8 @@ static const struct {
 	{"fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", "attention"},
 	{"void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false, false, false, false, true, true, false, false>(Flash_fwd_params)", "attention"},
 	{"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0", "attention"},
+	{"void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(int, int, int, int, float, float const*, __nv_bfloat16 const*, __nv_bfloat16 const*, float*)", "attention"},
+	{"void cudnn::fusion::convert_dq_to_16bits<true>(int, int, int, int, float const*, __nv_bfloat16*)", "attention"},
 	/* norm */
 	{"_ZN2at6native12_GLOBAL__N_128vectorized_layer_norm_kernelIN3c104HalfEfEEvifPKT_S6_S6_PT0_S9_PS4_", "norm"},
 	{"void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float, float, float, int>(at::GenericPackedTensorAccessor<float const, 3ul, at::RestrictPtrTraits, int>, float, float, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, int>)", "norm"},
