@@ -305,7 +305,7 @@ def main():
     # time kept back after the untraced run and after the trace
     reserve_untraced, reserve_trace = (150, 60) if a.no_sweep else (330, 200)
     # time kept back for fit and predict (the trace runs first)
-    after_sweeps = 90
+    after_sweeps = 30
     result = {"benchmark": "predict_step", "device": device_name(), "date": date,
               "git_commit": git_commit(), "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
               "model": {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "seq": a.seq,
