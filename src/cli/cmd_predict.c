@@ -11,6 +11,12 @@
 #include "kj_predict.h"
 #include "kj_sweep.h"
 
+/* What a --model total is the sum of, printed beside it: a measured step also holds the rest. */
+#define MODEL_SCOPE                                                                               \
+	"the sum of these operators' kernels: not in it are the GPU's idle time between kernels, "      \
+	"communication, and kernels a framework runs beside them (unfused losses, separate bias "      \
+	"gradients, slower norms: docs/sweep.md, 'Against a measured step')"
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -199,6 +205,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		json_object_set_new(j, "time_us_partial", json_real(time_us));
 		json_object_set_new(j, "energy_uj_partial", json_real(energy_uj));
 		json_object_set_new(j, "missing_models", json_string(missing));
+		json_object_set_new(j, "scope", json_string(MODEL_SCOPE));
 		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		printf("\n");
 		json_decref(j);
@@ -208,6 +215,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		       missing_t ? " (partial)" : "", energy_uj / 1e6, missing_e ? " (partial)" : "");
 		if (missing[0])
 			printf("no model for: %s (their rows show '-'; the totals leave them out)\n", missing);
+		printf("%s\n", MODEL_SCOPE);
 	}
 	return 0;
 }

@@ -233,7 +233,12 @@ assert rows["flash_atten"]["columns"] == ["mp", "b", "h", "l", "dim"]
 assert rows["lastStage_optimizer"]["columns"] == ["mp", "dim", "encoders"]
 assert rows["lastStage_optimizer"]["backward"] is False
 assert all(len(r["columns"]) == len(r["shape"].split(",")) for r in j["operators"])
+# what the total leaves out is said with it
+assert "idle time" in j["scope"] and "framework" in j["scope"], j["scope"]
 P
+expect 0 "$KJ" predict --models "$T/models" --model "$T/gpt.yml"
+grep -q "(partial)" "$T/out" && grep -q "^the sum of these operators' kernels: not in it are the GPU's idle time" "$T/out" ||
+	fail "model text: $(cat "$T/out")"
 # no model at all: the operators and their shapes still come out with --gpu; without it, a message
 mkdir -p "$T/nomodel" && echo '{"models": []}' >"$T/nomodel/models.json"
 expect 0 "$KJ" predict --models "$T/nomodel" --model "$T/gpt.yml" --gpu G --json
