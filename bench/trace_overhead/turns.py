@@ -57,6 +57,9 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m"):
         "kjoule_off": with_cost(traced("off"), 512),
         # CUPTI's kernel, copy, memset, allocation and NVTX activity, none of kjoule's callbacks
         "cupti_activity_only": with_cost(traced("act", "--no-params"), 1280),
+        # --no-params with kjoule's callbacks enabled but returning at once: CUPTI's dispatch of
+        # them without kjoule's handlers (between cupti_activity_only and kjoule_no_params)
+        "kjoule_empty_handlers": with_cost(traced("eh", "--no-params"), 256 + 2048),
         "torch_profiler": plain("--torch-profiler"),
     }
 
@@ -166,7 +169,7 @@ def main():
                     default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
                          " kjoule_default_no_power kjoule_default_no_watch kjoule_default_flush500 kjoule_off"
-                         " cupti_activity_only torch_profiler")
+                         " cupti_activity_only kjoule_empty_handlers torch_profiler")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")

@@ -22,7 +22,8 @@ enum {
 enum {
 	KJ_COST_NO_PARAMS = 256, /* as --no-params: no parameter capture */
 	KJ_COST_OFF = 512,       /* no callbacks, no activity: untraced but for CUPTI being loaded */
-	KJ_COST_ACTIVITY_ONLY = 1024 /* CUPTI's activity records, none of kjoule's callbacks: CUPTI's floor */
+	KJ_COST_ACTIVITY_ONLY = 1024, /* CUPTI's activity records, none of kjoule's callbacks: CUPTI's floor */
+	KJ_COST_EMPTY_HANDLER = 2048  /* the callbacks enabled but returning at once: CUPTI's dispatch alone */
 };
 
 struct kj_inject_config {

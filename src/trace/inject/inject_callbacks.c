@@ -777,6 +777,7 @@ uint32_t kj_last_own_correlation(void)
 }
 
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
+static int cost_empty_handler; /* cost studies: KJ_COST_EMPTY_HANDLER */
 
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
 			      const void *data)
@@ -786,6 +787,8 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		handle_resource(id, data);
 		return;
 	}
+	if (cost_empty_handler)
+		return;
 	if (tl_busy) { /* our own call; --snapshot wants its copies' correlation */
 		if (kj_cfg.snapshot_bytes > 0 && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
 		    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
@@ -942,7 +945,9 @@ static void set_base_callbacks(int on)
  * ctypes in the traced program): switch the tracing while the program runs. `bits`: KJ_API_* (the
  * API records, as KJOULE_API_DOMAINS), plus KJ_COST_NO_PARAMS (no parameter capture, as
  * --no-params), KJ_COST_ACTIVITY_ONLY (CUPTI's activity records without any kjoule callback: the
- * floor a CUPTI tracer stands on) or KJ_COST_OFF (no callbacks and no activity: the program as if
+ * floor a CUPTI tracer stands on), KJ_COST_EMPTY_HANDLER (the callbacks stay enabled but return at
+ * once: what CUPTI's dispatch costs without kjoule's handlers; records then go missing, so a cost
+ * study's database is not a trace) or KJ_COST_OFF (no callbacks and no activity: the program as if
  * untraced, but for CUPTI being loaded). Call it between iterations, from the thread that makes
  * the CUDA calls. Returns the previous bits. */
 __attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
@@ -966,6 +971,7 @@ __attribute__((visibility("default"))) int kjoule_cost_study_set_api(int bits)
 	base_on = want_base;
 	activity_on = want_activity;
 	kj_cfg.params_k = (bits & KJ_COST_NO_PARAMS) ? 0 : saved_params_k;
+	cost_empty_handler = !!(bits & KJ_COST_EMPTY_HANDLER);
 	kj_cfg.api = bits & (KJ_API_DRIVER | KJ_API_RUNTIME | KJ_API_NO_RECORDS | KJ_API_QUERIES |
 			     KJ_API_NO_RUNTIME_LAUNCH);
 	if (base_on)
