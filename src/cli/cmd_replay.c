@@ -1020,16 +1020,16 @@ int cmd_replay(int argc, char **argv)
 		if (o.energy && ncold == ne && ne)
 			snprintf(cold, sizeof(cold), ", each also with cold L2 (two windows more)");
 		else if (o.energy && ncold)
-			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (as many as the energy windows' time holds"
-				 " at %.1f s a window; --energy-seconds S measures all)", ncold, KJ_REPLAY_COLD_ENERGY_MIN_S);
+			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (two windows more each, as many as"
+				 " keep windows of %.1f s or more; --energy-seconds S measures all)", ncold,
+				 KJ_REPLAY_COLD_ENERGY_MIN_S);
 		else if (o.energy && plan.cache_cold && ne)
-			snprintf(cold, sizeof(cold), ", none with cold L2 (the energy windows' time holds no more at %.1f s a"
-				 " window; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
+			snprintf(cold, sizeof(cold), ", none with cold L2 (two windows more each would take windows under"
+				 " %.1f s; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
-			"%s; energy for %zu%s (%.2g s a window)%s\n", plan.n, ni,
+			"%s; energy for %zu at %.2g s a window%s%s\n", plan.n, ni,
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
-			ni ? ", replayed first" : "", o.energy ? ne : 0, cold,
-			o.energy ? o.energy_s : 0.0,
+			ni ? ", replayed first" : "", o.energy ? ne : 0, o.energy ? o.energy_s : 0.0, cold,
 			o.energy && !o.all && ne < plan.n ? "; --all measures every kernel's" : "");
 	}
 	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */

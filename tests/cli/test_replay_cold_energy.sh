@@ -20,7 +20,7 @@ nc=$(q "$dir/a.kjdb" "SELECT count(*) FROM replay_energy_cold")
 want=$(python3 -c "import sys; ne = int(sys.argv[1]); print(min(ne, int((40 / 0.75 - ne) / 2)))" "$ne")
 check "defaults: $nc of the $ne energy kernels measured cold, as the pool holds ($want), and the line says so" \
 	'[ $rc -eq 0 ] && [ "$ne" -gt 0 ] && [ "$nc" = "$want" ] && [ "$nc" -lt "$ne" ] &&
-	 grep -q "energy for $ne, the largest $nc also with cold L2" "$dir/a.err"'
+	 grep -q "energy for $ne at [0-9.]* s a window, the largest $nc also with cold L2 (two windows more each" "$dir/a.err"'
 check "... the workers of the others were told --no-cold-energy, those of the cold ones not" \
 	'grep -q -- "--energy.*--no-cold-energy" "$dir/w.log" && grep -- "--energy" "$dir/w.log" | grep -qv -- "--no-cold-energy"'
 check "... the cold figures are the stand-in's (1.5 times warm)" \
