@@ -28,7 +28,9 @@ static void usage(FILE *f)
 		"time_mape_at_size_pct, energy_mape_at_size_pct, with their row counts).\n"
 		"MODEL.yml: a GPT-style transformer (layers, hidden, heads, seq, batch; optional mp: 1,\n"
 		"precision: fp16, mode: train|inference, optimizer: adam|none, norm: layernorm|RMSlayernorm,\n"
-		"rope: false, attention: flash|unfused, gpu) predicted as the sum of its operators.\n"
+		"rope: false, attention: flash|unfused, master_copies: false|true, gpu) predicted as the sum\n"
+		"of its operators' kernels: a line after the totals (JSON scope) names what a measured step\n"
+		"holds beside them (idle time, communication, a framework's own kernels).\n"
 		"  --models DIR   where kjoule fit wrote (default: models)\n"
 		"An operator without a model is shown as '-' and the total says what it leaves out.\n");
 }
