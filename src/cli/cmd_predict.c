@@ -10,6 +10,7 @@
 #include "kj_error.h"
 #include "kj_predict.h"
 #include "kj_sweep.h"
+#include "cmd_predict_run.h"
 
 /* What a --model total is the sum of, printed beside it: a measured step also holds the rest. */
 #define MODEL_SCOPE                                                                               \
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 		"usage: kjoule predict --gpu NAME --op OP --precision P --prop fwd|bwd --shape V1,V2,...\n"
 		"                      [--models DIR] [--json]\n"
 		"       kjoule predict --model MODEL.yml [--gpu NAME] [--models DIR] [--json]\n"
+		"                      [--run RUN.kjdb [--region NAME] [--skip N]]\n"
 		"One operator: its time (us) and energy (uJ) with each model's held-out MAPE, and the MAPE fit\n"
 		"measured on figures of the prediction's size (half-decades of the value; JSON\n"
 		"time_mape_at_size_pct, energy_mape_at_size_pct, with their row counts).\n"
@@ -31,7 +33,10 @@ static void usage(FILE *f)
 		"rope: false, attention: flash|unfused, master_copies: false|true, gpu) predicted as the sum\n"
 		"of its operators' kernels: a line after the totals (JSON scope) names what a measured step\n"
 		"holds beside them (idle time, communication, a framework's own kernels).\n"
-		"  --models DIR   where kjoule fit wrote (default: models)\n"
+		"  --models DIR   where kjoule fit wrote (default: models)\n"		"  --run RUN.kjdb the same step measured (kjoule run of the training program): the sum against\n"
+		"                 its mean step time, energy and kernel sum (errors in %%, none from a partial\n"
+		"                 sum) and, per kernel tier, the operators' time against the run's kernels'\n"
+		"                 (JSON: against); --region and --skip choose its iterations as compare does\n"
 		"An operator without a model is shown as '-' and the total says what it leaves out.\n");
 }
 
@@ -125,7 +130,37 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 
 #define MAX_TERMS 32
 
-static int predict_model(struct kj_models *m, const char *gpu_opt, const char *path, int json)
+/* where --run takes the measured step from */
+struct run_opts {
+	const char *run, *region;
+	int skip;
+};
+
+/* term i's step total (count x fwd, + bwd where it has one) into the tier sums */
+static int add_to_tier(struct kj_tier_sum *ts, int n, const char *op, double t, int t_ok, double e, int e_ok)
+{
+	const char *tier = kj_model_op_tier(op);
+	int i = 0;
+	while (i < n && strcmp(ts[i].tier, tier))
+		i++;
+	if (i == n) {
+		memset(&ts[i], 0, sizeof(ts[i]));
+		ts[i].tier = tier;
+		ts[i].time_ok = ts[i].energy_ok = 1;
+		n++;
+	}
+	size_t used = strlen(ts[i].ops);
+	if (used + strlen(op) + 3 < sizeof(ts[i].ops))
+		snprintf(ts[i].ops + used, sizeof(ts[i].ops) - used, "%s%s", used ? ", " : "", op);
+	ts[i].time_us += t;
+	ts[i].energy_uj += e;
+	ts[i].time_ok &= t_ok;
+	ts[i].energy_ok &= e_ok;
+	return n;
+}
+
+static int predict_model(struct kj_models *m, const char *gpu_opt, const char *path, int json,
+			 const struct run_opts *ro)
 {
 	struct kj_model_spec spec;
 	struct kj_model_term t[MAX_TERMS];
@@ -140,13 +175,23 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 									   : "models.json lists no model");
 		return 2;
 	}
-	int n = kj_model_terms(&spec, t, MAX_TERMS);
+	int n = kj_model_terms(&spec, t, MAX_TERMS), ntiers = 0;
+	struct kj_tier_sum tiers[MAX_TERMS];
 	double sum[4] = {0}; /* time fwd, time bwd, energy fwd, energy bwd */
 	int missing_t = 0, missing_e = 0;
 	char missing[1024] = "";
 	json_t *rows = json_array();
+	/* the text table is held until the run, if any, has been read: a bad run prints no table */
+	char *tab_text = NULL;
+	size_t tab_len = 0;
+	FILE *tab = json ? NULL : open_memstream(&tab_text, &tab_len);
+	if (!json && !tab) {
+		kj_errorf("predict: out of memory");
+		json_decref(rows);
+		return 1;
+	}
 	if (!json)
-		printf("%-31s %5s %-22s %12s %12s %14s %14s\n", "operator", "count", "shape", "fwd us",
+		fprintf(tab, "%-31s %5s %-22s %12s %12s %14s %14s\n", "operator", "count", "shape", "fwd us",
 		       "bwd us", "fwd uJ", "bwd uJ");
 	for (int i = 0; i < n; i++) {
 		struct kj_prediction p[4];
@@ -161,6 +206,9 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 					      t[i].v, &p[k], err, sizeof(err))) {
 				kj_errorf("predict: %s", err);
 				json_decref(rows);
+				if (tab)
+					fclose(tab);
+				free(tab_text);
 				return 1;
 			}
 			if (p[k].found) {
@@ -174,6 +222,11 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			}
 		}
 		int need_b = spec.train && !t[i].fwd_only;
+		ntiers = add_to_tier(tiers, ntiers, t[i].op->name,
+				     t[i].count * (p[0].value + (need_b ? p[1].value : 0.0)),
+				     p[0].found && (!need_b || p[1].found),
+				     t[i].count * (p[2].value + (need_b ? p[3].value : 0.0)),
+				     p[2].found && (!need_b || p[3].found));
 		if (json) {
 			json_t *r = json_pack("{s:s,s:I,s:s}", "op", t[i].op->name, "count",
 					      (json_int_t)t[i].count, "shape", shape);
@@ -193,12 +246,26 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			fmt(b, sizeof(b), p[1].value, need_b && p[1].found);
 			fmt(c, sizeof(c), p[2].value, p[2].found);
 			fmt(d, sizeof(d), p[3].value, need_b && p[3].found);
-			printf("%-31s %5lld %-22s %12s %12s %14s %14s\n", t[i].op->name, (long long)t[i].count,
+			fprintf(tab, "%-31s %5lld %-22s %12s %12s %14s %14s\n", t[i].op->name, (long long)t[i].count,
 			       shape, a, b, c, d);
 		}
 	}
 	double time_us = sum[0] + sum[1], energy_uj = sum[2] + sum[3];
 	const char *what = spec.train ? "training step" : "inference forward";
+	json_t *against = NULL;
+	if (ro->run && !(against = kj_predict_against_run(ro->run, ro->region, ro->skip, tiers, ntiers, time_us,
+							   !missing_t, energy_uj, !missing_e, gpu))) {
+		json_decref(rows);
+		if (tab)
+			fclose(tab);
+		free(tab_text);
+		return 1;
+	}
+	if (tab) {
+		fclose(tab);
+		fputs(tab_text ? tab_text : "", stdout);
+		free(tab_text);
+	}
 	if (json) {
 		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:o}", "gpu", gpu, "model", path, "what", what,
 				      "precision", kj_precision_name(spec.precision), "operators", rows);
@@ -208,6 +275,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		json_object_set_new(j, "energy_uj_partial", json_real(energy_uj));
 		json_object_set_new(j, "missing_models", json_string(missing));
 		json_object_set_new(j, "scope", json_string(MODEL_SCOPE));
+		if (against)
+			json_object_set_new(j, "against", against);
 		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		printf("\n");
 		json_decref(j);
@@ -218,6 +287,10 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		if (missing[0])
 			printf("no model for: %s (their rows show '-'; the totals leave them out)\n", missing);
 		printf("%s\n", MODEL_SCOPE);
+		if (against) {
+			kj_predict_against_print(against, stdout);
+			json_decref(against);
+		}
 	}
 	return 0;
 }
@@ -226,6 +299,7 @@ int cmd_predict(int argc, char **argv)
 {
 	const char *gpu = NULL, *op = NULL, *shape = NULL, *model = NULL, *dir = "models";
 	int precision = KJ_FP16, prop = -1, json = 0;
+	struct run_opts ro = {NULL, NULL, -1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -241,6 +315,13 @@ int cmd_predict(int argc, char **argv)
 			model = argv[++i];
 		} else if (!strcmp(a, "--models") && next) {
 			dir = argv[++i];
+		} else if (!strcmp(a, "--run") && next) {
+			ro.run = argv[++i];
+		} else if (!strcmp(a, "--region") && next) {
+			ro.region = argv[++i];
+		} else if (!strcmp(a, "--skip") && next) {
+			if (kj_cli_parse_count("predict", "--skip", argv[++i], &ro.skip))
+				return 2;
 		} else if (!strcmp(a, "--json")) {
 			json = 1;
 		} else if (!strcmp(a, "--precision") && next) {
@@ -261,6 +342,14 @@ int cmd_predict(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!model && (ro.run || ro.region || ro.skip >= 0)) {
+		kj_errorf("predict: --run, --region and --skip go with --model MODEL.yml");
+		return 2;
+	}
+	if (!ro.run && (ro.region || ro.skip >= 0)) {
+		kj_errorf("predict: --region and --skip choose the iterations of --run RUN.kjdb: give it");
+		return 2;
+	}
 	if (!model && (!op || !shape || prop < 0)) {
 		kj_errorf("predict: give --op, --precision, --prop and --shape, or --model MODEL.yml");
 		usage(stderr);
@@ -274,7 +363,7 @@ int cmd_predict(int argc, char **argv)
 	}
 	int rc;
 	if (model) {
-		rc = predict_model(m, gpu, model, json);
+		rc = predict_model(m, gpu, model, json, &ro);
 	} else {
 		if (!gpu)
 			gpu = kj_models_only_gpu(m);

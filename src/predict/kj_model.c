@@ -178,3 +178,32 @@ int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int c
 	}
 	return n;
 }
+
+const char *kj_model_op_tier(const char *op)
+{
+	static const struct {
+		const char *op, *tier;
+	} map[] = {{"linear1", "gemm"},
+		   {"linear2", "gemm"},
+		   {"linear3", "gemm"},
+		   {"linear4", "gemm"},
+		   {"linear_final", "gemm"},
+		   {"bmm", "gemm"},
+		   {"baddbmm", "gemm"},
+		   {"moe", "gemm"},
+		   {"flash_atten", "attention"},
+		   {"layernorm", "norm"},
+		   {"RMSlayernorm", "norm"},
+		   {"parallel_cross_entropy_128", "reduction"},
+		   {"softmax", "reduction"},
+		   {"ScaledUpperTriangMaskedSoftmax", "reduction"},
+		   {"gelu", "elementwise"},
+		   {"res_add", "elementwise"},
+		   {"embedding", "elementwise"},
+		   {"RoPE", "elementwise"},
+		   {"fillmask", "elementwise"}};
+	for (size_t i = 0; op && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(op, map[i].op))
+			return map[i].tier;
+	return "other";
+}

@@ -164,4 +164,59 @@ P
 expect 1 python3 "$P" --sweeps "$T/a.json" --traced "$T/c.json" -o "$T/q.json"
 grep -q "model layers 2 is not the sweeps' 24" "$T/err" || fail "other shape: $(cat "$T/err")"
 [ -e "$T/q.json" ] && fail "a refused comparison wrote a result"
+# 6. kjoule predict --model ... --run: the same operator sum against a run's measured step, in the
+#    product (the shipped BLOOM forward stands for the step: the arithmetic, the tiers, the GPU check)
+R=$SRC/examples/runs/bloom560m.kjdb
+expect 0 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$R" --skip 1 --json
+cp "$T/out" "$T/against.json"
+"$KJ" compare "$R" --skip 1 --json --quiet >"$T/cmp.json" || fail "compare of the shipped run"
+python3 - "$T/against.json" "$T/cmp.json" <<'P' || fail "predict --run: $(head -c 800 "$T/against.json")"
+import json, sys
+def strict(x):
+    raise ValueError("non-finite number in the result: " + x)
+p = json.load(open(sys.argv[1]), parse_constant=strict)
+c = json.load(open(sys.argv[2]))
+a = p["against"]
+assert a["iterations"] == c["iterations"] and a["iterations"]["skipped"] == 1
+m = a["measured"]
+close = lambda x, y: abs(x - y) <= 1e-6 * abs(y)  # predict writes 8 significant digits
+assert close(m["step_time_us"], c["wall_us"]) and close(m["step_energy_j"], c["energy_measured_j"])
+assert close(m["kernel_sum_us"], c["kernel_sum_us"])
+t, e = p["time_us"], p["energy_uj"] / 1e6
+assert close(a["errors_pct"]["time"], 100 * (t - c["wall_us"]) / c["wall_us"])
+assert close(a["errors_pct"]["energy"], 100 * (e - c["energy_measured_j"]) / c["energy_measured_j"])
+assert close(a["errors_pct"]["time_vs_kernel_sum"], 100 * (t - c["kernel_sum_us"]) / c["kernel_sum_us"])
+assert a["errors_not_taken"] is None
+# the run is an H200's, the models an H100's: said
+assert a["device"] == "NVIDIA H200" and a["gpu_matches"] is False
+# per tier: the operators' step totals where their kernels land, beside the run's own tier times
+tiers = {x["tier"]: x for x in a["tiers"]}
+want = {}
+for r in p["operators"]:
+    tier = {"linear1": "gemm", "linear2": "gemm", "linear3": "gemm", "linear4": "gemm", "linear_final": "gemm",
+            "flash_atten": "attention", "layernorm": "norm", "parallel_cross_entropy_128": "reduction",
+            "embedding": "elementwise", "res_add": "elementwise", "gelu": "elementwise"}.get(r["op"], "other")
+    want[tier] = want.get(tier, 0.0) + r["count"] * (r["fwd_us"] + (r["bwd_us"] if r["backward"] else 0.0))
+for tier, v in want.items():
+    assert abs(tiers[tier]["predicted_us"] - v) < 1e-6 * v, (tier, tiers[tier], v)
+ct = {x["tier"]: x["measured_us"] for x in c["tiers"]}
+for tier, x in tiers.items():
+    assert abs(x["measured_us"] - ct.get(tier, 0.0)) <= 1e-6 * abs(ct.get(tier, 0.0)), tier
+    assert abs(x["predicted_minus_measured_us"] - (x["predicted_us"] - x["measured_us"])) <= 1e-6 * max(x["predicted_us"], x["measured_us"]), x
+assert tiers["attention"]["measured_us"] == 0 and "flash_atten" in tiers["attention"]["operators"]
+assert tiers["memset"]["operators"] == "" and tiers["memset"]["predicted_us"] == 0  # no operator lands there
+assert abs(sum(x["predicted_us"] for x in tiers.values()) - t) < 1e-6 * t
+P
+expect 0 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$R" --skip 1
+grep -q "^against .*bloom560m.kjdb (region 'forward': 54 iteration(s) measured, 1 skipped; NVIDIA H200)" "$T/out" &&
+	grep -q "^  time a step (ms) .* %$" "$T/out" && grep -q "^  ! the run's GPU (NVIDIA H200) is not the one" "$T/out" &&
+	grep -q "^  gemm .* linear1, linear2, linear3, linear4, linear_final$" "$T/out" ||
+	fail "predict --run text: $(cat "$T/out")"
+# a run that cannot be read or compared: named, exit 1, and no table printed before the failure
+expect 1 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$T/none.kjdb"
+grep -q "none.kjdb" "$T/err" && [ ! -s "$T/out" ] || fail "missing run: $(cat "$T/err") / $(head -3 "$T/out")"
+expect 1 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$R" --skip 500
+grep -q "skip 500 leaves no iteration" "$T/err" && [ ! -s "$T/out" ] || fail "--skip past the run: $(cat "$T/err")"
+expect 2 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --skip 1
+grep -q -- "--region and --skip choose the iterations of --run" "$T/err" || fail "--skip alone: $(cat "$T/err")"
 finish

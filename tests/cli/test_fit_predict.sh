@@ -236,6 +236,15 @@ assert all(len(r["columns"]) == len(r["shape"].split(",")) for r in j["operators
 # what the total leaves out is said with it
 assert "idle time" in j["scope"] and "framework" in j["scope"], j["scope"]
 P
+# against a run, a partial sum takes no error: null, and the reason given
+expect 0 "$KJ" predict --models "$T/models" --model "$T/gpt.yml" --run "$SRC/examples/runs/bloom560m.kjdb" --json
+python3 - "$T/out" <<'P' || fail "partial against a run: $(head -c 600 "$T/out")"
+import json, sys
+a = json.load(open(sys.argv[1]))["against"]
+assert all(v is None for v in a["errors_pct"].values()), a["errors_pct"]
+assert "partial" in a["errors_not_taken"] and a["measured"]["step_time_us"] > 0
+assert {x["tier"]: x for x in a["tiers"]}["attention"]["predicted_us"] is None  # flash_atten has no model
+P
 expect 0 "$KJ" predict --models "$T/models" --model "$T/gpt.yml"
 grep -q "(partial)" "$T/out" && grep -q "^the sum of these operators' kernels: not in it are the GPU's idle time" "$T/out" ||
 	fail "model text: $(cat "$T/out")"

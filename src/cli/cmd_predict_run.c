@@ -1,0 +1,223 @@
+/* kjoule predict --model MODEL.yml --run RUN.kjdb: the operator sum against the step a traced run
+ * measured (kjoule compare's iterations), in time and energy, and per kernel tier what the sum
+ * holds against what the run's kernels took, so what the operators miss can be named. */
+#include "cmd_predict_run.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kj_compare.h"
+#include "kj_db.h"
+
+static json_t *num_or_null(double x, int ok)
+{
+	return ok && isfinite(x) ? json_real(x) : json_null();
+}
+
+/* (pred - meas) / meas in %, or null when either is unknown */
+static json_t *err_pct(double pred, int pred_ok, const json_t *meas)
+{
+	if (!pred_ok || !json_is_number(meas) || !(json_number_value(meas) > 0))
+		return json_null();
+	double m = json_number_value(meas);
+	return json_real(100.0 * (pred - m) / m);
+}
+
+static const char *tier_of(const json_t *t)
+{
+	const char *s = json_string_value(json_object_get(t, "tier"));
+	return s ? s : "";
+}
+
+/* the name without spaces, as kjoule fit keys its models ("NVIDIA H200" -> "NVIDIAH200") */
+static void squeeze(const char *in, char *out, size_t len)
+{
+	size_t k = 0;
+	for (; in && *in && k + 1 < len; in++)
+		if (!isspace((unsigned char)*in))
+			out[k++] = *in;
+	out[k] = 0;
+}
+
+/* the run's GPU names, comma separated, into buf ("" when the run lists none) */
+static void run_devices(sqlite3 *db, char *buf, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	buf[0] = 0;
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT name FROM device WHERE name IS NOT NULL ORDER BY id", -1, &st,
+			       NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		size_t used = strlen(buf);
+		if (n && used + strlen(n) + 3 < len)
+			snprintf(buf + used, len - used, "%s%s", used ? ", " : "", n);
+	}
+	sqlite3_finalize(st);
+}
+
+json_t *kj_predict_against_run(const char *run, const char *region, int skip, const struct kj_tier_sum *tiers,
+			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
+			       const char *gpu)
+{
+	sqlite3 *db = NULL;
+	struct kj_compare *cmp = NULL;
+	struct kj_compare_opts o = {.region = region, .skip = skip, .top = 1, .quiet = 1};
+	if (kj_db_open(run, 0, &db))
+		return NULL;
+	if (kj_compare_compute(db, &o, &cmp)) {
+		kj_db_close(db);
+		return NULL;
+	}
+	char devices[512], a[256], b[256];
+	run_devices(db, devices, sizeof(devices));
+	json_t *c = kj_compare_json(cmp);
+	kj_compare_free(cmp);
+	kj_db_close(db);
+
+	json_t *wall = json_object_get(c, "wall_us"), *energy = json_object_get(c, "energy_measured_j");
+	json_t *ksum = json_object_get(c, "kernel_sum_us");
+	double e_j = energy_uj / 1e6;
+	json_t *out = json_object();
+	json_object_set_new(out, "run", json_string(run));
+	json_object_set_new(out, "device", devices[0] ? json_string(devices) : json_null());
+	squeeze(devices, a, sizeof(a));
+	squeeze(gpu, b, sizeof(b));
+	json_object_set_new(out, "gpu_matches", devices[0] && !strchr(devices, ',') ? json_boolean(!strcmp(a, b))
+										 : json_null());
+	json_object_set(out, "iterations", json_object_get(c, "iterations"));
+
+	json_t *m = json_object();
+	json_object_set(m, "step_time_us", wall);
+	json_object_set(m, "step_energy_j", energy);
+	json_object_set(m, "step_energy_mean_unc_pct", json_object_get(c, "energy_measured_mean_unc_pct"));
+	json_object_set(m, "energy_too_short", json_object_get(c, "energy_measured_too_short"));
+	json_object_set(m, "kernel_sum_us", ksum);
+	json_object_set(m, "idle_us", json_object_get(c, "idle_us"));
+	json_object_set(m, "kernels_per_iteration", json_object_get(c, "kernels_per_iteration"));
+	json_object_set_new(out, "measured", m);
+
+	json_t *p = json_pack("{s:s}", "gpu", gpu ? gpu : "");
+	json_object_set_new(p, "time_us", num_or_null(time_us, time_ok));
+	json_object_set_new(p, "energy_j", num_or_null(e_j, energy_ok));
+	json_object_set_new(out, "predicted", p);
+	json_t *e = json_object();
+	json_object_set_new(e, "time", err_pct(time_us, time_ok, wall));
+	json_object_set_new(e, "energy", err_pct(e_j, energy_ok, energy));
+	json_object_set_new(e, "time_vs_kernel_sum", err_pct(time_us, time_ok, ksum));
+	json_object_set_new(out, "errors_pct", e);
+	const char *why = NULL;
+	if (!time_ok || !energy_ok)
+		why = "the prediction is partial (operators without a model): no error is taken from it";
+	else if (!json_is_number(energy))
+		why = "the run measured no energy per iteration (compare says why): no energy error";
+	json_object_set_new(out, "errors_not_taken", why ? json_string(why) : json_null());
+
+	/* per tier: the operators' predicted time beside what the run's kernels of the tier took; then
+	 * the tiers no operator lands in (copies, memsets, communication) */
+	json_t *rows = json_array(), *ct = json_object_get(c, "tiers"), *t;
+	size_t k;
+	for (int i = 0; i < ntiers; i++) {
+		json_t *meas = NULL, *launches = NULL;
+		json_array_foreach(ct, k, t)
+			if (!strcmp(tier_of(t), tiers[i].tier)) {
+				meas = json_object_get(t, "measured_us");
+				launches = json_object_get(t, "launches_per_iteration");
+			}
+		double mu = json_is_number(meas) ? json_number_value(meas) : 0.0; /* the run ran none there */
+		json_t *r = json_pack("{s:s,s:s}", "tier", tiers[i].tier, "operators", tiers[i].ops);
+		json_object_set_new(r, "predicted_us", num_or_null(tiers[i].time_us, tiers[i].time_ok));
+		json_object_set_new(r, "predicted_j", num_or_null(tiers[i].energy_uj / 1e6, tiers[i].energy_ok));
+		json_object_set_new(r, "measured_us", json_real(mu));
+		json_object_set_new(r, "launches_per_iteration", launches ? json_incref(launches) : json_real(0.0));
+		json_object_set_new(r, "predicted_minus_measured_us", num_or_null(tiers[i].time_us - mu, tiers[i].time_ok));
+		json_array_append_new(rows, r);
+	}
+	json_array_foreach(ct, k, t) {
+		int i = 0;
+		while (i < ntiers && strcmp(tier_of(t), tiers[i].tier))
+			i++;
+		if (i < ntiers)
+			continue;
+		json_t *meas = json_object_get(t, "measured_us"), *launches = json_object_get(t, "launches_per_iteration");
+		double mu = json_is_number(meas) ? json_number_value(meas) : 0.0;
+		json_t *r = json_pack("{s:s,s:s,s:f,s:f,s:f}", "tier", tier_of(t), "operators", "", "predicted_us", 0.0,
+				      "predicted_j", 0.0, "measured_us", mu);
+		json_object_set_new(r, "launches_per_iteration", launches ? json_incref(launches) : json_real(0.0));
+		json_object_set_new(r, "predicted_minus_measured_us", json_real(-mu));
+		json_array_append_new(rows, r);
+	}
+	json_object_set_new(out, "tiers", rows);
+	json_decref(c);
+	return out;
+}
+
+/* "%.3f" of x / scale into buf, "-" for null */
+static const char *cell(const json_t *x, double scale, char *buf, size_t len)
+{
+	if (json_is_number(x))
+		snprintf(buf, len, "%.3f", json_number_value(x) / scale);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static const char *pct_cell(const json_t *x, char *buf, size_t len)
+{
+	if (json_is_number(x))
+		snprintf(buf, len, "%+.1f %%", json_number_value(x));
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+void kj_predict_against_print(const json_t *a, FILE *f)
+{
+	const json_t *it = json_object_get(a, "iterations"), *m = json_object_get(a, "measured"),
+		     *e = json_object_get(a, "errors_pct"), *pred = json_object_get(a, "predicted");
+	char x[32], y[32], z[32];
+	const char *dev = json_string_value(json_object_get(a, "device"));
+	fprintf(f, "\nagainst %s (region '%s': %lld iteration(s) measured, %lld skipped; %s)\n",
+		json_string_value(json_object_get(a, "run")), json_string_value(json_object_get(it, "region")),
+		(long long)json_integer_value(json_object_get(it, "measured")),
+		(long long)json_integer_value(json_object_get(it, "skipped")), dev ? dev : "GPU not recorded");
+	fprintf(f, "  %-22s %12s %12s %10s\n", "", "predicted", "measured", "error");
+	fprintf(f, "  %-22s %12s %12s %10s\n", "time a step (ms)", cell(json_object_get(pred, "time_us"), 1e3, x, sizeof(x)),
+		cell(json_object_get(m, "step_time_us"), 1e3, y, sizeof(y)), pct_cell(json_object_get(e, "time"), z, sizeof(z)));
+	fprintf(f, "  %-22s %12s %12s %10s", "energy a step (J)", cell(json_object_get(pred, "energy_j"), 1, x, sizeof(x)),
+		cell(json_object_get(m, "step_energy_j"), 1, y, sizeof(y)), pct_cell(json_object_get(e, "energy"), z, sizeof(z)));
+	if (json_is_number(json_object_get(m, "step_energy_mean_unc_pct")))
+		fprintf(f, "   (the measured mean known to ±%.1f %%)",
+			json_number_value(json_object_get(m, "step_energy_mean_unc_pct")));
+	fprintf(f, "\n  %-22s %12s %12s %10s\n", "kernel sum (ms)", cell(json_object_get(pred, "time_us"), 1e3, x, sizeof(x)),
+		cell(json_object_get(m, "kernel_sum_us"), 1e3, y, sizeof(y)),
+		pct_cell(json_object_get(e, "time_vs_kernel_sum"), z, sizeof(z)));
+	const char *why = json_string_value(json_object_get(a, "errors_not_taken"));
+	if (why)
+		fprintf(f, "  ! %s\n", why);
+	const json_t *unc = json_object_get(m, "step_energy_mean_unc_pct");
+	if (json_is_number(unc) && json_number_value(unc) > 5.0)
+		fprintf(f, "  ! the measured energy a step is known only to ±%.1f %%: an energy error below that says"
+			   " nothing (more iterations narrow it)\n", json_number_value(unc));
+	if (json_is_false(json_object_get(a, "gpu_matches")))
+		fprintf(f, "  ! the run's GPU (%s) is not the one the models were fitted on (%s)\n", dev,
+			json_string_value(json_object_get(pred, "gpu")));
+	fprintf(f, "By kernel tier, ms a step (how kjoule names the run's kernels; an operator's work can land\n"
+		   "in another tier, so only a tier's total reads as its operators' error)\n");
+	fprintf(f, "  %-12s %10s %10s %10s  %s\n", "tier", "predicted", "measured", "pred-meas", "operators");
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(a, "tiers"), i, t) {
+		const char *ops = json_string_value(json_object_get(t, "operators"));
+		json_t *d = json_object_get(t, "predicted_minus_measured_us");
+		if (json_is_number(d))
+			snprintf(z, sizeof(z), "%+.3f", json_number_value(d) / 1e3);
+		else
+			snprintf(z, sizeof(z), "-");
+		fprintf(f, "  %-12s %10s %10s %10s  %s\n", json_string_value(json_object_get(t, "tier")),
+			cell(json_object_get(t, "predicted_us"), 1e3, x, sizeof(x)),
+			cell(json_object_get(t, "measured_us"), 1e3, y, sizeof(y)), z, ops && *ops ? ops : "(none)");
+	}
+}

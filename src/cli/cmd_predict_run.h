@@ -1,0 +1,29 @@
+/* kjoule predict --model ... --run RUN.kjdb: the operator sum against a traced step. */
+#ifndef CMD_PREDICT_RUN_H
+#define CMD_PREDICT_RUN_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* One kernel tier's share of the operator sum: the operators that land there and their time and
+ * energy a step (ok: every one of them predicted). */
+struct kj_tier_sum {
+	const char *tier;
+	char ops[256];
+	double time_us, energy_uj;
+	int time_ok, energy_ok;
+};
+
+/* The predicted step (time_us, energy_uj; *_ok 0 when partial) against the step `kjoule compare`
+ * measures in run (region and skip as compare takes them; skip < 0 its default): measured time,
+ * energy and kernel sum a step, errors in % (null, with errors_not_taken saying why, where either
+ * side is missing), the run's GPU against gpu, and per tier predicted against measured time.
+ * NULL after a message on stderr naming the run when it cannot be read or compared. */
+json_t *kj_predict_against_run(const char *run, const char *region, int skip, const struct kj_tier_sum *tiers,
+			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
+			       const char *gpu);
+
+/* The text form of kj_predict_against_run's object. */
+void kj_predict_against_print(const json_t *a, FILE *f);
+
+#endif
