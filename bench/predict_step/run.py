@@ -341,6 +341,7 @@ def main():
         result["untraced"] = program_line(r.stdout) if r is not None and r.returncode == 0 else None
 
     # 2b. the measured step
+    run_db = None
     if trace:
         run_db = a.run
         if not run_db:
@@ -416,6 +417,13 @@ def main():
             r = R.run("kjoule predict", [kj, "predict", "--models", os.path.join(out, "models"), "--model",
                                          yml, "--json"], 30)
             pred = load_json(r.stdout) if r is not None and r.returncode == 0 else None
+            # the product's own judging of the same step (kjoule predict --run), kept beside the bench's
+            if isinstance(pred, dict) and run_db:
+                r = R.run("kjoule predict --run", [kj, "predict", "--models", os.path.join(out, "models"),
+                                                   "--model", yml, "--run", run_db, "--skip", str(a.warmup),
+                                                   "--json"], 60)
+                j = load_json(r.stdout) if r is not None and r.returncode == 0 else None
+                result["predict_against_run"] = j.get("against") if isinstance(j, dict) else None
     if isinstance(pred, dict):
         rows = {(p["op"], p["shape"]): p for p in pred.get("operators", [])}
         for e in result["operators"]:

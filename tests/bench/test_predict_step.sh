@@ -113,6 +113,10 @@ tiers = {t["tier"]: t for t in r["gap"]["by_tier"]}
 assert tiers["gemm"]["measured_us"] > 0 and tiers["gemm"]["predicted_minus_measured_us"] is not None
 assert tiers["attention"]["measured_us"] == 0  # the run has no attention kernel
 assert r["gap"]["wall_minus_kernel_busy_us"] > 0
+# kjoule predict --run judged the same step: the same errors as the bench's own
+pa = r["predict_against_run"]
+assert abs(pa["errors_pct"]["time"] - e["time_pct"]) < 1e-4 * abs(e["time_pct"]), (pa["errors_pct"], e)
+assert abs(pa["errors_pct"]["energy"] - e["energy_pct"]) < 1e-4 * abs(e["energy_pct"])
 P
 
 # 4. bad input names the argument
