@@ -25,6 +25,12 @@ static json_t *err_pct(double pred, int pred_ok, const json_t *meas)
 	return json_real(100.0 * (pred - m) / m);
 }
 
+/* key k of obj set to v, or to null where v is absent (a field compare did not write) */
+static void set_or_null(json_t *obj, const char *k, json_t *v)
+{
+	json_object_set_new(obj, k, v ? json_incref(v) : json_null());
+}
+
 static const char *tier_of(const json_t *t)
 {
 	const char *s = json_string_value(json_object_get(t, "tier"));
@@ -87,16 +93,16 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	squeeze(gpu, b, sizeof(b));
 	json_object_set_new(out, "gpu_matches", devices[0] && !strchr(devices, ',') ? json_boolean(!strcmp(a, b))
 										 : json_null());
-	json_object_set(out, "iterations", json_object_get(c, "iterations"));
+	set_or_null(out, "iterations", json_object_get(c, "iterations"));
 
 	json_t *m = json_object();
-	json_object_set(m, "step_time_us", wall);
-	json_object_set(m, "step_energy_j", energy);
-	json_object_set(m, "step_energy_mean_unc_pct", json_object_get(c, "energy_measured_mean_unc_pct"));
-	json_object_set(m, "energy_too_short", json_object_get(c, "energy_measured_too_short"));
-	json_object_set(m, "kernel_sum_us", ksum);
-	json_object_set(m, "idle_us", json_object_get(c, "idle_us"));
-	json_object_set(m, "kernels_per_iteration", json_object_get(c, "kernels_per_iteration"));
+	set_or_null(m, "step_time_us", wall);
+	set_or_null(m, "step_energy_j", energy);
+	set_or_null(m, "step_energy_mean_unc_pct", json_object_get(c, "energy_measured_mean_unc_pct"));
+	set_or_null(m, "energy_too_short", json_object_get(c, "energy_measured_too_short"));
+	set_or_null(m, "kernel_sum_us", ksum);
+	set_or_null(m, "idle_us", json_object_get(c, "idle_us"));
+	set_or_null(m, "kernels_per_iteration", json_object_get(c, "kernels_per_iteration"));
 	json_object_set_new(out, "measured", m);
 
 	json_t *p = json_pack("{s:s}", "gpu", gpu ? gpu : "");
@@ -179,8 +185,9 @@ void kj_predict_against_print(const json_t *a, FILE *f)
 		     *e = json_object_get(a, "errors_pct"), *pred = json_object_get(a, "predicted");
 	char x[32], y[32], z[32];
 	const char *dev = json_string_value(json_object_get(a, "device"));
+	const char *region = json_string_value(json_object_get(it, "region"));
 	fprintf(f, "\nagainst %s (region '%s': %lld iteration(s) measured, %lld skipped; %s)\n",
-		json_string_value(json_object_get(a, "run")), json_string_value(json_object_get(it, "region")),
+		json_string_value(json_object_get(a, "run")), region ? region : "?",
 		(long long)json_integer_value(json_object_get(it, "measured")),
 		(long long)json_integer_value(json_object_get(it, "skipped")), dev ? dev : "GPU not recorded");
 	fprintf(f, "  %-22s %12s %12s %10s\n", "", "predicted", "measured", "error");
@@ -202,8 +209,9 @@ void kj_predict_against_print(const json_t *a, FILE *f)
 		fprintf(f, "  ! the measured energy a step is known only to ±%.1f %%: an energy error below that says"
 			   " nothing (more iterations narrow it)\n", json_number_value(unc));
 	if (json_is_false(json_object_get(a, "gpu_matches")))
-		fprintf(f, "  ! the run's GPU (%s) is not the one the models were fitted on (%s)\n", dev,
-			json_string_value(json_object_get(pred, "gpu")));
+		fprintf(f, "  ! the run's GPU (%s) is not the one the models were fitted on (%s)\n", dev ? dev : "?",
+			json_string_value(json_object_get(pred, "gpu")) ? json_string_value(json_object_get(pred, "gpu"))
+									  : "?");
 	fprintf(f, "By kernel tier, ms a step (how kjoule names the run's kernels; an operator's work can land\n"
 		   "in another tier, so only a tier's total reads as its operators' error)\n");
 	fprintf(f, "  %-12s %10s %10s %10s  %s\n", "tier", "predicted", "measured", "pred-meas", "operators");
@@ -216,7 +224,7 @@ void kj_predict_against_print(const json_t *a, FILE *f)
 			snprintf(z, sizeof(z), "%+.3f", json_number_value(d) / 1e3);
 		else
 			snprintf(z, sizeof(z), "-");
-		fprintf(f, "  %-12s %10s %10s %10s  %s\n", json_string_value(json_object_get(t, "tier")),
+		fprintf(f, "  %-12s %10s %10s %10s  %s\n", tier_of(t),
 			cell(json_object_get(t, "predicted_us"), 1e3, x, sizeof(x)),
 			cell(json_object_get(t, "measured_us"), 1e3, y, sizeof(y)), z, ops && *ops ? ops : "(none)");
 	}
