@@ -168,6 +168,10 @@ P
 expect 1 python3 "$P" --sweeps "$T/a.json" --traced "$T/c.json" -o "$T/q.json"
 grep -q "model layers 2 is not the sweeps' 24" "$T/err" || fail "other shape: $(cat "$T/err")"
 [ -e "$T/q.json" ] && fail "a refused comparison wrote a result"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["device"]="NVIDIA H200, 580.159.04"; json.dump(r, open(sys.argv[2], "w"))' "$T/e.json" "$T/e200.json"
+expect 1 python3 "$P" --sweeps "$T/a.json" --traced "$T/e200.json" -o "$T/q.json"
+grep -q "e200.json: measured on 'NVIDIA H200, 580.159.04', the sweeps on 'cpu-standin'" "$T/err" || fail "other GPU: $(cat "$T/err")"
+[ -e "$T/q.json" ] && fail "a refused comparison wrote a result"
 # 6. kjoule predict --model ... --run: the same operator sum against a run's measured step, in the
 #    product (the shipped BLOOM forward stands for the step: the arithmetic, the tiers, the GPU check)
 R=$SRC/examples/runs/bloom560m.kjdb
