@@ -82,6 +82,10 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_t *c = kj_compare_json(cmp);
 	kj_compare_free(cmp);
 	kj_db_close(db);
+	if (!c) {
+		fprintf(stderr, "kjoule: predict: %s: out of memory comparing the run\n", run);
+		return NULL;
+	}
 
 	json_t *wall = json_object_get(c, "wall_us"), *energy = json_object_get(c, "energy_measured_j");
 	json_t *ksum = json_object_get(c, "kernel_sum_us");
@@ -111,7 +115,10 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_object_set_new(out, "predicted", p);
 	json_t *e = json_object();
 	json_object_set_new(e, "time", err_pct(time_us, time_ok, wall));
-	json_object_set_new(e, "energy", err_pct(e_j, energy_ok, energy));
+	/* a loop under two counter updates has no measured energy to judge by (compare's
+	 * energy_measured_too_short): no error from it */
+	int too_short = json_is_true(json_object_get(c, "energy_measured_too_short"));
+	json_object_set_new(e, "energy", too_short ? json_null() : err_pct(e_j, energy_ok, energy));
 	json_object_set_new(e, "time_vs_kernel_sum", err_pct(time_us, time_ok, ksum));
 	json_object_set_new(out, "errors_pct", e);
 	const char *why = NULL;
@@ -119,6 +126,9 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 		why = "the prediction is partial (operators without a model): no error is taken from it";
 	else if (!json_is_number(energy))
 		why = "the run measured no energy per iteration (compare says why): no energy error";
+	else if (too_short)
+		why = "the run's measured iterations span under two updates of the energy counter (~100 ms): "
+		      "their energy is no measurement to judge by, so no energy error (run more iterations)";
 	json_object_set_new(out, "errors_not_taken", why ? json_string(why) : json_null());
 
 	/* per tier: the operators' predicted time beside what the run's kernels of the tier took; then

@@ -220,6 +220,15 @@ grep -q "^against .*bloom560m.kjdb (region 'forward': 54 iteration(s) measured, 
 	grep -q "^  time a step (ms) .* %$" "$T/out" && grep -q "^  ! the run's GPU (NVIDIA H200) is not the one" "$T/out" &&
 	grep -q "^  gemm .* linear1, linear2, linear3, linear4, linear_final$" "$T/out" ||
 	fail "predict --run text: $(cat "$T/out")"
+# the shipped graph run's loop spans under two energy-counter updates: no energy error from it, said
+expect 0 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$SRC/examples/runs/gpt_graph.kjdb" --json
+python3 - "$T/out" <<'P' || fail "too-short run: $(head -c 600 "$T/out")"
+import json, sys
+a = json.load(open(sys.argv[1]))["against"]
+assert a["measured"]["energy_too_short"] is True and a["measured"]["step_energy_j"] > 0
+assert a["errors_pct"]["energy"] is None and a["errors_pct"]["time"] is not None
+assert "energy counter" in a["errors_not_taken"]
+P
 # a run that cannot be read or compared: named, exit 1, and no table printed before the failure
 expect 1 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$T/none.kjdb"
 grep -q "none.kjdb" "$T/err" && [ ! -s "$T/out" ] || fail "missing run: $(cat "$T/err") / $(head -3 "$T/out")"
