@@ -303,7 +303,7 @@ def main():
     trace = not a.no_trace
     program_args = ["--compile"] if a.compile else []
     # time kept back after the untraced run and after the trace
-    reserve_untraced, reserve_trace = (150, 60) if a.no_sweep else (330, 200)
+    reserve_untraced, reserve_trace = (100, 20) if a.no_sweep else (330, 200)
     # time kept back for fit and predict (the trace runs first)
     after_sweeps = 30
     result = {"benchmark": "predict_step", "device": device_name(), "date": date,

@@ -28,7 +28,7 @@ programs)
 	for p in eager_1 eager_2 compile_1; do
 		extra="--no-sweep"
 		case $p in compile_*) extra="--no-sweep --compile" ;; esac
-		OUT=/tmp/sp_$p BUDGET=${BUDGET:-260} bash scripts/gpu/train_step.sh --batch 8 $extra "$@" >/tmp/sp_$p.txt 2>&1
+		OUT=/tmp/sp_$p BUDGET=${BUDGET:-180} bash scripts/gpu/train_step.sh --batch 8 $extra "$@" >/tmp/sp_$p.txt 2>&1
 		cp /tmp/sp_$p/predict_step.json "$OUT/$p.json" 2>/dev/null
 		echo "$p: $(grep -E '^step:|^untraced:' /tmp/sp_$p.txt | tr '\n' ' ')"
 	done
