@@ -154,25 +154,33 @@ def config(op, columns, shape):
     return text, {"starts": st, "steps": sp, "ends": en, "operators": ops}
 
 
-def sm_clock_at(data_dir, op, precision, shape_text):
-    """The SM clock (MHz, forward and backward) kjoule sweep logged for one shape's energy windows
-    (sampling_log beside sampling_data), or (None, None) where the worker gave none."""
+def log_pair(data_dir, op, precision, shape_text, what):
+    """Two figures kjoule sweep logged for one shape (sampling_log beside sampling_data): 'clock',
+    the SM clock (MHz) of its forward and backward energy windows; 'warm', 'cold', the forward and
+    backward energies (uJ) with warm and with cold L2 whose mean the CSV holds. (None, None) where
+    the worker gave none."""
     logs = os.path.join(os.path.dirname(os.path.normpath(data_dir)), "sampling_log")
-    pat = re.compile(r"^shape " + re.escape(shape_text) + r": SM clock (\S+) MHz forward, (\S+) MHz backward")
+    head = r"^shape " + re.escape(shape_text) + r": "
+    pat = re.compile(head + (r"SM clock (\S+) MHz forward, (\S+) MHz backward" if what == "clock" else
+                             r"energy with warm/cold L2 (\S+)/(\S+) uJ forward, (\S+)/(\S+) uJ backward"))
     for f in sorted(glob.glob(os.path.join(logs, f"*_{op}_{precision}_*.txt"))):
         try:
             for line in open(f):
                 m = pat.match(line)
                 if m:
-                    return num(m.group(1)), num(m.group(2))
+                    g = m.groups()
+                    if what == "clock":
+                        return num(g[0]), num(g[1])
+                    return (num(g[0]), num(g[2])) if what == "warm" else (num(g[1]), num(g[3]))
         except OSError:
             pass
     return None, None
 
 
 def measured_at(data_dir, op, precision, columns, shape):
-    """The sweep's own row at the model's shape: fwd/bwd time (us), energy (uJ), their power (W)
-    and the SM clock the energy windows ran at (MHz, from the sweep's log), else None. A GEMM that
+    """The sweep's own row at the model's shape: fwd/bwd time (us), energy (uJ), their power (W),
+    and from the sweep's log the SM clock the energy windows ran at (MHz) and the energies with
+    warm and cold L2 whose mean the row holds (uJ), else None. A GEMM that
     holds the GPU at its power limit in the sweep runs at a lower clock than between the step's
     other kernels (docs/sweep.md)."""
     want = [str(v) for v in shape]
@@ -188,7 +196,11 @@ def measured_at(data_dir, op, precision, columns, shape):
                 for d in ("fwd", "bwd"):
                     t, e = m[d + "_us"], m[d + "_uj"]
                     m[d + "_w"] = e / t if t and e else None
-                m["fwd_mhz"], m["bwd_mhz"] = sm_clock_at(data_dir, op, precision, ",".join(want))
+                text = ",".join(want)
+                m["fwd_mhz"], m["bwd_mhz"] = log_pair(data_dir, op, precision, text, "clock")
+                # the two energies the CSV's is the mean of (session 24), for judging other countings
+                m["fwd_uj_warm"], m["bwd_uj_warm"] = log_pair(data_dir, op, precision, text, "warm")
+                m["fwd_uj_cold"], m["bwd_uj_cold"] = log_pair(data_dir, op, precision, text, "cold")
                 return m
     return None
 

@@ -45,6 +45,8 @@ for e in r["operators"]:
     # its power, and the SM clock the stand-in reported for the energy windows, read from the log
     assert abs(m["fwd_w"] - 50) < 0.1 and m["fwd_mhz"] == 1755, (e["op"], m)
     assert (m["bwd_mhz"] == 1980) if e["backward"] else True, (e["op"], m)
+    # ... and the warm and cold energies the row's is the mean of (the stand-in: 40 and 60 x f)
+    assert abs(m["fwd_uj_warm"] - 40 * f) < 1e-3 * 40 * f and abs(m["fwd_uj_cold"] - 60 * f) < 1e-3 * 60 * f, (e["op"], m)
     if e["backward"]:
         assert abs(m["bwd_us"] - 2 * f) < 1e-3 * f
     # the grid holds the model's shape and brackets b
