@@ -42,7 +42,29 @@ def predicted_by_tier(sweeps):
     return by
 
 
-def judge(pred, by_tier, traced, path):
+def sweep_sums(sweeps):
+    """The step's energy (J) from the sweep's own rows at the model's shape, each operator counted
+    at the mean of its warm- and cold-L2 energies (as the models learn it), at the warm one, at the
+    cold one, and with the GEMM tier alone at its cold one (a GEMM beside memory-bound kernels runs
+    at a higher clock, as the cold figure's flush makes it); None where a figure is missing."""
+    out = {}
+    for name, pick in (("mean", lambda o, d: "%s_uj" % d), ("warm", lambda o, d: "%s_uj_warm" % d),
+                       ("cold", lambda o, d: "%s_uj_cold" % d),
+                       ("gemm_cold", lambda o, d: "%s_uj_cold" % d if o["tier"] == "gemm" else "%s_uj" % d)):
+        total = 0.0
+        for o in sweeps["operators"]:
+            m = o.get("measured_at_shape") or {}
+            dirs = ("fwd", "bwd") if o.get("backward") else ("fwd",)
+            vals = [num(m.get(pick(o, d))) for d in dirs]
+            if None in vals:
+                total = None
+                break
+            total += o["count"] * sum(vals) / 1e6
+        out[name] = total
+    return out
+
+
+def judge(pred, by_tier, traced, path, sums):
     m = traced.get("measured")
     if not m:
         return {"file": path, "program": traced["settings"].get("program", "eager"),
@@ -86,6 +108,7 @@ def judge(pred, by_tier, traced, path):
                            "time_vs_untraced": pct(t, un_ms * 1e3 if un_ms else None),
                            "energy_vs_untraced": pct(e, num(un.get("energy_j_per_step_nvml"))),
                            "time_vs_kernel_sum": pct(t, num((m.get("decomposition_us") or {}).get("kernel_sum")))},
+            "energy_of_sweep_rows_pct": {k: pct(v, num(m.get("step_energy_j_mean"))) for k, v in sums.items()},
             "tiers": tiers}
 
 
@@ -112,6 +135,7 @@ def main():
             sys.exit(f"{path}: measured on {t['device']!r}, the sweeps on {sweeps['device']!r}")
         traced.append((path, t))
     by_tier = predicted_by_tier(sweeps)
+    sums = sweep_sums(sweeps)
     res = {"benchmark": "predict_step_programs",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(["bench/predict_step/programs.py"] + sys.argv[1:]),
@@ -120,7 +144,8 @@ def main():
                          "from": a.sweeps, "date": sweeps["date"], "command": sweeps["command"],
                          "git_commit": sweeps.get("git_commit"),
                          "by_tier": by_tier},
-           "programs": [judge(pred, by_tier, t, p) for p, t in traced]}
+           "sweep_rows_energy_j": sums,
+           "programs": [judge(pred, by_tier, t, p, sums) for p, t in traced]}
     tmp = a.output + ".tmp"
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1, allow_nan=False)

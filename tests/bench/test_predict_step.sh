@@ -163,6 +163,12 @@ tiers = {x["tier"]: x for x in eager["tiers"]}
 gemm_pred = sum(o["step_time_us"] for o in a["operators"] if o["tier"] == "gemm")
 assert abs(tiers["gemm"]["predicted_us"] - gemm_pred) < 1e-6 * gemm_pred
 assert tiers["attention"]["measured_us"] == 0 and tiers["attention"]["predicted_minus_measured_us"] > 0
+# the sweep rows' energy counted at the mean, warm and cold (stand-in: 50, 40 and 60 x f) and the GEMMs alone cold
+sw = r["sweep_rows_energy_j"]
+assert abs(sw["warm"] / sw["mean"] - 0.8) < 1e-3 and abs(sw["cold"] / sw["mean"] - 1.2) < 1e-3, sw
+assert sw["mean"] < sw["gemm_cold"] < sw["cold"], sw
+ej = e["measured"]["step_energy_j_mean"]
+assert abs(eager["energy_of_sweep_rows_pct"]["cold"] - 100 * (sw["cold"] - ej) / ej) < 0.01
 # the stand-in program measured nothing: said so, no errors invented
 assert comp["program"] == "torch.compile" and "not_measured" in comp and "errors_pct" not in comp
 P
