@@ -17,16 +17,15 @@ import json
 import os
 import sys
 
+from run import err_pct, num  # this folder's run.py: the step bench whose results are judged here
+
 SHAPE_KEYS = ("layers", "hidden", "heads", "seq", "batch", "precision", "norm")
 
 
-def num(x):
-    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-
-
 def pct(pred, meas):
-    """(pred - meas) / meas in %, None (never 0) when either is missing."""
-    return None if pred is None or not meas else round(100.0 * (pred - meas) / meas, 2)
+    """(pred - meas) / meas in %, to 0.01, None (never 0) when either is missing."""
+    e = err_pct(pred, meas)
+    return None if e is None else round(e, 2)
 
 
 def predicted_by_tier(sweeps):
@@ -82,7 +81,7 @@ def judge(pred, by_tier, traced, path, sums):
         tiers.append({"tier": tr["tier"], "operators": p["operators"], "predicted_us": p["time_us"],
                       "predicted_j": p["energy_j"], "measured_us": mu,
                       "launches_per_iteration": num(tr.get("launches_per_iteration")),
-                      "unique_kernels": num(tr.get("unique_kernels")),
+                      "unique_kernels": tr.get("unique_kernels"),
                       "predicted_minus_measured_us": (p["time_us"] - mu
                                                       if p["time_us"] is not None and mu is not None else None)})
     for k, p in by_tier.items():  # a tier the program ran no kernel in
