@@ -40,11 +40,6 @@ static void usage(FILE *f)
 		"An operator without a model is shown as '-' and the total says what it leaves out.\n");
 }
 
-static json_t *num_or_null(double x, int ok)
-{
-	return ok && isfinite(x) ? json_real(x) : json_null();
-}
-
 static void fmt(char *buf, size_t len, double x, int ok)
 {
 	if (ok && isfinite(x))
@@ -96,15 +91,15 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 	if (json) {
 		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "gpu", gpu, "op", op->name, "precision",
 				      kj_precision_name(precision), "prop", prop ? "bwd" : "fwd", "shape", shape);
-		json_object_set_new(j, "time_us", num_or_null(t.value, t.found));
-		json_object_set_new(j, "time_mape_pct", num_or_null(t.mape_pct, t.found && t.mape_pct >= 0));
-		json_object_set_new(j, "energy_uj", num_or_null(e.value, e.found));
-		json_object_set_new(j, "energy_mape_pct", num_or_null(e.mape_pct, e.found && e.mape_pct >= 0));
+		json_object_set_new(j, "time_us", kj_predict_num_or_null(t.value, t.found));
+		json_object_set_new(j, "time_mape_pct", kj_predict_num_or_null(t.mape_pct, t.found && t.mape_pct >= 0));
+		json_object_set_new(j, "energy_uj", kj_predict_num_or_null(e.value, e.found));
+		json_object_set_new(j, "energy_mape_pct", kj_predict_num_or_null(e.mape_pct, e.found && e.mape_pct >= 0));
 		json_object_set_new(j, "time_mape_at_size_pct",
-				    num_or_null(t.size_mape_pct, t.found && t.size_mape_pct >= 0));
+				    kj_predict_num_or_null(t.size_mape_pct, t.found && t.size_mape_pct >= 0));
 		json_object_set_new(j, "time_rows_at_size", json_integer(t.found ? t.size_n : 0));
 		json_object_set_new(j, "energy_mape_at_size_pct",
-				    num_or_null(e.size_mape_pct, e.found && e.size_mape_pct >= 0));
+				    kj_predict_num_or_null(e.size_mape_pct, e.found && e.size_mape_pct >= 0));
 		json_object_set_new(j, "energy_rows_at_size", json_integer(e.found ? e.size_n : 0));
 		const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
 		json_object_set_new(j, "implementation", impl[0] ? json_string(impl) : json_null());
@@ -176,8 +171,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		return 2;
 	}
 	int n = kj_model_terms(&spec, t, MAX_TERMS), ntiers = 0;
-	struct kj_tier_sum tiers[MAX_TERMS];
-	double sum[4] = {0}; /* time fwd, time bwd, energy fwd, energy bwd */
+	struct kj_tier_sum tiers[MAX_TERMS]; /* the step's time and energy by tier: what was predicted */
 	int missing_t = 0, missing_e = 0;
 	char missing[1024] = "";
 	json_t *rows = json_array();
@@ -211,9 +205,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 				free(tab_text);
 				return 1;
 			}
-			if (p[k].found) {
-				sum[k] += p[k].value * t[i].count;
-			} else {
+			if (!p[k].found) {
 				missing_t += k < 2;
 				missing_e += k >= 2;
 				if (!strstr(missing, t[i].op->name) && strlen(missing) + 64 < sizeof(missing))
@@ -222,10 +214,11 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			}
 		}
 		int need_b = spec.train && !t[i].fwd_only;
-		ntiers = add_to_tier(tiers, ntiers, t[i].op->name,
-				     t[i].count * (p[0].value + (need_b ? p[1].value : 0.0)),
-				     p[0].found && (!need_b || p[1].found),
-				     t[i].count * (p[2].value + (need_b ? p[3].value : 0.0)),
+		double v[4]; /* what was found, per call: time fwd, bwd, energy fwd, bwd */
+		for (int k = 0; k < 4; k++)
+			v[k] = p[k].found && (k % 2 == 0 || need_b) ? p[k].value : 0.0;
+		ntiers = add_to_tier(tiers, ntiers, t[i].op->name, t[i].count * (v[0] + v[1]),
+				     p[0].found && (!need_b || p[1].found), t[i].count * (v[2] + v[3]),
 				     p[2].found && (!need_b || p[3].found));
 		if (json) {
 			json_t *r = json_pack("{s:s,s:I,s:s}", "op", t[i].op->name, "count",
@@ -235,10 +228,10 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 				json_array_append_new(cols, json_string(t[i].op->columns[c]));
 			json_object_set_new(r, "columns", cols);
 			json_object_set_new(r, "backward", json_boolean(need_b));
-			json_object_set_new(r, "fwd_us", num_or_null(p[0].value, p[0].found));
-			json_object_set_new(r, "bwd_us", num_or_null(p[1].value, need_b && p[1].found));
-			json_object_set_new(r, "fwd_uj", num_or_null(p[2].value, p[2].found));
-			json_object_set_new(r, "bwd_uj", num_or_null(p[3].value, need_b && p[3].found));
+			json_object_set_new(r, "fwd_us", kj_predict_num_or_null(p[0].value, p[0].found));
+			json_object_set_new(r, "bwd_us", kj_predict_num_or_null(p[1].value, need_b && p[1].found));
+			json_object_set_new(r, "fwd_uj", kj_predict_num_or_null(p[2].value, p[2].found));
+			json_object_set_new(r, "bwd_uj", kj_predict_num_or_null(p[3].value, need_b && p[3].found));
 			json_array_append_new(rows, r);
 		} else {
 			char a[32], b[32], c[32], d[32];
@@ -250,7 +243,9 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			       shape, a, b, c, d);
 		}
 	}
-	double time_us = sum[0] + sum[1], energy_uj = sum[2] + sum[3];
+	double time_us = 0, energy_uj = 0; /* of what was predicted: partial where something is missing */
+	for (int i = 0; i < ntiers; i++)
+		time_us += tiers[i].time_us, energy_uj += tiers[i].energy_uj;
 	const char *what = spec.train ? "training step" : "inference forward";
 	json_t *against = NULL;
 	if (ro->run && !(against = kj_predict_against_run(ro->run, ro->region, ro->skip, tiers, ntiers, time_us,
@@ -269,8 +264,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	if (json) {
 		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:o}", "gpu", gpu, "model", path, "what", what,
 				      "precision", kj_precision_name(spec.precision), "operators", rows);
-		json_object_set_new(j, "time_us", num_or_null(time_us, !missing_t));
-		json_object_set_new(j, "energy_uj", num_or_null(energy_uj, !missing_e));
+		json_object_set_new(j, "time_us", kj_predict_num_or_null(time_us, !missing_t));
+		json_object_set_new(j, "energy_uj", kj_predict_num_or_null(energy_uj, !missing_e));
 		json_object_set_new(j, "time_us_partial", json_real(time_us));
 		json_object_set_new(j, "energy_uj_partial", json_real(energy_uj));
 		json_object_set_new(j, "missing_models", json_string(missing));

@@ -3,15 +3,15 @@
  * holds against what the run's kernels took, so what the operators miss can be named. */
 #include "cmd_predict_run.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kj_compare.h"
 #include "kj_db.h"
+#include "kj_sweep.h"
 
-static json_t *num_or_null(double x, int ok)
+json_t *kj_predict_num_or_null(double x, int ok)
 {
 	return ok && isfinite(x) ? json_real(x) : json_null();
 }
@@ -37,30 +37,16 @@ static const char *tier_of(const json_t *t)
 	return s ? s : "";
 }
 
-/* the name without spaces, as kjoule fit keys its models ("NVIDIA H200" -> "NVIDIAH200") */
-static void squeeze(const char *in, char *out, size_t len)
-{
-	size_t k = 0;
-	for (; in && *in && k + 1 < len; in++)
-		if (!isspace((unsigned char)*in))
-			out[k++] = *in;
-	out[k] = 0;
-}
-
 /* the run's GPU names, comma separated, into buf ("" when the run lists none) */
 static void run_devices(sqlite3 *db, char *buf, size_t len)
 {
 	sqlite3_stmt *st = NULL;
 	buf[0] = 0;
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT name FROM device WHERE name IS NOT NULL ORDER BY id", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (kj_db_prepare(db, "SELECT group_concat(name, ', ') FROM (SELECT DISTINCT name FROM device"
+			      " WHERE name IS NOT NULL ORDER BY id)", &st))
 		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *n = (const char *)sqlite3_column_text(st, 0);
-		size_t used = strlen(buf);
-		if (n && used + strlen(n) + 3 < len)
-			snprintf(buf + used, len - used, "%s%s", used ? ", " : "", n);
-	}
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
 	sqlite3_finalize(st);
 }
 
@@ -93,8 +79,8 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_t *out = json_object();
 	json_object_set_new(out, "run", json_string(run));
 	json_object_set_new(out, "device", devices[0] ? json_string(devices) : json_null());
-	squeeze(devices, a, sizeof(a));
-	squeeze(gpu, b, sizeof(b));
+	kj_sweep_gpu_tag(devices, a, sizeof(a)); /* as kjoule fit keys its models ("NVIDIAH200") */
+	kj_sweep_gpu_tag(gpu ? gpu : "", b, sizeof(b));
 	json_object_set_new(out, "gpu_matches", devices[0] && !strchr(devices, ',') ? json_boolean(!strcmp(a, b))
 										 : json_null());
 	set_or_null(out, "iterations", json_object_get(c, "iterations"));
@@ -110,8 +96,8 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_object_set_new(out, "measured", m);
 
 	json_t *p = json_pack("{s:s}", "gpu", gpu ? gpu : "");
-	json_object_set_new(p, "time_us", num_or_null(time_us, time_ok));
-	json_object_set_new(p, "energy_j", num_or_null(e_j, energy_ok));
+	json_object_set_new(p, "time_us", kj_predict_num_or_null(time_us, time_ok));
+	json_object_set_new(p, "energy_j", kj_predict_num_or_null(e_j, energy_ok));
 	json_object_set_new(out, "predicted", p);
 	json_t *e = json_object();
 	json_object_set_new(e, "time", err_pct(time_us, time_ok, wall));
@@ -144,11 +130,11 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 			}
 		double mu = json_is_number(meas) ? json_number_value(meas) : 0.0; /* the run ran none there */
 		json_t *r = json_pack("{s:s,s:s}", "tier", tiers[i].tier, "operators", tiers[i].ops);
-		json_object_set_new(r, "predicted_us", num_or_null(tiers[i].time_us, tiers[i].time_ok));
-		json_object_set_new(r, "predicted_j", num_or_null(tiers[i].energy_uj / 1e6, tiers[i].energy_ok));
+		json_object_set_new(r, "predicted_us", kj_predict_num_or_null(tiers[i].time_us, tiers[i].time_ok));
+		json_object_set_new(r, "predicted_j", kj_predict_num_or_null(tiers[i].energy_uj / 1e6, tiers[i].energy_ok));
 		json_object_set_new(r, "measured_us", json_real(mu));
 		json_object_set_new(r, "launches_per_iteration", launches ? json_incref(launches) : json_real(0.0));
-		json_object_set_new(r, "predicted_minus_measured_us", num_or_null(tiers[i].time_us - mu, tiers[i].time_ok));
+		json_object_set_new(r, "predicted_minus_measured_us", kj_predict_num_or_null(tiers[i].time_us - mu, tiers[i].time_ok));
 		json_array_append_new(rows, r);
 	}
 	json_array_foreach(ct, k, t) {

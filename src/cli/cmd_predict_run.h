@@ -23,6 +23,9 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
 			       const char *gpu);
 
+/* x as a JSON number, or null when !ok or x is not finite (never NaN or inf in the output). */
+json_t *kj_predict_num_or_null(double x, int ok);
+
 /* The text form of kj_predict_against_run's object. */
 void kj_predict_against_print(const json_t *a, FILE *f);
 
