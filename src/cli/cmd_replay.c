@@ -372,13 +372,12 @@ static int run_batches(const struct replay_opts *o, sqlite3 *db, const char *wor
 		if (o->budget_s > 0 && since_start(o) >= kernels_s) {
 			for (size_t i = 0; i < ntodo; i++) {
 				struct kj_replay_item *it = &plan->items[todo[i]];
+				char kept[80] = "";
 				if (o->seq_reserve_s > 0)
-					snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
-						 " (%.0f s of it kept for the iteration's replay; `kjoule replay RUN --kernel"
-						 " NAME` replays it)", o->budget_s, o->seq_reserve_s);
-				else
-					snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent"
-						 " (`kjoule replay RUN --kernel NAME` replays it)", o->budget_s);
+					snprintf(kept, sizeof(kept), "%.0f s of it kept for the iteration's replay; ",
+						 o->seq_reserve_s);
+				snprintf(it->skip, sizeof(it->skip), "not replayed: the --budget of %g s was spent (%s`kjoule"
+					 " replay RUN --kernel NAME` replays it)", o->budget_s, kept);
 				kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 			}
 			break;
