@@ -54,15 +54,6 @@ import time
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(SRC, "examples", "gpt_train.py")
 
-# kernel tier (src/analyze/kj_kernel_class.c) where PyTorch's kernels for each operator land; the
-# optimizer's multi_tensor_apply kernels match no rule and are "other"
-TIER = {"linear1": "gemm", "linear2": "gemm", "linear3": "gemm", "linear4": "gemm",
-        "linear_final": "gemm", "bmm": "gemm", "baddbmm": "gemm", "flash_atten": "attention",
-        "layernorm": "norm", "RMSlayernorm": "norm", "gelu": "elementwise", "res_add": "elementwise",
-        "embedding": "elementwise", "RoPE": "elementwise",
-        "parallel_cross_entropy_128": "reduction", "ScaledUpperTriangMaskedSoftmax": "reduction",
-        "lastStage_optimizer": "other", "master_copies": "other"}
-
 
 class Runner:
     """Subprocesses with timeouts inside one deadline; every command and its outcome is kept."""
@@ -413,7 +404,7 @@ def main():
                                   os.path.join(out, "sweep"), "--timeout", "60"] + name_args,
                   120, reserve=after_sweeps)
         entry = {"op": op, "count": t["count"], "shape": t["shape"], "columns": columns,
-                 "backward": t["backward"], "tier": TIER.get(op, "other"), "grid": g,
+                 "backward": t["backward"], "tier": t["tier"], "grid": g,
                  "sweep": {"rc": None if r is None else r.returncode,
                            "seconds": R.commands[-1].get("seconds"),
                            "rows_measured": rows_in(data, op, a.precision)},

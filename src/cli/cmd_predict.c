@@ -228,6 +228,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 				json_array_append_new(cols, json_string(t[i].op->columns[c]));
 			json_object_set_new(r, "columns", cols);
 			json_object_set_new(r, "backward", json_boolean(need_b));
+			json_object_set_new(r, "tier", json_string(kj_model_op_tier(t[i].op->name)));
 			json_object_set_new(r, "fwd_us", kj_predict_num_or_null(p[0].value, p[0].found));
 			json_object_set_new(r, "bwd_us", kj_predict_num_or_null(p[1].value, need_b && p[1].found));
 			json_object_set_new(r, "fwd_uj", kj_predict_num_or_null(p[2].value, p[2].found));
