@@ -36,8 +36,9 @@ WORKLOADS = {"bloom560m": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/t
                       "(examples/gpt_graph.py's model, bench/trace_overhead/turn_worker.py --model gpt2m)"}
 
 
-def contestants(kjoule, tmp, pin, worker, model="bloom560m"):
-    """Command line of each contestant; copy k of a traced one writes its own database."""
+def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
+    """Command line of each contestant; copy k of a traced one writes its own database.
+    base_inject: another build's injection library, for the *_base contestants (A/B in one run)."""
     w = [sys.executable, worker, f"--model={model}"] + ([f"--pin-cpu={pin}"] if pin is not None else [])
     traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
     plain = lambda *opts: lambda k: w + list(opts)
@@ -61,6 +62,9 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m"):
         # them without kjoule's handlers (between cupti_activity_only and kjoule_no_params)
         "kjoule_empty_handlers": with_cost(traced("eh", "--no-params"), 256 + 2048),
         "torch_profiler": plain("--torch-profiler"),
+        # the same settings through another build's injection library (--base-inject)
+        "kjoule_default_base": lambda k: ["env", f"KJ_INJECT_LIB={base_inject}"] + traced("db")(k),
+        "kjoule_no_params_base": lambda k: ["env", f"KJ_INJECT_LIB={base_inject}"] + traced("npb", "--no-params")(k),
     }
 
 
@@ -169,7 +173,8 @@ def main():
                     default=["kjoule_no_params", "kjoule_default", "kjoule_api", "torch_profiler"],
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
                          " kjoule_default_no_power kjoule_default_no_watch kjoule_default_flush500 kjoule_off"
-                         " cupti_activity_only kjoule_empty_handlers torch_profiler")
+                         " cupti_activity_only kjoule_empty_handlers torch_profiler"
+                         " kjoule_default_base kjoule_no_params_base (with --base-inject)")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")
@@ -187,13 +192,14 @@ def main():
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
     ap.add_argument("--model", choices=sorted(WORKLOADS), default="bloom560m",
                     help="the workload every contestant runs (turn_worker.py --model)")
+    ap.add_argument("--base-inject", help="another build's libkjoule_inject.so for the *_base contestants")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker, a.model)
-    unknown = [c for c in a.configs if c not in every or c == "plain"]
+    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker, a.model, a.base_inject)
+    unknown = [c for c in a.configs if c not in every or c == "plain" or (c.endswith("_base") and not a.base_inject)]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")
     names = [c + (f"#{k + 1}" if k else "") for k in range(a.copies) for c in ["plain"] + a.configs]

@@ -83,6 +83,7 @@ overhead)
 	rm -rf /tmp/turnlogs
 	timeout ${TURNS_TIMEOUT:-300} python3 bench/trace_overhead/turns.py --kjoule "$kj" --rounds ${TURNS_ROUNDS:-400} \
 		--block ${TURNS_BLOCK:-10} --seconds ${TURNS_SECONDS:-170} ${TURNS_CONFIGS:+--configs $TURNS_CONFIGS} ${TURNS_MODEL:+--model $TURNS_MODEL} \
+		${TURNS_BASE_INJECT:+--base-inject $TURNS_BASE_INJECT} \
 		${pin:+--pin-cpu $pin} --copies ${TURNS_COPIES:-1} --logs /tmp/turnlogs -o "$OUT/$n.json" 2>&1 | grep -v "^kjoule: wrote" | tail -14
 	tail -n 3 /tmp/turnlogs/*.log > "$OUT/${n}_logs.txt"
 	;;

@@ -61,4 +61,32 @@ d = json.load(open(sys.argv[1]))
 assert d["workload"].startswith("GPT-2-medium"), d["workload"]
 assert "--model gpt2m" in d["command"], d["command"]
 PY
+# the *_base contestants need another build's injection library: refused without one
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--configs kjoule_default_base --rounds 2 --block 2 -o "$T/base.json" >"$T/out3" 2>&1
+[ $? -ne 0 ] || fail "turns.py ran kjoule_default_base without --base-inject"
+grep -q "unknown contestants: kjoule_default_base" "$T/out3" || fail "no message naming the refused contestant: $(tail -2 "$T/out3")"
+# cost_self_json.py: run lines into JSON, each input with its machine; a line it cannot read is
+# named by file and line
+cat > "$T/cs.txt" <<'TXT'
+bloom560m plain: forward_ms_median 11.224 n 400 |
+bloom560m defaults: forward_ms_median 12.645 n 400 |  probe 10 x 21.5 ns; diff 10 x 429.0 ns;
+TXT
+python3 "$SRC/bench/trace_overhead/cost_self_json.py" --device H200 --device-of b=H100 --date 2026-11-27 \
+	--command "cost_self.sh" a="$T/cs.txt" b="$T/cs.txt" -o "$T/cs.json" || fail "cost_self_json.py failed"
+python3 - "$T/cs.json" <<'PY' || fail "cost_self_json.py result"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d["calls"]["a"], d["calls"]["b"]
+assert (a["device"], b["device"]) == ("H200", "H100"), (a["device"], b["device"])
+assert [r["setting"] for r in a["runs"]] == ["plain", "defaults"]
+assert a["runs"][0]["parts"] == {} and a["runs"][1]["parts"]["diff"] == {"calls": 10, "mean_ns": 429.0}
+assert a["runs"][1]["forward_ms_median"] == 12.645 and a["runs"][1]["forwards"] == 400
+PY
+printf 'bloom560m defaults: forward_ms_median 1 n 2 | diff ten x 3 ns;\n' > "$T/bad.txt"
+python3 "$SRC/bench/trace_overhead/cost_self_json.py" --device H200 --date d --command c x="$T/bad.txt" \
+	-o "$T/bad.json" >"$T/out4" 2>&1
+[ $? -ne 0 ] || fail "cost_self_json.py took a bad line"
+grep -q "bad.txt:1: not 'part calls x ns'" "$T/out4" || fail "bad line not named: $(cat "$T/out4")"
+[ ! -e "$T/bad.json" ] || fail "cost_self_json.py wrote a result from a bad input"
 finish

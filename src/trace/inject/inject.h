@@ -60,7 +60,8 @@ void kj_spool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 int64_t kj_now_ns(void);
 
 /* ---- activity buffers (inject_activity.c) ---- */
-/** Enable the activity kinds and start the thread that asks CUPTI for its buffers every 500 ms. */
+/** Enable the activity kinds and start the thread that asks CUPTI for its buffers every
+ * KJOULE_FLUSH_MS (200 ms by default). */
 int kj_activity_start(void);
 /** The final flush (at exit): every buffer, incomplete records included; the thread stops. */
 void kj_activity_flush(void);

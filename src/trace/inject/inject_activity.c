@@ -1,6 +1,6 @@
 /* CUPTI activity buffers: hands CUPTI empty buffers and turns completed ones into spool
- * records. Runs on CUPTI's own thread and on a flush thread of its own; the traced program's
- * threads never come here. */
+ * records, on CUPTI's own thread and on a flush thread of its own. Only buffer_requested runs on
+ * the traced program's threads (CUPTI's buffers are per thread). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdio.h>

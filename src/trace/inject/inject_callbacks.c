@@ -12,6 +12,8 @@
 #include "inject.h"
 #include "kj_map.h"
 #include "inject_fncache.h"
+#include "inject_cost_self.h"
+#include "inject_param_diff.h"
 
 /* ---- per-handle function facts (inject_fncache.c caches them) ---- */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -237,6 +239,7 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
  * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
+	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
 	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
 	unsigned char *blob = NULL;
@@ -248,7 +251,8 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 
 	if (!fi)
 		return;
-	if (kj_cfg.params_k > 0 && fi->total) {
+	t = kj_self_add(KJ_SELF_LOOKUP, t);
+	if (kj_cfg.params_k > 0 && fi->total && fi->total <= KJ_PARAM_MAX_BYTES) {
 		blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
 		if (blob) {
 			memset(blob, 0, fi->total);
@@ -259,6 +263,7 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 			}
 		}
 	}
+	t = kj_self_add(KJ_SELF_GATHER, t);
 	memset(&rec, 0, sizeof(rec));
 	rec.h.type = KJ_REC_LAUNCH;
 	rec.launch_ns = kj_now_ns();
@@ -270,38 +275,20 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	if (!g)
 		goto out;
 	rec.group = g->id;
+	t = kj_self_add(KJ_SELF_GROUP, t);
 	if (created) {
 		put_group(fi, l, g, correlation, ctx, rec.launch_ns);
 		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
 	else if (blob && g->ref && g->blob_len == fi->total) {
-		uint32_t words = (fi->total + 7) / 8, cap = sizeof(stackdiff) / sizeof(stackdiff[0]);
-		for (uint32_t w = 0; w < words; w++) {
-			uint64_t a = 0, b = 0;
-			uint32_t n = fi->total - w * 8 < 8 ? fi->total - w * 8 : 8;
-			memcpy(&a, blob + w * 8, n);
-			memcpy(&b, g->ref + w * 8, n);
-			if (a == b)
-				continue;
-			if (ndiff == cap) {
-				struct kj_word_diff *nd = malloc(2 * cap * sizeof(*nd));
-				if (!nd)
-					break;
-				memcpy(nd, diffs, ndiff * sizeof(*nd));
-				if (diffs != stackdiff)
-					free(diffs);
-				diffs = nd;
-				cap *= 2;
-			}
-			diffs[ndiff].word = w;
-			diffs[ndiff].pad = 0;
-			diffs[ndiff].value = a;
-			ndiff++;
-		}
+		ndiff = kj_param_diff(blob, g->ref, fi->total, stackdiff,
+				      sizeof(stackdiff) / sizeof(stackdiff[0]), &diffs);
 	}
 	rec.ndiff = ndiff;
+	t = kj_self_add(KJ_SELF_DIFF, t);
 	kj_spool_write2(&rec, sizeof(rec), diffs, ndiff * sizeof(*diffs));
+	kj_self_add(KJ_SELF_WRITE, t);
 out:
 	if (diffs != stackdiff)
 		free(diffs);
@@ -796,7 +783,14 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 		return;
 	}
 	tl_busy = 1;
+	uint64_t t = kj_self_tick();
 	dispatch(domain, id, data);
+	if (t)
+		kj_self_add(domain != CUPTI_CB_DOMAIN_DRIVER_API || !is_launch(id) ? KJ_SELF_OTHER
+			    : ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER
+				? KJ_SELF_ENTER
+				: KJ_SELF_EXIT,
+			    t);
 	tl_busy = 0;
 }
 

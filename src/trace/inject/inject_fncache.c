@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kj_map.h"
+#include "inject_cost_self.h"
 
 static uint32_t fn_gen;
 static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -22,7 +23,7 @@ void kj_fncache_invalidate(void)
 	__atomic_add_fetch(&fn_gen, 1, __ATOMIC_RELEASE);
 }
 
-static struct fninfo *lookup_shared(uintptr_t handle, kj_fn_query query, uint32_t gen)
+static struct fninfo *lookup_shared(uintptr_t handle, kj_fn_query query, uint32_t gen, uint64_t t)
 {
 	struct fninfo *fi = NULL;
 	uint64_t v;
@@ -31,6 +32,7 @@ static struct fninfo *lookup_shared(uintptr_t handle, kj_fn_query query, uint32_
 		goto out;
 	if (kj_map_get(fns, handle, &v) && ((struct fninfo *)(uintptr_t)v)->gen == gen) {
 		fi = (struct fninfo *)(uintptr_t)v;
+		kj_self_add(KJ_SELF_FN_SHARED, t);
 		goto out;
 	}
 	/* new, or asked again after a module unload: the old facts stay allocated, as other
@@ -41,6 +43,7 @@ static struct fninfo *lookup_shared(uintptr_t handle, kj_fn_query query, uint32_
 		if (kj_map_put(fns, handle, (uint64_t)(uintptr_t)fi))
 			fi = NULL;
 	}
+	kj_self_add(KJ_SELF_FN_QUERY, t);
 out:
 	pthread_mutex_unlock(&fn_lock);
 	return fi;
@@ -48,11 +51,14 @@ out:
 
 struct fninfo *kj_fncache_lookup(uintptr_t handle, kj_fn_query query)
 {
+	uint64_t t = kj_self_tick();
 	uint32_t gen = __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE);
 	size_t slot = (handle >> 4) & (TL_CACHE - 1);
-	if (tl_fn[slot].handle == handle && tl_fn[slot].fi && tl_fn[slot].fi->gen == gen)
+	if (tl_fn[slot].handle == handle && tl_fn[slot].fi && tl_fn[slot].fi->gen == gen) {
+		kj_self_add(KJ_SELF_FN_TL, t);
 		return tl_fn[slot].fi;
-	struct fninfo *fi = lookup_shared(handle, query, gen);
+	}
+	struct fninfo *fi = lookup_shared(handle, query, gen, t);
 	if (fi) {
 		tl_fn[slot].handle = handle;
 		tl_fn[slot].fi = fi;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "inject_cost_self.h"
 
 #define KJ_EXPORT __attribute__((visibility("default")))
 
@@ -74,6 +75,7 @@ static void at_exit(void)
 	kj_activity_flush();
 	put_clock();
 	kj_spool_close(1);
+	kj_self_report();
 }
 
 /* After fork() without exec the child must not write into the parent's spool. */
@@ -92,6 +94,7 @@ static void start(void)
 		return;
 	}
 	kj_cfg.params_k = env_int("KJOULE_PARAMS_K", 1);
+	kj_self_start();
 	/* KJOULE_API: 0 off, 1 every call but the queries, 2 every call. KJOULE_API_DOMAINS, for
 	 * cost studies: KJ_API_* bits other than KJ_API_QUERIES (default: driver and runtime) */
 	kj_cfg.api = env_int("KJOULE_API", 0);
