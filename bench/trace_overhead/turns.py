@@ -107,6 +107,19 @@ def config_of(process):
     return process.split("#")[0]
 
 
+def paired(a, b, draws=2000):
+    """Median over rounds of a[r] / b[r], with a 95 % interval from resampling the rounds (fixed
+    seed). Rounds share the host's phases, so their noise cancels in the pair; each process's own
+    placement does not (the process lottery, about +-3 %): it stays whole in the median, outside
+    the interval, and only more copies narrow it."""
+    med = statistics.median
+    x = [p / q for p, q in zip(a, b)]
+    rng = random.Random(0)
+    boot = sorted(med(rng.choices(x, k=len(x))) for _ in range(draws))
+    return {"median": med(x), "ci95": [boot[int(0.025 * draws)], boot[int(0.975 * draws) - 1]], "rounds": len(x),
+            "interval_covers": "round-to-round noise only, not the process lottery (more copies narrow that)"}
+
+
 def summarize(blocks, drop_first):
     """Per round: each contestant's block median (the geometric mean over its copies) over plain's;
     median and quartiles over rounds. Beside it, quantiles of all a contestant's forwards over
@@ -134,6 +147,9 @@ def summarize(blocks, drop_first):
         for qname, f in (("p10", 0.10), ("p25", 0.25), ("p50", 0.50)):
             at = lambda xs: xs[int(f * (len(xs) - 1))]
             s[c][f"pooled_{qname}_ratio"] = at(pooled[c]) / at(pooled["plain"])
+    for c in configs:  # A/B of two builds: each round's ratio of the two (plain cancels)
+        if c.endswith("_base") and c[:-len("_base")] in configs:
+            s[f"{c[:-len('_base')]}_over_base"] = paired(ratios[c[:-len("_base")]], ratios[c])
     for key in ("ratio_to_plain", "pooled_p10_ratio", "pooled_p25_ratio", "pooled_p50_ratio"):
         if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"][key] > 1:
             s.setdefault("kjoule_default_extra_over_torch_profiler_extra", {})[key] = (
@@ -249,6 +265,10 @@ def main():
         print(f"{n:26s} {s[n]['ratio_to_plain']:6.3f} {s[n]['ratio_q25']:6.3f} {s[n]['ratio_q75']:6.3f}"
               f" {s[n]['pooled_p10_ratio']:6.3f} {s[n]['pooled_p25_ratio']:6.3f} {s[n]['pooled_p50_ratio']:6.3f}"
               f" {s[n]['block_median_ms']:9.2f} {s['rss_over_plain_mb'][n]:8.0f}")
+    for k, v in s.items():
+        if k.endswith("_over_base"):
+            print(f"{k}: {v['median']:.4f} (95 % over rounds {v['ci95'][0]:.4f}-{v['ci95'][1]:.4f}; "
+                  "the process lottery is not in it)")
     for k, v in s.get("kjoule_default_extra_over_torch_profiler_extra", {}).items():
         print(f"kjoule defaults' extra time over torch.profiler's ({k}): {v:.3f}")
 

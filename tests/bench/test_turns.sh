@@ -66,6 +66,29 @@ python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/
 	--configs kjoule_default_base --rounds 2 --block 2 -o "$T/base.json" >"$T/out3" 2>&1
 [ $? -ne 0 ] || fail "turns.py ran kjoule_default_base without --base-inject"
 grep -q "unknown contestants: kjoule_default_base" "$T/out3" || fail "no message naming the refused contestant: $(tail -2 "$T/out3")"
+# two builds in one run (--base-inject): the stand-in costs 1.10 under kjoule's library and 1.20
+# under one named slow_*; each round's pair of them must give 1.10 / 1.20 with an interval from
+# the rounds that holds it and excludes 1
+: > "$T/slow_inject.so"
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--configs kjoule_default kjoule_default_base --base-inject "$T/slow_inject.so" --rounds 30 --block 4 \
+	--warmup-turns 1 --logs "$T/logs5" -o "$T/ab.json" >"$T/out5" 2>"$T/err5" || fail "turns.py --base-inject failed: $(tail -5 "$T/err5")"
+grep -q "kjoule_default_over_base: 0.9" "$T/out5" || fail "no A/B line printed: $(tail -3 "$T/out5")"
+python3 - "$T/ab.json" <<'PY' || fail "turns.py --base-inject result"
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+p = s["kjoule_default_over_base"]
+assert abs(p["median"] / (1.10 / 1.20) - 1) < 0.035, p
+assert p["ci95"][0] <= p["median"] <= p["ci95"][1] < 1, p
+assert p["rounds"] == 30 and "lottery" in p["interval_covers"], p
+assert abs(s["kjoule_default_base"]["ratio_to_plain"] / 1.20 - 1) < 0.035, s["kjoule_default_base"]
+PY
+# pair.py: the same A/B from a result file; an unknown contestant is named
+python3 "$SRC/bench/trace_overhead/pair.py" "$T/ab.json" kjoule_default kjoule_default_base >"$T/out6" 2>&1 \
+	|| fail "pair.py failed: $(cat "$T/out6")"
+grep -q "^kjoule_default / kjoule_default_base: 0.9" "$T/out6" || fail "pair.py printed: $(cat "$T/out6")"
+python3 "$SRC/bench/trace_overhead/pair.py" "$T/ab.json" kjoule_default nobody >"$T/out7" 2>&1
+[ $? -ne 0 ] && grep -q "no contestant nobody" "$T/out7" || fail "pair.py took an unknown contestant: $(cat "$T/out7")"
 # cost_self_json.py: run lines into JSON, each input with its machine; a line it cannot read is
 # named by file and line
 cat > "$T/cs.txt" <<'TXT'
