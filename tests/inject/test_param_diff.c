@@ -53,7 +53,15 @@ static void test_matches_word_loop(void **state)
 	static unsigned char blob[KJ_PARAM_MAX_BYTES], ref[KJ_PARAM_MAX_BYTES];
 	(void)state;
 	srand(7);
-	for (uint32_t len = 1; len <= 1100; len += (len < 80 ? 1 : 37)) {
+	/* every length to 80, then a stride, then the lengths around a mask word's 64 words */
+	static const uint32_t edges[] = {504, 511, 512, 513, 519, 520, 1016, 1024, 1025, 1032};
+	uint32_t lens[120], nlens = 0;
+	for (uint32_t len = 1; len <= 1100; len += (len < 80 ? 1 : 37))
+		lens[nlens++] = len;
+	for (uint32_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		lens[nlens++] = edges[i];
+	for (uint32_t li = 0; li < nlens; li++) {
+		uint32_t len = lens[li];
 		for (int density = 0; density < 4; density++) { /* none, few, half, all words differ */
 			for (uint32_t i = 0; i < len; i++)
 				ref[i] = blob[i] = (unsigned char)rand();
