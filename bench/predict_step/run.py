@@ -145,27 +145,28 @@ def config(op, columns, shape):
     return text, {"starts": st, "steps": sp, "ends": en, "operators": ops}
 
 
-def log_pair(data_dir, op, precision, shape_text, what):
-    """Two figures kjoule sweep logged for one shape (sampling_log beside sampling_data): 'clock',
-    the SM clock (MHz) of its forward and backward energy windows; 'warm', 'cold', the forward and
-    backward energies (uJ) with warm and with cold L2 whose mean the CSV holds. (None, None) where
-    the worker gave none."""
+def log_figures(data_dir, op, precision, shape_text):
+    """What kjoule sweep logged for one shape (sampling_log beside sampling_data), read in one pass:
+    fwd_mhz, bwd_mhz, the SM clock of its forward and backward energy windows; fwd_uj_warm,
+    fwd_uj_cold, bwd_uj_warm, bwd_uj_cold, the energies (uJ) with warm and with cold L2 whose mean
+    the CSV holds. None for each figure the worker gave none of."""
     logs = os.path.join(os.path.dirname(os.path.normpath(data_dir)), "sampling_log")
     head = r"^shape " + re.escape(shape_text) + r": "
-    pat = re.compile(head + (r"SM clock (\S+) MHz forward, (\S+) MHz backward" if what == "clock" else
-                             r"energy with warm/cold L2 (\S+)/(\S+) uJ forward, (\S+)/(\S+) uJ backward"))
+    clock = re.compile(head + r"SM clock (\S+) MHz forward, (\S+) MHz backward")
+    energy = re.compile(head + r"energy with warm/cold L2 (\S+)/(\S+) uJ forward, (\S+)/(\S+) uJ backward")
+    wanted = {clock: ("fwd_mhz", "bwd_mhz"), energy: ("fwd_uj_warm", "fwd_uj_cold", "bwd_uj_warm", "bwd_uj_cold")}
+    out = {k: None for keys in wanted.values() for k in keys}
     for f in sorted(glob.glob(os.path.join(logs, f"*_{op}_{precision}_*.txt"))):
         try:
             for line in open(f):
-                m = pat.match(line)
-                if m:
-                    g = m.groups()
-                    if what == "clock":
-                        return num(g[0]), num(g[1])
-                    return (num(g[0]), num(g[2])) if what == "warm" else (num(g[1]), num(g[3]))
+                for pat, keys in list(wanted.items()):  # each line's first match counts
+                    m = pat.match(line)
+                    if m:
+                        out.update(zip(keys, map(num, m.groups())))
+                        del wanted[pat]
         except OSError:
             pass
-    return None, None
+    return out
 
 
 def measured_at(data_dir, op, precision, columns, shape):
@@ -187,11 +188,8 @@ def measured_at(data_dir, op, precision, columns, shape):
                 for d in ("fwd", "bwd"):
                     t, e = m[d + "_us"], m[d + "_uj"]
                     m[d + "_w"] = e / t if t and e else None
-                text = ",".join(want)
-                m["fwd_mhz"], m["bwd_mhz"] = log_pair(data_dir, op, precision, text, "clock")
-                # the two energies the CSV's is the mean of (session 24), for judging other countings
-                m["fwd_uj_warm"], m["bwd_uj_warm"] = log_pair(data_dir, op, precision, text, "warm")
-                m["fwd_uj_cold"], m["bwd_uj_cold"] = log_pair(data_dir, op, precision, text, "cold")
+                # the clock and the two energies the CSV's is the mean of (session 24)
+                m.update(log_figures(data_dir, op, precision, ",".join(want)))
                 return m
     return None
 
