@@ -91,6 +91,7 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 	int rc = 0;
 	c->err[0] = '\0';
 	c->energy_why[0] = '\0';
+	c->energy_warm_only = 0;
 	c->oom = 0;
 	c->unsupported = 0;
 	c->op = r->op;
@@ -172,8 +173,9 @@ static void serve(struct sw_ctx *c, const struct sw_req *r, struct sw_answer *a)
 		int attn = !strcmp(op->name, "flash_atten");
 		snprintf(c->err, sizeof(c->err), "unroll_f=%d unroll_b=%d%s%s%s%s", mf.unroll, mb.unroll, attn ? " " : "",
 			 attn ? kj_sw_attn_impl(sw_dtype_of(r->precision), r->v[4] / r->v[2]) : "",
-			 !c->energy_why[0] ? "" : strncmp(c->energy_why, "cold-L2", 7) ? " energy not measured: "
-										   : " energy with warm L2 only: ",
+			 !c->energy_why[0]      ? ""
+			 : c->energy_warm_only ? " energy with warm L2 only: "
+					       : " energy not measured: ",
 			 c->energy_why);
 		a->msg = c->err;
 	}

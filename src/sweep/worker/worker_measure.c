@@ -336,10 +336,13 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 				m->us = m->win_us;
 			/* the pass counted as kjoule replay counts a kernel: the mean of warm and cold */
 			double cold = -1, cold_unc = -1;
-			if (!(cache && !strcmp(cache, "warm")) && !energy_cold(c, state, fn, U, secs, &cold, &cold_unc)) {
+			int warm_asked = cache && !strcmp(cache, "warm");
+			if (!warm_asked && energy_cold(c, state, fn, U, secs, &cold, &cold_unc) == 0) {
 				m->uj_cold = cold;
 				m->uj = (m->uj_warm + cold) / 2;
 				m->uj_unc = sqrt(m->uj_unc * m->uj_unc + cold_unc * cold_unc) / 2;
+			} else if (!warm_asked) {
+				c->energy_warm_only = 1; /* energy_why says why the cold half is missing */
 			}
 		} else {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
