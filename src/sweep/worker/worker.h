@@ -35,7 +35,8 @@ struct sw_ctx {
 	int nvml_index;           /* NVML's index of this device (NVML ignores CUDA_VISIBLE_DEVICES); -1 none */
 	char nvml_why[160];
 	char energy_why[200];     /* why the last pass's energy was not measured ('' when it was) */
-	int energy_warm_only;     /* ... or, when set, why it holds the warm-L2 energy alone */
+	int energy_warm_only;     /* set: energy_why says instead why it holds the warm-L2 energy alone
+				     (whoever writes energy_why sets or clears it) */
 	struct sw_buf bufs[SW_MAX_BUFS];
 	int nbufs;
 	void *gemm[16];         /* struct sw_gemm plans of the current op */

@@ -321,6 +321,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		snprintf(m->algo, sizeof(m->algo), "%s", c->kernel_impl);
 	if (energy && c->nvml_index < 0) {
 		snprintf(c->energy_why, sizeof(c->energy_why), "%s", c->nvml_why);
+		c->energy_warm_only = 0;
 	} else if (energy) {
 		struct kj_amortize_result ar;
 		double secs = env_double("KJ_SWEEP_ENERGY_S", 2.0);
@@ -346,6 +347,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 			}
 		} else {
 			snprintf(c->energy_why, sizeof(c->energy_why), "kj_amortize_measure: %s", kj_strerror(erc));
+			c->energy_warm_only = 0;
 		}
 	}
 out:
