@@ -37,6 +37,22 @@ static const char *tier_of(const json_t *t)
 	return s ? s : "";
 }
 
+/* One row of the per-tier table: the operators' sum in tier ts against the run's tier run_tier
+ * (NULL: the run ran no kernel there, measured 0). */
+static json_t *tier_row(const struct kj_tier_sum *ts, const json_t *run_tier)
+{
+	const json_t *meas = json_object_get(run_tier, "measured_us");
+	const json_t *launches = json_object_get(run_tier, "launches_per_iteration");
+	double mu = json_is_number(meas) ? json_number_value(meas) : 0.0;
+	json_t *r = json_pack("{s:s,s:s}", "tier", ts->tier, "operators", ts->ops);
+	json_object_set_new(r, "predicted_us", kj_predict_num_or_null(ts->time_us, ts->time_ok));
+	json_object_set_new(r, "predicted_j", kj_predict_num_or_null(ts->energy_uj / 1e6, ts->energy_ok));
+	json_object_set_new(r, "measured_us", json_real(mu));
+	json_object_set_new(r, "launches_per_iteration", launches ? json_deep_copy(launches) : json_real(0.0));
+	json_object_set_new(r, "predicted_minus_measured_us", kj_predict_num_or_null(ts->time_us - mu, ts->time_ok));
+	return r;
+}
+
 /* the run's GPU names, comma separated, into buf ("" when the run lists none) */
 static void run_devices(sqlite3 *db, char *buf, size_t len)
 {
@@ -118,38 +134,24 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_object_set_new(out, "errors_not_taken", why ? json_string(why) : json_null());
 
 	/* per tier: the operators' predicted time beside what the run's kernels of the tier took; then
-	 * the tiers no operator lands in (copies, memsets, communication) */
+	 * the tiers no operator lands in (copies, memsets, communication), predicted at 0 */
 	json_t *rows = json_array(), *ct = json_object_get(c, "tiers"), *t;
 	size_t k;
 	for (int i = 0; i < ntiers; i++) {
-		json_t *meas = NULL, *launches = NULL;
+		const json_t *run_tier = NULL;
 		json_array_foreach(ct, k, t)
-			if (!strcmp(tier_of(t), tiers[i].tier)) {
-				meas = json_object_get(t, "measured_us");
-				launches = json_object_get(t, "launches_per_iteration");
-			}
-		double mu = json_is_number(meas) ? json_number_value(meas) : 0.0; /* the run ran none there */
-		json_t *r = json_pack("{s:s,s:s}", "tier", tiers[i].tier, "operators", tiers[i].ops);
-		json_object_set_new(r, "predicted_us", kj_predict_num_or_null(tiers[i].time_us, tiers[i].time_ok));
-		json_object_set_new(r, "predicted_j", kj_predict_num_or_null(tiers[i].energy_uj / 1e6, tiers[i].energy_ok));
-		json_object_set_new(r, "measured_us", json_real(mu));
-		json_object_set_new(r, "launches_per_iteration", launches ? json_incref(launches) : json_real(0.0));
-		json_object_set_new(r, "predicted_minus_measured_us", kj_predict_num_or_null(tiers[i].time_us - mu, tiers[i].time_ok));
-		json_array_append_new(rows, r);
+			if (!strcmp(tier_of(t), tiers[i].tier))
+				run_tier = t;
+		json_array_append_new(rows, tier_row(&tiers[i], run_tier));
 	}
 	json_array_foreach(ct, k, t) {
 		int i = 0;
 		while (i < ntiers && strcmp(tier_of(t), tiers[i].tier))
 			i++;
-		if (i < ntiers)
-			continue;
-		json_t *meas = json_object_get(t, "measured_us"), *launches = json_object_get(t, "launches_per_iteration");
-		double mu = json_is_number(meas) ? json_number_value(meas) : 0.0;
-		json_t *r = json_pack("{s:s,s:s,s:f,s:f,s:f}", "tier", tier_of(t), "operators", "", "predicted_us", 0.0,
-				      "predicted_j", 0.0, "measured_us", mu);
-		json_object_set_new(r, "launches_per_iteration", launches ? json_incref(launches) : json_real(0.0));
-		json_object_set_new(r, "predicted_minus_measured_us", json_real(-mu));
-		json_array_append_new(rows, r);
+		if (i == ntiers) {
+			struct kj_tier_sum none = {.tier = tier_of(t), .time_ok = 1, .energy_ok = 1};
+			json_array_append_new(rows, tier_row(&none, t));
+		}
 	}
 	json_object_set_new(out, "tiers", rows);
 	json_decref(c);
