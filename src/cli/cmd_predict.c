@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"rope: false, attention: flash|unfused, master_copies: false|true, gpu) predicted as the sum\n"
 		"of its operators' kernels: a line after the totals (JSON scope) names what a measured step\n"
 		"holds beside them (idle time, communication, a framework's own kernels).\n"
-		"  --models DIR   where kjoule fit wrote (default: models)\n"		"  --run RUN.kjdb the same step measured (kjoule run of the training program): the sum against\n"
+		"  --models DIR   where kjoule fit wrote (default: models)\n"
+		"  --run RUN.kjdb the same step measured (kjoule run of the training program): the sum against\n"
 		"                 its mean step time, energy and kernel sum (errors in %%, none from a partial\n"
 		"                 sum) and, per kernel tier, the operators' time against the run's kernels'\n"
 		"                 (JSON: against); --region and --skip choose its iterations as compare does\n"
@@ -181,8 +182,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	FILE *tab = json ? NULL : open_memstream(&tab_text, &tab_len);
 	if (!json && !tab) {
 		kj_errorf("predict: out of memory");
-		json_decref(rows);
-		return 1;
+		goto fail;
 	}
 	if (!json)
 		fprintf(tab, "%-31s %5s %-22s %12s %12s %14s %14s\n", "operator", "count", "shape", "fwd us",
@@ -199,11 +199,7 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			if (kj_models_predict(m, gpu, t[i].op, spec.precision, prop, k < 2 ? "time" : "energy",
 					      t[i].v, &p[k], err, sizeof(err))) {
 				kj_errorf("predict: %s", err);
-				json_decref(rows);
-				if (tab)
-					fclose(tab);
-				free(tab_text);
-				return 1;
+				goto fail;
 			}
 			if (!p[k].found) {
 				missing_t += k < 2;
@@ -250,13 +246,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	const char *what = spec.train ? "training step" : "inference forward";
 	json_t *against = NULL;
 	if (ro->run && !(against = kj_predict_against_run(ro->run, ro->region, ro->skip, tiers, ntiers, time_us,
-							   !missing_t, energy_uj, !missing_e, gpu))) {
-		json_decref(rows);
-		if (tab)
-			fclose(tab);
-		free(tab_text);
-		return 1;
-	}
+							   !missing_t, energy_uj, !missing_e, gpu)))
+		goto fail;
 	if (tab) {
 		fclose(tab);
 		fputs(tab_text ? tab_text : "", stdout);
@@ -289,6 +280,12 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		}
 	}
 	return 0;
+fail: /* nothing printed yet: the table waits in tab */
+	json_decref(rows);
+	if (tab)
+		fclose(tab);
+	free(tab_text);
+	return 1;
 }
 
 int cmd_predict(int argc, char **argv)
