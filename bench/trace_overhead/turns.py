@@ -43,6 +43,7 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
     traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
     plain = lambda *opts: lambda k: w + list(opts)
     with_cost = lambda make, bits: lambda k: make(k) + [f"--kjoule-cost={bits}"]
+    with_base = lambda make: lambda k: ["env", f"KJ_INJECT_LIB={base_inject}"] + make(k)
     return {
         "plain": plain(),
         "kjoule_no_params": traced("np", "--no-params"),
@@ -63,8 +64,8 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
         "kjoule_empty_handlers": with_cost(traced("eh", "--no-params"), 256 + 2048),
         "torch_profiler": plain("--torch-profiler"),
         # the same settings through another build's injection library (--base-inject)
-        "kjoule_default_base": lambda k: ["env", f"KJ_INJECT_LIB={base_inject}"] + traced("db")(k),
-        "kjoule_no_params_base": lambda k: ["env", f"KJ_INJECT_LIB={base_inject}"] + traced("npb", "--no-params")(k),
+        "kjoule_default_base": with_base(traced("db")),
+        "kjoule_no_params_base": with_base(traced("npb", "--no-params")),
     }
 
 
@@ -148,8 +149,9 @@ def summarize(blocks, drop_first):
             at = lambda xs: xs[int(f * (len(xs) - 1))]
             s[c][f"pooled_{qname}_ratio"] = at(pooled[c]) / at(pooled["plain"])
     for c in configs:  # A/B of two builds: each round's ratio of the two (plain cancels)
-        if c.endswith("_base") and c[:-len("_base")] in configs:
-            s[f"{c[:-len('_base')]}_over_base"] = paired(ratios[c[:-len("_base")]], ratios[c])
+        a = c.removesuffix("_base")
+        if a != c and a in configs:
+            s[f"{a}_over_base"] = paired(ratios[a], ratios[c])
     for key in ("ratio_to_plain", "pooled_p10_ratio", "pooled_p25_ratio", "pooled_p50_ratio"):
         if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"][key] > 1:
             s.setdefault("kjoule_default_extra_over_torch_profiler_extra", {})[key] = (
