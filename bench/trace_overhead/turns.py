@@ -69,6 +69,24 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
     }
 
 
+def with_cupti_study(every_in, configs, tmp):
+    """Contestants named BASE@ITEMS: BASE under KJOULE_CUPTI_STUDY=ITEMS ('+' for ','; the
+    injection library's CUPTI settings for cost studies), each writing its databases in a folder of
+    its own. every_in(folder) gives the contestants for that folder. Returns {name: command}."""
+    out = {}
+    for i, c in enumerate(configs):
+        base, _, items = c.partition("@")
+        if not items:
+            continue
+        folder = os.path.join(tmp, f"study{i}")
+        os.makedirs(folder, exist_ok=True)
+        inner = every_in(folder).get(base)
+        if inner is None:
+            continue
+        out[c] = lambda k, inner=inner, items=items: ["env", f"KJOULE_CUPTI_STUDY={items.replace('+', ',')}"] + inner(k)
+    return out
+
+
 class Contestant:
     def __init__(self, name, cmd, log):
         self.name = name
@@ -152,6 +170,10 @@ def summarize(blocks, drop_first):
         a = c.removesuffix("_base")
         if a != c and a in configs:
             s[f"{a}_over_base"] = paired(ratios[a], ratios[c])
+    for c in configs:  # a CUPTI study variant over the same contestant with CUPTI's defaults
+        a = c.partition("@")[0]
+        if a != c and a in configs:
+            s[f"{c}_over_base"] = paired(ratios[c], ratios[a])
     for key in ("ratio_to_plain", "pooled_p10_ratio", "pooled_p25_ratio", "pooled_p50_ratio"):
         if "torch_profiler" in s and "kjoule_default" in s and s["torch_profiler"][key] > 1:
             s.setdefault("kjoule_default_extra_over_torch_profiler_extra", {})[key] = (
@@ -192,7 +214,8 @@ def main():
                     help="contestants besides plain: kjoule_no_params kjoule_default kjoule_api kjoule_api_all"
                          " kjoule_default_no_power kjoule_default_no_watch kjoule_default_flush500 kjoule_off"
                          " cupti_activity_only kjoule_empty_handlers torch_profiler"
-                         " kjoule_default_base kjoule_no_params_base (with --base-inject)")
+                         " kjoule_default_base kjoule_no_params_base (with --base-inject); NAME@ITEMS runs NAME"
+                         " with KJOULE_CUPTI_STUDY=ITEMS ('+' between items, e.g. cupti_activity_only@pinned+devbuf=32)")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--block", type=int, default=20, help="timed forwards per turn")
     ap.add_argument("--warmup-turns", type=int, default=3, help="untimed rounds first")
@@ -216,7 +239,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every = contestants(a.kjoule, tmp, a.pin_cpu, a.worker, a.model, a.base_inject)
+    every_in = lambda folder: contestants(a.kjoule, folder, a.pin_cpu, a.worker, a.model, a.base_inject)
+    every = every_in(tmp)
+    every.update(with_cupti_study(every_in, a.configs, tmp))
     unknown = [c for c in a.configs if c not in every or c == "plain" or (c.endswith("_base") and not a.base_inject)]
     if unknown:
         ap.error(f"unknown contestants: {' '.join(unknown)}")

@@ -83,6 +83,22 @@ assert p["ci95"][0] <= p["median"] <= p["ci95"][1] < 1, p
 assert p["rounds"] == 30 and "lottery" in p["interval_covers"], p
 assert abs(s["kjoule_default_base"]["ratio_to_plain"] / 1.20 - 1) < 0.035, s["kjoule_default_base"]
 PY
+# a CUPTI study variant (NAME@ITEMS): NAME run under KJOULE_CUPTI_STUDY=ITEMS ('+' for ','), its
+# databases apart from NAME's, and paired with NAME round by round (the stand-in: 5 % cheaper)
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--configs kjoule_default kjoule_default@pinned+devbuf=32 --rounds 30 --block 4 --warmup-turns 1 \
+	--logs "$T/logs8" -o "$T/study.json" >"$T/out8" 2>"$T/err8" || fail "turns.py with a study variant failed: $(tail -5 "$T/err8")"
+python3 - "$T/study.json" <<'PY' || fail "turns.py study variant result"
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+p = s["kjoule_default@pinned+devbuf=32_over_base"]
+assert abs(p["median"] / 0.95 - 1) < 0.035 and p["ci95"][1] < 1, p
+assert abs(s["kjoule_default@pinned+devbuf=32"]["ratio_to_plain"] / (1.10 * 0.95) - 1) < 0.035, s
+PY
+grep -q "kjoule_default@pinned+devbuf=32_over_base: 0.9" "$T/out8" || fail "no study pair printed: $(tail -3 "$T/out8")"
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
+	--configs nobody@pinned --rounds 2 --block 2 -o "$T/study2.json" >"$T/out9" 2>&1
+[ $? -ne 0 ] && grep -q "unknown contestants: nobody@pinned" "$T/out9" || fail "a study of an unknown contestant ran: $(tail -2 "$T/out9")"
 # pair.py: the same A/B from a result file; an unknown contestant is named
 python3 "$SRC/bench/trace_overhead/pair.py" "$T/ab.json" kjoule_default kjoule_default_base >"$T/out6" 2>&1 \
 	|| fail "pair.py failed: $(cat "$T/out6")"

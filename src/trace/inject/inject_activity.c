@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "inject.h"
+#include "inject_cupti_study.h"
 
 #define ACT_BUF (8u << 20)
 #define FLUSH_MS 200 /* default; KJOULE_FLUSH_MS (50..5000) sets another */
@@ -218,10 +219,50 @@ static void *flush_loop(void *arg)
 	}
 }
 
+/* How many of kinds[] this trace enables: all, or the kernels alone (KJOULE_CUPTI_STUDY). */
+static size_t n_kinds = sizeof(kinds) / sizeof(kinds[0]);
+
+/* Set one CUPTI activity attribute of SIZE bytes; a failure is reported, not fatal. */
+static void set_attribute(CUpti_ActivityAttribute a, const char *what, void *value, size_t size)
+{
+	if (cuptiActivitySetAttribute(a, &size, value) != CUPTI_SUCCESS)
+		kj_spool_problem("KJOULE_CUPTI_STUDY: CUPTI refused %s", what);
+}
+
+/* KJOULE_CUPTI_STUDY's settings (cost studies), before any buffer or kind exists. Returns 1 when
+ * CUPTI keeps its own clock. */
+static int apply_study(void)
+{
+	struct kj_cupti_study s;
+	char err[160];
+	if (kj_cupti_study_parse(getenv("KJOULE_CUPTI_STUDY"), &s, err, sizeof(err)) != 0) {
+		kj_spool_problem("KJOULE_CUPTI_STUDY ignored: %s", err);
+		return 0;
+	}
+	if (s.pinned) {
+		uint8_t on = 1;
+		set_attribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, "pinned", &on, sizeof(on));
+	}
+	if (s.shared_buf) {
+		uint8_t off = 0;
+		set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, "shared_buf", &off, sizeof(off));
+	}
+	if (s.devbuf_bytes)
+		set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, "devbuf", &s.devbuf_bytes,
+			      sizeof(s.devbuf_bytes));
+	if (s.prealloc)
+		set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, "prealloc", &s.prealloc,
+			      sizeof(s.prealloc));
+	if (s.kernels_only)
+		n_kinds = 1;
+	return s.cupti_clock;
+}
+
 int kj_activity_start(void)
 {
 	CUptiResult r;
-	if (cuptiActivityRegisterTimestampCallback(monotonic_timestamp) != CUPTI_SUCCESS)
+	int cupti_clock = apply_study(); /* CUPTI's own clock: clock_sync maps it */
+	if (!cupti_clock && cuptiActivityRegisterTimestampCallback(monotonic_timestamp) != CUPTI_SUCCESS)
 		kj_spool_problem("CUPTI timestamps are not CLOCK_MONOTONIC (clock_sync maps them)");
 	r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS) {
@@ -231,7 +272,7 @@ int kj_activity_start(void)
 				 msg ? msg : "?");
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; i < n_kinds; i++)
 		if (enable(kinds[i].kind, kinds[i].what) != 0 && i == 0)
 			return -1; /* without kernels there is no trace */
 	/* cuptiActivityFlushPeriod alone hands back only full buffers (CUPTI's documentation): a
@@ -248,7 +289,7 @@ int kj_activity_start(void)
 
 void kj_activity_pause(int paused)
 {
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; i < n_kinds; i++)
 		if (paused)
 			cuptiActivityDisable(kinds[i].kind);
 		else

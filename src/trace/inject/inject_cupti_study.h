@@ -1,0 +1,29 @@
+/* KJOULE_CUPTI_STUDY: CUPTI activity settings other than kjoule's defaults, for cost studies of
+ * CUPTI's own floor (bench/trace_overhead/turns.py's cupti_activity_* contestants). A
+ * comma-separated list of:
+ *   pinned        CUPTI's device-side record buffers in pinned host memory
+ *   devbuf=MB     size of each device-side record buffer (CUPTI's default ~3 MB)
+ *   prealloc=N    device-side record buffers allocated up front (CUPTI's default 3)
+ *   shared_buf    one activity buffer for all threads instead of one per thread
+ *   cupti_clock   CUPTI's own timestamps instead of CLOCK_MONOTONIC through a callback
+ *   kernels_only  kernel records only: no copies, memsets, allocations or NVTX ranges
+ * An unknown or malformed item is refused with its text; nothing of the list then applies. */
+#ifndef KJ_INJECT_CUPTI_STUDY_H
+#define KJ_INJECT_CUPTI_STUDY_H
+
+#include <stddef.h>
+
+struct kj_cupti_study {
+	int pinned;
+	size_t devbuf_bytes; /* 0: CUPTI's default */
+	size_t prealloc;     /* 0: CUPTI's default */
+	int shared_buf;
+	int cupti_clock;
+	int kernels_only;
+};
+
+/** Parse TEXT (NULL or empty: all defaults) into *OUT. 0 on success; -1 with the offending item
+ * in ERR otherwise, and *OUT left all defaults. */
+int kj_cupti_study_parse(const char *text, struct kj_cupti_study *out, char *err, size_t err_len);
+
+#endif
