@@ -253,8 +253,14 @@ static int apply_study(void)
 	if (s.prealloc)
 		set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, "prealloc", &s.prealloc,
 			      sizeof(s.prealloc));
-	if (s.kernels_only)
+	if (s.kernels_only) {
 		n_kinds = 1;
+		kj_spool_problem("KJOULE_CUPTI_STUDY=kernels_only: copies, memsets, allocations and NVTX "
+				 "ranges not recorded");
+	}
+	if (getenv("KJOULE_CUPTI_STUDY") && *getenv("KJOULE_CUPTI_STUDY"))
+		kj_spool_problem("KJOULE_CUPTI_STUDY=%s: CUPTI's activity settings of a cost study, not "
+				 "kjoule's", getenv("KJOULE_CUPTI_STUDY"));
 	return s.cupti_clock;
 }
 

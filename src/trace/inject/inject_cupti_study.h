@@ -7,7 +7,9 @@
  *   shared_buf    one activity buffer for all threads instead of one per thread
  *   cupti_clock   CUPTI's own timestamps instead of CLOCK_MONOTONIC through a callback
  *   kernels_only  kernel records only: no copies, memsets, allocations or NVTX ranges
- * An unknown or malformed item is refused with its text; nothing of the list then applies. */
+ * An unknown or malformed item is refused with its text; nothing of the list then applies. A run
+ * under any list names it among the run's problems (kj_activity_start), so its figures are never
+ * taken for kjoule's defaults. */
 #ifndef KJ_INJECT_CUPTI_STUDY_H
 #define KJ_INJECT_CUPTI_STUDY_H
 
