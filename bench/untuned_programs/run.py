@@ -53,6 +53,12 @@ PROGRAMS = {
     "jax_step": ["python3", "examples/jax_step.py", "--steps", "3000"],
     "resnet": ["python3", "examples/resnet_cudnn.py", "--iters", "700"],
     "convattn": ["python3", "examples/convattn.py", "--iters", "1000"],
+    # session 27: a hand-written CUDA program (examples/cuda_heat: two streams joined by events, a
+    # kernel over 48 KiB of dynamic shared memory, a cooperative launch, a kernel compiled by NVRTC
+    # and launched through the driver API, stream-ordered allocation, host functions and syncs),
+    # eager and captured in a CUDA graph; {build} is the folder of --kjoule
+    "cuda_heat": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000"],
+    "cuda_heat_graph": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000", "--graph"],
 }
 # FlexAttention's kernels read block lists: on stand-in data they do other work (compare says so);
 # with the program's buffers saved they replay as they ran
@@ -148,16 +154,21 @@ def main():
     ap.add_argument("--spine", action="store_true", help="also info, kernels, timeline, api, report")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
+    unknown = [n for n in a.programs if n not in PROGRAMS]
+    if unknown:
+        ap.error(f"unknown programs: {' '.join(unknown)} (known: {' '.join(PROGRAMS)})")
     os.makedirs(a.logs, exist_ok=True)
     dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     res = {"benchmark": "untuned_programs", "device": dev,
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "command": " ".join(sys.argv), "programs": {}}
+    build = os.path.dirname(os.path.abspath(a.kjoule))
     for name in a.programs:
         db = os.path.join(a.logs, name + ".kjdb")
-        cmd = [a.kjoule, "run", "--force", *RUN_FLAGS.get(name, []), "-o", db, "--", *PROGRAMS[name]]
-        p = {"program": " ".join(PROGRAMS[name]), "run_flags": RUN_FLAGS.get(name, [])}
+        program = [x.format(build=build) for x in PROGRAMS[name]]
+        cmd = [a.kjoule, "run", "--force", *RUN_FLAGS.get(name, []), "-o", db, "--", *program]
+        p = {"program": " ".join(program), "run_flags": RUN_FLAGS.get(name, [])}
         p["run_rc"], p["run_s"] = timed(cmd, os.path.join(a.logs, name + "_run.log"), 300)
         p["program_output"] = last_json_line(os.path.join(a.logs, name + "_run.log"))
         p["replay_flags"] = REPLAY_FLAGS.get(name, ["--budget", str(a.budget)] if a.budget else [])
