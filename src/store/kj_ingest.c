@@ -24,8 +24,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_KERNEL] = "INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y,"
 		     " block_z, cluster_x, cluster_y, cluster_z, shmem_dynamic, shmem_static, registers,"
-		     " graph_id, graph_node_id, launch_tid, launch_ns, shmem_executed, carveout)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " graph_id, graph_node_id, launch_tid, launch_ns, shmem_executed, carveout, launch_type)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[S_MEMCPY] = "INSERT INTO memcpy(pid, device_id, context_id, stream_id, correlation_id,"
 		     " start_ns, end_ns, bytes, kind, src_kind, dst_kind, graph_node_id, launch_tid,"
 		     " launch_ns, dst_address, src_address) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -493,7 +493,10 @@ static int count_launches(sqlite3 *db)
 		       "UPDATE unique_kernel SET shmem_executed = (SELECT shmem_executed FROM kernel k"
 		       " WHERE k.unique_id = unique_kernel.id AND k.shmem_executed IS NOT NULL LIMIT 1),"
 		       " carveout = (SELECT carveout FROM kernel k WHERE k.unique_id = unique_kernel.id"
-		       " AND k.carveout IS NOT NULL LIMIT 1);",
+		       " AND k.carveout IS NOT NULL LIMIT 1),"
+		       /* cooperative when any launch was (CUPTI's launch types 1 and 2) */
+		       " cooperative = (SELECT max(k.launch_type IN (1, 2)) FROM kernel k"
+		       " WHERE k.unique_id = unique_kernel.id AND k.launch_type IS NOT NULL);",
 		       "unique kernel counts");
 }
 

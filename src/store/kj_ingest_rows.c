@@ -333,6 +333,7 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full)
 	/* records of a tracer before session 14 end before these */
 	ing_bind_opt_i64(st, 26, full, full ? k->shmem_executed : 0);
 	ing_bind_opt_i64(st, 27, full && k->carveout != KJ_CARVEOUT_NONE, full ? k->carveout : 0);
+	ing_bind_opt_i64(st, 28, full, full ? k->launch_type : 0);
 	in->stats->kernels++;
 	int rc = ing_step_done(in, st);
 	/* the kept iteration's sequence needs each graph kernel's launch (its parameters) */

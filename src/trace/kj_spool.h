@@ -80,7 +80,9 @@ struct kj_rec_kernel {
 	 * memory the driver set aside per SM for the launch (its L1/shared split), the carveout the
 	 * program asked of the function in percent (KJ_CARVEOUT_NONE when it asked none) */
 	uint32_t shmem_executed;
-	uint8_t carveout, pad8[3];
+	/* since session 27, in what was padding (0 in older records: a regular launch): CUPTI's
+	 * launch type (CUPTI_ACTIVITY_LAUNCH_TYPE_*; 1 and 2 cooperative, which replay must repeat) */
+	uint8_t carveout, launch_type, pad8[2];
 };
 #define KJ_REC_KERNEL_MIN_SIZE offsetof(struct kj_rec_kernel, shmem_executed)
 #define KJ_CARVEOUT_NONE 255

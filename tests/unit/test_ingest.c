@@ -59,6 +59,8 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	/* the L1/shared split the driver gave it; only grid 1024 asked for a carveout (50 %) */
 	k.shmem_executed = grid == 2048 ? 65536 : 32768;
 	k.carveout = grid == 1024 ? 50 : KJ_CARVEOUT_NONE;
+	/* grid 2048 was launched cooperatively (CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE) */
+	k.launch_type = grid == 2048 ? 1 : 0;
 	/* launch 21's record as a tracer before session 14 wrote it, without those two */
 	put(b, &k, corr == 21 ? KJ_REC_KERNEL_MIN_SIZE : sizeof(k), NULL, 0);
 }
@@ -377,6 +379,16 @@ static void test_complete_spool(void **state)
 				" WHERE k.correlation_id = 99"), 50);
 	assert_int_equal(q1(db, "SELECT u.carveout IS NULL FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
 				" WHERE k.correlation_id = 13"), 1);
+	/* the launch type per kernel (NULL from an older tracer's record), and a unique kernel is
+	 * cooperative when its launches were: replay must launch it so */
+	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE correlation_id = 13"), 1);
+	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE correlation_id = 10"), 0);
+	assert_int_equal(q1(db, "SELECT launch_type IS NULL FROM kernel WHERE correlation_id = 21"), 1);
+	assert_int_equal(q1(db, "SELECT u.cooperative FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 13"), 1);
+	assert_int_equal(q1(db, "SELECT u.cooperative FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+				" WHERE k.correlation_id = 10"), 0);
+	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel WHERE cooperative = 1"), 1);
 	kj_db_close(db);
 	free(b.p);
 }

@@ -68,6 +68,7 @@ struct klaunch {
 	size_t nlayout;
 	void **kparams;
 	int use_cluster_attr;
+	int cooperative;       /* the program launched it cooperatively (grid-wide sync): so does replay */
 	struct kj_replay_ptr *ptrs;
 	size_t nptrs;
 };

@@ -45,9 +45,11 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	/* runs traced before session 14 have no shmem_executed / carveout (asked once per database:
 	 * a sequence loads every launch of its iteration here) */
 	static sqlite3 *split_db;
-	static int have_split, have_module;
+	static int have_split, have_module, have_coop;
 	if (split_db != R->db) {
 		have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
+		/* runs traced before session 27 do not say which kernels were launched cooperatively */
+		have_coop = kj_db_has_column(R->db, "unique_kernel", "cooperative");
 		/* runs traced before session 21 do not know which module a launch's function came from */
 		have_module = kj_db_has_column(R->db, "launch_params", "module_id");
 		split_db = R->db;
@@ -58,7 +60,7 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 		 " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
 		 " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
 		 " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
-		 " p.stream_id, u.registers, u.shmem_static, %s, %s"
+		 " p.stream_id, u.registers, u.shmem_static, %s, %s, %s"
 		 " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
 		 " JOIN launch_params p ON p.unique_id = u.id"
 		 " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
@@ -68,7 +70,8 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 		 " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1",
 		 have_split ? "u.shmem_executed, u.carveout" : "NULL, NULL",
 		 have_module ? "(SELECT l.hash FROM module_load l WHERE l.pid = p.pid AND"
-			       " l.cupti_module_id = p.module_id ORDER BY l.load_ns DESC LIMIT 1)" : "NULL");
+			       " l.cupti_module_id = p.module_id ORDER BY l.load_ns DESC LIMIT 1)" : "NULL",
+		 have_coop ? "u.cooperative" : "NULL");
 	if (kj_db_prepare(R->db, sql, &st)) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
@@ -95,6 +98,7 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	k->shmem_executed = (int)kj_db_col_i64(st, 30, -1);
 	k->carveout = (int)kj_db_col_i64(st, 31, -1);
 	k->carveout_set = -1;
+	k->cooperative = kj_db_col_i64(st, 33, 0) > 0;
 	snprintf(k->module_hash, sizeof(k->module_hash), "%s",
 		 sqlite3_column_text(st, 32) ? (const char *)sqlite3_column_text(st, 32) : "");
 	for (int i = 0; i < 3; i++) {
@@ -409,7 +413,7 @@ int load_function_k(struct replay *R, struct klaunch *kl)
 CUresult launch_k(const struct klaunch *k, CUstream stream)
 {
 	CUlaunchConfig cfg;
-	CUlaunchAttribute attr[1];
+	CUlaunchAttribute attr[2];
 	size_t blob_len = k->blob_len;
 	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k->blob, CU_LAUNCH_PARAM_BUFFER_SIZE,
 			 &blob_len, CU_LAUNCH_PARAM_END};
@@ -422,14 +426,19 @@ CUresult launch_k(const struct klaunch *k, CUstream stream)
 	cfg.blockDimZ = k->block[2];
 	cfg.sharedMemBytes = k->shmem;
 	cfg.hStream = stream;
+	memset(attr, 0, sizeof(attr));
+	cfg.attrs = attr;
 	if (k->use_cluster_attr) {
-		memset(attr, 0, sizeof(attr));
-		attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		attr[0].value.clusterDim.x = k->cluster[0] ? k->cluster[0] : 1;
-		attr[0].value.clusterDim.y = k->cluster[1] ? k->cluster[1] : 1;
-		attr[0].value.clusterDim.z = k->cluster[2] ? k->cluster[2] : 1;
-		cfg.attrs = attr;
-		cfg.numAttrs = 1;
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[cfg.numAttrs].value.clusterDim.x = k->cluster[0] ? k->cluster[0] : 1;
+		attr[cfg.numAttrs].value.clusterDim.y = k->cluster[1] ? k->cluster[1] : 1;
+		attr[cfg.numAttrs].value.clusterDim.z = k->cluster[2] ? k->cluster[2] : 1;
+		cfg.numAttrs++;
+	}
+	if (k->cooperative) { /* its blocks may sync grid-wide: all must be resident at once */
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[cfg.numAttrs].value.cooperative = 1;
+		cfg.numAttrs++;
 	}
 	if (k->nlayout || !k->blob_len)
 		return cuLaunchKernelEx(&cfg, k->fn, k->nlayout ? k->kparams : NULL, NULL);

@@ -106,6 +106,12 @@ static CUresult add_node(struct replay *R, struct topo *T, size_t i, size_t scra
 			v.clusterDim.z = k->cluster[2] ? k->cluster[2] : 1;
 			e = cuGraphKernelNodeSetAttribute(T->h[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
 		}
+		if (!e && k->cooperative) {
+			CUlaunchAttributeValue v;
+			memset(&v, 0, sizeof(v));
+			v.cooperative = 1;
+			e = cuGraphKernelNodeSetAttribute(T->h[i], CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v);
+		}
 	} else if (n->kind == KJ_TOPO_MEMSET && bytes) {
 		/* at the recorded destination where it lies in a re-created region, else on scratch */
 		CUDA_MEMSET_NODE_PARAMS m;

@@ -57,6 +57,7 @@ static void put_kernel(const CUpti_ActivityKernel10 *k)
 	r.registers = k->registersPerThread;
 	r.shmem_executed = k->sharedMemoryExecuted;
 	r.carveout = k->isSharedMemoryCarveoutRequested ? k->sharedMemoryCarveoutRequested : KJ_CARVEOUT_NONE;
+	r.launch_type = k->launchType;
 	kj_spool_write(&r, sizeof(r));
 }
 
