@@ -333,7 +333,11 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full)
 	/* records of a tracer before session 14 end before these */
 	ing_bind_opt_i64(st, 26, full, full ? k->shmem_executed : 0);
 	ing_bind_opt_i64(st, 27, full && k->carveout != KJ_CARVEOUT_NONE, full ? k->carveout : 0);
-	ing_bind_opt_i64(st, 28, full, full ? k->launch_type : 0);
+	/* CUPTI's records of a graph's kernels say regular even where the node is cooperative: the
+	 * node's own attribute, read at instantiation, says so in its launch group */
+	int node_coop = k->graph_node_id && l && l->group < in->ngroups && in->groups[l->group].rec &&
+			(in->groups[l->group].rec->flags & KJ_GROUP_COOPERATIVE);
+	ing_bind_opt_i64(st, 28, full, node_coop && !k->launch_type ? 1 : full ? k->launch_type : 0);
 	in->stats->kernels++;
 	int rc = ing_step_done(in, st);
 	/* the kept iteration's sequence needs each graph kernel's launch (its parameters) */
@@ -511,7 +515,7 @@ int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m)
 	if (m->op == 1) {
 		sqlite3_stmt *st = in->st[S_ALLOC];
 		int64_t dev = m->via ? -1 : ing_device_id(in, m->device);
-		const char *kind = m->via ? "vmm" : m->pool ? "pool" : mem_kind(m->kind);
+		const char *kind = m->via == 2 ? "graph" : m->via ? "vmm" : m->pool ? "pool" : mem_kind(m->kind);
 		sqlite3_bind_int64(st, 1, in->pid);
 		ing_bind_opt_i64(st, 2, dev >= 0, dev);
 		sqlite3_bind_int64(st, 3, (int64_t)m->address);

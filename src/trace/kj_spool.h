@@ -104,7 +104,7 @@ struct kj_rec_memory {
 	uint8_t op;   /* 1 allocation, 2 release */
 	uint8_t kind; /* CUPTI memory kind */
 	uint8_t pool; /* CUPTI pool type (0 none) */
-	uint8_t via;  /* 0 CUPTI activity, 1 VMM map callback */
+	uint8_t via;  /* 0 CUPTI activity, 1 VMM map callback, 2 a graph's memory node (at instantiation) */
 };
 
 struct kj_rec_marker {
@@ -154,9 +154,13 @@ struct kj_rec_group {
 	uint32_t nparams;
 	uint32_t blob_len;    /* 0 when parameters are not captured or not readable */
 	uint32_t module_id;   /* CUPTI's id of the function's module (KJ_REC_MODULE); 0 unknown */
-	uint32_t pad;
+	uint32_t flags;       /* KJ_GROUP_* (since session 27; 0 before) */
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
 };
+
+/* kj_rec_group.flags: the launch asked to be cooperative (a graph's kernel node with
+ * CU_LAUNCH_ATTRIBUTE_COOPERATIVE: CUPTI's records of graph kernels do not say so) */
+#define KJ_GROUP_COOPERATIVE 1u
 
 /* The bytes of one device buffer (or a chunk of it, at address) that a launch's parameters point
  * to, copied with the context idle: phase 0 just before the launch, 1 just after it finished. */

@@ -59,8 +59,9 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	/* the L1/shared split the driver gave it; only grid 1024 asked for a carveout (50 %) */
 	k.shmem_executed = grid == 2048 ? 65536 : 32768;
 	k.carveout = grid == 1024 ? 50 : KJ_CARVEOUT_NONE;
-	/* grid 2048 was launched cooperatively (CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE) */
-	k.launch_type = grid == 2048 ? 1 : 0;
+	/* grid 2048 was launched cooperatively (CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE);
+	 * CUPTI's record of a graph's kernel says regular even then (its group says cooperative) */
+	k.launch_type = grid == 2048 && !node ? 1 : 0;
 	/* launch 21's record as a tracer before session 14 wrote it, without those two */
 	put(b, &k, corr == 21 ? KJ_REC_KERNEL_MIN_SIZE : sizeof(k), NULL, 0);
 }
@@ -100,6 +101,7 @@ static void put_group(struct buf *b, uint64_t g, int grid, int nwords, const uin
 	r.g.grid[0] = (uint32_t)grid, r.g.grid[1] = r.g.grid[2] = 1;
 	r.g.block[0] = 256, r.g.block[1] = r.g.block[2] = 1;
 	r.g.handle_kind = 2;
+	r.g.flags = grid == 2048 ? KJ_GROUP_COOPERATIVE : 0; /* as the graph node's attribute said */
 	r.g.nparams = (uint32_t)nwords;
 	r.g.blob_len = (uint32_t)nwords * 8;
 	for (int i = 0; i < nwords; i++)
@@ -175,6 +177,9 @@ static struct buf make_spool_of(int64_t pid)
 		m.t_ns = 50, m.address = 0x7f0000000000ULL, m.bytes = 1 << 20, m.op = 1, m.kind = 3;
 		put(&b, &m, sizeof(m), NULL, 0);
 		m.t_ns = 6000, m.op = 2;
+		put(&b, &m, sizeof(m), NULL, 0);
+		/* a graph's memory node, read at instantiation: never freed */
+		m.t_ns = 60, m.address = 0x7e0000000000ULL, m.bytes = 1 << 16, m.op = 1, m.kind = 0, m.via = 2;
 		put(&b, &m, sizeof(m), NULL, 0);
 	}
 	put_group(&b, 0xA, 4096, 4, ref_a);
@@ -347,7 +352,9 @@ static void test_complete_spool(void **state)
 	assert_int_equal(q1(db, "SELECT count(*) FROM memset"), 1);
 	assert_int_equal(q1(db, "SELECT address FROM memset"), PTR1 + 256);
 	assert_int_equal(q1(db, "SELECT element_bytes FROM memset"), 4);
-	assert_int_equal(q1(db, "SELECT free_ns FROM allocation"), 6000);
+	assert_int_equal(q1(db, "SELECT free_ns FROM allocation WHERE kind <> 'graph'"), 6000);
+	assert_int_equal(q1(db, "SELECT bytes FROM allocation WHERE kind = 'graph' AND free_ns IS NULL"
+				" AND address = 0x7e0000000000"), 1 << 16);
 	/* API calls keep their domain, name, main argument, stream and status; unknown is NULL */
 	assert_int_equal(q1(db, "SELECT count(*) FROM api_call"), 2);
 	assert_int_equal(q1(db, "SELECT bytes FROM api_call WHERE domain = 'runtime' AND stream_id = 7"), 4096);
@@ -388,6 +395,7 @@ static void test_complete_spool(void **state)
 				" WHERE k.correlation_id = 13"), 1);
 	assert_int_equal(q1(db, "SELECT u.cooperative FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
 				" WHERE k.correlation_id = 10"), 0);
+	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE graph_node_id = 80"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel WHERE cooperative = 1"), 1);
 	kj_db_close(db);
 	free(b.p);

@@ -83,6 +83,7 @@ struct kj_launch {
 	CUstream stream;
 	int ptsz;
 	int graph_node;       /* 1: a kernel node read from a graph (no stream, no snapshot) */
+	int cooperative;      /* a graph kernel node with the cooperative attribute */
 	void **params;
 	void **extra;
 };

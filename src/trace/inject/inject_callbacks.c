@@ -179,7 +179,8 @@ static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
 		h = mix(h, l->block[i]);
 		h = mix(h, l->cluster[i]);
 	}
-	return mix(h, l->shmem);
+	h = mix(h, l->shmem);
+	return l->cooperative ? mix(h, KJ_GROUP_COOPERATIVE) : h;
 }
 
 static void put_group(const struct fninfo *fi, const struct kj_launch *l, const struct group *g,
@@ -203,6 +204,7 @@ static void put_group(const struct fninfo *fi, const struct kj_launch *l, const 
 		r->stream = sid;
 	r->handle_kind = fi->kind;
 	r->module_id = fi->module_id;
+	r->flags = l->cooperative ? KJ_GROUP_COOPERATIVE : 0;
 	r->nparams = fi->nparams;
 	r->blob_len = g->blob_len;
 	memcpy(r + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));

@@ -154,6 +154,9 @@ static uint32_t record_kernel_node(CUgraphNode node, uint64_t nid)
 			l.cluster[1] = v.clusterDim.y;
 			l.cluster[2] = v.clusterDim.z;
 		}
+		memset(&v, 0, sizeof(v));
+		if (cuGraphKernelNodeGetAttribute(node, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v) == CUDA_SUCCESS)
+			l.cooperative = v.cooperative != 0;
 	}
 	uint32_t corr = __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED);
 	CUcontext ctx = p.ctx;
@@ -225,6 +228,39 @@ void kj_graph_record_memset(CUgraphNode node, uint64_t nid)
 	kj_spool_write(&r, sizeof(r));
 }
 
+/* A memory node's allocation (cudaMallocAsync captured, cuGraphAddMemAllocNode): its address is
+ * fixed for the graph's life, and the graph's kernels take it as a parameter, so replay must know
+ * it as an allocation like any other (kind 'graph', never freed). Once per node. */
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kj_map *alloc_nodes; /* node id -> 1 */
+
+static void record_mem_alloc(CUgraphNode node, uint64_t nid)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS p;
+	struct kj_rec_memory r;
+	int seen;
+	pthread_mutex_lock(&alloc_lock);
+	if (!alloc_nodes)
+		alloc_nodes = kj_map_new();
+	seen = alloc_nodes && kj_map_get(alloc_nodes, nid, NULL);
+	if (alloc_nodes && !seen)
+		kj_map_put(alloc_nodes, nid, 1);
+	pthread_mutex_unlock(&alloc_lock);
+	memset(&p, 0, sizeof(p));
+	if (seen || cuGraphMemAllocNodeGetParams(node, &p) != CUDA_SUCCESS || !p.dptr || !p.bytesize)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.h.type = KJ_REC_MEMORY;
+	r.h.size = sizeof(r);
+	r.t_ns = kj_now_ns();
+	r.address = (uint64_t)p.dptr;
+	r.bytes = p.bytesize;
+	r.device = (uint32_t)p.poolProps.location.id;
+	r.op = 1;
+	r.via = 2;
+	kj_spool_write(&r, sizeof(r));
+}
+
 static void walk_graph(CUgraph g, uint64_t parent, int depth)
 {
 	size_t n = 0;
@@ -258,6 +294,8 @@ static void walk_graph(CUgraph g, uint64_t parent, int depth)
 				node_param_words(nodes[i]);
 		} else if (type == CU_GRAPH_NODE_TYPE_MEMSET) {
 			kj_graph_record_memset(nodes[i], nid);
+		} else if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+			record_mem_alloc(nodes[i], nid);
 		}
 		if (cuGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd) == CUDA_SUCCESS && nd) {
 			CUgraphNode *dv = nd <= 16 ? dn : calloc(nd, sizeof(*dv));
