@@ -327,6 +327,7 @@ static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		l.stream = p->hStream;
 		l.params = p->kernelParams;
 		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+		l.cooperative = 1; /* captured into a graph, CUPTI's kernel records will not say so */
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
@@ -345,6 +346,8 @@ static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 				l.cluster[0] = c->attrs[i].value.clusterDim.x;
 				l.cluster[1] = c->attrs[i].value.clusterDim.y;
 				l.cluster[2] = c->attrs[i].value.clusterDim.z;
+			} else if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+				l.cooperative = c->attrs[i].value.cooperative != 0;
 			}
 		l.params = p->kernelParams;
 		l.extra = p->extra;

@@ -247,8 +247,18 @@ static void record_mem_alloc(CUgraphNode node, uint64_t nid)
 		kj_map_put(alloc_nodes, nid, 1);
 	pthread_mutex_unlock(&alloc_lock);
 	memset(&p, 0, sizeof(p));
-	if (seen || cuGraphMemAllocNodeGetParams(node, &p) != CUDA_SUCCESS || !p.dptr || !p.bytesize)
+	CUresult rc = seen ? CUDA_SUCCESS : cuGraphMemAllocNodeGetParams(node, &p);
+	if (kj_cfg.debug_graph)
+		fprintf(stderr, "kjoule graph: mem_alloc node %llu: %s rc %d dptr 0x%llx bytes %zu\n",
+			(unsigned long long)nid, seen ? "seen before" : "params", (int)rc,
+			(unsigned long long)p.dptr, p.bytesize);
+	if (seen || rc != CUDA_SUCCESS || !p.dptr || !p.bytesize) {
+		if (!seen)
+			kj_spool_problem("graph memory node %llu: its allocation could not be read "
+					 "(cuGraphMemAllocNodeGetParams returned %d); replay cannot relocate "
+					 "pointers into it", (unsigned long long)nid, (int)rc);
 		return;
+	}
 	memset(&r, 0, sizeof(r));
 	r.h.type = KJ_REC_MEMORY;
 	r.h.size = sizeof(r);
