@@ -230,35 +230,37 @@ void kj_graph_record_memset(CUgraphNode node, uint64_t nid)
 
 /* A memory node's allocation (cudaMallocAsync captured, cuGraphAddMemAllocNode): its address is
  * fixed for the graph's life, and the graph's kernels take it as a parameter, so replay must know
- * it as an allocation like any other (kind 'graph', never freed). Once per node. */
+ * it as an allocation like any other (kind 'graph', never freed). A graph reuses an address once
+ * its memory is freed: each address is recorded once, again only when a node asks more bytes of
+ * it. */
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kj_map *alloc_nodes; /* node id -> 1 */
+static struct kj_map *alloc_addrs; /* address -> largest bytes recorded there */
 
 static void record_mem_alloc(CUgraphNode node, uint64_t nid)
 {
 	CUDA_MEM_ALLOC_NODE_PARAMS p;
 	struct kj_rec_memory r;
-	int seen;
-	pthread_mutex_lock(&alloc_lock);
-	if (!alloc_nodes)
-		alloc_nodes = kj_map_new();
-	seen = alloc_nodes && kj_map_get(alloc_nodes, nid, NULL);
-	if (alloc_nodes && !seen)
-		kj_map_put(alloc_nodes, nid, 1);
-	pthread_mutex_unlock(&alloc_lock);
+	uint64_t had = 0;
 	memset(&p, 0, sizeof(p));
-	CUresult rc = seen ? CUDA_SUCCESS : cuGraphMemAllocNodeGetParams(node, &p);
+	CUresult rc = cuGraphMemAllocNodeGetParams(node, &p);
 	if (kj_cfg.debug_graph)
-		fprintf(stderr, "kjoule graph: mem_alloc node %llu: %s rc %d dptr 0x%llx bytes %zu\n",
-			(unsigned long long)nid, seen ? "seen before" : "params", (int)rc,
-			(unsigned long long)p.dptr, p.bytesize);
-	if (seen || rc != CUDA_SUCCESS || !p.dptr || !p.bytesize) {
-		if (!seen)
-			kj_spool_problem("graph memory node %llu: its allocation could not be read "
-					 "(cuGraphMemAllocNodeGetParams returned %d); replay cannot relocate "
-					 "pointers into it", (unsigned long long)nid, (int)rc);
+		fprintf(stderr, "kjoule graph: mem_alloc node %llu: rc %d dptr 0x%llx bytes %zu\n",
+			(unsigned long long)nid, (int)rc, (unsigned long long)p.dptr, p.bytesize);
+	if (rc != CUDA_SUCCESS || !p.dptr || !p.bytesize) {
+		kj_spool_problem("graph memory node %llu: its allocation could not be read "
+				 "(cuGraphMemAllocNodeGetParams returned %d); replay cannot relocate "
+				 "pointers into it", (unsigned long long)nid, (int)rc);
 		return;
 	}
+	pthread_mutex_lock(&alloc_lock);
+	if (!alloc_addrs)
+		alloc_addrs = kj_map_new();
+	int known_here = alloc_addrs && kj_map_get(alloc_addrs, (uint64_t)p.dptr, &had) && had >= p.bytesize;
+	if (alloc_addrs && !known_here)
+		kj_map_put(alloc_addrs, (uint64_t)p.dptr, p.bytesize);
+	pthread_mutex_unlock(&alloc_lock);
+	if (known_here)
+		return;
 	memset(&r, 0, sizeof(r));
 	r.h.type = KJ_REC_MEMORY;
 	r.h.size = sizeof(r);

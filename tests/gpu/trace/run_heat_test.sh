@@ -22,7 +22,7 @@ for mode in eager graph; do
 	"$kj" replay "$db" >"$dir/$mode.replay" 2>&1
 	rc=$?
 	check "$mode: replay exits 0 ($rc)" "[ $rc = 0 ]"
-	timed=$(q "$db" "SELECT count(*) FROM replay_kernel WHERE status IN ('ok', 'relocated') AND median_ns > 0")
+	timed=$(q "$db" "SELECT count(*) FROM replay_kernel WHERE cache IN ('warm', 'cold') AND status IN ('ok', 'relocated') AND median_ns > 0")
 	check "$mode: all five kernels replay, warm and cold ($timed of 10)" "[ '$timed' = 10 ]"
 	seq=$(q "$db" "SELECT count(*) FROM replay_sequence WHERE mode IN ('eager', 'graph') AND median_ns > 0")
 	check "$mode: the kept iteration replays as a stream and as a graph ($seq of 2)" "[ '$seq' = 2 ]"
