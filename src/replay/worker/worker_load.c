@@ -134,14 +134,16 @@ int load_launch(struct replay *R)
 	return load_launch_k(R, &R->k, -1);
 }
 
-/* The allocations of the launching process that were live when the kernel was launched. */
+/* The allocations of the launching process that were live when the kernel was launched. One at
+ * address 0 (CUPTI's record of a graph's memory pool) is no range: every small integer would fall
+ * in it and be rewritten as a pointer. */
 int load_ranges(struct replay *R)
 {
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
 	if (kj_db_prepare(R->db,
 			  "SELECT id, address, bytes FROM allocation WHERE (?1 < 0 OR pid = ?1)"
-			  " AND address IS NOT NULL AND bytes > 0"
+			  " AND address > 0 AND bytes > 0"
 			  " AND (?2 < 0 OR alloc_ns IS NULL OR alloc_ns <= ?2)"
 			  " AND (?2 < 0 OR free_ns IS NULL OR free_ns > ?2)"
 			  " ORDER BY alloc_ns, id", &st)) {
