@@ -102,6 +102,18 @@ __global__ void fix_edges(float *b, int n)
 	b[(size_t)i * n + n - 1] = 0.f;
 }
 
+/* The maximum of v over the block (blockDim.x a power of two, at most 256), in m[0]. */
+__device__ void block_max(float v, float *m)
+{
+	m[threadIdx.x] = v;
+	__syncthreads();
+	for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s)
+			m[threadIdx.x] = fmaxf(m[threadIdx.x], m[threadIdx.x + s]);
+		__syncthreads();
+	}
+}
+
 /* max |b - a| over the grid in one cooperative launch: each block's maximum into partial[], a
  * grid-wide sync, then block 0 reduces the partials into *res. */
 __global__ void residual_coop(const float *a, const float *b, size_t cells, float *partial, float *res)
@@ -111,13 +123,7 @@ __global__ void residual_coop(const float *a, const float *b, size_t cells, floa
 	float v = 0.f;
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < cells; i += (size_t)gridDim.x * blockDim.x)
 		v = fmaxf(v, fabsf(b[i] - a[i]));
-	m[threadIdx.x] = v;
-	__syncthreads();
-	for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-		if (threadIdx.x < s)
-			m[threadIdx.x] = fmaxf(m[threadIdx.x], m[threadIdx.x + s]);
-		__syncthreads();
-	}
+	block_max(v, m);
 	if (threadIdx.x == 0)
 		partial[blockIdx.x] = m[0];
 	grid.sync();
@@ -125,13 +131,7 @@ __global__ void residual_coop(const float *a, const float *b, size_t cells, floa
 		v = 0.f;
 		for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x)
 			v = fmaxf(v, partial[i]);
-		m[threadIdx.x] = v;
-		__syncthreads();
-		for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-			if (threadIdx.x < s)
-				m[threadIdx.x] = fmaxf(m[threadIdx.x], m[threadIdx.x + s]);
-			__syncthreads();
-		}
+		block_max(v, m);
 		if (threadIdx.x == 0)
 			*res = m[0];
 	}
