@@ -108,6 +108,7 @@ static int group_get(struct builder *b, const struct gkey *k, enum kj_activity_k
 	s->bytes = -1;
 	s->shmem_dynamic = s->shmem_static = s->registers = -1;
 	s->shmem_executed = s->carveout = -1;
+	s->cooperative = -1;
 	for (int i = 0; i < 3; i++)
 		s->grid[i] = s->block[i] = s->cluster[i] = -1;
 	b->slots[j] = (int64_t)*idx + 1;
@@ -188,12 +189,13 @@ static int account(struct builder *b, struct kj_kernel_stat *s, sqlite3_stmt *st
 static int scan_kernels(struct builder *b, sqlite3 *db)
 {
 	char sql[512];
-	/* runs traced before session 14 have no L1/shared split */
+	/* runs traced before session 14 have no L1/shared split, before session 27 no launch type */
 	snprintf(sql, sizeof(sql),
 		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
 		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
-		 " cluster_y, cluster_z, %s FROM kernel",
-		 kj_db_has_column(db, "kernel", "shmem_executed") ? "shmem_executed, carveout" : "NULL, NULL");
+		 " cluster_y, cluster_z, %s, %s FROM kernel",
+		 kj_db_has_column(db, "kernel", "shmem_executed") ? "shmem_executed, carveout" : "NULL, NULL",
+		 kj_db_has_column(db, "kernel", "launch_type") ? "launch_type" : "NULL");
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db, sql, &st), step, err;
 
@@ -233,6 +235,12 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 			s->shmem_executed = kj_db_col_i64(st, 17, -1);
 		if (s->carveout < 0)
 			s->carveout = kj_db_col_i64(st, 18, -1);
+		if (sqlite3_column_type(st, 19) != SQLITE_NULL) { /* CUPTI's launch types 1, 2: cooperative */
+			int64_t lt = sqlite3_column_int64(st, 19);
+			int coop = lt == 1 || lt == 2;
+			if (coop > s->cooperative)
+				s->cooperative = coop;
+		}
 		b->r->kernel_launches++;
 		if (account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err))
 			b->r->kernel_ns += sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1);

@@ -248,6 +248,7 @@ static int print_jsonl(struct kj_kernel_stat **rows, size_t n)
 		json_object_set_new(o, "registers", jint(s->registers));
 		json_object_set_new(o, "shmem_executed", jint(s->shmem_executed));
 		json_object_set_new(o, "carveout", jint(s->carveout));
+		json_object_set_new(o, "cooperative", s->cooperative < 0 ? json_null() : json_boolean(s->cooperative));
 		json_object_set_new(o, "unique_id", jint(s->unique_id));
 		json_object_set_new(o, "key", jstr(s->key));
 		json_object_set_new(o, "keyed_by", jstr(s->keyed_by));

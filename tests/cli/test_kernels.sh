@@ -10,10 +10,10 @@ GEN="python3 $SRC/tests/tools/kjgen.py"
 # a fallback group (no unique id), memcpy and memset.
 cat >"$T/spec.json" <<'JSON'
 {"kernels": [
- {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1000000, "end": 1010000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
- {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1020000, "end": 1040000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1000000, "end": 1010000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100, "launch_type": 0},
+ {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1020000, "end": 1040000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100, "launch_type": 1},
  {"name": "nvjet_hsh_64x8_64x16_2x1_v_bz_TNT", "start": 1050000, "end": 1080000, "unique": "g", "grid": [16,8,1], "shmem_executed": 233472, "carveout": 100},
- {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1100000, "end": 1101000, "unique": "f"},
+ {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1100000, "end": 1101000, "unique": "f", "launch_type": 0},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1102000, "end": 1103000, "unique": "f"},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1104000, "end": 1105000, "unique": "f"},
  {"name": "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "start": 1106000, "end": 1107000, "unique": "f"},
@@ -67,7 +67,7 @@ objs = [json.loads(l) for l in lines]
 assert len(objs) == 5
 keys = {"name", "demangled", "tier", "count", "total_us", "mean_us", "min_us", "max_us",
         "share_of_busy", "grid", "block", "shmem", "registers", "key", "keyed_by", "unique_id",
-        "shmem_executed", "carveout"}
+        "shmem_executed", "carveout", "cooperative"}
 for o in objs:
     assert keys <= set(o), set(o) ^ keys
 g = [o for o in objs if o["name"].startswith("nvjet")][0]
@@ -75,6 +75,11 @@ assert g["grid"] == [16, 8, 1] and g["count"] == 3 and g["total_us"] == 60.0 and
 assert g["min_us"] == 10.0 and g["max_us"] == 30.0
 assert g["shmem_executed"] == 233472 and g["carveout"] == 100, g
 assert [o for o in objs if o["name"].startswith("nccl")][0]["shmem_executed"] is None
+# cooperative when any launch was (CUPTI's launch type 1 or 2), false when the launches say
+# regular, null where the run does not say (a tracer before session 27)
+assert g["cooperative"] is True, g
+assert [o for o in objs if "FillFunctor" in o["name"]][0]["cooperative"] is False
+assert [o for o in objs if o["name"].startswith("nccl")][0]["cooperative"] is None
 PY
 
 expect 0 "$KJ" kernels "$T/spec.kjdb"

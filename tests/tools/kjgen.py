@@ -306,10 +306,11 @@ def gen_spec(db, spec):
         end_max = max(end_max, k.get("end", 0) or 0)
         db.execute("INSERT INTO kernel(pid, device_id, context_id, stream_id, correlation_id, start_ns,"
                    " end_ns, name_id, unique_id, grid_x, grid_y, grid_z, block_x, block_y, block_z,"
-                   " shmem_dynamic, registers, shmem_executed, carveout)"
-                   " VALUES(4242,?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   " shmem_dynamic, registers, shmem_executed, carveout, launch_type)"
+                   " VALUES(4242,?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                    (d, k.get("stream", 7), i + 1, k.get("start"), k.get("end"), nid, uid) + grid + block +
-                   (k.get("shmem", 0), k.get("registers", 32), k.get("shmem_executed"), k.get("carveout")))
+                   (k.get("shmem", 0), k.get("registers", 32), k.get("shmem_executed"), k.get("carveout"),
+                    k.get("launch_type")))
     for i, c in enumerate(spec.get("memcpy", [])):
         devs.add(c.get("device", 0))
         end_max = max(end_max, c.get("end", 0) or 0)
