@@ -83,7 +83,7 @@ struct kj_launch {
 	CUstream stream;
 	int ptsz;
 	int graph_node;       /* 1: a kernel node read from a graph (no stream, no snapshot) */
-	int cooperative;      /* a graph kernel node with the cooperative attribute */
+	int cooperative;      /* a cooperative launch (cuLaunchCooperativeKernel, the launch or node attribute) */
 	void **params;
 	void **extra;
 };

@@ -236,7 +236,8 @@ static int apply_study(void)
 {
 	struct kj_cupti_study s;
 	char err[160];
-	if (kj_cupti_study_parse(getenv("KJOULE_CUPTI_STUDY"), &s, err, sizeof(err)) != 0) {
+	const char *list = getenv("KJOULE_CUPTI_STUDY");
+	if (kj_cupti_study_parse(list, &s, err, sizeof(err)) != 0) {
 		kj_spool_problem("KJOULE_CUPTI_STUDY ignored: %s", err);
 		return 0;
 	}
@@ -259,9 +260,9 @@ static int apply_study(void)
 		kj_spool_problem("KJOULE_CUPTI_STUDY=kernels_only: copies, memsets, allocations and NVTX "
 				 "ranges not recorded");
 	}
-	if (getenv("KJOULE_CUPTI_STUDY") && *getenv("KJOULE_CUPTI_STUDY"))
+	if (list && *list)
 		kj_spool_problem("KJOULE_CUPTI_STUDY=%s: CUPTI's activity settings of a cost study, not "
-				 "kjoule's", getenv("KJOULE_CUPTI_STUDY"));
+				 "kjoule's", list);
 	return s.cupti_clock;
 }
 
