@@ -73,9 +73,12 @@ int ing_add_group(struct ingest *in, const struct kj_rec_group *g)
 	return kj_map_put(in->group_index, g->group, in->ngroups++);
 }
 
+/* An allocation at address 0 (CUPTI's record of a graph's memory pool, which has no address of
+ * its own) is no range: every small integer would fall in it and count as a pointer, and sizes
+ * would no longer tell unique kernels apart. */
 int ing_add_range(struct ingest *in, const struct kj_rec_memory *m)
 {
-	if (m->op != 1 || !m->bytes)
+	if (m->op != 1 || !m->bytes || !m->address)
 		return 0;
 	struct range *nr = kj_grow(in->ranges, &in->cap_ranges, in->nranges, sizeof(*nr), 256);
 	if (!nr)
