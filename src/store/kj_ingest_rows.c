@@ -514,8 +514,9 @@ int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m)
 	uint64_t row;
 	if (m->op == 1) {
 		sqlite3_stmt *st = in->st[S_ALLOC];
-		int64_t dev = m->via ? -1 : ing_device_id(in, m->device);
-		const char *kind = m->via == 2 ? "graph" : m->via ? "vmm" : m->pool ? "pool" : mem_kind(m->kind);
+		int64_t dev = m->via != KJ_MEM_VIA_ACTIVITY ? -1 : ing_device_id(in, m->device);
+		const char *kind = m->via == KJ_MEM_VIA_GRAPH ? "graph" : m->via == KJ_MEM_VIA_VMM ? "vmm"
+				 : m->pool ? "pool" : mem_kind(m->kind);
 		sqlite3_bind_int64(st, 1, in->pid);
 		ing_bind_opt_i64(st, 2, dev >= 0, dev);
 		sqlite3_bind_int64(st, 3, (int64_t)m->address);

@@ -104,8 +104,11 @@ struct kj_rec_memory {
 	uint8_t op;   /* 1 allocation, 2 release */
 	uint8_t kind; /* CUPTI memory kind */
 	uint8_t pool; /* CUPTI pool type (0 none) */
-	uint8_t via;  /* 0 CUPTI activity, 1 VMM map callback, 2 a graph's memory node (at instantiation) */
+	uint8_t via;  /* KJ_MEM_VIA_*: who reported it */
 };
+#define KJ_MEM_VIA_ACTIVITY 0 /* CUPTI's MEMORY2 activity */
+#define KJ_MEM_VIA_VMM 1      /* kjoule's callback on cuMemMap/cuMemUnmap */
+#define KJ_MEM_VIA_GRAPH 2    /* a graph's memory node, read at instantiation (since session 27) */
 
 struct kj_rec_marker {
 	struct kj_rec_hdr h;
@@ -158,8 +161,8 @@ struct kj_rec_group {
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
 };
 
-/* kj_rec_group.flags: the launch asked to be cooperative (a graph's kernel node with
- * CU_LAUNCH_ATTRIBUTE_COOPERATIVE: CUPTI's records of graph kernels do not say so) */
+/* kj_rec_group.flags: the launch asked to be cooperative (cuLaunchCooperativeKernel, or the
+ * cooperative launch or kernel-node attribute): CUPTI's records of a graph's kernels do not say so */
 #define KJ_GROUP_COOPERATIVE 1u
 
 /* The bytes of one device buffer (or a chunk of it, at address) that a launch's parameters point

@@ -179,11 +179,11 @@ static struct buf make_spool_of(int64_t pid)
 		m.t_ns = 6000, m.op = 2;
 		put(&b, &m, sizeof(m), NULL, 0);
 		/* a graph's memory node, read at instantiation: never freed */
-		m.t_ns = 60, m.address = 0x7e0000000000ULL, m.bytes = 1 << 16, m.op = 1, m.kind = 0, m.via = 2;
+		m.t_ns = 60, m.address = 0x7e0000000000ULL, m.bytes = 1 << 16, m.op = 1, m.kind = 0, m.via = KJ_MEM_VIA_GRAPH;
 		put(&b, &m, sizeof(m), NULL, 0);
 		/* CUPTI's record of that graph's memory pool: 32 MiB at address 0. Taken as a range it
 		 * would make every size word below 32 Mi a pointer, and group A would not split */
-		m.t_ns = 61, m.address = 0, m.bytes = 32u << 20, m.op = 1, m.kind = 3, m.via = 0;
+		m.t_ns = 61, m.address = 0, m.bytes = 32u << 20, m.op = 1, m.kind = 3, m.via = KJ_MEM_VIA_ACTIVITY;
 		put(&b, &m, sizeof(m), NULL, 0);
 	}
 	put_group(&b, 0xA, 4096, 4, ref_a);

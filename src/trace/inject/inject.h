@@ -95,6 +95,10 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
  *  graph's first launch. */
 void kj_graph_node_param_words(uintptr_t f, void **params, void **extra);
 
+/** An allocation (op 1) or its release (op 2) that CUPTI's activity does not report: VMM mappings,
+ *  a graph's memory nodes (via: KJ_MEM_VIA_*). */
+void kj_put_allocation(uint64_t ptr, uint64_t bytes, int op, uint32_t corr, int via);
+
 /** This thread's id (gettid), cached per thread. */
 uint32_t kj_thread_id(void);
 

@@ -360,7 +360,7 @@ static void handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	kj_launch_record(cb->correlationId, cb->context, &l);
 }
 
-static void put_vmm(uint64_t ptr, uint64_t bytes, int op, uint32_t corr)
+void kj_put_allocation(uint64_t ptr, uint64_t bytes, int op, uint32_t corr, int via)
 {
 	struct kj_rec_memory r;
 	memset(&r, 0, sizeof(r));
@@ -371,7 +371,7 @@ static void put_vmm(uint64_t ptr, uint64_t bytes, int op, uint32_t corr)
 	r.bytes = bytes;
 	r.correlation = corr;
 	r.op = (uint8_t)op;
-	r.via = 1;
+	r.via = (uint8_t)via;
 	kj_spool_write(&r, sizeof(r));
 }
 
@@ -386,10 +386,10 @@ static void handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	if (id == CUPTI_DRIVER_TRACE_CBID_cuMemMap && cb->callbackSite == CUPTI_API_EXIT && succeeded(cb)) {
 		const cuMemMap_params *p = cb->functionParams;
-		put_vmm(p->ptr, p->size, 1, cb->correlationId);
+		kj_put_allocation(p->ptr, p->size, 1, cb->correlationId, KJ_MEM_VIA_VMM);
 	} else if (id == CUPTI_DRIVER_TRACE_CBID_cuMemUnmap && cb->callbackSite == CUPTI_API_ENTER) {
 		const cuMemUnmap_params *p = cb->functionParams;
-		put_vmm(p->ptr, p->size, 2, cb->correlationId);
+		kj_put_allocation(p->ptr, p->size, 2, cb->correlationId, KJ_MEM_VIA_VMM);
 	}
 }
 

@@ -239,7 +239,6 @@ static struct kj_map *alloc_addrs; /* address -> largest bytes recorded there */
 static void record_mem_alloc(CUgraphNode node, uint64_t nid)
 {
 	CUDA_MEM_ALLOC_NODE_PARAMS p;
-	struct kj_rec_memory r;
 	uint64_t had = 0;
 	memset(&p, 0, sizeof(p));
 	CUresult rc = cuGraphMemAllocNodeGetParams(node, &p);
@@ -259,18 +258,8 @@ static void record_mem_alloc(CUgraphNode node, uint64_t nid)
 	if (alloc_addrs && !known_here)
 		kj_map_put(alloc_addrs, (uint64_t)p.dptr, p.bytesize);
 	pthread_mutex_unlock(&alloc_lock);
-	if (known_here)
-		return;
-	memset(&r, 0, sizeof(r));
-	r.h.type = KJ_REC_MEMORY;
-	r.h.size = sizeof(r);
-	r.t_ns = kj_now_ns();
-	r.address = (uint64_t)p.dptr;
-	r.bytes = p.bytesize;
-	r.device = (uint32_t)p.poolProps.location.id;
-	r.op = 1;
-	r.via = 2;
-	kj_spool_write(&r, sizeof(r));
+	if (!known_here)
+		kj_put_allocation((uint64_t)p.dptr, p.bytesize, 1, 0, KJ_MEM_VIA_GRAPH);
 }
 
 static void walk_graph(CUgraph g, uint64_t parent, int depth)
