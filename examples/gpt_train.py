@@ -37,6 +37,12 @@ so one compiled block serves all layers (compiles in seconds, not minutes). Indu
 kernels for the norms, GELU, residual adds, bias gradients and the loss, fusing what eager PyTorch
 launches apart (which ones: `kjoule kernels` of the run); the optimizer stays eager (fused AdamW).
 
+--cuda-graph: the whole step (forward, loss, backward, the master copies, AdamW with
+capturable=True, zero_grad) captured once into one CUDA graph after three steps run on a side
+stream (they build the optimizer's state and, with --compile, compile), then each step is one graph
+replay: the GPU runs the same kernels with no host launch gaps between them, as static-shape
+training loops do. Combines with --compile (the compiled kernels are captured).
+
 Each step (forward, loss, backward, optimizer, zero_grad) runs inside one NVTX range `step`, warm-up
 steps included (`kjoule compare --skip W` leaves them out); steps are launched back to back with no
 synchronisation until the end (with --min-seconds S, more steps once --steps are done until the
@@ -47,7 +53,7 @@ parameters, tokens per second and the loss.
 
 usage: gpt_train.py [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 4]
                     [--precision bf16|fp16] [--steps 20] [--warmup 3] [--norm layernorm|rms]
-                    [--no-master] [--compile] [--model-yml FILE]
+                    [--no-master] [--compile] [--cuda-graph] [--model-yml FILE]
 --model-yml FILE writes the MODEL.yml of this shape for `kjoule predict --model` and exits (no
 PyTorch needed).
 """
@@ -136,6 +142,8 @@ def main():
     ap.add_argument("--no-master", action="store_true", help="AdamW on the half parameters")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile each block and the loss (Inductor, mode default)")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="capture the whole step into one CUDA graph and replay it each step")
     ap.add_argument("--model-yml", metavar="FILE", help="write MODEL.yml for kjoule predict and exit")
     ap.add_argument("--min-seconds", type=float, default=0.0,
                     help="run measured steps until at least this long (NVML's energy counter moves "
@@ -166,7 +174,8 @@ def main():
         model.loss = torch.compile(model.loss)
     params = list(model.parameters())  # the tied matrix once
     n_params = sum(p.numel() for p in params)
-    adam = dict(lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.01, fused=True)
+    adam = dict(lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.01, fused=True,
+                capturable=a.cuda_graph)
     if a.no_master:
         master = None
         opt = torch.optim.AdamW(params, **adam)
@@ -200,6 +209,29 @@ def main():
         model.zero_grad(set_to_none=True)
         return loss.detach()
 
+    def captured(step):
+        """(replay, first_loss): the step captured into one CUDA graph after three steps on a side
+        stream (optimizer state, compilation, cuDNN plans); replay() runs it and returns the
+        graph's own loss tensor, which each replay overwrites."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            first = step().clone()
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step()
+
+        def replay():
+            graph.replay()
+            return static_loss
+        return replay, float(first)
+
+    run_step, first_loss = (captured(step) if a.cuda_graph else (step, None))
+
     def energy_reader():
         """(read, why): read() gives NVML's total-energy counter of this GPU in mJ; read is None,
         and why says so, without pynvml or driver support."""
@@ -227,7 +259,7 @@ def main():
         starts.append(torch.cuda.Event(enable_timing=True))
         ends.append(torch.cuda.Event(enable_timing=True))
         starts[-1].record()
-        losses.append(step())
+        losses.append(run_step())
         ends[-1].record()
         torch.cuda.nvtx.range_pop()
         i += 1
@@ -237,11 +269,12 @@ def main():
     measured = i - a.warmup
     ms = [s_.elapsed_time(e) for s_, e in zip(starts[a.warmup:], ends[a.warmup:])]
     span_ms = starts[a.warmup].elapsed_time(ends[-1])
-    first, last = float(losses[0]), float(losses[-1])
+    # a replayed step returns the graph's one loss tensor: its first loss is the first side-stream step's
+    first, last = (first_loss if first_loss is not None else float(losses[0])), float(losses[-1])
     energy, why = per_call(e0, e1, wall_s, measured, read_mj is not None)
     out = {"program": "gpt_train", "layers": a.layers, "hidden": a.hidden, "heads": a.heads,
            "seq": a.seq, "batch": a.batch, "precision": a.precision, "norm": a.norm,
-           "master_weights": master is not None, "compiled": a.compile, "vocab": VOCAB, "params": n_params,
+           "master_weights": master is not None, "compiled": a.compile, "cuda_graph": a.cuda_graph, "vocab": VOCAB, "params": n_params,
            "warmup": a.warmup, "steps": measured,
            "ms_per_step_median": statistics.median(ms), "ms_per_step_min": min(ms),
            "ms_per_step_mean": span_ms / measured,

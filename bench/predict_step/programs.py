@@ -151,14 +151,15 @@ def main():
     os.replace(tmp, a.output)
     f = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"
     print(f"predicted step: {f(pred['time_us'] / 1e3, 2)} ms, {f(pred['energy_uj'] / 1e6, 3)} J ({sweeps['device']})")
-    print(f"{'program':<15} {'ms traced':>9} {'J traced':>9} {'ms untr.':>9} {'J untr.':>9} "
+    w = max([15] + [len(p["program"]) for p in res["programs"]])
+    print(f"{'program':<{w}} {'ms traced':>9} {'J traced':>9} {'ms untr.':>9} {'J untr.':>9} "
           f"{'time %':>7} {'energy %':>8} {'t% untr':>7} {'e% untr':>7}")
     for p in res["programs"]:
         if "not_measured" in p:
-            print(f"{p['program']:<15} not measured: {p['not_measured']}")
+            print(f"{p['program']:<{w}} not measured: {p['not_measured']}")
             continue
         m, e = p["measured"], p["errors_pct"]
-        print(f"{p['program']:<15} {f(m['step_time_us_mean'] and m['step_time_us_mean'] / 1e3, 2):>9} "
+        print(f"{p['program']:<{w}} {f(m['step_time_us_mean'] and m['step_time_us_mean'] / 1e3, 2):>9} "
               f"{f(m['step_energy_j_mean'], 3):>9} {f(m['untraced_ms_per_step_median'], 2):>9} "
               f"{f(m['untraced_energy_j_per_step'], 3):>9} {f(e['time_vs_traced_mean_wall']):>7} "
               f"{f(e['energy_vs_traced_mean']):>8} {f(e['time_vs_untraced']):>7} {f(e['energy_vs_untraced']):>7}")

@@ -29,12 +29,14 @@ fails or runs out of time is recorded under "skipped" and the rest still runs. E
 
 usage: run.py --kjoule KJOULE [--layers 24 --hidden 1024 --heads 16 --seq 1024 --batch 8]
               [--precision bf16] [--norm layernorm] [--steps 20] [--warmup 3] [--out-dir DIR]
-              [-o RESULT.json] [--no-trace | --run RUN.kjdb | --no-sweep] [--compile]
+              [-o RESULT.json] [--no-trace | --run RUN.kjdb | --no-sweep] [--compile] [--cuda-graph]
               [--gpu-name NAME] [--energy-s 0.5] [--budget-s 540] [--python python3]
 --no-trace: sweep, fit and predict only (the CPU test, with the stand-in worker);
 --no-sweep: the measured step only (untraced and traced, compare; no sweep, fit or predict), for
 bench/predict_step/programs.py to judge against a --no-trace result of the same machine;
 --compile: the program under torch.compile (gpt_train.py --compile) instead of eager;
+--cuda-graph: the whole step captured into one CUDA graph and replayed (gpt_train.py --cuda-graph),
+eager or with --compile;
 --run RUN.kjdb: compare an existing database instead of tracing (its iteration range as compare
 chooses it, --warmup instances skipped)."""
 import argparse
@@ -275,6 +277,7 @@ def main():
     ap.add_argument("--no-trace", action="store_true", help="sweep, fit and predict only")
     ap.add_argument("--no-sweep", action="store_true", help="the measured step only")
     ap.add_argument("--compile", action="store_true", help="gpt_train.py --compile")
+    ap.add_argument("--cuda-graph", action="store_true", help="gpt_train.py --cuda-graph")
     ap.add_argument("--run", metavar="RUN.kjdb", help="compare this database instead of tracing")
     ap.add_argument("--gpu-name", default=None)
     ap.add_argument("--energy-s", default="0.5")
@@ -302,7 +305,8 @@ def main():
                   "--seq", str(a.seq), "--batch", str(a.batch), "--precision", a.precision,
                   "--norm", a.norm]
     trace = not a.no_trace
-    program_args = ["--compile"] if a.compile else []
+    program_args = (["--compile"] if a.compile else []) + (["--cuda-graph"] if a.cuda_graph else [])
+    program_name = ("torch.compile" if a.compile else "eager") + (" + CUDA graph" if a.cuda_graph else "")
     # time kept back after the untraced run and after the trace
     reserve_untraced, reserve_trace = (100, 20) if a.no_sweep else (330, 200)
     # time kept back for fit and predict (the trace runs first)
@@ -314,7 +318,7 @@ def main():
               "settings": {"steps": a.steps, "warmup": a.warmup, "budget_s": a.budget_s,
                            "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
                            "trace": "no" if not trace else ("existing run" if a.run else "kjoule run"),
-                           "program": None if not trace else ("torch.compile" if a.compile else "eager"),
+                           "program": None if not trace else program_name,
                            "sweeps": not a.no_sweep},
               "operators": [], "predicted": None, "measured": None,
               "errors": {"time_pct": None, "energy_pct": None}, "gap": None}

@@ -4,8 +4,11 @@
 # still held: the machine goes back after ~30 s idle).
 #   bash scripts/gpu/step_programs.sh sweeps     # ≈ 8-9 min: run.py --no-trace (13 operators, cold-L2
 #                                               # energy, 0.3 s windows) -> $OUT/notrace_sweeps.json
-#   bash scripts/gpu/step_programs.sh programs   # ≈ 3-4 min: eager twice, --compile once, each untraced
-#                                               # and traced (run.py --no-sweep) -> $OUT/{eager_1,eager_2,compile_1}.json
+#   bash scripts/gpu/step_programs.sh programs   # ≈ 1-1.5 min a program, each untraced and traced
+#                                               # (run.py --no-sweep) -> $OUT/<program>.json; PROGRAMS
+#                                               # picks them (default: eager_1 eager_graph compile_1
+#                                               # compile_graph; eager_2 ... any NAME_N repeats one;
+#                                               # *_graph: the whole step in one CUDA graph)
 # At most 4 files come back to $OUT per call (the device tool carries a few files only). Then, on
 # the CPU: python3 bench/predict_step/programs.py --sweeps notrace_sweeps.json --traced eager_1.json
 #   --traced eager_2.json --traced compile_1.json -o bench/results/predict_step_programs_X.json
@@ -25,9 +28,10 @@ sweeps)
 	;;
 programs)
 	# each: the untraced program (~30-60 s with compilation), the traced one and compare (~60 s)
-	for p in eager_1 eager_2 compile_1; do
+	for p in ${PROGRAMS:-eager_1 eager_graph compile_1 compile_graph}; do
 		extra="--no-sweep"
-		case $p in compile_*) extra="--no-sweep --compile" ;; esac
+		case $p in compile_*) extra="$extra --compile" ;; esac
+		case $p in *_graph*) extra="$extra --cuda-graph" ;; esac
 		OUT=/tmp/sp_$p BUDGET=${BUDGET:-180} bash scripts/gpu/train_step.sh --batch 8 $extra "$@" >/tmp/sp_$p.txt 2>&1
 		cp /tmp/sp_$p/predict_step.json "$OUT/$p.json" 2>/dev/null
 		echo "$p: $(grep -E '^step:|^untraced:' /tmp/sp_$p.txt | tr '\n' ' ')"

@@ -130,17 +130,22 @@ expect 0 python3 "$B" --kjoule "$KJ" --run "$SRC/examples/runs/bloom560m.kjdb" -
 	--gpu-name "$G" --out-dir "$T/e" -o "$T/e.json"
 expect 0 python3 "$B" --kjoule "$KJ" --python "$T/py" --no-sweep --compile --steps 2 --warmup 1 \
 	--gpu-name "$G" --out-dir "$T/f" -o "$T/f.json"
-python3 - "$T/e.json" "$T/f.json" <<'P' || fail "--no-sweep: $(head -c 600 "$T/f.json")"
+expect 0 python3 "$B" --kjoule "$KJ" --python "$T/py" --no-sweep --compile --cuda-graph --steps 2 --warmup 1 \
+	--gpu-name "$G" --out-dir "$T/g" -o "$T/g.json"
+python3 - "$T/e.json" "$T/f.json" "$T/g.json" <<'P' || fail "--no-sweep: $(head -c 600 "$T/f.json")"
 import json, sys
-e, f = (json.load(open(x)) for x in sys.argv[1:])
-for r in (e, f):  # nothing swept, fitted or predicted
+e, f, g = (json.load(open(x)) for x in sys.argv[1:])
+for r in (e, f, g):  # nothing swept, fitted or predicted
     assert r["operators"] == [] and r["predicted"] is None and r["settings"]["sweeps"] is False, r["settings"]
     assert not any(c["what"].startswith(("sweep", "kjoule fit", "kjoule predict")) for c in r["commands"])
 assert e["settings"]["program"] == "eager" and e["measured"]["step_time_us_mean"] > 0
 assert f["settings"]["program"] == "torch.compile"
 for what in ("untraced program", "kjoule run"):
     c = [c for c in f["commands"] if c["what"] == what][0]
-    assert "--compile" in c["command"].split(), c
+    assert "--compile" in c["command"].split() and "--cuda-graph" not in c["command"].split(), c
+    c = [c for c in g["commands"] if c["what"] == what][0]
+    assert {"--compile", "--cuda-graph"} <= set(c["command"].split()), c
+assert g["settings"]["program"] == "torch.compile + CUDA graph", g["settings"]
 P
 P=$SRC/bench/predict_step/programs.py
 expect 0 python3 "$P" --sweeps "$T/a.json" --traced "$T/e.json" --traced "$T/f.json" -o "$T/p.json"
