@@ -8,7 +8,9 @@
 #                                               # (run.py --no-sweep) -> $OUT/<program>.json; PROGRAMS
 #                                               # picks them (default: eager_1 eager_graph compile_1
 #                                               # compile_graph; eager_2 ... any NAME_N repeats one;
-#                                               # *_graph: the whole step in one CUDA graph)
+#                                               # *_graph: the whole step in one CUDA graph;
+#                                               # STEPS measured steps, 100 by default: the energy
+#                                               # mean to about +-7 %, where 20 gave +-20 %)
 # At most 4 files come back to $OUT per call (the device tool carries a few files only). Then, on
 # the CPU: python3 bench/predict_step/programs.py --sweeps notrace_sweeps.json --traced eager_1.json
 #   --traced eager_2.json --traced compile_1.json -o bench/results/predict_step_programs_X.json
@@ -32,7 +34,7 @@ programs)
 		extra="--no-sweep"
 		case $p in compile_*) extra="$extra --compile" ;; esac
 		case $p in *_graph*) extra="$extra --cuda-graph" ;; esac
-		OUT=/tmp/sp_$p BUDGET=${BUDGET:-180} bash scripts/gpu/train_step.sh --batch 8 $extra "$@" >/tmp/sp_$p.txt 2>&1
+		OUT=/tmp/sp_$p BUDGET=${BUDGET:-180} STEPS=${STEPS:-100} bash scripts/gpu/train_step.sh --batch 8 $extra "$@" >/tmp/sp_$p.txt 2>&1
 		cp /tmp/sp_$p/predict_step.json "$OUT/$p.json" 2>/dev/null
 		echo "$p: $(grep -E '^step:|^untraced:' /tmp/sp_$p.txt | tr '\n' ' ')"
 	done
