@@ -297,6 +297,15 @@ static int64_t q1(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* EXPR (of unique_kernel u) for the unique kernel the launch with correlation id CORR belongs to */
+static int64_t q_unique(sqlite3 *db, const char *expr, int corr)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT %s FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
+		 " WHERE k.correlation_id = %d", expr, corr);
+	return q1(db, sql);
+}
+
 static const char *qtext(sqlite3 *db, const char *sql, char *out, size_t len)
 {
 	sqlite3_stmt *s;
@@ -332,8 +341,7 @@ static void test_complete_spool(void **state)
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (10, 12)"), 2);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id = 13"
 				" OR graph_node_id = 80"), 1);
-	assert_int_equal(q1(db, "SELECT launches FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 13"), 2);
+	assert_int_equal(q_unique(db, "launches", 13), 2);
 	assert_int_equal(q1(db, "SELECT launch_ns FROM kernel WHERE correlation_id = 11"), 200);
 	assert_int_equal(q1(db, "SELECT launch_tid FROM kernel WHERE correlation_id = 11"), 42);
 	assert_int_equal(q1(db, "SELECT launch_ns FROM kernel WHERE correlation_id = 99"), -1);
@@ -347,8 +355,7 @@ static void test_complete_spool(void **state)
 	assert_int_equal(q1(db, "SELECT length(params) FROM launch_params WHERE correlation_id = 12"), 32);
 	assert_int_equal(q1(db, "SELECT hex(substr(params, 9, 1)) = '07' AND hex(substr(params, 25, 1)) = '09'"
 				" FROM launch_params WHERE correlation_id = 12"), 1);
-	assert_int_equal(q1(db, "SELECT param_bytes FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 10"), 32);
+	assert_int_equal(q_unique(db, "param_bytes", 10), 32);
 	assert_string_equal(qtext(db, "SELECT handle_kind FROM launch_params LIMIT 1", t, sizeof(t)), "kernel");
 	assert_int_equal(q1(db, "SELECT count(*) FROM sequence_op"), 0);
 	assert_string_equal(qtext(db, "SELECT kind || src_kind || dst_kind FROM memcpy", t, sizeof(t)),
@@ -385,21 +392,16 @@ static void test_complete_spool(void **state)
 	assert_int_equal(q1(db, "SELECT carveout FROM kernel WHERE correlation_id = 99"), 50);
 	assert_int_equal(q1(db, "SELECT carveout IS NULL FROM kernel WHERE correlation_id = 10"), 1);
 	assert_int_equal(q1(db, "SELECT shmem_executed IS NULL AND carveout IS NULL FROM kernel WHERE correlation_id = 21"), 1);
-	assert_int_equal(q1(db, "SELECT u.shmem_executed FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 21"), 32768);
-	assert_int_equal(q1(db, "SELECT u.carveout FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 99"), 50);
-	assert_int_equal(q1(db, "SELECT u.carveout IS NULL FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 13"), 1);
+	assert_int_equal(q_unique(db, "u.shmem_executed", 21), 32768);
+	assert_int_equal(q_unique(db, "u.carveout", 99), 50);
+	assert_int_equal(q_unique(db, "u.carveout IS NULL", 13), 1);
 	/* the launch type per kernel (NULL from an older tracer's record), and a unique kernel is
 	 * cooperative when its launches were: replay must launch it so */
 	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE correlation_id = 13"), 1);
 	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE correlation_id = 10"), 0);
 	assert_int_equal(q1(db, "SELECT launch_type IS NULL FROM kernel WHERE correlation_id = 21"), 1);
-	assert_int_equal(q1(db, "SELECT u.cooperative FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 13"), 1);
-	assert_int_equal(q1(db, "SELECT u.cooperative FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 10"), 0);
+	assert_int_equal(q_unique(db, "u.cooperative", 13), 1);
+	assert_int_equal(q_unique(db, "u.cooperative", 10), 0);
 	assert_int_equal(q1(db, "SELECT launch_type FROM kernel WHERE graph_node_id = 80"), 1);
 	assert_int_equal(q1(db, "SELECT count(*) FROM unique_kernel WHERE cooperative = 1"), 1);
 	kj_db_close(db);
@@ -447,8 +449,7 @@ static void test_recurring_sizes_and_counters(void **state)
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id >= 300"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 112, 124)"), 1);
 	assert_int_equal(q1(db, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id IN (100, 101)"), 2);
-	assert_int_equal(q1(db, "SELECT launches FROM unique_kernel u JOIN kernel k ON k.unique_id = u.id"
-				" WHERE k.correlation_id = 130"), 73);
+	assert_int_equal(q_unique(db, "launches", 130), 73);
 	kj_db_close(db);
 	free(b.p);
 }
