@@ -90,21 +90,44 @@ try:
 except OSError:
     dev = None
 kill = json.load(open(sys.argv[3])) if os.path.exists(sys.argv[3]) else None
-flag = lambda r: (r["process_intervals"] or 0) > 0
 solo = [r for r in runs if r["kind"] == "solo"]
 pair = [r for r in runs if r["kind"] == "pair"]
+# each signal, and compare's verdict (what users see): a run counts as flagged by it when
+#   process:     the process listing saw another process on the GPU (foreign_activity rows)
+#   utilization: the utilisation counter ran above what the run's own kernels explain
+#   compare:     compare's shared_gpu says iterations ran beside other processes or with
+#                unexplained utilisation
+def compare_flag(r):
+    s = r.get("compare_shared_gpu")
+    if s is None:
+        return None
+    return bool((s.get("iterations_with_other_processes") or 0) > 0
+                or (s.get("iterations_unexplained_utilization") or 0) > 0)
+SIGNALS = {"process": lambda r: (r["process_intervals"] or 0) > 0,
+           "utilization": lambda r: (r["utilization_intervals"] or 0) > 0,
+           "compare": compare_flag}
+def rate(rs, f):
+    v = [f(r) for r in rs]
+    known = [x for x in v if x is not None]
+    return {"flagged": sum(known), "runs": len(known), "unknown": len(v) - len(known),
+            "rate": round(sum(known) / len(known), 3) if known else None}
 res = {"gpu_shared_checks_ok": int(sys.argv[5]), "gpu_shared_checks_failed": int(sys.argv[6]),
        "device": dev, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
        "command": sys.argv[4], "runs": runs, "kill_program": kill,
-       "solo_runs": len(solo), "solo_flagged": sum(map(flag, solo)),
-       "pair_runs": len(pair), "pair_flagged": sum(map(flag, pair))}
+       # solo: a flag is a false positive; pairs: a flag is a true positive
+       "false_positive": {k: rate(solo, f) for k, f in SIGNALS.items()},
+       "true_positive": {k: rate(pair, f) for k, f in SIGNALS.items()},
+       "solo_runs": len(solo), "pair_runs": len(pair)}
 json.dump(res, open(sys.argv[2], "w"), indent=1)
 print("\n== summary (%s)" % dev)
 print("%-28s %s" % ("what", "result"))
 print("%-28s %s" % ("watch state (first run)", runs[0]["watch"] if runs else "-"))
 print("%-28s %s" % ("pid match (first run)", runs[0]["pid_match"] if runs else "-"))
-print("%-28s %d of %d (want 0)" % ("solo runs flagged", res["solo_flagged"], len(solo)))
-print("%-28s %d of %d (want all)" % ("concurrent runs flagged", res["pair_flagged"], len(pair)))
+for k in SIGNALS:
+    fp, tp = res["false_positive"][k], res["true_positive"][k]
+    print("%-28s solo %d of %d flagged (want 0), concurrent %d of %d (want all)%s" % (
+        "signal " + k, fp["flagged"], fp["runs"], tp["flagged"], tp["runs"],
+        ", %d without a verdict" % (fp["unknown"] + tp["unknown"]) if fp["unknown"] + tp["unknown"] else ""))
 fr = [r["compare_shared_gpu"]["fraction_with_other_processes"] for r in pair if r.get("compare_shared_gpu")]
 print("%-28s %s" % ("pair iteration fractions", " ".join("%.2f" % f for f in fr if f is not None) or "-"))
 print("%-28s %s" % ("solo util-only intervals", " ".join(str(r["utilization_intervals"]) for r in solo) or "-"))

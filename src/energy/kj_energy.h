@@ -44,6 +44,17 @@ int kj_energy_window(const struct kj_power_sample *s, size_t n, int64_t t0_ns, i
 		     double idle_mw, struct kj_window_energy *out);
 
 /**
+ * @brief The first and the last update of the energy counter inside [t0_ns, t1_ns], placed as
+ * kj_energy_window() places them (midway between the two reads that bracket each update, both
+ * reads inside the interval). A window between the two holds whole counter periods only.
+ * first_sig_ns / last_sig_ns (may be NULL) receive each update's bracket: the time between the two
+ * reads, which bounds the update's true time to within half of it either side of the estimate.
+ * @return the number of updates found (fewer than 2: no whole period inside), or KJ_EINVAL.
+ */
+int kj_energy_edges_inside(const struct kj_power_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
+			   int64_t *first_ns, int64_t *last_ns, int64_t *first_sig_ns, int64_t *last_sig_ns);
+
+/**
  * @brief Load the power samples of one device of a run database, sorted by time.
  * @param out  receives a malloc'ed array (caller frees); *n its length (0 when none).
  */

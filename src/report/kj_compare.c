@@ -33,7 +33,8 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 						    .tier = kj_smap_intern(&c->tiers, tier),
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
 						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1,
-						    .energy_warm_mj = -1, .energy_cold_mj = -1};
+						    .energy_warm_mj = -1, .energy_cold_mj = -1,
+						    .ew_ns = -1, .ec_ns = -1};
 	return c->n_groups++;
 }
 
@@ -166,7 +167,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		gr->standin = standin;
 		gr->standin_mw = standin && !alone && gr->power_mw > 0 ? gr->power_mw : -1;
 		gr->energy_mj = gr->energy_warm_mj = gr->energy_cold_mj = -1;
-		gr->power_mw = -1;
+		gr->power_mw = gr->ew_ns = gr->ec_ns = -1;
 	}
 out:
 	if (fill)
@@ -254,8 +255,11 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			continue;
 		c->groups[g].energy_mj = sqlite3_column_double(st, 1);
 		/* mW; the power of the energy loop, from its own seconds where power_mw is absent */
-		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_double(st, 2) > 0)
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_double(st, 2) > 0) {
 			c->groups[g].power_mw = sqlite3_column_double(st, 2);
+			c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
+		}
+		c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
 		c->n_replay_energy_rows++;
 	}
 	sqlite3_finalize(st);
@@ -276,6 +280,7 @@ static int load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 				continue;
 			gr->energy_warm_mj = gr->energy_mj;
 			gr->energy_cold_mj = cold_mj;
+			gr->ec_ns = cold_ns > 0 ? cold_ns : -1;
 			gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;
 			if (warm_ns > 0 && cold_ns > 0)
 				gr->power_mw = gr->energy_mj / ((warm_ns + cold_ns) / 2) * 1e9;
@@ -349,14 +354,56 @@ nomem:
 	return KJ_ENOMEM;
 }
 
+/* GPU activity time inside [a, b] that falls between the measured iterations: work no iteration
+ * owns (an optimizer step outside a 'forward' range, say). The loop is one window only where the
+ * GPU waits between iterations. */
+static int64_t gap_busy_ns(const struct kj_compare *c, int64_t a, int64_t b)
+{
+	struct kj_ival *gap = malloc((c->it.n + 1) * sizeof(*gap));
+	size_t ng = 0;
+	int64_t busy = 0, prev_end = INT64_MIN;
+	if (!gap)
+		return INT64_MAX; /* unknown: no loop */
+	for (size_t i = 0; i < c->it.n; i++) { /* iterations are sorted by start */
+		const struct cmp_iter *x = &c->iv[i];
+		if (x->skipped || x->start_ns < a || x->end_ns > b)
+			continue;
+		if (prev_end != INT64_MIN && x->start_ns > prev_end)
+			gap[ng++] = (struct kj_ival){prev_end, x->start_ns};
+		prev_end = x->end_ns;
+	}
+	for (size_t k = 0; k < c->acts.n && ng; k++) {
+		const struct kj_act *t = &c->acts.v[k];
+		if (t->end_ns <= a || t->start_ns >= b)
+			continue;
+		size_t lo = 0, hi = ng; /* the first gap that ends after the activity starts */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (gap[mid].e <= t->start_ns)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t g = lo; g < ng && gap[g].s < t->end_ns; g++) {
+			int64_t s0 = t->start_ns > gap[g].s ? t->start_ns : gap[g].s;
+			int64_t s1 = t->end_ns < gap[g].e ? t->end_ns : gap[g].e;
+			busy += s1 > s0 ? s1 - s0 : 0;
+		}
+	}
+	free(gap);
+	return busy;
+}
+
 /* The kept iterations' span, the iterations inside it and their total length (c->loop_*). 0 when
  * there is no loop to measure: fewer than 3 iterations, or two of them overlapping. (Iterations
  * that shared the GPU with another process are known later: the summary checks them.) */
 static int loop_span(struct kj_compare *c)
 {
 	int64_t a = INT64_MAX, b = INT64_MIN, prev_end = INT64_MIN;
-	c->loop_mj = c->loop_unc_mj = 0;
-	c->loop_span_ns = c->loop_inside_ns = c->loop_n = 0;
+	c->loop_mj = c->loop_unc_mj = c->loop_iter_mj = c->loop_iter_unc_mj = 0;
+	c->loop_span_ns = c->loop_inside_ns = c->loop_n = c->loop_window_ns = 0;
+	c->loop_window_iters = c->loop_window_inside_ns = 0;
+	c->loop_aligned = 1;
 	c->loop_counter_periods = 0;
 	for (size_t i = 0; i < c->it.n; i++)
 		if (!c->iv[i].skipped) {
@@ -377,19 +424,60 @@ static int loop_span(struct kj_compare *c)
 	}
 	c->loop_start_ns = a;
 	c->loop_span_ns = b - a;
+	c->loop_gap_busy_ns = gap_busy_ns(c, a, b);
 	return c->loop_n >= 3;
 }
 
-/* Adds one device's energy over the loop's span; 0 when it cannot be measured. */
-static int add_loop_energy(struct kj_compare *c, const struct kj_power_sample *s, size_t n, double idle_mw)
+/* Adds one device's energy per iteration over the loop; 0 when it cannot be measured. The window
+ * runs from the first to the last update of the energy counter inside the loop's span, so it holds
+ * whole counter periods only (no cut period to estimate); the iterations count by the share of
+ * each inside it, and the time between them inside it at the device's idle power (idle_w_dev W;
+ * 5 % of that term added to the bound). A loop with fewer than two updates inside is measured over
+ * its whole span instead, its cut periods estimated (loop_aligned 0). */
+static int add_loop_energy(struct kj_compare *c, const struct kj_power_sample *s, size_t n, double idle_mw,
+			   double idle_w_dev)
 {
 	struct kj_window_energy we;
+	int64_t w0 = c->loop_start_ns, w1 = c->loop_start_ns + c->loop_span_ns, e0, e1, sig0 = 0, sig1 = 0;
+	double iters = 0, inside_ns = 0;
 	memset(&we, 0, sizeof(we));
-	if (n == 0 || kj_energy_window(s, n, c->loop_start_ns, c->loop_start_ns + c->loop_span_ns, idle_mw, &we) != 0 || !we.ok ||
-	    !isfinite(we.energy_j))
+	if (n == 0)
 		return 0;
+	if (kj_energy_edges_inside(s, n, w0, w1, &e0, &e1, &sig0, &sig1) >= 2 && e1 > e0) {
+		w0 = e0, w1 = e1;
+	} else {
+		c->loop_aligned = 0;
+		sig0 = sig1 = 0; /* the window's own bound has its edges' timing */
+	}
+	if (kj_energy_window(s, n, w0, w1, idle_mw, &we) != 0 || !we.ok || !isfinite(we.energy_j))
+		return 0;
+	for (size_t i = 0; i < c->it.n; i++) {
+		const struct cmp_iter *x = &c->iv[i];
+		if (x->start_ns < c->loop_start_ns || x->end_ns > c->loop_start_ns + c->loop_span_ns)
+			continue;
+		int64_t a = x->start_ns > w0 ? x->start_ns : w0, b = x->end_ns < w1 ? x->end_ns : w1;
+		if (b > a && x->end_ns > x->start_ns) {
+			inside_ns += (double)(b - a);
+			iters += (double)(b - a) / (double)(x->end_ns - x->start_ns);
+		}
+	}
+	if (iters <= 0)
+		return 0;
+	double outside_mj = (idle_w_dev > 0 ? idle_w_dev : 0) * ((double)(w1 - w0) - inside_ns) * 1e-6; /* W*ns->mJ */
 	c->loop_mj += we.energy_j * 1000.0;
 	c->loop_unc_mj += isfinite(we.uncertainty_j) ? we.uncertainty_j * 1000.0 : 0;
+	double per_iter_mj = (we.energy_j * 1000.0 - outside_mj) / iters;
+	/* each update's true time lies within half its bracket of the estimate: the iterations the
+	 * window holds are known to that much time of them, the energy itself exactly */
+	double timing_mj = per_iter_mj * 0.5 * (double)(sig0 + sig1) / inside_ns;
+	c->loop_iter_mj += per_iter_mj;
+	c->loop_iter_unc_mj += ((isfinite(we.uncertainty_j) ? we.uncertainty_j * 1000.0 : 0) + 0.05 * outside_mj) / iters +
+			       timing_mj;
+	if (c->loop_window_ns == 0) {
+		c->loop_window_ns = w1 - w0;
+		c->loop_window_iters = iters;
+		c->loop_window_inside_ns = inside_ns;
+	}
 	if (c->loop_counter_periods == 0 || we.counter_periods < c->loop_counter_periods)
 		c->loop_counter_periods = we.counter_periods;
 	return 1;
@@ -598,7 +686,7 @@ static int compute_energy(sqlite3 *db, struct kj_compare *c)
 			}
 		}
 		if (loop_ok)
-			loop_ok = add_loop_energy(c, s, n, idle_mw);
+			loop_ok = add_loop_energy(c, s, n, idle_mw, awake_mw >= 0 ? awake_mw / 1000.0 : idle_mw / 1000.0);
 		free(s);
 	}
 	c->have_loop = loop_ok && c->loop_n > 0;
@@ -939,6 +1027,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					if (gr->standin)
 						x->standin_ns += d;
 					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
+						cmp_energy_add_all(x, gr, gr->standin_mw * (double)d * 1e-9);
 						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
 						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;
 						x->cov_energy++;
@@ -956,6 +1045,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					x->replay_iso += gr->cold_ns >= 0 ? (gr->warm_ns + gr->cold_ns) / 2 : gr->warm_ns;
 				add_replayed(gr->seq_ns, d, &x->replay_seq, &x->insitu_seq, &x->cov_seq);
 				if (gr->energy_mj >= 0) {
+					cmp_energy_add_launch(x, gr, d);
 					x->energy_kernels_mj += gr->energy_mj;
 					if (gr->energy_cold_mj >= 0) {
 						x->e_cold_cov_warm_mj += gr->energy_warm_mj;
@@ -1078,6 +1168,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	 * the chip waits) */
 	if (c->idle_w >= 0 && c->n_replay_energy_rows)
 		for (size_t i = 0; i < ni; i++) {
+			cmp_energy_add_all(&c->iv[i], NULL, (double)c->iv[i].waits_ns * 1e-6 * c->idle_w);
 			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].energy_insitu_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].cov_energy += c->iv[i].n_waits;

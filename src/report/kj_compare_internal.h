@@ -19,6 +19,17 @@
 /* the loop's counter energy is the measured figure when this much of its span is between windows */
 #define KJ_CMP_LOOP_OUTSIDE_FRAC 0.01
 
+/* candidate ways to credit each replayed launch with energy (kj_compare_energy.c) */
+enum {
+	KJ_CMP_E_MEAN,        /* the mean of its warm and cold-L2 replayed energies */
+	KJ_CMP_E_PLACE,       /* between them, where its in-situ time lies between its warm and cold times */
+	KJ_CMP_E_PLACE_SEQ,   /* the same placed by its in-sequence replay time */
+	KJ_CMP_E_POWER_TIME,  /* its replayed power (mean of warm and cold) × its in-situ time */
+	KJ_CMP_E_PLACE_POWER, /* its power placed between warm and cold power × its in-situ time */
+	KJ_CMP_E_WARM_POWER,  /* its warm replayed power × its in-situ time */
+	KJ_CMP_E_CANDIDATES
+};
+
 struct cmp_iter {
 	int64_t start_ns, end_ns;
 	int skipped, closed;
@@ -42,6 +53,9 @@ struct cmp_iter {
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
 	int64_t standin_ns;                  /* in-situ time of kernels replayed only on stand-in data */
 	int64_t insitu_energy_ns;            /* in-situ time of the launches with an energy figure */
+	double e_cand_mj[KJ_CMP_E_CANDIDATES]; /* the replayed launches by each candidate way to
+						   credit a launch's energy (kj_compare_energy.c) */
+	double e_nocold_place_mj[2];         /* as cmp_group's, over this iteration's launches */
 	double energy_measured_mj;
 	int energy_ok;
 	double energy_unc_mj;
@@ -64,6 +78,11 @@ struct cmp_group {
 	int waits;                   /* waits on something outside itself: not replayable alone */
 	double traced_mean_ns;       /* mean traced duration over the whole run (waiters only) */
 	char *waits_why;             /* why (malloc'ed), when waits */
+	double ew_ns, ec_ns;         /* ns per launch of the warm and the cold energy loops; < 0: none */
+	double e_cand_mj[KJ_CMP_E_CANDIDATES]; /* its launches in kept iterations, credited each way */
+	int64_t e_cand_launches;     /* those launches */
+	double e_nocold_place_mj[2]; /* without a cold energy: Σ place × warm energy, by in-situ and
+					in-sequence time (the cold/warm ratio applies later) */
 	int standin;                 /* not replayable alone because replayed only on stand-in data */
 	double standin_mw;           /* then its replayed power (energy = that power x in-situ
 					time); < 0: unknown */
@@ -116,6 +135,14 @@ struct kj_compare {
 	/* the kept iterations as one loop: the energy counter over their whole span (many counter
 	 * periods: exact), its time outside the iteration windows, and the windows inside it */
 	double loop_mj, loop_unc_mj;
+	/* per iteration over the window between the first and the last counter update inside the
+	 * loop (loop_aligned; else over the whole span), idle between iterations taken off, summed
+	 * over the devices; the window's length, the iterations it holds (fractions at its ends) and
+	 * their time inside it (the first device's) */
+	double loop_iter_mj, loop_iter_unc_mj, loop_window_iters, loop_window_inside_ns;
+	int64_t loop_window_ns;
+	int64_t loop_gap_busy_ns; /* GPU work between the loop's iterations (owned by none of them) */
+	int loop_aligned;
 	int64_t loop_start_ns, loop_span_ns, loop_inside_ns, loop_n;
 	int loop_counter_periods, have_loop;
 	double win_power_s, win_s; /* kept windows: their time no whole counter period covers (energy from power readings or the counter's average power), and all of it */
@@ -159,7 +186,7 @@ struct cmp_summary {
 	double seq_topo;  /* the graph launches as recorded (topology replay) */
 	int have_topo;
 	/* an energy error means something only when the measured mean is known better than this (%) */
-#define KJ_CMP_ENERGY_JUDGE_PCT 5.0
+#define KJ_CMP_ENERGY_JUDGE_PCT 1.0
 /* More of the kernel time than this replayed only on stand-in data (its power is not the
  * program's: small integers draw a fraction of real data's power): the energy error is not judged. */
 #define KJ_CMP_STANDIN_JUDGE_FRAC 0.05
@@ -171,6 +198,7 @@ struct cmp_summary {
 	double loop_outside_frac;   /* the loop's time outside the iteration windows */
 	double win_power_frac;      /* the windows' time whose energy came from power readings */
 	int have_loop, e_meas_from_loop; /* e_meas.mean is e_loop (time between iterations) */
+	int loop_gap_busy;         /* GPU work between the iterations: the loop is no window for them */
 	double e_unc, e_unc_mean, e_kernels, e_idle, e_pred, e_err_pct;
 	double e_unc_mean_pct;     /* e_unc_mean as a share of the measured mean */
 	int e_judgeable;           /* that share is within KJ_CMP_ENERGY_JUDGE_PCT, and e_standin is 0 */
@@ -191,6 +219,10 @@ struct cmp_summary {
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 	/* the gap split: each kernel at its replayed power over its in-situ time (the time part of
 	 * the gap removed, the power part left), plus the same idle term */
+	double e_cand_pred[KJ_CMP_E_CANDIDATES], e_cand_err_pct[KJ_CMP_E_CANDIDATES]; /* + idle; vs measured */
+	int have_cand;
+	int e_method;              /* the candidate e_pred uses (KJ_CMP_E_*) */
+	double e_kernels_pred;     /* its kernels' part (e_pred less idle) */
 	double e_kernels_insitu, e_pred_insitu, e_insitu_err_pct;
 	int have_pred_insitu, have_insitu_err;
 	/* the iteration replayed as one graph (topology replay where there is one, else the linear
@@ -226,5 +258,24 @@ json_t *cmp_ratio_or_null(double v, int known);
 double cmp_safe_div(double a, double b, int *ok);
 void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s);
 size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
+
+/* Adds one replayed launch of in-situ duration d_ns to each candidate sum of x (kj_compare_energy.c). */
+void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
+/* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
+void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
+/* Their names, for text and JSON. */
+extern const char *const kj_cmp_e_candidate_names[KJ_CMP_E_CANDIDATES];
+/* Adds energy that every candidate credits alike (a kernel kept at its in-situ time); gr may be
+ * NULL (idle power over kernels that wait). */
+void cmp_energy_add_all(struct cmp_iter *x, struct cmp_group *gr, double mj);
+/* A group's energy per iteration as the prediction credits it (mJ); < 0 when it has no figure.
+ * Launches without a replayed energy count at the energy per ns of those with one. */
+double cmp_energy_group_mj(const struct kj_compare *c, const struct cmp_summary *s, const struct cmp_group *g);
+/* The factor that turns predicted kernel energy into in-situ energy: (measured - idle) / kernels
+ * predicted, so that the kernels' in-situ energies sum to the measured energy less idle; < 0
+ * when either is unknown or not positive. */
+double cmp_energy_insitu_scale(const struct cmp_summary *s);
+/* The kernels with the most energy per iteration, predicted and in situ, as a text table. */
+void cmp_energy_print_top(const struct kj_compare *c, const struct cmp_summary *s, FILE *f);
 
 #endif

@@ -60,6 +60,13 @@ static json_t *top_json(const struct kj_compare *c, const struct cmp_summary *s)
 												   : g->energy_mj,
 										  g->energy_mj >= 0));
 		json_object_set_new(o, "energy_cold_mj_per_launch", cmp_num_or_null(g->energy_cold_mj, g->energy_cold_mj >= 0));
+		/* its energy per iteration as predicted, and as it ran in the program: the prediction
+		 * scaled so that the kernels' in-situ energies sum to the measured energy less idle */
+		double pe = cmp_energy_group_mj(c, s, g), sc = cmp_energy_insitu_scale(s);
+		json_object_set_new(o, "energy_predicted_mj", cmp_num_or_null(pe, pe >= 0));
+		json_object_set_new(o, "energy_in_situ_mj", cmp_num_or_null(pe * sc, pe >= 0 && sc > 0));
+		json_object_set_new(o, "energy_in_situ_mj_per_launch",
+				    cmp_num_or_null(pe * sc / ((double)g->launches / ni), pe >= 0 && sc > 0));
 		double share = cmp_safe_div(100.0 * (double)g->measured_ns / ni, s->kernel_sum.mean, &ok);
 		json_object_set_new(o, "share_of_kernel_sum_pct", cmp_num_or_null(share, ok));
 		json_array_append_new(arr, o);
@@ -260,6 +267,19 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_idle_j", cmp_num_or_null(s.e_idle / 1000.0, s.have_idle_e));
 	json_object_set_new(o, "energy_predicted_j", cmp_num_or_null(s.e_pred / 1000.0, s.have_pred));
 	json_object_set_new(o, "energy_error_pct", cmp_num_or_null(s.e_err_pct, s.have_err));
+	json_object_set_new(o, "energy_prediction_method",
+			    s.have_pred ? json_string(kj_cmp_e_candidate_names[s.e_method]) : json_null());
+	json_object_set_new(o, "energy_kernels_predicted_j", cmp_num_or_null(s.e_kernels_pred / 1000.0, s.have_pred));
+	{ /* every way to credit the parts, with its prediction and error */
+		json_t *cand = json_object();
+		for (int k = 0; s.have_cand && k < KJ_CMP_E_CANDIDATES; k++) {
+			json_t *e = json_object();
+			json_object_set_new(e, "predicted_j", cmp_num_or_null(s.e_cand_pred[k] / 1000.0, 1));
+			json_object_set_new(e, "error_pct", cmp_num_or_null(s.e_cand_err_pct[k], s.have_meas && isfinite(s.e_cand_err_pct[k])));
+			json_object_set_new(cand, kj_cmp_e_candidate_names[k], e);
+		}
+		json_object_set_new(o, "energy_candidates", s.have_cand ? cand : (json_decref(cand), json_null()));
+	}
 	/* the gap split: replayed power over in-situ time (docs/analysis-compare.md) */
 	json_object_set_new(o, "energy_predicted_insitu_time_j",
 			    cmp_num_or_null(s.e_pred_insitu / 1000.0, s.have_pred_insitu));

@@ -198,10 +198,12 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		fprintf(f, "  power samples (%lld) do not cover the iterations\n",
 			(long long)c->n_power_samples);
 	else if (s.e_meas_from_loop)
-		fprintf(f, "  measured                            %12.6f  ± %.6f the mean: the energy counter over the"
-			   " loop of %lld iterations, less idle power over its %.1f%% between them (each window's own"
-			   " figure, %.6f on average, spreads that idle over the windows)\n",
-			s.e_meas.mean / 1000, s.e_unc_mean / 1000, (long long)c->loop_n, 100 * s.loop_outside_frac,
+		fprintf(f, "  measured                            %12.6f  ± %.6f (%.2f%%) the mean: the loop of %lld"
+			   " iterations as one window, the energy counter over %.3f s of whole update periods"
+			   " (%.1f iterations)%s; each iteration's own window: %.6f on average\n",
+			s.e_meas.mean / 1000, s.e_unc_mean / 1000, s.e_unc_mean_pct, (long long)c->loop_n,
+			(double)c->loop_window_ns * 1e-9, c->loop_window_iters,
+			s.loop_outside_frac >= 0.001 ? ", idle power over the time between iterations taken off" : "",
 			s.e_meas_windows / 1000);
 	else
 		fprintf(f, "  measured                            %12.6f  ± %.6f per iteration, ± %.6f the mean"
@@ -215,9 +217,11 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " iterations would span 250 ms\n",
 			s.e_short_span_ms, s.e_iters_for_span);
 	else if (s.have_meas && s.e_meas.mean > 0 && !s.e_judgeable)
-		fprintf(f, "  ! the measured mean is known only to ±%.1f%% (%lld iterations, a few updates of the energy"
-			   " counter): errors below it say nothing; about %.0f iterations would bring it to ±%.0f%%\n",
-			s.e_unc_mean_pct, (long long)s.e_meas.n, s.e_iters_for_judge, KJ_CMP_ENERGY_JUDGE_PCT);
+		fprintf(f, "  ! the measured mean is known only to ±%.1f%% (%lld iterations%s): no prediction is judged"
+			   " against it; about %.0f iterations would bring it to ±%.0f%%\n",
+			s.e_unc_mean_pct, (long long)(s.e_meas_from_loop ? c->loop_n : s.e_meas.n),
+			s.e_meas_from_loop ? " in one window" : ", a few updates of the energy counter",
+			s.e_iters_for_judge, KJ_CMP_ENERGY_JUDGE_PCT);
 	if (s.have_kernels_e && s.e_extrapolated)
 		fprintf(f, "  Σ count × replayed energy/launch    %12.6f  (extrapolated: replayed kernels hold %.1f%%"
 			   " of kernel time, %.1f%% of launches)\n",
@@ -252,9 +256,16 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 	else
 		fprintf(f, "  idle power unknown (kjoule power --idle)\n");
-	if (s.have_pred)
+	if (s.have_pred) {
 		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", s.e_pred / 1000,
 			s.have_err ? "" : "  (no measurement to compare)");
+		fprintf(f, "    = kernels %.6f + idle %.6f; %s\n", s.e_kernels_pred / 1000, s.e_idle / 1000,
+			s.e_method == KJ_CMP_E_PLACE_SEQ
+				? "each kernel's energy placed between its warm- and cold-L2 replays where its"
+				  " in-sequence replay time lies (that replay keeps the iteration's L2 state)"
+				: "each kernel at the mean of its warm- and cold-L2 replayed energies (no in-sequence"
+				  " replay, or no cold-L2 energy, to place it by)");
+	}
 	if (s.have_err && s.e_meas_short)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%% against a figure the loop is too"
 			   " short to measure: see above)\n", s.e_err_pct);
@@ -264,6 +275,14 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.e_err_pct, 100 * s.e_standin_share);
 	else if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
+	if (s.have_cand && s.have_err) {
+		fprintf(f, "    the same parts credited other ways (kernels + idle, error vs measured):");
+		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++)
+			if (k != s.e_method)
+				fprintf(f, "%s %s %.6f (%+.2f%%)", k == 0 || (k == 1 && s.e_method == 0) ? "" : ";",
+					kj_cmp_e_candidate_names[k], s.e_cand_pred[k] / 1000, s.e_cand_err_pct[k]);
+		fprintf(f, "\n");
+	}
 	if (s.have_pred_insitu) {
 		/* the gap split in two: time (isolated replays run faster or slower than in situ) and
 		 * power (what is left with each kernel at its replayed power over its in-situ time) */
@@ -335,6 +354,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			c->tiers.names[g->tier], cmp_group_name(c, g));
 	}
 	free(ix);
+	cmp_energy_print_top(c, &s, f);
 	{
 		size_t nd = 0, *dx = cmp_disagreements(c, &s, &nd);
 		if (nd) {

@@ -208,21 +208,24 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 				q += c->iv[i].energy_unc_mj * c->iv[i].energy_unc_mj;
 		s->e_unc_mean = s->e_meas.n ? sqrt(q) / (double)s->e_meas.n : 0;
 	}
-	/* Iterations shorter than the counter's period, with idle time between them: each window's
-	 * energy then rests on power readings, which average over longer than a window, so they
-	 * spread the between-iteration idle over the windows and understate what the iterations
-	 * drew (a 0.66 ms JAX step every 0.89 ms: 0.244 J per window, 0.300 J from the counter over
-	 * the loop). The loop's counter energy, less idle power over its time outside the windows,
-	 * per iteration, is then the measured figure (docs/analysis-compare.md, "Measured energy"). */
+	/* The measured iterations are contiguous: their mean is best measured as one window, the
+	 * counter between its first and last update inside the loop, less idle power over the time
+	 * between iterations, per iteration (add_loop_energy). Its error is the window's, far smaller
+	 * than the spread of per-iteration windows each shorter than the counter's ~100 ms update;
+	 * those stay for the spread (docs/analysis-compare.md, "Measured energy"). Without idle power
+	 * the time between iterations cannot be taken off: the loop stands only where it is < 1 %. */
 	s->e_meas_windows = s->e_meas.mean;
-	if (s->have_meas && c->have_loop && c->idle_w >= 0 && c->loop_counter_periods >= 2 && loop_clean(c)) {
+	if (s->have_meas && c->have_loop && c->loop_counter_periods >= 2 && loop_clean(c)) {
 		double outside_ns = (double)(c->loop_span_ns - c->loop_inside_ns);
-		s->e_loop = (c->loop_mj - c->idle_w * outside_ns * 1e-6) / (double)c->loop_n; /* W*ns->mJ */
-		s->e_loop_unc = c->loop_unc_mj / (double)c->loop_n;
 		s->loop_outside_frac = outside_ns / (double)c->loop_span_ns;
-		s->have_loop = s->e_loop > 0 && isfinite(s->e_loop);
+		s->e_loop = c->loop_iter_mj;
+		s->e_loop_unc = c->loop_iter_unc_mj;
+		/* between iterations the GPU must wait: work there (no iteration's) is not idle */
+		s->loop_gap_busy = (double)c->loop_gap_busy_ns > 0.01 * outside_ns && c->loop_gap_busy_ns > 0;
+		s->have_loop = s->e_loop > 0 && isfinite(s->e_loop) && isfinite(s->e_loop_unc) && !s->loop_gap_busy &&
+			       (c->idle_w >= 0 || s->loop_outside_frac < KJ_CMP_LOOP_OUTSIDE_FRAC);
 		s->win_power_frac = c->win_s > 0 ? c->win_power_s / c->win_s : 0;
-		if (s->have_loop && s->loop_outside_frac >= KJ_CMP_LOOP_OUTSIDE_FRAC && s->win_power_frac > 0.5) {
+		if (s->have_loop) {
 			s->e_meas.mean = s->e_loop;
 			s->e_unc_mean = s->e_loop_unc;
 			s->e_meas_from_loop = 1;
@@ -246,7 +249,10 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_standin = s->e_standin_share > KJ_CMP_STANDIN_JUDGE_FRAC;
 		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin;
 		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
-		s->e_iters_for_judge = ceil((double)s->e_meas.n * r * r);
+		/* one window: its error is about fixed in joules, so its share falls as 1/n; windows
+		 * with independent edges: as 1/sqrt(n) */
+		s->e_iters_for_judge = s->e_meas_from_loop ? ceil((double)c->loop_n * r * 1.1)
+							    : ceil((double)s->e_meas.n * r * r);
 		if (s->e_meas_short && c->loop_n > 0) { /* a loop over >= 2.5 counter periods (250 ms) */
 			double per_iter_ms = s->e_short_span_ms / (double)c->loop_n;
 			s->e_iters_for_span = per_iter_ms > 0 ? ceil(250.0 / per_iter_ms) : 0;
@@ -319,6 +325,21 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 						&ok);
 			s->have_err = ok;
 		}
+	}
+	/* the prediction: each kernel placed between its warm and cold-L2 energies where its
+	 * in-sequence replay time lies (the sequence replay keeps the iteration's L2 state); the
+	 * mean of the two where the run has no in-sequence replay (docs/analysis-compare.md) */
+	cmp_energy_candidates(c, s);
+	s->e_method = KJ_CMP_E_MEAN;
+	if (s->have_cand && s->have_pred) {
+		if (c->n_replay_seq_rows > 0 && s->have_cold_e)
+			s->e_method = KJ_CMP_E_PLACE_SEQ;
+		s->e_pred = s->e_cand_pred[s->e_method];
+		s->e_kernels_pred = s->e_pred - s->e_idle;
+		if (s->have_meas)
+			s->e_err_pct = cmp_safe_div(100.0 * (s->e_pred - s->e_meas.mean), s->e_meas.mean, &s->have_err);
+	} else {
+		s->e_kernels_pred = s->e_kernels;
 	}
 	if (s->have_pred && isfinite(s->e_kernels_insitu) && s->e_kernels_insitu > 0) {
 		s->e_pred_insitu = s->e_kernels_insitu + s->e_idle;

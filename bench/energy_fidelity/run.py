@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Energy fidelity on every program kind: each program traced with `kjoule run`, replayed with
+`kjoule replay --energy` (a bounded budget, as a user would), and judged by `kjoule compare --json`:
+the measured energy per iteration with its uncertainty, the prediction from the parts, its error,
+and whether compare judged it. One JSON result (device, date, command, raw numbers per program).
+
+On the GPU machine:
+  python3 bench/energy_fidelity/run.py --kjoule $KJ_BUILD/kjoule -o $OUT/energy_fidelity.json \
+      [--programs NAME ...] [--slim DIR]
+--slim DIR keeps a copy of each run database without module images (for analysis elsewhere).
+
+Anywhere (no GPU), after a change to compare: the same result recomputed from kept databases,
+the GPU part (trace and replay facts) carried over from the earlier result:
+  python3 bench/energy_fidelity/run.py --kjoule build/kjoule --reanalyze OLD.json --dbs DIR -o NEW.json
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+# The program kinds (name: command; {build} is the folder of --kjoule). Loops long enough for the
+# energy counter (updates every ~100 ms) to measure the loop's window to well under 1 %.
+PROGRAMS = {
+    "gpt_eager": ["python3", "examples/gpt_graph.py", "--mode", "eager", "--iters", "300"],
+    "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1000"],
+    "decode_compiled": ["python3", "examples/hf_decode.py", "--requests", "12", "--warmup", "3"],
+    "resnet_cudnn": ["python3", "examples/resnet_cudnn.py", "--iters", "150"],
+    "jax_step": ["python3", "examples/jax_step.py", "--steps", "1500"],
+    "cuda_heat": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000"],
+    "cuda_heat_graph": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000", "--graph"],
+    "triton": ["python3", "examples/triton_ops.py", "--iters", "1500"],
+}
+KIND = {"gpt_eager": "eager HF-style transformer", "gpt_graph": "the same in torch.cuda.graph",
+        "decode_compiled": "torch.compile reduce-overhead decode loop", "resnet_cudnn": "cuDNN CNN",
+        "jax_step": "jitted JAX step", "cuda_heat": "hand-written CUDA solver, eager",
+        "cuda_heat_graph": "hand-written CUDA solver, CUDA graph", "triton": "Triton kernels"}
+RUN_FLAGS = {"jax_step": ["--iteration-range", "step"]}
+# a replay with energy must take at most two minutes: the defaults do, except where a program's
+# many unique kernels (compile-time autotuning) need a budget
+REPLAY_FLAGS = {"decode_compiled": ["--budget", "110"]}
+REPLAY_TIMEOUT_S = 180
+# what compare says, kept per program
+KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_fraction",
+        "explained_fraction_sequence", "energy_measured_j", "energy_measured_basis",
+        "energy_measured_mean_unc_pct", "energy_measured_loop_j", "energy_measured_too_short",
+        "energy_predicted_j", "energy_error_pct", "energy_error_judgeable", "energy_not_judged_why",
+        "energy_prediction_method", "energy_kernels_j", "energy_kernels_warm_j",
+        "energy_kernels_cold_j", "energy_kernels_insitu_j", "energy_idle_j",
+        "energy_predicted_insitu_j", "energy_error_insitu_pct", "energy_predicted_sequence_j",
+        "energy_error_sequence_pct", "energy_sequence_data", "energy_kernels_time_coverage",
+        "energy_clock_state", "energy_candidates"]
+
+
+def timed(cmd, log, timeout):
+    """Runs cmd with its output in log; (exit status, seconds), 124 on timeout."""
+    t = time.monotonic()
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    return rc, round(time.monotonic() - t, 1)
+
+
+def bad_numbers(x, path=""):
+    """Paths of every inf or NaN in a parsed JSON value."""
+    out = []
+    if isinstance(x, dict):
+        for k, v in x.items():
+            out += bad_numbers(v, f"{path}.{k}")
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            out += bad_numbers(v, f"{path}[{i}]")
+    elif isinstance(x, float) and not math.isfinite(x):
+        out.append(path)
+    return out
+
+
+def analyze(kj, db):
+    """compare --json on db: (exit status, the kept fields, inf/NaN paths)."""
+    out = subprocess.run([kj, "compare", db, "--json"], capture_output=True, text=True)
+    try:
+        cj = json.loads(out.stdout, parse_constant=lambda c: float(c.lower().replace("infinity", "inf")))
+    except ValueError:
+        cj = {}
+    return out.returncode, {k: cj[k] for k in KEEP if k in cj}, bad_numbers(cj)
+
+
+def slim_copy(db, dst):
+    """A copy of db without module images or snapshots (analysis needs neither)."""
+    tmp = dst + ".tmp"
+    subprocess.run(["cp", db, tmp], check=True)
+    c = sqlite3.connect(tmp)
+    for sql in ("UPDATE module SET data = NULL", "DELETE FROM snapshot"):
+        try:
+            c.execute(sql)
+        except sqlite3.OperationalError:
+            pass
+    c.commit()
+    c.execute("VACUUM")
+    c.close()
+    os.replace(tmp, dst)
+
+
+def summary(res):
+    """Per program |error| and judged; median |error| over the judged ones."""
+    errs = [abs(p["compare"]["energy_error_pct"]) for p in res["programs"].values()
+            if p.get("compare", {}).get("energy_error_judgeable") and p["compare"].get("energy_error_pct") is not None]
+    res["summary"] = {"programs": len(res["programs"]), "judged": len(errs),
+                      "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
+                      "max_abs_error_pct": round(max(errs), 2) if errs else None,
+                      "within_5pct": sum(e <= 5 for e in errs)}
+
+
+def table(res):
+    print(f"{'program':16s} {'measured J':>11s} {'±%':>6s} {'pred J':>10s} {'err %':>7s} judged  explained  replay_s")
+    for name, p in res["programs"].items():
+        c = p.get("compare", {})
+        def f(k, fmt):
+            v = c.get(k)
+            return format(v, fmt) if isinstance(v, (int, float)) else "-"
+        print(f"{name:16s} {f('energy_measured_j', '11.5f')} {f('energy_measured_mean_unc_pct', '6.2f')}"
+              f" {f('energy_predicted_j', '10.5f')} {f('energy_error_pct', '+7.2f')}"
+              f" {str(c.get('energy_error_judgeable')):6s} {f('explained_fraction', '9.4f')} {p.get('replay_s', '-')}")
+    print(json.dumps(res["summary"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kjoule", required=True)
+    ap.add_argument("--programs", nargs="+")
+    ap.add_argument("--logs", default="/tmp/energy_fidelity")
+    ap.add_argument("--slim", help="folder for copies of the run databases without module images")
+    ap.add_argument("--reanalyze", help="an earlier result: recompute its compare part from --dbs")
+    ap.add_argument("--dbs", help="with --reanalyze: the folder of PROGRAM.kjdb files")
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    kj = os.path.abspath(a.kjoule)
+    if a.reanalyze:
+        if not a.dbs:
+            ap.error("--reanalyze needs --dbs")
+        res = json.load(open(a.reanalyze))
+        res["analysis_command"] = " ".join(sys.argv)
+        res["analysis_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        res["analysis_version"] = subprocess.run([kj, "--version"], capture_output=True, text=True).stdout.strip()
+        for name, p in res["programs"].items():
+            db = os.path.join(a.dbs, name + ".kjdb")
+            if not os.path.exists(db):
+                sys.exit(f"{a.reanalyze}: program {name}: no {db}")
+            p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)
+    else:
+        names = a.programs or list(PROGRAMS)
+        unknown = [n for n in names if n not in PROGRAMS]
+        if unknown:
+            ap.error(f"unknown programs: {' '.join(unknown)} (known: {' '.join(PROGRAMS)})")
+        os.makedirs(a.logs, exist_ok=True)
+        if a.slim:
+            os.makedirs(a.slim, exist_ok=True)
+        dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,serial", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+        res = {"benchmark": "energy_fidelity", "device": dev,
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+               "command": " ".join(sys.argv), "programs": {}}
+        build = os.path.dirname(kj)
+        for name in names:
+            db = os.path.join(a.logs, name + ".kjdb")
+            program = [x.format(build=build) for x in PROGRAMS[name]]
+            p = {"kind": KIND[name], "program": " ".join(program), "run_flags": RUN_FLAGS.get(name, [])}
+            p["run_rc"], p["run_s"] = timed([kj, "run", "--force", *p["run_flags"], "-o", db, "--", *program],
+                                            os.path.join(a.logs, name + "_run.log"), 240)
+            p["replay_flags"] = REPLAY_FLAGS.get(name, [])
+            p["replay_rc"], p["replay_s"] = timed([kj, "replay", db, "--energy", *p["replay_flags"]],
+                                                  os.path.join(a.logs, name + "_replay.log"), REPLAY_TIMEOUT_S)
+            p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)
+            with open(os.path.join(a.logs, name + "_compare.txt"), "w") as f:
+                subprocess.run([kj, "compare", db], stdout=f, stderr=subprocess.STDOUT)
+            if a.slim and os.path.exists(db):
+                slim_copy(db, os.path.join(a.slim, name + ".kjdb"))
+            res["programs"][name] = p
+            summary(res)
+            with open(a.output + ".tmp", "w") as f:
+                json.dump(res, f, indent=1)
+            os.replace(a.output + ".tmp", a.output)
+    summary(res)
+    with open(a.output + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(a.output + ".tmp", a.output)
+    table(res)
+
+
+if __name__ == "__main__":
+    main()

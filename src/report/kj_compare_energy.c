@@ -1,0 +1,177 @@
+/* The ways compare can credit each replayed launch with energy, summed per iteration; the summary
+ * adds idle power over the time no kernel runs and says which one it predicts with
+ * (docs/analysis-compare.md, "Predicted energy"). */
+#include <stdlib.h>
+
+#include "kj_compare_internal.h"
+
+/* Where between its warm and its cold replay time a launch's time t lies: 0 at warm, 1 at cold,
+ * clamped; 0.5 where either replay time is missing or they do not differ. */
+static double place(const struct cmp_group *gr, double t)
+{
+	if (gr->warm_ns < 0 || gr->cold_ns < 0 || gr->cold_ns <= gr->warm_ns * 1.001 || t < 0)
+		return 0.5;
+	double f = (t - gr->warm_ns) / (gr->cold_ns - gr->warm_ns);
+	return f < 0 ? 0 : f > 1 ? 1 : f;
+}
+
+void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns)
+{
+	double e[KJ_CMP_E_CANDIDATES];
+	double d = (double)d_ns;
+	double ew = gr->energy_warm_mj >= 0 ? gr->energy_warm_mj : gr->energy_mj;
+	int cold = gr->energy_cold_mj >= 0;
+	double ec = cold ? gr->energy_cold_mj : ew;
+	double f = place(gr, d), fs = place(gr, gr->seq_ns);
+	/* powers in mW of the two energy loops; the mean power where a loop's time is unknown */
+	double pm = gr->power_mw > 0 ? gr->power_mw : -1;
+	double pw = gr->ew_ns > 0 ? ew / gr->ew_ns * 1e9 : pm;
+	double pc = cold && gr->ec_ns > 0 ? ec / gr->ec_ns * 1e9 : pw;
+
+	e[KJ_CMP_E_MEAN] = gr->energy_mj;
+	e[KJ_CMP_E_PLACE] = ew + f * (ec - ew);
+	e[KJ_CMP_E_PLACE_SEQ] = ew + fs * (ec - ew);
+	/* without a power figure, the launch's replayed energy stands */
+	e[KJ_CMP_E_POWER_TIME] = pm > 0 ? pm * d * 1e-9 : gr->energy_mj;
+	e[KJ_CMP_E_PLACE_POWER] = pw > 0 && pc > 0 ? (pw + f * (pc - pw)) * d * 1e-9 : gr->energy_mj;
+	e[KJ_CMP_E_WARM_POWER] = pw > 0 ? pw * d * 1e-9 : gr->energy_mj;
+	for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
+		x->e_cand_mj[k] += e[k];
+		if (!x->skipped)
+			gr->e_cand_mj[k] += e[k];
+	}
+	/* without a cold energy its cold figure is its warm one times the run's cold/warm ratio,
+	 * known only once every launch is in: its placed share waits for it (cmp_energy_candidates) */
+	if (!cold) {
+		x->e_nocold_place_mj[0] += f * ew;
+		x->e_nocold_place_mj[1] += fs * ew;
+		if (!x->skipped) {
+			gr->e_nocold_place_mj[0] += f * ew;
+			gr->e_nocold_place_mj[1] += fs * ew;
+		}
+	}
+	if (!x->skipped)
+		gr->e_cand_launches++;
+}
+
+void cmp_energy_add_all(struct cmp_iter *x, struct cmp_group *gr, double mj)
+{
+	for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
+		x->e_cand_mj[k] += mj;
+		if (gr && !x->skipped)
+			gr->e_cand_mj[k] += mj;
+	}
+	if (gr && !x->skipped)
+		gr->e_cand_launches++;
+}
+
+const char *const kj_cmp_e_candidate_names[KJ_CMP_E_CANDIDATES] = {
+	"mean_warm_cold", "placed_in_situ", "placed_in_sequence", "power_x_in_situ_time",
+	"placed_power_x_in_situ_time", "warm_power_x_in_situ_time"};
+
+void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s)
+{
+	double sum[KJ_CMP_E_CANDIDATES] = {0}, covered_ns = 0, kernel_ns = 0;
+	int64_t n = 0;
+	s->have_cand = 0;
+	if (!s->have_kernels_e || !s->have_idle_e)
+		return;
+	double r1 = s->have_cold_e ? s->e_cold_ratio - 1 : 0; /* the run's cold/warm ratio less one */
+	for (size_t i = 0; i < c->it.n; i++) {
+		const struct cmp_iter *x = &c->iv[i];
+		if (x->skipped)
+			continue;
+		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++)
+			sum[k] += x->e_cand_mj[k];
+		sum[KJ_CMP_E_MEAN] += 0.5 * r1 * x->e_nocold_warm_mj;
+		sum[KJ_CMP_E_PLACE] += r1 * x->e_nocold_place_mj[0];
+		sum[KJ_CMP_E_PLACE_SEQ] += r1 * x->e_nocold_place_mj[1];
+		covered_ns += (double)x->insitu_energy_ns;
+		kernel_ns += (double)x->kernel_sum;
+		n++;
+	}
+	if (n == 0 || covered_ns <= 0)
+		return;
+	/* launches without an energy figure count at the energy per ns of those with one */
+	double up = kernel_ns / covered_ns > 1.001 ? kernel_ns / covered_ns : 1;
+	for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
+		s->e_cand_pred[k] = sum[k] / (double)n * up + s->e_idle;
+		s->e_cand_err_pct[k] = s->have_meas && s->e_meas.mean > 0
+					       ? 100.0 * (s->e_cand_pred[k] - s->e_meas.mean) / s->e_meas.mean : NAN;
+	}
+	s->have_cand = 1;
+}
+
+double cmp_energy_group_mj(const struct kj_compare *c, const struct cmp_summary *s, const struct cmp_group *g)
+{
+	double n = (double)(s->n ? s->n : 1);
+	if (!s->have_cand || g->launches <= 0)
+		return -1;
+	if (g->e_cand_launches > 0) { /* the launches without a figure at the mean of those with one */
+		double r1 = s->have_cold_e ? s->e_cold_ratio - 1 : 0, mj = g->e_cand_mj[s->e_method];
+		if (s->e_method == KJ_CMP_E_PLACE_SEQ)
+			mj += r1 * g->e_nocold_place_mj[1];
+		else if (s->e_method == KJ_CMP_E_MEAN && g->energy_cold_mj < 0 && g->energy_mj >= 0)
+			mj += 0.5 * r1 * g->energy_mj * (double)g->e_cand_launches;
+		return mj / (double)g->e_cand_launches * (double)g->launches / n;
+	}
+	/* none replayed with energy: its in-situ time at the energy per ns of the kernels that were */
+	double covered_ns = 0, covered_mj = 0;
+	for (size_t i = 0; i < c->it.n; i++)
+		if (!c->iv[i].skipped) {
+			covered_ns += (double)c->iv[i].insitu_energy_ns;
+			covered_mj += c->iv[i].e_cand_mj[s->e_method];
+		}
+	return covered_ns > 0 ? covered_mj / covered_ns * (double)g->measured_ns / n : -1;
+}
+
+double cmp_energy_insitu_scale(const struct cmp_summary *s)
+{
+	if (!s->have_cand || !s->have_meas || s->e_kernels_pred <= 0 || !s->have_idle_e)
+		return -1;
+	double v = (s->e_meas.mean - s->e_idle) / s->e_kernels_pred;
+	return v > 0 && isfinite(v) ? v : -1;
+}
+
+struct by_energy {
+	size_t g;
+	double mj;
+};
+
+static int by_energy_desc(const void *a, const void *b)
+{
+	double x = ((const struct by_energy *)a)->mj, y = ((const struct by_energy *)b)->mj;
+	return x > y ? -1 : x < y;
+}
+
+void cmp_energy_print_top(const struct kj_compare *c, const struct cmp_summary *s, FILE *f)
+{
+	double sc = cmp_energy_insitu_scale(s), n = (double)(s->n ? s->n : 1);
+	struct by_energy *v;
+	size_t nv = 0;
+	if (!s->have_cand || !(v = malloc((c->n_groups ? c->n_groups : 1) * sizeof(*v))))
+		return;
+	for (size_t g = 0; g < c->n_groups; g++) {
+		double mj = cmp_energy_group_mj(c, s, &c->groups[g]);
+		if (mj >= 0)
+			v[nv++] = (struct by_energy){g, mj};
+	}
+	qsort(v, nv, sizeof(*v), by_energy_desc);
+	fprintf(f, "\nTop %d kernels by energy per iteration (mJ; in situ: as they ran in the program, the"
+		   " predicted energies scaled by %s so that all kernels sum to the measured energy less idle)\n"
+		   "  %10s %10s %8s %12s  %s\n", c->top, sc > 0 ? "one factor" : "- (no measured energy)",
+		"predicted", "in_situ", "count", "in_situ/launch", "name");
+	for (size_t k = 0; k < nv && k < (size_t)c->top; k++) {
+		const struct cmp_group *g = &c->groups[v[k].g];
+		double per_iter = (double)g->launches / n;
+		char is[32] = "-", il[32] = "-";
+		if (sc > 0) {
+			snprintf(is, sizeof(is), "%.3f", v[k].mj * sc);
+			snprintf(il, sizeof(il), "%.4f", v[k].mj * sc / per_iter);
+		}
+		fprintf(f, "  %10.3f %10s %8.1f %12s  %.100s\n", v[k].mj, is, per_iter, il, cmp_group_name(c, g));
+	}
+	if (sc > 0)
+		fprintf(f, "  (factor %.4f: measured less idle over the kernels' predicted energy)\n", sc);
+	free(v);
+}
