@@ -275,12 +275,18 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.e_err_pct, 100 * s.e_standin_share);
 	else if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
-	if (s.have_cand && s.have_err) {
-		fprintf(f, "    the same parts credited other ways (kernels + idle, error vs measured):");
-		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++)
-			if (k != s.e_method)
-				fprintf(f, "%s %s %.6f (%+.2f%%)", k == 0 || (k == 1 && s.e_method == 0) ? "" : ";",
-					kj_cmp_e_candidate_names[k], s.e_cand_pred[k] / 1000, s.e_cand_err_pct[k]);
+	if (s.have_cand) { /* their errors only where the measured figure can judge them */
+		int judged = s.have_err && s.e_judgeable, first = 1;
+		fprintf(f, "    the same parts credited other ways (kernels + idle%s):",
+			judged ? "; off the measured" : s.have_err ? "; not judged either" : "");
+		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
+			if (k == s.e_method)
+				continue;
+			fprintf(f, "%s %s %.6f", first ? "" : ";", kj_cmp_e_candidate_names[k], s.e_cand_pred[k] / 1000);
+			if (judged)
+				fprintf(f, " (%+.2f%%)", s.e_cand_err_pct[k]);
+			first = 0;
+		}
 		fprintf(f, "\n");
 	}
 	if (s.have_pred_insitu) {

@@ -140,9 +140,10 @@ void kj_html_energy(struct kj_html_ctx *x)
 	int loop = mbasis && !strcmp(mbasis, "loop") && kj_html_jnum(j, "energy_measured_windows_j", &ew) &&
 		   kj_html_jnum(j, "energy_loop_outside_pct", &lout);
 	if (loop)
-		fprintf(f, "<tr id=\"energy-measured-loop\"><td class=\"l\">measured over the loop: the energy counter over"
-			   " the iterations' span, less idle power over its %.1f %% between them (± uncertainty of"
-			   " the mean; each window's own figure, %.3f J, spreads that idle over the windows)</td><td>",
+		fprintf(f, "<tr id=\"energy-measured-loop\"><td class=\"l\">measured over the loop as one window: the"
+			   " energy counter between its first and last update inside the iterations' span, less idle"
+			   " power over the %.1f %% between iterations (± uncertainty of the mean; each iteration's own"
+			   " window: %.3f J)</td><td>",
 			lout, ew);
 	else
 		fputs("<tr><td class=\"l\">measured (± uncertainty of the mean)</td><td>", f);

@@ -114,12 +114,16 @@ static void make_main(const char *path, int with_power)
 		exec(db, "INSERT INTO replay_energy(unique_id, energy_mj_per_launch) VALUES(1, 10),"
 			 " (2, 20)");
 		exec(db, "INSERT INTO idle_power(device_id, median_mw, samples) VALUES(0, 100000, 10)");
-		/* 200 W: one sample per 100 us, the counter gains 20 mJ per sample */
-		for (int k = 0; k <= 80; k++)
+		/* 200 W inside the iterations (the first 1000 us of every 2000), idle 100 W between
+		 * them: one sample per 100 us, the counter gaining 20 or 10 mJ per sample */
+		for (int k = 0, mj = 1000; k <= 80; k++) {
+			int inside = k > 0 && ((k - 1) % 20) < 10;
+			mj += k > 0 ? (inside ? 20 : 10) : 0;
 			exec(db,
 			     "INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw,"
-			     " energy_mj, energy_updated) VALUES(0, %lld, 200000, 200000, %d, 1)",
-			     (long long)(T0 + (k * 100LL - 50) * US), 1000 + 20 * k);
+			     " energy_mj, energy_updated) VALUES(0, %lld, %d, %d, %d, 1)",
+			     (long long)(T0 + (k * 100LL - 50) * US), inside ? 200000 : 100000, inside ? 200000 : 100000, mj);
+		}
 	}
 	kj_db_close(db);
 }
@@ -242,13 +246,13 @@ static void test_decomposition_by_hand(void **state)
 	NEAR(jnum(j, "bytes_h2d_per_iteration"), 100);
 	/* energy */
 	assert_true(fabs(jnum(j, "energy_measured_j") - 0.2) < 0.01);
-	/* the mean's uncertainty: one window's, divided by sqrt(n) when the windows are alike */
-	{
-		double u1 = jnum(j, "energy_measured_unc_j"), um = jnum(j, "energy_measured_mean_unc_j");
-		double n = jnum(json_object_get(j, "iterations"), "measured");
-		assert_true(u1 > 0 && n >= 1);
-		assert_true(um <= u1 + 1e-12 && um >= u1 / n - 1e-12);
-	}
+	/* the iterations are contiguous: the mean is the loop's, measured as one window from the
+	 * first counter update inside the kept span (reads at 2050 and 2150 us: 2100) to the last
+	 * (6900): 2.8 iterations inside it, 2800 us of them. Its bound: the updates' timing, half of
+	 * each 100 us bracket, 0.2 J x 100 / 2800 = 0.0071 J; 5 % of the idle taken off between
+	 * iterations, 0.05 x 2 x 100 W x 1 ms / 2.8 = 0.0036 J; the counter's 1 mJ at each end / 2.8 */
+	assert_string_equal(json_string_value(json_object_get(j, "energy_measured_basis")), "loop");
+	assert_true(fabs(jnum(j, "energy_measured_mean_unc_j") - (0.2 * 100 / 2800 + 0.01 / 2.8 + 0.002 / 2.8)) < 0.0005);
 	NEAR(jnum(j, "energy_kernels_j"), 0.04);
 	NEAR(jnum(j, "energy_idle_j"), 0.06);
 	NEAR(jnum(j, "energy_predicted_j"), 0.1);
@@ -341,7 +345,15 @@ static void test_cold_energy_mean(void **state)
 	NEAR(jnum(j, "energy_kernels_cold_j"), 0.12);           /* 60 + 20 x 3 */
 	NEAR(jnum(j, "energy_kernels_j"), 0.08);                /* 2 x 20 + 20 x (1 + 3) / 2 */
 	NEAR(jnum(j, "energy_cold_time_coverage"), 0.6);        /* 300 of 500 us */
-	NEAR(jnum(j, "energy_predicted_j"), 0.08 + jnum(j, "energy_idle_j"));
+	/* the mean of warm and cold, each kernel: one of the ways compare shows */
+	NEAR(jnum(json_object_get(json_object_get(j, "energy_candidates"), "mean_warm_cold"), "predicted_j"),
+	     0.08 + jnum(j, "energy_idle_j"));
+	/* the prediction places each kernel between its warm and cold energy by its in-sequence
+	 * time: unique 1 at 160 us between 150 warm and 250 cold (0.1): 10 + 0.1 x 20 = 12 mJ, twice;
+	 * unique 2 (no cold time) half way to its cold figure, its warm 20 mJ x the ratio 3: 40 mJ */
+	assert_string_equal(json_string_value(json_object_get(j, "energy_prediction_method")), "placed_in_sequence");
+	NEAR(jnum(j, "energy_kernels_predicted_j"), 0.064);
+	NEAR(jnum(j, "energy_predicted_j"), 0.064 + jnum(j, "energy_idle_j"));
 	assert_non_null(strstr(text, "the rest at their warm energy × 3.000"));
 	free(text);
 	/* the report's energy table has both sums beside the mean */
@@ -763,8 +775,8 @@ static void test_loop_energy(void **state)
 	assert_true(fabs(jnum(j, "energy_loop_outside_pct") - 100.0 * 38 / 77) < 0.5); /* 38 gaps of 1 ms in 77 ms */
 	json_decref(j);
 	/* the text names the basis and keeps the windows' figure beside it */
-	assert_non_null(strstr(txt, "the energy counter over the loop of 39 iterations"));
-	assert_non_null(strstr(txt, "each window's own figure, 0.30"));
+	assert_non_null(strstr(txt, "the loop of 39 iterations as one window"));
+	assert_non_null(strstr(txt, "each iteration's own window: 0.30"));
 	free(txt);
 	/* so does the report page */
 	assert_int_equal(kj_db_open(path, 0, &db), 0);
@@ -776,8 +788,46 @@ static void test_loop_energy(void **state)
 	fclose(f);
 	kj_db_close(db);
 	assert_non_null(strstr(page, "id=\"energy-measured-loop\""));
-	assert_non_null(strstr(page, "each window's own figure, 0.30"));
+	assert_non_null(strstr(page, "each iteration's own window: 0.30"));
 	free(page);
+	/* a kernel no iteration owns, between two of them (an optimizer step outside the 'step'
+	 * range): the time between iterations is not idle, the loop is no window for them */
+	assert_int_equal(kj_db_open(path, 1, &db), 0);
+	exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES (7, 8, 'other', %lld, %lld, 0)",
+	     (long long)(T0 + 41000 * US), (long long)(T0 + 41900 * US));
+	kernel(db, 100, 1, 1, 41100, 41800, 41050);
+	kj_db_close(db);
+	j = compare_json(path, "step", 1, 0);
+	assert_string_equal(json_string_value(json_object_get(j, "energy_measured_basis")), "windows");
+	json_decref(j);
+}
+
+/* Each kernel's energy as it ran in the program: the prediction scaled so that all kernels sum to
+ * the measured energy less idle. */
+static void test_in_situ_energy(void **state)
+{
+	(void)state;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/insitu.kjdb", dir);
+	make_main(p, 1);
+	json_t *j = compare_json(p, "step", 1, 0);
+	double meas = jnum(j, "energy_measured_j"), idle = jnum(j, "energy_idle_j");
+	double kpred = jnum(j, "energy_kernels_predicted_j"), sum = 0, sum_pred = 0;
+	json_t *top = json_object_get(j, "top_kernels"), *k;
+	size_t i;
+	assert_int_equal(json_array_size(top), 2); /* every kernel of the run */
+	json_array_foreach(top, i, k) {
+		double pe = jnum(k, "energy_predicted_mj"), ie = jnum(k, "energy_in_situ_mj");
+		assert_true(pe > 0 && ie > 0);
+		/* one factor for all: in situ / predicted alike */
+		NEAR(ie / pe, (meas - idle) / kpred);
+		NEAR(jnum(k, "energy_in_situ_mj_per_launch") * jnum(k, "count_per_iteration"), ie);
+		sum += ie;
+		sum_pred += pe;
+	}
+	NEAR(sum_pred / 1000, kpred);
+	NEAR(sum / 1000, meas - idle);
+	json_decref(j);
 }
 
 int main(void)
@@ -787,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_owner_per_process),
 		cmocka_unit_test(test_decomposition_by_hand),
 		cmocka_unit_test(test_loop_energy),
+		cmocka_unit_test(test_in_situ_energy),
 		cmocka_unit_test(test_cold_energy_mean),
 		cmocka_unit_test(test_missing_inputs_are_null),
 		cmocka_unit_test(test_whole_run_unclosed_overlap),
