@@ -5,7 +5,7 @@
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 F="$SRC/bench/predict_accuracy/gemm_floor.py"
-python3 - "$T" <<'P'
+python3 - "$T" <<'P' || fail "writing the synthetic sweep CSVs"
 import os, sys
 root = sys.argv[1]
 def t(mp, b, l, d):  # a smooth GEMM-like time: launch floor plus work (linear2: M=b*l, N=d, K=d/mp)
