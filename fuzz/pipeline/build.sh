@@ -9,7 +9,7 @@ mkdir -p "$out/pipeline-corpus"
 clang -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuzzer,address,undefined \
 	-Isrc/common -Isrc/pipeline -Isrc/sweep fuzz/pipeline/fuzz_pipeline.c src/pipeline/kj_pipeline_yaml.c \
 	src/pipeline/kj_pipeline_expr.c src/pipeline/kj_pipeline_phase.c src/pipeline/kj_pipeline_result.c \
-	src/sweep/kj_sweep_ops.c src/common/kj_yaml.c \
+	src/sweep/kj_sweep_ops.c src/common/kj_yaml.c src/common/kj_num.c \
 	src/common/kj_error.c $(pkg-config --cflags --libs yaml-0.1) -lm -o "$out/fuzz_pipeline"
 echo "built $out/fuzz_pipeline"
 if [ "${1:-}" = run ]; then

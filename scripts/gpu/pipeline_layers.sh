@@ -151,7 +151,7 @@ done
 
 [ -f "$W/sweep/summary.csv" ] && cp "$W/sweep/summary.csv" "$OUT/sweep_summary.csv"
 python3 - "$W" "$OUT/pipeline_layers_$tag.json" "$parts" <<'P'
-import csv, glob, json, math, os, statistics, sys, datetime
+import csv, glob, json, math, os, sys, datetime
 W, out, parts = sys.argv[1], sys.argv[2], sys.argv[3]
 def rd(p):
     try:
@@ -172,6 +172,7 @@ def phases(d, name):
     return list(csv.DictReader(open(p))) if os.path.exists(p) else []
 sys.path.insert(0, "scripts/gpu")
 from json_find import find  # noqa: E402
+from repeat_cv import repeat_cv  # noqa: E402
 def f(x):
     try:
         return float(x)
@@ -239,15 +240,10 @@ if "truth" in parts:
 if "repeat" in parts:
     runs = [phases("repeat_%d" % i, "repeat") for i in range(1, 6)]
     runs = [r for r in runs if r]
-    R["repeat"] = {"runs": runs, "cv": {}}
-    if runs:
-        for k, row in enumerate(runs[0]):
-            es = [f(r[k]["energy_j"]) for r in runs if k < len(r) and f(r[k]["energy_j"])]
-            ls = [f(r[k]["latency_ms"]) for r in runs if k < len(r) and f(r[k]["latency_ms"])]
-            if len(es) >= 2:
-                cv = statistics.pstdev(es) / statistics.mean(es)
-                R["repeat"]["cv"][row["name"]] = {"energy_cv": cv, "latency_ms": statistics.mean(ls), "n": len(es)}
-                table.append(("cv " + row["name"], "%.2f%% energy over %d runs, %.4f ms" % (100 * cv, len(es), statistics.mean(ls))))
+    # the sample standard deviation over the mean (scripts/gpu/repeat_cv.py, tested on the CPU)
+    R["repeat"] = {"runs": runs, "cv": repeat_cv(runs)}
+    for name, c in R["repeat"]["cv"].items():
+        table.append(("cv " + name, "%.2f%% energy over %d runs, %.4f ms" % (100 * c["energy_cv"], c["n"], c["latency_ms"])))
 if "sweep" in parts:
     s = summary("sweep")
     R["sweep"] = {"summary": s, "phases": {r["name"]: phases("sweep", r["name"]) for r in s}}

@@ -10,24 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmd_pipeline_args.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_pipeline.h"
 #include "kj_pipeline_child.h"
 #include "kj_replay.h"
-
-struct popts {
-	const char *files[32];
-	int nfiles;
-	const char *only, *out, *from, *region, *idle_db;
-	int list, layers, unroll, device, no_energy, timeout_s, runs;
-	int from_snapshot; /* --from: the run saved the program's buffers (--snapshot[-graphs]) */
-	int64_t iters;
-	double energy_s, idle_w, peak_tflops, peak_gbs;
-	struct kj_pipeline_overrides ov;
-	char precision[8];
-};
 
 /* "%.6g" of v, or "-" when v is not a finite number (not measured). */
 static const char *fmt_or_dash(double v, char *buf, size_t len)
@@ -36,160 +25,6 @@ static const char *fmt_or_dash(double v, char *buf, size_t len)
 		return "-";
 	snprintf(buf, len, "%.6g", v);
 	return buf;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: kjoule pipeline FILE.yml... [--only NAME] [--batch N] [--precision fp16|bf16|fp32]\n"
-		"                       [--layout nchw|nhwc] [--conv-algo heuristic|fastest]\n"
-		"                       [--bn-kernel vector|plane]\n"
-		"                       [--set NAME=VALUE] [--out DIR] [--list] [--unroll U] [--iters I]\n"
-		"                       [--energy-seconds S] [--no-energy] [--idle-w W | --idle-db RUN.kjdb]\n"
-		"                       [--peak-tflops T --peak-gbs B] [--device D] [--timeout S]\n"
-		"       kjoule pipeline --from RUN.kjdb [--layers DEPTH | --region NAME] [--out DIR] ...\n"
-		"Each phase (layer) of each pipeline runs alone: its work unrolled U times (default 100) in a\n"
-		"CUDA graph, replayed for at least I calls (default 1000, rounded to U) and for the energy\n"
-		"window (--energy-seconds, default 1): latency, power, energy per call (total and above idle).\n"
-		"  --list            print the pipelines and phases with FLOP and byte counts; run nothing\n"
-		"  --only NAME       only this pipeline\n"
-		"  --batch N         the parameter 'batch' of every pipeline; --set NAME=VALUE any other (tp)\n"
-		"  --layout nchw|nhwc  conv, norm, pool and act tensors (default: the file's, else nchw)\n"
-		"  --conv-algo heuristic|fastest  heuristic (default): cuDNN's first ranked algorithm;\n"
-		"                    fastest: every one timed, the quickest kept (as cudnn.benchmark)\n"
-		"  --bn-kernel vector|plane  NCHW batch norm: vector (default) 16-byte loads over the tensor;\n"
-		"                    plane: a block per channel plane, one element a load (PyTorch's eval kernel)\n"
-		"  --out DIR         summary.csv, NAME.phases.csv, NAME.svg, NAME.log (default pipeline-out)\n"
-		"  --idle-w W        idle power for the dynamic and pipeline-parallel figures (from\n"
-		"                    `kjoule power --idle`); --idle-db: a database holding idle_power; neither:\n"
-		"                    `kjoule power --idle --duration 3` runs first\n"
-		"  --peak-tflops/--peak-gbs  ceilings for the achieved fractions (default: measured now)\n"
-		"  --from RUN        phases = NVTX ranges of the run's kept iteration at --layers DEPTH below\n"
-		"                    it (default 1), or the ranges named --region NAME; each replayed as one\n"
-		"                    graph by kjoule-replay-worker. Graph-launched iterations: the ranges\n"
-		"                    open when the graph was captured, DEPTH below the capture root\n"
-		"  --timeout S       per-phase limit (default 120 s); an overrun kills the worker, the phase fails\n");
-}
-
-static int parse_args(int argc, char **argv, struct popts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->out = "pipeline-out";
-	o->unroll = 100;
-	o->iters = 1000;
-	o->energy_s = 1.0;
-	o->idle_w = -1;
-	o->timeout_s = 120;
-	o->layers = 1;
-	o->runs = 50;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int takes = !strcmp(a, "--only") || !strcmp(a, "--batch") || !strcmp(a, "--precision") ||
-			    !strcmp(a, "--layout") || !strcmp(a, "--conv-algo") || !strcmp(a, "--bn-kernel") ||
-			    !strcmp(a, "--out") || !strcmp(a, "--from") || !strcmp(a, "--layers") ||
-			    !strcmp(a, "--region") || !strcmp(a, "--unroll") || !strcmp(a, "--iters") ||
-			    !strcmp(a, "--energy-seconds") || !strcmp(a, "--idle-w") || !strcmp(a, "--idle-db") ||
-			    !strcmp(a, "--peak-tflops") || !strcmp(a, "--peak-gbs") || !strcmp(a, "--device") ||
-			    !strcmp(a, "--timeout") || !strcmp(a, "--set") || !strcmp(a, "--runs");
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		}
-		if (takes && !v) {
-			kj_errorf("pipeline: %s needs a value", a);
-			return -1;
-		}
-		if (!strcmp(a, "--list")) {
-			o->list = 1;
-		} else if (!strcmp(a, "--no-energy")) {
-			o->no_energy = 1;
-		} else if (!strcmp(a, "--only")) {
-			o->only = v;
-		} else if (!strcmp(a, "--batch")) {
-			o->ov.batch = strtoll(v, NULL, 10);
-			if (o->ov.batch <= 0) {
-				kj_errorf("pipeline: --batch %s: not a positive integer", v);
-				return -1;
-			}
-		} else if (!strcmp(a, "--precision")) {
-			if (!kj_pipeline_elem_bytes(v)) {
-				kj_errorf("pipeline: --precision %s: fp16, bf16 or fp32", v);
-				return -1;
-			}
-			snprintf(o->precision, sizeof(o->precision), "%s", v);
-			o->ov.precision = o->precision;
-		} else if (!strcmp(a, "--layout")) {
-			if (!kj_pipeline_layout_ok(v)) {
-				kj_errorf("pipeline: --layout %s: nchw or nhwc", v);
-				return -1;
-			}
-			o->ov.layout = v;
-		} else if (!strcmp(a, "--conv-algo")) {
-			if (!kj_pipeline_conv_algo_ok(v)) {
-				kj_errorf("pipeline: --conv-algo %s: fastest or heuristic", v);
-				return -1;
-			}
-			o->ov.conv_algo = v;
-		} else if (!strcmp(a, "--bn-kernel")) {
-			if (!kj_pipeline_bn_kernel_ok(v)) {
-				kj_errorf("pipeline: --bn-kernel %s: vector or plane", v);
-				return -1;
-			}
-			o->ov.bn_kernel = v;
-		} else if (!strcmp(a, "--set")) {
-			const char *eq = strchr(v, '=');
-			if (!eq || eq == v || (size_t)(eq - v) >= sizeof(o->ov.set_name[0]) || o->ov.nset == 8) {
-				kj_errorf("pipeline: --set %s: NAME=VALUE (at most 8)", v);
-				return -1;
-			}
-			snprintf(o->ov.set_name[o->ov.nset], sizeof(o->ov.set_name[0]), "%.*s", (int)(eq - v), v);
-			o->ov.set_value[o->ov.nset++] = strtoll(eq + 1, NULL, 10);
-		} else if (!strcmp(a, "--out")) {
-			o->out = v;
-		} else if (!strcmp(a, "--from")) {
-			o->from = v;
-		} else if (!strcmp(a, "--layers")) {
-			o->layers = atoi(v);
-		} else if (!strcmp(a, "--region")) {
-			o->region = v;
-		} else if (!strcmp(a, "--unroll")) {
-			o->unroll = atoi(v);
-		} else if (!strcmp(a, "--iters")) {
-			o->iters = strtoll(v, NULL, 10);
-		} else if (!strcmp(a, "--runs")) {
-			o->runs = atoi(v);
-		} else if (!strcmp(a, "--energy-seconds")) {
-			o->energy_s = atof(v);
-		} else if (!strcmp(a, "--idle-w")) {
-			o->idle_w = atof(v);
-		} else if (!strcmp(a, "--idle-db")) {
-			o->idle_db = v;
-		} else if (!strcmp(a, "--peak-tflops")) {
-			o->peak_tflops = atof(v);
-		} else if (!strcmp(a, "--peak-gbs")) {
-			o->peak_gbs = atof(v);
-		} else if (!strcmp(a, "--device")) {
-			o->device = atoi(v);
-		} else if (!strcmp(a, "--timeout")) {
-			o->timeout_s = atoi(v);
-		} else if (a[0] == '-') {
-			kj_errorf("pipeline: unknown option %s", a);
-			return -1;
-		} else if (o->nfiles < 32) {
-			o->files[o->nfiles++] = a;
-		}
-		if (takes)
-			i++;
-	}
-	if (!o->nfiles && !o->from) {
-		kj_errorf("pipeline: give a pipeline file (configs/pipelines/*.yml) or --from RUN.kjdb");
-		return -1;
-	}
-	if (o->unroll < 1 || o->iters < 1 || o->timeout_s < 1 || o->layers < 0 || o->energy_s <= 0) {
-		kj_errorf("pipeline: --unroll, --iters, --timeout, --energy-seconds must be positive");
-		return -1;
-	}
-	return 0;
 }
 
 /* A program beside this kjoule binary (or named by env). */
@@ -446,8 +281,8 @@ static FILE *open_out(const char *dir, const char *stem, const char *ext)
 	return f;
 }
 
-/* Run (or only list) one pipeline; writes its files and its summary row. Returns 0 when every
- * phase was measured. */
+/* Run one pipeline (read without error: kj_cli_pipeline_inputs refused any other); writes its
+ * files and its summary row. Returns 0 when every phase was measured. */
 static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pipeline *p, int64_t it,
 			double idle_w, const char *idle_src, FILE *summary)
 {
@@ -463,16 +298,6 @@ static int pipeline_run(const struct popts *o, struct gpu *g, const struct kj_pi
 	row.precision = p->precision;
 	row.idle_source = idle_src;
 	row.bottleneck = "";
-	if (p->error[0]) {
-		kj_errorf("%s", p->error);
-		row.status = "failed";
-		row.note = p->error;
-		row.t.idle_w = idle_w;
-		row.t.bottleneck = -1;
-		kj_summary_row_write(summary, &row);
-		fflush(summary);
-		return 1;
-	}
 	struct kj_phase_result *r = calloc((size_t)p->nphases, sizeof(*r));
 	if (!r)
 		return 1;
@@ -630,56 +455,58 @@ static void ceilings(struct popts *o, struct gpu *g)
 	}
 }
 
+/* The command: options and every input checked first (a refusal starts nothing and writes
+ * nothing), then each chosen pipeline listed or measured. */
 int cmd_pipeline(int argc, char **argv)
 {
 	struct popts o;
 	struct gpu g;
-	int rc = parse_args(argc, argv, &o), failed = 0;
-	if (rc)
-		return rc > 0 ? 0 : 2;
+	int rc = kj_cli_pipeline_args(argc, argv, &o), failed = 0;
 	memset(&g, 0, sizeof(g));
 	g.o = &o;
-	struct kj_pipeline_set *sets = calloc((size_t)o.nfiles + 1, sizeof(*sets));
-	if (!sets)
-		return 1;
 	int nsets = 0, total = 0;
 	int64_t it = -1;
 	char err[600];
+	struct kj_pipeline_set *sets = NULL;
+	if (rc) {
+		rc = rc > 0 ? 0 : 2;
+		goto out;
+	}
+	sets = calloc((size_t)o.nfiles + 1, sizeof(*sets));
+	if (!sets) {
+		rc = 1;
+		goto out;
+	}
 	if (o.from) {
 		sets[0].p = calloc(1, sizeof(*sets[0].p));
-		if (!sets[0].p)
-			return 1;
-		if (kj_pipeline_from_run(o.from, o.layers, o.region, sets[0].p, &it, err, sizeof(err))) {
-			kj_errorf("%s", err);
-			free(sets[0].p);
-			free(sets);
-			return 1;
+		if (!sets[0].p) {
+			rc = 1;
+			goto out;
 		}
 		sets[0].n = 1;
 		nsets = 1;
+		if (kj_pipeline_from_run(o.from, o.layers, o.region, sets[0].p, &it, err, sizeof(err))) {
+			kj_errorf("%s", err);
+			rc = 1;
+			goto out;
+		}
 		total = 1;
 		sqlite3 *rdb = NULL;
 		if (!kj_db_open(o.from, 0, &rdb)) {
 			o.from_snapshot = kj_db_has_snapshot(rdb);
 			kj_db_close(rdb);
 		}
-	}
-	for (int i = 0; !o.from && i < o.nfiles; i++) {
-		if (kj_pipeline_file_read(o.files[i], &o.ov, &sets[nsets], err, sizeof(err))) {
-			kj_errorf("%s", err);
-			failed = 1;
-			continue;
-		}
-		total += sets[nsets++].n;
-	}
-	if (o.only) {
-		int hit = 0;
-		for (int s = 0; s < nsets; s++)
-			for (int i = 0; i < sets[s].n; i++)
-				hit += !strcmp(sets[s].p[i].name, o.only);
-		if (!hit) {
-			kj_errorf("pipeline: --only %s: no such pipeline in the files given", o.only);
+	} else {
+		int in = kj_cli_pipeline_inputs(&o, sets, &nsets);
+		if (in == -2) {
 			rc = 2;
+			goto out;
+		}
+		failed = in < 0;
+		for (int s = 0; s < nsets; s++)
+			total += sets[s].n;
+		if (failed && !o.list) { /* refused: no worker, no output */
+			rc = 1;
 			goto out;
 		}
 	}
@@ -691,14 +518,14 @@ int cmd_pipeline(int argc, char **argv)
 		rc = failed;
 		goto out;
 	}
-	if (mkdir(o.out, 0777) && errno != EEXIST) {
-		kj_errorf("%s: %s", o.out, strerror(errno));
-		rc = 1;
-		goto out;
-	}
 	if (!o.from && find_beside("KJ_PIPELINE_WORKER", "kjoule-pipeline-worker", g.worker, sizeof(g.worker))) {
 		kj_errorf("pipeline worker not found (%s): build kjoule with CUDA (KJ_WITH_CUDA) or set "
 			  "KJ_PIPELINE_WORKER", g.worker);
+		rc = 1;
+		goto out;
+	}
+	if (mkdir(o.out, 0777) && errno != EEXIST) {
+		kj_errorf("%s: %s", o.out, strerror(errno));
 		rc = 1;
 		goto out;
 	}
@@ -728,8 +555,9 @@ out:
 		free(g.keys[i]);
 	free(g.keys);
 	free(g.vals);
-	for (int s = 0; s < nsets; s++)
+	for (int s = 0; sets && s < nsets; s++)
 		kj_pipeline_set_free(&sets[s]);
 	free(sets);
+	kj_cli_pipeline_free(&o);
 	return rc;
 }

@@ -25,6 +25,15 @@ int cmd_predict(int argc, char **argv);
  * N >= 1. Returns 0, or -1 after naming the bad value on stderr. */
 int kj_cli_parse_iteration(const char *cmd, const char *text, int *out);
 
+/* Numbers given to option opt of `kjoule cmd`, through kj_num's strict parser (the whole value a
+ * number from lo to hi; f64: lo excluded when lo_open) into *out. Each returns 0, or -1 after
+ * "kjoule: CMD: OPT: 'VALUE' is not an integer" (or "is not in LO..HI") on stderr. */
+#include <stdint.h>
+int kj_cli_num_i64(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
+int kj_cli_num_int(const char *cmd, const char *opt, const char *s, int lo, int hi, int *out);
+int kj_cli_num_f64(const char *cmd, const char *opt, const char *s, double lo, double hi, int lo_open,
+		   double *out);
+
 /* A count given to option opt of `kjoule cmd` (--skip, --top, --rows): 0 to 1e9 into *out.
  * Returns 0, or -1 after naming the bad value on stderr (kj_cli_parse.c). */
 int kj_cli_parse_count(const char *cmd, const char *opt, const char *s, int *out);

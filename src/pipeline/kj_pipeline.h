@@ -57,6 +57,7 @@ struct kj_pipeline {
 	struct kj_phase *phases;
 	int nphases;
 	char error[512];    /* non-empty: this pipeline could not be read (file/pipeline/phase/field) */
+	unsigned set_used;  /* bit i: the overrides' set_name[i] is one of its params (it took the value) */
 };
 
 struct kj_pipeline_set {
@@ -71,14 +72,17 @@ struct kj_pipeline_overrides {
 	const char *layout;     /* NULL: the file's; "nchw" | "nhwc" */
 	const char *conv_algo;  /* NULL: the file's; "heuristic" | "fastest" */
 	const char *bn_kernel;  /* NULL: the file's; "vector" | "plane" */
-	int nset;               /* --set NAME=VALUE */
+	int nset;               /* --set NAME=VALUE: applied to the pipelines that declare NAME in params */
 	char set_name[8][24];
 	int64_t set_value[8];
 };
 
 /**
  * @brief Read a pipeline file (YAML). Pipelines with an error keep their error text (naming the
- *        file, pipeline, phase and field) and no phases; the others are complete.
+ *        file, pipeline, phase with its line, and field) and no phases; the others are complete.
+ *        Refused: unknown keys (top level, pipeline, phase), a key given twice, an integer field
+ *        that is no integer expression, a size given as 0 or less (anything but pad and causal),
+ *        causal other than 0/1/true/false.
  * @param out  receives the pipelines; free with kj_pipeline_set_free().
  * @param err  a YAML syntax error or unreadable file, when the whole file fails
  * @return 0 (even when some pipelines have errors), KJ_EIO, KJ_EINVAL (file-level error in err).

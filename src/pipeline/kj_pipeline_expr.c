@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kj_error.h"
+#include "kj_num.h"
 #include "kj_pipeline.h"
 
 struct ex {
@@ -49,14 +50,17 @@ static int64_t ex_atom(struct ex *e)
 		int64_t v = ex_atom(e);
 		return v == INT64_MIN ? 0 : -v;
 	}
-	if (isdigit((unsigned char)*e->s)) {
+	if (isdigit((unsigned char)*e->s)) { /* the digits, through the one strict number parser */
+		char digits[32];
+		size_t n = 0;
 		int64_t v = 0;
-		while (isdigit((unsigned char)*e->s)) {
-			if (v > (INT64_MAX - 9) / 10) {
-				ex_fail(e, "number too large");
-				return 0;
-			}
-			v = v * 10 + (*e->s++ - '0');
+		while (isdigit((unsigned char)e->s[n]))
+			n++;
+		snprintf(digits, sizeof(digits), "%.*s", (int)n, e->s);
+		e->s += n;
+		if (n >= sizeof(digits) || kj_num_i64(digits, 0, INT64_MAX, &v, NULL, 0)) {
+			ex_fail(e, "number too large");
+			return 0;
 		}
 		return v;
 	}

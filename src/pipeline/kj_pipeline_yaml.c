@@ -41,6 +41,28 @@ static yaml_node_t *map_get(struct ctx *c, yaml_node_t *m, const char *key)
 	return NULL;
 }
 
+/* The key of an earlier pair of mapping m with the same key as pair pr (a key given twice), or
+ * NULL. */
+static yaml_node_t *dup_key(struct ctx *c, yaml_node_t *m, yaml_node_pair_t *pr)
+{
+	const char *k = scalar(node(c, pr->key));
+	for (yaml_node_pair_t *q = m->data.mapping.pairs.start; k && q < pr; q++) {
+		const char *kq = scalar(node(c, q->key));
+		if (kq && !strcmp(kq, k))
+			return node(c, q->key);
+	}
+	return NULL;
+}
+
+/* 1 when key is one of the NULL-terminated list. */
+static int key_known(const char *key, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(key, *list))
+			return 1;
+	return 0;
+}
+
 struct ifield {
 	const char *key;
 	size_t off;
@@ -99,8 +121,16 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 		yaml_node_t *vn = node(c, pr->value);
 		const char *v = scalar(vn);
 		unsigned long line = (unsigned long)vn->start_mark.line + 1;
-		if (!k)
-			continue;
+		if (!k) {
+			snprintf(err, errlen, "phase '%s' (line %lu): a key that is not a word", ph->name, line);
+			return KJ_EINVAL;
+		}
+		yaml_node_t *first = dup_key(c, m, pr);
+		if (first) {
+			snprintf(err, errlen, "phase '%s' (line %lu): field '%s': given twice (first on line %lu)",
+				 ph->name, line, k, (unsigned long)first->start_mark.line + 1);
+			return KJ_EINVAL;
+		}
 		if (!strcmp(k, "name") || !strcmp(k, "type"))
 			continue;
 		if (!v) {
@@ -154,10 +184,19 @@ static int phase_read(struct ctx *c, struct kj_pipeline *p, yaml_node_t *m, int 
 			return KJ_EINVAL;
 		}
 		int64_t x;
-		if (!strcmp(v, "true") || !strcmp(v, "false")) {
+		int is_causal = !strcmp(k, "causal"), is_pad = !strncmp(k, "pad", 3);
+		if (is_causal && (!strcmp(v, "true") || !strcmp(v, "false"))) {
 			x = !strcmp(v, "true");
 		} else if (kj_pipeline_expr_eval(v, p, &x, why, sizeof(why))) {
 			snprintf(err, errlen, "phase '%s' (line %lu): field '%s': '%s': %s", ph->name, line, k, v, why);
+			return KJ_EINVAL;
+		}
+		/* a size given is a size: 0 is never "absent" (only a field left out takes its default) */
+		const char *bad = is_causal ? (x != 0 && x != 1 ? "must be 0 or 1 (or true, false)" : NULL) :
+				  is_pad ? (x < 0 ? "must be >= 0" : NULL) : (x <= 0 ? "must be > 0" : NULL);
+		if (bad) {
+			snprintf(err, errlen, "phase '%s' (line %lu): field '%s': '%s': %s (%" PRId64 ")", ph->name, line,
+				 k, v, bad, x);
 			return KJ_EINVAL;
 		}
 		*(int64_t *)((char *)ph + ifields[i].off) = x;
@@ -216,9 +255,13 @@ static int pipeline_word(struct ctx *c, yaml_node_t *m, const char *key, const c
 	return 0;
 }
 
+static const char *const pipeline_keys[] = {"name", "description", "precision", "layout", "conv_algo",
+					    "bn_kernel", "params", "phases", NULL};
+
 static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipeline *p)
 {
 	char err[400], why[256];
+	unsigned long eline = 0; /* the line of a pipeline-level error, 0 when it has none */
 	snprintf(p->file, sizeof(p->file), "%s", c->path);
 	snprintf(p->name, sizeof(p->name), "#%d", idx + 1);
 	snprintf(p->precision, sizeof(p->precision), "fp16");
@@ -228,11 +271,29 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 		goto bad;
 	}
 	const char *nm = scalar(map_get(c, m, "name"));
+	if (nm)
+		snprintf(p->name, sizeof(p->name), "%s", nm);
+	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
+		const char *k = scalar(node(c, pr->key));
+		yaml_node_t *first = dup_key(c, m, pr);
+		unsigned long line = (unsigned long)node(c, pr->key)->start_mark.line + 1;
+		if (!k || !key_known(k, pipeline_keys)) {
+			eline = line;
+			snprintf(err, sizeof(err), "field '%s': unknown (a pipeline has name, description, precision, "
+				 "layout, conv_algo, bn_kernel, params, phases)", k ? k : "?");
+			goto bad;
+		}
+		if (first) {
+			eline = line;
+			snprintf(err, sizeof(err), "field '%s': given twice (first on line %lu)", k,
+				 (unsigned long)first->start_mark.line + 1);
+			goto bad;
+		}
+	}
 	if (!nm) {
 		snprintf(err, sizeof(err), "field 'name': missing");
 		goto bad;
 	}
-	snprintf(p->name, sizeof(p->name), "%s", nm);
 	const char *d = scalar(map_get(c, m, "description"));
 	if (d)
 		snprintf(p->description, sizeof(p->description), "%s", d);
@@ -259,17 +320,41 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	for (yaml_node_pair_t *pr = pm ? pm->data.mapping.pairs.start : NULL; pm && pr < pm->data.mapping.pairs.top;
 	     pr++) {
 		const char *k = scalar(node(c, pr->key)), *v = scalar(node(c, pr->value));
+		yaml_node_t *first = dup_key(c, pm, pr);
+		unsigned long line = (unsigned long)node(c, pr->key)->start_mark.line + 1;
 		int64_t x;
-		if (!k || !v || kj_pipeline_expr_eval(v, p, &x, why, sizeof(why)) || param_set(p, k, x)) {
-			snprintf(err, sizeof(err), "field 'params.%s': %s", k ? k : "?",
-				 v ? "not an integer expression of earlier params (or too many params)" : "not a scalar");
+		if (first) {
+			eline = line;
+			snprintf(err, sizeof(err), "field 'params.%s': given twice (first on line %lu)", k,
+				 (unsigned long)first->start_mark.line + 1);
+			goto bad;
+		}
+		if (!k || !v) {
+			eline = line;
+			snprintf(err, sizeof(err), "field 'params.%s': not a scalar", k ? k : "?");
+			goto bad;
+		}
+		if (kj_pipeline_expr_eval(v, p, &x, why, sizeof(why))) {
+			eline = line;
+			snprintf(err, sizeof(err), "field 'params.%s': '%s': %s", k, v, why);
+			goto bad;
+		}
+		if (param_set(p, k, x)) {
+			eline = line;
+			snprintf(err, sizeof(err), "field 'params.%s': more than 16 params, or a name of 24 characters "
+				 "or more", k);
 			goto bad;
 		}
 	}
 	if (c->ov && c->ov->batch > 0)
 		param_set(p, "batch", c->ov->batch);
+	/* --set reaches the pipelines that declare the name; the command refuses one none declares */
 	for (int i = 0; c->ov && i < c->ov->nset; i++)
-		param_set(p, c->ov->set_name[i], c->ov->set_value[i]);
+		for (int j = 0; j < p->nparams; j++)
+			if (!strcmp(p->param_name[j], c->ov->set_name[i])) {
+				p->param_value[j] = c->ov->set_value[i];
+				p->set_used |= 1u << i;
+			}
 	yaml_node_t *ps = map_get(c, m, "phases");
 	if (!ps || ps->type != YAML_SEQUENCE_NODE) {
 		snprintf(err, sizeof(err), "field 'phases': %s", ps ? "not a list" : "missing");
@@ -293,8 +378,11 @@ static void pipeline_read(struct ctx *c, yaml_node_t *m, int idx, struct kj_pipe
 	}
 	return;
 bad:
-	snprintf(p->error, sizeof(p->error), "%s: pipeline '%s'%s%s", c->path, p->name,
-		 err[0] ? ": " : "", err);
+	if (eline)
+		snprintf(p->error, sizeof(p->error), "%s: pipeline '%s' (line %lu): %s", c->path, p->name, eline, err);
+	else
+		snprintf(p->error, sizeof(p->error), "%s: pipeline '%s'%s%s", c->path, p->name,
+			 err[0] ? ": " : "", err);
 	free(p->phases);
 	p->phases = NULL;
 	p->nphases = 0;
@@ -319,6 +407,17 @@ int kj_pipeline_text_read(const char *path, const char *text, size_t len,
 		return rc;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	for (yaml_node_pair_t *pr = root && root->type == YAML_MAPPING_NODE ? root->data.mapping.pairs.start : NULL;
+	     pr && pr < root->data.mapping.pairs.top; pr++) {
+		const char *k = scalar(node(&c, pr->key));
+		unsigned long line = (unsigned long)node(&c, pr->key)->start_mark.line + 1;
+		if (!k || strcmp(k, "pipelines") || dup_key(&c, root, pr)) {
+			snprintf(err, errlen, "%s:%lu: field '%s': %s", path, line, k ? k : "?",
+				 k && !strcmp(k, "pipelines") ? "given twice" : "unknown (a pipeline file holds 'pipelines:')");
+			rc = KJ_EINVAL;
+			goto out;
+		}
+	}
 	yaml_node_t *list = map_get(&c, root, "pipelines");
 	if (!list || list->type != YAML_SEQUENCE_NODE) {
 		snprintf(err, errlen, "%s: field 'pipelines': %s", path,

@@ -1,5 +1,6 @@
 # examples/nvml_energy.py: the examples' NVML energy per call is a figure or null with a reason,
 # never a silent 0 (a loop shorter than the counter's update period reads no advance).
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 python3 - "$SRC/examples" <<'P' || fail "per_call"

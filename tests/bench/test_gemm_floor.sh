@@ -2,10 +2,11 @@
 # the pooled neighbours finds it closely, a planted bump shows as its share of the set's MAPE, two
 # folders 4 % apart repeat to 3.85 %, a model result is split by size, and bad input is refused
 # with the file and line.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 F="$SRC/bench/predict_accuracy/gemm_floor.py"
-python3 - "$T" <<'P'
+python3 - "$T" <<'P' || fail "writing the synthetic sweep CSVs"
 import os, sys
 root = sys.argv[1]
 def t(mp, b, l, d):  # a smooth GEMM-like time: launch floor plus work (linear2: M=b*l, N=d, K=d/mp)

@@ -1,5 +1,6 @@
 # bench/predict_accuracy/grouped_cv.py on softmax's committed H100 CSVs (three held-out sets): each
 # group is scored by models that never saw it, the mean is the groups' mean, bad input is refused.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 python3 -c 'import ctypes; ctypes.CDLL("libxgboost.so.0")' 2>/dev/null || { echo "libxgboost missing: skipped"; exit 77; }

@@ -1,5 +1,6 @@
 # bench/predict_accuracy/run.py on the stand-in worker: it sweeps, fits, predicts the held-out
 # shapes inside and beyond the grid and writes its JSON with device, date, command, raw numbers.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 python3 -c 'import ctypes; ctypes.CDLL("libxgboost.so.0")' 2>/dev/null || { echo "libxgboost missing: skipped"; exit 77; }

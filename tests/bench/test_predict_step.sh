@@ -3,6 +3,7 @@
 # swept around the model's shape, fitted and predicted; the traced part is left out (--no-trace),
 # made to fail (a stand-in program with no GPU work: skipped and recorded, no crash), or read from
 # the shipped run (--run).
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 python3 -c 'import ctypes; ctypes.CDLL("libxgboost.so.0")' 2>/dev/null || { echo "libxgboost missing: skipped"; exit 77; }

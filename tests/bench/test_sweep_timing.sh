@@ -1,5 +1,6 @@
 # bench/sweep_timing/run.py with a stand-in worker: every round gets the shapes, the spreads between
 # rounds are the ones the stand-in's figures imply, and the rounds' timing settings reach the worker.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 : "$KJ"

@@ -66,8 +66,6 @@ check "watched, alone: the text says none was listed" 'grep -q "no other process
 mk "$dir/old0.kjdb" none 0 && "$kj" compare "$dir/old0.kjdb" --skip 0 >"$dir/old0.txt" 2>/dev/null
 check "an older run compares identically: the same text but for the one watch line" \
 	'diff <(grep -v "no other process was listed" "$dir/alone.txt" | sed "s#$dir/alone#X#g") <(sed "s#$dir/old0#X#g" "$dir/old0.txt") >/dev/null'
-python3 - "$dir/alone.json" "$dir/old0.json" <<'PY' 2>/dev/null
-PY
 "$kj" compare "$dir/old0.kjdb" --skip 0 --json >"$dir/old0.json" 2>/dev/null
 check "an older run compares identically: the same JSON but for shared_gpu and the file name" \
 	'python3 -c "import json,sys; a,b=[json.load(open(f)) for f in sys.argv[1:]]; [d.pop(k,None) for d in (a,b) for k in (\"shared_gpu\",\"file\",\"run\",\"path\")]; sys.exit(a!=b)" "$dir/alone.json" "$dir/old0.json"'

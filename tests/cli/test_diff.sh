@@ -1,6 +1,7 @@
 # kjoule diff: a run against itself changes nothing; against a copy with one kernel planted 20 %
 # slower exactly that kernel is flagged; different GPUs are said first; --html writes a page;
 # bad input is refused.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 RUN=$SRC/examples/runs/bloom560m.kjdb

@@ -1,6 +1,7 @@
 # kjoule fit and predict on sweep data drawn from a known function (the stand-in worker's
 # f_us = 3 + product(shape)/1000, b_us = 2 f_us, energies 50x): held-out error bounded,
 # predictions of unsampled shapes close to the function, a transformer step as a sum.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 export KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py"

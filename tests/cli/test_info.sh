@@ -2,6 +2,7 @@
 # kjoule info on databases built by tests/tools/kjgen.py: text and --json, how the run ended,
 # counts, what was not captured, problems, bad files (exit 1), bad options (exit 2).
 # usage: test_info.sh KJOULE_BIN SRC_DIR BUILD_DIR
+set -u
 KJ=$1 SRC=$2
 . "$(dirname "$0")/lib.sh"
 GEN="python3 $SRC/tests/tools/kjgen.py"

@@ -2,6 +2,7 @@
 # kjoule kernels on databases built by tests/tools/kjgen.py: csv/jsonl shapes, values worked out
 # by hand, --top/--sort/--tier, empty runs, bad files (exit 1), bad options (exit 2).
 # usage: test_kernels.sh KJOULE_BIN SRC_DIR BUILD_DIR
+set -u
 KJ=$1 SRC=$2
 . "$(dirname "$0")/lib.sh"
 GEN="python3 $SRC/tests/tools/kjgen.py"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # kjoule pipeline: usage errors exit 2; --list on the shipped files; a bad file and a bad pipeline
-# are named (file, pipeline, phase, field) while the good pipelines still run; summary.csv, the
-# per-phase CSV and the SVG, with a stand-in worker (a script that answers the worker's protocol:
-# 1 ms and 0.4 J per call, a failure for one phase); --from --list on the shipped run.
+# are named (file, pipeline, phase, field) and refuse the whole command (exit 1) before the worker
+# starts or anything is written; a pipeline listed with errors exits 1; summary.csv, the per-phase
+# CSV and the SVG, with a stand-in worker (a script that answers the worker's protocol: 1 ms and
+# 0.4 J per call, a failure for one phase); --from --list on the shipped run. Every bad number,
+# option and file field: tests/cli/test_pipeline_refusals.sh.
 # usage: test_pipeline.sh KJOULE_BIN SRC_DIR BUILD_DIR
 set -u
 K=$1 S=$2
@@ -49,7 +51,7 @@ pipelines:
     phases:
       - {name: se, type: act, op: mul, C: 8, H: 8, W: 8}
 Y
-expect 0 "$K" pipeline lay.yml --list
+expect 1 "$K" pipeline lay.yml --list # listed, but two pipelines have errors
 has '^  c .* nhwc=1$'
 check "a phase's own layout wins over its pipeline's" '! grep -q "^  c2 .*nhwc=1" "$T/out"'
 has "^badlayout: ERROR .*lay.yml: pipeline 'badlayout': phase 'r' (line 9): field 'layout': 'nhwz' is not nchw or nhwc"
@@ -75,13 +77,13 @@ pipelines:
     phases:
       - {name: c4, type: conv, C: 8, H: 8, W: 8, M: 8, R: 1, S: 1}
 Y
-expect 0 "$K" pipeline algo.yml --list
+expect 1 "$K" pipeline algo.yml --list
 has '^  c .*type=conv .* fastest=1$'
 check "a phase's own conv_algo wins over its pipeline's" '! grep -q "^  c2 .*fastest=1" "$T/out"'
 check "conv_algo reaches conv phases only" '! grep -q "^  r .*fastest=1" "$T/out"'
 has "^badalgo: ERROR .*algo.yml: pipeline 'badalgo': phase 'c3' (line 10): field 'conv_algo': 'quick' is not fastest or heuristic"
 has "^badalgo2: ERROR .*algo.yml: pipeline 'badalgo2': field 'conv_algo': 'slow' is not fastest or heuristic"
-expect 0 "$K" pipeline algo.yml --list --conv-algo fastest
+expect 1 "$K" pipeline algo.yml --list --conv-algo fastest # badalgo's phase is still bad
 has '^  c2 .*type=conv .* fastest=1$'
 expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
 lacks 'fastest=1'
@@ -111,7 +113,7 @@ pipelines:
     phases:
       - {name: b5, type: norm, op: batch, C: 8, H: 8, W: 8, bn_kernel: narrow}
 Y
-expect 0 "$K" pipeline bn.yml --list
+expect 1 "$K" pipeline bn.yml --list
 has '^  b .*op=batch .* bn_plane=1$'
 check "a phase's own bn_kernel wins over its pipeline's" '! grep -q "^  b2 .*bn_plane=1" "$T/out"'
 check "the pipeline's bn_kernel leaves channels-last batch norm alone" '! grep -q "^  b3 .*bn_plane=1" "$T/out"'
@@ -127,24 +129,23 @@ lacks 'type=conv .*bn_plane=1'
 expect 0 "$K" pipeline "$S"/configs/pipelines/resnet50.yml --list
 lacks 'bn_plane=1'
 
-cat > bad.yml <<'Y'
+cat > run.yml <<'Y'
 pipelines:
   - name: good
     phases:
       - {name: r, type: act, op: relu, C: 64, H: 8, W: 8}
       - {name: fc, type: matmul, M: 64, K: 64, N: batch}
-  - name: broken
-    phases:
-      - {name: c, type: conv, C: 30, H: 8, W: 8, M: 32, R: 3, S: 3, groups: 4}
   - name: oom
     phases:
       - {name: huge, type: matmul, M: 65536, K: 65536, N: 65536}
       - {name: r, type: act, op: relu, C: 64}
 Y
+{ cat run.yml; printf '  - name: broken\n    phases:\n      - {name: c, type: conv, C: 30, H: 8, W: 8, M: 32, R: 3, S: 3, groups: 4}\n'; } > bad.yml
 printf 'pipelines: [\n  - {name: a\n' > syntax.yml
-# the stand-in worker: 1 ms, 400 mJ per call; "huge" fails as out of memory
+# the stand-in worker: 1 ms, 400 mJ per call; "huge" fails as out of memory; each start is noted
 cat > worker.sh <<'W'
 #!/usr/bin/env bash
+echo $$ >> "$0.started"
 while read -r line; do
 	case $line in
 	type=ceiling*) echo "KJ_CEILING tflops=800 gbs=3000"; echo "KJ_PHASE status=ok error=";;
@@ -155,15 +156,20 @@ done
 W
 chmod +x worker.sh
 export KJ_PIPELINE_WORKER=$T/worker.sh
+# a bad pipeline and a file that does not parse: each named, and nothing runs (no worker, no output)
 expect 1 "$K" pipeline bad.yml syntax.yml --out o --idle-w 100 --batch 4
 grep -q "syntax.yml:2:.*YAML error" "$T/err" || fail "no YAML error with file and line: $(cat "$T/err")"
-grep -q "bad.yml: pipeline 'broken': phase 'c' (line 8): field groups: does not divide the input channels C" "$T/err" ||
+grep -q "bad.yml: pipeline 'broken': phase 'c' (line 12): field groups: does not divide the input channels C" "$T/err" ||
 	fail "bad shape not named: $(cat "$T/err")"
-grep -q "bad.yml: pipeline 'oom': phase 'huge' (.*): out of memory" "$T/err" || fail "OOM phase not named"
+check "refused: 1 file unreadable, 1 pipeline with errors" 'grep -q "refused: 1 file(s) unreadable, 1 pipeline(s) with errors; nothing was run" "$T/err"'
+check "refused: the worker never started" '[ ! -e "$T/worker.sh.started" ]'
+check "refused: no output directory" '[ ! -e o ]'
+expect 1 "$K" pipeline run.yml --out o --idle-w 100 --batch 4
+check "the good file ran: the worker started once" '[ "$(wc -l < "$T/worker.sh.started")" = 1 ]'
+grep -q "run.yml: pipeline 'oom': phase 'huge' (.*): out of memory" "$T/err" || fail "OOM phase not named"
 [ -f o/summary.csv ] || fail "no summary.csv"
-check "summary has a header and 3 rows" '[ "$(wc -l < o/summary.csv)" = 4 ]'
+check "summary has a header and 2 rows" '[ "$(wc -l < o/summary.csv)" = 3 ]'
 check "good pipeline ok" 'grep -q "^good,4,fp16,ok,2,0,2,2.000000,0.8,0.6,r,1.000000,1.000000,0.2,100.00,given (--idle-w)," o/summary.csv'
-check "broken pipeline failed" 'grep -q "^broken,4,fp16,failed,0,0,0,.*does not divide" o/summary.csv'
 check "oom pipeline partial" 'grep -q "^oom,4,fp16,partial,2,1,1,1.000000,.*first .huge.: out of memory" o/summary.csv'
 check "per-phase csv" '[ "$(wc -l < o/good.phases.csv)" = 3 ] && grep -q "^1,fc,matmul,,fp16,1,.*,ok,1.000000,1.100000,400.00,1755,0.4," o/good.phases.csv'
 check "achieved rate and bound" 'grep -q "^0,r,act,relu,.*,memory," o/good.phases.csv'
@@ -184,7 +190,7 @@ while read -r line; do
 done
 W
 chmod +x dying.sh
-KJ_PIPELINE_WORKER=$T/dying.sh expect 1 "$K" pipeline bad.yml --only good --out o3 --idle-w 50 --peak-tflops 1 --peak-gbs 1
+KJ_PIPELINE_WORKER=$T/dying.sh expect 1 "$K" pipeline run.yml --only good --out o3 --idle-w 50 --peak-tflops 1 --peak-gbs 1
 check "dead worker named" 'grep -q "phase .fc.*worker killed by signal 11" "$T/err"'
 check "partial after a crash" 'grep -q "^good,1,fp16,partial,2,1," o3/summary.csv'
 
@@ -199,7 +205,7 @@ while read -r line; do
 done
 W
 chmod +x hang.sh
-KJ_PIPELINE_WORKER=$T/hang.sh expect 1 "$K" pipeline bad.yml --only good --out o4 --idle-w 50 --peak-tflops 1 --peak-gbs 1 --timeout 1
+KJ_PIPELINE_WORKER=$T/hang.sh expect 1 "$K" pipeline run.yml --only good --out o4 --idle-w 50 --peak-tflops 1 --peak-gbs 1 --timeout 1
 check "hung phase timed out" 'grep -q "phase .r. .*timed out after 1 s (worker killed)" "$T/err"'
 check "the next phase ran" 'grep -q "^1,fc,matmul,.*,ok," o4/good.phases.csv'
 

@@ -9,7 +9,7 @@ kj=$1 src=$2
 
 cp "$src/examples/runs/bloom560m.kjdb" "$dir/a.kjdb"
 KJ_REPLAY_WORKER="$src/tests/tools/replay_kernel_standin.py" STANDIN_COUNT="$dir/n" STANDIN_HANG_AFTER=70 \
-	timeout -s KILL 20 "$kj" replay "$dir/a.kjdb" --cache warm --no-sequence > "$dir/o.txt" 2> "$dir/e.txt" 2>/dev/null; rc=$?
+	timeout -s KILL 20 "$kj" replay "$dir/a.kjdb" --cache warm --no-sequence > "$dir/o.txt" 2> "$dir/e.txt"; rc=$?
 check "the replay was killed while a worker hung" '[ $rc -eq 137 ]'
 check "the first batch of 64 kernels is stored with the stand-in's figures, none of the rest" \
 	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM replay_kernel WHERE cache = \"warm\" AND median_ns = 1000 + unique_id")" = 64 ]'

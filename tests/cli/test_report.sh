@@ -2,6 +2,7 @@
 # expected charts and tables, its figures are compare's, nothing is NaN, nothing is fetched from
 # the network, a missing part is named with the command that measures it, and bad input leaves
 # no file behind.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 GEN="python3 $SRC/tests/tools/kjgen.py"

@@ -2,6 +2,7 @@
 # synthetic run's), the page's own self-check must pass (every chart and table non-empty, no NaN),
 # no console message or script error may appear, the kernel table must sort when its header is
 # clicked, and a screenshot is saved under BUILD_DIR/report_browser/. Skipped without chromium.
+set -u
 KJ=$1 SRC=$2 BUILD=$3
 . "$SRC/tests/cli/lib.sh"
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)

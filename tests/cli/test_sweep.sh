@@ -1,6 +1,7 @@
 # kjoule sweep and merge against a stand-in worker (tests/tools/sweep_worker_standin.py) whose
 # answers come from a known function: dry runs of every shipped config and of the seed's own
 # example, bad input, OOM skips, a killed sweep resumed, parts merged, several workers.
+set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
 W="$SRC/tests/tools/sweep_worker_standin.py"

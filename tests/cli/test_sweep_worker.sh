@@ -3,6 +3,7 @@
 # (src/sweep/kj_sweep_ops.c) with the same columns; usage errors exit 2; --selftest exits 77 (skip)
 # and serving exits 1 with a message when no GPU is present. Skipped where the worker is not built
 # (no CUDA toolkit). usage: test_sweep_worker.sh KJOULE SRC_DIR BUILD_DIR
+set -u
 src=$2
 w=$3/kjoule-sweep-worker
 [ -x "$w" ] || { echo "kjoule-sweep-worker not built: skipped"; exit 77; }

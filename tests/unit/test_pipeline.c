@@ -91,6 +91,11 @@ static void test_yaml_good(void **state)
 	assert_int_equal(s.p[0].phases[3].M, 3 * 9216 / 4);
 	assert_string_equal(s.p[0].phases[0].precision, "fp32");
 	assert_string_equal(s.p[1].precision, "fp32");
+	/* --set reaches the pipelines that declare the name (a declares tp, b does not) */
+	assert_int_equal(s.p[0].set_used, 1u);
+	assert_int_equal(s.p[1].set_used, 0u);
+	for (int i = 0; i < s.p[1].nparams; i++)
+		assert_string_not_equal(s.p[1].param_name[i], "tp");
 	kj_pipeline_set_free(&s);
 }
 
@@ -110,7 +115,24 @@ static void test_yaml_bad(void **state)
 		 "field groups: does not divide the output channels M"},
 		{"{name: x, type: matmul, M: 8, K: 8, N: 8, Z: 1}", "field 'Z': unknown field"},
 		{"{name: x, type: matmul, M: 8*heads, K: 8, N: 8}", "field 'M': '8*heads': unknown name 'heads'"},
-		{"{name: x, type: matmul, M: 0, K: 8, N: 8}", "field M: must be > 0"},
+		{"{name: x, type: matmul, M: 0, K: 8, N: 8}", "field 'M': '0': must be > 0"},
+		/* a size given as 0 is refused, never taken as left out (defaults: repeat 1, N batch,
+		 * stride 1, count 1, groups 1) */
+		{"{name: x, type: matmul, M: 8, K: 8, N: 8, repeat: 0}", "(line 5): field 'repeat': '0': must be > 0"},
+		{"{name: x, type: act, C: 8, N: 0}", "(line 5): field 'N': '0': must be > 0"},
+		{"{name: x, type: act, C: 8, H: 0}", "field 'H': '0': must be > 0"},
+		{"{name: x, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, stride: 0}", "field 'stride': '0': must be > 0"},
+		{"{name: x, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, groups: 0}", "field 'groups': '0': must be > 0"},
+		{"{name: x, type: matmul, M: 8, K: 8, N: 8, count: 0}", "field 'count': '0': must be > 0"},
+		{"{name: x, type: matmul, M: 8, K: 8, N: 8, repeat: -2}", "field 'repeat': '-2': must be > 0"},
+		{"{name: x, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, pad: -1}", "field 'pad': '-1': must be >= 0"},
+		{"{name: x, type: attention, heads: 2, seq: 8, head_dim: 64, causal: 2}", "field 'causal': '2': must be 0 or 1"},
+		/* numbers are whole integers: no trailing text, no fractions, no words for numbers */
+		{"{name: x, type: matmul, M: 3x, K: 8, N: 8}", "field 'M': '3x': unexpected text after the expression"},
+		{"{name: x, type: matmul, M: 8.5, K: 8, N: 8}", "field 'M': '8.5': unexpected text"},
+		{"{name: x, type: matmul, M: true, K: 8, N: 8}", "field 'M': 'true': unknown name 'true'"},
+		{"{name: x, type: matmul, M: 99999999999999999999, K: 8, N: 8}", "field 'M': '99999999999999999999': number too large"},
+		{"{name: x, type: matmul, M: 8, K: 8, N: 8, M: 16}", "field 'M': given twice (first on line 5)"},
 		{"{name: x, type: pool, op: median, C: 8, H: 8, W: 8, R: 2, S: 2}", "field op: 'median'"},
 		{"{name: x, type: conv, C: 8, H: 8, W: 8, M: 8, R: 3, S: 3, P: 7}", "field P: does not match"},
 		{"{name: x, type: matmul, M: 8, K: 8, N: 8, precision: fp8}", "precision: 'fp8'"},
@@ -138,8 +160,19 @@ static void test_yaml_bad(void **state)
 	assert_int_equal(read_text("pipelines: [\n  - {name: a\n", NULL, &s, err), KJ_EINVAL);
 	assert_non_null(strstr(err, "t.yml:"));
 	assert_non_null(strstr(err, "YAML error"));
-	assert_int_equal(read_text("other: 1\n", NULL, &s, err), KJ_EINVAL);
+	assert_int_equal(read_text("{}\n", NULL, &s, err), KJ_EINVAL);
 	assert_non_null(strstr(err, "field 'pipelines': missing"));
+	/* unknown keys: at the top (the file's line), in a pipeline (its line) */
+	assert_int_equal(read_text("pipelines: []\nother: 1\n", NULL, &s, err), KJ_EINVAL);
+	assert_non_null(strstr(err, "t.yml:2: field 'other': unknown"));
+	assert_int_equal(read_text("pipelines:\n  - name: a\n    phase:\n      - {name: r, type: act, C: 8}\n",
+				   NULL, &s, err), 0);
+	assert_non_null(strstr(s.p[0].error, "t.yml: pipeline 'a' (line 3): field 'phase': unknown"));
+	kj_pipeline_set_free(&s);
+	assert_int_equal(read_text("pipelines:\n  - name: a\n    params: {tp: 2x}\n    phases:\n"
+				   "      - {name: r, type: act, C: 8}\n", NULL, &s, err), 0);
+	assert_non_null(strstr(s.p[0].error, "pipeline 'a' (line 3): field 'params.tp': '2x': unexpected text"));
+	kj_pipeline_set_free(&s);
 	assert_int_equal(read_text("pipelines:\n  - name: a\n    phases: []\n", NULL, &s, err), 0);
 	assert_non_null(strstr(s.p[0].error, "field 'phases': empty"));
 	kj_pipeline_set_free(&s);
