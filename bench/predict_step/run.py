@@ -7,11 +7,17 @@ On the GPU machine, for the GPT-style model of examples/gpt_train.py (its shape 
  2. the step traced: kjoule run --iteration-range step -- python3 examples/gpt_train.py ... and
     kjoule compare --json --skip WARMUP -o DIR (per-step wall, busy, idle, energy, tiers, top
     kernels; iterations.csv for the medians);
- 3. per operator, a small sweep grid around the model's shape (b at half, once and twice the
-    model's, l at once and 1.5 times; encoders at the model's +-2 steps of layers/8; the other
-    columns at the model's value): kjoule sweep --energy --precision P (energy window
-    KJ_SWEEP_ENERGY_S, default 0.5 s per direction);
- 4. kjoule fit, then kjoule predict --models DIR --model MODEL.yml --json;
+ 3. per operator, a small sweep grid around the model's shape that does not hold it (b and l
+    at the model's -+ a quarter, b = 1 at 1 and 3; encoders at the model's -3, -1, +1, +3 steps of
+    layers/8; mp, h and dim at the model's value: 4 shapes each): kjoule sweep --energy
+    --precision P (energy window KJ_SWEEP_ENERGY_S, default 0.5 s per direction). The step's
+    shapes are in no grid, so the models predict shapes they were not fitted on (the sum of
+    in-grid shapes judged the summation, not the regressor); each operator records whether its
+    grid or its fitted rows hold the step's shape (grid_holds_step_shape,
+    fit_rows_hold_step_shape; step_shapes.off_grid for all);
+ 4. kjoule fit, then kjoule predict --models DIR --model MODEL.yml --json; then each operator's
+    step shape swept alone (a one-point grid into OUT/at_shape, never fitted): the prediction
+    against the measurement there (error_at_shape_pct);
  5. the result: predicted step time and energy against the measured mean step wall and mean
     energy per step, errors in %, every operator's prediction next to the sweep's own measurement
     at the model's shape, predicted against measured time per kernel tier, and compare's top
@@ -43,6 +49,7 @@ import argparse
 import csv
 import datetime
 import glob
+import itertools
 import json
 import math
 import os
@@ -116,27 +123,53 @@ def err_pct(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def off(v, s):
+    """start, step, end of points around v but not on it: v - s and v + s; where v - s < 1
+    nothing lies below v, and the points are v and v + 2 s (the shape then leaves the grid by its
+    other columns)."""
+    return (v - s, 2 * s, v + s) if v - s >= 1 else (v, 2 * s, v + 2 * s)
+
+
 def grid(columns, shape):
-    """starts, steps, ends, operators of a small grid holding the model's shape."""
+    """starts, steps, ends, operators of a small grid around the model's shape that does not hold
+    it: b and l at points either side of the model's (b -+ b/4, l -+ l/4), encoders at 4 points
+    2 steps of layers/8 apart around it, so the regressor predicts the step's shapes rather than
+    recalling them; mp, h and dim, which pick the kernels, at the model's value."""
     st, sp, en, ops = [], [], [], []
     for c, v in zip(columns, shape):
-        if c == "b":                      # b/2, b, 2b (1, 2, 4 for b = 1)
-            s = v // 2 if v >= 2 else v
-            st.append(s), sp.append(2), en.append(4 * s), ops.append("mul")
-        elif c == "l":                    # l, 1.5 l
-            step = max(v // 2, 1)
-            st.append(v), sp.append(step), en.append(v + step), ops.append("add")
-        elif c == "encoders":             # layers +- 2 steps of layers/8
-            step = max(v // 8, 1)
-            s = max(v - 2 * step, 1)
-            st.append(s), sp.append(step), en.append(v + 2 * step), ops.append("add")
+        if c in ("b", "l"):               # v - v/4, v + v/4
+            a, step, b = off(v, max(v // 4, 1))
+            st.append(a), sp.append(step), en.append(b), ops.append("add")
+        elif c == "encoders":             # v -3s, -s, +s, +3s (s = layers/8)
+            s = max(v // 8, 1)
+            a = v - 3 * s if v - 3 * s >= 1 else v - s if v - s >= 1 else v
+            st.append(a), sp.append(2 * s), en.append(a + 6 * s), ops.append("add")
         else:                             # mp, h, dim, ...: the model's value
             st.append(v), sp.append(1), en.append(v), ops.append("add")
     return st, sp, en, ops
 
 
-def config(op, columns, shape):
-    st, sp, en, ops = grid(columns, shape)
+def grid_points(g):
+    """Every point of a grid as a tuple (add: start, start + step, ...; mul: start, start x step,
+    ...; each <= end), as kjoule sweep walks it."""
+    axes = []
+    for a, s, b, op in zip(g["starts"], g["steps"], g["ends"], g["operators"]):
+        if op == "mul":
+            pts = [a]
+            while pts[-1] * s <= b:
+                pts.append(pts[-1] * s)
+            axes.append(pts)
+        else:
+            axes.append(range(a, b + 1, s))
+    return set(itertools.product(*axes))
+
+
+def config(op, columns, shape, single=False):
+    """The sweep config of op's grid around shape (single: of shape alone)."""
+    if single:
+        st, sp, en, ops = list(shape), [1] * len(shape), list(shape), ["add"] * len(shape)
+    else:
+        st, sp, en, ops = grid(columns, shape)
     q = lambda xs: "[" + ", ".join("'%s'" % x for x in xs) + "]"
     n = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
     text = ("{\n  \"kernel_name\": \"%s\",\n  \"columns_name\": %s,\n  \"first_n_column\": %d,\n"
@@ -145,6 +178,20 @@ def config(op, columns, shape):
             % (op, q(list(columns) + ["F_dur(us)", "B_dur(us)"]), len(columns), n(st), n(sp), n(en),
                q(ops), n(shape)))
     return text, {"starts": st, "steps": sp, "ends": en, "operators": ops}
+
+
+def fit_rows_hold(data_dir, op, precision, columns, shape):
+    """Whether any measured row of the fit's CSVs for op is the model's shape (None: no CSV read)."""
+    want, seen = [str(v) for v in shape], None
+    for f in sorted(glob.glob(os.path.join(data_dir, f"*_{op}_{precision}_*.csv"))):
+        try:
+            rows = list(csv.DictReader(open(f)))
+        except (OSError, csv.Error):
+            continue
+        seen = seen or False
+        if any([r.get(c) for c in columns] == want for r in rows):
+            return True
+    return seen
 
 
 def log_figures(data_dir, op, precision, shape_text):
@@ -296,7 +343,7 @@ def main():
         ap.error("--no-sweep and --no-trace leave nothing to do")
     os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
     kj, out = os.path.abspath(a.kjoule), os.path.abspath(a.out_dir)
-    for sub in ("sweep", "models", "compare", "configs", "empty_models"):
+    for sub in ("sweep", "at_shape", "models", "compare", "configs", "empty_models"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(os.path.join(out, "configs"), exist_ok=True)
     R = Runner(a.budget_s)
@@ -407,11 +454,11 @@ def main():
                   120, reserve=after_sweeps)
         entry = {"op": op, "count": t["count"], "shape": t["shape"], "columns": columns,
                  "backward": t["backward"], "tier": t["tier"], "grid": g,
+                 "grid_holds_step_shape": tuple(shape) in grid_points(g),
                  "sweep": {"rc": None if r is None else r.returncode,
                            "seconds": R.commands[-1].get("seconds"),
                            "rows_measured": rows_in(data, op, a.precision)},
-                 "measured_at_shape": measured_at(data, op, a.precision, columns, shape),
-                 "predicted": None}
+                 "measured_at_shape": None, "predicted": None}
         result["operators"].append(entry)
 
     # 4. fit and predict
@@ -429,13 +476,31 @@ def main():
                                                    "--json"], 60)
                 j = load_json(r.stdout) if r is not None and r.returncode == 0 else None
                 result["predict_against_run"] = j.get("against") if isinstance(j, dict) else None
+    # 4b. the step's own shapes measured alone, after the fit (so no model saw them): each
+    #     operator's prediction of a shape off its grid against its measurement there
+    at_data = os.path.join(out, "at_shape", "sampling_data")
+    for e in result["operators"]:
+        shape = [int(x) for x in e["shape"].split(",")]
+        # the check that the regressor, not the sum, is judged: the step's shape is in no row fitted
+        e["fit_rows_hold_step_shape"] = fit_rows_hold(data, e["op"], a.precision, e["columns"], shape)
+        text, _ = config(e["op"], e["columns"], shape, single=True)
+        path = os.path.join(out, "configs", e["op"] + "_at_shape.yml")
+        with open(path, "w") as f:
+            f.write(text)
+        R.run("sweep at shape " + e["op"], [kj, "sweep", path, "--precision", a.precision, "--energy", "--out",
+                                            os.path.join(out, "at_shape"), "--timeout", "60"] + name_args, 60)
+        e["measured_at_shape"] = measured_at(at_data, e["op"], a.precision, e["columns"], shape)
     if isinstance(pred, dict):
         rows = {(p["op"], p["shape"]): p for p in pred.get("operators", [])}
         for e in result["operators"]:
             p = rows.get((e["op"], e["shape"]))
             if p is None:
                 continue
+            e["predicted_in_grid"] = p.get("in_grid")  # each column inside the range fit saw
             e["predicted"] = {k: num(p.get(k)) for k in ("fwd_us", "bwd_us", "fwd_uj", "bwd_uj")}
+            m = e["measured_at_shape"] or {}
+            e["error_at_shape_pct"] = {k: err_pct(e["predicted"][k], m.get(k))
+                                       for k in ("fwd_us", "bwd_us", "fwd_uj", "bwd_uj")}
             pt = [e["predicted"]["fwd_us"]] + ([e["predicted"]["bwd_us"]] if e["backward"] else [])
             pe = [e["predicted"]["fwd_uj"]] + ([e["predicted"]["bwd_uj"]] if e["backward"] else [])
             e["step_time_us"] = e["count"] * sum(pt) if None not in pt else None
@@ -445,6 +510,16 @@ def main():
                                "time_us_partial": num(pred.get("time_us_partial")),
                                "energy_uj_partial": num(pred.get("energy_uj_partial")),
                                "missing_models": pred.get("missing_models") or ""}
+    ops = result["operators"]
+    result["step_shapes"] = {
+        "off_grid": bool(ops) and not any(e["grid_holds_step_shape"] or e.get("fit_rows_hold_step_shape")
+                                          for e in ops),
+        "in_a_grid": [e["op"] for e in ops if e["grid_holds_step_shape"] or e.get("fit_rows_hold_step_shape")],
+        "outside_a_range": [e["op"] for e in ops if e.get("predicted_in_grid") is False],
+        "note": "each operator's grid lies around the step's shape, not on it (b and l either side, "
+                "encoders 4 points around; mp, h and dim at the step's value), so the models predict "
+                "shapes they were not fitted on; the step's shapes are then measured alone "
+                "(measured_at_shape, configs/OP_at_shape.yml) after the fit"}
     # the same sum from the sweep's own measurements at the model's shape (no regressor)
     st = se = 0.0
     complete = bool(result["operators"])

@@ -15,7 +15,11 @@ static void usage(FILE *f)
 		"in DATA_DIR ({GPU}_{op}_{precision}[_{parts}_{part}].csv): a log-linear baseline in the\n"
 		"operator's FLOPs and bytes, times an XGBoost model on FLOPs, bytes, waves and the shape.\n"
 		"A fifth of the shapes is held out and scored. Writes MODELS_DIR (default: models)/\n"
-		"models.json, one XGBoost .json and one predicted-against-measured .svg per model.\n"
+		"models.json (with each model's shape range), one XGBoost .json and one predicted-against-\n"
+		"measured .svg per model. Every CSV is read before anything is written; the folder is built\n"
+		"beside MODELS_DIR and renamed into place, keeping an earlier fit's models of other keys: a\n"
+		"refused fit leaves no folder and the earlier one as it was. A models.json that is no models\n"
+		"index, or a MODELS_DIR of other files, is refused.\n"
 		"  --gpu NAME     only this GPU's files (name as in the file names or as NVML says it)\n"
 		"  --sm-count N   SMs for the wave features (default: kjoule's table of known GPUs)\n"
 		"  --rounds R     boosting rounds (default 200)\n");

@@ -27,7 +27,11 @@ static void usage(FILE *f)
 		"                      [--run RUN.kjdb [--region NAME] [--skip N]]\n"
 		"One operator: its time (us) and energy (uJ) with each model's held-out MAPE, and the MAPE fit\n"
 		"measured on figures of the prediction's size (half-decades of the value; JSON\n"
-		"time_mape_at_size_pct, energy_mape_at_size_pct, with their row counts).\n"
+		"time_mape_at_size_pct, energy_mape_at_size_pct, with their row counts). Outside the shapes\n"
+		"a model was fitted on (models.json shape_range) predict says how far outside, per column,\n"
+		"and that the error is unknown there (no held-out MAPE; JSON in_grid, *_outside_grid), and\n"
+		"gives no figure below what the model resolves (JSON *_unresolved). A shape value that is no\n"
+		"positive integer, or a wrong count of them, is refused naming the column.\n"
 		"MODEL.yml: a GPT-style transformer (layers, hidden, heads, seq, batch; optional mp: 1,\n"
 		"precision: fp16, mode: train|inference, optimizer: adam|none, norm: layernorm|RMSlayernorm,\n"
 		"rope: false, attention: flash|unfused, master_copies: false|true, gpu) predicted as the sum\n"
@@ -38,13 +42,16 @@ static void usage(FILE *f)
 		"                 its mean step time, energy and kernel sum (errors in %%, none from a partial\n"
 		"                 sum) and, per kernel tier, the operators' time against the run's kernels'\n"
 		"                 (JSON: against); --region and --skip choose its iterations as compare does\n"
-		"An operator without a model is shown as '-' and the total says what it leaves out.\n");
+		"An operator without a model is shown as '-' and the total says what it leaves out; the\n"
+		"grid column marks an operator predicted OUTSIDE its measured grid (JSON in_grid,\n"
+		"outside_grid), and --run names those operators beside the step's errors.\n");
 }
 
+/* x with two decimals, or four significant digits from 1e7 on (no digit cut off); "-" when !ok */
 static void fmt(char *buf, size_t len, double x, int ok)
 {
 	if (ok && isfinite(x))
-		snprintf(buf, len, "%.2f", x);
+		snprintf(buf, len, fabs(x) < 1e7 ? "%.2f" : "%.4g", x);
 	else
 		snprintf(buf, len, "-");
 }
@@ -58,6 +65,57 @@ static void at_size(char *buf, size_t len, const struct kj_prediction *p)
 		buf[0] = 0;
 }
 
+/* One line of predict_op's text: "  time    12.34 us   (held-out MAPE 0.50%; ...)", the error
+ * unknown outside the measured grid, no figure where the model does not resolve one. */
+static void print_target(const char *what, const char *unit, const struct kj_prediction *p)
+{
+	char v[32], mape[32], sz[96];
+	if (!p->found) {
+		printf("  %-7s -  (no model)\n", what);
+		return;
+	}
+	if (!p->resolved) {
+		printf("  %-7s no figure: %s\n", what, p->unresolved);
+		return;
+	}
+	fmt(v, sizeof(v), p->value, 1);
+	if (p->nout) {
+		printf("  %-7s %s %s   (error unknown outside the measured grid)\n", what, v, unit);
+		return;
+	}
+	fmt(mape, sizeof(mape), p->mape_pct, p->mape_pct >= 0);
+	at_size(sz, sizeof(sz), p);
+	printf("  %-7s %s %s   (held-out MAPE %s%%%s%s)\n", what, v, unit, mape, sz,
+	       p->grid_known ? "" : "; the measured grid is unknown: models.json predates it, refit to check");
+}
+
+/* p's misses of the measured grid as JSON ([{column, value, min, max}]; null: not recorded) */
+static json_t *outside_json(const struct kj_sweep_op *op, const struct kj_prediction *p)
+{
+	if (!p->found || !p->grid_known)
+		return json_null();
+	json_t *a = json_array();
+	for (int i = 0; i < p->nout; i++)
+		json_array_append_new(a, json_pack("{s:s,s:I,s:I,s:I}", "column", op->columns[p->out[i].col], "value",
+						   (json_int_t)p->out[i].value, "min", (json_int_t)p->out[i].lo, "max",
+						   (json_int_t)p->out[i].hi));
+	return a;
+}
+
+/* the figure of p as JSON: null without a model or where the model does not resolve one */
+static json_t *value_json(const struct kj_prediction *p)
+{
+	return kj_predict_num_or_null(p->value, p->found && p->resolved);
+}
+
+/* in the measured grid: 1 inside (both models), 0 outside (either), -1 not recorded */
+static int in_grid(const struct kj_prediction *t, const struct kj_prediction *e)
+{
+	if ((t->found && t->nout) || (e->found && e->nout))
+		return 0;
+	return (!t->found || t->grid_known) && (!e->found || e->grid_known) ? 1 : -1;
+}
+
 static int predict_op(struct kj_models *m, const char *gpu, const char *opname, int precision,
 		      int prop, const char *shape, int json)
 {
@@ -69,12 +127,8 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 		kj_errorf("predict: unknown operator '%s'", opname);
 		return 2;
 	}
-	if (kj_sweep_shape_parse(shape, op->ncolumns, v)) {
-		char cols[256] = "";
-		for (int i = 0; i < op->ncolumns; i++)
-			snprintf(cols + strlen(cols), sizeof(cols) - strlen(cols), "%s%s", i ? "," : "", op->columns[i]);
-		kj_errorf("predict: --shape '%s': %s takes %d positive integers (%s)", shape, op->name,
-			  op->ncolumns, cols);
+	if (kj_predict_shape_parse(op, shape, v, err, sizeof(err))) {
+		kj_errorf("predict: --shape '%s': %s", shape, err);
 		return 2;
 	}
 	if (!kj_sweep_shape_valid(op, v, why, sizeof(why)))
@@ -89,12 +143,17 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 			  op->name, kj_precision_name(precision), prop ? "bwd" : "fwd", gpu);
 		return 1;
 	}
+	int ig = in_grid(&t, &e);
+	const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
+	char tout[512], eout[512];
+	kj_prediction_outside(op, &t, tout, sizeof(tout));
+	kj_prediction_outside(op, &e, eout, sizeof(eout));
 	if (json) {
 		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "gpu", gpu, "op", op->name, "precision",
 				      kj_precision_name(precision), "prop", prop ? "bwd" : "fwd", "shape", shape);
-		json_object_set_new(j, "time_us", kj_predict_num_or_null(t.value, t.found));
+		json_object_set_new(j, "time_us", value_json(&t));
 		json_object_set_new(j, "time_mape_pct", kj_predict_num_or_null(t.mape_pct, t.found && t.mape_pct >= 0));
-		json_object_set_new(j, "energy_uj", kj_predict_num_or_null(e.value, e.found));
+		json_object_set_new(j, "energy_uj", value_json(&e));
 		json_object_set_new(j, "energy_mape_pct", kj_predict_num_or_null(e.mape_pct, e.found && e.mape_pct >= 0));
 		json_object_set_new(j, "time_mape_at_size_pct",
 				    kj_predict_num_or_null(t.size_mape_pct, t.found && t.size_mape_pct >= 0));
@@ -102,25 +161,29 @@ static int predict_op(struct kj_models *m, const char *gpu, const char *opname, 
 		json_object_set_new(j, "energy_mape_at_size_pct",
 				    kj_predict_num_or_null(e.size_mape_pct, e.found && e.size_mape_pct >= 0));
 		json_object_set_new(j, "energy_rows_at_size", json_integer(e.found ? e.size_n : 0));
-		const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
+		json_object_set_new(j, "in_grid", ig < 0 ? json_null() : json_boolean(ig));
+		json_object_set_new(j, "time_outside_grid", outside_json(op, &t));
+		json_object_set_new(j, "energy_outside_grid", outside_json(op, &e));
+		json_object_set_new(j, "error_note", ig == 0 ? json_string("error unknown outside the measured grid")
+						    : ig < 0 ? json_string("the measured grid is unknown: models.json "
+									   "predates it, refit to check")
+							     : json_null());
+		json_object_set_new(j, "time_unresolved", t.found && !t.resolved ? json_string(t.unresolved) : json_null());
+		json_object_set_new(j, "energy_unresolved", e.found && !e.resolved ? json_string(e.unresolved) : json_null());
 		json_object_set_new(j, "implementation", impl[0] ? json_string(impl) : json_null());
 		json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(8));
 		printf("\n");
 		json_decref(j);
 		return 0;
 	}
-	char a[32], b[32], c[32], d[32];
-	fmt(a, sizeof(a), t.value, t.found);
-	fmt(b, sizeof(b), t.mape_pct, t.found && t.mape_pct >= 0);
-	fmt(c, sizeof(c), e.value, e.found);
-	fmt(d, sizeof(d), e.mape_pct, e.found && e.mape_pct >= 0);
-	char ts[96], es[96];
-	at_size(ts, sizeof(ts), &t);
-	at_size(es, sizeof(es), &e);
-	const char *impl = t.found && t.implementation[0] ? t.implementation : e.implementation;
-	printf("%s %s %s %s on %s%s%s%s\n  time    %s us   (held-out MAPE %s%%%s)\n  energy  %s uJ   "
-	       "(held-out MAPE %s%%%s)\n", op->name, kj_precision_name(precision), prop ? "bwd" : "fwd",
-	       shape, gpu, impl[0] ? " (fitted on " : "", impl, impl[0] ? ")" : "", a, b, ts, c, d, es);
+	printf("%s %s %s %s on %s%s%s%s\n", op->name, kj_precision_name(precision), prop ? "bwd" : "fwd", shape, gpu,
+	       impl[0] ? " (fitted on " : "", impl, impl[0] ? ")" : "");
+	print_target("time", "us", &t);
+	print_target("energy", "uJ", &e);
+	if (tout[0] || eout[0])
+		printf("  outside the measured grid: %s\n", tout[0] ? tout : eout);
+	if (tout[0] && eout[0] && strcmp(tout, eout))
+		printf("  outside the energy model's grid: %s\n", eout);
 	return 0;
 }
 
@@ -174,7 +237,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	int n = kj_model_terms(&spec, t, MAX_TERMS), ntiers = 0;
 	struct kj_tier_sum tiers[MAX_TERMS]; /* the step's time and energy by tier: what was predicted */
 	int missing_t = 0, missing_e = 0;
-	char missing[1024] = "";
+	char missing[1024] = "", unresolved[1024] = "", outside[2048] = "";
+	int grid_unknown = 0;
 	json_t *rows = json_array();
 	/* the text table is held until the run, if any, has been read: a bad run prints no table */
 	char *tab_text = NULL;
@@ -185,8 +249,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		goto fail;
 	}
 	if (!json)
-		fprintf(tab, "%-31s %5s %-22s %12s %12s %14s %14s\n", "operator", "count", "shape", "fwd us",
-		       "bwd us", "fwd uJ", "bwd uJ");
+		fprintf(tab, "%-31s %5s %-22s %12s %12s %14s %14s  %s\n", "operator", "count", "shape", "fwd us",
+			"bwd us", "fwd uJ", "bwd uJ", "grid");
 	for (int i = 0; i < n; i++) {
 		struct kj_prediction p[4];
 		char shape[128];
@@ -201,21 +265,38 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 				kj_errorf("predict: %s", err);
 				goto fail;
 			}
-			if (!p[k].found) {
+			if (!p[k].found || !p[k].resolved) { /* no figure: the totals leave it out */
 				missing_t += k < 2;
 				missing_e += k >= 2;
-				if (!strstr(missing, t[i].op->name) && strlen(missing) + 64 < sizeof(missing))
-					snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
-						 "%s%s", missing[0] ? ", " : "", t[i].op->name);
+				char *list = p[k].found ? unresolved : missing;
+				if (!strstr(list, t[i].op->name) && strlen(list) + 64 < sizeof(missing))
+					snprintf(list + strlen(list), sizeof(missing) - strlen(list), "%s%s",
+						 list[0] ? ", " : "", t[i].op->name);
 			}
 		}
 		int need_b = spec.train && !t[i].fwd_only;
-		double v[4]; /* what was found, per call: time fwd, bwd, energy fwd, bwd */
-		for (int k = 0; k < 4; k++)
-			v[k] = p[k].found && (k % 2 == 0 || need_b) ? p[k].value : 0.0;
+		double v[4]; /* what was predicted, per call: time fwd, bwd, energy fwd, bwd */
+		int ok[4], out_k = -1, unknown = 0, any = 0;
+		for (int k = 0; k < 4; k++) {
+			int used = k % 2 == 0 || need_b;
+			ok[k] = p[k].found && p[k].resolved;
+			v[k] = ok[k] && used ? p[k].value : 0.0;
+			if (used && p[k].found && p[k].nout && (out_k < 0 || p[k].nout > p[out_k].nout))
+				out_k = k;
+			unknown |= used && p[k].found && !p[k].grid_known;
+			any |= used && p[k].found;
+		}
+		grid_unknown |= unknown;
+		char where[512] = ""; /* how far outside the measured grid the shape lies */
+		if (out_k >= 0) {
+			kj_prediction_outside(t[i].op, &p[out_k], where, sizeof(where));
+			size_t used = strlen(outside);
+			if (used + strlen(where) + 64 < sizeof(outside))
+				snprintf(outside + used, sizeof(outside) - used, "%s%s (%s)", used ? "; " : "",
+					 t[i].op->name, where);
+		}
 		ntiers = add_to_tier(tiers, ntiers, t[i].op->name, t[i].count * (v[0] + v[1]),
-				     p[0].found && (!need_b || p[1].found), t[i].count * (v[2] + v[3]),
-				     p[2].found && (!need_b || p[3].found));
+				     ok[0] && (!need_b || ok[1]), t[i].count * (v[2] + v[3]), ok[2] && (!need_b || ok[3]));
 		if (json) {
 			json_t *r = json_pack("{s:s,s:I,s:s}", "op", t[i].op->name, "count",
 					      (json_int_t)t[i].count, "shape", shape);
@@ -225,19 +306,22 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 			json_object_set_new(r, "columns", cols);
 			json_object_set_new(r, "backward", json_boolean(need_b));
 			json_object_set_new(r, "tier", json_string(kj_model_op_tier(t[i].op->name)));
-			json_object_set_new(r, "fwd_us", kj_predict_num_or_null(p[0].value, p[0].found));
-			json_object_set_new(r, "bwd_us", kj_predict_num_or_null(p[1].value, need_b && p[1].found));
-			json_object_set_new(r, "fwd_uj", kj_predict_num_or_null(p[2].value, p[2].found));
-			json_object_set_new(r, "bwd_uj", kj_predict_num_or_null(p[3].value, need_b && p[3].found));
+			json_object_set_new(r, "fwd_us", kj_predict_num_or_null(p[0].value, ok[0]));
+			json_object_set_new(r, "bwd_us", kj_predict_num_or_null(p[1].value, need_b && ok[1]));
+			json_object_set_new(r, "fwd_uj", kj_predict_num_or_null(p[2].value, ok[2]));
+			json_object_set_new(r, "bwd_uj", kj_predict_num_or_null(p[3].value, need_b && ok[3]));
+			/* outside the grid its rows spanned the error is unknown; null: not recorded */
+			json_object_set_new(r, "in_grid", out_k >= 0 ? json_false() : unknown || !any ? json_null() : json_true());
+			json_object_set_new(r, "outside_grid", where[0] ? json_string(where) : json_null());
 			json_array_append_new(rows, r);
 		} else {
 			char a[32], b[32], c[32], d[32];
-			fmt(a, sizeof(a), p[0].value, p[0].found);
-			fmt(b, sizeof(b), p[1].value, need_b && p[1].found);
-			fmt(c, sizeof(c), p[2].value, p[2].found);
-			fmt(d, sizeof(d), p[3].value, need_b && p[3].found);
-			fprintf(tab, "%-31s %5lld %-22s %12s %12s %14s %14s\n", t[i].op->name, (long long)t[i].count,
-			       shape, a, b, c, d);
+			fmt(a, sizeof(a), p[0].value, ok[0]);
+			fmt(b, sizeof(b), p[1].value, need_b && ok[1]);
+			fmt(c, sizeof(c), p[2].value, ok[2]);
+			fmt(d, sizeof(d), p[3].value, need_b && ok[3]);
+			fprintf(tab, "%-31s %5lld %-22s %12s %12s %14s %14s  %s\n", t[i].op->name, (long long)t[i].count,
+				shape, a, b, c, d, out_k >= 0 ? "OUTSIDE" : unknown ? "unknown" : any ? "in" : "-");
 		}
 	}
 	double time_us = 0, energy_uj = 0; /* of what was predicted: partial where something is missing */
@@ -248,6 +332,8 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 	if (ro->run && !(against = kj_predict_against_run(ro->run, ro->region, ro->skip, tiers, ntiers, time_us,
 							   !missing_t, energy_uj, !missing_e, gpu)))
 		goto fail;
+	if (against) /* operators the models extrapolate: the step's error holds them too */
+		json_object_set_new(against, "outside_grid", json_string(outside));
 	if (tab) {
 		fclose(tab);
 		fputs(tab_text ? tab_text : "", stdout);
@@ -258,9 +344,12 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 				      "precision", kj_precision_name(spec.precision), "operators", rows);
 		json_object_set_new(j, "time_us", kj_predict_num_or_null(time_us, !missing_t));
 		json_object_set_new(j, "energy_uj", kj_predict_num_or_null(energy_uj, !missing_e));
-		json_object_set_new(j, "time_us_partial", json_real(time_us));
-		json_object_set_new(j, "energy_uj_partial", json_real(energy_uj));
+		/* null, not 0, where no operator has a figure */
+		json_object_set_new(j, "time_us_partial", kj_predict_num_or_null(time_us, time_us > 0));
+		json_object_set_new(j, "energy_uj_partial", kj_predict_num_or_null(energy_uj, energy_uj > 0));
 		json_object_set_new(j, "missing_models", json_string(missing));
+		json_object_set_new(j, "unresolved", json_string(unresolved));
+		json_object_set_new(j, "outside_grid", json_string(outside));
 		json_object_set_new(j, "scope", json_string(MODEL_SCOPE));
 		if (against)
 			json_object_set_new(j, "against", against);
@@ -269,10 +358,22 @@ static int predict_model(struct kj_models *m, const char *gpu_opt, const char *p
 		json_decref(j);
 	} else {
 		json_decref(rows);
-		printf("%s on %s: time %.3f ms%s, energy %.3f J%s\n", what, gpu, time_us / 1e3,
-		       missing_t ? " (partial)" : "", energy_uj / 1e6, missing_e ? " (partial)" : "");
+		char ts[48] = "- (no operator predicted)", es[48] = "- (no operator predicted)";
+		if (time_us > 0)
+			snprintf(ts, sizeof(ts), "%.3f ms%s", time_us / 1e3, missing_t ? " (partial)" : "");
+		if (energy_uj > 0)
+			snprintf(es, sizeof(es), "%.3f J%s", energy_uj / 1e6, missing_e ? " (partial)" : "");
+		printf("%s on %s: time %s, energy %s\n", what, gpu, ts, es);
 		if (missing[0])
 			printf("no model for: %s (their rows show '-'; the totals leave them out)\n", missing);
+		if (unresolved[0])
+			printf("no figure the model resolves (outside its measured grid) for: %s (their rows show '-'; "
+			       "the totals leave them out)\n", unresolved);
+		if (outside[0])
+			printf("outside the measured grid, error unknown: %s\n", outside);
+		if (grid_unknown)
+			printf("grid 'unknown': models.json predates the record of the measured grid (refit to check "
+			       "these shapes against it)\n");
 		printf("%s\n", MODEL_SCOPE);
 		if (against) {
 			kj_predict_against_print(against, stdout);

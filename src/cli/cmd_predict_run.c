@@ -202,6 +202,10 @@ void kj_predict_against_print(const json_t *a, FILE *f)
 	const char *why = json_string_value(json_object_get(a, "errors_not_taken"));
 	if (why)
 		fprintf(f, "  ! %s\n", why);
+	const char *outside = json_string_value(json_object_get(a, "outside_grid"));
+	if (outside && *outside)
+		fprintf(f, "  ! operators predicted outside their measured grid, where the models' error is unknown: "
+			   "%s\n", outside);
 	const json_t *unc = json_object_get(m, "step_energy_mean_unc_pct");
 	if (json_is_number(unc) && json_number_value(unc) > 5.0)
 		fprintf(f, "  ! the measured energy a step is known only to ±%.1f %%: an energy error below that says"

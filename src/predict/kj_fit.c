@@ -13,6 +13,7 @@
 
 #include "kj_atomic.h"
 #include "kj_error.h"
+#include "kj_fit_out.h"
 #include "kj_predict.h"
 #include "kj_sweep.h"
 #include "kj_fit_model.h"
@@ -204,7 +205,7 @@ static json_t *error_by_size(const double *meas, const double *pred, const int *
  * given one there, learns the power (energy over time, of rows with both) and predicts energy as
  * that power times tm's time: power varies over a few hundred watts where energy spans decades,
  * and the time models learn from the denser time-only sweeps as well. */
-static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj_sweep_op *op,
+static int fit_one(const struct kj_fit_opts *o, const char *dir, struct group *g, const struct kj_sweep_op *op,
 		   struct sample *s, int n, int prop, int energy, int sm, double l2, const char *sm_source,
 		   json_t *models, struct kj_fitted *tm)
 {
@@ -215,10 +216,12 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 	double *oof = malloc(n * sizeof(*oof)), *oofbest = malloc(n * sizeof(*oofbest));
 	int *ho = malloc(n * sizeof(*ho)), *fold = malloc(n * sizeof(*fold)), m = 0, ntr = 0, rc = 0;
 	int have_oof = 0;
+	int64_t lo[KJ_SWEEP_MAX_COLS], hi[KJ_SWEEP_MAX_COLS]; /* the shape range of the rows */
+	double ylo = INFINITY, yhi = 0;
 	struct kj_fitted fm = {0};
 	double cv[KJ_FIT_NFORMS];
 	int power = energy && tm && tm->nw > 0; /* learn power, predict energy = power x tm's time */
-	char name[600], path[4200];
+	char name[600], path[PATH_MAX + 640];
 	if (!x || !xt || !ly || !meas || !lt || !pv || !pr || !yt || !ho || !fold || !oof || !oofbest) {
 		rc = KJ_ENOMEM;
 		goto out;
@@ -233,6 +236,12 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		if (isnan(s[i].y[t]) || (power && !(s[i].y[prop] > 0)))
 			continue;
 		kj_predict_features(op, s[i].v, prop, e, sm, l2, &x[m * nf]);
+		for (int j = 0; j < nc; j++) {
+			lo[j] = m && lo[j] < s[i].v[j] ? lo[j] : s[i].v[j];
+			hi[j] = m && hi[j] > s[i].v[j] ? hi[j] : s[i].v[j];
+		}
+		ylo = fmin(ylo, s[i].y[t]);
+		yhi = fmax(yhi, s[i].y[t]);
 		meas[m] = s[i].y[t];
 		ly[m] = log(power ? s[i].y[t] / s[i].y[prop] : s[i].y[t]);
 		ho[m] = nvalid >= 10 && held_out(s[i].key);
@@ -312,18 +321,19 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 					  kj_fit_forms[best].trees, &fm)))
 			goto out;
 	}
-	snprintf(path, sizeof(path), "%s/%s.json", o->out_dir, name);
+	snprintf(path, sizeof(path), "%s/%s.json", dir, name);
 	if (fm.trees) {
 		char err[1024];
 		if ((rc = kj_xgb_save(fm.xm, path, err, sizeof(err)))) {
 			kj_errorf("fit: %s", err);
 			goto out;
 		}
-	} else {
-		unlink(path); /* an earlier fit's trees must not be taken for this model's */
 	}
-	snprintf(path, sizeof(path), "%s/%s.svg", o->out_dir, name);
-	kj_svg_scatter(path, name, energy ? "uJ" : "us", meas, pv, ho, m);
+	snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+	if ((rc = kj_svg_scatter(path, name, energy ? "uJ" : "us", meas, pv, ho, m))) {
+		kj_errorf("fit: cannot write %s", path);
+		goto out;
+	}
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:i,s:i,s:f}", "gpu", g->gpu, "op",
 			      op->name, "precision", kj_precision_name(g->precision), "prop", prop ? "bwd" : "fwd",
 			      "target", energy ? "energy" : "time", "unit", energy ? "uJ" : "us", "sm_count", sm,
@@ -353,6 +363,13 @@ static int fit_one(const struct kj_fit_opts *o, struct group *g, const struct kj
 		json_object_set_new(j, "predicts", json_string("power_w"));
 	json_object_set_new(j, "l2_bytes", l2 > 0 ? json_real(l2) : json_null());
 	json_object_set_new(j, "n_final", json_integer(m)); /* rows the saved model learnt from */
+	/* the grid it learnt from: predict says how far outside it a shape lies, and quotes no
+	 * held-out error there */
+	json_t *range = json_object();
+	for (int k = 0; k < nc; k++)
+		json_object_set_new(range, op->columns[k], json_pack("[I,I]", (json_int_t)lo[k], (json_int_t)hi[k]));
+	json_object_set_new(j, "shape_range", range);
+	json_object_set_new(j, "measured_range", json_pack("[f,f]", ylo, yhi));
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
 	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
 	json_object_set_new(j, "mape_by_size", error_by_size(meas, pv, ho, m, have_oof ? oofbest : NULL,
@@ -395,45 +412,44 @@ static int same_key(json_t *a, json_t *b)
 	return 1;
 }
 
-int kj_fit_run(const struct kj_fit_opts *o)
+/* The sweep CSVs of o->data_dir (of GPU tag want, when not '') into *out, one group per (GPU,
+ * operator, precision), a merged file before its parts; a message and an error when the folder
+ * cannot be read or holds none. */
+static int scan_groups(const struct kj_fit_opts *o, const char *want, struct group **out, int *ng)
 {
 	DIR *d = opendir(o->data_dir);
-	struct group *groups = NULL;
-	int ng = 0, rc = 0, nmodels = 0;
+	struct group *groups;
 	struct dirent *de;
 	struct kj_sweep_name nm;
-	char want[128] = "", why[512], path[4200];
+	int n = 0;
+	*out = NULL;
+	*ng = 0;
 	if (!d) {
 		kj_errorf("fit: %s: %s", o->data_dir, strerror(errno));
 		return KJ_EIO;
 	}
-	if ((rc = kj_xgb_load(why, sizeof(why)))) {
-		closedir(d);
-		kj_errorf("fit: %s", why);
-		return rc;
-	}
-	if (o->gpu)
-		kj_sweep_gpu_tag(o->gpu, want, sizeof(want));
 	groups = calloc(512, sizeof(*groups));
 	while (groups && (de = readdir(d))) {
 		if (kj_sweep_name_parse(de->d_name, &nm) || (want[0] && strcmp(want, nm.gpu)))
 			continue;
 		int k;
-		for (k = 0; k < ng; k++)
+		for (k = 0; k < n; k++)
 			if (!strcmp(groups[k].gpu, nm.gpu) && !strcmp(groups[k].op, nm.op) &&
 			    groups[k].precision == nm.precision)
 				break;
-		if (k == ng) {
-			if (ng == 512)
+		if (k == n) {
+			if (n == 512)
 				continue;
 			snprintf(groups[k].gpu, sizeof(groups[k].gpu), "%s", nm.gpu);
 			snprintf(groups[k].op, sizeof(groups[k].op), "%s", nm.op);
 			groups[k].precision = nm.precision;
-			ng++;
+			n++;
 		}
 		if (groups[k].nfiles < 1024) {
 			size_t l = strlen(o->data_dir) + strlen(de->d_name) + 2;
 			char *p = malloc(l);
+			if (!p)
+				continue;
 			snprintf(p, l, "%s/%s", o->data_dir, de->d_name);
 			/* a merged file first, so its rows win over the parts' */
 			if (nm.parts == 0 && groups[k].nfiles) {
@@ -447,32 +463,56 @@ int kj_fit_run(const struct kj_fit_opts *o)
 	closedir(d);
 	if (!groups)
 		return KJ_ENOMEM;
-	if (ng == 0) {
+	*out = groups;
+	*ng = n;
+	if (n == 0) {
 		kj_errorf("fit: %s holds no sweep CSVs ({GPU}_{op}_{precision}[_{parts}_{part}].csv)%s%s",
 			  o->data_dir, want[0] ? " for GPU " : "", want);
-		free(groups);
 		return KJ_ENOTFOUND;
 	}
-	if (mkdir(o->out_dir, 0777) && errno != EEXIST) {
-		kj_errorf("fit: %s: %s", o->out_dir, strerror(errno));
-		rc = KJ_EIO;
+	return 0;
+}
+
+/* Every input is read and checked (the CSVs, and the folder the models go to with its index)
+ * before anything is written; the models are then built in a temporary folder beside the output
+ * one and renamed into place (kj_fit_out.h), so a refused or failed fit leaves no folder, no
+ * half index and the earlier models as they were. */
+int kj_fit_run(const struct kj_fit_opts *o)
+{
+	struct group *groups = NULL;
+	struct sample **rows = NULL;
+	struct kj_fit_out fo;
+	int *nrows = NULL, ng = 0, rc, nmodels = 0;
+	char want[128] = "", why[512], path[PATH_MAX + 16];
+	json_t *models = NULL, *index = NULL, *dropped = NULL;
+	memset(&fo, 0, sizeof(fo));
+	if (o->gpu)
+		kj_sweep_gpu_tag(o->gpu, want, sizeof(want));
+	if ((rc = scan_groups(o, want, &groups, &ng)))
+		goto out;
+	if ((rc = kj_xgb_load(why, sizeof(why)))) {
+		kj_errorf("fit: %s", why);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/models.json", o->out_dir);
-	json_error_t jerr;
-	json_t *index = json_load_file(path, 0, &jerr), *models = json_array(), *old;
-	if (!index)
-		index = json_object();
-	old = json_object_get(index, "models");
+	if ((rc = kj_fit_out_open(o->out_dir, &fo)))
+		goto out;
+	rows = calloc(ng, sizeof(*rows));
+	nrows = calloc(ng, sizeof(*nrows));
+	if (!rows || !nrows) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	for (int k = 0; k < ng; k++)
+		if ((rc = read_group(&groups[k], kj_sweep_op_find(groups[k].op), &rows[k], &nrows[k])))
+			goto out;
+	if ((rc = kj_fit_out_begin(&fo)))
+		goto out;
+	models = json_array();
 	if (!o->quiet)
 		printf("%-52s %6s %6s %10s  %-14s %s\n", "model", "train", "test", "MAPE train", "MAPE held-out",
 		       "form");
 	for (int k = 0; k < ng && !rc; k++) {
 		const struct kj_sweep_op *op = kj_sweep_op_find(groups[k].op);
-		struct sample *s = NULL;
-		int n = 0;
-		if ((rc = read_group(&groups[k], op, &s, &n)))
-			break;
 		int sm = o->sm_count > 0 ? o->sm_count : kj_predict_sm_count(groups[k].gpu);
 		double l2 = kj_predict_l2_bytes(groups[k].gpu);
 		const char *src = o->sm_count > 0 ? "--sm-count" : sm > 0 ? "known-GPU table" : "none";
@@ -482,7 +522,8 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		struct kj_fitted tm[2];
 		memset(tm, 0, sizeof(tm));
 		for (int t = 0; t < 4 && !rc; t++) { /* fwd time, bwd time, fwd energy, bwd energy */
-			int r = fit_one(o, &groups[k], op, s, n, t % 2, t / 2, sm, l2, src, models, &tm[t % 2]);
+			int r = fit_one(o, fo.tmp, &groups[k], op, rows[k], nrows[k], t % 2, t / 2, sm, l2, src, models,
+					&tm[t % 2]);
 			if (r < 0)
 				rc = r;
 			else if (r == 0)
@@ -492,38 +533,47 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		}
 		kj_fitted_free(&tm[0]);
 		kj_fitted_free(&tm[1]);
-		free(s);
 	}
-	if (!rc) {
-		/* keep earlier models of other keys (another GPU fitted into the same folder) */
-		size_t i;
-		json_t *e;
-		json_array_foreach(old, i, e) {
-			int dup = 0;
-			for (size_t j = 0; j < json_array_size(models); j++)
-				dup |= same_key(e, json_array_get(models, j));
-			if (!dup)
-				json_array_append(models, e);
-		}
-		json_object_set_new(index, "kjoule_models", json_integer(1));
-		json_object_set(index, "models", models);
-		if (kj_write_atomic(path, dump_json, index)) {
-			kj_errorf("fit: cannot write %s", path);
-			rc = KJ_EIO;
-		} else if (!o->quiet) {
-			printf("%d models in %s\n", nmodels, path);
-		}
-	}
-	json_decref(models);
-	json_decref(index);
 	if (!rc && nmodels == 0) {
 		kj_errorf("fit: no model trained: every column had fewer than 4 measured rows");
 		rc = KJ_ENOTFOUND;
 	}
+	if (rc)
+		goto out;
+	/* keep the earlier index's models of other keys (another GPU fitted into the same folder);
+	 * those of this fit's keys are dropped with their files */
+	index = fo.old ? json_deep_copy(fo.old) : json_object();
+	dropped = json_array();
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(fo.old, "models"), i, e) {
+		int dup = 0;
+		for (size_t j = 0; j < json_array_size(models); j++)
+			dup |= same_key(e, json_array_get(models, j));
+		json_array_append(dup ? dropped : models, e);
+	}
+	json_object_set_new(index, "kjoule_models", json_integer(1));
+	json_object_set(index, "models", models);
+	snprintf(path, sizeof(path), "%s/models.json", fo.tmp);
+	if (kj_write_atomic(path, dump_json, index)) {
+		kj_errorf("fit: cannot write %s", path);
+		rc = KJ_EIO;
+		goto out;
+	}
+	if (!(rc = kj_fit_out_commit(&fo, dropped)) && !o->quiet)
+		printf("%d models in %s/models.json\n", nmodels, o->out_dir);
 out:
-	for (int k = 0; k < ng; k++)
-		for (int i = 0; i < groups[k].nfiles; i++)
-			free(groups[k].files[i]);
+	kj_fit_out_abort(&fo);
+	json_decref(models);
+	json_decref(index);
+	json_decref(dropped);
+	for (int k = 0; k < ng; k++) {
+		for (int f = 0; f < groups[k].nfiles; f++)
+			free(groups[k].files[f]);
+		free(rows ? rows[k] : NULL);
+	}
 	free(groups);
+	free(rows);
+	free(nrows);
 	return rc;
 }

@@ -63,15 +63,34 @@ struct kj_fit_opts {
  */
 int kj_fit_run(const struct kj_fit_opts *o);
 
-/** One prediction: value (us or uJ), the model's held-out MAPE (-1 when not known), and the
- *  out-of-sample MAPE of the model's rows of the prediction's size (the half-decade of values it
- *  falls in; -1 when fit had fewer than 5 rows there) with their count. */
+/* The least figure predict prints (two decimals): a prediction under it is shown as no figure. */
+#define KJ_PREDICT_RESOLUTION 0.01
+
+/** One shape column outside the range the model's rows spanned. */
+struct kj_grid_miss {
+	int col;               /* the operator's column */
+	int64_t value, lo, hi; /* the shape's value; the least and largest the rows measured */
+};
+
+/** One prediction: value (us or uJ), the model's held-out MAPE (-1 when not known, and outside
+ *  the measured grid, where no held-out error applies), and the out-of-sample MAPE of the model's
+ *  rows of the prediction's size (the half-decade of values it falls in; -1 when fit had fewer
+ *  than 5 rows there, or outside the grid) with their count. */
 struct kj_prediction {
 	double value;
 	double mape_pct;
 	double size_mape_pct;
 	int size_n;
-	int found;
+	int found;               /* a model of this key exists and was evaluated */
+	int resolved;            /* value is a figure to show: finite, at least KJ_PREDICT_RESOLUTION,
+				  * and outside the grid not below the least figure the rows measured;
+				  * 0: unresolved says why */
+	int grid_known;          /* models.json records the shape range the model was fitted on
+				  * (models fitted before it: 0, the range unknown) */
+	int nout;                /* the shape's columns outside that range: the error is unknown */
+	struct kj_grid_miss out[KJ_SWEEP_MAX_COLS];
+	double measured_min;     /* the least figure of the model's rows; -1 not recorded */
+	char unresolved[192];
 	char implementation[64]; /* the implementation its rows ran (models.json), '' not named */
 };
 struct kj_models;
@@ -82,10 +101,25 @@ void kj_models_close(struct kj_models *m);
 const char *kj_models_only_gpu(const struct kj_models *m);
 /** @brief How many models the index holds (0: predict can name no GPU by itself). */
 size_t kj_models_count(const struct kj_models *m);
-/** @brief Predict op at shape v; target "time" or "energy". found = 0 when no model. */
+/** @brief Predict op at shape v; target "time" or "energy". found = 0 when no model; outside the
+ *  shape range models.json records, out->nout > 0 and no held-out error is given. */
 int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
 		      int precision, int prop, const char *target, const int64_t *v,
 		      struct kj_prediction *out, char *err, size_t len);
+
+/** @brief The text of --shape into v (op->ncolumns values), naming the column of a value that is
+ *  no positive integer ("column 'b' (2 of 4): '0' is not a positive integer") or the count
+ *  ("3 values; linear1 takes 4: mp,b,l,dim") in err; 0 or KJ_EINVAL. */
+int kj_predict_shape_parse(const struct kj_sweep_op *op, const char *text, int64_t *v, char *err, size_t len);
+/** @brief The range fields of a models.json entry (shape_range, measured_range) against shape v
+ *  into p's grid_known, nout, out and measured_min; then resolved and unresolved from p->value
+ *  (unit "us" or "uJ" for the text); outside the range the held-out errors are taken away. */
+struct json_t; /* jansson's */
+void kj_prediction_grid(const struct json_t *entry, const struct kj_sweep_op *op, const int64_t *v, const char *unit,
+			struct kj_prediction *p);
+/** @brief How far outside the measured grid p's shape lies ("b=1000000000 is 2.5e+08x the largest
+ *  measured 4; l=3 is 85x under the least measured 256") into buf; '' inside it or unknown. */
+void kj_prediction_outside(const struct kj_sweep_op *op, const struct kj_prediction *p, char *buf, size_t len);
 
 /** @brief An SVG scatter of predicted against measured (log-log), held-out points marked. */
 int kj_svg_scatter(const char *path, const char *title, const char *unit, const double *meas,

@@ -1,6 +1,7 @@
 # bench/predict_step/run.py on the CPU: the stand-in worker answers the sweeps (f_us = 3 + product of
 # the shape / 1000, b_us = 2 f_us, energies 50x), so every operator `kjoule predict --model` needs is
-# swept around the model's shape, fitted and predicted; the traced part is left out (--no-trace),
+# swept on a grid around the model's shape but not on it, fitted and predicted, then measured at the
+# model's shape alone (never fitted) to judge each prediction; the traced part is left out (--no-trace),
 # made to fail (a stand-in program with no GPU work: skipped and recorded, no crash), or read from
 # the shipped run (--run).
 set -u
@@ -34,7 +35,7 @@ assert {"embedding", "layernorm", "linear1", "flash_atten", "linear_final", "par
         "lastStage_optimizer", "master_copies"} <= ops, ops  # gpt_train.py's default: fp32 masters, copies apart
 tp = te = 0.0
 for e in r["operators"]:
-    assert 3 <= e["sweep"]["rows_measured"] <= 8, e
+    assert e["sweep"]["rows_measured"] == 4, e
     assert e["sweep"]["rc"] == 0
     p = e["predicted"]
     keys = ["fwd_us", "fwd_uj"] + (["bwd_us", "bwd_uj"] if e["backward"] else [])
@@ -50,14 +51,26 @@ for e in r["operators"]:
     assert abs(m["fwd_uj_warm"] - 40 * f) < 1e-3 * 40 * f and abs(m["fwd_uj_cold"] - 60 * f) < 1e-3 * 60 * f, (e["op"], m)
     if e["backward"]:
         assert abs(m["bwd_us"] - 2 * f) < 1e-3 * f
-    # the grid holds the model's shape and brackets b
+    # the grid lies around the model's shape, not on it: b, l and encoders either side of the
+    # model's value (b = 1 from 1 up), the columns that pick the kernels at it; the fitted rows hold
+    # no row of the model's shape and predict finds it inside every column's range
     g = e["grid"]
-    for c, v, s, en in zip(e["columns"], map(int, e["shape"].split(",")), g["starts"], g["ends"]):
-        assert s <= v <= en, (e["op"], c, s, v, en)
-        if c == "b" and v >= 2:
-            assert s < v < en
+    for c, v, s, st, en in zip(e["columns"], map(int, e["shape"].split(",")), g["starts"], g["steps"], g["ends"]):
+        if c in ("b", "l", "encoders") and v > 1:
+            assert s < v < en and (v - s) % st, (e["op"], c, s, st, v, en)
+        elif c not in ("b", "l", "encoders"):
+            assert s == v == en, (e["op"], c, s, v, en)
+    assert e["grid_holds_step_shape"] is False and e["fit_rows_hold_step_shape"] is False, e
+    assert e["predicted_in_grid"] is True, e
+    # the regressor's own error at the step's shape, against the shape measured alone after the fit
+    for k in keys:
+        want = 100 * (p[k] - m[k]) / m[k]
+        assert abs(e["error_at_shape_pct"][k] - want) < 1e-6, (e["op"], k, e["error_at_shape_pct"], want)
+        assert abs(want) < 5, (e["op"], k, want)
     tp += e["step_time_us"]
     te += e["step_energy_uj"]
+assert r["step_shapes"]["off_grid"] is True and r["step_shapes"]["in_a_grid"] == [], r["step_shapes"]
+assert r["step_shapes"]["outside_a_range"] == [], r["step_shapes"]
 assert {e["op"]: e["backward"] for e in r["operators"]}["lastStage_optimizer"] is False
 assert {e["op"]: e["backward"] for e in r["operators"]}["master_copies"] is False
 pr = r["predicted"]

@@ -200,7 +200,7 @@ has "energy .* uJ"
 expect 1 "$KJ" predict --models "$T/models" --op linear2 --precision fp16 --prop fwd --shape 1,4,1024,2048
 grep -q "no model for linear2 fp16 fwd" "$T/err" || fail "no model: $(cat "$T/err")"
 expect 2 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop fwd --shape 1,4,1024
-grep -q "linear1 takes 4 positive integers (mp,b,l,dim)" "$T/err" || fail "shape: $(cat "$T/err")"
+grep -q "3 values; linear1 takes 4: mp,b,l,dim" "$T/err" || fail "shape: $(cat "$T/err")"
 expect 2 "$KJ" predict --models "$T/models" --op linear1 --precision fp16 --prop sideways --shape 1,1,1,1
 expect 1 "$KJ" predict --models "$T/nomodels" --op linear1 --prop fwd --shape 1,1,1,1
 grep -q "models.json" "$T/err" || fail "missing models: $(cat "$T/err")"
