@@ -34,17 +34,19 @@ static void side_text(const struct kj_clock_state *s, const char *unit, char *bu
 		snprintf(buf, len, "no capping or throttling in %lld %s%s", (long long)s->readings, unit, pl);
 }
 
-/* The reason an energy error between the program and one kind of replay is not judged. */
+/* The reason an energy error between the program and one kind of replay is not judged: which
+ * side ran throttled, by what (the side lines give the counts). */
 static void why_text(const struct kj_clock_state *prog, const struct kj_clock_state *rep, const char *what,
 		     char *buf, size_t len)
 {
-	char p[200], r[200];
-	side_text(prog, "reading", p, sizeof(p));
-	side_text(rep, "window", r, sizeof(r));
-	if (kj_clock_verdict_of(prog) == KJ_CLOCK_THROTTLED)
-		snprintf(buf, len, "the program ran throttled (%s) and its %s did not (%s)", p, what, r);
-	else
-		snprintf(buf, len, "its %s ran throttled (%s) and the program did not (%s)", what, r, p);
+	char words[200];
+	if (kj_clock_verdict_of(prog) == KJ_CLOCK_THROTTLED) {
+		kj_clock_throttled(prog->reasons, words, sizeof(words));
+		snprintf(buf, len, "the program ran throttled (%s) and its %s did not", words, what);
+	} else {
+		kj_clock_throttled(rep->reasons, words, sizeof(words));
+		snprintf(buf, len, "its %s ran throttled (%s) and the program did not", what, words);
+	}
 }
 
 int cmp_clocks_apply(sqlite3 *db, struct kj_compare *c)
@@ -80,8 +82,10 @@ static void side_line(FILE *f, const char *label, const struct kj_clock_state *s
 	if (s->readings > 0) {
 		side_text(s, unit, t, sizeof(t));
 		fprintf(f, "%s: %s", kj_clock_verdict_name(kj_clock_verdict_of(s)), t);
+	} else if (!strcmp(unit, "reading")) {
+		fprintf(f, "no reading of the clocks-event reasons (they are read every ~100 ms)");
 	} else {
-		fprintf(f, "no reading of the clocks-event reasons (read every ~100 ms)");
+		fprintf(f, "no window recorded the clocks-event reasons (an older worker, or no NVML call for them)");
 	}
 	if (s->sm_clock_median_mhz > 0)
 		fprintf(f, "; SM clock median %.0f MHz (%d-%d)", s->sm_clock_median_mhz, s->sm_clock_min_mhz,
