@@ -167,13 +167,19 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 		goto out;
 	struct clock_watch cw = {0, 0, -1, -1, 0, -1};
 	for (;;) {
-		rc = run_units(w, batch);
+		/* the clock and its reasons are read while the batch runs: right after a sync the GPU is
+		 * idle, and a reading then says "GPU idle" where the load was held at the power cap */
+		for (int i = 0; i < batch && !rc; i++)
+			rc = w->enqueue(w->ctx);
+		if (!rc) {
+			clock_watch_read(&cw, be, o->nvml_index, kj_now_ns());
+			rc = w->sync(w->ctx);
+		}
 		if (rc)
 			goto out;
 		units += batch;
 		if ((rc = mark_push(&marks, &nm, &cap, kj_now_ns(), units)))
 			goto out;
-		clock_watch_read(&cw, be, o->nvml_index, marks[nm - 1].t);
 		double el = (double)(marks[nm - 1].t - t0) * NS;
 		struct kj_sampler_stats st;
 		kj_sampler_get_stats(s, 0, &st);

@@ -265,14 +265,17 @@ static void test_amortize_fake(void **state)
 }
 
 /* Clocks-event reasons for the amortised engine: the GPU-idle bit always, SW power cap on every
- * third read; each read counted, and 3 (not supported) when unsupported is set. */
-static int reason_reads, reasons_unsupported;
+ * third read; each read counted, those made while work was enqueued and not yet synced (*busy > 0)
+ * too, and 3 (not supported) when unsupported is set. */
+static int reason_reads, busy_reads, reasons_unsupported;
+static int *busy;
 static int f_reasons(void *c, int idx, uint64_t *mask)
 {
 	(void)c;
 	(void)idx;
 	if (reasons_unsupported)
 		return 3;
+	busy_reads += busy && *busy > 0;
 	*mask = 0x1 | (reason_reads++ % 3 == 2 ? 0x4 : 0);
 	return 0;
 }
@@ -290,13 +293,16 @@ static void test_amortize_reasons(void **state)
 	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.4, .min_updates = 5, .warmup_max_s = 1};
 	struct kj_amortize_result r;
 	char words[64];
-	reason_reads = 0;
+	reason_reads = busy_reads = 0;
 	reasons_unsupported = 0;
+	busy = &pending;
 	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
 	printf("# %d reason reads over %.2f s: 0x%llx\n", reason_reads, r.seconds, (long long)r.throttle_reasons);
 	assert_true(reason_reads >= 3);
 	assert_true(reason_reads <= (int)(r.seconds / 0.05) + 4); /* every 50 ms at most (the span, its ends) */
 	assert_int_equal(r.throttle_reasons, 0x5);
+	/* read while a batch runs, never in the idle moment after a sync */
+	assert_int_equal(busy_reads, reason_reads);
 	assert_int_equal(kj_clock_throttled((uint64_t)r.throttle_reasons, words, sizeof(words)), 1);
 	assert_string_equal(words, "SW power cap");
 	/* the driver has no reasons: unknown, not "none" */
