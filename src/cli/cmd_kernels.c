@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kj_cli.h"
+#include "kj_clock_state.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
@@ -222,7 +223,32 @@ static json_t *jreal(double v, double scale)
 	return json_real(round(v * scale) / scale);
 }
 
-static int print_jsonl(struct kj_kernel_stat **rows, size_t n)
+static int by_window_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct kj_clock_window *)a)->id, y = ((const struct kj_clock_window *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* replay_energy_clock of a kernel: the clock state over its energy replay's window (null when it
+ * has none, or its replay stored none: docs/energy.md, "Clock and throttle state"). */
+static json_t *clock_json(const struct kj_clock_window *w, size_t nw, int64_t unique_id)
+{
+	struct kj_clock_window key = {.id = unique_id};
+	const struct kj_clock_window *c = nw ? bsearch(&key, w, nw, sizeof(*w), by_window_id) : NULL;
+	char words[256];
+	if (!c || (c->reasons < 0 && c->sm_clock_mean_mhz <= 0))
+		return json_null();
+	json_t *o = json_object();
+	int thr = c->reasons >= 0 && kj_clock_throttled((uint64_t)c->reasons, words, sizeof(words));
+	json_object_set_new(o, "throttled", c->reasons >= 0 ? json_boolean(thr) : json_null());
+	json_object_set_new(o, "throttle_reasons", thr ? json_string(words) : json_null());
+	json_object_set_new(o, "sm_clock_mean_mhz", c->sm_clock_mean_mhz > 0 ? jreal(c->sm_clock_mean_mhz, 10.0) : json_null());
+	json_object_set_new(o, "sm_clock_min_mhz", c->sm_clock_min_mhz > 0 ? json_integer(c->sm_clock_min_mhz) : json_null());
+	json_object_set_new(o, "sm_clock_max_mhz", c->sm_clock_max_mhz > 0 ? json_integer(c->sm_clock_max_mhz) : json_null());
+	return o;
+}
+
+static int print_jsonl(struct kj_kernel_stat **rows, size_t n, const struct kj_clock_window *w, size_t nw)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
@@ -254,6 +280,8 @@ static int print_jsonl(struct kj_kernel_stat **rows, size_t n)
 		json_object_set_new(o, "keyed_by", jstr(s->keyed_by));
 		json_object_set_new(o, "bytes", jint(s->bytes));
 		json_object_set_new(o, "copy_kind", jstr(s->copy_kind));
+		json_object_set_new(o, "replay_energy_clock",
+				    s->kind == KJ_ACT_KERNEL && s->unique_id >= 0 ? clock_json(w, nw, s->unique_id) : json_null());
 		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 		json_decref(o);
 		if (!text)
@@ -280,7 +308,9 @@ int cmd_kernels(int argc, char **argv)
 	sqlite3 *db = NULL;
 	struct kj_kernel_report *r = NULL;
 	struct kj_kernel_stat **rows = NULL;
-	size_t n = 0;
+	struct kj_clock_window *win = NULL;
+	size_t n = 0, nwin = 0;
+	int recorded = 0;
 	char *end;
 
 	optind = 1;
@@ -370,7 +400,12 @@ int cmd_kernels(int argc, char **argv)
 		print_csv(rows, n);
 		break;
 	case FMT_JSONL:
-		if (print_jsonl(rows, n)) {
+		/* each kernel's energy replay window, in unique-id order (none in runs not replayed) */
+		if ((c = kj_clock_replay_windows(db, KJ_CLOCK_REPLAY_KERNELS, &win, &nwin, &recorded))) {
+			kj_errorf("%s: %s", path, kj_strerror(c));
+			goto out;
+		}
+		if (print_jsonl(rows, n, win, nwin)) {
 			kj_errorf("%s", kj_strerror(KJ_ENOMEM));
 			goto out;
 		}
@@ -383,6 +418,7 @@ int cmd_kernels(int argc, char **argv)
 	rc = 0;
 out:
 	free(rows);
+	free(win);
 	kj_kernel_report_free(r);
 	kj_db_close(db);
 	return rc;

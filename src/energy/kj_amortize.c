@@ -43,23 +43,39 @@ static int mark_push(struct mark **m, size_t *n, size_t *cap, int64_t t, int64_t
 	return 0;
 }
 
-/* SM clock readings over the measured span, at most one every 50 ms (a read costs tens of µs). */
+/* SM clock and clocks-event reason readings over the measured span, at most one of each every
+ * 50 ms (a read costs tens of µs). reasons: their bits ORed, -1 while none was read. */
 struct clock_watch {
 	double sum;
 	int n, min, max;
 	int64_t last;
+	int64_t reasons;
 };
 
 static void clock_watch_read(struct clock_watch *cw, struct kj_gpu_backend *be, int idx, int64_t now)
 {
 	int mhz = 0;
-	if (now - cw->last < 50000000LL || !be->sm_clock || be->sm_clock(be->ctx, idx, &mhz) != 0 || mhz <= 0)
+	uint64_t mask = 0;
+	if (now - cw->last < 50000000LL)
 		return;
 	cw->last = now;
+	if (be->clocks_event_reasons && be->clocks_event_reasons(be->ctx, idx, &mask) == 0)
+		cw->reasons = (cw->reasons < 0 ? 0 : cw->reasons) | (int64_t)(mask & INT64_MAX);
+	if (!be->sm_clock || be->sm_clock(be->ctx, idx, &mhz) != 0 || mhz <= 0)
+		return;
 	cw->sum += mhz;
 	cw->min = cw->n == 0 || mhz < cw->min ? mhz : cw->min;
 	cw->max = cw->n == 0 || mhz > cw->max ? mhz : cw->max;
 	cw->n++;
+}
+
+/* A result that holds no figure: method "none", clocks and reasons unknown. */
+static void result_none(struct kj_amortize_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->method = "none";
+	r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
+	r->throttle_reasons = -1;
 }
 
 static int run_units(const struct kj_amortize_work *w, int count)
@@ -129,9 +145,7 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	int rc, batch = 1;
 	int64_t t0, units = 0;
 
-	memset(r, 0, sizeof(*r));
-	r->method = "none";
-	r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
+	result_none(r);
 	if (!w || !w->enqueue || !w->sync || w->launches_per_unit <= 0)
 		return KJ_EINVAL;
 
@@ -151,15 +165,21 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	t0 = kj_now_ns();
 	if ((rc = mark_push(&marks, &nm, &cap, t0, 0)))
 		goto out;
-	struct clock_watch cw = {0, 0, -1, -1, 0};
+	struct clock_watch cw = {0, 0, -1, -1, 0, -1};
 	for (;;) {
-		rc = run_units(w, batch);
+		/* the clock and its reasons are read while the batch runs: right after a sync the GPU is
+		 * idle, and a reading then says "GPU idle" where the load was held at the power cap */
+		for (int i = 0; i < batch && !rc; i++)
+			rc = w->enqueue(w->ctx);
+		if (!rc) {
+			clock_watch_read(&cw, be, o->nvml_index, kj_now_ns());
+			rc = w->sync(w->ctx);
+		}
 		if (rc)
 			goto out;
 		units += batch;
 		if ((rc = mark_push(&marks, &nm, &cap, kj_now_ns(), units)))
 			goto out;
-		clock_watch_read(&cw, be, o->nvml_index, marks[nm - 1].t);
 		double el = (double)(marks[nm - 1].t - t0) * NS;
 		struct kj_sampler_stats st;
 		kj_sampler_get_stats(s, 0, &st);
@@ -264,15 +284,15 @@ int kj_amortize_measure_with(const struct kj_amortize_work *w, const struct kj_a
 	/* a figure that is not finite and positive is not given (no work between the edges, say) */
 	if (!(isfinite(r->energy_per_launch_mj) && r->energy_per_launch_mj > 0 && isfinite(r->energy_unc_mj) &&
 	      isfinite(r->time_per_launch_ns) && r->time_per_launch_ns > 0)) {
-		memset(r, 0, sizeof(*r));
-		r->method = "none";
-		r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
+		result_none(r);
 		rc = KJ_EGPU;
 	}
 	if (rc == 0 && cw.n > 0) {
 		r->sm_clock_mean_mhz = cw.sum / cw.n;
 		r->sm_clock_min_mhz = cw.min, r->sm_clock_max_mhz = cw.max;
 	}
+	if (rc == 0)
+		r->throttle_reasons = cw.reasons;
 out:
 	free(v);
 	free(marks);
@@ -286,9 +306,7 @@ int kj_amortize_measure(const struct kj_amortize_work *w, const struct kj_amorti
 	char why[512];
 	struct kj_gpu_backend be;
 	int rc = kj_gpu_nvml_open(&be, why, sizeof(why));
-	memset(r, 0, sizeof(*r));
-	r->method = "none";
-	r->sm_clock_mean_mhz = r->sm_clock_min_mhz = r->sm_clock_max_mhz = -1;
+	result_none(r);
 	if (rc) {
 		kj_errorf("%s", why);
 		return KJ_ENODEV;

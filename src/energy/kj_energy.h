@@ -97,6 +97,10 @@ struct kj_amortize_result {
 	 * thermal limit */
 	double sm_clock_mean_mhz;
 	int sm_clock_min_mhz, sm_clock_max_mhz;
+	/* NVML's clocks-event (throttle) reason bits read with the SM clock over the measured span,
+	 * ORed together (kj_clock_throttled() in kj_clock_state.h tells capping from idle and
+	 * settings bits); -1: never read (no NVML call for them, or no reading) */
+	int64_t throttle_reasons;
 };
 
 /** @brief Warm up until the SM clock is steady, then run work for the requested span and return

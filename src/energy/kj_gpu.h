@@ -64,6 +64,9 @@ struct kj_gpu_backend {
 	int (*mig_mode)(void *ctx, int idx, int *on);
 	/* optional: the process name the driver knows for pid (empty when unknown) */
 	int (*process_name)(void *ctx, int64_t pid, char *out, size_t len);
+	/* optional: the clocks-event (throttle) reason bits now (nvmlDeviceGetCurrentClocksEventReasons;
+	 * kj_clock_state.h names them); cheap enough to read beside sm_clock */
+	int (*clocks_event_reasons)(void *ctx, int idx, uint64_t *mask);
 };
 
 /**

@@ -240,6 +240,21 @@ static int n_sm_clock(void *vc, int idx, int *mhz)
 	return rc;
 }
 
+static int n_reasons(void *vc, int idx, uint64_t *mask)
+{
+	struct nvml_ctx *c = vc;
+	unsigned long long r = 0;
+	int rc;
+	if (bad_index(c, idx))
+		return 2;
+	if (!c->get_reasons)
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	rc = c->get_reasons(c->dev[idx], &r);
+	if (!rc)
+		*mask = (uint64_t)r;
+	return rc;
+}
+
 static int n_state(void *vc, int idx, struct kj_gpu_state *o)
 {
 	struct nvml_ctx *c = vc;
@@ -475,6 +490,7 @@ int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len)
 	be->processes = c->get_compute_procs || c->get_graphics_procs ? n_processes : NULL;
 	be->mig_mode = n_mig_mode;
 	be->process_name = n_process_name;
+	be->clocks_event_reasons = c->get_reasons ? n_reasons : NULL;
 	be->strerror = n_strerror;
 	be->unsupported = n_unsupported;
 	be->close = n_close;

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kj_clock_state.h"
+#include "kj_db.h"
 #include "kj_error.h"
 
 int kj_replay_layout_parse(const char *layout, size_t blob_len, struct kj_replay_param **out,
@@ -316,10 +318,12 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 			kj_replay_emit_timing(f, r->unique_id, names[i], r->timer[0] ? r->timer : "events", t[i]);
 	if (r->has_energy)
 		fprintf(f, "KJ_ENERGY\tunique=%" PRId64 "\tunroll=%d\tlaunches=%" PRId64
-			   "\tseconds=%.6f\tmj=%.9g\tunc=%.9g\tpower_mw=%.3f\tidle_mw=%.3f\tdyn=%.9g\tmethod=%s\n",
+			   "\tseconds=%.6f\tmj=%.9g\tunc=%.9g\tpower_mw=%.3f\tidle_mw=%.3f\tdyn=%.9g\tmethod=%s"
+			   "\tsm_mean=%.1f\tsm_min=%d\tsm_max=%d\treasons=%" PRId64 "\n",
 			r->unique_id, r->unroll, r->energy_launches, r->seconds, r->energy_mj_per_launch,
 			r->energy_unc_mj, r->power_mw, r->idle_mw, r->dynamic_mj_per_launch,
-			r->method[0] ? r->method : "none");
+			r->method[0] ? r->method : "none", r->sm_clock_mean_mhz, r->sm_clock_min_mhz,
+			r->sm_clock_max_mhz, r->throttle_reasons);
 	if (r->has_energy_cold)
 		fprintf(f, "KJ_ENERGY_COLD\tunique=%" PRId64 "\tlaunches=%" PRId64 "\tseconds=%.6f\tmj=%.9g\tunc=%.9g"
 			   "\tns=%.3f\tflush_mj=%.9g\tflush_unc=%.9g\n",
@@ -381,6 +385,19 @@ static int field_dbl(const char *line, const char *key, double *out)
 	return 0;
 }
 
+/* The clock fields of a KJ_ENERGY or KJ_SEQ line (sm_mean, sm_min, sm_max, reasons); each -1
+ * when absent (a worker before they were sent) or not a number. */
+static void parse_clocks(const char *line, double *mean, int *min, int *max, int64_t *reasons)
+{
+	int64_t a, b;
+	if (field_dbl(line, "sm_mean", mean) || !(*mean > 0))
+		*mean = -1;
+	*min = !field_i64(line, "sm_min", &a) && a > 0 && a < 1000000 ? (int)a : -1;
+	*max = !field_i64(line, "sm_max", &b) && b > 0 && b < 1000000 ? (int)b : -1;
+	if (field_i64(line, "reasons", reasons) || *reasons < 0)
+		*reasons = -1;
+}
+
 /* The timing fields of a KJ_TIMING line (runs, min, median, max, mean, stdev). 0 or KJ_EINVAL. */
 static int parse_timing(const char *line, struct kj_replay_timing *t)
 {
@@ -421,6 +438,8 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 		r->unroll = (int)unroll;
 		if (!field(line, "method", r->method, sizeof(r->method)))
 			snprintf(r->method, sizeof(r->method), "unknown");
+		parse_clocks(line, &r->sm_clock_mean_mhz, &r->sm_clock_min_mhz, &r->sm_clock_max_mhz,
+			     &r->throttle_reasons);
 		r->has_energy = 1;
 		return 1;
 	}
@@ -483,11 +502,16 @@ void kj_replay_seq_emit(FILE *f, const struct kj_replay_seq *s)
 {
 	char err[sizeof(s->error)];
 	clean(err, sizeof(err), s->error);
+	/* the clock fields mean something only beside an energy */
+	int e = s->has_energy;
 	fprintf(f, "KJ_SEQ\titeration=%" PRId64 "\tmode=%s\tstatus=%s\truns=%d\tlaunches=%" PRId64
 		   "\tops=%" PRId64 "\tmin=%" PRId64 "\tmedian=%" PRId64 "\tmax=%" PRId64
-		   "\tenergy=%d\tmj=%.9g\tunc=%.9g\tpace=%" PRId64 "\terror=%s\n",
+		   "\tenergy=%d\tmj=%.9g\tunc=%.9g\tpace=%" PRId64 "\tsm_mean=%.1f\tsm_min=%d\tsm_max=%d"
+		   "\treasons=%" PRId64 "\terror=%s\n",
 		s->iteration, s->mode, s->status[0] ? s->status : "failed", s->runs, s->launches, s->ops,
-		s->min_ns, s->median_ns, s->max_ns, s->has_energy, s->energy_mj, s->energy_unc_mj, s->pace_ns, err);
+		s->min_ns, s->median_ns, s->max_ns, s->has_energy, s->energy_mj, s->energy_unc_mj, s->pace_ns,
+		e ? s->sm_clock_mean_mhz : -1.0, e ? s->sm_clock_min_mhz : -1, e ? s->sm_clock_max_mhz : -1,
+		e ? s->throttle_reasons : (int64_t)-1, err);
 	fflush(f);
 }
 
@@ -508,9 +532,39 @@ int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
 	s->has_energy = energy != 0;
 	if (field_i64(line, "pace", &s->pace_ns) || s->pace_ns < 0)
 		s->pace_ns = 0; /* workers before pacing: back to back */
+	parse_clocks(line, &s->sm_clock_mean_mhz, &s->sm_clock_min_mhz, &s->sm_clock_max_mhz, &s->throttle_reasons);
 	if (!field(line, "error", s->error, sizeof(s->error)))
 		s->error[0] = '\0';
 	return 1;
+}
+
+int kj_replay_ensure_clock_columns(sqlite3 *db, const char *table)
+{
+	for (int i = 0; kj_clock_replay_columns[i][0]; i++)
+		if (kj_db_ensure_column(db, table, kj_clock_replay_columns[i][0], kj_clock_replay_columns[i][1]))
+			return KJ_EDB;
+	return 0;
+}
+
+void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,
+			   int64_t reasons)
+{
+	if (mean_mhz > 0 && isfinite(mean_mhz))
+		sqlite3_bind_double(st, first, mean_mhz);
+	else
+		sqlite3_bind_null(st, first);
+	if (min_mhz > 0)
+		sqlite3_bind_int(st, first + 1, min_mhz);
+	else
+		sqlite3_bind_null(st, first + 1);
+	if (max_mhz > 0)
+		sqlite3_bind_int(st, first + 2, max_mhz);
+	else
+		sqlite3_bind_null(st, first + 2);
+	if (reasons >= 0)
+		sqlite3_bind_int64(st, first + 3, reasons);
+	else
+		sqlite3_bind_null(st, first + 3);
 }
 
 void kj_replay_now(char when[32])

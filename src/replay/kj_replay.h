@@ -121,6 +121,11 @@ struct kj_replay_result {
 	double seconds, energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw;
 	double dynamic_mj_per_launch; /* NAN when idle power is unknown */
 	char method[32];
+	/* the clock state over the energy window: the SM clock's mean/min/max (MHz) and NVML's
+	 * clocks-event reason bits ORed (kj_clock_state.h); each -1 when not read */
+	double sm_clock_mean_mhz;
+	int sm_clock_min_mhz, sm_clock_max_mhz;
+	int64_t throttle_reasons;
 	/* energy with the kernel's data out of L2 (with the cold cache and --energy): a graph of
 	 * L2-flush and launch pairs less one of the flushes alone; flush_mj: the flush's own */
 	int has_energy_cold;
@@ -237,6 +242,14 @@ void kj_replay_plan_free(struct kj_replay_plan *plan);
 	" seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL,"       \
 	" flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"
 
+/** @brief Add the clock-state columns (kj_clock_replay_columns) to table where a run made before
+ *  them lacks them. 0 or KJ_EDB. */
+int kj_replay_ensure_clock_columns(sqlite3 *db, const char *table);
+/** @brief Bind a window's clock state to parameters first..first+3 (mean, min, max, reasons),
+ *  NULL where not read (< 0; a clock not above 0). */
+void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,
+			   int64_t reasons);
+
 /** @brief The time now, UTC, ISO 8601 with a Z (the replayed_at columns). */
 void kj_replay_now(char when[32]);
 
@@ -272,6 +285,10 @@ struct kj_replay_seq {
 	char data[32]; /* host side: what the buffers held ("random", "smallint", "zero", "+snapshot") */
 	int64_t pace_ns; /* energy measured with one launch per pace_ns, host-synchronised as the
 			    program ran them (kj_replay_pace.h): energy_mj is per period; 0 back to back */
+	/* with the energy: the clock state over its window, as in kj_replay_result (-1 not read) */
+	double sm_clock_mean_mhz;
+	int sm_clock_min_mhz, sm_clock_max_mhz;
+	int64_t throttle_reasons;
 };
 
 /** @brief Worker side: one "KJ_SEQ" line. */

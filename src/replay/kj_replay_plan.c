@@ -207,6 +207,9 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 	int rc = KJ_EDB;
 
 	kj_replay_now(when);
+	/* runs replayed before the clock state was stored: the columns are added, older rows say nothing */
+	if (kj_replay_ensure_clock_columns(db, "replay_energy"))
+		return KJ_EDB;
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay results"))
 		return KJ_EDB;
 	if (kj_db_prepare(db,
@@ -216,7 +219,9 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 	    kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_energy(unique_id, unroll, launches, seconds,"
 			  " energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw, dynamic_mj_per_launch,"
-			  " method, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &e) ||
+			  " method, replayed_at, sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz,"
+			  " throttle_reasons) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+			  &e) ||
 	    kj_db_exec(db, KJ_REPLAY_VERIFY_TABLE, "create replay_verify") ||
 	    kj_db_exec(db, KJ_REPLAY_ENERGY_COLD_TABLE, "create replay_energy_cold") ||
 	    kj_db_prepare(db,
@@ -285,6 +290,8 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 				sqlite3_bind_null(e, 9);
 			sqlite3_bind_text(e, 10, r->method, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_text(e, 11, when, -1, SQLITE_STATIC);
+			kj_replay_bind_clocks(e, 12, r->sm_clock_mean_mhz, r->sm_clock_min_mhz, r->sm_clock_max_mhz,
+					      r->throttle_reasons);
 			if (sqlite3_step(e) != SQLITE_DONE) {
 				kj_errorf("database: storing replay_energy: %s", sqlite3_errmsg(db));
 				goto out;

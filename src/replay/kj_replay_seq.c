@@ -104,13 +104,15 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 	kj_replay_now(when);
 	/* runs made before the data and pace columns: they are added, their older rows say nothing */
 	if (kj_db_ensure_column(db, "replay_sequence", "data", "TEXT") ||
-	    kj_db_ensure_column(db, "replay_sequence", "pace_ns", "INTEGER"))
+	    kj_db_ensure_column(db, "replay_sequence", "pace_ns", "INTEGER") ||
+	    kj_replay_ensure_clock_columns(db, "replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
-			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data, pace_ns)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &st))
+			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data, pace_ns,"
+			      " sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz, throttle_reasons)"
+			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", &st))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
@@ -144,6 +146,11 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 			sqlite3_bind_int64(st, 12, s[i].pace_ns);
 		else
 			sqlite3_bind_null(st, 12);
+		if (ok && s[i].has_energy)
+			kj_replay_bind_clocks(st, 13, s[i].sm_clock_mean_mhz, s[i].sm_clock_min_mhz,
+					      s[i].sm_clock_max_mhz, s[i].throttle_reasons);
+		else
+			kj_replay_bind_clocks(st, 13, -1, -1, -1, -1);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
 			goto out;

@@ -1162,6 +1162,8 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		rc = compute_energy(db, c);
 	if (!rc)
 		rc = cmp_shared_apply(db, c);
+	if (!rc)
+		rc = cmp_clocks_apply(db, c);
 	if (rc)
 		goto out;
 	/* a waiting kernel's energy: its in-situ time at the GPU's idle power (it spins, the rest of

@@ -222,6 +222,7 @@ int kj_compare_write_dir(const struct kj_compare *c, const char *dir)
 		json_object_set_new(ew, "per_run", cmp_num_or_null(s.e_meas.mean / 1000.0 / 3600.0, s.have_meas));
 		json_object_set_new(o, "energy_wh", ew);
 		json_object_set_new(o, "shared_gpu", cmp_shared_json(c));
+		json_object_set_new(o, "energy_clock_state", cmp_clocks_json(c));
 		const char *keys[] = {"energy_measured_j", "energy_measured_unc_j", "energy_kernels_j",
 				      "energy_kernels_coverage", "energy_idle_j", "energy_predicted_j",
 				      "energy_error_pct", "idle_power_w", "sequence_eager_energy_j",

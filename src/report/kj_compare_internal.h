@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kj_compare_clocks.h"
 #include "kj_report.h"
 #include "kj_shared.h"
 
@@ -159,6 +160,7 @@ struct kj_compare {
 	int have_realtime;
 	struct kj_shared shared;               /* the run's watch for other processes */
 	struct kj_shared_choice shared_choice; /* over the measured iterations */
+	struct cmp_clocks clocks;              /* clock state of the program and its replays (kj_compare_clocks.c) */
 };
 
 

@@ -303,6 +303,7 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	double pavg = cmp_safe_div(s.e_meas.mean, s.wall.mean * 1e-6, &ok); /* mJ/ns*1e6 = W */
 	json_object_set_new(o, "power_avg_w", cmp_num_or_null(pavg, ok && s.have_meas));
 	json_object_set_new(o, "shared_gpu", cmp_shared_json(c));
+	json_object_set_new(o, "energy_clock_state", cmp_clocks_json(c));
 
 	json_object_set_new(st, "wall_us", stat_json(s.wall, NS_US));
 	json_object_set_new(st, "span_us", stat_json(s.span, NS_US));

@@ -192,6 +192,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 
 	fprintf(f, "\nEnergy per iteration (J)\n");
 	cmp_shared_print(c, f);
+	cmp_clocks_print(c, f);
 	if (c->n_power_samples == 0)
 		fprintf(f, "  no power samples in this run: measured energy unknown\n");
 	else if (!s.have_meas)
@@ -216,7 +217,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			   " so all carry the same error and their mean is no measurement to judge by; about %.0f"
 			   " iterations would span 250 ms\n",
 			s.e_short_span_ms, s.e_iters_for_span);
-	else if (s.have_meas && s.e_meas.mean > 0 && !s.e_judgeable)
+	else if (s.have_meas && s.e_meas.mean > 0 && s.e_unc_mean_pct > KJ_CMP_ENERGY_JUDGE_PCT)
 		fprintf(f, "  ! the measured mean is known only to ±%.1f%% (%lld iterations%s): no prediction is judged"
 			   " against it; about %.0f iterations would bring it to ±%.0f%%\n",
 			s.e_unc_mean_pct, (long long)(s.e_meas_from_loop ? c->loop_n : s.e_meas.n),
@@ -273,6 +274,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %.0f%% of the kernel time replayed"
 			   " only on stand-in data, whose power is not the program's; trace with --snapshot)\n",
 			s.e_err_pct, 100 * s.e_standin_share);
+	else if (s.have_err && c->clocks.mismatch == 1) /* kj_compare_clocks.c */
+		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", s.e_err_pct, c->clocks.why[0]);
 	else if (s.have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
 	if (s.have_cand) { /* their errors only where the measured figure can judge them */
@@ -318,6 +321,8 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 		else if (s.have_seq_err && s.e_meas_short)
 			fprintf(f, "  error vs measured                   not judged (%+.2f%%: the loop is too short to"
 				   " measure)%s\n", s.e_seq_err_pct, saved);
+		else if (s.have_seq_err && c->clocks.sequence_mismatch == 1) /* kj_compare_clocks.c */
+			fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", s.e_seq_err_pct, c->clocks.why[1]);
 		else if (s.have_seq_err)
 			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct, saved);
 		if (!strncmp(s.e_seq_data, "random", 6) && !strstr(s.e_seq_data, "snapshot"))

@@ -114,11 +114,13 @@ const char kj_schema_sql[] =
     "CREATE TABLE replay_energy(unique_id INTEGER PRIMARY KEY, unroll INTEGER,"
     " launches INTEGER, seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL,"
     " power_mw REAL, idle_mw REAL, dynamic_mj_per_launch REAL, method TEXT,"
-    " replayed_at TEXT);\n"
+    " replayed_at TEXT, sm_clock_mean_mhz REAL, sm_clock_min_mhz INTEGER,"
+    " sm_clock_max_mhz INTEGER, throttle_reasons INTEGER);\n"
     "CREATE TABLE replay_sequence(id INTEGER PRIMARY KEY, iteration INTEGER, mode TEXT,"
     " runs INTEGER, launches INTEGER, median_ns INTEGER, min_ns INTEGER, max_ns INTEGER,"
     " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, data TEXT, pace_ns INTEGER,"
-    " UNIQUE(iteration, mode));\n"
+    " sm_clock_mean_mhz REAL, sm_clock_min_mhz INTEGER, sm_clock_max_mhz INTEGER,"
+    " throttle_reasons INTEGER, UNIQUE(iteration, mode));\n"
     "CREATE TABLE problem(id INTEGER PRIMARY KEY, pid INTEGER, t_ns INTEGER,"
     " severity TEXT, what TEXT);\n";
 

@@ -9,11 +9,19 @@ command line; STANDIN_FAULT="ID:FILL,FILL;ID:..." makes unique kernel ID fault
 (CUDA_ERROR_ILLEGAL_ADDRESS) on those data fills (random, smallint, zero: the worker's --fill);
 STANDIN_KERNEL_S=S spends S seconds on each kernel (for --budget). With --energy it answers
 KJ_ENERGY (0.4 mJ per 1000 + ID ns, 400 W) and, unless --no-cold-energy or --cache warm, also
-KJ_ENERGY_COLD at 1.5 times that (the flush 16 mJ). A --sequence request goes to the sequence
-stand-in, tests/tools/replay_worker_standin.py."""
+KJ_ENERGY_COLD at 1.5 times that (the flush 16 mJ); STANDIN_REASONS=MASK adds the clock state
+of its energy window (SM clock 1755 MHz mean, 1600-1980, NVML clocks-event reasons MASK), as the
+worker has since it records it (without it the line is an older worker's). A --sequence request
+goes to the sequence stand-in, tests/tools/replay_worker_standin.py."""
 import os
 import sys
 import time
+
+
+def clocks():
+    """The clock fields of an energy line under STANDIN_REASONS, else none (an older worker)."""
+    r = os.environ.get("STANDIN_REASONS")
+    return f"\tsm_mean=1755.0\tsm_min=1600\tsm_max=1980\treasons={int(r, 0)}" if r else ""
 
 
 def main():
@@ -55,7 +63,7 @@ def main():
         if "--energy" in argv:
             mj = 0.4 * t / 1000
             print(f"KJ_ENERGY\tunique={u}\tunroll=100\tlaunches=50000\tseconds=1.0\tmj={mj:.9g}\tunc={mj / 100:.9g}"
-                  f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges", flush=True)
+                  f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges{clocks()}", flush=True)
             cache = argv[argv.index("--cache") + 1] if "--cache" in argv else "both"
             if "--no-cold-energy" not in argv and cache != "warm":
                 print(f"KJ_ENERGY_COLD\tunique={u}\tlaunches=20000\tseconds=2.0\tmj={1.5 * mj:.9g}"

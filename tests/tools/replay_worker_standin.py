@@ -9,7 +9,9 @@ each kernel node of the topology (`kjoule replay --dry-run --json`, through $KJ_
 gets its traced duration. Environment: STANDIN_LOG=FILE appends the command line;
 STANDIN_FAULT_ON_RANDOM=1 fails every mode with a device assert on `--fill random`, as PyTorch's
 index kernels do on random indices, so the host's fallback to small integers is exercised;
-STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement);
+STANDIN_MJ=X reports X mJ per replay for every mode (a stand-in figure, never a measurement),
+with STANDIN_REASONS=MASK the clock state of its window too (SM clock 1755 MHz mean, 1600-1980, NVML
+clocks-event reasons MASK; without it the line is an older worker's);
 STANDIN_FAULT_ALWAYS=1 fails
 eager and graph on every fill and gives no topology result, as the worker does when the
 iteration faults before the topology graph is built; STANDIN_ASSERTS=N writes N device-side assertion lines (as a kernel on random indices prints them);
@@ -84,6 +86,9 @@ def main():
         t = int(busy * f)
         energy = f"energy=1\tmj={mj}\tunc=0" if mj else "energy=0\tmj=0\tunc=0"
         paced = f"\tpace={pace}" if pace and mj and mode != "eager" else ""
+        reasons = os.environ.get("STANDIN_REASONS")
+        if mj and reasons:
+            paced += f"\tsm_mean=1755.0\tsm_min=1600\tsm_max=1980\treasons={int(reasons, 0)}"
         print(f"KJ_SEQ\titeration={it}\tmode={mode}\tstatus=ok\truns={runs}\tlaunches={kernels}\tops={ops}"
               f"\tmin={t}\tmedian={t}\tmax={t}\t{energy}{paced}\terror=")
     if os.environ.get("STANDIN_SEQ_KERNELS"):

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kj_clock_state.h"
 #include "kj_db.h"
 #include "kj_energy.h"
 #include "kj_sampler.h"
@@ -115,7 +116,7 @@ static void test_fake_sampler(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), 200, 260};
 	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
-				    f_str, f_unsup, NULL, NULL, NULL, NULL};
+				    f_str, f_unsup, NULL, NULL, NULL, NULL, NULL};
 	struct kj_sampler_opts o = {.interval_us = 2000};
 	struct kj_sampler *s = NULL;
 	struct kj_power_sample *v = NULL;
@@ -216,7 +217,7 @@ static void test_amortize_long_unit(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), -1, -1};
 	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
-				    f_str, f_unsup, NULL, NULL, NULL, NULL};
+				    f_str, f_unsup, NULL, NULL, NULL, NULL, NULL};
 	int pending = 0;
 	struct kj_amortize_work w = {&pending, work_enqueue, long_sync, 100};
 	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.1, .min_updates = 2,
@@ -233,7 +234,7 @@ static void test_amortize_fake(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), -1, -1};
 	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
-				    f_str, f_unsup, NULL, NULL, NULL, NULL};
+				    f_str, f_unsup, NULL, NULL, NULL, NULL, NULL};
 	int pending = 0;
 	struct kj_amortize_work w = {&pending, work_enqueue, work_sync, 10};
 	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.6, .min_updates = 10,
@@ -263,6 +264,58 @@ static void test_amortize_fake(void **state)
 		kj_gpu_backend_close(&nv);
 }
 
+/* Clocks-event reasons for the amortised engine: the GPU-idle bit always, SW power cap on every
+ * third read; each read counted, those made while work was enqueued and not yet synced (*busy > 0)
+ * too, and 3 (not supported) when unsupported is set. */
+static int reason_reads, busy_reads, reasons_unsupported;
+static int *busy;
+static int f_reasons(void *c, int idx, uint64_t *mask)
+{
+	(void)c;
+	(void)idx;
+	if (reasons_unsupported)
+		return 3;
+	busy_reads += busy && *busy > 0;
+	*mask = 0x1 | (reason_reads++ % 3 == 2 ? 0x4 : 0);
+	return 0;
+}
+
+/* The engine ORs the reasons read with the SM clock over the measured span, at most every 50 ms,
+ * and says -1 where none was read (no such call, or the driver has none). */
+static void test_amortize_reasons(void **state)
+{
+	(void)state;
+	struct fake f = {kj_now_ns(), -1, -1};
+	struct kj_gpu_backend be = {"fake", &f, f_count, f_info, f_power, f_energy, f_state, f_sm,
+				    f_str, f_unsup, NULL, NULL, NULL, NULL, f_reasons};
+	int pending = 0;
+	struct kj_amortize_work w = {&pending, work_enqueue, work_sync, 10};
+	struct kj_amortize_opts o = {.nvml_index = 0, .min_seconds = 0.4, .min_updates = 5, .warmup_max_s = 1};
+	struct kj_amortize_result r;
+	char words[64];
+	reason_reads = busy_reads = 0;
+	reasons_unsupported = 0;
+	busy = &pending;
+	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
+	printf("# %d reason reads over %.2f s: 0x%llx\n", reason_reads, r.seconds, (long long)r.throttle_reasons);
+	assert_true(reason_reads >= 3);
+	assert_true(reason_reads <= (int)(r.seconds / 0.05) + 4); /* every 50 ms at most (the span, its ends) */
+	assert_int_equal(r.throttle_reasons, 0x5);
+	/* read while a batch runs, never in the idle moment after a sync */
+	assert_int_equal(busy_reads, reason_reads);
+	assert_int_equal(kj_clock_throttled((uint64_t)r.throttle_reasons, words, sizeof(words)), 1);
+	assert_string_equal(words, "SW power cap");
+	/* the driver has no reasons: unknown, not "none" */
+	reasons_unsupported = 1;
+	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
+	assert_int_equal(r.throttle_reasons, -1);
+	/* no such call in the back-end: unknown too */
+	be.clocks_event_reasons = NULL;
+	assert_int_equal(kj_amortize_measure_with(&w, &o, &be, &r), 0);
+	assert_int_equal(r.throttle_reasons, -1);
+	assert_true(r.sm_clock_mean_mhz == 1980);
+}
+
 static void test_no_nvml_says_so(void **state)
 {
 	(void)state;
@@ -283,6 +336,7 @@ int main(void)
 	    cmocka_unit_test(test_fake_sampler),
 	    cmocka_unit_test(test_amortize_fake),
 	    cmocka_unit_test(test_amortize_long_unit),
+	    cmocka_unit_test(test_amortize_reasons),
 	    cmocka_unit_test(test_no_nvml_says_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,7 +114,7 @@ static int f_procs(void *c, int idx, struct kj_gpu_proc *out, int max, int *n)
 static struct kj_sampler *watch_for(struct fake *f, struct kj_gpu_backend *be, int ms)
 {
 	struct kj_gpu_backend b = {"fake", f, f_count, f_info, f_power, NULL, f_state, f_sm,
-				   f_str, f_unsup, NULL, f_procs, NULL, NULL};
+				   f_str, f_unsup, NULL, f_procs, NULL, NULL, NULL};
 	struct kj_sampler_opts o = {.interval_us = 2000, .no_counter = 1, .watch_interval_ms = 10};
 	struct kj_sampler *s = NULL;
 	*be = b;
@@ -251,7 +251,7 @@ static void test_no_process_list(void **state)
 	(void)state;
 	struct fake f = {kj_now_ns(), VISIBLE};
 	struct kj_gpu_backend b = {"fake", &f, f_count, f_info, f_power, NULL, f_state, f_sm,
-				   f_str, f_unsup, NULL, NULL, NULL, NULL};
+				   f_str, f_unsup, NULL, NULL, NULL, NULL, NULL};
 	struct kj_sampler_opts o = {.interval_us = 2000, .no_counter = 1, .watch_interval_ms = 10};
 	struct kj_sampler *s = NULL;
 	const struct kj_watch_row *rows;

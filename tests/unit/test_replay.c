@@ -223,6 +223,10 @@ static void test_stats_and_protocol(void **state)
 	r.idle_mw = -1;
 	r.dynamic_mj_per_launch = NAN;
 	snprintf(r.method, sizeof(r.method), "counter-edges");
+	r.sm_clock_mean_mhz = 1755.44;
+	r.sm_clock_min_mhz = 1600;
+	r.sm_clock_max_mhz = 1980;
+	r.throttle_reasons = 0x44;
 	r.has_energy_cold = 1;
 	r.energy_cold_launches = 5000;
 	r.energy_cold_seconds = 2.5;
@@ -253,6 +257,18 @@ static void test_stats_and_protocol(void **state)
 	assert_true(q.has_energy_cold && q.energy_cold_launches == 5000);
 	assert_true(fabs(q.energy_cold_mj_per_launch - 0.0171) < 1e-12 && fabs(q.flush_mj - 9.25) < 1e-12);
 	assert_true(fabs(q.energy_cold_ns_per_launch - 31.5) < 1e-9 && fabs(q.energy_cold_unc_mj - 0.0009) < 1e-12);
+	/* the energy window's clock state (the mean to 0.1 MHz) */
+	assert_true(fabs(q.sm_clock_mean_mhz - 1755.4) < 1e-9);
+	assert_int_equal(q.sm_clock_min_mhz, 1600);
+	assert_int_equal(q.sm_clock_max_mhz, 1980);
+	assert_int_equal(q.throttle_reasons, 0x44);
+	/* a worker before it sent them: unknown (-1), never 0 ("not throttled") */
+	struct kj_replay_result old;
+	memset(&old, 0, sizeof(old));
+	assert_int_equal(kj_replay_parse_line("KJ_ENERGY\tunique=1\tunroll=10\tlaunches=5\tseconds=1\tmj=1\tunc=0.1"
+					      "\tpower_mw=1\tidle_mw=-1\tdyn=nan\tmethod=counter-edges", &old), 1);
+	assert_true(old.sm_clock_mean_mhz == -1 && old.sm_clock_min_mhz == -1 && old.sm_clock_max_mhz == -1);
+	assert_int_equal(old.throttle_reasons, -1);
 	assert_int_equal(kj_replay_parse_line("KJ_ENERGY_COLD\tunique=1\tlaunches=5\tseconds=1\tmj=x", &q), KJ_EINVAL);
 	assert_string_equal(q.verify, "differs");
 	assert_true(q.verify_buffers == 3 && q.verify_bytes == 786432 && q.verify_diff_bytes == 17);
@@ -582,6 +598,9 @@ static void test_sequence(void **state)
 	s.energy_mj = 812.5;
 	s.energy_unc_mj = 9.5;
 	s.pace_ns = 1987654; /* measured paced: energy per period */
+	s.sm_clock_mean_mhz = 1980;
+	s.sm_clock_min_mhz = s.sm_clock_max_mhz = 1980;
+	s.throttle_reasons = 0x4;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -595,10 +614,22 @@ static void test_sequence(void **state)
 	assert_int_equal(q.median_ns, 1500000);
 	assert_true(q.has_energy && fabs(q.energy_mj - 812.5) < 1e-9);
 	assert_int_equal(q.pace_ns, 1987654);
-	/* a line from a worker before pacing has no period: back to back */
+	assert_true(q.sm_clock_mean_mhz == 1980 && q.sm_clock_min_mhz == 1980 && q.sm_clock_max_mhz == 1980);
+	assert_int_equal(q.throttle_reasons, 0x4);
+	/* without an energy the clock fields say nothing */
+	s.has_energy = 0;
+	f = open_memstream(&buf, &len);
+	kj_replay_seq_emit(f, &s);
+	fclose(f);
+	assert_int_equal(kj_replay_parse_seq(buf, &q), 1);
+	free(buf);
+	assert_true(q.sm_clock_mean_mhz == -1 && q.throttle_reasons == -1);
+	s.has_energy = 1;
+	/* a line from a worker before pacing has no period: back to back; nor clock state: unknown */
 	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=1\tmode=graph\tstatus=ok\truns=1\tlaunches=1\tops=1"
 					     "\tmin=1\tmedian=1\tmax=1\tenergy=0\tmj=0\tunc=0\terror=", &q), 1);
 	assert_int_equal(q.pace_ns, 0);
+	assert_true(q.sm_clock_mean_mhz == -1 && q.sm_clock_min_mhz == -1 && q.throttle_reasons == -1);
 	assert_int_equal(kj_replay_parse_seq("KJ_SEQ\titeration=x", &q), KJ_EINVAL);
 	assert_int_equal(kj_replay_parse_seq("KJ_RESULT\tunique=1", &q), 0);
 

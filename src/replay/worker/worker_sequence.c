@@ -461,6 +461,10 @@ void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_repl
 		out->has_energy = 1;
 		out->energy_mj = ar.energy_per_launch_mj;
 		out->energy_unc_mj = ar.energy_unc_mj;
+		out->sm_clock_mean_mhz = ar.sm_clock_mean_mhz;
+		out->sm_clock_min_mhz = ar.sm_clock_min_mhz;
+		out->sm_clock_max_mhz = ar.sm_clock_max_mhz;
+		out->throttle_reasons = ar.throttle_reasons;
 		if (out->pace_ns > 0) /* the period as it ran: a slower host stretches it */
 			out->pace_ns = (int64_t)ar.time_per_launch_ns;
 	} else

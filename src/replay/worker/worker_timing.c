@@ -284,6 +284,10 @@ int measure_energy(struct replay *R)
 	R->res.dynamic_mj_per_launch =
 		idle >= 0 ? ar.energy_per_launch_mj - idle * ar.time_per_launch_ns * 1e-9 : NAN;
 	snprintf(R->res.method, sizeof(R->res.method), "%s", ar.method ? ar.method : "amortized");
+	R->res.sm_clock_mean_mhz = ar.sm_clock_mean_mhz;
+	R->res.sm_clock_min_mhz = ar.sm_clock_min_mhz;
+	R->res.sm_clock_max_mhz = ar.sm_clock_max_mhz;
+	R->res.throttle_reasons = ar.throttle_reasons;
 	if (R->o.cold && R->flush && !R->o.no_cold_energy)
 		measure_energy_cold(R);
 	return 0;

@@ -1,0 +1,170 @@
+/* compare's clock state: whether the program and its replays ran at the same clocks, by NVML's
+ * clocks-event (throttle) reasons. A replay measured at capped clocks says little about a
+ * program that ran uncapped, and the other way round: compare then says so and does not judge
+ * the energy error between them. See kj_compare_clocks.h. */
+#include <stdint.h>
+#include <string.h>
+
+#include "kj_compare_internal.h"
+#include "kj_error.h"
+
+/* The kept iterations' span: the program's readings that count. */
+static void kept_span(const struct kj_compare *c, int64_t *a, int64_t *b)
+{
+	*a = INT64_MAX;
+	*b = INT64_MIN;
+	for (size_t i = 0; i < c->it.n; i++)
+		if (!c->iv[i].skipped) {
+			*a = c->iv[i].start_ns < *a ? c->iv[i].start_ns : *a;
+			*b = c->iv[i].end_ns > *b ? c->iv[i].end_ns : *b;
+		}
+}
+
+/* "SW power cap in 12 of 40 readings" / "no capping or throttling in 1 window". unit: "reading"
+ * or "window". */
+static void side_text(const struct kj_clock_state *s, const char *unit, char *buf, size_t len)
+{
+	char words[200];
+	const char *pl = s->readings == 1 ? "" : "s";
+	kj_clock_throttled(s->reasons, words, sizeof(words));
+	if (s->throttled > 0)
+		snprintf(buf, len, "%s in %lld of %lld %s%s", words, (long long)s->throttled, (long long)s->readings,
+			 unit, pl);
+	else
+		snprintf(buf, len, "no capping or throttling in %lld %s%s", (long long)s->readings, unit, pl);
+}
+
+/* The reason an energy error between the program and one kind of replay is not judged: which
+ * side ran throttled, by what (the side lines give the counts). */
+static void why_text(const struct kj_clock_state *prog, const struct kj_clock_state *rep, const char *what,
+		     char *buf, size_t len)
+{
+	char words[200];
+	if (kj_clock_verdict_of(prog) == KJ_CLOCK_THROTTLED) {
+		kj_clock_throttled(prog->reasons, words, sizeof(words));
+		snprintf(buf, len, "the program ran throttled (%s) and its %s did not", words, what);
+	} else {
+		kj_clock_throttled(rep->reasons, words, sizeof(words));
+		snprintf(buf, len, "its %s ran throttled (%s) and the program did not", what, words);
+	}
+}
+
+int cmp_clocks_apply(sqlite3 *db, struct kj_compare *c)
+{
+	struct cmp_clocks *k = &c->clocks;
+	int64_t a, b;
+	int rc;
+	memset(k, 0, sizeof(*k));
+	kept_span(c, &a, &b);
+	if ((rc = kj_clock_state_program(db, -1, a, b, &k->program)) ||
+	    (rc = kj_clock_state_replays(db, KJ_CLOCK_REPLAY_KERNELS, &k->kernels)) ||
+	    (rc = kj_clock_state_replays(db, KJ_CLOCK_REPLAY_SEQUENCE, &k->sequence)))
+		return rc;
+	k->mismatch = kj_clock_mismatch(&k->program, &k->kernels);
+	k->sequence_mismatch = kj_clock_mismatch(&k->program, &k->sequence);
+	if (k->mismatch == 1)
+		why_text(&k->program, &k->kernels, "per-kernel replays", k->why[0], sizeof(k->why[0]));
+	if (k->sequence_mismatch == 1)
+		why_text(&k->program, &k->sequence, "iteration replay", k->why[1], sizeof(k->why[1]));
+	return 0;
+}
+
+/* One side's line: its verdict, what it saw, its SM clock. */
+static void side_line(FILE *f, const char *label, const struct kj_clock_state *s, const char *unit,
+		      const char *unknown)
+{
+	char t[320];
+	fprintf(f, "    %-22s", label);
+	if (!s->recorded) {
+		fprintf(f, "not recorded (%s)\n", unknown);
+		return;
+	}
+	if (s->readings > 0) {
+		side_text(s, unit, t, sizeof(t));
+		fprintf(f, "%s: %s", kj_clock_verdict_name(kj_clock_verdict_of(s)), t);
+	} else if (!strcmp(unit, "reading")) {
+		fprintf(f, "no reading of the clocks-event reasons (they are read every ~100 ms)");
+	} else {
+		fprintf(f, "no window recorded the clocks-event reasons (an older worker, or no NVML call for them)");
+	}
+	if (s->sm_clock_median_mhz > 0)
+		fprintf(f, "; SM clock median %.0f MHz (%d-%d)", s->sm_clock_median_mhz, s->sm_clock_min_mhz,
+			s->sm_clock_max_mhz);
+	fprintf(f, "\n");
+}
+
+void cmp_clocks_print(const struct kj_compare *c, FILE *f)
+{
+	const struct cmp_clocks *k = &c->clocks;
+	int kernels = c->n_replay_energy_rows > 0;
+	int seq = c->seq_graph_mj >= 0 || c->seq_topo_mj >= 0 || c->seq_eager_mj >= 0;
+	int any = k->program.readings > 0 || k->program.clock_readings > 0 || (kernels && k->kernels.recorded) ||
+		  (seq && k->sequence.recorded);
+	if (!any)
+		return; /* a run of an older kjoule, replayed by one: printed as it always was */
+	fprintf(f, "  clock state (NVML clocks-event reasons; GPU idle and clock settings are not throttling):\n");
+	side_line(f, "program", &k->program, "reading", "the run's power samples hold no clock state");
+	if (kernels)
+		side_line(f, "per-kernel replays", &k->kernels, "window",
+			  "replayed by an older kjoule: replay with --energy again to record it");
+	if (seq)
+		side_line(f, "iteration replay", &k->sequence, "window",
+			  "replayed by an older kjoule: replay with --energy again to record it");
+	if (k->mismatch == 1 && kernels)
+		fprintf(f, "  ! %s: the kernel-sum energy error is not judged\n", k->why[0]);
+	if (k->sequence_mismatch == 1 && seq)
+		fprintf(f, "  ! %s: the iteration replay's energy error is not judged\n", k->why[1]);
+}
+
+static json_t *names_json(uint64_t mask, int throttling)
+{
+	json_t *a = json_array();
+	for (int b = 0; b < 64; b++) {
+		uint64_t bit = 1ULL << b;
+		if (!(mask & bit) || ((bit & KJ_CLOCK_BENIGN) != 0) == throttling)
+			continue;
+		const char *n = kj_clock_reason_name(b);
+		char other[32];
+		snprintf(other, sizeof(other), "reason 0x%llx", (unsigned long long)bit);
+		json_array_append_new(a, json_string(n ? n : other));
+	}
+	return a;
+}
+
+static json_t *side_json(const struct kj_clock_state *s)
+{
+	int known = s->recorded && s->readings > 0, clk = s->recorded && s->sm_clock_median_mhz > 0;
+	json_t *o = json_object();
+	json_object_set_new(o, "recorded", json_boolean(s->recorded));
+	json_object_set_new(o, "state", json_string(kj_clock_verdict_name(kj_clock_verdict_of(s))));
+	json_object_set_new(o, "readings", s->recorded ? json_integer(s->readings) : json_null());
+	json_object_set_new(o, "throttled_readings", known ? json_integer(s->throttled) : json_null());
+	json_object_set_new(o, "throttled_fraction",
+			    cmp_ratio_or_null(known ? (double)s->throttled / (double)s->readings : 0, known));
+	json_object_set_new(o, "throttle_reasons", known ? names_json(s->reasons, 1) : json_null());
+	json_object_set_new(o, "other_reasons", known ? names_json(s->reasons, 0) : json_null());
+	json_object_set_new(o, "sm_clock_median_mhz", cmp_num_or_null(s->sm_clock_median_mhz, clk));
+	json_object_set_new(o, "sm_clock_min_mhz", clk && s->sm_clock_min_mhz > 0 ? json_integer(s->sm_clock_min_mhz) : json_null());
+	json_object_set_new(o, "sm_clock_max_mhz", clk && s->sm_clock_max_mhz > 0 ? json_integer(s->sm_clock_max_mhz) : json_null());
+	return o;
+}
+
+static json_t *flag(int v)
+{
+	return v < 0 ? json_null() : json_boolean(v);
+}
+
+json_t *cmp_clocks_json(const struct kj_compare *c)
+{
+	const struct cmp_clocks *k = &c->clocks;
+	json_t *o = json_object();
+	json_object_set_new(o, "program", side_json(&k->program));
+	json_object_set_new(o, "replay_kernels", side_json(&k->kernels));
+	json_object_set_new(o, "replay_sequence", side_json(&k->sequence));
+	json_object_set_new(o, "mismatch", flag(k->mismatch));
+	json_object_set_new(o, "sequence_mismatch", flag(k->sequence_mismatch));
+	json_object_set_new(o, "not_judged_reason", k->mismatch == 1 ? json_string(k->why[0]) : json_null());
+	json_object_set_new(o, "sequence_not_judged_reason",
+			    k->sequence_mismatch == 1 ? json_string(k->why[1]) : json_null());
+	return o;
+}
