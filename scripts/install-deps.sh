@@ -2,7 +2,7 @@
 # Installs the Debian packages kjoule builds and tests with (skips apt when all are present).
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libsqlite3-dev libjansson-dev libzstd-dev libyaml-dev
-libcmocka-dev sqlite3 python3 libxgboost-dev"
+libcmocka-dev sqlite3 python3 libxgboost-dev xz-utils"
 pkgs="$pkgs chromium" # headless browser of the report test (tests/cli/test_report_browser.sh)
 missing=""
 for p in $pkgs; do

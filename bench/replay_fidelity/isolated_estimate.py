@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-RUNS = ["examples/runs/gpt_graph.kjdb", "examples/runs/bloom560m.kjdb"]
+RUNS = ["tests/data/gpt_graph_short.kjdb", "examples/runs/bloom560m.kjdb"]
 RESULTS = ["bench/results/untuned_programs.json", "bench/results/untuned_programs_s21.json",
            "bench/results/untuned_programs_s23.json", "bench/results/untuned_programs_s23b.json"]
 

@@ -248,7 +248,7 @@ grep -q "^against .*bloom560m.kjdb (region 'forward': 54 iteration(s) measured, 
 	grep -q "^  gemm .* linear1, linear2, linear3, linear4, linear_final$" "$T/out" ||
 	fail "predict --run text: $(cat "$T/out")"
 # the shipped graph run's loop spans under two energy-counter updates: no energy error from it, said
-expect 0 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$SRC/examples/runs/gpt_graph.kjdb" --json
+expect 0 "$KJ" predict --models "$T/a/models" --model "$T/a/model.yml" --run "$SRC/tests/data/gpt_graph_short.kjdb" --json
 python3 - "$T/out" <<'P' || fail "too-short run: $(head -c 600 "$T/out")"
 import json, sys
 a = json.load(open(sys.argv[1]))["against"]

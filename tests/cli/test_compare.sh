@@ -111,7 +111,7 @@ grep -qi nan "$T/odd.json" && fail "NaN in odd json"
 # isolated replays that bracket the in-situ time are said to (the shipped graph run: warm short,
 # cold long), with the figures of the Σ lines above; a run whose warm replays match in situ is not
 grep -q "bracket" "$T/out.txt" && fail "bracket line on a run whose warm replays match in situ"
-"$KJ" compare "$SRC/examples/runs/gpt_graph.kjdb" >"$T/gpt.txt" 2>&1 || fail "compare gpt_graph"
+"$KJ" compare "$SRC/tests/data/gpt_graph_short.kjdb" >"$T/gpt.txt" 2>&1 || fail "compare gpt_graph"
 w=$(awk '/Σ alone, warm L2/ {print $(NF-4)}' "$T/gpt.txt")
 c=$(awk '/Σ alone, cold L2/ {print $(NF-4)}' "$T/gpt.txt")
 grep -q "bracket the in-situ time (warm ${w}, cold ${c}): .*in-sequence times keep that state" "$T/gpt.txt" ||

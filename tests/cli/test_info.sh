@@ -120,7 +120,7 @@ P
 
 # graph node kinds: the shipped graph run's, as its own table counts them; a graph with a host node
 # says its launches replay as a chain
-cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/g.kjdb"
+cp "$SRC/tests/data/gpt_graph_short.kjdb" "$T/g.kjdb"
 "$KJ" info "$T/g.kjdb" --json > "$T/g.json" 2>/dev/null || fail "info --json on the shipped graph run"
 python3 - "$T/g.kjdb" "$T/g.json" <<'P' || fail "graph_node_kinds differs from the run's own graph_node counts"
 import json, sqlite3, sys

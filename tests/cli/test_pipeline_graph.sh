@@ -144,7 +144,7 @@ grep -q "ingested before kjoule kept the NVTX ranges open at capture (no column 
 	fail "run without capture ranges: $(cat err)"
 
 # the shipped graph run (examples/gpt_graph.py) opens no range while capturing: refused, saying so
-G=$S/examples/runs/gpt_graph.kjdb
+G=$S/tests/data/gpt_graph_short.kjdb
 expect 1 "$K" pipeline --from "$G" --layers 1 --list
 grep -q "no NVTX range was open when its graphs were captured" err || fail "shipped graph run: $(cat err)"
 expect 0 "$K" pipeline --from "$G" --layers 0 --list

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # replay --sequence --graph on graph-launched iterations, without a GPU: the graph topology read
 # back from the run (synthetic spools, tests/tools/mkspool.py --graph --full-graph [--host-node];
-# the shipped examples/runs/gpt_graph.kjdb), the kinds that cannot be rebuilt named, the results
+# the shipped tests/data/gpt_graph_short.kjdb), the kinds that cannot be rebuilt named, the results
 # of a stand-in worker (tests/tools/replay_worker_standin.py: times taken from the run itself)
 # stored and shown by replay and compare, and the refusals.
 # usage: test_replay_topology.sh KJOULE SRC_DIR BUILD_DIR
@@ -45,9 +45,9 @@ check "the plan is the recorded graph: its nodes and edges, each kernel node tie
 "$kj" replay "$dir/h.kjdb" --sequence --graph --dry-run > "$dir/hplan.txt" 2>&1
 check "a host node is named with its count, and the linear chain said to stand" \
 	'grep -q "host 1" "$dir/hplan.txt" && grep -q "linear chain" "$dir/hplan.txt"'
-"$kj" replay "$src/examples/runs/gpt_graph.kjdb" --sequence --graph --dry-run --json > "$dir/gpt.json" 2>/dev/null; rc=$?
+"$kj" replay "$src/tests/data/gpt_graph_short.kjdb" --sequence --graph --dry-run --json > "$dir/gpt.json" 2>/dev/null; rc=$?
 check "the shipped graph run: every kernel node tied to a kernel of the kept iteration, nothing left out" \
-	'[ $rc -eq 0 ] && python3 - "$dir/gpt.json" "$src/examples/runs/gpt_graph.kjdb" <<-"EOF"
+	'[ $rc -eq 0 ] && python3 - "$dir/gpt.json" "$src/tests/data/gpt_graph_short.kjdb" <<-"EOF"
 	import json, sqlite3, sys
 	d = json.load(open(sys.argv[1])); t = d["topology"]
 	db = sqlite3.connect(sys.argv[2])

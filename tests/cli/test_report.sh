@@ -57,14 +57,14 @@ need "$B" "Not in this run:</b> CUDA API calls" # traced without --api
 G=$T/gpt_graph.html
 need "$G" 'id="energy-sequence"'
 need "$G" "the iteration replayed as one graph (topology replay)"
-cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/gsmall.kjdb"
+cp "$SRC/tests/data/gpt_graph_short.kjdb" "$T/gsmall.kjdb"
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE replay_sequence ADD COLUMN data TEXT"); c.execute("UPDATE replay_sequence SET data = \"smallint\""); c.commit()' "$T/gsmall.kjdb"
 expect 0 "$KJ" report "$T/gsmall.kjdb" -o "$T/gsmall.html" --quiet
 need "$T/gsmall.html" "replay) + idle over the rest of the wall, on smallint data"
 need "$T/gsmall.html" "not judged: replayed on fallback data (trace with --snapshot-graphs)"
 lack "$G" "not judged: replayed on fallback data"
 # a sequence energy replayed paced as the program ran it says so, with its period
-cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/gpaced.kjdb"
+cp "$SRC/tests/data/gpt_graph_short.kjdb" "$T/gpaced.kjdb"
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("ALTER TABLE replay_sequence ADD COLUMN pace_ns INTEGER"); c.execute("UPDATE replay_sequence SET pace_ns = 1750000 WHERE energy_mj IS NOT NULL"); c.commit()' "$T/gpaced.kjdb"
 expect 0 "$KJ" report "$T/gpaced.kjdb" -o "$T/gpaced.html" --quiet
 need "$T/gpaced.html" "paced as the program ran it (one launch every 1750.0 µs), idle between iterations taken off"

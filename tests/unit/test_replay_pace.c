@@ -18,7 +18,7 @@
 
 #include "tmpdir.h"
 
-#define GPT_GRAPH KJ_TEST_DATA "/../../examples/runs/gpt_graph.kjdb"
+#define GPT_GRAPH KJ_TEST_DATA "/gpt_graph_short.kjdb"
 
 /* n launches: host call every period, GPU span `span` starting `lag` after the call */
 static void cadence(struct kj_pace_launch *l, size_t n, int64_t period, int64_t lag, int64_t span)

@@ -1,5 +1,5 @@
 /* The graph topology of a kept iteration (kj_replay_topo): from the shipped graph-launched run
- * (examples/runs/gpt_graph.kjdb, every count checked against the database itself) and from small
+ * (tests/data/gpt_graph_short.kjdb, every count checked against the database itself) and from small
  * runs written here (a child graph flattened between its entry and exit; a conditional node
  * named, never dropped), plus the per-node protocol line and storage. */
 #include <setjmp.h>
@@ -18,7 +18,7 @@
 
 #include "tmpdir.h"
 
-#define GPT_GRAPH KJ_TEST_DATA "/../../examples/runs/gpt_graph.kjdb"
+#define GPT_GRAPH KJ_TEST_DATA "/gpt_graph_short.kjdb"
 
 static int64_t one(sqlite3 *db, const char *sql, int64_t arg)
 {
