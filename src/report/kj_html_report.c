@@ -344,22 +344,27 @@ static void kernels(struct kj_html_ctx *x)
 	size_t ne = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_array_get(top, i);
-		double e = num(o, "energy_mj_per_launch");
+		double e = num(o, "energy_predicted_mj");
+		if (e < 0 && num(o, "energy_mj_per_launch") >= 0)
+			e = num(o, "energy_mj_per_launch") * num(o, "count_per_iteration");
 		if (e >= 0)
-			kr[ne++] = (struct krow){o, e * num(o, "count_per_iteration")};
+			kr[ne++] = (struct krow){o, e};
 	}
 	if (ne) {
 		qsort(kr, ne, sizeof(*kr), by_energy);
 		size_t m = ne < 15 ? ne : 15;
-		static const char *en[] = {"replayed energy × count"};
-		static const char *ec[] = {"#c0392b"};
+		static const char *en[] = {"predicted from its replays", "in situ (as it ran in the program)"};
+		static const char *ec[] = {"#c0392b", "#7d3c98"};
 		for (size_t i = 0; i < m; i++) {
 			rows[i].label = kj_html_jstr(kr[i].o, "name");
 			rows[i].v[0] = kr[i].e_iter_mj;
+			rows[i].v[1] = num(kr[i].o, "energy_in_situ_mj");
 		}
-		kj_chart_hbars(f, "chart-top-energy", "Top kernels by energy per iteration (mJ, Σ count × replayed energy per launch, idle floor included)",
-			       "mJ", en, ec, 1, rows, m);
-		kj_html_source(f, "replay_energy × kernel counts", cmdf(x, "compare", "--json  (top_kernels[].energy_mj_per_launch)"));
+		kj_chart_hbars(f, "chart-top-energy", "Top kernels by energy per iteration (mJ, idle floor included; in situ: the "
+			       "predictions scaled so that all kernels sum to the measured energy less idle)",
+			       "mJ", en, ec, 2, rows, m);
+		kj_html_source(f, "replay_energy × kernel counts; the measured energy",
+			       cmdf(x, "compare", "--json  (top_kernels[].energy_predicted_mj, energy_in_situ_mj)"));
 	} else {
 		kj_html_missing(f, "energy per kernel (no replay_energy rows)", cmdf(x, "replay", "--energy"));
 	}
@@ -428,7 +433,7 @@ static void kernels(struct kj_html_ctx *x)
 	      "<th>#</th><th class=\"l\">kernel</th><th class=\"l\">tier</th><th>launches / iter</th>"
 	      "<th>traced µs / iter</th><th>traced µs / launch</th><th>warm µs</th><th>cold µs</th>"
 	      "<th>in-seq µs</th><th>predicted µs / iter</th><th>mJ / launch</th><th>mJ / iter</th>"
-	      "<th>% of kernel time</th></tr></thead><tbody>\n", f);
+	      "<th>in-situ mJ / iter</th><th>% of kernel time</th></tr></thead><tbody>\n", f);
 	for (size_t i = 0; i < shown; i++) {
 		json_t *o = json_array_get(top, i);
 		double e = num(o, "energy_mj_per_launch");
@@ -447,6 +452,7 @@ static void kernels(struct kj_html_ctx *x)
 				e * num(o, "count_per_iteration"));
 		else
 			fputs("<td data-v=\"-1\"><span class=\"na\">—</span></td>", f);
+		kj_html_num_cell(f, o, "energy_in_situ_mj", 3, -1);
 		kj_html_num_cell(f, o, "share_of_kernel_sum_pct", 2, -1);
 		fputs("</tr>\n", f);
 	}

@@ -828,6 +828,11 @@ static void test_in_situ_energy(void **state)
 	NEAR(sum_pred / 1000, kpred);
 	NEAR(sum / 1000, meas - idle);
 	json_decref(j);
+	/* the report's energy chart and kernel table carry them */
+	char *page = report_page(p);
+	assert_non_null(strstr(page, "in situ (as it ran in the program)"));
+	assert_non_null(strstr(page, "<th>in-situ mJ / iter</th>"));
+	free(page);
 }
 
 int main(void)
