@@ -12,6 +12,7 @@
 
 #include "kj_cli.h"
 #include "kj_clock_state.h"
+#include "kj_compare.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
@@ -248,7 +249,25 @@ static json_t *clock_json(const struct kj_clock_window *w, size_t nw, int64_t un
 	return o;
 }
 
-static int print_jsonl(struct kj_kernel_stat **rows, size_t n, const struct kj_clock_window *w, size_t nw)
+static int by_energy_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct kj_kernel_energy *)a)->unique_id, y = ((const struct kj_kernel_energy *)b)->unique_id;
+	return x < y ? -1 : x > y;
+}
+
+/* A kernel's energy per launch, predicted and in situ (compare's), as JSON numbers or nulls. */
+static void energy_json(json_t *o, const struct kj_kernel_energy *e, size_t ne, int64_t unique_id)
+{
+	struct kj_kernel_energy key = {.unique_id = unique_id};
+	const struct kj_kernel_energy *k = ne ? bsearch(&key, e, ne, sizeof(*e), by_energy_id) : NULL;
+	json_object_set_new(o, "energy_predicted_mj_per_launch",
+			    k && k->predicted_mj >= 0 ? jreal(k->predicted_mj, 1e4) : json_null());
+	json_object_set_new(o, "energy_in_situ_mj_per_launch",
+			    k && k->in_situ_mj >= 0 ? jreal(k->in_situ_mj, 1e4) : json_null());
+}
+
+static int print_jsonl(struct kj_kernel_stat **rows, size_t n, const struct kj_clock_window *w, size_t nw,
+		       const struct kj_kernel_energy *e, size_t ne)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
@@ -282,6 +301,7 @@ static int print_jsonl(struct kj_kernel_stat **rows, size_t n, const struct kj_c
 		json_object_set_new(o, "copy_kind", jstr(s->copy_kind));
 		json_object_set_new(o, "replay_energy_clock",
 				    s->kind == KJ_ACT_KERNEL && s->unique_id >= 0 ? clock_json(w, nw, s->unique_id) : json_null());
+		energy_json(o, e, ne, s->kind == KJ_ACT_KERNEL ? s->unique_id : -1);
 		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 		json_decref(o);
 		if (!text)
@@ -309,6 +329,8 @@ int cmd_kernels(int argc, char **argv)
 	struct kj_kernel_report *r = NULL;
 	struct kj_kernel_stat **rows = NULL;
 	struct kj_clock_window *win = NULL;
+	struct kj_kernel_energy *en = NULL;
+	size_t nen = 0;
 	size_t n = 0, nwin = 0;
 	int recorded = 0;
 	char *end;
@@ -405,7 +427,16 @@ int cmd_kernels(int argc, char **argv)
 			kj_errorf("%s: %s", path, kj_strerror(c));
 			goto out;
 		}
-		if (print_jsonl(rows, n, win, nwin)) {
+		/* each kernel's energy, predicted and in situ: compare's, over its measured iterations
+		 * (null where the run has none) */
+		{
+			struct kj_compare_opts co = {.skip = -1, .top = 10, .quiet = 1};
+			struct kj_compare *cmp = NULL;
+			if (kj_compare_compute(db, &co, &cmp) == 0 && kj_compare_kernel_energies(cmp, &en, &nen) != 0)
+				en = NULL, nen = 0;
+			kj_compare_free(cmp);
+		}
+		if (print_jsonl(rows, n, win, nwin, en, nen)) {
 			kj_errorf("%s", kj_strerror(KJ_ENOMEM));
 			goto out;
 		}
@@ -419,6 +450,7 @@ int cmd_kernels(int argc, char **argv)
 out:
 	free(rows);
 	free(win);
+	free(en);
 	kj_kernel_report_free(r);
 	kj_db_close(db);
 	return rc;

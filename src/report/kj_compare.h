@@ -3,6 +3,7 @@
 #define KJ_COMPARE_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 
@@ -37,5 +38,20 @@ int kj_compare_write_dir(const struct kj_compare *c, const char *dir);
 
 /** @brief Free; accepts NULL. */
 void kj_compare_free(struct kj_compare *c);
+
+/** One unique kernel's energy per launch over the measured iterations (mJ; < 0: unknown). */
+struct kj_kernel_energy {
+	int64_t unique_id;
+	double predicted_mj;   /* from its replays, as compare's prediction credits it */
+	double in_situ_mj;     /* as it ran in the program: predicted x (measured - idle) / kernels predicted */
+};
+
+/**
+ * @brief Every replayed unique kernel's energy per launch, predicted and in situ, sorted by
+ * unique_id (docs/analysis-compare.md, "In situ").
+ * @param out receives a malloc'ed array (caller frees), *n its length.
+ * @return 0 or KJ_ENOMEM.
+ */
+int kj_compare_kernel_energies(const struct kj_compare *c, struct kj_kernel_energy **out, size_t *n);
 
 #endif

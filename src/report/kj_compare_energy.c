@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "kj_compare_internal.h"
+#include "kj_error.h"
 
 /* Where between its warm and its cold replay time a launch's time t lies: 0 at warm, 1 at cold,
  * clamped; 0.5 where either replay time is missing or they do not differ. */
@@ -174,4 +175,35 @@ void cmp_energy_print_top(const struct kj_compare *c, const struct cmp_summary *
 	if (sc > 0)
 		fprintf(f, "  (factor %.4f: measured less idle over the kernels' predicted energy)\n", sc);
 	free(v);
+}
+
+static int by_unique_id(const void *a, const void *b)
+{
+	int64_t x = ((const struct kj_kernel_energy *)a)->unique_id, y = ((const struct kj_kernel_energy *)b)->unique_id;
+	return x < y ? -1 : x > y;
+}
+
+int kj_compare_kernel_energies(const struct kj_compare *c, struct kj_kernel_energy **out, size_t *n)
+{
+	struct cmp_summary s;
+	struct kj_kernel_energy *v = malloc((c->n_groups ? c->n_groups : 1) * sizeof(*v));
+	size_t k = 0;
+	*out = NULL;
+	*n = 0;
+	if (!v)
+		return KJ_ENOMEM;
+	cmp_summarize(c, &s);
+	double sc = cmp_energy_insitu_scale(&s), ni = (double)(s.n ? s.n : 1);
+	for (size_t g = 0; g < c->n_groups; g++) {
+		const struct cmp_group *gr = &c->groups[g];
+		double mj = gr->unique_id >= 0 ? cmp_energy_group_mj(c, &s, gr) : -1;
+		if (mj < 0 || gr->launches <= 0)
+			continue;
+		double per_launch = mj / ((double)gr->launches / ni);
+		v[k++] = (struct kj_kernel_energy){gr->unique_id, per_launch, sc > 0 ? per_launch * sc : -1};
+	}
+	qsort(v, k, sizeof(*v), by_unique_id);
+	*out = v;
+	*n = k;
+	return 0;
 }

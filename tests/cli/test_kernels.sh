@@ -139,6 +139,24 @@ for f in missing.kjdb zero.kjdb trunc.kjdb foreign.kjdb newer.kjdb text.kjdb; do
 done
 grep -q "newer" <("$KJ" kernels "$T/newer.kjdb" 2>&1) || fail "newer schema not explained"
 
+# Each kernel's energy per launch, predicted and in situ (compare's): on the shipped BLOOM run, one
+# factor turns every prediction into its in-situ figure, and the top kernel's agree with compare's
+BLOOM="$(cd "$(dirname "$0")/../.." && pwd)/examples/runs/bloom560m.kjdb"
+"$KJ" kernels "$BLOOM" --format jsonl > "$T/bloom.jsonl" 2>"$T/err" || fail "kernels jsonl on the shipped run"
+"$KJ" compare "$BLOOM" --json > "$T/bloom_cmp.json" 2>>"$T/err" || fail "compare on the shipped run"
+python3 - "$T/bloom.jsonl" "$T/bloom_cmp.json" <<'PY' || fail "kernels' in-situ energies are not compare's"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+cmp = json.load(open(sys.argv[2]))
+both = [r for r in rows if r.get("energy_predicted_mj_per_launch") and r.get("energy_in_situ_mj_per_launch")]
+assert len(both) >= 10, len(both)
+f = [r["energy_in_situ_mj_per_launch"] / r["energy_predicted_mj_per_launch"] for r in both]
+assert max(f) - min(f) < 1e-2 * max(f), (min(f), max(f))  # per-launch figures rounded to 0.1 uJ
+top = cmp["top_kernels"][0]
+mine = [r for r in rows if r.get("unique_id") == top["unique_id"]]
+assert mine and abs(mine[0]["energy_in_situ_mj_per_launch"] - top["energy_in_situ_mj_per_launch"]) < 1e-3 * top["energy_in_situ_mj_per_launch"], (mine, top)
+PY
+
 # Bad options: exit 2 with usage
 for args in "--format xml" "--top 0" "--top abc" "--top" "--sort foo" "--tier bogus" "--bogus" "-x"; do
 	# shellcheck disable=SC2086
