@@ -21,7 +21,9 @@ page_ok() {
 need() { grep -q -- "$2" "$1" || fail "$1 lacks '$2'"; }
 lack() { grep -q -- "$2" "$1" && fail "$1 has '$2'"; }
 
-for run in "$SRC"/examples/runs/*.kjdb; do
+# the shipped runs: the graph-launched one ships compressed
+xz -dc "$SRC/examples/runs/gpt_graph.kjdb.xz" > "$T/gpt_graph.kjdb" || fail "unpacking the shipped graph run"
+for run in "$SRC"/examples/runs/*.kjdb "$T/gpt_graph.kjdb"; do
 	out=$T/$(basename "$run" .kjdb).html
 	expect 0 "$KJ" report "$run" -o "$out"
 	has "wrote $out"
@@ -54,7 +56,9 @@ need "$B" "Not in this run:</b> CUDA API calls" # traced without --api
 
 # the graph run: its second energy prediction (the iteration replayed as one graph), judged; on
 # fallback data (small integers) not judged, and the remedy named
-G=$T/gpt_graph.html
+# (the short graph run kept as a test fixture: its sequence replay ran back to back on random data)
+G=$T/gshort.html
+expect 0 "$KJ" report "$SRC/tests/data/gpt_graph_short.kjdb" -o "$G" --quiet
 need "$G" 'id="energy-sequence"'
 need "$G" "the iteration replayed as one graph (topology replay)"
 cp "$SRC/tests/data/gpt_graph_short.kjdb" "$T/gsmall.kjdb"
