@@ -10,7 +10,7 @@ it helped choose, so a fresh set measured afterwards gives the figure to report.
 usage: grouped_cv.py --kjoule KJOULE --op OP --train DIR [--train DIR ...] --set NAME=DIR
                      [--set NAME=DIR ...] [--work DIR] [-o RESULT.json]
   --train DIR: a folder with sampling_data/ (e.g. bench/results/sweep_csv/h100_combined/linear2/train)
-  --set NAME=DIR: a held-out set's folder with sampling_data/ (e.g. .../h100_fourth/linear2/inside)
+  --set NAME=DIR: a held-out set's folder with sampling_data/ (e.g. .../h100_heldout_0.875/linear2/inside)
 Prints one row per group (time and energy MAPE, forward and backward) and their mean, last."""
 import argparse
 import json
