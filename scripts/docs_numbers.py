@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 BEGIN = re.compile(r"<!-- kj:gen ([A-Za-z0-9_.-]+) -->\n")
 END = "<!-- kj:end -->"
@@ -120,6 +121,20 @@ def ratio(x, digits=3):
 
 def grouped(n):
     return f"{n:,}"
+
+
+def wrap_prose(text):
+    """TEXT with its prose lines wrapped at 100 columns, as the docs are written; table rows, code
+    fences and their contents are left as they are."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or line.startswith(("|", "```", "#", "- ")) or len(line) <= 100:
+            out.append(line)
+        else:
+            out.append(textwrap.fill(line, 100, break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
 
 
 def table(header, rows):
@@ -249,8 +264,8 @@ def readme_headline(r):
          r.where("energy_accuracy.json"), src("energy_accuracy.json")),
         ("predictor error, held-out operator shapes inside the sweep grid (time and energy MAPE)",
          f"time {pct(t_lo)}–{pct(t_hi)}, energy {pct(e_lo)}–{pct(e_hi)} over {n_ops} operators "
-         f"(forward and backward); on {h_sets} sets off the grid's alignment, time {pct(h_lo)}–{pct(h_hi)} "
-         f"per operator", r.where("predict_accuracy.json"), src("predict_accuracy.json", "predict_heldout_sets.json")),
+         f"(forward and backward); on {h_sets} held-out sets off the grid's alignment, mean time error {pct(h_lo)}–{pct(h_hi)} "
+         f"per operator and direction", r.where("predict_accuracy.json"), src("predict_accuracy.json", "predict_heldout_sets.json")),
         ("predictor error, a whole GPT training step from operator sweeps, against the step run untraced",
          "; ".join(f"{p}: time {sgn(t)}, energy {sgn(en)}" for p, t, en in steps),
          r.where("predict_step_programs.json"), src("predict_step_programs.json")),
@@ -513,7 +528,7 @@ def regenerate(path, text, r, problems):
             new = old
         else:
             try:
-                new = "\n" + gen(r).strip("\n") + "\n\n"
+                new = "\n" + wrap_prose(gen(r).strip("\n")) + "\n\n"
             except Missing as e:
                 problems.append(f"{rel}: block {name}: {e}")
                 new = old
