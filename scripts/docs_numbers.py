@@ -226,11 +226,16 @@ def step_programs(r):
     return out
 
 
-def speed(r, f, name):
+def speed(r, f, name, key="best_wall_s"):
+    """KEY of the entry NAME of a speed result's 'results' list."""
     for i, x in enumerate(r.get(f, "results")):
         if x.get("name") == name:
-            return r.num(f, f"results/{i}/best_wall_s")
+            return r.num(f, f"results/{i}/{key}")
     raise Missing(f"bench/results/{f}: no result named {name}")
+
+
+def rss_mb(r, f, name):
+    return speed(r, f, name, "max_rss_kib") / 1024
 
 
 # ---------------------------------------------------------------- README blocks
@@ -430,10 +435,18 @@ def results_energy(r):
             + table(("program", "device", "each kernel at its warm-L2 energy", "at the mean of warm and cold"), rows2))
 
 
+OPS = ("linear1", "linear2", "linear3", "linear4", "flash_atten", "layernorm", "softmax")
+
+
+def in_order(names):
+    """Operator names in the sweep's order (others after them, sorted)."""
+    return [o for o in OPS if o in names] + sorted(o for o in names if o not in OPS)
+
+
 def results_predict(r):
     f = "predict_accuracy.json"
     rows = []
-    for op in r.get(f, "ops"):
+    for op in in_order(r.get(f, "ops")):
         s = lambda which, k: r.get(f, f"ops/{op}/{which}/summary").get(k)
         two = lambda which, kind: " / ".join("—" if s(which, f"{d}_{kind}_mape_pct") is None
                                              else pct(s(which, f"{d}_{kind}_mape_pct")) for d in ("fwd", "bwd"))
@@ -446,7 +459,7 @@ def results_predict(r):
     ss = lambda k: pct(r.num(sd, f"ops/flash_atten/inside/summary/{k}"))
     h = "predict_heldout_sets.json"
     rows2 = []
-    for op in r.get(h, "ops"):
+    for op in in_order(r.get(h, "ops")):
         g = r.get(h, f"ops/{op}/groups")
         worst = max((x.get("fwd_time_mape_pct") or 0, n) for n, x in g.items())
         rows2.append((op, len(g), " / ".join(pct(r.num(h, f"ops/{op}/mean/{d}_time_mape_pct")) for d in ("fwd", "bwd")),
@@ -460,7 +473,8 @@ def results_predict(r):
             f"({r.where(sd)}, `{sd}`): time {ss('fwd_time_mape_pct')} / {ss('bwd_time_mape_pct')}, energy "
             f"{ss('fwd_energy_mape_pct')} / {ss('bwd_energy_mape_pct')}.\n\nOff the grid's alignment: every committed "
             f"held-out set scored by models fitted on the grid and every other set (features version "
-            f"{r.get(h, 'features_version')}, {r.get(h, 'date')[:10]}, `{h}`):\n\n" + t2)
+            f"{r.get(h, 'features_version')}, {r.get(h, 'date')[:10]}, `{h}`; a set is named by its offset of the dense step, "
+            "and an 'x' set is a time-only training sweep at that offset, scored as a set):\n\n" + t2)
 
 
 def results_step(r):
@@ -481,11 +495,12 @@ def results_speed(r):
     a, p, i = "analysis_speed.json", "report_speed.json", "ingest_speed.json"
     rows = [("`kjoule ingest` (end of `kjoule run`)", f"{r.num(i, 'best_wall_s'):.1f} s",
              f"{max(x['peak_rss_mb'] for x in r.get(i, 'raw')):.0f} MB", src(i)),
-            ("`kjoule compare`", f"{speed(r, a, 'compare'):.2f} s", f"{r.get(a, 'results/0/max_rss_kib') / 1024:.0f} MB", src(a)),
+            ("`kjoule compare`", f"{speed(r, a, 'compare'):.2f} s", f"{rss_mb(r, a, 'compare'):.0f} MB", src(a)),
             ("`kjoule timeline --format chrome`", f"{speed(r, a, 'timeline_chrome'):.2f} s",
-             f"{r.get(a, 'results/2/max_rss_kib') / 1024:.0f} MB", src(a)),
-            ("`kjoule report`", f"{speed(r, p, 'report_1M_launches'):.2f} s", "", src(p)),
-            ("`kjoule diff` (the run with itself)", f"{speed(r, p, 'diff_1M_launches_with_itself'):.2f} s", "", src(p))]
+             f"{rss_mb(r, a, 'timeline_chrome'):.0f} MB", src(a)),
+            ("`kjoule report`", f"{speed(r, p, 'report_1M_launches'):.2f} s", f"{rss_mb(r, p, 'report_1M_launches'):.0f} MB", src(p)),
+            ("`kjoule diff` (the run with itself)", f"{speed(r, p, 'diff_1M_launches_with_itself'):.2f} s",
+             f"{rss_mb(r, p, 'diff_1M_launches_with_itself'):.0f} MB", src(p))]
     return (table(("on a generated run of 1,000,000 launches, one core", "wall", "peak memory", "result"), rows)
             + f"\n\n`kjoule report` on the shipped run: {speed(r, p, 'report_shipped_run'):.2f} s "
             f"({r.get(a, 'date')[:10]}, a 2-core development machine).")
