@@ -7,12 +7,12 @@ Three figures from committed sweep CSVs (and, optionally, the committed scores o
    weighted by closeness): what interpolating the measurements themselves scores, set by set;
 2. repeats: shapes measured twice in one call (two folders of one call, e.g. the energy grid and
    the time-only dense grid), as |a/b - 1|: the measurement's own spread at one shape;
-3. the model: the committed `predict_accuracy_*.json` rows of each set, split by size.
+3. the model: its scored rows of each set (predict_heldout_sets.json, split per set by gemm_floor_all.sh), split by size.
 Each figure is given for shapes under and over --small-us (20 us) of measured time.
 
 usage: gemm_floor.py --op OP --set NAME=DIR [--set ...] [--pool NAME=DIR ...] [--pair DIR:DIR ...]
                      [--model-result NAME=RESULT.json ...] [--k 4,6,10] [--small-us 20] [-o RESULT.json]
-  DIR: a folder with sampling_data/*.csv (e.g. bench/results/sweep_csv/h100_ninth/linear2/inside)
+  DIR: a folder with sampling_data/*.csv (e.g. bench/results/sweep_csv/h100_heldout_0.3125/linear2/inside)
   --set: a held-out set (scored, and a neighbour source for the others); --pool: neighbours only
 A malformed CSV row is refused with its file and line. Prints one row per set last."""
 import argparse

@@ -4,13 +4,13 @@
 Each held-out set is one group: for every group, fit on the training sets plus every other group
 and score that group (`run.py --from-csv`), so a change to the features is judged on shapes of
 every alignment the sets sample, each scored by models that never saw it. This is how features
-versions 6 to 8 were chosen (docs/sweep.md); a set used here is no longer unseen for the change
+versions 6 to 8 were chosen (docs/sweep.md); the result keeps each group's scored rows. A set used here is no longer unseen for the change
 it helped choose, so a fresh set measured afterwards gives the figure to report.
 
 usage: grouped_cv.py --kjoule KJOULE --op OP --train DIR [--train DIR ...] --set NAME=DIR
                      [--set NAME=DIR ...] [--work DIR] [-o RESULT.json]
   --train DIR: a folder with sampling_data/ (e.g. bench/results/sweep_csv/h100_combined/linear2/train)
-  --set NAME=DIR: a held-out set's folder with sampling_data/ (e.g. .../h100_fourth/linear2/inside)
+  --set NAME=DIR: a held-out set's folder with sampling_data/ (e.g. .../h100_heldout_0.875/linear2/inside)
 Prints one row per group (time and energy MAPE, forward and backward) and their mean, last."""
 import argparse
 import json
@@ -68,6 +68,10 @@ def main():
         if not e:
             sys.exit(f"grouped_cv.py: group {held}: no result for {a.op}")
         out["groups"][held] = {k: e["inside"]["summary"].get(k) for k in keys}
+        # the scored rows (measured, predicted, the error predict quoted) and the models' features version
+        out["groups"][held].update({"n_shapes": len({r["shape"] for r in e["inside"]["rows"]}),
+                                    "rows": e["inside"]["rows"]})
+        out["features_version"] = e.get("features_version")
     mean = {}
     for k in keys:
         v = [g[k] for g in out["groups"].values() if g[k] is not None]

@@ -13,7 +13,11 @@ predicted) pair to the output JSON with the device, date and commands.
 
 --from-csv DIR measures nothing: it fits and predicts again from CSVs an earlier run left
 (DIR/{op}/{train,dense,inside,beyond}/sampling_data/, as scripts/gpu/sweep.sh returns them in
-sweep_csv.tar.gz), so a change to the fit is judged on measured data without a GPU.
+sweep_csv.tar.gz), so a change to the fit is judged on measured data without a GPU. The result
+names the device the CSVs were measured on: from DIR/measured.json when the folder has one
+({"device": ..., "date": ..., "ops": {OP: {"date": ..., "s_per_sample_energy": ...}}}), else from
+an earlier result given to --merge, else from the GPU tag of the CSV file names; with the features
+version of the fitted models, the git commit and the command.
 
 usage: run.py --kjoule KJOULE [--ops linear1,...] [--out-dir DIR] [-o RESULT.json]
               [--heldout N] [--heldout-offset F] [--energy-every third|all] [--precision fp16]
@@ -184,9 +188,15 @@ def write(result, earlier, a, device, date, cmds):
     doc["ops"] = dict(result["ops"])
     for op, e in earlier.items():
         doc["ops"].setdefault(op, e)
+    ops = list(doc["ops"].values())
+    if device is None:  # a refit: the devices the operators' CSVs were measured on
+        device = "; ".join(sorted({e["device"] for e in ops if e.get("device")})) or None
+    versions = sorted({v for e in ops for v in (e.get("features_version") if isinstance(e.get("features_version"), list)
+                                               else [e.get("features_version")]) if v is not None})
     doc.update({"benchmark": "predict_accuracy", "device": device, "date": date,
                 "command": " ".join(sys.argv), "precision": a.precision,
-                "commands_run": len(cmds), "first_commands": cmds[:8]})
+                "features_version": versions[0] if len(versions) == 1 else versions,
+                "git_commit": git_commit(), "commands_run": len(cmds), "first_commands": cmds[:8]})
     os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
     tmp = a.output + ".tmp"
     with open(tmp, "w") as f:
@@ -201,6 +211,52 @@ def gpu_name():
                               capture_output=True, text=True).stdout.strip().splitlines()[0]
     except (OSError, IndexError):
         return os.environ.get("KJ_BENCH_DEVICE", "unknown")
+
+
+def csv_facts(from_dir, op, earlier_entry):
+    """Where and when DIR/op's CSVs were measured, for a refit that measures nothing: DIR's
+    measured.json (the folder's device and date, and per operator its date and sweep speeds) first,
+    then the entry of an earlier result (--merge), then the GPU tag of the CSV file names. Returns a
+    dict of device, date and speed (keys absent where nothing says)."""
+    facts = {}
+    try:
+        meta = json.load(open(os.path.join(from_dir, "measured.json")))
+    except OSError:
+        meta = None
+    except ValueError as e:
+        sys.exit(f"run.py: {os.path.join(from_dir, 'measured.json')}: not JSON ({e})")
+    if meta is not None:
+        per_op = meta.get("ops", {}).get(op, {})
+        for k in ("device", "date"):
+            v = per_op.get(k, meta.get(k))
+            if v:
+                facts[k] = v
+        speed = {k: per_op[k] for k in ("s_per_sample_energy", "s_per_sample_no_energy") if k in per_op}
+        if speed:
+            facts["speed"] = speed
+    if meta is not None and meta.get("energy_window_s"):
+        facts["energy_window_s"] = str(meta["energy_window_s"])
+    for k in ("device", "date", "energy_window_s", "speed", "seconds"):
+        if k not in facts and k in earlier_entry:
+            facts[k] = earlier_entry[k]
+    if "device" not in facts:
+        tags = sorted({f.split("_")[0] for root, _, files in os.walk(os.path.join(from_dir, op))
+                       for f in files if f.endswith(".csv") and f"_{op}_" in f})
+        if tags:
+            facts["device"] = " ".join(tags) + " (the CSV files' GPU tag; no measured.json in " + from_dir + ")"
+    return facts
+
+
+def git_commit():
+    """The checkout's commit, '+dirty' when its tracked files differ from it; None outside git."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        r = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True)
+        d = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True)
+    except OSError:
+        return None
+    return (r.stdout.strip() + ("+dirty" if d.stdout.strip() else "")) or None
 
 
 def main():
@@ -231,7 +287,9 @@ def main():
                     help="energy on a third of the training grid (default) or all of it")
     a = ap.parse_args()
     os.environ.setdefault("KJ_SWEEP_ENERGY_S", a.energy_s)
-    device, date = gpu_name(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    # a refit measures nothing here: the device is the CSVs' (per operator, below), not this machine's
+    device = None if a.from_csv else gpu_name()
     kj, out = a.kjoule, a.out_dir
     os.makedirs(out, exist_ok=True)
     cmds, result = [], {"ops": {}}
@@ -360,10 +418,18 @@ def main():
         entry["speed"] = speeds
         entry.update({"device": device, "date": date, "energy_window_s": os.environ["KJ_SWEEP_ENERGY_S"],
                       "seconds": round(time.monotonic() - t_start, 1)})
-        if a.from_csv:  # the measurements are the earlier run's: keep its device and date
-            for k in ("device", "date", "energy_window_s", "speed", "seconds"):
-                if k in earlier.get(op, {}):
-                    entry[k] = earlier[op][k]
+        versions = sorted({m["features"] for m in entry["models"] if "features" in m})
+        entry.update({"features_version": versions[0] if len(versions) == 1 else versions,
+                      "command": " ".join(sys.argv), "git_commit": git_commit()})
+        if a.from_csv:  # the measurements are the CSVs': their device and date, not this machine's
+            for k in ("device", "date", "seconds", "energy_window_s"):  # this refit's, not the measurement's
+                entry.pop(k)
+            facts = csv_facts(a.from_csv, op, earlier.get(op, {}))
+            entry["speed"].update(facts.pop("speed", {}))  # the measurement's speeds over the logs' (if any)
+            entry.update(facts)
+            if not entry.get("device"):
+                sys.exit(f"run.py: {a.from_csv}/{op}: no measured.json, no --merge entry and no GPU tag in "
+                         "the CSV file names: the device these CSVs were measured on is unknown")
             entry["refit_from_csv"] = {"dir": a.from_csv, "date": date}
         if a.train_from_csv:
             entry["trained_on_csv"] = {"dirs": a.train_from_csv, "heldout_offset": a.heldout_offset,

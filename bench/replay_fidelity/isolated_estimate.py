@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """How well each isolated replay predicts the in-situ kernel time, over every program kjoule has a
 compare result for: the warm replays (same buffers again: data that fits stays in L2), the cold
-ones (L2 flushed before each launch), their mean per kernel (explained_fraction's estimate since
-session 23) and the in-sequence times, each as the % off the in-situ Σ of the launches it covers.
+ones (L2 flushed before each launch), their mean per kernel (explained_fraction's estimate) and the in-sequence times, each as the % off the in-situ Σ of the launches it covers.
 Reads the shipped runs (kjoule compare --json) and the committed untuned-program results; writes
 one JSON with the rows and their mean absolute errors. CPU only; nothing is typed in.
 
@@ -18,8 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 RUNS = ["tests/data/gpt_graph_short.kjdb", "examples/runs/bloom560m.kjdb"]
-RESULTS = ["bench/results/untuned_programs.json", "bench/results/untuned_programs_s21.json",
-           "bench/results/untuned_programs_s23.json", "bench/results/untuned_programs_s23b.json"]
+RESULTS = ["bench/results/untuned_programs.json"]
 
 
 def off(v, ref):
@@ -49,19 +47,26 @@ def main():
     ap.add_argument("--kjoule", required=True)
     ap.add_argument("-o", "--output")
     a = ap.parse_args()
-    rows = []
+    rows, devices = [], set()
     for r in RUNS:
         out = subprocess.run([a.kjoule, "compare", os.path.join(ROOT, r), "--json"], capture_output=True, text=True)
         rows.append(row(r, json.loads(out.stdout)))
+        info = subprocess.run([a.kjoule, "info", os.path.join(ROOT, r)], capture_output=True, text=True).stdout
+        # the run's GPU as `kjoule info` lists it: "  1: NAME  GPU-uuid  ..."
+        devices.update(l.split(":", 1)[1].split("  GPU-")[0].strip() for l in info.splitlines()
+                       if l.startswith("  ") and "  GPU-" in l)
     for f in RESULTS:
         d = json.load(open(os.path.join(ROOT, f)))
         for n, p in d["programs"].items():
             rows.append(row(f"{os.path.basename(f)}:{n}", p.get("compare") or {}))
+            if p.get("device"):
+                devices.add(p["device"].split(",")[0])
     # kernels that ran beside other streams' hold that sharing in situ: no replay alone has it
     alone = [r for r in rows if (r["kernel_overlap_fraction"] or 0) <= 0.05 and r["warm_pct"] is not None]
     mae = {k: round(sum(abs(r[k]) for r in alone if r[k] is not None) / max(1, sum(r[k] is not None for r in alone)), 2)
            for k in ("warm_pct", "cold_pct", "isolated_pct", "sequence_pct")}
-    res = {"benchmark": "isolated_estimate", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    res = {"benchmark": "isolated_estimate", "device": "measured on " + ", ".join(sorted(devices)) + " (computed on the CPU)",
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "sources": RUNS + RESULTS,
            "mean_abs_pct_without_overlap": mae, "programs_without_overlap": len(alone), "rows": rows}
     for r in rows:
@@ -69,8 +74,9 @@ def main():
               f"cold {r['cold_pct']}  mean {r['isolated_pct']}  seq {r['sequence_pct']}")
     print(f"mean |%| over the {len(alone)} programs without overlap: {mae}")
     if a.output:
-        with open(a.output, "w") as f:
+        with open(a.output + ".tmp", "w") as f:
             json.dump(res, f, indent=1)
+        os.replace(a.output + ".tmp", a.output)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 #                                               # mean to about +-7 %, where 20 gave +-20 %)
 # At most 4 files come back to $OUT per call (the device tool carries a few files only). Then, on
 # the CPU: python3 bench/predict_step/programs.py --sweeps notrace_sweeps.json --traced eager_1.json
-#   --traced eager_2.json --traced compile_1.json -o bench/results/predict_step_programs_X.json
+#   --traced eager_2.json --traced compile_1.json -o bench/results/predict_step_programs.json
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/step_programs.sh sweeps|programs [RUN.PY ARGS...]
 set -u
 OUT=${OUT:-/tmp/kjout}

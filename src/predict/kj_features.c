@@ -185,7 +185,7 @@ static double causal_attention_imbalance(double heads, double nb, int prop, int 
  * tile does less per SM-cycle: its rate relative to the largest), K in steps of 64 (the depth of
  * one k-tile); FLOP-weighted over the call's GEMMs. The waves are the wave features' (f[2], f[3]).
  * A dimension just past a tile edge pays a whole tile more: held-out shapes 64 past a 1024-multiple
- * were predicted 10 % fast without this (bench/results/predict_accuracy_fifth.json). */
+ * were predicted 10 % fast without this (72a7992:bench/results/predict_accuracy_fifth.json). */
 static double gemm_tile_padding(double g[2][4], int n)
 {
 	static const double tiles[][3] = {{256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.9}, {128, 64, 0.75},

@@ -170,8 +170,8 @@ static int fold_of(const char *key)
  * cross-validation of the chosen form, oof in log, times the time model's figure, tlog, for an
  * energy model of power), the groups of at least 5 rows as [{from, to, n, mape_pct}]. Short
  * kernels can miss by several times a model's mean error (the GEMMs under 20 us: 10-28 % where
- * the rest reach 3-5 %, bench/results/predict_accuracy_ninth.json), so predict quotes the error
- * of the prediction's own size. */
+ * the rest reach 3-5 %, 72a7992:bench/results/predict_accuracy_ninth.json), so predict quotes
+ * the error of the prediction's own size. */
 static json_t *error_by_size(const double *meas, const double *pred, const int *ho, int m, const double *oof,
 			     const double *tlog)
 {

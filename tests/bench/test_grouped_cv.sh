@@ -1,4 +1,4 @@
-# bench/predict_accuracy/grouped_cv.py on softmax's committed H100 CSVs (three held-out sets): each
+# bench/predict_accuracy/grouped_cv.py on softmax's committed H100 CSVs (three held-out sets, named by offset): each
 # group is scored by models that never saw it, the mean is the groups' mean, bad input is refused.
 set -u
 KJ=$1 SRC=$2
@@ -6,7 +6,7 @@ KJ=$1 SRC=$2
 python3 -c 'import ctypes; ctypes.CDLL("libxgboost.so.0")' 2>/dev/null || { echo "libxgboost missing: skipped"; exit 77; }
 C="$SRC/bench/results/sweep_csv"
 G="$SRC/bench/predict_accuracy/grouped_cv.py"
-sets="--set third=$C/h100_softmax_fresh/softmax/inside --set fourth=$C/h100_fourth/softmax/inside --set fifth=$C/h100_fifth/softmax/inside"
+sets="--set 0.375=$C/h100_softmax/softmax/inside --set 0.875=$C/h100_heldout_0.875/softmax/inside --set 0.125=$C/h100_heldout_0.125/softmax/inside"
 # shellcheck disable=SC2086
 python3 "$G" --kjoule "$KJ" --op softmax --train "$C/h100_combined/softmax/train" --train "$C/h100_combined/softmax/dense" \
 	$sets --work "$T/w" -o "$T/r.json" >"$T/out" 2>"$T/err" || fail "grouped_cv: $(tail -5 "$T/err")"
@@ -14,7 +14,9 @@ has "^mean "
 python3 - "$T/r.json" "$T/w" <<'P' || fail "result: $(cat "$T/out")"
 import json, math, os, sys
 r = json.load(open(sys.argv[1]))
-assert sorted(r["groups"]) == ["fifth", "fourth", "third"], r["groups"]
+assert sorted(r["groups"]) == ["0.125", "0.375", "0.875"], r["groups"]
+for g in r["groups"].values():  # the scored rows come with each group
+    assert g["rows"] and g["n_shapes"] == len({x["shape"] for x in g["rows"]}), g.get("n_shapes")
 for k, m in r["mean"].items():
     v = [g[k] for g in r["groups"].values()]
     assert all(x is not None and math.isfinite(x) and x > 0 for x in v), (k, v)
@@ -29,7 +31,7 @@ P
 # bad input: a set without CSVs, a single group, a missing training folder
 expect 1 python3 "$G" --kjoule "$KJ" --op softmax --train "$C/h100_combined/softmax/train" --set a="$T" --set b="$T" --work "$T/w2"
 grep -q "expected NAME=DIR with DIR/sampling_data" "$T/err" || fail "empty set: $(cat "$T/err")"
-expect 1 python3 "$G" --kjoule "$KJ" --op softmax --train "$C/h100_combined/softmax/train" --set third="$C/h100_softmax_fresh/softmax/inside" --work "$T/w2"
+expect 1 python3 "$G" --kjoule "$KJ" --op softmax --train "$C/h100_combined/softmax/train" --set 0.375="$C/h100_softmax/softmax/inside" --work "$T/w2"
 grep -q "at least two --set groups" "$T/err" || fail "one group: $(cat "$T/err")"
 expect 1 python3 "$G" --kjoule "$KJ" --op softmax --train "$T/nothing" $sets --work "$T/w2"
 grep -q "no sampling_data" "$T/err" || fail "bad --train: $(cat "$T/err")"

@@ -51,6 +51,27 @@ ra = {(r["shape"], r["prop"]): r["time_us"] for r in a["inside"]["rows"]}
 rb = {(r["shape"], r["prop"]): r["time_us"] for r in b["inside"]["rows"]}
 assert ra == rb and len(rb) > 0
 P
+# a refit names the device the CSVs were measured on, never this machine's: the folder's
+# measured.json first, else the GPU tag of the CSV file names; with the models' features version
+cat >"$T/csv/measured.json" <<'J'
+{"device": "NVIDIA H100 (stand-in)", "date": "2026-01-02", "ops": {"layernorm": {"s_per_sample_energy": 2.5}}}
+J
+python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pd" \
+	--from-csv "$T/csv" -o "$T/r5.json" >"$T/out" 2>"$T/err" || fail "--from-csv measured.json: $(tail -5 "$T/err")"
+rm "$T/csv/measured.json"
+python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops layernorm --out-dir "$T/pd" \
+	--from-csv "$T/csv" -o "$T/r6.json" >"$T/out" 2>"$T/err" || fail "--from-csv by tag: $(tail -5 "$T/err")"
+python3 - "$T/r5.json" "$T/r6.json" <<'P' || fail "refit device"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+ea, eb = a["ops"]["layernorm"], b["ops"]["layernorm"]
+assert a["device"] == ea["device"] == "NVIDIA H100 (stand-in)" and ea["date"] == "2026-01-02", (a["device"], ea)
+assert ea["speed"]["s_per_sample_energy"] == 2.5 and ea["refit_from_csv"]["date"] == a["date"], ea
+assert eb["device"].startswith("NVIDIAH100 ") and b["device"] == eb["device"] and "date" not in eb, eb
+for r, e in ((a, ea), (b, eb)):
+    assert isinstance(e["features_version"], int) and r["features_version"] == e["features_version"], e
+    assert e["command"] == r["command"] and "--from-csv" in e["command"], e
+P
 # a second run of another operator keeps the first one's entry (--merge)
 KJ_SWEEP_WORKER="$SRC/tests/tools/sweep_worker_standin.py" KJ_BENCH_DEVICE=cpu-standin \
 	python3 "$SRC/bench/predict_accuracy/run.py" --kjoule "$KJ" --ops softmax --out-dir "$T/pb" \

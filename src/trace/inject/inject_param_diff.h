@@ -13,7 +13,7 @@
  *  fit, else a malloc'd array the caller frees (*diffs != stack). Whole words are compared as
  *  such, without a branch per word: the word-by-word loop this replaced (a copy of variable length
  *  and a branch per word) took 611 ns a launch of BLOOM-560M where this takes 355, on one host
- *  (bench/results/trace_overhead_cost_self_s26.json). Returns the count; on running out of
+ *  (bench/results/trace_handler_cost.json). Returns the count; on running out of
  *  memory, the first cap words that differ. */
 uint32_t kj_param_diff(const unsigned char *blob, const unsigned char *ref, uint32_t len,
 		       struct kj_word_diff *stack, uint32_t cap, struct kj_word_diff **diffs);

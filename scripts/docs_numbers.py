@@ -1,0 +1,605 @@
+#!/usr/bin/env python3
+"""Writes the numbers README.md and docs/*.md quote from benchmark results, from the results.
+
+Every figure the docs take from a result lives in a generated block:
+
+    <!-- kj:gen NAME -->
+    ...text this script writes...
+    <!-- kj:end -->
+
+NAME names one generator below (GENERATORS); it reads bench/results/*.json, or runs the built
+`kjoule` on a run shipped in examples/runs/, and returns the block's text. Text outside the
+blocks is left alone, so prose around a block should not repeat its numbers.
+
+Without --check the blocks are rewritten in place (each file renamed into place). With --check
+nothing is written: every block is regenerated in memory, and the script exits 1, naming the file
+and the block, where a block differs from what the results say, where a block names no generator
+or has no end, or where a generator needs a result file or key that is missing (or null: not
+measured). After a new result lands, run it without --check and commit the docs with the result.
+
+usage: scripts/docs_numbers.py [--check] [--kjoule build/kjoule] [--root DIR] [--results DIR]
+                               [FILE.md ...]       (default: README.md and docs/*.md under --root)
+"""
+import argparse
+import difflib
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+BEGIN = re.compile(r"<!-- kj:gen ([A-Za-z0-9_.-]+) -->\n")
+END = "<!-- kj:end -->"
+MINUS = "\u2212"
+
+
+class Missing(Exception):
+    """A result file or key a block needs is not there (or is null)."""
+
+
+class Results:
+    """The committed results, read on demand; get() names the file and key it could not find."""
+
+    def __init__(self, results_dir, kjoule, root):
+        self.dir, self.kjoule, self.root = results_dir, kjoule, root
+        self.cache = {}
+
+    def load(self, name):
+        if name not in self.cache:
+            path = os.path.join(self.dir, name)
+            try:
+                with open(path) as f:
+                    self.cache[name] = json.load(f)
+            except OSError:
+                raise Missing(f"bench/results/{name}: no such result file")
+            except ValueError as e:
+                raise Missing(f"bench/results/{name}: not JSON ({e})")
+        return self.cache[name]
+
+    def get(self, name, key):
+        """The value at KEY ('a/b/c'; list items by index) of result NAME: never None, NaN or inf."""
+        v = self.load(name)
+        for part in key.split("/"):
+            if isinstance(v, list) and part.isdigit() and int(part) < len(v):
+                v = v[int(part)]
+            elif isinstance(v, dict) and part in v:
+                v = v[part]
+            else:
+                raise Missing(f"bench/results/{name}: no key {key}")
+        if v is None:
+            raise Missing(f"bench/results/{name}: {key} is null (not measured)")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise Missing(f"bench/results/{name}: {key} is {v}")
+        return v
+
+    def num(self, name, key):
+        v = self.get(name, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise Missing(f"bench/results/{name}: {key} is not a number ({v!r})")
+        return v
+
+    def where(self, name):
+        """'DEVICE, DATE' of result NAME (its top-level device and date)."""
+        return f"{short_device(self.get(name, 'device'))}, {self.get(name, 'date')[:10]}"
+
+    def compare(self, run, json_out):
+        """`kjoule compare RUN` (text, or parsed --json) of a run under the root."""
+        if not self.kjoule or not os.access(self.kjoule, os.X_OK):
+            raise Missing(f"the kjoule binary ({self.kjoule or 'none'}): give --kjoule PATH")
+        args = [self.kjoule, "compare", run] + (["--json"] if json_out else [])
+        r = subprocess.run(args, capture_output=True, text=True, cwd=self.root)
+        if r.returncode:
+            raise Missing(f"`kjoule compare {run}` exited {r.returncode}: {r.stderr.strip()[-300:]}")
+        return json.loads(r.stdout) if json_out else r.stdout
+
+
+def short_device(d):
+    """'NVIDIA H100 80GB HBM3, 580.159.04' -> 'H100'; every GPU named, joined by ' / '; else as given."""
+    out = []
+    for name in re.findall(r"\b([HABLG]\d{2,3}[A-Za-z]*)\b", d):
+        if name not in out:
+            out.append(name)
+    return " / ".join(out) if out else d.split(",")[0].strip()
+
+
+def sgn(x, digits=1, unit=" %"):
+    """A signed figure with a real minus sign: +1.6 %, \u22120.9 %."""
+    s = f"{abs(x):.{digits}f}"
+    return (MINUS if x < 0 and float(s) != 0 else "+") + s + unit
+
+
+def pct(x, digits=1):
+    return f"{x:.{digits}f} %"
+
+
+def ratio(x, digits=3):
+    return f"{x:.{digits}f}\u00d7"
+
+
+def grouped(n):
+    return f"{n:,}"
+
+
+def wrap_prose(text):
+    """TEXT with its prose lines wrapped at 100 columns, as the docs are written; table rows, code
+    fences and their contents are left as they are."""
+    out, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or line.startswith(("|", "```", "#", "- ")) or len(line) <= 100:
+            out.append(line)
+        else:
+            out.append(textwrap.fill(line, 100, break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def src(*names):
+    return ", ".join(f"`{n}`" for n in names)
+
+
+# ---------------------------------------------------------------- facts shared by several blocks
+
+def tracing_bloom(r):
+    f = "trace_overhead_bloom560m.json"
+    s = lambda c: r.num(f, f"summary/{c}/ratio_to_plain")
+    return (f"`--no-params` {ratio(s('kjoule_no_params'))}, defaults {ratio(s('kjoule_default'))}; "
+            f"CUPTI's own activity records alone {ratio(s('cupti_activity_only'))}")
+
+
+def tracing_profiler(r):
+    f = "trace_overhead.json"
+    s = lambda c: r.num(f, f"ratio_to_plain/{c}/median_over_runs")
+    return (f"defaults {ratio(s('kjoule_default'))}, `--api` {ratio(s('kjoule_api'))}; "
+            f"torch.profiler {ratio(s('torch_profiler'))} (median of {len(r.get(f, 'ratio_to_plain/kjoule_default/runs'))} runs)")
+
+
+def coverage(r, f, key="coverage"):
+    c = lambda k: r.num(f, f"{key}/{k}")
+    return (f"{grouped(c('launches') - c('launches_not_replayed'))}/{grouped(c('launches'))} launches, "
+            f"{c('unique_kernels') - c('unique_not_replayed')}/{c('unique_kernels')} unique kernels")
+
+
+def energy_error(r):
+    """Energy predicted from per-kernel replays against the measured loop, over the runs whose
+    measurement compare judges. A result energy_fidelity.json (coming) replaces this source:
+    re-point this function (and only it) when it lands."""
+    f = "cold_energy.json"
+    n, mean, mx = (r.num(f, f"judged/mean/{k}") for k in ("n", "mean_abs_pct", "max_abs_pct"))
+    warm = r.num(f, "judged/warm/mean_abs_pct")
+    devices = {short_device(x["device"]) for x in r.get(f, "rows") if x.get("judged")}
+    date = max(x.get("date", "")[:10] for x in r.get(f, "calls")) or r.get(f, "date")[:10]
+    text = (f"mean \\|error\\| {pct(mean)}, at most {pct(mx)}, over {n} runs compare judges "
+            f"(each kernel at the mean of its warm- and cold-L2 energy; warm alone {pct(warm)})")
+    return text, f"{' / '.join(sorted(devices))}, {date}", f
+
+
+def window_energy(r):
+    f = "energy_accuracy.json"
+    w = lambda win, k: r.num(f, f"steady_windows/{win}/{k}")
+    wins = ("100ms", "300ms", "1000ms")
+    ours = " / ".join(pct(w(x, "kjoule_mean_abs_err_pct"), 2) for x in wins)
+    edges = " / ".join(pct(w(x, "counter_at_edges_mean_abs_err_pct"), 2) for x in wins)
+    p25 = " / ".join(pct(w(x, "power25hz_avg_mean_abs_err_pct"), 2) for x in wins)
+    return (f"mean error of 100 ms / 300 ms / 1 s windows on a steady load: {ours} "
+            f"(counter read at the window's edges {edges}; 25 Hz power {p25})")
+
+
+def predictor_ranges(r):
+    f = "predict_accuracy.json"
+    ops = r.get(f, "ops")
+    t = [r.num(f, f"ops/{op}/inside/summary/{d}_time_mape_pct") for op in ops for d in ("fwd", "bwd")]
+    e = [r.num(f, f"ops/{op}/inside/summary/{d}_energy_mape_pct") for op in ops for d in ("fwd", "bwd")]
+    return len(ops), min(t), max(t), min(e), max(e)
+
+
+def heldout_means(r):
+    f = "predict_heldout_sets.json"
+    ops = r.get(f, "ops")
+    t = [r.num(f, f"ops/{op}/mean/{d}_time_mape_pct") for op in ops for d in ("fwd", "bwd")]
+    sets = sum(len(r.get(f, f"ops/{op}/groups")) for op in ops)
+    return len(ops), sets, min(t), max(t)
+
+
+def step_programs(r):
+    """[(label, time % untraced, energy % untraced)] of the whole-step programs measured untraced."""
+    f = "predict_step_programs.json"
+    seen, out = set(), []
+    for i, p in enumerate(r.get(f, "programs")):
+        e = p.get("errors_pct") or {}
+        if e.get("time_vs_untraced") is None or p["program"] in seen:
+            continue
+        seen.add(p["program"])
+        out.append((p["program"], r.num(f, f"programs/{i}/errors_pct/time_vs_untraced"),
+                    r.num(f, f"programs/{i}/errors_pct/energy_vs_untraced")))
+    if not out:
+        raise Missing(f"bench/results/{f}: no program with an untraced step")
+    return out
+
+
+def speed(r, f, name, key="best_wall_s"):
+    """KEY of the entry NAME of a speed result's 'results' list."""
+    for i, x in enumerate(r.get(f, "results")):
+        if x.get("name") == name:
+            return r.num(f, f"results/{i}/{key}")
+    raise Missing(f"bench/results/{f}: no result named {name}")
+
+
+def rss_mb(r, f, name):
+    return speed(r, f, name, "max_rss_kib") / 1024
+
+
+# ---------------------------------------------------------------- README blocks
+
+def readme_headline(r):
+    """The README's table: at most ten rows, each from the current result of one benchmark."""
+    e_text, e_where, e_file = energy_error(r)
+    n_ops, t_lo, t_hi, e_lo, e_hi = predictor_ranges(r)
+    h_ops, h_sets, h_lo, h_hi = heldout_means(r)
+    steps = step_programs(r)
+    iso = "isolated_estimate.json"
+    cmp_ = "compare_bloom560m.json"
+    rows = [
+        ("tracing cost, BLOOM-560M forward (launch-bound: the worst case), against the same program "
+         "untraced, taking turns", tracing_bloom(r), r.where("trace_overhead_bloom560m.json"),
+         src("trace_overhead_bloom560m.json")),
+        ("tracing cost beside torch.profiler (same forward)", tracing_profiler(r), r.where("trace_overhead.json"),
+         src("trace_overhead.json")),
+        ("replay coverage (each unique kernel re-launched alone from its captured binary and parameters)",
+         f"BLOOM-560M {coverage(r, 'replay_bloom560m.json')}; CNN with SDPA {coverage(r, 'replay_convattn.json')}",
+         r.where("replay_bloom560m.json"), src("replay_bloom560m.json", "replay_convattn.json")),
+        ("time explained: Σ(count × kernel replayed) against the traced kernel time",
+         f"timed where the replayed iteration runs each kernel {sgn(r.num(cmp_, 'fidelity_pct_vs_insitu/in_sequence'))} "
+         f"on BLOOM-560M; each kernel alone (mean of warm and cold L2) "
+         f"{pct(r.num(iso, 'mean_abs_pct_without_overlap/isolated_pct'))} off on average over "
+         f"{r.num(iso, 'programs_without_overlap')} programs (warm L2 alone {pct(r.num(iso, 'mean_abs_pct_without_overlap/warm_pct'))})",
+         r.where(cmp_), src(cmp_, iso)),
+        ("energy per iteration predicted from the parts (kernels replayed + idle power) against measured",
+         e_text, e_where, src(e_file)),
+        ("energy of a time window (NVML's counter read at its update edges)", window_energy(r),
+         r.where("energy_accuracy.json"), src("energy_accuracy.json")),
+        ("predictor error, held-out operator shapes inside the sweep grid (time and energy MAPE)",
+         f"time {pct(t_lo)}–{pct(t_hi)}, energy {pct(e_lo)}–{pct(e_hi)} over {n_ops} operators "
+         f"(forward and backward); on {h_sets} held-out sets off the grid's alignment, mean time error {pct(h_lo)}–{pct(h_hi)} "
+         f"per operator and direction", r.where("predict_accuracy.json"), src("predict_accuracy.json", "predict_heldout_sets.json")),
+        ("predictor error, a whole GPT training step from operator sweeps, against the step run untraced",
+         "; ".join(f"{p}: time {sgn(t)}, energy {sgn(en)}" for p, t, en in steps),
+         r.where("predict_step_programs.json"), src("predict_step_programs.json")),
+        ("analysis speed on a run of 1,000,000 launches, one CPU core",
+         f"ingest {speed_ingest(r)} s, compare {speed(r, 'analysis_speed.json', 'compare'):.1f} s, "
+         f"timeline {speed(r, 'analysis_speed.json', 'timeline_chrome'):.1f} s, "
+         f"report {speed(r, 'report_speed.json', 'report_1M_launches'):.1f} s",
+         f"CPU, {r.get('analysis_speed.json', 'date')[:10]}", src("ingest_speed.json", "analysis_speed.json", "report_speed.json")),
+    ]
+    return table(("what", "result", "device, date", "result file (`bench/results/`)"), rows)
+
+
+def speed_ingest(r):
+    return f"{r.num('ingest_speed.json', 'best_wall_s'):.1f}"
+
+
+# lines of `kjoule compare` the README shows, by section: (section title, [line starts])
+COMPARE_LINES = [
+    ("kjoule compare:", []),
+    ("iterations:", []),
+    ("Time per iteration (us)", ["wall", "GPU busy", "idle inside the span", "host-only"]),
+    ("Replay (", ["Σ alone, warm L2", "Σ alone, cold L2", "Σ alone, mean of warm and cold", "Σ in sequence"]),
+    ("Sequence replay of one iteration", ["eager (stream of launches)", "one CUDA graph"]),
+    ("Energy per iteration (J)", ["measured", "predicted (kernels + idle)", "error vs measured"]),
+]
+SHIPPED_RUN = "examples/runs/bloom560m.kjdb"
+
+
+def readme_compare(r):
+    """`kjoule compare` on the shipped run as the built binary prints it, cut to its main lines."""
+    text = r.compare(SHIPPED_RUN, False).splitlines()
+    out, i = [f"$ build/kjoule compare {SHIPPED_RUN}"], 0
+    for title, starts in COMPARE_LINES:
+        while i < len(text) and not text[i].startswith(title):
+            i += 1
+        if i == len(text):
+            raise Missing(f"`kjoule compare {SHIPPED_RUN}` printed no line starting {title!r}: "
+                          "its output changed; update COMPARE_LINES in scripts/docs_numbers.py")
+        if starts and out[-1] != "":
+            out.append("")
+        out.append(text[i].rstrip())
+        body = []
+        j = i + 1
+        while j < len(text) and text[j].startswith(" "):
+            body.append(text[j])
+            j += 1
+        for s in starts:
+            hit = [l for l in body if l.strip().startswith(s)]
+            if not hit:
+                raise Missing(f"`kjoule compare {SHIPPED_RUN}`: no line {s!r} under {title!r}: "
+                              "its output changed; update COMPARE_LINES in scripts/docs_numbers.py")
+            line = re.sub(r"\s+$", "", hit[0])
+            out.append(line if len(line) <= 96 else line[:95] + "…")
+        i = j
+    j = r.compare(SHIPPED_RUN, True)
+    for k in ("busy_us", "wall_us", "energy_error_pct"):
+        if not isinstance(j.get(k), (int, float)):
+            raise Missing(f"`kjoule compare {SHIPPED_RUN} --json`: no number {k}")
+    return ("```\n" + "\n".join(out) + "\n```\n\n"
+            f"The GPU is busy {pct(100 * j['busy_us'] / j['wall_us'])} of each forward: the rest is Python "
+            "and PyTorch launching work, which the replay of the same launches in C (eager, then as one "
+            "CUDA graph) shows directly. Kernels replayed alone find the layer's data in L2 or in nothing "
+            "(warm, cold); timed where the replayed forward runs them, they sum to the traced kernel time. "
+            f"Energy is predicted from the kernels' replayed energy plus the GPU's awake idle power over "
+            f"the gaps, {sgn(j['energy_error_pct'])} off the measured figure.")
+
+
+# ---------------------------------------------------------------- docs/results.md blocks
+
+def results_tracing(r):
+    rows = []
+    for f, model in (("trace_overhead_bloom560m.json", "BLOOM-560M"), ("trace_overhead_gpt2m.json", "GPT-2-medium shape, eager")):
+        s = lambda c: ratio(r.num(f, f"summary/{c}/ratio_to_plain"))
+        rows.append((model, s("cupti_activity_only"), s("kjoule_no_params"), s("kjoule_default"),
+                     f"{r.num(f, 'rounds_done')}", r.where(f), src(f)))
+    t = table(("model", "CUPTI's records alone", "`--no-params`", "defaults", "rounds", "device, date", "result"), rows)
+    f = "trace_overhead.json"
+    m = lambda c: ratio(r.num(f, f"ratio_to_plain/{c}/median_over_runs"))
+    mb = lambda c: f"{r.num(f, f'rss_over_plain_mb/{c}'):+.0f} MB"
+    t2 = table(("setting (BLOOM-560M, median of runs)", "ratio to untraced", "peak host memory over untraced"),
+               [("CUPTI's activity records alone", m("cupti_activity_only"), mb("cupti_activity_only")),
+                ("`--no-params`", m("kjoule_no_params"), mb("kjoule_no_params")),
+                ("defaults", m("kjoule_default"), mb("kjoule_default")),
+                ("`--api`", m("kjoule_api"), mb("kjoule_api")),
+                ("`--api=all`", m("kjoule_api_all"), mb("kjoule_api_all")),
+                ("torch.profiler", m("torch_profiler"), mb("torch_profiler"))])
+    w = "watch_overhead.json"
+    e = "trace_overhead_empty_handlers.json"
+    c = "trace_overhead_cupti_settings.json"
+    pairs = [k for k in r.get(c, "summary") if k.endswith("_over_base")]
+    lo = min(r.num(c, f"summary/{k}/median") for k in pairs)
+    hi = max(r.num(c, f"summary/{k}/median") for k in pairs)
+    return (t + "\n\n" + t2 + f"\n\n(`trace_overhead.json`: {r.where(f)}.) "
+            f"CUPTI's callbacks enabled with kjoule's handlers returning at once: "
+            f"{ratio(r.num(e, 'summary/kjoule_empty_handlers/ratio_to_plain'))} against CUPTI's records alone "
+            f"{ratio(r.num(e, 'summary/cupti_activity_only/ratio_to_plain'))} and `--no-params` "
+            f"{ratio(r.num(e, 'summary/kjoule_no_params/ratio_to_plain'))} ({r.where(e)}, `{e}`). "
+            f"CUPTI's own buffer, clock and record settings, each paired round by round with CUPTI's "
+            f"defaults: {lo:.3f}–{hi:.3f} of their cost ({r.where(c)}, `{c}`). "
+            f"Watching the GPU's processes: defaults {ratio(r.num(w, 'summary/kjoule_default/ratio_to_plain'))} with it, "
+            f"{ratio(r.num(w, 'summary/kjoule_default_no_watch/ratio_to_plain'))} without ({r.where(w)}, `{w}`).")
+
+
+def results_replay(r):
+    c = "compare_bloom560m.json"
+    v = "replay_convattn.json"
+    fp = lambda k: sgn(r.num(c, f"fidelity_pct_vs_insitu/{k}"))
+    cv = lambda k: r.num(v, f"per_forward/{k}")
+    off = lambda k: sgn(100 * (cv(k) / cv("insitu_sum_replayed_us") - 1))
+    rows = [("BLOOM-560M (seq 5, eager)", coverage(r, "replay_bloom560m.json"), fp("warm"), fp("cold"), fp("in_sequence"),
+             fp("graph_vs_busy"), r.where(c), src(c, "replay_bloom560m.json")),
+            ("CNN with SDPA (`examples/convattn.py`)", coverage(r, v), off("replay_sum_warm_us"), off("replay_sum_cold_us"),
+             off("replay_sum_sequence_us"), sgn(100 * (cv("sequence_graph_us") / cv("busy_us") - 1)), r.where(v), src(v))]
+    t = table(("program", "replayed", "Σ alone, warm L2", "Σ alone, cold L2", "Σ in sequence",
+               "iteration as one CUDA graph vs busy", "device, date", "result"), rows)
+    iso = "isolated_estimate.json"
+    m = lambda k: pct(r.num(iso, f"mean_abs_pct_without_overlap/{k}"))
+    return (t + f"\n\nOver {r.num(iso, 'programs_without_overlap')} programs whose kernels do not overlap "
+            f"(the shipped runs and the untuned programs below), the mean \\|% off\\| the in-situ kernel sum: "
+            f"warm L2 alone {m('warm_pct')}, cold L2 alone {m('cold_pct')}, their mean per kernel (the isolated "
+            f"estimate `explained_fraction` uses) {m('isolated_pct')}, in sequence {m('sequence_pct')} "
+            f"(`{iso}`, {r.get(iso, 'date')[:10]}).")
+
+
+def results_untuned(r):
+    f = "untuned_programs.json"
+    rows = []
+    for name in sorted(r.get(f, "programs")):
+        base = f"programs/{name}"
+        st = r.get(f, f"{base}/replay_status")
+        done = sum(v for k, v in st.items() if k in ("ok", "exact", "relocated"))
+        total = r.num(f, f"{base}/unique_kernels")
+        ef = r.num(f, f"{base}/compare/explained_fraction")
+        c = r.get(f, f"{base}/compare")
+        err = c.get("energy_error_pct")
+        energy = "not measured" if err is None else (sgn(err) + ("" if c.get("energy_error_judgeable") else " (not judged)"))
+        rows.append((f"`{name}`", f"{done}/{total}" + (f" ({st['skipped']} past the budget)" if st.get("skipped") else ""),
+                     f"{ef:.3f}", energy, f"{short_device(r.get(f, base + '/device'))}, {r.get(f, base + '/date')[:10]}"))
+    return table(("program", "unique kernels replayed", "explained_fraction", "energy predicted vs measured",
+                  "device, date"), rows)
+
+
+def results_energy(r):
+    f = "energy_accuracy.json"
+    rows = []
+    for win, label in (("50ms", "50 ms"), ("100ms", "100 ms"), ("300ms", "300 ms"), ("1000ms", "1 s")):
+        w = lambda k: pct(r.num(f, f"steady_windows/{win}/{k}"), 2)
+        rows.append((label, w("kjoule_mean_abs_err_pct"), w("counter_at_edges_mean_abs_err_pct"),
+                     w("power25hz_avg_mean_abs_err_pct")))
+    t = table(("window on a steady GEMM load", "kjoule", "counter at the window's edges", "25 Hz power × time"), rows)
+    rep = "energy_repeat.json"
+    cvs = {k: 100 * r.num(rep, f"shapes/{k}/cv_energy_per_forward") for k in r.get(rep, "shapes")}
+    e_text, e_where, e_file = energy_error(r)
+    ce = "cold_energy.json"
+    rows2 = [(x["program"], short_device(x["device"]), sgn(x["error_warm_pct"]), sgn(x["error_mean_pct"]))
+             for x in r.get(ce, "rows") if x.get("judged")]
+    return (t + f"\n\n({r.where('energy_accuracy.json')}, `{f}`.) A 14 µs GEMM's amortised energy per launch repeats to "
+            f"a CV of {pct(r.num(f, 'amortized/cv_pct'), 2)}. Energy per forward over separate traced runs: CV "
+            + ", ".join(f"{pct(v, 1)} at sequence length {k}" for k, v in sorted(cvs.items(), key=lambda x: -int(x[0])))
+            + f" ({r.where(rep)}, `{rep}`).\n\nEnergy per iteration predicted from the parts, against measured: {e_text} "
+            f"({e_where}, `{e_file}`):\n\n"
+            + table(("program", "device", "each kernel at its warm-L2 energy", "at the mean of warm and cold"), rows2))
+
+
+OPS = ("linear1", "linear2", "linear3", "linear4", "flash_atten", "layernorm", "softmax")
+
+
+def in_order(names):
+    """Operator names in the sweep's order (others after them, sorted)."""
+    return [o for o in OPS if o in names] + sorted(o for o in names if o not in OPS)
+
+
+def results_predict(r):
+    f = "predict_accuracy.json"
+    rows = []
+    for op in in_order(r.get(f, "ops")):
+        s = lambda which, k: r.get(f, f"ops/{op}/{which}/summary").get(k)
+        two = lambda which, kind: " / ".join("—" if s(which, f"{d}_{kind}_mape_pct") is None
+                                             else pct(s(which, f"{d}_{kind}_mape_pct")) for d in ("fwd", "bwd"))
+        rows.append((op, two("inside", "time"), two("inside", "energy"), two("beyond", "time"),
+                     f"{short_device(r.get(f, f'ops/{op}/device'))}, {r.get(f, f'ops/{op}/date')[:10]}",
+                     f"`{os.path.basename(r.get(f, f'ops/{op}/refit_from_csv/dir'))}`"))
+    t = table(("operator", "time MAPE fwd / bwd", "energy MAPE fwd / bwd", "time beyond the grid fwd / bwd",
+               "measured", "CSVs (`sweep_csv/`)"), rows)
+    sd = "predict_accuracy_sdpa.json"
+    ss = lambda k: pct(r.num(sd, f"ops/flash_atten/inside/summary/{k}"))
+    h = "predict_heldout_sets.json"
+    rows2 = []
+    for op in in_order(r.get(h, "ops")):
+        g = r.get(h, f"ops/{op}/groups")
+        worst = max((x.get("fwd_time_mape_pct") or 0, n) for n, x in g.items())
+        rows2.append((op, len(g), " / ".join(pct(r.num(h, f"ops/{op}/mean/{d}_time_mape_pct")) for d in ("fwd", "bwd")),
+                      " / ".join("—" if r.get(h, f"ops/{op}/mean").get(f"{d}_energy_mape_pct") is None
+                                 else pct(r.num(h, f"ops/{op}/mean/{d}_energy_mape_pct")) for d in ("fwd", "bwd")),
+                      f"{pct(worst[0])} (offset {worst[1]})"))
+    t2 = table(("operator", "held-out sets", "time MAPE fwd / bwd, mean over sets", "energy MAPE fwd / bwd",
+                "worst set, forward time"), rows2)
+    return (t + f"\n\nFitted and scored by today's build from the committed CSVs (features version "
+            f"{r.get(f, 'features_version')}, {r.get(f, 'date')[:10]}, `{f}`). flash_atten on cuDNN's fused attention "
+            f"({r.where(sd)}, `{sd}`): time {ss('fwd_time_mape_pct')} / {ss('bwd_time_mape_pct')}, energy "
+            f"{ss('fwd_energy_mape_pct')} / {ss('bwd_energy_mape_pct')}.\n\nOff the grid's alignment: every committed "
+            f"held-out set scored by models fitted on the grid and every other set (features version "
+            f"{r.get(h, 'features_version')}, {r.get(h, 'date')[:10]}, `{h}`; a set is named by its offset of the dense step, "
+            "and an 'x' set is a time-only training sweep at that offset, scored as a set):\n\n" + t2)
+
+
+def results_step(r):
+    f = "predict_step_programs.json"
+    rows = []
+    for i, p in enumerate(r.get(f, "programs")):
+        e = r.get(f, f"programs/{i}/errors_pct")
+        o = lambda k: "—" if e.get(k) is None else sgn(e[k])
+        rows.append((f"{p['program']} (`{os.path.splitext(os.path.basename(p['file']))[0]}`)", o("time_vs_untraced"), o("energy_vs_untraced"), o("time_vs_traced_mean_wall"),
+                     o("energy_vs_traced_mean"), o("time_vs_kernel_sum")))
+    return (table(("program (one GPT training step)", "time vs untraced", "energy vs untraced", "time vs traced",
+                   "energy vs traced", "time vs traced kernel sum"), rows)
+            + f"\n\nPredicted {r.num(f, 'predicted/time_us') / 1000:.1f} ms and {r.num(f, 'predicted/energy_j'):.1f} J a step "
+            f"from the operators' sweeps on the same card ({r.where(f)}, `{f}`).")
+
+
+def results_speed(r):
+    a, p, i = "analysis_speed.json", "report_speed.json", "ingest_speed.json"
+    rows = [("`kjoule ingest` (end of `kjoule run`)", f"{r.num(i, 'best_wall_s'):.1f} s",
+             f"{max(x['peak_rss_mb'] for x in r.get(i, 'raw')):.0f} MB", src(i)),
+            ("`kjoule compare`", f"{speed(r, a, 'compare'):.2f} s", f"{rss_mb(r, a, 'compare'):.0f} MB", src(a)),
+            ("`kjoule timeline --format chrome`", f"{speed(r, a, 'timeline_chrome'):.2f} s",
+             f"{rss_mb(r, a, 'timeline_chrome'):.0f} MB", src(a)),
+            ("`kjoule report`", f"{speed(r, p, 'report_1M_launches'):.2f} s", f"{rss_mb(r, p, 'report_1M_launches'):.0f} MB", src(p)),
+            ("`kjoule diff` (the run with itself)", f"{speed(r, p, 'diff_1M_launches_with_itself'):.2f} s",
+             f"{rss_mb(r, p, 'diff_1M_launches_with_itself'):.0f} MB", src(p))]
+    return (table(("on a generated run of 1,000,000 launches, one core", "wall", "peak memory", "result"), rows)
+            + f"\n\n`kjoule report` on the shipped run: {speed(r, p, 'report_shipped_run'):.2f} s "
+            f"({r.get(a, 'date')[:10]}, a 2-core development machine).")
+
+
+GENERATORS = {
+    "readme-headline": readme_headline,
+    "readme-compare": readme_compare,
+    "results-tracing": results_tracing,
+    "results-replay": results_replay,
+    "results-untuned": results_untuned,
+    "results-energy": results_energy,
+    "results-predict": results_predict,
+    "results-step": results_step,
+    "results-speed": results_speed,
+}
+
+
+def regenerate(path, text, r, problems):
+    """TEXT with every block regenerated; problems gets 'FILE: block NAME: ...' for each failure."""
+    out, pos = [], 0
+    rel = os.path.relpath(path, r.root)
+    while True:
+        m = BEGIN.search(text, pos)
+        if not m:
+            if "<!-- kj:gen" in text[pos:]:
+                problems.append(f"{rel}: a '<!-- kj:gen' line not of the form '<!-- kj:gen NAME -->'")
+            out.append(text[pos:])
+            return "".join(out)
+        end = text.find(END, m.end())
+        if end < 0:
+            problems.append(f"{rel}: block {m.group(1)}: no {END} after it")
+            out.append(text[pos:])
+            return "".join(out)
+        name, old = m.group(1), text[m.end():end]
+        out.append(text[pos:m.end()])
+        gen = GENERATORS.get(name)
+        if gen is None:
+            problems.append(f"{rel}: block {name}: no such generator in scripts/docs_numbers.py")
+            new = old
+        else:
+            try:
+                new = "\n" + wrap_prose(gen(r).strip("\n")) + "\n\n"
+            except Missing as e:
+                problems.append(f"{rel}: block {name}: {e}")
+                new = old
+        out.append(new)
+        pos = end
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 where the docs differ")
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--results", default=None, help="default ROOT/bench/results")
+    ap.add_argument("--kjoule", default=None, help="default ROOT/build/kjoule")
+    ap.add_argument("files", nargs="*")
+    a = ap.parse_args()
+    root = os.path.abspath(a.root)
+    kj = os.path.abspath(a.kjoule) if a.kjoule else os.path.join(root, "build", "kjoule")
+    r = Results(a.results or os.path.join(root, "bench", "results"), kj, root)
+    files = a.files or [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    problems, stale, blocks = [], [], 0
+    for path in files:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as e:
+            problems.append(f"{path}: {e.strerror}")
+            continue
+        blocks += len(BEGIN.findall(text))
+        new = regenerate(path, text, r, problems)
+        if new == text:
+            continue
+        rel = os.path.relpath(path, root)
+        if a.check:
+            old_blocks = dict((m.group(1), m) for m in BEGIN.finditer(text))
+            for name in old_blocks:
+                o = text[old_blocks[name].end():text.find(END, old_blocks[name].end())]
+                nb = BEGIN.search(new, new.find(f"<!-- kj:gen {name} -->"))
+                n = new[nb.end():new.find(END, nb.end())]
+                if o != n:
+                    stale.append(f"{rel}: block {name} differs from bench/results (scripts/docs_numbers.py rewrites it)")
+                    diff = difflib.unified_diff(o.splitlines(), n.splitlines(), "docs", "results", lineterm="", n=0)
+                    stale.extend("    " + l for l in list(diff)[2:14])
+        else:
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(new)
+            os.replace(tmp, path)
+            print(f"{rel}: blocks rewritten")
+    for p in problems + stale:
+        print(p, file=sys.stderr)
+    if problems or stale:
+        return 1
+    if a.check:
+        print(f"docs_numbers: {blocks} generated blocks in {len(files)} files match bench/results")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
