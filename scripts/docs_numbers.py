@@ -170,17 +170,32 @@ def coverage(r, f, key="coverage"):
 
 
 def energy_error(r):
-    """Energy predicted from per-kernel replays against the measured loop, over the runs whose
-    measurement compare judges. A result energy_fidelity.json (coming) replaces this source:
-    re-point this function (and only it) when it lands."""
-    f = "cold_energy.json"
-    n, mean, mx = (r.num(f, f"judged/mean/{k}") for k in ("n", "mean_abs_pct", "max_abs_pct"))
-    warm = r.num(f, "judged/warm/mean_abs_pct")
-    devices = {short_device(x["device"]) for x in r.get(f, "rows") if x.get("judged")}
-    date = max(x.get("date", "")[:10] for x in r.get(f, "calls")) or r.get(f, "date")[:10]
-    text = (f"mean \\|error\\| {pct(mean)}, at most {pct(mx)}, over {n} runs compare judges "
-            f"(each kernel at the mean of its warm- and cold-L2 energy; warm alone {pct(warm)})")
-    return text, f"{' / '.join(sorted(devices))}, {date}", f
+    """Energy predicted from the parts against the measured loop, over the program kinds of the
+    energy fidelity bench whose measurement compare judges (measured to 1 % or better)."""
+    f = "energy_fidelity.json"
+    progs = r.get(f, "programs")
+    judged = [p for p in progs.values() if (p.get("compare") or {}).get("energy_error_judgeable")]
+    text = (f"median \\|error\\| {pct(r.num(f, 'summary/median_abs_error_pct'))}, at most "
+            f"{pct(r.num(f, 'summary/max_abs_error_pct'))}; {r.num(f, 'summary/within_5pct')} of "
+            f"{len(judged)} judged program kinds within 5 % ({len(progs)} traced)")
+    return text, r.where(f), f
+
+
+def energy_fidelity_table(r):
+    """Per program kind: measured per iteration with its uncertainty, predicted, error, judged."""
+    f = "energy_fidelity.json"
+    rows = []
+    for name, p in r.get(f, "programs").items():
+        c = p.get("compare") or {}
+        meas, unc, pred, err = (c.get(k) for k in ("energy_measured_j", "energy_measured_mean_unc_pct",
+                                                    "energy_predicted_j", "energy_error_pct"))
+        if None in (meas, unc, pred, err):
+            raise Missing(f"bench/results/{f}: program {name} lacks a measured or predicted energy")
+        rows.append((p["kind"], f"{meas:.3f} J ± {unc:.2f} %", f"{pred:.3f} J", sgn(err),
+                     "yes" if c.get("energy_error_judgeable") else "no (measured to worse than 1 %)",
+                     f"{p.get('replay_s', '—')} s" + (f" (stopped, exit {p['replay_rc']})" if p.get("replay_rc") else "")))
+    return table(("program", "measured per iteration", "predicted from the parts", "error", "judged",
+                  "replay"), rows)
 
 
 def window_energy(r):
@@ -424,15 +439,11 @@ def results_energy(r):
     rep = "energy_repeat.json"
     cvs = {k: 100 * r.num(rep, f"shapes/{k}/cv_energy_per_forward") for k in r.get(rep, "shapes")}
     e_text, e_where, e_file = energy_error(r)
-    ce = "cold_energy.json"
-    rows2 = [(x["program"], short_device(x["device"]), sgn(x["error_warm_pct"]), sgn(x["error_mean_pct"]))
-             for x in r.get(ce, "rows") if x.get("judged")]
     return (t + f"\n\n({r.where('energy_accuracy.json')}, `{f}`.) A 14 µs GEMM's amortised energy per launch repeats to "
             f"a CV of {pct(r.num(f, 'amortized/cv_pct'), 2)}. Energy per forward over separate traced runs: CV "
             + ", ".join(f"{pct(v, 1)} at sequence length {k}" for k, v in sorted(cvs.items(), key=lambda x: -int(x[0])))
-            + f" ({r.where(rep)}, `{rep}`).\n\nEnergy per iteration predicted from the parts, against measured: {e_text} "
-            f"({e_where}, `{e_file}`):\n\n"
-            + table(("program", "device", "each kernel at its warm-L2 energy", "at the mean of warm and cold"), rows2))
+            + f" ({r.where(rep)}, `{rep}`).\n\nEnergy per iteration predicted from the parts, against the measured "
+            f"loop: {e_text} ({e_where}, `{e_file}`):\n\n" + energy_fidelity_table(r))
 
 
 OPS = ("linear1", "linear2", "linear3", "linear4", "flash_atten", "layernorm", "softmax")
