@@ -566,7 +566,7 @@ static int flag_mixed_functions(sqlite3 *db, int64_t pid)
 	sqlite3_finalize(st);
 	if (!n)
 		return 0;
-	char what[400];
+	char what[512];
 	snprintf(what, sizeof(what),
 		 "%lld unique kernel(s) hold kernels of different register counts (%s): launches of two "
 		 "functions of one name and geometry were grouped as one, so their parameters and replays "
