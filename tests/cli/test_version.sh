@@ -57,7 +57,7 @@ grep -q "schema $newer is newer than this kjoule $ver reads (schema 1 to $schema
 expect 0 "$KJ" info "$SRC/examples/runs/bloom560m.kjdb"
 has "(schema 1, written by kjoule 0.1.0)"
 has "kernels  *[1-9]"
-cp "$SRC/examples/runs/gpt_graph.kjdb" "$T/old.kjdb"
+cp "$SRC/tests/data/gpt_graph_short.kjdb" "$T/old.kjdb"
 python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DELETE FROM meta WHERE key = ?", ("kjoule_version",)); c.commit()' "$T/old.kjdb"
 expect 0 "$KJ" info "$T/old.kjdb"
 has "(schema 1, written by kjoule before 0.9.0)"
