@@ -75,7 +75,7 @@ int kj_db_open(const char *path, int write, sqlite3 **out)
 		return KJ_ESCHEMA;
 	}
 	if (version > KJ_SCHEMA_VERSION) {
-		char by[64] = "", with[96] = "a newer kjoule";
+		char by[64] = "", with[112] = "a newer kjoule";
 		if (kj_db_meta_get(db, "kjoule_version", by, sizeof(by)) == 0 && by[0])
 			snprintf(with, sizeof(with), "kjoule %s, which wrote it, or later", by);
 		kj_errorf("%s: run database schema %d is newer than this kjoule %s reads (schema %d to %d); "
