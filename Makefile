@@ -8,8 +8,9 @@ KJ = $(BUILD)/kjoule
 deps:
 	./scripts/install-deps.sh
 
+# Developer and CI builds treat warnings as errors (KJ_WERROR); a plain `cmake` build does not.
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKJ_WERROR=ON >/dev/null
 	cmake --build $(BUILD) -j$$(nproc)
 
 # The main job: trace+replay+compare on a GPU; on a machine without one, the analysis of the

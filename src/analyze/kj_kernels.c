@@ -189,7 +189,7 @@ static int account(struct builder *b, struct kj_kernel_stat *s, sqlite3_stmt *st
 static int scan_kernels(struct builder *b, sqlite3 *db)
 {
 	char sql[512];
-	/* runs traced before session 14 have no L1/shared split, before session 27 no launch type */
+	/* older runs may lack kernel.shmem_executed / carveout (the L1/shared split) and launch_type */
 	snprintf(sql, sizeof(sql),
 		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
 		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"

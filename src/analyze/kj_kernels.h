@@ -34,7 +34,7 @@ struct kj_kernel_stat {
 	int64_t grid[3], block[3], cluster[3];
 	int64_t shmem_dynamic, shmem_static, registers;
 	int64_t shmem_executed, carveout; /* the L1/shared split it ran with, the carveout asked; -1 unknown */
-	int cooperative;      /* 1: a launch was cooperative; 0: none was; -1 unknown (runs before session 27) */
+	int cooperative;      /* 1: a launch was cooperative; 0: none was; -1 unknown (no kernel.launch_type) */
 	int64_t bytes;       /* copies: bytes per copy; kernels: -1 */
 	char *copy_kind;     /* memcpy kind (HtoD, DtoH, ...), or NULL */
 };

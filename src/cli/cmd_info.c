@@ -192,7 +192,7 @@ static void kept_iteration_copies(sqlite3 *db, json_t *o, json_t *missing)
 			 "%lld of the kept iteration's %lld host-to-device copies kept no bytes (%s): a "
 			 "whole-iteration replay copies stand-in bytes for them", n - kept, n,
 			 with_table ? "larger than `kjoule run --copy-data` KiB, or past its 256 MiB"
-				    : "traced before session 16");
+				    : "the run has no copy_data table");
 		json_array_append_new(missing, json_string(what));
 	}
 }
@@ -266,7 +266,9 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	int have_start, have_end;
 
 	json_object_set_new(o, "file", json_string(path));
-	json_object_set_new(o, "schema_version", meta_json(db, "schema_version"));
+	n = kj_db_schema_version(db);
+	json_object_set_new(o, "schema_version", n >= 0 ? json_integer(n) : json_null());
+	json_object_set_new(o, "kjoule_version", meta_json(db, "kjoule_version"));
 	if (!kj_db_meta_get(db, "command", buf, sizeof(buf))) {
 		char *c = command_text(buf);
 		json_object_set_new(o, "command", c ? json_string(c) : json_null());
@@ -380,12 +382,12 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 	int have_split = json_integer_value(split) != 0;
 	json_decref(split);
 	if (COUNT("kernels") > 0 && !have_split)
-		json_array_append_new(missing, json_string("no L1/shared-memory split per kernel (traced before "
-							   "session 14): replays run with the driver's own split, "
+		json_array_append_new(missing, json_string("no L1/shared-memory split per kernel (kernel."
+							   "shmem_executed not recorded): replays run with the driver's own split, "
 							   "which can differ from the program's"));
 #undef COUNT
 	kept_iteration_copies(db, o, missing);
-	/* which module each captured launch's function came from (the tracer of session 21 on) */
+	/* which module each captured launch's function came from (runs with launch_params.module_id) */
 	if (kj_db_has_column(db, "launch_params", "module_id")) {
 		int64_t fn = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'", 0, 0);
 		int64_t known = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'"
@@ -396,8 +398,8 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 									   "with_module", (json_int_t)known,
 									   "kernel_handle_launches", (json_int_t)handles));
 	} else if (kj_db_one_i64(db, "SELECT count(*) FROM launch_params", 0, 0) > 0) {
-		json_array_append_new(missing, json_string("which module each launch's function came from (traced before "
-							   "session 21): kernels of one name from several modules (JIT "
+		json_array_append_new(missing, json_string("which module each launch's function came from (launch_params "
+							   "has no module_id column): kernels of one name from several modules (JIT "
 							   "autotuners) replay from the first module whose function fits"));
 	}
 	struct kj_param_check pc;
@@ -409,7 +411,7 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 			char what[480];
 			snprintf(what, sizeof(what),
 				 "%lld unique kernel(s) recorded with another function's parameters (%s): their "
-				 "replays are refused or wrong; trace again with a kjoule of session 13 or later",
+				 "replays are refused or wrong (an older tracer kept a freed function handle's facts); trace again",
 				 (long long)pc.mismatched, pc.example);
 			json_array_append_new(missing, json_string(what));
 		}
@@ -465,7 +467,9 @@ static void print_text(json_t *o)
 	size_t i;
 	const char *s;
 
-	printf("run:        %s (schema %s)\n", sv(o, "file"), sv(o, "schema_version") ? sv(o, "schema_version") : "?");
+	s = sv(o, "kjoule_version"); /* before 0.9.0 only `kjoule run` recorded it */
+	printf("run:        %s (schema %" PRId64 ", written by kjoule %s)\n", sv(o, "file"), iv(o, "schema_version"),
+	       s ? s : iv(o, "schema_version") < 2 ? "before 0.9.0" : "of unrecorded version");
 	printf("command:    %s\n", sv(o, "command") ? sv(o, "command") : "(not recorded)");
 	printf("started:    %s\n", sv(o, "start_time") ? sv(o, "start_time") : "(not recorded)");
 	v = json_object_get(o, "duration_s");

@@ -551,7 +551,6 @@ int cmd_run(int argc, char **argv)
 		json_decref(cmd);
 		if (getcwd(cwd, sizeof(cwd)))
 			kj_db_meta_set(db, "cwd", cwd);
-		kj_db_meta_set(db, "kjoule_version", KJ_VERSION);
 		kj_db_meta_set(db, "clock", "CLOCK_MONOTONIC");
 		kj_db_meta_set(db, "start_realtime", started_iso);
 		set_meta_int(db, "start_ns", start_ns);

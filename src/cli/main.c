@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kj_cli.h"
+#include "kj_schema.h"
 
 struct kj_command {
 	const char *name;
@@ -35,7 +36,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: kjoule <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n'kjoule <command> --help' describes each; docs/cli.md has them all.\n");
+	fprintf(f, "\n'kjoule <command> --help' describes each; docs/cli.md has them all.\n"
+		   "'kjoule --version' names this kjoule's version and the run schema it writes.\n");
+}
+
+/* The tool's version (CMake's project version) and the run database schema it writes and reads. */
+static void version(void)
+{
+	printf("kjoule %s\n", KJ_VERSION);
+	printf("run database schema: writes %d, reads %d to %d\n", KJ_SCHEMA_VERSION, KJ_SCHEMA_VERSION_MIN,
+	       KJ_SCHEMA_VERSION);
 }
 
 int main(int argc, char **argv)
@@ -48,8 +58,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("kjoule %s\n", KJ_VERSION);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		version();
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -56,7 +56,7 @@ struct kj_pipeline {
 	int64_t param_value[16];
 	struct kj_phase *phases;
 	int nphases;
-	char error[512];    /* non-empty: this pipeline could not be read (file/pipeline/phase/field) */
+	char error[768];    /* non-empty: this pipeline could not be read (file/pipeline/phase/field) */
 	unsigned set_used;  /* bit i: the overrides' set_name[i] is one of its params (it took the value) */
 };
 

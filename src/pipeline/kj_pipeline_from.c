@@ -338,7 +338,7 @@ int kj_pipeline_from_run(const char *run, int depth, const char *region, struct 
 	}
 	*hash = 0;
 	*iteration = strtoll(hash + 1, NULL, 10);
-	snprintf(p->name, sizeof(p->name), "%s#%" PRId64, kept, *iteration);
+	snprintf(p->name, sizeof(p->name), "%.74s#%" PRId64, kept, *iteration);
 	if ((rc = ops_load(db, *iteration, &ops, &nops)))
 		goto out;
 	if (!nops) {

@@ -154,8 +154,8 @@ int kj_replay_plan_load(sqlite3 *db, const char *pattern, struct kj_replay_plan 
 				continue;
 			snprintf(it->skip, sizeof(it->skip),
 				 "the trace recorded another function's parameters: the captured function with this"
-				 " kernel's traced registers takes %llu bytes, not the block recorded (a tracer before"
-				 " session 13 kept a freed function handle's facts); trace again", (unsigned long long)want);
+				 " kernel's traced registers takes %llu bytes, not the block recorded (an older tracer"
+				 " kept a freed function handle's facts); trace again", (unsigned long long)want);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
 		}
 	kj_map_free(bad);

@@ -417,7 +417,7 @@ static int add_launch(struct loader *L, int li)
 		rc = kj_topo_unbuilt(b, "records of no recorded node", untied);
 	/* what cannot be rebuilt, by kind */
 	for (size_t i = 0; i < ng && !rc; i++) {
-		char what[40];
+		char what[48]; /* a graph_node.type (up to 23) and " without a record" */
 		if (g[i].tied || node_kind(g[i].type) >= 0)
 			continue;
 		if (!strcmp(g[i].type, "kernel") || !strcmp(g[i].type, "memset") || !strcmp(g[i].type, "memcpy"))

@@ -379,8 +379,8 @@ int kj_diff_compute(sqlite3 *dba, const char *path_a, sqlite3 *dbb, const char *
 		json_array_append_new(warn, json_sprintf("different iterations: A's are '%s', B's '%s'",
 							 A.c->it.whole_run ? "the whole run" : A.c->it.region,
 							 B.c->it.whole_run ? "the whole run" : B.c->it.region));
-	/* the kernels' replayed energies: the mean of warm and cold L2 in a run replayed since session
-	 * 24, warm alone before */
+	/* the kernels' replayed energies: the mean of warm and cold L2 in a run with cold-cache
+	 * energies (replay_energy_cold), warm alone in one without */
 	int cold_a = cmp_groups_have_cold_energy(A.c), cold_b = cmp_groups_have_cold_energy(B.c);
 	if (cold_a != cold_b)
 		json_array_append_new(warn, json_sprintf("the kernels' replayed energies differ in kind: %s's are the"

@@ -75,12 +75,15 @@ int kj_db_open(const char *path, int write, sqlite3 **out)
 		return KJ_ESCHEMA;
 	}
 	if (version > KJ_SCHEMA_VERSION) {
-		kj_errorf("%s: schema version %d is newer than this kjoule knows (%d); upgrade kjoule",
-			  path, version, KJ_SCHEMA_VERSION);
+		char by[64] = "", with[112] = "a newer kjoule";
+		if (kj_db_meta_get(db, "kjoule_version", by, sizeof(by)) == 0 && by[0])
+			snprintf(with, sizeof(with), "kjoule %s, which wrote it, or later", by);
+		kj_errorf("%s: run database schema %d is newer than this kjoule %s reads (schema %d to %d); "
+			  "open it with %s", path, version, KJ_VERSION, KJ_SCHEMA_VERSION_MIN, KJ_SCHEMA_VERSION, with);
 		sqlite3_close(db);
 		return KJ_ESCHEMA;
 	}
-	if (version < 1) {
+	if (version < KJ_SCHEMA_VERSION_MIN) {
 		kj_errorf("%s: schema version %d is not a complete kjoule run database", path, version);
 		sqlite3_close(db);
 		return KJ_ESCHEMA;
@@ -151,12 +154,19 @@ int kj_db_create(const char *path, sqlite3 **out)
 		return KJ_EDB;
 	}
 	snprintf(sql, sizeof(sql), "%d", KJ_SCHEMA_VERSION);
-	if (kj_db_meta_set(db, "schema_version", sql) || kj_db_exec(db, "COMMIT", "commit schema")) {
+	if (kj_db_meta_set(db, "schema_version", sql) || kj_db_meta_set(db, "kjoule_version", KJ_VERSION) ||
+	    kj_db_exec(db, "COMMIT", "commit schema")) {
 		sqlite3_close(db);
 		return KJ_EDB;
 	}
 	*out = db;
 	return 0;
+}
+
+int kj_db_schema_version(sqlite3 *db)
+{
+	int version = 0;
+	return pragma_int(db, "PRAGMA user_version", &version) == SQLITE_OK ? version : KJ_EDB;
 }
 
 void kj_db_close(sqlite3 *db)

@@ -13,15 +13,21 @@
  * @param write  0 read-only, 1 read-write (for commands that add replay or power results)
  * @param out    receives the handle; close it with kj_db_close()
  * @return 0, KJ_ENOTFOUND (no file), KJ_ESCHEMA (foreign, truncated or newer schema) or KJ_EDB.
- *         A message naming the file and the problem is printed on failure.
+ *         A message naming the file and the problem is printed on failure; a newer schema's names
+ *         its version, the kjoule that wrote it, and this kjoule's version and schema.
  */
 int kj_db_open(const char *path, int write, sqlite3 **out);
 
 /**
- * @brief Create a new, empty run database at path with the current schema (in one transaction).
+ * @brief Create a new, empty run database at path with the current schema (in one transaction):
+ *        PRAGMA user_version and meta.schema_version hold KJ_SCHEMA_VERSION, meta.kjoule_version
+ *        this kjoule's version.
  * @return 0, KJ_EEXIST if path exists, KJ_EDB.
  */
 int kj_db_create(const char *path, sqlite3 **out);
+
+/** @brief The run's schema version (PRAGMA user_version), or a negative code. */
+int kj_db_schema_version(sqlite3 *db);
 
 /** @brief Close a handle; accepts NULL. */
 void kj_db_close(sqlite3 *db);

@@ -545,7 +545,7 @@ static void ingest_free(struct ingest *in)
 }
 
 /* A problem row when one unique kernel of this process holds kernels of different register
- * counts: two functions of one name and geometry were grouped as one (a tracer before session 13
+ * counts: two functions of one name and geometry were grouped as one (an older tracer
  * kept a launch group per name and geometry), and its parameters and replays speak for one of them. */
 static int flag_mixed_functions(sqlite3 *db, int64_t pid)
 {
@@ -566,7 +566,7 @@ static int flag_mixed_functions(sqlite3 *db, int64_t pid)
 	sqlite3_finalize(st);
 	if (!n)
 		return 0;
-	char what[400];
+	char what[512];
 	snprintf(what, sizeof(what),
 		 "%lld unique kernel(s) hold kernels of different register counts (%s): launches of two "
 		 "functions of one name and geometry were grouped as one, so their parameters and replays "

@@ -130,7 +130,7 @@ int ing_drop_own_copies(struct ingest *in);
 int ing_put_api(struct ingest *in, const struct kj_rec_api *a);
 int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
 int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
-/* full: the record holds the fields added in session 14 (shmem_executed, carveout) */
+/* full: the record holds shmem_executed and carveout (older spools' records end before them) */
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full);
 int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
 int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);

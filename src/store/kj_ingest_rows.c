@@ -330,7 +330,7 @@ int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full)
 	ing_bind_opt_i64(st, 23, k->graph_node_id != 0, (int64_t)k->graph_node_id);
 	ing_bind_opt_i64(st, 24, launch_ns >= 0, tid);
 	ing_bind_opt_i64(st, 25, launch_ns >= 0, launch_ns);
-	/* records of a tracer before session 14 end before these */
+	/* older spools' records end before these (KJ_REC_KERNEL_MIN_SIZE) */
 	ing_bind_opt_i64(st, 26, full, full ? k->shmem_executed : 0);
 	ing_bind_opt_i64(st, 27, full && k->carveout != KJ_CARVEOUT_NONE, full ? k->carveout : 0);
 	/* CUPTI's records of a graph's kernels say regular even where the node is cooperative: the

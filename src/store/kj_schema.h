@@ -2,8 +2,13 @@
 #ifndef KJ_SCHEMA_H
 #define KJ_SCHEMA_H
 
-/** @brief Schema version written to PRAGMA user_version and meta.schema_version. */
-#define KJ_SCHEMA_VERSION 1
+/** @brief Schema version written to PRAGMA user_version and meta.schema_version.
+ *  1: runs of kjoule before 0.9.0 (they record kjoule_version 0.1.0, or none): their tables may
+ *     lack columns and tables added during 0.1, which readers probe for (kj_db_has_column).
+ *  2: kjoule 0.9.0: every table and column of kj_schema_sql. docs/schema.md keeps the list. */
+#define KJ_SCHEMA_VERSION 2
+/** @brief The oldest schema version kjoule reads. */
+#define KJ_SCHEMA_VERSION_MIN 1
 /** @brief PRAGMA application_id of a kjoule run database ('kjou'). */
 #define KJ_APPLICATION_ID 1785359221
 

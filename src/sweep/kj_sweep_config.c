@@ -179,7 +179,7 @@ static int read_keys(struct ctx *c, yaml_node_t *root, struct kj_sweep_config *c
 {
 	yaml_node_t *val[K_N] = {0};
 	int lens[K_N] = {0};
-	int64_t x;
+	int64_t x = 0; /* set by get_int before each read; gcc -O3 cannot see that fail() is non-zero */
 	int rc;
 	char word[32];
 

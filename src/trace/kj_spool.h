@@ -76,11 +76,11 @@ struct kj_rec_kernel {
 	uint32_t cluster[3];
 	int32_t shmem_static, shmem_dynamic;
 	uint32_t registers;
-	/* since session 14 (older records end at registers: KJ_REC_KERNEL_MIN_SIZE): the shared
+	/* added to the record (older spools' records end at registers: KJ_REC_KERNEL_MIN_SIZE): the shared
 	 * memory the driver set aside per SM for the launch (its L1/shared split), the carveout the
 	 * program asked of the function in percent (KJ_CARVEOUT_NONE when it asked none) */
 	uint32_t shmem_executed;
-	/* since session 27, in what was padding (0 in older records: a regular launch): CUPTI's
+	/* in what was padding (0 in older spools' records: a regular launch): CUPTI's
 	 * launch type (CUPTI_ACTIVITY_LAUNCH_TYPE_*; 1 and 2 cooperative, which replay must repeat) */
 	uint8_t carveout, launch_type, pad8[2];
 };
@@ -108,7 +108,7 @@ struct kj_rec_memory {
 };
 #define KJ_MEM_VIA_ACTIVITY 0 /* CUPTI's MEMORY2 activity */
 #define KJ_MEM_VIA_VMM 1      /* kjoule's callback on cuMemMap/cuMemUnmap */
-#define KJ_MEM_VIA_GRAPH 2    /* a graph's memory node, read at instantiation (since session 27) */
+#define KJ_MEM_VIA_GRAPH 2    /* a graph's memory node, read at instantiation (none in older spools) */
 
 struct kj_rec_marker {
 	struct kj_rec_hdr h;
@@ -157,7 +157,7 @@ struct kj_rec_group {
 	uint32_t nparams;
 	uint32_t blob_len;    /* 0 when parameters are not captured or not readable */
 	uint32_t module_id;   /* CUPTI's id of the function's module (KJ_REC_MODULE); 0 unknown */
-	uint32_t flags;       /* KJ_GROUP_* (since session 27; 0 before) */
+	uint32_t flags;       /* KJ_GROUP_* (0 in older spools) */
 	/* followed by nparams pairs of uint32 (offset, size), then blob_len bytes, padded to 8 */
 };
 

@@ -77,7 +77,7 @@ assert g["min_us"] == 10.0 and g["max_us"] == 30.0
 assert g["shmem_executed"] == 233472 and g["carveout"] == 100, g
 assert [o for o in objs if o["name"].startswith("nccl")][0]["shmem_executed"] is None
 # cooperative when any launch was (CUPTI's launch type 1 or 2), false when the launches say
-# regular, null where the run does not say (a tracer before session 27)
+# regular, null where the run does not say (no kernel.launch_type)
 assert g["cooperative"] is True, g
 assert [o for o in objs if "FillFunctor" in o["name"]][0]["cooperative"] is False
 assert [o for o in objs if o["name"].startswith("nccl")][0]["cooperative"] is None

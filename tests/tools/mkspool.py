@@ -10,7 +10,7 @@ range per iteration. For `kjoule ingest` tests and the ingest speed benchmark.
              [--nested L | --no-capture-ranges] [--eager]
 
 --mixed-registers: function 0's kernel records alternate between 32 and 40 registers (two
-functions of one name and geometry in one launch group, as a tracer before session 13 grouped them).
+functions of one name and geometry in one launch group, as an older tracer grouped them).
 --copies: each iteration starts with three copies, as a decode loop feeds its step: 8 bytes from
 the host holding the iteration's number (its data recorded with the call) to COPY_DST, 4096 bytes
 from there to COPY_DST + 0x1000 on the device, and 1 MiB from the host whose data was not kept.

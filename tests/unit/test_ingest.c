@@ -62,7 +62,7 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	/* grid 2048 was launched cooperatively (CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE);
 	 * CUPTI's record of a graph's kernel says regular even then (its group says cooperative) */
 	k.launch_type = grid == 2048 && !node ? 1 : 0;
-	/* launch 21's record as a tracer before session 14 wrote it, without those two */
+	/* launch 21's record as an older tracer wrote it, without those two */
 	put(b, &k, corr == 21 ? KJ_REC_KERNEL_MIN_SIZE : sizeof(k), NULL, 0);
 }
 
@@ -384,7 +384,7 @@ static void test_complete_spool(void **state)
 			    "GPU-ab000000-0000-0000-0000-000000000000");
 	assert_int_equal(q1(db, "SELECT count(*) FROM kernel WHERE device_id IS NULL"), 0);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem"), 0);
-	/* kernel records written before session 14 were 104 bytes: the fields since begin there */
+	/* older spools' kernel records are 104 bytes: the fields added since begin there */
 	assert_int_equal(KJ_REC_KERNEL_MIN_SIZE, 104);
 	/* the shared memory the driver set aside and the carveout asked for, per kernel and per
 	 * unique kernel; a record of an older tracer has neither (NULL, not 0) */

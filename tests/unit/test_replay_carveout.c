@@ -32,7 +32,7 @@ static void test_requested_and_unknown(void **state)
 	/* the program's own carveout wins over the split the driver gave */
 	assert_int_equal(kj_replay_carveout(NULL, 50, 233472, 1, H100_PER_SM), 50);
 	assert_int_equal(kj_replay_carveout(NULL, 0, 233472, 1, H100_PER_SM), 0);
-	/* a run traced before session 14 (NULL in the database), a 0 for a launch that used shared
+	/* a run without the split (NULL in the database), a 0 for a launch that used shared
 	 * memory, or an unknown device figure: the driver chooses */
 	assert_int_equal(kj_replay_carveout(NULL, -1, -1, 1, H100_PER_SM), -1);
 	assert_int_equal(kj_replay_carveout(NULL, -1, 0, 1, H100_PER_SM), -1);

@@ -42,15 +42,13 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	sqlite3_stmt *st = NULL;
 	int rc = KJ_ENOTFOUND;
 	char err[256], sql[1536];
-	/* runs traced before session 14 have no shmem_executed / carveout (asked once per database:
+	/* older runs may lack shmem_executed / carveout, cooperative, module_id (asked once per database:
 	 * a sequence loads every launch of its iteration here) */
 	static sqlite3 *split_db;
 	static int have_split, have_module, have_coop;
 	if (split_db != R->db) {
 		have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
-		/* runs traced before session 27 do not say which kernels were launched cooperatively */
 		have_coop = kj_db_has_column(R->db, "unique_kernel", "cooperative");
-		/* runs traced before session 21 do not know which module a launch's function came from */
 		have_module = kj_db_has_column(R->db, "launch_params", "module_id");
 		split_db = R->db;
 	}
@@ -356,7 +354,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 				cuFuncGetAttribute(&r, CU_FUNC_ATTRIBUTE_NUM_REGS, kl->fn);
 				cuFuncGetAttribute(&sm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kl->fn);
 				/* the traced registers but another parameter block: the trace recorded another
-				 * function's parameters (a tracer before session 13 kept a freed handle's facts) */
+				 * function's parameters (an older tracer kept a freed handle's facts) */
 				tl += (size_t)snprintf(tried + tl, tsz - tl, " %.12s: %d regs, static smem %d, %zu-byte"
 						       " parameters%s;", hash, r, sm, psize,
 						       kj_cubin_regs_match(kl->regs, r) && psize != kl->blob_len ? " (the traced registers:"

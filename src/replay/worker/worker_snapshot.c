@@ -28,7 +28,7 @@ static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
 
 /* Decompressed snapshot rows kept for the worker's next kernels (a worker replays up to 8, or
  * all, in one process), up to KEEP_MAX bytes in all: on the HF decode loop's snapshot a kernel's
- * map and fill took 0.15-0.28 s without it, 0.08-0.18 s with it (H100, session 15). */
+ * map and fill took 0.15-0.28 s without it, 0.08-0.18 s with it (H100, kjoule 0.1.0). */
 #define KEEP_MAX ((size_t)4 << 30)
 static struct kept_row {
 	int64_t id;
