@@ -517,7 +517,18 @@ def results_speed(r):
             f"({r.get(a, 'date')[:10]}, a 2-core development machine).")
 
 
+def energy_shared(r):
+    """How often each shared-GPU signal flags, solo and concurrent (shared_gpu.json)."""
+    f = "shared_gpu.json"
+    rate = lambda side, k: f"{r.num(f, f'{side}/{k}/flagged')} of {r.num(f, f'{side}/{k}/runs')}"
+    return (f"On {r.where(f)} (`{f}`): the process listing flagged {rate('false_positive', 'process')} solo runs "
+            f"and {rate('true_positive', 'process')} concurrent ones; compare's verdict "
+            f"{rate('false_positive', 'compare')} and {rate('true_positive', 'compare')}; the utilisation signal "
+            f"{rate('false_positive', 'utilization')} and {rate('true_positive', 'utilization')}.")
+
+
 GENERATORS = {
+    "energy-shared": energy_shared,
     "readme-headline": readme_headline,
     "readme-compare": readme_compare,
     "results-tracing": results_tracing,
