@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import kjgen  # noqa: E402
 
 NAMES = [k[0] for k in kjgen.REAL_KERNELS]
-# tiers as src/analyze/kj_kernel_class.c names them
+# tiers as src/common/kj_kernel_class.c names them
 TIERS = ["elementwise", "gemm", "gemm", "communication", "elementwise", "reduction", "gemm", "norm",
          "reduction", "attention", "elementwise", "reduction", "other"]
 PID, TID = 4242, 4243

@@ -592,7 +592,7 @@ def main():
         dec = meas["decomposition_us"]
         result["gap"] = {
             "by_tier": sorted(by.values(), key=lambda d: -(d["measured_us"] or 0)),
-            "note": "tiers as kjoule names PyTorch's kernels (src/analyze/kj_kernel_class.c); each "
+            "note": "tiers as kjoule names PyTorch's kernels (src/common/kj_kernel_class.c); each "
                     "operator is put where its PyTorch kernels land, so a tier's measured time minus "
                     "its operators' predicted time is what the operator sum misses there (bias "
                     "gradients are reductions, the master-weight copies and fused AdamW 'other'); "

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kj_escape.h"
 #include "kj_pipeline.h"
-#include "kj_report.h"
 
 void kj_pipeline_totals(const struct kj_pipeline *p, const struct kj_phase_result *r,
 			double idle_w, struct kj_pipeline_totals *t)

@@ -150,7 +150,7 @@ struct kj_model_term {
 int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t len);
 /** @brief The operator terms of one step into t (at most cap); returns their number. */
 int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int cap);
-/** @brief The kernel tier (src/analyze/kj_kernel_class.c's names) where a framework's kernels for
+/** @brief The kernel tier (src/common/kj_kernel_class.c's names) where a framework's kernels for
  *  operator op land in a trace: the linears "gemm", flash_atten "attention", the norms "norm",
  *  the losses and softmaxes "reduction", maps and gathers "elementwise", the optimizer stages and
  *  master copies "other" (fused multi-tensor kernels no rule names). Never NULL. */

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kj_escape.h" /* kj_json_put_str, kj_html_esc, kj_xml_esc, kj_csv_put_str */
+
 /* ---- GPU activity ---- */
 
 enum kj_act_type { KJ_ACT_KERNEL = 0, KJ_ACT_MEMCPY = 1, KJ_ACT_MEMSET = 2 };
@@ -148,16 +150,6 @@ int kj_names_load(sqlite3 *db, struct kj_names *out);
 void kj_names_free(struct kj_names *nm);
 /** @brief Name for id, or a fixed "kernel?" text. */
 const char *kj_names_get(const struct kj_names *nm, int64_t id);
-
-/** @brief Write s as a JSON string literal (quotes included) with every control character,
- *  quote and backslash escaped. */
-void kj_json_put_str(FILE *f, const char *s);
-/** @brief Write s as HTML/XML text or attribute value: <, >, & and " escaped (NULL: nothing). */
-void kj_html_esc(FILE *f, const char *s);
-/** @brief kj_html_esc for a standalone SVG/XML file: control characters but tab are left out. */
-void kj_xml_esc(FILE *f, const char *s);
-/** @brief Write s as one CSV field (quoted when it holds a comma, quote or newline). */
-void kj_csv_put_str(FILE *f, const char *s);
 
 /** @brief Parse a time like "1500", "1500us", "1.5ms", "2s", "100ns" into ns. @return 0 or
  *  KJ_EINVAL. */
