@@ -24,6 +24,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
+from graphs_bench import bad_numbers  # noqa: E402  (one copy: inf/NaN anywhere in compare's JSON)
+
 # The program kinds (name: command; {build} is the folder of --kjoule). Loops long enough for the
 # energy counter (updates every ~100 ms) to measure the loop's window to well under 1 %.
 PROGRAMS = {
@@ -66,20 +69,6 @@ def timed(cmd, log, timeout):
         except subprocess.TimeoutExpired:
             rc = 124
     return rc, round(time.monotonic() - t, 1)
-
-
-def bad_numbers(x, path=""):
-    """Paths of every inf or NaN in a parsed JSON value."""
-    out = []
-    if isinstance(x, dict):
-        for k, v in x.items():
-            out += bad_numbers(v, f"{path}.{k}")
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            out += bad_numbers(v, f"{path}[{i}]")
-    elif isinstance(x, float) and not math.isfinite(x):
-        out.append(path)
-    return out
 
 
 def analyze(kj, db):
