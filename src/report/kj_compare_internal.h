@@ -237,6 +237,22 @@ struct cmp_summary {
 	int have_seq_e, have_seq_err;
 };
 
+/* kj_compare_load.c: one group per unique_kernel row (gmap: unique_id -> index into c->groups),
+ * with its isolated, energy and cold-L2 replay figures; the kernels that wait marked (their
+ * replay figures dropped, the reason kept); the sequence and topology replays' figures. 0, or
+ * KJ_EDB / KJ_ENOMEM. */
+int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap);
+/* The group of a kernel launch, a new one (tier by name) for a kernel without a unique_kernel
+ * row; (size_t)-1 out of memory. */
+size_t cmp_group_of(struct kj_compare *c, struct kj_imap *gmap, const struct kj_act *a);
+/* kj_compare_measure.c: each iteration's measured energy from every device's power samples, the
+ * kept iterations as one loop (c->loop_*, have_loop), power statistics inside the kept windows,
+ * and the idle terms (deep, awake, idle_w). 0, or a negative code. */
+int cmp_compute_energy(sqlite3 *db, struct kj_compare *c);
+/* kj_compare_regions.c: the NVTX ranges inside the kept iterations (c->region_names, region_v),
+ * by name: instances, host time, GPU busy time and kernel launches; graph kernels captured inside
+ * ranges counted there too. 0, or KJ_EDB / KJ_ENOMEM. */
+int cmp_compute_regions(sqlite3 *db, struct kj_compare *c);
 /* kj_compare.c: 1 when some kernel's replayed energy is the mean of warm and cold L2 */
 int cmp_groups_have_cold_energy(const struct kj_compare *c);
 /* kj_compare_summary.c: 1 when the in-sequence kernel times (covering > 90 % of launches) sum
