@@ -41,7 +41,7 @@ static void relay_worker_stderr(FILE *err)
 }
 
 /* Run argv with stdout piped back; each line goes to on_line, and its stderr to ours when it has
- * exited (relay_worker_stderr). Kills the child after timeout_s.
+ * exited (relay_worker_stderr). Kills the child once it has been silent timeout_s seconds.
  * *status receives the waitpid status; *timed_out 1 if it was killed for time. */
 int kj_replay_host_run(char *const argv[], int timeout_s, void (*on_line)(const char *, void *),
 		       void *arg, int *status, int *timed_out)
