@@ -1,7 +1,7 @@
 /* kjoule replay --sequence --graph, the topology side: whether the kept iteration's graph
  * launches can be rebuilt as recorded, what the worker made of it, storage and report.
  * docs/replay.md, "Topology". */
-#include "cmd_replay_topo.h"
+#include "kj_replay_seq_topo.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,8 +10,8 @@
 
 #include "kj_error.h"
 
-int replay_topo_plan(sqlite3 *db, const char *run, int64_t iteration, int asked,
-		     struct kj_replay_topo *t, int *use)
+int kj_replay_seq_topo_plan(sqlite3 *db, const char *run, int64_t iteration, int asked,
+			    struct kj_replay_topo *t, int *use)
 {
 	*use = 0;
 	int rc = kj_replay_topo_load(db, iteration, t);
@@ -53,9 +53,9 @@ static const char *no_topo_reason(const struct kj_replay_seq *s, size_t n, char 
 	return "the worker gave no topology result";
 }
 
-int replay_topo_finish(sqlite3 *db, const struct kj_replay_topo *t, int use,
-		       const struct kj_replay_seq *s, size_t n, const struct kj_topo_node_time *nt,
-		       size_t nnt)
+int kj_replay_seq_topo_finish(sqlite3 *db, const struct kj_replay_topo *t, int use,
+			      const struct kj_replay_seq *s, size_t n,
+			      const struct kj_topo_node_time *nt, size_t nnt)
 {
 	const struct kj_replay_seq *m = topo_mode(s, n);
 	const char *status = "fallback", *reason = t->reason;
@@ -87,9 +87,9 @@ static size_t node_sums(const struct kj_replay_topo *t, const struct kj_topo_nod
 	return k;
 }
 
-void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
-		       const struct kj_replay_seq *s, size_t n, const struct kj_topo_node_time *nt,
-		       size_t nnt)
+void kj_replay_seq_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
+			      const struct kj_replay_seq *s, size_t n,
+			      const struct kj_topo_node_time *nt, size_t nnt)
 {
 	const struct kj_replay_seq *m = topo_mode(s, n);
 	char why[600];
@@ -109,8 +109,8 @@ void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
 			   "tied to nodes)\n");
 }
 
-char *replay_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
-		       const struct kj_topo_node_time *nt, size_t nnt, int with_nodes)
+char *kj_replay_seq_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
+			      const struct kj_topo_node_time *nt, size_t nnt, int with_nodes)
 {
 	json_t *root = seq_json ? json_loads(seq_json, 0, NULL) : json_object();
 	char *text = NULL, *tj = have ? kj_replay_topo_json(t, with_nodes) : NULL;

@@ -1,6 +1,7 @@
-/* Between cmd_replay.c and cmd_replay_topo.c: the topology side of replay --sequence --graph. */
-#ifndef KJ_CMD_REPLAY_TOPO_H
-#define KJ_CMD_REPLAY_TOPO_H
+/* The topology side of replay --sequence --graph (kj_replay_seq_run.c): whether the kept
+ * iteration's graph launches can be rebuilt, and the outcome stored and reported. */
+#ifndef KJ_REPLAY_SEQ_TOPO_H
+#define KJ_REPLAY_SEQ_TOPO_H
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -15,23 +16,23 @@
  *        topology that cannot be rebuilt is always said (kinds, counts, the linear chain stands).
  * @return 0 (t loaded); KJ_ENOTFOUND (no graph launch: nothing to store); other KJ_E* (said).
  */
-int replay_topo_plan(sqlite3 *db, const char *run, int64_t iteration, int asked,
-		     struct kj_replay_topo *t, int *use);
+int kj_replay_seq_topo_plan(sqlite3 *db, const char *run, int64_t iteration, int asked,
+			    struct kj_replay_topo *t, int *use);
 
 /** @brief Store the outcome in replay_topology/replay_graph_node: rebuilt, failed (with the
  *         worker's error) or fallback (t's reason). */
-int replay_topo_finish(sqlite3 *db, const struct kj_replay_topo *t, int use,
-		       const struct kj_replay_seq *s, size_t n, const struct kj_topo_node_time *nt,
-		       size_t nnt);
+int kj_replay_seq_topo_finish(sqlite3 *db, const struct kj_replay_topo *t, int use,
+			      const struct kj_replay_seq *s, size_t n,
+			      const struct kj_topo_node_time *nt, size_t nnt);
 
 /** @brief The topology's lines of the text report: what was rebuilt or why not, per-node sums. */
-void replay_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
-		       const struct kj_replay_seq *s, size_t n, const struct kj_topo_node_time *nt,
-		       size_t nnt);
+void kj_replay_seq_topo_print(FILE *f, const struct kj_replay_topo *t, int use,
+			      const struct kj_replay_seq *s, size_t n,
+			      const struct kj_topo_node_time *nt, size_t nnt);
 
 /** @brief seq_json (taken, freed; NULL: start empty) with a "topology" object added (null when
  *         have is 0; with_nodes: with its node list). @return malloc'ed text, NULL on failure. */
-char *replay_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
-		       const struct kj_topo_node_time *nt, size_t nnt, int with_nodes);
+char *kj_replay_seq_topo_json(char *seq_json, const struct kj_replay_topo *t, int have, int use,
+			      const struct kj_topo_node_time *nt, size_t nnt, int with_nodes);
 
 #endif

@@ -1,0 +1,263 @@
+/* kjoule replay RUN: re-launch every captured unique kernel alone, in a worker process each
+ * (kjoule-replay-worker, which links libcuda; kjoule does not), store and print the results; then
+ * the kept iteration (kj_replay_seq_run.c). docs/replay.md describes the method. */
+#include "kj_replay_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_db.h"
+#include "kj_error.h"
+#include "kj_gpu_watch.h"
+#include "kj_replay.h"
+#include "kj_replay_host.h"
+#include "kj_replay_run_internal.h"
+
+/* The shortest energy window of a kernel when the pool is shared out: three counter updates */
+#define KJ_REPLAY_ENERGY_MIN_S 0.3
+/* Kernels get cold-L2 energy only while the windows stay this long: that energy is the difference
+ * of two windows (flush and launch, flush alone), each carrying the flush's energy */
+#define KJ_REPLAY_COLD_ENERGY_MIN_S 0.5
+/* the warm-up before each energy window of a worker after its first (worker_timing.c) */
+#define KJ_REPLAY_ENERGY_WARMUP_S 0.25
+
+/* Under --budget, the kept iteration's replay starts only with this many seconds left; the
+ * per-kernel replays leave it this share of the budget (at most KJ_REPLAY_SEQ_RESERVE_MAX_S, and
+ * none where the share is under KJ_REPLAY_SEQ_MIN_S). */
+#define KJ_REPLAY_SEQ_MIN_S 10
+#define KJ_REPLAY_SEQ_RESERVE 0.3
+#define KJ_REPLAY_SEQ_RESERVE_MAX_S 60.0
+
+/* Seconds since the replay command started. */
+double kj_replay_elapsed_s(const struct kj_replay_opts *o)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - o->started.tv_sec) + (t.tv_nsec - o->started.tv_nsec) * 1e-9;
+}
+
+/* The worker's --probe: the KJ_DEVICE line of the GPU it opened. */
+struct probe_ctx {
+	struct kj_replay_device *dev;
+	int got_device;
+};
+
+static void on_probe_line(const char *line, void *arg)
+{
+	struct probe_ctx *c = arg;
+	if (kj_replay_parse_device(line, c->dev) == 1)
+		c->got_device = 1;
+}
+
+/* replay --energy on a shared GPU: NVML's energy is the whole GPU's, so other processes listed
+ * before or after the measurement are named (pids as the driver reports them). Cheap: one listing
+ * each time. ot accumulates distinct pids over calls; last prints the verdict. */
+void kj_replay_watch_others(struct kj_replay_watch *ot, int last)
+{
+	int64_t p[32];
+	int n = 0;
+	char why[400];
+	int st = kj_gpu_watch_others_now(p, 32, &n, why, sizeof(why));
+	if (st == KJ_WATCH_BLIND && !ot->blind) {
+		ot->blind = 1;
+		snprintf(ot->why, sizeof(ot->why), "%s", why);
+	}
+	for (int i = 0; i < n; i++) {
+		int dup = 0;
+		for (int j = 0; j < ot->n; j++)
+			dup |= ot->pids[j] == p[i];
+		if (!dup && ot->n < 32)
+			ot->pids[ot->n++] = p[i];
+	}
+	if (!last)
+		return;
+	if (ot->blind) {
+		kj_warnf("replay --energy: %s; the energies per launch may include their work", ot->why);
+	} else if (ot->n) {
+		char list[400];
+		size_t k = 0;
+		for (int i = 0; i < ot->n && k < sizeof(list); i++)
+			k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%lld", i ? ", " : "", (long long)ot->pids[i]);
+		kj_warnf("replay --energy: shared GPU: other processes (pids %s) were on the GPUs around the "
+			 "energy measurement; the energies per launch include their work if they shared the "
+			 "replay's GPU", list);
+	}
+}
+
+/* The per-kernel replay and then the kept iteration's (kj_replay_run.h). */
+int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
+{
+	struct kj_replay_plan plan;
+	struct kj_replay_device dev;
+	int status, timed_out, rc = KJ_EIO;
+
+	memset(&plan, 0, sizeof(plan));
+	snprintf(plan.run_path, sizeof(plan.run_path), "%s", o->run);
+	plan.cache_warm = strcmp(o->cache, "cold") != 0;
+	plan.cache_cold = strcmp(o->cache, "warm") != 0;
+	if ((rc = kj_replay_plan_load(db, o->pattern, &plan)))
+		goto out;
+	/* runs made before snapshot phases existed have none */
+	if (o->verify && !kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1")) {
+		kj_errorf("%s holds no after-launch buffer snapshots: --verify compares outputs with them; "
+			  "trace the program again with `kjoule run --snapshot`", o->run);
+		rc = KJ_ENOTFOUND;
+		goto out;
+	}
+	if (!o->worker_found) {
+		kj_errorf("replay worker not found (%s); build kjoule with CUDA (KJ_WITH_CUDA) or set "
+			  "KJ_REPLAY_WORKER", o->worker);
+		rc = KJ_ENOTFOUND;
+		goto out;
+	}
+	/* the GPU we are on, against the one the run was captured on */
+	{
+		char devs[16];
+		snprintf(devs, sizeof(devs), "%d", o->device);
+		char *pargv[] = {(char *)o->worker, "--probe", "--device", devs, NULL};
+		struct probe_ctx c = {&dev, 0};
+		memset(&dev, 0, sizeof(dev));
+		if (kj_replay_host_run(pargv, 60, on_probe_line, &c, &status, &timed_out) || !c.got_device) {
+			kj_errorf("no usable GPU for replay (the worker's probe of device %d failed)", o->device);
+			rc = KJ_ENODEV;
+			goto out;
+		}
+	}
+	if (plan.captured_cc_major >= 0 &&
+	    (plan.captured_cc_major != dev.cc_major || plan.captured_cc_minor != dev.cc_minor)) {
+		if (!o->any_arch) {
+			kj_errorf("%s was captured on %s (sm_%d%d); this GPU is %s (sm_%d%d): its kernels are "
+				  "binaries for the captured architecture. Replay on a sm_%d%d GPU, or re-trace "
+				  "here (`kjoule run`); --any-arch tries anyway",
+				  o->run, plan.captured_gpu[0] ? plan.captured_gpu : "another GPU",
+				  plan.captured_cc_major, plan.captured_cc_minor, dev.name, dev.cc_major,
+				  dev.cc_minor, plan.captured_cc_major, plan.captured_cc_minor);
+			rc = KJ_EUNSUP;
+			goto out;
+		}
+		kj_warnf("captured on sm_%d%d, replaying on sm_%d%d (--any-arch)", plan.captured_cc_major,
+			 plan.captured_cc_minor, dev.cc_major, dev.cc_minor);
+	}
+	if ((rc = kj_replay_plan_rank(db, &plan, o->energy, o->all)))
+		goto out;
+	/* with the cold cache a kernel's energy is measured warm, then with its data out of L2
+	 * (flush and launch pairs, then the flushes alone): three windows */
+	size_t ne = 0, ncold = 0;
+	for (size_t i = 0; i < plan.n; i++)
+		ne += plan.items[i].energy && !plan.items[i].skip[0];
+	ncold = plan.cache_cold ? ne : 0;
+	if (o->energy && !o->energy_s_given) {
+		/* 40 s of energy windows shared out, 0.3 to 2 s each: the counter moves every 100 ms;
+		 * under --budget at most 40 % of it, leaving the rest to latencies and the iteration.
+		 * The cold windows go to the largest kernels first, as many as the pool holds */
+		double pool = o->budget_s > 0 && 0.4 * o->budget_s < 40.0 ? 0.4 * o->budget_s : 40.0;
+		/* each window also warms up for KJ_REPLAY_ENERGY_WARMUP_S */
+		double windows = pool / (KJ_REPLAY_COLD_ENERGY_MIN_S + KJ_REPLAY_ENERGY_WARMUP_S);
+		if (ncold && (double)(ne + 2 * ncold) > windows)
+			ncold = windows > (double)ne ? (size_t)((windows - (double)ne) / 2) : 0;
+		o->energy_s = ne ? pool / (double)(ne + 2 * ncold) - KJ_REPLAY_ENERGY_WARMUP_S : 2.0;
+		o->energy_s = o->energy_s < KJ_REPLAY_ENERGY_MIN_S ? KJ_REPLAY_ENERGY_MIN_S
+			    : o->energy_s > 2.0 ? 2.0 : o->energy_s;
+	}
+	for (size_t i = 0, taken = 0; i < plan.n; i++) /* plan order: largest share first */
+		if (plan.items[i].energy && !plan.items[i].skip[0] && taken < ncold) {
+			plan.items[i].energy = 2;
+			taken++;
+		}
+	if (!o->json) {
+		size_t ni = 0;
+		char cold[160] = "";
+		for (size_t i = 0; i < plan.n; i++)
+			ni += plan.items[i].iter_launches > 0;
+		if (o->energy && ncold == ne && ne)
+			snprintf(cold, sizeof(cold), ", each also with cold L2 (two windows more)");
+		else if (o->energy && ncold)
+			snprintf(cold, sizeof(cold), ", the largest %zu also with cold L2 (two windows more each, as many as"
+				 " keep windows of %.1f s or more; --energy-seconds S measures all)", ncold,
+				 KJ_REPLAY_COLD_ENERGY_MIN_S);
+		else if (o->energy && plan.cache_cold && ne)
+			snprintf(cold, sizeof(cold), ", none with cold L2 (two windows more each would take windows under"
+				 " %.1f s; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
+		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
+			"%s; energy for %zu at %.2g s a window%s%s\n", plan.n, ni,
+			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
+			ni ? ", replayed first" : "", o->energy ? ne : 0, o->energy ? o->energy_s : 0.0, cold,
+			o->energy && !o->all && ne < plan.n ? "; --all measures every kernel's" : "");
+	}
+	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */
+	const int then_sequence = !o->pattern && !o->verify && !o->no_sequence &&
+				  kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1");
+	if (o->budget_s > 0 && then_sequence) {
+		o->seq_reserve_s = KJ_REPLAY_SEQ_RESERVE * o->budget_s;
+		if (o->seq_reserve_s > KJ_REPLAY_SEQ_RESERVE_MAX_S)
+			o->seq_reserve_s = KJ_REPLAY_SEQ_RESERVE_MAX_S;
+		if (o->seq_reserve_s < KJ_REPLAY_SEQ_MIN_S) /* too little for it: the kernels take it all */
+			o->seq_reserve_s = 0;
+	}
+	if ((rc = kj_replay_batches(o, db, &plan)))
+		goto out;
+	{
+		/* what was not replayed, and why, counted by reason */
+		size_t nskip = 0;
+		for (size_t i = 0; i < plan.n; i++)
+			nskip += plan.items[i].skip[0] != 0;
+		if (nskip && !o->json) {
+			fprintf(stderr, "kjoule replay: %zu kernel(s) not replayed:\n", nskip);
+			for (size_t i = 0; i < plan.n; i++) {
+				const char *why = plan.items[i].skip;
+				int first = 1;
+				size_t count = 0;
+				if (!why[0])
+					continue;
+				for (size_t j = 0; j < plan.n; j++) {
+					if (j < i && !strcmp(plan.items[j].skip, why))
+						first = 0;
+					count += !strcmp(plan.items[j].skip, why);
+				}
+				if (first)
+					fprintf(stderr, "  %zu x %s\n", count, why);
+			}
+		}
+	}
+	/* what the batches did not store already: the kernels skipped, or never reached */
+	unsigned char *rest = calloc(plan.n + 1, 1);
+	for (size_t i = 0; rest && i < plan.n; i++)
+		rest[i] = !plan.items[i].stored;
+	rc = rest ? kj_replay_plan_store_some(db, &plan, rest) : kj_replay_plan_store(db, &plan);
+	free(rest);
+	if (rc)
+		goto out;
+	if (o->json) {
+		char *text = kj_replay_report_json(&plan);
+		if (!text) {
+			kj_errorf("out of memory writing JSON");
+			rc = KJ_ENOMEM;
+			goto out;
+		}
+		printf("%s\n", text);
+		free(text);
+	} else {
+		printf("kjoule replay %s on %s (sm_%d%d), %d runs, cache %s%s\n", o->run, dev.name,
+		       dev.cc_major, dev.cc_minor, o->runs, o->cache, o->energy ? ", energy" : "");
+		kj_replay_report_print(stdout, &plan);
+	}
+	rc = 0;
+	/* the kept iteration too: in-sequence kernel times, eager and graph iteration */
+	double left_s = o->budget_s - kj_replay_elapsed_s(o);
+	if (then_sequence && o->budget_s > 0 && left_s < KJ_REPLAY_SEQ_MIN_S) {
+		kj_warnf("the kept iteration was not replayed: %.0f s of the --budget of %g s were left, under the"
+			 " %d s a sequence replay needs at least; `kjoule replay %s --sequence --graph` replays it",
+			 left_s > 0 ? left_s : 0, o->budget_s, KJ_REPLAY_SEQ_MIN_S, o->run);
+	} else if (then_sequence) {
+		o->graph = 1;
+		if (!o->json)
+			printf("\n");
+		if (kj_replay_sequence(o, db, o->json))
+			kj_warnf("the per-kernel results are stored; the sequence replay failed (above). "
+				 "`kjoule replay %s --sequence --graph` tries it alone", o->run);
+	}
+out:
+	kj_replay_plan_free(&plan);
+	return rc;
+}
