@@ -7,6 +7,13 @@
 set -u
 K=$1; SRC=$2
 source "$SRC/tests/cli/lib.sh"
+# the stand-in reads its cost from the injection library kjoule run loads: a build without CUDA has
+# none (kjoule run then loads nothing), so there is nothing to measure
+if [ -z "${KJ_INJECT_LIB:-}" ] && [ ! -e "$(dirname "$K")/src/trace/inject/libkjoule_inject.so" ] &&
+	[ ! -e "$(dirname "$K")/libkjoule_inject.so" ]; then
+	echo "skipped: no injection library beside $K (a build without CUDA)"
+	exit 77
+fi
 python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$SRC/tests/tools/turn_standin.py" \
 	--configs kjoule_default torch_profiler --copies 2 --rounds 40 --block 4 --warmup-turns 1 \
 	--logs "$T/logs" -o "$T/turns.json" >"$T/out" 2>"$T/err" || fail "turns.py failed: $(tail -5 "$T/err")"
