@@ -1,6 +1,6 @@
 /* The ways compare can credit each replayed launch with energy, summed per iteration; the summary
  * adds idle power over the time no kernel runs and says which one it predicts with
- * (docs/analysis-compare.md, "Predicted energy"). */
+ * (docs/analysis-compare.md, "Predicted: how each launch is credited"). */
 #include <stdlib.h>
 
 #include "kj_compare_internal.h"
