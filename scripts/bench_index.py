@@ -27,6 +27,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_numbers import short_device  # noqa: E402  (one copy)
+
 BEGIN, END = "<!-- bench_index:begin -->", "<!-- bench_index:end -->"
 WHEN_WORDS = {"session", "fresh", "first", "second", "third", "fourth", "fifth", "sixth", "seventh",
               "eighth", "ninth", "tenth", "eleventh", "twelfth"}
@@ -34,15 +37,6 @@ WHEN_RE = re.compile(r"^(s\d{1,2}[a-z]?|session\d*|call\d+)$")
 REF_RE = re.compile(r"(?<![A-Za-z0-9_/])((?:[0-9a-f]{7,40}:)?bench/results/[A-Za-z0-9_./*-]*)")
 SCANNED = ("README.md", "docs", "bench", "scripts", "src", "tests", "examples", "Makefile", "CMakeLists.txt")
 TEXT_EXT = (".md", ".py", ".sh", ".c", ".h", ".cu", ".cpp", ".txt", ".yml", ".yaml", ".cmake")
-
-
-def short_device(d):
-    """'NVIDIA H100 80GB HBM3, 580.159.04' -> 'H100'; every GPU named, joined by ' / '; else as given."""
-    out = []
-    for name in re.findall(r"\b([HABLG]\d{2,3}[A-Za-z]*)\b", d):
-        if name not in out:
-            out.append(name)
-    return " / ".join(out) if out else d.split(",")[0].strip()
 
 
 def nested(d, key, depth=3):

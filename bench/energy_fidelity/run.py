@@ -22,10 +22,9 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
-from graphs_bench import bad_numbers  # noqa: E402  (one copy: inf/NaN anywhere in compare's JSON)
+from graphs_bench import bad_numbers, timed  # noqa: E402  (one copy each)
 
 # The program kinds (name: command; {build} is the folder of --kjoule). Loops long enough for the
 # energy counter (updates every ~100 ms) to measure the loop's window to well under 1 %.
@@ -52,23 +51,12 @@ REPLAY_TIMEOUT_S = 180
 KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_fraction",
         "explained_fraction_sequence", "energy_measured_j", "energy_measured_basis",
         "energy_measured_mean_unc_pct", "energy_measured_loop_j", "energy_measured_too_short",
-        "energy_predicted_j", "energy_error_pct", "energy_error_judgeable", "energy_not_judged_why",
+        "energy_predicted_j", "energy_error_pct", "energy_error_judgeable",
         "energy_prediction_method", "energy_kernels_j", "energy_kernels_warm_j",
-        "energy_kernels_cold_j", "energy_kernels_insitu_j", "energy_idle_j",
-        "energy_predicted_insitu_j", "energy_error_insitu_pct", "energy_predicted_sequence_j",
+        "energy_kernels_cold_j", "energy_kernels_predicted_j", "energy_idle_j",
+        "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_data", "energy_kernels_time_coverage",
         "energy_clock_state", "energy_candidates"]
-
-
-def timed(cmd, log, timeout):
-    """Runs cmd with its output in log; (exit status, seconds), 124 on timeout."""
-    t = time.monotonic()
-    with open(log, "w") as f:
-        try:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
-    return rc, round(time.monotonic() - t, 1)
 
 
 def analyze(kj, db):

@@ -16,10 +16,9 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
-from graphs_bench import bad_numbers  # noqa: E402  (one copy: inf/NaN anywhere in compare's JSON)
+from graphs_bench import bad_numbers, timed  # noqa: E402  (one copy each)
 
 PROGRAMS = {
     # Triton kernels of its own (a tiled matmul with ReLU and a row softmax): 1500 steps, 0.3 s
@@ -118,16 +117,6 @@ def spine(kj, db, logs, name):
     except (OSError, ValueError):
         rc["chrome_trace_parses"] = False
     return rc
-
-
-def timed(cmd, log, timeout):
-    t = time.monotonic()
-    with open(log, "w") as f:
-        try:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
-    return rc, round(time.monotonic() - t, 1)
 
 
 def last_json_line(log):

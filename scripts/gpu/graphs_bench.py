@@ -15,9 +15,21 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "tools"))
 from graph_iteration_check import graph_launch_busy  # noqa: E402  (one copy, tested by test_graph)
+
+
+def timed(cmd, log, timeout):
+    """Runs cmd with its output in log: (exit status, seconds), 124 when it ran past timeout."""
+    t = time.monotonic()
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    return rc, round(time.monotonic() - t, 1)
 
 
 def bad_numbers(x, path="", out=None):
