@@ -203,7 +203,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					if (gr->standin_mw > 0) { /* its replayed power over its in-situ time */
 						cmp_energy_add_all(x, gr, gr->standin_mw * (double)d * 1e-9);
 						x->energy_kernels_mj += gr->standin_mw * (double)d * 1e-9;
-						x->energy_insitu_mj += gr->standin_mw * (double)d * 1e-9;
 						x->cov_energy++;
 						x->insitu_energy_ns += d;
 					} else if (!gr->standin) { /* spins: idle power (below) */
@@ -230,9 +229,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					}
 					x->cov_energy++;
 					x->insitu_energy_ns += d;
-					/* without a power figure, the launch's replayed energy stands */
-					x->energy_insitu_mj += gr->power_mw > 0 ? gr->power_mw * (double)d * 1e-9
-										: gr->energy_mj;
 				}
 				if (!x->skipped) {
 					gr->launches++;
@@ -346,7 +342,6 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		for (size_t i = 0; i < ni; i++) {
 			cmp_energy_add_all(&c->iv[i], NULL, (double)c->iv[i].waits_ns * 1e-6 * c->idle_w);
 			c->iv[i].energy_kernels_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
-			c->iv[i].energy_insitu_mj += (double)c->iv[i].waits_ns * 1e-6 * c->idle_w;
 			c->iv[i].cov_energy += c->iv[i].n_waits;
 			c->iv[i].insitu_energy_ns += c->iv[i].waits_ns;
 		}

@@ -94,9 +94,10 @@ void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s)
 	if (n == 0 || covered_ns <= 0)
 		return;
 	/* launches without an energy figure count at the energy per ns of those with one */
-	double up = kernel_ns / covered_ns > 1.001 ? kernel_ns / covered_ns : 1;
+	double up = s->e_kernels_time_cov < 0.999 ? kernel_ns / covered_ns : 1; /* as e_kernels is */
 	for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
-		s->e_cand_pred[k] = sum[k] / (double)n * up + s->e_idle;
+		s->e_cand_kernels[k] = sum[k] / (double)n * up;
+		s->e_cand_pred[k] = s->e_cand_kernels[k] + s->e_idle;
 		s->e_cand_err_pct[k] = s->have_meas && s->e_meas.mean > 0
 					       ? 100.0 * (s->e_cand_pred[k] - s->e_meas.mean) / s->e_meas.mean : NAN;
 	}

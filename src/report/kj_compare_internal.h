@@ -50,7 +50,6 @@ struct cmp_iter {
 	double e_cold_cov_warm_mj, e_cold_cov_cold_mj; /* launches with a cold energy: Σ warm, Σ cold */
 	double e_nocold_warm_mj;             /* replayed launches without one: Σ warm */
 	int64_t cold_energy_ns;              /* in-situ time of the launches with a cold energy */
-	double energy_insitu_mj;             /* the same launches at their replayed power × in-situ time */
 	int64_t waits_ns, n_waits;           /* launches of kernels that wait (kept at in-situ time) */
 	int64_t standin_ns;                  /* in-situ time of kernels replayed only on stand-in data */
 	int64_t insitu_energy_ns;            /* in-situ time of the launches with an energy figure */
@@ -221,6 +220,7 @@ struct cmp_summary {
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 	/* the gap split: each kernel at its replayed power over its in-situ time (the time part of
 	 * the gap removed, the power part left), plus the same idle term */
+	double e_cand_kernels[KJ_CMP_E_CANDIDATES]; /* each way's kernels, extrapolated as e_kernels */
 	double e_cand_pred[KJ_CMP_E_CANDIDATES], e_cand_err_pct[KJ_CMP_E_CANDIDATES]; /* + idle; vs measured */
 	int have_cand;
 	int e_method;              /* the candidate e_pred uses (KJ_CMP_E_*) */

@@ -102,7 +102,6 @@ GETTER(replay_seq)
 GETTER(insitu_seq)
 GETTER(cov_seq)
 GETTER(energy_kernels_mj)
-GETTER(energy_insitu_mj)
 GETTER(e_cold_cov_warm_mj)
 GETTER(e_cold_cov_cold_mj)
 GETTER(e_nocold_warm_mj)
@@ -262,7 +261,6 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	if (ce > 0) {
 		double covered_ns = iter_stat(c, get_insitu_energy_ns, 0).mean;
 		s->e_kernels = iter_stat(c, get_energy_kernels_mj, 0).mean;
-		s->e_kernels_insitu = iter_stat(c, get_energy_insitu_mj, 0).mean;
 		s->e_kernels_time_cov = s->kernel_sum.mean > 0 ? covered_ns / s->kernel_sum.mean : 1;
 		/* the launches with a cold-L2 energy count at the mean of warm and cold in e_kernels:
 		 * with their warm energies alone it is less by half their cold-warm difference */
@@ -286,7 +284,6 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			s->e_kernels *= up;
 			s->e_kernels_warm *= up;
 			s->e_kernels_cold *= up;
-			s->e_kernels_insitu *= up;
 			s->e_extrapolated = 1;
 		}
 		s->have_kernels_e = 1;
@@ -342,6 +339,8 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	} else {
 		s->e_kernels_pred = s->e_kernels;
 	}
+	/* each kernel at its replayed power over its in-situ time: one of the ways to credit it */
+	s->e_kernels_insitu = s->have_cand ? s->e_cand_kernels[KJ_CMP_E_POWER_TIME] : NAN;
 	if (s->have_pred && isfinite(s->e_kernels_insitu) && s->e_kernels_insitu > 0) {
 		s->e_pred_insitu = s->e_kernels_insitu + s->e_idle;
 		s->have_pred_insitu = 1;
