@@ -479,7 +479,15 @@ def main():
     # 4b. the step's own shapes measured alone, after the fit (so no model saw them): each
     #     operator's prediction of a shape off its grid against its measurement there
     at_data = os.path.join(out, "at_shape", "sampling_data")
-    for e in result["operators"]:
+    # the operators that weigh most in the predicted step first, so a spent budget leaves out the
+    # checks that matter least (the order of the model's terms otherwise)
+    weight = {}
+    if isinstance(pred, dict):
+        for p in pred.get("operators", []):
+            t = [num(p.get(k)) for k in ("fwd_us", "bwd_us")]
+            weight[(p["op"], p["shape"])] = sum(x for x in t if x is not None)
+    order = sorted(result["operators"], key=lambda e: -e["count"] * weight.get((e["op"], e["shape"]), 0.0))
+    for e in order:
         shape = [int(x) for x in e["shape"].split(",")]
         # the check that the regressor, not the sum, is judged: the step's shape is in no row fitted
         e["fit_rows_hold_step_shape"] = fit_rows_hold(data, e["op"], a.precision, e["columns"], shape)
