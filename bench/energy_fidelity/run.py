@@ -8,6 +8,10 @@ On the GPU machine:
   python3 bench/energy_fidelity/run.py --kjoule $KJ_BUILD/kjoule -o $OUT/energy_fidelity.json \
       [--programs NAME ...] [--slim DIR]
 --slim DIR keeps a copy of each run database without module images (for analysis elsewhere).
+A program named NAME+snapshot is NAME traced with `kjoule run --snapshot`: its kernels replayed on
+the buffers the program had rather than on kjoule's random fill (docs/replay.md, "Data"); such
+programs are summed apart (summary_snapshot). --merge OLD.json keeps OLD's programs that were not
+run now, so a few programs can be measured again into the current result.
 
 Anywhere (no GPU), after a change to compare: the same result recomputed from kept databases,
 the GPU part (trace and replay facts) carried over from the earlier result:
@@ -85,14 +89,26 @@ def slim_copy(db, dst):
     os.replace(tmp, dst)
 
 
+def base_and_data(name):
+    """(the program's name in PROGRAMS, the replay data: "fill" or "snapshot") of a bench name."""
+    base, _, data = name.partition("+")
+    return base, data or "fill"
+
+
 def summary(res):
-    """Per program |error| and judged; median |error| over the judged ones."""
-    errs = [abs(p["compare"]["energy_error_pct"]) for p in res["programs"].values()
-            if p.get("compare", {}).get("energy_error_judgeable") and p["compare"].get("energy_error_pct") is not None]
-    res["summary"] = {"programs": len(res["programs"]), "judged": len(errs),
-                      "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
-                      "max_abs_error_pct": round(max(errs), 2) if errs else None,
-                      "within_5pct": sum(e <= 5 for e in errs)}
+    """Per data kind, |error| and judged; median |error| over the judged ones: summary for the
+    programs replayed on kjoule's fill (the product's default), summary_snapshot for NAME+snapshot."""
+    for key, data in (("summary", "fill"), ("summary_snapshot", "snapshot")):
+        progs = [p for n, p in res["programs"].items() if base_and_data(n)[1] == data]
+        if not progs:
+            res.pop(key, None)
+            continue
+        errs = [abs(p["compare"]["energy_error_pct"]) for p in progs
+                if p.get("compare", {}).get("energy_error_judgeable") and p["compare"].get("energy_error_pct") is not None]
+        res[key] = {"programs": len(progs), "judged": len(errs),
+                    "median_abs_error_pct": round(statistics.median(errs), 2) if errs else None,
+                    "max_abs_error_pct": round(max(errs), 2) if errs else None,
+                    "within_5pct": sum(e <= 5 for e in errs)}
 
 
 def table(res):
@@ -105,7 +121,9 @@ def table(res):
         print(f"{name:16s} {f('energy_measured_j', '11.5f')} {f('energy_measured_mean_unc_pct', '6.2f')}"
               f" {f('energy_predicted_j', '10.5f')} {f('energy_error_pct', '+7.2f')}"
               f" {str(c.get('energy_error_judgeable')):6s} {f('explained_fraction', '9.4f')} {p.get('replay_s', '-')}")
-    print(json.dumps(res["summary"]))
+    for key in ("summary", "summary_snapshot"):
+        if key in res:
+            print(key, json.dumps(res[key]))
 
 
 def main():
@@ -116,6 +134,7 @@ def main():
     ap.add_argument("--slim", help="folder for copies of the run databases without module images")
     ap.add_argument("--reanalyze", help="an earlier result: recompute its compare part from --dbs")
     ap.add_argument("--dbs", help="with --reanalyze: the folder of PROGRAM.kjdb files")
+    ap.add_argument("--merge", help="an earlier result whose programs not run now are kept")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     kj = os.path.abspath(a.kjoule)
@@ -133,7 +152,7 @@ def main():
             p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)
     else:
         names = a.programs or list(PROGRAMS)
-        unknown = [n for n in names if n not in PROGRAMS]
+        unknown = [n for n in names if base_and_data(n)[0] not in PROGRAMS or base_and_data(n)[1] not in ("fill", "snapshot")]
         if unknown:
             ap.error(f"unknown programs: {' '.join(unknown)} (known: {' '.join(PROGRAMS)})")
         os.makedirs(a.logs, exist_ok=True)
@@ -141,17 +160,29 @@ def main():
             os.makedirs(a.slim, exist_ok=True)
         dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,serial", "--format=csv,noheader"],
                              capture_output=True, text=True).stdout.strip()
-        res = {"benchmark": "energy_fidelity", "device": dev,
-               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        date = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        res = {"benchmark": "energy_fidelity", "device": dev, "date": date,
                "command": " ".join(sys.argv), "programs": {}}
+        if a.merge:  # the earlier programs first, each with the device and date it was measured on
+            old = json.load(open(a.merge))
+            for n, p in old["programs"].items():
+                if n not in names:
+                    p.setdefault("device", old.get("device"))
+                    p.setdefault("date", old.get("date"))
+                    p.setdefault("command", old.get("command"))
+                    res["programs"][n] = p
         build = os.path.dirname(kj)
         for name in names:
             db = os.path.join(a.logs, name + ".kjdb")
-            program = [x.format(build=build) for x in PROGRAMS[name]]
-            p = {"kind": KIND[name], "program": " ".join(program), "run_flags": RUN_FLAGS.get(name, [])}
+            base, data = base_and_data(name)
+            program = [x.format(build=build) for x in PROGRAMS[base]]
+            p = {"kind": KIND[base] + (", replayed on its saved buffers" if data == "snapshot" else ""),
+                 "data": data, "device": dev, "date": date, "command": res["command"],
+                 "program": " ".join(program),
+                 "run_flags": RUN_FLAGS.get(base, []) + (["--snapshot"] if data == "snapshot" else [])}
             p["run_rc"], p["run_s"] = timed([kj, "run", "--force", *p["run_flags"], "-o", db, "--", *program],
                                             os.path.join(a.logs, name + "_run.log"), 240)
-            p["replay_flags"] = REPLAY_FLAGS.get(name, [])
+            p["replay_flags"] = REPLAY_FLAGS.get(base, [])
             p["replay_rc"], p["replay_s"] = timed([kj, "replay", db, "--energy", *p["replay_flags"]],
                                                   os.path.join(a.logs, name + "_replay.log"), REPLAY_TIMEOUT_S)
             p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)

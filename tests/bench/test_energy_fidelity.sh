@@ -7,10 +7,13 @@ KJ=$1 SRC=$2
 R="$SRC/bench/energy_fidelity/run.py"
 mkdir -p "$T/dbs"
 cp "$SRC/examples/runs/bloom560m.kjdb" "$T/dbs/bloom.kjdb"
+cp "$SRC/examples/runs/bloom560m.kjdb" "$T/dbs/bloom+snapshot.kjdb"
 cat > "$T/old.json" <<'J'
 {"benchmark": "energy_fidelity", "device": "stand-in", "date": "2026-11-28", "command": "by hand",
  "programs": {"bloom": {"kind": "eager HF-style transformer", "run_rc": 0, "run_s": 1.0,
-                        "replay_rc": 0, "replay_s": 2.0, "compare": {}}}}
+                        "replay_rc": 0, "replay_s": 2.0, "compare": {}},
+              "bloom+snapshot": {"kind": "eager, replayed on its saved buffers", "data": "snapshot",
+                                 "run_rc": 0, "run_s": 1.0, "replay_rc": 0, "replay_s": 2.0, "compare": {}}}}
 J
 python3 "$R" --kjoule "$KJ" --reanalyze "$T/old.json" --dbs "$T/dbs" -o "$T/new.json" >"$T/out" 2>&1 ||
 	fail "reanalyze failed: $(tail -3 "$T/out")"
@@ -29,10 +32,12 @@ assert s["programs"] == 1 and s["judged"] == (1 if c["energy_error_judgeable"] e
 if s["judged"]:
     assert abs(s["median_abs_error_pct"] - abs(c["energy_error_pct"])) < 0.01
     assert s["within_5pct"] == (abs(c["energy_error_pct"]) <= 5)
+# a program replayed on its saved buffers is summed apart from the fill's
+assert r["summary_snapshot"]["programs"] == 1 and r["summary_snapshot"]["judged"] == s["judged"]
 P
 grep -q "median_abs_error_pct" "$T/out" || fail "no summary line printed"
 # a program whose database is missing: refused, naming it, nothing written
-rm "$T/dbs/bloom.kjdb"
+rm "$T/dbs/bloom.kjdb" "$T/dbs/bloom+snapshot.kjdb"
 python3 "$R" --kjoule "$KJ" --reanalyze "$T/old.json" --dbs "$T/dbs" -o "$T/none.json" >"$T/out2" 2>&1 &&
 	fail "a missing database was not refused"
 grep -q "bloom" "$T/out2" || fail "the refusal does not name the program: $(cat "$T/out2")"
