@@ -173,11 +173,15 @@ def energy_error(r):
     """Energy predicted from the parts against the measured loop, over the program kinds of the
     energy fidelity bench whose measurement compare judges (measured to 1 % or better)."""
     f = "energy_fidelity.json"
-    progs = r.get(f, "programs")
-    judged = [p for p in progs.values() if (p.get("compare") or {}).get("energy_error_judgeable")]
+    progs = [p for p in r.get(f, "programs").values() if p.get("data", "fill") == "fill"]
+    judged = [p for p in progs if (p.get("compare") or {}).get("energy_error_judgeable")]
     text = (f"median \\|error\\| {pct(r.num(f, 'summary/median_abs_error_pct'))}, at most "
             f"{pct(r.num(f, 'summary/max_abs_error_pct'))}; {r.num(f, 'summary/within_5pct')} of "
             f"{len(judged)} judged program kinds within 5 % ({len(progs)} traced)")
+    if "summary_snapshot" in r.load(f):
+        text += (f"; replayed on their saved buffers (`kjoule run --snapshot`): median \\|error\\| "
+                 f"{pct(r.num(f, 'summary_snapshot/median_abs_error_pct'))}, "
+                 f"{r.num(f, 'summary_snapshot/within_5pct')} of {r.num(f, 'summary_snapshot/judged')} within 5 %")
     return text, r.where(f), f
 
 
