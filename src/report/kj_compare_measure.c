@@ -218,7 +218,8 @@ out:
 	return med;
 }
 
-/* Measured energy of every iteration from each device's samples; power statistics inside the
+/* Measured energy of every iteration from the samples of each GPU the run's work ran on (every
+ * sampled GPU where none of the work names one); power statistics inside the
  * kept windows. */
 int cmp_compute_energy(sqlite3 *db, struct kj_compare *c)
 {
@@ -231,8 +232,12 @@ int cmp_compute_energy(sqlite3 *db, struct kj_compare *c)
 
 	c->idle_w = c->deep_idle_w = c->awake_idle_w = -1;
 	c->power_avg_w = c->power_min_w = c->power_max_w = -1;
+	/* the GPUs the run's work ran on: a GPU beside them, sampled too, may run another job */
 	if (kj_db_prepare(db,
 			  "SELECT DISTINCT device_id FROM power_sample WHERE device_id IS NOT NULL"
+			  " AND (device_id IN (SELECT DISTINCT device_id FROM gpu_activity)"
+			  "      OR NOT EXISTS (SELECT 1 FROM gpu_activity WHERE device_id IN"
+			  "                     (SELECT device_id FROM power_sample)))"
 			  " ORDER BY device_id",
 			  &st))
 		return KJ_EDB;

@@ -77,4 +77,20 @@ PY
 	check "power $pw: the text splits the gap into time and power" \
 		'"$kj" compare "$dir/split.kjdb" --skip 0 2>/dev/null | grep -q "replayed power × in-situ time + idle .*points of the gap are time"'
 done
+# a second GPU sampled beside the run (another job's, at 400 W) that none of the run's work ran on:
+# the measured energy and the idle term are the first GPU's alone
+mk "$dir/other_gpu.kjdb" 1980 && python3 - "$dir/other_gpu.kjdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO device(id, uuid, name) VALUES(77, 'GPU-other', 'test')")
+rows = db.execute("SELECT t_ns, energy_updated, sm_clock_mhz FROM power_sample ORDER BY t_ns").fetchall()
+db.executemany("INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj, energy_updated,"
+               " sm_clock_mhz) VALUES(77,?,400000,400000,?,?,?)",
+               [(t, 2000 * i, u, c) for i, (t, u, c) in enumerate(rows)])
+db.commit()
+PY
+"$kj" compare "$dir/other_gpu.kjdb" --skip 0 --json > "$dir/other_gpu.json" 2>/dev/null
+check "a GPU the run did not use leaves the measured energy as it was" \
+	'[ "$(val "$dir/other_gpu.json" energy_measured_j)" = "$(val "$dir/awake.json" energy_measured_j)" ]'
+check "and the idle term too (125 W)" '[ "$(val "$dir/other_gpu.json" awake_idle_power_w)" = 125.0 ]'
 exit $fail
