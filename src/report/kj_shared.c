@@ -57,8 +57,11 @@ int kj_shared_load(sqlite3 *db, struct kj_shared *out)
 	}
 	if (!kj_db_meta_get(db, "gpu_watch_pid_match", v, sizeof(v)))
 		out->pid_match_by_time = !strcmp(v, "time");
+	/* only the GPUs the run's work ran on: another job on a GPU beside them shares nothing */
 	rc = kj_db_prepare(db, "SELECT device_id, COALESCE(pid, -1), start_ns, end_ns, source"
 			   " FROM foreign_activity WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL"
+			   " AND (device_id IS NULL OR device_id IN (SELECT DISTINCT device_id FROM gpu_activity)"
+			   "      OR NOT EXISTS (SELECT 1 FROM gpu_activity WHERE device_id IS NOT NULL))"
 			   " ORDER BY start_ns", &st);
 	if (rc)
 		return rc;

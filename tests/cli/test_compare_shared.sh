@@ -70,6 +70,10 @@ check "an older run compares identically: the same text but for the one watch li
 check "an older run compares identically: the same JSON but for shared_gpu and the file name" \
 	'python3 -c "import json,sys; a,b=[json.load(open(f)) for f in sys.argv[1:]]; [d.pop(k,None) for d in (a,b) for k in (\"shared_gpu\",\"file\",\"run\",\"path\")]; sys.exit(a!=b)" "$dir/alone.json" "$dir/old0.json"'
 
+# the other process worked on a second GPU, not the run's: nothing is shared
+mk "$dir/beside.kjdb" processes 4 && python3 -c 'import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute("INSERT INTO device(id, uuid, name) VALUES(9, \"GPU-beside\", \"test\")"); d.execute("UPDATE foreign_activity SET device_id = 9"); d.commit()' "$dir/beside.kjdb"
+"$kj" compare "$dir/beside.kjdb" --skip 0 --json >"$dir/beside.json" 2>/dev/null
+check "another process on a GPU the run did not use: fraction 0" '[ "$(val "$dir/beside.json" shared_gpu.fraction_with_other_processes)" = 0.0 ]'
 mk "$dir/shared.kjdb" processes 4 && "$kj" compare "$dir/shared.kjdb" --skip 0 --json >"$dir/shared.json" 2>/dev/null
 "$kj" compare "$dir/shared.kjdb" --skip 0 >"$dir/shared.txt" 2>/dev/null
 check "4 of 10 iterations with another process: fraction 0.4" '[ "$(val "$dir/shared.json" shared_gpu.fraction_with_other_processes)" = 0.4 ]'
