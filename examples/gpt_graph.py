@@ -13,7 +13,7 @@ import math
 import time
 
 import torch
-from nvml_energy import per_call
+from nvml_energy import handle as nvml_handle, per_call
 from torch_steps import capture_graph
 import torch.nn as nn
 import torch.nn.functional as F
@@ -92,7 +92,7 @@ def main():
         try:  # NVML's energy counter over the timed forwards, where pynvml is installed
             import pynvml
             pynvml.nvmlInit()
-            nv = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            nv = nvml_handle(pynvml, torch.cuda.current_device())
         except Exception:
             nv = None
         times = []

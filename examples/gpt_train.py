@@ -64,7 +64,7 @@ import statistics
 import sys
 import time
 
-from nvml_energy import per_call
+from nvml_energy import handle as nvml_handle, per_call
 
 VOCAB = 50304  # KJ_SWEEP_VOCAB: the vocabulary the sweep's embedding, output layer and loss use
 
@@ -238,7 +238,7 @@ def main():
         try:
             import pynvml
             pynvml.nvmlInit()
-            h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            h = nvml_handle(pynvml, torch.cuda.current_device())
             pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
             return (lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h)), None
         except Exception as e:

@@ -15,7 +15,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import torch.cuda.nvtx as nvtx  # noqa: E402
-from nvml_energy import per_call  # noqa: E402
+from nvml_energy import handle as nvml_handle, per_call  # noqa: E402
 
 
 def init(key, d, f):
@@ -55,7 +55,7 @@ def timed_steps(run, steps):
     try:  # NVML's energy counter over the timed steps (host waits between them included)
         import pynvml
         pynvml.nvmlInit()
-        nv = pynvml.nvmlDeviceGetHandleByIndex(0)
+        nv = nvml_handle(pynvml, 0, use_torch=False)
     except Exception:
         nv = None
     times = []

@@ -98,7 +98,8 @@ def main():
         try:
             import pynvml
             pynvml.nvmlInit()
-            nv = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+            from nvml_energy import handle as nvml_handle
+            nv = nvml_handle(pynvml, torch.cuda.current_device())
         except Exception:
             nv = None
         e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(nv) if nv else None
