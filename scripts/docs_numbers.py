@@ -531,7 +531,26 @@ def energy_shared(r):
             f"{rate('false_positive', 'utilization')} and {rate('true_positive', 'utilization')}.")
 
 
+def sweep_step_offgrid(r):
+    """The whole step predicted from operator models fitted around, never on, its shapes."""
+    f = "predict_step.json"
+    ops = r.get(f, "operators")
+    checked = [o for o in ops if o.get("measured_at_shape") and (o.get("error_at_shape_pct") or {}).get("fwd_us") is not None]
+    at = "; ".join(f"{o['op']} forward {sgn(o['error_at_shape_pct']['fwd_us'])}, backward "
+                   f"{sgn(o['error_at_shape_pct']['bwd_us'])} in time" for o in checked) or "none"
+    off = "every operator's" if r.get(f, "step_shapes/off_grid") is True else "not every operator's"
+    return (f"**The step off the grids** ({r.where(f)}, `bench/results/{f}`): {off} step shape lies in no "
+            f"grid and in no fitted row, so the sum judges the regressors too. Predicted "
+            f"{r.num(f, 'predicted/time_us') / 1000:.2f} ms and {r.num(f, 'predicted/energy_uj') / 1e6:.2f} J a step "
+            f"against {r.num(f, 'measured/step_time_us_mean') / 1000:.2f} ms and {r.num(f, 'measured/step_energy_j_mean'):.2f} J traced "
+            f"(**{sgn(r.num(f, 'errors/time_pct'))} time, {sgn(r.num(f, 'errors/energy_pct'))} energy**; against "
+            f"the untraced program {sgn(r.num(f, 'errors/time_pct_vs_untraced'))} and "
+            f"{sgn(r.num(f, 'errors/energy_pct_vs_untraced'))}). The step's own shapes measured alone after the fit, "
+            f"the heaviest operators first until the bench's time was spent, against the models' figures: {at} (the others were not reached).")
+
+
 GENERATORS = {
+    "sweep-step-offgrid": sweep_step_offgrid,
     "energy-shared": energy_shared,
     "readme-headline": readme_headline,
     "readme-compare": readme_compare,
