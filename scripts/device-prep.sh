@@ -12,7 +12,7 @@ for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0 libxgboost.so.0 libdmlc
 	[ -n "$src" ] && cp -L "$src" .carry/lib/
 done
 rm -rf .carry/build/CMakeFiles/*.dir .carry/build/src/*/*/CMakeFiles/*.dir 2>/dev/null || true
-# the device call carries at most 64 MiB with the tree: no debug info, no static archives
+# a device run carries at most 64 MiB with the tree: no debug info, no static archives
 find .carry/build \( -name '*.a' -o -name '*.o' -o -name '*.ii' -o -name '*.cudafe1.*' \) -delete
 rm -rf .carry/build/report_browser
 find .carry/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;

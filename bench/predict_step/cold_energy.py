@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The training-step bench with the sweep's energy counted as kjoule replay counts a kernel (the
-mean of its warm-L2 and cold-L2 energies, session 24) against the same bench with warm energies
+mean of its warm-L2 and cold-L2 energies, since 2026-11-27) against the same bench with warm energies
 (an earlier result): per operator, the energy at the step's shape (count x (fwd + bwd)) in each,
 and the step's predicted energy against each measured step. Reads the results of
 bench/predict_step/run.py as they came from the device; CPU only, nothing typed in.

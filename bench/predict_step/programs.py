@@ -116,7 +116,7 @@ def main():
     ap.add_argument("--sweeps", required=True, help="run.py --no-trace result")
     ap.add_argument("--traced", action="append", required=True, help="run.py --no-sweep result")
     ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--note", default=None, help="what the result is (device calls, what differs)")
+    ap.add_argument("--note", default=None, help="what the result is (which device runs, what differs)")
     a = ap.parse_args()
     sweeps = json.load(open(a.sweeps))
     pred = sweeps.get("predicted")

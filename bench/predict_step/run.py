@@ -26,7 +26,7 @@ On the GPU machine, for the GPT-style model of examples/gpt_train.py (its shape 
 
 Batch 8 by default: the operator sum predicts the GPU's work, so the step must be GPU-bound to test
 it. At batch 4 a step holds ~28 ms of kernels and PyTorch's host spends ~30 ms launching them on
-some hosts (session 17's H100: 34 ms a step untraced), which the sum cannot see; at batch 8 the
+some hosts (an H100 measured 2026-11-25: 34 ms a step untraced), which the sum cannot see; at batch 8 the
 GPU's ~50 ms hides the host's launches (traced/untraced 1.00x).
 
 Every subprocess is bounded by a timeout inside an overall --budget-s (default 540 s); a step that
@@ -237,7 +237,7 @@ def measured_at(data_dir, op, precision, columns, shape):
                 for d in ("fwd", "bwd"):
                     t, e = m[d + "_us"], m[d + "_uj"]
                     m[d + "_w"] = e / t if t and e else None
-                # the clock and the two energies the CSV's is the mean of (session 24)
+                # the clock and the two energies the CSV's is the mean of
                 m.update(log_figures(data_dir, op, precision, ",".join(want)))
                 return m
     return None

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Energy predicted from per-kernel replays with warm L2 (same buffers again), with cold L2
 (flushed before each launch; replay_energy_cold) and with their mean per kernel (compare's
-prediction since session 24), against the measured energy, over the untuned-programs bench calls
+prediction since 2026-11-27), against the measured energy, over the untuned-programs bench calls
 given (each ran `bench/untuned_programs/run.py` on the device: `kjoule run`, `kjoule replay
 --energy` with defaults, `kjoule compare --json`). Writes one JSON with every call as it came
 (device, date, command, raw compare figures), a row per program and call, and the mean absolute

@@ -26,7 +26,7 @@ PROGRAMS = {
     # a Llama-shaped model answering requests through transformers' generate(), static cache
     # (compiled: CUDA graphs), saving its buffers so whole iterations replay on the program's data
     "hf_decode": ["python3", "examples/hf_decode.py", "--requests", "6", "--warmup", "2"],
-    # session 21: FP8 GEMMs (torch._scaled_mm, cuBLASLt), FlexAttention (compiled Triton, forward
+    # FP8 GEMMs (torch._scaled_mm, cuBLASLt), FlexAttention (compiled Triton, forward
     # and backward), max-autotune (Triton GEMM templates benchmarked while compiling, CUDA graphs)
     # and two streams whose kernels overlap
     # (loops of 1-2 s: the energy counter updates every ~100 ms)
@@ -35,7 +35,7 @@ PROGRAMS = {
     "flex_attention_snapshot": ["python3", "examples/flex_attention.py", "--iters", "2000"],
     "compile_autotune": ["python3", "examples/compile_autotune.py", "--iters", "6000"],
     "two_streams": ["python3", "examples/two_streams.py", "--iters", "3000"],
-    # session 23: training steps (a jitted JAX step with value_and_grad and Adam, donated state; a
+    # training steps (a jitted JAX step with value_and_grad and Adam, donated state; a
     # torch.compile step, Inductor forward and backward) and a CUDA graph with parallel branches
     "jax_train": ["python3", "examples/jax_train.py", "--steps", "300"],
     "compile_train": ["python3", "examples/compile_train.py", "--steps", "150"],
@@ -44,7 +44,7 @@ PROGRAMS = {
     # step captured in one CUDA graph (forward, backward, capturable Adam)
     "cnn_train": ["python3", "examples/cnn_train.py", "--steps", "60"],
     "graph_train": ["python3", "examples/graph_train.py", "--steps", "300"],
-    # session 24 (energy with cold L2): the issue's own programs again, long enough for the energy
+    # the issue's own programs again (for energy with cold L2), long enough for the energy
     # counter to judge: a GPT-2-medium-shaped forward in torch.cuda.graph, eager BLOOM-560M, the
     # jitted JAX transformer block, a cuDNN ResNet-50 and a CNN with SDPA
     "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1500"],
@@ -52,7 +52,7 @@ PROGRAMS = {
     "jax_step": ["python3", "examples/jax_step.py", "--steps", "3000"],
     "resnet": ["python3", "examples/resnet_cudnn.py", "--iters", "700"],
     "convattn": ["python3", "examples/convattn.py", "--iters", "1000"],
-    # session 27: a hand-written CUDA program (examples/cuda_heat: two streams joined by events, a
+    # a hand-written CUDA program (examples/cuda_heat: two streams joined by events, a
     # kernel over 48 KiB of dynamic shared memory, a cooperative launch, a kernel compiled by NVRTC
     # and launched through the driver API, stream-ordered allocation, host functions and syncs),
     # eager and captured in a CUDA graph; {build} is the folder of --kjoule
@@ -63,7 +63,7 @@ PROGRAMS = {
 # with the program's buffers saved they replay as they ran
 RUN_FLAGS = {"hf_decode": ["--snapshot-graphs"], "flex_attention_snapshot": ["--snapshot"],
              "jax_step": ["--iteration-range", "step"]}
-# its 678 unique kernels take longer than one device call allows with defaults: a user's budget
+# its 678 unique kernels take longer than one bounded device run allows with defaults: a user's budget
 REPLAY_FLAGS = {"hf_decode": ["--budget", "300"], "jax_train": ["--budget", "140"]}
 # --spine: the rest of the commands a user runs on the same database (result key, command,
 # arguments), each with its exit status

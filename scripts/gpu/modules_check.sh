@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 21, call 3: launches tied to their modules. GPU tests (the new same-name one and those
-# the tracer change touches), then max-autotune's triton_mm candidates and a JAX step: how many
-# captured launches know their module, and how their replays end. Results in $OUT/s21c3.tar.gz.
+# Launches tied to their modules. GPU tests (the same-name one and those of the tracer's module
+# handling), then max-autotune's triton_mm candidates and a JAX step: how many captured launches
+# know their module, and how their replays end. Results in $OUT/modules_check.tar.gz.
 set -u
 source scripts/device-env.sh
 KJ=$KJ_BUILD/kjoule
-W=/tmp/s21c3; rm -rf $W; mkdir -p $W
+W=/tmp/modules_check; rm -rf $W; mkdir -p $W
 log() { echo "== $*" | tee -a $W/summary.txt; }
 (cd $KJ_BUILD && timeout 300 ctest -L gpu -R "gpu_replay_same_name|gpu_trace|gpu_replay$|gpu_graph$" --output-on-failure) > $W/ctest.log 2>&1
 log "ctest rc $?: $(grep -E 'tests passed|tests failed' $W/ctest.log)"
@@ -32,5 +32,5 @@ timeout 150 $KJ replay $W/jax.kjdb --cache warm --no-sequence --runs 10 > $W/jax
 log "jax replay rc $?: $(modq $W/jax.kjdb)"
 $KJ compare $W/jax.kjdb > $W/jax_compare.txt 2>&1
 grep -A8 "^Replay (Σ" $W/jax_compare.txt >> $W/summary.txt
-cd $W && tar czf $OUT/s21c3.tar.gz *.log *.txt && cd - >/dev/null
+cd $W && tar czf $OUT/modules_check.tar.gz *.log *.txt && cd - >/dev/null
 cat $W/summary.txt | cut -c1-240

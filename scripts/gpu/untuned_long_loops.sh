@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Session 21, call 2: untuned programs again, longer loops (energy judgeable), the new stand-in
-# data rule on FlexAttention with and without --snapshot, and why max-autotune's triton_mm
-# candidates failed. Everything under $OUT/s21.tar.gz (the device call returns few files).
+# Untuned programs with loops long enough for the energy counter to judge (FP8 GEMMs, two
+# streams), FlexAttention on stand-in data and with --snapshot, and why max-autotune's triton_mm
+# candidates failed. Everything under $OUT/untuned_long_loops.tar.gz (a device run returns few files).
 set -u
 source scripts/device-env.sh
 KJ=$KJ_BUILD/kjoule
-W=/tmp/s21; rm -rf $W; mkdir -p $W
+W=/tmp/untuned_long_loops; rm -rf $W; mkdir -p $W
 log() { echo "== $*" | tee -a $W/summary.txt; }
 # compile_autotune: the failed triton_mm candidates
 $KJ run --force -o $W/ca.kjdb -- python3 examples/compile_autotune.py --iters 8000 > $W/ca_run.log 2>&1
@@ -35,5 +35,5 @@ for p in "fp8_mlp --iters 3000" "two_streams --iters 3000"; do
 	grep -A12 "^Time per it" $W/${n}_compare.txt >> $W/summary.txt
 	grep -A8 "^Replay (Σ\|^Energy per" $W/${n}_compare.txt >> $W/summary.txt
 done
-cd $W && tar czf $OUT/s21.tar.gz *.log *.txt *.json && cd - >/dev/null
+cd $W && tar czf $OUT/untuned_long_loops.tar.gz *.log *.txt *.json && cd - >/dev/null
 cat $W/summary.txt | cut -c1-220
