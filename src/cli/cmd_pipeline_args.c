@@ -54,7 +54,7 @@ struct num_opt {
 	size_t off;
 	double lo, hi; /* integers: exact up to 2^53, far beyond any range here */
 };
-#define P(m) offsetof(struct popts, m)
+#define P(m) offsetof(struct kj_pipeline_opts, m)
 static const struct num_opt num_opts[] = {
 	{"--batch", N_I64, P(ov.batch), 1, 2147483647.0},
 	{"--layers", N_INT, P(layers), 0, 64},
@@ -72,7 +72,7 @@ static const struct num_opt num_opts[] = {
 static const char *const word_opts[] = {"--only", "--precision", "--layout", "--conv-algo", "--bn-kernel",
 					"--out", "--from", "--region", "--idle-db", "--set", NULL};
 
-static int num_opt_set(const struct num_opt *n, const char *v, struct popts *o)
+static int num_opt_set(const struct num_opt *n, const char *v, struct kj_pipeline_opts *o)
 {
 	char *dst = (char *)o + n->off;
 	switch (n->kind) {
@@ -116,7 +116,7 @@ static int set_opt(const char *v, struct kj_pipeline_overrides *ov)
 }
 
 /* A word option (not a number): 0, or -1 after saying what is wrong with its value. */
-static int word_opt_set(const char *a, const char *v, struct popts *o)
+static int word_opt_set(const char *a, const char *v, struct kj_pipeline_opts *o)
 {
 	if (!strcmp(a, "--only")) {
 		o->only = v;
@@ -159,7 +159,7 @@ static int word_opt_set(const char *a, const char *v, struct popts *o)
 	return 0;
 }
 
-int kj_cli_pipeline_args(int argc, char **argv, struct popts *o)
+int kj_cli_pipeline_args(int argc, char **argv, struct kj_pipeline_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->out = "pipeline-out";
@@ -231,19 +231,19 @@ int kj_cli_pipeline_args(int argc, char **argv, struct popts *o)
 	return 0;
 }
 
-void kj_cli_pipeline_free(struct popts *o)
+void kj_cli_pipeline_free(struct kj_pipeline_opts *o)
 {
 	free(o->files);
 	o->files = NULL;
 }
 
 /* 1 when pipeline p is one the command runs or lists (every one, or --only's). */
-static int chosen(const struct popts *o, const struct kj_pipeline *p)
+static int chosen(const struct kj_pipeline_opts *o, const struct kj_pipeline *p)
 {
 	return !o->only || !strcmp(p->name, o->only);
 }
 
-int kj_cli_pipeline_inputs(const struct popts *o, struct kj_pipeline_set *sets, int *nsets)
+int kj_cli_pipeline_inputs(const struct kj_pipeline_opts *o, struct kj_pipeline_set *sets, int *nsets)
 {
 	char err[600];
 	int bad_files = 0, bad_pipelines = 0, hit = 0;

@@ -1,5 +1,5 @@
-/* kjoule-pipeline-worker's own kernels (worker_kernels.cu): C launchers returning cudaError_t
- * as int. Element types: KJW_F16, KJW_BF16, KJW_F32. */
+/* kjoule-pipeline-worker's own kernels (worker_kernels.cu, worker_attention.cu): C launchers
+ * returning cudaError_t as int. Element types: KJW_F16, KJW_BF16, KJW_F32. */
 #ifndef KJ_WORKER_KERNELS_H
 #define KJ_WORKER_KERNELS_H
 
