@@ -281,7 +281,7 @@ int cmd_run(int argc, char **argv)
 		if (WIFSIGNALED(status))
 			set_meta_int(db, "signal", WTERMSIG(status));
 		if (kj_run_interrupts)
-			set_meta_int(db, "kj_run_interrupts", kj_run_interrupts);
+			set_meta_int(db, "interrupts", kj_run_interrupts);
 		snprintf(opts, sizeof(opts), "{\"params_k\":%d,\"api\":%d,\"params_iteration\":%d,\"power\":%d,"
 			 "\"power_interval_ms\":%d,\"snapshot_mb\":%d,\"snapshot_graphs_only\":%d,\"copy_data_kb\":%d,"
 			 "\"watch_interval_ms\":%d}",
