@@ -47,9 +47,10 @@ ALLOWED = {
     # the pipeline worker shares the sweep worker's attention kernels (worker_sdpa.h)
     "pipeline/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "sweep/worker"],
     # the traced process's side: the spool format, and the injection library, which links only
-    # what the traced process may load (of src/common, kj_map.c alone; no SQLite, no kjcore)
+    # what the traced process may load (of src/common, kj_map.c and the --capture parser with
+    # kj_num.c; no SQLite, no kjcore)
     "trace": [],
-    "trace/inject": ["trace", "common:kj_map.h"],
+    "trace/inject": ["trace", "common:kj_map.h", "common:kj_capture_spec.h"],
 }
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')

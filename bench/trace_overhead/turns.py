@@ -51,6 +51,9 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
         # the defaults with CUPTI's buffers handed back every 500 ms instead of 200 ms
         "kjoule_default_flush500": lambda k: ["env", "KJOULE_FLUSH_MS=500"] + traced("df5")(k),
         "kjoule_api": traced("a", "--api"),
+        # --capture with a window that never opens in the run: the cost outside the window (each
+        # forward's range boundaries followed, no activity, no per-launch records)
+        "kjoule_capture_late": traced("cl", "--capture", "forward@1000000000:20"),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
         # the defaults less the watch for other processes on the GPU (issue 16)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kj_cli.h"
+#include "kj_capture_out.h"
 #include "kj_compare.h"
 #include "kj_db.h"
 #include "kj_error.h"
@@ -69,14 +70,25 @@ int cmd_compare(int argc, char **argv)
 		kj_db_close(db);
 		return 1;
 	}
+	struct kj_capture_stats cs; /* a --capture run: the whole run's iterations beside the captured */
+	if (kj_capture_stats_of(db, argv[optind], &cs) != 0)
+		cs.active = 0;
 	if (json) {
 		json_t *j = kj_compare_json(cmp);
+		json_t *cj = cs.active ? kj_capture_json(&cs) : NULL;
+		if (cj)
+			json_object_set(j, "capture", json_object_get(cj, "capture"));
+		json_decref(cj);
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 		fputc('\n', stdout);
 		json_decref(j);
 	} else {
 		printf("kjoule compare: %s\n", argv[optind]);
 		kj_compare_print(cmp, stdout);
+		if (cs.active) {
+			printf("\n");
+			kj_capture_print(&cs, stdout);
+		}
 	}
 	int rc = 0;
 	if (outdir) {

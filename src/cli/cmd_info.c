@@ -15,6 +15,7 @@
 #include "kj_error.h"
 #include "kj_param_check.h"
 #include "kj_shared.h"
+#include "kj_capture_out.h"
 
 static json_t *shared_json(sqlite3 *db);
 
@@ -633,12 +634,20 @@ int cmd_info(int argc, char **argv)
 		kj_errorf("%s", kj_strerror(KJ_ENOMEM));
 		goto out;
 	}
+	struct kj_capture_stats cs;
+	if (kj_capture_stats_of(db, argv[optind], &cs) == 0) {
+		json_t *cj = kj_capture_json(&cs); /* trace size, and a --capture run's iterations */
+		if (cj)
+			json_object_update(o, cj);
+		json_decref(cj);
+	}
 	if (as_json) {
 		if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)))
 			goto out;
 		putchar('\n');
 	} else {
 		print_text(o);
+		kj_capture_print(&cs, stdout);
 	}
 	rc = fflush(stdout) == 0 ? 0 : 1;
 out:

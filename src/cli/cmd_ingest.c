@@ -77,6 +77,10 @@ int cmd_ingest(int argc, char **argv)
 	if (!rc)
 		rc = kj_ingest_dir(db, dir, &io, &st);
 	if (!rc) {
+		struct kj_capture_summary cap; /* trace files of a --capture run: its window and marks */
+		rc = kj_ingest_capture_finish(db, NULL, &cap);
+	}
+	if (!rc) {
 		kj_db_meta_set(db, "ingested_from", dir);
 		kj_db_meta_set(db, "clock", "CLOCK_MONOTONIC");
 		rc = kj_db_exec(db, "COMMIT", "commit");

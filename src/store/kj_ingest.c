@@ -455,6 +455,14 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = kj_db_exec(in->db, sql, "process end");
 			}
 			break;
+		case KJ_REC_WINDOW:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_window))
+				rc = ing_put_window(in, r);
+			break;
+		case KJ_REC_ITER_MARK:
+			if (pass == 2 && h->size >= sizeof(struct kj_rec_iter_mark))
+				rc = ing_put_iter_mark(in, r);
+			break;
 		default:
 			break; /* unknown record types of newer injection libraries are skipped */
 		}
@@ -650,6 +658,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	if ((rc = walk_process(&in)) != 0 || (rc = ing_orphans_resolve(&in)) != 0 ||
 	    (rc = ing_put_uniques(&in)) != 0 ||
 	    (rc = walk(&in, 2, &stop)) != 0 || (rc = ing_put_ranges(&in)) != 0 ||
+	    (rc = ing_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)
 		goto out;

@@ -53,6 +53,27 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
 		  struct kj_ingest_stats *stats);
 
+/** What a --capture run captured, over all its processes (kj_ingest_capture_finish). */
+struct kj_capture_summary {
+	int active;              /* 0: not a --capture run (nothing below is set) */
+	char spec[300];          /* canonical --capture text ("step@100:20"); "" when not known */
+	char status[32];         /* captured, never_opened, unclosed_at_exit, start_without_stop */
+	int64_t instances;       /* instances of the capture range over the whole run */
+	int64_t captured;        /* of them, inside the window */
+	int64_t processes_opened;/* processes whose window opened */
+	int64_t window_start_ns, window_end_ns; /* earliest open, latest close; -1: none */
+};
+
+/**
+ * @brief After every spool file of a --capture run is in: windows never closed are marked
+ * unclosed_at_exit (start_without_stop for cuda-profiler-api), and meta gets capture_range,
+ * capture_status, capture_instances, capture_marks and the window's bounds; a problem row says
+ * when the window never opened or never closed.
+ * @param spec the --capture text, or NULL: meta.capture_range, if any
+ * @return 0 (out->active 0 when the run is not a --capture run), or KJ_EDB.
+ */
+int kj_ingest_capture_finish(sqlite3 *db, const char *spec, struct kj_capture_summary *out);
+
 /** @brief Format a 16-byte CUDA/NVML UUID as NVML does: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
 void kj_uuid_format(const unsigned char uuid[16], char out[41]);
 

@@ -160,6 +160,13 @@ int ing_classify(struct ingest *in);
 char *ing_layout_text(const uint32_t *layout, uint32_t n);
 int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_t ordinal, int iteration);
 int ing_put_uniques(struct ingest *in);
+/* kj_ingest_capture.c: --capture runs */
+/** A window opened (row of capture_window) or closed (its end, last instance and status). */
+int ing_put_window(struct ingest *in, const struct kj_rec_window *r);
+/** One instance of the capture range as an iteration_mark row. */
+int ing_put_iter_mark(struct ingest *in, const struct kj_rec_iter_mark *r);
+/** After the markers are paired: every captured instance is an nvtx_range row. */
+int ing_capture_ranges(struct ingest *in);
 /* kj_ingest_orphans.c: graph records CUPTI gives no correlation (conditional nodes' bodies) */
 /** Pass 1: count a graph record (node != 0) that has no correlation. */
 void ing_orphan_note(struct ingest *in, uint64_t node, uint32_t corr);

@@ -131,3 +131,12 @@ const char kj_schema_watch_sql[] =
     " name TEXT, used_memory_bytes INTEGER, sm_util_pct INTEGER, traced INTEGER);\n"
     "CREATE TABLE IF NOT EXISTS foreign_activity(id INTEGER PRIMARY KEY, device_id INTEGER,"
     " pid INTEGER, name TEXT, start_ns INTEGER, end_ns INTEGER, source TEXT);\n";
+
+/* The tables of a run traced with --capture (docs/schema.md): every instance of the capture range
+ * over the whole run, and each process's recording window. Created only by such runs, so a reader
+ * takes their absence as "the whole program was traced". */
+const char kj_schema_capture_sql[] =
+    "CREATE TABLE IF NOT EXISTS iteration_mark(pid INTEGER, name TEXT, instance INTEGER,"
+    " start_ns INTEGER, end_ns INTEGER, captured INTEGER, PRIMARY KEY(pid, name, instance));\n"
+    "CREATE TABLE IF NOT EXISTS capture_window(pid INTEGER PRIMARY KEY, start_ns INTEGER,"
+    " end_ns INTEGER, first_instance INTEGER, last_instance INTEGER, status TEXT);\n";

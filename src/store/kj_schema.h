@@ -16,5 +16,7 @@
 extern const char kj_schema_sql[];
 /** @brief SQL that adds the tables of the watch for other processes (kjoule run); idempotent. */
 extern const char kj_schema_watch_sql[];
+/** @brief SQL that adds the tables of a --capture run (iteration_mark, capture_window); idempotent. */
+extern const char kj_schema_capture_sql[];
 
 #endif

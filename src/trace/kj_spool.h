@@ -40,6 +40,8 @@ enum kj_rec_type {
 	KJ_REC_GRAPH_MEMSET,  /* a memset node's destination, value and size, read at instantiation */
 	KJ_REC_COPY_ARGS,     /* a copy call's device addresses, and a host-to-device copy's bytes */
 	KJ_REC_COND_HANDLE,   /* a graph conditional handle the program made (cuGraphConditionalHandleCreate) */
+	KJ_REC_WINDOW,        /* --capture: the recording window opened or closed */
+	KJ_REC_ITER_MARK,     /* --capture: one instance of the capture range, inside the window or not */
 };
 
 struct kj_rec_hdr {
@@ -309,6 +311,33 @@ struct kj_rec_cond_handle {
 	struct kj_rec_hdr h;
 	uint64_t handle;
 	uint32_t graph_id, default_value; /* CUPTI's id of the graph it was made for; its launch value */
+};
+
+/* kj_rec_window.event */
+enum kj_window_event {
+	KJ_WINDOW_OPEN = 1,      /* activity recording on: the first captured instance started */
+	KJ_WINDOW_CLOSE = 2,     /* off again: the last captured instance ended (or cudaProfilerStop) */
+	KJ_WINDOW_AT_EXIT = 3,   /* the process ended with the window still open: closed here */
+};
+
+/* --capture (KJOULE_CAPTURE): activity and per-launch records are kept only inside the window;
+ * this record says when it opened and closed. `instance` is the capture range's instance (from 0)
+ * that opened or closed it. */
+struct kj_rec_window {
+	struct kj_rec_hdr h;
+	int64_t t_ns;
+	uint32_t event, instance;
+	uint32_t tid, pad;
+};
+
+/* --capture: one instance of the capture range (the NVTX range, or a cudaProfilerStart..Stop
+ * window), written when it ends, or at exit with end_ns 0 while it was still open. All instances
+ * are written, inside the window or outside it: the whole run's iterations. */
+struct kj_rec_iter_mark {
+	struct kj_rec_hdr h;
+	int64_t start_ns, end_ns;
+	uint32_t instance, tid;
+	uint32_t name_id, captured; /* captured: 1 when the window was open for the whole instance */
 };
 
 struct kj_rec_dropped {

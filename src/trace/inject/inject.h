@@ -60,20 +60,65 @@ void kj_spool_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 int64_t kj_now_ns(void);
 
 /* ---- activity buffers (inject_activity.c) ---- */
-/** Enable the activity kinds and start the thread that asks CUPTI for its buffers every
- * KJOULE_FLUSH_MS (200 ms by default). */
-int kj_activity_start(void);
+/** Enable the activity kinds (with capture set, only those kept outside the window) and start
+ * the thread that asks CUPTI for its buffers every KJOULE_FLUSH_MS (200 ms by default). */
+int kj_activity_start(int capture);
 /** The final flush (at exit): every buffer, incomplete records included; the thread stops. */
 void kj_activity_flush(void);
 /** Cost studies only: stop (1) or resume (0) every activity kind kj_activity_start enabled. */
 void kj_activity_pause(int paused);
 
+/** --capture: enable (1) or disable (0) the window's activity kinds (all but allocations, which
+ *  every later launch's pointers are classified by). */
+void kj_activity_window(int open);
+/** Ask the flush thread to hand CUPTI's completed buffers over now (not on this thread). */
+void kj_activity_flush_soon(void);
+
 /* ---- callbacks (inject_callbacks.c) ---- */
 int kj_callbacks_start(void);
-/** 1 when (runtime ? runtime : driver) callback id is a query function --api leaves out. */
-int kj_api_is_query(int runtime, uint32_t id);
+/** --capture: the API-record callbacks (--api) on while the window is open, off outside it. */
+void kj_callbacks_window(int open);
 /** Correlation id of the last driver call the injection itself made on this thread. */
 uint32_t kj_last_own_correlation(void);
+/** Inside a launch call: the launch made graph node nid (a capturing stream). */
+void kj_launch_node_created(uint64_t nid);
+
+/* ---- API records, --api (inject_api.c) ---- */
+#include <cupti.h>
+/** 1 when (runtime ? runtime : driver) callback id is a query function --api leaves out. */
+int kj_api_is_query(int runtime, uint32_t id);
+/** At an API call's entry, note the time; at its exit, write a KJ_REC_API record. */
+void kj_api_record(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb);
+
+/* ---- other driver and resource callbacks (inject_resource.c) ---- */
+/** VMM mappings (cuMemMap/cuMemUnmap) as allocations. */
+void kj_handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *cb);
+/** Event records and stream waits (KJ_REC_SEQOP). */
+void kj_handle_event(CUpti_CallbackId id, const CUpti_CallbackData *cb);
+/** cuMemsetD* destinations (KJ_REC_MEMSET_DST). */
+void kj_handle_memset(CUpti_CallbackId id, const CUpti_CallbackData *cb);
+/** Resource callbacks: devices, module loads and unloads, graph nodes created and cloned. */
+void kj_handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd);
+
+/* ---- --capture: the recording window (inject_capture.c) ---- */
+/** 1 while records are kept: always without --capture, inside the window with it. Read on every
+ *  callback: one relaxed load. */
+extern int kj_recording;
+static inline int kj_recording_now(void)
+{
+	return __atomic_load_n(&kj_recording, __ATOMIC_RELAXED);
+}
+/** Read KJOULE_CAPTURE (before the activity kinds and callbacks start): a bad value is a problem
+ *  of the run and everything is traced. @return 1 when a capture range is set. */
+int kj_capture_init(void);
+/** Enable the callbacks the capture range needs (NVTX ranges, or cu/cudaProfilerStart/Stop). */
+void kj_capture_subscribe(CUpti_SubscriberHandle sub);
+/** An NVTX callback: instances of the range counted, the window opened and closed. */
+void kj_capture_nvtx(CUpti_CallbackId id, const void *data);
+/** A cu/cudaProfilerStart or Stop call (cuda-profiler-api): @return 1 when it was one. */
+int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb);
+/** At exit: instances still open written with end 0; an open window closed (KJ_WINDOW_AT_EXIT). */
+void kj_capture_at_exit(void);
 
 #include <cuda.h>
 /** One kernel launch as the driver was asked for it: by a launch call, or as a graph's kernel node. */
@@ -87,6 +132,10 @@ struct kj_launch {
 	void **params;
 	void **extra;
 };
+/** The launch callback: the launch's geometry and parameters, recorded by kj_launch_record. */
+void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb);
+/** Correlation of the last launch recorded on this thread (not a graph node's). */
+uint32_t kj_launch_correlation(void);
 /** Record a launch: its group (function + geometry) the first time, then a launch record with the
  *  parameter words that differ from the group's. Runs on the program's thread: lookups and a
  *  buffered append only. */

@@ -26,6 +26,10 @@ static int flush_ms(void)
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t flusher;
 static int flush_stopped;
+/* kj_activity_flush_soon wakes the flush thread before its period is up */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static int wake_now;
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -180,15 +184,18 @@ static uint64_t CUPTIAPI monotonic_timestamp(void)
 }
 
 /* The activity kinds a trace records, kernels first (without them there is no trace). */
+/* `always`: on outside a --capture window too (allocations: every launch inside the window is
+ * classified against the allocations made before it, the model's weights among them). */
 static const struct {
 	CUpti_ActivityKind kind;
 	const char *what;
+	int always;
 } kinds[] = {
-	{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels"},
-	{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
-	{CUPTI_ACTIVITY_KIND_MEMSET, "memset"},
-	{CUPTI_ACTIVITY_KIND_MEMORY2, "allocations"},
-	{CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges"},
+	{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels", 0},
+	{CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", 0},
+	{CUPTI_ACTIVITY_KIND_MEMSET, "memset", 0},
+	{CUPTI_ACTIVITY_KIND_MEMORY2, "allocations", 1},
+	{CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges", 0},
 };
 
 static int enable(CUpti_ActivityKind kind, const char *what)
@@ -203,13 +210,38 @@ static int enable(CUpti_ActivityKind kind, const char *what)
 	return 0;
 }
 
+/* Sleep one flush period, or less when kj_activity_flush_soon asks. */
+static void flush_wait(int ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&wake_lock);
+	while (!wake_now && pthread_cond_timedwait(&wake, &wake_lock, &until) == 0)
+		;
+	wake_now = 0;
+	pthread_mutex_unlock(&wake_lock);
+}
+
+void kj_activity_flush_soon(void)
+{
+	pthread_mutex_lock(&wake_lock);
+	wake_now = 1;
+	pthread_cond_signal(&wake);
+	pthread_mutex_unlock(&wake_lock);
+}
+
 static void *flush_loop(void *arg)
 {
 	int ms = flush_ms();
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	(void)arg;
 	for (;;) {
-		nanosleep(&ts, NULL);
+		flush_wait(ms);
 		pthread_mutex_lock(&flush_lock);
 		if (flush_stopped) {
 			pthread_mutex_unlock(&flush_lock);
@@ -266,7 +298,7 @@ static int apply_study(void)
 	return s.cupti_clock;
 }
 
-int kj_activity_start(void)
+int kj_activity_start(int capture)
 {
 	CUptiResult r;
 	int cupti_clock = apply_study(); /* CUPTI's own clock: clock_sync maps it */
@@ -280,9 +312,12 @@ int kj_activity_start(void)
 				 msg ? msg : "?");
 		return -1;
 	}
-	for (size_t i = 0; i < n_kinds; i++)
+	for (size_t i = 0; i < n_kinds; i++) {
+		if (capture && !kinds[i].always)
+			continue; /* --capture: on when the window opens (kj_activity_window) */
 		if (enable(kinds[i].kind, kinds[i].what) != 0 && i == 0)
 			return -1; /* without kernels there is no trace */
+	}
 	/* cuptiActivityFlushPeriod alone hands back only full buffers (CUPTI's documentation): a
 	 * program killed before 8 MiB of records lost them all. A default flush (flag 0) hands back
 	 * every buffer whose records are complete, full or not; CUPTI allows it from a thread of
@@ -302,6 +337,18 @@ void kj_activity_pause(int paused)
 			cuptiActivityDisable(kinds[i].kind);
 		else
 			cuptiActivityEnable(kinds[i].kind);
+}
+
+void kj_activity_window(int open)
+{
+	for (size_t i = 0; i < n_kinds; i++) {
+		if (kinds[i].always)
+			continue;
+		if (open)
+			enable(kinds[i].kind, kinds[i].what);
+		else
+			cuptiActivityDisable(kinds[i].kind);
+	}
 }
 
 /* The last flush: stops the flush thread's calls, then hands back every buffer, incomplete

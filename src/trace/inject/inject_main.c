@@ -72,6 +72,7 @@ static void at_exit(void)
 {
 	if (!started)
 		return;
+	kj_capture_at_exit();
 	kj_activity_flush();
 	put_clock();
 	kj_spool_close(1);
@@ -87,6 +88,7 @@ static void in_forked_child(void)
 
 static void start(void)
 {
+	int capture;
 	const char *dir = getenv("KJOULE_SPOOL");
 	if (!dir || !*dir) {
 		fprintf(stderr, "kjoule: injection library loaded without KJOULE_SPOOL: not tracing "
@@ -112,7 +114,8 @@ static void start(void)
 	started = 1;
 	put_process();
 	put_clock();
-	if (kj_activity_start() != 0)
+	capture = kj_capture_init();
+	if (kj_activity_start(capture) != 0)
 		kj_spool_problem("GPU activity is not recorded in process %ld", (long)getpid());
 	kj_callbacks_start();
 	atexit(at_exit);

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The cost of `kjoule run --capture` outside its window, on whole programs: untraced, traced with
+a capture window that opens late (or never: FIRST past the program's last instance), and fully
+traced, run one after another in a new order each round, as many rounds as fit in --seconds.
+Each round's ratio of a traced run's wall time to the untraced run's of the same round is a
+paired measurement (the host's speed phases hit a round's runs alike); the estimate is the median
+over rounds, with the quartiles. The turns method (turns.py) pairs finer, inside live processes;
+this one takes programs that cannot take turns (JAX, a compiled decode loop), start-up included.
+Writes a JSON result (bench/results style): device, date, commands, every run's wall time."""
+import argparse
+import datetime
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    if len(xs) < 4:
+        return [min(xs), max(xs)] if xs else [None, None]
+    q = statistics.quantiles(xs, n=4)
+    return [q[0], q[2]]
+
+
+def run_once(cmd, timeout):
+    t = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    return time.perf_counter() - t, p.returncode
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kjoule", required=True)
+    ap.add_argument("--capture", required=True, help="the late window, e.g. step@1000000:20")
+    ap.add_argument("--name", required=True, help="the workload's name in the result")
+    ap.add_argument("--seconds", type=float, default=90)
+    ap.add_argument("--max-rounds", type=int, default=50)
+    ap.add_argument("--timeout", type=float, default=120, help="one run's limit")
+    ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+    a = ap.parse_args()
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    if not cmd:
+        ap.error("no program given after --")
+    db = lambda tag: [a.kjoule, "run", "--force", "-o", f"{a.tmp}/capture_pairs_{tag}.kjdb"]
+    contestants = {
+        "plain": cmd,
+        "capture_late": db("late") + ["--capture", a.capture, "--"] + cmd,
+        "full_trace": db("full") + ["--"] + cmd,
+    }
+    walls = {k: [] for k in contestants}
+    failed = {k: 0 for k in contestants}
+    t_end = time.perf_counter() + a.seconds
+    rounds = 0
+    while rounds < a.max_rounds and time.perf_counter() < t_end:
+        order = list(contestants)
+        random.shuffle(order)
+        row = {}
+        for k in order:
+            try:
+                w, rc = run_once(contestants[k], a.timeout)
+            except subprocess.TimeoutExpired:
+                w, rc = None, -1
+            if rc != 0:
+                failed[k] += 1
+            row[k] = w if rc == 0 else None
+        for k in contestants:
+            walls[k].append(row[k])
+        rounds += 1
+    ratios = {}
+    for k in ("capture_late", "full_trace"):
+        r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
+        ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
+    if ratios["capture_late"]["median"] and ratios["full_trace"]["median"]:
+        r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
+        ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
+    try:
+        dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError:
+        dev = None
+    res = {"workload": a.name, "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+           "method": "whole runs alternating in a new order each round; ratio per round to the untraced run",
+           "commands": contestants, "rounds": rounds, "failed_runs": failed, "wall_s": walls, "ratio_to_plain": ratios}
+    with open(a.output, "w") as f:
+        json.dump(res, f, indent=1)
+    show = lambda k: ratios.get(k, {}).get("median")
+    print(f"{a.name}: rounds {rounds}, capture_late/plain {show('capture_late')}, full/plain {show('full_trace')}, "
+          f"failed {failed}")
+    return 0 if rounds and all(v < rounds for v in failed.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# On the GPU machine: kjoule run --capture (docs/tracing.md, capture ranges). 1. the GPU test
+# (tests/gpu/capture/run_capture_test.sh: a CUDA program of NVTX steps under step@5:3 and
+# cuda-profiler-api, then examples/gpt_train.py small under step@5:3); 2. what tracing costs outside
+# the window: the turns method (bench/trace_overhead/turns.py, GPT-2-medium shape eager: plain,
+# defaults, a capture window that never opens), and whole runs alternating
+# (bench/trace_overhead/capture_pairs.py) for examples/jax_step.py and the compiled decode loop
+# (examples/hf_decode.py --cache static); 3. a 10,000-step run with --capture step@5000:20 against
+# the full trace: database sizes and bytes per launch. Writes $OUT/capture_overhead.json and prints
+# a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
+# usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
+set -u
+OUT=${OUT:-/tmp/kjout}
+mkdir -p "$OUT"
+kj=$KJ_BUILD/kjoule
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+target=$KJ_BUILD/tests/gpu/capture/capture_target
+if [ ! -x "$target" ]; then # a build without the GPU tests: compile the program here
+	target=$tmp/capture_target
+	timeout 120 nvcc -O2 -arch=sm_90 -o "$target" tests/gpu/capture/capture_target.cu -lcudart -ldl \
+		>"$tmp/nvcc.log" 2>&1 || { echo "capture.sh: nvcc failed"; cat "$tmp/nvcc.log"; }
+fi
+
+echo "== 1. GPU test"
+timeout 170 bash tests/gpu/capture/run_capture_test.sh "$kj" "$target" \
+	python3 examples/gpt_train.py --layers 4 --hidden 512 --heads 8 --seq 256 --batch 4 --steps 10 --warmup 0 \
+	>"$OUT/capture_test.log" 2>&1
+test_rc=$?
+grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
+
+echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open)"
+timeout 130 python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
+	--configs kjoule_default kjoule_capture_late --seconds 100 --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+	>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
+tail -4 "$tmp/turns.log" | sed 's/^/  /'
+
+echo "== 2b. whole runs alternating: JAX step, compiled decode loop"
+timeout 100 python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
+	--seconds 80 --timeout 60 --tmp "$tmp" -o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 30 \
+	>"$tmp/pairs_jax.log" 2>&1 || echo "  jax pairs: failed or cut short (rc $?)"
+tail -1 "$tmp/pairs_jax.log" | sed 's/^/  /'
+timeout 110 python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled --capture request@1000000:20 \
+	--seconds 90 --timeout 80 --tmp "$tmp" -o "$OUT/capture_pairs_decode.json" -- \
+	python3 examples/hf_decode.py --requests 4 --warmup 1 \
+	>"$tmp/pairs_decode.log" 2>&1 || echo "  decode pairs: failed or cut short (rc $?)"
+tail -1 "$tmp/pairs_decode.log" | sed 's/^/  /'
+
+echo "== 3. 10,000 steps: --capture step@5000:20 against the full trace"
+for mode in capture full; do
+	opt=; [ "$mode" = capture ] && opt="--capture step@5000:20"
+	t0=$(date +%s.%N)
+	timeout 60 "$kj" run --force $opt -o "$tmp/steps_$mode.kjdb" -- "$target" --steps 10000 --launches 4 \
+		>"$tmp/steps_$mode.out" 2>"$tmp/steps_$mode.err"
+	echo "$mode rc $? wall $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >>"$OUT/capture_steps10k.log"
+	"$kj" info "$tmp/steps_$mode.kjdb" >>"$OUT/capture_steps10k.log" 2>&1
+	cat "$tmp/steps_$mode.err" >>"$OUT/capture_steps10k.log"
+done
+
+python3 - "$OUT" "$tmp" "$test_rc" <<'PY'
+import json, os, sqlite3, sys
+out, tmp, test_rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception as e:
+        return {"error": str(e)}
+res = {"what": "kjoule run --capture: cost outside the window and trace size (scripts/gpu/capture.sh)",
+       "gpu_test_rc": test_rc, "steps10k": {}}
+t = load("capture_turns_gpt2m.json")
+summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
+res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
+for k in ("jax", "decode"):
+    p = load(f"capture_pairs_{k}.json")
+    res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "rounds", "failed_runs", "ratio_to_plain", "error")}
+for mode in ("capture", "full"):
+    db = os.path.join(tmp, f"steps_{mode}.kjdb")
+    try:
+        c = sqlite3.connect(db)
+        kernels = c.execute("SELECT count(*) FROM kernel").fetchone()[0]
+        meta = dict(c.execute("SELECT key, value FROM meta WHERE key LIKE 'capture_%'").fetchall())
+        marks = c.execute("SELECT count(*) FROM iteration_mark").fetchone()[0] if mode == "capture" else None
+        size = os.path.getsize(db)
+        res["steps10k"][mode] = {"db_bytes": size, "kernels": kernels, "bytes_per_launch": size / kernels if kernels else None,
+                                 "iteration_marks": marks, "meta": meta}
+    except Exception as e:
+        res["steps10k"][mode] = {"error": str(e)}
+json.dump(res, open(os.path.join(out, "capture_overhead.json"), "w"), indent=1)
+print("\n== capture: summary")
+print(f"{'measure':44s} value")
+print(f"{'GPU test exit code':44s} {test_rc}")
+def ratio(d, k):
+    v = (d.get("ratio_to_plain") or {}).get(k, {}) if isinstance(d, dict) else {}
+    return v.get("median") if isinstance(v, dict) else None
+for k in ("jax", "decode"):
+    d = res[f"pairs_{k}"]
+    print(f"{k + ': capture (window never open) / plain':44s} {ratio(d, 'capture_late')}  rounds {d.get('rounds')}")
+    print(f"{k + ': full trace / plain':44s} {ratio(d, 'full_trace')}")
+print(f"{'gpt2m turns summary':44s} {json.dumps(summ)[:200]}")
+for mode in ("capture", "full"):
+    s = res["steps10k"].get(mode, {})
+    print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "
+          f"{s.get('bytes_per_launch')}")
+PY

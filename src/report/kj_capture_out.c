@@ -1,0 +1,88 @@
+/* --capture runs in words and JSON (kj_capture_out.h). Nothing not measured is printed as a
+ * number: it is named, with why. */
+#include "kj_capture_out.h"
+
+#include <math.h>
+#include <string.h>
+
+/* One set of iterations on one line: count, mean wall time, mean energy (or why not). */
+static void print_set(FILE *f, const char *label, const struct kj_iter_set *s, const char *why)
+{
+	fprintf(f, "  %-22s %lld", label, (long long)s->instances);
+	if (!s->instances) {
+		fputs("\n", f);
+		return;
+	}
+	fprintf(f, ", %.3f ms wall each", s->wall_ms);
+	if (s->measured)
+		fprintf(f, ", %.4g J each (+/- %.2g J; %lld measured)", s->energy_j, s->uncertainty_j,
+			(long long)s->measured);
+	else
+		fprintf(f, ", energy not measured: %s", why ? why : "no power samples cover them");
+	fputs("\n", f);
+}
+
+void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
+{
+	if (s->db_bytes >= 0 && s->launches > 0)
+		fprintf(f, "trace size: %.1f MB, %.0f bytes per kernel launch (%lld launches)\n",
+			(double)s->db_bytes / 1e6, s->bytes_per_launch, (long long)s->launches);
+	else
+		fprintf(f, "trace size: %s\n", s->db_bytes < 0 ? "unknown (the file cannot be read)"
+								: "no kernel launches recorded: bytes per launch not defined");
+	if (!s->active)
+		return;
+	fprintf(f, "capture: %s, %s", s->spec[0] ? s->spec : "(range not recorded)", s->status);
+	if (s->window_start_ns >= 0 && s->window_end_ns >= s->window_start_ns)
+		fprintf(f, ", window %.3f s", (double)(s->window_end_ns - s->window_start_ns) / 1e9);
+	if (!strcmp(s->status, "never_opened"))
+		fputs(": nothing was captured (no kernels are recorded; this is not an empty program)", f);
+	fputs("\n", f);
+	print_set(f, "whole run, iterations", &s->all, s->energy_why);
+	print_set(f, "captured iterations", &s->captured, s->energy_why);
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *set_json(const struct kj_iter_set *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "instances", json_integer(s->instances));
+	json_object_set_new(o, "wall_ms_mean", num_or_null(s->wall_ms));
+	json_object_set_new(o, "energy_instances", json_integer(s->measured));
+	json_object_set_new(o, "energy_j_mean", num_or_null(s->energy_j));
+	json_object_set_new(o, "energy_unc_j_mean", num_or_null(s->uncertainty_j));
+	return o;
+}
+
+json_t *kj_capture_json(const struct kj_capture_stats *s)
+{
+	json_t *o = json_object(), *t = json_object();
+	if (!o || !t) {
+		json_decref(o);
+		json_decref(t);
+		return NULL;
+	}
+	json_object_set_new(t, "db_bytes", s->db_bytes >= 0 ? json_integer(s->db_bytes) : json_null());
+	json_object_set_new(t, "kernel_launches", json_integer(s->launches));
+	json_object_set_new(t, "bytes_per_launch", num_or_null(s->bytes_per_launch));
+	if (!isfinite(s->bytes_per_launch))
+		json_object_set_new(t, "why", json_string(s->db_bytes < 0 ? "file size unknown" : "no kernel launches"));
+	json_object_set_new(o, "trace_size", t);
+	if (!s->active)
+		return o;
+	json_t *c = json_object();
+	json_object_set_new(c, "range", s->spec[0] ? json_string(s->spec) : json_null());
+	json_object_set_new(c, "status", json_string(s->status));
+	json_object_set_new(c, "window_start_ns", s->window_start_ns >= 0 ? json_integer(s->window_start_ns) : json_null());
+	json_object_set_new(c, "window_end_ns", s->window_end_ns >= 0 ? json_integer(s->window_end_ns) : json_null());
+	json_object_set_new(c, "whole_run", set_json(&s->all));
+	json_object_set_new(c, "captured", set_json(&s->captured));
+	if (s->energy_why)
+		json_object_set_new(c, "energy_why", json_string(s->energy_why));
+	json_object_set_new(o, "capture", c);
+	return o;
+}

@@ -1,0 +1,17 @@
+/* A --capture run in words and JSON (kjoule info, compare): the captured iterations beside the
+ * whole run's, and every run's trace size per launch. */
+#ifndef KJ_CAPTURE_OUT_H
+#define KJ_CAPTURE_OUT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "kj_capture_stats.h"
+
+/** @brief The trace size line (every run) and, for a --capture run, its capture block. */
+void kj_capture_print(const struct kj_capture_stats *s, FILE *f);
+/** @brief The same as JSON: {"trace_size": {...}, "capture": {...} (capture runs only)}; values
+ *  not measured are null with a "why". Returns a new reference, NULL when out of memory. */
+json_t *kj_capture_json(const struct kj_capture_stats *s);
+
+#endif

@@ -1,0 +1,364 @@
+#define _GNU_SOURCE
+/* Launches: each function's facts (name, parameter layout), launch groups (function + geometry)
+ * and each launch's parameter words that differ from its group's first launch. Runs on the
+ * program's own threads: a few hash lookups and a buffered append, nothing more. */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "kj_map.h"
+#include "inject_fncache.h"
+#include "inject_cost_self.h"
+#include "inject_param_diff.h"
+
+/* ---- per-handle function facts (inject_fncache.c caches them) ---- */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static struct fninfo *query_fn(uintptr_t handle)
+{
+	struct fninfo *fi = calloc(1, sizeof(*fi));
+	const char *name = NULL;
+	size_t off, sz;
+	uint32_t cap = 0;
+	if (!fi)
+		return NULL;
+	fi->handle = handle;
+	/* Runtime launches under CUDA 13 usually pass a CUkernel where a CUfunction is expected:
+	 * the CUfunction queries refuse it (invalid handle) and the CUkernel ones answer. */
+	if (cuFuncGetParamInfo((CUfunction)handle, 0, &off, &sz) != CUDA_ERROR_INVALID_HANDLE &&
+	    cuFuncGetName(&name, (CUfunction)handle) == CUDA_SUCCESS)
+		fi->kind = 1;
+	else if (cuKernelGetName(&name, (CUkernel)handle) == CUDA_SUCCESS)
+		fi->kind = 2;
+	fi->name_id = kj_spool_string(name ? name : "?");
+	fi->name_hash = kj_hash_str(name);
+	for (uint32_t i = 0; fi->kind; i++) {
+		CUresult r = fi->kind == 1 ? cuFuncGetParamInfo((CUfunction)handle, i, &off, &sz)
+					   : cuKernelGetParamInfo((CUkernel)handle, i, &off, &sz);
+		if (r != CUDA_SUCCESS)
+			break;
+		if (fi->nparams == cap) {
+			cap = cap ? cap * 2 : 8;
+			uint32_t *l = realloc(fi->layout, cap * 2 * sizeof(uint32_t));
+			if (!l)
+				break;
+			fi->layout = l;
+		}
+		fi->layout[2 * fi->nparams] = (uint32_t)off;
+		fi->layout[2 * fi->nparams + 1] = (uint32_t)sz;
+		fi->nparams++;
+		if (off + sz > fi->total)
+			fi->total = (uint32_t)(off + sz);
+	}
+	int regs = -1;
+	uint64_t content = 0;
+	if (fi->kind == 1) {
+		cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)handle);
+		kj_module_of_function((CUfunction)handle, &fi->module_id, &content);
+	}
+	fi->sig_hash = mix(fi->name_hash, ((uint64_t)fi->nparams << 32) | (uint32_t)regs);
+	for (uint32_t i = 0; i < 2 * fi->nparams; i++)
+		fi->sig_hash = mix(fi->sig_hash, fi->layout[i]);
+	if (content) /* the same name from another image is another function (autotuning candidates) */
+		fi->sig_hash = mix(fi->sig_hash, content);
+	return fi;
+}
+
+static struct fninfo *lookup_fn(uintptr_t handle)
+{
+	return kj_fncache_lookup(handle, query_fn);
+}
+
+/* ---- launch groups: one function with one geometry, and its first parameter block ---- */
+struct group {
+	uint64_t id;
+	uint32_t blob_len;
+	unsigned char *ref; /* reference parameter block (NULL without capture) */
+};
+
+static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kj_map *groups; /* group id -> struct group * */
+
+#define TL_CACHE 256 /* per-thread direct-mapped cache in front of the shared map */
+static __thread struct group *tl_group[TL_CACHE];
+
+/* The group of id, created (with ref as its reference block) when new: *created tells which. */
+static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t len, int *created)
+{
+	struct group *g = tl_group[id & (TL_CACHE - 1)];
+	uint64_t v;
+	*created = 0;
+	if (g && g->id == id)
+		return g;
+	g = NULL;
+	pthread_mutex_lock(&group_lock);
+	if (!groups && !(groups = kj_map_new()))
+		goto out;
+	if (kj_map_get(groups, id, &v)) {
+		g = (struct group *)(uintptr_t)v;
+		goto out;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		goto out;
+	g->id = id;
+	if (ref && len) {
+		g->ref = malloc(len);
+		if (g->ref) {
+			memcpy(g->ref, ref, len);
+			g->blob_len = len;
+		}
+	}
+	if (kj_map_put(groups, id, (uint64_t)(uintptr_t)g)) {
+		free(g->ref);
+		free(g);
+		g = NULL;
+		goto out;
+	}
+	*created = 1;
+out:
+	pthread_mutex_unlock(&group_lock);
+	if (g)
+		tl_group[id & (TL_CACHE - 1)] = g;
+	return g;
+}
+
+/* ---- launches ---- */
+
+static __thread uint32_t tl_corr;
+static __thread uint32_t tl_tid;
+
+uint32_t kj_thread_id(void)
+{
+	if (!tl_tid)
+		tl_tid = (uint32_t)gettid();
+	return tl_tid;
+}
+
+/* Copy the parameter block into blob (fi->total bytes). 0 ok, -1 unknown layout. */
+static int gather_params(const struct fninfo *fi, const struct kj_launch *l, unsigned char *blob)
+{
+	if (l->params) {
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			if (l->params[i])
+				memcpy(blob + fi->layout[2 * i], l->params[i], fi->layout[2 * i + 1]);
+		return 0;
+	}
+	if (l->extra) {
+		void *buf = NULL;
+		size_t size = 0;
+		for (void **e = l->extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+			if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = e[1];
+			else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = *(size_t *)e[1];
+		}
+		if (buf && size >= fi->total) {
+			memcpy(blob, buf, fi->total);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
+{
+	uint64_t h = fi->sig_hash;
+	for (int i = 0; i < 3; i++) {
+		h = mix(h, l->grid[i]);
+		h = mix(h, l->block[i]);
+		h = mix(h, l->cluster[i]);
+	}
+	h = mix(h, l->shmem);
+	return l->cooperative ? mix(h, KJ_GROUP_COOPERATIVE) : h;
+}
+
+static void put_group(const struct fninfo *fi, const struct kj_launch *l, const struct group *g,
+		      uint32_t correlation, CUcontext ctx, int64_t t)
+{
+	size_t head = sizeof(struct kj_rec_group) + fi->nparams * 2 * sizeof(uint32_t);
+	struct kj_rec_group *r = calloc(1, head);
+	uint32_t sid = 0;
+	if (!r)
+		return;
+	r->h.type = KJ_REC_GROUP;
+	r->group = g->id;
+	r->launch_ns = t;
+	r->correlation = correlation;
+	r->name_id = fi->name_id;
+	memcpy(r->grid, l->grid, sizeof(r->grid));
+	memcpy(r->block, l->block, sizeof(r->block));
+	memcpy(r->cluster, l->cluster, sizeof(r->cluster));
+	r->shmem_dynamic = l->shmem;
+	if (cuptiGetStreamIdEx(ctx, l->stream, (uint8_t)l->ptsz, &sid) == CUPTI_SUCCESS)
+		r->stream = sid;
+	r->handle_kind = fi->kind;
+	r->module_id = fi->module_id;
+	r->flags = l->cooperative ? KJ_GROUP_COOPERATIVE : 0;
+	r->nparams = fi->nparams;
+	r->blob_len = g->blob_len;
+	memcpy(r + 1, fi->layout, fi->nparams * 2 * sizeof(uint32_t));
+	kj_spool_write2(r, head, g->ref, g->blob_len);
+	free(r);
+}
+
+/* --snapshot: a graph kernel node's parameter words, for the buffers saved before the graph's
+ * first launch (inject_snapshot.c). Read from the node at instantiation, never in the launch path. */
+void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
+{
+	struct fninfo *fi = lookup_fn(f);
+	struct kj_launch l;
+	unsigned char stackblob[4096], *blob;
+	if (!fi || !fi->total)
+		return;
+	blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
+	if (!blob)
+		return;
+	memset(&l, 0, sizeof(l));
+	memset(blob, 0, fi->total);
+	l.f = f;
+	l.params = params;
+	l.extra = extra;
+	l.graph_node = 1;
+	if (gather_params(fi, &l, blob) == 0)
+		kj_snapshot_graph_words(blob, fi->total);
+	if (blob != stackblob)
+		free(blob);
+}
+
+/* Every launch: a group record the first time its function and geometry are seen, then a launch
+ * record with the parameter words that differ from the group's first launch. The unique-kernel
+ * split (which words are sizes, which are pointers or junk) is decided later, at ingest. */
+void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
+{
+	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
+	struct fninfo *fi = lookup_fn(l->f);
+	unsigned char stackblob[4096];
+	unsigned char *blob = NULL;
+	struct kj_word_diff stackdiff[64], *diffs = stackdiff;
+	struct kj_rec_launch rec;
+	struct group *g;
+	int created;
+	uint32_t ndiff = 0;
+
+	if (!fi)
+		return;
+	t = kj_self_add(KJ_SELF_LOOKUP, t);
+	if (kj_cfg.params_k > 0 && fi->total && fi->total <= KJ_PARAM_MAX_BYTES) {
+		blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
+		if (blob) {
+			memset(blob, 0, fi->total);
+			if (gather_params(fi, l, blob) != 0) {
+				if (blob != stackblob)
+					free(blob);
+				blob = NULL;
+			}
+		}
+	}
+	t = kj_self_add(KJ_SELF_GATHER, t);
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = KJ_REC_LAUNCH;
+	rec.launch_ns = kj_now_ns();
+	rec.correlation = correlation;
+	rec.tid = kj_thread_id();
+	if (!l->graph_node)
+		tl_corr = correlation;
+	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
+	if (!g)
+		goto out;
+	rec.group = g->id;
+	t = kj_self_add(KJ_SELF_GROUP, t);
+	if (created) {
+		put_group(fi, l, g, correlation, ctx, rec.launch_ns);
+		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
+			kj_snapshot_before(l->stream, correlation, blob, fi->total);
+	}
+	else if (blob && g->ref && g->blob_len == fi->total) {
+		ndiff = kj_param_diff(blob, g->ref, fi->total, stackdiff,
+				      sizeof(stackdiff) / sizeof(stackdiff[0]), &diffs);
+	}
+	rec.ndiff = ndiff;
+	t = kj_self_add(KJ_SELF_DIFF, t);
+	kj_spool_write2(&rec, sizeof(rec), diffs, ndiff * sizeof(*diffs));
+	kj_self_add(KJ_SELF_WRITE, t);
+out:
+	if (diffs != stackdiff)
+		free(diffs);
+	if (blob && blob != stackblob)
+		free(blob);
+}
+
+uint32_t kj_launch_correlation(void)
+{
+	return tl_corr;
+}
+
+void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	struct kj_launch l;
+	memset(&l, 0, sizeof(l));
+	l.cluster[0] = l.cluster[1] = l.cluster[2] = 0;
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+		const cuLaunchKernel_params *p = cb->functionParams;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
+		l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
+		l.shmem = p->sharedMemBytes;
+		l.stream = p->hStream;
+		l.params = p->kernelParams;
+		l.extra = p->extra;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+		const cuLaunchCooperativeKernel_params *p = cb->functionParams;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = p->gridDimX, l.grid[1] = p->gridDimY, l.grid[2] = p->gridDimZ;
+		l.block[0] = p->blockDimX, l.block[1] = p->blockDimY, l.block[2] = p->blockDimZ;
+		l.shmem = p->sharedMemBytes;
+		l.stream = p->hStream;
+		l.params = p->kernelParams;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+		l.cooperative = 1; /* captured into a graph, CUPTI's kernel records will not say so */
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+		const cuLaunchKernelEx_params *p = cb->functionParams;
+		const CUlaunchConfig *c = p->config;
+		if (!c)
+			return;
+		l.f = (uintptr_t)p->f;
+		l.grid[0] = c->gridDimX, l.grid[1] = c->gridDimY, l.grid[2] = c->gridDimZ;
+		l.block[0] = c->blockDimX, l.block[1] = c->blockDimY, l.block[2] = c->blockDimZ;
+		l.shmem = c->sharedMemBytes;
+		l.stream = c->hStream;
+		for (unsigned i = 0; c->attrs && i < c->numAttrs; i++)
+			if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+				l.cluster[0] = c->attrs[i].value.clusterDim.x;
+				l.cluster[1] = c->attrs[i].value.clusterDim.y;
+				l.cluster[2] = c->attrs[i].value.clusterDim.z;
+			} else if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+				l.cooperative = c->attrs[i].value.cooperative != 0;
+			}
+		l.params = p->kernelParams;
+		l.extra = p->extra;
+		l.ptsz = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+		break;
+	}
+	default:
+		return;
+	}
+	kj_launch_record(cb->correlationId, cb->context, &l);
+}

@@ -1,0 +1,57 @@
+// A program of known steps for kjoule run --capture: --steps N steps, each inside an NVTX range
+// "step" (nvtxRangePushA/Pop), each launching --launches K kernels that take the step's number as a
+// parameter, so a trace tells which steps' kernels it holds. --profiler A:B calls cudaProfilerStart
+// before step A and cudaProfilerStop after step B (B < 0: never stops). Prints {"ok": true} when
+// the GPU's sums check out.
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__global__ void step_kernel(float *x, int n, int step)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		x[i] += (float)(step + 1);
+}
+
+int main(int argc, char **argv)
+{
+	int steps = 10, launches = 4, pstart = -1, pstop = -1, n = 1 << 16;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
+			launches = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--profiler") && i + 1 < argc && sscanf(argv[++i], "%d:%d", &pstart, &pstop) == 2)
+			;
+		else {
+			fprintf(stderr, "usage: capture_target [--steps N] [--launches K] [--profiler A:B]\n");
+			return 2;
+		}
+	}
+	float *x;
+	if (cudaMalloc(&x, n * sizeof(float)) != cudaSuccess)
+		return 1;
+	cudaMemset(x, 0, n * sizeof(float));
+	double want = 0;
+	for (int s = 0; s < steps; s++) {
+		if (s == pstart)
+			cudaProfilerStart();
+		nvtxRangePushA("step");
+		for (int k = 0; k < launches; k++)
+			step_kernel<<<(n + 255) / 256, 256>>>(x, n, s);
+		cudaDeviceSynchronize();
+		nvtxRangePop();
+		want += (double)launches * (s + 1);
+		if (s == pstop)
+			cudaProfilerStop();
+	}
+	float got = 0;
+	cudaMemcpy(&got, x, sizeof(float), cudaMemcpyDeviceToHost);
+	cudaFree(x);
+	printf("{\"ok\": %s, \"x0\": %.1f, \"want\": %.1f}\n", got == (float)want ? "true" : "false", got, want);
+	return got == (float)want ? 0 : 1;
+}

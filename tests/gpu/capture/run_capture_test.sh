@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# usage: run_capture_test.sh KJOULE CAPTURE_TARGET [PYTHON_PROGRAM ARGS...] — exit 77 without a GPU.
+# kjoule run --capture step@5:3 on 10 NVTX steps of 4 kernels each: exactly 3 captured iterations
+# (instances 5, 6, 7), their 12 kernels and no other, every instance marked; cuda-profiler-api
+# over steps 3..5, and a start without a stop; a range that never opens. With a Python program
+# (scripts/gpu/capture.sh passes examples/torch_steps.py's user), the same window checks.
+set -u
+kj=$1 target=$2
+shift 2
+source "$(dirname "$0")/../lib.sh"
+
+db=$dir/nvtx.kjdb
+"$kj" run --capture step@5:3 -o "$db" -- "$target" --steps 10 --launches 4 >"$dir/nvtx.out" 2>"$dir/nvtx.err"
+rc=$?
+check "nvtx: the program ran and checked itself (rc $rc)" "[ $rc = 0 ] && grep -q '\"ok\": true' '$dir/nvtx.out'"
+check "nvtx: status captured" "[ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = captured ]"
+check "nvtx: all 10 instances marked" "[ \"\$(q '$db' 'SELECT count(*) FROM iteration_mark WHERE end_ns IS NOT NULL')\" = 10 ]"
+check "nvtx: exactly instances 5, 6, 7 captured" "[ \"\$(q '$db' \"SELECT group_concat(instance, ',') FROM (SELECT instance FROM iteration_mark WHERE captured = 1 ORDER BY instance)\")\" = 5,6,7 ]"
+check "nvtx: 12 kernels recorded" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+check "nvtx: every kernel ran inside the window" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel k, capture_window w WHERE k.start_ns < w.start_ns OR k.end_ns > w.end_ns')\" = 0 ]"
+check "nvtx: every kernel launched inside a captured instance" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel k WHERE NOT EXISTS (SELECT 1 FROM iteration_mark m WHERE m.captured = 1 AND k.launch_ns BETWEEN m.start_ns AND m.end_ns)')\" = 0 ]"
+check "nvtx: 3 step ranges, each ended" "[ \"\$(q '$db' \"SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NOT NULL\")\" = 3 ]"
+"$kj" info "$db" >"$dir/nvtx.info" 2>&1
+check "nvtx: info shows the whole run beside the captured iterations" "grep -q 'whole run, iterations *10' '$dir/nvtx.info' && grep -q 'captured iterations *3' '$dir/nvtx.info' && grep -q 'bytes per kernel launch' '$dir/nvtx.info'"
+"$kj" compare "$db" --json >"$dir/nvtx.json" 2>/dev/null
+check "nvtx: compare --json has the capture and no inf or NaN" \
+	"python3 -c 'import json, sys; d = json.load(open(sys.argv[1]), parse_constant=lambda c: sys.exit(1)); sys.exit(0 if d[\"capture\"][\"captured\"][\"instances\"] == 3 else 1)' '$dir/nvtx.json'"
+
+db=$dir/prof.kjdb
+"$kj" run --capture cuda-profiler-api -o "$db" -- "$target" --steps 10 --launches 4 --profiler 3:5 >"$dir/prof.out" 2>"$dir/prof.err"
+rc=$?
+check "profiler: the program ran (rc $rc)" "[ $rc = 0 ]"
+check "profiler: status captured" "[ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = captured ]"
+check "profiler: the kernels of steps 3..5 alone (12)" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+check "profiler: the window is an iteration range" "[ \"\$(q '$db' \"SELECT count(*) FROM nvtx_range WHERE name = 'cuda-profiler-api'\")\" = 1 ]"
+
+db=$dir/nostop.kjdb
+"$kj" run --capture cuda-profiler-api -o "$db" -- "$target" --steps 10 --launches 4 --profiler 7:-1 >"$dir/nostop.out" 2>"$dir/nostop.err"
+check "profiler, no stop: status start_without_stop, said" "[ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = start_without_stop ] && grep -q 'without cudaProfilerStop' '$dir/nostop.err'"
+check "profiler, no stop: steps 7..9 kept (12 kernels)" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+
+db=$dir/never.kjdb
+"$kj" run --capture step@50:3 -o "$db" -- "$target" --steps 10 >"$dir/never.out" 2>"$dir/never.err"
+check "never: said, and the database says so" "grep -q 'window never opened' '$dir/never.err' && [ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = never_opened ]"
+check "never: no kernels, 10 instances marked" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM iteration_mark')\" = 10 ]"
+
+if [ $# -gt 0 ]; then # a Python program with NVTX steps named "step"
+	db=$dir/py.kjdb
+	"$kj" run --capture step@5:3 -o "$db" -- "$@" >"$dir/py.out" 2>"$dir/py.err"
+	rc=$?
+	check "python: the program ran (rc $rc)" "[ $rc = 0 ]"
+	check "python: exactly instances 5, 6, 7 captured" "[ \"\$(q '$db' \"SELECT group_concat(instance, ',') FROM (SELECT instance FROM iteration_mark WHERE captured = 1 ORDER BY instance)\")\" = 5,6,7 ]"
+	check "python: every kernel launched inside a captured instance" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel k WHERE k.launch_ns IS NULL OR NOT EXISTS (SELECT 1 FROM iteration_mark m WHERE m.captured = 1 AND k.launch_ns BETWEEN m.start_ns AND m.end_ns)')\" = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" -gt 0 ]"
+fi
+if [ $fail != 0 ]; then
+	for f in "$dir"/*.err; do echo "== $f"; tail -5 "$f"; done
+fi
+exit $fail

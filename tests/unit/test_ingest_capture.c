@@ -1,0 +1,318 @@
+/* --capture: the option's text (kj_capture_parse) and the ingest of a capture run's records.
+ * Synthetic spool files hold what the injection library writes: a window that opens and closes,
+ * one iteration mark per instance, NVTX markers of which the first captured instance lost its end
+ * (CUPTI's NVTX records switched off in its own callback). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kj_capture_spec.h"
+#include "kj_db.h"
+#include "kj_ingest.h"
+#include "kj_spool.h"
+
+#include "tmpdir.h"
+
+struct buf {
+	unsigned char *p;
+	size_t n;
+};
+
+static void put(struct buf *b, const void *rec, size_t size, const void *payload, size_t plen)
+{
+	size_t total = KJ_REC_ALIGN(size + plen);
+	b->p = realloc(b->p, b->n + total);
+	memset(b->p + b->n, 0, total);
+	memcpy(b->p + b->n, rec, size);
+	if (plen)
+		memcpy(b->p + b->n + size, payload, plen);
+	((struct kj_rec_hdr *)(b->p + b->n))->size = (uint32_t)total;
+	b->n += total;
+}
+
+static void put_string(struct buf *b, uint32_t id, const char *s)
+{
+	struct kj_rec_string r = {{KJ_REC_STRING, 0}, id, (uint32_t)strlen(s)};
+	put(b, &r, sizeof(r), s, strlen(s));
+}
+
+static void put_start(struct buf *b, int64_t pid)
+{
+	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
+	struct kj_rec_process p;
+	const char text[] = "/usr/bin/python3\0python3\0train.py\0";
+	put(b, &f, sizeof(f), NULL, 0);
+	memset(&p, 0, sizeof(p));
+	p.h.type = KJ_REC_PROCESS;
+	p.pid = pid;
+	p.ppid = 1;
+	p.text_len = sizeof(text);
+	put(b, &p, sizeof(p), text, sizeof(text));
+}
+
+static void put_window(struct buf *b, int64_t t, uint32_t event, uint32_t instance)
+{
+	struct kj_rec_window w;
+	memset(&w, 0, sizeof(w));
+	w.h.type = KJ_REC_WINDOW;
+	w.t_ns = t;
+	w.event = event;
+	w.instance = instance;
+	put(b, &w, sizeof(w), NULL, 0);
+}
+
+static void put_mark(struct buf *b, uint32_t instance, int64_t start, int64_t end, int captured, uint32_t name)
+{
+	struct kj_rec_iter_mark m;
+	memset(&m, 0, sizeof(m));
+	m.h.type = KJ_REC_ITER_MARK;
+	m.start_ns = start;
+	m.end_ns = end;
+	m.instance = instance;
+	m.name_id = name;
+	m.captured = (uint32_t)captured;
+	put(b, &m, sizeof(m), NULL, 0);
+}
+
+static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name, int64_t t)
+{
+	struct kj_rec_marker m;
+	memset(&m, 0, sizeof(m));
+	m.h.type = KJ_REC_MARKER;
+	m.t_ns = t;
+	m.id = id;
+	m.flags = flags;
+	m.name_id = name;
+	put(b, &m, sizeof(m), NULL, 0);
+}
+
+#define MS 1000000LL
+/* Instance i of "step" runs from i*100 ms to i*100+80 ms. */
+static struct buf capture_spool(int64_t pid, int close_kind)
+{
+	struct buf b = {NULL, 0};
+	put_start(&b, pid);
+	put_string(&b, 1, "step");
+	for (uint32_t i = 0; i < 2; i++)
+		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
+	put_window(&b, 200 * MS, KJ_WINDOW_OPEN, 2);
+	/* instance 2's start marker came, its end marker did not; instance 3 has both; 4 none */
+	put_marker(&b, 7, 2, 1, 200 * MS + 3000);
+	put_marker(&b, 8, 2, 1, 300 * MS + 2000);
+	put_marker(&b, 8, 4, 0, 380 * MS - 1000);
+	for (uint32_t i = 2; i < 5; i++) {
+		if (i == 4 && close_kind != KJ_WINDOW_CLOSE) {
+			if (close_kind == KJ_WINDOW_AT_EXIT) {
+				put_mark(&b, 4, 400 * MS, 0, 1, 1); /* still open at exit */
+				put_window(&b, 450 * MS, KJ_WINDOW_AT_EXIT, 4);
+			}
+			return b; /* 0: killed inside the window */
+		}
+		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 1, 1);
+	}
+	put_window(&b, 480 * MS, KJ_WINDOW_CLOSE, 4);
+	for (uint32_t i = 5; i < 8; i++)
+		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
+	return b;
+}
+
+static sqlite3 *ingest(struct buf *b, const char *name, const char *spec, struct kj_capture_summary *sum)
+{
+	char path[256], dbpath[256];
+	sqlite3 *db = NULL;
+	struct kj_ingest_stats st;
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/%s.spool", dir, name);
+	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b->p, 1, b->n, f), b->n);
+	fclose(f);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(kj_ingest_file(db, path, NULL, &st), 0);
+	assert_int_equal(kj_ingest_capture_finish(db, spec, sum), 0);
+	free(b->p);
+	return db;
+}
+
+static int64_t q1(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = -12345;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static const char *meta(sqlite3 *db, const char *key, char *out, size_t len)
+{
+	kj_db_meta_get(db, key, out, len);
+	return out;
+}
+
+static void test_parse(void **state)
+{
+	(void)state;
+	struct kj_capture_spec s;
+	char why[300], text[300];
+	assert_int_equal(kj_capture_parse("step@100:20", &s, why, sizeof(why)), 0);
+	assert_int_equal(s.mode, KJ_CAPTURE_NVTX);
+	assert_string_equal(s.name, "step");
+	assert_int_equal(s.first, 100);
+	assert_int_equal(s.count, 20);
+	kj_capture_format(&s, text, sizeof(text));
+	assert_string_equal(text, "step@100:20");
+	/* instances counted from 0, as --skip: step@100:20 holds 100..119 */
+	assert_false(kj_capture_in_window(&s, 99));
+	assert_true(kj_capture_in_window(&s, 100));
+	assert_true(kj_capture_in_window(&s, 119));
+	assert_false(kj_capture_in_window(&s, 120));
+	assert_int_equal(kj_capture_parse("step", &s, why, sizeof(why)), 0);
+	assert_int_equal(s.first, 0);
+	assert_int_equal(s.count, 1);
+	assert_int_equal(kj_capture_parse("a@b@7", &s, why, sizeof(why)), 0); /* the last '@' splits */
+	assert_string_equal(s.name, "a@b");
+	assert_int_equal(s.first, 7);
+	assert_int_equal(kj_capture_parse("cuda-profiler-api", &s, why, sizeof(why)), 0);
+	assert_int_equal(s.mode, KJ_CAPTURE_PROFILER);
+	static const char *const bad[] = {"", "@1:2", "step@", "step@1:", "step@1:0", "step@-1:2",
+					  "step@1:-3", "step@x:2", "step@1:2x", "step@1.5:2", NULL};
+	for (int i = 0; bad[i]; i++) {
+		why[0] = '\0';
+		assert_int_equal(kj_capture_parse(bad[i], &s, why, sizeof(why)), -1);
+		assert_int_equal(s.mode, KJ_CAPTURE_NONE);
+		assert_true(why[0] != '\0');
+	}
+	kj_capture_parse("step@1:0", &s, why, sizeof(why));
+	assert_non_null(strstr(why, "COUNT"));
+	kj_capture_parse("step@-1:2", &s, why, sizeof(why));
+	assert_non_null(strstr(why, "FIRST"));
+}
+
+static void test_captured(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	char v[64];
+	struct buf b = capture_spool(500, KJ_WINDOW_CLOSE);
+	sqlite3 *db = ingest(&b, "captured", "step@2:3", &sum);
+	assert_true(sum.active);
+	assert_string_equal(sum.status, "captured");
+	assert_int_equal(sum.instances, 8);
+	assert_int_equal(sum.captured, 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM iteration_mark WHERE pid = 500"), 8);
+	assert_int_equal(q1(db, "SELECT group_concat(instance, '') FROM iteration_mark WHERE captured = 1"), 234);
+	assert_int_equal(q1(db, "SELECT status = 'captured' FROM capture_window WHERE pid = 500"), 1);
+	assert_int_equal(q1(db, "SELECT start_ns FROM capture_window"), 200 * MS);
+	assert_int_equal(q1(db, "SELECT end_ns FROM capture_window"), 480 * MS);
+	assert_string_equal(meta(db, "capture_status", v, sizeof(v)), "captured");
+	assert_string_equal(meta(db, "capture_range", v, sizeof(v)), "step@2:3");
+	assert_string_equal(meta(db, "capture_instances", v, sizeof(v)), "3");
+	assert_string_equal(meta(db, "capture_marks", v, sizeof(v)), "8");
+	/* every captured instance is one NVTX range, ended: 2's end from its mark, 4 made from its mark */
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step'"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NULL"), 0);
+	assert_int_equal(q1(db, "SELECT end_ns FROM nvtx_range WHERE name = 'step' ORDER BY start_ns LIMIT 1"),
+			 280 * MS);
+	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE what LIKE '%capture%'"), 0);
+	kj_db_close(db);
+}
+
+static void test_killed_inside(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	char v[64];
+	struct buf b = capture_spool(501, 0);
+	sqlite3 *db = ingest(&b, "killed", "step@2:3", &sum);
+	assert_string_equal(sum.status, "unclosed_at_exit");
+	assert_int_equal(sum.captured, 2); /* what was recorded is kept */
+	assert_int_equal(q1(db, "SELECT end_ns FROM capture_window"), -1);
+	assert_string_equal(meta(db, "capture_status", v, sizeof(v)), "unclosed_at_exit");
+	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE what LIKE '%unclosed at exit%'"), 1);
+	kj_db_close(db);
+}
+
+static void test_open_at_exit(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	struct buf b = capture_spool(502, KJ_WINDOW_AT_EXIT);
+	sqlite3 *db = ingest(&b, "atexit", "step@2:3", &sum);
+	assert_string_equal(sum.status, "unclosed_at_exit");
+	assert_int_equal(q1(db, "SELECT end_ns FROM capture_window"), 450 * MS);
+	assert_int_equal(q1(db, "SELECT end_ns FROM iteration_mark WHERE instance = 4"), -1); /* NULL */
+	assert_int_equal(q1(db, "SELECT captured FROM iteration_mark WHERE instance = 4"), 1);
+	kj_db_close(db);
+}
+
+static void test_profiler_start_without_stop(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	struct buf b = {NULL, 0};
+	put_start(&b, 503);
+	put_string(&b, 1, KJ_CAPTURE_PROFILER_TEXT);
+	put_window(&b, 10 * MS, KJ_WINDOW_OPEN, 0);
+	put_mark(&b, 0, 10 * MS, 0, 1, 1);
+	put_window(&b, 90 * MS, KJ_WINDOW_AT_EXIT, 0);
+	sqlite3 *db = ingest(&b, "profiler", "cuda-profiler-api", &sum);
+	assert_string_equal(sum.status, "start_without_stop");
+	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE what LIKE '%cudaProfilerStart without%'"), 1);
+	/* the window is the iteration compare takes: a range of domain kjoule */
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'cuda-profiler-api' AND domain = 'kjoule'"), 1);
+	kj_db_close(db);
+}
+
+static void test_never_opened(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	char v[64];
+	struct buf b = {NULL, 0};
+	put_start(&b, 504);
+	put_string(&b, 1, "step");
+	for (uint32_t i = 0; i < 4; i++)
+		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
+	sqlite3 *db = ingest(&b, "never", "step@10:2", &sum);
+	assert_string_equal(sum.status, "never_opened");
+	assert_int_equal(sum.instances, 4);
+	assert_int_equal(sum.captured, 0);
+	assert_string_equal(meta(db, "capture_status", v, sizeof(v)), "never_opened");
+	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE severity = 'error' AND what LIKE '%never opened%'"), 1);
+	kj_db_close(db);
+}
+
+static void test_not_a_capture_run(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	struct buf b = {NULL, 0};
+	put_start(&b, 505);
+	sqlite3 *db = ingest(&b, "plain", NULL, &sum);
+	assert_false(sum.active);
+	assert_int_equal(kj_db_has_row(db, "SELECT 1 FROM iteration_mark"), 0); /* no table */
+	kj_db_close(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_captured),
+		cmocka_unit_test(test_killed_inside),
+		cmocka_unit_test(test_open_at_exit),
+		cmocka_unit_test(test_profiler_start_without_stop),
+		cmocka_unit_test(test_never_opened),
+		cmocka_unit_test(test_not_a_capture_run),
+	};
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
+}
