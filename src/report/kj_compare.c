@@ -145,7 +145,10 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		if (owner[k] < 0)
 			continue;
 		struct kj_iter *it = &c->it.v[owner[k]];
-		int64_t cap = (size_t)owner[k] + 1 < ni ? c->it.v[owner[k] + 1].start_ns : INT64_MAX;
+		size_t nx = (size_t)owner[k] + 1; /* the next instance of the same process */
+		while (c->it.multi_pid && nx < ni && c->it.v[nx].pid != it->pid)
+			nx++;
+		int64_t cap = nx < ni ? c->it.v[nx].start_ns : INT64_MAX;
 		int64_t e = c->acts.v[k].end_ns < cap ? c->acts.v[k].end_ns : cap;
 		if (e > it->end_ns)
 			it->end_ns = e;

@@ -131,14 +131,24 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 		skip = 0;
 	}
 	qsort(out->v, out->n, sizeof(*out->v), iter_cmp);
+	for (size_t i = 1; i < out->n; i++)
+		if (out->v[i].pid != out->v[0].pid)
+			out->multi_pid = 1;
+	/* the next and the previous instance are the same process's (ranks run side by side);
+	 * a few ranks interleave, so the scan is short */
 	for (size_t i = 0; i < out->n; i++) {
 		struct kj_iter *it = &out->v[i];
+		size_t nx = i + 1, pv = i;
+		while (out->multi_pid && nx < out->n && out->v[nx].pid != it->pid)
+			nx++;
+		while (pv > 0 && out->multi_pid && out->v[pv - 1].pid != it->pid)
+			pv--;
 		if (!it->closed) {
-			int64_t e = i + 1 < out->n ? out->v[i + 1].start_ns : t1;
+			int64_t e = nx < out->n ? out->v[nx].start_ns : t1;
 			it->end_ns = e > it->start_ns ? e : it->start_ns;
 			out->unclosed++;
 		}
-		if (i > 0 && it->start_ns < out->v[i - 1].end_ns)
+		if (pv > 0 && it->start_ns < out->v[pv - 1].end_ns)
 			out->overlaps++;
 	}
 	if (!quiet && out->unclosed)
@@ -150,9 +160,6 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 			 " (overlapping iterations); GPU work goes to the latest instance that"
 			 " started before its launch",
 			 out->region, out->overlaps);
-	for (size_t i = 1; i < out->n; i++)
-		if (out->v[i].pid != out->v[0].pid)
-			out->multi_pid = 1;
 	if (out->multi_pid)
 		return skip_per_process(out, skip);
 	if (skip < 0)

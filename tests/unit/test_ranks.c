@@ -56,7 +56,8 @@ static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid,
 	     (long long)(T0 + launch * US));
 }
 
-/* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died, 3 no power samples */
+/* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died, 3 no power samples, 4 rank 0's
+ * ranges close on the host at o + 70, long before its GPU work ends (GPU-bound) */
 static void make_job(const char *path, int variant)
 {
 	sqlite3 *db = NULL;
@@ -85,7 +86,8 @@ static void make_job(const char *path, int variant)
 			int64_t o = 2000LL * i + 10 * r;
 			exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES"
 				 " (%d, %d, 'step', %lld, %lld, 1)",
-			     pid, pid, (long long)(T0 + o * US), (long long)(T0 + (o + (r ? 1200 : 1000)) * US));
+			     pid, pid, (long long)(T0 + o * US),
+			     (long long)(T0 + (o + (r ? 1200 : variant == 4 ? 70 : 1000)) * US));
 			if (r == 0) {
 				kernel(db, pid, 0, 1, 1, 1, o + 100, o + 400, o + 50);
 				kernel(db, pid, 0, 2, 2, 3, o + 300, o + 600, o + 60);
@@ -186,7 +188,8 @@ static void test_ranks_bad_input(void **state)
 }
 
 /* compare: the iteration range found though every instance sits under an unclosed range, each
- * rank's work in its own iterations, and the ranks section in text and JSON */
+ * rank's work in its own iterations (rank 0's window reaching its own GPU work past rank 1's
+ * next start, variant 4), and the ranks section in text and JSON */
 static void test_compare_ranks(void **state)
 {
 	(void)state;
@@ -195,13 +198,14 @@ static void test_compare_ranks(void **state)
 	sqlite3 *db = NULL;
 	struct kj_compare *c = NULL;
 	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
-	snprintf(path, sizeof(path), "%s/job.kjdb", dir);
-	make_job(path, 0);
+	snprintf(path, sizeof(path), "%s/job4.kjdb", dir);
+	make_job(path, 4);
 	assert_int_equal(kj_db_open(path, 0, &db), 0);
 	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
 	json_t *js = kj_compare_json(c);
 	json_t *it = json_object_get(js, "iterations");
 	assert_string_equal(json_string_value(json_object_get(it, "region")), "step");
+	assert_int_equal(json_integer_value(json_object_get(it, "overlapping")), 0); /* ranks side by side */
 	assert_int_equal(json_integer_value(json_object_get(it, "measured")), 6); /* 3 per rank */
 	/* per iteration busy is one rank's own device: (500 + 700) / 2, never the two GPUs' union */
 	assert_float_equal(json_real_value(json_object_get(js, "busy_us")), 600, 1e-6);
