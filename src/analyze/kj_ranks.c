@@ -392,8 +392,7 @@ static int rank_facts(sqlite3 *db, struct kj_job *j)
 	return 0;
 }
 
-/* The processes with GPU work, by GPU then pid. */
-static int load_ranks(sqlite3 *db, struct kj_job *j)
+int kj_ranks_list(sqlite3 *db, struct kj_job *j)
 {
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
@@ -427,7 +426,7 @@ int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out
 	struct replays rp = {0};
 	int rc;
 	memset(out, 0, sizeof(*out));
-	if ((rc = load_ranks(db, out)) || out->n < 2)
+	if ((rc = kj_ranks_list(db, out)) || out->n < 2)
 		return rc;
 	out->n_processes = kj_db_count(db, "process");
 	if ((rc = load_nccl_names(db, &nccl, &nn)) || (rc = load_replays(db, &rp)) ||
@@ -462,6 +461,16 @@ done:
 	free(rp.warm);
 	free(rp.cold);
 	return rc;
+}
+
+void kj_rank_label(const struct kj_job *j, int64_t pid, char *buf, size_t len)
+{
+	buf[0] = 0;
+	for (size_t i = 0; j->n >= 2 && i < j->n; i++)
+		if (j->r[i].pid == pid) {
+			snprintf(buf, len, "rank %zu (GPU %lld)", i, (long long)j->r[i].device_id);
+			return;
+		}
 }
 
 void kj_job_free(struct kj_job *j)

@@ -62,6 +62,17 @@ struct kj_job {
  */
 int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out);
 
+/**
+ * @brief The ranks alone (pid, device_id, n_devices; nothing computed), in rank order, into a
+ *        zeroed *out (free with kj_job_free). Cheap: for naming ranks in timelines.
+ * @return 0, KJ_EDB, KJ_ENOMEM.
+ */
+int kj_ranks_list(sqlite3 *db, struct kj_job *out);
+
+/** @brief "rank N (GPU k)" for pid when the job has two ranks or more and pid is one of them;
+ *  else buf[0] = 0. */
+void kj_rank_label(const struct kj_job *j, int64_t pid, char *buf, size_t len);
+
 /** @brief Free the ranks; accepts a zeroed job. */
 void kj_job_free(struct kj_job *j);
 

@@ -4,11 +4,6 @@
 
 #include <string.h>
 
-/* "rank N (GPU k)" with k the device row id. */
-static void rank_label(const struct kj_rank *r, size_t i, char *buf, size_t len)
-{
-	snprintf(buf, len, "rank %zu (GPU %lld)", i, (long long)r->device_id);
-}
 
 void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 {
@@ -22,7 +17,7 @@ void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 	for (size_t i = 0; i < j->n; i++) {
 		const struct kj_rank *r = &j->r[i];
 		char lab[48], ex[16] = "n/a", en[40] = "n/a";
-		rank_label(r, i, lab, sizeof(lab));
+		kj_rank_label(j, r->pid, lab, sizeof(lab));
 		if (r->have_explained)
 			snprintf(ex, sizeof(ex), "%.3f", r->explained_fraction);
 		if (r->energy_ok)
@@ -40,7 +35,7 @@ void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 	for (size_t i = 0; i < j->n; i++) {
 		const struct kj_rank *r = &j->r[i];
 		char lab[48];
-		rank_label(r, i, lab, sizeof(lab));
+		kj_rank_label(j, r->pid, lab, sizeof(lab));
 		if (!r->range[0])
 			fprintf(f, "  %s: no iteration range of its own; its whole run is one iteration\n", lab);
 		if (!r->energy_ok)

@@ -28,6 +28,7 @@
 #include "kj_compare.h"
 #include "kj_db.h"
 #include "kj_ranks.h"
+#include "kj_timeline.h"
 
 #include "tmpdir.h"
 #define US 1000LL
@@ -231,12 +232,52 @@ static void test_compare_ranks(void **state)
 	kj_db_close(db);
 }
 
+/* timeline --format chrome: one process per rank, named by rank and GPU; the launcher by its exe */
+static void test_chrome_ranks(void **state)
+{
+	(void)state;
+	char path[300], *text = NULL;
+	size_t len = 0;
+	sqlite3 *db = NULL;
+	snprintf(path, sizeof(path), "%s/job.kjdb", dir);
+	make_job(path, 0);
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	FILE *f = open_memstream(&text, &len);
+	struct kj_timeline_opts o = {.format = KJ_TL_CHROME, .iteration = -1, .quiet = 1, .run_path = "x"};
+	assert_int_equal(kj_timeline_write(db, &o, f), 0);
+	fclose(f);
+	json_error_t err;
+	json_t *j = json_loads(text, 0, &err);
+	assert_non_null(j);
+	int seen[3] = {0};
+	json_t *ev = json_object_get(j, "traceEvents");
+	for (size_t i = 0; i < json_array_size(ev); i++) {
+		json_t *e = json_array_get(ev, i);
+		const char *nm = json_string_value(json_object_get(e, "name"));
+		if (!nm || strcmp(nm, "process_name"))
+			continue;
+		const char *v = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
+		json_int_t pid = json_integer_value(json_object_get(e, "pid"));
+		if (pid == 101)
+			seen[0] = !strncmp(v, "rank 0 (GPU 0): ", 16);
+		else if (pid == 102)
+			seen[1] = !strncmp(v, "rank 1 (GPU 1): ", 16);
+		else if (pid == 100)
+			seen[2] = !strncmp(v, "torchrun (pid 100)", 18);
+	}
+	assert_true(seen[0] && seen[1] && seen[2]);
+	json_decref(j);
+	free(text);
+	kj_db_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ranks_by_hand),
 		cmocka_unit_test(test_ranks_bad_input),
 		cmocka_unit_test(test_compare_ranks),
+		cmocka_unit_test(test_chrome_ranks),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
