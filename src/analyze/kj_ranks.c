@@ -351,6 +351,34 @@ out:
 	return rc;
 }
 
+/* The processes with GPU work, by GPU then pid. */
+static int load_ranks(sqlite3 *db, struct kj_job *j)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc;
+	if (kj_db_prepare(db, "SELECT pid, min(device_id), count(DISTINCT device_id) FROM (SELECT pid,"
+			      " device_id FROM kernel UNION ALL SELECT pid, device_id FROM memcpy"
+			      " UNION ALL SELECT pid, device_id FROM memset) WHERE pid IS NOT NULL"
+			      " GROUP BY pid ORDER BY min(device_id), pid", &st))
+		return KJ_EDB;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct kj_rank *v = kj_grow(j->r, &cap, j->n, sizeof(*v), 8);
+		if (!v) {
+			sqlite3_finalize(st);
+			return KJ_ENOMEM;
+		}
+		j->r = v;
+		memset(&v[j->n], 0, sizeof(v[j->n]));
+		v[j->n].pid = sqlite3_column_int64(st, 0);
+		v[j->n].device_id = kj_db_col_i64(st, 1, -1);
+		v[j->n].n_devices = sqlite3_column_int64(st, 2);
+		j->n++;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+}
+
 /* GPU type, death, and the job's mixed-type list for every rank. */
 static int rank_facts(sqlite3 *db, struct kj_job *j)
 {
@@ -392,31 +420,15 @@ static int rank_facts(sqlite3 *db, struct kj_job *j)
 	return 0;
 }
 
-int kj_ranks_list(sqlite3 *db, struct kj_job *j)
+
+int kj_ranks_list(sqlite3 *db, struct kj_job *out)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
 	int rc;
-	if (kj_db_prepare(db, "SELECT pid, min(device_id), count(DISTINCT device_id) FROM (SELECT pid,"
-			      " device_id FROM kernel UNION ALL SELECT pid, device_id FROM memcpy"
-			      " UNION ALL SELECT pid, device_id FROM memset) WHERE pid IS NOT NULL"
-			      " GROUP BY pid ORDER BY min(device_id), pid", &st))
-		return KJ_EDB;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct kj_rank *v = kj_grow(j->r, &cap, j->n, sizeof(*v), 8);
-		if (!v) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		j->r = v;
-		memset(&v[j->n], 0, sizeof(v[j->n]));
-		v[j->n].pid = sqlite3_column_int64(st, 0);
-		v[j->n].device_id = kj_db_col_i64(st, 1, -1);
-		v[j->n].n_devices = sqlite3_column_int64(st, 2);
-		j->n++;
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+	memset(out, 0, sizeof(*out));
+	if ((rc = load_ranks(db, out)) || out->n < 2)
+		return rc;
+	out->n_processes = kj_db_count(db, "process");
+	return rank_facts(db, out);
 }
 
 int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out)
@@ -425,12 +437,9 @@ int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out
 	size_t nn = 0;
 	struct replays rp = {0};
 	int rc;
-	memset(out, 0, sizeof(*out));
 	if ((rc = kj_ranks_list(db, out)) || out->n < 2)
 		return rc;
-	out->n_processes = kj_db_count(db, "process");
-	if ((rc = load_nccl_names(db, &nccl, &nn)) || (rc = load_replays(db, &rp)) ||
-	    (rc = rank_facts(db, out)))
+	if ((rc = load_nccl_names(db, &nccl, &nn)) || (rc = load_replays(db, &rp)))
 		goto done;
 	double busy_sum = 0, busy_max = 0;
 	out->energy_ok = 1;

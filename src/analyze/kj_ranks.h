@@ -63,8 +63,9 @@ struct kj_job {
 int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out);
 
 /**
- * @brief The ranks alone (pid, device_id, n_devices; nothing computed), in rank order, into a
- *        zeroed *out (free with kj_job_free). Cheap: for naming ranks in timelines.
+ * @brief The ranks alone, in rank order, into *out (free with kj_job_free): pid, device_id,
+ *        n_devices, gpu, died and the job's n_processes, gpus, mixed_gpus, n_died (those only
+ *        when out->n >= 2); no iteration figure. Cheap: for naming ranks, info's checks.
  * @return 0, KJ_EDB, KJ_ENOMEM.
  */
 int kj_ranks_list(sqlite3 *db, struct kj_job *out);

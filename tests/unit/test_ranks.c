@@ -169,6 +169,11 @@ static void test_ranks_bad_input(void **state)
 	struct kj_job j;
 	snprintf(path, sizeof(path), "%s/job1.kjdb", dir);
 	make_job(path, 1);
+	if (getenv("KJ_TEST_KEEP")) { /* a mixed-GPU job for trying the CLI by hand */
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "cp %s %s", path, getenv("KJ_TEST_KEEP"));
+		assert_int_equal(system(cmd), 0);
+	}
 	job_of(path, &j);
 	assert_true(j.mixed_gpus);
 	assert_non_null(strstr(j.gpus, "H100"));
