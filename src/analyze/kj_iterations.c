@@ -144,10 +144,15 @@ int kj_iter_candidates(sqlite3 *db, int64_t pid, struct kj_iter_candidate **out,
 
 	*out = NULL;
 	*n = 0;
-	if (kj_db_prepare(db, "SELECT coalesce(domain, ''), name, start_ns, end_ns FROM nvtx_range"
-			      " WHERE depth = 0 AND name IS NOT NULL AND name <> '' AND start_ns IS NOT NULL"
-			      " AND end_ns IS NOT NULL AND end_ns >= start_ns AND (?1 < 0 OR pid = ?1)"
-			      " ORDER BY start_ns", &st))
+	/* top level: depth 0, or every range above it never closed (it is on the thread's stack
+	 * from its start to the end of the run: an init range a library or a crashed step left
+	 * open would otherwise push every later range of the thread one level down) */
+	if (kj_db_prepare(db, "WITH u AS (SELECT pid, tid, start_ns FROM nvtx_range WHERE end_ns IS NULL"
+			      " AND start_ns IS NOT NULL) SELECT coalesce(domain, ''), name, start_ns, end_ns"
+			      " FROM nvtx_range r WHERE name IS NOT NULL AND name <> '' AND start_ns IS NOT NULL"
+			      " AND end_ns IS NOT NULL AND end_ns >= start_ns AND (?1 < 0 OR pid = ?1) AND"
+			      " (depth = 0 OR depth = (SELECT count(*) FROM u WHERE u.pid IS r.pid AND"
+			      " u.tid IS r.tid AND u.start_ns <= r.start_ns)) ORDER BY start_ns", &st))
 		return KJ_EDB;
 	sqlite3_bind_int64(st, 1, pid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -1,7 +1,8 @@
 /* What an iteration is: the NVTX range whose instances split a run into repeated steps. One
  * answer for every command (compare, timeline, api, info, ingest's kept iteration):
  *   1. the range the run was told (`kjoule run --iteration-range NAME`, meta.iteration_range);
- *   2. otherwise the top-level (depth 0) range, not a framework's own, whose instances hold the
+ *   2. otherwise the top-level range (depth 0, or below only ranges that never closed), not a
+ *      framework's own, whose instances hold the
  *      most GPU work, preferring names that repeat;
  *   3. otherwise none (the whole run is one iteration).
  * GPU work belongs to a range instance when the host call that issued it (its launch, the graph

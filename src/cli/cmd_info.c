@@ -14,6 +14,7 @@
 #include "kj_iterations.h"
 #include "kj_error.h"
 #include "kj_param_check.h"
+#include "kj_ranks.h"
 #include "kj_shared.h"
 #include "kj_capture_out.h"
 
@@ -376,6 +377,12 @@ json_t *kj_cli_info_json(sqlite3 *db, const char *path)
 		json_array_append_new(missing, json_string("not replayed yet (kjoule replay)"));
 	if (json_array_size(json_object_get(o, "devices")) == 0)
 		json_array_append_new(missing, json_string("no device facts"));
+	struct kj_job job; /* several GPU processes: the ranks, whether their GPU types differ */
+	if (kj_ranks_list(db, &job) == 0 && job.n >= 2)
+		json_object_set_new(o, "ranks", json_pack("{s:I, s:s, s:b, s:I}", "ranks", (json_int_t)job.n,
+							  "gpu_types", job.gpus, "mixed_gpu_types", job.mixed_gpus,
+							  "ranks_died", (json_int_t)job.n_died));
+	kj_job_free(&job);
 	/* the L1/shared split each kernel ran with: replay asks each function for it */
 	json_t *split = kj_db_has_column(db, "kernel", "shmem_executed")
 				? scalar_json(db, "SELECT EXISTS(SELECT 1 FROM kernel WHERE shmem_executed IS NOT NULL)")
@@ -502,6 +509,10 @@ static void print_text(json_t *o)
 	}
 	if (sv(json_object_get(o, "shared_gpu"), "summary"))
 		printf("gpu shared: %s\n", sv(json_object_get(o, "shared_gpu"), "summary"));
+	if ((v = json_object_get(o, "ranks")))
+		printf("ranks:      %" PRId64 " processes with GPU work (%s)%s\n", iv(v, "ranks"), sv(v, "gpu_types"),
+		       json_is_true(json_object_get(v, "mixed_gpu_types"))
+			       ? "\n            warning: the ranks run on different GPU types" : "");
 	printf("devices:    %zu\n", json_array_size(json_object_get(o, "devices")));
 	json_array_foreach(json_object_get(o, "devices"), i, v)
 	{

@@ -48,6 +48,7 @@ struct win_act {
 	int64_t s, e;
 	long owner;
 	int kernel;
+	int64_t device_id;
 };
 
 static int win_cmp(const void *a, const void *b)
@@ -97,6 +98,9 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 	rc = kj_names_load(db, &c->names);
 	if (rc)
 		goto out;
+	rc = kj_job_analyze(db, o->region, o->skip, &c->job);
+	if (rc)
+		goto out;
 	rc = cmp_load_groups(db, c, &gmap);
 	if (rc)
 		goto out;
@@ -127,7 +131,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		owner[k] = kj_iters_owner_of(&c->it, a->key_ns, a->pid);
 		if (owner[k] >= 0)
 			first[owner[k] + 1]++;
-		win[k] = (struct win_act){a->start_ns, a->end_ns, owner[k], a->type == KJ_ACT_KERNEL};
+		win[k] = (struct win_act){a->start_ns, a->end_ns, owner[k], a->type == KJ_ACT_KERNEL, a->device_id};
 		if (a->end_ns - a->start_ns > max_dur)
 			max_dur = a->end_ns - a->start_ns;
 	}
@@ -141,7 +145,10 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 		if (owner[k] < 0)
 			continue;
 		struct kj_iter *it = &c->it.v[owner[k]];
-		int64_t cap = (size_t)owner[k] + 1 < ni ? c->it.v[owner[k] + 1].start_ns : INT64_MAX;
+		size_t nx = (size_t)owner[k] + 1; /* the next instance of the same process */
+		while (c->it.multi_pid && nx < ni && c->it.v[nx].pid != it->pid)
+			nx++;
+		int64_t cap = nx < ni ? c->it.v[nx].start_ns : INT64_MAX;
 		int64_t e = c->acts.v[k].end_ns < cap ? c->acts.v[k].end_ns : cap;
 		if (e > it->end_ns)
 			it->end_ns = e;
@@ -263,7 +270,10 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 				own_clipped += ce - cs;
 		}
 		x->outside = x->kernel_sum + x->copy_sum - own_clipped;
-		/* the window's accounting: every GPU activity that ran inside it, whoever launched it */
+		/* the window's accounting: every GPU activity that ran inside it, whoever launched it;
+		 * where the iterations come from several processes (ranks), on its own GPU only */
+		int64_t dev = c->it.multi_pid && first[i] < first[i + 1]
+			? c->acts.v[order[first[i]]].device_id : INT64_MIN;
 		nall = nk = 0;
 		{
 			size_t lo = 0, hi = na;
@@ -276,7 +286,7 @@ int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_c
 					hi = mid;
 			}
 			for (size_t k = lo; k < na && win[k].s < it->end_ns; k++) {
-				if (win[k].e <= it->start_ns)
+				if (win[k].e <= it->start_ns || (dev != INT64_MIN && win[k].device_id != dev))
 					continue;
 				iv_all[nall++] = (struct kj_ival){win[k].s, win[k].e};
 				if (win[k].kernel)
@@ -384,6 +394,7 @@ void kj_compare_free(struct kj_compare *c)
 	free(c->groups);
 	free(c->iv);
 	kj_shared_free(&c->shared);
+	kj_job_free(&c->job);
 	free(c);
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "kj_compare_clocks.h"
+#include "kj_ranks.h"
 #include "kj_report.h"
 #include "kj_shared.h"
 
@@ -160,6 +161,7 @@ struct kj_compare {
 	struct kj_shared shared;               /* the run's watch for other processes */
 	struct kj_shared_choice shared_choice; /* over the measured iterations */
 	struct cmp_clocks clocks;              /* clock state of the program and its replays (kj_compare_clocks.c) */
+	struct kj_job job;                     /* the ranks of a multi-GPU run (n < 2: none) */
 };
 
 
@@ -262,6 +264,9 @@ int cmp_sequence_overlapped(const struct cmp_summary *s);
  * include the sharing that isolated replays lack: the substitution behind explained_fraction is
  * first-order only, and compare says so. */
 #define KJ_CMP_OVERLAP_FRAC 0.05
+/* kj_compare_ranks.c: the ranks and job section, only when c->job has two ranks or more */
+void cmp_ranks_print(const struct kj_compare *c, FILE *f);
+json_t *cmp_ranks_json(const struct kj_compare *c);
 /* kj_compare_json.c */
 json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
 /* kj_compare_shared.c */

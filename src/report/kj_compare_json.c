@@ -320,6 +320,8 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "not_replayable_alone", waiters_json(c, &s));
 	json_object_set_new(o, "regions", regions_json(c, &s));
 	json_object_set_new(o, "missing", cmp_missing_json(c, &s));
+	if (c->job.n >= 2)
+		json_object_set_new(o, "job", cmp_ranks_json(c));
 	return o;
 }
 

@@ -432,5 +432,6 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			fprintf(f, "  - %s\n", json_string_value(json_array_get(miss, i)));
 	}
 	json_decref(miss);
+	cmp_ranks_print(c, f);
 }
 

@@ -165,7 +165,8 @@ int kj_timeline_write(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f)
 			}
 			sel = o->iteration;
 		} else if (!o->has_from && !o->has_to) {
-			sel = (long)it.skip; /* the first measured iteration */
+			for (sel = 0; (size_t)sel + 1 < it.n && it.v[sel].skipped; sel++)
+				; /* the first measured iteration (each rank skips its own warm-up) */
 		}
 		if (sel >= 0) {
 			lo = it.v[sel].start_ns;

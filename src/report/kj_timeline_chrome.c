@@ -9,6 +9,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_ranks.h"
 
 /* Synthetic track ids: NVTX ranges get their own track beside each CPU thread, GPU streams get
  * tids far above Linux thread ids, power counters a process per device. */
@@ -240,14 +241,20 @@ static int chrome_metadata(sqlite3 *db, struct chrome *c)
 			  " WHERE p.pid IS NOT NULL",
 			  &st))
 		return KJ_EDB;
+	struct kj_job ranks = {0}; /* several GPU processes: each named by its rank and GPU */
+	if (kj_ranks_list(db, &ranks))
+		ranks.n = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t pid = sqlite3_column_int64(st, 0);
 		const char *exe = (const char *)sqlite3_column_text(st, 1);
-		snprintf(buf, sizeof(buf), "%s (pid %" PRId64 ")", exe && *exe ? exe : "process",
-			 pid);
+		char lab[48];
+		kj_rank_label(&ranks, pid, lab, sizeof(lab));
+		snprintf(buf, sizeof(buf), "%s%s%s (pid %" PRId64 ")", lab, lab[0] ? ": " : "",
+			 exe && *exe ? exe : "process", pid);
 		meta_name(c, "process_name", pid, pid, buf, pid);
 	}
 	sqlite3_finalize(st);
+	kj_job_free(&ranks);
 	if (kj_db_prepare(db, kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")
 			  ? "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
 			    " SELECT DISTINCT pid, tid, 0 FROM host_call WHERE tid IS NOT NULL AND op LIKE 'graph%' UNION"

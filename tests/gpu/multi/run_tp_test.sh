@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# GPU: a 2-rank tensor-parallel MLP (examples/tp_mlp.py) under `kjoule run -- torchrun`, then
+# compare's ranks (docs/multi-gpu.md):
+#  1. the run holds the launcher and two ranks, on two devices, each rank with power samples
+#  2. compare finds the 'step' iterations per rank (not the whole run), and its job section has
+#     two ranks, each on its own GPU, with iterations, NCCL time, busy <= wall, an energy figure
+#  3. the job's time is the slowest rank's, its energy the sum of the two GPUs'
+# usage: run_tp_test.sh KJOULE SRC_DIR — exit 77 without 2 GPUs or PyTorch.
+# KJ_TP_KEEP=DIR keeps the run and compare's outputs there.
+set -u
+kj=$1 src=$2
+. "$(dirname "$0")/../lib.sh"
+[ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || { echo "fewer than 2 GPUs: skipped"; exit 77; }
+python3 -c 'import torch, torch.distributed' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
+keep=${KJ_TP_KEEP:-$dir}
+run=$keep/tp.kjdb
+timeout 240 "$kj" run --force -o "$run" -- env NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+	NVSHMEM_DISABLE_NVLS=1 torchrun --standalone --nproc-per-node 2 "$src/examples/tp_mlp.py" \
+	--steps 20 >"$keep/run.log" 2>&1
+rc=$?
+check "kjoule run exits 0 (got $rc; $keep/run.log)" '[ $rc = 0 ]'
+check "two processes with kernels" '[ "$(q "$run" "SELECT count(DISTINCT pid) FROM kernel")" = 2 ]'
+check "kernels on two devices" '[ "$(q "$run" "SELECT count(DISTINCT device_id) FROM kernel")" = 2 ]'
+check "power samples of both devices" '[ "$(q "$run" "SELECT count(*) FROM (SELECT device_id FROM power_sample WHERE device_id IN (SELECT device_id FROM kernel) GROUP BY device_id)")" = 2 ]'
+check "NCCL kernels traced" '[ "$(q "$run" "SELECT count(*) FROM kernel k JOIN kernel_name n ON n.id = k.name_id WHERE n.mangled LIKE \"%nccl%Kernel%\"")" -gt 0 ]'
+timeout 120 "$kj" compare "$run" >"$keep/compare.txt" 2>"$keep/compare.err"
+crc=$?
+check "compare exits 0 (got $crc)" '[ $crc = 0 ]'
+timeout 120 "$kj" compare --json "$run" >"$keep/compare.json" 2>>"$keep/compare.err"
+py() { python3 - "$keep/compare.json" <<PY
+import json, sys
+j = json.load(open(sys.argv[1]))
+job = j.get("job") or {}
+r = job.get("ranks") or []
+$1
+PY
+}
+check "iterations found per rank ('step', not the whole run)" '[ "$(py "print(j[\"iterations\"][\"region\"])")" = step ]'
+check "job section with two ranks" '[ "$(py "print(len(r))")" = 2 ]'
+check "ranks on different GPUs" '[ "$(py "print(len({x[\"device_id\"] for x in r}))")" = 2 ]'
+check "each rank measured iterations of 'step'" '[ "$(py "print(all(x[\"region\"] == \"step\" and x[\"measured\"] >= 10 for x in r))")" = True ]'
+check "each rank has NCCL time" '[ "$(py "print(all(x[\"nccl_us\"] > 0 and 0 <= x[\"nccl_exposed_us\"] <= x[\"nccl_us\"] for x in r))")" = True ]'
+check "busy <= wall per rank" '[ "$(py "print(all(0 < x[\"busy_us\"] <= x[\"wall_us\"] * 1.001 for x in r))")" = True ]'
+check "energy per GPU" '[ "$(py "print(all(x[\"energy_mj\"] is not None and x[\"energy_mj\"] > 0 for x in r))")" = True ]'
+check "job time = slowest rank" '[ "$(py "print(abs(job[\"time_per_iteration_us\"] - max(x[\"wall_us\"] for x in r)) < 1e-6)")" = True ]'
+check "job energy = sum of GPUs" '[ "$(py "print(abs(job[\"energy_per_iteration_mj\"] - sum(x[\"energy_mj\"] for x in r)) < 1e-6)")" = True ]'
+check "text names the ranks" 'grep -q "rank 1 (GPU" "$keep/compare.txt"'
+sed -n '/^Ranks:/,$p' "$keep/compare.txt"
+exit 0
