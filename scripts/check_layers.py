@@ -44,6 +44,7 @@ ALLOWED = {
     # GPU workers: separate programs linked to kjcore, each speaking its folder's protocol
     "replay/worker": LOWER_THAN_ANALYZE + ["analyze", "replay"],
     "sweep/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
+    "sweep/worker_nccl": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
     # the pipeline worker shares the sweep worker's attention kernels (worker_sdpa.h)
     "pipeline/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "sweep/worker"],
     # the traced process's side: the spool format, and the injection library, which links only

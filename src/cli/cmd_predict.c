@@ -15,7 +15,9 @@
 /* What a --model total is the sum of, printed beside it: a measured step also holds the rest. */
 #define MODEL_SCOPE                                                                               \
 	"the sum of these operators' kernels: not in it are the GPU's idle time between kernels, "      \
-	"communication, and kernels a framework runs beside them (unfused losses, separate bias "      \
+	"communication other than the tp/dp all-reduces listed (none without tp or dp), overlap of "   \
+	"communication with compute (the sum counts both whole), and kernels a framework runs beside " \
+	"them (unfused losses, separate bias "                                                         \
 	"gradients, slower norms: docs/sweep.md, 'Against a measured step')"
 
 static void usage(FILE *f)

@@ -33,7 +33,10 @@ static void usage(FILE *f)
 		"  --gpu-name NAME the GPU name in file names (default: NVML's name of the device)\n"
 		"  --timeout S     a shape unanswered after S seconds kills its worker (default 600; 0: none)\n"
 		"A sweep restarted with the same arguments skips the shapes already in its CSV.\n"
-		"Environment: KJ_SWEEP_WORKER names the worker (default: kjoule-sweep-worker beside kjoule).\n");
+		"Collectives (all_reduce, all_gather, reduce_scatter, broadcast, send_recv): --gpus N is the\n"
+		"communicator's size; one kjoule-nccl-worker a GPU; the grid's points of gpus = N.\n"
+		"Environment: KJ_SWEEP_WORKER names the worker (default: kjoule-sweep-worker beside kjoule),\n"
+		"KJ_NCCL_WORKER the collectives' (default: kjoule-nccl-worker beside kjoule).\n");
 }
 
 /* The worker's path: $KJ_SWEEP_WORKER, else beside this binary (or its build-tree place). */
@@ -108,6 +111,38 @@ static int profile(const struct kj_sweep_config *cfg, const struct kj_sweep_opts
 	if (pid < 0 || waitpid(pid, &st, 0) < 0)
 		return 1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+/* A collective's sweep runs one communicator of --gpus N ranks over the grid's points of gpus = N:
+ * N must be given, be 2..KJ_SWEEP_MAX_RANKS and lie on the config's gpus axis. 0, or -1 said. */
+static int check_collective(const struct kj_sweep_config *cfg, int given, int n)
+{
+	int64_t axis[64];
+	char list[256] = "";
+	int na = cfg->run == KJ_RUN_GET_ALL ? kj_sweep_axis_values(cfg, 0, axis, 64) : 1, on = 0;
+	if (cfg->run != KJ_RUN_GET_ALL)
+		axis[0] = cfg->shapes[0];
+	if (cfg->run == KJ_RUN_GET_PROFILER) {
+		kj_errorf("sweep: %s is a collective (one process a GPU): run get_profiler traces one "
+			  "worker and is not available for it; trace the ranks with kjoule run -- torchrun", cfg->op->name);
+		return -1;
+	}
+	if (!given || n < 2 || n > KJ_SWEEP_MAX_RANKS) {
+		kj_errorf("sweep: %s is a collective: give --gpus N, the communicator's size (2 to %d, "
+			  "one process a GPU)%s", cfg->op->name, KJ_SWEEP_MAX_RANKS, given ? "" : "; none was given");
+		return -1;
+	}
+	for (int i = 0; i < na && i < 64; i++) {
+		on |= axis[i] == n;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%lld", i ? "," : "",
+			 (long long)axis[i]);
+	}
+	if (!on) {
+		kj_errorf("sweep: --gpus %d is not on %s's gpus axis (%s); the sweep measures the grid's "
+			  "points of gpus = %d", n, cfg->path, list, n);
+		return -1;
+	}
+	return 0;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -214,10 +249,28 @@ int cmd_sweep(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (cfg.op->collective && check_collective(&cfg, gpus != NULL, o.gpus))
+		return 2;
+	/* more GPUs than the machine has: said before any worker starts (unknown count: not checked) */
+	int have = count_gpus();
+	if (have > 0 && o.device + o.gpus > have) {
+		kj_errorf("sweep: --gpus %d from --device %d needs GPUs %d..%d, but this machine has %d "
+			  "(NVML's count, or the entries of CUDA_VISIBLE_DEVICES)", o.gpus, o.device,
+			  o.device, o.device + o.gpus - 1, have);
+		return 2;
+	}
 	static const char *const rel[] = {"kjoule-sweep-worker", "src/sweep/worker/kjoule-sweep-worker",
 					  "../libexec/kjoule/kjoule-sweep-worker", NULL};
-	if (kj_cli_find_beside("KJ_SWEEP_WORKER", rel, X_OK, worker, sizeof(worker))) {
-		kj_errorf("sweep worker not found (%s); build kjoule with CUDA or set KJ_SWEEP_WORKER", worker);
+	static const char *const rel_nccl[] = {"kjoule-nccl-worker", "src/sweep/worker_nccl/kjoule-nccl-worker",
+					       "../libexec/kjoule/kjoule-nccl-worker", NULL};
+	if (cfg.op->collective
+		    ? kj_cli_find_beside("KJ_NCCL_WORKER", rel_nccl, X_OK, worker, sizeof(worker))
+		    : kj_cli_find_beside("KJ_SWEEP_WORKER", rel, X_OK, worker, sizeof(worker))) {
+		if (cfg.op->collective)
+			kj_errorf("NCCL worker not found (%s); build kjoule with CUDA where NCCL (nccl.h, "
+				  "libnccl) is installed, or set KJ_NCCL_WORKER", worker);
+		else
+			kj_errorf("sweep worker not found (%s); build kjoule with CUDA or set KJ_SWEEP_WORKER", worker);
 		return 1;
 	}
 	o.worker = worker;

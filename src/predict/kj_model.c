@@ -10,19 +10,24 @@
 #include "kj_predict.h"
 #include "kj_yaml.h"
 
-static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp"};
+static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp", "tp", "dp"};
+#define NINT ((int)(sizeof(int_keys) / sizeof(int_keys[0])))
 
 /* the value of one key into m; returns 0 or writes err */
 static int set_key(struct kj_model_spec *m, const char *k, const char *val, char *msg, size_t len)
 {
-	int64_t *dst[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->batch, &m->mp};
-	for (int i = 0; i < 6; i++)
+	int64_t *dst[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->batch, &m->mp, &m->tp, &m->dp};
+	for (int i = 0; i < NINT; i++)
 		if (!strcmp(k, int_keys[i])) {
 			char *end;
 			errno = 0;
 			long long x = strtoll(val, &end, 10);
 			if (!*val || *end || errno || x < 1) {
 				snprintf(msg, len, "'%s' is not a positive integer", val);
+				return -1;
+			}
+			if (i >= 6 && x > 65536) {
+				snprintf(msg, len, "%lld GPUs is more than kjoule models (65536)", x);
 				return -1;
 			}
 			*dst[i] = x;
@@ -57,7 +62,7 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 		snprintf(m->gpu, sizeof(m->gpu), "%s", val);
 		return 0;
 	}
-	snprintf(msg, len, "unknown key (known: layers, hidden, heads, seq, batch, mp, precision, "
+	snprintf(msg, len, "unknown key (known: layers, hidden, heads, seq, batch, mp, tp, dp, precision, "
 		 "mode, optimizer, norm, rope, attention, master_copies, gpu)");
 	return -1;
 }
@@ -71,7 +76,7 @@ int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t l
 	char msg[512];
 
 	memset(m, 0, sizeof(*m));
-	m->mp = 1;
+	m->mp = 0; /* 0 until given: tp may give it */
 	m->train = m->adam = m->flash = 1;
 	if (!f) {
 		snprintf(err, len, "%s: %s", path, strerror(errno));
@@ -114,6 +119,23 @@ int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t l
 			rc = KJ_EINVAL;
 			goto out;
 		}
+	/* tp is Megatron's mp under its usual name: one of them, or both the same */
+	if (m->tp && m->mp && m->tp != m->mp) {
+		snprintf(err, len, "%s: key 'tp': tp %lld and mp %lld differ (tp is the tensor-parallel size "
+			 "mp names: give one, or both the same)", path, (long long)m->tp, (long long)m->mp);
+		rc = KJ_EINVAL;
+		goto out;
+	}
+	m->mp = m->tp ? m->tp : m->mp ? m->mp : 1;
+	m->tp = m->mp;
+	m->dp = m->dp ? m->dp : 1;
+	if (m->dp > 1 && !m->train) {
+		snprintf(err, len, "%s: key 'dp': dp %lld with mode inference: data parallelism adds "
+			 "communication only to a training step (its gradient all-reduce); drop dp or use "
+			 "mode train", path, (long long)m->dp);
+		rc = KJ_EINVAL;
+		goto out;
+	}
 	if (m->heads % m->mp || m->hidden % m->heads) {
 		snprintf(err, len, "%s: key '%s': mp must divide heads and heads must divide hidden "
 			 "(layers %lld, hidden %lld, heads %lld, mp %lld)", path,
@@ -126,6 +148,19 @@ out:
 	yaml_parser_delete(&p);
 	fclose(f);
 	return rc;
+}
+
+int64_t kj_model_grad_bytes(const struct kj_model_spec *m)
+{
+	/* the last stage's parameters (lastStage_optimizer's count: layers, final norm, the output
+	 * layer tied to the embedding) at the model's precision, whole fp32 elements */
+	const struct kj_sweep_op *opt = kj_sweep_op_find("lastStage_optimizer");
+	int64_t v[KJ_SWEEP_MAX_COLS] = {m->mp, m->hidden, m->layers};
+	/* its bytes are params x (28 + e): recover the parameters from the table's one formula */
+	int e = kj_precision_bytes(m->precision);
+	double params = opt->bytes(v, KJ_FWD, e) / (28.0 + (e < 4 ? e : 0));
+	int64_t b = (int64_t)(params + 0.5) * e;
+	return (b + 3) / 4 * 4;
 }
 
 static int add(struct kj_model_term *t, int n, int cap, const char *op, int64_t count, int fwd_only,
@@ -176,6 +211,23 @@ int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int c
 		if (m->adam && m->master_copies && m->precision != KJ_FP32)
 			n = add(t, n, cap, "master_copies", 1, 1, mp, d, L, 0, 0);
 	}
+	/* tensor parallelism: the row-parallel linears' outputs summed over the tp ranks, twice a
+	 * layer (attention out, FFN down) in a forward; a training step's backward sums the column-
+	 * parallel inputs' gradients as often. Bytes: batch x seq x hidden at the model's precision. */
+	if (m->tp > 1) {
+		int64_t bytes = (b * l * d * kj_precision_bytes(m->precision) + 3) / 4 * 4;
+		n = add(t, n, cap, "all_reduce", (m->train ? 4 : 2) * L, 1, m->tp, bytes, 0, 0, 0);
+	}
+	/* data parallelism: a training step's gradients all-reduced over the dp replicas in DDP's
+	 * buckets, full ones and the rest */
+	if (m->dp > 1 && m->train) {
+		int64_t g = kj_model_grad_bytes(m), full = g / KJ_MODEL_DDP_BUCKET_BYTES;
+		int64_t rest = g - full * KJ_MODEL_DDP_BUCKET_BYTES;
+		if (full)
+			n = add(t, n, cap, "all_reduce", full, 1, m->dp, KJ_MODEL_DDP_BUCKET_BYTES, 0, 0, 0);
+		if (rest)
+			n = add(t, n, cap, "all_reduce", 1, 1, m->dp, rest, 0, 0, 0);
+	}
 	return n;
 }
 
@@ -201,7 +253,12 @@ const char *kj_model_op_tier(const char *op)
 		   {"res_add", "elementwise"},
 		   {"embedding", "elementwise"},
 		   {"RoPE", "elementwise"},
-		   {"fillmask", "elementwise"}};
+		   {"fillmask", "elementwise"},
+		   {"all_reduce", "communication"},
+		   {"all_gather", "communication"},
+		   {"reduce_scatter", "communication"},
+		   {"broadcast", "communication"},
+		   {"send_recv", "communication"}};
 	for (size_t i = 0; op && i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(op, map[i].op))
 			return map[i].tier;

@@ -130,6 +130,7 @@ int kj_svg_scatter(const char *path, const char *title, const char *unit, const 
 /** A GPT-style model (Megatron layout) read from MODEL.yml. */
 struct kj_model_spec {
 	int64_t layers, hidden, heads, seq, batch, mp;
+	int64_t tp, dp;   /* tensor- and data-parallel sizes (tp, when given, is mp); 1: none */
 	int precision;
 	int train;        /* 1: a training step (fwd + bwd + optimizer), 0: an inference forward */
 	int adam;         /* optimizer: adam (1) or none (0) */
@@ -144,11 +145,17 @@ struct kj_model_term {
 	const struct kj_sweep_op *op;
 	int64_t v[KJ_SWEEP_MAX_COLS];
 	int64_t count;
-	int fwd_only;     /* the optimizer: one call, no backward */
+	int fwd_only;     /* the optimizer and the collectives: calls of their own, no backward */
 };
 /** @brief Read MODEL.yml (a mapping of scalars); err "FILE:LINE: key 'K': ..." on failure. */
 int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t len);
-/** @brief The operator terms of one step into t (at most cap); returns their number. */
+/** @brief The operator terms of one step into t (at most cap); returns their number. With tp > 1
+ *  they include the tensor-parallel all-reduces (2 a layer in each forward, and 2 a layer in each
+ *  backward of a training step, of batch x seq x hidden elements), with dp > 1 the data-parallel
+ *  gradient all-reduce of a training step in DDP's 25 MiB buckets (KJ_MODEL_DDP_BUCKET_BYTES). */
+#define KJ_MODEL_DDP_BUCKET_BYTES (25ll << 20)
+/** @brief Bytes of one rank's gradients of m (its parameters at its precision), as DDP reduces them. */
+int64_t kj_model_grad_bytes(const struct kj_model_spec *m);
 int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int cap);
 /** @brief The kernel tier (src/common/kj_kernel_class.c's names) where a framework's kernels for
  *  operator op land in a trace: the linears "gemm", flash_atten "attention", the norms "norm",

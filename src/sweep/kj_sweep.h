@@ -10,6 +10,7 @@
 #include "kj_sweep_op.h"
 
 #define KJ_SWEEP_MAX_CSV_COLS 24
+#define KJ_SWEEP_MAX_RANKS 16 /* most GPUs in one collective's communicator */
 
 enum kj_sweep_run { KJ_RUN_GET_ALL, KJ_RUN_GET_ONE, KJ_RUN_GET_PROFILER, KJ_RUN_FUNCTION };
 
@@ -122,8 +123,6 @@ void kj_sweep_request(const struct kj_sweep_config *cfg, int precision, const in
 /** @brief GPU name made file-safe (spaces and slashes dropped, as the seed's names are). */
 void kj_sweep_gpu_tag(const char *name, char *out, size_t len);
 
-#endif
-
 /* ---- file names and merge ----------------------------------------------------------------- */
 /** The parts of a sweep file name: {GPU}_{op}_{precision}_{parts}_{part}.csv (a part) or
  *  {GPU}_{op}_{precision}.csv (merged; parts = part = 0). */
@@ -140,3 +139,5 @@ int kj_sweep_name_parse(const char *path, struct kj_sweep_name *out);
  */
 int kj_sweep_merge(const char *const *paths, int n, const char *out, int64_t *rows, int64_t *dups,
 		   char *err, size_t errlen);
+
+#endif

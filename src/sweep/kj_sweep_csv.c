@@ -9,7 +9,7 @@
 
 static const char *const result_cols[] = {"F_dur(us)", "B_dur(us)", "F_energy(uJ)",
 					  "F_energy_unc(uJ)", "B_energy(uJ)", "B_energy_unc(uJ)",
-					  "status", "impl"};
+					  "status", "impl", "algbw(GB/s)", "busbw(GB/s)"};
 #define NRESULT ((int)(sizeof(result_cols) / sizeof(result_cols[0])))
 
 void kj_sweep_csv_header(const struct kj_sweep_op *op, int energy, char *buf, size_t len)
@@ -19,9 +19,9 @@ void kj_sweep_csv_header(const struct kj_sweep_op *op, int energy, char *buf, si
 	for (int i = 0; i < op->ncolumns && w < len; i++)
 		w += snprintf(buf + w, len - w, "%s,", op->columns[i]);
 	if (w < len)
-		snprintf(buf + w, len - w, "F_dur(us),B_dur(us),%sstatus%s",
+		snprintf(buf + w, len - w, "F_dur(us),B_dur(us),%sstatus%s%s",
 			 energy ? "F_energy(uJ),F_energy_unc(uJ),B_energy(uJ),B_energy_unc(uJ)," : "",
-			 op->impl_column ? ",impl" : "");
+			 op->impl_column ? ",impl" : "", op->collective ? ",algbw(GB/s),busbw(GB/s)" : "");
 }
 
 int kj_sweep_impl_ok(const char *s)
@@ -135,7 +135,7 @@ static int check_header(const char *path, char **f, int n, const char *kernel,
 		if (!known) {
 			snprintf(err, errlen, "%s:1: foreign column '%s' (a sweep CSV has %s's shape "
 				 "columns, F_dur(us), B_dur(us), F_energy(uJ), F_energy_unc(uJ), "
-				 "B_energy(uJ), B_energy_unc(uJ), status, impl)", path, f[j], op->name);
+				 "B_energy(uJ), B_energy_unc(uJ), status, impl, algbw(GB/s), busbw(GB/s))", path, f[j], op->name);
 			return KJ_EINVAL;
 		}
 	}

@@ -16,7 +16,11 @@
  * f_algo/b_algo: the cuBLASLt algorithms the pass ran, ID.TILE.SPLITK.STAGES.CLUSTER per GEMM
  * joined by '+' (cublasLtMatmulAlgoConfig's ids), '-' for a pass without GEMMs. A reader ignores
  * keys it does not know.
- * `kjoule-sweep-worker --list` prints one line per operator it implements: OP COL1,COL2,... */
+ * `kjoule-sweep-worker --list` prints one line per operator it implements: OP COL1,COL2,...
+ * The collectives (all_reduce, all_gather, reduce_scatter, broadcast, send_recv; columns gpus,
+ * bytes) are answered by kjoule-nccl-worker (src/sweep/worker_nccl/) in the same protocol, one
+ * process a GPU: every rank gets the same requests; rank 0's answer is the row (time: the mean over
+ * the ranks; energy: every GPU of the communicator summed) and adds algbw=.. busbw=.. (GB/s). */
 #ifndef KJ_SWEEP_OP_H
 #define KJ_SWEEP_OP_H
 
@@ -42,8 +46,14 @@ struct kj_sweep_op {
 	double (*bytes)(const int64_t *v, int prop, int elem_bytes);
 	int impl_column; /* 1: the worker may run it on more than one implementation (flash_atten:
 			  * cuDNN's or kjoule's kernels); its CSVs keep each shape's in column impl */
+	int collective;  /* 1: an NCCL collective over `gpus` GPUs, one process a GPU
+			  * (kjoule-nccl-worker); its CSVs add algbw(GB/s) and busbw(GB/s) */
 };
 
+/** @brief nccl-tests' bus-bandwidth factor of collective op over n GPUs: 2(n-1)/n for all_reduce,
+ *  (n-1)/n for all_gather and reduce_scatter, 1 for broadcast and send_recv; 0 for an operator that
+ *  is not a collective. busbw = algbw x factor, algbw = bytes / time. */
+double kj_sweep_busbw_factor(const struct kj_sweep_op *op, int64_t n);
 /** @brief The operator named name, or NULL. */
 const struct kj_sweep_op *kj_sweep_op_find(const char *name);
 /** @brief Number of operators and the i-th one (0 <= i < kj_sweep_op_count()). */

@@ -308,36 +308,87 @@ static double copies_bytes(const int64_t *v, int prop, int e)
 	return prop == KJ_FWD ? stage_params(v, 2) * (8.0 + 2.0 * e) : 0.0;
 }
 
+/* ---- NCCL collectives: gpus, bytes — the message size as nccl-tests counts it: the buffer of
+ * all_reduce and broadcast, the whole gathered (scattered) buffer of all_gather (reduce_scatter),
+ * what each rank sends to the next for send_recv. Bytes: what crosses a rank's links (the message
+ * times the bus-bandwidth factor); FLOPs: the additions of the reducing ones, per rank. */
+static double coll_flops_of(const int64_t *v, int prop, const char *name)
+{
+	double n = V(0), elems = V(1) / 4.0; /* elements of fp32; FLOPs stay a feature, not a count */
+	if (prop != KJ_FWD)
+		return 0.0;
+	if (!strcmp(name, "all_reduce") || !strcmp(name, "reduce_scatter"))
+		return elems * (n - 1.0) / n;
+	return 0.0;
+}
+
+static double coll_bytes_of(const int64_t *v, int prop, const char *name)
+{
+	double n = V(0);
+	if (prop != KJ_FWD)
+		return 0.0; /* a collective has no backward */
+	if (!strcmp(name, "all_reduce"))
+		return V(1) * 2.0 * (n - 1.0) / n;
+	if (!strcmp(name, "all_gather") || !strcmp(name, "reduce_scatter"))
+		return V(1) * (n - 1.0) / n;
+	return V(1);
+}
+
+#define COLL(fn, nm)                                                                                 \
+	static double fn##_flops(const int64_t *v, int p) { return coll_flops_of(v, p, nm); }        \
+	static double fn##_bytes(const int64_t *v, int p, int e) { (void)e; return coll_bytes_of(v, p, nm); }
+COLL(allreduce, "all_reduce")
+COLL(allgather, "all_gather")
+COLL(reducescatter, "reduce_scatter")
+COLL(broadcast, "broadcast")
+COLL(sendrecv, "send_recv")
+
 #define C4(a, b, c, d) {a, b, c, d, NULL}, 4
 #define C3(a, b, c) {a, b, c, NULL}, 3
 #define C5(a, b, c, d, e) {a, b, c, d, e, NULL}, 5
 
 static const struct kj_sweep_op ops[] = {
-	{"embedding", C4("mp", "b", "l", "dim"), embedding_flops, embedding_bytes, 0},
-	{"layernorm", C3("b", "l", "dim"), layernorm_flops, layernorm_bytes, 0},
-	{"RMSlayernorm", C3("b", "l", "dim"), rmsnorm_flops, rmsnorm_bytes, 0},
-	{"linear1", C4("mp", "b", "l", "dim"), linear1_flops, linear1_bytes, 0},
-	{"linear2", C4("mp", "b", "l", "dim"), linear2_flops, linear2_bytes, 0},
-	{"linear3", C4("mp", "b", "l", "dim"), linear3_flops, linear3_bytes, 0},
-	{"linear4", C4("mp", "b", "l", "dim"), linear4_flops, linear4_bytes, 0},
-	{"linear_final", C4("mp", "b", "l", "dim"), linearf_flops, linearf_bytes, 0},
-	{"flash_atten", C5("mp", "b", "h", "l", "dim"), flash_flops, flash_bytes, 1},
-	{"gelu", C4("mp", "b", "l", "dim"), gelu_flops, gelu_bytes, 0},
-	{"RoPE", C5("mp", "b", "h", "l", "dim"), rope_flops, rope_bytes, 0},
-	{"res_add", C3("b", "l", "dim"), res_add_flops, res_add_bytes, 0},
-	{"parallel_cross_entropy_128", C3("mp", "b", "l"), xent_flops, xent_bytes, 0},
-	{"softmax", C4("mp", "b", "h", "l"), softmax_flops, softmax_bytes, 0},
-	{"fillmask", C5("mp", "b", "h", "l", "dim"), fillmask_flops, fillmask_bytes, 0},
-	{"baddbmm", C5("mp", "b", "h", "l", "dim"), baddbmm_flops, baddbmm_bytes, 0},
-	{"bmm", C5("mp", "b", "h", "l", "dim"), bmm_flops, bmm_bytes, 0},
-	{"ScaledUpperTriangMaskedSoftmax", C4("mp", "b", "h", "l"), utm_softmax_flops, softmax_bytes, 0},
+	{"embedding", C4("mp", "b", "l", "dim"), embedding_flops, embedding_bytes, 0, 0},
+	{"layernorm", C3("b", "l", "dim"), layernorm_flops, layernorm_bytes, 0, 0},
+	{"RMSlayernorm", C3("b", "l", "dim"), rmsnorm_flops, rmsnorm_bytes, 0, 0},
+	{"linear1", C4("mp", "b", "l", "dim"), linear1_flops, linear1_bytes, 0, 0},
+	{"linear2", C4("mp", "b", "l", "dim"), linear2_flops, linear2_bytes, 0, 0},
+	{"linear3", C4("mp", "b", "l", "dim"), linear3_flops, linear3_bytes, 0, 0},
+	{"linear4", C4("mp", "b", "l", "dim"), linear4_flops, linear4_bytes, 0, 0},
+	{"linear_final", C4("mp", "b", "l", "dim"), linearf_flops, linearf_bytes, 0, 0},
+	{"flash_atten", C5("mp", "b", "h", "l", "dim"), flash_flops, flash_bytes, 1, 0},
+	{"gelu", C4("mp", "b", "l", "dim"), gelu_flops, gelu_bytes, 0, 0},
+	{"RoPE", C5("mp", "b", "h", "l", "dim"), rope_flops, rope_bytes, 0, 0},
+	{"res_add", C3("b", "l", "dim"), res_add_flops, res_add_bytes, 0, 0},
+	{"parallel_cross_entropy_128", C3("mp", "b", "l"), xent_flops, xent_bytes, 0, 0},
+	{"softmax", C4("mp", "b", "h", "l"), softmax_flops, softmax_bytes, 0, 0},
+	{"fillmask", C5("mp", "b", "h", "l", "dim"), fillmask_flops, fillmask_bytes, 0, 0},
+	{"baddbmm", C5("mp", "b", "h", "l", "dim"), baddbmm_flops, baddbmm_bytes, 0, 0},
+	{"bmm", C5("mp", "b", "h", "l", "dim"), bmm_flops, bmm_bytes, 0, 0},
+	{"ScaledUpperTriangMaskedSoftmax", C4("mp", "b", "h", "l"), utm_softmax_flops, softmax_bytes, 0, 0},
 	{"moe", {"mp", "b", "l", "dim", "moe_num_experts", "intermediate_size", "top_k", NULL}, 7,
-	 moe_flops, moe_bytes, 0},
-	{"firstStage_optimizer", C3("mp", "dim", "encoders"), opt0_flops, opt0_bytes, 0},
-	{"middleStage_optimizer", C3("mp", "dim", "encoders"), opt1_flops, opt1_bytes, 0},
-	{"lastStage_optimizer", C3("mp", "dim", "encoders"), opt2_flops, opt2_bytes, 0},
-	{"master_copies", C3("mp", "dim", "encoders"), copies_flops, copies_bytes, 0},
+	 moe_flops, moe_bytes, 0, 0},
+	{"firstStage_optimizer", C3("mp", "dim", "encoders"), opt0_flops, opt0_bytes, 0, 0},
+	{"middleStage_optimizer", C3("mp", "dim", "encoders"), opt1_flops, opt1_bytes, 0, 0},
+	{"lastStage_optimizer", C3("mp", "dim", "encoders"), opt2_flops, opt2_bytes, 0, 0},
+	{"master_copies", C3("mp", "dim", "encoders"), copies_flops, copies_bytes, 0, 0},
+	{"all_reduce", {"gpus", "bytes", NULL}, 2, allreduce_flops, allreduce_bytes, 0, 1},
+	{"all_gather", {"gpus", "bytes", NULL}, 2, allgather_flops, allgather_bytes, 0, 1},
+	{"reduce_scatter", {"gpus", "bytes", NULL}, 2, reducescatter_flops, reducescatter_bytes, 0, 1},
+	{"broadcast", {"gpus", "bytes", NULL}, 2, broadcast_flops, broadcast_bytes, 0, 1},
+	{"send_recv", {"gpus", "bytes", NULL}, 2, sendrecv_flops, sendrecv_bytes, 0, 1},
 };
+
+double kj_sweep_busbw_factor(const struct kj_sweep_op *op, int64_t n)
+{
+	if (!op || !op->collective || n < 1)
+		return 0.0;
+	if (!strcmp(op->name, "all_reduce"))
+		return 2.0 * (double)(n - 1) / (double)n;
+	if (!strcmp(op->name, "all_gather") || !strcmp(op->name, "reduce_scatter"))
+		return (double)(n - 1) / (double)n;
+	return 1.0;
+}
 
 #define NOPS ((int)(sizeof(ops) / sizeof(ops[0])))
 

@@ -17,193 +17,7 @@
 #include "kj_error.h"
 #include "kj_gpu.h"
 #include "kj_sweep.h"
-
-#define MAX_WORKERS 64
-
-struct worker {
-	pid_t pid;
-	int in_fd, out_fd;
-	char buf[8192];
-	size_t have;
-	int64_t shape; /* index in the todo list being measured, -1 idle, -2 warming up */
-	int device;
-	int deaths; /* consecutive ends without an answer */
-	double sent_s; /* when the request in flight was sent */
-	int timed_out;
-};
-
-struct answer {
-	char status[16];
-	char f_us[32], b_us[32], f_uj[32], f_uj_unc[32], b_uj[32], b_uj_unc[32], err_f[32], err_b[32];
-	char f_mhz[32], b_mhz[32]; /* mean SM clock over each energy window */
-	char f_uj_warm[32], f_uj_cold[32], b_uj_warm[32], b_uj_cold[32]; /* the energies f_uj is the mean of */
-	char f_algo[96], b_algo[96]; /* each pass's cuBLASLt algorithms (a word of digits, '.' and '+') */
-	char msg[256];
-};
-
-/* Parse "KJ_SWEEP status=ok f_us=.. ..."; figures not given or not finite numbers become '-'.
- * Returns 0, or -1 when the line is not a KJ_SWEEP answer. */
-static int parse_answer(const char *line, struct answer *a)
-{
-	char *fields[] = {a->f_us, a->b_us, a->f_uj, a->f_uj_unc, a->b_uj, a->b_uj_unc, a->err_f, a->err_b,
-			  a->f_mhz, a->b_mhz, a->f_uj_warm, a->f_uj_cold, a->b_uj_warm, a->b_uj_cold};
-	static const char *const keys[] = {"f_us=", "b_us=", "f_uj=", "f_uj_unc=", "b_uj=", "b_uj_unc=",
-					   "err_f=", "err_b=", "f_mhz=", "b_mhz=", "f_uj_warm=", "f_uj_cold=",
-					   "b_uj_warm=", "b_uj_cold="};
-	enum { NFIELDS = sizeof(keys) / sizeof(keys[0]) };
-	memset(a, 0, sizeof(*a));
-	for (int i = 0; i < NFIELDS; i++)
-		strcpy(fields[i], "-");
-	strcpy(a->f_algo, "-");
-	strcpy(a->b_algo, "-");
-	if (strncmp(line, "KJ_SWEEP ", 9))
-		return -1;
-	const char *s = line + 9;
-	while (*s) {
-		while (*s == ' ')
-			s++;
-		if (!*s)
-			break;
-		if (!strncmp(s, "msg=", 4)) {
-			s += 4;
-			int q = *s == '"';
-			s += q;
-			size_t n = 0;
-			while (*s && (q ? *s != '"' : *s != ' ') && n + 1 < sizeof(a->msg))
-				a->msg[n++] = *s++;
-			a->msg[n] = '\0';
-			while (*s && *s != ' ')
-				s++;
-			continue;
-		}
-		size_t len = strcspn(s, " ");
-		char tok[128];
-		snprintf(tok, sizeof(tok), "%.*s", (int)(len < 127 ? len : 127), s);
-		if (!strncmp(tok, "status=", 7))
-			snprintf(a->status, sizeof(a->status), "%.15s", tok + 7);
-		if (!strncmp(tok, "f_algo=", 7) || !strncmp(tok, "b_algo=", 7)) {
-			const char *w = tok + 7; /* cuBLASLt ids, or an implementation's name (flash_atten) */
-			int ok = kj_sweep_impl_ok(w) && !strchr(w, '/'); /* '/' joins the two in a CSV */
-			snprintf(tok[0] == 'f' ? a->f_algo : a->b_algo, sizeof(a->f_algo), "%.95s", ok ? w : "-");
-		}
-		for (int i = 0; i < NFIELDS; i++) {
-			size_t kl = strlen(keys[i]);
-			if (!strncmp(tok, keys[i], kl))
-				snprintf(fields[i], 32, "%.31s", kj_sweep_is_number(tok + kl) ? tok + kl : "-");
-		}
-		s += len;
-	}
-	if (strcmp(a->status, "ok") && strcmp(a->status, "oom") && strcmp(a->status, "error") &&
-	    strcmp(a->status, "unsupported"))
-		return -1;
-	return 0;
-}
-
-/* Start the worker with stdin and stdout piped; it sees only GPU `device` (CUDA_VISIBLE_DEVICES
- * narrowed to that entry) and the config's wait/warmup/active in KJ_SWEEP_WAIT/WARMUP/ACTIVE. */
-static int worker_start(struct worker *w, const char *path, int device, const struct kj_sweep_config *cfg)
-{
-	int in[2], out[2];
-	char dev[64] = "";
-	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-	if (vis && *vis) {
-		const char *s = vis;
-		for (int i = 0; i < device && s; i++)
-			if ((s = strchr(s, ',')))
-				s++;
-		if (s)
-			snprintf(dev, sizeof(dev), "%.*s", (int)strcspn(s, ","), s);
-	}
-	if (!dev[0])
-		snprintf(dev, sizeof(dev), "%d", device);
-	if (pipe(in))
-		return KJ_EIO;
-	if (pipe(out)) {
-		close(in[0]);
-		close(in[1]);
-		return KJ_EIO;
-	}
-	/* no other worker may inherit these ends, or it would hold this worker's stdin open */
-	fcntl(in[0], F_SETFD, FD_CLOEXEC);
-	fcntl(in[1], F_SETFD, FD_CLOEXEC);
-	fcntl(out[0], F_SETFD, FD_CLOEXEC);
-	fcntl(out[1], F_SETFD, FD_CLOEXEC);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0)
-		return KJ_EIO;
-	if (pid == 0) {
-		char num[32];
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[0]);
-		close(in[1]);
-		close(out[0]);
-		close(out[1]);
-		setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-		snprintf(num, sizeof(num), "%d", cfg->wait);
-		setenv("KJ_SWEEP_WAIT", num, 1);
-		snprintf(num, sizeof(num), "%d", cfg->warmup);
-		setenv("KJ_SWEEP_WARMUP", num, 1);
-		snprintf(num, sizeof(num), "%d", cfg->active);
-		setenv("KJ_SWEEP_ACTIVE", num, 1);
-		execl(path, path, (char *)NULL);
-		fprintf(stderr, "kjoule: cannot start %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	memset(w, 0, sizeof(*w));
-	w->pid = pid;
-	w->in_fd = in[1];
-	w->out_fd = out[0];
-	w->shape = -1;
-	w->device = device;
-	return 0;
-}
-
-static void worker_stop(struct worker *w)
-{
-	int st;
-	if (w->pid <= 0)
-		return;
-	close(w->in_fd);
-	close(w->out_fd);
-	waitpid(w->pid, &st, 0);
-	w->pid = 0;
-}
-
-void kj_sweep_request(const struct kj_sweep_config *cfg, int precision, const int64_t *v,
-		      int energy, int check, char *buf, size_t len)
-{
-	char shape[256];
-	kj_sweep_shape_format(v, cfg->ncols, shape, sizeof(shape));
-	snprintf(buf, len, "%s %s %s %d %d\n", cfg->op->name, kj_precision_name(precision), shape,
-		 energy, check);
-}
-
-static int worker_send(struct worker *w, const struct kj_sweep_config *cfg, int precision,
-		       const int64_t *v, int energy, int check)
-{
-	char line[512];
-	kj_sweep_request(cfg, precision, v, energy, check, line, sizeof(line));
-	ssize_t n = (ssize_t)strlen(line);
-	w->sent_s = kj_now_ns() / 1e9;
-	return write(w->in_fd, line, n) == n ? 0 : KJ_EIO;
-}
-
-/* One complete line from the worker into line, if one is buffered; 1 when given, 0 not yet. */
-static int worker_line(struct worker *w, char *line, size_t len)
-{
-	char *nl = memchr(w->buf, '\n', w->have);
-	if (!nl)
-		return 0;
-	size_t n = nl - w->buf;
-	snprintf(line, len, "%.*s", (int)n, w->buf);
-	memmove(w->buf, nl + 1, w->have - n - 1);
-	w->have -= n + 1;
-	return 1;
-}
+#include "kj_sweep_internal.h"
 
 static void fmt_remaining(double s, char *buf, size_t len)
 {
@@ -308,6 +122,15 @@ static int record(struct run_state *st, const int64_t *v, const struct answer *a
 		int named = ok && strcmp(a->f_algo, "-") && strcmp(a->b_algo, "-");
 		snprintf(impl, sizeof(impl), ",%s%s%s", named ? a->f_algo : "-", named ? "/" : "",
 			 named ? a->b_algo : "");
+	}
+	if (st->cfg->op->collective) { /* nccl-tests' algbw and busbw, GB/s, from the row's time */
+		double us = ok && kj_sweep_is_number(a->f_us) ? atof(a->f_us) : 0.0;
+		double f = kj_sweep_busbw_factor(st->cfg->op, v[0]);
+		if (us > 0)
+			snprintf(impl, sizeof(impl), ",%.6g,%.6g", (double)v[1] / us / 1e3,
+				 (double)v[1] / us / 1e3 * f);
+		else
+			snprintf(impl, sizeof(impl), ",-,-");
 	}
 	if (st->opts->energy)
 		n = snprintf(row, sizeof(row), "%s,%s,%s,%s,%s,%s,%s,%s%s\n", shape, ok ? a->f_us : "-",
@@ -446,6 +269,8 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 	struct run_state st = {.cfg = cfg, .opts = opts, .csv_fd = -1};
 	struct worker w[MAX_WORKERS];
 	int nw = opts->gpus < 1 ? 1 : opts->gpus > MAX_WORKERS ? MAX_WORKERS : opts->gpus;
+	/* a collective: one worker, the group of --gpus ranks of one communicator */
+	int ranks = cfg->op->collective ? nw : 1;
 	int64_t *shapes = NULL, nshapes = 0, invalid = 0, *todo = NULL, ntodo = 0, next = 0;
 	char **done = NULL, base[1024], path[1200], header[1024];
 	int64_t ndone = 0;
@@ -497,6 +322,13 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 		rc = KJ_ENOMEM;
 		goto out;
 	}
+	if (cfg->op->collective) { /* the grid's points of other communicator sizes are other sweeps' */
+		int64_t k = 0;
+		for (int64_t i = 0; i < nshapes; i++)
+			if (shapes[i * nc] == ranks)
+				memmove(shapes + k++ * nc, shapes + i * nc, nc * sizeof(*shapes));
+		nshapes = k;
+	}
 	for (int64_t i = 0; i < nshapes; i++) {
 		char s[256], *key = s;
 		kj_sweep_shape_format(shapes + i * nc, nc, s, sizeof(s));
@@ -513,15 +345,21 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			(long long)st.done_before, st.write_csv ? path : "-", (long long)invalid);
 	if (ntodo == 0)
 		goto out;
+	if (cfg->op->collective)
+		nw = 1;
 	if (nw > ntodo)
 		nw = (int)ntodo;
 	for (int i = 0; i < nw; i++) {
-		if ((rc = worker_start(&w[i], opts->worker, opts->device + i, cfg))) {
+		if ((rc = kj_sweep_worker_start(&w[i], opts->worker, opts->device + i, ranks, cfg))) {
 			kj_errorf("cannot start %s: %s", opts->worker, strerror(errno));
 			goto out;
 		}
 		/* the warmup shape first; its answer is read and dropped */
-		if (worker_send(&w[i], cfg, opts->precision, cfg->warmup_shapes, opts->energy, 0) == 0)
+		int64_t warm[KJ_SWEEP_MAX_COLS];
+		memcpy(warm, cfg->warmup_shapes, sizeof(warm));
+		if (cfg->op->collective)
+			warm[0] = ranks; /* the communicator the group has */
+		if (kj_sweep_worker_send(&w[i], cfg, opts->precision, warm, opts->energy, 0) == 0)
 			w[i].shape = -2;
 	}
 	st.t0 = now_s();
@@ -529,7 +367,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 		int busy = 0;
 		for (int i = 0; i < nw; i++) {
 			if (w[i].pid > 0 && w[i].shape == -1 && next < ntodo) {
-				if (worker_send(&w[i], cfg, opts->precision, shapes + todo[next] * nc,
+				if (kj_sweep_worker_send(&w[i], cfg, opts->precision, shapes + todo[next] * nc,
 						opts->energy, check) == 0)
 					w[i].shape = next++;
 			}
@@ -549,6 +387,12 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			rc = KJ_EIO;
 			break;
 		}
+		/* a rank of a collective that ended leaves rank 0 waiting: end the group (read below as
+		 * a death, and restarted) */
+		for (int i = 0; cfg->op->collective && i < nw; i++)
+			if (kj_sweep_worker_peer_died(&w[i]))
+				kj_warnf("a rank of the collective on GPUs %d..%d ended; restarting the group",
+					 w[i].device, w[i].device + ranks - 1);
 		/* a shape that takes longer than the timeout: the worker is killed (its end is read
 		 * below as a death, and the shape retried on resume) */
 		for (int i = 0; opts->timeout_s > 0 && i < nw; i++)
@@ -575,9 +419,9 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 						w[i].timed_out ? "killed after --timeout" : "ended", shape);
 				st.failed += s >= 0;
 				int deaths = w[i].deaths + 1;
-				worker_stop(&w[i]);
+				kj_sweep_worker_stop(&w[i]);
 				/* a worker that dies three times running, or in its warmup, is given up */
-				if (s == -2 || deaths >= 3 || worker_start(&w[i], opts->worker, w[i].device, cfg)) {
+				if (s == -2 || deaths >= 3 || kj_sweep_worker_start(&w[i], opts->worker, w[i].device, ranks, cfg)) {
 					w[i].pid = 0;
 					kj_errorf("the worker on GPU %d cannot run (%s)", w[i].device, opts->worker);
 				} else {
@@ -586,9 +430,9 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 				continue;
 			}
 			w[i].have += got;
-			while (w[i].shape != -1 && worker_line(&w[i], line, sizeof(line))) {
+			while (w[i].shape != -1 && kj_sweep_worker_line(&w[i], line, sizeof(line))) {
 				struct answer a;
-				if (parse_answer(line, &a))
+				if (kj_sweep_parse_answer(line, &a))
 					continue; /* not an answer: the worker's own chatter */
 				w[i].deaths = 0;
 				if (w[i].shape >= 0) {
@@ -627,7 +471,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			"unsupported)\n", (long long)st.skipped);
 out:
 	for (int i = 0; i < nw; i++)
-		worker_stop(&w[i]);
+		kj_sweep_worker_stop(&w[i]);
 	if (st.csv_fd >= 0)
 		close(st.csv_fd);
 	if (st.log)

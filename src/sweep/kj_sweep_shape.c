@@ -72,6 +72,13 @@ int kj_sweep_shape_valid(const struct kj_sweep_op *op, const int64_t *v, char *w
 		rule = "top_k must not exceed moe_num_experts";
 	else if (mp >= 0 && dim >= 0 && !strcmp(op->name, "embedding") && KJ_SWEEP_VOCAB % v[mp])
 		rule = "mp must divide the vocabulary";
+	else if (op->collective && v[0] < 2)
+		rule = "a collective takes gpus >= 2";
+	else if (op->collective && v[1] % 4)
+		rule = "bytes must be a multiple of 4 (whole fp32 elements)";
+	else if (op->collective && (!strcmp(op->name, "all_gather") || !strcmp(op->name, "reduce_scatter")) &&
+		 v[1] % (4 * v[0]))
+		rule = "bytes must be a multiple of 4 x gpus (whole fp32 elements a rank)";
 	if (why && len)
 		snprintf(why, len, "%s", rule ? rule : "");
 	return rule == NULL;

@@ -16,8 +16,8 @@ grep -q "10530-point grid (5670 dropped" "$T/err" || fail "dry-run summary: $(ca
 for f in "$SRC"/configs/sweep/collect/*.yml "$SRC"/configs/sweep/test/*.yml; do
 	"$KJ" sweep "$f" --dry-run >/dev/null 2>"$T/err" || fail "$f: $(cat "$T/err")"
 done
-[ "$(ls "$SRC"/configs/sweep/collect/*.yml | wc -l)" = 23 ] || fail "collect/ lacks configs"
-[ "$(ls "$SRC"/configs/sweep/test/*.yml | wc -l)" = 23 ] || fail "test/ lacks configs"
+[ "$(ls "$SRC"/configs/sweep/collect/*.yml | wc -l)" = 28 ] || fail "collect/ lacks configs"
+[ "$(ls "$SRC"/configs/sweep/test/*.yml | wc -l)" = 28 ] || fail "test/ lacks configs"
 # parts: every 4th shape
 expect 0 "$KJ" sweep "$SRC/tests/data/sweep/seed_flash_atten.yml" --dry-run --parts 4 --part 2
 [ "$(sed -n 2p "$T/out")" = "$("$KJ" sweep "$SRC/tests/data/sweep/seed_flash_atten.yml" --dry-run 2>/dev/null | sed -n 3p)" ] || fail "part 2's first shape is the grid's second"

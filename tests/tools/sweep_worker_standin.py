@@ -5,7 +5,9 @@ the CPU. For shape v with product P:  f_us = 3 + P/1000,  b_us = 2 * f_us,  f_uj
 b_uj = 50 * b_us (uncertainties 1 %), the mean of warm (40 x) and cold (60 x) L2 energies.
 Environment: STANDIN_OOM_ABOVE=P  answers status=oom when the product exceeds P;
 STANDIN_DIE_AFTER=N  exits (as if killed) after N measured answers, counted in STANDIN_COUNT_FILE
-across restarts; STANDIN_LOG=FILE  appends each request line; STANDIN_FAIL=1  answers status=error to all; STANDIN_HANG_AT=V1,V2,..  hangs on that shape."""
+across restarts; STANDIN_LOG=FILE  appends each request line; STANDIN_FAIL=1  answers status=error to all; STANDIN_HANG_AT=V1,V2,..  hangs on that shape.
+As a rank of a collective (KJ_NCCL_RANK set: it stands in for kjoule-nccl-worker too), STANDIN_RANKS_LOG=FILE
+gets one line a rank at start: rank, ranks, device, devices and the three NVLink multicast variables."""
 import os
 import sys
 
@@ -15,6 +17,15 @@ def main():
     die = int(os.environ.get("STANDIN_DIE_AFTER", "0") or 0)
     count_file = os.environ.get("STANDIN_COUNT_FILE")
     log = os.environ.get("STANDIN_LOG")
+    rl = os.environ.get("STANDIN_RANKS_LOG")
+    if rl and "KJ_NCCL_RANK" in os.environ:
+        e = os.environ
+        with open(rl, "a") as f:
+            f.write("rank=%s ranks=%s device=%s devices=%s id=%s nvls=%s symm=%s nvshmem=%s\n" % (
+                e.get("KJ_NCCL_RANK"), e.get("KJ_NCCL_NRANKS"), e.get("KJ_NCCL_DEVICE"),
+                e.get("KJ_NCCL_DEVICES"), "set" if e.get("KJ_NCCL_ID_FILE") else "unset",
+                e.get("NCCL_NVLS_ENABLE"), e.get("TORCH_SYMM_MEM_DISABLE_MULTICAST"),
+                e.get("NVSHMEM_DISABLE_NVLS")))
     for line in sys.stdin:
         if log:
             with open(log, "a") as f:

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Several GPUs of one machine: the five NCCL collectives swept over 2 GPUs (9 training sizes,
+8 KiB..512 MiB in steps of 4, and 5 held-out sizes between and past them, 16 KiB..1 GiB), fitted,
+the held-out sizes predicted; bus bandwidth at 1 GiB against the NVLink peak; then a tensor-parallel
+LLaMA (examples/llama7b_tp.py) and a DDP GPT-2 (examples/ddp_train.py) under `kjoule run` with
+torchrun, `kjoule compare` and `kjoule predict --model ... --run` of each. Every step has its own
+timeout and log; a failed step is recorded and the rest go on. Writes one JSON (bench/results
+style: device, date, command, raw numbers).
+
+    python3 bench/multi_gpu/run.py --kjoule $KJ_BUILD/kjoule --work /tmp/mg --log-dir $OUT -o $OUT/multi_gpu.json
+"""
+import argparse
+import csv
+import datetime
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv"]
+NVLINK4_GBPS = 450.0  # H100/H200 SXM NVLink 4: 18 links x 25 GB/s, per direction
+CFG = """{{"kernel_name": "{op}", "columns_name": ['gpus', 'bytes', 'F_dur(us)', 'B_dur(us)'],
+ "first_n_column": 2, "starts": [{g}, {b0}], "steps": [2, {step}], "ends": [{g}, {b1}],
+ "operators": ['mul', 'mul'], "warmup_shapes": [{g}, 1048576], "warmup": 5, "active": 10,
+ "run": "get_all"}}
+"""
+
+
+def step(name, cmd, log_dir, timeout, steps, env=None):
+    """Run cmd with a timeout, its output into LOG_DIR/multi_gpu.log; record the step."""
+    t0 = time.time()
+    rc, out = None, ""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        rc, out = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc = "timeout"
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+    except OSError as e:
+        rc, out = "cannot start", str(e)
+    dt = time.time() - t0
+    with open(os.path.join(log_dir, "multi_gpu.log"), "a") as f:
+        f.write(f"\n===== {name} (rc {rc}, {dt:.1f} s): {' '.join(cmd)}\n{out[-20000:]}\n")
+    steps.append({"step": name, "rc": rc, "seconds": round(dt, 1)})
+    print(f"== {name}: rc {rc} in {dt:.1f} s", flush=True)
+    return rc, out
+
+
+def rows(path):
+    try:
+        return list(csv.DictReader(open(path)))
+    except OSError:
+        return []
+
+
+def json_of(text):
+    i = text.find("{")
+    try:
+        return json.loads(text[i:]) if i >= 0 else None
+    except ValueError:
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kjoule", required=True)
+    ap.add_argument("--work", default="/tmp/kj_multi_gpu")
+    ap.add_argument("--log-dir", default=".")
+    ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--skip-programs", action="store_true")
+    ap.add_argument("-o", "--out", required=True)
+    a = ap.parse_args()
+    kj, w, g = a.kjoule, a.work, a.gpus
+    os.makedirs(w, exist_ok=True)
+    os.makedirs(a.log_dir, exist_ok=True)
+    steps = []
+    env = dict(os.environ, KJ_NCCL_ENERGY_S=os.environ.get("KJ_NCCL_ENERGY_S", "0.5"))
+    res = {"bench": "multi_gpu", "date": datetime.datetime.now().isoformat(timespec="seconds"),
+           "command": " ".join(sys.argv), "gpus": g, "steps": steps,
+           "nvlink_peak_gbps_per_direction": NVLINK4_GBPS}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        res["device"] = smi.stdout.strip().splitlines()[:g] if smi.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        res["device"] = None
+    # 1. sweeps: training sizes and held-out sizes, every collective
+    for op in OPS:
+        for kind, b0, stepf, b1 in (("train", 8192, 4, 512 << 20), ("held", 16384, 16, 1 << 30)):
+            cfg = os.path.join(w, f"{op}_{kind}.yml")
+            open(cfg, "w").write(CFG.format(op=op, g=g, b0=b0, step=stepf, b1=b1))
+            step(f"sweep {op} {kind}", [kj, "sweep", cfg, "--gpus", str(g), "--energy", "--gpu-name", "G",
+                                        "--out", os.path.join(w, kind), "--timeout", "60"],
+                 a.log_dir, 75, steps, env)
+    step("fit", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o", os.path.join(w, "models"),
+                 "--gpu", "G"], a.log_dir, 120, steps)
+    sweep = {}
+    for op in OPS:
+        train = rows(os.path.join(w, "train", "sampling_data", f"G_{op}_fp16_1_1.csv"))
+        held = rows(os.path.join(w, "held", "sampling_data", f"G_{op}_fp16_1_1.csv"))
+        preds = []
+        for r in held:
+            if r.get("status") != "ok":
+                continue
+            rc, out = step(f"predict {op} {r['bytes']}", [kj, "predict", "--gpu", "G", "--op", op, "--precision",
+                                                         "fp16", "--prop", "fwd", "--shape", f"{g},{r['bytes']}",
+                                                         "--models", os.path.join(w, "models"), "--json"],
+                           a.log_dir, 30, steps)
+            j = json_of(out) if rc == 0 else None
+            e = {"bytes": int(r["bytes"]), "measured_us": float(r["F_dur(us)"]),
+                 "measured_uj": float(r["F_energy(uJ)"]) if r.get("F_energy(uJ)", "-") != "-" else None,
+                 "busbw_gbps": float(r["busbw(GB/s)"]) if r.get("busbw(GB/s)", "-") != "-" else None,
+                 "predicted_us": j.get("time_us") if j else None,
+                 "predicted_uj": j.get("energy_uj") if j else None, "in_grid": j.get("in_grid") if j else None}
+            for k in ("us", "uj"):
+                m, p = e[f"measured_{k}"], e[f"predicted_{k}"]
+                e[f"error_{k}_pct"] = round(100 * (p - m) / m, 2) if m and p else None
+            preds.append(e)
+        big = [r for r in held + train if r.get("status") == "ok" and r.get("busbw(GB/s)", "-") != "-"]
+        top = max(big, key=lambda r: int(r["bytes"])) if big else None
+        sweep[op] = {"train_rows": train, "held_out": preds,
+                     "largest_bytes": int(top["bytes"]) if top else None,
+                     "busbw_at_largest_gbps": float(top["busbw(GB/s)"]) if top else None,
+                     "of_nvlink_peak_pct": round(100 * float(top["busbw(GB/s)"]) / NVLINK4_GBPS, 1) if top else None}
+    res["sweep"] = sweep
+    # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
+    progs = {}
+    if not a.skip_programs:
+        for name, script, region, extra in (
+                ("tp", "examples/llama7b_tp.py", "decode",
+                 ["--layers", str(a.layers), "--prompt", "128", "--decode-steps", "16", "--repeat", "3"]),
+                ("ddp", "examples/ddp_train.py", "step", ["--steps", "10", "--warmup", "3", "--batch", "8"])):
+            db, yml = os.path.join(w, f"{name}.kjdb"), os.path.join(w, f"{name}.yml")
+            rc, _ = step(f"run {name}", [kj, "run", "--force", "-o", db, "--", "torchrun", "--standalone",
+                                         "--nproc-per-node", str(g), script, *extra, "--model-yml", yml],
+                         a.log_dir, 150, steps)
+            p = {"script": script, "region": region, "run_rc": rc}
+            rc, out = step(f"compare {name}", [kj, "compare", db, "--region", region, "--json"], a.log_dir, 90, steps)
+            p["compare"] = json_of(out) if rc == 0 else None
+            rc, out = step(f"predict {name}", [kj, "predict", "--model", yml, "--gpu", "G", "--models",
+                                               os.path.join(w, "models"), "--run", db, "--region", region, "--json"],
+                           a.log_dir, 60, steps)
+            p["predict"] = json_of(out)
+            progs[name] = p
+    res["programs"] = progs
+    with open(a.out + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(a.out + ".tmp", a.out)
+    # the short table
+    print("\nop              held-out time MAPE  energy MAPE  busbw@largest (GB/s, % of 450)")
+    for op in OPS:
+        s = sweep[op]
+        te = [abs(x["error_us_pct"]) for x in s["held_out"] if x["error_us_pct"] is not None]
+        ee = [abs(x["error_uj_pct"]) for x in s["held_out"] if x["error_uj_pct"] is not None]
+        f = lambda v: f"{sum(v) / len(v):6.1f} %" if v else "     -"
+        bw = s["busbw_at_largest_gbps"]
+        print(f"{op:16s} {f(te):>18s} {f(ee):>12s}  {bw if bw is not None else '-'} ({s['of_nvlink_peak_pct']} %)")
+    for name, p in progs.items():
+        ag = ((p.get("predict") or {}).get("against") or {})
+        print(f"{name}: run rc {p['run_rc']}; predict errors {ag.get('errors_pct')}")
+    bad = [s for s in steps if s["rc"] != 0]
+    print(f"{len(steps) - len(bad)}/{len(steps)} steps ok" + (f"; failed: {[s['step'] for s in bad][:8]}" if bad else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A Vicuna-7B-shaped LLaMA (32 layers, hidden 4096, 32 heads, FFN 11008, vocabulary 32000) built
+from its config with random fp16 weights (no download, no transformers), tensor-parallel over the
+torchrun ranks as Megatron splits it: q/k/v and gate/up column-parallel (each rank holds heads/tp
+heads and 11008/tp FFN columns), o and down row-parallel, their partial outputs summed by
+dist.all_reduce (NCCL). One prefill of --prompt tokens, then --decode-steps decode steps with a KV
+cache; each step inside an NVTX range ("prefill", "decode"; --nvtx step names every one "step").
+
+    kjoule run -o tp.kjdb -- torchrun --standalone --nproc-per-node 2 examples/llama7b_tp.py --layers 8
+    kjoule compare tp.kjdb --region decode
+
+Set NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 (NVLink multicast
+off) where the machine's NVLink multicast is not to be used (docs/multi-gpu-sweep.md).
+--model-yml FILE writes the MODEL.yml of one decode step (tp = world size, mode inference) for
+`kjoule predict --model`.
+"""
+import argparse
+import math
+import os
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--intermediate", type=int, default=11008)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--prompt", type=int, default=128, help="prompt tokens (prefill length)")
+    ap.add_argument("--decode-steps", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3, help="prefill + decode rounds (the first warms up)")
+    ap.add_argument("--nvtx", choices=["phase", "step"], default="phase",
+                    help="range names: prefill/decode (phase) or one name 'step' for both")
+    ap.add_argument("--model-yml", help="write the MODEL.yml of a decode step here (rank 0)")
+    return ap.parse_args()
+
+
+def main():
+    a = parse()
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+                 ("NVSHMEM_DISABLE_NVLS", "1")):
+        os.environ.setdefault(k, v)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    rank, tp = dist.get_rank(), dist.get_world_size()
+    if a.heads % tp or a.intermediate % tp:
+        raise SystemExit(f"tp {tp} must divide heads {a.heads} and intermediate {a.intermediate}")
+    dev, dt = torch.device("cuda", local), torch.float16
+    hd, nh = a.hidden // a.heads, a.heads // tp
+    ff = a.intermediate // tp
+    g = torch.Generator(device=dev).manual_seed(1234 + rank)
+
+    def w(*shape, fan_in):
+        return (torch.randn(*shape, device=dev, dtype=dt, generator=g) / math.sqrt(fan_in))
+
+    emb = w(a.vocab, a.hidden, fan_in=1) * 0.02
+    layers = []
+    for _ in range(a.layers):
+        layers.append(dict(
+            ln1=torch.ones(a.hidden, device=dev, dtype=dt), ln2=torch.ones(a.hidden, device=dev, dtype=dt),
+            qkv=w(3 * nh * hd, a.hidden, fan_in=a.hidden),          # column-parallel q, k, v
+            o=w(a.hidden, nh * hd, fan_in=a.hidden),                # row-parallel
+            gate_up=w(2 * ff, a.hidden, fan_in=a.hidden),           # column-parallel gate, up
+            down=w(a.hidden, ff, fan_in=a.intermediate)))           # row-parallel
+    norm_f = torch.ones(a.hidden, device=dev, dtype=dt)
+    lm_head = w(a.vocab, a.hidden, fan_in=a.hidden)                  # replicated (small beside 32 layers)
+    inv = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=dev, dtype=torch.float32) / hd))
+
+    def rms(x, wt):
+        v = x.float().pow(2).mean(-1, keepdim=True)
+        return (x.float() * torch.rsqrt(v + 1e-6)).to(dt) * wt
+
+    def rope(x, pos):  # x [b, nh, s, hd]
+        f = torch.outer(pos.float(), inv)
+        cos, sin = f.cos().to(dt), f.sin().to(dt)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), -1).flatten(-2)
+
+    def forward(ids, cache, start):
+        b, s = ids.shape
+        pos = torch.arange(start, start + s, device=dev)
+        x = F.embedding(ids, emb)
+        for i, L in enumerate(layers):
+            h = rms(x, L["ln1"])
+            q, k, v = (h @ L["qkv"].t()).view(b, s, 3, nh, hd).permute(2, 0, 3, 1, 4)
+            q, k = rope(q, pos), rope(k, pos)
+            ck, cv = cache[i]
+            ck[:, :, start:start + s], cv[:, :, start:start + s] = k, v
+            att = F.scaled_dot_product_attention(q, ck[:, :, :start + s], cv[:, :, :start + s],
+                                                 is_causal=s > 1)
+            out = att.transpose(1, 2).reshape(b, s, nh * hd) @ L["o"].t()
+            dist.all_reduce(out)                      # row-parallel: sum the partial outputs
+            x = x + out
+            h = rms(x, L["ln2"])
+            gu = h @ L["gate_up"].t()
+            out = (F.silu(gu[..., :ff]) * gu[..., ff:]) @ L["down"].t()
+            dist.all_reduce(out)
+            x = x + out
+        return rms(x[:, -1:], norm_f) @ lm_head.t()
+
+    total = a.prompt + a.decode_steps
+    with torch.inference_mode():
+        for r in range(a.repeat):
+            cache = [(torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt),
+                      torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt)) for _ in layers]
+            ids = torch.randint(0, a.vocab, (a.batch, a.prompt), device=dev, generator=g)
+            torch.cuda.nvtx.range_push("step" if a.nvtx == "step" else "prefill")
+            logits = forward(ids, cache, 0)
+            torch.cuda.nvtx.range_pop()
+            for t in range(a.decode_steps):
+                nxt = logits.argmax(-1)
+                torch.cuda.nvtx.range_push("step" if a.nvtx == "step" else "decode")
+                logits = forward(nxt, cache, a.prompt + t)
+                torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+    if rank == 0:
+        print(f"llama7b_tp: tp {tp}, {a.layers} layers, prompt {a.prompt}, {a.decode_steps} decode steps x "
+              f"{a.repeat}, batch {a.batch}: done", flush=True)
+        if a.model_yml:
+            with open(a.model_yml, "w") as f:
+                f.write(f"# one decode step of examples/llama7b_tp.py (attention over the cache not modelled)\n"
+                        f"layers: {a.layers}\nhidden: {a.hidden}\nheads: {a.heads}\nseq: 1\n"
+                        f"batch: {a.batch}\ntp: {tp}\nmode: inference\nprecision: fp16\nnorm: RMSlayernorm\n"
+                        f"rope: true\n")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
