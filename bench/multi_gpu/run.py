@@ -63,6 +63,13 @@ def json_of(text):
         return None
 
 
+def save(res, path):
+    """The result so far into path, renamed into place."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kjoule", required=True)
@@ -71,6 +78,7 @@ def main():
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--skip-programs", action="store_true")
+    ap.add_argument("--held-ops", nargs="+", help="the collectives whose held-out sizes are swept and predicted (all)")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
     kj, w, g = a.kjoule, a.work, a.gpus
@@ -90,6 +98,8 @@ def main():
     # 1. sweeps: training sizes and held-out sizes, every collective
     for op in OPS:
         for kind, b0, stepf, b1 in (("train", 8192, 4, 512 << 20), ("held", 16384, 16, 1 << 30)):
+            if kind == "held" and a.held_ops and op not in a.held_ops:
+                continue
             cfg = os.path.join(w, f"{op}_{kind}.yml")
             open(cfg, "w").write(CFG.format(op=op, g=g, b0=b0, step=stepf, b1=b1))
             step(f"sweep {op} {kind}", [kj, "sweep", cfg, "--gpus", str(g), "--energy", "--gpu-name", "G",
@@ -126,6 +136,7 @@ def main():
                      "busbw_at_largest_gbps": float(top["busbw(GB/s)"]) if top else None,
                      "of_nvlink_peak_pct": round(100 * float(top["busbw(GB/s)"]) / NVLINK4_GBPS, 1) if top else None}
     res["sweep"] = sweep
+    save(res, a.out)  # kept so far, should a later step run past the caller's limit
     # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
     progs = {}
     if not a.skip_programs:
@@ -145,10 +156,10 @@ def main():
                            a.log_dir, 60, steps)
             p["predict"] = json_of(out)
             progs[name] = p
+            res["programs"] = progs
+            save(res, a.out)
     res["programs"] = progs
-    with open(a.out + ".tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(a.out + ".tmp", a.out)
+    save(res, a.out)
     # the short table
     print("\nop              held-out time MAPE  energy MAPE  busbw@largest (GB/s, % of 450)")
     for op in OPS:

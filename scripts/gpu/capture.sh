@@ -9,6 +9,8 @@
 # the full trace: database sizes and bytes per launch. Writes $OUT/capture_overhead.json and prints
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
+#   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_S (100), CAP_DECODE_S
+#   (110), CAP_STEPS_S (60 a run); 0 leaves the JAX or decode pairs out
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -23,25 +25,25 @@ if [ ! -x "$target" ]; then # a build without the GPU tests: compile the program
 fi
 
 echo "== 1. GPU test"
-timeout 170 bash tests/gpu/capture/run_capture_test.sh "$kj" "$target" \
+timeout ${CAP_TEST_S:-170} bash tests/gpu/capture/run_capture_test.sh "$kj" "$target" \
 	python3 examples/gpt_train.py --layers 4 --hidden 512 --heads 8 --seq 256 --batch 4 --steps 10 --warmup 0 \
 	>"$OUT/capture_test.log" 2>&1
 test_rc=$?
 grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
 
 echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open)"
-timeout 130 python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-	--configs kjoule_default kjoule_capture_late --seconds 100 --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
+	--configs kjoule_default kjoule_capture_late --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 	>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 tail -4 "$tmp/turns.log" | sed 's/^/  /'
 
 echo "== 2b. whole runs alternating: JAX step, compiled decode loop"
-timeout 100 python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
-	--seconds 80 --timeout 60 --tmp "$tmp" -o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 30 \
+[ "${CAP_JAX_S:-100}" -gt 0 ] && timeout ${CAP_JAX_S:-100} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
+	--seconds $(( ${CAP_JAX_S:-100} - 20 )) --timeout 60 --tmp "$tmp" -o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 30 \
 	>"$tmp/pairs_jax.log" 2>&1 || echo "  jax pairs: failed or cut short (rc $?)"
 tail -1 "$tmp/pairs_jax.log" | sed 's/^/  /'
-timeout 110 python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled --capture request@1000000:20 \
-	--seconds 90 --timeout 80 --tmp "$tmp" -o "$OUT/capture_pairs_decode.json" -- \
+[ "${CAP_DECODE_S:-110}" -gt 0 ] && timeout ${CAP_DECODE_S:-110} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled --capture request@1000000:20 \
+	--seconds $(( ${CAP_DECODE_S:-110} - 20 )) --timeout 80 --tmp "$tmp" -o "$OUT/capture_pairs_decode.json" -- \
 	python3 examples/hf_decode.py --requests 4 --warmup 1 \
 	>"$tmp/pairs_decode.log" 2>&1 || echo "  decode pairs: failed or cut short (rc $?)"
 tail -1 "$tmp/pairs_decode.log" | sed 's/^/  /'
@@ -50,7 +52,7 @@ echo "== 3. 10,000 steps: --capture step@5000:20 against the full trace"
 for mode in capture full; do
 	opt=; [ "$mode" = capture ] && opt="--capture step@5000:20"
 	t0=$(date +%s.%N)
-	timeout 60 "$kj" run --force $opt -o "$tmp/steps_$mode.kjdb" -- "$target" --steps 10000 --launches 4 \
+	timeout ${CAP_STEPS_S:-60} "$kj" run --force $opt -o "$tmp/steps_$mode.kjdb" -- "$target" --steps 10000 --launches 4 \
 		>"$tmp/steps_$mode.out" 2>"$tmp/steps_$mode.err"
 	echo "$mode rc $? wall $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >>"$OUT/capture_steps10k.log"
 	"$kj" info "$tmp/steps_$mode.kjdb" >>"$OUT/capture_steps10k.log" 2>&1

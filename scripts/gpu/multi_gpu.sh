@@ -44,8 +44,8 @@ echo "more GPUs than present: exit $? ($(tail -1 /tmp/kj_refused.txt))"
 # a check of each collective's data (run_function: small integers, expected sums) on 2 GPUs
 for op in all_reduce all_gather reduce_scatter broadcast send_recv; do
 	sed 's/"run": "get_one"/"run": "run_function"/' "configs/sweep/test/$op.yml" >"/tmp/kj_rf_$op.yml"
-	printf '%-16s ' "$op"; timeout 90 "$kj" sweep "/tmp/kj_rf_$op.yml" --gpus 2 2>&1 | tail -1
+	printf '%-16s ' "$op"; timeout ${MG_CHECK_S:-90} "$kj" sweep "/tmp/kj_rf_$op.yml" --gpus 2 2>&1 | tail -1
 done | tee -a "$OUT/build.txt"
-timeout 470 python3 bench/multi_gpu/run.py --kjoule "$kj" --work /tmp/kj_multi_gpu --log-dir "$OUT" \
-	--gpus 2 --layers "${LAYERS:-8}" -o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
+timeout ${MG_BENCH_S:-470} python3 bench/multi_gpu/run.py --kjoule "$kj" --work /tmp/kj_multi_gpu --log-dir "$OUT" \
+	--gpus 2 --layers "${LAYERS:-8}" ${MG_HELD_OPS:+--held-ops $MG_HELD_OPS} -o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
 echo "exit ${PIPESTATUS[0]}"
