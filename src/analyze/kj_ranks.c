@@ -451,8 +451,12 @@ int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out
 			out->time_ns = r->wall_ns;
 			out->slowest = i;
 		}
-		busy_sum += r->busy_ns;
-		busy_max = r->busy_ns > busy_max ? r->busy_ns : busy_max;
+		/* a rank's own work: its GPU busy less the time it only waited inside collectives (a fast
+		 * rank's NCCL kernels spin until the slow one arrives, which is the imbalance, not work) */
+		double work = r->busy_ns - r->comm_exposed_ns;
+		work = work > 0 ? work : 0;
+		busy_sum += work;
+		busy_max = work > busy_max ? work : busy_max;
 		int first_on_gpu = 1; /* a GPU two ranks share counts once */
 		for (size_t k = 0; k < i; k++)
 			first_on_gpu &= out->r[k].device_id != r->device_id;

@@ -44,7 +44,8 @@ struct kj_job {
 	int64_t n_processes;    /* traced processes, launcher included */
 	double time_ns;         /* per iteration: the slowest rank's mean wall */
 	size_t slowest;         /* its index */
-	double imbalance;       /* slowest rank busy / mean rank busy; 0 when busy is 0 */
+	double imbalance;       /* the largest rank's work / the mean rank's work, work = GPU busy less the
+	                         * NCCL time no compute overlapped (waits inside collectives); 0 when none */
 	int energy_ok;          /* every GPU of the job has an energy figure */
 	double energy_mj, energy_unc_mj; /* summed over the GPUs (each GPU once); bounds add */
 	int64_t n_gpus;         /* distinct GPUs the ranks used */

@@ -289,6 +289,9 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_sequence_mode", s.have_seq_e ? json_string(s.e_seq_mode) : json_null());
 	json_object_set_new(o, "energy_sequence_pace_us",
 			    cmp_num_or_null(s.e_seq_time * NS_US, s.have_seq_e && s.e_seq_paced));
+	/* what the per-kernel energy replays ran on: the program's saved buffers or kjoule's fill */
+	json_object_set_new(o, "energy_replay_data", !s.have_kernels_e ? json_null()
+				  : json_string(c->have_snapshot ? "saved_buffers" : "random_fill"));
 	json_object_set_new(o, "energy_sequence_data",
 			    s.have_seq_e && s.e_seq_data && s.e_seq_data[0] ? json_string(s.e_seq_data) : json_null());
 	json_object_set_new(o, "idle_power_w", cmp_num_or_null(c->idle_w, c->idle_w >= 0));

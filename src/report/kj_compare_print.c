@@ -232,6 +232,10 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.e_kernels / 1000, 100 * s.cov_energy);
 	else
 		fprintf(f, "  no replayed energy per launch yet\n");
+	if (s.have_kernels_e && !c->have_snapshot)
+		fprintf(f, "    (replayed on kjoule's random fill, not the program's data: operand values move a kernel's"
+			   " power by tens of percent; trace with --snapshot to replay on the program's own buffers,"
+			   " docs/replay.md \"Data\")\n");
 	if (s.have_kernels_e && s.have_cold_e) {
 		fprintf(f, "    each kernel at the mean of its energies with warm and cold L2, as its time:\n");
 		fprintf(f, "    warm L2 (same buffers)            %12.6f\n", s.e_kernels_warm / 1000);

@@ -52,7 +52,7 @@ void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 	else
 		fprintf(f, "  %-34s %12s  (some GPU has no energy figure)\n", "energy per iteration (mJ)", "n/a");
 	if (j->imbalance > 0)
-		fprintf(f, "  %-34s %12.3f  (slowest / mean rank GPU busy)\n", "load imbalance", j->imbalance);
+		fprintf(f, "  %-34s %12.3f  (largest / mean rank work: GPU busy less the waits inside collectives)\n", "load imbalance", j->imbalance);
 	else
 		fprintf(f, "  %-34s %12s  (no rank had GPU busy time)\n", "load imbalance", "n/a");
 	if (j->mixed_gpus)
