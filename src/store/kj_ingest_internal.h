@@ -112,7 +112,14 @@ struct unique_desc {
 	uint32_t nparams, param_bytes;
 };
 
-/* kj_ingest.c */
+/* kj_ingest_db.c */
+/** Prepares every statement of in->st on in->db; 0, or KJ_EDB (the ones made are finalized with
+ *  the ingest's state). */
+int ing_prepare(struct ingest *in);
+/** Once a file's rows are in: unique_kernel.launches and the per-kernel facts a first capture
+ *  could not know, and a warning problem row when a unique kernel of this process holds kernels
+ *  of different register counts. 0, or KJ_EDB. */
+int ing_finish_rows(struct ingest *in);
 void ing_bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v);
 /** Binds a launch's geometry to nine columns from `col`: grid x y z, block x y z, cluster x y z. */
 void ing_bind_dims(sqlite3_stmt *st, int col, const uint32_t grid[3], const uint32_t block[3],
