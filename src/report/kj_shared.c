@@ -1,6 +1,7 @@
 /* A run's watch for other processes, read back for reports: the intervals kjoule run recorded,
  * which iterations they touch, and the words reports use. An older run has no watch tables:
  * that reads as "not watched", never as "no other processes". */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,4 +186,32 @@ void kj_shared_describe(const struct kj_shared *sh, char *buf, size_t len)
 	if (k < len && (sh->mig == 1 || sh->mps == 1))
 		snprintf(buf + k, len - k, "; %s: power and energy are the whole GPU's, not this %s's",
 			 sh->mig == 1 ? "MIG is on" : "MPS is in use", sh->mig == 1 ? "instance" : "client");
+}
+
+/* The run's watch for other processes on its GPUs as JSON (kjoule info's "shared_gpu"), with the
+ * sentence the text prints; {} when it cannot be read. */
+json_t *kj_shared_json(sqlite3 *db)
+{
+	struct kj_shared sh;
+	char text[700];
+	json_t *o = json_object(), *p = json_array();
+	if (kj_shared_load(db, &sh) != 0) {
+		json_decref(p);
+		return o;
+	}
+	kj_shared_describe(&sh, text, sizeof(text));
+	json_object_set_new(o, "watched", json_string(sh.watch == KJ_SHARED_WATCHED ? "yes" :
+						      sh.watch == KJ_SHARED_BLIND ? "cannot_see" : "no"));
+	json_object_set_new(o, "summary", json_string(text));
+	for (size_t i = 0; i < sh.n_pids; i++)
+		json_array_append_new(p, json_integer(sh.pids[i]));
+	json_object_set_new(o, "other_pids", sh.watch == KJ_SHARED_WATCHED ? p : (json_decref(p), json_null()));
+	json_object_set_new(o, "other_processes_s", sh.watch == KJ_SHARED_WATCHED ?
+			    json_real((double)kj_shared_foreign_ns(&sh) * 1e-9) : json_null());
+	json_object_set_new(o, "unexplained_utilization_intervals",
+			    sh.watch ? json_integer((json_int_t)sh.n_util) : json_null());
+	json_object_set_new(o, "mig", sh.mig < 0 ? json_null() : json_boolean(sh.mig));
+	json_object_set_new(o, "mps", sh.mps < 0 ? json_null() : json_boolean(sh.mps));
+	kj_shared_free(&sh);
+	return o;
 }

@@ -3,6 +3,7 @@
 #ifndef KJ_SHARED_H
 #define KJ_SHARED_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,5 +78,10 @@ void kj_shared_pids_text(const struct kj_shared *sh, char *buf, size_t len);
  *  not watched / cannot be seen here / no other process seen / other processes (pids …) seen.
  *  Plus the MIG/MPS note where one applies. */
 void kj_shared_describe(const struct kj_shared *sh, char *buf, size_t len);
+
+/** @brief The run's watch as a new JSON object the caller owns (`kjoule info`'s "shared_gpu":
+ *  watched, summary, other_pids, other_processes_s, unexplained_utilization_intervals, mig, mps);
+ *  {} when it cannot be read. */
+json_t *kj_shared_json(sqlite3 *db);
 
 #endif

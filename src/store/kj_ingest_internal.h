@@ -112,7 +112,14 @@ struct unique_desc {
 	uint32_t nparams, param_bytes;
 };
 
-/* kj_ingest.c */
+/* kj_ingest_db.c */
+/** Prepares every statement of in->st on in->db; 0, or KJ_EDB (the ones made are finalized with
+ *  the ingest's state). */
+int ing_prepare(struct ingest *in);
+/** Once a file's rows are in: unique_kernel.launches and the per-kernel facts a first capture
+ *  could not know, and a warning problem row when a unique kernel of this process holds kernels
+ *  of different register counts. 0, or KJ_EDB. */
+int ing_finish_rows(struct ingest *in);
 void ing_bind_opt_i64(sqlite3_stmt *st, int col, int have, int64_t v);
 /** Binds a launch's geometry to nine columns from `col`: grid x y z, block x y z, cluster x y z. */
 void ing_bind_dims(sqlite3_stmt *st, int col, const uint32_t grid[3], const uint32_t block[3],
@@ -121,6 +128,11 @@ int64_t ing_device_id(struct ingest *in, uint32_t ordinal);
 int64_t ing_name_id(struct ingest *in, uint32_t sid);
 int ing_step_done(struct ingest *in, sqlite3_stmt *st);
 const char *ing_str(const struct ingest *in, uint32_t id);
+/* kj_ingest.c */
+/** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
+const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);
+/** The KJ_REC_COPY_ARGS of a copy call (its data follows it), or NULL. */
+const struct kj_rec_copy_args *ing_copy_args(const struct ingest *in, uint32_t correlation);
 /* kj_ingest_ranges.c */
 int ing_put_iteration(struct ingest *in);
 int ing_put_ranges(struct ingest *in);
@@ -132,26 +144,29 @@ int ing_put_copy(struct ingest *in, const struct kj_rec_memcpy *m);
 int ing_put_device(struct ingest *in, const struct kj_rec_device *d);
 /* full: the record holds shmem_executed and carveout (older spools' records end before them) */
 int ing_put_kernel(struct ingest *in, const struct kj_rec_kernel *k, int full);
-int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
-int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);
-/** A clone record (exec or parent-graph node -> the node it was cloned from) as a graph_node_clone row. */
-int ing_put_clone(struct ingest *in, const struct kj_rec_graphnode *g);
-/** The launch that describes a graph node (its stream-capture launch, or the node's own
- *  parameters read at instantiation), following clones; NULL when unknown. */
-/** Pass 1: a graph memset run, remembered once per node id for the order fallback of
- *  graph_memset_of (memset nodes inside child graphs have no clone record back to their node). */
-int ing_note_graph_memset_run(struct ingest *in, const struct kj_rec_memcpy *m);
-const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);
-/** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */
-const struct kj_rec_issue *ing_issue(const struct ingest *in, uint32_t correlation);
-/** The KJ_REC_COPY_ARGS of a copy call (its data follows it), or NULL. */
-const struct kj_rec_copy_args *ing_copy_args(const struct ingest *in, uint32_t correlation);
 int ing_put_memory(struct ingest *in, const struct kj_rec_memory *m);
 int ing_put_module(struct ingest *in, const struct kj_rec_module *m);
 int ing_put_process(struct ingest *in, const struct kj_rec_process *p);
 int ing_put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r);
 int ing_put_text(struct ingest *in, const struct kj_rec_text *t, const char *severity);
 int64_t ing_unique_id(struct ingest *in, const struct unique_desc *d);
+/* kj_ingest_graph_rows.c */
+int ing_put_issue(struct ingest *in, const struct kj_rec_issue *r);
+int ing_put_graph_node(struct ingest *in, const struct kj_rec_graph_node *r);
+/** A clone record (exec or parent-graph node -> the node it was cloned from) as a graph_node_clone row. */
+int ing_put_clone(struct ingest *in, const struct kj_rec_graphnode *g);
+/** The launch that describes a graph node (its stream-capture launch, or the node's own
+ *  parameters read at instantiation), following clones; NULL when unknown. */
+const struct launch_info *ing_node_launch(const struct ingest *in, uint64_t node_id);
+/** A graph kernel whose node the clone records do not lead back to: the node-made launch of the
+ *  same function, grid, block and shared memory, or NULL. */
+const struct launch_info *ing_launch_by_shape(struct ingest *in, const struct kj_rec_kernel *k);
+/** Pass 1: a graph memset run, remembered once per node id for the order fallback of
+ *  ing_graph_memset_of (memset nodes inside child graphs have no clone record back to their node). */
+int ing_note_graph_memset_run(struct ingest *in, const struct kj_rec_memcpy *m);
+/** The memset node a graph memset ran from (following clones, else the order fallback); NULL
+ *  when unknown or 2D. */
+const struct kj_rec_graph_memset *ing_graph_memset_of(struct ingest *in, uint64_t node);
 /* kj_ingest_unique.c */
 int ing_add_group(struct ingest *in, const struct kj_rec_group *g);
 int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l);
