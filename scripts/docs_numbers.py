@@ -293,6 +293,8 @@ def readme_headline(r):
         ("predictor error, a whole GPT training step from operator sweeps, against the step run untraced",
          "; ".join(f"{p}: time {sgn(t)}, energy {sgn(en)}" for p, t, en in steps),
          r.where("predict_step_programs.json"), src("predict_step_programs.json")),
+        ("several GPUs: NCCL collectives swept on 2 GPUs; a tensor-parallel program traced under torchrun",
+         readme_multi_gpu(r), r.where("multi_gpu.json"), src("multi_gpu.json")),
         ("analysis speed on a run of 1,000,000 launches, one CPU core",
          f"ingest {speed_ingest(r)} s, compare {speed(r, 'analysis_speed.json', 'compare'):.1f} s, "
          f"timeline {speed(r, 'analysis_speed.json', 'timeline_chrome'):.1f} s, "
@@ -549,7 +551,39 @@ def sweep_step_offgrid(r):
             f"the heaviest operators first until the bench's time was spent, against the models' figures: {at} (the others were not reached).")
 
 
+def tracing_capture(r):
+    """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
+    f = "capture_overhead.json"
+    t = lambda c: r.num(f, f"turns_gpt2m/summary/{c}/ratio_to_plain")
+    q = lambda c, k: r.num(f, f"turns_gpt2m/summary/{c}/{k}")
+    cap, full = (lambda k: r.num(f, f"steps10k/capture/{k}")), (lambda k: r.num(f, f"steps10k/full/{k}"))
+    checks = r.get(f, "gpu_test_checks")
+    failed = [c[5:] for c in checks if c.startswith("FAIL")]
+    return (f"Measured ({r.where(f)}, `bench/results/{f}`): on the GPT-2-medium-shaped eager forward, taking "
+            f"turns, a window that never opens costs {ratio(t('kjoule_capture_late'))} "
+            f"(quartiles {ratio(q('kjoule_capture_late', 'ratio_q25'))}–{ratio(q('kjoule_capture_late', 'ratio_q75'))}) "
+            f"against the defaults' {ratio(t('kjoule_default'))}. A program of 10,000 steps of 4 launches traced "
+            f"with `--capture step@5000:20` keeps {cap('kernels')} kernels in a {cap('db_bytes') / 1e6:.2f} MB "
+            f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
+            f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
+            f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + ". The host-bound "
+            f"programs' cost outside the window (the JAX step, the compiled decode loop) was not measured to the end.")
+
+
+def readme_multi_gpu(r):
+    """The README's row for several GPUs (multi_gpu.json)."""
+    f = "multi_gpu.json"
+    ar = lambda k: r.num(f, f"sweep/all_reduce/{k}")
+    job = lambda p, k: r.num(f, f"programs/{p}/compare/job/{k}")
+    return (f"all_reduce bus bandwidth {ar('busbw_at_largest_gbps'):.0f} GB/s at {ar('largest_bytes') / 2**30:.0f} GiB "
+            f"({pct(ar('of_nvlink_peak_pct'))} of NVLink's {r.num(f, 'nvlink_peak_gbps_per_direction')} GB/s); "
+            f"tensor-parallel decode: {job('tp', 'energy_per_iteration_mj') / 1000:.2f} J a step summed over "
+            f"{job('tp', 'gpus')} GPUs, one rank waiting {r.num(f, 'programs/tp/compare/job/ranks/1/nccl_exposed_us') / 1000:.1f} ms "
+            f"a step inside its all-reduces")
+
+
 GENERATORS = {
+    "tracing-capture": tracing_capture,
     "sweep-step-offgrid": sweep_step_offgrid,
     "energy-shared": energy_shared,
     "readme-headline": readme_headline,
