@@ -153,6 +153,11 @@ int cmd_run(int argc, char **argv)
 			unsetenv("KJOULE_CAPTURE");
 		}
 	}
+	/* NVLink multicast (NVLS) off in the program and every process it starts, unless the user
+	 * chose: its multicast objects are not supported on every lent machine (docs/multi-gpu.md) */
+	setenv("NCCL_NVLS_ENABLE", "0", 0);
+	setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 0);
+	setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
 					     .watch_interval_ms = o.watch_interval_ms};

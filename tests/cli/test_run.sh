@@ -13,6 +13,13 @@ check "command recorded" '[ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE ke
 check "exit recorded" '[ "$(q "$dir/ok.kjdb" "SELECT value FROM meta WHERE key=\"end_status\"")" = "exited" ]'
 check "kjoule info reads it" '"$kj" info "$dir/ok.kjdb" >/dev/null'
 
+# NVLink multicast off in the program unless the user chose
+(unset NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS
+ "$kj" run -o "$dir/env.kjdb" -- sh -c 'echo "nvls=$NCCL_NVLS_ENABLE symm=$TORCH_SYMM_MEM_DISABLE_MULTICAST shmem=$NVSHMEM_DISABLE_NVLS"' >"$dir/env.out" 2>/dev/null)
+check "multicast off in the traced program" 'grep -q "^nvls=0 symm=1 shmem=1$" "$dir/env.out"'
+NCCL_NVLS_ENABLE=1 "$kj" run -o "$dir/env1.kjdb" -- sh -c 'echo "nvls=$NCCL_NVLS_ENABLE"' >"$dir/env1.out" 2>/dev/null
+check "a value the user set is kept" 'grep -q "^nvls=1$" "$dir/env1.out"'
+rm -f "$dir/env.out" "$dir/env1.out"
 "$kj" run -o "$dir/three.kjdb" -- sh -c 'exit 3' 2>/dev/null; rc=$?
 check "exit code passes through (3)" '[ $rc -eq 3 ]'
 
