@@ -20,6 +20,11 @@ check "nvtx: 12 kernels recorded" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')
 check "nvtx: every kernel ran inside the window" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel k, capture_window w WHERE k.start_ns < w.start_ns OR k.end_ns > w.end_ns')\" = 0 ]"
 check "nvtx: every kernel launched inside a captured instance" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel k WHERE NOT EXISTS (SELECT 1 FROM iteration_mark m WHERE m.captured = 1 AND k.launch_ns BETWEEN m.start_ns AND m.end_ns)')\" = 0 ]"
 check "nvtx: 3 step ranges, each ended" "[ \"\$(q '$db' \"SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NOT NULL\")\" = 3 ]"
+if [ "$(q "$db" "SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NOT NULL")" != 3 ]; then
+	echo "  the step ranges (id, tid, start, end, depth, kind) and the marks (instance, start, end, captured):"
+	q "$db" "SELECT id, tid, start_ns, end_ns, depth, kind FROM nvtx_range WHERE name = 'step' ORDER BY start_ns" | sed 's/^/    /'
+	q "$db" "SELECT instance, start_ns, end_ns, captured FROM iteration_mark ORDER BY instance" | sed 's/^/    /'
+fi
 "$kj" info "$db" >"$dir/nvtx.info" 2>&1
 check "nvtx: info shows the whole run beside the captured iterations" "grep -q 'whole run, iterations *10' '$dir/nvtx.info' && grep -q 'captured iterations *3' '$dir/nvtx.info' && grep -q 'bytes per kernel launch' '$dir/nvtx.info'"
 "$kj" compare "$db" --json >"$dir/nvtx.json" 2>/dev/null
