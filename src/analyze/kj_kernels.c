@@ -34,6 +34,7 @@ struct builder {
 	size_t ndevs, devcap;
 	char **kinds;          /* interned memcpy kinds */
 	size_t nkinds;
+	int64_t pid;           /* only this process's work; < 0: every process's */
 };
 
 static uint64_t key_hash(const struct gkey *k)
@@ -193,14 +194,17 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 	snprintf(sql, sizeof(sql),
 		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
 		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
-		 " cluster_y, cluster_z, %s, %s FROM kernel",
+		 " cluster_y, cluster_z, %s, %s FROM kernel%s",
 		 kj_db_has_column(db, "kernel", "shmem_executed") ? "shmem_executed, carveout" : "NULL, NULL",
-		 kj_db_has_column(db, "kernel", "launch_type") ? "launch_type" : "NULL");
+		 kj_db_has_column(db, "kernel", "launch_type") ? "launch_type" : "NULL",
+		 b->pid >= 0 ? " WHERE pid = ?1" : "");
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db, sql, &st), step, err;
 
 	if (rc)
 		return rc;
+	if (b->pid >= 0)
+		sqlite3_bind_int64(st, 1, b->pid);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		struct gkey k;
 		size_t idx;
@@ -275,14 +279,18 @@ static int64_t intern_kind(struct builder *b, const char *kind)
 /* memcpy grouped by (kind, bytes); memset by bytes. */
 static int scan_copies(struct builder *b, sqlite3 *db, int memset_table)
 {
-	const char *sql = memset_table
-				  ? "SELECT device_id, start_ns, end_ns, bytes, NULL FROM memset"
-				  : "SELECT device_id, start_ns, end_ns, bytes, kind FROM memcpy";
+	char sql[160];
+	snprintf(sql, sizeof(sql), "%s%s",
+		 memset_table ? "SELECT device_id, start_ns, end_ns, bytes, NULL FROM memset"
+			      : "SELECT device_id, start_ns, end_ns, bytes, kind FROM memcpy",
+		 b->pid >= 0 ? " WHERE pid = ?1" : "");
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db, sql, &st), step, err;
 
 	if (rc)
 		return rc;
+	if (b->pid >= 0)
+		sqlite3_bind_int64(st, 1, b->pid);
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		struct gkey k;
 		size_t idx;
@@ -416,11 +424,17 @@ static void busy_time(struct builder *b)
 
 int kj_kernels_analyze(sqlite3 *db, struct kj_kernel_report **out)
 {
+	return kj_kernels_analyze_pid(db, -1, out);
+}
+
+int kj_kernels_analyze_pid(sqlite3 *db, int64_t pid, struct kj_kernel_report **out)
+{
 	struct builder b;
 	int rc;
 
 	*out = NULL;
 	memset(&b, 0, sizeof(b));
+	b.pid = pid;
 	b.r = calloc(1, sizeof(*b.r));
 	if (!b.r)
 		return KJ_ENOMEM;

@@ -66,6 +66,10 @@ enum kj_kernel_sort {
  */
 int kj_kernels_analyze(sqlite3 *db, struct kj_kernel_report **out);
 
+/** @brief As kj_kernels_analyze over the work of process pid alone (a rank of a multi-GPU run);
+ *  pid < 0: every process. */
+int kj_kernels_analyze_pid(sqlite3 *db, int64_t pid, struct kj_kernel_report **out);
+
 /** @brief Sort rows: descending by the key, ties by name then unique id (deterministic). */
 void kj_kernel_report_sort(struct kj_kernel_report *r, enum kj_kernel_sort by);
 

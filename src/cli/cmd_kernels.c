@@ -17,6 +17,8 @@
 #include "kj_error.h"
 #include "kj_kernel_class.h"
 #include "kj_kernels.h"
+#include "kj_num.h"
+#include "kj_ranks.h"
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSONL };
 
@@ -25,6 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule kernels RUN.kjdb [--format table|csv|jsonl] [--top N]\n"
 		"                       [--sort total|count|mean] [--tier T] [--wide]\n"
+		"                       [--rank N | --pid P]\n"
 		"\n"
 		"Unique kernels of a run (launches of the same function, geometry and non-pointer\n"
 		"parameters), plus memcpy/memset grouped by kind and size (tier 'copy'): launch count,\n"
@@ -35,7 +38,10 @@ static void usage(FILE *f)
 		"  --sort K     total (default), count or mean; descending\n"
 		"  --tier T     only rows of tier T: copy gemm attention norm elementwise reduction\n"
 		"               communication other\n"
-		"  --wide       table: do not shorten names\n");
+		"  --wide       table: do not shorten names\n"
+		"  --rank N     only rank N's work in a run of several GPU processes (ranks numbered\n"
+		"               as compare numbers them: by GPU, then pid)\n"
+		"  --pid P      only process P's work\n");
 }
 
 /* Duration in ns as microseconds with three decimals, exactly. */
@@ -318,6 +324,7 @@ int cmd_kernels(int argc, char **argv)
 		{"format", required_argument, NULL, 'f'}, {"top", required_argument, NULL, 'n'},
 		{"sort", required_argument, NULL, 's'},   {"tier", required_argument, NULL, 't'},
 		{"wide", no_argument, NULL, 'w'},         {"help", no_argument, NULL, 'h'},
+		{"rank", required_argument, NULL, 'r'},   {"pid", required_argument, NULL, 'p'},
 		{NULL, 0, NULL, 0},
 	};
 	enum fmt fmt = FMT_TABLE;
@@ -325,6 +332,8 @@ int cmd_kernels(int argc, char **argv)
 	const char *tier = NULL, *path;
 	long top = -1;
 	int wide = 0, c, rc = 1;
+	int64_t rank = -1, pid = -1;
+	char why[160];
 	sqlite3 *db = NULL;
 	struct kj_kernel_report *r = NULL;
 	struct kj_kernel_stat **rows = NULL;
@@ -337,7 +346,7 @@ int cmd_kernels(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:n:s:t:wh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:n:s:t:whr:p:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "table"))
@@ -379,6 +388,13 @@ int cmd_kernels(int argc, char **argv)
 		case 'w':
 			wide = 1;
 			break;
+		case 'r':
+		case 'p':
+			if (kj_num_i64(optarg, 0, INT64_MAX, c == 'r' ? &rank : &pid, why, sizeof(why))) {
+				kj_errorf("kernels: %s: %s", c == 'r' ? "--rank" : "--pid", why);
+				goto usage;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -395,9 +411,28 @@ int cmd_kernels(int argc, char **argv)
 		goto usage;
 	}
 	path = argv[optind];
+	if (rank >= 0 && pid >= 0) {
+		kj_errorf("kernels: --rank and --pid both given: choose one");
+		goto usage;
+	}
 	if (kj_db_open(path, 0, &db))
 		goto out;
-	if ((c = kj_kernels_analyze(db, &r))) {
+	if (rank >= 0) { /* the rank's process, as compare numbers the ranks */
+		struct kj_job job;
+		if ((c = kj_ranks_list(db, &job))) {
+			kj_errorf("%s: %s", path, kj_strerror(c));
+			goto out;
+		}
+		if ((size_t)rank >= job.n) {
+			kj_errorf("kernels: --rank %lld: %s holds %zu rank(s) (processes with GPU work)%s",
+				  (long long)rank, path, job.n, job.n ? ", numbered from 0" : "");
+			kj_job_free(&job);
+			goto out;
+		}
+		pid = job.r[rank].pid;
+		kj_job_free(&job);
+	}
+	if ((c = kj_kernels_analyze_pid(db, pid, &r))) {
 		kj_errorf("%s: %s", path, kj_strerror(c));
 		goto out;
 	}
@@ -412,7 +447,9 @@ int cmd_kernels(int argc, char **argv)
 			rows[n++] = &r->rows[i];
 	if (top > 0 && (size_t)top < n)
 		n = (size_t)top;
-	if (r->n == 0)
+	if (r->n == 0 && pid >= 0)
+		kj_warnf("%s: process %lld ran no kernels, memcpys or memsets", path, (long long)pid);
+	else if (r->n == 0)
 		kj_warnf("%s: the run holds no kernels, memcpys or memsets", path);
 	switch (fmt) {
 	case FMT_TABLE:

@@ -167,4 +167,33 @@ expect 2 "$KJ" kernels
 expect 2 "$KJ" kernels "$T/r.kjdb" "$T/r.kjdb"
 expect 0 "$KJ" kernels --help
 
+# Two ranks: the NCCL kernels and the memset moved to a second process on a second GPU. --rank 1
+# (by GPU, then pid) and --pid 5000 show that process's rows alone; rank 0 the first's.
+cp "$T/spec.kjdb" "$T/ranks.kjdb"
+python3 - "$T/ranks.kjdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+d0 = db.execute("SELECT min(id) FROM device").fetchone()[0] or 0
+db.execute("INSERT INTO device(id, uuid, name) VALUES(?, 'GPU-second', 'test')", (d0 + 1,))
+db.execute("INSERT INTO process(pid, ppid, exe, args, start_ns, end_ns, ended_cleanly)"
+           " SELECT 5000, ppid, exe, args, start_ns, end_ns, ended_cleanly FROM process LIMIT 1")
+db.execute("UPDATE kernel SET pid = 5000, device_id = ? WHERE name_id IN"
+           " (SELECT id FROM kernel_name WHERE mangled LIKE 'nccl%')", (d0 + 1,))
+db.execute("UPDATE memset SET pid = 5000, device_id = ?", (d0 + 1,))
+db.commit()
+PY
+expect 0 "$KJ" kernels "$T/ranks.kjdb" --pid 5000 --format csv
+check "--pid: that process's kernels and memset alone" '[ "$(grep -c ncclDevKernel "$T/out")" = 1 ] && ! grep -q nvjet "$T/out" && grep -q "memset" "$T/out"'
+expect 0 "$KJ" kernels "$T/ranks.kjdb" --rank 1 --format csv
+check "--rank 1 is the second GPU's process" '[ "$(grep -c ncclDevKernel "$T/out")" = 1 ] && ! grep -q nvjet "$T/out"'
+expect 0 "$KJ" kernels "$T/ranks.kjdb" --rank 0 --format csv
+check "--rank 0: the first process, without the other's rows" 'grep -q nvjet "$T/out" && ! grep -q ncclDevKernel "$T/out" && ! grep -q memset "$T/out"'
+expect 1 "$KJ" kernels "$T/ranks.kjdb" --rank 2
+check "--rank past the last: refused, saying how many" 'grep -q "holds 2 rank" "$T/err"'
+expect 2 "$KJ" kernels "$T/ranks.kjdb" --rank 0 --pid 5000
+check "--rank with --pid: refused as usage" 'grep -q "choose one" "$T/err"'
+expect 2 "$KJ" kernels "$T/ranks.kjdb" --pid x
+check "--pid x: refused naming the option" 'grep -q -- "--pid" "$T/err"'
+expect 0 "$KJ" kernels "$T/ranks.kjdb" --pid 77
+check "a process without work: said, not an empty table alone" 'grep -q "process 77 ran no kernels" "$T/err"'
 finish
