@@ -24,6 +24,8 @@ double kj_coll_interp(const int64_t *bytes, const double *val, int n, int64_t b)
 	int i = 0;
 	while (bytes[i + 1] < b) /* the segment [bytes[i], bytes[i + 1]] holding b */
 		i++;
+	if (bytes[i + 1] == b)
+		return val[i + 1]; /* a measured size: its own figure */
 	double f = log((double)b / (double)bytes[i]) / log((double)bytes[i + 1] / (double)bytes[i]);
 	return exp(log(val[i]) + f * (log(val[i + 1]) - log(val[i])));
 }
