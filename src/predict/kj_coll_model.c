@@ -147,9 +147,14 @@ int kj_coll_predict(const json_t *e, const char *dir, const struct kj_sweep_op *
 		snprintf(counts + strlen(counts), sizeof(counts) - strlen(counts), "%s%lld", i ? ", " : "", (long long)g);
 		if (g != v[0])
 			continue;
-		int64_t b[256];
-		double y[256], lo = INFINITY, hi = 0;
-		int ok = n >= 1 && n <= 256 && json_array_size(jv) == n;
+		int64_t *b = malloc((n ? n : 1) * sizeof(*b));
+		double *y = malloc((n ? n : 1) * sizeof(*y)), lo = INFINITY, hi = 0;
+		if (!b || !y) {
+			free(b);
+			free(y);
+			return KJ_ENOMEM;
+		}
+		int ok = n >= 1 && json_array_size(jv) == n;
 		for (size_t k = 0; ok && k < n; k++) {
 			b[k] = json_integer_value(json_array_get(jb, k));
 			y[k] = json_number_value(json_array_get(jv, k));
@@ -157,15 +162,18 @@ int kj_coll_predict(const json_t *e, const char *dir, const struct kj_sweep_op *
 			lo = fmin(lo, y[k]);
 			hi = fmax(hi, y[k]);
 		}
+		if (ok) {
+			*value = kj_coll_interp(b, y, (int)n, v[1]);
+			*grid = json_pack("{s:{s:[I,I],s:[I,I]},s:[f,f]}", "shape_range", op->columns[0], g, g,
+					  op->columns[1], (json_int_t)b[0], (json_int_t)b[n - 1], "measured_range", lo, hi);
+		}
+		free(b);
+		free(y);
 		if (!ok) {
-			snprintf(err, len, "%s/models.json: model %s: the points of gpus=%lld are not 1 to 256 sizes "
-				 "ascending with positive figures: run kjoule fit again", dir, name ? name : op->name,
-				 (long long)g);
+			snprintf(err, len, "%s/models.json: model %s: the points of gpus=%lld are not sizes ascending "
+				 "with positive figures: run kjoule fit again", dir, name ? name : op->name, (long long)g);
 			return KJ_EINVAL;
 		}
-		*value = kj_coll_interp(b, y, (int)n, v[1]);
-		*grid = json_pack("{s:{s:[I,I],s:[I,I]},s:[f,f]}", "shape_range", op->columns[0], g, g, op->columns[1],
-				  (json_int_t)b[0], (json_int_t)b[n - 1], "measured_range", lo, hi);
 		return *grid ? 0 : KJ_ENOMEM;
 	}
 	snprintf(err, len, "%s: gpus=%lld was not measured (%s: gpus=%s); a collective is predicted from sizes "

@@ -141,6 +141,11 @@ static void test_fit_predict(void **state)
 	assert_int_equal(predict(e, 3, mid, &v, err, sizeof(err)), KJ_EINVAL);
 	assert_non_null(strstr(err, "gpus=3 was not measured (measured: gpus=2, 4)"));
 	assert_int_equal(predict(e, 8, mid, &v, err, sizeof(err)), KJ_EINVAL);
+	/* an index whose points were edited out of order: refused, naming the model */
+	json_t *pb = json_object_get(json_array_get(json_object_get(e, "points"), 0), "bytes");
+	json_array_set_new(pb, 1, json_integer(1));
+	assert_int_equal(predict(e, 2, mid, &v, err, sizeof(err)), KJ_EINVAL);
+	assert_non_null(strstr(err, "M/models.json: model G_all_reduce_fp16_fwd_time: the points of gpus=2"));
 	/* no rows: no model */
 	assert_int_equal(kj_coll_fit(&key, r, 0, models), 1);
 	assert_int_equal(json_array_size(models), 1);
