@@ -582,8 +582,44 @@ def readme_multi_gpu(r):
             f"a step inside its all-reduces")
 
 
+def multi_gpu_heldout(r):
+    """The collectives' held-out sizes predicted by the log-log model of their training rows
+    (multi_gpu.json, reanalyzed by bench/multi_gpu/run.py --reanalyze)."""
+    f = "multi_gpu.json"
+    sweep = r.get(f, "sweep")
+    rows = []
+    for op, s in sweep.items():
+        if not s.get("held_out"):
+            continue
+        sm = r.get(f, f"sweep/{op}/held_out_summary")
+        worst = max(s["held_out"], key=lambda h: abs(h["error_us_pct"]) if h["error_us_pct"] is not None else -1)
+        rows.append(f"| `{op}` | {sm['n']} ({sm['n_in_grid']} inside) | {pct(r.num(f, f'sweep/{op}/held_out_summary/time_mape_pct'))} "
+                    f"| {pct(r.num(f, f'sweep/{op}/held_out_summary/time_mape_in_grid_pct'))} "
+                    f"| {pct(r.num(f, f'sweep/{op}/held_out_summary/energy_mape_pct'))} "
+                    f"| {worst['bytes'] // 1024:,} KiB: {sgn(worst['error_us_pct'])} |")
+    if not rows:
+        raise Missing(f"bench/results/{f}: no collective with held-out sizes")
+    dips = []  # a held-out size measured under both training sizes around it: no rising curve meets it
+    for op, s in sweep.items():
+        tr = sorted((int(x["bytes"]), float(x["F_dur(us)"])) for x in s["train_rows"] if x.get("status") == "ok")
+        for h in s.get("held_out") or []:
+            lo = [t for t in tr if t[0] < h["bytes"]]
+            hi = [t for t in tr if t[0] > h["bytes"]]
+            if lo and hi and h["measured_us"] < min(lo[-1][1], hi[0][1]):
+                dips.append(f"`{op}` at {h['bytes'] // 1024:,} KiB measured {h['measured_us']:.2f} us, under both "
+                            f"training sizes around it ({lo[-1][1]:.2f} us at {lo[-1][0] // 1024:,} KiB, "
+                            f"{hi[0][1]:.2f} us at {hi[0][0] // 1024:,} KiB)")
+    version = r.get(f, "analysis_version").split("\n")[0]
+    return (f"Measured on {r.where(f)} (`bench/results/{f}`), predicted by {version}'s model of the training "
+            f"rows (`bench/multi_gpu/run.py --reanalyze`, {r.get(f, 'analysis_date')[:10]}):\n\n"
+            "| operator | held-out sizes | time MAPE | inside the grid | energy MAPE | worst time |\n"
+            "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows)
+            + ("\n\n" + "; ".join(dips) + ": no curve that rises with size meets such a point." if dips else ""))
+
+
 GENERATORS = {
     "tracing-capture": tracing_capture,
+    "multi-gpu-heldout": multi_gpu_heldout,
     "sweep-step-offgrid": sweep_step_offgrid,
     "energy-shared": energy_shared,
     "readme-headline": readme_headline,

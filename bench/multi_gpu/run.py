@@ -8,6 +8,13 @@ timeout and log; a failed step is recorded and the rest go on. Writes one JSON (
 style: device, date, command, raw numbers).
 
     python3 bench/multi_gpu/run.py --kjoule $KJ_BUILD/kjoule --work /tmp/mg --log-dir $OUT -o $OUT/multi_gpu.json
+
+--reanalyze OLD.json recomputes, on any machine, what this build's `kjoule fit` and `kjoule predict`
+make of an earlier result: its training rows written back as the sweep's CSVs, fitted, the held-out
+sizes predicted; the predictions, errors and their summary replaced, the GPU's measurements (rows,
+held-out figures, bus bandwidth, programs) kept, analysis_command/date/version recorded:
+
+    python3 bench/multi_gpu/run.py --kjoule build/kjoule --reanalyze bench/results/multi_gpu.json -o NEW.json
 """
 import argparse
 import csv
@@ -17,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv"]
@@ -26,6 +34,9 @@ CFG = """{{"kernel_name": "{op}", "columns_name": ['gpus', 'bytes', 'F_dur(us)',
  "operators": ['mul', 'mul'], "warmup_shapes": [{g}, 1048576], "warmup": 5, "active": 10,
  "run": "get_all"}}
 """
+# a collective's CSV columns, in the sweep's order (kjoule sweep --energy)
+CSV_COLS = ["gpus", "bytes", "F_dur(us)", "B_dur(us)", "F_energy(uJ)", "F_energy_unc(uJ)", "B_energy(uJ)",
+            "B_energy_unc(uJ)", "status", "algbw(GB/s)", "busbw(GB/s)"]
 
 
 def step(name, cmd, log_dir, timeout, steps, env=None):
@@ -70,17 +81,126 @@ def save(res, path):
     os.replace(path + ".tmp", path)
 
 
+def predict_held(kj, models, op, g, e, log_dir, steps):
+    """Held-out entry e (bytes and the measured figures) with kjoule predict's figures and errors."""
+    rc, out = step(f"predict {op} {e['bytes']}", [kj, "predict", "--gpu", "G", "--op", op, "--precision", "fp16",
+                                                 "--prop", "fwd", "--shape", f"{g},{e['bytes']}", "--models",
+                                                 models, "--json"], log_dir, 30, steps)
+    j = json_of(out) if rc == 0 else None
+    e.update({"predicted_us": j.get("time_us") if j else None, "predicted_uj": j.get("energy_uj") if j else None,
+              "in_grid": j.get("in_grid") if j else None})
+    for k in ("us", "uj"):
+        m, p = e.get(f"measured_{k}"), e[f"predicted_{k}"]
+        e[f"error_{k}_pct"] = round(100 * (p - m) / m, 2) if m and p else None
+    return e
+
+
+def summary(preds):
+    """Mean absolute errors of the held-out predictions: all of them, and those inside the grid."""
+    def mape(k, inside):
+        v = [abs(x[f"error_{k}_pct"]) for x in preds if x[f"error_{k}_pct"] is not None and (x["in_grid"] or not inside)]
+        return round(sum(v) / len(v), 2) if v else None
+    return {"n": len(preds), "n_in_grid": sum(1 for x in preds if x["in_grid"]),
+            "time_mape_pct": mape("us", False), "energy_mape_pct": mape("uj", False),
+            "time_mape_in_grid_pct": mape("us", True), "energy_mape_in_grid_pct": mape("uj", True)}
+
+
+def model_kind(models, op):
+    """The kind of model fit made of op's time (models.json 'kind'; 'regressor' for the generic one)."""
+    try:
+        idx = json.load(open(os.path.join(models, "models.json")))
+    except (OSError, ValueError):
+        return None
+    for m in idx.get("models", []):
+        if m.get("op") == op and m.get("target") == "time" and m.get("prop") == "fwd":
+            return m.get("kind", "regressor")
+    return None
+
+
+def reanalyze(a, kj):
+    """The earlier result a.reanalyze refitted and re-predicted by this build; exits naming the
+    problem (nothing written) where the result lacks rows or fit fails."""
+    src = a.reanalyze
+    try:
+        res = json.load(open(src))
+    except (OSError, ValueError) as e:
+        sys.exit(f"{src}: {e}")
+    sweep, g = res.get("sweep"), res.get("gpus")
+    if not isinstance(sweep, dict) or not sweep or not isinstance(g, int):
+        sys.exit(f"{src}: no 'sweep' of collectives or no 'gpus': not a multi_gpu result")
+    w = tempfile.mkdtemp(prefix="kj_multi_gpu_re.")
+    log_dir = a.log_dir or w
+    data = os.path.join(w, "train", "sampling_data")
+    os.makedirs(data)
+    for op, s in sweep.items():
+        if op not in OPS or not s.get("train_rows"):
+            sys.exit(f"{src}: sweep.{op}: " + ("not a collective" if op not in OPS else "no train_rows"))
+        with open(os.path.join(data, f"G_{op}_fp16_1_1.csv"), "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(CSV_COLS)
+            for i, r in enumerate(s["train_rows"]):
+                miss = [c for c in CSV_COLS if c not in r]
+                if miss:
+                    sys.exit(f"{src}: sweep.{op}.train_rows[{i}]: no {', '.join(miss)}")
+                wr.writerow([r[c] for c in CSV_COLS])
+    steps = []
+    models = os.path.join(w, "models")
+    rc, out = step("fit", [kj, "fit", data, "-o", models, "--gpu", "G"], log_dir, 120, steps)
+    if rc != 0:
+        sys.exit(f"{src}: kjoule fit of its training rows failed (rc {rc}): {out.strip()[-400:]}")
+    for op, s in sweep.items():
+        keep = ("bytes", "measured_us", "measured_uj", "busbw_gbps")
+        s["held_out"] = [predict_held(kj, models, op, g, {k: h.get(k) for k in keep}, log_dir, steps)
+                         for h in s.get("held_out", [])]
+        s["held_out_summary"] = summary(s["held_out"])
+        s["model"] = model_kind(models, op)
+    bad = [x["step"] for x in steps if x["rc"] != 0]
+    if bad:
+        sys.exit(f"{src}: reanalysis steps failed: {bad[:8]} (log: {os.path.join(log_dir, 'multi_gpu.log')})")
+    res["analysis_command"] = " ".join(sys.argv)
+    res["analysis_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    res["analysis_version"] = subprocess.run([kj, "--version"], capture_output=True, text=True).stdout.strip()
+    res["analysis_steps"] = steps
+    save(res, a.out)
+    return res
+
+
+def table(sweep, progs):
+    """The short table: held-out errors per collective, busbw at the largest size, the programs."""
+    print("\nop              held-out time MAPE  energy MAPE  (in grid: time, energy)  busbw@largest (GB/s, % of 450)")
+    f = lambda v: f"{v:6.1f} %" if v is not None else "     -"
+    for op in OPS:
+        if op not in sweep:
+            continue
+        s = sweep[op]
+        m = s.get("held_out_summary") or summary(s["held_out"])
+        bw = s["busbw_at_largest_gbps"]
+        print(f"{op:16s} {f(m['time_mape_pct']):>18s} {f(m['energy_mape_pct']):>12s}  "
+              f"({f(m['time_mape_in_grid_pct'])}, {f(m['energy_mape_in_grid_pct'])})  "
+              f"{bw if bw is not None else '-'} ({s['of_nvlink_peak_pct']} %)")
+    for name, p in progs.items():
+        ag = ((p.get("predict") or {}).get("against") or {})
+        print(f"{name}: run rc {p['run_rc']}; predict errors {ag.get('errors_pct')}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kjoule", required=True)
     ap.add_argument("--work", default="/tmp/kj_multi_gpu")
-    ap.add_argument("--log-dir", default=".")
+    ap.add_argument("--log-dir", help="where multi_gpu.log goes (.; with --reanalyze its work folder)")
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--skip-programs", action="store_true")
     ap.add_argument("--held-ops", nargs="+", help="the collectives whose held-out sizes are swept and predicted (all)")
+    ap.add_argument("--reanalyze", help="an earlier result: refit its training rows and predict its held-out "
+                    "sizes with this build, on the CPU")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
+    if a.reanalyze:
+        res = reanalyze(a, os.path.abspath(a.kjoule))
+        table(res["sweep"], res.get("programs") or {})
+        return 0
+    a.log_dir = a.log_dir or "."
     kj, w, g = a.kjoule, a.work, a.gpus
     os.makedirs(w, exist_ok=True)
     os.makedirs(a.log_dir, exist_ok=True)
@@ -108,6 +228,7 @@ def main():
     step("fit", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o", os.path.join(w, "models"),
                  "--gpu", "G"], a.log_dir, 120, steps)
     sweep = {}
+    models = os.path.join(w, "models")
     for op in OPS:
         train = rows(os.path.join(w, "train", "sampling_data", f"G_{op}_fp16_1_1.csv"))
         held = rows(os.path.join(w, "held", "sampling_data", f"G_{op}_fp16_1_1.csv"))
@@ -115,23 +236,15 @@ def main():
         for r in held:
             if r.get("status") != "ok":
                 continue
-            rc, out = step(f"predict {op} {r['bytes']}", [kj, "predict", "--gpu", "G", "--op", op, "--precision",
-                                                         "fp16", "--prop", "fwd", "--shape", f"{g},{r['bytes']}",
-                                                         "--models", os.path.join(w, "models"), "--json"],
-                           a.log_dir, 30, steps)
-            j = json_of(out) if rc == 0 else None
-            e = {"bytes": int(r["bytes"]), "measured_us": float(r["F_dur(us)"]),
-                 "measured_uj": float(r["F_energy(uJ)"]) if r.get("F_energy(uJ)", "-") != "-" else None,
-                 "busbw_gbps": float(r["busbw(GB/s)"]) if r.get("busbw(GB/s)", "-") != "-" else None,
-                 "predicted_us": j.get("time_us") if j else None,
-                 "predicted_uj": j.get("energy_uj") if j else None, "in_grid": j.get("in_grid") if j else None}
-            for k in ("us", "uj"):
-                m, p = e[f"measured_{k}"], e[f"predicted_{k}"]
-                e[f"error_{k}_pct"] = round(100 * (p - m) / m, 2) if m and p else None
-            preds.append(e)
+            preds.append(predict_held(kj, models, op, g, {
+                "bytes": int(r["bytes"]), "measured_us": float(r["F_dur(us)"]),
+                "measured_uj": float(r["F_energy(uJ)"]) if r.get("F_energy(uJ)", "-") != "-" else None,
+                "busbw_gbps": float(r["busbw(GB/s)"]) if r.get("busbw(GB/s)", "-") != "-" else None},
+                a.log_dir, steps))
         big = [r for r in held + train if r.get("status") == "ok" and r.get("busbw(GB/s)", "-") != "-"]
         top = max(big, key=lambda r: int(r["bytes"])) if big else None
-        sweep[op] = {"train_rows": train, "held_out": preds,
+        sweep[op] = {"train_rows": train, "held_out": preds, "held_out_summary": summary(preds),
+                     "model": model_kind(models, op),
                      "largest_bytes": int(top["bytes"]) if top else None,
                      "busbw_at_largest_gbps": float(top["busbw(GB/s)"]) if top else None,
                      "of_nvlink_peak_pct": round(100 * float(top["busbw(GB/s)"]) / NVLINK4_GBPS, 1) if top else None}
@@ -160,18 +273,7 @@ def main():
             save(res, a.out)
     res["programs"] = progs
     save(res, a.out)
-    # the short table
-    print("\nop              held-out time MAPE  energy MAPE  busbw@largest (GB/s, % of 450)")
-    for op in OPS:
-        s = sweep[op]
-        te = [abs(x["error_us_pct"]) for x in s["held_out"] if x["error_us_pct"] is not None]
-        ee = [abs(x["error_uj_pct"]) for x in s["held_out"] if x["error_uj_pct"] is not None]
-        f = lambda v: f"{sum(v) / len(v):6.1f} %" if v else "     -"
-        bw = s["busbw_at_largest_gbps"]
-        print(f"{op:16s} {f(te):>18s} {f(ee):>12s}  {bw if bw is not None else '-'} ({s['of_nvlink_peak_pct']} %)")
-    for name, p in progs.items():
-        ag = ((p.get("predict") or {}).get("against") or {})
-        print(f"{name}: run rc {p['run_rc']}; predict errors {ag.get('errors_pct')}")
+    table(sweep, progs)
     bad = [s for s in steps if s["rc"] != 0]
     print(f"{len(steps) - len(bad)}/{len(steps)} steps ok" + (f"; failed: {[s['step'] for s in bad][:8]}" if bad else ""))
     return 0

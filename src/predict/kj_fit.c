@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kj_atomic.h"
+#include "kj_coll_model.h"
 #include "kj_error.h"
 #include "kj_fit_out.h"
 #include "kj_predict.h"
@@ -162,42 +163,6 @@ static int read_group(struct group *g, const struct kj_sweep_op *op, struct samp
 static int fold_of(const char *key)
 {
 	return (int)(key_hash(key) / 5 % 5);
-}
-
-/* The out-of-sample error by the size of the figure: rows grouped by their measured value in
- * half-decades (1-3.16, 3.16-10, 10-31.6 ... us or uJ), each row predicted by a model that did not
- * see it (the held-out fifth by the model of the training rows, pred; a training row by the 5-fold
- * cross-validation of the chosen form, oof in log, times the time model's figure, tlog, for an
- * energy model of power), the groups of at least 5 rows as [{from, to, n, mape_pct}]. Short
- * kernels can miss by several times a model's mean error (the GEMMs under 20 us: 10-28 % where
- * the rest reach 3-5 %, 72a7992:bench/results/predict_accuracy_ninth.json), so predict quotes
- * the error of the prediction's own size. */
-static json_t *error_by_size(const double *meas, const double *pred, const int *ho, int m, const double *oof,
-			     const double *tlog)
-{
-	enum { LO = -20, NB = 60 };
-	double sum[NB] = {0};
-	int cnt[NB] = {0}, k = 0;
-	for (int i = 0; i < m; i++) {
-		double p = -1;
-		if (ho[i])
-			p = pred[i];
-		else if (oof)
-			p = exp(oof[k++] + (tlog ? tlog[i] : 0.0));
-		if (!(p > 0) || !(meas[i] > 0) || !isfinite(p))
-			continue;
-		int b = (int)floor(2.0 * log10(meas[i])) - LO;
-		b = b < 0 ? 0 : b >= NB ? NB - 1 : b;
-		sum[b] += fabs(p - meas[i]) / meas[i] * 100.0;
-		cnt[b]++;
-	}
-	json_t *a = json_array();
-	for (int b = 0; b < NB; b++)
-		if (cnt[b] >= 5)
-			json_array_append_new(a, json_pack("{s:f,s:f,s:i,s:f}", "from", pow(10.0, (b + LO) / 2.0),
-							   "to", pow(10.0, (b + LO + 1) / 2.0), "n", cnt[b],
-							   "mape_pct", sum[b] / cnt[b]));
-	return a;
 }
 
 /* train one model; appends its entry to models (jansson array); prints a line. A time model hands
@@ -372,7 +337,7 @@ static int fit_one(const struct kj_fit_opts *o, const char *dir, struct group *g
 	json_object_set_new(j, "measured_range", json_pack("[f,f]", ylo, yhi));
 	json_object_set_new(j, "mape_test_pct", nte ? json_real(ape_te / nte) : json_null());
 	json_object_set_new(j, "max_ape_test_pct", nte ? json_real(max_te) : json_null());
-	json_object_set_new(j, "mape_by_size", error_by_size(meas, pv, ho, m, have_oof ? oofbest : NULL,
+	json_object_set_new(j, "mape_by_size", kj_fit_error_by_size(meas, pv, ho, m, have_oof ? oofbest : NULL,
 							    power ? pr : NULL));
 	json_array_append_new(models, j);
 	if (!o->quiet) {
@@ -396,6 +361,28 @@ out:
 	free(oofbest);
 	free(ho);
 	free(fold);
+	return rc;
+}
+
+/* A collective's rows as kj_coll_fit's points, one model a target with rows (no backward:
+ * collectives have none); returns 0, or 1 when no target had rows, or a negative code. */
+static int fit_collective(const struct kj_fit_opts *o, const char *dir, const struct group *g,
+			  const struct kj_sweep_op *op, const struct sample *s, int n, json_t *models, int *nmodels)
+{
+	struct kj_coll_row *r = malloc((n ? n : 1) * sizeof(*r));
+	int rc = r ? 1 : KJ_ENOMEM;
+	for (int t = 0; t < 4 && rc >= 0; t++) {
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (!isnan(s[i].y[t]))
+				r[m++] = (struct kj_coll_row){.gpus = s[i].v[0], .bytes = s[i].v[1], .value = s[i].y[t]};
+		struct kj_coll_fit_key k = {g->gpu, op->name, kj_precision_name(g->precision), t % 2 ? "bwd" : "fwd",
+					    t / 2 ? "energy" : "time", t / 2 ? "uJ" : "us", dir, o->quiet};
+		int x = kj_coll_fit(&k, r, m, models);
+		*nmodels += x == 0;
+		rc = x < 0 ? x : rc && x;
+	}
+	free(r);
 	return rc;
 }
 
@@ -513,6 +500,11 @@ int kj_fit_run(const struct kj_fit_opts *o)
 		       "form");
 	for (int k = 0; k < ng && !rc; k++) {
 		const struct kj_sweep_op *op = kj_sweep_op_find(groups[k].op);
+		if (op->collective) { /* measured points per GPU count, read in log-log */
+			int r = fit_collective(o, fo.tmp, &groups[k], op, rows[k], nrows[k], models, &nmodels);
+			rc = r < 0 ? r : 0;
+			continue;
+		}
 		int sm = o->sm_count > 0 ? o->sm_count : kj_predict_sm_count(groups[k].gpu);
 		double l2 = kj_predict_l2_bytes(groups[k].gpu);
 		const char *src = o->sm_count > 0 ? "--sm-count" : sm > 0 ? "known-GPU table" : "none";

@@ -4,6 +4,8 @@
 #ifndef KJ_FIT_MODEL_H
 #define KJ_FIT_MODEL_H
 
+#include <jansson.h>
+
 #include "kj_predict.h"
 #include "kj_xgb.h"
 
@@ -37,5 +39,10 @@ int kj_fit_oof_log(int rounds, const float *x, const double *ly, const int *fold
  *  the form cannot be fitted. */
 double kj_fit_cv_mape(int rounds, const float *x, const double *ly, const int *fold, int n, int nf, int ncols,
 		      int c, float *xt, double *yt, double *pr, double *oof);
+/** @brief fit's out-of-sample error by the size of the figure (half-decades of the measured value):
+ *  the held-out rows (ho) by pred, the training rows, in order, by exp(oof + tlog) where oof is
+ *  given (tlog NULL: 0); the bins of at least 5 rows as [{from, to, n, mape_pct}]. */
+json_t *kj_fit_error_by_size(const double *meas, const double *pred, const int *ho, int m, const double *oof,
+			     const double *tlog);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_coll_model.h"
 #include "kj_error.h"
 #include "kj_predict.h"
 #include "kj_sweep.h"
@@ -102,6 +103,22 @@ static void size_error(json_t *by_size, struct kj_prediction *out)
 	}
 }
 
+/* What every model's prediction out carries besides its figure: the held-out errors of entry e,
+ * and the grid (of grid: e itself, or a collective's GPU count) with what it takes away. */
+static void found(const json_t *e, const json_t *grid, const struct kj_sweep_op *op, const char *target,
+		  const int64_t *v, struct kj_prediction *out)
+{
+	json_t *mp = json_object_get(e, "mape_test_pct");
+	out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;
+	if (isfinite(out->value))
+		size_error(json_object_get(e, "mape_by_size"), out);
+	/* outside the grid its rows spanned: no held-out error, and maybe no figure */
+	kj_prediction_grid(grid, op, v, strcmp(target, "time") ? "uJ" : "us", out);
+	const char *impl = json_string_value(json_object_get(e, "implementation"));
+	snprintf(out->implementation, sizeof(out->implementation), "%s", impl ? impl : "");
+	out->found = 1;
+}
+
 int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
 		      int precision, int prop, const char *target, const int64_t *v,
 		      struct kj_prediction *out, char *err, size_t len)
@@ -117,6 +134,15 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 		    !is(e, "precision", kj_precision_name(precision)) ||
 		    !is(e, "prop", prop ? "bwd" : "fwd") || !is(e, "target", target))
 			continue;
+		if (is(e, "kind", KJ_COLL_MODEL_KIND)) { /* a collective: its points, per GPU count */
+			json_t *grid;
+			int rc = kj_coll_predict(e, m->dir, op, v, &out->value, &grid, err, len);
+			if (rc)
+				return rc;
+			found(e, grid, op, target, v, out);
+			json_decref(grid);
+			return 0;
+		}
 		json_t *fv = json_object_get(e, "features");
 		if (json_integer_value(fv) != KJ_PREDICT_FEATURES) {
 			snprintf(err, len, "%s/models.json: model %s was fitted on features version %lld, this "
@@ -171,15 +197,7 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 				return 0; /* not found: no time, no energy */
 			out->value *= tp.value;
 		}
-		json_t *mp = json_object_get(e, "mape_test_pct");
-		out->mape_pct = json_is_number(mp) ? json_number_value(mp) : -1;
-		if (isfinite(out->value))
-			size_error(json_object_get(e, "mape_by_size"), out);
-		/* outside the grid its rows spanned: no held-out error, and maybe no figure */
-		kj_prediction_grid(e, op, v, strcmp(target, "time") ? "uJ" : "us", out);
-		const char *impl = json_string_value(json_object_get(e, "implementation"));
-		snprintf(out->implementation, sizeof(out->implementation), "%s", impl ? impl : "");
-		out->found = 1;
+		found(e, e, op, target, v, out);
 		return 0;
 	}
 	return 0;

@@ -73,6 +73,36 @@ assert abs(j["time_us"] / want - 1) < 0.15, j
 assert j["in_grid"] is True, j
 P
 expect 2 "$KJ" predict --gpu H --op all_reduce --precision fp16 --prop fwd --shape 4 --models "$T/models"
+# the collective's own model (the stand-in is an alpha-beta curve: 3 us + gpus x bytes / 1000):
+# log-log between sizes, the latency floor below them, the last segment's bandwidth above them
+# (outside the grid, said as predict says it), an unmeasured GPU count refused naming the measured
+grep -q '"kind": "collective_loglog"' "$T/models/models.json" || fail "no collective model"
+for s in 4,2097152 4,4096 4,33554432 2,4194304; do
+	expect 0 "$KJ" predict --gpu H --op all_reduce --precision fp16 --prop fwd --shape $s --models "$T/models" --json
+	cp "$T/out" "$T/p_$s.json"
+done
+python3 - "$T" <<'P' || fail "collective model: $(cat "$T"/p_*.json | head -c 900)"
+import json, sys
+p = lambda s: json.load(open(f"{sys.argv[1]}/p_{s}.json"))
+ab = lambda g, b: 3 + g * b / 1000.0
+j = p("4,2097152")                         # between 524288 and 8388608
+assert abs(j["time_us"] / ab(4, 2097152) - 1) < 0.01 and j["in_grid"] is True, j
+assert abs(j["energy_uj"] / (50 * ab(4, 2097152)) - 1) < 0.01, j
+j = p("4,4096")                            # under the least size: its figure, outside the grid
+assert abs(j["time_us"] - ab(4, 8192)) < 1e-3 and j["in_grid"] is False, j
+j = p("4,33554432")                        # above: the last segment carried on, outside the grid
+assert abs(j["time_us"] / ab(4, 33554432) - 1) < 1e-4 and j["in_grid"] is False, j
+assert j["time_outside_grid"] == [{"column": "bytes", "value": 33554432, "min": 8192, "max": 8388608}], j
+assert j["time_mape_pct"] is None, j       # no held-out error outside the grid
+j = p("2,4194304")                         # gpus 2's own points
+assert abs(j["time_us"] / ab(2, 4194304) - 1) < 0.01 and j["in_grid"] is True, j
+P
+expect 0 "$KJ" predict --gpu H --op all_reduce --precision fp16 --prop fwd --shape 4,33554432 --models "$T/models"
+has "outside the measured grid: bytes=33554432 is 4x the largest measured 8388608"
+has "error unknown outside the measured grid"
+expect 1 "$KJ" predict --gpu H --op all_reduce --precision fp16 --prop fwd --shape 3,1048576 --models "$T/models"
+grep -q "gpus=3 was not measured (measured: gpus=2, 4).*sweep with --gpus 3" "$T/err" || fail "gpus 3: $(cat "$T/err")"
+[ ! -s "$T/out" ] || fail "a refused count printed a prediction: $(cat "$T/out")"
 
 # predict --model: tp and dp bring their all-reduces
 printf 'layers: 8\nhidden: 4096\nheads: 32\nseq: 128\nbatch: 2\ntp: 4\nmode: inference\n' >"$T/tp.yml"
