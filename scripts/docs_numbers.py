@@ -576,7 +576,9 @@ def readme_multi_gpu(r):
     ar = lambda k: r.num(f, f"sweep/all_reduce/{k}")
     job = lambda p, k: r.num(f, f"programs/{p}/compare/job/{k}")
     return (f"all_reduce bus bandwidth {ar('busbw_at_largest_gbps'):.0f} GB/s at {ar('largest_bytes') / 2**30:.0f} GiB "
-            f"({pct(ar('of_nvlink_peak_pct'))} of NVLink's {r.num(f, 'nvlink_peak_gbps_per_direction')} GB/s); "
+            f"({pct(ar('of_nvlink_peak_pct'))} of NVLink's {r.num(f, 'nvlink_peak_gbps_per_direction')} GB/s), "
+            f"held-out sizes predicted to {pct(ar('held_out_summary/time_mape_pct'))} in time, "
+            f"{pct(ar('held_out_summary/energy_mape_pct'))} in energy; "
             f"tensor-parallel decode: {job('tp', 'energy_per_iteration_mj') / 1000:.2f} J a step summed over "
             f"{job('tp', 'gpus')} GPUs, one rank waiting {r.num(f, 'programs/tp/compare/job/ranks/1/nccl_exposed_us') / 1000:.1f} ms "
             f"a step inside its all-reduces")
