@@ -26,7 +26,9 @@ import sys
 # with the traced process's code apart (trace, trace/inject) and the GPU workers beside the
 # folder whose protocol they serve. ALLOWED[x] lists every folder x may include besides itself,
 # written out in full (no closure is taken): a new edge is a decision made here, in one place.
-# An entry "folder:header.h" allows only that header of the folder.
+# An entry "folder:header.h" allows only that header of the folder. The build enforces the same
+# table: each folder's CMake target links exactly these folders and sees only their headers, and
+# scripts/check_cmake_layers.py (ctest layers_test_cmake_layers) holds the targets to it.
 LOWER_THAN_ANALYZE = ["common", "store", "energy"]
 ALLOWED = {
     "common": [],
@@ -41,7 +43,7 @@ ALLOWED = {
     "replay": LOWER_THAN_ANALYZE + ["analyze"],
     "report": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay"],
     "cli": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay", "report"],
-    # GPU workers: separate programs linked to kjcore, each speaking its folder's protocol
+    # GPU workers: separate programs linked to the floors below, each speaking its folder's protocol
     "replay/worker": LOWER_THAN_ANALYZE + ["analyze", "replay"],
     "sweep/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
     "sweep/worker_nccl": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
@@ -49,7 +51,7 @@ ALLOWED = {
     "pipeline/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "sweep/worker"],
     # the traced process's side: the spool format, and the injection library, which links only
     # what the traced process may load (of src/common, kj_map.c and the --capture parser with
-    # kj_num.c; no SQLite, no kjcore)
+    # kj_num.c; no SQLite, none of the floor libraries)
     "trace": [],
     "trace/inject": ["trace", "common:kj_map.h", "common:kj_capture_spec.h"],
 }

@@ -11,6 +11,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_ingest.h"
+#include "kj_iterations.h"
 
 static void usage(FILE *f)
 {
@@ -24,7 +25,7 @@ static void usage(FILE *f)
 int cmd_ingest(int argc, char **argv)
 {
 	const char *dir = NULL, *out = NULL;
-	struct kj_ingest_opts io = {1, KJ_ITERATION_AUTO, NULL};
+	struct kj_ingest_opts io = {1, KJ_ITERATION_AUTO, NULL, kj_iter_default_range};
 	struct kj_ingest_stats st;
 	int force = 0;
 	char tmp[4096];

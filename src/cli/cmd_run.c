@@ -27,6 +27,7 @@
 #include "kj_gpu.h"
 #include "kj_gpu_watch.h"
 #include "kj_ingest.h"
+#include "kj_iterations.h"
 
 #include "cmd_run.h"
 
@@ -244,7 +245,7 @@ int cmd_run(int argc, char **argv)
 		o.iteration_range = o.capture.name;
 	else if (!o.iteration_range && o.capture.mode == KJ_CAPTURE_PROFILER)
 		o.iteration_range = KJ_CAPTURE_PROFILER_TEXT;
-	struct kj_ingest_opts io = {o.params_k, o.params_iteration, o.iteration_range};
+	struct kj_ingest_opts io = {o.params_k, o.params_iteration, o.iteration_range, kj_iter_default_range};
 	if (kj_ingest_dir(db, spool, &io, &stats) != 0)
 		kj_warnf("run: some trace files could not be read (see the problem table)");
 	if (o.capture.mode != KJ_CAPTURE_NONE) {

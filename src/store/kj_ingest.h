@@ -4,18 +4,30 @@
 #define KJ_INGEST_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /** How to ingest: parameter capture and the whole-iteration capture. */
 /* params_iteration: the middle instance of the iteration range, when it repeats */
 #define KJ_ITERATION_AUTO (-1)
 
+/**
+ * @brief Names the iteration range of process pid (pid >= 0) into name (empty when none); *why
+ *        (may be NULL) says how it was chosen. The CLI passes the iteration model's
+ *        kj_iter_default_range() (src/analyze/kj_iterations.h): ingest sits on a lower floor than
+ *        the analysis and is handed the rule rather than including it.
+ * @return 0 or a negative KJ_E* code, which ingest returns.
+ */
+typedef int (*kj_ingest_range_fn)(sqlite3 *db, int64_t pid, char *name, size_t len, const char **why);
+
 struct kj_ingest_opts {
 	int params_k;               /* keep the parameter blocks of the first K launches per unique kernel */
 	int params_iteration;       /* > 0: keep every launch's parameters in that instance (1-based);
 				       KJ_ITERATION_AUTO: the middle instance of a range seen >= 2 times;
 				       0: none */
-	const char *iteration_range;/* NVTX range name of iterations; NULL: the most repeated top-level */
+	const char *iteration_range;/* NVTX range name of iterations; NULL: choose_range's answer */
+	kj_ingest_range_fn choose_range; /* names the range when iteration_range is NULL; NULL: no
+					    range, so no iteration is kept unless one is named */
 };
 
 struct kj_ingest_stats {

@@ -16,7 +16,6 @@
 #include "kj_cubin.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_iterations.h"
 #include "kj_kernel_class.h"
 
 static int cmp_marker(const void *a, const void *b)
@@ -294,7 +293,8 @@ int ing_put_iteration(struct ingest *in)
 		return 0;
 	if (in->opts->iteration_range)
 		snprintf(name, sizeof(name), "%s", in->opts->iteration_range);
-	else if ((rc = kj_iter_default_range(in->db, in->pid, name, sizeof(name), NULL)) != 0)
+	else if (in->opts->choose_range &&
+		 (rc = in->opts->choose_range(in->db, in->pid, name, sizeof(name), NULL)) != 0)
 		return rc;
 	if (automatic) {
 		int64_t count = name[0] ? query_int(in->db, "SELECT count(*) FROM nvtx_range WHERE pid = ?1 AND"

@@ -1,4 +1,4 @@
-# The host code (KJ_WITH_CUDA=OFF: kjoule, kjcore, the unit tests) configures and builds as Release
+# The host code (KJ_WITH_CUDA=OFF: kjoule, the floor libraries kj_*, the unit tests) configures and builds as Release
 # (-O3, where gcc's flow warnings differ from the developer build's -O2) with gcc and with clang,
 # and as Debug with gcc (-O0, where its format-truncation checks see what -O2 and -O3 do not),
 # with -Werror, in scratch build folders: a warning any of them gives stops CI. A plain configure
@@ -17,9 +17,9 @@ for build in gcc:Release clang:Release gcc:Debug; do
 	b="$T/$cc-$type"
 	expect 0 cmake -S "$SRC" -B "$b" -DCMAKE_BUILD_TYPE="$type" -DKJ_WITH_CUDA=OFF -DCMAKE_C_COMPILER="$cc"
 	grep -q '^KJ_WERROR:BOOL=OFF$' "$b/CMakeCache.txt" || fail "$cc: a plain configure turns KJ_WERROR on"
-	grep -q -- '-Werror' "$b/CMakeFiles/kjcore.dir/flags.make" && fail "$cc: a plain configure compiles with -Werror"
+	grep -q -- '-Werror' "$b/CMakeFiles/kj_common.dir/flags.make" && fail "$cc: a plain configure compiles with -Werror"
 	expect 0 cmake -S "$SRC" -B "$b" -DKJ_WERROR=ON
-	grep -q -- '-Werror' "$b/CMakeFiles/kjcore.dir/flags.make" || fail "$cc: KJ_WERROR=ON compiles without -Werror"
+	grep -q -- '-Werror' "$b/CMakeFiles/kj_common.dir/flags.make" || fail "$cc: KJ_WERROR=ON compiles without -Werror"
 	start=$(date +%s)
 	if cmake --build "$b" -j"$jobs" >"$T/$cc-$type.log" 2>&1; then
 		echo "ok   $cc $type built with -Werror in $(($(date +%s) - start)) s"

@@ -15,6 +15,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_ingest.h"
+#include "kj_iterations.h"
 #include "kj_spool.h"
 
 #include "tmpdir.h"
@@ -323,7 +324,7 @@ static void test_complete_spool(void **state)
 	struct buf b = make_spool();
 	struct kj_rec_text end;
 	struct kj_ingest_stats st;
-	struct kj_ingest_opts opts = {1, 0, NULL};
+	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
 	char t[256];
 	memset(&end, 0, sizeof(end));
 	end.h.type = KJ_REC_END;
@@ -416,7 +417,7 @@ static void test_recurring_sizes_and_counters(void **state)
 	(void)state;
 	struct buf b = {NULL, 0};
 	struct kj_ingest_stats st;
-	struct kj_ingest_opts opts = {1, 0, NULL};
+	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
 	/* the first launch's size is BLOOM's embedding, 250880 x 1024: 64 KiB aligned, not a heap address */
 	const uint64_t ref[3] = {250880ULL * 1024, 1000, 7};
 	put_start(&b, 77, 0, NULL, 0);
@@ -459,7 +460,7 @@ static void test_iteration_capture(void **state)
 	(void)state;
 	struct buf b = make_spool();
 	struct kj_ingest_stats st;
-	struct kj_ingest_opts opts = {0, 2, NULL};
+	struct kj_ingest_opts opts = {0, 2, NULL, kj_iter_default_range};
 	char t[128];
 	sqlite3 *db = ingest(&b, "iter", &opts, &st);
 	/* K = 0: no first-K blocks; the second 'forward' holds launches 12, 13 and the copy of 14;
@@ -494,7 +495,7 @@ static void test_iteration_one_process(void **state)
 	(void)state;
 	char sub[256], path[300], dbpath[300];
 	struct kj_ingest_stats st;
-	struct kj_ingest_opts opts = {1, KJ_ITERATION_AUTO, NULL};
+	struct kj_ingest_opts opts = {1, KJ_ITERATION_AUTO, NULL, kj_iter_default_range};
 	sqlite3 *db = NULL;
 	char t[64];
 	snprintf(sub, sizeof(sub), "%s/job", dir);
@@ -530,7 +531,7 @@ static void test_snapshot_records(void **state)
 	(void)state;
 	struct buf b = make_spool();
 	struct kj_ingest_stats st;
-	struct kj_ingest_opts opts = {1, 0, NULL};
+	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
 	unsigned char before[4096], after[4096];
 	for (size_t i = 0; i < sizeof(before); i++) {
 		before[i] = (unsigned char)(i % 7);
