@@ -16,9 +16,9 @@ static void set_row(FILE *f, const char *label, const struct kj_iter_set *s)
 	fprintf(f, "</td><td>%lld</td><td>", (long long)s->instances);
 	kj_html_fig(f, s->wall_ms, s->instances > 0, 3, "ms");
 	fprintf(f, "</td><td>%lld</td><td>", (long long)s->measured);
-	kj_html_fig(f, s->energy_j, s->measured > 0, 4, "J");
+	kj_html_fig(f, s->energy_j, s->measured > 0, 3, "J");
 	fputs("</td><td>", f);
-	kj_html_fig(f, s->uncertainty_j, s->measured > 0, 4, "J");
+	kj_html_fig(f, s->uncertainty_j, s->measured > 0, 3, "J");
 	fputs("</td></tr>\n", f);
 }
 

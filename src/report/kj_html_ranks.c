@@ -114,7 +114,7 @@ static void job_table(FILE *f, const struct kj_job *j)
 	fputs("<h3>The job (all ranks together, per iteration)</h3>\n"
 	      "<table class=\"kj-table\" id=\"job-table\"><tbody>\n"
 	      "<tr><th class=\"l\">time (the slowest rank's wall)</th><td>", f);
-	kj_html_fig(f, j->time_ns / 1e6, 1, 3, "ms");
+	kj_html_fig(f, j->time_ns * NS_US, 1, 1, "µs");
 	fputs("</td><td class=\"l\">", f);
 	kj_html_esc(f, lab);
 	fputs("</td></tr>\n<tr><th class=\"l\">energy, summed over the GPUs</th><td>", f);
@@ -171,7 +171,7 @@ void kj_html_ranks(struct kj_html_ctx *x)
 	      "exposed: the part of it no compute kernel of that rank overlapped. NCCL bytes moved: not "
 	      "recorded (the trace keeps no NCCL message sizes), so no bus bandwidth.</p>\n", f);
 	job_table(f, j);
-	kj_html_source(f, "the ranks' figures; power_sample of each GPU over its rank's measured iterations",
-		       kj_html_cmd(x, "compare", "  (Ranks, Job)"));
+	kj_html_source(f, "the ranks' figures; power_sample of each GPU over its rank's measured iterations"
+			  " (compare's Ranks and Job sections)", kj_html_cmd(x, "compare", ""));
 	fputs("</section>\n", f);
 }
