@@ -22,6 +22,18 @@ static void print_set(FILE *f, const char *label, const struct kj_iter_set *s, c
 	fputs("\n", f);
 }
 
+const char *kj_capture_status_words(const char *status)
+{
+	if (!strcmp(status, "never_opened"))
+		return "nothing was captured (no kernels are recorded; this is not an empty program)";
+	if (!strcmp(status, "unclosed_at_exit"))
+		return "the window was still open when the program ended (unclosed at exit): what it "
+		       "recorded is kept";
+	if (!strcmp(status, "start_without_stop"))
+		return "cudaProfilerStart without cudaProfilerStop: the window ended at exit";
+	return NULL;
+}
+
 void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 {
 	if (s->db_bytes >= 0 && s->launches > 0)
@@ -35,8 +47,8 @@ void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 	fprintf(f, "capture: %s, %s", s->spec[0] ? s->spec : "(range not recorded)", s->status);
 	if (s->window_start_ns >= 0 && s->window_end_ns >= s->window_start_ns)
 		fprintf(f, ", window %.3f s", (double)(s->window_end_ns - s->window_start_ns) / 1e9);
-	if (!strcmp(s->status, "never_opened"))
-		fputs(": nothing was captured (no kernels are recorded; this is not an empty program)", f);
+	if (kj_capture_status_words(s->status))
+		fprintf(f, ": %s", kj_capture_status_words(s->status));
 	fputs("\n", f);
 	print_set(f, "whole run, iterations", &s->all, s->energy_why);
 	print_set(f, "captured iterations", &s->captured, s->energy_why);

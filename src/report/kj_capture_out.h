@@ -8,6 +8,9 @@
 
 #include "kj_capture_stats.h"
 
+/** @brief What a capture status means, in the words info and the report page use ("nothing was
+ *  captured …" for never_opened); NULL for "captured" or a status not known. */
+const char *kj_capture_status_words(const char *status);
 /** @brief The trace size line (every run) and, for a --capture run, its capture block. */
 void kj_capture_print(const struct kj_capture_stats *s, FILE *f);
 /** @brief The same as JSON: {"trace_size": {...}, "capture": {...} (capture runs only)}; values

@@ -90,7 +90,7 @@ void kj_chart_y_unit(FILE *f, double y0, double ph, const char *unit);
 /** @brief "nice" tick step for a range of length span with about n ticks. */
 double kj_chart_tick(double span, int n);
 
-/* ---- the report page (kj_html_report.c, kj_html_energy.c) ---- */
+/* ---- the report page (kj_html_report.c and its sections, kj_html_<section>.c) ---- */
 #include <sqlite3.h>
 struct kj_compare;
 struct kj_html_opts;
@@ -106,6 +106,19 @@ struct kj_html_ctx {
 	long kept_iter;     /* 0-based instance kept whole by kjoule run, or -1 */
 };
 
+/** @brief "kjoule SUB RUN ARGS" for source lines (args NULL or "": none); a static buffer,
+ *  valid until the next call. */
+const char *kj_html_cmd(const struct kj_html_ctx *x, const char *sub, const char *args);
+/** @brief The capture section of a --capture run (what was captured, its status, the whole
+ *  run's iterations beside the captured ones); nothing for other runs. */
+void kj_html_capture(struct kj_html_ctx *x);
+/** @brief The ranks and job section of a run with two GPU processes or more (compare's job);
+ *  nothing for other runs. */
+void kj_html_ranks(struct kj_html_ctx *x);
+/** @brief The gantt of the kept iteration (else the first measured), or a note why not. */
+void kj_html_gantt(struct kj_html_ctx *x);
+/** @brief The run's story: stages, CUDA API calls by time, longest GPU idle periods. */
+void kj_html_story(struct kj_html_ctx *x);
 /** @brief The energy section: measured per iteration against predicted, split by tier + idle. */
 void kj_html_energy(struct kj_html_ctx *x);
 /** @brief The power-trace section (whole run and the iterations' window), iterations marked. */

@@ -7,18 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_apistory.h"
 #include "kj_compare_internal.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_html_internal.h"
-#include "kj_timeline.h"
 
 #define C_BUSY "#2f5d9e"
 #define C_IDLE "#f0a8a8"
 #define C_HOST "#b8bec9"
-#define GANTT_MAX_BYTES (1500 * 1000) /* the page stays under 5 MB */
-#define GANTT_MAX_ACTS 8000
 
 static void card(FILE *f, const char *key, double v, int known, int prec, const char *unit,
 		 const char *note)
@@ -34,8 +30,8 @@ static void card(FILE *f, const char *key, double v, int known, int prec, const 
 	fputs("</div></div>\n", f);
 }
 
-/* a "kjoule CMD RUN ARGS" command text for source lines */
-static const char *cmdf(const struct kj_html_ctx *x, const char *sub, const char *args)
+/* "kjoule SUB RUN ARGS" in a static buffer (kj_html_internal.h) */
+const char *kj_html_cmd(const struct kj_html_ctx *x, const char *sub, const char *args)
 {
 	static char buf[1200];
 	snprintf(buf, sizeof(buf), "kjoule %s %s%s%s", sub, x->run, args && *args ? " " : "",
@@ -175,7 +171,7 @@ static void summary(struct kj_html_ctx *x)
 	card(f, "explained fraction (in sequence)", efs, hefs, 3, NULL, NULL);
 	fputs("</div>\n", f);
 	kj_html_source(f, "kernel, memcpy, memset, nvtx_range, replay_*, power_sample tables",
-		       cmdf(x, "compare", "--json"));
+		       kj_html_cmd(x, "compare", "--json"));
 	fputs("</section>\n", f);
 }
 
@@ -224,7 +220,7 @@ static void decomposition(struct kj_html_ctx *x)
 		fprintf(f, "<p>The first %zu of %zu iterations are drawn; the mean is over all measured.</p>\n",
 			n, c->it.n);
 	kj_html_source(f, "kernel, memcpy, memset (GPU times), nvtx_range (iterations); wall = busy + idle + host only",
-		       cmdf(x, "compare", "-o DIR  (iterations.csv)"));
+		       kj_html_cmd(x, "compare", "-o DIR  (iterations.csv)"));
 	/* the replay-derived figures beside it */
 	static const struct {
 		const char *key, *label, *cmd;
@@ -280,11 +276,11 @@ static void decomposition(struct kj_html_ctx *x)
 		fprintf(f, "<p>The whole-iteration replays left out %.0f kernel launch(es) that set a CUDA graph"
 			   " conditional node's condition: such a kernel runs only inside its graph, so those"
 			   " replays lack its time, and the sums keep it at its traced time.</p>\n", left_out);
-	kj_html_source(f, "replay_kernel, replay_sequence (docs/analysis-compare.md defines each)", cmdf(x, "compare", ""));
+	kj_html_source(f, "replay_kernel, replay_sequence (docs/analysis-compare.md defines each)", kj_html_cmd(x, "compare", ""));
 	if (!c->n_replay_warm_rows)
-		kj_html_missing(f, "kernel replays (Σ warm/cold, explained fraction)", cmdf(x, "replay", ""));
+		kj_html_missing(f, "kernel replays (Σ warm/cold, explained fraction)", kj_html_cmd(x, "replay", ""));
 	if (c->seq_eager_ns < 0 && c->seq_graph_ns < 0)
-		kj_html_missing(f, "whole-iteration replays (eager and graph)", cmdf(x, "replay", "--sequence --graph"));
+		kj_html_missing(f, "whole-iteration replays (eager and graph)", kj_html_cmd(x, "replay", "--sequence --graph"));
 out:
 	fputs("</section>\n", f);
 	free(v);
@@ -340,7 +336,7 @@ static void kernels(struct kj_html_ctx *x)
 	}
 	kj_chart_hbars(f, "chart-top-time", "Top kernels by traced time per iteration, with Σ count × replayed time (µs per iteration)",
 		       "µs", tn, tc, 4, rows, nb);
-	kj_html_source(f, "kernel (traced), replay_kernel (warm, cold, sequence)", cmdf(x, "compare", "--top 15"));
+	kj_html_source(f, "kernel (traced), replay_kernel (warm, cold, sequence)", kj_html_cmd(x, "compare", "--top 15"));
 	size_t ne = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *o = json_array_get(top, i);
@@ -364,9 +360,9 @@ static void kernels(struct kj_html_ctx *x)
 			       "predictions scaled so that all kernels sum to the measured energy less idle)",
 			       "mJ", en, ec, 2, rows, m);
 		kj_html_source(f, "replay_energy × kernel counts; the measured energy",
-			       cmdf(x, "compare", "--json  (top_kernels[].energy_predicted_mj, energy_in_situ_mj)"));
+			       kj_html_cmd(x, "compare", "--json  (top_kernels[].energy_predicted_mj, energy_in_situ_mj)"));
 	} else {
-		kj_html_missing(f, "energy per kernel (no replay_energy rows)", cmdf(x, "replay", "--energy"));
+		kj_html_missing(f, "energy per kernel (no replay_energy rows)", kj_html_cmd(x, "replay", "--energy"));
 	}
 	/* scatter of replayed against traced per launch */
 	size_t np = 0;
@@ -383,9 +379,9 @@ static void kernels(struct kj_html_ctx *x)
 		static const char *sc[] = {"#e08a2c", "#3b9e5a"};
 		kj_chart_scatter(f, "chart-scatter", "Replayed vs traced time per launch, per unique kernel (µs, log-log)",
 				 "µs", "µs", sn, sc, 2, pts, np);
-		kj_html_source(f, "kernel (traced mean), replay_kernel (median); dashed: ±25 %", cmdf(x, "kernels", ""));
+		kj_html_source(f, "kernel (traced mean), replay_kernel (median); dashed: ±25 %", kj_html_cmd(x, "kernels", ""));
 	} else {
-		kj_html_missing(f, "replayed kernel times (the scatter of replayed against traced)", cmdf(x, "replay", ""));
+		kj_html_missing(f, "replayed kernel times (the scatter of replayed against traced)", kj_html_cmd(x, "replay", ""));
 	}
 	json_t *dis = json_object_get(x->j, "replay_disagreements");
 	if (json_array_size(dis)) {
@@ -470,64 +466,12 @@ static void kernels(struct kj_html_ctx *x)
 		fputs(" of kernel time).</p>\n", f);
 	}
 	fputs("<p>— : not measured (no replay row, or no energy replay).</p>\n", f);
-	kj_html_source(f, "kernel, unique_kernel, replay_kernel, replay_energy", cmdf(x, "kernels", "   /   kjoule compare RUN --json --top 100000"));
+	kj_html_source(f, "kernel, unique_kernel, replay_kernel, replay_energy", kj_html_cmd(x, "kernels", "   /   kjoule compare RUN --json --top 100000"));
 out:
 	fputs("</section>\n", f);
 	free(rows);
 	free(kr);
 	free(pts);
-}
-
-/* The gantt of the kept iteration (else the first measured) as timeline's SVG writer draws it,
- * unless it holds more than GANTT_MAX_ACTS activities or draws bigger than GANTT_MAX_BYTES: then a
- * note with the command that draws it on its own. */
-static void gantt(struct kj_html_ctx *x)
-{
-	FILE *f = x->f;
-	const struct kj_compare *c = x->c;
-	char *buf = NULL;
-	size_t len = 0, sel = 0;
-	char args[64] = "--format svg", what[200], how[1400];
-	struct kj_timeline_opts to = {.format = KJ_TL_SVG, .iteration = x->kept_iter, .region = x->o->region,
-				      .width = 1400, .quiet = 1, .run_path = x->run};
-	fputs("<section id=\"gantt\"><h2>", f);
-	fputs(x->kept_iter >= 0 ? "The kept iteration on the GPU" : "The first measured iteration on the GPU", f);
-	fputs("</h2>\n", f);
-	if (x->kept_iter >= 0) {
-		snprintf(args, sizeof(args), "--format svg --iteration %ld", x->kept_iter);
-		sel = (size_t)x->kept_iter;
-	} else {
-		while (sel + 1 < c->it.n && c->iv[sel].skipped)
-			sel++;
-	}
-	int64_t acts = c->it.n ? c->iv[sel].n_kernels + c->iv[sel].n_copies + c->iv[sel].n_memsets : 0;
-	int rc = KJ_ENOMEM;
-	if (acts <= GANTT_MAX_ACTS) {
-		FILE *m = open_memstream(&buf, &len);
-		if (m) {
-			rc = kj_timeline_write(x->db, &to, m);
-			fclose(m);
-		}
-	}
-	snprintf(how, sizeof(how), "kjoule timeline %s %s -o gantt.svg (or --from T --to T for a window,"
-		 " --format chrome for Perfetto)", x->run, args);
-	char *svg = buf && !rc ? strstr(buf, "<svg") : NULL;
-	if (acts > GANTT_MAX_ACTS || len > GANTT_MAX_BYTES) {
-		snprintf(what, sizeof(what), "the gantt here: the iteration holds %lld GPU activities, too many"
-			 " to draw in this page", (long long)acts);
-		kj_html_missing(f, what, how);
-	} else if (!svg) {
-		kj_html_missing(f, "a gantt of one iteration: the iteration holds no GPU work", NULL);
-	} else {
-		/* the SVG element gets the chart class so the self-check sees it */
-		fputs("<div class=\"gantt\"><svg class=\"kj-chart\" id=\"chart-gantt\"", f);
-		fputs(svg + 4, f);
-		fputs("</div>\n", f);
-		kj_html_source(f, "kernel, memcpy, memset, nvtx_range; colours by tier, pink: GPU idle; hover a bar"
-			       " for its name", cmdf(x, "timeline", args));
-	}
-	fputs("</section>\n", f);
-	free(buf);
 }
 
 /* compare's nested NVTX regions, 300 rows at most */
@@ -558,83 +502,8 @@ static void regions(struct kj_html_ctx *x)
 	fputs("</tbody></table>\n", f);
 	if (n > m)
 		fprintf(f, "<p>%zu more ranges: <code>kjoule compare RUN -o DIR</code> writes regions.csv with all.</p>\n", n - m);
-	kj_html_source(f, "nvtx_range, kernel", cmdf(x, "compare", "-o DIR  (regions.csv)"));
+	kj_html_source(f, "nvtx_range, kernel", kj_html_cmd(x, "compare", "-o DIR  (regions.csv)"));
 	fputs("</section>\n", f);
-}
-
-/* kj_api_story's stages, API calls by time (runs traced with --api) and longest GPU idle gaps */
-static void api_story(struct kj_html_ctx *x)
-{
-	FILE *f = x->f;
-	json_t *s = NULL;
-	struct kj_api_opts ao = {.region = x->o->region, .skip = x->o->skip, .gaps = 5, .quiet = 1};
-	fputs("<section id=\"api\"><h2>The run's story (stages, CUDA API)</h2>\n", f);
-	if (kj_api_story(x->db, &ao, &s) || !s) {
-		kj_html_missing(f, "the API story could not be told from this run", NULL);
-		goto out;
-	}
-	json_t *st = json_object_get(s, "stages");
-	if (json_array_size(st)) {
-		fputs("<table class=\"kj-table\" id=\"stages-table\"><thead><tr><th class=\"l\">stage</th><th>start s</th>"
-		      "<th>duration ms</th><th class=\"l\">defined as</th></tr></thead><tbody>\n", f);
-		for (size_t i = 0; i < json_array_size(st); i++) {
-			json_t *o = json_array_get(st, i);
-			double a = 0, d = 0;
-			int ha = kj_html_jnum(o, "start_us", &a), hd = kj_html_jnum(o, "duration_us", &d);
-			fputs("<tr><td class=\"l\">", f);
-			kj_html_esc(f, kj_html_jstr(o, "stage"));
-			fputs("</td><td>", f);
-			kj_html_fig(f, a / 1e6, ha, 3, NULL);
-			fputs("</td><td>", f);
-			kj_html_fig(f, d / 1e3, hd, 1, NULL);
-			fputs("</td><td class=\"l\">", f);
-			kj_html_esc(f, kj_html_jstr(o, "defined_as"));
-			fputs("</td></tr>\n", f);
-		}
-		fputs("</tbody></table>\n", f);
-	}
-	if (!json_is_true(json_object_get(s, "api_traced"))) {
-		kj_html_missing(f, "CUDA API calls (launch, synchronise, copy calls and their time)",
-				"kjoule run --api -o RUN.kjdb -- PROGRAM");
-	} else {
-		json_t *pa = json_object_get(s, "per_api");
-		size_t m = json_array_size(pa) < 12 ? json_array_size(pa) : 12;
-		fputs("<h3>CUDA API calls by total time</h3><table class=\"kj-table sortable\" id=\"api-table\"><thead><tr>"
-		      "<th class=\"l\">call</th><th>count</th><th>total µs</th><th>mean µs</th><th>max µs</th></tr></thead><tbody>\n", f);
-		for (size_t i = 0; i < m; i++) {
-			json_t *o = json_array_get(pa, i);
-			fputs("<tr><td class=\"l\">", f);
-			kj_html_esc(f, kj_html_jstr(o, "name"));
-			fputs("</td>", f);
-			static const struct kj_html_col api_cols[] = {{"count", 0},
-				{"total_us", 1}, {"mean_us", 2}, {"max_us", 1}};
-			kj_html_num_cells(f, o, api_cols, KJ_HTML_NCOLS(api_cols), -1);
-			fputs("</tr>\n", f);
-		}
-		fputs("</tbody></table>\n", f);
-	}
-	json_t *lg = json_object_get(json_object_get(s, "gpu_idle"), "longest");
-	if (json_array_size(lg)) {
-		fputs("<h3>Longest GPU idle periods and what the CPU did meanwhile</h3><table class=\"kj-table\" id=\"gaps-table\">"
-		      "<thead><tr><th>start s</th><th>µs</th><th>iteration</th><th class=\"l\">CPU</th></tr></thead><tbody>\n", f);
-		for (size_t i = 0; i < json_array_size(lg); i++) {
-			json_t *o = json_array_get(lg, i);
-			double a = 0;
-			fputs("<tr><td>", f);
-			kj_html_fig(f, a / 1e6, kj_html_jnum(o, "start_us", &a), 3, NULL);
-			fputs("</td>", f);
-			kj_html_num_cell(f, o, "duration_us", 1, -1);
-			kj_html_num_cell(f, o, "iteration", 0, -1);
-			fputs("<td class=\"l\">", f);
-			kj_html_esc(f, kj_html_jstr(o, "cpu_summary") ? kj_html_jstr(o, "cpu_summary") : "");
-			fputs("</td></tr>\n", f);
-		}
-		fputs("</tbody></table>\n", f);
-	}
-	kj_html_source(f, "api_call, kernel, memcpy, allocation, nvtx_range", cmdf(x, "api", ""));
-out:
-	fputs("</section>\n", f);
-	json_decref(s);
 }
 
 /* instance kept whole by kjoule run (meta params_iteration "NAME#N", N 1-based) when NAME is
@@ -672,15 +541,17 @@ int kj_html_report_write(sqlite3 *db, const struct kj_html_opts *o, FILE *f)
 	snprintf(title, sizeof(title), "kjoule report: %s", x.run);
 	kj_html_page_begin(f, title);
 	header(&x);
+	kj_html_capture(&x);
 	summary(&x);
+	kj_html_ranks(&x);
 	decomposition(&x);
 	kj_html_energy(&x);
 	rc = kj_html_power(&x);
 	if (!rc) {
 		kernels(&x);
-		gantt(&x);
+		kj_html_gantt(&x);
 		regions(&x);
-		api_story(&x);
+		kj_html_story(&x);
 		fputs("<footer class=\"src\">Written by kjoule report. Every figure is defined in docs/analysis-compare.md"
 		      " and docs/report.md; the page loads nothing from the network.</footer>\n", f);
 		kj_html_page_end(f);

@@ -1,0 +1,81 @@
+/* kjoule report: the capture section of a --capture run (docs/tracing.md "Capture ranges"): what
+ * was captured, its status, and the whole run's iterations beside the captured ones, the figures
+ * `kjoule info` and `kjoule compare` print (kj_capture_stats). Other runs get no section. */
+#include <stdint.h>
+
+#include "kj_capture_out.h"
+#include "kj_html.h"
+#include "kj_html_internal.h"
+
+/* One row of the iterations table: instances, mean wall, instances with energy, mean energy and
+ * its mean bound; "not measured" where a set has none. */
+static void set_row(FILE *f, const char *label, const struct kj_iter_set *s)
+{
+	fputs("<tr><td class=\"l\">", f);
+	kj_html_esc(f, label);
+	fprintf(f, "</td><td>%lld</td><td>", (long long)s->instances);
+	kj_html_fig(f, s->wall_ms, s->instances > 0, 3, "ms");
+	fprintf(f, "</td><td>%lld</td><td>", (long long)s->measured);
+	kj_html_fig(f, s->energy_j, s->measured > 0, 3, "J");
+	fputs("</td><td>", f);
+	kj_html_fig(f, s->uncertainty_j, s->measured > 0, 3, "J");
+	fputs("</td></tr>\n", f);
+}
+
+/* The capture window's span: its length, or why it has none. */
+static void window_cell(FILE *f, const struct kj_capture_stats *s)
+{
+	if (s->window_start_ns >= 0 && s->window_end_ns >= s->window_start_ns)
+		kj_html_fig(f, (double)(s->window_end_ns - s->window_start_ns) / 1e9, 1, 3, "s");
+	else if (s->window_start_ns >= 0)
+		fputs("<span class=\"na\">opened, no end recorded (the process ended inside it)</span>", f);
+	else
+		fputs("<span class=\"na\">none: the window never opened</span>", f);
+}
+
+void kj_html_capture(struct kj_html_ctx *x)
+{
+	FILE *f = x->f;
+	struct kj_capture_stats s;
+	if (kj_capture_stats_of(x->db, x->o->run_path, &s) || !s.active)
+		return;
+	const char *words = kj_capture_status_words(s.status);
+	fputs("<section id=\"capture\"><h2>Capture: the traced iterations and the whole run</h2>\n"
+	      "<table class=\"kj-table\" id=\"capture-facts\"><tbody>\n"
+	      "<tr><th class=\"l\">captured</th><td class=\"l\"><code>", f);
+	kj_html_esc(f, s.spec[0] ? s.spec : "(range not recorded)");
+	fputs("</code></td></tr>\n<tr><th class=\"l\">status</th><td class=\"l\"><code>", f);
+	kj_html_esc(f, s.status[0] ? s.status : "(not recorded)");
+	fputs("</code>", f);
+	if (words) {
+		fputs(": ", f);
+		kj_html_esc(f, words);
+	}
+	fputs("</td></tr>\n<tr><th class=\"l\">window</th><td class=\"l\">", f);
+	window_cell(f, &s);
+	fputs("</td></tr>\n</tbody></table>\n", f);
+	fputs("<h3>Iterations: the whole run beside the captured ones (means per iteration)</h3>\n"
+	      "<table class=\"kj-table\" id=\"capture-iterations\"><thead><tr><th class=\"l\">iterations</th>"
+	      "<th>instances</th><th>wall</th><th>with energy</th><th>energy</th><th>± bound</th>"
+	      "</tr></thead><tbody>\n", f);
+	set_row(f, "whole run", &s.all);
+	set_row(f, "captured", &s.captured);
+	fputs("</tbody></table>\n", f);
+	if (!s.all.measured || !s.captured.measured) {
+		fputs("<p>Energy not measured", f);
+		if (s.all.measured)
+			fputs(" for the captured iterations", f);
+		fputs(": ", f);
+		kj_html_esc(f, s.energy_why ? s.energy_why
+					    : s.captured.instances ? "the power samples cover none of the captured iterations"
+								   : "no iteration was captured");
+		fputs(".</p>\n", f);
+	}
+	fputs("<p>Every instance of the range leaves an iteration mark, captured or not, and power is "
+	      "sampled through the whole run: the whole run's figures cover the iterations the trace "
+	      "left out. The rest of this page is the captured iterations'.</p>\n", f);
+	kj_html_source(f, "meta capture_range, capture_status; capture_window; iteration_mark; power_sample "
+			  "over each instance's window",
+		       kj_html_cmd(x, "info", "   /   kjoule compare RUN"));
+	fputs("</section>\n", f);
+}

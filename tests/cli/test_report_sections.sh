@@ -1,0 +1,136 @@
+# kjoule report's sections for two kinds of run: a --capture run gets a Capture section (what was
+# captured, its status in info's words, the whole run's iterations beside the captured ones, the
+# figures info prints) and a run of two GPU processes a Ranks section (per rank and for the job,
+# the figures compare prints, checked by hand against tests/unit/test_ranks.c's job); other runs
+# get neither.
+set -u
+KJ=$1 SRC=$2
+. "$SRC/tests/cli/lib.sh"
+GEN="python3 $SRC/tests/tools/kjgen.py"
+MK="python3 $SRC/tests/tools/mkreportsec.py"
+
+page_ok() {
+	local f=$1
+	[ -s "$f" ] || { fail "$f missing"; return; }
+	sed '/<script>/,/<\/script>/d' "$f" | grep -Eqw 'NaN|-?inf|Infinity' && fail "$f: NaN or inf in the page"
+	grep -q '</html>' "$f" || fail "$f: not a whole page"
+}
+need() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+lack() { grep -qF -- "$2" "$1" && fail "$1 has '$2'"; }
+# jq FILE EXPR: a Python expression over the JSON file j, printed
+jq() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# fig X PREC: X as the page writes a figure (thousands grouped)
+fig() { python3 -c 'import sys; print("{:,.{}f}".format(float(sys.argv[1]), int(sys.argv[2])))' "$1" "$2"; }
+
+# ---- a --capture run: 10 instances of 'forward', 3 and 4 captured, power over all of them
+$GEN -o "$T/cap.kjdb" --kernels 3000 --nvtx 10 --power 80 >/dev/null
+$MK capture "$T/cap.kjdb" captured
+expect 0 "$KJ" report "$T/cap.kjdb" -o "$T/cap.html" --quiet
+P=$T/cap.html
+page_ok "$P"
+for id in capture capture-facts capture-iterations; do need "$P" "id=\"$id\""; done
+lack "$P" 'id="ranks"'
+need "$P" '<th class="l">captured</th><td class="l"><code>forward@3:2</code>'
+need "$P" '<th class="l">status</th><td class="l"><code>captured</code></td>'
+need "$P" '<th class="l">window</th><td class="l">1.100&#8239;s</td>' # start of 3 to end of 4
+# its figures are info's: instances, mean wall, instances with energy, mean energy and bound
+"$KJ" info "$T/cap.kjdb" --json >"$T/info.json"
+for set in whole_run:"whole run" captured:captured; do
+	key=${set%%:*} lab=${set#*:}
+	c="j['capture']['$key']"
+	row="<tr><td class=\"l\">$lab</td><td>$(jq "$T/info.json" "$c['instances']")</td>"
+	row="$row<td>$(fig "$(jq "$T/info.json" "$c['wall_ms_mean']")" 3)&#8239;ms</td>"
+	row="$row<td>$(jq "$T/info.json" "$c['energy_instances']")</td>"
+	row="$row<td>$(fig "$(jq "$T/info.json" "$c['energy_j_mean']")" 3)&#8239;J</td>"
+	row="$row<td>$(fig "$(jq "$T/info.json" "$c['energy_unc_j_mean']")" 3)&#8239;J</td></tr>"
+	need "$P" "$row"
+done
+# and by hand: 10 instances of 500 ms, 2 captured, a 400 W counter: 200 J each
+need "$P" '<tr><td class="l">whole run</td><td>10</td><td>500.000&#8239;ms</td><td>10</td><td>19'
+need "$P" '<tr><td class="l">captured</td><td>2</td><td>500.000&#8239;ms</td><td>2</td><td>20'
+lack "$P" "Energy not measured"
+need "$P" "re-create: <code>kjoule info $T/cap.kjdb"
+
+# the statuses, worded as kjoule info words them
+$GEN -o "$T/never.kjdb" --kernels 0 --power 80 >/dev/null
+$MK capture "$T/never.kjdb" never_opened
+expect 0 "$KJ" report "$T/never.kjdb" -o "$T/never.html" --quiet
+page_ok "$T/never.html"
+need "$T/never.html" '<code>never_opened</code>: nothing was captured (no kernels are recorded; this is not an empty program)'
+need "$T/never.html" 'none: the window never opened'
+need "$T/never.html" '<tr><td class="l">captured</td><td>0</td><td><span class="na">not measured</span></td><td>0</td><td><span class="na">not measured</span>'
+need "$T/never.html" '<p>Energy not measured for the captured iterations: no iteration was captured.</p>'
+expect 0 "$KJ" info "$T/never.kjdb"
+has "never_opened: nothing was captured (no kernels are recorded; this is not an empty program)"
+$GEN -o "$T/open.kjdb" --kernels 300 --nvtx 10 --power 80 >/dev/null
+$MK capture "$T/open.kjdb" unclosed_at_exit
+expect 0 "$KJ" report "$T/open.kjdb" -o "$T/open.html" --quiet
+page_ok "$T/open.html"
+need "$T/open.html" '<code>unclosed_at_exit</code>: the window was still open when the program ended (unclosed at exit): what it recorded is kept'
+need "$T/open.html" 'opened, no end recorded (the process ended inside it)'
+expect 0 "$KJ" info "$T/open.kjdb"
+has "unclosed_at_exit: the window was still open when the program ended (unclosed at exit): what it recorded is kept"
+$GEN -o "$T/nostop.kjdb" --kernels 300 --nvtx 10 --power 80 >/dev/null
+$MK capture "$T/nostop.kjdb" start_without_stop
+expect 0 "$KJ" report "$T/nostop.kjdb" -o "$T/nostop.html" --quiet
+need "$T/nostop.html" '<code>cuda-profiler-api</code>'
+need "$T/nostop.html" '<code>start_without_stop</code>: cudaProfilerStart without cudaProfilerStop: the window ended at exit'
+expect 0 "$KJ" info "$T/nostop.kjdb"
+has "start_without_stop, window 1.100 s: cudaProfilerStart without cudaProfilerStop: the window ended at exit"
+# no power samples: energy not measured, and why
+$GEN -o "$T/nopow.kjdb" --kernels 300 --nvtx 10 --power 0 >/dev/null
+$MK capture "$T/nopow.kjdb" captured
+expect 0 "$KJ" report "$T/nopow.kjdb" -o "$T/nopow.html" --quiet
+page_ok "$T/nopow.html"
+need "$T/nopow.html" '<p>Energy not measured: no power samples of the traced GPU'
+
+# ---- two ranks on two GPUs (tests/unit/test_ranks.c's job, its figures by hand)
+$GEN -o "$T/job.kjdb" --kernels 0 >/dev/null
+$MK job "$T/job.kjdb" plain
+expect 0 "$KJ" report "$T/job.kjdb" -o "$T/job.html" --quiet
+J=$T/job.html
+page_ok "$J"
+for id in ranks chart-ranks ranks-table job-table; do need "$J" "id=\"$id\""; done
+lack "$J" 'id="capture"'
+need "$J" '<h2>Ranks: 2 processes with GPU work on 2 GPU(s)</h2>'
+# rank 0: wall 1000, busy 500, NCCL 300, exposed 200, explained 1.1, 500 mJ; rank 1: wall 1200,
+# busy 700, NCCL 150, exposed 100, no replay of its compute kernel, 346.7 mJ
+need "$J" '<td class="l" data-v="0">rank 0 (GPU 0)</td><td>101</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,000.0</td><td>500.0</td><td>50.0&#8239;%</td><td>300.0</td><td>200.0</td><td>1.100</td><td>500.0</td>'
+need "$J" '<td class="l" data-v="1">rank 1 (GPU 1)</td><td>102</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,200.0</td><td>700.0</td><td>58.3&#8239;%</td><td>150.0</td><td>100.0</td><td><span class="na">not measured</span></td><td>346.7</td>'
+# the job: the slowest rank's wall, energy summed with compare's bound, imbalance 600 / 450
+"$KJ" compare "$T/job.kjdb" --json >"$T/c.json" 2>/dev/null
+unc=$(fig "$(jq "$T/c.json" "j['job']['energy_unc_mj']")" 1)
+need "$J" '<th class="l">time (the slowest rank'"'"'s wall)</th><td>1,200.0&#8239;µs</td><td class="l">rank 1 (GPU 1)</td>'
+need "$J" "<th class=\"l\">energy, summed over the GPUs</th><td>846.7&#8239;mJ</td><td class=\"l\">± $unc&#8239;mJ (the GPUs' bounds added), 2 GPU(s), each once"
+need "$J" '<th class="l">load imbalance</th><td>1.333</td>'
+need "$J" '<th class="l">GPU types</th><td>one type</td>'
+need "$J" '<th class="l">ranks that died</th><td>0</td>'
+lack "$J" 'different GPU types'
+# the chart: one bar group per rank, wall / busy / NCCL / exposed
+[ "$(sed -n '/id="chart-ranks"/,/<\/svg>/p' "$J" | grep -c 'text-anchor="end">rank ')" = 2 ] || fail "chart-ranks: not one group per rank"
+need "$J" $'wall: 1200.000 µs\nGPU busy (its own GPU): 700.000 µs\nNCCL kernels: 150.000 µs\nNCCL exposed (no compute overlapped): 100.000 µs'
+
+# rank 1 on another GPU type, died, its GPU without power samples
+$GEN -o "$T/odd.kjdb" --kernels 0 >/dev/null
+$MK job "$T/odd.kjdb" odd
+expect 0 "$KJ" report "$T/odd.kjdb" -o "$T/odd.html" --quiet
+O=$T/odd.html
+page_ok "$O"
+need "$O" '<th class="l">GPU types</th><td>mixed</td><td class="l">NVIDIA H200, NVIDIA H100 80GB HBM3</td>'
+need "$O" 'the ranks run on different GPU types (NVIDIA H200, NVIDIA H100 80GB HBM3)'
+need "$O" '<li>rank 1 (GPU 1) (pid 102) died: process 102 ended without closing its trace (killed, crashed or _exit)</li>'
+need "$O" '<li>rank 1 (GPU 1): energy not measured: '
+lack "$O" 'rank 0 (GPU 0): energy not measured'
+need "$O" '<th class="l">energy, summed over the GPUs</th><td><span class="na">not measured</span></td><td class="l">some GPU of the job has no energy figure'
+need "$O" '<th class="l">ranks that died</th><td>1</td>'
+
+# ---- runs that are neither: no section (the shipped run's page is otherwise main's)
+expect 0 "$KJ" report "$SRC/examples/runs/bloom560m.kjdb" -o "$T/bloom.html" --quiet
+$GEN -o "$T/plain.kjdb" --kernels 300 --nvtx 10 --power 80 --devices 2 >/dev/null
+expect 0 "$KJ" report "$T/plain.kjdb" -o "$T/plain.html" --quiet
+for p in "$T/bloom.html" "$T/plain.html"; do
+	page_ok "$p"
+	lack "$p" 'id="capture"'
+	lack "$p" 'id="ranks"'
+done
+finish
