@@ -13,7 +13,6 @@ NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 to 
 multicast off (the script sets them where unset).
 """
 import argparse
-import os
 
 
 def parse():
@@ -38,13 +37,10 @@ def main():
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                 ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(k, v)
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
-    rank, dp = dist.get_rank(), dist.get_world_size()
+    from nccl_ranks import init_rank
+
+    rank, dp, _ = init_rank()
+    local = torch.cuda.current_device()
     dt = torch.bfloat16 if a.dtype == "bf16" else torch.float16
     V = 50304
 

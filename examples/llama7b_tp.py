@@ -16,7 +16,6 @@ off) where the machine's NVLink multicast is not to be used (docs/multi-gpu-swee
 """
 import argparse
 import math
-import os
 
 
 def parse():
@@ -42,13 +41,10 @@ def main():
     import torch.distributed as dist
     import torch.nn.functional as F
 
-    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                 ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(k, v)
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
-    rank, tp = dist.get_rank(), dist.get_world_size()
+    from nccl_ranks import init_rank
+
+    rank, tp, _ = init_rank()
+    local = torch.cuda.current_device()
     if a.heads % tp or a.intermediate % tp:
         raise SystemExit(f"tp {tp} must divide heads {a.heads} and intermediate {a.intermediate}")
     dev, dt = torch.device("cuda", local), torch.float16
