@@ -14,27 +14,22 @@ import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_layers import debt_lines  # noqa: E402  (one reader of the debts files)
+
 SOURCE_EXT = (".c", ".cu")
 
 
 def read_debts(path):
     """{path: allowed lines} and format errors. A line is `PATH LINES # reason`."""
-    debts, errors = {}, []
-    if not os.path.exists(path):
-        return debts, errors
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            s = line.strip()
-            if not s or s.startswith("#"):
-                continue
-            head, sep, reason = s.partition(" # ")
-            parts = head.split()
-            if not sep or not reason.strip():
-                errors.append("%s:%d: a debt needs a reason after ' # '" % (path, n))
-            elif len(parts) != 2 or not parts[1].isdigit():
-                errors.append("%s:%d: want 'PATH LINES # reason'" % (path, n))
-            else:
-                debts[parts[0]] = int(parts[1])
+    lines, errors = debt_lines(path)
+    debts = {}
+    for n, head, _ in lines:
+        parts = head.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            errors.append("%s:%d: want 'PATH LINES # reason'" % (path, n))
+        else:
+            debts[parts[0]] = int(parts[1])
     return debts, errors
 
 

@@ -122,22 +122,30 @@ def find_circles(edges):
     return circles
 
 
-def read_debts(path):
-    """Known debts: {finding key: reason}. A line is `KEY  # reason`; blank and # lines skipped."""
-    debts, errors = {}, []
+def debt_lines(path):
+    """The lines of a debts file as (line number, head, reason), and format errors: a line is
+    `HEAD # reason`; blank and # lines skipped; a missing file holds none. Shared with
+    check_file_lines.py."""
+    lines, errors = [], []
     if not os.path.exists(path):
-        return debts, errors
+        return lines, errors
     with open(path) as f:
         for n, line in enumerate(f, 1):
             s = line.strip()
             if not s or s.startswith("#"):
                 continue
-            key, sep, reason = s.partition(" # ")
+            head, sep, reason = s.partition(" # ")
             if not sep or not reason.strip():
                 errors.append("%s:%d: a debt needs a reason after ' # '" % (path, n))
                 continue
-            debts[key.strip()] = reason.strip()
-    return debts, errors
+            lines.append((n, head.strip(), reason.strip()))
+    return lines, errors
+
+
+def read_debts(path):
+    """Known debts: {finding key: reason}."""
+    lines, errors = debt_lines(path)
+    return {head: reason for _, head, reason in lines}, errors
 
 
 def main():
