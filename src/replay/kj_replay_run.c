@@ -111,6 +111,12 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 		rc = KJ_ENOTFOUND;
 		goto out;
 	}
+	/* energies measured on kjoule's fill are not the program's: say so once, and the cure */
+	if (o->energy && !kj_db_has_snapshot(db))
+		kj_warnf("replay --energy: %s holds no buffer snapshots: the kernels run on kjoule's random "
+			 "fill, and operand values move a kernel's power by tens of percent; trace with "
+			 "`kjoule run --snapshot` to measure them on the program's own buffers (docs/energy.md)",
+			 o->run);
 	/* the GPU we are on, against the one the run was captured on */
 	{
 		char devs[16];

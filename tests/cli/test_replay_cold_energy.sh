@@ -51,4 +51,12 @@ check "... and compare is back to the warm sum" \
 import json, sys
 j = json.load(open(sys.argv[1]))
 sys.exit(not (j[\"energy_kernels_cold_j\"] is None and j[\"energy_kernels_j\"] == j[\"energy_kernels_warm_j\"]))" "$dir/b.json"'
+# the energies of a run without buffer snapshots are the fill's: replay says so, and a run with
+# snapshots is not told
+check "no snapshots: replay --energy says the kernels ran on the fill and how to trace" \
+	'grep -q "holds no buffer snapshots.*kjoule run --snapshot" "$dir/a.err"'
+cp "$src/examples/runs/bloom560m.kjdb" "$dir/s.kjdb" && clean "$dir/s.kjdb"
+python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute(\"INSERT INTO snapshot(pid, address, bytes, correlation_id, codec, data, phase) VALUES(1, 4096, 4, 0, 'raw', x'01020304', 'before')\"); d.commit()" "$dir/s.kjdb"
+"$kj" replay "$dir/s.kjdb" --energy --no-sequence > /dev/null 2> "$dir/s.err"
+check "with snapshots: no such word" '! grep -q "holds no buffer snapshots" "$dir/s.err"'
 exit $fail
