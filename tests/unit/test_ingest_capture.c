@@ -16,30 +16,8 @@
 #include "kj_ingest.h"
 #include "kj_spool.h"
 
+#include "spoolbuf.h"
 #include "tmpdir.h"
-
-struct buf {
-	unsigned char *p;
-	size_t n;
-};
-
-static void put(struct buf *b, const void *rec, size_t size, const void *payload, size_t plen)
-{
-	size_t total = KJ_REC_ALIGN(size + plen);
-	b->p = realloc(b->p, b->n + total);
-	memset(b->p + b->n, 0, total);
-	memcpy(b->p + b->n, rec, size);
-	if (plen)
-		memcpy(b->p + b->n + size, payload, plen);
-	((struct kj_rec_hdr *)(b->p + b->n))->size = (uint32_t)total;
-	b->n += total;
-}
-
-static void put_string(struct buf *b, uint32_t id, const char *s)
-{
-	struct kj_rec_string r = {{KJ_REC_STRING, 0}, id, (uint32_t)strlen(s)};
-	put(b, &r, sizeof(r), s, strlen(s));
-}
 
 static void put_start(struct buf *b, int64_t pid)
 {
@@ -139,17 +117,6 @@ static sqlite3 *ingest(struct buf *b, const char *name, const char *spec, struct
 	assert_int_equal(kj_ingest_capture_finish(db, spec, sum), 0);
 	free(b->p);
 	return db;
-}
-
-static int64_t q1(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *s;
-	int64_t v = -12345;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
 }
 
 static const char *meta(sqlite3 *db, const char *key, char *out, size_t len)
