@@ -178,23 +178,6 @@ static int load_iters(sqlite3 *db, struct kj_rank *r, int64_t first_ns, int64_t 
 	return 0;
 }
 
-/* The latest instance starting at or before t that still holds it; -1 none. */
-static long owner_of(const struct kj_interval *iv, size_t n, int64_t t)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (iv[mid].start_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i > 0 && lo - i < 4; i--)
-		if (t <= iv[i - 1].end_ns)
-			return (long)(i - 1);
-	return -1;
-}
-
 /* Sums of one rank's kept iterations (ns), divided by the kept count at the end. */
 struct rsum {
 	double wall, busy, kernel, comm, exposed, launches, predicted, covered;
@@ -295,7 +278,7 @@ static int analyze_rank(sqlite3 *db, const char *region, int skip, const unsigne
 	}
 	/* an iteration lasts until its own work is done, never past the next instance's start */
 	for (size_t i = 0; i < na; i++) {
-		own[i] = owner_of(iv, ni, a[i].key);
+		own[i] = kj_intervals_holding(iv, ni, a[i].key, 4);
 		if (own[i] < 0)
 			continue;
 		int64_t cap = (size_t)own[i] + 1 < ni ? iv[own[i] + 1].start_ns : INT64_MAX;

@@ -102,3 +102,19 @@ int64_t kj_intervals_overlap_ns(const struct kj_interval *a, size_t na,
 	}
 	return both;
 }
+
+long kj_intervals_holding(const struct kj_interval *iv, size_t n, int64_t t, size_t lookback)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (iv[mid].start_ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < lookback; i--)
+		if (t <= iv[i - 1].end_ns)
+			return (long)(i - 1);
+	return -1;
+}

@@ -107,6 +107,22 @@ static void test_many(void **state)
 	free(e);
 }
 
+/* kj_intervals_holding: the latest sorted interval holding t, overlaps looked back over */
+static void test_holding(void **state)
+{
+	(void)state;
+	/* [0,10] [5,30] [12,14] [40,50]: 13 is held by [12,14] (the latest), 20 by [5,30] behind it */
+	const struct kj_interval iv[] = {{0, 10}, {5, 30}, {12, 14}, {40, 50}};
+	assert_int_equal(kj_intervals_holding(iv, 4, 13, 4), 2);
+	assert_int_equal(kj_intervals_holding(iv, 4, 20, 4), 1);
+	assert_int_equal(kj_intervals_holding(iv, 4, 20, 1), -1); /* [5,30] lies two back */
+	assert_int_equal(kj_intervals_holding(iv, 4, 10, 4), 1);  /* ends are inclusive */
+	assert_int_equal(kj_intervals_holding(iv, 4, 35, 4), -1); /* between instances */
+	assert_int_equal(kj_intervals_holding(iv, 4, -1, 4), -1); /* before the first */
+	assert_int_equal(kj_intervals_holding(iv, 4, 50, 4), 3);
+	assert_int_equal(kj_intervals_holding(iv, 0, 5, 4), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_input_untouched),
 		cmocka_unit_test(test_merge_overlap),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_holding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
