@@ -31,23 +31,11 @@
 #include "kj_ranks.h"
 #include "kj_timeline.h"
 
+#include "sqlexec.h"
 #include "tmpdir.h"
 #define US 1000LL
 #define T0 1000000000LL
 
-static void exec(sqlite3 *db, const char *fmt, ...)
-{
-	char sql[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof(sql), fmt, ap);
-	va_end(ap);
-	char *err = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		fprintf(stderr, "SQL failed: %s\n%s\n", err, sql);
-		fail();
-	}
-}
 
 static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid, int64_t s,
 		   int64_t e, int64_t launch)
