@@ -36,7 +36,6 @@
 #define US 1000LL
 #define T0 1000000000LL
 
-
 static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid, int64_t s,
 		   int64_t e, int64_t launch)
 {

@@ -43,7 +43,6 @@
 #define US 1000LL /* ns per us */
 #define T0 1000000000LL
 
-
 static void kernel(sqlite3 *db, int64_t corr, int stream, int uid, int64_t s, int64_t e,
 		   int64_t launch)
 {
