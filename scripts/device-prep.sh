@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+# objects of the last prep wait in .carry-stash (outside what a device run carries): put back,
+# with their times, they make this build incremental
+if [ -d .carry-stash ]; then
+	(cd .carry-stash && find . -type f -print0) | while IFS= read -r -d '' f; do
+		mkdir -p ".carry/build/$(dirname "$f")" && mv -f ".carry-stash/$f" ".carry/build/$f"
+	done
+	rm -rf .carry-stash
+fi
 cmake -S . -B .carry/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build .carry/build -j"$(nproc)" >/dev/null
 mkdir -p .carry/lib
@@ -11,9 +19,12 @@ for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0 libxgboost.so.0 libdmlc
 	src=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF}' | head -n 1 || true)
 	[ -n "$src" ] && cp -L "$src" .carry/lib/
 done
-rm -rf .carry/build/CMakeFiles/*.dir .carry/build/src/*/*/CMakeFiles/*.dir 2>/dev/null || true
-# a device run carries at most 64 MiB with the tree: no debug info, no static archives
-find .carry/build \( -name '*.a' -o -name '*.o' -o -name '*.ii' -o -name '*.cudafe1.*' \) -delete
-rm -rf .carry/build/report_browser
+# a device run carries at most 64 MiB with the tree: objects, archives and the browser report's
+# build and the CPU tests' executables go to the stash; the rest lose their debug info
+(cd .carry/build && find . -type f \( -path '*/CMakeFiles/*.dir/*' -o -name '*.a' -o -name '*.o' -o -name '*.ii' \
+	-o -name '*.cudafe1.*' -o -path './report_browser/*' -o -path './CMakeFiles/[0-9]*' -o -path './tests/test_*' \) -print0) |
+	while IFS= read -r -d '' f; do
+		mkdir -p ".carry-stash/$(dirname "$f")" && mv -f ".carry/build/$f" ".carry-stash/$f"
+	done
 find .carry/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
 du -sh .carry

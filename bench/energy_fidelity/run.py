@@ -49,7 +49,8 @@ KIND = {"gpt_eager": "eager HF-style transformer", "gpt_graph": "the same in tor
 RUN_FLAGS = {"jax_step": ["--iteration-range", "step"]}
 # a replay with energy must take at most two minutes: the defaults do, except where a program's
 # many unique kernels (compile-time autotuning) need a budget
-REPLAY_FLAGS = {"decode_compiled": ["--budget", "110"], "resnet_cudnn": ["--budget", "150"]}
+REPLAY_FLAGS = {"decode_compiled": ["--budget", "110"], "resnet_cudnn": ["--budget", "110"],
+                "jax_step": ["--budget", "110"]}
 REPLAY_TIMEOUT_S = 180
 # what compare says, kept per program
 KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_fraction",
@@ -111,6 +112,40 @@ def summary(res):
                     "within_5pct": sum(e <= 5 for e in errs)}
 
 
+def this_gpu():
+    """name, driver and serial of the GPU this bench runs on: CUDA_VISIBLE_DEVICES's first entry
+    (an index or a UUID, as nvidia-smi -i takes them), else every GPU listed."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    cmd = ["nvidia-smi", "--query-gpu=name,driver_version,serial,uuid", "--format=csv,noheader"]
+    return subprocess.run(cmd + (["-i", vis] if vis else []), capture_output=True, text=True).stdout.strip()
+
+
+def repeat(res, other_path):
+    """The same programs measured on another card (other_path, a result of this bench): per program
+    both errors and their difference in points, judged only where both are; the largest
+    difference in summary_repeat."""
+    other = json.load(open(other_path))
+    rows, diffs = {}, []
+    for name, p in res["programs"].items():
+        q = other["programs"].get(name)
+        if not q:
+            continue
+        a, b = p.get("compare", {}), q.get("compare", {})
+        ea, eb = a.get("energy_error_pct"), b.get("energy_error_pct")
+        both = bool(a.get("energy_error_judgeable") and b.get("energy_error_judgeable")) and None not in (ea, eb)
+        row = {"device": q.get("device", other.get("device")), "error_pct": eb, "judged": b.get("energy_error_judgeable"),
+               "measured_j": b.get("energy_measured_j"), "predicted_j": b.get("energy_predicted_j"),
+               "explained_fraction": b.get("explained_fraction"), "replay_s": q.get("replay_s"),
+               "diff_points": round(eb - ea, 2) if both else None}
+        if both:
+            diffs.append(abs(eb - ea))
+        rows[name] = row
+    res["repeat"] = {"source": os.path.basename(other_path), "device": other.get("device"), "programs": rows}
+    res["summary_repeat"] = {"programs": len(rows), "both_judged": len(diffs),
+                             "max_abs_diff_points": round(max(diffs), 2) if diffs else None,
+                             "within_2_points": sum(d <= 2 for d in diffs)}
+
+
 def table(res):
     print(f"{'program':16s} {'measured J':>11s} {'±%':>6s} {'pred J':>10s} {'err %':>7s} judged  explained  replay_s")
     for name, p in res["programs"].items():
@@ -121,7 +156,9 @@ def table(res):
         print(f"{name:16s} {f('energy_measured_j', '11.5f')} {f('energy_measured_mean_unc_pct', '6.2f')}"
               f" {f('energy_predicted_j', '10.5f')} {f('energy_error_pct', '+7.2f')}"
               f" {str(c.get('energy_error_judgeable')):6s} {f('explained_fraction', '9.4f')} {p.get('replay_s', '-')}")
-    for key in ("summary", "summary_snapshot"):
+    for name, r in res.get("repeat", {}).get("programs", {}).items():
+        print(f"repeat {name:16s} err {r['error_pct']} judged {r['judged']} diff {r['diff_points']} points")
+    for key in ("summary", "summary_snapshot", "summary_repeat"):
         if key in res:
             print(key, json.dumps(res[key]))
 
@@ -135,10 +172,25 @@ def main():
     ap.add_argument("--reanalyze", help="an earlier result: recompute its compare part from --dbs")
     ap.add_argument("--dbs", help="with --reanalyze: the folder of PROGRAM.kjdb files")
     ap.add_argument("--merge", help="an earlier result whose programs not run now are kept")
+    ap.add_argument("--combine", nargs="+", metavar="RESULT",
+                    help="no GPU: one result from several (their programs, later files winning), each program"
+                         " keeping the device, date and command it was measured with")
+    ap.add_argument("--repeat", help="a result of the same programs on another card: compared per program")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     kj = os.path.abspath(a.kjoule)
-    if a.reanalyze:
+    if a.combine:
+        res = {"benchmark": "energy_fidelity", "programs": {}, "calls": []}
+        for path in a.combine:
+            r = json.load(open(path))
+            for n, p in r["programs"].items():
+                for k in ("device", "date", "command"):
+                    p.setdefault(k, r.get(k))
+                res["programs"][n] = p
+            res["calls"] += r.get("calls") or [{"date": r.get("date"), "command": r.get("command"), "device": r.get("device")}]
+        last = json.load(open(a.combine[-1]))
+        res.update({k: last.get(k) for k in ("device", "date", "command")})
+    elif a.reanalyze:
         if not a.dbs:
             ap.error("--reanalyze needs --dbs")
         res = json.load(open(a.reanalyze))
@@ -158,8 +210,7 @@ def main():
         os.makedirs(a.logs, exist_ok=True)
         if a.slim:
             os.makedirs(a.slim, exist_ok=True)
-        dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,serial", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
+        dev = this_gpu()
         date = datetime.datetime.now(datetime.timezone.utc).isoformat()
         res = {"benchmark": "energy_fidelity", "device": dev, "date": date,
                "command": " ".join(sys.argv), "programs": {}}
@@ -196,6 +247,8 @@ def main():
                 json.dump(res, f, indent=1)
             os.replace(a.output + ".tmp", a.output)
     summary(res)
+    if a.repeat:
+        repeat(res, a.repeat)
     with open(a.output + ".tmp", "w") as f:
         json.dump(res, f, indent=1)
     os.replace(a.output + ".tmp", a.output)

@@ -82,6 +82,7 @@ static int parse_args(int argc, char **argv, struct kj_replay_opts *o)
 	o->unroll = 100;
 	o->jobs = 1;
 	o->timeout_s = 60;
+	o->nvml_index = -1;
 	o->energy_s = 2.0;
 	o->iteration = -1;
 	o->topology = -1;
@@ -189,6 +190,7 @@ int cmd_replay(int argc, char **argv)
 	int rc;
 
 	memset(&ot, 0, sizeof(ot));
+	ot.nvml_index = -1;
 	if ((rc = parse_args(argc, argv, &o)))
 		return rc == 1 ? 0 : rc;
 	clock_gettime(CLOCK_MONOTONIC, &o.started);
@@ -207,6 +209,7 @@ int cmd_replay(int argc, char **argv)
 		return rc ? 1 : 0;
 	}
 	rc = kj_replay_kernels(&o, db);
+	ot.nvml_index = o.nvml_index;
 	if (o.energy && rc == 0)
 		kj_replay_watch_others(&ot, 1);
 	kj_db_close(db);

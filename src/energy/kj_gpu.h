@@ -76,6 +76,14 @@ struct kj_gpu_backend {
  */
 int kj_gpu_nvml_open(struct kj_gpu_backend *be, char *why, size_t why_len);
 
+/**
+ * @brief NVML's index of the GPU at PCI bus id pci ("0000:65:00.0" as CUDA writes it, or NVML's
+ *        "00000000:65:00.0"). NVML ignores CUDA_VISIBLE_DEVICES, so a CUDA ordinal is not an NVML
+ *        index: every reader of a GPU's energy counter goes through this.
+ * @return the index, or -1 with a sentence in why (NVML absent, no GPU at that address).
+ */
+int kj_gpu_nvml_index_by_pci(const char *pci, char *why, size_t why_len);
+
 /** @brief Release a back-end opened by kj_gpu_nvml_open(); accepts a zeroed struct. */
 void kj_gpu_backend_close(struct kj_gpu_backend *be);
 

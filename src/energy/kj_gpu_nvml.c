@@ -507,3 +507,36 @@ void kj_gpu_backend_close(struct kj_gpu_backend *be)
 	if (be)
 		memset(be, 0, sizeof(*be));
 }
+
+/* "0000:65:00.0" (CUDA) and "00000000:65:00.0" (NVML) as numbers; 0 or -1. */
+static int pci_parse(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
+{
+	return s && sscanf(s, "%x:%x:%x.%x", dom, bus, dev, fn) == 4 ? 0 : -1;
+}
+
+int kj_gpu_nvml_index_by_pci(const char *pci, char *why, size_t why_len)
+{
+	struct kj_gpu_backend be;
+	unsigned d0, b0, v0, f0;
+	int n = 0, found = -1;
+	if (pci_parse(pci, &d0, &b0, &v0, &f0)) {
+		snprintf(why, why_len, "'%s' is not a PCI bus id", pci ? pci : "");
+		return -1;
+	}
+	if (kj_gpu_nvml_open(&be, why, why_len))
+		return -1;
+	if (be.count(be.ctx, &n) == 0) {
+		for (int i = 0; i < n && found < 0; i++) {
+			struct kj_gpu_info info;
+			unsigned d, b, v, f;
+			memset(&info, 0, sizeof(info));
+			if (be.info(be.ctx, i, &info) == 0 && !pci_parse(info.pci_bus_id, &d, &b, &v, &f) && d == d0 &&
+			    b == b0 && v == v0 && f == f0)
+				found = i;
+		}
+	}
+	kj_gpu_backend_close(&be);
+	if (found < 0)
+		snprintf(why, why_len, "no NVML device at PCI %s", pci);
+	return found;
+}

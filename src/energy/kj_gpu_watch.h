@@ -51,10 +51,11 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
  * @brief One listing, now, of the processes NVML reports on this machine's GPUs other than this
  * process (for `replay --energy`, which runs no sampler of its own).
  * @param pids  receives up to max distinct pids, as the driver reports them; *n their number
+ * @param gpus  NULL, or receives each pid's GPU (NVML index; the first listed where it is on several)
  * @return KJ_WATCH_OK, KJ_WATCH_BLIND (*why: "other processes cannot be seen here: ...") or
  * KJ_WATCH_OFF (no NVML; *why says why).
  */
-int kj_gpu_watch_others_now(int64_t *pids, int max, int *n, char *why, size_t why_len);
+int kj_gpu_watch_others_now(int64_t *pids, int *gpus, int max, int *n, char *why, size_t why_len);
 
 /** @brief 1 when an MPS control daemon's pipe directory is present on this machine. */
 int kj_gpu_watch_mps_present(void);

@@ -6,7 +6,7 @@
 #include "kj_gpu.h"
 #include "kj_gpu_watch.h"
 
-int kj_gpu_watch_others_now(int64_t *pids, int max, int *n, char *why, size_t why_len)
+int kj_gpu_watch_others_now(int64_t *pids, int *gpus, int max, int *n, char *why, size_t why_len)
 {
 	struct kj_gpu_backend be;
 	struct kj_gpu_proc p[128];
@@ -37,8 +37,11 @@ int kj_gpu_watch_others_now(int64_t *pids, int max, int *n, char *why, size_t wh
 				continue;
 			for (int j = 0; j < *n; j++)
 				dup |= pids[j] == p[i].pid;
-			if (!dup && *n < max)
+			if (!dup && *n < max) {
+				if (gpus)
+					gpus[*n] = d;
 				pids[(*n)++] = p[i].pid;
+			}
 		}
 	}
 	kj_gpu_backend_close(&be);

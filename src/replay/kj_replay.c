@@ -490,6 +490,10 @@ int kj_replay_parse_device(const char *line, struct kj_replay_device *d)
 	if (field_i64(line, "cc_major", &a) || field_i64(line, "cc_minor", &b))
 		return 0;
 	field_i64(line, "l2", &l2);
+	int64_t nv = -1;
+	if (field_i64(line, "nvml_index", &nv))
+		nv = -1;
+	d->nvml_index = (int)nv;
 	d->cc_major = (int)a;
 	d->cc_minor = (int)b;
 	d->l2_bytes = l2;

@@ -163,6 +163,7 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r);
 struct kj_replay_device {
 	int cc_major, cc_minor;
 	int64_t l2_bytes;
+	int nvml_index; /* NVML's index of the same GPU (by PCI bus id); -1: not known */
 	char name[128];
 };
 /** @brief Parse a "KJ_DEVICE ..." line. @return 1 if parsed, 0 if another line. */

@@ -58,7 +58,8 @@ void kj_replay_watch_others(struct kj_replay_watch *ot, int last)
 	int64_t p[32];
 	int n = 0;
 	char why[400];
-	int st = kj_gpu_watch_others_now(p, 32, &n, why, sizeof(why));
+	int g[32];
+	int st = kj_gpu_watch_others_now(p, g, 32, &n, why, sizeof(why));
 	if (st == KJ_WATCH_BLIND && !ot->blind) {
 		ot->blind = 1;
 		snprintf(ot->why, sizeof(ot->why), "%s", why);
@@ -67,21 +68,32 @@ void kj_replay_watch_others(struct kj_replay_watch *ot, int last)
 		int dup = 0;
 		for (int j = 0; j < ot->n; j++)
 			dup |= ot->pids[j] == p[i];
-		if (!dup && ot->n < 32)
+		if (!dup && ot->n < 32) {
+			ot->gpus[ot->n] = g[i];
 			ot->pids[ot->n++] = p[i];
+		}
 	}
 	if (!last)
 		return;
 	if (ot->blind) {
 		kj_warnf("replay --energy: %s; the energies per launch may include their work", ot->why);
 	} else if (ot->n) {
+		/* once the replay's GPU is known, only the processes on it share its energy counter */
 		char list[400];
 		size_t k = 0;
+		int shown = 0;
 		for (int i = 0; i < ot->n && k < sizeof(list); i++)
-			k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%lld", i ? ", " : "", (long long)ot->pids[i]);
-		kj_warnf("replay --energy: shared GPU: other processes (pids %s) were on the GPUs around the "
-			 "energy measurement; the energies per launch include their work if they shared the "
-			 "replay's GPU", list);
+			if (ot->nvml_index < 0 || ot->gpus[i] == ot->nvml_index)
+				k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%lld", shown++ ? ", " : "",
+						      (long long)ot->pids[i]);
+		if (shown && ot->nvml_index >= 0)
+			kj_warnf("replay --energy: shared GPU: other processes (pids %s) were on the replay's GPU "
+				 "(NVML %d) around the energy measurement; the energies per launch include their work",
+				 list, ot->nvml_index);
+		else if (shown)
+			kj_warnf("replay --energy: shared GPU: other processes (pids %s) were on the GPUs around the "
+				 "energy measurement; the energies per launch include their work if they shared the "
+				 "replay's GPU", list);
 	}
 }
 
@@ -129,6 +141,7 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 			rc = KJ_ENODEV;
 			goto out;
 		}
+		o->nvml_index = dev.nvml_index;
 	}
 	if (plan.captured_cc_major >= 0 &&
 	    (plan.captured_cc_major != dev.cc_major || plan.captured_cc_minor != dev.cc_minor)) {

@@ -13,6 +13,7 @@
 struct kj_replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;
+	int nvml_index; /* NVML's index of --device, from the worker's probe; -1 until then */
 	int graph, verify, no_sequence, all, energy_s_given;
 	int topology; /* -1: with --graph when the iteration is graph-launched; 0 never; 1 asked */
 	int back_to_back; /* --back-to-back: iteration energy unpaced even where the program paused */
@@ -52,7 +53,9 @@ int kj_replay_sequence(const struct kj_replay_opts *o, sqlite3 *db, int quiet);
  *  zero it before the first kj_replay_watch_others. */
 struct kj_replay_watch {
 	int64_t pids[32];
+	int gpus[32];   /* each pid's GPU (NVML index) */
 	int n, blind;
+	int nvml_index; /* the replay's GPU (NVML index) once known, else -1: every GPU counts */
 	char why[400];
 };
 

@@ -34,7 +34,9 @@ struct kj_kernel_iter_opts {
 	int64_t iters;       /* calls timed at least (rounded up to unroll; default 1000) */
 	int energy;          /* 1: energy through kj_amortize_measure */
 	double energy_s;     /* its window (default 1 s) */
-	int device;          /* NVML index of the GPU */
+	int device;          /* CUDA ordinal of the GPU */
+	int nvml_index;      /* NVML's index of the same GPU (by PCI bus id); -1: none, nvml_why says why */
+	char nvml_why[160];
 };
 
 /**

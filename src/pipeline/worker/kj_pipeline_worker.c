@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kj_error.h"
+#include "kj_gpu.h"
 #include "kj_phase_api.h"
 #include "worker_ops.h"
 
@@ -75,7 +76,7 @@ static void ceiling(const char *line, int device)
 
 int main(int argc, char **argv)
 {
-	struct kj_kernel_iter_opts o = {100, 1000, 1, 1.0, 0};
+	struct kj_kernel_iter_opts o = {100, 1000, 1, 1.0, 0, -1, ""};
 	char line[2048];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -117,6 +118,11 @@ int main(int argc, char **argv)
 			kj_phase_result_emit(stdout, &r);
 		return 1;
 	}
+	char pci[64];
+	if (cudaDeviceGetPCIBusId(pci, sizeof(pci), o.device) == cudaSuccess)
+		o.nvml_index = kj_gpu_nvml_index_by_pci(pci, o.nvml_why, sizeof(o.nvml_why));
+	else
+		snprintf(o.nvml_why, sizeof(o.nvml_why), "no PCI bus id for CUDA device %d", o.device);
 	while (fgets(line, sizeof(line), stdin)) {
 		struct kj_phase ph;
 		struct kj_phase_result r;

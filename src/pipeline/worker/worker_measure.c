@@ -256,12 +256,15 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 	char note[sizeof(eager_why) + sizeof(single_why) + 4];
 	snprintf(note, sizeof(note), "%s%s%s", eager_why, eager_why[0] && single_why[0] ? "; " : "", single_why);
 	snprintf(r->error, sizeof(r->error), "%s", note);
-	if (o->energy) {
+	if (o->energy && o->nvml_index < 0) {
+		snprintf(r->error, sizeof(r->error), "%.200s%senergy not measured: %.90s", note, note[0] ? "; " : "",
+			 o->nvml_why);
+	} else if (o->energy) {
 		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
 		struct kj_amortize_opts ao;
 		struct kj_amortize_result ar;
 		memset(&ao, 0, sizeof(ao));
-		ao.nvml_index = o->device;
+		ao.nvml_index = o->nvml_index;
 		ao.min_seconds = o->energy_s > 0 ? o->energy_s : 1.0;
 		ao.min_updates = ao.min_seconds * 8 >= 2 ? (int)(ao.min_seconds * 8) : 2;
 		ao.warmup_max_s = 2.0;

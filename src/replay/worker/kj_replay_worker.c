@@ -64,7 +64,10 @@ static int probe(int device)
 	for (char *p = name; *p; p++)
 		if (*p == '\t' || *p == '\n')
 			*p = ' ';
-	printf("KJ_DEVICE\tcc_major=%d\tcc_minor=%d\tl2=%d\tname=%s\n", maj, min, l2, name);
+	char pci[64], why[160];
+	int nvml = cuDeviceGetPCIBusId(pci, sizeof(pci), dev) == CUDA_SUCCESS
+			   ? kj_gpu_nvml_index_by_pci(pci, why, sizeof(why)) : -1;
+	printf("KJ_DEVICE\tcc_major=%d\tcc_minor=%d\tl2=%d\tnvml_index=%d\tname=%s\n", maj, min, l2, nvml, name);
 	return 0;
 }
 
@@ -176,6 +179,7 @@ static int worker_setup(struct replay *R)
 	}
 	CU(cuInit(0));
 	CU(cuDeviceGet(&R->dev, R->o.device));
+	worker_nvml_map(R);
 	/* device address space before the context exists, when it can; after it otherwise */
 	int early_ok = early_reserve(R, 0);
 	CU(cuDevicePrimaryCtxRetain(&R->ctx, R->dev));

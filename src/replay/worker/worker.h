@@ -20,6 +20,7 @@
 
 #include "kj_db.h"
 #include "kj_energy.h"
+#include "kj_gpu.h"
 #include "kj_error.h"
 #include "kj_replay.h"
 
@@ -89,6 +90,8 @@ struct replay {
 	size_t nmods;
 	struct klaunch k;
 	int64_t device_id;
+	int nvml_index;        /* NVML's index of R->dev (worker_nvml_map); -1: none, nvml_why says why */
+	char nvml_why[160];
 	struct kj_replay_range *ranges;
 	size_t nranges;
 	struct kj_replay_region *regions;
@@ -193,6 +196,9 @@ extern size_t g_ndur;
 #endif
 int cupti_start(void);
 void cupti_stop(void);
+/* NVML's index of the worker's CUDA device, by its PCI bus id (NVML ignores CUDA_VISIBLE_DEVICES),
+ * into R->nvml_index; -1 with R->nvml_why when NVML has no such GPU. */
+void worker_nvml_map(struct replay *R);
 int measure_energy(struct replay *R);
 int time_mode(struct replay *R, int cold, struct kj_replay_timing *out);
 

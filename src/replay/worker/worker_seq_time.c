@@ -179,16 +179,20 @@ int64_t program_pace(struct replay *R, int64_t iteration)
 	return pace.period_ns;
 }
 
-#ifdef KJ_HAVE_AMORTIZE
 void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
 {
 	struct seq_graph g = {exec, s, out->pace_ns, 0};
 	struct kj_amortize_work w = {&g, seq_graph_enqueue, seq_graph_sync, 1};
 	struct kj_amortize_opts ao;
 	struct kj_amortize_result ar;
+	if (R->nvml_index < 0) {
+		kj_warnf("sequence energy not measured: %s", R->nvml_why);
+		out->pace_ns = 0;
+		return;
+	}
 	memset(&ao, 0, sizeof(ao));
 	memset(&ar, 0, sizeof(ar));
-	ao.nvml_index = R->o.device;
+	ao.nvml_index = R->nvml_index;
 	ao.min_seconds = R->o.energy_s;
 	if (kj_amortize_measure(&w, &ao, &ar) == 0) {
 		out->has_energy = 1;
@@ -203,18 +207,6 @@ void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_repl
 	} else
 		out->pace_ns = 0;
 }
-#else
-void graph_energy(struct replay *R, CUgraphExec exec, CUstream s, struct kj_replay_seq *out)
-{
-	(void)R;
-	(void)exec;
-	(void)s;
-	(void)out;
-	(void)seq_graph_enqueue;
-	(void)seq_graph_sync;
-	kj_warnf("sequence energy not measured: this worker was built without kj_amortize_measure");
-}
-#endif
 
 #ifdef KJ_WITH_CUPTI
 struct seq_rec {

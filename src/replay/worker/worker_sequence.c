@@ -92,6 +92,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 		rc = KJ_ENODEV;
 		goto fail;
 	}
+	worker_nvml_map(R);
 	early_reserve(R, 0);
 	if (cuDevicePrimaryCtxRetain(&R->ctx, R->dev) || cuCtxSetCurrent(R->ctx)) {
 		rc = KJ_ENODEV;

@@ -168,7 +168,6 @@ static int graph_sync(void *ctx)
 	return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
 }
 
-#ifdef KJ_HAVE_AMORTIZE
 /* Energy per step of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
  * when flush and the kernel's launch when kernel: kj_amortize_measure over it, into *ar. 0, or a
  * KJ_E* code (CUDA failures also in R->res). */
@@ -207,7 +206,7 @@ static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amo
 	w.sync = graph_sync;
 	w.launches_per_unit = R->o.unroll;
 	memset(&ao, 0, sizeof(ao));
-	ao.nvml_index = R->o.device;
+	ao.nvml_index = R->nvml_index;
 	ao.min_seconds = R->o.energy_s;
 	/* counter updates come every ~100 ms: ask for 8 per second of --energy-seconds (16 at the
 	 * default 2 s), so a kernel costs ~S + 0.5 s of warm-up rather than the primitive's 20+3 */
@@ -262,8 +261,22 @@ static void measure_energy_cold(struct replay *R)
 	R->res.energy_cold_ns_per_launch = ns;
 }
 
+void worker_nvml_map(struct replay *R)
+{
+	char pci[64];
+	R->nvml_index = -1;
+	if (cuDeviceGetPCIBusId(pci, sizeof(pci), R->dev) != CUDA_SUCCESS)
+		snprintf(R->nvml_why, sizeof(R->nvml_why), "no PCI bus id for CUDA device %d", R->o.device);
+	else
+		R->nvml_index = kj_gpu_nvml_index_by_pci(pci, R->nvml_why, sizeof(R->nvml_why));
+}
+
 int measure_energy(struct replay *R)
 {
+	if (R->nvml_index < 0) {
+		kj_warnf("unique kernel %" PRId64 ": energy not measured: %s", R->o.unique, R->nvml_why);
+		return 0; /* timing stands; energy stays absent */
+	}
 	struct kj_amortize_result ar;
 	int rc = amortize_graph(R, 0, 1, &ar);
 	if (rc == KJ_EGPU && !strcmp(R->res.status, "failed"))
@@ -292,14 +305,4 @@ int measure_energy(struct replay *R)
 		measure_energy_cold(R);
 	return 0;
 }
-#else
-int measure_energy(struct replay *R)
-{
-	(void)graph_enqueue;
-	(void)graph_sync;
-	kj_warnf("unique kernel %" PRId64 ": energy not measured: this worker was built before "
-		 "kj_amortize_measure existed (rebuild)", R->o.unique);
-	return 0;
-}
-#endif
 

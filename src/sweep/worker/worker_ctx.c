@@ -191,37 +191,13 @@ double sw_rel_err(const double *out, const double *ref, size_t n)
 	return sqrt(num / den);
 }
 
-/* "0000:65:00.0" (CUDA) and "00000000:65:00.0" (NVML) as numbers; 0 or -1. */
-static int pci_parse(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
-{
-	return sscanf(s, "%x:%x:%x.%x", dom, bus, dev, fn) == 4 ? 0 : -1;
-}
-
 int sw_nvml_index(int cuda_device, char *why, size_t why_len)
 {
 	char pci[64];
-	struct kj_gpu_backend be;
-	unsigned d0, b0, v0, f0;
-	int n = 0, found = -1;
-	if (cudaDeviceGetPCIBusId(pci, sizeof(pci), cuda_device) != cudaSuccess || pci_parse(pci, &d0, &b0, &v0, &f0)) {
+	if (cudaDeviceGetPCIBusId(pci, sizeof(pci), cuda_device) != cudaSuccess) {
 		cudaGetLastError();
 		snprintf(why, why_len, "no PCI bus id for CUDA device %d", cuda_device);
 		return -1;
 	}
-	if (kj_gpu_nvml_open(&be, why, why_len))
-		return -1;
-	if (be.count(be.ctx, &n) == 0) {
-		for (int i = 0; i < n && found < 0; i++) {
-			struct kj_gpu_info info;
-			unsigned d, b, v, f;
-			memset(&info, 0, sizeof(info));
-			if (be.info(be.ctx, i, &info) == 0 && !pci_parse(info.pci_bus_id, &d, &b, &v, &f) &&
-			    d == d0 && b == b0 && v == v0 && f == f0)
-				found = i;
-		}
-	}
-	be.close(be.ctx);
-	if (found < 0)
-		snprintf(why, why_len, "no NVML device at PCI %s", pci);
-	return found;
+	return kj_gpu_nvml_index_by_pci(pci, why, why_len);
 }

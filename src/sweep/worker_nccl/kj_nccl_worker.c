@@ -23,38 +23,22 @@ static int env_int(const char *name, int dflt)
 	return s && *s && *end ? dflt : (int)x;
 }
 
-static int pci_parse(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
-{
-	return sscanf(s, "%x:%x:%x.%x", dom, bus, dev, fn) == 4 ? 0 : -1;
-}
-
 /* Rank 0: NVML's index of every GPU of the communicator (CUDA devices KJ_NCCL_DEVICES, matched by
  * PCI bus id: NVML ignores CUDA_VISIBLE_DEVICES). nvml_ok set when all are found. */
 static void nvml_map(struct nw_ctx *c)
 {
 	const char *devs = getenv("KJ_NCCL_DEVICES");
-	int n = 0;
 	if (kj_gpu_nvml_open(&c->nvml, c->nvml_why, sizeof(c->nvml_why)))
 		return;
-	c->nvml.count(c->nvml.ctx, &n);
 	for (int r = 0; r < c->nranks; r++) {
 		int cuda = devs ? atoi(devs) : c->device + r;
 		char pci[64];
-		unsigned d0, b0, v0, f0;
-		c->nvml_index[r] = -1;
-		if (cudaDeviceGetPCIBusId(pci, sizeof(pci), cuda) != cudaSuccess || pci_parse(pci, &d0, &b0, &v0, &f0)) {
+		if (cudaDeviceGetPCIBusId(pci, sizeof(pci), cuda) != cudaSuccess) {
 			cudaGetLastError();
 			snprintf(c->nvml_why, sizeof(c->nvml_why), "no PCI bus id for CUDA device %d", cuda);
 			return;
 		}
-		for (int i = 0; i < n && c->nvml_index[r] < 0; i++) {
-			struct kj_gpu_info info;
-			unsigned d, b, v, f;
-			memset(&info, 0, sizeof(info));
-			if (c->nvml.info(c->nvml.ctx, i, &info) == 0 && !pci_parse(info.pci_bus_id, &d, &b, &v, &f) &&
-			    d == d0 && b == b0 && v == v0 && f == f0)
-				c->nvml_index[r] = i;
-		}
+		c->nvml_index[r] = kj_gpu_nvml_index_by_pci(pci, c->nvml_why, sizeof(c->nvml_why));
 		if (c->nvml_index[r] < 0) {
 			snprintf(c->nvml_why, sizeof(c->nvml_why), "no NVML device at PCI %s (rank %d)", pci, r);
 			return;

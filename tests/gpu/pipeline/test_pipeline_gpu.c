@@ -350,7 +350,7 @@ static void elementwise_case(const char *prec, int dtype, int64_t N, int64_t C, 
 /* Per-call latency of the unrolled graph against single launches timed by events. */
 static void timing_case(const char *what, const struct kj_phase *ph, const struct kj_phase_ops *ops)
 {
-	struct kj_kernel_iter_opts o = {100, 2000, 0, 1.0, 0};
+	struct kj_kernel_iter_opts o = {100, 2000, 0, 1.0, 0, -1, ""};
 	struct kj_phase_result r;
 	memset(&r, 0, sizeof(r));
 	kj_kernel_iter(ph, ops, &o, &r);
