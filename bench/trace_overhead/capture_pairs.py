@@ -25,10 +25,23 @@ def quartiles(xs):
     return [q[0], q[2]]
 
 
-def run_once(cmd, timeout):
+def run_once(cmd, timeout, metric=None):
+    """(the run's wall time in s, or with metric the figure of that name in the last JSON line the
+    program printed; its exit status)."""
     t = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
-    return time.perf_counter() - t, p.returncode
+    p = subprocess.run(cmd, stdout=subprocess.PIPE if metric else subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout, text=True)
+    wall = time.perf_counter() - t
+    if not metric:
+        return wall, p.returncode
+    for line in reversed((p.stdout or "").splitlines()):
+        try:
+            v = json.loads(line).get(metric)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v), p.returncode
+    return None, p.returncode or 1
 
 
 def main():
@@ -41,6 +54,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=120, help="one run's limit")
     ap.add_argument("--tmp", default="/tmp")
     ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--metric", help="the program's own figure to compare (a key of the last JSON line it"
+                    " prints, e.g. median_ms): its steady loop, start-up left out; default: wall time")
+    ap.add_argument("--inside", type=int, metavar="FIRST",
+                    help="also a window that opens at instance FIRST and stays open (inside the window),"
+                         " CUPTI's activity records alone (KJOULE_COST_STUDY=1024) and --no-params")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -52,6 +70,11 @@ def main():
         "capture_late": db("late") + ["--capture", a.capture, "--"] + cmd,
         "full_trace": db("full") + ["--"] + cmd,
     }
+    if a.inside is not None:
+        name = a.capture.split("@")[0]
+        contestants["capture_inside"] = db("inside") + ["--capture", f"{name}@{a.inside}:100000000", "--"] + cmd
+        contestants["no_params"] = db("np") + ["--no-params", "--"] + cmd
+        contestants["cupti_only"] = ["env", "KJOULE_COST_STUDY=1024"] + db("act") + ["--no-params", "--"] + cmd
     walls = {k: [] for k in contestants}
     failed = {k: 0 for k in contestants}
     t_end = time.perf_counter() + a.seconds
@@ -62,7 +85,7 @@ def main():
         row = {}
         for k in order:
             try:
-                w, rc = run_once(contestants[k], a.timeout)
+                w, rc = run_once(contestants[k], a.timeout, a.metric)
             except subprocess.TimeoutExpired:
                 w, rc = None, -1
             if rc != 0:
@@ -72,25 +95,32 @@ def main():
             walls[k].append(row[k])
         rounds += 1
     ratios = {}
-    for k in ("capture_late", "full_trace"):
+    for k in [c for c in contestants if c != "plain"]:
         r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
         ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
     if ratios["capture_late"]["median"] and ratios["full_trace"]["median"]:
         r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
         ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
+    # inside the window against CUPTI's floor: kjoule's own cost where it traces
+    for k in ("capture_inside", "full_trace", "no_params"):
+        if k in walls and "cupti_only" in walls:
+            r = [x / c for x, c in zip(walls[k], walls["cupti_only"]) if x and c]
+            if r:
+                ratios[f"{k}_over_cupti_only"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
     try:
         dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True).stdout.strip()
     except OSError:
         dev = None
-    res = {"workload": a.name, "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "method": "whole runs alternating in a new order each round; ratio per round to the untraced run",
-           "commands": contestants, "rounds": rounds, "failed_runs": failed, "wall_s": walls, "ratio_to_plain": ratios}
+    res = {"workload": a.name, "metric": a.metric or "wall_s", "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+           "method": "whole runs alternating in a new order each round; ratio per round to the untraced run"
+                     + (f"; each run's own {a.metric} (its steady loop), not its wall time" if a.metric else ""),
+           "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": walls, "ratios": ratios}
     with open(a.output, "w") as f:
         json.dump(res, f, indent=1)
     show = lambda k: ratios.get(k, {}).get("median")
     print(f"{a.name}: rounds {rounds}, capture_late/plain {show('capture_late')}, full/plain {show('full_trace')}, "
-          f"failed {failed}")
+          f"inside/cupti_only {show('capture_inside_over_cupti_only')}, failed {failed}")
     return 0 if rounds and all(v < rounds for v in failed.values()) else 1
 
 

@@ -74,7 +74,7 @@ summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
 res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
 for k in ("jax", "decode"):
     p = load(f"capture_pairs_{k}.json")
-    res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "rounds", "failed_runs", "ratio_to_plain", "error")}
+    res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "metric", "rounds", "failed_runs", "ratios", "error")}
 for mode in ("capture", "full"):
     db = os.path.join(tmp, f"steps_{mode}.kjdb")
     try:
@@ -92,7 +92,7 @@ print("\n== capture: summary")
 print(f"{'measure':44s} value")
 print(f"{'GPU test exit code':44s} {test_rc}")
 def ratio(d, k):
-    v = (d.get("ratio_to_plain") or {}).get(k, {}) if isinstance(d, dict) else {}
+    v = (d.get("ratios") or {}).get(k, {}) if isinstance(d, dict) else {}
     return v.get("median") if isinstance(v, dict) else None
 for k in ("jax", "decode"):
     d = res[f"pairs_{k}"]

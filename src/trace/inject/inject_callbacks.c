@@ -290,6 +290,11 @@ int kj_callbacks_start(void)
 	set_base_callbacks(1);
 	set_api_callbacks(kj_cfg.api, kj_recording_now());
 	kj_capture_subscribe(subscriber);
+	/* cost studies of programs that cannot call kjoule_cost_study_set_api themselves (JAX, compiled
+	 * loops; bench/trace_overhead/capture_pairs.py): KJOULE_COST_STUDY=BITS holds for the whole run */
+	const char *study = getenv("KJOULE_COST_STUDY");
+	if (study && *study)
+		kjoule_cost_study_set_api(atoi(study));
 	return 0;
 }
 
