@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: the GPU tests of the three workers that share the GPU harness (src/gpu):
+# On the GPU machine: the GPU tests of the GPU harness (src/gpu: gpu_harness) and of the three
+# workers that share it:
 # sweep (selftest: every operator against a CPU reference, flash_atten through kj_gpu_fa2/sdpa;
 # the line protocol), pipeline (phases, attention, the fill, graph vs single timing) and replay
 # (per kernel, verify, same-name modules: the driver-API harness). Also which CUDA libraries each
@@ -27,8 +28,8 @@ echo "== worker libraries"
 	done
 } 2>&1 | tee "$OUT/workers.txt"
 
-echo "== GPU tests of sweep, pipeline and replay (ctest -L gpu, 7 minutes at most)"
-(cd "$B" && timeout 420 ctest -L gpu -R 'sweep|pipeline|replay' --output-on-failure) > "$OUT/gpu_tests.log" 2>&1
+echo "== GPU tests of the harness, sweep, pipeline and replay (ctest -L gpu, 7 minutes at most)"
+(cd "$B" && timeout 420 ctest -L gpu -R 'harness|sweep|pipeline|replay' --output-on-failure) > "$OUT/gpu_tests.log" 2>&1
 rc=$?
 echo "ctest exit $rc$([ $rc = 124 ] && echo ' (timed out)')"
 if [ -f "$B/Testing/Temporary/LastTest.log" ]; then
