@@ -1,6 +1,6 @@
 // kjoule-pipeline-worker's attention: the plain kernel (scores, softmax, weighted sum in one block
-// per query row), the split-key kernel for decode shapes, and the fused kernels (cuDNN's, the
-// sweep worker's FlashAttention-2-style one) where they apply. Launchers are extern "C" and return
+// per query row), the split-key kernel for decode shapes, and the fused kernels of the GPU harness
+// (cuDNN's, and the FlashAttention-2-style one) where they apply. Launchers are extern "C" and return
 // the launch's cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -278,7 +278,7 @@ extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *
 {
 	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D)) {
 		/* cuDNN's fused attention, as PyTorch's SDPA runs it, unless KJ_PIPELINE_ATTN=flash2 or cuDNN
-		 * declines the graph (then the sweep worker's mma.sync kernel) */
+		 * declines the graph (then the harness's mma.sync kernel, kj_gpu_fa2) */
 		static int cudnn = -1;
 		if (cudnn < 0) {
 			cudnn = !(getenv("KJ_PIPELINE_ATTN") && !strcmp(getenv("KJ_PIPELINE_ATTN"), "flash2"));
