@@ -23,8 +23,9 @@ import sys
 
 # The floors, bottom to top (docs/architecture.md draws them):
 #   common < store < energy < analyze < {sweep < pipeline, predict; replay} < report < cli
-# with the traced process's code apart (trace, trace/inject) and the GPU workers beside the
-# folder whose protocol they serve. ALLOWED[x] lists every folder x may include besides itself,
+# with the traced process's code apart (trace, trace/inject), the GPU workers beside the
+# folder whose protocol they serve, and under them the GPU harness they share (gpu: over energy
+# and common only; built with CUDA alone, see CUDA_ONLY). ALLOWED[x] lists every folder x may include besides itself,
 # written out in full (no closure is taken): a new edge is a decision made here, in one place.
 # An entry "folder:header.h" allows only that header of the folder. The build enforces the same
 # table: each folder's CMake target links exactly these folders and sees only their headers, and
@@ -44,17 +45,24 @@ ALLOWED = {
     "report": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay"],
     "cli": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay", "report"],
     # GPU workers: separate programs linked to the floors below, each speaking its folder's protocol
-    "replay/worker": LOWER_THAN_ANALYZE + ["analyze", "replay"],
-    "sweep/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
+    # the GPU harness of the workers: graph capture, timing, the energy adapter (kj_energy.h),
+    # the random fill and the attention kernels that two workers run
+    "gpu": ["common", "energy"],
+    "replay/worker": LOWER_THAN_ANALYZE + ["analyze", "replay", "gpu"],
+    "sweep/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "gpu"],
     "sweep/worker_nccl": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
-    # the pipeline worker shares the sweep worker's attention kernels (worker_sdpa.h)
-    "pipeline/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "sweep/worker"],
+    # a worker never includes another worker's files: what two share lives in gpu
+    "pipeline/worker": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "gpu"],
     # the traced process's side: the spool format, and the injection library, which links only
     # what the traced process may load (of src/common, kj_map.c and the --capture parser with
     # kj_num.c; no SQLite, none of the floor libraries)
     "trace": [],
     "trace/inject": ["trace", "common:kj_map.h", "common:kj_capture_spec.h"],
 }
+
+# Folders of ALLOWED without a '/' that the build makes only with CUDA (KJ_WITH_CUDA): the
+# build-side check (check_cmake_layers.py) asks a target of them only where one was configured.
+CUDA_ONLY = {"gpu"}
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
@@ -72,7 +80,7 @@ def source_files(src):
 
 
 def folder_of(path):
-    """src/replay/worker/worker.h -> replay/worker"""
+    """src/replay/worker/replay_worker.h -> replay/worker"""
     return os.path.dirname(path)[len("src/"):]
 
 
@@ -162,7 +170,7 @@ def main():
     files_by_tail = {}
     for f in files:
         parts = f.split("/")
-        for i in range(1, len(parts)):  # "kj_db.h", "worker/worker.h", ...
+        for i in range(1, len(parts)):  # "kj_db.h", "worker/replay_worker.h", ...
             files_by_tail.setdefault("/".join(parts[i:]), []).append(f)
 
     findings = []  # (key, line printed)

@@ -49,8 +49,8 @@ has "FAILED"
 printf 'kj_%s\t%s\t-\t-\n' common common store store energy energy analyze analyze sweep sweep \
 	pipeline pipeline predict predict replay replay report report trace trace >"$T/w.txt"
 printf 'kjoule\tcli\tkj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline;kj_predict;kj_replay;kj_report\t-\n' >>"$T/w.txt"
-printf 'attn\tsweep/worker\tkj_common;kj_store;kj_energy;kj_analyze;kj_sweep\t-\n' >>"$T/w.txt"
-printf 'pipegpu\tpipeline/worker\tattn;kj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline\t-\n' >>"$T/w.txt"
+printf 'harness\tgpu\tkj_common;kj_energy\t-\n' >>"$T/w.txt"
+printf 'pipegpu\tpipeline/worker\tharness;kj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline\t-\n' >>"$T/w.txt"
 printf 'pipe-worker\tpipeline/worker\tpipegpu\t-\n' >>"$T/w.txt"
 python3 - "$T/w.txt" "$SRC/scripts" <<'EOF'
 import sys
@@ -67,6 +67,19 @@ open(sys.argv[1], "w").write("\n".join(out) + "\n")
 EOF
 run 0 "$T/w.txt"
 has "ok$"
+# a worker's library linking another worker's target (what two workers share lives in gpu)
+printf 'attn\tsweep/worker\tkj_common;kj_store;kj_energy;kj_analyze;kj_sweep;harness\t-\n' >>"$T/w.txt"
+sed 's/^pipegpu\tpipeline\/worker\tharness;/pipegpu\tpipeline\/worker\tattn;harness;/' "$T/w.txt" >"$T/x.txt"
+run 1 "$T/x.txt"
+has "^pipegpu (src/pipeline/worker): links sweep/worker, which ALLOWED does not let it include$"
+# the harness reaching above its floor
+sed 's/^harness\tgpu\tkj_common;kj_energy/harness\tgpu\tkj_common;kj_energy;kj_store/' "$T/w.txt" >"$T/x.txt"
+run 1 "$T/x.txt"
+has "^harness (src/gpu): links store, which ALLOWED does not let it include$"
+# a build without CUDA has no harness, and needs none (CUDA_ONLY of check_layers.py)
+grep -v "^harness	\|^pipegpu	\|^pipe-worker	\|^attn	" "$T/w.txt" >"$T/x.txt"
+run 0 "$T/x.txt"
+lacks "src/gpu"
 sed -i 's/^pipegpu\t\(.*\);kj_pipeline\t/pipegpu\t\1\t/' "$T/w.txt"
 run 1 "$T/w.txt"
 has "^pipe-worker (src/pipeline/worker): does not link pipeline"

@@ -28,13 +28,13 @@ for doc, start, stop in guides:
             bad.append(f"{doc}: '{start}' names {p}, which does not exist")
     # symbols the sweep guide says live in a file
     for sym, path in (("g_ops", "src/sweep/worker/kj_sweep_worker.c"), ("g_small", "src/sweep/worker/kj_sweep_worker.c"),
-                      ("sw_op_res_add", "src/sweep/worker/worker.h"), ("kj_sweep_op_count(), 28", "tests/unit/test_sweep.c")):
+                      ("sw_op_res_add", "src/sweep/worker/sweep_worker.h"), ("kj_sweep_op_count(), 28", "tests/unit/test_sweep.c")):
         if doc == "docs/sweep.md" and sym.split("(")[0] in sec and sym not in open(os.path.join(root, path)).read():
             bad.append(f"{doc}: {sym} is not in {path}")
     # symbols the pipeline phase guide says live in a file
     for sym, path in (("enum kj_phase_kind", "src/pipeline/kj_pipeline.h"), ("kind_names[]", "src/pipeline/kj_pipeline_phase.c"),
                       ("kj_phase_check(", "src/pipeline/kj_pipeline_phase.c"), ("kj_phase_cost(", "src/pipeline/kj_pipeline_phase.c"),
-                      ("unknown layer type", "src/pipeline/kj_pipeline_yaml.c"), ("kjw_fill(", "src/pipeline/worker/worker_kernels.h"),
+                      ("unknown layer type", "src/pipeline/kj_pipeline_yaml.c"), ("kj_gpu_fill(", "src/gpu/kj_gpu_fill.h"),
                       ("simple_setup(", "src/pipeline/worker/worker_ops.c"), ("simple_capture(", "src/pipeline/worker/worker_ops.c"),
                       ("kjw_conv_ops", "src/pipeline/worker/worker_ops.h"), ("switch", "src/pipeline/worker/kj_pipeline_worker.c")):
         if start == "## Adding a pipeline phase" and sym.rstrip("(") in sec and sym not in open(os.path.join(root, path)).read():

@@ -2,7 +2,7 @@
 // bodies unchanged, run by fa2_emu.h's thread-per-CUDA-thread emulation with the launch shape of
 // kj_sw_colsum) against double sums: fp16, bf16 and fp32, columns a multiple of the 16-byte pack or
 // not, one row part or several. Build and run:
-//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
+//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/gpu -Isrc/sweep/worker -Itests/tools \
 //       -x c++ tests/tools/colsum_emu.cpp -o /tmp/colsum_emu && /tmp/colsum_emu [quick]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <vector>
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 #include "fa2_emu.h"
 #undef __global__
 #define __global__

@@ -1,10 +1,10 @@
-// Checks the flash-attention kernels of src/sweep/worker/worker_fa2.cu on a CPU: the kernel bodies,
+// Checks the flash-attention kernels of src/gpu/kj_gpu_fa2.cu on a CPU: the kernel bodies,
 // unchanged, run with the host stand-ins of fa2_emu.h (one std::thread per CUDA thread, warp
 // instructions emulated per the PTX ISA fragment layouts) against a double-precision reference,
 // forward (o, lse) and backward (dq, dk, dv), causal and not, over head sizes 32/64/96/128 and
 // sequence lengths that are not multiples of the tiles. No GPU needed. Build and run:
 // (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
-//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
+//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/gpu -Isrc/sweep/worker -Itests/tools \
 //       -x c++ tests/tools/fa2_emu.cpp -o /tmp/fa2_emu && /tmp/fa2_emu [quick]
 #define FA2_EMU 1
 #include <cuda_runtime.h>
@@ -16,7 +16,7 @@
 #undef __global__
 #define __global__
 #define __launch_bounds__(...)
-#include "worker_fa2.cu"
+#include "kj_gpu_fa2.cu"
 
 static uint64_t rng = 12345;
 static float urand()

@@ -2,7 +2,7 @@
 // CPU (the kernel bodies unchanged, run by fa2_emu.h's thread-per-CUDA-thread emulation, with the
 // launch shape of ln_bwd_plan) against a double reference of dx, dgamma and dbeta. Build and run:
 // (-fno-strict-aliasing: the device helpers read 16-byte vectors through element pointers, as CUDA allows)
-//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/sweep/worker -Itests/tools \
+//   g++ -std=c++20 -O2 -fno-strict-aliasing -pthread -DFA2_EMU -I/usr/local/cuda/include -Isrc/gpu -Isrc/sweep/worker -Itests/tools \
 //       -x c++ tests/tools/ln_emu.cpp -o /tmp/ln_emu && /tmp/ln_emu [quick]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <type_traits>
 #include <vector>
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 #include "fa2_emu.h"
 #undef __global__
 #define __global__

@@ -1,6 +1,6 @@
 // kjoule-pipeline-worker's attention: the plain kernel (scores, softmax, weighted sum in one block
-// per query row), the split-key kernel for decode shapes, and the fused kernels (cuDNN's, the
-// sweep worker's FlashAttention-2-style one) where they apply. Launchers are extern "C" and return
+// per query row), the split-key kernel for decode shapes, and the fused kernels of the GPU harness
+// (cuDNN's, and the FlashAttention-2-style one) where they apply. Launchers are extern "C" and return
 // the launch's cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -257,13 +257,10 @@ static int attn_split_launch(const T *q, const T *k, const T *v, T *o, float *ws
 	return (int)cudaGetLastError();
 }
 
-// the sweep worker's fused attention (src/sweep/worker/worker_fa2.cu); dt 0 = fp16, 1 = bf16
-extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
-extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
-			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
-
-// cuDNN's fused attention (src/sweep/worker/worker_sdpa.c), tried first for the fused cases
-#include "worker_sdpa.h"
+// the GPU harness's fused attention (src/gpu/kj_gpu_fa2.cu), and cuDNN's (src/gpu/kj_gpu_sdpa.c),
+// tried first for the fused cases; both shared with the sweep worker
+#include "kj_gpu_fa2.h"
+#include "kj_gpu_sdpa.h"
 
 static int fa2_dt(int dtype)
 {
@@ -272,7 +269,7 @@ static int fa2_dt(int dtype)
 
 extern "C" int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D)
 {
-	return fa2_dt(dtype) >= 0 && kj_sw_fa2_supported(fa2_dt(dtype), D) && Sq == Skv && Sq >= 1 && BH >= 1 &&
+	return fa2_dt(dtype) >= 0 && kj_gpu_fa2_supported(fa2_dt(dtype), D) && Sq == Skv && Sq >= 1 && BH >= 1 &&
 	       BH <= 65535;
 }
 
@@ -281,16 +278,16 @@ extern "C" int kjw_attention(const void *q, const void *k, const void *v, void *
 {
 	if (lse && kjw_attention_fused(dtype, BH, Sq, Skv, D)) {
 		/* cuDNN's fused attention, as PyTorch's SDPA runs it, unless KJ_PIPELINE_ATTN=flash2 or cuDNN
-		 * declines the graph (then the sweep worker's mma.sync kernel) */
+		 * declines the graph (then the harness's mma.sync kernel, kj_gpu_fa2) */
 		static int cudnn = -1;
 		if (cudnn < 0) {
 			cudnn = !(getenv("KJ_PIPELINE_ATTN") && !strcmp(getenv("KJ_PIPELINE_ATTN"), "flash2"));
-			kj_sw_sdpa_keep_plans(1); /* the phases' graphs hold their plans' workspaces */
+			kj_gpu_sdpa_keep_plans(1); /* the phases' graphs hold their plans' workspaces */
 		}
-		if (cudnn && !kj_sw_sdpa_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s))
+		if (cudnn && !kj_gpu_sdpa_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s))
 			return 0;
 		cudaGetLastError();
-		return kj_sw_fa2_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s);
+		return kj_gpu_fa2_fwd(fa2_dt(dtype), q, k, v, o, lse, BH, Sq, D, rsqrtf((float)D), causal, s);
 	}
 	int64_t nsplit = ws ? attn_splits(BH, Sq, Skv, D) : 1;
 	if (nsplit > 1) {

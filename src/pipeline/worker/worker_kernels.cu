@@ -1,4 +1,4 @@
-// kjoule-pipeline-worker's own kernels: random fill, pooling, normalisation and activations
+// kjoule-pipeline-worker's own kernels: pooling, normalisation and activations
 // (attention: worker_attention.cu). Launchers are extern "C" and return the launch's cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -21,39 +21,6 @@ static unsigned grid_for(size_t n, unsigned block)
 {
 	size_t g = (n + block - 1) / block;
 	return g > 65535u * 16 ? 65535u * 16 : (unsigned)(g ? g : 1);
-}
-
-// ---- random fill: |v| in [scale/16, scale], random sign, never zero ----
-__device__ __forceinline__ uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-template <typename T> __global__ void fill_k(T *p, size_t n, uint64_t seed, float scale)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		uint64_t h = mix(seed ^ (i * 0x9e3779b97f4a7c15ULL));
-		float u = (float)(h >> 40) * (1.0f / 16777216.0f); // [0, 1)
-		float v = scale * (0.0625f + 0.9375f * u);
-		st(p, i, (h & 1) ? -v : v);
-	}
-}
-
-extern "C" int kjw_fill(void *p, size_t n, int dtype, uint64_t seed, float scale, cudaStream_t s)
-{
-	unsigned g = grid_for(n, 256);
-	if (dtype == KJW_F16)
-		fill_k<<<g, 256, 0, s>>>((__half *)p, n, seed, scale);
-	else if (dtype == KJW_BF16)
-		fill_k<<<g, 256, 0, s>>>((__nv_bfloat16 *)p, n, seed, scale);
-	else
-		fill_k<<<g, 256, 0, s>>>((float *)p, n, seed, scale);
-	return (int)cudaGetLastError();
 }
 
 // ---- pooling, NCHW ----

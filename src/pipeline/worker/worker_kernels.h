@@ -14,7 +14,6 @@ enum { KJW_RELU, KJW_RELU6, KJW_GELU, KJW_SILU, KJW_SIGMOID, KJW_HARDSWISH, KJW_
 #ifdef __cplusplus
 extern "C" {
 #endif
-int kjw_fill(void *p, size_t n, int dtype, uint64_t seed, float scale, cudaStream_t s);
 /* NC = N x C planes of H x W into P x Q */
 int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W, int64_t P, int64_t Q,
 	     int R, int S, int sh, int sw, int ph, int pw, int avg, cudaStream_t s);
@@ -23,7 +22,7 @@ int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W
 int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
 	     int64_t C, int64_t HW, cudaStream_t s);
 int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, int64_t HW, cudaStream_t s);
-/* 1 when the fused FlashAttention-2-style kernel of the sweep worker (src/sweep/worker/worker_fa2.cu)
+/* 1 when the GPU harness's fused FlashAttention-2-style kernel (src/gpu/kj_gpu_fa2.cu)
  * runs this attention: fp16/bf16, head size 32/64/96/128, self-attention (Sq == Skv), BH <= 65535;
  * it then needs a float scratch of BH * Sq (the log-sum-exp it writes). */
 int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D);

@@ -9,34 +9,42 @@
 
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_gpu_harness.h"
 #include "kj_phase_api.h"
 
-/* One unit of work: the graph of U calls, or (where the phase cannot be captured) U calls
- * enqueued on the stream one by one. */
-struct graph_work {
-	cudaGraphExec_t exec;
-	cudaStream_t stream;
+/* One unit of work: the graph of U calls, or (where the phase cannot be captured: g.exec NULL)
+ * U calls enqueued on the stream one by one. */
+struct phase_unit {
+	struct kj_gpu_graph g;
 	const struct kj_phase_ops *ops;
 	void *state;
 	int unroll;
 };
 
-static int graph_enqueue(void *ctx)
+static int unit_enqueue(void *ctx)
 {
-	struct graph_work *g = ctx;
-	if (!g->exec) {
-		for (int i = 0; i < g->unroll; i++)
-			if (g->ops->capture(g->state, g->stream))
+	struct phase_unit *u = ctx;
+	if (!u->g.exec) {
+		for (int i = 0; i < u->unroll; i++)
+			if (u->ops->capture(u->state, u->g.stream))
 				return KJ_EGPU;
 		return 0;
 	}
-	return cudaGraphLaunch(g->exec, g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+	return kj_gpu_graph_enqueue(&u->g);
 }
 
-static int graph_sync(void *ctx)
+static int unit_sync(void *ctx)
 {
-	struct graph_work *g = ctx;
-	return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+	struct phase_unit *u = ctx;
+	return kj_gpu_graph_sync(&u->g);
+}
+
+/* One call of the phase, the graph's i-th (the same call each time). */
+static int phase_step(void *ctx, int i, cudaStream_t s)
+{
+	struct phase_unit *u = ctx;
+	(void)i;
+	return u->ops->capture(u->state, s);
 }
 
 static int cmp_f(const void *a, const void *b)
@@ -152,7 +160,6 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 {
 	void *state = NULL;
 	cudaStream_t s = NULL;
-	cudaGraph_t graph = NULL;
 	cudaGraphExec_t exec = NULL;
 	cudaEvent_t ev[2 * SINGLE_CALLS + 2] = {0};
 	int broken = 0, U = o->unroll > 0 ? o->unroll : 100, rc;
@@ -199,33 +206,19 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 			 "single_launch_ms includes host time", gate_timeouts, SINGLE_CALLS / SINGLE_BATCH);
 	/* U calls in one graph; a phase whose calls cannot be captured runs them eagerly instead */
 	char eager_why[160] = "";
-	if ((e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal))) {
-		broken = failed(r, "cudaStreamBeginCapture", e);
-		goto out;
-	}
-	int cap_rc = 0;
-	for (int i = 0; i < U && !cap_rc; i++)
-		cap_rc = ops->capture(state, s);
-	e = cudaStreamEndCapture(s, &graph);
-	if (!cap_rc && !e)
-		e = cudaGraphInstantiate(&exec, graph, 0);
-	if (cap_rc || e) {
-		cudaError_t why = e ? e : cudaGetLastError();
+	struct phase_unit unit = {{NULL, s}, ops, state, U};
+	struct kj_gpu_fail f;
+	if (kj_gpu_graph_capture(s, U, phase_step, &unit, &exec, &f)) {
+		cudaError_t why = f.err ? f.err : cudaGetLastError();
 		snprintf(eager_why, sizeof(eager_why), "not capturable into a CUDA graph (%s): timed as %d eager "
 			 "calls per unit", cudaGetErrorName(why), U);
-		if (exec)
-			cudaGraphExecDestroy(exec);
-		if (graph)
-			cudaGraphDestroy(graph);
-		exec = NULL;
-		graph = NULL;
 		cudaGetLastError();
 		if (cudaDeviceSynchronize() != cudaSuccess) {
 			broken = failed(r, "graph capture", why);
 			goto out;
 		}
 	}
-	struct graph_work gw = {exec, s, ops, state, U};
+	unit.g.exec = exec;
 	int64_t reps = (o->iters + U - 1) / U;
 	/* long calls: no more replays than fill 0.5 s (the energy window repeats them anyway) */
 	double rep_ms = r->single_ms * U;
@@ -234,21 +227,16 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 	if (reps < 2)
 		reps = 2;
 	/* warm replays, then the timed ones (one event pair around all of them) */
+	struct kj_amortize_work w = {&unit, unit_enqueue, unit_sync, U};
+	float tot = 0;
 	for (int i = 0; i < 2; i++)
-		graph_enqueue(&gw);
-	cudaEventRecord(ev[0], s);
-	for (int64_t i = 0; i < reps; i++)
-		if (graph_enqueue(&gw)) {
-			broken = failed(r, exec ? "cudaGraphLaunch" : "eager calls", cudaGetLastError());
-			goto out;
-		}
-	cudaEventRecord(ev[1], s);
-	if ((e = cudaStreamSynchronize(s))) {
-		broken = failed(r, "graph replays", e);
+		unit_enqueue(&unit);
+	if (kj_gpu_time_ms(&w, s, ev, reps, &tot, &f)) {
+		char step[80];
+		snprintf(step, sizeof(step), "%s (%s)", exec ? "graph replays" : "eager calls", f.what);
+		broken = failed(r, step, f.err);
 		goto out;
 	}
-	float tot = 0;
-	cudaEventElapsedTime(&tot, ev[0], ev[1]);
 	r->launches = reps * U;
 	r->latency_ms = (double)tot / (double)r->launches;
 	snprintf(r->status, sizeof(r->status), "ok");
@@ -260,7 +248,6 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 		snprintf(r->error, sizeof(r->error), "%.200s%senergy not measured: %.90s", note, note[0] ? "; " : "",
 			 o->nvml_why);
 	} else if (o->energy) {
-		struct kj_amortize_work w = {&gw, graph_enqueue, graph_sync, U};
 		struct kj_amortize_opts ao;
 		struct kj_amortize_result ar;
 		memset(&ao, 0, sizeof(ao));
@@ -283,8 +270,6 @@ int kj_kernel_iter(const struct kj_phase *ph, const struct kj_phase_ops *ops,
 out:
 	if (exec)
 		cudaGraphExecDestroy(exec);
-	if (graph)
-		cudaGraphDestroy(graph);
 	for (int i = 0; i < 2 * SINGLE_CALLS + 2; i++)
 		if (ev[i])
 			cudaEventDestroy(ev[i]);

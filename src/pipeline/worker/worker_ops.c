@@ -10,7 +10,12 @@
 #include <string.h>
 
 #include "kj_error.h"
+#include "kj_gpu_fill.h"
 #include "worker_ops.h"
+
+/* the harness's fill takes the phases' element types as they are */
+_Static_assert((int)KJW_F16 == (int)KJ_GPU_F16 && (int)KJW_BF16 == (int)KJ_GPU_BF16 && (int)KJW_F32 == (int)KJ_GPU_F32,
+	       "pipeline element types are kj_gpu_fill's");
 
 static cudnnHandle_t g_cudnn;
 static cublasLtHandle_t g_lt;
@@ -49,7 +54,7 @@ static int rand_buf(void **p, size_t n, int dtype, uint64_t seed, float scale, c
 	int rc = kjw_alloc(p, n * es, what, err, errlen);
 	if (rc)
 		return rc;
-	return cuda_fail((cudaError_t)kjw_fill(*p, n, dtype, seed, scale, 0), "random fill", err, errlen);
+	return cuda_fail((cudaError_t)kj_gpu_fill(*p, n, dtype, KJ_GPU_FILL_MAGNITUDE, scale, seed, 0), "random fill", err, errlen);
 }
 
 static int rand_f32(float **p, size_t n, uint64_t seed, float lo_scale, const char *what, char *err,
@@ -530,5 +535,5 @@ const struct kj_phase_ops kjw_simple_ops = {"kernels", simple_setup, simple_capt
 
 int kj_fill_random(void *buf, size_t n, const char *prec, uint64_t seed, float scale, cudaStream_t s)
 {
-	return kjw_fill(buf, n, kjw_dtype(prec), seed, scale, s) ? KJ_EGPU : 0;
+	return kj_gpu_fill(buf, n, kjw_dtype(prec), KJ_GPU_FILL_MAGNITUDE, scale, seed, s) ? KJ_EGPU : 0;
 }

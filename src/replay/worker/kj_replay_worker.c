@@ -19,7 +19,7 @@
  *                             [--timer cupti|events] [--relocate] [--verify]
  *        kjoule-replay-worker --db RUN --sequence ITERATION [--graph [--topology [--no-pace]]] [--runs N] [--energy]
  * Exit code: 0 when a KJ_RESULT line was printed (whatever its status), 2 usage, 1 otherwise. */
-#include "worker.h"
+#include "replay_worker.h"
 
 #include <execinfo.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* kjoule-replay-worker: a captured launch from the run database (parameters, layout, the
  * allocations live at its launch, its module and function) and launching it. */
-#include "worker.h"
+#include "replay_worker.h"
 
 #include "kj_cubin.h"
 #include "kj_map.h"

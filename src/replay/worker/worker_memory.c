@@ -1,7 +1,7 @@
 /* kjoule-replay-worker: the device memory a launch points into, re-created at the recorded
  * addresses where the driver gives them (host address space held from before cuInit), relocated
  * otherwise, and filled with random never-zero data. */
-#include "worker.h"
+#include "replay_worker.h"
 
 /* Random, never-zero, finite data that reads as modest numbers in fp32, fp16 and bf16, with every
  * mantissa bit and a spread of exponents random (a multiplier's and an adder's power depend on how

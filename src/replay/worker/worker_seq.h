@@ -4,7 +4,7 @@
 #ifndef KJ_REPLAY_WORKER_SEQ_H
 #define KJ_REPLAY_WORKER_SEQ_H
 
-#include "worker.h"
+#include "replay_worker.h"
 
 struct seq_op {
 	int type;              /* 0 kernel, 1 memcpy, 2 memset, 3 event record, 4 event wait */

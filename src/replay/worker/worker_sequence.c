@@ -1,6 +1,23 @@
 /* kjoule-replay-worker: a whole captured iteration (--sequence) replayed in order on its
  * streams with its events, eager and as one CUDA graph, and each kernel timed inside it. */
+#include "kj_gpu_harness_cu.h"
 #include "worker_seq.h"
+
+/* The iteration as the one step of a graph capture: seq_enqueue on its own streams (forked from
+ * the first, which the harness captures); its CUresult kept. */
+struct seq_capture {
+	struct seq *S;
+	CUresult e;
+};
+
+static int seq_step(void *ctx, int i, CUstream s)
+{
+	struct seq_capture *c = ctx;
+	(void)i;
+	(void)s;
+	c->e = seq_enqueue(c->S);
+	return c->e == CUDA_SUCCESS ? 0 : KJ_EGPU;
+}
 
 /* Replay one captured iteration eagerly and, with graph, as one CUDA graph; prints KJ_SEQ lines. */
 int sequence_run(struct replay *R, int64_t iteration, int graph)
@@ -8,7 +25,6 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	struct seq S, P;
 	struct kj_replay_seq eager, gr;
 	int rc, *used = NULL, moved = 0, prefix = 0, emitted = 0;
-	CUgraph g = NULL;
 	CUgraphExec exec = NULL;
 	struct topo *tp = NULL;
 	struct kj_replay_seq topo;
@@ -188,15 +204,11 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	topo.pace_ns = pace_ns;
 	if (graph) {
 		S.graph_mode = 1;
-		e = cuStreamBeginCapture(S.streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-		if (!e) {
-			CUresult e2 = seq_enqueue(&S);
-			e = cuStreamEndCapture(S.streams[0], &g);
-			if (e2)
-				e = e2;
-		}
-		if (!e)
-			e = cuGraphInstantiate(&exec, g, 0);
+		struct seq_capture sc = {&S, CUDA_SUCCESS};
+		struct kj_gpu_cu_fail f;
+		e = CUDA_SUCCESS;
+		if (kj_gpu_cu_graph_capture(S.streams[0], 1, seq_step, &sc, &exec, &f))
+			e = sc.e != CUDA_SUCCESS ? sc.e : f.err != CUDA_SUCCESS ? f.err : CUDA_ERROR_UNKNOWN;
 		if (e) {
 			const char *name = NULL;
 			cuGetErrorName(e, &name);

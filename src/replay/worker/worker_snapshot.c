@@ -1,6 +1,6 @@
 /* kjoule-replay-worker: a run's --snapshot buffers copied into the re-created regions, and
  * --verify's bit-for-bit comparison of a launch's outputs with the after-launch snapshot. */
-#include "worker.h"
+#include "replay_worker.h"
 
 /* A snapshot row's bytes (decompressed when zstd), or NULL. *owned: caller frees. */
 static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)

@@ -1,6 +1,7 @@
 /* kjoule-replay-worker: timing one kernel (CUPTI kernel timestamps or CUDA events, warm or
  * cold L2) and its energy per launch (a CUDA graph of U launches, kj_amortize_measure). */
-#include "worker.h"
+#include "kj_gpu_harness_cu.h"
+#include "replay_worker.h"
 
 /* ---- timing ---- */
 #ifdef KJ_WITH_CUPTI
@@ -151,21 +152,24 @@ out:
 }
 
 /* ---- energy ---- */
-struct graph_work {
-	CUgraphExec exec;
-	CUstream stream;
+/* One step of an energy graph: an L2 flush (a 2 x L2 memset) when flush, the kernel's launch when
+ * kernel; the driver's error kept for the result. */
+struct energy_step {
+	struct replay *R;
+	int flush, kernel;
+	CUresult e;
 };
 
-static int graph_enqueue(void *ctx)
+static int energy_step(void *ctx, int i, CUstream s)
 {
-	struct graph_work *g = ctx;
-	return cuGraphLaunch(g->exec, g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
-}
-
-static int graph_sync(void *ctx)
-{
-	struct graph_work *g = ctx;
-	return cuStreamSynchronize(g->stream) == CUDA_SUCCESS ? 0 : KJ_EGPU;
+	struct energy_step *st = ctx;
+	struct replay *R = st->R;
+	CUresult e = st->flush ? cuMemsetD32Async(R->flush, 0x3E000000u + (unsigned)i, R->flush_bytes / 4, s)
+			       : CUDA_SUCCESS;
+	if (e == CUDA_SUCCESS && st->kernel)
+		e = launch(R);
+	st->e = e;
+	return e == CUDA_SUCCESS ? 0 : KJ_EGPU;
 }
 
 /* Energy per step of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
@@ -173,38 +177,17 @@ static int graph_sync(void *ctx)
  * KJ_E* code (CUDA failures also in R->res). */
 static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amortize_result *ar)
 {
-	CUgraph graph = NULL;
-	struct graph_work gw = {NULL, R->stream};
-	struct kj_amortize_work w;
+	struct energy_step st = {R, flush, kernel, CUDA_SUCCESS};
+	struct kj_gpu_cu_graph gw = {NULL, R->stream};
+	struct kj_gpu_cu_fail f;
 	struct kj_amortize_opts ao;
 	int rc;
 
-	CU(cuStreamBeginCapture(R->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-	for (int i = 0; i < R->o.unroll; i++) {
-		CUresult e = flush ? cuMemsetD32Async(R->flush, 0x3E000000u + (unsigned)i, R->flush_bytes / 4, R->stream)
-				   : CUDA_SUCCESS;
-		if (e == CUDA_SUCCESS && kernel)
-			e = launch(R);
-		if (e != CUDA_SUCCESS) {
-			cuStreamEndCapture(R->stream, &graph);
-			if (graph)
-				cuGraphDestroy(graph);
-			cu_fail(&R->res, "launch in graph capture", e, __FILE__, __LINE__);
-			return KJ_EGPU;
-		}
-	}
-	CU(cuStreamEndCapture(R->stream, &graph));
-	CUresult ie = cuGraphInstantiate(&gw.exec, graph, 0);
-	if (ie != CUDA_SUCCESS) {
-		cuGraphDestroy(graph);
-		cu_fail(&R->res, "cuGraphInstantiate", ie, __FILE__, __LINE__);
+	if (kj_gpu_cu_graph_capture(R->stream, R->o.unroll, energy_step, &st, &gw.exec, &f)) {
+		cu_fail(&R->res, f.what, f.err != CUDA_SUCCESS ? f.err : st.e, __FILE__, __LINE__);
 		return KJ_EGPU;
 	}
-	memset(&w, 0, sizeof(w));
-	w.ctx = &gw;
-	w.enqueue = graph_enqueue;
-	w.sync = graph_sync;
-	w.launches_per_unit = R->o.unroll;
+	struct kj_amortize_work w = kj_gpu_cu_graph_work(&gw, R->o.unroll);
 	memset(&ao, 0, sizeof(ao));
 	ao.nvml_index = R->nvml_index;
 	ao.min_seconds = R->o.energy_s;
@@ -219,7 +202,6 @@ static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amo
 	memset(ar, 0, sizeof(*ar));
 	rc = kj_amortize_measure(&w, &ao, ar);
 	cuGraphExecDestroy(gw.exec);
-	cuGraphDestroy(graph);
 	return rc;
 }
 

@@ -2,7 +2,7 @@
  * (kj_replay_topo.h): one CUDA graph with a node per recorded node and the recorded edges, timed
  * like the linear graph, its energy measured the same way, and each kernel node timed where it
  * runs in it (CUPTI kernel records tied to nodes by their graph node ids). */
-#include "worker.h"
+#include "replay_worker.h"
 
 #include "kj_map.h"
 #include "kj_replay_topo.h"

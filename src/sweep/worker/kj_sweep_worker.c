@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kj_error.h"
-#include "worker.h"
+#include "sweep_worker.h"
 #ifdef KJ_HAVE_SWEEP_OPS
 #include "kj_sweep_op.h"
 #endif

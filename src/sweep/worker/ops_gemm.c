@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kj_error.h"
-#include "worker.h"
+#include "sweep_worker.h"
 
 /* One product: out = alpha op(a) op(b), row-major, batched. a/b/out index gemm_op.buf. */
 struct gspec {

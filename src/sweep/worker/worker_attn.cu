@@ -1,5 +1,5 @@
-// kjoule-sweep-worker: fused attention for flash_atten: cuDNN's (worker_sdpa.c) tried first, else the
-// mma.sync kernels (worker_fa2.cu), else the ones here (flash-attention algorithm: online softmax, no
+// kjoule-sweep-worker: fused attention for flash_atten: cuDNN's (kj_gpu_sdpa.c) tried first, else the
+// mma.sync kernels (kj_gpu_fa2.cu), else the ones here (flash-attention algorithm: online softmax, no
 // l x l matrix in device memory), forward and backward. fp16/bf16 with head size 64 or 128: on tensor
 // cores (WMMA 16x16x16, fp32 accumulation, 4 warps a block, 64 x 64 tiles); everything else (fp32,
 // other head sizes, or KJ_SWEEP_ATTN=cuda-cores) fp32 on CUDA cores with 64 x 64 tiles in shared
@@ -15,13 +15,13 @@
 
 #include <mma.h>
 
-#include "worker_dev.cuh"
-#include "worker_sdpa.h"
+#include "kj_gpu_dev.cuh"
+#include "kj_gpu_sdpa.h"
 
-extern "C" int kj_sw_fa2_supported(int dt, int64_t d);
-extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
+extern "C" int kj_gpu_fa2_supported(int dt, int64_t d);
+extern "C" int kj_gpu_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
-extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+extern "C" int kj_gpu_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
 			     const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
 
@@ -491,8 +491,8 @@ static int attn_bwd_tc(const T *q, const T *k, const T *v, const T *dout, const 
 	return (int)cudaGetLastError();
 }
 
-/* KJ_SWEEP_ATTN: unset: cuDNN's fused attention (worker_sdpa.c) where it builds a plan, else the
- * mma.sync kernels (worker_fa2.cu) where they apply, else the WMMA ones, else CUDA cores; "flash2":
+/* KJ_SWEEP_ATTN: unset: cuDNN's fused attention (kj_gpu_sdpa.c) where it builds a plan, else the
+ * mma.sync kernels (kj_gpu_fa2.cu) where they apply, else the WMMA ones, else CUDA cores; "flash2":
  * never cuDNN; "wmma": never cuDNN nor the mma.sync ones; "cuda-cores": CUDA cores only. */
 static int attn_mode(void)
 {
@@ -510,7 +510,7 @@ static int attn_mode(void)
 
 static int use_fa2(int dt, int64_t d)
 {
-	return attn_mode() <= 1 && kj_sw_fa2_supported(dt, d);
+	return attn_mode() <= 1 && kj_gpu_fa2_supported(dt, d);
 }
 
 static int use_tc(int dt, int64_t d)
@@ -536,7 +536,7 @@ static int try_cudnn(int bwd, int rc)
 		g_cudnn_why[bwd][0] = '\0';
 		return 1;
 	}
-	snprintf(g_cudnn_why[bwd], sizeof(g_cudnn_why[bwd]), "%s", kj_sw_sdpa_why());
+	snprintf(g_cudnn_why[bwd], sizeof(g_cudnn_why[bwd]), "%s", kj_gpu_sdpa_why());
 	for (char *c = g_cudnn_why[bwd]; *c; c++)
 		if (*c == '"' || *c == '\n')
 			*c = '\'';
@@ -572,7 +572,7 @@ extern "C" const char *kj_sw_attn_ran(int bwd)
 	static char buf[2][48];
 	int k = g_ran[bwd ? 1 : 0];
 	if (k == 0)
-		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "cudnn-sdpa.e%lld", (long long)kj_sw_sdpa_engine(bwd ? 1 : 0));
+		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "cudnn-sdpa.e%lld", (long long)kj_gpu_sdpa_engine(bwd ? 1 : 0));
 	else
 		snprintf(buf[bwd ? 1 : 0], sizeof(buf[0]), "%s", k > 0 && k < 4 ? impls[k].algo : "none");
 	return buf[bwd ? 1 : 0];
@@ -585,10 +585,10 @@ extern "C" const char *kj_sw_attn_impl(int dt, int64_t d)
 	(void)dt, (void)d;
 	int n = snprintf(buf, sizeof(buf), "attention=fwd:%s", impl_name(g_ran[0]));
 	if (g_ran[0] == 0)
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_sw_sdpa_engine(0));
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_gpu_sdpa_engine(0));
 	n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",bwd:%s", impl_name(g_ran[1]));
 	if (g_ran[1] == 0)
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_sw_sdpa_engine(1));
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "(engine %lld)", (long long)kj_gpu_sdpa_engine(1));
 	for (int b = 0; b < 2 && n < (int)sizeof(buf); b++)
 		if (g_ran[b] != 0 && g_cudnn_why[b][0])
 			n += snprintf(buf + n, sizeof(buf) - (size_t)n, " cudnn %s not used: %s", b ? "bwd" : "fwd",
@@ -601,12 +601,12 @@ extern "C" int kj_sw_attn_fwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
-	if (attn_mode() == 0 && kj_sw_sdpa_supported(dt, d) &&
-	    try_cudnn(0, kj_sw_sdpa_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s)))
+	if (attn_mode() == 0 && kj_gpu_sdpa_supported(dt, d) &&
+	    try_cudnn(0, kj_gpu_sdpa_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s)))
 		return 0;
 	ran(0, dt, d);
 	if (use_fa2(dt, d))
-		return kj_sw_fa2_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s);
+		return kj_gpu_fa2_fwd(dt, q, k, v, o, lse, bh, l, d, scale, causal, s);
 	if (use_tc(dt, d)) {
 		if (dt == 0)
 			return d == 64 ? attn_fwd_tc<__half, 64>((const __half *)q, (const __half *)k, (const __half *)v,
@@ -641,12 +641,12 @@ extern "C" int kj_sw_attn_bwd(int dt, const void *q, const void *k, const void *
 {
 	if (d < 1 || d > 128 || bh > 65535)
 		return (int)cudaErrorInvalidValue;
-	if (attn_mode() == 0 && kj_sw_sdpa_supported(dt, d) &&
-	    try_cudnn(1, kj_sw_sdpa_bwd(dt, q, k, v, o, dout, lse, dq, dk, dv, bh, l, d, scale, causal, s)))
+	if (attn_mode() == 0 && kj_gpu_sdpa_supported(dt, d) &&
+	    try_cudnn(1, kj_gpu_sdpa_bwd(dt, q, k, v, o, dout, lse, dq, dk, dv, bh, l, d, scale, causal, s)))
 		return 0;
 	ran(1, dt, d);
 	if (use_fa2(dt, d)) /* its own preprocessing and dq conversion */
-		return kj_sw_fa2_bwd(dt, q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, d, scale, causal, s);
+		return kj_gpu_fa2_bwd(dt, q, k, v, o, dout, lse, delta, dq_acc, dq, dk, dv, bh, l, d, scale, causal, s);
 	int64_t rows = bh * l, n = rows * d;
 	dim3 grid((unsigned)((l + BR - 1) / BR), (unsigned)bh);
 	unsigned g = (unsigned)((n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "kj_error.h"
-#include "worker.h"
+#include "sweep_worker.h"
 
 static int cmp_float(const void *a, const void *b)
 {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "worker_colsum.cuh"
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 
 static int64_t col_blocks(int dt, int64_t cols)
 {

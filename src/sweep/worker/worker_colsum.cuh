@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 
 #define COLSUM_WARPS 8
 

@@ -8,7 +8,7 @@
 
 #include "kj_error.h"
 #include "kj_gpu.h"
-#include "worker.h"
+#include "sweep_worker.h"
 
 int sw_fail(struct sw_ctx *c, const char *what, const char *fmt, ...)
 {
@@ -64,7 +64,7 @@ void *sw_alloc(struct sw_ctx *c, size_t n, int dtype, float scale)
 	if (sw_cuda(c, cudaMalloc(&d, bytes), "cudaMalloc"))
 		return NULL;
 	c->bufs[c->nbufs++] = (struct sw_buf){d, n, dtype};
-	if (scale != 0 && sw_cuda(c, (cudaError_t)kj_sw_fill(d, n, dtype, scale, c->seed++, c->stream),
+	if (scale != 0 && sw_cuda(c, (cudaError_t)kj_gpu_fill(d, n, dtype, KJ_GPU_FILL_UNIFORM, scale, c->seed++, c->stream),
 				  "random fill"))
 		return NULL;
 	return d;

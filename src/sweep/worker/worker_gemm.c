@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kj_error.h"
-#include "worker.h"
+#include "sweep_worker.h"
 
 #define SW_GEMM_CANDIDATES 8
 

@@ -1,4 +1,4 @@
-// kjoule-sweep-worker: the memory-bound operators' device kernels (fill, layer/RMS norm, softmax,
+// kjoule-sweep-worker: the memory-bound operators' device kernels (layer/RMS norm, softmax,
 // masked softmax, fill-mask, GELU, residual add, RoPE, embedding, cross entropy, Adam), each with an
 // extern "C" launcher returning a cudaError_t value. 16-byte loads and stores (8 halves or 4 floats
 // a thread), fp32 arithmetic, one pass over device memory (row kernels re-read their row from cache).
@@ -7,58 +7,12 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "worker_dev.cuh"
-
-// ---- fill: uniform in [-scale, scale] (scale < 0: in (0, -scale]), never zero; ids in [0, scale); masks 0/1 ----
-__device__ __forceinline__ uint32_t hash32(uint64_t i, uint64_t seed)
-{
-	uint64_t x = i * 0x9E3779B97F4A7C15ull ^ (seed + 0x632BE59BD9B4E019ull);
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
-template <typename T>
-__global__ void fill_k(T *d, size_t n, float scale, uint64_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		float u = ((hash32(i, seed) >> 8) + 0.5f) * (1.0f / 16777216.0f);
-		d[i] = fromf<T>(scale < 0 ? u * -scale : (2.f * u - 1.f) * scale);
-	}
-}
-
-__global__ void fill_ids_k(int *d, size_t n, int range, uint64_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		d[i] = (int)(hash32(i, seed) % (uint32_t)range);
-}
-
-__global__ void fill_mask_k(uint8_t *d, size_t n, uint64_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-		d[i] = (uint8_t)(hash32(i, seed) & 1);
-}
+#include "kj_gpu_dev.cuh"
 
 static unsigned grid_for(size_t work, unsigned threads)
 {
 	size_t g = (work + threads - 1) / threads;
 	return (unsigned)(g < 1 ? 1 : g > 65536 ? 65536 : g);
-}
-
-extern "C" int kj_sw_fill(void *d, size_t n, int dtype, float scale, uint64_t seed, cudaStream_t s)
-{
-	unsigned g = grid_for(n, 256);
-	switch (dtype) {
-	case 0: fill_k<<<g, 256, 0, s>>>((__half *)d, n, scale, seed); break;
-	case 1: fill_k<<<g, 256, 0, s>>>((__nv_bfloat16 *)d, n, scale, seed); break;
-	case 2: fill_k<<<g, 256, 0, s>>>((float *)d, n, scale, seed); break;
-	case 3: fill_ids_k<<<g, 256, 0, s>>>((int *)d, n, scale < 1 ? 1 : (int)scale, seed); break;
-	default: fill_mask_k<<<g, 256, 0, s>>>((uint8_t *)d, n, seed); break;
-	}
-	return (int)cudaGetLastError();
 }
 
 // ---- block reductions ----

@@ -8,24 +8,41 @@
 
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_gpu_harness.h"
 #include "kj_quantile.h"
-#include "worker.h"
+#include "sweep_worker.h"
 
-struct graph_work {
-	cudaGraphExec_t exec;
-	cudaStream_t stream;
+/* What one step of a graph runs: the pass's call (fn; NULL: none), then a memset of bytes over
+ * filler (NULL: none). */
+struct pass {
+	struct sw_ctx *c;
+	void *state;
+	int (*fn)(struct sw_ctx *, void *);
+	void *filler;
+	size_t bytes;
 };
 
-static int graph_enqueue(void *ctx)
+static int pass_step(void *ctx, int i, cudaStream_t s)
 {
-	struct graph_work *g = ctx;
-	return cudaGraphLaunch(g->exec, g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+	struct pass *p = ctx;
+	int rc = p->fn ? p->fn(p->c, p->state) : 0;
+	if (!rc && p->filler)
+		rc = sw_cuda(p->c, cudaMemsetAsync(p->filler, i & 0xff, p->bytes, s), "filler memset");
+	return rc;
 }
 
-static int graph_sync(void *ctx)
+static int pass_enqueue(void *ctx)
 {
-	struct graph_work *g = ctx;
-	return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : KJ_EGPU;
+	struct pass *p = ctx;
+	return pass_step(ctx, 0, p->c->stream);
+}
+
+/* A harness failure as the worker's error: a step's own failure is already in c->err. */
+static int harness_fail(struct sw_ctx *c, int rc, const struct kj_gpu_fail *f)
+{
+	if (f->err != cudaSuccess)
+		return sw_cuda(c, f->err, f->what);
+	return c->err[0] ? rc : sw_fail(c, f->what ? f->what : "GPU harness", "%s", kj_strerror(rc));
 }
 
 static double env_double(const char *name, double def)
@@ -34,45 +51,35 @@ static double env_double(const char *name, double def)
 	return s && *s ? atof(s) : def;
 }
 
-/* One call timed with events (after one untimed call): the unroll factor's estimate. */
-static int time_once(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), double *us)
+/* One call timed with events ev (after one untimed call): the unroll factor's estimate. */
+static int time_once(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), cudaEvent_t ev[2],
+		     double *us)
 {
-	cudaEvent_t e0 = NULL, e1 = NULL;
+	struct pass p = {c, state, fn, NULL, 0};
+	struct kj_amortize_work w = {&p, pass_enqueue, NULL, 1};
+	struct kj_gpu_fail f;
 	float ms = 0;
 	int rc;
 	if ((rc = fn(c, state)) || (rc = sw_sync(c, "first call")))
 		return rc;
-	if ((rc = sw_cuda(c, cudaEventCreate(&e0), "event")) || (rc = sw_cuda(c, cudaEventCreate(&e1), "event")))
-		goto out;
-	if ((rc = sw_cuda(c, cudaEventRecord(e0, c->stream), "event record")) || (rc = fn(c, state)) ||
-	    (rc = sw_cuda(c, cudaEventRecord(e1, c->stream), "event record")) || (rc = sw_sync(c, "timed call")) ||
-	    (rc = sw_cuda(c, cudaEventElapsedTime(&ms, e0, e1), "elapsed")))
-		goto out;
+	if ((rc = kj_gpu_time_ms(&w, c->stream, ev, 1, &ms, &f)))
+		return harness_fail(c, rc, &f);
 	*us = ms * 1e3;
-out:
-	if (e0)
-		cudaEventDestroy(e0);
-	if (e1)
-		cudaEventDestroy(e1);
-	return rc;
+	return 0;
 }
 
 /* KJ_SWEEP_TIMING=span: n back-to-back replays between two events, their mean per call. Under
  * the power limit the SM clock moves every few tens of ms: a median of 30 replays of ~2 ms
  * repeated to 2.5 % on the same shape, a 0.5 s energy window's time to 0.65 %
  * (bench/results/sweep_timing.json). */
-static int time_span(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2], int U, int n, double *us)
+static int time_span(struct sw_ctx *c, struct kj_gpu_graph *gw, cudaEvent_t ev[2], int U, int n, double *us)
 {
+	struct kj_amortize_work w = kj_gpu_graph_work(gw, U);
+	struct kj_gpu_fail f;
 	float ms = 0;
 	int rc;
-	if ((rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")))
-		return rc;
-	for (int i = 0; i < n; i++)
-		if ((rc = sw_cuda(c, cudaGraphLaunch(gw->exec, c->stream), "graph launch")))
-			return rc;
-	if ((rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) ||
-	    (rc = sw_sync(c, "timed replays")) || (rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-		return rc;
+	if ((rc = kj_gpu_time_ms(&w, c->stream, ev, n, &ms, &f)))
+		return harness_fail(c, rc, &f);
 	*us = ms * 1e3 / ((double)n * U);
 	return 0;
 }
@@ -80,19 +87,20 @@ static int time_span(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2],
 /* One replay of exec between two events: its time in *us. */
 static int time_replay(struct sw_ctx *c, cudaGraphExec_t exec, cudaEvent_t ev[2], double *us)
 {
+	struct kj_gpu_graph g = {exec, c->stream};
+	struct kj_amortize_work w = kj_gpu_graph_work(&g, 1);
+	struct kj_gpu_fail f;
 	float ms = 0;
 	int rc;
-	if (!(rc = sw_cuda(c, cudaEventRecord(ev[0], c->stream), "event record")) &&
-	    !(rc = sw_cuda(c, cudaGraphLaunch(exec, c->stream), "graph launch")) &&
-	    !(rc = sw_cuda(c, cudaEventRecord(ev[1], c->stream), "event record")) && !(rc = sw_sync(c, "timed replay")) &&
-	    !(rc = sw_cuda(c, cudaEventElapsedTime(&ms, ev[0], ev[1]), "elapsed")))
-		*us = ms * 1e3;
-	return rc;
+	if ((rc = kj_gpu_time_ms(&w, c->stream, ev, 1, &ms, &f)))
+		return harness_fail(c, rc, &f);
+	*us = ms * 1e3;
+	return 0;
 }
 
 /* The default: the median of reps replays, each timed alone, per call: a burst's time, which a
  * mixed training step's GEMMs come closer to than a sustained load's (docs/sweep-operators.md). */
-static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2], int U, int reps, double *us)
+static int time_median(struct sw_ctx *c, struct kj_gpu_graph *gw, cudaEvent_t ev[2], int U, int reps, double *us)
 {
 	double *t = calloc((size_t)reps, sizeof(*t));
 	int rc = 0;
@@ -114,22 +122,10 @@ static int time_median(struct sw_ctx *c, struct graph_work *gw, cudaEvent_t ev[2
 static int capture_calls(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), int U,
 			 void *filler, size_t bytes, cudaGraphExec_t *exec)
 {
-	cudaGraph_t graph = NULL;
-	int rc;
-	if ((rc = sw_cuda(c, cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "begin capture")))
-		return rc;
-	for (int i = 0; i < U && !rc; i++) {
-		if (fn)
-			rc = fn(c, state);
-		if (!rc && filler)
-			rc = sw_cuda(c, cudaMemsetAsync(filler, i & 0xff, bytes, c->stream), "filler memset");
-	}
-	cudaError_t ce = cudaStreamEndCapture(c->stream, &graph);
-	if (!rc && !(rc = sw_cuda(c, ce, "end capture (a call that cannot be captured?)")))
-		rc = sw_cuda(c, cudaGraphInstantiate(exec, graph, 0), "graph instantiate");
-	if (graph)
-		cudaGraphDestroy(graph);
-	return rc;
+	struct pass p = {c, state, fn, filler, bytes};
+	struct kj_gpu_fail f;
+	int rc = kj_gpu_graph_capture(c->stream, U, pass_step, &p, exec, &f);
+	return rc ? harness_fail(c, rc, &f) : 0;
 }
 
 /* KJ_SWEEP_TIMING=mixed: each call followed by a memory-bound memset about as long as the call,
@@ -144,7 +140,7 @@ static int time_mixed(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, 
 	double want = est > 0 ? est * 3e6 : 64e6;
 	size_t bytes = want < 8e6 ? (size_t)8 << 20 : want > 1e9 ? (size_t)1 << 30 : ((size_t)want + 0xfffff) & ~(size_t)0xfffff;
 	void *filler = NULL;
-	struct graph_work m = {NULL, c->stream}, f = {NULL, c->stream};
+	struct kj_gpu_graph m = {NULL, c->stream}, f = {NULL, c->stream};
 	double *t = calloc(2 * (size_t)reps, sizeof(*t));
 	int rc;
 	if (!t)
@@ -190,8 +186,8 @@ static int energy_windows; /* energy windows measured by this worker so far */
  * secs; 0 or a KJ_E* code. */
 static int energy_of(struct sw_ctx *c, cudaGraphExec_t exec, int U, double secs, struct kj_amortize_result *ar)
 {
-	struct graph_work g = {exec, c->stream};
-	struct kj_amortize_work w = {&g, graph_enqueue, graph_sync, U};
+	struct kj_gpu_graph g = {exec, c->stream};
+	struct kj_amortize_work w = kj_gpu_graph_work(&g, U);
 	struct kj_amortize_opts ao;
 	memset(&ao, 0, sizeof(ao));
 	memset(ar, 0, sizeof(*ar));
@@ -213,23 +209,16 @@ static int energy_of(struct sw_ctx *c, cudaGraphExec_t exec, int U, double secs,
 static int energy_cold(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *, void *), int U, double secs,
 		       double *uj, double *unc)
 {
-	static void *flush; /* kept for the worker's life */
-	static size_t flush_bytes;
+	void *flush = NULL; /* the harness keeps it for the worker's life */
+	size_t flush_bytes = 0;
 	cudaGraphExec_t pairs = NULL, alone = NULL;
 	struct kj_amortize_result a, b;
-	int rc, l2 = 0;
-	if (!flush) {
-		int dev = 0;
-		if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
-			l2 = 0;
-		flush_bytes = kj_l2_flush_bytes(l2);
-		if (cudaMalloc(&flush, flush_bytes) != cudaSuccess) {
-			flush = NULL;
-			cudaGetLastError();
-			snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy: no memory for the %zu MiB flush",
-				 flush_bytes >> 20);
-			return KJ_ENOMEM;
-		}
+	struct kj_gpu_fail f;
+	int rc;
+	if (kj_gpu_l2_flush(&flush, &flush_bytes, &f)) {
+		snprintf(c->energy_why, sizeof(c->energy_why), "cold-L2 energy: no memory for the %zu MiB flush",
+			 flush_bytes >> 20);
+		return KJ_ENOMEM;
 	}
 	if ((rc = capture_calls(c, state, fn, U, flush, flush_bytes, &pairs)) ||
 	    (rc = capture_calls(c, state, NULL, U, flush, flush_bytes, &alone)))
@@ -257,7 +246,7 @@ static int energy_cold(struct sw_ctx *c, void *state, int (*fn)(struct sw_ctx *,
 int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	       int (*fn)(struct sw_ctx *, void *), int energy, struct sw_measure *m)
 {
-	struct graph_work gw = {NULL, c->stream};
+	struct kj_gpu_graph gw = {NULL, c->stream};
 	cudaEvent_t ev[2] = {NULL, NULL};
 	double est = 0;
 	/* the config's warmup and active (KJ_SWEEP_WARMUP/ACTIVE from kjoule sweep) as graph replays */
@@ -267,8 +256,9 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	m->algo[0] = '\0';
 	sw_gemm_ran_reset(c);
 	c->kernel_impl[0] = '\0';
-	if ((rc = time_once(c, state, fn, &est)))
-		return rc;
+	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")) ||
+	    (rc = time_once(c, state, fn, ev, &est)))
+		goto out;
 	/* U calls per graph: about 2 ms of work per replay, between 1 and 100 calls */
 	int U = est > 0 ? (int)(2000.0 / est) : 100;
 	U = U < 1 ? 1 : U > 100 ? 100 : U;
@@ -276,8 +266,6 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 		U = atoi(getenv("KJ_SWEEP_UNROLL")) > 0 ? atoi(getenv("KJ_SWEEP_UNROLL")) : U;
 	m->unroll = U;
 	if ((rc = capture_calls(c, state, fn, U, NULL, 0, &gw.exec)))
-		goto out;
-	if ((rc = sw_cuda(c, cudaEventCreate(&ev[0]), "event")) || (rc = sw_cuda(c, cudaEventCreate(&ev[1]), "event")))
 		goto out;
 	/* warm-up: the config's replays, and at least 100 ms of work, so that the clocks have left
 	 * whatever state the host-side work between shapes let them fall into before timing */
@@ -293,7 +281,7 @@ int sw_measure(struct sw_ctx *c, const struct sw_op *op, void *state,
 	 * (bench/results/sweep_timing.json): the clock keeps moving under the power limit. */
 	const char *settle = getenv("KJ_SWEEP_SETTLE");
 	if (settle && !strcmp(settle, "1") && c->nvml_index >= 0) {
-		struct kj_amortize_work sw = {&gw, graph_enqueue, graph_sync, U};
+		struct kj_amortize_work sw = kj_gpu_graph_work(&gw, U);
 		int mhz = -1;
 		if (kj_amortize_settle(&sw, c->nvml_index, 0.25, 3.0, &mhz) == 0 && mhz > 0)
 			m->t_mhz = mhz;

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 
 #define MOE_MAXK 8
 

@@ -12,8 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_gpu_fill.h"
 #include "kj_phase_api.h"
 #include "worker_ops.h"
+
+/* n elements of dtype as the phases fill their operands (the GPU harness's magnitude fill) */
+static void fill(void *p, size_t n, int dtype, uint64_t seed)
+{
+	kj_gpu_fill(p, n, dtype, KJ_GPU_FILL_MAGNITUDE, 1.f, seed, 0);
+}
 
 static int fails;
 
@@ -183,7 +190,7 @@ static void attention_case(const char *prec, int dtype, int BH, int Sq, int Skv,
 		cudaMalloc((void **)&lse, (size_t)BH * Sq * sizeof(float));
 	if (nws)
 		cudaMalloc((void **)&ws, nws * sizeof(float));
-	kjw_fill(q, nq, dtype, 1, 1.f, 0), kjw_fill(k, nk, dtype, 2, 1.f, 0), kjw_fill(v, nk, dtype, 3, 1.f, 0);
+	fill(q, nq, dtype, 1), fill(k, nk, dtype, 2), fill(v, nk, dtype, 3);
 	cudaMemset(o, 0xFF, nq * es);
 	int e = kjw_attention(q, k, v, o, dtype, BH, Sq, Skv, D, causal, lse, ws, 0);
 	snprintf(what, sizeof(what), "attention %s BH%d Sq%d Skv%d D%d causal%d%s", prec, BH, Sq, Skv, D, causal,
@@ -229,7 +236,7 @@ static void pool_case(const char *prec, int dtype, int NC, int H, int W, int R, 
 	void *x, *y;
 	char what[128];
 	cudaMalloc(&x, nx * es), cudaMalloc(&y, ny * es);
-	kjw_fill(x, nx, dtype, 7, 1.f, 0);
+	fill(x, nx, dtype, 7);
 	cudaMemset(y, 0xFF, ny * es);
 	int e = kjw_pool(x, y, dtype, NC, H, W, P, Q, R, S, st, st, pad, pad, avg, 0);
 	snprintf(what, sizeof(what), "%s pool %s NC%d %dx%d window %dx%d s%d p%d -> %dx%d", avg ? "avg" : "max", prec,
@@ -274,7 +281,7 @@ static void rownorm_case(const char *prec, int dtype, int rows, int C, int rms)
 	cudaMalloc(&x, n * es), cudaMalloc(&y, n * es), cudaMalloc((void **)&g, C * sizeof(float)),
 		cudaMalloc((void **)&b, C * sizeof(float));
 	cudaMemcpy(g, hg, C * sizeof(float), cudaMemcpyHostToDevice), cudaMemcpy(b, hb, C * sizeof(float), cudaMemcpyHostToDevice);
-	kjw_fill(x, n, dtype, 9, 1.f, 0);
+	fill(x, n, dtype, 9);
 	cudaMemset(y, 0xFF, n * es);
 	int e = kjw_norm(x, y, dtype, rms ? 2 : 1, g, b, rows, C, 1, 0);
 	snprintf(what, sizeof(what), "%s norm %s rows %d C %d", rms ? "rms" : "layer", prec, rows, C);
@@ -313,7 +320,7 @@ static void elementwise_case(const char *prec, int dtype, int64_t N, int64_t C, 
 		hsc[c] = 0.5f + 0.01f * c, hsh[c] = 0.1f * (c % 7) - 0.3f;
 	cudaMemcpy(sc, hsc, sizeof(hsc), cudaMemcpyHostToDevice), cudaMemcpy(sh, hsh, sizeof(hsh), cudaMemcpyHostToDevice);
 	char *xo = x + offset * es, *bo = b + offset * es, *yo = y + offset * es;
-	kjw_fill(xo, n, dtype, 5, 1.f, 0), kjw_fill(bo, n, dtype, 6, 1.f, 0);
+	fill(xo, n, dtype, 5), fill(bo, n, dtype, 6);
 	float *hx = fetch(xo, n, dtype), *hb = fetch(bo, n, dtype);
 	double *ref = calloc(n, sizeof(*ref));
 	static const struct {

@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>
 
+#include "kj_gpu_fa2.h"
+#include "kj_gpu_fill.h"
 #include "kj_sweep_op.h"
 #include "worker_request.h"
 
@@ -17,6 +19,9 @@
 #define SW_GEMM_WORKSPACE (32u << 20)
 
 enum sw_dtype { SW_F16 = 0, SW_BF16 = 1, SW_F32 = 2, SW_I32 = 3, SW_U8 = 4 };
+/* the harness's fill takes the same numbering (kj_gpu_fill.h) */
+_Static_assert((int)SW_F16 == (int)KJ_GPU_F16 && (int)SW_BF16 == (int)KJ_GPU_BF16 && (int)SW_F32 == (int)KJ_GPU_F32 &&
+		       (int)SW_I32 == (int)KJ_GPU_I32 && (int)SW_U8 == (int)KJ_GPU_U8, "sweep element types are kj_gpu_fill's");
 
 struct sw_buf {
 	void *d;
@@ -154,7 +159,6 @@ const struct sw_op *sw_op_at(int i);
 #ifdef __cplusplus
 extern "C" {
 #endif
-int kj_sw_fill(void *d, size_t n, int dtype, float scale, uint64_t seed, cudaStream_t s);
 int kj_sw_layernorm_fwd(int dt, const void *x, const void *g, const void *b, void *y, float *mean,
 			float *rstd, int64_t rows, int64_t cols, int rms, cudaStream_t s);
 int kj_sw_layernorm_bwd(int dt, const void *x, const void *g, const void *dy, const float *mean,
@@ -196,13 +200,6 @@ const char *kj_sw_attn_impl(int dt, int64_t d);
 /* The implementation of the last forward (bwd = 0) or backward (1) call, short (cudnn-sdpa.eN,
  * kjoule-flash2, kjoule-flash-wmma, kjoule-flash-fp32): the answer's f_algo and b_algo. */
 const char *kj_sw_attn_ran(int bwd);
-/* worker_fa2.cu: the mma.sync flash-attention kernels (fp16/bf16, d in 32, 64, 96, 128) */
-int kj_sw_fa2_supported(int dt, int64_t d);
-int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
-		  int64_t l, int64_t d, float scale, int causal, cudaStream_t s);
-int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
-		  const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh, int64_t l,
-		  int64_t d, float scale, int causal, cudaStream_t s);
 int kj_sw_moe_route(int dt, const void *logits, int *idx, int *pos, float *wts, int *count, int64_t tokens, int E,
 		    int k, int cap, cudaStream_t s);
 int kj_sw_moe_dispatch(int dt, const void *x, const int *idx, const int *pos, void *xe, int64_t tokens, int k,

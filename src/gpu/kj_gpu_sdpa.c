@@ -1,5 +1,5 @@
-/* kjoule-sweep-worker: causal fused attention through cuDNN's graph API (the backend descriptors,
- * no C++ frontend): the forward and backward operation graphs that cuDNN's fused flash-attention
+/* The GPU harness (sweep and pipeline workers): causal fused attention through cuDNN's graph API
+ * (the backend descriptors, no C++ frontend): the forward and backward operation graphs that cuDNN's fused flash-attention
  * engines recognise, built from matmul, pointwise, reduction and reshape operations; a plan per
  * (precision, heads, length, head size, direction), kept for the shape's calls.
  *
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker_sdpa.h"
+#include "kj_gpu_sdpa.h"
 
 #define SDPA_MAX_DESC 128
 #define SDPA_MAX_OPS 32
@@ -62,7 +62,7 @@ struct sdpa_refused {
 static cudnnHandle_t g_dnn;
 static struct sdpa_refused g_refused[SDPA_PLANS];
 static int g_refused_next;
-static int g_keep_plans; /* kj_sw_sdpa_keep_plans(1): plans are never freed before kj_sw_sdpa_release */
+static int g_keep_plans; /* kj_gpu_sdpa_keep_plans(1): plans are never freed before kj_gpu_sdpa_release */
 static struct sdpa_plan g_plans[SDPA_PLANS];
 static unsigned long g_stamp;
 static char g_why[512];
@@ -417,7 +417,7 @@ static void plan_drop(struct sdpa_plan *p)
 
 static struct sdpa_plan *plan_get(int dt, int64_t bh, int64_t l, int64_t d, int causal, int bwd, cudaStream_t s)
 {
-	if (!kj_sw_sdpa_supported(dt, d)) {
+	if (!kj_gpu_sdpa_supported(dt, d)) {
 		snprintf(g_why, sizeof(g_why), "cuDNN attention: fp16/bf16 with head size a multiple of 8 up to 256 only");
 		return NULL;
 	}
@@ -537,12 +537,12 @@ static int execute(struct sdpa_plan *p, int n, const int64_t *uids, void **ptrs,
 	return ok ? 0 : -1;
 }
 
-int kj_sw_sdpa_supported(int dt, int64_t d)
+int kj_gpu_sdpa_supported(int dt, int64_t d)
 {
 	return (dt == 0 || dt == 1) && d % 8 == 0 && d >= 8 && d <= 256;
 }
 
-int kj_sw_sdpa_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
+int kj_gpu_sdpa_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh, int64_t l,
 		   int64_t d, float scale, int causal, cudaStream_t s)
 {
 	struct sdpa_plan *p = plan_get(dt, bh, l, d, causal, 0, s);
@@ -557,7 +557,7 @@ int kj_sw_sdpa_fwd(int dt, const void *q, const void *k, const void *v, void *o,
 	return execute(p, causal ? 7 : 6, uids, ptrs, s);
 }
 
-int kj_sw_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+int kj_gpu_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
 		   const float *lse, void *dq, void *dk, void *dv, int64_t bh, int64_t l, int64_t d, float scale, int causal,
 		   cudaStream_t s)
 {
@@ -573,22 +573,22 @@ int kj_sw_sdpa_bwd(int dt, const void *q, const void *k, const void *v, const vo
 	return execute(p, causal ? 14 : 13, uids, ptrs, s);
 }
 
-void kj_sw_sdpa_keep_plans(int keep)
+void kj_gpu_sdpa_keep_plans(int keep)
 {
 	g_keep_plans = keep != 0;
 }
 
-const char *kj_sw_sdpa_why(void)
+const char *kj_gpu_sdpa_why(void)
 {
 	return g_why[0] ? g_why : "no reason recorded";
 }
 
-int64_t kj_sw_sdpa_engine(int bwd)
+int64_t kj_gpu_sdpa_engine(int bwd)
 {
 	return bwd ? g_engine_b : g_engine_f;
 }
 
-void kj_sw_sdpa_release(void)
+void kj_gpu_sdpa_release(void)
 {
 	for (int i = 0; i < SDPA_PLANS; i++)
 		if (g_plans[i].used)

@@ -1,7 +1,7 @@
-// kjoule-sweep-worker: device helpers shared by the .cu files: fp16/bf16/fp32 conversions,
-// 16-byte vector loads and stores as float arrays, and a dtype dispatch.
-#ifndef KJ_SWEEP_WORKER_DEV_CUH
-#define KJ_SWEEP_WORKER_DEV_CUH
+// The GPU harness: device helpers shared by the .cu files of src/gpu and of the sweep worker:
+// fp16/bf16/fp32 conversions, 16-byte vector loads and stores as float arrays, and a dtype dispatch.
+#ifndef KJ_GPU_DEV_CUH
+#define KJ_GPU_DEV_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

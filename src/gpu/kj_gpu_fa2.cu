@@ -1,5 +1,5 @@
-// kjoule-sweep-worker: FlashAttention-2-style fused attention for fp16/bf16 with head sizes 32, 64,
-// 96 and 128 (a multiple of 32), forward and backward, on mma.sync m16n8k16 (fp32 accumulation)
+// The GPU harness (sweep and pipeline workers): FlashAttention-2-style fused attention for
+// fp16/bf16 with head sizes 32, 64, 96 and 128 (a multiple of 32), forward and backward, on mma.sync m16n8k16 (fp32 accumulation)
 // with ldmatrix operand loads and cp.async double-buffered tiles. q, k, v, o, do, dk, dv: [bh, l, D]
 // row-major; lse [bh, l] fp32 (natural log) kept for the backward; dq accumulated in fp32 (dq_acc,
 // zeroed by the backward's first kernel) with atomics. Sequence lengths need not be multiples of
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker_dev.cuh"
+#include "kj_gpu_dev.cuh"
 
 #define FA_THREADS 128
 #define FA_BN 64  // forward: keys a tile
@@ -674,7 +674,7 @@ static int fa2_bwd(const void *q, const void *k, const void *v, const void *o, c
 	return (int)cudaGetLastError();
 }
 
-extern "C" int kj_sw_fa2_supported(int dt, int64_t d)
+extern "C" int kj_gpu_fa2_supported(int dt, int64_t d)
 {
 	return (dt == 0 || dt == 1) && (d == 32 || d == 64 || d == 96 || d == 128);
 }
@@ -700,7 +700,7 @@ extern "C" int kj_sw_fa2_supported(int dt, int64_t d)
 		}                                                         \
 	} while (0)
 
-extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
+extern "C" int kj_gpu_fa2_fwd(int dt, const void *q, const void *k, const void *v, void *o, float *lse, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s)
 {
 	if (bh < 1 || bh > 65535 || l < 1)
@@ -710,7 +710,7 @@ extern "C" int kj_sw_fa2_fwd(int dt, const void *q, const void *k, const void *v
 }
 
 // The whole backward: delta and dq_acc = 0 (fa2_prep_k), fa2_bwd_k, dq from dq_acc (fa2_dq_k).
-extern "C" int kj_sw_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
+extern "C" int kj_gpu_fa2_bwd(int dt, const void *q, const void *k, const void *v, const void *o, const void *dout,
 			     const float *lse, float *delta, float *dq_acc, void *dq, void *dk, void *dv, int64_t bh,
 			     int64_t l, int64_t d, float scale, int causal, cudaStream_t s)
 {
