@@ -319,11 +319,11 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 	if (r->has_energy)
 		fprintf(f, "KJ_ENERGY\tunique=%" PRId64 "\tunroll=%d\tlaunches=%" PRId64
 			   "\tseconds=%.6f\tmj=%.9g\tunc=%.9g\tpower_mw=%.3f\tidle_mw=%.3f\tdyn=%.9g\tmethod=%s"
-			   "\tsm_mean=%.1f\tsm_min=%d\tsm_max=%d\treasons=%" PRId64 "\n",
+			   "\tsm_mean=%.1f\tsm_min=%d\tsm_max=%d\treasons=%" PRId64 "\tdata=%s\n",
 			r->unique_id, r->unroll, r->energy_launches, r->seconds, r->energy_mj_per_launch,
 			r->energy_unc_mj, r->power_mw, r->idle_mw, r->dynamic_mj_per_launch,
 			r->method[0] ? r->method : "none", r->sm_clock_mean_mhz, r->sm_clock_min_mhz,
-			r->sm_clock_max_mhz, r->throttle_reasons);
+			r->sm_clock_max_mhz, r->throttle_reasons, r->data[0] ? r->data : "unknown");
 	if (r->has_energy_cold)
 		fprintf(f, "KJ_ENERGY_COLD\tunique=%" PRId64 "\tlaunches=%" PRId64 "\tseconds=%.6f\tmj=%.9g\tunc=%.9g"
 			   "\tns=%.3f\tflush_mj=%.9g\tflush_unc=%.9g\n",
@@ -440,6 +440,8 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 			snprintf(r->method, sizeof(r->method), "unknown");
 		parse_clocks(line, &r->sm_clock_mean_mhz, &r->sm_clock_min_mhz, &r->sm_clock_max_mhz,
 			     &r->throttle_reasons);
+		if (!field(line, "data", r->data, sizeof(r->data)) || !strcmp(r->data, "unknown"))
+			r->data[0] = '\0';
 		r->has_energy = 1;
 		return 1;
 	}
@@ -547,6 +549,9 @@ int kj_replay_ensure_clock_columns(sqlite3 *db, const char *table)
 	for (int i = 0; kj_clock_replay_columns[i][0]; i++)
 		if (kj_db_ensure_column(db, table, kj_clock_replay_columns[i][0], kj_clock_replay_columns[i][1]))
 			return KJ_EDB;
+	/* runs replayed before the data each kernel ran on was stored */
+	if (!strcmp(table, "replay_energy") && kj_db_ensure_column(db, table, "data", "TEXT"))
+		return KJ_EDB;
 	return 0;
 }
 

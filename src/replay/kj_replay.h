@@ -121,6 +121,10 @@ struct kj_replay_result {
 	double seconds, energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw;
 	double dynamic_mj_per_launch; /* NAN when idle power is unknown */
 	char method[32];
+	/* the data the kernel ran on: "saved" (its own launch's --snapshot buffers), "other_saved"
+	 * (only other launches' saved buffers fell inside its regions; the rest kjoule's fill),
+	 * "fill" (kjoule's random fill: no saved buffer there); "" unknown */
+	char data[16];
 	/* the clock state over the energy window: the SM clock's mean/min/max (MHz) and NVML's
 	 * clocks-event reason bits ORed (kj_clock_state.h); each -1 when not read */
 	double sm_clock_mean_mhz;

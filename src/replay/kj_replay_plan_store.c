@@ -49,7 +49,8 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 			  "INSERT OR REPLACE INTO replay_energy(unique_id, unroll, launches, seconds,"
 			  " energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw, dynamic_mj_per_launch,"
 			  " method, replayed_at, sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz,"
-			  " throttle_reasons) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+			  " throttle_reasons, data)"
+			  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
 			  &e) ||
 	    kj_db_exec(db, KJ_REPLAY_VERIFY_TABLE, "create replay_verify") ||
 	    kj_db_exec(db, KJ_REPLAY_ENERGY_COLD_TABLE, "create replay_energy_cold") ||
@@ -121,6 +122,10 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 			sqlite3_bind_text(e, 11, when, -1, SQLITE_STATIC);
 			kj_replay_bind_clocks(e, 12, r->sm_clock_mean_mhz, r->sm_clock_min_mhz, r->sm_clock_max_mhz,
 					      r->throttle_reasons);
+			if (r->data[0])
+				sqlite3_bind_text(e, 16, r->data, -1, SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(e, 16);
 			if (sqlite3_step(e) != SQLITE_DONE) {
 				kj_errorf("database: storing replay_energy: %s", sqlite3_errmsg(db));
 				goto out;

@@ -115,7 +115,7 @@ const char kj_schema_sql[] =
     " launches INTEGER, seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL,"
     " power_mw REAL, idle_mw REAL, dynamic_mj_per_launch REAL, method TEXT,"
     " replayed_at TEXT, sm_clock_mean_mhz REAL, sm_clock_min_mhz INTEGER,"
-    " sm_clock_max_mhz INTEGER, throttle_reasons INTEGER);\n"
+    " sm_clock_max_mhz INTEGER, throttle_reasons INTEGER, data TEXT);\n"
     "CREATE TABLE replay_sequence(id INTEGER PRIMARY KEY, iteration INTEGER, mode TEXT,"
     " runs INTEGER, launches INTEGER, median_ns INTEGER, min_ns INTEGER, max_ns INTEGER,"
     " energy_mj REAL, energy_unc_mj REAL, replayed_at TEXT, data TEXT, pace_ns INTEGER,"

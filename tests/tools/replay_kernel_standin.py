@@ -63,7 +63,8 @@ def main():
         if "--energy" in argv:
             mj = 0.4 * t / 1000
             print(f"KJ_ENERGY\tunique={u}\tunroll=100\tlaunches=50000\tseconds=1.0\tmj={mj:.9g}\tunc={mj / 100:.9g}"
-                  f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges{clocks()}", flush=True)
+                  f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges{clocks()}"
+                  + (f"\tdata={os.environ['STANDIN_DATA']}" if os.environ.get("STANDIN_DATA") else ""), flush=True)
             cache = argv[argv.index("--cache") + 1] if "--cache" in argv else "both"
             if "--no-cold-energy" not in argv and cache != "warm":
                 print(f"KJ_ENERGY_COLD\tunique={u}\tlaunches=20000\tseconds=2.0\tmj={1.5 * mj:.9g}"

@@ -227,6 +227,7 @@ static void test_stats_and_protocol(void **state)
 	r.sm_clock_min_mhz = 1600;
 	r.sm_clock_max_mhz = 1980;
 	r.throttle_reasons = 0x44;
+	snprintf(r.data, sizeof(r.data), "other_saved");
 	r.has_energy_cold = 1;
 	r.energy_cold_launches = 5000;
 	r.energy_cold_seconds = 2.5;
@@ -262,6 +263,8 @@ static void test_stats_and_protocol(void **state)
 	assert_int_equal(q.sm_clock_min_mhz, 1600);
 	assert_int_equal(q.sm_clock_max_mhz, 1980);
 	assert_int_equal(q.throttle_reasons, 0x44);
+	/* the data the kernel ran on */
+	assert_string_equal(q.data, "other_saved");
 	/* a worker before it sent them: unknown (-1), never 0 ("not throttled") */
 	struct kj_replay_result old;
 	memset(&old, 0, sizeof(old));
@@ -269,6 +272,7 @@ static void test_stats_and_protocol(void **state)
 					      "\tpower_mw=1\tidle_mw=-1\tdyn=nan\tmethod=counter-edges", &old), 1);
 	assert_true(old.sm_clock_mean_mhz == -1 && old.sm_clock_min_mhz == -1 && old.sm_clock_max_mhz == -1);
 	assert_int_equal(old.throttle_reasons, -1);
+	assert_string_equal(old.data, ""); /* and the data it ran on unknown */
 	assert_int_equal(kj_replay_parse_line("KJ_ENERGY_COLD\tunique=1\tlaunches=5\tseconds=1\tmj=x", &q), KJ_EINVAL);
 	assert_string_equal(q.verify, "differs");
 	assert_true(q.verify_buffers == 3 && q.verify_bytes == 786432 && q.verify_diff_bytes == 17);

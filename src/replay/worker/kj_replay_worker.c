@@ -206,6 +206,7 @@ static int replay_one(struct replay *R)
 	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)) || (rc = relocate(R)) ||
 	    (rc = load_premem(R)))
 		return rc;
+	snprintf(R->res.data, sizeof(R->res.data), "%s", exact ? "saved" : applied ? "other_saved" : "fill");
 	t1 = mono_s();
 	if ((rc = load_function(R)))
 		return rc;
