@@ -25,7 +25,10 @@ import os
 import sqlite3
 import statistics
 import subprocess
+import signal
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
 from graphs_bench import bad_numbers, timed  # noqa: E402  (one copy each)
@@ -64,6 +67,52 @@ KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_
         "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_data", "energy_kernels_time_coverage",
         "energy_clock_state", "energy_candidates"]
+
+
+def children(pid):
+    """Every process below pid (from /proc), for a kill that must reach process groups of their own."""
+    kids, out = {}, []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            kids.setdefault(ppid, []).append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    todo = [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def timed_stamped(cmd, log, timeout):
+    """timed(), each output line prefixed by the seconds since the start ("[  12.3] "), so a log
+    shows where a replay's time went: (exit status, seconds), 124 past timeout."""
+    t = time.monotonic()
+    rc = 124
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                             start_new_session=True)
+
+        def kill():  # the command and what it started (workers hold the pipe too)
+            for pg in {p.pid} | set(children(p.pid)):
+                try:
+                    os.killpg(pg, signal.SIGKILL)
+                except OSError:
+                    pass
+        killer = threading.Timer(timeout, kill)
+        killer.start()
+        try:
+            for line in p.stdout:
+                f.write(f"[{time.monotonic() - t:7.1f}] {line}")
+            rc = p.wait()
+        finally:
+            killer.cancel()
+        if time.monotonic() - t >= timeout:
+            rc = 124
+    return rc, round(time.monotonic() - t, 1)
 
 
 def analyze(kj, db):
@@ -232,11 +281,11 @@ def main():
             p = {"kind": KIND[base] + (", replayed on its saved buffers" if data == "snapshot" else ""),
                  "data": data, "device": dev, "date": date, "command": res["command"],
                  "program": " ".join(program),
-                 "run_flags": RUN_FLAGS.get(base, []) + (["--snapshot"] if data == "snapshot" else [])}
+                 "run_flags": RUN_FLAGS.get(base, []) + (["--snapshot=8192"] if data == "snapshot" else [])}
             p["run_rc"], p["run_s"] = timed([kj, "run", "--force", *p["run_flags"], "-o", db, "--", *program],
                                             os.path.join(a.logs, name + "_run.log"), 240)
             p["replay_flags"] = REPLAY_FLAGS.get(base, [])
-            p["replay_rc"], p["replay_s"] = timed([kj, "replay", db, "--energy", *p["replay_flags"]],
+            p["replay_rc"], p["replay_s"] = timed_stamped([kj, "replay", db, "--energy", *p["replay_flags"]],
                                                   os.path.join(a.logs, name + "_replay.log"), REPLAY_TIMEOUT_S)
             p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)
             with open(os.path.join(a.logs, name + "_compare.txt"), "w") as f:
