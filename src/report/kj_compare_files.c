@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kj_error.h"
+#include "kj_escape.h"
 
 /* ---- files ---- */
 

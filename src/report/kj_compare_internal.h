@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kj_acts.h"
 #include "kj_compare_clocks.h"
 #include "kj_ranks.h"
-#include "kj_report.h"
 #include "kj_shared.h"
 
 #define NS_US 1e-3

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_acts.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
-#include "kj_report.h"
 #include "kj_shared.h"
 
 void kj_shared_free(struct kj_shared *sh)
