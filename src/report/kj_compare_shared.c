@@ -5,6 +5,7 @@
 
 #include "kj_compare_internal.h"
 #include "kj_error.h"
+#include "kj_shared_out.h"
 
 /* Loads the run's watch, marks the iterations with foreign work and, when enough are clean,
  * leaves the foreign ones out of the energy figures. A run without the watch is left as it was. */
