@@ -1,5 +1,5 @@
 /* kjoule compare -o DIR: the seed's report files and CSV tables. */
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 
 #include <errno.h>
 #include <string.h>

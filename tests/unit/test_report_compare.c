@@ -31,7 +31,7 @@
 
 #include "kj_acts.h"
 #include "kj_apistory.h"
-#include "kj_compare.h"
+#include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_html.h"
