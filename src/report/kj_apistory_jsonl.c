@@ -1,5 +1,5 @@
 /* kjoule api --jsonl: every event of a run as one JSON object per line, read row by row. */
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 
 #include "kj_acts.h"
 #include "kj_db.h"

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "kj_acts.h"
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 #include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_error.h"
