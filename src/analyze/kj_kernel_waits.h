@@ -50,4 +50,9 @@ int kj_kernel_standin_data(const char *note, double traced_ns, double replayed_n
 int kj_kernel_alone_differs(double traced_ns, double warm_ns, double cold_ns, double seq_ns, char *why,
 			    size_t len);
 
+/** What replay says of a kernel that sets the condition of a CUDA graph conditional node
+ *  (kj_replay_cond.h), which it does not launch alone; compare finds its rows by it (the error
+ *  column matched with LIKE, until replay records a status of its own). */
+#define KJ_COND_SETTER_WHY "sets the condition of a CUDA graph conditional node"
+
 #endif

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"

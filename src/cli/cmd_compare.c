@@ -6,7 +6,7 @@
 
 #include "kj_cli.h"
 #include "kj_capture_out.h"
-#include "kj_compare.h"
+#include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_error.h"
 

@@ -7,7 +7,7 @@
 #include "kj_atomic.h"
 #include "kj_cli.h"
 #include "kj_db.h"
-#include "kj_diff.h"
+#include "kj_diff_out.h"
 #include "kj_error.h"
 
 static void usage(FILE *f)

@@ -12,7 +12,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_run_info.h"
-#include "kj_shared.h"
+#include "kj_shared_out.h"
 #include "kj_capture_out.h"
 
 static void usage(FILE *f)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kj_compare.h"
+#include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_sweep.h"
 

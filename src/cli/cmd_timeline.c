@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_acts.h"
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_report.h"
 #include "kj_timeline.h"
 
 static void usage(FILE *f)

@@ -14,8 +14,8 @@
 
 #include "kj_replay.h"
 
-/** What replay says of a setter it does not launch; compare finds its rows by it. */
-#define KJ_COND_SETTER_WHY "sets the condition of a CUDA graph conditional node"
+/* What replay says of a setter it does not launch, KJ_COND_SETTER_WHY, is analyze's
+ * (kj_kernel_waits.h): compare finds its rows by it. */
 
 struct kj_cond_handles;
 

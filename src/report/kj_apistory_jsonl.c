@@ -1,9 +1,10 @@
 /* kjoule api --jsonl: every event of a run as one JSON object per line, read row by row. */
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 
+#include "kj_acts.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_report.h"
+#include "kj_escape.h"
 
 static void put_us(FILE *f, int64_t ns)
 {

@@ -1,5 +1,5 @@
 /* kjoule api's text report: the story object of kj_api_story() as the tracing guide's answers. */
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 
 #include <math.h>
 

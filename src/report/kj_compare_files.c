@@ -1,5 +1,5 @@
 /* kjoule compare -o DIR: the seed's report files and CSV tables. */
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kj_error.h"
+#include "kj_escape.h"
 
 /* ---- files ---- */
 

@@ -1,7 +1,22 @@
 /* kjoule compare: the JSON report (docs/analysis-compare.md lists every field). */
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
+
+json_t *cmp_num_or_null(double v, int known)
+{
+	if (!known || !isfinite(v))
+		return json_null();
+	return json_real(round(v * 1000.0) / 1000.0);
+}
+
+json_t *cmp_ratio_or_null(double v, int known)
+{
+	if (!known || !isfinite(v))
+		return json_null();
+	return json_real(round(v * 1e6) / 1e6);
+}
 
 static json_t *stat_json(struct stat3 st, double scale)
 {

@@ -1,5 +1,5 @@
 /* kjoule compare: the text report. */
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -439,3 +439,45 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	cmp_ranks_print(c, f);
 }
 
+struct by_energy {
+	size_t g;
+	double mj;
+};
+
+static int by_energy_desc(const void *a, const void *b)
+{
+	double x = ((const struct by_energy *)a)->mj, y = ((const struct by_energy *)b)->mj;
+	return x > y ? -1 : x < y;
+}
+
+void cmp_energy_print_top(const struct kj_compare *c, const struct cmp_summary *s, FILE *f)
+{
+	double sc = cmp_energy_insitu_scale(s), n = (double)(s->n ? s->n : 1);
+	struct by_energy *v;
+	size_t nv = 0;
+	if (!s->have_cand || !(v = malloc((c->n_groups ? c->n_groups : 1) * sizeof(*v))))
+		return;
+	for (size_t g = 0; g < c->n_groups; g++) {
+		double mj = cmp_energy_group_mj(c, s, &c->groups[g]);
+		if (mj >= 0)
+			v[nv++] = (struct by_energy){g, mj};
+	}
+	qsort(v, nv, sizeof(*v), by_energy_desc);
+	fprintf(f, "\nTop %d kernels by energy per iteration (mJ; in situ: as they ran in the program, the"
+		   " predicted energies scaled by %s so that all kernels sum to the measured energy less idle)\n"
+		   "  %10s %10s %8s %12s  %s\n", c->top, sc > 0 ? "one factor" : "- (no measured energy)",
+		"predicted", "in_situ", "count", "in_situ/launch", "name");
+	for (size_t k = 0; k < nv && k < (size_t)c->top; k++) {
+		const struct cmp_group *g = &c->groups[v[k].g];
+		double per_iter = (double)g->launches / n;
+		char is[32] = "-", il[32] = "-";
+		if (sc > 0) {
+			snprintf(is, sizeof(is), "%.3f", v[k].mj * sc);
+			snprintf(il, sizeof(il), "%.4f", v[k].mj * sc / per_iter);
+		}
+		fprintf(f, "  %10.3f %10s %8.1f %12s  %.100s\n", v[k].mj, is, per_iter, il, cmp_group_name(c, g));
+	}
+	if (sc > 0)
+		fprintf(f, "  (factor %.4f: measured less idle over the kernels' predicted energy)\n", sc);
+	free(v);
+}

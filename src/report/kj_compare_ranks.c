@@ -1,6 +1,6 @@
 /* compare's ranks and job section of a multi-GPU run (docs/multi-gpu.md): printed and put in
  * the JSON only when the run has two ranks or more, so single-GPU reports stay as they were. */
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 
 #include <string.h>
 

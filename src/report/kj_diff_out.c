@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kj_diff.h"
+#include "kj_diff_out.h"
 #include "kj_error.h"
 #include "kj_html_internal.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 #include "kj_error.h"
 #include "kj_html.h"
 #include "kj_html_internal.h"

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "kj_report.h" /* kj_html_esc */
+#include "kj_escape.h" /* kj_html_esc */
 
 /* ---- kj_html_page.c ---- */
 

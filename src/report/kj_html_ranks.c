@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kj_compare_internal.h"
+#include "kj_compare_out_internal.h"
 #include "kj_html.h"
 #include "kj_html_internal.h"
 

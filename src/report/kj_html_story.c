@@ -1,5 +1,5 @@
 /* kjoule report: the run's story (stages, CUDA API calls, GPU idle gaps) from kj_api_story. */
-#include "kj_apistory.h"
+#include "kj_apistory_out.h"
 #include "kj_html.h"
 #include "kj_html_internal.h"
 

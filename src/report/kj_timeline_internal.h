@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kj_report.h"
+#include "kj_acts.h"
+#include "kj_escape.h"
 
 struct tier_style {
 	const char *tier;

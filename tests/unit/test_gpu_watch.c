@@ -19,6 +19,7 @@
 #include "kj_gpu_watch.h"
 #include "kj_sampler.h"
 #include "kj_shared.h"
+#include "kj_shared_out.h"
 #include "tmpdir.h"
 
 enum mode { VISIBLE, NAMESPACE, BLIND };

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kj_compare.h"
+#include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_ranks.h"
 #include "kj_timeline.h"

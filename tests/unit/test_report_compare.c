@@ -29,13 +29,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kj_apistory.h"
-#include "kj_compare.h"
-#include "kj_replay.h"
+#include "kj_acts.h"
+#include "kj_apistory_out.h"
+#include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_html.h"
-#include "kj_report.h"
+#include "kj_replay.h"
 #include "kj_timeline.h"
 
 #include "sqlexec.h"

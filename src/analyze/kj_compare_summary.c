@@ -9,20 +9,6 @@
 
 /* ---- helpers ---- */
 
-json_t *cmp_num_or_null(double v, int known)
-{
-	if (!known || !isfinite(v))
-		return json_null();
-	return json_real(round(v * 1000.0) / 1000.0);
-}
-
-json_t *cmp_ratio_or_null(double v, int known)
-{
-	if (!known || !isfinite(v))
-		return json_null();
-	return json_real(round(v * 1e6) / 1e6);
-}
-
 double cmp_safe_div(double a, double b, int *ok)
 {
 	if (b == 0.0 || !isfinite(a) || !isfinite(b)) {

@@ -1,14 +1,13 @@
-/* Shared pieces of the analysis commands (compare, timeline, api): GPU activity loaded from a run
- * database, iterations found from NVTX ranges, interval arithmetic, small maps. Plain C, no GPU. */
-#ifndef KJ_REPORT_H
-#define KJ_REPORT_H
+/* The run as the analyses (compare, diff, the API story) and the report's timelines read it: GPU
+ * activity loaded from a run database, iterations found from NVTX ranges, interval arithmetic,
+ * small maps, kernel names. Plain C, no GPU. */
+#ifndef KJ_ACTS_H
+#define KJ_ACTS_H
 
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-#include "kj_escape.h" /* kj_json_put_str, kj_html_esc, kj_xml_esc, kj_csv_put_str */
 
 /* ---- GPU activity ---- */
 

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kj_acts.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_report.h"
 
 #define US(ns) ((double)(ns) / 1e3)
 

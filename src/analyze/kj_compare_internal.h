@@ -1,18 +1,18 @@
 /* Internals of kjoule compare shared by its files: the per-iteration figures, the groups of
- * launches, the derived summary, and the helpers the JSON, text and file writers share. */
+ * launches, the derived summary and the selections the writers share. Report's compare writers
+ * (kj_compare_out_internal.h) read these structures; nothing here writes them out. */
 #ifndef KJ_COMPARE_INTERNAL_H
 #define KJ_COMPARE_INTERNAL_H
 
 #include "kj_compare.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kj_acts.h"
 #include "kj_compare_clocks.h"
 #include "kj_ranks.h"
-#include "kj_report.h"
 #include "kj_shared.h"
 
 #define NS_US 1e-3
@@ -264,20 +264,11 @@ int cmp_sequence_overlapped(const struct cmp_summary *s);
  * include the sharing that isolated replays lack: the substitution behind explained_fraction is
  * first-order only, and compare says so. */
 #define KJ_CMP_OVERLAP_FRAC 0.05
-/* kj_compare_ranks.c: the ranks and job section, only when c->job has two ranks or more */
-void cmp_ranks_print(const struct kj_compare *c, FILE *f);
-json_t *cmp_ranks_json(const struct kj_compare *c);
-/* kj_compare_json.c */
-json_t *cmp_missing_json(const struct kj_compare *c, const struct cmp_summary *s);
 /* kj_compare_shared.c */
 int cmp_shared_apply(sqlite3 *db, struct kj_compare *c);
-void cmp_shared_print(const struct kj_compare *c, FILE *f);
-json_t *cmp_shared_json(const struct kj_compare *c);
 /* kj_compare_summary.c */
 size_t *cmp_disagreements(const struct kj_compare *c, const struct cmp_summary *s, size_t *n_out);
 const char *cmp_group_name(const struct kj_compare *c, const struct cmp_group *g);
-json_t *cmp_num_or_null(double v, int known);
-json_t *cmp_ratio_or_null(double v, int known);
 double cmp_safe_div(double a, double b, int *ok);
 void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s);
 size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
@@ -286,7 +277,7 @@ size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
 void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
 /* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
 void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
-/* Their names, for text and JSON. */
+/* Their names, as the text and the JSON say them. */
 extern const char *const kj_cmp_e_candidate_names[KJ_CMP_E_CANDIDATES];
 /* Adds energy that every candidate credits alike (a kernel kept at its in-situ time); gr may be
  * NULL (idle power over kernels that wait). */
@@ -298,7 +289,5 @@ double cmp_energy_group_mj(const struct kj_compare *c, const struct cmp_summary 
  * predicted, so that the kernels' in-situ energies sum to the measured energy less idle; < 0
  * when either is unknown or not positive. */
 double cmp_energy_insitu_scale(const struct cmp_summary *s);
-/* The kernels with the most energy per iteration, predicted and in situ, as a text table. */
-void cmp_energy_print_top(const struct kj_compare *c, const struct cmp_summary *s, FILE *f);
 
 #endif

@@ -10,7 +10,6 @@
 #include "kj_error.h"
 #include "kj_kernel_class.h"
 #include "kj_kernel_waits.h"
-#include "kj_replay_cond.h"
 
 /* tier by name rules when the run has none stored for a kernel */
 static const char *name_tier(const struct kj_compare *c, int64_t name_id)

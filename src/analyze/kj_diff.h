@@ -1,11 +1,10 @@
 /* kjoule diff: two runs of the same program side by side, changes judged against each run's own
- * iteration-to-iteration spread. */
+ * iteration-to-iteration spread, computed as one JSON object; report's kj_diff_out.h writes it. */
 #ifndef KJ_DIFF_H
 #define KJ_DIFF_H
 
 #include <jansson.h>
 #include <sqlite3.h>
-#include <stdio.h>
 
 struct kj_diff_opts {
 	const char *region; /* iteration region of both runs (NULL: compare's default per run) */
@@ -27,11 +26,5 @@ struct kj_diff_opts {
  */
 int kj_diff_compute(sqlite3 *a, const char *path_a, sqlite3 *b, const char *path_b,
 		    const struct kj_diff_opts *o, json_t **out);
-
-/** @brief The text form of a diff object. */
-void kj_diff_print(const json_t *d, FILE *f);
-
-/** @brief The diff as one self-contained HTML page. @return 0 or KJ_EIO. */
-int kj_diff_html(const json_t *d, FILE *f);
 
 #endif

@@ -1,11 +1,11 @@
-/* kjoule compare: end-to-end time and energy per iteration against the sum of the kernels. */
+/* kjoule compare: end-to-end time and energy per iteration against the sum of the kernels, computed
+ * from a run (report's kj_compare_out.h writes it as text, JSON and files). */
 #ifndef KJ_COMPARE_H
 #define KJ_COMPARE_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <sqlite3.h>
-#include <stdio.h>
+#include <stddef.h>
 
 struct kj_compare_opts {
 	const char *region; /* NVTX range name of an iteration; NULL: most repeated top-level */
@@ -23,18 +23,6 @@ struct kj_compare;
  *         A message saying why is printed on failure.
  */
 int kj_compare_compute(sqlite3 *db, const struct kj_compare_opts *o, struct kj_compare **out);
-
-/** @brief The report as one JSON object (docs/analysis-compare.md lists every field): never
- *  NaN; what the run lacks is null. Caller owns the reference. */
-json_t *kj_compare_json(const struct kj_compare *c);
-
-/** @brief The human-readable report. */
-void kj_compare_print(const struct kj_compare *c, FILE *f);
-
-/** @brief Write full_model_timing.json, comparison_report.json, energy_report.json, tiers.csv,
- *  top_kernels.csv, regions.csv and iterations.csv into dir (created if absent).
- *  @return 0 or KJ_EIO (message printed). */
-int kj_compare_write_dir(const struct kj_compare *c, const char *dir);
 
 /** @brief Free; accepts NULL. */
 void kj_compare_free(struct kj_compare *c);

@@ -1,5 +1,5 @@
 /* Loading GPU activity, iterations, intervals and maps for the analysis commands. */
-#include "kj_report.h"
+#include "kj_acts.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -1,12 +1,11 @@
 /* compare's clock state: the program's throttle reasons and SM clock over the measured iterations
  * against its replays' (kj_clock_state.h), and whether they ran in opposite states — then an
- * energy error between them is not judged. docs/analysis-compare.md, "Clock state". */
+ * energy error between them is not judged. docs/analysis-compare.md, "Clock state"; report's
+ * kj_compare_clocks_out.c writes it. */
 #ifndef KJ_COMPARE_CLOCKS_H
 #define KJ_COMPARE_CLOCKS_H
 
-#include <jansson.h>
 #include <sqlite3.h>
-#include <stdio.h>
 
 #include "kj_clock_state.h"
 
@@ -23,9 +22,5 @@ struct cmp_clocks {
 
 /** @brief Read both sides' clock state into c->clocks over the kept iterations; 0 or KJ_EDB/KJ_ENOMEM. */
 int cmp_clocks_apply(sqlite3 *db, struct kj_compare *c);
-/** @brief The energy section's clock-state lines; nothing for a run that recorded none of it. */
-void cmp_clocks_print(const struct kj_compare *c, FILE *f);
-/** @brief energy_clock_state of compare's JSON (docs/analysis-compare.md); null where unknown. */
-json_t *cmp_clocks_json(const struct kj_compare *c);
 
 #endif

@@ -1,9 +1,9 @@
 /* Energy on a shared GPU, read back from a run: whether kjoule run watched for other processes,
- * what it saw, and which iterations had another process's work on the GPU (docs/energy.md). */
+ * what it saw, and which iterations had another process's work on the GPU (docs/energy.md);
+ * report's kj_shared_out.h says it in words and JSON. */
 #ifndef KJ_SHARED_H
 #define KJ_SHARED_H
 
-#include <jansson.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,18 +70,5 @@ void kj_shared_choose(const struct kj_shared *sh, const int64_t *start_ns, const
 
 /** @brief Total time in ns in which another process was on some GPU (union of intervals). */
 int64_t kj_shared_foreign_ns(const struct kj_shared *sh);
-
-/** @brief "pids 12, 34" (as the driver reports them), or "" when none were listed. */
-void kj_shared_pids_text(const struct kj_shared *sh, char *buf, size_t len);
-
-/** @brief The sentence a report prints for the run's watch, without the iteration figures:
- *  not watched / cannot be seen here / no other process seen / other processes (pids …) seen.
- *  Plus the MIG/MPS note where one applies. */
-void kj_shared_describe(const struct kj_shared *sh, char *buf, size_t len);
-
-/** @brief The run's watch as a new JSON object the caller owns (`kjoule info`'s "shared_gpu":
- *  watched, summary, other_pids, other_processes_s, unexplained_utilization_intervals, mig, mps);
- *  {} when it cannot be read. */
-json_t *kj_shared_json(sqlite3 *db);
 
 #endif

@@ -1,6 +1,6 @@
-/* Iterations of a run (kj_report.h): the instances of the iteration range, each process's warm-up
+/* Iterations of a run (kj_acts.h): the instances of the iteration range, each process's warm-up
  * left out, and which instance owns a piece of work. */
-#include "kj_report.h"
+#include "kj_acts.h"
 
 #include <stdlib.h>
 #include <string.h>
