@@ -66,6 +66,35 @@ void cmp_energy_add_all(struct cmp_iter *x, struct cmp_group *gr, double mj)
 		gr->e_cand_launches++;
 }
 
+const char *const kj_cmp_data_names[KJ_CMP_DATA_KINDS] = {"unknown", "saved", "other_saved", "fill"};
+
+int cmp_energy_data_shares(const struct kj_compare *c, double share[KJ_CMP_DATA_KINDS])
+{
+	double total = 0;
+	for (int k = 0; k < KJ_CMP_DATA_KINDS; k++)
+		share[k] = 0;
+	for (size_t g = 0; g < c->n_groups; g++) {
+		const struct cmp_group *gr = &c->groups[g];
+		if (gr->energy_mj < 0 || gr->measured_ns <= 0)
+			continue;
+		share[gr->data] += (double)gr->measured_ns;
+		total += (double)gr->measured_ns;
+	}
+	if (total <= 0)
+		return 0;
+	for (int k = 0; k < KJ_CMP_DATA_KINDS; k++)
+		share[k] /= total;
+	return 1;
+}
+
+const char *cmp_energy_data_label(const struct kj_compare *c)
+{
+	double sh[KJ_CMP_DATA_KINDS];
+	if (!cmp_energy_data_shares(c, sh) || sh[KJ_CMP_DATA_UNKNOWN] > 0.99)
+		return c->have_snapshot ? "saved_buffers" : "random_fill";
+	return sh[KJ_CMP_DATA_SAVED] >= 0.99 ? "saved_buffers" : sh[KJ_CMP_DATA_FILL] >= 0.99 ? "random_fill" : "mixed";
+}
+
 const char *const kj_cmp_e_candidate_names[KJ_CMP_E_CANDIDATES] = {
 	"mean_warm_cold", "placed_in_situ", "placed_in_sequence", "power_x_in_situ_time",
 	"placed_power_x_in_situ_time", "warm_power_x_in_situ_time"};

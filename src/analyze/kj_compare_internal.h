@@ -74,6 +74,7 @@ struct cmp_group {
 	double energy_warm_mj;       /* the warm replay's energy per launch; < 0: none */
 	double energy_cold_mj;       /* with the kernel's data out of L2 (replay_energy_cold); < 0: none */
 	double power_mw;             /* mean power while it was replayed for energy; < 0: unknown */
+	int data;                    /* what its energy replay ran on: a KJ_CMP_DATA_* */
 	int64_t launches;            /* in kept iterations */
 	int64_t measured_ns;
 	int waits;                   /* waits on something outside itself: not replayable alone */
@@ -277,6 +278,21 @@ size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
 void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
 /* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
 void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
+
+/* What a kernel's energy replay ran on (replay_energy.data): unknown (runs replayed before it was
+ * stored), its own launch's saved buffers, other launches' saved buffers over kjoule's fill, or
+ * kjoule's fill alone. */
+enum { KJ_CMP_DATA_UNKNOWN, KJ_CMP_DATA_SAVED, KJ_CMP_DATA_OTHER_SAVED, KJ_CMP_DATA_FILL, KJ_CMP_DATA_KINDS };
+extern const char *const kj_cmp_data_names[KJ_CMP_DATA_KINDS];
+
+/* The shares of the kept iterations' kernel time whose energy was replayed on each kind of data,
+ * over the kernels replayed with energy (they sum to 1), into share[]; 0 when none was. */
+int cmp_energy_data_shares(const struct kj_compare *c, double share[KJ_CMP_DATA_KINDS]);
+
+/* What the per-kernel energy replays ran on, in one word: "saved_buffers" (99 % or more of the
+ * replayed kernels' time on their own launches' saved buffers), "random_fill" (as much on kjoule's
+ * fill alone), "mixed"; by the run's snapshot alone where the replay did not say (older runs). */
+const char *cmp_energy_data_label(const struct kj_compare *c);
 /* Their names, as the text and the JSON say them. */
 extern const char *const kj_cmp_e_candidate_names[KJ_CMP_E_CANDIDATES];
 /* Adds energy that every candidate credits alike (a kernel kept at its in-situ time); gr may be

@@ -238,11 +238,17 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		}
 	}
 	sqlite3_finalize(st);
+	/* runs replayed before each kernel's data was stored have no data column: unknown */
+	int has_data = kj_db_has_column(db, "replay_energy", "data");
 	if (kj_db_prepare(db,
-			  "SELECT unique_id, energy_mj_per_launch,"
-			  " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0))"
-			  " FROM replay_energy"
-			  " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
+			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data"
+				     " FROM replay_energy"
+				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0"
+				   : "SELECT unique_id, energy_mj_per_launch,"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL"
+				     " FROM replay_energy"
+				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
 			  &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -256,6 +262,11 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 			c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
 		}
 		c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
+		const char *data = (const char *)sqlite3_column_text(st, 3);
+		c->groups[g].data = KJ_CMP_DATA_UNKNOWN;
+		for (int k = 1; data && k < KJ_CMP_DATA_KINDS; k++)
+			if (!strcmp(data, kj_cmp_data_names[k]))
+				c->groups[g].data = k;
 		c->n_replay_energy_rows++;
 	}
 	sqlite3_finalize(st);

@@ -306,7 +306,17 @@ json_t *kj_compare_json(const struct kj_compare *c)
 			    cmp_num_or_null(s.e_seq_time * NS_US, s.have_seq_e && s.e_seq_paced));
 	/* what the per-kernel energy replays ran on: the program's saved buffers or kjoule's fill */
 	json_object_set_new(o, "energy_replay_data", !s.have_kernels_e ? json_null()
-				  : json_string(c->have_snapshot ? "saved_buffers" : "random_fill"));
+				  : json_string(cmp_energy_data_label(c)));
+	/* the shares of the replayed kernels' time on each kind of data, where the replay said */
+	double dsh[KJ_CMP_DATA_KINDS];
+	if (s.have_kernels_e && cmp_energy_data_shares(c, dsh) && dsh[KJ_CMP_DATA_UNKNOWN] < 1) {
+		json_t *d = json_object();
+		for (int k = 0; k < KJ_CMP_DATA_KINDS; k++)
+			json_object_set_new(d, kj_cmp_data_names[k], json_real(round(dsh[k] * 1e4) / 1e4));
+		json_object_set_new(o, "energy_replay_data_shares", d);
+	} else {
+		json_object_set_new(o, "energy_replay_data_shares", json_null());
+	}
 	json_object_set_new(o, "energy_sequence_data",
 			    s.have_seq_e && s.e_seq_data && s.e_seq_data[0] ? json_string(s.e_seq_data) : json_null());
 	json_object_set_new(o, "idle_power_w", cmp_num_or_null(c->idle_w, c->idle_w >= 0));

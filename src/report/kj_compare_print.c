@@ -232,10 +232,19 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			s.e_kernels / 1000, 100 * s.cov_energy);
 	else
 		fprintf(f, "  no replayed energy per launch yet\n");
-	if (s.have_kernels_e && !c->have_snapshot)
+	const char *data = s.have_kernels_e ? cmp_energy_data_label(c) : "";
+	double dsh[KJ_CMP_DATA_KINDS];
+	if (!strcmp(data, "random_fill"))
 		fprintf(f, "    (replayed on kjoule's random fill, not the program's data: operand values move a kernel's"
 			   " power by tens of percent; trace with --snapshot to replay on the program's own buffers,"
 			   " docs/replay.md \"Data\")\n");
+	else if (!strcmp(data, "mixed") && cmp_energy_data_shares(c, dsh))
+		fprintf(f, "    (replayed partly on the program's data: %.1f%% of the replayed kernels' time on their own"
+			   " launches' saved buffers, %.1f%% on other launches' saved buffers over kjoule's fill, %.1f%% on"
+			   " kjoule's fill alone%s; a --snapshot budget that ran out leaves launches unsaved: raise it"
+			   " with --snapshot=MB)\n",
+			100 * dsh[KJ_CMP_DATA_SAVED], 100 * dsh[KJ_CMP_DATA_OTHER_SAVED], 100 * dsh[KJ_CMP_DATA_FILL],
+			dsh[KJ_CMP_DATA_UNKNOWN] > 0 ? ", the rest unknown" : "");
 	if (s.have_kernels_e && s.have_cold_e) {
 		fprintf(f, "    each kernel at the mean of its energies with warm and cold L2, as its time:\n");
 		fprintf(f, "    warm L2 (same buffers)            %12.6f\n", s.e_kernels_warm / 1000);
