@@ -27,7 +27,12 @@ static void why_text(const struct kj_clock_state *prog, const struct kj_clock_st
 		     char *buf, size_t len)
 {
 	char words[200];
-	if (kj_clock_verdict_of(prog) == KJ_CLOCK_THROTTLED) {
+	enum kj_clock_verdict a = kj_clock_verdict_of(prog), b = kj_clock_verdict_of(rep);
+	if (!((a == KJ_CLOCK_THROTTLED && b == KJ_CLOCK_CLEAN) || (a == KJ_CLOCK_CLEAN && b == KJ_CLOCK_THROTTLED))) {
+		kj_clock_throttled(prog->reasons | rep->reasons, words, sizeof(words));
+		snprintf(buf, len, "the program and its %s were capped (%s) to different clocks: SM clock median %.0f MHz"
+			 " against %.0f MHz", what, words, prog->sm_clock_median_mhz, rep->sm_clock_median_mhz);
+	} else if (a == KJ_CLOCK_THROTTLED) {
 		kj_clock_throttled(prog->reasons, words, sizeof(words));
 		snprintf(buf, len, "the program ran throttled (%s) and its %s did not", words, what);
 	} else {

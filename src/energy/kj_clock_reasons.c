@@ -1,5 +1,6 @@
 /* NVML clocks-event reasons told apart and named; verdicts on a side's clock state. Pure: no
  * NVML, no database (kj_clock_state.c reads the run). See kj_clock_state.h. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,13 @@ int kj_clock_mismatch(const struct kj_clock_state *program, const struct kj_cloc
 	enum kj_clock_verdict a = kj_clock_verdict_of(program), b = kj_clock_verdict_of(replays);
 	if (a == KJ_CLOCK_UNKNOWN || b == KJ_CLOCK_UNKNOWN)
 		return -1;
-	return (a == KJ_CLOCK_THROTTLED && b == KJ_CLOCK_CLEAN) || (a == KJ_CLOCK_CLEAN && b == KJ_CLOCK_THROTTLED);
+	if ((a == KJ_CLOCK_THROTTLED && b == KJ_CLOCK_CLEAN) || (a == KJ_CLOCK_CLEAN && b == KJ_CLOCK_THROTTLED))
+		return 1;
+	double pm = program->sm_clock_median_mhz, rm = replays->sm_clock_median_mhz;
+	if ((a >= KJ_CLOCK_PARTLY || b >= KJ_CLOCK_PARTLY) && pm > 0 && rm > 0 &&
+	    fabs(pm - rm) > KJ_CLOCK_CAPPED_APART * (pm > rm ? pm : rm))
+		return 1;
+	return 0;
 }
 
 void kj_clock_state_of_windows(const struct kj_clock_window *w, size_t n, struct kj_clock_state *out)

@@ -65,6 +65,9 @@ enum kj_clock_verdict {
 	KJ_CLOCK_THROTTLED = 2,
 };
 
+/** Capped sides whose SM clock medians differ by more than this share of the higher are apart. */
+#define KJ_CLOCK_CAPPED_APART 0.05
+
 /** @brief The verdict on one side from its share of throttled readings (thresholds above). */
 enum kj_clock_verdict kj_clock_verdict_of(const struct kj_clock_state *s);
 /** @brief "clean", "partly", "throttled" or "unknown". */
@@ -72,8 +75,11 @@ const char *kj_clock_verdict_name(enum kj_clock_verdict v);
 
 /**
  * @brief Whether the program and its replays ran in different clock states: 1 when one side ran
- *        throttled and the other clean (a figure of one then says little about the other), 0 when
- *        both are known and not so opposed, -1 when either is unknown.
+ *        throttled and the other clean, or when either side was capped (throttled or partly) and
+ *        their SM clock medians lie more than KJ_CLOCK_CAPPED_APART apart (both capped, but to
+ *        different clocks: a duty-cycled program and a replay running flat out settle apart); a
+ *        figure of one then says little about the other. 0 when both are known and alike enough,
+ *        -1 when either is unknown.
  */
 int kj_clock_mismatch(const struct kj_clock_state *program, const struct kj_clock_state *replays);
 

@@ -83,6 +83,18 @@ static void test_verdict_and_mismatch(void **state)
 	assert_int_equal(kj_clock_mismatch(&clean, &clean), 0);
 	assert_int_equal(kj_clock_mismatch(&partly, &clean), 0);
 	assert_int_equal(kj_clock_mismatch(&thr, &partly), 0);
+	/* both capped, to clocks 13 % apart (a duty-cycled program at 1980 MHz, its replays run flat
+	 * out at 1724 MHz): apart; 3 % apart: alike; both clean at different clocks: alike */
+	struct kj_clock_state p = thr, r = all, c1 = clean, c2 = clean;
+	p.sm_clock_median_mhz = 1980, r.sm_clock_median_mhz = 1724;
+	assert_int_equal(kj_clock_mismatch(&p, &r), 1);
+	r.sm_clock_median_mhz = 1925;
+	assert_int_equal(kj_clock_mismatch(&p, &r), 0);
+	struct kj_clock_state q = partly;
+	q.sm_clock_median_mhz = 1600;
+	assert_int_equal(kj_clock_mismatch(&q, &r), 1); /* partly capped is capped */
+	c1.sm_clock_median_mhz = 1980, c2.sm_clock_median_mhz = 1500;
+	assert_int_equal(kj_clock_mismatch(&c1, &c2), 0);
 	/* either side unknown */
 	assert_int_equal(kj_clock_mismatch(&thr, &none), -1);
 	assert_int_equal(kj_clock_mismatch(&empty, &clean), -1);
