@@ -453,6 +453,11 @@ int kj_proc_restart(struct kj_proc *p)
 	return rc;
 }
 
+void kj_proc_set_limit(struct kj_proc *p, double limit_s)
+{
+	p->o.limit_s = limit_s;
+}
+
 int kj_proc_status(const struct kj_proc *p)
 {
 	return p->reaped ? p->status : -1;
@@ -491,7 +496,7 @@ int kj_proc_run(char *const argv[], const struct kj_proc_opts *o, void (*on_line
 		void *arg, int *status, int *timed_out)
 {
 	struct kj_proc *p;
-	static char line[KJ_PROC_LINE_MAX + 1];
+	char line[KJ_PROC_LINE_MAX + 1];
 	int rc = kj_proc_spawn(argv, o, &p);
 	*timed_out = 0;
 	if (rc)

@@ -92,6 +92,10 @@ int kj_proc_eof(const struct kj_proc *p);
  *  it runs. NULL counts as ended. */
 int kj_proc_ended(struct kj_proc *p);
 
+/** @brief A new time limit from now on (as kj_proc_opts.limit_s; its clock is not restarted),
+ *  for a worker whose requests differ in length; kj_proc_restart() keeps it. */
+void kj_proc_set_limit(struct kj_proc *p, double limit_s);
+
 /** @brief Kill the worker's process group now (SIGKILL), unless it has been reaped already. It is
  *  not marked timed out, and not reaped: its stdout ends, or kj_proc_wait() reaps it. */
 void kj_proc_kill(struct kj_proc *p);
