@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,7 @@ int cmd_pipeline(int argc, char **argv)
 		rc = rc > 0 ? 0 : 2;
 		goto out;
 	}
+	signal(SIGPIPE, SIG_IGN); /* a reader of our stdout gone does not end the measuring midway */
 	sets = calloc((size_t)o.nfiles + 1, sizeof(*sets));
 	if (!sets) {
 		rc = 1;

@@ -200,6 +200,20 @@ static void test_limit_clocks(void **state)
 	assert_int_equal(timed_out, 1);
 	assert_true(l.n >= 2 && l.n < 8);
 	lines_free(&l);
+
+	/* a limit changed after the start (a request longer or shorter than the others) */
+	char line[64];
+	struct kj_proc *p;
+	o.limit_s = 10;
+	assert_int_equal(kj_proc_spawn(argv, &o, &p), 0);
+	kj_proc_set_limit(p, 0.3);
+	double t0 = now_s();
+	int rc;
+	while (!(rc = kj_proc_line(p, line, sizeof(line))))
+		;
+	assert_int_equal(rc, KJ_ETIMEDOUT);
+	assert_true(now_s() - t0 < 1.5);
+	kj_proc_close(p);
 }
 
 /* A crash: the signal reported, in words too. */
