@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_pipeline_child.h"
 #include "kj_pipeline_run.h"
+#include "kj_proc.h"
 #include "kj_replay.h"
 
 
@@ -32,7 +33,7 @@ static void seq_phase_fill(const struct kj_pipeline_opts *o, int64_t it, const s
 			   struct kj_phase_result *r)
 {
 	char worker[PATH_MAX], its[32], ord[64], runs[16], es[32], dev[16], line[1024];
-	struct kj_child *c = NULL;
+	struct kj_proc *c = NULL;
 	struct kj_replay_seq s[2];
 	int ns = 0, rc;
 	snprintf(r->status, sizeof(r->status), "failed");
@@ -48,22 +49,22 @@ static void seq_phase_fill(const struct kj_pipeline_opts *o, int64_t it, const s
 	char *argv[] = {worker, "--db", (char *)o->from, "--sequence", its, "--ordinals", ord, "--graph",
 			"--runs", runs, "--device", dev, "--fill", (char *)fill,
 			o->no_energy ? NULL : "--energy", "--energy-seconds", es, NULL};
-	if (kj_child_start(argv, &c)) {
+	struct kj_proc_opts po = {.limit_s = o->timeout_s + o->energy_s * 3}; /* stdin: none, it reads none */
+	if (kj_proc_spawn(argv, &po, &c)) {
 		snprintf(r->error, sizeof(r->error), "cannot start %.200s", worker);
 		return;
 	}
-	kj_child_send(c, ""); /* nothing to ask: it reads no stdin */
-	while (!(rc = kj_child_line(c, o->timeout_s + o->energy_s * 3, line, sizeof(line))))
+	while (!(rc = kj_proc_line(c, line, sizeof(line))))
 		if (ns < 2 && kj_replay_parse_seq(line, &s[ns]) == 1)
 			ns++;
-	if (rc == KJ_ETIMEDOUT_CHILD) {
+	if (rc == KJ_ETIMEDOUT) {
 		snprintf(r->error, sizeof(r->error), "sequence replay timed out (worker killed)");
 	} else if (!ns) {
 		char why[128];
-		kj_child_describe_exit(c, why, sizeof(why));
+		kj_proc_describe_exit(c, why, sizeof(why));
 		snprintf(r->error, sizeof(r->error), "the replay worker gave no result: %s (its message above)", why);
 	}
-	kj_child_close(c);
+	kj_proc_close(c);
 	for (int i = 0; i < ns; i++) {
 		if (strcmp(s[i].mode, "graph") && ns > 1)
 			continue;
@@ -147,6 +148,7 @@ int cmd_pipeline(int argc, char **argv)
 		rc = rc > 0 ? 0 : 2;
 		goto out;
 	}
+	signal(SIGPIPE, SIG_IGN); /* a reader of our stdout gone does not end the measuring midway */
 	sets = calloc((size_t)o.nfiles + 1, sizeof(*sets));
 	if (!sets) {
 		rc = 1;

@@ -17,6 +17,7 @@ const char *kj_strerror(int err)
 	case KJ_EGPU: return "GPU call failed";
 	case KJ_EEXIST: return "already exists";
 	case KJ_EUNSUP: return "not supported";
+	case KJ_ETIMEDOUT: return "timed out";
 	default: return "unknown error";
 	}
 }

@@ -14,6 +14,7 @@ enum kj_error {
 	KJ_EGPU = -8,     /* CUDA/CUPTI/NVML call failed */
 	KJ_EEXIST = -9,   /* output exists */
 	KJ_EUNSUP = -10,  /* not supported by this run or device */
+	KJ_ETIMEDOUT = -11, /* a time limit passed (a worker killed for it) */
 };
 
 /** @brief Static text for a KJ_E* code. */

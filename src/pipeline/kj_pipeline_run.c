@@ -13,7 +13,7 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_pipeline_child.h"
+#include "kj_proc.h"
 
 /* "%.6g" of v, or "-" when v is not a finite number (not measured). */
 static const char *fmt_or_dash(double v, char *buf, size_t len)
@@ -29,7 +29,7 @@ struct kj_pipeline_host {
 	const struct kj_pipeline_opts *o;
 	char worker[PATH_MAX];
 	kj_pipeline_seq_fn seq; /* --from's phases */
-	struct kj_child *c;
+	struct kj_proc *c; /* the worker, once started */
 	/* results already measured, by request text (identical layers are measured once) */
 	char **keys;
 	struct kj_phase_result *vals;
@@ -45,35 +45,30 @@ static int gpu_worker_start(struct kj_pipeline_host *g)
 	snprintf(dev, sizeof(dev), "%d", g->o->device);
 	char *argv[] = {g->worker, "--device", dev, "--unroll", unroll, "--iters", iters,
 			"--energy-seconds", es, g->o->no_energy ? "--no-energy" : NULL, NULL};
-	return kj_child_start(argv, &g->c);
+	struct kj_proc_opts po = {.requests = 1, .limit_s = g->o->timeout_s, .clock = KJ_PROC_SILENCE};
+	return kj_proc_spawn(argv, &po, &g->c);
 }
 
-/* One request line to the pipeline worker, one KJ_PHASE reply (restarting a dead worker first). */
+/* One request line to the pipeline worker, one KJ_PHASE reply within timeout_s of silence
+ * (starting the worker, or a new one where the last has ended, first). */
 static void gpu_request(struct kj_pipeline_host *g, const char *req, double timeout_s, struct kj_phase_result *r,
 			char *extra, size_t extra_len)
 {
 	char line[1024];
 	int rc;
-	if (!kj_child_alive(g->c)) {
-		kj_child_close(g->c);
-		g->c = NULL;
-		if (gpu_worker_start(g)) {
-			snprintf(r->status, sizeof(r->status), "failed");
-			snprintf(r->error, sizeof(r->error), "cannot start %.200s", g->worker);
-			return;
-		}
+	if (kj_proc_ended(g->c) && (g->c ? kj_proc_restart(g->c) : gpu_worker_start(g))) {
+		snprintf(r->status, sizeof(r->status), "failed");
+		snprintf(r->error, sizeof(r->error), "cannot start %.200s", g->worker);
+		return;
 	}
-	if (kj_child_send(g->c, req)) { /* it ended since the last reply: a new one, once */
-		kj_child_close(g->c);
-		g->c = NULL;
-		if (!gpu_worker_start(g) && !kj_child_send(g->c, req))
-			goto read;
+	kj_proc_set_limit(g->c, timeout_s);
+	/* it ended since the last reply: a new one, once */
+	if (kj_proc_send(g->c, req) && (kj_proc_restart(g->c) || kj_proc_send(g->c, req))) {
 		snprintf(r->status, sizeof(r->status), "failed");
 		snprintf(r->error, sizeof(r->error), "worker not reachable");
 		return;
 	}
-read:
-	while (!(rc = kj_child_line(g->c, timeout_s, line, sizeof(line))))
+	while (!(rc = kj_proc_line(g->c, line, sizeof(line))))
 		if (kj_phase_result_parse(line, r) == 1)
 			return;
 		else if (!strncmp(line, "KJ_", 3) && extra)
@@ -83,11 +78,11 @@ read:
 		else
 			fprintf(stderr, "%s\n", line);
 	snprintf(r->status, sizeof(r->status), "failed");
-	if (rc == KJ_ETIMEDOUT_CHILD) {
+	if (rc == KJ_ETIMEDOUT) {
 		snprintf(r->error, sizeof(r->error), "timed out after %.0f s (worker killed)", timeout_s);
 	} else {
 		char why[128];
-		kj_child_describe_exit(g->c, why, sizeof(why));
+		kj_proc_describe_exit(g->c, why, sizeof(why));
 		snprintf(r->error, sizeof(r->error), "%s before a result (see its message above)", why);
 	}
 }
@@ -143,7 +138,7 @@ void kj_pipeline_host_close(struct kj_pipeline_host *g)
 {
 	if (!g)
 		return;
-	kj_child_close(g->c);
+	kj_proc_close(g->c);
 	for (size_t i = 0; i < g->n; i++)
 		free(g->keys[i]);
 	free(g->keys);

@@ -1,18 +1,13 @@
-/* The sweep's worker processes: starting them (one kjoule-sweep-worker a GPU, or the ranks of
- * one NCCL communicator, one kjoule-nccl-worker a GPU), requests out, answers in, stopping them. */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+/* The sweep's worker processes, hosted by kj_proc: starting them (one kjoule-sweep-worker a GPU,
+ * or the ranks of one NCCL communicator, one kjoule-nccl-worker a GPU), requests out, answers in,
+ * stopping them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kj_error.h"
-#include "kj_gpu.h"
+#include "kj_proc.h"
 #include "kj_sweep.h"
 #include "kj_sweep_internal.h"
 
@@ -91,77 +86,64 @@ static void visible_entry(int index, char *dev, size_t len)
 		snprintf(dev, len, "%d", index);
 }
 
-/* In a child before exec: the config's iteration counts and NVLink multicast off where the user
- * did not say (collectives through NVLS, PyTorch's symmetric memory and NVSHMEM all use it). */
-static void child_env(const struct kj_sweep_config *cfg)
+/* Append "NAME=value" to env[*n] (copies into the caller's store, `left` bytes at *at). */
+static void env_add(char **env, int *n, char **at, size_t *left, const char *name, const char *value)
 {
-	char num[32];
+	int k = snprintf(*at, *left, "%s=%s", name, value);
+	if (k < 0 || (size_t)k >= *left)
+		return;
+	env[(*n)++] = *at;
+	*at += k + 1;
+	*left -= (size_t)k + 1;
+}
+
+/* Start path as rank `rank` of w's group (rank < 0: a single worker narrowed to its GPU `device`)
+ * into *out: the config's iteration counts, NVLink multicast off where the user did not say
+ * (collectives through NVLS, PyTorch's symmetric memory and NVSHMEM all use it), the rank's
+ * facts. 0 or KJ_E*. */
+static int spawn(const char *path, int device, int rank, const struct worker *w,
+		 const struct kj_sweep_config *cfg, double timeout_s, struct kj_proc **out)
+{
+	char store[2048], *at = store, *env[16], num[32], dev[64], devs[256] = "", idf[300];
+	size_t left = sizeof(store);
+	int n = 0;
 	snprintf(num, sizeof(num), "%d", cfg->wait);
-	setenv("KJ_SWEEP_WAIT", num, 1);
+	env_add(env, &n, &at, &left, "KJ_SWEEP_WAIT", num);
 	snprintf(num, sizeof(num), "%d", cfg->warmup);
-	setenv("KJ_SWEEP_WARMUP", num, 1);
+	env_add(env, &n, &at, &left, "KJ_SWEEP_WARMUP", num);
 	snprintf(num, sizeof(num), "%d", cfg->active);
-	setenv("KJ_SWEEP_ACTIVE", num, 1);
-	setenv("NCCL_NVLS_ENABLE", "0", 0);
-	setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 0);
-	setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
-}
-
-/* Fork and exec path with stdin from in_fd and stdout to out_fd (-1: /dev/null); rank < 0: a
- * single worker narrowed to its GPU, else rank `rank` of w's group. The pid, or -1. */
-static pid_t spawn(const char *path, int in_fd, int out_fd, int device, int rank, const struct worker *w,
-		   const struct kj_sweep_config *cfg)
-{
-	char dev[64], num[32], devs[256] = "", idf[300];
-	if (rank < 0)
-		visible_entry(device, dev, sizeof(dev));
-	for (int r = 0; rank >= 0 && r < w->ranks; r++)
-		snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "%s%d", r ? "," : "", w->device + r);
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	dup2(in_fd, 0);
-	if (out_fd >= 0) {
-		dup2(out_fd, 1);
-	} else {
-		int nul = open("/dev/null", O_WRONLY);
-		if (nul >= 0)
-			dup2(nul, 1);
-	}
-	child_env(cfg);
+	env_add(env, &n, &at, &left, "KJ_SWEEP_ACTIVE", num);
+	static const char *const multicast_off[][2] = {
+		{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+	for (size_t i = 0; i < sizeof(multicast_off) / sizeof(multicast_off[0]); i++)
+		if (!getenv(multicast_off[i][0]))
+			env_add(env, &n, &at, &left, multicast_off[i][0], multicast_off[i][1]);
 	if (rank < 0) {
-		setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+		visible_entry(device, dev, sizeof(dev));
+		env_add(env, &n, &at, &left, "CUDA_VISIBLE_DEVICES", dev);
 	} else {
+		for (int r = 0; r < w->ranks; r++)
+			snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "%s%d", r ? "," : "", w->device + r);
 		snprintf(num, sizeof(num), "%d", rank);
-		setenv("KJ_NCCL_RANK", num, 1);
+		env_add(env, &n, &at, &left, "KJ_NCCL_RANK", num);
 		snprintf(num, sizeof(num), "%d", w->ranks);
-		setenv("KJ_NCCL_NRANKS", num, 1);
+		env_add(env, &n, &at, &left, "KJ_NCCL_NRANKS", num);
 		snprintf(num, sizeof(num), "%d", device);
-		setenv("KJ_NCCL_DEVICE", num, 1);
-		setenv("KJ_NCCL_DEVICES", devs, 1);
+		env_add(env, &n, &at, &left, "KJ_NCCL_DEVICE", num);
+		env_add(env, &n, &at, &left, "KJ_NCCL_DEVICES", devs);
 		snprintf(idf, sizeof(idf), "%s/nccl.id", w->id_dir);
-		setenv("KJ_NCCL_ID_FILE", idf, 1);
+		env_add(env, &n, &at, &left, "KJ_NCCL_ID_FILE", idf);
 	}
-	execl(path, path, (char *)NULL);
-	fprintf(stderr, "kjoule: cannot start %s: %s\n", path, strerror(errno));
-	_exit(127);
-}
-
-/* A pipe whose ends no other child inherits (it would hold a worker's stdin open). */
-static int pipe_cloexec(int p[2])
-{
-	if (pipe(p))
-		return -1;
-	fcntl(p[0], F_SETFD, FD_CLOEXEC);
-	fcntl(p[1], F_SETFD, FD_CLOEXEC);
-	return 0;
+	env[n] = NULL;
+	char *argv[] = {(char *)path, NULL};
+	struct kj_proc_opts o = {.env = (const char *const *)env, .requests = 1, .discard_stdout = rank > 0,
+				 .limit_s = rank > 0 ? 0 : timeout_s, .clock = KJ_PROC_REQUEST};
+	return kj_proc_spawn(argv, &o, out);
 }
 
 int kj_sweep_worker_start(struct worker *w, const char *path, int device, int ranks,
-			  const struct kj_sweep_config *cfg)
+			  const struct kj_sweep_config *cfg, double timeout_s)
 {
-	int in[2], out[2];
 	memset(w, 0, sizeof(*w));
 	w->device = device;
 	w->shape = -1;
@@ -174,79 +156,28 @@ int kj_sweep_worker_start(struct worker *w, const char *path, int device, int ra
 			return KJ_EIO;
 		}
 	}
-	if (pipe_cloexec(in))
-		goto fail;
-	if (pipe_cloexec(out)) {
-		close(in[0]);
-		close(in[1]);
-		goto fail;
+	if (spawn(path, device, w->ranks > 1 ? 0 : -1, w, cfg, timeout_s, &w->proc)) {
+		if (w->id_dir[0])
+			rmdir(w->id_dir);
+		w->id_dir[0] = '\0';
+		return KJ_EIO;
 	}
-	w->pid = spawn(path, in[0], out[1], device, w->ranks > 1 ? 0 : -1, w, cfg);
-	close(in[0]);
-	close(out[1]);
-	w->in_fd = in[1];
-	w->out_fd = out[0];
-	if (w->pid < 0) {
-		w->pid = 0;
-		close(w->in_fd);
-		close(w->out_fd);
-		goto fail;
-	}
-	for (int r = 1; r < w->ranks; r++) {
-		int p[2];
-		if (pipe_cloexec(p)) {
+	for (int r = 1; r < w->ranks; r++)
+		if (spawn(path, device + r, r, w, cfg, 0, &w->peer[r])) {
 			kj_sweep_worker_stop(w);
 			return KJ_EIO;
 		}
-		w->peer_pid[r] = spawn(path, p[0], -1, device + r, r, w, cfg);
-		close(p[0]);
-		w->peer_in[r] = p[1];
-		if (w->peer_pid[r] < 0) {
-			w->peer_pid[r] = 0;
-			kj_sweep_worker_stop(w);
-			return KJ_EIO;
-		}
-	}
 	return 0;
-fail:
-	if (w->id_dir[0])
-		rmdir(w->id_dir);
-	w->id_dir[0] = '\0';
-	return KJ_EIO;
-}
-
-/* Reap pid: wait up to grace_ms for it to end, then SIGKILL it and wait. */
-static void reap(pid_t pid, int grace_ms)
-{
-	int st;
-	for (int t = 0; t < grace_ms; t += 50) {
-		if (waitpid(pid, &st, WNOHANG) != 0)
-			return;
-		struct timespec ts = {0, 50 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
 }
 
 void kj_sweep_worker_stop(struct worker *w)
 {
-	int st;
-	if (w->pid > 0) {
-		close(w->in_fd);
-		close(w->out_fd);
-		if (w->ranks > 1)
-			reap(w->pid, 5000);
-		else
-			waitpid(w->pid, &st, 0);
-		w->pid = 0;
+	kj_proc_close(w->proc);
+	w->proc = NULL;
+	for (int r = 1; r < w->ranks; r++) {
+		kj_proc_close(w->peer[r]);
+		w->peer[r] = NULL;
 	}
-	for (int r = 1; r < w->ranks; r++)
-		if (w->peer_pid[r] > 0) {
-			close(w->peer_in[r]);
-			reap(w->peer_pid[r], 5000);
-			w->peer_pid[r] = 0;
-		}
 	if (w->id_dir[0]) {
 		char f[300];
 		snprintf(f, sizeof(f), "%s/nccl.id", w->id_dir);
@@ -258,11 +189,11 @@ void kj_sweep_worker_stop(struct worker *w)
 
 int kj_sweep_worker_peer_died(struct worker *w)
 {
-	int st;
-	for (int r = 1; w->pid > 0 && r < w->ranks; r++)
-		if (w->peer_pid[r] > 0 && waitpid(w->peer_pid[r], &st, WNOHANG) == w->peer_pid[r]) {
-			w->peer_pid[r] = 0;
-			kill(w->pid, SIGKILL); /* rank 0 would wait in the collective for ever */
+	for (int r = 1; w->proc && r < w->ranks; r++)
+		if (w->peer[r] && kj_proc_ended(w->peer[r])) {
+			kj_proc_close(w->peer[r]);
+			w->peer[r] = NULL;
+			kj_proc_kill(w->proc); /* rank 0 would wait in the collective for ever */
 			return 1;
 		}
 	return 0;
@@ -282,22 +213,8 @@ int kj_sweep_worker_send(struct worker *w, const struct kj_sweep_config *cfg, in
 {
 	char line[512];
 	kj_sweep_request(cfg, precision, v, energy, check, line, sizeof(line));
-	ssize_t n = (ssize_t)strlen(line);
-	w->sent_s = kj_now_ns() / 1e9;
 	for (int r = 1; r < w->ranks; r++)
-		if (w->peer_pid[r] > 0 && write(w->peer_in[r], line, n) != n)
+		if (w->peer[r] && kj_proc_send(w->peer[r], line))
 			return KJ_EIO;
-	return write(w->in_fd, line, n) == n ? 0 : KJ_EIO;
-}
-
-int kj_sweep_worker_line(struct worker *w, char *line, size_t len)
-{
-	char *nl = memchr(w->buf, '\n', w->have);
-	if (!nl)
-		return 0;
-	size_t n = nl - w->buf;
-	snprintf(line, len, "%.*s", (int)n, w->buf);
-	memmove(w->buf, nl + 1, w->have - n - 1);
-	w->have -= n + 1;
-	return 1;
+	return kj_proc_send(w->proc, line) ? KJ_EIO : 0;
 }

@@ -3,19 +3,18 @@
  * killed sweep loses at most the shapes in flight) and logs progress as the seed does. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kj_atomic.h"
 #include "kj_error.h"
 #include "kj_gpu.h"
+#include "kj_proc.h"
 #include "kj_sweep.h"
 #include "kj_sweep_internal.h"
 
@@ -350,7 +349,7 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 	if (nw > ntodo)
 		nw = (int)ntodo;
 	for (int i = 0; i < nw; i++) {
-		if ((rc = kj_sweep_worker_start(&w[i], opts->worker, opts->device + i, ranks, cfg))) {
+		if ((rc = kj_sweep_worker_start(&w[i], opts->worker, opts->device + i, ranks, cfg, opts->timeout_s))) {
 			kj_errorf("cannot start %s: %s", opts->worker, strerror(errno));
 			goto out;
 		}
@@ -366,24 +365,21 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 	for (;;) {
 		int busy = 0;
 		for (int i = 0; i < nw; i++) {
-			if (w[i].pid > 0 && w[i].shape == -1 && next < ntodo) {
+			if (w[i].proc && w[i].shape == -1 && next < ntodo) {
 				if (kj_sweep_worker_send(&w[i], cfg, opts->precision, shapes + todo[next] * nc,
 						opts->energy, check) == 0)
 					w[i].shape = next++;
 			}
-			busy += w[i].pid > 0 && w[i].shape != -1;
+			busy += w[i].proc && w[i].shape != -1;
 		}
 		if (!busy)
 			break;
-		struct pollfd pf[MAX_WORKERS];
-		for (int i = 0; i < nw; i++) {
-			pf[i].fd = w[i].pid > 0 && w[i].shape != -1 ? w[i].out_fd : -1;
-			pf[i].events = POLLIN;
-			pf[i].revents = 0;
-		}
-		if (poll(pf, nw, 1000) < 0) {
-			if (errno == EINTR)
-				continue;
+		/* the busy workers' answers; one whose shape takes longer than --timeout is killed
+		 * (its end is read below as a death, and the shape retried on resume) */
+		struct kj_proc *pp[MAX_WORKERS];
+		for (int i = 0; i < nw; i++)
+			pp[i] = w[i].shape != -1 ? w[i].proc : NULL;
+		if (kj_proc_poll(pp, (size_t)nw, 1000)) {
 			rc = KJ_EIO;
 			break;
 		}
@@ -393,44 +389,11 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 			if (kj_sweep_worker_peer_died(&w[i]))
 				kj_warnf("a rank of the collective on GPUs %d..%d ended; restarting the group",
 					 w[i].device, w[i].device + ranks - 1);
-		/* a shape that takes longer than the timeout: the worker is killed (its end is read
-		 * below as a death, and the shape retried on resume) */
-		for (int i = 0; opts->timeout_s > 0 && i < nw; i++)
-			if (w[i].pid > 0 && w[i].shape != -1 && !w[i].timed_out &&
-			    now_s() - w[i].sent_s > opts->timeout_s) {
-				w[i].timed_out = 1;
-				kill(w[i].pid, SIGKILL);
-			}
 		for (int i = 0; i < nw && !rc; i++) {
-			if (!pf[i].revents)
+			char line[KJ_PROC_LINE_MAX + 1];
+			if (!pp[i])
 				continue;
-			ssize_t got = read(w[i].out_fd, w[i].buf + w[i].have, sizeof(w[i].buf) - 1 - w[i].have);
-			char line[8192];
-			if (got <= 0) {
-				/* the worker died: its shape is lost (retried on resume); start a new one */
-				int64_t s = w[i].shape;
-				char shape[256] = "(warmup)";
-				if (s >= 0)
-					kj_sweep_shape_format(shapes + todo[s] * nc, nc, shape, sizeof(shape));
-				kj_warnf("worker on GPU %d %s during shape %s; starting another", w[i].device,
-					 w[i].timed_out ? "killed after --timeout" : "ended", shape);
-				if (st.log)
-					fprintf(st.log, "worker %s during shape %s\n",
-						w[i].timed_out ? "killed after --timeout" : "ended", shape);
-				st.failed += s >= 0;
-				int deaths = w[i].deaths + 1;
-				kj_sweep_worker_stop(&w[i]);
-				/* a worker that dies three times running, or in its warmup, is given up */
-				if (s == -2 || deaths >= 3 || kj_sweep_worker_start(&w[i], opts->worker, w[i].device, ranks, cfg)) {
-					w[i].pid = 0;
-					kj_errorf("the worker on GPU %d cannot run (%s)", w[i].device, opts->worker);
-				} else {
-					w[i].deaths = deaths;
-				}
-				continue;
-			}
-			w[i].have += got;
-			while (w[i].shape != -1 && kj_sweep_worker_line(&w[i], line, sizeof(line))) {
+			while (w[i].shape != -1 && kj_proc_next_line(w[i].proc, line, sizeof(line))) {
 				struct answer a;
 				if (kj_sweep_parse_answer(line, &a))
 					continue; /* not an answer: the worker's own chatter */
@@ -450,8 +413,29 @@ int kj_sweep_run(const struct kj_sweep_config *cfg, const struct kj_sweep_opts *
 				}
 				w[i].shape = -1;
 			}
-			if (w[i].have >= sizeof(w[i].buf) - 1)
-				w[i].have = 0; /* a line too long to be an answer */
+			if (rc || !kj_proc_eof(w[i].proc))
+				continue;
+			/* the worker died: its shape is lost (retried on resume); start a new one */
+			int64_t s = w[i].shape;
+			int timed_out = kj_proc_timed_out(w[i].proc);
+			char shape[256] = "(warmup)";
+			if (s >= 0)
+				kj_sweep_shape_format(shapes + todo[s] * nc, nc, shape, sizeof(shape));
+			kj_warnf("worker on GPU %d %s during shape %s; starting another", w[i].device,
+				 timed_out ? "killed after --timeout" : "ended", shape);
+			if (st.log)
+				fprintf(st.log, "worker %s during shape %s\n",
+					timed_out ? "killed after --timeout" : "ended", shape);
+			st.failed += s >= 0;
+			int deaths = w[i].deaths + 1;
+			kj_sweep_worker_stop(&w[i]);
+			/* a worker that dies three times running, or in its warmup, is given up */
+			if (s == -2 || deaths >= 3 ||
+			    kj_sweep_worker_start(&w[i], opts->worker, w[i].device, ranks, cfg, opts->timeout_s)) {
+				kj_errorf("the worker on GPU %d cannot run (%s)", w[i].device, opts->worker);
+			} else {
+				w[i].deaths = deaths;
+			}
 		}
 		if (rc)
 			break;
