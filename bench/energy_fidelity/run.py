@@ -179,8 +179,8 @@ def repeat(res, other_path):
     rows, diffs = {}, []
     for name, p in res["programs"].items():
         q = other["programs"].get(name)
-        if not q:
-            continue
+        if not q or q.get("run_flags") != p.get("run_flags") or q.get("program") != p.get("program"):
+            continue  # not the same measurement
         a, b = p.get("compare", {}), q.get("compare", {})
         ea, eb = a.get("energy_error_pct"), b.get("energy_error_pct")
         both = bool(a.get("energy_error_judgeable") and b.get("energy_error_judgeable")) and None not in (ea, eb)
