@@ -369,7 +369,10 @@ static int rank_facts(sqlite3 *db, struct kj_job *j)
 	if (kj_db_prepare(db, "SELECT coalesce(d.name, ''), (SELECT coalesce(ended_cleanly, 0) FROM"
 			      " process WHERE pid = ?2) FROM (SELECT 1) LEFT JOIN device d ON d.id = ?1", &st))
 		return KJ_EDB;
-	if (kj_db_prepare(db, "SELECT what FROM problem WHERE pid = ?1 ORDER BY id LIMIT 1", &pr)) {
+	/* how it ended: ingest's row for a process that did not close its trace starts "ended "
+	 * (kj_ingest_end.c); a run ingested before those rows existed has none */
+	if (kj_db_prepare(db, "SELECT what FROM problem WHERE pid = ?1 AND what LIKE 'ended %' ORDER BY id"
+			      " LIMIT 1", &pr)) {
 		sqlite3_finalize(st);
 		return KJ_EDB;
 	}
@@ -385,7 +388,7 @@ static int rank_facts(sqlite3 *db, struct kj_job *j)
 		if (r->died) {
 			j->n_died++;
 			snprintf(r->died_why, sizeof(r->died_why), "ended without closing its trace"
-				 " (killed, crashed or _exit)");
+				 " (killed, crashed or _exit; this run does not record how)");
 			sqlite3_reset(pr);
 			sqlite3_bind_int64(pr, 1, r->pid);
 			if (sqlite3_step(pr) == SQLITE_ROW && sqlite3_column_text(pr, 0))

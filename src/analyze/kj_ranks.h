@@ -34,7 +34,9 @@ struct kj_rank {
 	double energy_mj, energy_unc_mj; /* its GPU per iteration */
 	const char *energy_why; /* when not ok */
 	int died;               /* the process never closed its trace (killed, crashed, _exit) */
-	char died_why[200];     /* the problem the run recorded, or a fixed text */
+	char died_why[256];     /* how it ended, as ingest recorded it ("ended by SIGTERM from pid 7
+	                         * (torchrun)", "ended without closing its trace: SIGKILL ..."); a fixed
+	                         * text for runs ingested before kjoule recorded it */
 };
 
 /** A job: its ranks and the figures they make together. */

@@ -365,10 +365,18 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 	if (json_array_size(json_object_get(o, "devices")) == 0)
 		json_array_append_new(missing, json_string("no device facts"));
 	struct kj_job job; /* several GPU processes: the ranks, whether their GPU types differ */
-	if (kj_ranks_list(db, &job) == 0 && job.n >= 2)
-		json_object_set_new(o, "ranks", json_pack("{s:I, s:s, s:b, s:I}", "ranks", (json_int_t)job.n,
+	if (kj_ranks_list(db, &job) == 0 && job.n >= 2) {
+		json_t *died = json_array(); /* each dead rank: which, and how it ended */
+		for (size_t i = 0; i < job.n; i++)
+			if (job.r[i].died)
+				json_array_append_new(died, json_pack("{s:I, s:I, s:I, s:s}", "rank", (json_int_t)i,
+								      "pid", (json_int_t)job.r[i].pid, "device_id",
+								      (json_int_t)job.r[i].device_id, "why",
+								      job.r[i].died_why));
+		json_object_set_new(o, "ranks", json_pack("{s:I, s:s, s:b, s:I, s:o}", "ranks", (json_int_t)job.n,
 							  "gpu_types", job.gpus, "mixed_gpu_types", job.mixed_gpus,
-							  "ranks_died", (json_int_t)job.n_died));
+							  "ranks_died", (json_int_t)job.n_died, "died", died));
+	}
 	kj_job_free(&job);
 	/* the L1/shared split each kernel ran with: replay asks each function for it */
 	json_t *split = kj_db_has_column(db, "kernel", "shmem_executed")

@@ -87,10 +87,15 @@ static void print_text(json_t *o)
 	}
 	if (sv(json_object_get(o, "shared_gpu"), "summary"))
 		printf("gpu shared: %s\n", sv(json_object_get(o, "shared_gpu"), "summary"));
-	if ((v = json_object_get(o, "ranks")))
+	if ((v = json_object_get(o, "ranks"))) {
+		json_t *d;
 		printf("ranks:      %" PRId64 " processes with GPU work (%s)%s\n", iv(v, "ranks"), sv(v, "gpu_types"),
 		       json_is_true(json_object_get(v, "mixed_gpu_types"))
 			       ? "\n            warning: the ranks run on different GPU types" : "");
+		json_array_foreach(json_object_get(v, "died"), i, d)
+			printf("            rank %" PRId64 " (GPU %" PRId64 ", pid %" PRId64 ") died: %s\n",
+			       iv(d, "rank"), iv(d, "device_id"), iv(d, "pid"), sv(d, "why"));
+	}
 	printf("devices:    %zu\n", json_array_size(json_object_get(o, "devices")));
 	json_array_foreach(json_object_get(o, "devices"), i, v)
 	{

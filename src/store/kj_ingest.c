@@ -484,13 +484,9 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 			 "or crashed; records up to then are kept", (long long)in.pid, stop, in.n);
 		kj_db_problem(db, in.pid, -1, "warning", what);
 		in.stats->truncated_files++;
-	} else if (!in.saw_end) {
-		char what[200];
-		snprintf(what, sizeof(what),
-			 "process %lld ended without closing its trace (killed, crashed or _exit): "
-			 "the last second of activity may be missing", (long long)in.pid);
-		kj_db_problem(db, in.pid, -1, "warning", what);
 	}
+	if (!in.saw_end)
+		rc = ing_note_death(&in);
 out:
 	ingest_free(&in);
 	munmap((void *)in.data, in.n);

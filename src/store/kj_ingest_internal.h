@@ -191,6 +191,13 @@ int ing_orphan_collect(struct ingest *in, uint64_t offset, int64_t start, int64_
 /** Between the passes: give each uncorrelated graph record the correlation of the graph launch
  *  that ran it; a problem row (info) says how many and how. */
 int ing_orphans_resolve(struct ingest *in);
+
+/* ---- how a process ended (kj_ingest_end.c) ---- */
+/** A process that did not close its trace: one problem row whose text starts "ended ": the signal
+ *  its record beside the spool names (and who sent it), or that none was left (SIGKILL, or an
+ *  exit kjoule could not see). A record that is not one is warned about, naming file and line.
+ *  @return 0 or KJ_EDB. */
+int ing_note_death(struct ingest *in);
 /** Pass 2: the correlation of the record at offset (corr itself unless it was resolved). */
 uint32_t ing_orphan_correlation(const struct ingest *in, uint64_t offset, uint32_t corr);
 

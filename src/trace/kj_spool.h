@@ -345,6 +345,25 @@ struct kj_rec_dropped {
 	uint64_t count;
 };
 
+/* The signal record: a small text file, p<pid>.signal beside the process's p<pid>.spool, that the
+ * injection library's handler writes when a signal whose action is the default (the process is
+ * certain to die: SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) reaches a
+ * traced process. It is written with async-signal-safe calls only, into p<pid>.signal.tmp and
+ * renamed into place, so a reader sees it whole or not at all. One "key value" line each, numbers
+ * in decimal:
+ *   kjoule-signal 1        (first line: the format and its version)
+ *   signal 15              the signal number
+ *   code 0                 siginfo's si_code (<= 0: sent by a process, > 0: by the kernel)
+ *   pid 1234               the sender's pid (si_pid) when a process sent it, else 0
+ *   t_ns 123               CLOCK_MONOTONIC when it arrived
+ *   arg0 /usr/bin/python3  the sender's first three command-line words as /proc/PID/cmdline held
+ *   arg1 /usr/bin/torchrun them when the signal arrived (absent when unreadable; control
+ *   arg2 --nproc-per-node  characters replaced by '?', each cut at KJ_SIGNAL_ARG_MAX bytes)
+ * Readers skip keys they do not know. SIGKILL cannot be caught: it leaves no record. */
+#define KJ_SIGNAL_HEADER "kjoule-signal 1"
+#define KJ_SIGNAL_SUFFIX ".signal"
+#define KJ_SIGNAL_ARG_MAX 200
+
 #define KJ_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
 #endif

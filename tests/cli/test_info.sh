@@ -143,4 +143,19 @@ expect 0 "$KJ" info "$T/mod.kjdb"
 has "launch_modules   $n of $n captured CUfunction launches name the module they came from (0 through CUkernel handles"
 expect 0 "$KJ" info "$SRC/examples/runs/bloom560m.kjdb"
 has "which module each launch's function came from (launch_params has no module_id column)"
+
+# two ranks, rank 1 dead (tests/tools/mkreportsec.py's odd job): which one, and how it ended
+$GEN -o "$T/job.kjdb" --kernels 0 >/dev/null || exit 1
+python3 "$SRC/tests/tools/mkreportsec.py" job "$T/job.kjdb" odd || exit 1
+expect 0 "$KJ" info "$T/job.kjdb"
+has "ranks:      2 processes with GPU work"
+has "rank 1 (GPU 1, pid 102) died: ended by SIGTERM from pid 100 (torchrun)"
+lacks "rank 0 (GPU 0"
+expect 0 "$KJ" info "$T/job.kjdb" --json
+python3 - "$T/out" <<'PY' || fail "info --json: the dead rank"
+import json, sys
+r = json.load(open(sys.argv[1]))["ranks"]
+assert r["ranks_died"] == 1 and r["died"] == [{"rank": 1, "pid": 102, "device_id": 1,
+    "why": "ended by SIGTERM from pid 100 (torchrun)"}], r
+PY
 finish

@@ -118,7 +118,7 @@ O=$T/odd.html
 page_ok "$O"
 need "$O" '<th class="l">GPU types</th><td>mixed</td><td class="l">NVIDIA H200, NVIDIA H100 80GB HBM3</td>'
 need "$O" 'the ranks run on different GPU types (NVIDIA H200, NVIDIA H100 80GB HBM3)'
-need "$O" '<li>rank 1 (GPU 1) (pid 102) died: process 102 ended without closing its trace (killed, crashed or _exit)</li>'
+need "$O" '<li>rank 1 (GPU 1) (pid 102) died: ended by SIGTERM from pid 100 (torchrun)</li>'
 need "$O" '<li>rank 1 (GPU 1): energy not measured: '
 lack "$O" 'rank 0 (GPU 0): energy not measured'
 need "$O" '<th class="l">energy, summed over the GPUs</th><td><span class="na">not measured</span></td><td class="l">some GPU of the job has no energy figure'

@@ -55,8 +55,8 @@ def job(db, variant):
     db.execute("INSERT INTO process(pid, exe, ended_cleanly) VALUES(100, 'torchrun', 1),"
                " (101, 'python3', 1), (102, 'python3', ?)", (0 if odd else 1,))
     if odd:
-        db.execute("INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'process 102"
-                   " ended without closing its trace (killed, crashed or _exit)')")
+        db.execute("INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'CUPTI dropped 3"
+                   " activity records'), (102, 'warning', 'ended by SIGTERM from pid 100 (torchrun)')")
     db.execute("INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-a', 'NVIDIA H200'), (1, 'GPU-b', ?)",
                ("NVIDIA H100 80GB HBM3" if odd else "NVIDIA H200",))
     db.execute("INSERT INTO kernel_name(id, mangled) VALUES(1, 'ampere_sgemm_128x64_tn'),"

@@ -34,6 +34,8 @@
 #include "sqlexec.h"
 #include "tmpdir.h"
 #define US 1000LL
+#define KILLED "ended without closing its trace: SIGKILL (kill -9, the OOM killer) or an exit kjoule could not see"
+#define TERMED "ended by SIGTERM from pid 100 (torchrun)"
 #define T0 1000000000LL
 
 static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid, int64_t s,
@@ -45,15 +47,21 @@ static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid,
 	     (long long)(T0 + launch * US));
 }
 
-/* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died, 3 no power samples, 4 rank 0's
- * ranges close on the host at o + 70, long before its GPU work ends (GPU-bound) */
+/* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died (a run ingested before kjoule
+ * recorded how), 3 no power samples, 4 rank 0's ranges close on the host at o + 70, long before
+ * its GPU work ends (GPU-bound), 5 rank 1 SIGKILLed (another problem of its first), rank 0 then
+ * SIGTERMed by torchrun */
 static void make_job(const char *path, int variant)
 {
 	sqlite3 *db = NULL;
 	unlink(path);
 	assert_int_equal(kj_db_create(path, &db), 0);
 	exec(db, "INSERT INTO process(pid, exe, ended_cleanly) VALUES(100, 'torchrun', 1),"
-		 " (101, 'python3', 1), (102, 'python3', %d)", variant == 2 ? 0 : 1);
+		 " (101, 'python3', %d), (102, 'python3', %d)", variant == 5 ? 0 : 1,
+	     variant == 2 || variant == 5 ? 0 : 1);
+	if (variant == 5)
+		exec(db, "INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'CUPTI dropped 3 activity"
+			 " records'), (102, 'warning', '" KILLED "'), (101, 'warning', '" TERMED "')");
 	if (variant == 2)
 		exec(db, "INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'process 102"
 			 " ended without closing its trace (killed, crashed or _exit)')");
@@ -171,7 +179,8 @@ static void test_ranks_bad_input(void **state)
 	assert_int_equal(j.n_died, 1);
 	assert_false(j.r[0].died);
 	assert_true(j.r[1].died);
-	assert_non_null(strstr(j.r[1].died_why, "without closing"));
+	assert_string_equal(j.r[1].died_why, "ended without closing its trace (killed, crashed or _exit;"
+			    " this run does not record how)");
 	kj_job_free(&j);
 	make_job(path, 3);
 	job_of(path, &j);
@@ -225,6 +234,44 @@ static void test_compare_ranks(void **state)
 	kj_db_close(db);
 }
 
+/* Dead ranks: each one's reason is ingest's "ended " row, not the first problem of its pid; compare's
+ * text names each with it, its JSON marks both died with their reasons. */
+static void test_ranks_death(void **state)
+{
+	(void)state;
+	char path[300], *text = NULL;
+	size_t len = 0;
+	sqlite3 *db = NULL;
+	struct kj_job j;
+	struct kj_compare *c = NULL;
+	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
+	snprintf(path, sizeof(path), "%s/job5.kjdb", dir);
+	make_job(path, 5);
+	job_of(path, &j);
+	assert_int_equal(j.n_died, 2);
+	assert_true(j.r[0].died && j.r[1].died);
+	assert_string_equal(j.r[0].died_why, TERMED);
+	assert_string_equal(j.r[1].died_why, KILLED);
+	kj_job_free(&j);
+	assert_int_equal(kj_db_open(path, 0, &db), 0);
+	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
+	json_t *js = kj_compare_json(c);
+	json_t *ranks = json_object_get(json_object_get(js, "job"), "ranks");
+	assert_true(json_is_true(json_object_get(json_array_get(ranks, 0), "died")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 0), "died_why")), TERMED);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 1), "died_why")), KILLED);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(js, "job"), "ranks_died")), 2);
+	FILE *f = open_memstream(&text, &len);
+	kj_compare_print(c, f);
+	fclose(f);
+	assert_non_null(strstr(text, "rank 1 (GPU 1) (pid 102) died: " KILLED "\n"));
+	assert_non_null(strstr(text, "rank 0 (GPU 0) (pid 101) died: " TERMED "\n"));
+	free(text);
+	json_decref(js);
+	kj_compare_free(c);
+	kj_db_close(db);
+}
+
 /* timeline --format chrome: one process per rank, named by rank and GPU; the launcher by its exe */
 static void test_chrome_ranks(void **state)
 {
@@ -270,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_ranks_by_hand),
 		cmocka_unit_test(test_ranks_bad_input),
 		cmocka_unit_test(test_compare_ranks),
+		cmocka_unit_test(test_ranks_death),
 		cmocka_unit_test(test_chrome_ranks),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);

@@ -12,6 +12,7 @@
 
 #include "inject.h"
 #include "inject_cost_self.h"
+#include "inject_signal.h"
 
 #define KJ_EXPORT __attribute__((visibility("default")))
 
@@ -120,6 +121,8 @@ static void start(void)
 	kj_callbacks_start();
 	atexit(at_exit);
 	pthread_atfork(NULL, NULL, in_forked_child);
+	/* a signal that kills the process leaves a note of which one, and who sent it */
+	kj_signal_watch(dir);
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */

@@ -1,0 +1,208 @@
+/* Deaths by signal: which signal ended a traced process, and who sent it.
+ *
+ * At start the injection library puts a handler (SA_SIGINFO) on each signal that usually ends a
+ * process, keeping the action it found:
+ *  - the default action (the process is certain to die): the handler writes the signal record
+ *    (kj_spool.h) beside the spool, puts the default action back and raises the signal again, so
+ *    the process ends exactly as it would have (same signal, same exit status, a core where the
+ *    default makes one). A fault re-raised this way is delivered when the handler returns.
+ *  - a handler of the program's (Python's SIGINT, faulthandler's fault handlers, ...): nothing is
+ *    recorded (the program may survive the signal); the handler is called as it was installed,
+ *    with (sig, info, context) when it had SA_SIGINFO, with (sig) when not; ours was installed
+ *    with its mask and flags, so the signal is blocked and restarts calls as it asked.
+ *  - ignored (SIG_IGN): left alone, no handler of ours.
+ * A handler the program installs later replaces ours: that signal is then the program's business.
+ * The handler uses async-signal-safe calls only (open, read, write, close, rename, getpid,
+ * clock_gettime, sigaction, raise): no stdio, no malloc, no locks. The spool's buffered records
+ * are not written out (that needs locks): up to its last 100 ms are lost, as with SIGKILL.
+ * A child forked without exec inherits the handlers but not the spool: it records nothing. */
+#define _GNU_SOURCE
+#include "inject_signal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kj_spool.h"
+
+static const int watched[] = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
+#define NWATCHED (sizeof(watched) / sizeof(watched[0]))
+
+static struct sigaction prev[NWATCHED]; /* the action found at install; read-only after */
+static char rec_path[4096], tmp_path[4096];
+static pid_t owner; /* the process whose spool the paths are beside */
+
+/* Append s (up to max bytes, control characters as '?') to buf[*n..cap). */
+static void put_str(char *buf, size_t *n, size_t cap, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max && *n < cap; i++)
+		buf[(*n)++] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+}
+
+/* Append v in decimal (no snprintf: it is not async-signal-safe). */
+static void put_int(char *buf, size_t *n, size_t cap, int64_t v)
+{
+	char d[24];
+	size_t k = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		d[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0 && *n < cap)
+		buf[(*n)++] = '-';
+	while (k && *n < cap)
+		buf[(*n)++] = d[--k];
+}
+
+static void put_nl(char *buf, size_t *n, size_t cap)
+{
+	if (*n < cap)
+		buf[(*n)++] = '\n';
+}
+
+static void put_line(char *buf, size_t *n, size_t cap, const char *key, int64_t v)
+{
+	put_str(buf, n, cap, key, 64);
+	put_str(buf, n, cap, " ", 1);
+	put_int(buf, n, cap, v);
+	put_nl(buf, n, cap);
+}
+
+/* The sender's first three command-line words, as arg0..arg2 lines (none when unreadable). */
+static void put_sender_args(char *buf, size_t *n, size_t cap, pid_t pid)
+{
+	char path[64] = "/proc/", cmd[3 * KJ_SIGNAL_ARG_MAX + 3];
+	size_t pn = 6, got = 0;
+	put_int(path, &pn, sizeof(path) - 1, pid);
+	put_str(path, &pn, sizeof(path) - 1, "/cmdline", 8);
+	path[pn] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (got < sizeof(cmd) - 1) {
+		ssize_t r = read(fd, cmd + got, sizeof(cmd) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	cmd[got] = 0;
+	static const char *keys[3] = {"arg0 ", "arg1 ", "arg2 "};
+	for (size_t at = 0, k = 0; at < got && k < 3; k++) {
+		put_str(buf, n, cap, keys[k], 5);
+		put_str(buf, n, cap, cmd + at, KJ_SIGNAL_ARG_MAX);
+		put_nl(buf, n, cap);
+		at += strlen(cmd + at) + 1;
+	}
+}
+
+/* The signal record of sig into tmp_path, renamed to rec_path when whole. */
+static void write_record(int sig, const siginfo_t *si)
+{
+	char buf[1024 + 3 * KJ_SIGNAL_ARG_MAX];
+	size_t n = 0, cap = sizeof(buf);
+	struct timespec ts;
+	/* si_pid is meaningful only for a signal a process sent (kill, sigqueue, tgkill); for a
+	 * fault the union holds the address there instead */
+	int from_process = si && (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL);
+	pid_t sender = from_process ? si->si_pid : 0;
+	put_str(buf, &n, cap, KJ_SIGNAL_HEADER, 64);
+	put_nl(buf, &n, cap);
+	put_line(buf, &n, cap, "signal", sig);
+	put_line(buf, &n, cap, "code", si ? si->si_code : 0);
+	put_line(buf, &n, cap, "pid", sender);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	put_line(buf, &n, cap, "t_ns", (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	if (sender > 0 && sender != owner)
+		put_sender_args(buf, &n, cap, sender);
+	int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(fd, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	close(fd);
+	if (off == n)
+		rename(tmp_path, rec_path);
+	else
+		unlink(tmp_path);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	size_t k = 0;
+	while (k < NWATCHED && watched[k] != sig)
+		k++;
+	if (k == NWATCHED)
+		return;
+	const struct sigaction *p = &prev[k];
+	if (p->sa_flags & SA_SIGINFO) {
+		p->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (p->sa_handler == SIG_IGN)
+		return;
+	if (p->sa_handler != SIG_DFL) {
+		p->sa_handler(sig);
+		return;
+	}
+	if (getpid() == owner)
+		write_record(sig, si);
+	/* back to the default, then the same signal again: blocked while this handler runs, it is
+	 * delivered (and ends the process) as the handler returns */
+	sigaction(sig, p, NULL);
+	raise(sig);
+	errno = saved;
+}
+
+int kj_signal_watch(const char *dir)
+{
+	int n = 0;
+	if (snprintf(rec_path, sizeof(rec_path), "%s/p%ld" KJ_SIGNAL_SUFFIX, dir, (long)getpid()) >=
+		    (int)sizeof(rec_path) ||
+	    snprintf(tmp_path, sizeof(tmp_path), "%s.tmp", rec_path) >= (int)sizeof(tmp_path))
+		return 0;
+	owner = getpid();
+	for (size_t k = 0; k < NWATCHED; k++) {
+		struct sigaction cur, sa;
+		if (sigaction(watched[k], NULL, &cur) != 0)
+			continue;
+		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
+			continue;
+		if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal) {
+			n++; /* watched already: ours must never become its own previous action */
+			continue;
+		}
+		prev[k] = cur;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+			/* the other watched signals wait while the record is written: one record, whole */
+			sigemptyset(&sa.sa_mask);
+			for (size_t j = 0; j < NWATCHED; j++)
+				sigaddset(&sa.sa_mask, watched[j]);
+			sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		} else {
+			sa.sa_mask = cur.sa_mask;
+			sa.sa_flags = cur.sa_flags | SA_SIGINFO;
+		}
+		if (sigaction(watched[k], &sa, NULL) == 0)
+			n++;
+	}
+	return n;
+}

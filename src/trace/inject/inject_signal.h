@@ -1,0 +1,16 @@
+/* Deaths by signal inside a traced process: which signal ended it, and who sent it
+ * (the signal record of kj_spool.h). Plain C: no CUDA, no CUPTI. */
+#ifndef KJ_INJECT_SIGNAL_H
+#define KJ_INJECT_SIGNAL_H
+
+/**
+ * @brief Install the handlers of SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT, SIGBUS, SIGFPE and
+ *        SIGILL that write <dir>/p<pid>.signal when the signal's previous action was the default
+ *        (then restore it and re-raise, so the process dies as it would have), and call the
+ *        previous handler unchanged otherwise. A signal the program ignores is left alone. Call
+ *        once, after the spool is open; a handler the program installs later replaces ours.
+ * @return the number of signals watched (0..8).
+ */
+int kj_signal_watch(const char *dir);
+
+#endif

@@ -1,0 +1,275 @@
+/* The injection library's signal handlers (inject_signal.c), each case in a child process:
+ * a signal whose action was the default leaves the signal record (kj_spool.h) and still ends the
+ * child by that signal; a program's own handler (with SA_SIGINFO or without) is called as it was
+ * and nothing is recorded; an ignored signal stays ignored; a fault records no sender; a child
+ * forked from a watched process records nothing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "inject_signal.h"
+#include "kj_spool.h"
+#include "../unit/tmpdir.h"
+
+static int ready[2];           /* child -> parent: watching */
+static volatile sig_atomic_t got_sig, got_pid, got_plain;
+
+/* Read the record of pid into buf (0 when there is none). */
+static int read_record(pid_t pid, char *buf, size_t len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/p%ld" KJ_SIGNAL_SUFFIX, dir, (long)pid);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return 1;
+}
+
+static int tmp_left(pid_t pid)
+{
+	char path[512];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/p%ld" KJ_SIGNAL_SUFFIX ".tmp", dir, (long)pid);
+	return stat(path, &sb) == 0;
+}
+
+/* Fork a child that runs setup (may be NULL), watches, says so, then waits for a signal. */
+static pid_t child(void (*setup)(void), int expect_watched)
+{
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		if (setup)
+			setup();
+		char n = (char)kj_signal_watch(dir);
+		if (write(ready[1], &n, 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 100 && !got_sig && !got_plain; i++)
+			usleep(20000);
+		_exit(got_sig || got_plain ? 0 : 4);
+	}
+	close(ready[1]);
+	char n = 0;
+	assert_int_equal(read(ready[0], &n, 1), 1);
+	close(ready[0]);
+	assert_int_equal(n, expect_watched);
+	return pid;
+}
+
+static void dfl_term_recorded(void **state)
+{
+	(void)state;
+	pid_t pid = child(NULL, 8);
+	int st;
+	char rec[2048], want[64];
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_false(tmp_left(pid));
+	assert_true(!strncmp(rec, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\n", strlen(KJ_SIGNAL_HEADER) + 18));
+	snprintf(want, sizeof(want), "\npid %ld\n", (long)getpid());
+	assert_non_null(strstr(rec, want));
+	assert_non_null(strstr(rec, "\nt_ns "));
+	assert_non_null(strstr(rec, "\narg0 ")); /* this test program, the sender */
+	assert_non_null(strstr(rec, "test_signal"));
+}
+
+static void watch_first(void)
+{
+	kj_signal_watch(dir);
+}
+
+/* Watching twice changes nothing: the second call must not take our handler for the program's
+ * (it would then call itself forever); the signal still ends the child, recorded. */
+static void watch_twice(void **state)
+{
+	(void)state;
+	pid_t pid = child(watch_first, 8);
+	int st;
+	char rec[2048];
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+}
+
+static void on_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	got_pid = si ? si->si_pid : -1;
+	got_sig = sig;
+}
+
+static void own_siginfo_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_info;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGINT, &sa, NULL);
+}
+
+static void on_plain(int sig)
+{
+	got_plain = sig;
+}
+
+static void own_plain_handler(void)
+{
+	signal(SIGINT, on_plain);
+}
+
+/* A program's SA_SIGINFO handler is called with the signal's siginfo (the sender's pid as the
+ * handler saw it is checked in the child); the child survives; nothing recorded. */
+static void chained_siginfo(void **state)
+{
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid_t me = getpid(), pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		own_siginfo_handler();
+		kj_signal_watch(dir);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 100 && !got_sig; i++)
+			usleep(20000);
+		_exit(got_sig == SIGINT && got_pid == me ? 0 : 5);
+	}
+	close(ready[1]);
+	char c, rec[64];
+	int st;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(kill(pid, SIGINT), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_false(read_record(pid, rec, sizeof(rec)));
+}
+
+/* A program's plain handler is called with the signal alone; nothing recorded. */
+static void chained_plain(void **state)
+{
+	(void)state;
+	int st;
+	char rec[64];
+	pid_t pid = child(own_plain_handler, 8);
+	assert_int_equal(kill(pid, SIGINT), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_false(read_record(pid, rec, sizeof(rec)));
+}
+
+static void ignore_hup(void)
+{
+	signal(SIGHUP, SIG_IGN);
+}
+
+/* An ignored signal stays ignored: 7 watched, SIGHUP does nothing (the child then times out with
+ * exit 4, having seen no signal), no record. */
+static void ignored_left_alone(void **state)
+{
+	(void)state;
+	int st;
+	char rec[64];
+	pid_t pid = child(ignore_hup, 7);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 4);
+	assert_false(read_record(pid, rec, sizeof(rec)));
+}
+
+/* A fault: the record has the signal and the kernel's code, no sender; the child dies by it. */
+static void fault_recorded(void **state)
+{
+	(void)state;
+	int st;
+	char rec[2048];
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		volatile int *volatile bad = (volatile int *)(uintptr_t)16;
+		signal(SIGSEGV, SIG_DFL); /* cmocka catches faults in the test process */
+		kj_signal_watch(dir);
+		*bad = 1;
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_non_null(strstr(rec, "\nsignal 11\ncode 1\npid 0\n")); /* SEGV_MAPERR */
+	assert_null(strstr(rec, "arg0"));
+}
+
+/* A child forked (no exec) from a watched process shares no spool: it records nothing, and still
+ * dies by the signal. */
+static void forked_child_records_nothing(void **state)
+{
+	(void)state;
+	int st, p[2];
+	char rec[64];
+	pid_t gc = -1;
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kj_signal_watch(dir);
+		pid_t g = fork();
+		if (g == 0) {
+			pause();
+			_exit(0);
+		}
+		if (write(p[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			_exit(3);
+		int gs;
+		waitpid(g, &gs, 0);
+		_exit(WIFSIGNALED(gs) && WTERMSIG(gs) == SIGTERM ? 0 : 6);
+	}
+	assert_int_equal(read(p[0], &gc, sizeof(gc)), (ssize_t)sizeof(gc));
+	close(p[0]);
+	close(p[1]);
+	usleep(50000);
+	assert_int_equal(kill(gc, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_false(read_record(gc, rec, sizeof(rec)));
+	assert_false(read_record(pid, rec, sizeof(rec)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(dfl_term_recorded),
+		cmocka_unit_test(watch_twice),
+		cmocka_unit_test(chained_siginfo),
+		cmocka_unit_test(chained_plain),
+		cmocka_unit_test(ignored_left_alone),
+		cmocka_unit_test(fault_recorded),
+		cmocka_unit_test(forked_child_records_nothing),
+	};
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
+}
