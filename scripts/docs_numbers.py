@@ -185,6 +185,15 @@ def energy_error(r):
     return text, r.where(f), f
 
 
+def not_judged_why(c):
+    """Why compare did not judge a program's energy error, from its JSON: the clock states apart
+    (compare's own sentence), else the measured figure's uncertainty over 1 %."""
+    why = (c.get("energy_clock_state") or {}).get("not_judged_reason")
+    if why:
+        return why
+    return f"measured to ±{c['energy_measured_mean_unc_pct']:.2f} %, over 1 %"
+
+
 def energy_fidelity_table(r):
     """Per program kind: measured per iteration with its uncertainty, predicted, error, judged."""
     f = "energy_fidelity.json"
@@ -196,7 +205,7 @@ def energy_fidelity_table(r):
         if None in (meas, unc, pred, err):
             raise Missing(f"bench/results/{f}: program {name} lacks a measured or predicted energy")
         rows.append((p["kind"], f"{meas:.3f} J ± {unc:.2f} %", f"{pred:.3f} J", sgn(err),
-                     "yes" if c.get("energy_error_judgeable") else "no (measured to worse than 1 %)",
+                     "yes" if c.get("energy_error_judgeable") else f"no ({not_judged_why(c)})",
                      f"{p.get('replay_s', '—')} s" + (f" (stopped, exit {p['replay_rc']})" if p.get("replay_rc") else "")))
     return table(("program", "measured per iteration", "predicted from the parts", "error", "judged",
                   "replay"), rows)
