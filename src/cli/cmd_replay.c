@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		"  --all            energy for every kernel; by default only the kernels that hold 97 %% of\n"
 		"                   the measured iterations' kernel time get it (warm-up and autotuning\n"
 		"                   kernels: latency only); compare extrapolates the rest and says so\n"
-		"  --budget S       bounds the whole replay: the kernels' replays start within 0.7 S where\n"
+		"  --budget S       bounds the whole replay (with --energy: 110 s unless given, or --all or\n"
+		"                   --kernel; 0: no bound): the kernels' replays start within 0.7 S where\n"
 		"                   the run keeps an iteration and S >= 34 (10-60 s kept for its replay,\n"
 		"                   which comes after them; else within S), what is left listed as skipped;\n"
 		"                   energy windows share at most 0.4 S; the iteration is replayed only with\n"
@@ -75,6 +76,7 @@ static int find_worker(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct kj_replay_opts *o)
 {
+	int budget_given = 0;
 	memset(o, 0, sizeof(*o));
 	o->runs = 100;
 	o->warmup = 10;
@@ -120,8 +122,9 @@ static int parse_args(int argc, char **argv, struct kj_replay_opts *o)
 		} else if (v && !strcmp(a, "--budget")) {
 			char *end;
 			o->budget_s = strtod(v, &end), i++;
-			if (*end || !(o->budget_s > 0)) {
-				fprintf(stderr, "kjoule replay: --budget wants seconds > 0, got '%s'\n", v);
+			budget_given = 1;
+			if (*end || end == v || !(o->budget_s >= 0)) {
+				fprintf(stderr, "kjoule replay: --budget wants seconds >= 0 (0: no bound), got '%s'\n", v);
 				return 2;
 			}
 		} else if (v && !strcmp(a, "--iteration")) {
@@ -177,6 +180,14 @@ static int parse_args(int argc, char **argv, struct kj_replay_opts *o)
 	if (o->jobs != 1) {
 		kj_warnf("--jobs %d: replays run one at a time on one GPU (timing needs the GPU alone)", o->jobs);
 		o->jobs = 1;
+	}
+	/* a replay with energy of a whole run is bounded unless told otherwise: the kernels inside
+	 * the iterations come first, and what the bound leaves out is listed as skipped */
+	if (o->energy && !budget_given && !o->all && !o->pattern && !o->sequence && !o->verify) {
+		o->budget_s = KJ_REPLAY_ENERGY_BUDGET_S;
+		if (!o->json)
+			fprintf(stderr, "kjoule replay: --energy: bounded to %.0f s (--budget S sets another bound,"
+					" --budget 0 none)\n", o->budget_s);
 	}
 	return 0;
 }

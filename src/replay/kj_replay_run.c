@@ -198,11 +198,14 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 		else if (o->energy && plan.cache_cold && ne)
 			snprintf(cold, sizeof(cold), ", none with cold L2 (two windows more each would take windows under"
 				 " %.1f s; --energy-seconds S measures all)", KJ_REPLAY_COLD_ENERGY_MIN_S);
+		char bound[64] = "";
+		if (o->budget_s > 0)
+			snprintf(bound, sizeof(bound), "; all within %.0f s", o->budget_s);
 		fprintf(stderr, "kjoule replay: %zu unique kernels, %zu of them inside the iterations ('%s')"
-			"%s; energy for %zu at %.2g s a window%s%s\n", plan.n, ni,
+			"%s; energy for %zu at %.2g s a window%s%s%s\n", plan.n, ni,
 			plan.iteration_range[0] ? plan.iteration_range : "none: the whole run",
 			ni ? ", replayed first" : "", o->energy ? ne : 0, o->energy ? o->energy_s : 0.0, cold,
-			o->energy && !o->all && ne < plan.n ? "; --all measures every kernel's" : "");
+			o->energy && !o->all && ne < plan.n ? "; --all measures every kernel's" : "", bound);
 	}
 	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */
 	const int then_sequence = !o->pattern && !o->verify && !o->no_sequence &&

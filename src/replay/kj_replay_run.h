@@ -10,6 +10,10 @@
 #include <time.h>
 
 /** What `kjoule replay` was asked (docs/cli.md names the options and their defaults). */
+/** The bound of `replay --energy` on a whole run when no --budget is given (seconds): what a
+ *  replay with energy may take on any program (docs/replay.md, "Budget"). */
+#define KJ_REPLAY_ENERGY_BUDGET_S 110.0
+
 struct kj_replay_opts {
 	const char *run, *pattern, *cache, *timer;
 	int runs, warmup, energy, unroll, json, jobs, device, any_arch, relocate, timeout_s, sequence;

@@ -40,4 +40,16 @@ check "--budget 16: no share kept, the kernels take the budget and the iteration
 	'[ $rc -eq 0 ] && [ "$ok" -ge 24 ] && ! grep -q "kept for the iteration" "$dir/b.err" &&
 	 grep -q "the kept iteration was not replayed: .* under the 10 s a sequence replay needs" "$dir/b.err" &&
 	 [ "$(q "$dir/b.kjdb" "SELECT count(*) FROM replay_sequence")" = 0 ]'
+
+# replay --energy on a whole run is bounded by default (110 s), said on stderr, and the progress
+# counts down that bound; --budget 0 lifts it, --all measures everything unbounded
+cp "$src/examples/runs/bloom560m.kjdb" "$dir/c.kjdb"
+STANDIN_KERNEL_S=0 "$kj" replay "$dir/c.kjdb" --energy --no-sequence > /dev/null 2> "$dir/c.err"; rc=$?
+check "--energy without --budget: bounded to 110 s, said, and the replay runs within it" \
+	'[ $rc -eq 0 ] && grep -q "bounded to 110 s (--budget S sets another bound, --budget 0 none)" "$dir/c.err" &&
+	 grep -q "^kjoule replay: 79 unique kernels.*; all within 110 s$" "$dir/c.err"'
+STANDIN_KERNEL_S=0 "$kj" replay "$dir/c.kjdb" --energy --no-sequence --budget 0 > /dev/null 2> "$dir/c0.err"; rc=$?
+check "--budget 0: no bound" '[ $rc -eq 0 ] && ! grep -q "bounded to" "$dir/c0.err" && ! grep -q "all within" "$dir/c0.err"'
+"$kj" replay "$dir/c.kjdb" --energy --budget -3 > /dev/null 2> "$dir/cn.err"; rc=$?
+check "--budget -3 refused with a usage error" '[ $rc -eq 2 ] && grep -q "wants seconds >= 0" "$dir/cn.err"'
 exit $fail
