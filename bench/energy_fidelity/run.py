@@ -52,6 +52,9 @@ KIND = {"gpt_eager": "eager HF-style transformer", "gpt_graph": "the same in tor
         "jax_step": "jitted JAX step", "cuda_heat": "hand-written CUDA solver, eager",
         "cuda_heat_graph": "hand-written CUDA solver, CUDA graph", "triton": "Triton kernels"}
 RUN_FLAGS = {"jax_step": ["--iteration-range", "step"]}
+# traced with --snapshot: XLA reserves most of the GPU as one arena, which a launch group's saved
+# buffers would then be; grown as needed, the arena holds what the step uses (docs/energy.md)
+SNAPSHOT_ENV = {"jax_step": ["XLA_PYTHON_CLIENT_PREALLOCATE=false"]}
 # a replay with energy must take at most two minutes: the defaults do, except where a program's
 # many unique kernels (compile-time autotuning) need a budget
 REPLAY_FLAGS = {"decode_compiled": ["--budget", "110"], "resnet_cudnn": ["--budget", "110"],
@@ -278,6 +281,8 @@ def main():
             db = os.path.join(a.logs, name + ".kjdb")
             base, data = base_and_data(name)
             program = [x.format(build=build) for x in PROGRAMS[base]]
+            if data == "snapshot" and base in SNAPSHOT_ENV:
+                program = ["env", *SNAPSHOT_ENV[base], *program]
             p = {"kind": KIND[base] + (", replayed on its saved buffers" if data == "snapshot" else ""),
                  "data": data, "device": dev, "date": date, "command": res["command"],
                  "program": " ".join(program),
