@@ -1,6 +1,7 @@
 /* The clock state a run recorded: the program's slow power samples over a window, and the
- * replays' measurement windows. Columns added after a table was first written are probed, and a
- * run without them reads as "not recorded", never as "not throttled". See kj_clock_state.h. */
+ * replays' measurement windows. Whether a run has the columns added after a table was first
+ * written is asked of the store (kj_db_caps); a run without them reads as "not recorded", never
+ * as "not throttled". See kj_clock_state.h. */
 #include <stdlib.h>
 #include <string.h>
 
