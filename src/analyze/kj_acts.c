@@ -67,8 +67,8 @@ int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 	if (!out->v)
 		return KJ_ENOMEM;
 	snprintf(sql, sizeof(sql), sql_fmt,
-		 kj_db_has_column(db, "memcpy", "launch_ns") ? "launch_ns" : "NULL",
-		 kj_db_has_column(db, "memset", "launch_ns") ? "launch_ns" : "NULL");
+		 kj_db_caps(db)->memcpy_launch_ns ? "launch_ns" : "NULL",
+		 kj_db_caps(db)->memset_launch_ns ? "launch_ns" : "NULL");
 	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

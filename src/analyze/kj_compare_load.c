@@ -239,7 +239,7 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	}
 	sqlite3_finalize(st);
 	/* runs replayed before each kernel's data was stored have no data column: unknown */
-	int has_data = kj_db_has_column(db, "replay_energy", "data");
+	int has_data = kj_db_caps(db)->replay_energy_data;
 	if (kj_db_prepare(db,
 			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
 				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data"
@@ -272,7 +272,7 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	sqlite3_finalize(st);
 	/* with the data out of L2 (older runs lack the table): each kernel's energy is the mean of
 	 * the two, as its time is, and its power that energy over the mean of its two times */
-	if (kj_db_has_column(db, "replay_energy_cold", "ns_per_launch")) {
+	if (kj_db_caps(db)->replay_energy_cold) {
 		if (kj_db_prepare(db, "SELECT unique_id, energy_mj_per_launch, ns_per_launch FROM replay_energy_cold"
 				      " WHERE energy_mj_per_launch > 0", &st))
 			return KJ_EDB;
@@ -322,8 +322,8 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	char sql[400];
 	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"
 		 " FROM replay_sequence WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
-		 kj_db_has_column(db, "replay_sequence", "data") ? "max(data)" : "NULL",
-		 kj_db_has_column(db, "replay_sequence", "pace_ns") ? "avg(pace_ns)" : "NULL");
+		 kj_db_caps(db)->replay_sequence_data ? "max(data)" : "NULL",
+		 kj_db_caps(db)->replay_sequence_pace_ns ? "avg(pace_ns)" : "NULL");
 	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	while (sqlite3_step(st) == SQLITE_ROW) {

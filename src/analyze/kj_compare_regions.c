@@ -38,7 +38,7 @@ static int captured_regions(sqlite3 *db, struct kj_compare *c)
 	size_t n = 0, cap = 0, cur = (size_t)-1;
 	int64_t last_owner = -1, last_range = -1;
 	int rc;
-	if (!kj_db_has_column(db, "kernel", "capture_range_id"))
+	if (!kj_db_caps(db)->kernel_capture_range_id)
 		return 0;
 	if (kj_db_prepare(db,
 			  "WITH RECURSIVE anc(kid, rid) AS (SELECT id, capture_range_id FROM kernel"

@@ -91,8 +91,8 @@ static int cand_cmp(const void *a, const void *b)
 static int load_items(sqlite3 *db, int64_t pid, struct kj_gpu_item **out, size_t *n)
 {
 	char sql[640];
-	const char *cl = kj_db_has_column(db, "memcpy", "launch_ns") ? "launch_ns" : "NULL";
-	const char *sl = kj_db_has_column(db, "memset", "launch_ns") ? "launch_ns" : "NULL";
+	const char *cl = kj_db_caps(db)->memcpy_launch_ns ? "launch_ns" : "NULL";
+	const char *sl = kj_db_caps(db)->memset_launch_ns ? "launch_ns" : "NULL";
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
 	int rc;

@@ -195,8 +195,8 @@ static int scan_kernels(struct builder *b, sqlite3 *db)
 		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
 		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
 		 " cluster_y, cluster_z, %s, %s FROM kernel%s",
-		 kj_db_has_column(db, "kernel", "shmem_executed") ? "shmem_executed, carveout" : "NULL, NULL",
-		 kj_db_has_column(db, "kernel", "launch_type") ? "launch_type" : "NULL",
+		 kj_db_caps(db)->kernel_shmem_executed ? "shmem_executed, carveout" : "NULL, NULL",
+		 kj_db_caps(db)->kernel_launch_type ? "launch_type" : "NULL",
 		 b->pid >= 0 ? " WHERE pid = ?1" : "");
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db, sql, &st), step, err;

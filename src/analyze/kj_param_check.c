@@ -63,7 +63,7 @@ int kj_param_check(sqlite3 *db, struct kj_param_check *out, struct kj_map *misma
 	sqlite3_stmt *st = NULL;
 	int rc;
 	memset(out, 0, sizeof(*out));
-	if (!kj_db_has_column(db, "module", "data") || !kj_db_has_column(db, "launch_params", "params"))
+	if (!kj_db_caps(db)->module_data || !kj_db_caps(db)->launch_params_params)
 		return 0; /* a run without captured modules or parameters: nothing to check */
 	if ((rc = load_facts(db, &F)))
 		goto out;

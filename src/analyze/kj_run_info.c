@@ -159,7 +159,7 @@ static json_t *scalar_json(sqlite3 *db, const char *sql)
  * replay copies stand-in bytes for them. */
 static void kept_iteration_copies(sqlite3 *db, json_t *o, json_t *missing)
 {
-	int with_table = kj_db_has_column(db, "copy_data", "data");
+	int with_table = kj_db_caps(db)->copy_data;
 	sqlite3_stmt *st = NULL;
 	char sql[512];
 	snprintf(sql, sizeof(sql), "SELECT count(*), %s FROM sequence_op s JOIN memcpy m ON m.correlation_id ="
@@ -379,7 +379,7 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 	}
 	kj_job_free(&job);
 	/* the L1/shared split each kernel ran with: replay asks each function for it */
-	json_t *split = kj_db_has_column(db, "kernel", "shmem_executed")
+	json_t *split = kj_db_caps(db)->kernel_shmem_executed
 				? scalar_json(db, "SELECT EXISTS(SELECT 1 FROM kernel WHERE shmem_executed IS NOT NULL)")
 				: json_null();
 	int have_split = json_integer_value(split) != 0;
@@ -391,7 +391,7 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 #undef COUNT
 	kept_iteration_copies(db, o, missing);
 	/* which module each captured launch's function came from (runs with launch_params.module_id) */
-	if (kj_db_has_column(db, "launch_params", "module_id")) {
+	if (kj_db_caps(db)->launch_params_module_id) {
 		int64_t fn = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'", 0, 0);
 		int64_t known = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'"
 						  " AND module_id IS NOT NULL", 0, 0);

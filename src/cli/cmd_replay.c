@@ -208,7 +208,8 @@ int cmd_replay(int argc, char **argv)
 	/* looked for now, said missing by the library where a worker is needed (not by --dry-run) */
 	o.worker_found = find_worker(worker, sizeof(worker)) == 0;
 	o.worker = worker;
-	if (kj_db_open(o.run, 1, &db))
+	/* a dry run writes nothing, so it opens read-only: the run keeps its schema too */
+	if (kj_db_open(o.run, !o.dry_run, &db))
 		return 1;
 	if (o.energy)
 		kj_replay_watch_others(&ot, 0);

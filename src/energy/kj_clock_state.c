@@ -1,6 +1,7 @@
 /* The clock state a run recorded: the program's slow power samples over a window, and the
- * replays' measurement windows. Columns added after a table was first written are probed, and a
- * run without them reads as "not recorded", never as "not throttled". See kj_clock_state.h. */
+ * replays' measurement windows. Whether a run has the columns added after a table was first
+ * written is asked of the store (kj_db_caps); a run without them reads as "not recorded", never
+ * as "not throttled". See kj_clock_state.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +35,7 @@ int kj_clock_state_program(sqlite3 *db, int64_t device_id, int64_t t0_ns, int64_
 	int rc = 0;
 
 	state_none(out);
-	if (!kj_db_has_column(db, "power_sample", "throttle_reasons") ||
-	    !kj_db_has_column(db, "power_sample", "sm_clock_mhz"))
+	if (!kj_db_caps(db)->power_sample_clocks)
 		return 0;
 	out->recorded = 1;
 	if (kj_db_prepare(db, "SELECT throttle_reasons, sm_clock_mhz FROM power_sample WHERE (?1 < 0 OR device_id = ?1)"
@@ -92,10 +92,8 @@ int kj_clock_replay_windows(sqlite3 *db, enum kj_clock_replays which, struct kj_
 
 	*out = NULL;
 	*n = 0;
-	*recorded = 1;
-	for (int i = 0; kj_clock_replay_columns[i][0]; i++)
-		if (!kj_db_has_column(db, table, kj_clock_replay_columns[i][0]))
-			*recorded = 0;
+	*recorded = which == KJ_CLOCK_REPLAY_SEQUENCE ? kj_db_caps(db)->replay_sequence_clocks
+						      : kj_db_caps(db)->replay_energy_clocks;
 	if (!*recorded)
 		return 0;
 	if (kj_db_prepare(db, which == KJ_CLOCK_REPLAY_SEQUENCE

@@ -43,8 +43,8 @@ static int ops_load(sqlite3 *db, int64_t it, struct kj_from_op **out, size_t *n)
 	sqlite3_stmt *st = NULL;
 	size_t cap = 0;
 	char sql[600];
-	int has_kernel = kj_db_has_column(db, "sequence_op", "kernel_id");
-	int has_capture = has_kernel && kj_db_has_column(db, "kernel", "capture_range_id");
+	int has_kernel = kj_db_caps(db)->sequence_op_kernel_id;
+	int has_capture = has_kernel && kj_db_caps(db)->kernel_capture_range_id;
 	*out = NULL;
 	*n = 0;
 	snprintf(sql, sizeof(sql),
@@ -358,7 +358,7 @@ int kj_pipeline_from_run(const char *run, int depth, const char *region, struct 
 	if ((rc = kj_from_graph_assign(db, run, *iteration, kept, depth, region, ops, nops, &g, err, errlen)))
 		goto out;
 	if (g.graph_ops && !g.captured) {
-		no_capture_ranges(run, p->name, &g, kj_db_has_column(db, "kernel", "capture_range_id"), err, errlen);
+		no_capture_ranges(run, p->name, &g, kj_db_caps(db)->kernel_capture_range_id, err, errlen);
 		rc = KJ_ENOTFOUND;
 		goto out;
 	}
@@ -390,7 +390,7 @@ out:
 		p->phases = NULL;
 		p->nphases = 0;
 	}
-	sqlite3_close(db);
+	kj_db_close(db);
 	free(rg);
 	free(ops);
 	return rc;

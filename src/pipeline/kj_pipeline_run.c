@@ -188,7 +188,7 @@ double kj_pipeline_idle_power(const struct kj_pipeline_opts *o, char *src, size_
 				 (const char *)sqlite3_column_text(st, 1));
 		}
 		sqlite3_finalize(st);
-		sqlite3_close(db);
+		kj_db_close(db);
 	}
 	if (w < 0)
 		snprintf(src, len, "unknown (no idle_power in %.200s)", db_path);

@@ -544,17 +544,6 @@ int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
 	return 1;
 }
 
-int kj_replay_ensure_clock_columns(sqlite3 *db, const char *table)
-{
-	for (int i = 0; kj_clock_replay_columns[i][0]; i++)
-		if (kj_db_ensure_column(db, table, kj_clock_replay_columns[i][0], kj_clock_replay_columns[i][1]))
-			return KJ_EDB;
-	/* runs replayed before the data each kernel ran on was stored */
-	if (!strcmp(table, "replay_energy") && kj_db_ensure_column(db, table, "data", "TEXT"))
-		return KJ_EDB;
-	return 0;
-}
-
 void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,
 			   int64_t reasons)
 {

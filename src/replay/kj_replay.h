@@ -247,9 +247,6 @@ void kj_replay_plan_free(struct kj_replay_plan *plan);
 	" seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL,"       \
 	" flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"
 
-/** @brief Add the clock-state columns (kj_clock_replay_columns) to table where a run made before
- *  them lacks them. 0 or KJ_EDB. */
-int kj_replay_ensure_clock_columns(sqlite3 *db, const char *table);
 /** @brief Bind a window's clock state to parameters first..first+3 (mean, min, max, reasons),
  *  NULL where not read (< 0; a clock not above 0). */
 void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,

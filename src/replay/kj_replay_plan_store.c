@@ -36,9 +36,7 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 	int rc = KJ_EDB;
 
 	kj_replay_now(when);
-	/* runs replayed before the clock state was stored: the columns are added, older rows say nothing */
-	if (kj_replay_ensure_clock_columns(db, "replay_energy"))
-		return KJ_EDB;
+	/* the run was opened for writing, so migrated: the clock state and data columns are there */
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay results"))
 		return KJ_EDB;
 	if (kj_db_prepare(db,

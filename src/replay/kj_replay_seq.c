@@ -51,7 +51,7 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 	out->events = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
 	/* graph kernels share their graph launch's correlation: sequence ops name their kernel row
 	 * (kernel_id) in runs recorded since graphs were; older runs join by correlation */
-	if (kj_db_has_column(db, "sequence_op", "kernel_id")) {
+	if (kj_db_caps(db)->sequence_op_kernel_id) {
 		out->traced_busy_ns = kj_db_one_i64(db,
 			"SELECT sum(k.end_ns - k.start_ns) FROM sequence_op s JOIN kernel k"
 			" ON k.id = s.kernel_id WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NOT NULL",
@@ -107,11 +107,8 @@ int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 	int rc = KJ_EDB;
 
 	kj_replay_now(when);
-	/* runs made before the data and pace columns: they are added, their older rows say nothing */
-	if (kj_db_ensure_column(db, "replay_sequence", "data", "TEXT") ||
-	    kj_db_ensure_column(db, "replay_sequence", "pace_ns", "INTEGER") ||
-	    kj_replay_ensure_clock_columns(db, "replay_sequence"))
-		return KJ_EDB;
+	/* the run was opened for writing, so migrated: data, pace_ns and the clocks are there (NULL in
+	 * rows written before them) */
 	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
 		return KJ_EDB;
 	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"

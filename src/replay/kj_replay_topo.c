@@ -100,14 +100,6 @@ static int find_launches(struct loader *L)
 	return 0;
 }
 
-/* 1 when the run has the table (older runs lack some). */
-static int has_table(sqlite3 *db, const char *name)
-{
-	char sql[160];
-	snprintf(sql, sizeof(sql), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
-	return kj_db_has_row(db, sql);
-}
-
 int kj_replay_topo_load(sqlite3 *db, int64_t iteration, struct kj_replay_topo *t)
 {
 	struct loader L;
@@ -118,15 +110,15 @@ int kj_replay_topo_load(sqlite3 *db, int64_t iteration, struct kj_replay_topo *t
 	L.db = db;
 	L.b.t = t;
 	L.b.join = SIZE_MAX;
-	if (!has_table(db, "sequence_op") || !kj_db_has_column(db, "sequence_op", "kernel_id") ||
-	    !has_table(db, "host_call") || !has_table(db, "graph_node") || !has_table(db, "graph_edge")) {
+	const struct kj_db_caps *caps = kj_db_caps(db);
+	if (!caps->sequence_op_kernel_id || !caps->host_call || !caps->graph_node || !caps->graph_edge) {
 		snprintf(t->reason, sizeof(t->reason), "the run was recorded before graph launches and their "
 			 "nodes were (no host_call/graph_node/graph_edge tables or sequence_op.kernel_id)");
 		return KJ_ENOTFOUND;
 	}
-	L.have_clones = has_table(db, "graph_node_clone");
-	L.have_etype = kj_db_has_column(db, "graph_edge", "type") && kj_db_has_column(db, "graph_edge", "from_port");
-	L.have_mdst = kj_db_has_column(db, "memset", "address") && kj_db_has_column(db, "memset", "element_bytes");
+	L.have_clones = caps->graph_node_clone;
+	L.have_etype = caps->graph_edge_type;
+	L.have_mdst = caps->memset_address;
 	L.launch_of = kj_map_new();
 	if (!L.launch_of)
 		return KJ_ENOMEM;

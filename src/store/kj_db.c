@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "kj_error.h"
+#include "kj_migrate.h"
 #include "kj_schema.h"
 
 static int pragma_int(sqlite3 *db, const char *sql, int *value)
@@ -88,6 +89,13 @@ int kj_db_open(const char *path, int write, sqlite3 **out)
 		sqlite3_close(db);
 		return KJ_ESCHEMA;
 	}
+	/* a writable open brings an older run up to this schema; a read-only one leaves the file as
+	 * it is and its readers ask kj_db_caps what it holds */
+	if (write && version < KJ_SCHEMA_VERSION && kj_db_migrate(db, path)) {
+		sqlite3_close(db);
+		return KJ_EDB;
+	}
+	kj_db_caps_remember(db);
 	*out = db;
 	return 0;
 }
@@ -159,6 +167,7 @@ int kj_db_create(const char *path, sqlite3 **out)
 		sqlite3_close(db);
 		return KJ_EDB;
 	}
+	kj_db_caps_remember(db);
 	*out = db;
 	return 0;
 }
@@ -171,8 +180,10 @@ int kj_db_schema_version(sqlite3 *db)
 
 void kj_db_close(sqlite3 *db)
 {
-	if (db)
+	if (db) {
+		kj_db_caps_forget(db);
 		sqlite3_close(db);
+	}
 }
 
 int kj_db_exec(sqlite3 *db, const char *sql, const char *what)
@@ -274,30 +285,6 @@ int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt)
 int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
-}
-
-int kj_db_has_column(sqlite3 *db, const char *table, const char *column)
-{
-	sqlite3_stmt *st = NULL;
-	int yes = 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
-	yes = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return yes;
-}
-
-int kj_db_ensure_column(sqlite3 *db, const char *table, const char *column, const char *type)
-{
-	char sql[256], what[128];
-	if (kj_db_has_column(db, table, column))
-		return 0;
-	snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s %s", table, column, type);
-	snprintf(what, sizeof(what), "add %s.%s", table, column);
-	return kj_db_exec(db, sql, what) ? KJ_EDB : 0;
 }
 
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns)

@@ -59,11 +59,46 @@ int kj_db_has_snapshot(sqlite3 *db);
 int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt);
 /** @brief Column i of the current row as an integer, or dflt when it is NULL. */
 int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt);
-/** @brief 1 when table has the column (runs recorded by an older kjoule may lack it), else 0. */
-int kj_db_has_column(sqlite3 *db, const char *table, const char *column);
-/** @brief Add the column to a table of a run recorded before it existed (its older rows hold
- *  NULL); nothing when the table has it. 0, or KJ_EDB (message printed). */
-int kj_db_ensure_column(sqlite3 *db, const char *table, const char *column, const char *type);
+/**
+ * @brief What a run holds of the columns and tables added after the first schema, read once when
+ *        it was opened. A run opened for writing has been migrated to KJ_SCHEMA_VERSION, so every
+ *        answer is 1; a run opened read-only keeps its layout and readers ask here instead of
+ *        probing (older runs lack some; their readers say what is missing).
+ */
+struct kj_db_caps {
+	int schema_version;			/* PRAGMA user_version when opened */
+	unsigned char kernel_capture_range_id;	/* kernel.capture_range_id */
+	unsigned char kernel_shmem_executed;	/* kernel.shmem_executed and carveout */
+	unsigned char kernel_launch_type;	/* kernel.launch_type */
+	unsigned char unique_kernel_shmem_executed; /* unique_kernel.shmem_executed */
+	unsigned char unique_kernel_cooperative;    /* unique_kernel.cooperative */
+	unsigned char launch_params_module_id;	/* launch_params.module_id */
+	unsigned char launch_params_params;	/* launch_params.params */
+	unsigned char module_data;		/* module.data */
+	unsigned char memcpy_launch_ns;		/* memcpy.launch_ns */
+	unsigned char memcpy_dst_address;	/* memcpy.dst_address */
+	unsigned char memset_launch_ns;		/* memset.launch_ns */
+	unsigned char memset_address;		/* memset.address and element_bytes */
+	unsigned char copy_data;		/* the copy_data table */
+	unsigned char sequence_op_kernel_id;	/* sequence_op.kernel_id */
+	unsigned char host_call;		/* the host_call table */
+	unsigned char graph_node;		/* the graph_node table */
+	unsigned char graph_edge;		/* the graph_edge table */
+	unsigned char graph_edge_type;		/* graph_edge.type and from_port */
+	unsigned char graph_node_clone;		/* the graph_node_clone table */
+	unsigned char power_sample_clocks;	/* power_sample.throttle_reasons and sm_clock_mhz */
+	unsigned char replay_energy_clocks;	/* replay_energy.sm_clock_{mean,min,max}_mhz, throttle_reasons */
+	unsigned char replay_energy_data;	/* replay_energy.data */
+	unsigned char replay_energy_cold;	/* the replay_energy_cold table (with ns_per_launch) */
+	unsigned char replay_sequence_clocks;	/* replay_sequence's four clock columns */
+	unsigned char replay_sequence_data;	/* replay_sequence.data */
+	unsigned char replay_sequence_pace_ns;	/* replay_sequence.pace_ns */
+	unsigned char replay_kernel_reason;	/* replay_kernel.reason */
+};
+
+/** @brief The answers for a handle of kj_db_open or kj_db_create (read once at open; valid until
+ *  kj_db_close). A handle opened otherwise is read now. Never NULL. */
+const struct kj_db_caps *kj_db_caps(sqlite3 *db);
 /** @brief CLOCK_REALTIME minus CLOCK_MONOTONIC of the run (its clock_sync table) into *offset_ns.
  *  @return 1 when the run has one, else 0 (*offset_ns untouched). */
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns);

@@ -5,8 +5,14 @@
 /** @brief Schema version written to PRAGMA user_version and meta.schema_version.
  *  1: runs of kjoule before 0.9.0 (they record kjoule_version 0.1.0, or none): their tables may
  *     lack columns and tables added during 0.1, which readers probe for (kj_db_has_column).
- *  2: kjoule 0.9.0: every table and column of kj_schema_sql. docs/schema.md keeps the list. */
-#define KJ_SCHEMA_VERSION 2
+ *  2: kjoule 0.9.0: the tables and columns of 0.1 complete (replay_energy.data aside).
+ *  3: replay_energy.data, the replay tables replay created on the fly, replay_kernel.reason.
+ *  kj_migrate.c brings older runs up on a writable open; docs/schema.md keeps the list. */
+#define KJ_SCHEMA_VERSION 3
+/** @brief replay_kernel.reason: why a kernel was not measured, as a code (the error column says it
+ *  in words). A condition setter not replayed alone; a worker killed at its time limit. */
+#define KJ_REASON_COND_SETTER "cond_setter"
+#define KJ_REASON_TIMED_OUT "timed_out"
 /** @brief The oldest schema version kjoule reads. */
 #define KJ_SCHEMA_VERSION_MIN 1
 /** @brief PRAGMA application_id of a kjoule run database ('kjou'). */

@@ -47,9 +47,9 @@ int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 	static sqlite3 *split_db;
 	static int have_split, have_module, have_coop;
 	if (split_db != R->db) {
-		have_split = kj_db_has_column(R->db, "unique_kernel", "shmem_executed");
-		have_coop = kj_db_has_column(R->db, "unique_kernel", "cooperative");
-		have_module = kj_db_has_column(R->db, "launch_params", "module_id");
+		have_split = kj_db_caps(R->db)->unique_kernel_shmem_executed;
+		have_coop = kj_db_caps(R->db)->unique_kernel_cooperative;
+		have_module = kj_db_caps(R->db)->launch_params_module_id;
 		split_db = R->db;
 	}
 

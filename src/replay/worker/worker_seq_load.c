@@ -22,10 +22,10 @@ static int seq_index(int64_t **ids, size_t *n, int64_t id)
  * memory, as before). */
 static int seq_load_copies(struct replay *R, struct seq *S)
 {
-	if (!kj_db_has_column(R->db, "memcpy", "dst_address"))
+	if (!kj_db_caps(R->db)->memcpy_dst_address)
 		return 0;
 	sqlite3_stmt *st = prepare_quiet(
-		R->db, kj_db_has_column(R->db, "copy_data", "data")
+		R->db, kj_db_caps(R->db)->copy_data
 			       ? "SELECT m.dst_address, m.src_address, d.data FROM memcpy m LEFT JOIN copy_data d"
 				 " ON d.memcpy_id = m.id WHERE m.correlation_id = ?1 AND (?2 < 0 OR m.pid = ?2)"
 				 " AND m.graph_node_id IS NULL ORDER BY m.id LIMIT 1"
