@@ -91,7 +91,7 @@ static int step2(sqlite3 *db)
 	return kj_db_exec(db, step2_tables, "migrate: schema 2 tables") ? KJ_EDB : add_columns(db, step2_columns);
 }
 
-/* Schema 2 to 3: replay_energy.data (added after 0.9.0), the tables replay used to create on the
+/* Schema 2 to 3: replay_energy.data (added in 0.10.0), the tables replay used to create on the
  * fly, and replay_kernel.reason filled once from the error text of older rows. Frozen. */
 static const char step3_tables[] =
     "CREATE TABLE IF NOT EXISTS replay_verify(unique_id INTEGER PRIMARY KEY, result TEXT,"
