@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kj_db.h"
+#include "kj_schema.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
 #include "kj_kernel_waits.h"
@@ -115,11 +116,16 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		}
 		sqlite3_finalize(st);
 	}
-	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
-			" AND error LIKE '%timed out%'", gmap, timed_out);
+	/* replay's reason code (schema 3; migrated runs have it filled from the text); runs read
+	 * without it, by the text */
+	int reason = kj_db_caps(db)->replay_kernel_reason;
+	flag_groups(db, reason ? "SELECT DISTINCT unique_id FROM replay_kernel WHERE reason = '" KJ_REASON_TIMED_OUT "'"
+			       : "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
+				 " AND error LIKE '%timed out%'", gmap, timed_out);
 	/* replay refused them before launching: they set a graph conditional's condition */
-	flag_groups(db, "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
-			" AND error LIKE '%" KJ_COND_SETTER_WHY "%'", gmap, setter);
+	flag_groups(db, reason ? "SELECT DISTINCT unique_id FROM replay_kernel WHERE reason = '" KJ_REASON_COND_SETTER "'"
+			       : "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
+				 " AND error LIKE '%" KJ_COND_SETTER_WHY "%'", gmap, setter);
 	/* replayed on stand-in data: the fill the worker fell back to when random data faulted */
 	if (kj_db_prepare(db, "SELECT unique_id, error FROM replay_kernel WHERE lower(cache) = 'warm'"
 			      " AND error LIKE 'data: %'", &st) == 0) {

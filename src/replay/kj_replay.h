@@ -112,6 +112,7 @@ void kj_replay_stats(int64_t *ns, size_t n, struct kj_replay_timing *out);
 struct kj_replay_result {
 	int64_t unique_id;
 	char status[16];   /* ok | relocated | failed | skipped */
+	char reason[16];   /* why not measured, as a code (KJ_REASON_* in kj_schema.h); "" none */
 	char error[512];   /* why failed/skipped; for relocated, which allocations moved */
 	struct kj_replay_timing warm, cold;
 	char timer[16];    /* "cupti" (kernel start..end) or "events" */

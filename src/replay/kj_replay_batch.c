@@ -12,6 +12,7 @@
 #include "kj_replay.h"
 #include "kj_replay_host.h"
 #include "kj_replay_run_internal.h"
+#include "kj_schema.h"
 
 struct batch {
 	struct kj_replay_plan *plan;
@@ -197,8 +198,10 @@ int kj_replay_batches(const struct kj_replay_opts *o, sqlite3 *db, struct kj_rep
 		/* the kernel the worker was on when it died or hung has no result: it is the culprit */
 		if (b.current >= 0 && !got[b.current]) {
 			struct kj_replay_result *r = &plan->items[b.idx[b.current]].res;
-			if (timed_out)
+			if (timed_out) {
 				kj_replay_result_set(r, "failed", "timed out after %d s (worker killed)", o->timeout_s);
+				snprintf(r->reason, sizeof(r->reason), "%s", KJ_REASON_TIMED_OUT);
+			}
 			else if (WIFSIGNALED(status))
 				kj_replay_result_set(r, "failed", "worker died of signal %d (%s)", WTERMSIG(status),
 						     strsignal(WTERMSIG(status)));

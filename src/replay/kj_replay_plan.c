@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kj_db.h"
+#include "kj_schema.h"
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_map.h"
@@ -330,6 +331,7 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 				 " (parameter %d is the node's handle, which means something only inside its"
 				 " graph)", param);
 			kj_replay_result_set(&it->res, "skipped", "%s", it->skip);
+			snprintf(it->res.reason, sizeof(it->res.reason), "%s", KJ_REASON_COND_SETTER);
 		}
 	}
 	sqlite3_finalize(first_lp);

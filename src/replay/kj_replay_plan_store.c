@@ -41,8 +41,8 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 		return KJ_EDB;
 	if (kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns, median_ns,"
-			  " mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
-			  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &k) ||
+			  " mean_ns, max_ns, stdev_ns, status, error, replayed_at, reason)"
+			  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &k) ||
 	    kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_energy(unique_id, unroll, launches, seconds,"
 			  " energy_mj_per_launch, energy_unc_mj, power_mw, idle_mw, dynamic_mj_per_launch,"
@@ -81,6 +81,10 @@ int kj_replay_plan_store_some(sqlite3 *db, struct kj_replay_plan *plan, const un
 			else
 				sqlite3_bind_null(k, 10);
 			sqlite3_bind_text(k, 11, when, -1, SQLITE_STATIC);
+			if (r->reason[0])
+				sqlite3_bind_text(k, 12, r->reason, -1, SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(k, 12);
 			if (sqlite3_step(k) != SQLITE_DONE) {
 				kj_errorf("database: storing replay_kernel: %s", sqlite3_errmsg(db));
 				goto out;

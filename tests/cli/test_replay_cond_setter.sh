@@ -50,6 +50,9 @@ KJ_REPLAY_WORKER="$src/tests/tools/replay_kernel_standin.py" "$kj" replay "$dir/
 check "replay finishes" '[ $rc -eq 0 ]'
 check "the kernel holding the handle is not launched alone, and replay names the parameter" \
 	'[ "$(q "$dir/g.kjdb" "SELECT status || \":\" || (error LIKE \"%sets the condition of a CUDA graph conditional node (parameter $param is the node%\") FROM replay_kernel WHERE unique_id = $uid")" = "skipped:1" ]'
+check "its row carries the reason code compare reads (replay_kernel.reason)" \
+	'[ "$(q "$dir/g.kjdb" "SELECT group_concat(DISTINCT reason) FROM replay_kernel WHERE unique_id = $uid")" = cond_setter ] &&
+	 [ "$(q "$dir/g.kjdb" "SELECT count(*) FROM replay_kernel WHERE unique_id != $uid AND reason IS NOT NULL")" = 0 ]'
 check "every other kernel is replayed as before (the stand-in's figures)" \
 	'[ "$(q "$dir/g.kjdb" "SELECT count(*) FROM replay_kernel WHERE unique_id != $uid AND status != \"ok\"")" = 0 ] &&
 	 [ "$(q "$dir/g.kjdb" "SELECT count(*) FROM replay_kernel WHERE unique_id != $uid AND median_ns = 1000 + unique_id")" -gt 0 ]'
