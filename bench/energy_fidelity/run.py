@@ -42,10 +42,10 @@ PROGRAMS = {
     # the same 6,148 kernels (17.1 ms busy): ten warm-up requests leave the steady ones measured
     "decode_compiled": ["python3", "examples/hf_decode.py", "--requests", "16", "--warmup", "10"],
     "resnet_cudnn": ["python3", "examples/resnet_cudnn.py", "--iters", "320"],  # 150: ±1.7 % on saved buffers
-    "jax_step": ["python3", "examples/jax_step.py", "--steps", "1500"],
+    "jax_step": ["python3", "examples/jax_step.py", "--steps", "3000"],  # 1500: a 1 s loop, ±1.0 %
     "cuda_heat": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000"],
     "cuda_heat_graph": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000", "--graph"],
-    "triton": ["python3", "examples/triton_ops.py", "--iters", "6000"],  # 1500: a 0.2 s window, ±3.2 %
+    "triton": ["python3", "examples/triton_ops.py", "--iters", "12000"],  # 6000: a 1.2 s loop, ±0.6-1.1 %
 }
 KIND = {"gpt_eager": "eager HF-style transformer", "gpt_graph": "the same in torch.cuda.graph",
         "decode_compiled": "torch.compile reduce-overhead decode loop", "resnet_cudnn": "cuDNN CNN",
