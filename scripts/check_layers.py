@@ -22,7 +22,7 @@ import re
 import sys
 
 # The floors, bottom to top (docs/architecture.md draws them):
-#   common < store < energy < analyze < {sweep < pipeline, predict; replay} < report < cli
+#   common < store < energy < analyze < {sweep < pipeline, predict; replay; run} < report < cli
 # with the traced process's code apart (trace, trace/inject), the GPU workers beside the
 # folder whose protocol they serve, and under them the GPU harness they share (gpu: over energy
 # and common only; built with CUDA alone, see CUDA_ONLY). ALLOWED[x] lists every folder x may include besides itself,
@@ -42,8 +42,10 @@ ALLOWED = {
     "pipeline": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
     "predict": LOWER_THAN_ANALYZE + ["analyze", "sweep"],
     "replay": LOWER_THAN_ANALYZE + ["analyze"],
+    # kjoule run's environment for the program and its run database, once the program has ended
+    "run": LOWER_THAN_ANALYZE + ["analyze"],
     "report": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay"],
-    "cli": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay", "report"],
+    "cli": LOWER_THAN_ANALYZE + ["analyze", "sweep", "pipeline", "predict", "replay", "run", "report"],
     # GPU workers: separate programs linked to the floors below, each speaking its folder's protocol
     # the GPU harness of the workers: graph capture, timing, the energy adapter (kj_energy.h),
     # the random fill and the attention kernels that two workers run

@@ -174,8 +174,8 @@ int cmd_pipeline(int argc, char **argv)
 			kj_db_close(rdb);
 		}
 	} else {
-		int in = kj_cli_pipeline_inputs(&o, sets, &nsets);
-		if (in == -2) {
+		int in = kj_pipeline_inputs_read(&o, sets, &nsets);
+		if (in == KJ_ENOTFOUND) {
 			rc = 2;
 			goto out;
 		}

@@ -1,4 +1,4 @@
-/* kjoule pipeline's options and inputs (cmd_pipeline_args.c): parsed and checked before anything
+/* kjoule pipeline's options (cmd_pipeline_args.c): parsed and checked before anything
  * runs, so that bad input is refused with nothing started and nothing written. */
 #ifndef CMD_PIPELINE_ARGS_H
 #define CMD_PIPELINE_ARGS_H
@@ -19,15 +19,5 @@ void kj_cli_pipeline_usage(FILE *f);
  */
 int kj_cli_pipeline_args(int argc, char **argv, struct kj_pipeline_opts *o);
 void kj_cli_pipeline_free(struct kj_pipeline_opts *o);
-
-/**
- * @brief Read every pipeline file of o into sets (nfiles entries, *nsets read) and check them all:
- *        each file that cannot be read and each pipeline (of --only's choice, if given) with an
- *        error is said on stderr (file, line, pipeline, phase, field), as is a --set NAME that no
- *        chosen pipeline declares in its params, or an --only that names none.
- * @return 0 all good; -1 a bad file or pipeline; -2 a usage error (--set, --only). The sets read
- *         are kept either way (--list prints them); free with kj_pipeline_set_free.
- */
-int kj_cli_pipeline_inputs(const struct kj_pipeline_opts *o, struct kj_pipeline_set *sets, int *nsets);
 
 #endif

@@ -3,7 +3,6 @@
  * --db, stores it for later reports. Ctrl-C ends cleanly with a complete file. Read-only: no GPU
  * setting is ever changed. */
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +14,8 @@
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_power_log.h"
 #include "kj_sampler.h"
-#include "kj_quantile.h"
 
 #define MAX_GPUS 64
 
@@ -62,162 +61,7 @@ static int parse_gpus(const char *s, int *idx, int *n)
 	return *n ? 0 : -1;
 }
 
-static void iso_time(int64_t rt_ns, char *buf, size_t len)
-{
-	time_t sec = (time_t)(rt_ns / 1000000000LL);
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	size_t k = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + k, len - k, ".%06lldZ", (long long)(rt_ns % 1000000000LL) / 1000);
-}
-
-static void put_opt(FILE *f, int64_t v)
-{
-	if (v >= 0)
-		fprintf(f, ",%lld", (long long)v);
-	else
-		fputs(",", f);
-}
-
-static void put_w(FILE *f, int64_t mw)
-{
-	if (mw >= 0)
-		fprintf(f, ",%.3f", (double)mw / 1000.0);
-	else
-		fputs(",", f);
-}
-
-static void write_row(FILE *f, int gpu, const struct kj_sampler_row *r)
-{
-	char t[64];
-	iso_time(r->realtime_ns, t, sizeof(t));
-	fprintf(f, "%s,%lld,%d", t, (long long)r->s.t_ns, gpu);
-	put_w(f, r->s.power_mw);
-	put_w(f, r->s.power_avg_mw);
-	put_opt(f, r->s.energy_mj);
-	if (r->s.energy_mj >= 0)
-		fprintf(f, ",%d", r->s.energy_updated);
-	else
-		fputs(",", f);
-	put_opt(f, r->st.sm_clock_mhz);
-	put_opt(f, r->st.mem_clock_mhz);
-	put_opt(f, r->st.temp_c);
-	put_opt(f, r->st.util_gpu_pct);
-	put_opt(f, r->st.util_mem_pct);
-	if (r->st.throttle_reasons >= 0)
-		fprintf(f, ",0x%llx\n", (unsigned long long)r->st.throttle_reasons);
-	else
-		fputs(",\n", f);
-}
-
-struct tagged {
-	int gpu;
-	struct kj_sampler_row r;
-};
-
-static int cmp_tagged(const void *a, const void *b)
-{
-	const struct tagged *x = a, *y = b;
-	if (x->r.s.t_ns != y->r.s.t_ns)
-		return (x->r.s.t_ns > y->r.s.t_ns) - (x->r.s.t_ns < y->r.s.t_ns);
-	return x->gpu - y->gpu;
-}
-
-/* Writes every row that is ready (all of them once stopped), in time order. */
-static int drain(struct kj_sampler *s, struct kj_sampler_cursor *cur, FILE *f,
-		 struct kj_sampler_row *buf, size_t cap, int64_t *rows)
-{
-	struct tagged *all = NULL;
-	size_t n = 0, acap = 0;
-	for (int g = 0; g < kj_sampler_ndev(s); g++) {
-		int idx = 0;
-		kj_sampler_info(s, g, &idx);
-		size_t got;
-		while ((got = kj_sampler_fetch(s, g, &cur[g], buf, cap)) > 0) {
-			if (n + got > acap) {
-				acap = (n + got) * 2;
-				struct tagged *na = realloc(all, acap * sizeof(*na));
-				if (!na) {
-					free(all);
-					return KJ_ENOMEM;
-				}
-				all = na;
-			}
-			for (size_t i = 0; i < got; i++)
-				all[n++] = (struct tagged){idx, buf[i]};
-		}
-	}
-	if (n)
-		qsort(all, n, sizeof(*all), cmp_tagged);
-	for (size_t i = 0; f && i < n; i++)
-		write_row(f, all[i].gpu, &all[i].r);
-	*rows += (int64_t)n;
-	free(all);
-	if (f && (fflush(f) || ferror(f)))
-		return KJ_EIO;
-	return 0;
-}
-
-/* Idle power of one GPU from what was sampled: per counter period when there are enough
- * periods (the counter is exact), else per instantaneous reading. */
-static int idle_of(struct kj_sampler *s, int slot, double *med, double *p10, double *p90,
-		   size_t *count, const char **source, int *max_util)
-{
-	struct kj_sampler_cursor cur = {0, 0};
-	struct kj_sampler_stats st;
-	kj_sampler_get_stats(s, slot, &st);
-	size_t cap = (size_t)(st.power_reads + st.counter_reads + 16);
-	struct kj_sampler_row *rows = malloc(cap * sizeof(*rows));
-	double *v = malloc(cap * sizeof(double));
-	size_t n, nv = 0;
-	if (!rows || !v) {
-		free(rows);
-		free(v);
-		return KJ_ENOMEM;
-	}
-	n = kj_sampler_fetch(s, slot, &cur, rows, cap);
-	*max_util = -1;
-	int64_t prev_t = -1, last_edge_t = -1, prev_e = -1, last_edge_e = -1;
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].st.util_gpu_pct > *max_util)
-			*max_util = rows[i].st.util_gpu_pct;
-		if (rows[i].s.energy_mj < 0)
-			continue;
-		if (prev_t >= 0 && rows[i].s.energy_mj != prev_e) {
-			int64_t te = prev_t + (rows[i].s.t_ns - prev_t) / 2;
-			if (last_edge_t >= 0 && rows[i].s.energy_mj > last_edge_e)
-				v[nv++] = (double)(rows[i].s.energy_mj - last_edge_e) /
-					  ((double)(te - last_edge_t) * 1e-9) / 1000.0;
-			last_edge_t = te;
-			last_edge_e = rows[i].s.energy_mj;
-		}
-		prev_t = rows[i].s.t_ns;
-		prev_e = rows[i].s.energy_mj;
-	}
-	*source = "nvml-counter";
-	if (nv < 5) {
-		nv = 0;
-		*source = "nvml-power";
-		for (size_t i = 0; i < n; i++) {
-			int64_t w = rows[i].s.power_mw >= 0 ? rows[i].s.power_mw : rows[i].s.power_avg_mw;
-			if (w >= 0)
-				v[nv++] = (double)w / 1000.0;
-		}
-	}
-	free(rows);
-	*count = nv;
-	if (!nv) {
-		free(v);
-		return KJ_ENOTFOUND;
-	}
-	kj_sort_doubles(v, nv);
-	*med = kj_quantile_sorted(v, nv, 0.5);
-	*p10 = kj_quantile_sorted(v, nv, 0.1);
-	*p90 = kj_quantile_sorted(v, nv, 0.9);
-	free(v);
-	return 0;
-}
-
+/* Opens the run database at path, creating it when missing. */
 static int open_db(const char *path, sqlite3 **db)
 {
 	struct stat sb;
@@ -234,9 +78,7 @@ int cmd_power(int argc, char **argv)
 	struct kj_sampler *s = NULL;
 	FILE *f = NULL;
 	sqlite3 *db = NULL;
-	struct kj_sampler_row *buf = NULL;
-	const size_t cap = 8192;
-	int64_t rows = 0;
+	struct kj_power_log *log = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -303,15 +145,12 @@ int cmd_power(int argc, char **argv)
 	} else if (!idle) {
 		f = stdout;
 	}
-	if (f) {
-		fprintf(f, "time_utc_iso8601,t_monotonic_ns,gpu,power_instant_w,power_average_w,"
-			   "energy_counter_mj,energy_updated,sm_clock_mhz,mem_clock_mhz,temp_c,"
-			   "util_gpu_pct,util_mem_pct,throttle_reasons_hex\n");
-		fflush(f);
+	if (f)
+		kj_power_log_header(f);
+	if (kj_power_log_open(s, f, &log)) {
+		kj_errorf("out of memory");
+		goto out;
 	}
-	buf = malloc(cap * sizeof(*buf));
-	struct kj_sampler_cursor cur[MAX_GPUS];
-	memset(cur, 0, sizeof(cur));
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -321,14 +160,14 @@ int cmd_power(int argc, char **argv)
 	while (!stop_flag && (duration < 0 || (double)(kj_now_ns() - t0) * 1e-9 < duration)) {
 		struct timespec ts = {0, 100000000L};
 		nanosleep(&ts, NULL);
-		if (!idle && drain(s, cur, f, buf, cap, &rows)) {
+		if (!idle && kj_power_log_drain(log)) {
 			kj_errorf("%s: write failed: %s", out_path ? out_path : "stdout", strerror(errno));
 			goto out;
 		}
 	}
 	kj_sampler_stop(s);
 	double secs = (double)(kj_now_ns() - t0) * 1e-9;
-	if (!idle && drain(s, cur, f, buf, cap, &rows)) {
+	if (!idle && kj_power_log_drain(log)) {
 		kj_errorf("%s: write failed: %s", out_path ? out_path : "stdout", strerror(errno));
 		goto out;
 	}
@@ -349,7 +188,8 @@ int cmd_power(int argc, char **argv)
 				(long long)st.errors, kj_sampler_first_error(s));
 	}
 	if (!idle)
-		fprintf(stderr, "kjoule power: %lld rows in %.1f s%s%s%s\n", (long long)rows, secs,
+		fprintf(stderr, "kjoule power: %lld rows in %.1f s%s%s%s\n",
+			(long long)kj_power_log_rows(log), secs,
 			out_path ? " written to " : "", out_path ? out_path : "",
 			stop_flag ? " (interrupted)" : "");
 	if (db_path) {
@@ -366,46 +206,31 @@ int cmd_power(int argc, char **argv)
 			goto out;
 		}
 		for (int g = 0; g < kj_sampler_ndev(s); g++) {
-			double med, p10, p90;
-			size_t cnt;
-			const char *src;
-			int idx, mu;
+			struct kj_power_idle m;
+			int idx;
 			const struct kj_gpu_info *in = kj_sampler_info(s, g, &idx);
-			if (idle_of(s, g, &med, &p10, &p90, &cnt, &src, &mu)) {
+			if (kj_power_idle_of(s, g, &m)) {
 				kj_errorf("GPU %d: no power readings to measure idle power from", idx);
 				rc = 1;
 				continue;
 			}
 			printf("GPU %d (%s, %s): idle %.1f W median (p10 %.1f W, p90 %.1f W) over %zu %s "
 			       "in %.1f s\n",
-			       idx, in->name, in->uuid, med, p10, p90, cnt,
-			       !strcmp(src, "nvml-counter") ? "counter periods" : "power readings", secs);
-			if (mu > 5) {
+			       idx, in->name, in->uuid, m.median_w, m.p10_w, m.p90_w, m.count,
+			       !strcmp(m.source, "nvml-counter") ? "counter periods" : "power readings",
+			       secs);
+			if (m.max_util_pct > 5) {
 				kj_warnf("GPU %d was busy while measuring (utilisation up to %d%%): not idle, "
-					 "not stored", idx, mu);
+					 "not stored", idx, m.max_util_pct);
 				rc = 1;
 				continue;
 			}
 			if (db) {
-				sqlite3_stmt *st = NULL;
-				if (kj_db_prepare(db, "INSERT OR REPLACE INTO idle_power(device_id, median_mw,"
-						  " p10_mw, p90_mw, samples, measured_ns, source)"
-						  " VALUES(?,?,?,?,?,?,?)", &st)) {
+				err = kj_power_idle_store(db, db_path, ids[g], &m);
+				if (err)
 					rc = 1;
-					goto out;
-				}
-				sqlite3_bind_int64(st, 1, ids[g]);
-				sqlite3_bind_int64(st, 2, llround(med * 1000));
-				sqlite3_bind_int64(st, 3, llround(p10 * 1000));
-				sqlite3_bind_int64(st, 4, llround(p90 * 1000));
-				sqlite3_bind_int64(st, 5, (int64_t)cnt);
-				sqlite3_bind_int64(st, 6, kj_realtime_ns());
-				sqlite3_bind_text(st, 7, src, -1, SQLITE_STATIC);
-				if (sqlite3_step(st) != SQLITE_DONE) {
-					kj_errorf("%s: idle_power: %s", db_path, sqlite3_errmsg(db));
-					rc = 1;
-				}
-				sqlite3_finalize(st);
+				if (err == KJ_EDB)
+					goto out; /* no statement: the next GPU would fare no better */
 			}
 		}
 	} else if (db && kj_sampler_write_db(s, db)) {
@@ -422,7 +247,7 @@ out:
 		kj_errorf("%s: %s", out_path, strerror(errno));
 		rc = 1;
 	}
-	free(buf);
+	kj_power_log_close(log);
 	kj_db_close(db); /* an open transaction is rolled back */
 	kj_sampler_close(s);
 	return rc;

@@ -11,11 +11,6 @@
 #include "kj_db.h"
 #include "kj_sweep.h"
 
-json_t *kj_predict_num_or_null(double x, int ok)
-{
-	return ok && isfinite(x) ? json_real(x) : json_null();
-}
-
 /* (pred - meas) / meas in %, or null when either is unknown */
 static json_t *err_pct(double pred, int pred_ok, const json_t *meas)
 {

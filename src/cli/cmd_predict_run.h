@@ -5,14 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* One kernel tier's share of the operator sum: the operators that land there and their time and
- * energy a step (ok: every one of them predicted). */
-struct kj_tier_sum {
-	const char *tier;
-	char ops[256];
-	double time_us, energy_uj;
-	int time_ok, energy_ok;
-};
+#include "kj_predict_step.h"
 
 /* The predicted step (time_us, energy_uj; *_ok 0 when partial) against the step `kjoule compare`
  * measures in run (region and skip as compare takes them; skip < 0 its default): measured time,
@@ -22,9 +15,6 @@ struct kj_tier_sum {
 json_t *kj_predict_against_run(const char *run, const char *region, int skip, const struct kj_tier_sum *tiers,
 			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
 			       const char *gpu);
-
-/* x as a JSON number, or null when !ok or x is not finite (never NaN or inf in the output). */
-json_t *kj_predict_num_or_null(double x, int ok);
 
 /* The text form of kj_predict_against_run's object. */
 void kj_predict_against_print(const json_t *a, FILE *f);

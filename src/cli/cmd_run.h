@@ -1,5 +1,6 @@
 /* kjoule run's parts (cmd_run.c, cmd_run_opts.c, cmd_run_child.c): its options, and the child
- * process it starts, forwards signals to and waits for. */
+ * process it starts, forwards signals to and waits for (the options' struct and the run's
+ * environment and database are src/run's: kj_run.h). */
 #ifndef CMD_RUN_H
 #define CMD_RUN_H
 
@@ -7,31 +8,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "kj_capture_spec.h"
-
-struct run_opts {
-	const char *output;
-	int params_k;
-	int api;
-	int snapshot_mb; /* 0: no buffer snapshots */
-	int snapshot_graphs; /* --snapshot-graphs: graphs' buffers only, once before their first launch */
-	int copy_data_kb; /* keep the bytes of host-to-device copies up to this size (KiB); 0: none */
-	int force;
-	int params_iteration;
-	int runs, warmup;
-	const char *iteration_range;
-	int power;
-	int power_interval_ms;
-	int watch_interval_ms; /* 0: do not watch for other processes */
-	struct kj_capture_spec capture; /* --capture (mode KJ_CAPTURE_NONE: none) */
-	char **cmd;
-};
+#include "kj_run.h"
 
 /** @brief The usage text of `kjoule run`. */
 void kj_run_usage(FILE *f);
 /** @brief Parse `kjoule run`'s arguments (defaults first). @return 0, or -1 after naming the bad
  *  option on stderr (the caller prints the usage and exits 2). */
-int kj_run_parse(int argc, char **argv, struct run_opts *o);
+int kj_run_parse(int argc, char **argv, struct kj_run_opts *o);
 
 extern volatile sig_atomic_t kj_run_child_pid;
 extern volatile sig_atomic_t kj_run_interrupts;   /* SIGINT/SIGTERM/SIGHUP received */

@@ -58,7 +58,7 @@ void kj_run_usage(FILE *f)
 }
 
 /* --capture's value, once per run. */
-static int parse_capture(const char *text, struct run_opts *o)
+static int parse_capture(const char *text, struct kj_run_opts *o)
 {
 	char why[400], had[320];
 	if (o->capture.mode != KJ_CAPTURE_NONE) {
@@ -73,7 +73,7 @@ static int parse_capture(const char *text, struct run_opts *o)
 	return 0;
 }
 
-int kj_run_parse(int argc, char **argv, struct run_opts *o)
+int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->output = "kjoule.kjdb";

@@ -11,7 +11,6 @@
 
 #include "kj_cli.h"
 #include "kj_error.h"
-#include "kj_gpu.h"
 #include "kj_sweep.h"
 
 static void usage(FILE *f)
@@ -37,28 +36,6 @@ static void usage(FILE *f)
 		"communicator's size; one kjoule-nccl-worker a GPU; the grid's points of gpus = N.\n"
 		"Environment: KJ_SWEEP_WORKER names the worker (default: kjoule-sweep-worker beside kjoule),\n"
 		"KJ_NCCL_WORKER the collectives' (default: kjoule-nccl-worker beside kjoule).\n");
-}
-
-/* The worker's path: $KJ_SWEEP_WORKER, else beside this binary (or its build-tree place). */
-/* Local GPUs: NVML's count, else the entries of CUDA_VISIBLE_DEVICES; 0 when neither says. */
-static int count_gpus(void)
-{
-	struct kj_gpu_backend be = {0};
-	char why[256];
-	int n = 0;
-	const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-	if (vis && *vis) {
-		n = 1;
-		for (const char *s = vis; *s; s++)
-			n += *s == ',';
-		return n;
-	}
-	if (kj_gpu_nvml_open(&be, why, sizeof(why)) == 0) {
-		if (be.count(be.ctx, &n))
-			n = 0;
-		kj_gpu_backend_close(&be);
-	}
-	return n;
 }
 
 static int parse_int(const char *s, int *out)
@@ -111,38 +88,6 @@ static int profile(const struct kj_sweep_config *cfg, const struct kj_sweep_opts
 	if (pid < 0 || waitpid(pid, &st, 0) < 0)
 		return 1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
-}
-
-/* A collective's sweep runs one communicator of --gpus N ranks over the grid's points of gpus = N:
- * N must be given, be 2..KJ_SWEEP_MAX_RANKS and lie on the config's gpus axis. 0, or -1 said. */
-static int check_collective(const struct kj_sweep_config *cfg, int given, int n)
-{
-	int64_t axis[64];
-	char list[256] = "";
-	int na = cfg->run == KJ_RUN_GET_ALL ? kj_sweep_axis_values(cfg, 0, axis, 64) : 1, on = 0;
-	if (cfg->run != KJ_RUN_GET_ALL)
-		axis[0] = cfg->shapes[0];
-	if (cfg->run == KJ_RUN_GET_PROFILER) {
-		kj_errorf("sweep: %s is a collective (one process a GPU): run get_profiler traces one "
-			  "worker and is not available for it; trace the ranks with kjoule run -- torchrun", cfg->op->name);
-		return -1;
-	}
-	if (!given || n < 2 || n > KJ_SWEEP_MAX_RANKS) {
-		kj_errorf("sweep: %s is a collective: give --gpus N, the communicator's size (2 to %d, "
-			  "one process a GPU)%s", cfg->op->name, KJ_SWEEP_MAX_RANKS, given ? "" : "; none was given");
-		return -1;
-	}
-	for (int i = 0; i < na && i < 64; i++) {
-		on |= axis[i] == n;
-		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%lld", i ? "," : "",
-			 (long long)axis[i]);
-	}
-	if (!on) {
-		kj_errorf("sweep: --gpus %d is not on %s's gpus axis (%s); the sweep measures the grid's "
-			  "points of gpus = %d", n, cfg->path, list, n);
-		return -1;
-	}
-	return 0;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -212,34 +157,15 @@ int cmd_sweep(int argc, char **argv)
 		return 1;
 	}
 	if (dry) {
-		int64_t *shapes, n, invalid;
-		char s[256];
-		if (cfg.run != KJ_RUN_GET_ALL) {
-			kj_sweep_shape_format(cfg.shapes, cfg.ncols, s, sizeof(s));
-			printf("%s\n", s);
-			fprintf(stderr, "kjoule sweep: run %s: the one shape %s\n", kj_sweep_run_name(cfg.run), s);
-			return 0;
-		}
-		if (kj_sweep_shapes(&cfg, o.parts, o.part, &shapes, &n, &invalid)) {
+		if (kj_sweep_list_shapes(stdout, &cfg, o.parts, o.part)) {
 			kj_errorf("sweep: out of memory");
 			return 1;
 		}
-		for (int j = 0; j < cfg.ncols; j++)
-			printf("%s%s", j ? "," : "", cfg.op->columns[j]);
-		printf("\n");
-		for (int64_t i = 0; i < n; i++) {
-			kj_sweep_shape_format(shapes + i * cfg.ncols, cfg.ncols, s, sizeof(s));
-			printf("%s\n", s);
-		}
-		fprintf(stderr, "kjoule sweep: %s part %d/%d: %lld shapes of a %lld-point grid "
-			"(%lld dropped as not Megatron-divisible)\n", cfg.op->name, o.part, o.parts,
-			(long long)n, (long long)kj_sweep_grid_size(&cfg), (long long)invalid);
-		free(shapes);
 		return 0;
 	}
 	if (gpus) {
 		if (!strcmp(gpus, "all")) {
-			o.gpus = count_gpus() - o.device;
+			o.gpus = kj_sweep_local_gpus() - o.device;
 			if (o.gpus < 1) {
 				kj_errorf("sweep: --gpus all found no GPU (NVML absent and CUDA_VISIBLE_DEVICES unset)");
 				return 1;
@@ -249,10 +175,10 @@ int cmd_sweep(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (cfg.op->collective && check_collective(&cfg, gpus != NULL, o.gpus))
+	if (cfg.op->collective && kj_sweep_collective_check(&cfg, gpus != NULL, o.gpus))
 		return 2;
 	/* more GPUs than the machine has: said before any worker starts (unknown count: not checked) */
-	int have = count_gpus();
+	int have = kj_sweep_local_gpus();
 	if (have > 0 && o.device + o.gpus > have) {
 		kj_errorf("sweep: --gpus %d from --device %d needs GPUs %d..%d, but this machine has %d "
 			  "(NVML's count, or the entries of CUDA_VISIBLE_DEVICES)", o.gpus, o.device,

@@ -214,7 +214,7 @@ static FILE *open_out(const char *dir, const char *stem, const char *ext)
 	return f;
 }
 
-/* Run one pipeline (read without error: kj_cli_pipeline_inputs refused any other); writes its
+/* Run one pipeline (read without error: kj_pipeline_inputs_read refused any other); writes its
  * files and its summary row. Returns 0 when every phase was measured. */
 int kj_pipeline_measure(const struct kj_pipeline_opts *o, struct kj_pipeline_host *g, const struct kj_pipeline *p,
 			int64_t it, double idle_w, const char *idle_src, FILE *summary, FILE *out)

@@ -24,6 +24,17 @@ struct kj_pipeline_opts {
 	char precision[8];
 };
 
+/**
+ * @brief Read every pipeline file of o into sets (nfiles entries, *nsets read) and check them all:
+ *        each file that cannot be read and each pipeline (of --only's choice, if given) with an
+ *        error is said on stderr (file, line, pipeline, phase, field), as is a --set NAME that no
+ *        chosen pipeline declares in its params, or an --only that names none.
+ * @return 0 all good; KJ_EINVAL a bad file or pipeline; KJ_ENOTFOUND --set or --only names
+ *         nothing (a usage error). The sets read are kept either way (--list prints them); free
+ *         with kj_pipeline_set_free.
+ */
+int kj_pipeline_inputs_read(const struct kj_pipeline_opts *o, struct kj_pipeline_set *sets, int *nsets);
+
 /** A --from phase (KJ_PHASE_SEQ: a range of a run's kept iteration it) measured into r, whose
  *  flops and bytes are set; status "failed" with an error when it could not be. */
 typedef void (*kj_pipeline_seq_fn)(const struct kj_pipeline_opts *o, int64_t it, const struct kj_phase *ph,

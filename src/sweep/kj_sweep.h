@@ -120,6 +120,22 @@ void kj_sweep_file_base(const struct kj_sweep_config *cfg, const struct kj_sweep
 void kj_sweep_request(const struct kj_sweep_config *cfg, int precision, const int64_t *v,
 		      int energy, int check, char *buf, size_t len);
 
+/** @brief Local GPUs: the entries of CUDA_VISIBLE_DEVICES when set, else NVML's count; 0 when
+ *  neither says. */
+int kj_sweep_local_gpus(void);
+/**
+ * @brief A collective's sweep runs one communicator of n ranks (given: --gpus was) over the
+ * grid's points of gpus = n: n must be given, be 2..KJ_SWEEP_MAX_RANKS and lie on cfg's gpus
+ * axis, and cfg must not be run get_profiler. @return 0, or KJ_EINVAL after saying why.
+ */
+int kj_sweep_collective_check(const struct kj_sweep_config *cfg, int given, int n);
+/**
+ * @brief --dry-run: the shapes of part of parts as CSV (columns, then one shape a line) to out,
+ * and a line to stderr counting them; a config of one shape (not run get_all) lists that one.
+ * @return 0 or KJ_ENOMEM (nothing written).
+ */
+int kj_sweep_list_shapes(FILE *out, const struct kj_sweep_config *cfg, int parts, int part);
+
 /** @brief GPU name made file-safe (spaces and slashes dropped, as the seed's names are). */
 void kj_sweep_gpu_tag(const char *name, char *out, size_t len);
 

@@ -105,6 +105,8 @@ PY
 done
 expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --top 7
 [ "$(wc -l <"$T/out")" = 8 ] || fail "--top 7 gave $(wc -l <"$T/out") lines"
+expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --top 1
+[ "$(wc -l <"$T/out")" = 2 ] || fail "--top 1 gave $(wc -l <"$T/out") lines"
 expect 0 "$KJ" kernels "$T/r.kjdb" --format jsonl --top 3 --sort count
 [ "$(wc -l <"$T/out")" = 3 ] || fail "jsonl --top 3"
 expect 0 "$KJ" kernels "$T/r.kjdb" --format csv --tier gemm

@@ -47,8 +47,8 @@ has "FAILED"
 
 # a worker's program linking its folder's library is judged by that library's links
 printf 'kj_%s\t%s\t-\t-\n' common common store store energy energy analyze analyze sweep sweep \
-	pipeline pipeline predict predict replay replay report report trace trace >"$T/w.txt"
-printf 'kjoule\tcli\tkj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline;kj_predict;kj_replay;kj_report\t-\n' >>"$T/w.txt"
+	pipeline pipeline predict predict replay replay run run report report trace trace >"$T/w.txt"
+printf 'kjoule\tcli\tkj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline;kj_predict;kj_replay;kj_run;kj_report\t-\n' >>"$T/w.txt"
 printf 'harness\tgpu\tkj_common;kj_energy\t-\n' >>"$T/w.txt"
 printf 'pipegpu\tpipeline/worker\tharness;kj_common;kj_store;kj_energy;kj_analyze;kj_sweep;kj_pipeline\t-\n' >>"$T/w.txt"
 printf 'pipe-worker\tpipeline/worker\tpipegpu\t-\n' >>"$T/w.txt"
