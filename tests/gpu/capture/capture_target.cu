@@ -6,6 +6,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ int main(int argc, char **argv)
 	float got = 0;
 	cudaMemcpy(&got, x, sizeof(float), cudaMemcpyDeviceToHost);
 	cudaFree(x);
-	printf("{\"ok\": %s, \"x0\": %.1f, \"want\": %.1f}\n", got == (float)want ? "true" : "false", got, want);
-	return got == (float)want ? 0 : 1;
+	/* exact while the sum stays under 2^24; past it (10,000 steps of 4 launches: 2.0e8) each float
+	 * addition rounds, by at most half the spacing there: allow 1 % */
+	int ok = want < 16777216.0 ? got == (float)want : fabs((double)got - want) <= 0.01 * want;
+	printf("{\"ok\": %s, \"x0\": %.1f, \"want\": %.1f}\n", ok ? "true" : "false", got, want);
+	return ok ? 0 : 1;
 }
