@@ -11,14 +11,6 @@
 #include "kj_grow.h"
 #include "kj_quantile.h"
 
-const char *const kj_clock_replay_columns[][2] = {
-	{"sm_clock_mean_mhz", "REAL"},
-	{"sm_clock_min_mhz", "INTEGER"},
-	{"sm_clock_max_mhz", "INTEGER"},
-	{"throttle_reasons", "INTEGER"},
-	{NULL, NULL},
-};
-
 static void state_none(struct kj_clock_state *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -121,8 +121,4 @@ int kj_clock_replay_windows(sqlite3 *db, enum kj_clock_replays which, struct kj_
 /** @brief kj_clock_replay_windows() summarised by kj_clock_state_of_windows(). */
 int kj_clock_state_replays(sqlite3 *db, enum kj_clock_replays which, struct kj_clock_state *out);
 
-/** @brief The columns the replay tables gain for the clock state (name, SQL type), NULL-ended:
- *  sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz, throttle_reasons. */
-extern const char *const kj_clock_replay_columns[][2];
-
 #endif
