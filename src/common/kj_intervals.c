@@ -103,7 +103,7 @@ int64_t kj_intervals_overlap_ns(const struct kj_interval *a, size_t na,
 	return both;
 }
 
-long kj_intervals_holding(const struct kj_interval *iv, size_t n, int64_t t, size_t lookback)
+size_t kj_intervals_started_by(const struct kj_interval *iv, size_t n, int64_t t)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -113,6 +113,12 @@ long kj_intervals_holding(const struct kj_interval *iv, size_t n, int64_t t, siz
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+long kj_intervals_holding(const struct kj_interval *iv, size_t n, int64_t t, size_t lookback)
+{
+	size_t lo = kj_intervals_started_by(iv, n, t);
 	for (size_t i = lo; i > 0 && lo - i < lookback; i--)
 		if (t <= iv[i - 1].end_ns)
 			return (long)(i - 1);

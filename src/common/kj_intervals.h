@@ -49,6 +49,9 @@ int kj_interval_cmp(const void *a, const void *b);
 int64_t kj_intervals_overlap_ns(const struct kj_interval *a, size_t na,
 				const struct kj_interval *b, size_t nb);
 
+/** @brief How many of the intervals sorted by start_ns start at or before t (binary search). */
+size_t kj_intervals_started_by(const struct kj_interval *iv, size_t n, int64_t t);
+
 /**
  * @brief The latest of intervals sorted by start_ns that starts at or before t and still holds it
  * (t <= end_ns), looking back at most `lookback` intervals (overlapping ones); -1 when none.

@@ -189,14 +189,7 @@ int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, cons
 		if (i < n) {
 			int64_t t = t_ns[i];
 			/* the last merged interval starting at or before t: does it end after t - lookback? */
-			size_t lo = 0, hi = m;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (iv[mid].start_ns <= t)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = kj_intervals_started_by(iv, m, t);
 			int explained = lo > 0 && iv[lo - 1].end_ns > t - KJ_WATCH_UTIL_LOOKBACK_NS;
 			int inside = m == 0 || (t > iv[0].start_ns && t <= iv[m - 1].end_ns);
 			fires = util[i] > 0 && !explained && inside;

@@ -121,6 +121,12 @@ static void test_holding(void **state)
 	assert_int_equal(kj_intervals_holding(iv, 4, -1, 4), -1); /* before the first */
 	assert_int_equal(kj_intervals_holding(iv, 4, 50, 4), 3);
 	assert_int_equal(kj_intervals_holding(iv, 0, 5, 4), -1);
+	/* how many start at or before t: starts are inclusive */
+	assert_int_equal(kj_intervals_started_by(iv, 4, -1), 0);
+	assert_int_equal(kj_intervals_started_by(iv, 4, 5), 2);
+	assert_int_equal(kj_intervals_started_by(iv, 4, 39), 3);
+	assert_int_equal(kj_intervals_started_by(iv, 4, 99), 4);
+	assert_int_equal(kj_intervals_started_by(iv, 0, 5), 0);
 }
 
 int main(void)
