@@ -2,6 +2,7 @@
  * kj_amortize_measure's work (kj_gpu_harness_cu.h). */
 #include "kj_error.h"
 #include "kj_gpu_harness_cu.h"
+#include "kj_gpu_spin_ptx.h"
 
 static int set_fail(struct kj_gpu_cu_fail *f, CUresult e, const char *what)
 {
@@ -56,4 +57,30 @@ struct kj_amortize_work kj_gpu_cu_graph_work(struct kj_gpu_cu_graph *g, int call
 {
 	struct kj_amortize_work w = {g, kj_gpu_cu_graph_enqueue, kj_gpu_cu_graph_sync, calls};
 	return w;
+}
+
+int kj_gpu_cu_spin_load(struct kj_gpu_cu_spin *sp, struct kj_gpu_cu_fail *f)
+{
+	CUcontext cur = NULL;
+	CUresult e;
+	if ((e = cuCtxGetCurrent(&cur)) || !cur)
+		return set_fail(f, e ? e : CUDA_ERROR_INVALID_CONTEXT, "cuCtxGetCurrent");
+	if (sp->fn && sp->ctx == cur)
+		return 0;
+	sp->fn = NULL;
+	if ((e = cuModuleLoadData(&sp->mod, kj_gpu_spin_ptx())))
+		return set_fail(f, e, "cuModuleLoadData (the idle spacer's PTX)");
+	if ((e = cuModuleGetFunction(&sp->fn, sp->mod, kj_gpu_spin_entry()))) {
+		cuModuleUnload(sp->mod);
+		sp->fn = NULL;
+		return set_fail(f, e, "cuModuleGetFunction (the idle spacer)");
+	}
+	sp->ctx = cur;
+	return 0;
+}
+
+CUresult kj_gpu_cu_spin_launch(const struct kj_gpu_cu_spin *sp, CUstream s, unsigned long long ns)
+{
+	void *args[] = {&ns};
+	return cuLaunchKernel(sp->fn, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
 }

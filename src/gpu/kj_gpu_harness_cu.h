@@ -48,6 +48,19 @@ int kj_gpu_cu_graph_sync(void *g);
  *  caller's and must outlive the work. */
 struct kj_amortize_work kj_gpu_cu_graph_work(struct kj_gpu_cu_graph *g, int calls);
 
+/** The idle spacer (kj_gpu_spin_ptx.h) loaded into one context. */
+struct kj_gpu_cu_spin {
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+};
+
+/** @brief Load the spacer into the current context (once: a second call in the same context
+ *  keeps what the first loaded). 0, or KJ_EGPU with f saying which call the driver refused. */
+int kj_gpu_cu_spin_load(struct kj_gpu_cu_spin *sp, struct kj_gpu_cu_fail *f);
+/** @brief Enqueue one spacer of ns nanoseconds on s (one block of one thread; may be captured). */
+CUresult kj_gpu_cu_spin_launch(const struct kj_gpu_cu_spin *sp, CUstream s, unsigned long long ns);
+
 #ifdef __cplusplus
 }
 #endif

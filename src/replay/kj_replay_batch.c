@@ -167,6 +167,8 @@ int kj_replay_batches(const struct kj_replay_opts *o, sqlite3 *db, struct kj_rep
 			argv[k++] = num[3];
 			argv[k++] = "--energy-seconds";
 			argv[k++] = num[5];
+			if (o->back_to_back)
+				argv[k++] = "--no-pace";
 		}
 		if (o->timer) {
 			argv[k++] = "--timer";

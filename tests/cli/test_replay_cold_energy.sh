@@ -25,6 +25,13 @@ check "... the workers of the others were told --no-cold-energy, those of the co
 	'grep -q -- "--energy.*--no-cold-energy" "$dir/w.log" && grep -- "--energy" "$dir/w.log" | grep -qv -- "--no-cold-energy"'
 check "... the cold figures are the stand-in's (1.5 times warm)" \
 	'[ "$(q "$dir/a.kjdb" "SELECT count(*) FROM replay_energy_cold c JOIN replay_energy e USING (unique_id) WHERE abs(c.energy_mj_per_launch - 1.5 * e.energy_mj_per_launch) < 1e-9")" = "$nc" ]'
+check "... and not told --no-pace: a kernel that runs into the power cap back to back is measured spaced out" \
+	'! grep -q -- "--no-pace" "$dir/w.log"'
+cp "$src/examples/runs/bloom560m.kjdb" "$dir/p.kjdb" && clean "$dir/p.kjdb"
+STANDIN_LOG="$dir/p.log" "$kj" replay "$dir/p.kjdb" --energy --no-sequence --back-to-back > /dev/null 2>&1; rc=$?
+check "--back-to-back: every energy worker told --no-pace (energy back to back only)" \
+	'[ $rc -eq 0 ] && [ "$(grep -c -- "--energy" "$dir/p.log")" -gt 0 ] &&
+	 [ "$(grep -- "--energy" "$dir/p.log" | grep -vc -- "--no-pace")" = 0 ]'
 "$kj" compare "$dir/a.kjdb" --json > "$dir/a.json" 2>/dev/null
 "$kj" compare "$dir/a.kjdb" > "$dir/a.txt" 2>&1
 check "compare: each kernel at the mean, the rest at warm x 1.5; cold sum 1.5 x warm, mean 1.25 x" \

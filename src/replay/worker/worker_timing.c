@@ -1,5 +1,6 @@
 /* kjoule-replay-worker: timing one kernel (CUPTI kernel timestamps or CUDA events, warm or
  * cold L2) and its energy per launch (a CUDA graph of U launches, kj_amortize_measure). */
+#include "kj_clock_state.h"
 #include "kj_gpu_harness_cu.h"
 #include "replay_worker.h"
 
@@ -157,8 +158,12 @@ out:
 struct energy_step {
 	struct replay *R;
 	int flush, kernel;
+	unsigned long long gap_ns; /* > 0: an idle spacer of this long after each step */
 	CUresult e;
 };
+
+/* the idle spacer, loaded once into the worker's context */
+static struct kj_gpu_cu_spin g_spin;
 
 static int energy_step(void *ctx, int i, CUstream s)
 {
@@ -168,16 +173,20 @@ static int energy_step(void *ctx, int i, CUstream s)
 			       : CUDA_SUCCESS;
 	if (e == CUDA_SUCCESS && st->kernel)
 		e = launch(R);
+	if (e == CUDA_SUCCESS && st->gap_ns)
+		e = kj_gpu_cu_spin_launch(&g_spin, s, st->gap_ns);
 	st->e = e;
 	return e == CUDA_SUCCESS ? 0 : KJ_EGPU;
 }
 
 /* Energy per step of a CUDA graph of U = R->o.unroll steps, each an L2 flush (a 2 x L2 memset)
- * when flush and the kernel's launch when kernel: kj_amortize_measure over it, into *ar. 0, or a
- * KJ_E* code (CUDA failures also in R->res). */
-static int amortize_graph(struct replay *R, int flush, int kernel, struct kj_amortize_result *ar)
+ * when flush, the kernel's launch when kernel, and an idle spacer of gap_ns when gap_ns > 0 (the
+ * spacer loaded first): kj_amortize_measure over it, into *ar. 0, or a KJ_E* code (CUDA failures
+ * also in R->res). */
+static int amortize_graph(struct replay *R, int flush, int kernel, unsigned long long gap_ns,
+			  struct kj_amortize_result *ar)
 {
-	struct energy_step st = {R, flush, kernel, CUDA_SUCCESS};
+	struct energy_step st = {R, flush, kernel, gap_ns, CUDA_SUCCESS};
 	struct kj_gpu_cu_graph gw = {NULL, R->stream};
 	struct kj_gpu_cu_fail f;
 	struct kj_amortize_opts ao;
@@ -215,9 +224,9 @@ static void measure_energy_cold(struct replay *R)
 	char status[sizeof(R->res.status)], error[sizeof(R->res.error)];
 	memcpy(status, R->res.status, sizeof(status));
 	memcpy(error, R->res.error, sizeof(error));
-	int rc = amortize_graph(R, 1, 1, &a);
+	int rc = amortize_graph(R, 1, 1, 0, &a);
 	if (!rc)
-		rc = amortize_graph(R, 1, 0, &b);
+		rc = amortize_graph(R, 1, 0, 0, &b);
 	if (rc) { /* the kernel's timing and warm energy stand */
 		kj_warnf("unique kernel %" PRId64 ": cold-L2 energy not measured: %s", R->o.unique,
 			 strcmp(R->res.status, status) ? R->res.error : kj_strerror(rc));
@@ -243,6 +252,79 @@ static void measure_energy_cold(struct replay *R)
 	R->res.energy_cold_ns_per_launch = ns;
 }
 
+/* The reasons that say the power limit held the clocks down: what spacing the launches out eases */
+#define POWER_CAPPING (KJ_CLOCK_SW_POWER_CAP | KJ_CLOCK_HW_SLOWDOWN | KJ_CLOCK_HW_POWER_BRAKE)
+
+static int power_capped(int64_t reasons)
+{
+	return reasons > 0 && ((uint64_t)reasons & POWER_CAPPING);
+}
+
+/* A kernel whose launches back to back drew the GPU into its power cap: its energy measured again
+ * with the launches spaced out by an idle spacer (a graph of launch and spacer pairs less a graph
+ * of the spacers alone, measured right after), first at a 1:1 duty, then at 1:3 while the cap
+ * still acted. A program rarely runs one heavy kernel back to back for seconds; spaced out, the
+ * kernel runs at the clock it ran at in the program, and its energy is the program's. The last
+ * spacing whose difference stands replaces the back-to-back figures (method "paced 1:N"); the
+ * back-to-back ones stay when none does, each attempt said on stderr. */
+static void measure_energy_paced(struct replay *R, double idle_mw)
+{
+	struct kj_gpu_cu_fail f;
+	char status[sizeof(R->res.status)], error[sizeof(R->res.error)];
+	double kernel_ns = R->res.warm.median_ns > 0 ? (double)R->res.warm.median_ns
+			 : R->res.energy_launches > 0 ? R->res.seconds * 1e9 / (double)R->res.energy_launches : 0;
+	if (kernel_ns <= 0)
+		return;
+	if (kj_gpu_cu_spin_load(&g_spin, &f)) {
+		kj_warnf("unique kernel %" PRId64 ": ran at the power cap back to back; not measured spaced "
+			 "out: %s failed (%d)", R->o.unique, f.what, (int)f.err);
+		return;
+	}
+	memcpy(status, R->res.status, sizeof(status));
+	memcpy(error, R->res.error, sizeof(error));
+	static const int ratios[] = {1, 3};
+	for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
+		struct kj_amortize_result a, b;
+		unsigned long long gap = (unsigned long long)(kernel_ns * ratios[i]);
+		gap = gap < 2000 ? 2000 : gap;
+		int rc = amortize_graph(R, 0, 1, gap, &a);
+		if (!rc)
+			rc = amortize_graph(R, 0, 0, gap, &b);
+		if (rc) {
+			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%d not measured: %s", R->o.unique,
+				 ratios[i], strcmp(R->res.status, status) ? R->res.error : kj_strerror(rc));
+			memcpy(R->res.status, status, sizeof(status));
+			memcpy(R->res.error, error, sizeof(error));
+			return;
+		}
+		double mj, unc, ns;
+		if (!kj_amortize_difference(&a, &b, &mj, &unc, &ns)) {
+			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%d not kept: launch and spacer "
+				 "%.4g mJ, spacer alone %.4g mJ (± %.2g)", R->o.unique, ratios[i],
+				 a.energy_per_launch_mj, b.energy_per_launch_mj, unc);
+			return;
+		}
+		kj_warnf("unique kernel %" PRId64 ": ran at the power cap back to back (%.0f MHz, %.4g mJ a "
+			 "launch); spaced out 1:%d: %.0f MHz, %.4g mJ ± %.2g%s", R->o.unique,
+			 R->res.sm_clock_mean_mhz, R->res.energy_mj_per_launch, ratios[i], a.sm_clock_mean_mhz, mj,
+			 unc, power_capped(a.throttle_reasons) ? " (still capped)" : "");
+		R->res.energy_launches = a.launches;
+		R->res.seconds = a.seconds + b.seconds;
+		R->res.energy_mj_per_launch = mj;
+		R->res.energy_unc_mj = unc;
+		/* the kernel's own power, so that energy over power is its time per launch */
+		R->res.power_mw = ns > 0 ? mj / (ns * 1e-9) : NAN;
+		R->res.dynamic_mj_per_launch = idle_mw >= 0 ? mj - idle_mw * ns * 1e-9 : NAN;
+		snprintf(R->res.method, sizeof(R->res.method), "paced 1:%d", ratios[i]);
+		R->res.sm_clock_mean_mhz = a.sm_clock_mean_mhz;
+		R->res.sm_clock_min_mhz = a.sm_clock_min_mhz;
+		R->res.sm_clock_max_mhz = a.sm_clock_max_mhz;
+		R->res.throttle_reasons = a.throttle_reasons;
+		if (!power_capped(a.throttle_reasons))
+			return;
+	}
+}
+
 void worker_nvml_map(struct replay *R)
 {
 	char pci[64];
@@ -260,7 +342,7 @@ int measure_energy(struct replay *R)
 		return 0; /* timing stands; energy stays absent */
 	}
 	struct kj_amortize_result ar;
-	int rc = amortize_graph(R, 0, 1, &ar);
+	int rc = amortize_graph(R, 0, 1, 0, &ar);
 	if (rc == KJ_EGPU && !strcmp(R->res.status, "failed"))
 		return rc; /* the capture or instantiation failed: the result says where */
 	if (rc) {
@@ -283,6 +365,8 @@ int measure_energy(struct replay *R)
 	R->res.sm_clock_min_mhz = ar.sm_clock_min_mhz;
 	R->res.sm_clock_max_mhz = ar.sm_clock_max_mhz;
 	R->res.throttle_reasons = ar.throttle_reasons;
+	if (power_capped(ar.throttle_reasons) && !R->o.no_pace)
+		measure_energy_paced(R, idle);
 	if (R->o.cold && R->flush && !R->o.no_cold_energy)
 		measure_energy_cold(R);
 	return 0;
