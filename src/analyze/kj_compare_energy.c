@@ -2,6 +2,7 @@
  * adds idle power over the time no kernel runs and says which one it predicts with
  * (docs/analysis-compare.md, "Predicted: how each launch is credited"). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kj_compare_internal.h"
 #include "kj_error.h"
@@ -193,4 +194,21 @@ int kj_compare_kernel_energies(const struct kj_compare *c, struct kj_kernel_ener
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s)
+{
+	s->e_basis_iter = 0;
+	s->e_parts_pred = s->e_pred;
+	s->e_parts_err_pct = s->e_err_pct;
+	s->have_parts_err = s->have_err;
+	if (!s->have_pred || !s->have_seq_e || !s->have_seq_err || !s->e_seq_mode || strcmp(s->e_seq_mode, "topology"))
+		return;
+	if (!s->e_seq_data || !strstr(s->e_seq_data, "snapshot") || c->clocks.sequence_mismatch == 1)
+		return;
+	s->e_basis_iter = 1;
+	s->e_pred = s->e_seq_pred;
+	s->e_err_pct = s->e_seq_err_pct;
+	s->have_err = s->have_seq_err;
+	s->e_judgeable = s->have_meas && s->e_meas.mean > 0 && s->e_judgeable_data;
 }

@@ -238,6 +238,12 @@ struct cmp_summary {
 	const char *e_seq_data; /* what its buffers held; "" unknown */
 	int e_seq_synthetic;    /* on small integers or zeros (random data faulted): not comparable */
 	int have_seq_e, have_seq_err;
+	/* the prediction's basis: 0 the parts (e_pred as above), 1 the iteration replayed whole
+	 * (e_pred, e_err_pct and have_err are then e_seq_pred's; the parts' own in e_parts_*) */
+	int e_basis_iter;
+	double e_parts_pred, e_parts_err_pct;
+	int have_parts_err;
+	int e_judgeable_data;      /* e_judgeable without the clock-state condition */
 };
 
 /* kj_compare_load.c: one group per unique_kernel row (gmap: unique_id -> index into c->groups),
@@ -278,6 +284,12 @@ size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
 void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
 /* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
 void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
+/* The prediction's basis (docs/analysis-compare.md, "Which prediction"): where the kept
+ * iteration was launched as CUDA graphs and replayed whole with its recorded topology on the
+ * program's saved buffers, clocks matching the program's, that replay predicts the iteration
+ * (s->e_basis_iter 1: e_pred, e_err_pct, have_err and e_judgeable become its); else the parts
+ * do. Either way e_parts_* keep the parts' figures. Call after cmp_energy_candidates. */
+void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s);
 
 /* What a kernel's energy replay ran on (replay_energy.data): unknown (runs replayed before it was
  * stored), its own launch's saved buffers, other launches' saved buffers over kjoule's fill, or

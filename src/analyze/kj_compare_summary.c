@@ -232,8 +232,8 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 		s->e_standin_share =
 			s->kernel_sum.mean > 0 ? iter_stat(c, get_standin_ns, 0).mean / s->kernel_sum.mean : 0;
 		s->e_standin = s->e_standin_share > KJ_CMP_STANDIN_JUDGE_FRAC;
-		s->e_judgeable = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin &&
-				 c->clocks.mismatch != 1; /* kj_compare_clocks.c */
+		s->e_judgeable_data = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin;
+		s->e_judgeable = s->e_judgeable_data && c->clocks.mismatch != 1; /* kj_compare_clocks.c */
 		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
 		/* one window: its error is about fixed in joules, so its share falls as 1/n; windows
 		 * with independent edges: as 1/sqrt(n) */
@@ -325,6 +325,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	} else {
 		s->e_kernels_pred = s->e_kernels;
 	}
+	cmp_energy_basis(c, s);
 	/* each kernel at its replayed power over its in-situ time: one of the ways to credit it */
 	s->e_kernels_insitu = s->have_cand ? s->e_cand_kernels[KJ_CMP_E_POWER_TIME] : NAN;
 	if (s->have_pred && isfinite(s->e_kernels_insitu) && s->e_kernels_insitu > 0) {

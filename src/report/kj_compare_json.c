@@ -283,6 +283,12 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_predicted_j", cmp_num_or_null(s.e_pred / 1000.0, s.have_pred));
 	json_object_set_new(o, "energy_error_pct", cmp_num_or_null(s.e_err_pct, s.have_err));
 	json_object_set_new(o, "energy_prediction_method",
+			    !s.have_pred ? json_null() : json_string(s.e_basis_iter ? "iteration_replay"
+									     : kj_cmp_e_candidate_names[s.e_method]));
+	/* the parts' own prediction and error, also where the iteration replayed whole predicts */
+	json_object_set_new(o, "energy_predicted_parts_j", cmp_num_or_null(s.e_parts_pred / 1000.0, s.have_pred));
+	json_object_set_new(o, "energy_error_parts_pct", cmp_num_or_null(s.e_parts_err_pct, s.have_pred && s.have_parts_err));
+	json_object_set_new(o, "energy_parts_method",
 			    s.have_pred ? json_string(kj_cmp_e_candidate_names[s.e_method]) : json_null());
 	json_object_set_new(o, "energy_kernels_predicted_j", cmp_num_or_null(s.e_kernels_pred / 1000.0, s.have_pred));
 	{ /* every way to credit the parts, with its prediction and error */

@@ -270,9 +270,13 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	}
 	else
 		fprintf(f, "  idle power unknown (kjoule power --idle)\n");
+	/* the parts' figures: the prediction, or beside it where the iteration replayed whole is */
+	double parts_pred = s.e_basis_iter ? s.e_parts_pred : s.e_pred;
+	double parts_err = s.e_basis_iter ? s.e_parts_err_pct : s.e_err_pct;
+	int parts_have_err = s.e_basis_iter ? s.have_parts_err : s.have_err;
 	if (s.have_pred) {
-		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", s.e_pred / 1000,
-			s.have_err ? "" : "  (no measurement to compare)");
+		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", parts_pred / 1000,
+			parts_have_err ? "" : "  (no measurement to compare)");
 		fprintf(f, "    = kernels %.6f + idle %.6f; %s\n", s.e_kernels_pred / 1000, s.e_idle / 1000,
 			s.e_method == KJ_CMP_E_PLACE_SEQ
 				? "each kernel's energy placed between its warm- and cold-L2 replays where its"
@@ -280,21 +284,24 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				: "each kernel at the mean of its warm- and cold-L2 replayed energies (no in-sequence"
 				  " replay, or no cold-L2 energy, to place it by)");
 	}
-	if (s.have_err && s.e_meas_short)
+	if (parts_have_err && s.e_meas_short)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%% against a figure the loop is too"
-			   " short to measure: see above)\n", s.e_err_pct);
-	else if (s.have_err && s.e_standin)
+			   " short to measure: see above)\n", parts_err);
+	else if (parts_have_err && s.e_standin)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %.0f%% of the kernel time replayed"
 			   " only on stand-in data, whose power is not the program's; trace with --snapshot)\n",
-			s.e_err_pct, 100 * s.e_standin_share);
-	else if (s.have_err && c->clocks.mismatch == 1) /* kj_compare_clocks.c */
-		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", s.e_err_pct, c->clocks.why[0]);
-	else if (s.have_err)
-		fprintf(f, "  error vs measured                   %+11.2f%%\n", s.e_err_pct);
+			parts_err, 100 * s.e_standin_share);
+	else if (parts_have_err && c->clocks.mismatch == 1) /* kj_compare_clocks.c */
+		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", parts_err, c->clocks.why[0]);
+	else if (parts_have_err && s.e_basis_iter)
+		fprintf(f, "  error vs measured                   %+11.2f%%  (the parts; the iteration replayed whole"
+			   " predicts this graph-launched iteration: below)\n", parts_err);
+	else if (parts_have_err)
+		fprintf(f, "  error vs measured                   %+11.2f%%\n", parts_err);
 	if (s.have_cand) { /* their errors only where the measured figure can judge them */
-		int judged = s.have_err && s.e_judgeable, first = 1;
+		int judged = parts_have_err && s.e_judgeable_data && c->clocks.mismatch != 1, first = 1;
 		fprintf(f, "    the same parts credited other ways (kernels + idle%s):",
-			judged ? "; off the measured" : s.have_err ? "; not judged either" : "");
+			judged ? "; off the measured" : parts_have_err ? "; not judged either" : "");
 		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {
 			if (k == s.e_method)
 				continue;
@@ -336,6 +343,13 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				   " measure)%s\n", s.e_seq_err_pct, saved);
 		else if (s.have_seq_err && c->clocks.sequence_mismatch == 1) /* kj_compare_clocks.c */
 			fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", s.e_seq_err_pct, c->clocks.why[1]);
+		else if (s.have_seq_err && s.e_basis_iter && !s.e_judgeable)
+			fprintf(f, "  error vs measured                   %+11.2f%%%s  the prediction, not judged (see"
+				   " above)\n", s.e_seq_err_pct, saved);
+		else if (s.have_seq_err && s.e_basis_iter)
+			fprintf(f, "  error vs measured                   %+11.2f%%%s  the prediction: the iteration was"
+				   " launched as CUDA graphs and replayed whole, as the program ran it\n",
+				s.e_seq_err_pct, saved);
 		else if (s.have_seq_err)
 			fprintf(f, "  error vs measured                   %+11.2f%%%s\n", s.e_seq_err_pct, saved);
 		if (!strncmp(s.e_seq_data, "random", 6) && !strstr(s.e_seq_data, "snapshot"))
