@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
+#include "kj_store_e_power.h"
 #include "kj_energy.h"
 #include "kj_error.h"
 
@@ -461,59 +461,47 @@ done:
 	return rc;
 }
 
+struct sample_vec {
+	struct kj_power_sample *v;
+	size_t len, cap;
+};
+
+/* appends one stored row to the vector (ctx) */
+static int sample_add(void *ctx, const struct kj_store_power_sample *r)
+{
+	struct sample_vec *s = ctx;
+	if (s->len == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 1024;
+		struct kj_power_sample *nv = realloc(s->v, nc * sizeof(*nv));
+		if (!nv)
+			return KJ_ENOMEM;
+		s->v = nv;
+		s->cap = nc;
+	}
+	s->v[s->len++] = (struct kj_power_sample){r->t_ns, r->power_mw, r->power_avg_mw, r->energy_mj,
+						  r->energy_updated};
+	return 0;
+}
+
 /* Loads rows ordered by time; NULL columns become -1. */
 int kj_energy_load_samples(sqlite3 *db, int64_t device_id, struct kj_power_sample **out, size_t *n)
 {
-	sqlite3_stmt *st = NULL;
-	struct kj_power_sample *v = NULL;
-	size_t len = 0, cap = 0;
+	struct sample_vec s = {NULL, 0, 0};
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	rc = kj_db_prepare(db, "SELECT t_ns, power_mw, power_avg_mw, energy_mj, energy_updated FROM"
-			   " power_sample WHERE device_id = ? ORDER BY t_ns, id", &st);
-	if (rc)
+	rc = kj_store_e_power_samples(db, device_id, sample_add, &s);
+	if (rc) {
+		free(s.v);
 		return rc;
-	sqlite3_bind_int64(st, 1, device_id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct kj_power_sample *nv = realloc(v, nc * sizeof(*nv));
-			if (!nv) {
-				free(v);
-				sqlite3_finalize(st);
-				return KJ_ENOMEM;
-			}
-			v = nv;
-			cap = nc;
-		}
-		struct kj_power_sample *x = &v[len++];
-		x->t_ns = sqlite3_column_int64(st, 0);
-		x->power_mw = kj_db_col_i64(st, 1, -1);
-		x->power_avg_mw = kj_db_col_i64(st, 2, -1);
-		x->energy_mj = kj_db_col_i64(st, 3, -1);
-		x->energy_updated = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 4);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return KJ_EDB;
-	}
-	*out = v;
-	*n = len;
+	*out = s.v;
+	*n = s.len;
 	return 0;
 }
 
 double kj_energy_idle_mw(sqlite3 *db, int64_t device_id)
 {
-	sqlite3_stmt *st = NULL;
-	double v = -1;
-	if (kj_db_prepare(db, "SELECT median_mw FROM idle_power WHERE device_id = ?", &st))
-		return -1;
-	sqlite3_bind_int64(st, 1, device_id);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return v;
+	return kj_store_e_idle_median_mw(db, device_id);
 }

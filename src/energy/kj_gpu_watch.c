@@ -12,7 +12,8 @@
 #include "kj_gpu.h"
 #include "kj_gpu_watch.h"
 #include "kj_grow.h"
-#include "kj_schema.h"
+#include "kj_store_e_power.h"
+#include "kj_store_e_watch.h"
 
 struct own {
 	int64_t pid, start_ns, end_ns;
@@ -131,28 +132,9 @@ static int classify(const struct kj_watch_row *rows, size_t n, const struct owns
 	return 0;
 }
 
-static int insert_interval(sqlite3_stmt *ins, int64_t dev, int64_t pid, const char *name,
-			   int64_t a, int64_t b, const char *source)
-{
-	sqlite3_reset(ins);
-	sqlite3_bind_int64(ins, 1, dev);
-	if (pid > 0)
-		sqlite3_bind_int64(ins, 2, pid);
-	else
-		sqlite3_bind_null(ins, 2);
-	if (name && *name)
-		sqlite3_bind_text(ins, 3, name, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(ins, 3);
-	sqlite3_bind_int64(ins, 4, a);
-	sqlite3_bind_int64(ins, 5, b);
-	sqlite3_bind_text(ins, 6, source, -1, SQLITE_STATIC);
-	return sqlite3_step(ins) == SQLITE_DONE ? 0 : KJ_EDB;
-}
-
 /* Intervals in which pid g was listed: from the first listing that shows it to the first that
  * no longer does (or the last listing). */
-static int write_pid_intervals(sqlite3_stmt *ins, int64_t dev, const struct seen *g,
+static int write_pid_intervals(struct kj_store_watch_writer *ins, int64_t dev, const struct seen *g,
 			       const struct kj_watch_row *rows, size_t n, const int64_t *lt, size_t nlt)
 {
 	size_t r = 0;
@@ -167,12 +149,12 @@ static int write_pid_intervals(sqlite3_stmt *ins, int64_t dev, const struct seen
 		if (present && open_ns < 0)
 			open_ns = lt[i];
 		if (!present && open_ns >= 0) {
-			if (insert_interval(ins, dev, g->pid, g->name, open_ns, lt[i], "process"))
+			if (kj_store_e_watch_foreign(ins, dev, g->pid, g->name, open_ns, lt[i], "process"))
 				return KJ_EDB;
 			open_ns = -1;
 		}
 	}
-	if (open_ns >= 0 && insert_interval(ins, dev, g->pid, g->name, open_ns, lt[nlt - 1], "process"))
+	if (open_ns >= 0 && kj_store_e_watch_foreign(ins, dev, g->pid, g->name, open_ns, lt[nlt - 1], "process"))
 		return KJ_EDB;
 	return 0;
 }
@@ -221,55 +203,23 @@ int kj_watch_util_stretches(const int64_t *t_ns, const int *util, size_t n, cons
 
 /* Secondary signal: kj_watch_util_stretches over the GPU's traced kernels, copies and memsets
  * and its utilisation readings, one foreign_activity row (source 'utilization') each. */
-static int write_util_intervals(sqlite3 *db, sqlite3_stmt *ins, int64_t dev)
+static int write_util_intervals(sqlite3 *db, struct kj_store_watch_writer *ins, int64_t dev)
 {
-	sqlite3_stmt *st = NULL;
 	struct kj_interval *iv = NULL; /* traced activity, merged */
 	int64_t *rt = NULL, *sv = NULL;
 	int *ru = NULL;
-	size_t n = 0, cap = 0, nr = 0, cap_t = 0, cap_u = 0, ns = 0;
-	int rc = kj_db_prepare(db, "SELECT start_ns, end_ns FROM kernel WHERE device_id = ?1"
-			       " UNION ALL SELECT start_ns, end_ns FROM memcpy WHERE device_id = ?1"
-			       " UNION ALL SELECT start_ns, end_ns FROM memset WHERE device_id = ?1", &st);
+	size_t n = 0, nr = 0, ns = 0;
+	int rc = kj_store_e_traced_spans(db, dev, &iv, &n);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(st, 1, dev);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct kj_interval *g = kj_grow(iv, &cap, n, sizeof(*g), 2048);
-		if (!g) {
-			rc = KJ_ENOMEM;
-			goto out;
-		}
-		iv = g;
-		iv[n++] = (struct kj_interval){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
-	}
-	sqlite3_finalize(st);
-	st = NULL;
 	size_t m = kj_intervals_merge(iv, n);
-	rc = kj_db_prepare(db, "SELECT t_ns, util_gpu_pct FROM power_sample WHERE device_id = ?"
-			   " AND util_gpu_pct IS NOT NULL ORDER BY t_ns", &st);
+	rc = kj_store_e_util_readings(db, dev, &rt, &ru, &nr);
 	if (rc)
 		goto out;
-	sqlite3_bind_int64(st, 1, dev);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t *gt = kj_grow(rt, &cap_t, nr, sizeof(*gt), 4096);
-		if (gt)
-			rt = gt;
-		int *gu = gt ? kj_grow(ru, &cap_u, nr, sizeof(*gu), 4096) : NULL;
-		if (!gu) {
-			rc = KJ_ENOMEM;
-			goto out;
-		}
-		ru = gu;
-		rt[nr] = sqlite3_column_int64(st, 0);
-		ru[nr] = sqlite3_column_int(st, 1);
-		nr++;
-	}
 	rc = kj_watch_util_stretches(rt, ru, nr, iv, m, &sv, &ns);
 	for (size_t i = 0; i < ns && !rc; i++)
-		rc = insert_interval(ins, dev, -1, NULL, sv[2 * i], sv[2 * i + 1], "utilization");
+		rc = kj_store_e_watch_foreign(ins, dev, -1, NULL, sv[2 * i], sv[2 * i + 1], "utilization");
 out:
-	sqlite3_finalize(st);
 	free(iv);
 	free(rt);
 	free(ru);
@@ -277,16 +227,15 @@ out:
 	return rc;
 }
 
+/* one row of the process table into the run's own set (ctx) */
+static int own_row(void *ctx, int64_t pid, int64_t start_ns, int64_t end_ns)
+{
+	return own_add(ctx, pid, start_ns, end_ns);
+}
+
 static int load_own(sqlite3 *db, const int64_t *own_pids, size_t n_own, struct ownset *own)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = kj_db_prepare(db, "SELECT pid, start_ns, end_ns FROM process", &st);
-	if (rc)
-		return rc;
-	while (!rc && sqlite3_step(st) == SQLITE_ROW)
-		rc = own_add(own, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-			     sqlite3_column_int64(st, 2));
-	sqlite3_finalize(st);
+	int rc = kj_store_e_processes(db, own_row, own);
 	for (size_t i = 0; i < n_own && !rc; i++)
 		rc = own_add(own, own_pids[i], 0, 0);
 	return rc;
@@ -300,7 +249,7 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
 	const char *why;
 	size_t n, nlt;
 	struct ownset own = {NULL, 0, 0};
-	sqlite3_stmt *sample = NULL, *ins = NULL;
+	struct kj_store_watch_writer *ins = NULL;
 	int64_t ids[64];
 	int nd = kj_sampler_ndev(s), by_time_any = 0, mig_any = 0, mps = kj_gpu_watch_mps_present();
 	char buf[32];
@@ -311,17 +260,13 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
 		return 0;
 	if (nd > 64)
 		nd = 64;
-	rc = kj_db_exec(db, kj_schema_watch_sql, "watch tables");
+	rc = kj_store_e_watch_tables(db);
 	if (!rc)
 		rc = kj_sampler_device_ids(s, db, ids);
 	if (!rc)
 		rc = load_own(db, own_pids, n_own, &own);
 	if (!rc)
-		rc = kj_db_prepare(db, "INSERT INTO gpu_process_sample(device_id, t_ns, pid, name,"
-				   " used_memory_bytes, sm_util_pct, traced) VALUES(?,?,?,?,?,?,?)", &sample);
-	if (!rc)
-		rc = kj_db_prepare(db, "INSERT INTO foreign_activity(device_id, pid, name, start_ns, end_ns,"
-				   " source) VALUES(?,?,?,?,?,?)", &ins);
+		rc = kj_store_e_watch_writer_open(db, &ins);
 	for (int d = 0; d < nd && !rc; d++) {
 		struct seen *v = NULL;
 		size_t nv = 0;
@@ -339,27 +284,11 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
 						traced = v[j].traced;
 				if (!strcmp(rows[i].name, "nvidia-cuda-mps-server"))
 					mps = 1;
-				sqlite3_reset(sample);
-				sqlite3_bind_int64(sample, 1, ids[d]);
-				sqlite3_bind_int64(sample, 2, rows[i].t_ns);
-				sqlite3_bind_int64(sample, 3, rows[i].pid);
-				if (rows[i].name[0])
-					sqlite3_bind_text(sample, 4, rows[i].name, -1, SQLITE_TRANSIENT);
-				else
-					sqlite3_bind_null(sample, 4);
-				if (rows[i].used_memory_bytes >= 0)
-					sqlite3_bind_int64(sample, 5, rows[i].used_memory_bytes);
-				else
-					sqlite3_bind_null(sample, 5);
-				if (rows[i].sm_util_pct >= 0)
-					sqlite3_bind_int(sample, 6, rows[i].sm_util_pct);
-				else
-					sqlite3_bind_null(sample, 6);
-				sqlite3_bind_int(sample, 7, traced);
-				if (sqlite3_step(sample) != SQLITE_DONE) {
-					kj_errorf("gpu_process_sample insert: %s", sqlite3_errmsg(db));
-					rc = KJ_EDB;
-				}
+				const struct kj_store_gpu_process_sample r = {
+					ids[d], rows[i].t_ns, rows[i].pid, rows[i].name,
+					rows[i].used_memory_bytes, rows[i].sm_util_pct, traced,
+				};
+				rc = kj_store_e_watch_sample(ins, &r);
 			}
 			for (size_t j = 0; j < nv && !rc; j++)
 				if (v[j].traced == 0)
@@ -383,8 +312,7 @@ int kj_gpu_watch_write_db(struct kj_sampler *s, sqlite3 *db, const int64_t *own_
 		kj_db_meta_set(db, "gpu_mig", mig_any ? "1" : "0");
 		kj_db_meta_set(db, "gpu_mps", mps ? "1" : "0");
 	}
-	sqlite3_finalize(sample);
-	sqlite3_finalize(ins);
+	kj_store_e_watch_writer_close(ins);
 	free(own.v);
 	return rc;
 }

@@ -1,11 +1,13 @@
 /* Import of a meter log into a run database (kept apart from kj_meter.c, which is libc only). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_meter.h"
+#include "kj_store_e_power.h"
 
 /* Imports samples inside [from, to] into meter_sample in one transaction. t_ns is mapped through
  * the run's clock_sync (CLOCK_REALTIME -> CLOCK_MONOTONIC) when the run has it, else NULL. */
@@ -13,7 +15,8 @@ int kj_meter_import(const char *db_path, const char *file, const struct kj_meter
 		  double to, size_t *count)
 {
 	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
+	struct kj_store_meter_sample *v = NULL;
+	size_t n = 0;
 	int rc, have_off = 0;
 	int64_t off = 0;
 	char meter[300];
@@ -30,38 +33,22 @@ int kj_meter_import(const char *db_path, const char *file, const struct kj_meter
 			 db_path);
 	snprintf(meter, sizeof(meter), "%s%s", base ? base + 1 : file,
 		 l->format == KJ_METER_WATTSUP ? ":sum" : "");
-	rc = kj_db_exec(db, "BEGIN", "begin");
-	if (rc)
+	v = malloc((l->n ? l->n : 1) * sizeof(*v));
+	if (!v) {
+		rc = KJ_ENOMEM;
 		goto out;
-	rc = kj_db_prepare(db, "INSERT INTO meter_sample(t_ns, realtime_ns, watts, meter)"
-			   " VALUES(?,?,?,?)", &st);
-	if (rc)
-		goto out;
+	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->t_s[i] < from - 1e-9 || l->t_s[i] > to + 1e-9)
 			continue;
 		int64_t rt = (int64_t)llround(l->t_s[i] * 1e9);
-		sqlite3_reset(st);
-		if (have_off)
-			sqlite3_bind_int64(st, 1, rt + off);
-		else
-			sqlite3_bind_null(st, 1);
-		sqlite3_bind_int64(st, 2, rt);
-		sqlite3_bind_double(st, 3, l->watts[i]);
-		sqlite3_bind_text(st, 4, meter, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("%s: meter_sample: %s", db_path, sqlite3_errmsg(db));
-			rc = KJ_EDB;
-			goto out;
-		}
-		(*count)++;
+		v[n++] = (struct kj_store_meter_sample){rt + off, rt, have_off, l->watts[i]};
 	}
-	sqlite3_finalize(st);
-	st = NULL;
-	rc = kj_db_exec(db, "COMMIT", "commit");
+	rc = kj_store_e_meter_put(db, db_path, meter, v, n);
+	if (!rc)
+		*count = n;
 out:
-	sqlite3_finalize(st);
+	free(v);
 	kj_db_close(db); /* rolls back an unfinished transaction */
 	return rc;
 }
-

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kj_db.h"
+#include "kj_store_e_power.h"
 #include "kj_error.h"
 #include "kj_power_log.h"
 #include "kj_quantile.h"
@@ -216,23 +216,9 @@ int kj_power_idle_of(struct kj_sampler *s, int slot, struct kj_power_idle *out)
 int kj_power_idle_store(sqlite3 *db, const char *db_path, int64_t device_id,
 			const struct kj_power_idle *m)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO idle_power(device_id, median_mw,"
-			  " p10_mw, p90_mw, samples, measured_ns, source)"
-			  " VALUES(?,?,?,?,?,?,?)", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, device_id);
-	sqlite3_bind_int64(st, 2, llround(m->median_w * 1000));
-	sqlite3_bind_int64(st, 3, llround(m->p10_w * 1000));
-	sqlite3_bind_int64(st, 4, llround(m->p90_w * 1000));
-	sqlite3_bind_int64(st, 5, (int64_t)m->count);
-	sqlite3_bind_int64(st, 6, kj_realtime_ns());
-	sqlite3_bind_text(st, 7, m->source, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		kj_errorf("%s: idle_power: %s", db_path, sqlite3_errmsg(db));
-		rc = KJ_EIO;
-	}
-	sqlite3_finalize(st);
-	return rc;
+	const struct kj_store_idle_power row = {
+		llround(m->median_w * 1000), llround(m->p10_w * 1000), llround(m->p90_w * 1000),
+		(int64_t)m->count, kj_realtime_ns(), m->source,
+	};
+	return kj_store_e_idle_power_put(db, db_path, device_id, &row);
 }

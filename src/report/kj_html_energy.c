@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "kj_compare_out_internal.h"
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_html.h"
 #include "kj_html_internal.h"
+#include "kj_store_e_power.h"
 
 static const char *const tier_colors[] = {"#2f5d9e", "#e08a2c", "#3b9e5a", "#8e44ad", "#c0392b",
 					  "#16a085", "#7f8c8d", "#d4ac0d", "#5d6d7e", "#a04000"};
@@ -290,40 +290,44 @@ static void power_panel(struct kj_html_ctx *x, const char *id, const char *title
 	fputs("</svg>\n", f);
 }
 
+struct psample_vec {
+	struct psample *s;
+	size_t n, cap;
+	double top;
+};
+
+/* one stored reading kept (in watts) when it is finite and not negative */
+static int psample_add(void *ctx, const struct kj_store_power_point *p)
+{
+	struct psample_vec *v = ctx;
+	if (v->n == v->cap) {
+		struct psample *ns = realloc(v->s, (v->cap = v->cap ? v->cap * 2 : 4096) * sizeof(*v->s));
+		if (!ns)
+			return KJ_ENOMEM;
+		v->s = ns;
+	}
+	v->s[v->n] = (struct psample){p->t_ns, p->device_id, p->power_mw / 1000};
+	if (isfinite(v->s[v->n].w) && v->s[v->n].w >= 0) {
+		v->top = fmax(v->top, v->s[v->n].w);
+		v->n++;
+	}
+	return 0;
+}
+
 int kj_html_power(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
 	const struct kj_compare *c = x->c;
-	sqlite3_stmt *st = NULL;
-	struct psample *s = NULL;
-	size_t n = 0, cap = 0;
-	double top = 0;
+	struct psample_vec v = {NULL, 0, 0, 0};
 	char cmd[1200];
 	int rc = 0;
 	fputs("<section id=\"power\"><h2>GPU power over the run</h2>\n", f);
-	if (kj_db_prepare(x->db, "SELECT device_id, t_ns, coalesce(power_mw, power_avg_mw) FROM power_sample"
-				 " WHERE t_ns IS NOT NULL AND coalesce(power_mw, power_avg_mw) IS NOT NULL"
-				 " ORDER BY device_id, t_ns",
-			  &st)) {
-		rc = KJ_EDB;
+	rc = kj_store_e_power_points(x->db, psample_add, &v);
+	struct psample *s = v.s;
+	size_t n = v.n;
+	double top = v.top;
+	if (rc)
 		goto out;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (n == cap) {
-			struct psample *ns = realloc(s, (cap = cap ? cap * 2 : 4096) * sizeof(*s));
-			if (!ns) {
-				rc = KJ_ENOMEM;
-				goto out;
-			}
-			s = ns;
-		}
-		s[n] = (struct psample){sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 0),
-					sqlite3_column_double(st, 2) / 1000};
-		if (isfinite(s[n].w) && s[n].w >= 0) {
-			top = fmax(top, s[n].w);
-			n++;
-		}
-	}
 	if (!n) {
 		kj_html_missing(f, "power samples (the run was traced without NVML power sampling)",
 				"kjoule run -o RUN.kjdb -- PROGRAM  on a machine where NVML (libnvidia-ml) loads");
@@ -351,7 +355,6 @@ int kj_html_power(struct kj_html_ctx *x)
 	kj_html_source(f, "power_sample (NVML power readings, every sample; min/max per pixel column)", cmd);
 out:
 	fputs("</section>\n", f);
-	sqlite3_finalize(st);
-	free(s);
+	free(v.s);
 	return rc;
 }

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_store_e_timeline.h"
 
 /* ---- tiers for ascii and svg ---- */
 
@@ -33,22 +33,18 @@ static int style_of_tier(const char *tier)
 	return STYLE_UNKNOWN;
 }
 
+/* one stored tier into the map of unique kernel -> style (ctx) */
+static int tier_put(void *ctx, int64_t unique_id, const char *tier)
+{
+	return kj_imap_put(ctx, unique_id, (size_t)style_of_tier(tier)) ? KJ_ENOMEM : 0;
+}
+
 /* style index per activity: tier stored in unique_kernel, else by name rules */
 static int act_styles(sqlite3 *db, const struct kj_acts *acts, const struct kj_names *names,
 		      unsigned char *out)
 {
 	struct kj_imap utier = {0};
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	if (kj_db_prepare(db, "SELECT id, tier FROM unique_kernel WHERE tier IS NOT NULL", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW)
-		if (kj_imap_put(&utier, sqlite3_column_int64(st, 0),
-				(size_t)style_of_tier((const char *)sqlite3_column_text(st, 1)))) {
-			rc = KJ_ENOMEM;
-			break;
-		}
-	sqlite3_finalize(st);
+	int rc = kj_store_e_unique_tiers(db, tier_put, &utier);
 	for (size_t i = 0; !rc && i < acts->n; i++) {
 		const struct kj_act *a = &acts->v[i];
 		if (a->type == KJ_ACT_MEMCPY) {

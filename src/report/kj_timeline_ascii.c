@@ -5,57 +5,69 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_store_e_timeline.h"
 
 /* ---- ascii ---- */
+
+struct cpu_cov {
+	int64_t tids[8];
+	int nt;
+	double *cov; /* per thread, bucket and kind */
+	int64_t lo, hi;
+	int width;
+	double bucket;
+};
+
+/* one API call's time added to its thread's buckets (ctx), by kind: 0 synchronising, 1
+ * launching, 2 other; threads past the eighth are left out */
+static int cpu_cov_add(void *ctx, const struct kj_store_api_call *c)
+{
+	struct cpu_cov *v = ctx;
+	int64_t lo = v->lo, hi = v->hi;
+	int width = v->width;
+	double bucket = v->bucket;
+	int64_t tid = c->tid;
+	const char *nm = c->name;
+	int64_t s0 = c->start_ns, e0 = c->end_ns;
+	int r, kind = nm && strstr(nm, "Synchronize") ? 0 : nm && strstr(nm, "Launch") ? 1 : 2;
+	for (r = 0; r < v->nt && v->tids[r] != tid; r++)
+		;
+	if (r == v->nt) {
+		if (v->nt == 8)
+			return 0;
+		v->tids[v->nt++] = tid;
+	}
+	int64_t a = s0 < lo ? lo : s0, b = e0 > hi ? hi : e0;
+	if (b < a)
+		return 0;
+	long b0 = (long)((double)(a - lo) / bucket), b1 = (long)((double)(b - lo) / bucket);
+	if (b1 >= width)
+		b1 = width - 1;
+	if (b0 >= width)
+		b0 = width - 1;
+	for (long k = b0; k <= b1; k++) {
+		double bs = lo + k * bucket, be = bs + bucket;
+		double ov = (b < be ? b : be) - (a > bs ? a : bs);
+		v->cov[((size_t)r * (size_t)width + (size_t)k) * 3 + (size_t)kind] += ov > 0 ? ov : 1;
+	}
+	return 0;
+}
 
 /* One row per CPU thread that made API calls in [lo, hi]: 'Y' synchronising, 'L' launching,
  * 'A' any other CUDA call, '.' none (host code or nothing); at most 8 threads. */
 static void ascii_cpu_rows(sqlite3 *db, FILE *f, int64_t lo, int64_t hi, int width, double bucket)
 {
-	sqlite3_stmt *st = NULL;
-	int64_t tids[8];
-	int nt = 0;
+	struct cpu_cov v = {{0}, 0, NULL, lo, hi, width, bucket};
 	double *cov = calloc((size_t)8 * (size_t)width * 3, sizeof(*cov));
-	if (!cov || kj_db_prepare(db,
-				  "SELECT tid, name, start_ns, coalesce(end_ns, start_ns) FROM api_call"
-				  " WHERE start_ns <= ?2 AND coalesce(end_ns, start_ns) >= ?1"
-				  " AND start_ns >= ?1 - 60000000000 ORDER BY start_ns",
-				  &st)) {
+	v.cov = cov;
+	if (!cov || kj_store_e_api_spans_in(db, lo, hi, cpu_cov_add, &v)) {
 		free(cov);
 		return;
 	}
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t tid = sqlite3_column_int64(st, 0);
-		const char *nm = (const char *)sqlite3_column_text(st, 1);
-		int64_t s0 = sqlite3_column_int64(st, 2), e0 = sqlite3_column_int64(st, 3);
-		int r, kind = nm && strstr(nm, "Synchronize") ? 0 : nm && strstr(nm, "Launch") ? 1 : 2;
-		for (r = 0; r < nt && tids[r] != tid; r++)
-			;
-		if (r == nt) {
-			if (nt == 8)
-				continue;
-			tids[nt++] = tid;
-		}
-		int64_t a = s0 < lo ? lo : s0, b = e0 > hi ? hi : e0;
-		if (b < a)
-			continue;
-		long b0 = (long)((double)(a - lo) / bucket), b1 = (long)((double)(b - lo) / bucket);
-		if (b1 >= width)
-			b1 = width - 1;
-		if (b0 >= width)
-			b0 = width - 1;
-		for (long k = b0; k <= b1; k++) {
-			double bs = lo + k * bucket, be = bs + bucket;
-			double ov = (b < be ? b : be) - (a > bs ? a : bs);
-			cov[((size_t)r * (size_t)width + (size_t)k) * 3 + (size_t)kind] += ov > 0 ? ov : 1;
-		}
-	}
-	sqlite3_finalize(st);
+	const int64_t *tids = v.tids;
+	int nt = v.nt;
 	for (int r = 0; r < nt; r++) {
 		char label[32];
 		snprintf(label, sizeof(label), "cpu %" PRId64, tids[r]);

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_ranks.h"
+#include "kj_store_e_power.h"
+#include "kj_store_e_timeline.h"
 
 static void meta_name(struct chrome *c, const char *what, int64_t pid, int64_t tid,
 		      const char *name, int64_t sort)
@@ -40,75 +41,69 @@ static void meta_name(struct chrome *c, const char *what, int64_t pid, int64_t t
 	}
 }
 
+struct meta_ctx {
+	struct chrome *c;
+	const struct kj_job *ranks;
+};
+
+/* a process track named by its rank and GPU (several GPU processes), executable and pid */
+static int meta_process(void *ctx, int64_t pid, const char *exe)
+{
+	const struct meta_ctx *m = ctx;
+	char buf[512], lab[48];
+	kj_rank_label(m->ranks, pid, lab, sizeof(lab));
+	snprintf(buf, sizeof(buf), "%s%s%s (pid %" PRId64 ")", lab, lab[0] ? ": " : "",
+		 exe && *exe ? exe : "process", pid);
+	meta_name(m->c, "process_name", pid, pid, buf, pid);
+	return 0;
+}
+
+/* a CPU thread's track, or the NVTX track beside it */
+static int meta_thread(void *ctx, int64_t pid, int64_t tid, int nv)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), nv ? "NVTX (thread %" PRId64 ")" : "CPU thread %" PRId64, tid);
+	meta_name(ctx, "thread_name", pid, nv ? tid + NVTX_TID_OFF : tid, buf,
+		  nv ? 2 * tid : 2 * tid + 1);
+	return 0;
+}
+
+/* a GPU stream's track */
+static int meta_lane(void *ctx, int64_t pid, int64_t dev, int64_t stream)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRId64, dev, stream);
+	meta_name(ctx, "thread_name", pid, gpu_tid(pid, dev, stream), buf,
+		  1000000000LL + dev * 100000 + (stream >= 0 ? stream : 99999));
+	return 0;
+}
+
+/* a device's counter process (power, energy, clocks) */
+static int meta_counters(void *ctx, int64_t dev)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "GPU %" PRId64 " power, energy, clocks", dev);
+	meta_name(ctx, "process_name", COUNTER_PID_BASE + dev, COUNTER_PID_BASE + dev, buf,
+		  COUNTER_PID_BASE + dev);
+	return 0;
+}
+
 static int chrome_metadata(sqlite3 *db, struct chrome *c)
 {
-	sqlite3_stmt *st = NULL;
-	char buf[512];
 	/* processes: the process table, plus any pid seen in activity or API rows */
-	if (kj_db_prepare(db,
-			  "SELECT p.pid, coalesce(pr.exe, '') FROM (SELECT pid FROM process UNION"
-			  " SELECT DISTINCT pid FROM api_call UNION SELECT DISTINCT pid FROM"
-			  " kernel UNION SELECT DISTINCT pid FROM memcpy UNION SELECT DISTINCT pid"
-			  " FROM nvtx_range) p LEFT JOIN process pr ON pr.pid = p.pid"
-			  " WHERE p.pid IS NOT NULL",
-			  &st))
-		return KJ_EDB;
 	struct kj_job ranks = {0}; /* several GPU processes: each named by its rank and GPU */
 	if (kj_ranks_list(db, &ranks))
 		ranks.n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t pid = sqlite3_column_int64(st, 0);
-		const char *exe = (const char *)sqlite3_column_text(st, 1);
-		char lab[48];
-		kj_rank_label(&ranks, pid, lab, sizeof(lab));
-		snprintf(buf, sizeof(buf), "%s%s%s (pid %" PRId64 ")", lab, lab[0] ? ": " : "",
-			 exe && *exe ? exe : "process", pid);
-		meta_name(c, "process_name", pid, pid, buf, pid);
-	}
-	sqlite3_finalize(st);
+	struct meta_ctx m = {c, &ranks};
+	int rc = kj_store_e_trace_processes(db, meta_process, &m);
 	kj_job_free(&ranks);
-	if (kj_db_prepare(db, kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")
-			  ? "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
-			    " SELECT DISTINCT pid, tid, 0 FROM host_call WHERE tid IS NOT NULL AND op LIKE 'graph%' UNION"
-			    " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL"
-			  : "SELECT DISTINCT pid, tid, 0 FROM api_call WHERE tid IS NOT NULL UNION"
-			    " SELECT DISTINCT pid, tid, 1 FROM nvtx_range WHERE tid IS NOT NULL",
-			  &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
-		int nv = sqlite3_column_int(st, 2);
-		snprintf(buf, sizeof(buf), nv ? "NVTX (thread %" PRId64 ")" : "CPU thread %" PRId64,
-			 tid);
-		meta_name(c, "thread_name", pid, nv ? tid + NVTX_TID_OFF : tid, buf,
-			  nv ? 2 * tid : 2 * tid + 1);
-	}
-	sqlite3_finalize(st);
-	if (kj_db_prepare(db,
-			  "SELECT DISTINCT pid, coalesce(device_id, 0), coalesce(stream_id, -1) FROM"
-			  " kernel UNION SELECT DISTINCT pid, coalesce(device_id, 0),"
-			  " coalesce(stream_id, -1) FROM memcpy UNION SELECT DISTINCT pid,"
-			  " coalesce(device_id, 0), coalesce(stream_id, -1) FROM memset",
-			  &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t pid = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1);
-		int64_t stream = sqlite3_column_int64(st, 2);
-		snprintf(buf, sizeof(buf), "GPU %" PRId64 " stream %" PRId64, dev, stream);
-		meta_name(c, "thread_name", pid, gpu_tid(pid, dev, stream), buf,
-			  1000000000LL + dev * 100000 + (stream >= 0 ? stream : 99999));
-	}
-	sqlite3_finalize(st);
-	if (kj_db_prepare(db, "SELECT DISTINCT device_id FROM power_sample", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t dev = sqlite3_column_int64(st, 0);
-		snprintf(buf, sizeof(buf), "GPU %" PRId64 " power, energy, clocks", dev);
-		meta_name(c, "process_name", COUNTER_PID_BASE + dev, COUNTER_PID_BASE + dev, buf,
-			  COUNTER_PID_BASE + dev);
-	}
-	sqlite3_finalize(st);
-	return 0;
+	if (!rc)
+		rc = kj_store_e_trace_threads(db, meta_thread, c);
+	if (!rc)
+		rc = kj_store_e_gpu_lanes(db, meta_lane, c);
+	if (!rc)
+		rc = kj_store_e_power_devices(db, meta_counters, c);
+	return rc;
 }
 
 int timeline_chrome(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f, int64_t t0,

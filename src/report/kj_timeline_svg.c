@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
+#include "kj_store_e_timeline.h"
 
 /* ---- svg ---- */
 
@@ -44,49 +44,58 @@ static double nice_step(double range)
 	return p;
 }
 
+struct nvtx_draw {
+	FILE *f;
+	const struct kj_iters *it;
+	long sel;
+	int64_t lo;
+	double x0, scale, y0, lane_h;
+	int draw, rows;
+};
+
+/* one NVTX range counted in its row (ctx) and, when drawing, drawn; the selected iteration's own
+ * range and rows below the third are left out */
+static int nvtx_draw_one(void *ctx, const struct kj_store_nvtx_range *r)
+{
+	struct nvtx_draw *v = ctx;
+	FILE *f = v->f;
+	const char *nm = r->name;
+	int64_t s0 = r->start_ns, e0 = r->end_ns;
+	int depth = (int)r->depth;
+	if (v->sel >= 0 && !v->it->whole_run && !strcmp(nm, v->it->region))
+		return 0;
+	int row = depth > 0 ? depth - 1 : 0;
+	if (row > 2)
+		return 0;
+	if (row + 1 > v->rows)
+		v->rows = row + 1;
+	if (!v->draw)
+		return 0;
+	double x = v->x0 + (double)(s0 - v->lo) * v->scale, w = (double)(e0 - s0) * v->scale;
+	double y = v->y0 + row * v->lane_h;
+	fprintf(f, "<rect class=\"nvtx\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\""
+		   " fill=\"#fff3c4\" stroke=\"#c9a400\" stroke-width=\"0.5\"><title>",
+		x, y, w < 0.5 ? 0.5 : w, v->lane_h - 6);
+	kj_xml_esc(f, nm);
+	fprintf(f, " %.3f us</title></rect>\n", (double)(e0 - s0) / 1e3);
+	if (w > 6.5 * (double)strlen(nm) + 4) { /* the name fits inside the bar */
+		fprintf(f, "<text class=\"lab\" x=\"%.2f\" y=\"%.1f\" font-size=\"10\">",
+			x + 2, y + v->lane_h / 2);
+		kj_xml_esc(f, nm);
+		fprintf(f, "</text>\n");
+	}
+	return 0;
+}
+
 /* NVTX ranges inside [lo, hi] below the iteration's own depth, one row per depth (3 at most),
  * as <rect class="nvtx"> with their names; returns the rows drawn. */
 static int svg_nvtx_rows(sqlite3 *db, FILE *f, const struct kj_iters *it, long sel, int64_t lo,
 			 int64_t hi, double x0, double scale, double y0, double lane_h, int draw)
 {
-	sqlite3_stmt *st = NULL;
-	int rows = 0;
-	if (kj_db_prepare(db,
-			  "SELECT name, start_ns, end_ns, depth FROM nvtx_range WHERE end_ns IS NOT NULL"
-			  " AND start_ns >= ?1 AND end_ns <= ?2 AND name IS NOT NULL ORDER BY start_ns",
-			  &st))
+	struct nvtx_draw v = {f, it, sel, lo, x0, scale, y0, lane_h, draw, 0};
+	if (kj_store_e_nvtx_inside(db, lo, hi, nvtx_draw_one, &v))
 		return 0;
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *nm = (const char *)sqlite3_column_text(st, 0);
-		int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
-		int depth = sqlite3_column_int(st, 3);
-		if (sel >= 0 && !it->whole_run && !strcmp(nm, it->region))
-			continue;
-		int row = depth > 0 ? depth - 1 : 0;
-		if (row > 2)
-			continue;
-		if (row + 1 > rows)
-			rows = row + 1;
-		if (!draw)
-			continue;
-		double x = x0 + (double)(s0 - lo) * scale, w = (double)(e0 - s0) * scale;
-		double y = y0 + row * lane_h;
-		fprintf(f, "<rect class=\"nvtx\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\""
-			   " fill=\"#fff3c4\" stroke=\"#c9a400\" stroke-width=\"0.5\"><title>",
-			x, y, w < 0.5 ? 0.5 : w, lane_h - 6);
-		kj_xml_esc(f, nm);
-		fprintf(f, " %.3f us</title></rect>\n", (double)(e0 - s0) / 1e3);
-		if (w > 6.5 * (double)strlen(nm) + 4) { /* the name fits inside the bar */
-			fprintf(f, "<text class=\"lab\" x=\"%.2f\" y=\"%.1f\" font-size=\"10\">",
-				x + 2, y + lane_h / 2);
-			kj_xml_esc(f, nm);
-			fprintf(f, "</text>\n");
-		}
-	}
-	sqlite3_finalize(st);
-	return rows;
+	return v.rows;
 }
 
 int timeline_svg(sqlite3 *db, const struct kj_timeline_opts *o, FILE *f,
