@@ -203,6 +203,9 @@ struct kj_replay_plan {
 	char run_path[256];       /* for messages */
 	char iteration_range[256]; /* the run's iteration range (kj_iterations.h); "" when none */
 	int64_t iter_ns;           /* Σ item iter_ns */
+	/* the measured iterations (as compare counts them): Σ of their spans, the first one's start
+	 * and the last one's end (traced clock); 0 when the run has none */
+	int64_t iter_wall_ns, iter_first_ns, iter_last_ns;
 };
 
 /**

@@ -117,6 +117,7 @@ int kj_replay_batches(const struct kj_replay_opts *o, sqlite3 *db, struct kj_rep
 	snprintf(num[3], sizeof(num[3]), "%d", o->unroll);
 	snprintf(num[4], sizeof(num[4]), "%d", o->device);
 	snprintf(num[5], sizeof(num[5]), "%g", o->energy_s);
+	snprintf(num[6], sizeof(num[6]), "%.4f", o->pace_duty);
 	while (ntodo) {
 		if (o->budget_s > 0 && kj_replay_elapsed_s(o) >= kernels_s) {
 			for (size_t i = 0; i < ntodo; i++) {
@@ -169,6 +170,10 @@ int kj_replay_batches(const struct kj_replay_opts *o, sqlite3 *db, struct kj_rep
 			argv[k++] = num[5];
 			if (o->back_to_back)
 				argv[k++] = "--no-pace";
+			if (o->pace_duty > 0) {
+				argv[k++] = "--pace-duty";
+				argv[k++] = num[6];
+			}
 		}
 		if (o->timer) {
 			argv[k++] = "--timer";

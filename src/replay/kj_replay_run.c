@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kj_clock_state.h"
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_gpu_watch.h"
@@ -97,6 +98,25 @@ void kj_replay_watch_others(struct kj_replay_watch *ot, int last)
 	}
 }
 
+/* The program's GPU busy share over its measured iterations (kernel time over their spans, at
+ * most 1) when its slow power samples there say it ran against the power cap (throttled or partly:
+ * more than KJ_CLOCK_CLEAN_FRAC of the readings capped); 0 otherwise, or when unknown. Kernels
+ * that run into the cap back to back are then measured again at this duty, so that they meet
+ * the cap as they met it in the program (docs/energy.md, "Paced energy under the power cap"). */
+static double program_capped_duty(sqlite3 *db, const struct kj_replay_plan *plan)
+{
+	struct kj_clock_state st;
+	if (plan->iter_wall_ns <= 0 || plan->iter_ns <= 0 ||
+	    kj_clock_state_program(db, -1, plan->iter_first_ns, plan->iter_last_ns, &st) || !st.recorded ||
+	    st.readings <= 0 || (double)st.throttled <= KJ_CLOCK_CLEAN_FRAC * (double)st.readings)
+		return 0;
+	double duty = (double)plan->iter_ns / (double)plan->iter_wall_ns;
+	kj_warnf("replay --energy: the program ran against the power cap (%lld of %lld readings capped, SM clock "
+		 "median %.0f MHz) at a GPU busy share of %.2f: kernels capped back to back are measured again at it",
+		 (long long)st.throttled, (long long)st.readings, st.sm_clock_median_mhz, duty > 1 ? 1.0 : duty);
+	return duty > 1 ? 1.0 : duty;
+}
+
 /* The per-kernel replay and then the kept iteration's (kj_replay_run.h). */
 int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 {
@@ -160,6 +180,8 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 	}
 	if ((rc = kj_replay_plan_rank(db, &plan, o->energy, o->all)))
 		goto out;
+	if (o->energy && !o->back_to_back)
+		o->pace_duty = program_capped_duty(db, &plan);
 	/* with the cold cache a kernel's energy is measured warm, then with its data out of L2
 	 * (flush and launch pairs, then the flushes alone): three windows */
 	size_t ne = 0, ncold = 0;

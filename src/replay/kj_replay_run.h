@@ -21,6 +21,9 @@ struct kj_replay_opts {
 	int graph, verify, no_sequence, all, energy_s_given;
 	int topology; /* -1: with --graph when the iteration is graph-launched; 0 never; 1 asked */
 	int back_to_back; /* --back-to-back: iteration energy unpaced even where the program paused */
+	/* where the program ran against the power cap: its GPU's busy share over the measured
+	 * iterations, at which kernels capped back to back are measured again (0: not asked) */
+	double pace_duty;
 	int dry_run;
 	long long iteration;
 	double energy_s, budget_s;

@@ -32,6 +32,25 @@ STANDIN_LOG="$dir/p.log" "$kj" replay "$dir/p.kjdb" --energy --no-sequence --bac
 check "--back-to-back: every energy worker told --no-pace (energy back to back only)" \
 	'[ $rc -eq 0 ] && [ "$(grep -c -- "--energy" "$dir/p.log")" -gt 0 ] &&
 	 [ "$(grep -- "--energy" "$dir/p.log" | grep -vc -- "--no-pace")" = 0 ]'
+check "... nor --pace-duty: the program's power samples show no capping" '! grep -q -- "--pace-duty" "$dir/w.log"'
+# the program against the power cap: kernels capped back to back are measured again at the
+# program's GPU busy share over its measured iterations, which replay says and passes on
+cp "$src/examples/runs/bloom560m.kjdb" "$dir/cap.kjdb" && clean "$dir/cap.kjdb"
+python3 -c "import sqlite3,sys; d=sqlite3.connect(sys.argv[1]); d.execute('UPDATE power_sample SET throttle_reasons = 4 WHERE throttle_reasons IS NOT NULL'); d.commit()" "$dir/cap.kjdb"
+STANDIN_LOG="$dir/cap.log" "$kj" replay "$dir/cap.kjdb" --energy --no-sequence > /dev/null 2> "$dir/cap.err"; rc=$?
+"$kj" compare "$dir/cap.kjdb" --json > "$dir/cap.json" 2>/dev/null
+check "a capped program: every energy worker told --pace-duty D, D its busy share (compare's busy over wall)" \
+	'[ $rc -eq 0 ] && grep -q "the program ran against the power cap (7 of 7 readings capped" "$dir/cap.err" &&
+	 python3 - "$dir/cap.log" "$dir/cap.json" <<-"PY"
+	import json, re, sys
+	lines = [l for l in open(sys.argv[1]) if "--energy" in l]
+	duties = [float(m.group(1)) for l in lines for m in [re.search(r"--pace-duty (\S+)", l)] if m]
+	j = json.load(open(sys.argv[2]))
+	want = j["busy_us"] / j["wall_us"]
+	sys.exit(not (lines and len(duties) == len(lines) and all(abs(d - want) < 0.01 * want for d in duties)))
+	PY'
+STANDIN_LOG="$dir/capb.log" "$kj" replay "$dir/cap.kjdb" --energy --no-sequence --back-to-back > /dev/null 2>&1
+check "... and with --back-to-back none is" '! grep -q -- "--pace-duty" "$dir/capb.log"'
 "$kj" compare "$dir/a.kjdb" --json > "$dir/a.json" 2>/dev/null
 "$kj" compare "$dir/a.kjdb" > "$dir/a.txt" 2>&1
 check "compare: each kernel at the mean, the rest at warm x 1.5; cold sum 1.5 x warm, mean 1.25 x" \

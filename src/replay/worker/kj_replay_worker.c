@@ -203,8 +203,17 @@ static int replay_one(struct replay *R)
 	if ((rc = map_allocations(R)))
 		return rc;
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
-	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)) || (rc = relocate(R)) ||
-	    (rc = load_premem(R)))
+	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)))
+		return rc;
+	/* KJOULE_REPLAY_OWN_DATA_ONLY=1: a kernel whose own launch was not saved runs on the fill
+	 * alone, not on other launches' saved buffers (docs/replay.md, "Data") */
+	const char *own = getenv("KJOULE_REPLAY_OWN_DATA_ONLY");
+	if (applied && !exact && own && !strcmp(own, "1")) {
+		if ((rc = fill_regions(R)))
+			return rc;
+		applied = 0;
+	}
+	if ((rc = relocate(R)) || (rc = load_premem(R)))
 		return rc;
 	snprintf(R->res.data, sizeof(R->res.data), "%s", exact ? "saved" : applied ? "other_saved" : "fill");
 	t1 = mono_s();
@@ -276,6 +285,9 @@ int main(int argc, char **argv)
 			R.o.energy = 1;
 		} else if (!strcmp(a, "--no-cold-energy")) {
 			R.o.no_cold_energy = 1;
+		} else if (!strcmp(a, "--pace-duty") && v) {
+			R.o.pace_duty = atof(v);
+			i++;
 		} else if (!strcmp(a, "--relocate")) {
 			R.o.relocate = 1;
 		} else if (!strcmp(a, "--verify")) {

@@ -39,7 +39,8 @@ struct opts {
 	int probe;
 	int verify;       /* compare outputs with the run's after-launch snapshot */
 	int topology;     /* --sequence --graph: also the graph launches with their recorded topology */
-	int no_pace;      /* --no-pace: iteration energy back to back even where the program paused */
+	int no_pace;      /* --no-pace: energy back to back only (iteration and kernels) */
+	double pace_duty; /* --pace-duty D: the program ran capped at this GPU busy share (0: not) */
 	int no_cold_energy; /* --no-cold-energy: with the cold cache, energy with warm L2 only */
 };
 

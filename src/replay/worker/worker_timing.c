@@ -162,8 +162,10 @@ struct energy_step {
 	CUresult e;
 };
 
-/* the idle spacer, loaded once into the worker's context */
+/* the idle spacer, loaded once into the worker's context; the gap of the kernel's paced energy
+ * (0: measured back to back), which its cold-L2 windows keep */
 static struct kj_gpu_cu_spin g_spin;
+static unsigned long long g_paced_gap_ns;
 
 static int energy_step(void *ctx, int i, CUstream s)
 {
@@ -216,7 +218,8 @@ static int amortize_graph(struct replay *R, int flush, int kernel, unsigned long
 
 /* The kernel's energy with its data out of L2, as the cold timing has it: a graph of flush and
  * launch pairs less a graph of the flushes alone, measured right after it (so both see the same
- * clocks and temperature). Absent (has_energy_cold 0) when either measurement fails or the
+ * clocks and temperature); each step followed by the idle spacer where the warm energy was
+ * measured paced (g_paced_gap_ns). Absent (has_energy_cold 0) when either measurement fails or the
  * difference is not above zero by more than its uncertainty. */
 static void measure_energy_cold(struct replay *R)
 {
@@ -224,9 +227,9 @@ static void measure_energy_cold(struct replay *R)
 	char status[sizeof(R->res.status)], error[sizeof(R->res.error)];
 	memcpy(status, R->res.status, sizeof(status));
 	memcpy(error, R->res.error, sizeof(error));
-	int rc = amortize_graph(R, 1, 1, 0, &a);
+	int rc = amortize_graph(R, 1, 1, g_paced_gap_ns, &a);
 	if (!rc)
-		rc = amortize_graph(R, 1, 0, 0, &b);
+		rc = amortize_graph(R, 1, 0, g_paced_gap_ns, &b);
 	if (rc) { /* the kernel's timing and warm energy stand */
 		kj_warnf("unique kernel %" PRId64 ": cold-L2 energy not measured: %s", R->o.unique,
 			 strcmp(R->res.status, status) ? R->res.error : kj_strerror(rc));
@@ -262,11 +265,13 @@ static int power_capped(int64_t reasons)
 
 /* A kernel whose launches back to back drew the GPU into its power cap: its energy measured again
  * with the launches spaced out by an idle spacer (a graph of launch and spacer pairs less a graph
- * of the spacers alone, measured right after), first at a 1:1 duty, then at 1:3 while the cap
- * still acted. A program rarely runs one heavy kernel back to back for seconds; spaced out, the
- * kernel runs at the clock it ran at in the program, and its energy is the program's. The last
- * spacing whose difference stands replaces the back-to-back figures (method "paced 1:N"); the
- * back-to-back ones stay when none does, each attempt said on stderr. */
+ * of the spacers alone, measured right after). Where the program itself ran against the cap
+ * (--pace-duty D, the program's GPU busy share), once at that duty, so that the kernel meets the
+ * cap as it did in the program (none at D >= 0.95: the program ran as back to back). Otherwise
+ * at a 1:1 duty, then 1:3 while the cap still acts: in a program that never reached the cap the
+ * kernel ran at the top clock. The last spacing whose difference stands replaces the
+ * back-to-back figures (method "paced 1:N"; g_paced_gap_ns keeps its gap for the cold-L2
+ * windows); the back-to-back ones stay when none does, each attempt said on stderr. */
 static void measure_energy_paced(struct replay *R, double idle_mw)
 {
 	struct kj_gpu_cu_fail f;
@@ -282,8 +287,15 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 	}
 	memcpy(status, R->res.status, sizeof(status));
 	memcpy(error, R->res.error, sizeof(error));
-	static const int ratios[] = {1, 3};
-	for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
+	double ratios[2] = {1, 3};
+	size_t nratios = 2;
+	if (R->o.pace_duty > 0) {
+		if (R->o.pace_duty >= 0.95)
+			return;
+		ratios[0] = (1 - R->o.pace_duty) / R->o.pace_duty;
+		nratios = 1;
+	}
+	for (size_t i = 0; i < nratios; i++) {
 		struct kj_amortize_result a, b;
 		unsigned long long gap = (unsigned long long)(kernel_ns * ratios[i]);
 		gap = gap < 2000 ? 2000 : gap;
@@ -291,7 +303,7 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 		if (!rc)
 			rc = amortize_graph(R, 0, 0, gap, &b);
 		if (rc) {
-			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%d not measured: %s", R->o.unique,
+			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%.2g not measured: %s", R->o.unique,
 				 ratios[i], strcmp(R->res.status, status) ? R->res.error : kj_strerror(rc));
 			memcpy(R->res.status, status, sizeof(status));
 			memcpy(R->res.error, error, sizeof(error));
@@ -299,13 +311,13 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 		}
 		double mj, unc, ns;
 		if (!kj_amortize_difference(&a, &b, &mj, &unc, &ns)) {
-			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%d not kept: launch and spacer "
+			kj_warnf("unique kernel %" PRId64 ": energy spaced out 1:%.2g not kept: launch and spacer "
 				 "%.4g mJ, spacer alone %.4g mJ (± %.2g)", R->o.unique, ratios[i],
 				 a.energy_per_launch_mj, b.energy_per_launch_mj, unc);
 			return;
 		}
 		kj_warnf("unique kernel %" PRId64 ": ran at the power cap back to back (%.0f MHz, %.4g mJ a "
-			 "launch); spaced out 1:%d: %.0f MHz, %.4g mJ ± %.2g%s", R->o.unique,
+			 "launch); spaced out 1:%.2g: %.0f MHz, %.4g mJ ± %.2g%s", R->o.unique,
 			 R->res.sm_clock_mean_mhz, R->res.energy_mj_per_launch, ratios[i], a.sm_clock_mean_mhz, mj,
 			 unc, power_capped(a.throttle_reasons) ? " (still capped)" : "");
 		R->res.energy_launches = a.launches;
@@ -315,7 +327,8 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 		/* the kernel's own power, so that energy over power is its time per launch */
 		R->res.power_mw = ns > 0 ? mj / (ns * 1e-9) : NAN;
 		R->res.dynamic_mj_per_launch = idle_mw >= 0 ? mj - idle_mw * ns * 1e-9 : NAN;
-		snprintf(R->res.method, sizeof(R->res.method), "paced 1:%d", ratios[i]);
+		snprintf(R->res.method, sizeof(R->res.method), "paced 1:%.2g", ratios[i]);
+		g_paced_gap_ns = gap;
 		R->res.sm_clock_mean_mhz = a.sm_clock_mean_mhz;
 		R->res.sm_clock_min_mhz = a.sm_clock_min_mhz;
 		R->res.sm_clock_max_mhz = a.sm_clock_max_mhz;
@@ -342,6 +355,7 @@ int measure_energy(struct replay *R)
 		return 0; /* timing stands; energy stays absent */
 	}
 	struct kj_amortize_result ar;
+	g_paced_gap_ns = 0;
 	int rc = amortize_graph(R, 0, 1, 0, &ar);
 	if (rc == KJ_EGPU && !strcmp(R->res.status, "failed"))
 		return rc; /* the capture or instantiation failed: the result says where */
