@@ -37,7 +37,7 @@ from graphs_bench import bad_numbers, timed  # noqa: E402  (one copy each)
 # energy counter (updates every ~100 ms) to measure the loop's window to well under 1 %.
 PROGRAMS = {
     "gpt_eager": ["python3", "examples/gpt_graph.py", "--mode", "eager", "--iters", "300"],
-    "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1000"],
+    "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1500"],  # 1000: ±0.8-1.2 %
     # the traced decode loop's requests take 250-315 ms until about the tenth, then 64-70 ms with
     # the same 6,148 kernels (17.1 ms busy): ten warm-up requests leave the steady ones measured
     "decode_compiled": ["python3", "examples/hf_decode.py", "--requests", "16", "--warmup", "10"],
@@ -69,7 +69,8 @@ KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_
         "energy_kernels_cold_j", "energy_kernels_predicted_j", "energy_idle_j",
         "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_data", "energy_kernels_time_coverage",
-        "energy_clock_state", "energy_candidates"]
+        "energy_clock_state", "energy_candidates", "energy_predicted_parts_j", "energy_error_parts_pct",
+        "energy_parts_method", "energy_replay_data", "energy_replay_data_shares"]
 
 
 def children(pid):

@@ -9,7 +9,8 @@ tag=${EF_TAG:-two}
 nvidia-smi --query-gpu=index,name,serial,power.draw,temperature.gpu,clocks.sm --format=csv
 CUDA_VISIBLE_DEVICES=0 EF_TAG=${tag}_gpu0 bash bench/energy_fidelity/device_run.sh "$@" > "${OUT:-/tmp}/ef_${tag}_gpu0.txt" 2>&1 &
 p0=$!
-CUDA_VISIBLE_DEVICES=1 EF_TAG=${tag}_gpu1 bash bench/energy_fidelity/device_run.sh "$@" > "${OUT:-/tmp}/ef_${tag}_gpu1.txt" 2>&1 &
+# EF_ENV1="NAME=VALUE ...": extra environment for GPU 1's side only (a study of one setting)
+CUDA_VISIBLE_DEVICES=1 EF_TAG=${tag}_gpu1 env ${EF_ENV1:-} bash bench/energy_fidelity/device_run.sh "$@" > "${OUT:-/tmp}/ef_${tag}_gpu1.txt" 2>&1 &
 p1=$!
 wait $p0; r0=$?
 wait $p1; r1=$?
