@@ -98,19 +98,20 @@ void kj_replay_watch_others(struct kj_replay_watch *ot, int last)
 	}
 }
 
-/* The program's GPU busy share over its measured iterations (kernel time over their spans, at
- * most 1) when its slow power samples there say it ran against the power cap (throttled or partly:
+/* The program's GPU busy share over its measured iterations (their kernel time over the loop's
+ * span, first start to last end, at most 1) when its slow power samples there say it ran against the power cap (throttled or partly:
  * more than KJ_CLOCK_CLEAN_FRAC of the readings capped); 0 otherwise, or when unknown. Kernels
  * that run into the cap back to back are then measured again at this duty, so that they meet
  * the cap as they met it in the program (docs/energy.md, "Paced energy under the power cap"). */
 static double program_capped_duty(sqlite3 *db, const struct kj_replay_plan *plan)
 {
 	struct kj_clock_state st;
-	if (plan->iter_wall_ns <= 0 || plan->iter_ns <= 0 ||
+	int64_t span_ns = plan->iter_last_ns - plan->iter_first_ns;
+	if (span_ns <= 0 || plan->iter_ns <= 0 ||
 	    kj_clock_state_program(db, -1, plan->iter_first_ns, plan->iter_last_ns, &st) || !st.recorded ||
 	    st.readings <= 0 || (double)st.throttled <= KJ_CLOCK_CLEAN_FRAC * (double)st.readings)
 		return 0;
-	double duty = (double)plan->iter_ns / (double)plan->iter_wall_ns;
+	double duty = (double)plan->iter_ns / (double)span_ns;
 	kj_warnf("replay --energy: the program ran against the power cap (%lld of %lld readings capped, SM clock "
 		 "median %.0f MHz) at a GPU busy share of %.2f: kernels capped back to back are measured again at it",
 		 (long long)st.throttled, (long long)st.readings, st.sm_clock_median_mhz, duty > 1 ? 1.0 : duty);

@@ -205,10 +205,11 @@ static int replay_one(struct replay *R)
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
 	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)))
 		return rc;
-	/* KJOULE_REPLAY_OWN_DATA_ONLY=1: a kernel whose own launch was not saved runs on the fill
-	 * alone, not on other launches' saved buffers (docs/replay.md, "Data") */
-	const char *own = getenv("KJOULE_REPLAY_OWN_DATA_ONLY");
-	if (applied && !exact && own && !strcmp(own, "1")) {
+	/* a kernel whose own launch was not saved runs on the fill alone: other launches' buffers,
+	 * saved at other moments (an arena's regions not yet written among them), drew far less
+	 * power than either (docs/replay.md, "Data"); KJOULE_REPLAY_OTHER_SAVED=1 keeps them */
+	const char *other = getenv("KJOULE_REPLAY_OTHER_SAVED");
+	if (applied && !exact && !(other && !strcmp(other, "1"))) {
 		if ((rc = fill_regions(R)))
 			return rc;
 		applied = 0;

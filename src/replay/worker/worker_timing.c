@@ -287,6 +287,7 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 	}
 	memcpy(status, R->res.status, sizeof(status));
 	memcpy(error, R->res.error, sizeof(error));
+	double b2b_mhz = R->res.sm_clock_mean_mhz, b2b_mj = R->res.energy_mj_per_launch;
 	double ratios[2] = {1, 3};
 	size_t nratios = 2;
 	if (R->o.pace_duty > 0) {
@@ -318,7 +319,7 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 		}
 		kj_warnf("unique kernel %" PRId64 ": ran at the power cap back to back (%.0f MHz, %.4g mJ a "
 			 "launch); spaced out 1:%.2g: %.0f MHz, %.4g mJ ± %.2g%s", R->o.unique,
-			 R->res.sm_clock_mean_mhz, R->res.energy_mj_per_launch, ratios[i], a.sm_clock_mean_mhz, mj,
+			 b2b_mhz, b2b_mj, ratios[i], a.sm_clock_mean_mhz, mj,
 			 unc, power_capped(a.throttle_reasons) ? " (still capped)" : "");
 		R->res.energy_launches = a.launches;
 		R->res.seconds = a.seconds + b.seconds;
