@@ -12,6 +12,7 @@
 #include "kj_error.h"
 #include "kj_ingest.h"
 #include "kj_iterations.h"
+#include "kj_store_w_run.h"
 
 static void usage(FILE *f)
 {
@@ -74,7 +75,7 @@ int cmd_ingest(int argc, char **argv)
 	if (kj_db_create(tmp, &db) != 0)
 		return 1;
 	memset(&st, 0, sizeof(st));
-	int rc = kj_db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN", "begin");
+	int rc = kj_write_begin_bulk(db);
 	if (!rc)
 		rc = kj_ingest_dir(db, dir, &io, &st);
 	if (!rc) {
@@ -84,7 +85,7 @@ int cmd_ingest(int argc, char **argv)
 	if (!rc) {
 		kj_db_meta_set(db, "ingested_from", dir);
 		kj_db_meta_set(db, "clock", "CLOCK_MONOTONIC");
-		rc = kj_db_exec(db, "COMMIT", "commit");
+		rc = kj_write_commit(db);
 	}
 	kj_db_close(db);
 	if (rc || rename(tmp, out) != 0) {

@@ -16,6 +16,7 @@
 #include "kj_error.h"
 #include "kj_power_log.h"
 #include "kj_sampler.h"
+#include "kj_store_w_run.h"
 
 #define MAX_GPUS 64
 
@@ -195,7 +196,7 @@ int cmd_power(int argc, char **argv)
 	if (db_path) {
 		if (open_db(db_path, &db))
 			goto out;
-		if (kj_db_exec(db, "BEGIN", "begin"))
+		if (kj_write_begin(db))
 			goto out;
 	}
 	rc = 0;
@@ -237,7 +238,7 @@ int cmd_power(int argc, char **argv)
 		rc = 1;
 	}
 	if (db) {
-		if (rc == 0 && kj_db_exec(db, "COMMIT", "commit"))
+		if (rc == 0 && kj_write_commit(db))
 			rc = 1;
 		else if (rc == 0)
 			fprintf(stderr, "kjoule power: stored in %s\n", db_path);

@@ -9,6 +9,7 @@
 
 #include "kj_compare_out.h"
 #include "kj_db.h"
+#include "kj_store_w_run.h"
 #include "kj_sweep.h"
 
 /* (pred - meas) / meas in %, or null when either is unknown */
@@ -48,19 +49,6 @@ static json_t *tier_row(const struct kj_tier_sum *ts, const json_t *run_tier)
 	return r;
 }
 
-/* the run's GPU names, comma separated, into buf ("" when the run lists none) */
-static void run_devices(sqlite3 *db, char *buf, size_t len)
-{
-	sqlite3_stmt *st = NULL;
-	buf[0] = 0;
-	if (kj_db_prepare(db, "SELECT group_concat(name, ', ') FROM (SELECT DISTINCT name FROM device"
-			      " WHERE name IS NOT NULL ORDER BY id)", &st))
-		return;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-}
-
 json_t *kj_predict_against_run(const char *run, const char *region, int skip, const struct kj_tier_sum *tiers,
 			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
 			       const char *gpu)
@@ -75,7 +63,7 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 		return NULL;
 	}
 	char devices[512], a[256], b[256];
-	run_devices(db, devices, sizeof(devices));
+	kj_store_device_names(db, devices, sizeof(devices));
 	json_t *c = kj_compare_json(cmp);
 	kj_compare_free(cmp);
 	kj_db_close(db);

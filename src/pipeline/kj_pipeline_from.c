@@ -11,6 +11,7 @@
 #include "kj_map.h"
 #include "kj_pipeline.h"
 #include "kj_pipeline_from.h"
+#include "kj_store_w_pipeline.h"
 
 struct range {
 	int64_t id, start_ns, end_ns;
@@ -40,42 +41,27 @@ static int mark_in_graph(struct kj_from_op *ops, size_t n)
  * launch's), its correlation id and, for graph kernels, the range open at capture. */
 static int ops_load(sqlite3 *db, int64_t it, struct kj_from_op **out, size_t *n)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	char sql[600];
-	int has_kernel = kj_db_caps(db)->sequence_op_kernel_id;
-	int has_capture = has_kernel && kj_db_caps(db)->kernel_capture_range_id;
+	struct kj_store_iter_op *rows = NULL;
+	int rc = kj_store_iter_ops(db, it, &rows, n);
 	*out = NULL;
-	*n = 0;
-	snprintf(sql, sizeof(sql),
-		 "SELECT s.ordinal, coalesce(%s, l.launch_ns), s.correlation_id, s.op, %s, %s"
-		 " FROM sequence_op s LEFT JOIN launch_params l ON l.id = s.launch_params_id%s"
-		 " WHERE s.iteration = ? ORDER BY s.ordinal, s.id",
-		 has_kernel ? "k.launch_ns" : "NULL", has_kernel ? "s.kernel_id" : "NULL",
-		 has_capture ? "k.capture_range_id" : "NULL",
-		 has_kernel ? " LEFT JOIN kernel k ON k.id = s.kernel_id" : "");
-	if (kj_db_prepare(db, sql, &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, it);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct kj_from_op *no = kj_grow(*out, &cap, *n, sizeof(*no), 256);
-		if (!no) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		*out = no;
-		struct kj_from_op *o = &no[(*n)++];
-		memset(o, 0, sizeof(*o));
-		o->ordinal = sqlite3_column_int64(st, 0);
-		o->t_ns = kj_db_col_i64(st, 1, -1);
-		o->corr = kj_db_col_i64(st, 2, -1);
-		const char *op = (const char *)sqlite3_column_text(st, 3);
-		o->kernel = op && !strcmp(op, "kernel");
-		o->graph = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		o->capture = kj_db_col_i64(st, 5, -1);
+	if (rc)
+		return rc;
+	if (*n && !(*out = calloc(*n, sizeof(**out)))) {
+		free(rows);
+		*n = 0;
+		return KJ_ENOMEM;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		struct kj_from_op *o = &(*out)[i];
+		o->ordinal = rows[i].ordinal;
+		o->t_ns = rows[i].t_ns;
+		o->corr = rows[i].corr;
+		o->kernel = rows[i].is_kernel;
+		o->graph = rows[i].has_kernel_id;
+		o->capture = rows[i].capture_range_id;
 		o->key = KJ_FROM_PENDING;
 	}
-	sqlite3_finalize(st);
+	free(rows);
 	/* copies, memsets and events: the previous kernel's time (the next one's at the start) */
 	int64_t last = -1;
 	for (size_t i = 0; i < *n; i++) {
@@ -115,19 +101,9 @@ static int phase_add(struct kj_pipeline *p, size_t *cap, const char *name, int64
 static int kept_range(sqlite3 *db, const char *run, const char *kept, const char *label, int64_t pid,
 		      const struct kj_from_op *ops, size_t nops, int64_t out[4], char *err, size_t errlen)
 {
-	sqlite3_stmt *st = NULL;
-	if (kj_db_prepare(db, "SELECT start_ns, coalesce(end_ns, 9223372036854775807), depth, tid FROM nvtx_range"
-			  " WHERE name = ?1 AND (?2 < 0 OR pid = ?2) AND start_ns <= ?3"
-			  " AND coalesce(end_ns, 9223372036854775807) >= ?4 ORDER BY start_ns DESC LIMIT 1", &st))
-		return KJ_EDB;
-	sqlite3_bind_text(st, 1, kept, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 2, pid);
-	sqlite3_bind_int64(st, 3, ops[0].t_ns);
-	sqlite3_bind_int64(st, 4, ops[nops - 1].t_ns);
-	int found = sqlite3_step(st) == SQLITE_ROW;
-	for (int i = 0; found && i < 4; i++)
-		out[i] = kj_db_col_i64(st, i, 0);
-	sqlite3_finalize(st);
+	int found = kj_store_nvtx_holding(db, kept, pid, ops[0].t_ns, ops[nops - 1].t_ns, out);
+	if (found < 0)
+		return found;
 	if (found)
 		return 0;
 	size_t graph = 0;
@@ -143,45 +119,37 @@ static int kept_range(sqlite3 *db, const char *run, const char *kept, const char
 	return KJ_ENOTFOUND;
 }
 
+struct ranges_acc {
+	struct range *v;
+	size_t n, cap;
+};
+
+/* One eager range appended to the list ud. */
+static int range_add(const struct kj_store_nvtx_row *row, void *ud)
+{
+	struct ranges_acc *a = ud;
+	struct range *nrg = kj_grow(a->v, &a->cap, a->n, sizeof(*nrg), 64);
+	if (!nrg)
+		return KJ_ENOMEM;
+	a->v = nrg;
+	struct range *r = &nrg[a->n++];
+	r->id = row->id;
+	r->start_ns = row->start_ns;
+	r->end_ns = row->end_ns;
+	snprintf(r->name, sizeof(r->name), "%s", row->name ? row->name : "?");
+	return 0;
+}
+
 /* The ranges of the eager rule, by start: inside the kept range k (start, end, depth, tid) on its
  * thread, at depth k's + depth, or named region. */
 static int eager_ranges_load(sqlite3 *db, int64_t pid, const int64_t k[4], int depth, const char *region,
 			     struct range **out, size_t *nr)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	*out = NULL;
-	*nr = 0;
-	if (kj_db_prepare(db, region ?
-			  "SELECT id, start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
-			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND name = ?4 ORDER BY start_ns" :
-			  "SELECT id, start_ns, coalesce(end_ns, ?3), name FROM nvtx_range WHERE (?1 < 0 OR pid = ?1)"
-			  " AND tid = ?5 AND start_ns >= ?2 AND start_ns <= ?3 AND depth = ?4 ORDER BY start_ns", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	sqlite3_bind_int64(st, 2, k[0]);
-	sqlite3_bind_int64(st, 3, k[1]);
-	if (region)
-		sqlite3_bind_text(st, 4, region, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_int64(st, 4, k[2] + depth);
-	sqlite3_bind_int64(st, 5, k[3]);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct range *nrg = kj_grow(*out, &cap, *nr, sizeof(*nrg), 64);
-		if (!nrg) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		*out = nrg;
-		struct range *r = &nrg[(*nr)++];
-		r->id = sqlite3_column_int64(st, 0);
-		r->start_ns = sqlite3_column_int64(st, 1);
-		r->end_ns = sqlite3_column_int64(st, 2);
-		const char *nm = (const char *)sqlite3_column_text(st, 3);
-		snprintf(r->name, sizeof(r->name), "%s", nm ? nm : "?");
-	}
-	sqlite3_finalize(st);
-	return 0;
+	struct ranges_acc a = {NULL, 0, 0};
+	int rc = kj_store_nvtx_inside(db, pid, k, depth, region, range_add, &a);
+	*out = a.v;
+	*nr = a.n;
+	return rc;
 }
 
 /* The eager rule, for operations not of a graph launch: each belongs to the range holding its time
@@ -303,7 +271,7 @@ static void no_groups(sqlite3 *db, const char *run, const char *label, int depth
 			 g->root, g->root[0] ? "'" : "", label, g->deepest, depth);
 	else
 		snprintf(err, errlen, "%s: no NVTX range at depth %d inside %s (the deepest there is %" PRId64 ")",
-			 run, depth, label, kj_db_one_i64(db, "SELECT max(depth) FROM nvtx_range", 0, kdepth) - kdepth);
+			 run, depth, label, kj_store_nvtx_max_depth(db, kdepth) - kdepth);
 }
 
 int kj_pipeline_from_run(const char *run, int depth, const char *region, struct kj_pipeline *p,

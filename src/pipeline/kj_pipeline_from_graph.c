@@ -10,6 +10,7 @@
 #include "kj_grow.h"
 #include "kj_map.h"
 #include "kj_pipeline_from.h"
+#include "kj_store_w_pipeline.h"
 
 #define MAX_LEVELS 64
 
@@ -30,39 +31,29 @@ static void cranges_free(struct cranges *c)
 	kj_map_free(c->by_id);
 }
 
+/* One capture range appended to c and indexed by its id. */
+static int crange_add(const struct kj_store_nvtx_row *row, void *ud)
+{
+	struct cranges *c = ud;
+	struct crange *nv = kj_grow(c->v, &c->cap, c->n, sizeof(*nv), 64);
+	if (!nv)
+		return KJ_ENOMEM;
+	c->v = nv;
+	struct crange *r = &nv[c->n];
+	r->id = row->id;
+	r->parent = row->parent;
+	r->depth = row->depth;
+	snprintf(r->name, sizeof(r->name), "%s", row->name ? row->name : "?");
+	return kj_map_put(c->by_id, (uint64_t)r->id, (uint64_t)c->n++);
+}
+
 /* The capture ranges of the iteration's graph kernels and all their ancestors, indexed by id. */
 static int cranges_load(sqlite3 *db, int64_t iteration, struct cranges *c)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
 	memset(c, 0, sizeof(*c));
 	if (!(c->by_id = kj_map_new()))
 		return KJ_ENOMEM;
-	if (kj_db_prepare(db, "WITH RECURSIVE anc(id) AS (SELECT DISTINCT k.capture_range_id FROM sequence_op s"
-			  " JOIN kernel k ON k.id = s.kernel_id WHERE s.iteration = ?1 AND k.capture_range_id IS NOT NULL"
-			  " UNION SELECT r.parent_id FROM anc a JOIN nvtx_range r ON r.id = a.id"
-			  " WHERE r.parent_id IS NOT NULL)"
-			  " SELECT r.id, coalesce(r.parent_id, -1), coalesce(r.depth, 0), r.name"
-			  " FROM anc a JOIN nvtx_range r ON r.id = a.id", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, iteration);
-	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-		struct crange *nv = kj_grow(c->v, &c->cap, c->n, sizeof(*nv), 64);
-		if (!nv) {
-			rc = KJ_ENOMEM;
-			break;
-		}
-		c->v = nv;
-		struct crange *r = &nv[c->n];
-		r->id = sqlite3_column_int64(st, 0);
-		r->parent = sqlite3_column_int64(st, 1);
-		r->depth = sqlite3_column_int64(st, 2);
-		const char *nm = (const char *)sqlite3_column_text(st, 3);
-		snprintf(r->name, sizeof(r->name), "%s", nm ? nm : "?");
-		rc = kj_map_put(c->by_id, (uint64_t)r->id, (uint64_t)c->n++);
-	}
-	sqlite3_finalize(st);
-	return rc;
+	return kj_store_capture_ranges(db, iteration, crange_add, c);
 }
 
 /* The indices of range id and its ancestors, outermost first, in chain[0..return). On a dangling

@@ -14,6 +14,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_proc.h"
+#include "kj_store_w_run.h"
 
 /* "%.6g" of v, or "-" when v is not a finite number (not measured). */
 static const char *fmt_or_dash(double v, char *buf, size_t len)
@@ -179,15 +180,12 @@ double kj_pipeline_idle_power(const struct kj_pipeline_opts *o, char *src, size_
 	sqlite3 *db = NULL;
 	double w = -1;
 	if (!kj_db_open(db_path, 0, &db)) {
-		sqlite3_stmt *st = NULL;
-		if (!kj_db_prepare(db, "SELECT median_mw, coalesce(source, '') FROM idle_power ORDER BY"
-				   " device_id LIMIT 1", &st) && sqlite3_step(st) == SQLITE_ROW) {
-			w = sqlite3_column_double(st, 0) * 1e-3;
+		struct kj_store_idle idle;
+		if (kj_store_idle_first(db, &idle) == 1) {
+			w = idle.median_mw * 1e-3;
 			snprintf(src, len, "kjoule power --idle median (%s%s%s)",
-				 o->idle_db ? o->idle_db : "measured now, 3 s", sqlite3_column_text(st, 1)[0] ? ", " : "",
-				 (const char *)sqlite3_column_text(st, 1));
+				 o->idle_db ? o->idle_db : "measured now, 3 s", idle.source[0] ? ", " : "", idle.source);
 		}
-		sqlite3_finalize(st);
 		kj_db_close(db);
 	}
 	if (w < 0)

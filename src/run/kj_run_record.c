@@ -16,6 +16,7 @@
 #include "kj_iterations.h"
 #include "kj_run.h"
 #include "kj_sampler.h"
+#include "kj_store_w_run.h"
 
 void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *spool)
 {
@@ -159,23 +160,17 @@ static void write_facts(const struct kj_run_opts *o, const struct kj_run_result 
 			      "their trace was taken as it stood");
 	if (o->warmup + o->runs > 1) {
 		/* each run of the series as a top-level range, so compare takes runs as iterations */
-		sqlite3_stmt *st = NULL;
+		struct kj_store_run_range *rr = calloc((size_t)r->done_runs + 1, sizeof(*rr));
 		set_meta_int(db, "runs", o->runs);
 		set_meta_int(db, "warmup_runs", o->warmup);
-		if (kj_db_prepare(db, "INSERT INTO nvtx_range(pid, tid, domain, name, start_ns, end_ns,"
-				  " depth, kind) VALUES(?, ?, 'kjoule', ?, ?, ?, 0, 'run')", &st) == 0) {
-			for (int i = 0; i < r->done_runs; i++) {
-				sqlite3_bind_int64(st, 1, r->run_pid[i]);
-				sqlite3_bind_int64(st, 2, r->run_pid[i]);
-				sqlite3_bind_text(st, 3, i < o->warmup ? "kjoule.warmup" : "kjoule.run", -1,
-						  SQLITE_STATIC);
-				sqlite3_bind_int64(st, 4, r->run_span[2 * i]);
-				sqlite3_bind_int64(st, 5, r->run_span[2 * i + 1]);
-				sqlite3_step(st);
-				sqlite3_reset(st);
-			}
-			sqlite3_finalize(st);
-		}
+		for (int i = 0; rr && i < r->done_runs; i++)
+			rr[i] = (struct kj_store_run_range){r->run_pid[i], r->run_span[2 * i], r->run_span[2 * i + 1],
+							    i < o->warmup};
+		if (!rr)
+			kj_warnf("run: out of memory: the runs of the series are not recorded as ranges");
+		else
+			kj_store_run_ranges_add(db, rr, (size_t)r->done_runs);
+		free(rr);
 	}
 	if (r->traced && stats->processes == 0)
 		kj_db_problem(db, -1, -1, "warning", "no process initialised CUDA: nothing on the GPU was recorded");
@@ -202,13 +197,13 @@ int kj_run_record(const struct kj_run_opts *o, const struct kj_run_result *r, st
 	}
 	if ((rc = kj_db_create(tmpdb, &db)) != 0)
 		goto fail;
-	kj_db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", "pragmas");
-	if ((rc = kj_db_exec(db, "BEGIN", "begin")) != 0)
+	kj_write_unjournaled(db);
+	if ((rc = kj_write_begin(db)) != 0)
 		goto fail;
 	memset(stats, 0, sizeof(*stats));
 	write_trace(o, r, sampler, spool, db, stats, capture);
 	write_facts(o, r, sampler != NULL, db, stats);
-	if ((rc = kj_db_exec(db, "COMMIT", "commit")) != 0)
+	if ((rc = kj_write_commit(db)) != 0)
 		goto fail;
 	kj_db_close(db);
 	db = NULL;

@@ -168,15 +168,7 @@ static int worker_setup(struct replay *R)
 	for (size_t i = 0; i < R->nearly; i++)
 		prereserve(R, (uintptr_t)R->early[i].base, (size_t)R->early[i].len);
 	memset(&R->res, 0, sizeof(R->res));
-	R->device_id = 0;
-	{
-		sqlite3_stmt *st = NULL;
-		if (!kj_db_prepare(R->db, "SELECT device_id FROM process_device ORDER BY pid, ordinal LIMIT 1", &st)) {
-			if (sqlite3_step(st) == SQLITE_ROW)
-				R->device_id = sqlite3_column_int64(st, 0);
-			sqlite3_finalize(st);
-		}
-	}
+	R->device_id = kj_store_first_process_device(R->db, 0);
 	CU(cuInit(0));
 	CU(cuDeviceGet(&R->dev, R->o.device));
 	worker_nvml_map(R);

@@ -23,6 +23,8 @@
 #include "kj_gpu.h"
 #include "kj_error.h"
 #include "kj_replay.h"
+#include "kj_store_w_launch.h"
+#include "kj_store_w_seq.h"
 
 struct opts {
 	const char *db;
@@ -127,8 +129,6 @@ struct replay {
 	} while (0)
 
 /* worker_load.c */
-/** A statement, or NULL without a message (for queries an older run's schema may refuse). */
-sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql);
 /** A failed CUDA call as the kernel's result ("failed", the call, its error, where). */
 void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const char *file,
 	     int line);

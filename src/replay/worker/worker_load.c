@@ -15,16 +15,6 @@ void cu_fail(struct kj_replay_result *r, const char *what, CUresult e, const cha
 			     text ? text : "?", base ? base + 1 : file, line);
 }
 
-sqlite3_stmt *prepare_quiet(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		sqlite3_finalize(st);
-		return NULL;
-	}
-	return st;
-}
-
 void klaunch_free(struct klaunch *k)
 {
 	free(k->mangled);
@@ -39,91 +29,52 @@ void klaunch_free(struct klaunch *k)
  * capture, before those of --params-iteration captures). */
 int load_launch_k(struct replay *R, struct klaunch *k, int64_t lp_id)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = KJ_ENOTFOUND;
-	char err[256], sql[1536];
-	/* older runs may lack shmem_executed / carveout, cooperative, module_id (asked once per database:
-	 * a sequence loads every launch of its iteration here) */
-	static sqlite3 *split_db;
-	static int have_split, have_module, have_coop;
-	if (split_db != R->db) {
-		have_split = kj_db_caps(R->db)->unique_kernel_shmem_executed;
-		have_coop = kj_db_caps(R->db)->unique_kernel_cooperative;
-		have_module = kj_db_caps(R->db)->launch_params_module_id;
-		split_db = R->db;
-	}
+	struct kj_store_launch l;
+	int rc;
+	char err[256];
 
-	snprintf(sql, sizeof(sql),
-		 "SELECT n.mangled, p.pid, p.launch_ns, p.grid_x, p.grid_y, p.grid_z, p.block_x,"
-		 " p.block_y, p.block_z, p.cluster_x, p.cluster_y, p.cluster_z, p.shmem_dynamic,"
-		 " p.layout, p.params, u.grid_x, u.grid_y, u.grid_z, u.block_x, u.block_y, u.block_z,"
-		 " u.cluster_x, u.cluster_y, u.cluster_z, u.shmem_dynamic, p.correlation_id, u.id,"
-		 " p.stream_id, u.registers, u.shmem_static, %s, %s, %s"
-		 " FROM unique_kernel u JOIN kernel_name n ON n.id = u.name_id"
-		 " JOIN launch_params p ON p.unique_id = u.id"
-		 " WHERE (?2 < 0 AND u.id = ?1) OR p.id = ?2"
-		 /* the launch whose buffers were snapshotted, when there is one */
-		 " ORDER BY NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.pid = p.pid"
-		 " AND s.correlation_id = p.correlation_id),"
-		 " (p.iteration IS NOT NULL), p.ordinal, p.id LIMIT 1",
-		 have_split ? "u.shmem_executed, u.carveout" : "NULL, NULL",
-		 have_module ? "(SELECT l.hash FROM module_load l WHERE l.pid = p.pid AND"
-			       " l.cupti_module_id = p.module_id ORDER BY l.load_ns DESC LIMIT 1)" : "NULL",
-		 have_coop ? "u.cooperative" : "NULL");
-	if (kj_db_prepare(R->db, sql, &st)) {
+	rc = kj_store_launch_read(R->db, R->o.unique, lp_id, &l);
+	if (rc == KJ_EDB) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
-	sqlite3_bind_int64(st, 1, R->o.unique);
-	sqlite3_bind_int64(st, 2, lp_id);
-	if (sqlite3_step(st) != SQLITE_ROW) {
+	if (rc == KJ_ENOTFOUND) {
 		if (lp_id >= 0)
 			kj_replay_result_set(&R->res, "failed",
 					     "launch_params %" PRId64 " missing, or its kernel unknown", lp_id);
 		else
 			kj_replay_result_set(&R->res, "skipped",
 					     "no parameters captured for unique kernel %" PRId64, R->o.unique);
-		goto out;
+		return rc;
 	}
-	k->mangled = strdup((const char *)sqlite3_column_text(st, 0));
-	k->pid = kj_db_col_i64(st, 1, -1);
-	k->launch_ns = kj_db_col_i64(st, 2, -1);
-	k->correlation = kj_db_col_i64(st, 25, -1);
-	k->unique_id = kj_db_col_i64(st, 26, -1);
-	k->stream_id = kj_db_col_i64(st, 27, -1);
-	k->regs = (int)kj_db_col_i64(st, 28, -1);
-	k->smem_static = (int)kj_db_col_i64(st, 29, -1);
-	k->shmem_executed = (int)kj_db_col_i64(st, 30, -1);
-	k->carveout = (int)kj_db_col_i64(st, 31, -1);
-	k->carveout_set = -1;
-	k->cooperative = kj_db_col_i64(st, 33, 0) > 0;
-	snprintf(k->module_hash, sizeof(k->module_hash), "%s",
-		 sqlite3_column_text(st, 32) ? (const char *)sqlite3_column_text(st, 32) : "");
-	for (int i = 0; i < 3; i++) {
-		k->grid[i] = (unsigned)kj_db_col_i64(st, 3 + i, kj_db_col_i64(st, 15 + i, 1));
-		k->block[i] = (unsigned)kj_db_col_i64(st, 6 + i, kj_db_col_i64(st, 18 + i, 1));
-		k->cluster[i] = (unsigned)kj_db_col_i64(st, 9 + i, kj_db_col_i64(st, 21 + i, 0));
-	}
-	k->shmem = (unsigned)kj_db_col_i64(st, 12, kj_db_col_i64(st, 24, 0));
-	k->blob_len = (size_t)sqlite3_column_bytes(st, 14);
-	k->blob = malloc(k->blob_len + 8);
-	if (!k->blob || !k->mangled) {
-		rc = KJ_ENOMEM;
-		kj_replay_result_set(&R->res, "failed", "out of memory");
-		goto out;
-	}
-	if (k->blob_len)
-		memcpy(k->blob, sqlite3_column_blob(st, 14), k->blob_len);
-	rc = kj_replay_layout_parse((const char *)sqlite3_column_text(st, 13), k->blob_len, &k->layout,
-				    &k->nlayout, err, sizeof(err));
 	if (rc) {
+		kj_replay_result_set(&R->res, "failed", "out of memory");
+		return rc;
+	}
+	k->mangled = l.mangled;
+	k->pid = l.pid;
+	k->launch_ns = l.launch_ns;
+	k->correlation = l.correlation;
+	k->unique_id = l.unique_id;
+	k->stream_id = l.stream_id;
+	k->regs = l.regs;
+	k->smem_static = l.smem_static;
+	k->shmem_executed = l.shmem_executed;
+	k->carveout = l.carveout;
+	k->carveout_set = -1;
+	k->cooperative = l.cooperative;
+	snprintf(k->module_hash, sizeof(k->module_hash), "%s", l.module_hash);
+	memcpy(k->grid, l.grid, sizeof(k->grid));
+	memcpy(k->block, l.block, sizeof(k->block));
+	memcpy(k->cluster, l.cluster, sizeof(k->cluster));
+	k->shmem = l.shmem;
+	k->blob_len = l.blob_len;
+	k->blob = l.blob;
+	rc = kj_replay_layout_parse(l.layout, k->blob_len, &k->layout, &k->nlayout, err, sizeof(err));
+	free(l.layout);
+	if (rc)
 		kj_replay_result_set(&R->res, "failed", "launch_params of unique kernel %" PRId64 ": %s",
 				     R->o.unique, err);
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -132,41 +83,45 @@ int load_launch(struct replay *R)
 	return load_launch_k(R, &R->k, -1);
 }
 
+/* load_ranges' list: the worker and the room in R->ranges. */
+struct ranges_acc {
+	struct replay *R;
+	size_t cap;
+};
+
+/* One allocation appended to R->ranges. */
+static int range_add(int64_t id, uint64_t address, uint64_t bytes, void *ud)
+{
+	struct ranges_acc *a = ud;
+	struct replay *R = a->R;
+	if (R->nranges == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 64;
+		struct kj_replay_range *nr = realloc(R->ranges, nc * sizeof(*nr));
+		if (!nr)
+			return KJ_ENOMEM;
+		R->ranges = nr;
+		a->cap = nc;
+	}
+	R->ranges[R->nranges].id = id;
+	R->ranges[R->nranges].address = address;
+	R->ranges[R->nranges].bytes = bytes;
+	R->nranges++;
+	return 0;
+}
+
 /* The allocations of the launching process that were live when the kernel was launched. One at
  * address 0 (CUPTI's record of a graph's memory pool) is no range: every small integer would fall
  * in it and be rewritten as a pointer. */
 int load_ranges(struct replay *R)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	if (kj_db_prepare(R->db,
-			  "SELECT id, address, bytes FROM allocation WHERE (?1 < 0 OR pid = ?1)"
-			  " AND address > 0 AND bytes > 0"
-			  " AND (?2 < 0 OR alloc_ns IS NULL OR alloc_ns <= ?2)"
-			  " AND (?2 < 0 OR free_ns IS NULL OR free_ns > ?2)"
-			  " ORDER BY alloc_ns, id", &st)) {
+	struct ranges_acc a = {R, 0};
+	int rc = kj_store_live_allocations(R->db, R->k.pid, R->k.launch_ns, range_add, &a);
+	if (rc == KJ_EDB) {
 		kj_replay_result_set(&R->res, "failed", "database: %s", sqlite3_errmsg(R->db));
 		return KJ_EDB;
 	}
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.launch_ns);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (R->nranges == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct kj_replay_range *nr = realloc(R->ranges, nc * sizeof(*nr));
-			if (!nr) {
-				sqlite3_finalize(st);
-				return KJ_ENOMEM;
-			}
-			R->ranges = nr;
-			cap = nc;
-		}
-		R->ranges[R->nranges].id = sqlite3_column_int64(st, 0);
-		R->ranges[R->nranges].address = (uint64_t)sqlite3_column_int64(st, 1);
-		R->ranges[R->nranges].bytes = (uint64_t)sqlite3_column_int64(st, 2);
-		R->nranges++;
-	}
-	sqlite3_finalize(st);
+	if (rc)
+		return rc;
 	R->nranges = kj_replay_ranges_normalize(R->ranges, R->nranges);
 	return 0;
 }
@@ -262,30 +217,22 @@ static struct reqntid_list module_reqntid(const uint8_t *img, size_t len)
 static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, char *tried, size_t tsz,
 			      size_t *tlp)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_rows *st = NULL;
+	struct kj_store_module m;
 	size_t tl = *tlp;
 	int rc = KJ_ENOTFOUND;
 
-	if (kj_db_prepare(R->db,
-			  "SELECT m.hash, m.format, m.codec, m.bytes, m.data,"
-			  " (SELECT max(l.load_ns) FROM module_load l WHERE l.hash = m.hash AND l.load_ns <= ?2) b"
-			  " FROM module_function f JOIN module m ON m.hash = f.hash"
-			  " WHERE f.mangled = ?1 AND m.data IS NOT NULL"
-			  " ORDER BY m.hash IS NOT ?3, b IS NULL, b DESC, m.hash", &st))
-		return KJ_EDB;
-	sqlite3_bind_text(st, 1, kl->mangled, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, kl->launch_ns >= 0 ? kl->launch_ns : INT64_MAX);
-	if (kl->module_hash[0]) /* the module the trace saw it come from, first */
-		sqlite3_bind_text(st, 3, kl->module_hash, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, 3);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *hash = (const char *)sqlite3_column_text(st, 0);
-		const char *format = (const char *)sqlite3_column_text(st, 1);
-		const char *codec = (const char *)sqlite3_column_text(st, 2);
-		size_t bytes = (size_t)kj_db_col_i64(st, 3, 0);
-		const void *data = sqlite3_column_blob(st, 4);
-		size_t len = (size_t)sqlite3_column_bytes(st, 4);
+	/* the module the trace saw it come from first, then the latest loaded before the launch */
+	if ((rc = kj_store_modules_open(R->db, kl->mangled, kl->launch_ns, kl->module_hash, &st)))
+		return rc;
+	rc = KJ_ENOTFOUND;
+	while (kj_store_modules_next(st, &m)) {
+		const char *hash = m.hash;
+		const char *format = m.format;
+		const char *codec = m.codec;
+		size_t bytes = m.bytes;
+		const void *data = m.data;
+		size_t len = m.len;
 		uint8_t *img = NULL;
 		size_t img_len = 0;
 		CUresult e;
@@ -299,7 +246,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 				loaded = 1;
 				if (cuModuleGetFunction(&kl->fn, R->mods[c], kl->mangled) == CUDA_SUCCESS &&
 				    function_fits(kl, kl->fn, strict_here, R->mod_req[c], R->mod_nreq[c])) {
-					sqlite3_finalize(st);
+					kj_store_rows_close(st);
 					return 0;
 				}
 			}
@@ -382,7 +329,7 @@ static int load_function_pass(struct replay *R, struct klaunch *kl, int strict, 
 			tl += (size_t)snprintf(tried + tl, tsz - tl, " %.16s (%s): %s;", hash,
 					       format ? format : "?", name ? name : "?");
 	}
-	sqlite3_finalize(st);
+	kj_store_rows_close(st);
 	*tlp = tl;
 	return rc;
 }

@@ -328,23 +328,20 @@ CUdeviceptr region_address(const struct replay *R, uint64_t addr, size_t bytes)
 	return 0;
 }
 
-/* Adds to R->premem the memsets sql yields (address, value, element bytes, bytes) that lie in
- * re-created regions; sql takes ?1 pid, ?2 stream, ?3 correlation and maybe ?4 unique kernel.
- * A statement an older run's schema refuses adds none. 0 or KJ_ENOMEM. */
-static int add_premem(struct replay *R, const char *sql)
+/* Adds to R->premem the memsets before the launch (kj_store_premem_open; graph: of its graph
+ * launch) that lie in re-created regions. A query an older run's schema refuses adds none.
+ * 0 or KJ_ENOMEM. */
+static int add_premem(struct replay *R, int graph)
 {
-	sqlite3_stmt *st = prepare_quiet(R->db, sql);
+	struct kj_store_rows *st = NULL;
+	struct kj_store_memset m;
 	int rc = 0;
+	kj_store_premem_open(R->db, graph, R->k.pid, R->k.stream_id, R->k.correlation, R->k.unique_id, &st);
 	if (!st)
 		return 0;
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.stream_id);
-	sqlite3_bind_int64(st, 3, R->k.correlation);
-	if (sqlite3_bind_parameter_count(st) >= 4)
-		sqlite3_bind_int64(st, 4, R->k.unique_id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
-		size_t bytes = (size_t)sqlite3_column_int64(st, 3);
+	while (kj_store_premem_next(st, &m)) {
+		uint64_t addr = m.address;
+		size_t bytes = m.bytes;
 		CUdeviceptr dst = region_address(R, addr, bytes);
 		if (!dst || !bytes)
 			continue; /* not memory this kernel touches */
@@ -354,54 +351,21 @@ static int add_premem(struct replay *R, const char *sql)
 			break;
 		}
 		R->premem = n;
-		R->premem[R->npremem++] = (struct premem){dst,
-							 (uint32_t)sqlite3_column_int64(st, 1),
-							 (int)sqlite3_column_int64(st, 2), bytes};
+		R->premem[R->npremem++] = (struct premem){dst, m.value, m.element_bytes, bytes};
 	}
-	sqlite3_finalize(st);
+	kj_store_rows_close(st);
 	return rc;
-}
-
-/* 1 when the captured launch is a graph launch's (kernels with graph nodes share its correlation). */
-static int launched_in_graph(struct replay *R)
-{
-	sqlite3_stmt *st = prepare_quiet(R->db, "SELECT 1 FROM kernel WHERE pid = ?1 AND correlation_id = ?2"
-						" AND graph_node_id IS NOT NULL LIMIT 1");
-	int yes = 0;
-	if (!st)
-		return 0;
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.correlation);
-	yes = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return yes;
 }
 
 int load_premem(struct replay *R)
 {
 	if (R->k.correlation < 0 || R->k.stream_id < 0)
 		return 0;
-	if (launched_in_graph(R))
-		/* a launch from a graph: its kernels and memsets share the graph launch's correlation,
-		 * so the memsets are those of the same graph launch that ran on its stream after the
-		 * kernel before it ended and before it started */
-		return add_premem(R,
-			"WITH me(ks) AS (SELECT k.start_ns FROM kernel k WHERE k.pid = ?1 AND k.stream_id = ?2"
-			"  AND k.correlation_id = ?3 AND k.unique_id = ?4 AND k.graph_node_id IS NOT NULL"
-			"  ORDER BY k.start_ns LIMIT 1)"
-			" SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m, me"
-			" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.correlation_id = ?3 AND m.address IS NOT NULL"
-			" AND m.end_ns <= me.ks AND m.start_ns >= coalesce((SELECT max(k.end_ns) FROM kernel k"
-			"  WHERE k.pid = ?1 AND k.stream_id = ?2 AND k.correlation_id = ?3 AND k.end_ns <= me.ks), 0)"
-			" ORDER BY m.start_ns");
-	/* eager: after the previous kernel on the same stream, before this launch (by issue order);
-	 * runs without memset destinations (memset.address) have none to repeat */
-	return add_premem(R,
-		"SELECT m.address, m.value, m.element_bytes, m.bytes FROM memset m"
-		" WHERE m.pid = ?1 AND m.stream_id = ?2 AND m.address IS NOT NULL AND m.correlation_id < ?3"
-		" AND m.correlation_id > coalesce((SELECT max(k.correlation_id) FROM kernel k WHERE k.pid = ?1"
-		"  AND k.stream_id = ?2 AND k.correlation_id < ?3), -1)"
-		" ORDER BY m.correlation_id");
+	/* a launch from a graph (kernels with graph nodes share its correlation): its kernels and
+	 * memsets share the graph launch's correlation, so the memsets are those of the same graph
+	 * launch that ran on its stream after the kernel before it ended and before it started;
+	 * eager: after the previous kernel on the same stream, before this launch (by issue order) */
+	return add_premem(R, kj_store_launch_in_graph(R->db, R->k.pid, R->k.correlation));
 }
 
 CUresult run_premem(const struct replay *R, CUstream stream)

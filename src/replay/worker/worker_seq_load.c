@@ -22,87 +22,45 @@ static int seq_index(int64_t **ids, size_t *n, int64_t id)
  * memory, as before). */
 static int seq_load_copies(struct replay *R, struct seq *S)
 {
-	if (!kj_db_caps(R->db)->memcpy_dst_address)
-		return 0;
-	sqlite3_stmt *st = prepare_quiet(
-		R->db, kj_db_caps(R->db)->copy_data
-			       ? "SELECT m.dst_address, m.src_address, d.data FROM memcpy m LEFT JOIN copy_data d"
-				 " ON d.memcpy_id = m.id WHERE m.correlation_id = ?1 AND (?2 < 0 OR m.pid = ?2)"
-				 " AND m.graph_node_id IS NULL ORDER BY m.id LIMIT 1"
-			       : "SELECT m.dst_address, m.src_address, NULL FROM memcpy m WHERE m.correlation_id = ?1"
-				 " AND (?2 < 0 OR m.pid = ?2) AND m.graph_node_id IS NULL ORDER BY m.id LIMIT 1");
+	struct kj_store_rows *st = NULL;
+	struct kj_store_copy c;
 	int rc = 0;
+	kj_store_seq_copies_open(R->db, &st);
 	if (!st)
 		return 0;
 	for (size_t i = 0; i < S->nops && !rc; i++) {
 		struct seq_op *o = &S->ops[i];
 		if (o->type != 1 || o->correlation < 0)
 			continue;
-		sqlite3_bind_int64(st, 1, o->correlation);
-		sqlite3_bind_int64(st, 2, o->pid);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			int n = sqlite3_column_bytes(st, 2);
-			o->copy_dst = (uint64_t)kj_db_col_i64(st, 0, 0);
-			o->copy_src = (uint64_t)kj_db_col_i64(st, 1, 0);
-			if (sqlite3_column_type(st, 2) == SQLITE_BLOB && n > 0 && n == o->bytes) {
+		if (kj_store_seq_copy_get(st, o->correlation, o->pid, &c)) {
+			int n = c.data_bytes;
+			o->copy_dst = c.dst;
+			o->copy_src = c.src;
+			if (c.data_is_blob && n > 0 && n == o->bytes) {
 				if (!(o->data = malloc((size_t)n)))
 					rc = KJ_ENOMEM;
 				else
-					memcpy(o->data, sqlite3_column_blob(st, 2), (size_t)n);
+					memcpy(o->data, c.data, (size_t)n);
 			}
 		}
-		sqlite3_reset(st);
 	}
-	sqlite3_finalize(st);
+	kj_store_rows_close(st);
 	return rc;
 }
 
 /* Read the ops of one iteration, their launches, and the host kinds of their copies. */
 int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	/* memset destinations where the run has them (runs before memset.address existed: none); a
-	 * graph's memsets share their launch's correlation and are named by row (memset_id) */
-	st = prepare_quiet(R->db,
-			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
-			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id,"
-			   " m.address, m.value, m.element_bytes"
-			   " FROM sequence_op s LEFT JOIN memset m ON s.op = 'memset' AND m.id = coalesce(s.memset_id,"
-			   "  (SELECT m2.id FROM memset m2 WHERE m2.correlation_id = s.correlation_id"
-			   "   AND (s.pid IS NULL OR m2.pid = s.pid) ORDER BY m2.id LIMIT 1))"
-			   " WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
-			   " ORDER BY s.ordinal, s.id");
-	if (!st)
-		st = prepare_quiet(R->db,
-			   "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
-			   " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-			   "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id,"
-			   " (SELECT m.address FROM memset m WHERE m.correlation_id = s.correlation_id"
-			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
-			   " (SELECT m.value FROM memset m WHERE m.correlation_id = s.correlation_id"
-			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1),"
-			   " (SELECT m.element_bytes FROM memset m WHERE m.correlation_id = s.correlation_id"
-			   "  AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1)"
-			   " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
-			   " ORDER BY s.ordinal, s.id");
-	if (!st && kj_db_prepare(R->db,
-				 "SELECT s.op, s.stream_id, s.event_id, s.launch_params_id, s.bytes, s.kind,"
-				 " (SELECT m.src_kind || ',' || m.dst_kind FROM memcpy m WHERE m.correlation_id ="
-				 "  s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) LIMIT 1), s.pid, s.correlation_id"
-				 " FROM sequence_op s WHERE s.iteration = ? AND s.ordinal BETWEEN ? AND ?"
-			   " ORDER BY s.ordinal, s.id", &st))
-		return KJ_EDB;
-	int with_dst = sqlite3_column_count(st) > 9;
+	struct kj_store_rows *st = NULL;
+	struct kj_store_seq_op row;
+	int rc = kj_store_seq_ops_open(R->db, iteration, R->o.seq_first, R->o.seq_last, &st);
+	if (rc)
+		return rc;
 	struct kj_cond_handles *handles = kj_cond_handles_load(R->db); /* NULL in most runs */
-	sqlite3_bind_int64(st, 1, iteration);
-	sqlite3_bind_int64(st, 2, R->o.seq_first);
-	sqlite3_bind_int64(st, 3, R->o.seq_last);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *op = (const char *)sqlite3_column_text(st, 0);
-		const char *kind = (const char *)sqlite3_column_text(st, 5);
-		const char *hk = (const char *)sqlite3_column_text(st, 6);
+	while (kj_store_seq_ops_next(st, &row)) {
+		const char *op = row.op;
+		const char *kind = row.kind;
+		const char *hk = row.host_kinds;
 		struct seq_op o;
 		memset(&o, 0, sizeof(o));
 		o.event = -1;
@@ -121,19 +79,19 @@ int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			o.type = 4;
 		else
 			continue; /* unknown operations are skipped */
-		o.stream = seq_index(&S->stream_ids, &S->nstreams, kj_db_col_i64(st, 1, 0));
+		o.stream = seq_index(&S->stream_ids, &S->nstreams, row.stream_id);
 		if (o.stream < 0) {
 			rc = KJ_ENOMEM;
 			break;
 		}
 		if (o.type >= 3) {
-			o.event = seq_index(&S->event_ids, &S->nevents, kj_db_col_i64(st, 2, -1));
+			o.event = seq_index(&S->event_ids, &S->nevents, row.event_id);
 			if (o.event < 0) {
 				rc = KJ_ENOMEM;
 				break;
 			}
 		}
-		o.bytes = kj_db_col_i64(st, 4, 0);
+		o.bytes = row.bytes;
 		if (o.bytes > S->max_bytes)
 			S->max_bytes = o.bytes;
 		if (o.type == 1) {
@@ -141,13 +99,13 @@ int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 				 : !strcmp(kind, "HtoH") ? 3 : 2;
 			o.pageable = hk && strstr(hk, "pageable") != NULL;
 		}
-		if (o.type == 2 && with_dst && sqlite3_column_type(st, 9) != SQLITE_NULL) {
-			o.address = (uint64_t)kj_db_col_i64(st, 9, 0);
-			o.value = (uint32_t)kj_db_col_i64(st, 10, 0);
-			o.element_bytes = (int)kj_db_col_i64(st, 11, 1);
+		if (o.type == 2 && row.has_address) {
+			o.address = row.address;
+			o.value = row.value;
+			o.element_bytes = row.element_bytes;
 		}
-		o.correlation = kj_db_col_i64(st, 8, -1);
-		o.pid = kj_db_col_i64(st, 7, -1);
+		o.correlation = row.correlation;
+		o.pid = row.pid;
 		if (o.type == 0) {
 			struct klaunch *nk = realloc(S->k, (S->nk + 1) * sizeof(*nk));
 			if (!nk) {
@@ -156,7 +114,7 @@ int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 			}
 			S->k = nk;
 			memset(&S->k[S->nk], 0, sizeof(S->k[0]));
-			rc = load_launch_k(R, &S->k[S->nk], kj_db_col_i64(st, 3, -1));
+			rc = load_launch_k(R, &S->k[S->nk], row.launch_params_id);
 			if (rc)
 				break;
 			const struct klaunch *k = &S->k[S->nk];
@@ -168,8 +126,8 @@ int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 				S->cond_setters++;
 				continue;
 			}
-			if (R->k.pid < 0 && sqlite3_column_type(st, 7) != SQLITE_NULL)
-				R->k.pid = kj_db_col_i64(st, 7, -1);
+			if (R->k.pid < 0 && row.has_pid)
+				R->k.pid = row.pid;
 			if (R->k.pid < 0)
 				R->k.pid = S->k[S->nk].pid;
 			o.kernel = (int)S->nk++;
@@ -182,7 +140,7 @@ int seq_load(struct replay *R, int64_t iteration, struct seq *S)
 		S->ops = no;
 		S->ops[S->nops++] = o;
 	}
-	sqlite3_finalize(st);
+	kj_store_rows_close(st);
 	kj_cond_handles_free(handles);
 	/* --ordinals: a wait whose record lies outside the range has nothing to wait for (and a
 	 * capture would refuse an event recorded outside it): drop it */

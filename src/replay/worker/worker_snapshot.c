@@ -3,11 +3,11 @@
 #include "replay_worker.h"
 
 /* A snapshot row's bytes (decompressed when zstd), or NULL. *owned: caller frees. */
-static const void *snapshot_bytes(sqlite3_stmt *st, size_t *bytes, int *owned)
+static const void *snapshot_bytes(const struct kj_store_snap_row *s, size_t *bytes, int *owned)
 {
-	const char *codec = (const char *)sqlite3_column_text(st, 2);
-	const void *data = sqlite3_column_blob(st, 3);
-	size_t len = (size_t)sqlite3_column_bytes(st, 3);
+	const char *codec = s->codec;
+	const void *data = s->data;
+	size_t len = s->len;
 	*owned = 0;
 	if (codec && !strcmp(codec, "zstd")) {
 		void *buf = malloc(*bytes ? *bytes : 1);
@@ -66,7 +66,8 @@ static int keep_row(int64_t id, void *buf, size_t bytes)
  * better than random: valid indices, real values). *exact: rows of this very launch applied. */
 int apply_snapshot(struct replay *R, int *applied, int *exact)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_rows *st = NULL, *row_data = NULL;
+	struct kj_store_snap_row place, data;
 	*applied = 0;
 	if (exact)
 		*exact = 0;
@@ -75,37 +76,27 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 	/* the rows' places first, sorted without their data (a sort would copy every blob, a graph
 	 * program's whole saved pool, for each kernel: 1.7 s a kernel on a 370 MB snapshot); the
 	 * data only of the rows inside this kernel's regions, by id */
-	st = prepare_quiet(R->db, "SELECT address, bytes, codec, NULL, correlation_id, id FROM snapshot"
-				  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
-				  " AND (phase IS NULL OR phase = 'before') ORDER BY (correlation_id IS ?2), id");
-	if (!st)
-		st = prepare_quiet(R->db, "SELECT address, bytes, codec, NULL, correlation_id, id FROM snapshot"
-					  " WHERE (?1 < 0 OR pid IS NULL OR pid = ?1) AND data IS NOT NULL"
-					  " ORDER BY (correlation_id IS ?2), id");
-	sqlite3_stmt *row_data = prepare_quiet(R->db, "SELECT address, bytes, codec, data FROM snapshot WHERE id = ?1");
+	kj_store_snap_places_open(R->db, R->k.pid, R->k.correlation, &st);
+	kj_store_snap_data_open(R->db, &row_data);
 	if (!st || !row_data) {
-		sqlite3_finalize(st);
-		sqlite3_finalize(row_data);
+		kj_store_rows_close(st);
+		kj_store_rows_close(row_data);
 		return 0;
 	}
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.correlation);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
-		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
+	while (kj_store_snap_places_next(st, &place)) {
+		uint64_t addr = place.address;
+		size_t bytes = place.bytes;
 		int owned;
 		CUdeviceptr dst = region_address(R, addr, bytes);
 		if (!dst)
 			continue;
-		int64_t row = sqlite3_column_int64(st, 5);
+		int64_t row = place.id;
 		const void *buf = kept_row(row, &bytes);
 		owned = 0;
 		if (!buf) {
-			sqlite3_reset(row_data);
-			sqlite3_bind_int64(row_data, 1, row);
-			if (sqlite3_step(row_data) != SQLITE_ROW)
+			if (!kj_store_snap_data_get(row_data, row, &data))
 				continue;
-			buf = snapshot_bytes(row_data, &bytes, &owned);
+			buf = snapshot_bytes(&data, &bytes, &owned);
 			if (!buf)
 				continue;
 			if (owned && keep_row(row, (void *)buf, bytes))
@@ -113,15 +104,14 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 		}
 		if (cuMemcpyHtoD(dst, buf, bytes) == CUDA_SUCCESS) {
 			(*applied)++;
-			if (exact && sqlite3_column_type(st, 4) != SQLITE_NULL &&
-			    sqlite3_column_int64(st, 4) == R->k.correlation)
+			if (exact && place.has_correlation && place.correlation == R->k.correlation)
 				(*exact)++;
 		}
 		if (owned)
 			free((void *)buf);
 	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(row_data);
+	kj_store_rows_close(st);
+	kj_store_rows_close(row_data);
 	return 0;
 }
 
@@ -129,21 +119,17 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
  * after-launch snapshot, bit for bit. Fills res.verify and its counts. */
 void verify_outputs(struct replay *R, int exact_inputs)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_rows *st = NULL;
+	struct kj_store_snap_row s;
 	struct kj_replay_result *r = &R->res;
 	int64_t rows = 0, outside = 0;
 	snprintf(r->verify, sizeof(r->verify), "no-snapshot");
 	r->verify_buffers = r->verify_bytes = r->verify_diff_bytes = 0;
-	if (!exact_inputs || kj_db_prepare(R->db, "SELECT address, bytes, codec, data FROM snapshot"
-						 " WHERE pid = ?1 AND correlation_id = ?2 AND phase = 'after'"
-						 " AND data IS NOT NULL ORDER BY id",
-					   &st))
+	if (!exact_inputs || kj_store_snap_after_open(R->db, R->k.pid, R->k.correlation, &st))
 		return;
-	sqlite3_bind_int64(st, 1, R->k.pid);
-	sqlite3_bind_int64(st, 2, R->k.correlation);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t addr = (uint64_t)sqlite3_column_int64(st, 0);
-		size_t bytes = (size_t)sqlite3_column_int64(st, 1);
+	while (kj_store_snap_after_next(st, &s)) {
+		uint64_t addr = s.address;
+		size_t bytes = s.bytes;
 		int owned;
 		CUdeviceptr src = region_address(R, addr, bytes);
 		rows++;
@@ -151,7 +137,7 @@ void verify_outputs(struct replay *R, int exact_inputs)
 			outside++;
 			continue;
 		}
-		const unsigned char *want = snapshot_bytes(st, &bytes, &owned);
+		const unsigned char *want = snapshot_bytes(&s, &bytes, &owned);
 		unsigned char *got = malloc(bytes ? bytes : 1);
 		if (want && got &&
 		    cuMemcpyDtoH(got, src, bytes) == CUDA_SUCCESS) {
@@ -166,7 +152,7 @@ void verify_outputs(struct replay *R, int exact_inputs)
 		if (owned)
 			free((void *)want);
 	}
-	sqlite3_finalize(st);
+	kj_store_rows_close(st);
 	if (rows && !outside)
 		snprintf(r->verify, sizeof(r->verify), r->verify_diff_bytes ? "differs" : "identical");
 	else if (rows)
