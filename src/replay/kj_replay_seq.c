@@ -3,10 +3,12 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_store_r_results.h"
 
 /* The span of the GPU work of iteration ?1: from its few operations to the run's many activities,
  * each table joined on its own. Through the gpu_activity view SQLite scanned every activity of
@@ -69,103 +71,38 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 	return 0;
 }
 
-/* The in-sequence kernel times as replay_kernel rows with cache 'sequence'. */
-static int store_kernels(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n, const char *when)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	if (!n)
-		return 0;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns,"
-			      " median_ns, mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
-			      " VALUES(?1, 'sequence', ?2, ?3, ?4, ?5, ?6, ?7, 'ok', NULL, ?8)", &st))
-		return KJ_EDB;
-	for (size_t i = 0; i < n && !rc; i++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, k[i].unique_id);
-		sqlite3_bind_int(st, 2, k[i].t.runs);
-		sqlite3_bind_int64(st, 3, k[i].t.min_ns);
-		sqlite3_bind_int64(st, 4, k[i].t.median_ns);
-		sqlite3_bind_double(st, 5, k[i].t.mean_ns);
-		sqlite3_bind_int64(st, 6, k[i].t.max_ns);
-		sqlite3_bind_double(st, 7, k[i].t.stdev_ns);
-		sqlite3_bind_text(st, 8, when, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("database: storing in-sequence kernel times: %s", sqlite3_errmsg(db));
-			rc = KJ_EDB;
-		}
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 			const struct kj_replay_seq_kernel *k, size_t nk)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_r_seq *rows = calloc(n ? n : 1, sizeof(*rows));
+	struct kj_store_r_seq_kernel *kr = calloc(nk ? nk : 1, sizeof(*kr));
 	char when[32];
-	int rc = KJ_EDB;
+	int rc = KJ_ENOMEM;
 
-	kj_replay_now(when);
-	/* the run was opened for writing, so migrated: data, pace_ns and the clocks are there (NULL in
-	 * rows written before them) */
-	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
-		return KJ_EDB;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
-			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data, pace_ns,"
-			      " sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz, throttle_reasons)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", &st))
+	if (!rows || !kr)
 		goto out;
+	kj_replay_now(when);
 	for (size_t i = 0; i < n; i++) {
-		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, s[i].iteration);
-		sqlite3_bind_text(st, 2, s[i].mode, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 3, ok ? s[i].runs : 0);
-		sqlite3_bind_int64(st, 4, s[i].launches);
-		if (ok) {
-			sqlite3_bind_int64(st, 5, s[i].median_ns);
-			sqlite3_bind_int64(st, 6, s[i].min_ns);
-			sqlite3_bind_int64(st, 7, s[i].max_ns);
-		} else {
-			sqlite3_bind_null(st, 5);
-			sqlite3_bind_null(st, 6);
-			sqlite3_bind_null(st, 7);
-		}
-		if (ok && s[i].has_energy) {
-			sqlite3_bind_double(st, 8, s[i].energy_mj);
-			sqlite3_bind_double(st, 9, s[i].energy_unc_mj);
-		} else {
-			sqlite3_bind_null(st, 8);
-			sqlite3_bind_null(st, 9);
-		}
-		sqlite3_bind_text(st, 10, when, -1, SQLITE_STATIC);
-		if (s[i].data[0])
-			sqlite3_bind_text(st, 11, s[i].data, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(st, 11);
-		if (ok && s[i].has_energy && s[i].pace_ns > 0)
-			sqlite3_bind_int64(st, 12, s[i].pace_ns);
-		else
-			sqlite3_bind_null(st, 12);
-		if (ok && s[i].has_energy)
-			kj_replay_bind_clocks(st, 13, s[i].sm_clock_mean_mhz, s[i].sm_clock_min_mhz,
-					      s[i].sm_clock_max_mhz, s[i].throttle_reasons);
-		else
-			kj_replay_bind_clocks(st, 13, -1, -1, -1, -1);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
-			goto out;
-		}
+		/* a mode not timed stores no times; energy and its clocks only beside times */
+		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed"), e = ok && s[i].has_energy;
+		rows[i] = (struct kj_store_r_seq){
+			.iteration = s[i].iteration, .mode = s[i].mode, .runs = ok ? s[i].runs : 0,
+			.launches = s[i].launches, .has_times = ok, .median_ns = s[i].median_ns,
+			.min_ns = s[i].min_ns, .max_ns = s[i].max_ns, .has_energy = e,
+			.energy_mj = s[i].energy_mj, .energy_unc_mj = s[i].energy_unc_mj, .data = s[i].data,
+			.pace_ns = e ? s[i].pace_ns : 0,
+			.clocks = e ? (struct kj_store_r_clocks){s[i].sm_clock_mean_mhz, s[i].sm_clock_min_mhz,
+								 s[i].sm_clock_max_mhz, s[i].throttle_reasons}
+				    : (struct kj_store_r_clocks){-1, -1, -1, -1}};
 	}
-	rc = store_kernels(db, k, nk, when);
+	for (size_t i = 0; i < nk; i++)
+		kr[i] = (struct kj_store_r_seq_kernel){k[i].unique_id, {k[i].t.runs, k[i].t.min_ns, k[i].t.median_ns,
+									 k[i].t.max_ns, k[i].t.mean_ns, k[i].t.stdev_ns}};
+	rc = kj_store_r_seq_put(db, when, rows, n, kr, nk);
 out:
-	sqlite3_finalize(st);
-	if (rc) {
-		kj_db_exec(db, "ROLLBACK", "rollback replay_sequence");
-		return rc;
-	}
-	return kj_db_exec(db, "COMMIT", "commit replay_sequence");
+	free(rows);
+	free(kr);
+	return rc;
 }
 
 static const struct kj_replay_seq *mode_of(const struct kj_replay_seq *s, size_t n, const char *m)
