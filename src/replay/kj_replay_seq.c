@@ -6,32 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_store_r_results.h"
-
-/* The span of the GPU work of iteration ?1: from its few operations to the run's many activities,
- * each table joined on its own. Through the gpu_activity view SQLite scanned every activity of
- * the run against the operations (98 s on a 160,000-kernel decode run, 0.7 s this way). */
-#define SEQ_SPAN_SQL \
-	"SELECT max(e) - min(b) FROM (" \
-	"SELECT k.start_ns AS b, k.end_ns AS e FROM sequence_op s JOIN kernel k" \
-	" ON k.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = k.pid) WHERE s.iteration = ?1" \
-	" UNION ALL SELECT c.start_ns, c.end_ns FROM sequence_op s JOIN memcpy c" \
-	" ON c.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = c.pid) WHERE s.iteration = ?1" \
-	" UNION ALL SELECT m.start_ns, m.end_ns FROM sequence_op s JOIN memset m" \
-	" ON m.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = m.pid) WHERE s.iteration = ?1)"
+#include "kj_store_r_seq.h"
 
 int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 			    struct kj_replay_seq_info *out)
 {
+	struct kj_store_r_seq_ops ops;
 	memset(out, 0, sizeof(*out));
-	if (kj_db_one_i64(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN"
-		      " ('sequence_op', 'replay_sequence', 'launch_params')", -2, 0) != 3) {
+	if (!kj_store_r_seq_tables(db)) {
 		kj_errorf("%s: unknown schema: no sequence_op/replay_sequence tables", run);
 		return KJ_ESCHEMA;
 	}
-	if (kj_db_one_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
+	if (kj_store_r_seq_op_count(db) == 0) {
 		kj_errorf("%s: no whole iteration was captured (kjoule run keeps the middle one of a "
 			  "repeated top-level NVTX range); mark iterations with NVTX ranges, or name one with "
 			  "`kjoule run --iteration-range NAME --params-iteration N`, to replay it with --sequence",
@@ -39,35 +27,20 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 		return KJ_ENOTFOUND;
 	}
 	if (iteration < 0)
-		iteration = kj_db_one_i64(db, "SELECT min(iteration) FROM sequence_op", -2, 0);
+		iteration = kj_store_r_seq_first_iteration(db);
 	out->iteration = iteration;
-	out->ops = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?", iteration, 0);
+	kj_store_r_seq_iteration_ops(db, iteration, &ops);
+	out->ops = ops.ops;
 	if (!out->ops) {
 		kj_errorf("%s: iteration %" PRId64 " was not captured (sequence_op has other iterations)",
 			  run, iteration);
 		return KJ_ENOTFOUND;
 	}
-	out->kernels = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'kernel'", iteration, 0);
-	out->copies = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
-	out->memsets = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
-	out->events = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
-	/* graph kernels share their graph launch's correlation: sequence ops name their kernel row
-	 * (kernel_id) in runs recorded since graphs were; older runs join by correlation */
-	if (kj_db_caps(db)->sequence_op_kernel_id) {
-		out->traced_busy_ns = kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM sequence_op s JOIN kernel k"
-			" ON k.id = s.kernel_id WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NOT NULL",
-			iteration, 0) + kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-			" WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NULL", iteration, 0);
-	} else {
-		out->traced_busy_ns = kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-			" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
-	}
-	out->traced_span_ns = kj_db_one_i64(db, SEQ_SPAN_SQL, iteration, 0);
+	out->kernels = ops.kernels;
+	out->copies = ops.copies;
+	out->memsets = ops.memsets;
+	out->events = ops.events;
+	kj_store_r_seq_traced(db, iteration, &out->traced_busy_ns, &out->traced_span_ns);
 	return 0;
 }
 
@@ -215,37 +188,16 @@ char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_
 	return text;
 }
 
-/* One number of a query, -1 when NULL or failing; it binds ?1 where the query has one. */
-static double q_dbl(sqlite3 *db, const char *sql, int64_t it)
-{
-	sqlite3_stmt *st = NULL;
-	double v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_bind_parameter_count(st) > 0)
-		sqlite3_bind_int64(st, 1, it);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 int kj_replay_seq_fidelity(sqlite3 *db, const struct kj_replay_seq_info *info,
 			   struct kj_replay_seq_fidelity *f)
 {
-	int64_t iteration = info->iteration;
-	f->kernels = (int64_t)q_dbl(db, "SELECT count(*) FROM replay_kernel WHERE cache = 'sequence'", 0);
-	f->iter_sum_ns = q_dbl(db,
-		"SELECT sum(r.median_ns) FROM sequence_op s JOIN launch_params p ON p.id = s.launch_params_id"
-		" JOIN replay_kernel r ON r.unique_id = p.unique_id AND r.cache = 'sequence'"
-		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
+	struct kj_store_r_seq_sums q;
+	kj_store_r_seq_sums(db, info->iteration, &q);
+	f->kernels = (int64_t)q.kernels;
+	f->iter_sum_ns = q.iter_sum_ns;
 	f->iter_traced_ns = info->traced_busy_ns > 0 ? (double)info->traced_busy_ns : -1;
-	f->run_sum_ns = q_dbl(db,
-		"SELECT sum(u.launches * r.median_ns) FROM replay_kernel r JOIN unique_kernel u ON u.id = r.unique_id"
-		" WHERE r.cache = 'sequence'", 0);
-	f->run_traced_ns = q_dbl(db,
-		"SELECT sum(end_ns - start_ns) FROM kernel WHERE unique_id IN"
-		" (SELECT unique_id FROM replay_kernel WHERE cache = 'sequence')", 0);
-	f->run_traced_all_ns = q_dbl(db, "SELECT sum(end_ns - start_ns) FROM kernel", 0);
+	f->run_sum_ns = q.run_sum_ns;
+	f->run_traced_ns = q.run_traced_ns;
+	f->run_traced_all_ns = q.run_traced_all_ns;
 	return 0;
 }
