@@ -544,27 +544,6 @@ int kj_replay_parse_seq(const char *line, struct kj_replay_seq *s)
 	return 1;
 }
 
-void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,
-			   int64_t reasons)
-{
-	if (mean_mhz > 0 && isfinite(mean_mhz))
-		sqlite3_bind_double(st, first, mean_mhz);
-	else
-		sqlite3_bind_null(st, first);
-	if (min_mhz > 0)
-		sqlite3_bind_int(st, first + 1, min_mhz);
-	else
-		sqlite3_bind_null(st, first + 1);
-	if (max_mhz > 0)
-		sqlite3_bind_int(st, first + 2, max_mhz);
-	else
-		sqlite3_bind_null(st, first + 2);
-	if (reasons >= 0)
-		sqlite3_bind_int64(st, first + 3, reasons);
-	else
-		sqlite3_bind_null(st, first + 3);
-}
-
 void kj_replay_now(char when[32])
 {
 	time_t now = time(NULL);

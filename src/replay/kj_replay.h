@@ -239,23 +239,6 @@ size_t kj_replay_budget_chunk(size_t chunk, double budget_s, double elapsed_s, s
 /** @brief Free what kj_replay_plan_load allocated; accepts a zeroed plan. */
 void kj_replay_plan_free(struct kj_replay_plan *plan);
 
-/** replay_verify: created by the first `replay --verify` (older runs lack it). */
-#define KJ_REPLAY_VERIFY_TABLE                                                                     \
-	"CREATE TABLE IF NOT EXISTS replay_verify(unique_id INTEGER PRIMARY KEY, result TEXT,"   \
-	" buffers INTEGER, bytes INTEGER, differing_bytes INTEGER, replayed_at TEXT)"
-
-/** replay_energy_cold: created by the first `replay --energy` with the cold cache (older runs
- *  lack it); energy_mj_per_launch is the kernel's with its data out of L2, flush_mj the flush's. */
-#define KJ_REPLAY_ENERGY_COLD_TABLE                                                                \
-	"CREATE TABLE IF NOT EXISTS replay_energy_cold(unique_id INTEGER PRIMARY KEY, launches INTEGER," \
-	" seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL,"       \
-	" flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"
-
-/** @brief Bind a window's clock state to parameters first..first+3 (mean, min, max, reasons),
- *  NULL where not read (< 0; a clock not above 0). */
-void kj_replay_bind_clocks(sqlite3_stmt *st, int first, double mean_mhz, int min_mhz, int max_mhz,
-			   int64_t reasons);
-
 /** @brief The time now, UTC, ISO 8601 with a Z (the replayed_at columns). */
 void kj_replay_now(char when[32]);
 

@@ -7,8 +7,8 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_grow.h"
 #include "kj_quantile.h"
+#include "kj_store_r_seq.h"
 
 #define PACE_MIN_LAUNCHES 4
 #define PACE_MIN_GAP_NS 20000
@@ -69,20 +69,14 @@ int kj_pace_decide(const struct kj_pace_launch *l, size_t n, struct kj_pace *p)
 /* The one graph launch of the iteration: its process and exec. 1 found, 0 not (why filled), <0 error. */
 static int iteration_launch(sqlite3 *db, int64_t iteration, int64_t *pid, int64_t *exec, struct kj_pace *p)
 {
-	sqlite3_stmt *st = NULL;
-	int n = 0;
-	if (kj_db_prepare(db, "SELECT DISTINCT h.pid, h.graph_exec_id, h.correlation_id FROM sequence_op s"
-			      " JOIN kernel k ON k.id = s.kernel_id JOIN host_call h ON h.pid = k.pid AND"
-			      " h.correlation_id = k.correlation_id AND h.op = 'graph_launch'"
-			      " WHERE s.iteration = ?1 AND k.graph_id IS NOT NULL LIMIT 2", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, iteration);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		*pid = kj_db_col_i64(st, 0, -1);
-		*exec = kj_db_col_i64(st, 1, -1);
-		n++;
+	struct kj_store_r_graph_launch g[2];
+	int n = kj_store_r_iteration_graph_launches(db, iteration, g);
+	if (n < 0)
+		return n;
+	if (n > 0) {
+		*pid = g[n - 1].pid;
+		*exec = g[n - 1].exec;
 	}
-	sqlite3_finalize(st);
 	if (n == 0)
 		snprintf(p->why, sizeof(p->why), "back to back: the iteration launched no recorded graph");
 	else if (n > 1)
@@ -94,40 +88,29 @@ static int iteration_launch(sqlite3 *db, int64_t iteration, int64_t *pid, int64_
 
 int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p)
 {
-	sqlite3_stmt *st = NULL;
 	int64_t pid = -1, exec = -1;
+	struct kj_store_r_launch_span *g = NULL;
 	struct kj_pace_launch *l = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	int rc;
 	memset(p, 0, sizeof(*p));
-	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'")) {
+	if (!kj_db_caps(db)->host_call) {
 		snprintf(p->why, sizeof(p->why), "back to back: the run recorded no graph launches");
 		return 0;
 	}
 	if ((rc = iteration_launch(db, iteration, &pid, &exec, p)) <= 0)
 		return rc < 0 ? rc : 0;
-	/* every launch of that graph, with its kernels' GPU span (one pass over the graph kernels) */
-	if (kj_db_prepare(db, "SELECT h.start_ns, g.f, g.l FROM host_call h JOIN (SELECT correlation_id c,"
-			      " min(start_ns) f, max(end_ns) l FROM kernel WHERE pid = ?1 AND graph_id IS NOT NULL"
-			      " GROUP BY correlation_id) g ON g.c = h.correlation_id WHERE h.pid = ?1 AND"
-			      " h.op = 'graph_launch' AND h.graph_exec_id = ?2 ORDER BY h.start_ns", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	sqlite3_bind_int64(st, 2, exec);
-	rc = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct kj_pace_launch *g = kj_grow(l, &cap, n, sizeof(*l), 256);
-		if (!g) {
-			rc = KJ_ENOMEM;
-			break;
-		}
-		l = g;
-		l[n++] = (struct kj_pace_launch){kj_db_col_i64(st, 0, 0), kj_db_col_i64(st, 1, 0),
-						 kj_db_col_i64(st, 2, 0)};
+	/* every launch of that graph, with its kernels' GPU span */
+	if ((rc = kj_store_r_exec_launches(db, pid, exec, &g, &n)))
+		return rc;
+	if (n && !(l = malloc(n * sizeof(*l)))) {
+		free(g);
+		return KJ_ENOMEM;
 	}
-	sqlite3_finalize(st);
-	if (!rc)
-		rc = kj_pace_decide(l, n, p);
+	for (size_t i = 0; i < n; i++)
+		l[i] = (struct kj_pace_launch){g[i].host_ns, g[i].first_ns, g[i].last_ns};
+	free(g);
+	rc = kj_pace_decide(l, n, p);
 	free(l);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include "kj_replay.h"
 #include "kj_replay_host.h"
 #include "kj_replay_run_internal.h"
+#include "kj_store_r_plan.h"
 
 /* The shortest energy window of a kernel when the pool is shared out: three counter updates */
 #define KJ_REPLAY_ENERGY_MIN_S 0.3
@@ -132,7 +133,7 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 	if ((rc = kj_replay_plan_load(db, o->pattern, &plan)))
 		goto out;
 	/* runs made before snapshot phases existed have none */
-	if (o->verify && !kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1")) {
+	if (o->verify && !kj_store_r_has_after_snapshot(db)) {
 		kj_errorf("%s holds no after-launch buffer snapshots: --verify compares outputs with them; "
 			  "trace the program again with `kjoule run --snapshot`", o->run);
 		rc = KJ_ENOTFOUND;
@@ -232,7 +233,7 @@ int kj_replay_kernels(struct kj_replay_opts *o, sqlite3 *db)
 	}
 	/* the kept iteration is replayed after the kernels; under --budget, part of it is kept for that */
 	const int then_sequence = !o->pattern && !o->verify && !o->no_sequence &&
-				  kj_db_has_row(db, "SELECT 1 FROM sequence_op LIMIT 1");
+				  kj_store_r_has_sequence(db);
 	if (o->budget_s > 0 && then_sequence) {
 		o->seq_reserve_s = KJ_REPLAY_SEQ_RESERVE * o->budget_s;
 		if (o->seq_reserve_s > KJ_REPLAY_SEQ_RESERVE_MAX_S)

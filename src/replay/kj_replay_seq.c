@@ -3,33 +3,23 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
-
-/* The span of the GPU work of iteration ?1: from its few operations to the run's many activities,
- * each table joined on its own. Through the gpu_activity view SQLite scanned every activity of
- * the run against the operations (98 s on a 160,000-kernel decode run, 0.7 s this way). */
-#define SEQ_SPAN_SQL \
-	"SELECT max(e) - min(b) FROM (" \
-	"SELECT k.start_ns AS b, k.end_ns AS e FROM sequence_op s JOIN kernel k" \
-	" ON k.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = k.pid) WHERE s.iteration = ?1" \
-	" UNION ALL SELECT c.start_ns, c.end_ns FROM sequence_op s JOIN memcpy c" \
-	" ON c.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = c.pid) WHERE s.iteration = ?1" \
-	" UNION ALL SELECT m.start_ns, m.end_ns FROM sequence_op s JOIN memset m" \
-	" ON m.correlation_id = s.correlation_id AND (s.pid IS NULL OR s.pid = m.pid) WHERE s.iteration = ?1)"
+#include "kj_store_r_results.h"
+#include "kj_store_r_seq.h"
 
 int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 			    struct kj_replay_seq_info *out)
 {
+	struct kj_store_r_seq_ops ops;
 	memset(out, 0, sizeof(*out));
-	if (kj_db_one_i64(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN"
-		      " ('sequence_op', 'replay_sequence', 'launch_params')", -2, 0) != 3) {
+	if (!kj_store_r_seq_tables(db)) {
 		kj_errorf("%s: unknown schema: no sequence_op/replay_sequence tables", run);
 		return KJ_ESCHEMA;
 	}
-	if (kj_db_one_i64(db, "SELECT count(*) FROM sequence_op", -2, 0) == 0) {
+	if (kj_store_r_seq_op_count(db) == 0) {
 		kj_errorf("%s: no whole iteration was captured (kjoule run keeps the middle one of a "
 			  "repeated top-level NVTX range); mark iterations with NVTX ranges, or name one with "
 			  "`kjoule run --iteration-range NAME --params-iteration N`, to replay it with --sequence",
@@ -37,135 +27,55 @@ int kj_replay_seq_info_load(sqlite3 *db, const char *run, int64_t iteration,
 		return KJ_ENOTFOUND;
 	}
 	if (iteration < 0)
-		iteration = kj_db_one_i64(db, "SELECT min(iteration) FROM sequence_op", -2, 0);
+		iteration = kj_store_r_seq_first_iteration(db);
 	out->iteration = iteration;
-	out->ops = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ?", iteration, 0);
+	kj_store_r_seq_iteration_ops(db, iteration, &ops);
+	out->ops = ops.ops;
 	if (!out->ops) {
 		kj_errorf("%s: iteration %" PRId64 " was not captured (sequence_op has other iterations)",
 			  run, iteration);
 		return KJ_ENOTFOUND;
 	}
-	out->kernels = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'kernel'", iteration, 0);
-	out->copies = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memcpy'", iteration, 0);
-	out->memsets = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op = 'memset'", iteration, 0);
-	out->events = kj_db_one_i64(db, "SELECT count(*) FROM sequence_op WHERE iteration = ? AND op LIKE 'event%'", iteration, 0);
-	/* graph kernels share their graph launch's correlation: sequence ops name their kernel row
-	 * (kernel_id) in runs recorded since graphs were; older runs join by correlation */
-	if (kj_db_caps(db)->sequence_op_kernel_id) {
-		out->traced_busy_ns = kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM sequence_op s JOIN kernel k"
-			" ON k.id = s.kernel_id WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NOT NULL",
-			iteration, 0) + kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-			" WHERE s.iteration = ?1 AND s.op = 'kernel' AND s.kernel_id IS NULL", iteration, 0);
-	} else {
-		out->traced_busy_ns = kj_db_one_i64(db,
-			"SELECT sum(k.end_ns - k.start_ns) FROM kernel k JOIN sequence_op s"
-			" ON s.correlation_id = k.correlation_id AND (s.pid IS NULL OR s.pid = k.pid)"
-			" WHERE s.iteration = ? AND s.op = 'kernel'", iteration, 0);
-	}
-	out->traced_span_ns = kj_db_one_i64(db, SEQ_SPAN_SQL, iteration, 0);
+	out->kernels = ops.kernels;
+	out->copies = ops.copies;
+	out->memsets = ops.memsets;
+	out->events = ops.events;
+	kj_store_r_seq_traced(db, iteration, &out->traced_busy_ns, &out->traced_span_ns);
 	return 0;
-}
-
-/* The in-sequence kernel times as replay_kernel rows with cache 'sequence'. */
-static int store_kernels(sqlite3 *db, const struct kj_replay_seq_kernel *k, size_t n, const char *when)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0;
-	if (!n)
-		return 0;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_kernel(unique_id, cache, runs, min_ns,"
-			      " median_ns, mean_ns, max_ns, stdev_ns, status, error, replayed_at)"
-			      " VALUES(?1, 'sequence', ?2, ?3, ?4, ?5, ?6, ?7, 'ok', NULL, ?8)", &st))
-		return KJ_EDB;
-	for (size_t i = 0; i < n && !rc; i++) {
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, k[i].unique_id);
-		sqlite3_bind_int(st, 2, k[i].t.runs);
-		sqlite3_bind_int64(st, 3, k[i].t.min_ns);
-		sqlite3_bind_int64(st, 4, k[i].t.median_ns);
-		sqlite3_bind_double(st, 5, k[i].t.mean_ns);
-		sqlite3_bind_int64(st, 6, k[i].t.max_ns);
-		sqlite3_bind_double(st, 7, k[i].t.stdev_ns);
-		sqlite3_bind_text(st, 8, when, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("database: storing in-sequence kernel times: %s", sqlite3_errmsg(db));
-			rc = KJ_EDB;
-		}
-	}
-	sqlite3_finalize(st);
-	return rc;
 }
 
 int kj_replay_seq_store(sqlite3 *db, const struct kj_replay_seq *s, size_t n,
 			const struct kj_replay_seq_kernel *k, size_t nk)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_r_seq *rows = calloc(n ? n : 1, sizeof(*rows));
+	struct kj_store_r_seq_kernel *kr = calloc(nk ? nk : 1, sizeof(*kr));
 	char when[32];
-	int rc = KJ_EDB;
+	int rc = KJ_ENOMEM;
 
-	kj_replay_now(when);
-	/* the run was opened for writing, so migrated: data, pace_ns and the clocks are there (NULL in
-	 * rows written before them) */
-	if (kj_db_exec(db, "BEGIN IMMEDIATE", "begin replay_sequence"))
-		return KJ_EDB;
-	if (kj_db_prepare(db, "INSERT OR REPLACE INTO replay_sequence(iteration, mode, runs, launches,"
-			      " median_ns, min_ns, max_ns, energy_mj, energy_unc_mj, replayed_at, data, pace_ns,"
-			      " sm_clock_mean_mhz, sm_clock_min_mhz, sm_clock_max_mhz, throttle_reasons)"
-			      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", &st))
+	if (!rows || !kr)
 		goto out;
+	kj_replay_now(when);
 	for (size_t i = 0; i < n; i++) {
-		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed");
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, s[i].iteration);
-		sqlite3_bind_text(st, 2, s[i].mode, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 3, ok ? s[i].runs : 0);
-		sqlite3_bind_int64(st, 4, s[i].launches);
-		if (ok) {
-			sqlite3_bind_int64(st, 5, s[i].median_ns);
-			sqlite3_bind_int64(st, 6, s[i].min_ns);
-			sqlite3_bind_int64(st, 7, s[i].max_ns);
-		} else {
-			sqlite3_bind_null(st, 5);
-			sqlite3_bind_null(st, 6);
-			sqlite3_bind_null(st, 7);
-		}
-		if (ok && s[i].has_energy) {
-			sqlite3_bind_double(st, 8, s[i].energy_mj);
-			sqlite3_bind_double(st, 9, s[i].energy_unc_mj);
-		} else {
-			sqlite3_bind_null(st, 8);
-			sqlite3_bind_null(st, 9);
-		}
-		sqlite3_bind_text(st, 10, when, -1, SQLITE_STATIC);
-		if (s[i].data[0])
-			sqlite3_bind_text(st, 11, s[i].data, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(st, 11);
-		if (ok && s[i].has_energy && s[i].pace_ns > 0)
-			sqlite3_bind_int64(st, 12, s[i].pace_ns);
-		else
-			sqlite3_bind_null(st, 12);
-		if (ok && s[i].has_energy)
-			kj_replay_bind_clocks(st, 13, s[i].sm_clock_mean_mhz, s[i].sm_clock_min_mhz,
-					      s[i].sm_clock_max_mhz, s[i].throttle_reasons);
-		else
-			kj_replay_bind_clocks(st, 13, -1, -1, -1, -1);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			kj_errorf("database: storing replay_sequence: %s", sqlite3_errmsg(db));
-			goto out;
-		}
+		/* a mode not timed stores no times; energy and its clocks only beside times */
+		int ok = s[i].runs > 0 && strcmp(s[i].status, "failed"), e = ok && s[i].has_energy;
+		rows[i] = (struct kj_store_r_seq){
+			.iteration = s[i].iteration, .mode = s[i].mode, .runs = ok ? s[i].runs : 0,
+			.launches = s[i].launches, .has_times = ok, .median_ns = s[i].median_ns,
+			.min_ns = s[i].min_ns, .max_ns = s[i].max_ns, .has_energy = e,
+			.energy_mj = s[i].energy_mj, .energy_unc_mj = s[i].energy_unc_mj, .data = s[i].data,
+			.pace_ns = e ? s[i].pace_ns : 0,
+			.clocks = e ? (struct kj_store_r_clocks){s[i].sm_clock_mean_mhz, s[i].sm_clock_min_mhz,
+								 s[i].sm_clock_max_mhz, s[i].throttle_reasons}
+				    : (struct kj_store_r_clocks){-1, -1, -1, -1}};
 	}
-	rc = store_kernels(db, k, nk, when);
+	for (size_t i = 0; i < nk; i++)
+		kr[i] = (struct kj_store_r_seq_kernel){k[i].unique_id, {k[i].t.runs, k[i].t.min_ns, k[i].t.median_ns,
+									 k[i].t.max_ns, k[i].t.mean_ns, k[i].t.stdev_ns}};
+	rc = kj_store_r_seq_put(db, when, rows, n, kr, nk);
 out:
-	sqlite3_finalize(st);
-	if (rc) {
-		kj_db_exec(db, "ROLLBACK", "rollback replay_sequence");
-		return rc;
-	}
-	return kj_db_exec(db, "COMMIT", "commit replay_sequence");
+	free(rows);
+	free(kr);
+	return rc;
 }
 
 static const struct kj_replay_seq *mode_of(const struct kj_replay_seq *s, size_t n, const char *m)
@@ -278,37 +188,16 @@ char *kj_replay_seq_json(const struct kj_replay_seq_info *info, const struct kj_
 	return text;
 }
 
-/* One number of a query, -1 when NULL or failing; it binds ?1 where the query has one. */
-static double q_dbl(sqlite3 *db, const char *sql, int64_t it)
-{
-	sqlite3_stmt *st = NULL;
-	double v = -1;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_bind_parameter_count(st) > 0)
-		sqlite3_bind_int64(st, 1, it);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 int kj_replay_seq_fidelity(sqlite3 *db, const struct kj_replay_seq_info *info,
 			   struct kj_replay_seq_fidelity *f)
 {
-	int64_t iteration = info->iteration;
-	f->kernels = (int64_t)q_dbl(db, "SELECT count(*) FROM replay_kernel WHERE cache = 'sequence'", 0);
-	f->iter_sum_ns = q_dbl(db,
-		"SELECT sum(r.median_ns) FROM sequence_op s JOIN launch_params p ON p.id = s.launch_params_id"
-		" JOIN replay_kernel r ON r.unique_id = p.unique_id AND r.cache = 'sequence'"
-		" WHERE s.iteration = ?1 AND s.op = 'kernel'", iteration);
+	struct kj_store_r_seq_sums q;
+	kj_store_r_seq_sums(db, info->iteration, &q);
+	f->kernels = (int64_t)q.kernels;
+	f->iter_sum_ns = q.iter_sum_ns;
 	f->iter_traced_ns = info->traced_busy_ns > 0 ? (double)info->traced_busy_ns : -1;
-	f->run_sum_ns = q_dbl(db,
-		"SELECT sum(u.launches * r.median_ns) FROM replay_kernel r JOIN unique_kernel u ON u.id = r.unique_id"
-		" WHERE r.cache = 'sequence'", 0);
-	f->run_traced_ns = q_dbl(db,
-		"SELECT sum(end_ns - start_ns) FROM kernel WHERE unique_id IN"
-		" (SELECT unique_id FROM replay_kernel WHERE cache = 'sequence')", 0);
-	f->run_traced_all_ns = q_dbl(db, "SELECT sum(end_ns - start_ns) FROM kernel", 0);
+	f->run_sum_ns = q.run_sum_ns;
+	f->run_traced_ns = q.run_traced_ns;
+	f->run_traced_all_ns = q.run_traced_all_ns;
 	return 0;
 }

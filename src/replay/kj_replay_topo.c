@@ -11,6 +11,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_map.h"
+#include "kj_store_r_topo.h"
 
 
 /* One key for a (process, correlation id) pair (correlations are 32-bit). */
@@ -19,56 +20,54 @@ static uint64_t pc_key(int64_t pid, int64_t corr)
 	return ((uint64_t)pid << 32) ^ (uint64_t)(uint32_t)corr;
 }
 
+/* The walk over the iteration's operations: the loader, its array's capacity, kernels so far. */
+struct ops_ctx {
+	struct loader *L;
+	size_t cap;
+	int64_t nk;
+};
+
+static int add_op(void *ctx, const struct kj_store_r_seq_op *r)
+{
+	struct ops_ctx *c = ctx;
+	struct loader *L = c->L;
+	if (!r->op)
+		return 0; /* the worker skips these too */
+	struct iop *no = kj_grow(L->ops, &c->cap, L->nops, sizeof(*no), 256);
+	if (!no)
+		return KJ_ENOMEM;
+	L->ops = no;
+	struct iop *o = &L->ops[L->nops++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->op, sizeof(o->op), "%s", r->op);
+	o->pid = r->pid;
+	o->corr = r->corr;
+	o->graph_node = r->graph_node;
+	o->exec_graph = r->exec_graph;
+	o->traced_ns = r->traced_ns;
+	o->unique_id = r->unique_id;
+	o->bytes = r->bytes;
+	snprintf(o->kind, sizeof(o->kind), "%s", r->kind ? r->kind : "");
+	o->seq_kernel = !strcmp(r->op, "kernel") ? c->nk++ : -1;
+	o->launch = -1;
+	return 0;
+}
+
 /* The iteration's operations in the worker's order (ordinal, id), kernel ops numbered. */
 static int load_ops(struct loader *L, int64_t iteration)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int64_t nk = 0;
-	if (kj_db_prepare(L->db,
-			  "SELECT s.op, coalesce(s.pid, k.pid), s.correlation_id, k.graph_node_id, k.graph_id,"
-			  " k.end_ns - k.start_ns, p.unique_id, s.bytes, s.kind FROM sequence_op s"
-			  " LEFT JOIN kernel k ON k.id = s.kernel_id LEFT JOIN launch_params p ON p.id = s.launch_params_id"
-			  " WHERE s.iteration = ?1 ORDER BY s.ordinal, s.id", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, iteration);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *op = (const char *)sqlite3_column_text(st, 0);
-		if (!op)
-			continue; /* the worker skips these too */
-		struct iop *no = kj_grow(L->ops, &cap, L->nops, sizeof(*no), 256);
-		if (!no) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		L->ops = no;
-		struct iop *o = &L->ops[L->nops++];
-		memset(o, 0, sizeof(*o));
-		snprintf(o->op, sizeof(o->op), "%s", op);
-		o->pid = kj_db_col_i64(st, 1, -1);
-		o->corr = kj_db_col_i64(st, 2, -1);
-		o->graph_node = kj_db_col_i64(st, 3, 0);
-		o->exec_graph = kj_db_col_i64(st, 4, -1);
-		o->traced_ns = kj_db_col_i64(st, 5, -1);
-		o->unique_id = kj_db_col_i64(st, 6, -1);
-		o->bytes = kj_db_col_i64(st, 7, 0);
-		const char *kind = (const char *)sqlite3_column_text(st, 8);
-		snprintf(o->kind, sizeof(o->kind), "%s", kind ? kind : "");
-		o->seq_kernel = !strcmp(op, "kernel") ? nk++ : -1;
-		o->launch = -1;
-	}
-	sqlite3_finalize(st);
-	return 0;
+	struct ops_ctx c = {L, 0, 0};
+	return kj_store_r_seq_ops_each(L->db, iteration, add_op, &c);
 }
 
 /* The iteration's graph launches (host_call rows of its operations' correlations), in order. */
 static int find_launches(struct loader *L)
 {
-	sqlite3_stmt *st = NULL;
+	struct kj_store_r_lookup *q = NULL;
 	size_t cap = 0;
 	uint64_t v;
-	if (kj_db_prepare(L->db, "SELECT graph_exec_id, start_ns FROM host_call WHERE pid = ?1 AND"
-				 " correlation_id = ?2 AND op = 'graph_launch' LIMIT 1", &st))
+	int64_t exec_id, start_ns;
+	if (kj_store_r_graph_launch_open(L->db, &q))
 		return KJ_EDB;
 	for (size_t i = 0; i < L->nops; i++) {
 		struct iop *o = &L->ops[i];
@@ -76,27 +75,23 @@ static int find_launches(struct loader *L)
 			o->launch = v ? (int)v - 1 : -1;
 			continue;
 		}
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, o->pid);
-		sqlite3_bind_int64(st, 2, o->corr);
-		int found = sqlite3_step(st) == SQLITE_ROW;
+		int found = kj_store_r_graph_launch_find(q, o->pid, o->corr, &exec_id, &start_ns);
 		if (found) {
 			struct ilaunch *nl = kj_grow(L->l, &cap, L->nl, sizeof(*nl), 8);
 			if (!nl) {
-				sqlite3_finalize(st);
+				kj_store_r_lookup_close(q);
 				return KJ_ENOMEM;
 			}
 			L->l = nl;
-			L->l[L->nl] = (struct ilaunch){o->pid, o->corr, kj_db_col_i64(st, 0, -1),
-						       kj_db_col_i64(st, 1, 0), 0};
+			L->l[L->nl] = (struct ilaunch){o->pid, o->corr, exec_id, start_ns, 0};
 			o->launch = (int)L->nl++;
 		}
 		if (kj_map_put(L->launch_of, pc_key(o->pid, o->corr), found ? (uint64_t)o->launch + 1 : 0)) {
-			sqlite3_finalize(st);
+			kj_store_r_lookup_close(q);
 			return KJ_ENOMEM;
 		}
 	}
-	sqlite3_finalize(st);
+	kj_store_r_lookup_close(q);
 	return 0;
 }
 
@@ -117,8 +112,6 @@ int kj_replay_topo_load(sqlite3 *db, int64_t iteration, struct kj_replay_topo *t
 		return KJ_ENOTFOUND;
 	}
 	L.have_clones = caps->graph_node_clone;
-	L.have_etype = caps->graph_edge_type;
-	L.have_mdst = caps->memset_address;
 	L.launch_of = kj_map_new();
 	if (!L.launch_of)
 		return KJ_ENOMEM;

@@ -119,16 +119,6 @@ void kj_replay_topo_emit_node(FILE *f, const struct kj_topo_node_time *n);
 /** @brief Parse a "KJ_NODE" line. @return 1 parsed, 0 another line, KJ_EINVAL malformed. */
 int kj_replay_parse_topo_node(const char *line, struct kj_topo_node_time *n);
 
-/** replay_topology and replay_graph_node: created by the first topology replay (older runs lack them). */
-#define KJ_REPLAY_TOPO_TABLES                                                                       \
-	"CREATE TABLE IF NOT EXISTS replay_topology(iteration INTEGER PRIMARY KEY, status TEXT,"   \
-	" graph_launches INTEGER, nodes INTEGER, edges INTEGER, kernel_nodes INTEGER,"              \
-	" kernels_matched INTEGER, not_rebuilt TEXT, reason TEXT, tie TEXT, replayed_at TEXT);"     \
-	"CREATE TABLE IF NOT EXISTS replay_graph_node(iteration INTEGER, node_index INTEGER,"       \
-	" node_id INTEGER, type TEXT, unique_id INTEGER, runs INTEGER, min_ns INTEGER,"             \
-	" median_ns INTEGER, max_ns INTEGER, mean_ns REAL, traced_ns INTEGER, replayed_at TEXT,"    \
-	" PRIMARY KEY(iteration, node_index))"
-
 /**
  * @brief Store the topology's summary in replay_topology (status: "rebuilt" when the worker
  *        replayed it, "fallback" when a node could not be rebuilt and the linear chain stands,

@@ -56,7 +56,7 @@ struct loader {
 	struct ilaunch *l;
 	size_t nl;
 	struct kj_map *launch_of; /* (pid, correlation) -> launch index + 1 */
-	int have_clones, have_mdst, have_etype, used_clones, used_index, used_flat;
+	int have_clones, used_clones, used_index, used_flat;
 	struct kj_map *clones;    /* node -> the node it was cloned from (clones_pid's) */
 	int64_t clones_pid;
 };

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_map.h"
+#include "kj_store_r_topo.h"
 
 /* A recorded node of the launch's graph (child graphs' too). */
 struct gnode {
@@ -20,10 +20,16 @@ struct gnode {
 	int tied, has_pred, has_succ, has_child;
 };
 
+/* One clone record into the loader's map. */
+static int add_clone(void *ctx, int64_t node, int64_t original)
+{
+	struct loader *L = ctx;
+	return kj_map_put(L->clones, (uint64_t)node, (uint64_t)original) ? KJ_ENOMEM : 0;
+}
+
 /* graph_node_clone rows of one process, once per process. */
 static int load_clones(struct loader *L, int64_t pid)
 {
-	sqlite3_stmt *st = NULL;
 	if (!L->have_clones || (L->clones && L->clones_pid == pid))
 		return 0;
 	kj_map_free(L->clones);
@@ -31,73 +37,56 @@ static int load_clones(struct loader *L, int64_t pid)
 	L->clones_pid = pid;
 	if (!L->clones)
 		return KJ_ENOMEM;
-	if (kj_db_prepare(L->db, "SELECT node_id, original_node_id FROM graph_node_clone WHERE pid = ?1", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		if (kj_map_put(L->clones, (uint64_t)sqlite3_column_int64(st, 0),
-			       (uint64_t)sqlite3_column_int64(st, 1))) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-	sqlite3_finalize(st);
-	return 0;
+	return kj_store_r_graph_clones_each(L->db, pid, add_clone, L);
+}
+
+/* The recorded nodes being listed: the array, its capacity, the id map, the parent being expanded. */
+struct nodes_ctx {
+	struct gnode **out;
+	size_t *n, cap;
+	struct kj_map *at;
+	int64_t parent;
+};
+
+/* One recorded node appended, unless listed already. */
+static int add_gnode(void *ctx, const struct kj_store_r_graph_node_rec *r)
+{
+	struct nodes_ctx *c = ctx;
+	uint64_t id = (uint64_t)r->node_id;
+	if (kj_map_get(c->at, id, NULL))
+		return 0; /* a node listed twice (a child graph reached twice): once */
+	struct gnode *ng = kj_grow(*c->out, &c->cap, *c->n, sizeof(*ng), 64);
+	if (!ng)
+		return KJ_ENOMEM;
+	*c->out = ng;
+	struct gnode *g = &ng[*c->n];
+	memset(g, 0, sizeof(*g));
+	g->id = (int64_t)id;
+	g->parent = c->parent;
+	g->gid = r->graph_id;
+	snprintf(g->type, sizeof(g->type), "%s", r->type ? r->type : "unknown");
+	int rc = kj_map_put(c->at, id, *c->n);
+	(*c->n)++;
+	return rc;
 }
 
 /* The launch's recorded graph: top-level nodes, then each child graph's, breadth first. */
 static int load_nodes(struct loader *L, int64_t pid, int64_t gid, struct gnode **out, size_t *n,
 		      struct kj_map *at)
 {
-	sqlite3_stmt *top = NULL, *child = NULL;
-	size_t cap = 0;
-	int rc = 0;
+	struct nodes_ctx c = {out, n, 0, at, 0};
 	*out = NULL;
 	*n = 0;
-	if (kj_db_prepare(L->db, "SELECT node_id, type, graph_id FROM graph_node WHERE pid = ?1 AND"
-				 " graph_id = ?2 AND parent_node_id IS NULL ORDER BY node_id", &top) ||
-	    kj_db_prepare(L->db, "SELECT node_id, type, graph_id FROM graph_node WHERE pid = ?1 AND"
-				 " parent_node_id = ?2 ORDER BY node_id", &child)) {
-		sqlite3_finalize(top);
-		return KJ_EDB;
-	}
-	sqlite3_bind_int64(top, 1, pid);
-	sqlite3_bind_int64(top, 2, gid);
-	sqlite3_stmt *st = top;
-	int64_t parent = 0;
-	for (size_t next = 0;;) {
-		while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-			uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-			if (kj_map_get(at, id, NULL))
-				continue; /* a node listed twice (a child graph reached twice): once */
-			struct gnode *ng = kj_grow(*out, &cap, *n, sizeof(*ng), 64);
-			if (!ng) {
-				rc = KJ_ENOMEM;
-				break;
-			}
-			*out = ng;
-			struct gnode *g = &ng[*n];
-			memset(g, 0, sizeof(*g));
-			g->id = (int64_t)id;
-			g->parent = parent;
-			g->gid = sqlite3_column_int64(st, 2);
-			const char *type = (const char *)sqlite3_column_text(st, 1);
-			snprintf(g->type, sizeof(g->type), "%s", type ? type : "unknown");
-			rc = kj_map_put(at, id, *n);
-			(*n)++;
-		}
+	int rc = kj_store_r_graph_top_nodes_each(L->db, pid, gid, add_gnode, &c);
+	for (size_t next = 0; !rc;) {
 		/* the next child graph node not yet expanded */
 		while (next < *n && strcmp((*out)[next].type, "graph"))
 			next++;
-		if (rc || next >= *n)
+		if (next >= *n)
 			break;
-		parent = (*out)[next++].id;
-		sqlite3_reset(child);
-		sqlite3_bind_int64(child, 1, pid);
-		sqlite3_bind_int64(child, 2, parent);
-		st = child;
+		c.parent = (*out)[next++].id;
+		rc = kj_store_r_graph_child_nodes_each(L->db, pid, c.parent, add_gnode, &c);
 	}
-	sqlite3_finalize(top);
-	sqlite3_finalize(child);
 	return rc;
 }
 
@@ -171,65 +160,78 @@ static int copy_kind(const char *kind)
 	return !strcmp(kind, "HtoD") ? 0 : !strcmp(kind, "DtoH") ? 1 : !strcmp(kind, "HtoH") ? 3 : 2;
 }
 
+/* The launch's records being tied: the loader, the tie, the recorded nodes, which pass. */
+struct copies_ctx {
+	struct loader *L;
+	const struct tie_ctx *c;
+	struct gnode *g;
+	int64_t *untied;
+	int pass; /* 0 memsets, 1 copies */
+};
+
+/* One memset or copy tied to its node, its figures into the node. */
+static void tie_copy(void *ctx, const struct kj_store_r_launch_op *r)
+{
+	struct copies_ctx *x = ctx;
+	ssize_t i = tie_record(x->L, x->c, x->g, r->graph_node_id, -1, x->pass ? "memcpy" : "memset");
+	if (i < 0) {
+		(*x->untied)++;
+		return;
+	}
+	struct kj_topo_node *n = &x->L->b.t->nodes[x->g[i].in];
+	n->kind = x->pass ? KJ_TOPO_MEMCPY : KJ_TOPO_MEMSET;
+	n->bytes = r->bytes;
+	n->traced_ns = r->traced_ns;
+	if (x->pass) {
+		n->copy = copy_kind(r->kind ? r->kind : "");
+	} else {
+		n->value = (uint32_t)r->value;
+		n->address = (uint64_t)r->address;
+		n->element_bytes = (int)r->element_bytes;
+	}
+}
+
 /* The launch's memsets and copies tied to their nodes (NULL columns of older runs read as 0). */
 static int tie_copies(struct loader *L, const struct ilaunch *la, struct gnode *g, const struct tie_ctx *c,
 		      int64_t *untied)
 {
-	sqlite3_stmt *st = NULL;
-	char sql[400];
-	struct kj_replay_topo *t = L->b.t;
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 0)
-			snprintf(sql, sizeof(sql), "SELECT graph_node_id, bytes, end_ns - start_ns, value, %s, %s"
-						   " FROM memset WHERE pid = ?1 AND correlation_id = ?2 ORDER BY start_ns",
-				 L->have_mdst ? "address" : "NULL", L->have_mdst ? "element_bytes" : "NULL");
-		else
-			snprintf(sql, sizeof(sql), "SELECT graph_node_id, bytes, end_ns - start_ns, kind"
-						   " FROM memcpy WHERE pid = ?1 AND correlation_id = ?2 ORDER BY start_ns");
-		if (kj_db_prepare(L->db, sql, &st))
-			return KJ_EDB;
-		sqlite3_bind_int64(st, 1, la->pid);
-		sqlite3_bind_int64(st, 2, la->corr);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			ssize_t i = tie_record(L, c, g, kj_db_col_i64(st, 0, 0), -1, pass ? "memcpy" : "memset");
-			if (i < 0) {
-				(*untied)++;
-				continue;
-			}
-			struct kj_topo_node *n = &t->nodes[g[i].in];
-			n->kind = pass ? KJ_TOPO_MEMCPY : KJ_TOPO_MEMSET;
-			n->bytes = kj_db_col_i64(st, 1, 0);
-			n->traced_ns = kj_db_col_i64(st, 2, -1);
-			if (pass) {
-				const char *k = (const char *)sqlite3_column_text(st, 3);
-				n->copy = copy_kind(k ? k : "");
-			} else {
-				n->value = (uint32_t)kj_db_col_i64(st, 3, 0);
-				n->address = (uint64_t)kj_db_col_i64(st, 4, 0);
-				n->element_bytes = (int)kj_db_col_i64(st, 5, 1);
-			}
-		}
-		sqlite3_finalize(st);
-	}
+	struct copies_ctx x = {L, c, g, untied, 0};
+	if (kj_store_r_launch_memsets_each(L->db, la->pid, la->corr, tie_copy, &x))
+		return KJ_EDB;
+	x.pass = 1;
+	if (kj_store_r_launch_copies_each(L->db, la->pid, la->corr, tie_copy, &x))
+		return KJ_EDB;
 	return 0;
 }
 
 /* The graph id a launch's exec was instantiated from (the latest instantiation before it), -1. */
 static int64_t launch_graph(struct loader *L, const struct ilaunch *la)
 {
-	sqlite3_stmt *st = NULL;
-	int64_t gid = -1;
-	if (kj_db_prepare(L->db, "SELECT graph_id FROM host_call WHERE pid = ?1 AND op = 'graph_instantiate'"
-				 " AND graph_exec_id = ?2 AND graph_id IS NOT NULL"
-				 " ORDER BY start_ns <= ?3 DESC, start_ns DESC LIMIT 1", &st))
-		return -1;
-	sqlite3_bind_int64(st, 1, la->pid);
-	sqlite3_bind_int64(st, 2, la->exec_id);
-	sqlite3_bind_int64(st, 3, la->start_ns);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		gid = kj_db_col_i64(st, 0, -1);
-	sqlite3_finalize(st);
-	return gid;
+	return kj_store_r_exec_graph(L->db, la->pid, la->exec_id, la->start_ns);
+}
+
+/* The recorded edges being added: the builder, the id map, the recorded nodes, edges lost. */
+struct edges_ctx {
+	struct kj_topo_builder *b;
+	struct kj_map *at;
+	struct gnode *g;
+	int64_t dangling;
+};
+
+/* One recorded edge between the topo nodes of its ends; counted dangling when an end is missing. */
+static int add_gedge(void *ctx, const struct kj_store_r_graph_edge *e)
+{
+	struct edges_ctx *x = ctx;
+	uint64_t a, z;
+	x->b->t->graph_edges++;
+	if (!kj_map_get(x->at, (uint64_t)e->from, &a) || !kj_map_get(x->at, (uint64_t)e->to, &z)) {
+		x->dangling++;
+		return 0;
+	}
+	x->g[a].has_succ = x->g[z].has_pred = 1;
+	unsigned kind = e->programmatic ? KJ_TOPO_EDGE_PROGRAMMATIC | (unsigned)(e->from_port & 3) << 2
+					: KJ_TOPO_EDGE_FULL;
+	return kj_topo_add_edge_kind(x->b, x->g[a].out, x->g[z].in, kind);
 }
 
 /* One graph launch as a stage of the graph: its nodes and edges after the current join, then a
@@ -241,7 +243,6 @@ int kj_topo_add_launch(struct loader *L, int li)
 	struct ilaunch *la = &L->l[li];
 	struct gnode *g = NULL;
 	size_t ng = 0;
-	sqlite3_stmt *st = NULL;
 	struct kj_map *at = kj_map_new();
 	int rc = 0;
 	int64_t untied = 0, gid = la->exec_id >= 0 ? launch_graph(L, la) : -1;
@@ -312,39 +313,16 @@ int kj_topo_add_launch(struct loader *L, int li)
 		rc = kj_topo_unbuilt(b, what, 1);
 	}
 	/* the recorded edges of the graph and of each child graph */
-	if (!rc && kj_db_prepare(L->db, L->have_etype ? "SELECT from_node_id, to_node_id, type = 'programmatic',"
-							" from_port FROM graph_edge WHERE pid = ?1 AND graph_id = ?2"
-						      : "SELECT from_node_id, to_node_id, 0, 0 FROM graph_edge"
-							" WHERE pid = ?1 AND graph_id = ?2", &st))
-		rc = KJ_EDB;
-	int64_t dangling = 0;
+	struct edges_ctx ec = {b, at, g, 0};
 	for (size_t i = 0; i < ng && !rc; i++) {
 		int seen = 0;
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = g[j].gid == g[i].gid;
-		if (seen)
-			continue;
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, la->pid);
-		sqlite3_bind_int64(st, 2, g[i].gid);
-		while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-			uint64_t a, z;
-			t->graph_edges++;
-			if (!kj_map_get(at, (uint64_t)sqlite3_column_int64(st, 0), &a) ||
-			    !kj_map_get(at, (uint64_t)sqlite3_column_int64(st, 1), &z)) {
-				dangling++;
-				continue;
-			}
-			g[a].has_succ = g[z].has_pred = 1;
-			unsigned kind = sqlite3_column_int(st, 2) ? KJ_TOPO_EDGE_PROGRAMMATIC |
-									  (unsigned)(sqlite3_column_int(st, 3) & 3) << 2
-								: KJ_TOPO_EDGE_FULL;
-			rc = kj_topo_add_edge_kind(b, g[a].out, g[z].in, kind);
-		}
+		if (!seen)
+			rc = kj_store_r_graph_edges_each(L->db, la->pid, g[i].gid, add_gedge, &ec);
 	}
-	sqlite3_finalize(st);
 	if (!rc)
-		rc = kj_topo_unbuilt(b, "edges to unrecorded nodes", dangling);
+		rc = kj_topo_unbuilt(b, "edges to unrecorded nodes", ec.dangling);
 	/* child graphs between their entry and exit; the graph after the previous stage */
 	uint64_t p;
 	size_t join;
@@ -395,20 +373,17 @@ int kj_topo_add_eager(struct loader *L, const struct iop *o)
 	n->bytes = o->bytes;
 	if (kind == KJ_TOPO_MEMCPY)
 		n->copy = copy_kind(o->kind);
-	if (kind == KJ_TOPO_MEMSET && L->have_mdst) {
-		sqlite3_stmt *st = NULL;
-		if (kj_db_prepare(L->db, "SELECT address, value, element_bytes FROM memset WHERE pid = ?1"
-					 " AND correlation_id = ?2 LIMIT 1", &st))
+	if (kind == KJ_TOPO_MEMSET) {
+		struct kj_store_r_launch_op m;
+		int found = kj_store_r_memset_find(L->db, o->pid, o->corr, &m);
+		if (found < 0)
 			return KJ_EDB;
-		sqlite3_bind_int64(st, 1, o->pid);
-		sqlite3_bind_int64(st, 2, o->corr);
-		if (sqlite3_step(st) == SQLITE_ROW) {
+		if (found) {
 			n = &b->t->nodes[i];
-			n->address = (uint64_t)kj_db_col_i64(st, 0, 0);
-			n->value = (uint32_t)kj_db_col_i64(st, 1, 0);
-			n->element_bytes = (int)kj_db_col_i64(st, 2, 1);
+			n->address = (uint64_t)m.address;
+			n->value = (uint32_t)m.value;
+			n->element_bytes = (int)m.element_bytes;
 		}
-		sqlite3_finalize(st);
 	}
 	b->t->eager_ops++;
 	if (b->join != SIZE_MAX && (rc = kj_topo_add_edge(b, b->join, i)))

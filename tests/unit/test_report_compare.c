@@ -36,6 +36,7 @@
 #include "kj_error.h"
 #include "kj_html.h"
 #include "kj_replay.h"
+#include "kj_store_r_results.h"
 #include "kj_timeline.h"
 
 #include "sqlexec.h"
