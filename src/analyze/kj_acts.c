@@ -10,6 +10,7 @@
 #include "kj_iterations.h"
 #include "kj_kernel_class.h"
 #include "kj_map.h"
+#include "kj_store_a_run.h"
 
 /* ---- activity ---- */
 
@@ -41,94 +42,80 @@ static uint8_t copy_dir(const char *kind)
 	return KJ_COPY_OTHER;
 }
 
+/* kj_acts_load's state: the array being filled and its capacity. */
+struct acts_load {
+	struct kj_acts *out;
+	size_t cap;
+};
+
+/* Appends one activity row to the kj_acts being loaded, counting the rows it drops. */
+static int add_act(void *ud, const struct kj_store_a_activity *r)
+{
+	struct acts_load *L = ud;
+	struct kj_acts *out = L->out;
+	struct kj_act a;
+	if (!r->has_times) {
+		out->dropped++;
+		return 0;
+	}
+	a.type = (uint8_t)r->type;
+	a.start_ns = r->start_ns;
+	a.end_ns = r->end_ns;
+	if (a.end_ns < a.start_ns) {
+		out->dropped++;
+		return 0;
+	}
+	a.has_launch = 0;
+	a.key_ns = a.start_ns;
+	if (r->launch_ns >= 0) {
+		if (r->launch_ns <= a.start_ns) {
+			a.key_ns = r->launch_ns;
+			a.has_launch = 1;
+		} else {
+			out->launch_after++;
+		}
+	}
+	a.pid = r->pid;
+	a.device_id = r->device_id;
+	a.stream_id = r->stream_id;
+	a.correlation_id = r->correlation_id;
+	a.bytes = r->bytes;
+	a.unique_id = r->unique_id;
+	a.name_id = r->name_id;
+	a.dir = a.type == KJ_ACT_MEMCPY ? copy_dir(r->kind) : KJ_COPY_OTHER;
+	if (out->n == L->cap) {
+		struct kj_act *nv = realloc(out->v, 2 * L->cap * sizeof(*nv));
+		if (!nv)
+			return KJ_ENOMEM;
+		out->v = nv;
+		L->cap *= 2;
+	}
+	out->v[out->n++] = a;
+	if (a.type == KJ_ACT_KERNEL)
+		out->n_kernels++;
+	else if (a.type == KJ_ACT_MEMCPY)
+		out->n_copies++;
+	else
+		out->n_memsets++;
+	return 0;
+}
+
 int kj_acts_load(sqlite3 *db, struct kj_acts *out)
 {
-	/* copies and memsets carry the time of the call that issued them in runs recorded since
-	 * host calls were (launch_ns); older runs key them by their start */
-	static const char *sql_fmt =
-		"SELECT 0, start_ns, end_ns, launch_ns, pid, device_id, stream_id, correlation_id,"
-		" 0, unique_id, name_id, NULL FROM kernel"
-		" UNION ALL SELECT 1, start_ns, end_ns, %s, pid, device_id, stream_id,"
-		" correlation_id, bytes, NULL, NULL, kind FROM memcpy"
-		" UNION ALL SELECT 2, start_ns, end_ns, %s, pid, device_id, stream_id,"
-		" correlation_id, bytes, NULL, NULL, NULL FROM memset";
-	char sql[512];
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
+	struct acts_load L = {out, 0};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	{
 		int64_t total = kj_db_count(db, "kernel") + kj_db_count(db, "memcpy") +
 				kj_db_count(db, "memset");
-		cap = total > 0 ? (size_t)total : 16;
+		L.cap = total > 0 ? (size_t)total : 16;
 	}
-	out->v = malloc(cap * sizeof(*out->v));
+	out->v = malloc(L.cap * sizeof(*out->v));
 	if (!out->v)
 		return KJ_ENOMEM;
-	snprintf(sql, sizeof(sql), sql_fmt,
-		 kj_db_caps(db)->memcpy_launch_ns ? "launch_ns" : "NULL",
-		 kj_db_caps(db)->memset_launch_ns ? "launch_ns" : "NULL");
-	if (kj_db_prepare(db, sql, &st))
-		return KJ_EDB;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct kj_act a;
-		int64_t launch;
-		if (sqlite3_column_type(st, 1) == SQLITE_NULL ||
-		    sqlite3_column_type(st, 2) == SQLITE_NULL) {
-			out->dropped++;
-			continue;
-		}
-		a.type = (uint8_t)sqlite3_column_int(st, 0);
-		a.start_ns = sqlite3_column_int64(st, 1);
-		a.end_ns = sqlite3_column_int64(st, 2);
-		if (a.end_ns < a.start_ns) {
-			out->dropped++;
-			continue;
-		}
-		launch = kj_db_col_i64(st, 3, -1);
-		a.has_launch = 0;
-		a.key_ns = a.start_ns;
-		if (launch >= 0) {
-			if (launch <= a.start_ns) {
-				a.key_ns = launch;
-				a.has_launch = 1;
-			} else {
-				out->launch_after++;
-			}
-		}
-		a.pid = kj_db_col_i64(st, 4, 0);
-		a.device_id = kj_db_col_i64(st, 5, 0);
-		a.stream_id = kj_db_col_i64(st, 6, 0);
-		a.correlation_id = kj_db_col_i64(st, 7, -1);
-		a.bytes = kj_db_col_i64(st, 8, 0);
-		a.unique_id = kj_db_col_i64(st, 9, -1);
-		a.name_id = kj_db_col_i64(st, 10, -1);
-		a.dir = a.type == KJ_ACT_MEMCPY
-				? copy_dir((const char *)sqlite3_column_text(st, 11))
-				: KJ_COPY_OTHER;
-		if (out->n == cap) {
-			struct kj_act *nv = realloc(out->v, 2 * cap * sizeof(*nv));
-			if (!nv) {
-				sqlite3_finalize(st);
-				return KJ_ENOMEM;
-			}
-			out->v = nv;
-			cap *= 2;
-		}
-		out->v[out->n++] = a;
-		if (a.type == KJ_ACT_KERNEL)
-			out->n_kernels++;
-		else if (a.type == KJ_ACT_MEMCPY)
-			out->n_copies++;
-		else
-			out->n_memsets++;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading GPU activity: %s", sqlite3_errmsg(db));
-		return KJ_EDB;
-	}
+	if ((rc = kj_store_a_activity_each(db, add_act, &L)) != 0)
+		return rc;
 	qsort(out->v, out->n, sizeof(*out->v), act_cmp);
 	return 0;
 }
@@ -144,28 +131,7 @@ void kj_acts_free(struct kj_acts *a)
 
 int kj_run_extent(sqlite3 *db, int64_t *t0_ns, int64_t *t1_ns)
 {
-	static const char *sql =
-		"SELECT min(s), max(e) FROM ("
-		" SELECT min(start_ns) s, max(end_ns) e FROM kernel"
-		" UNION ALL SELECT min(start_ns), max(end_ns) FROM memcpy"
-		" UNION ALL SELECT min(start_ns), max(end_ns) FROM memset"
-		" UNION ALL SELECT min(start_ns), max(end_ns) FROM api_call"
-		" UNION ALL SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM nvtx_range"
-		" UNION ALL SELECT min(alloc_ns), max(coalesce(free_ns, alloc_ns)) FROM allocation)";
-	sqlite3_stmt *st = NULL;
-	int rc = KJ_ENOTFOUND;
-	if (kj_db_prepare(db, sql, &st))
-		return KJ_EDB;
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*t0_ns = sqlite3_column_int64(st, 0);
-		*t1_ns = sqlite3_column_type(st, 1) == SQLITE_NULL ? *t0_ns
-								     : sqlite3_column_int64(st, 1);
-		if (*t1_ns < *t0_ns)
-			*t1_ns = *t0_ns;
-		rc = 0;
-	}
-	sqlite3_finalize(st);
-	return rc;
+	return kj_store_a_run_extent(db, t0_ns, t1_ns);
 }
 
 /* ---- intervals ---- */
@@ -357,16 +323,25 @@ void kj_smap_free(struct kj_smap *m)
 
 /* ---- names and text ---- */
 
+/* Keeps one kernel_name row in the kj_names being loaded (ud). */
+static int add_name(void *ud, int64_t id, const char *d, const char *m)
+{
+	struct kj_names *out = ud;
+	if (id < 0 || (size_t)id >= out->n || (!d && !m))
+		return 0;
+	/* demangle here when the tracer did not (kj_demangle returns a copy or NULL) */
+	out->v[id] = d && *d ? strdup(d) : kj_demangle(m);
+	if (!out->v[id] && m)
+		out->v[id] = strdup(m);
+	return 0;
+}
+
 int kj_names_load(sqlite3 *db, struct kj_names *out)
 {
-	sqlite3_stmt *st = NULL;
 	int64_t maxid = -1;
 	memset(out, 0, sizeof(*out));
-	if (kj_db_prepare(db, "SELECT max(id) FROM kernel_name", &st))
+	if (kj_store_a_kernel_name_max_id(db, &maxid))
 		return KJ_EDB;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		maxid = kj_db_col_i64(st, 0, -1);
-	sqlite3_finalize(st);
 	if (maxid < 0)
 		return 0;
 	if (maxid > 50000000) {
@@ -377,21 +352,7 @@ int kj_names_load(sqlite3 *db, struct kj_names *out)
 	out->v = calloc(out->n, sizeof(*out->v));
 	if (!out->v)
 		return KJ_ENOMEM;
-	if (kj_db_prepare(db, "SELECT id, demangled, mangled FROM kernel_name", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		const char *d = (const char *)sqlite3_column_text(st, 1);
-		const char *m = (const char *)sqlite3_column_text(st, 2);
-		if (id < 0 || (size_t)id >= out->n || (!d && !m))
-			continue;
-		/* demangle here when the tracer did not (kj_demangle returns a copy or NULL) */
-		out->v[id] = d && *d ? strdup(d) : kj_demangle(m);
-		if (!out->v[id] && m)
-			out->v[id] = strdup(m);
-	}
-	sqlite3_finalize(st);
-	return 0;
+	return kj_store_a_kernel_names_each(db, add_name, out);
 }
 
 void kj_names_free(struct kj_names *nm)

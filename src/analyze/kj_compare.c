@@ -7,23 +7,24 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_store_a_run.h"
 
 /* cuGraphLaunch calls per iteration (by the time the call ran), where the run records them. */
+/* One cuGraphLaunch call counted in the iteration that issued it. */
+static int count_graph_launch(void *ud, int64_t start_ns, int64_t pid)
+{
+	struct kj_compare *c = ud;
+	long i = kj_iters_owner_of(&c->it, start_ns, pid);
+	if (i >= 0)
+		c->iv[i].n_graph_launches++;
+	return 0;
+}
+
 static int count_graph_launches(sqlite3 *db, struct kj_compare *c)
 {
-	sqlite3_stmt *st = NULL;
-	c->have_host_calls = kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE name = 'host_call'");
-	if (!c->have_host_calls)
-		return 0;
-	if (kj_db_prepare(db, "SELECT start_ns, pid FROM host_call WHERE op = 'graph_launch'", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		long i = kj_iters_owner_of(&c->it, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
-		if (i >= 0)
-			c->iv[i].n_graph_launches++;
-	}
-	sqlite3_finalize(st);
-	return 0;
+	int rc = kj_store_a_graph_launches_each(db, count_graph_launch, c);
+	c->have_host_calls = rc != KJ_ENOTFOUND;
+	return rc == KJ_ENOTFOUND ? 0 : rc;
 }
 
 /* Realtime offset from clock_sync (for the seed's wall-clock timestamps). */

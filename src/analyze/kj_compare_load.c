@@ -8,6 +8,7 @@
 
 #include "kj_db.h"
 #include "kj_schema.h"
+#include "kj_store_a_replay.h"
 #include "kj_error.h"
 #include "kj_kernel_class.h"
 #include "kj_kernel_waits.h"
@@ -48,18 +49,41 @@ size_t cmp_group_of(struct kj_compare *c, struct kj_imap *gmap, const struct kj_
 	return g;
 }
 
-/* flag[g] = 1 for the group of every unique_id the query (its first column) gives. */
-static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int *flag)
+/* A map of unique kernel ids to groups, with an array of one value per group to fill. */
+struct per_group {
+	struct kj_imap *gmap;
+	void *v;
+};
+
+/* flag[g] = 1 for the group of the unique kernel. */
+static int flag_group(void *ud, int64_t unique_id)
 {
-	sqlite3_stmt *st = NULL;
-	if (kj_db_prepare(db, sql, &st))
-		return;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-		if (g != (size_t)-1)
-			flag[g] = 1;
-	}
-	sqlite3_finalize(st);
+	struct per_group *P = ud;
+	size_t g = kj_imap_get(P->gmap, unique_id);
+	if (g != (size_t)-1)
+		((int *)P->v)[g] = 1;
+	return 0;
+}
+
+/* traced[g]: the mean traced time of the group's unique kernel. */
+static int set_traced(void *ud, int64_t unique_id, double mean_ns)
+{
+	struct per_group *P = ud;
+	size_t g = kj_imap_get(P->gmap, unique_id);
+	if (g != (size_t)-1)
+		((double *)P->v)[g] = mean_ns;
+	return 0;
+}
+
+/* fill[g]: the first warm replay's "data: ..." note of the group's unique kernel. */
+static int set_fill(void *ud, int64_t unique_id, const char *note)
+{
+	struct per_group *P = ud;
+	char **fill = P->v;
+	size_t g = kj_imap_get(P->gmap, unique_id);
+	if (g != (size_t)-1 && note && !fill[g] && !(fill[g] = strdup(note)))
+		return KJ_ENOMEM;
+	return 0;
 }
 
 /* The share of a unique kernel's launches that ran while a kernel of another stream of the same
@@ -71,23 +95,12 @@ static void flag_groups(sqlite3 *db, const char *sql, struct kj_imap *gmap, int 
 #define KJ_OVERLAP_LOOKBACK_NS 100000000LL
 static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t *longest_ns)
 {
-	sqlite3_stmt *st = NULL;
-	double share = 0;
 	if (*longest_ns < 0)
-		*longest_ns = kj_db_one_i64(db, "SELECT max(end_ns - start_ns) FROM kernel", 0, 0);
+		*longest_ns = kj_store_a_longest_kernel_ns(db);
 	int64_t lookback_ns = *longest_ns;
-	if (kj_db_prepare(db, "SELECT count(*), sum(EXISTS (SELECT 1 FROM kernel b WHERE b.start_ns >= a.start_ns - ?2"
-			      " AND b.start_ns < a.end_ns AND b.end_ns > a.start_ns AND b.stream_id != a.stream_id"
-			      " AND b.device_id = a.device_id AND b.pid = a.pid))"
-			      " FROM (SELECT * FROM kernel WHERE unique_id = ?1 LIMIT ?3) a", &st))
-		return 0;
-	sqlite3_bind_int64(st, 1, unique_id);
-	sqlite3_bind_int64(st, 2, lookback_ns < KJ_OVERLAP_LOOKBACK_NS ? lookback_ns : KJ_OVERLAP_LOOKBACK_NS);
-	sqlite3_bind_int(st, 3, KJ_OVERLAP_SAMPLE);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0)
-		share = sqlite3_column_double(st, 1) / sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
-	return share;
+	return kj_store_a_overlap_share(db, unique_id,
+					lookback_ns < KJ_OVERLAP_LOOKBACK_NS ? lookback_ns : KJ_OVERLAP_LOOKBACK_NS,
+					KJ_OVERLAP_SAMPLE);
 }
 
 /* Kernels that wait on something outside themselves (kj_kernel_waits.h): by name, by a replay far
@@ -95,7 +108,6 @@ static double overlapped_share(sqlite3 *db, int64_t unique_id, int64_t *longest_
  * theirs: each launch is kept in the sums at its in-situ time, and the reason is reported. */
 static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 {
-	sqlite3_stmt *st = NULL;
 	double *traced = calloc(c->n_groups + 1, sizeof(*traced));
 	int *timed_out = calloc(c->n_groups + 1, sizeof(*timed_out));
 	int *setter = calloc(c->n_groups + 1, sizeof(*setter));
@@ -103,42 +115,24 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	char why[320];
 	int rc = 0;
 	int64_t longest_ns = -1; /* the run's longest kernel, read when first needed */
+	struct per_group P = {gmap, traced};
 	if (!traced || !timed_out || !setter || !fill) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}
-	if (kj_db_prepare(db, "SELECT unique_id, avg(end_ns - start_ns) FROM kernel"
-			      " WHERE unique_id IS NOT NULL AND end_ns >= start_ns GROUP BY unique_id", &st) == 0) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-			if (g != (size_t)-1)
-				traced[g] = sqlite3_column_double(st, 1);
-		}
-		sqlite3_finalize(st);
-	}
+	kj_store_a_traced_means_each(db, set_traced, &P);
 	/* replay's reason code (schema 3; migrated runs have it filled from the text); runs read
 	 * without it, by the text */
-	int reason = kj_db_caps(db)->replay_kernel_reason;
-	flag_groups(db, reason ? "SELECT DISTINCT unique_id FROM replay_kernel WHERE reason = '" KJ_REASON_TIMED_OUT "'"
-			       : "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'failed'"
-				 " AND error LIKE '%timed out%'", gmap, timed_out);
+	P.v = timed_out;
+	kj_store_a_replay_flagged_each(db, KJ_REASON_TIMED_OUT, "failed", "timed out", flag_group, &P);
 	/* replay refused them before launching: they set a graph conditional's condition */
-	flag_groups(db, reason ? "SELECT DISTINCT unique_id FROM replay_kernel WHERE reason = '" KJ_REASON_COND_SETTER "'"
-			       : "SELECT DISTINCT unique_id FROM replay_kernel WHERE lower(status) = 'skipped'"
-				 " AND error LIKE '%" KJ_COND_SETTER_WHY "%'", gmap, setter);
+	P.v = setter;
+	kj_store_a_replay_flagged_each(db, KJ_REASON_COND_SETTER, "skipped", KJ_COND_SETTER_WHY, flag_group, &P);
 	/* replayed on stand-in data: the fill the worker fell back to when random data faulted */
-	if (kj_db_prepare(db, "SELECT unique_id, error FROM replay_kernel WHERE lower(cache) = 'warm'"
-			      " AND error LIKE 'data: %'", &st) == 0) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-			const char *e = (const char *)sqlite3_column_text(st, 1);
-			if (g != (size_t)-1 && e && !fill[g] && !(fill[g] = strdup(e))) {
-				sqlite3_finalize(st);
-				rc = KJ_ENOMEM;
-				goto out;
-			}
-		}
-		sqlite3_finalize(st);
+	P.v = fill;
+	if (kj_store_a_replay_fill_notes_each(db, set_fill, &P) == KJ_ENOMEM) {
+		rc = KJ_ENOMEM;
+		goto out;
 	}
 	for (size_t g = 0; g < c->n_groups; g++) {
 		struct cmp_group *gr = &c->groups[g];
@@ -185,121 +179,142 @@ out:
 /* The latest topology replay's outcome (replay_topology, created by the first one), if any. */
 static int load_topology(sqlite3 *db, struct kj_compare *c)
 {
-	sqlite3_stmt *st = NULL;
-	c->topo_status[0] = c->topo_unbuilt[0] = c->topo_reason[0] = '\0';
-	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'replay_topology'"))
+	int rc = kj_store_a_topology_latest(db, c->topo_status, sizeof(c->topo_status), c->topo_unbuilt,
+					    sizeof(c->topo_unbuilt), c->topo_reason, sizeof(c->topo_reason));
+	return rc < 0 ? rc : 0;
+}
+
+/* cmp_load_groups' state: the comparison and its map of unique kernel ids to groups. */
+struct groups {
+	struct kj_compare *c;
+	struct kj_imap *gmap;
+};
+
+/* A group for one unique kernel, its tier as stored or else by its name. */
+static int add_group(void *ud, int64_t uid, int64_t name_id, const char *tier)
+{
+	struct groups *G = ud;
+	size_t g = new_group(G->c, uid, name_id, tier && *tier ? tier : name_tier(G->c, name_id));
+	if (g == (size_t)-1 || kj_imap_put(G->gmap, uid, g))
+		return KJ_ENOMEM;
+	return 0;
+}
+
+/* One isolated replay's median, under its cache mode. */
+static int add_median(void *ud, int64_t unique_id, const char *cache, double med)
+{
+	struct groups *G = ud;
+	struct kj_compare *c = G->c;
+	size_t g = kj_imap_get(G->gmap, unique_id);
+	if (g == (size_t)-1 || !cache)
 		return 0;
-	if (kj_db_prepare(db, "SELECT status, not_rebuilt, reason FROM replay_topology"
-			      " ORDER BY replayed_at DESC, iteration LIMIT 1", &st))
-		return KJ_EDB;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		const unsigned char *a = sqlite3_column_text(st, 0), *b = sqlite3_column_text(st, 1),
-				    *r = sqlite3_column_text(st, 2);
-		snprintf(c->topo_status, sizeof(c->topo_status), "%s", a ? (const char *)a : "");
-		snprintf(c->topo_unbuilt, sizeof(c->topo_unbuilt), "%s", b ? (const char *)b : "");
-		snprintf(c->topo_reason, sizeof(c->topo_reason), "%s", r ? (const char *)r : "");
+	if (!strcmp(cache, "warm")) {
+		c->groups[g].warm_ns = med;
+		c->n_replay_warm_rows++;
+	} else if (!strcmp(cache, "cold")) {
+		c->groups[g].cold_ns = med;
+		c->n_replay_cold_rows++;
+	} else if (!strcmp(cache, "sequence")) {
+		c->groups[g].seq_ns = med;
+		c->n_replay_seq_rows++;
 	}
-	sqlite3_finalize(st);
+	return 0;
+}
+
+/* One replayed energy per launch (warm), with its power and the data it ran on. */
+static int add_energy(void *ud, const struct kj_store_a_replay_energy *e)
+{
+	struct groups *G = ud;
+	struct kj_compare *c = G->c;
+	size_t g = kj_imap_get(G->gmap, e->unique_id);
+	if (g == (size_t)-1 || !isfinite(e->energy_mj))
+		return 0;
+	c->groups[g].energy_mj = e->energy_mj;
+	/* mW; the power of the energy loop, from its own seconds where power_mw is absent */
+	if (e->has_power && e->power_mw > 0) {
+		c->groups[g].power_mw = e->power_mw;
+		c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
+	}
+	c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
+	const char *data = e->data;
+	c->groups[g].data = KJ_CMP_DATA_UNKNOWN;
+	for (int k = 1; data && k < KJ_CMP_DATA_KINDS; k++)
+		if (!strcmp(data, kj_cmp_data_names[k]))
+			c->groups[g].data = k;
+	c->n_replay_energy_rows++;
+	return 0;
+}
+
+/* One replayed energy per launch with the data out of L2: the kernel's energy becomes the mean
+ * of the two, and its power that energy over the mean of the two times. */
+static int add_energy_cold(void *ud, int64_t unique_id, double cold_mj, double cold_ns)
+{
+	struct groups *G = ud;
+	size_t g = kj_imap_get(G->gmap, unique_id);
+	struct cmp_group *gr = g == (size_t)-1 ? NULL : &G->c->groups[g];
+	if (!gr || gr->energy_mj < 0)
+		return 0;
+	double warm_ns = gr->power_mw > 0 ? gr->energy_mj / gr->power_mw * 1e9 : -1;
+	if (!isfinite(cold_mj)) /* a figure no replay writes: not a measurement */
+		return 0;
+	gr->energy_warm_mj = gr->energy_mj;
+	gr->energy_cold_mj = cold_mj;
+	gr->ec_ns = cold_ns > 0 ? cold_ns : -1;
+	gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;
+	if (warm_ns > 0 && cold_ns > 0)
+		gr->power_mw = gr->energy_mj / ((warm_ns + cold_ns) / 2) * 1e9;
+	return 0;
+}
+
+/* One mode of the sequence replays: its mean median, rows, energy, pace and data note. */
+static int add_sequence_mode(void *ud, const struct kj_store_a_sequence_mode *m)
+{
+	struct kj_compare *c = ud;
+	const char *mode = m->mode;
+	const char *data = m->data;
+	int has_e = m->has_energy;
+	if (!mode)
+		return 0;
+	if (data && !strcmp(mode, "graph"))
+		snprintf(c->seq_graph_data, sizeof(c->seq_graph_data), "%s", data);
+	else if (data && !strcmp(mode, "topology"))
+		snprintf(c->seq_topo_data, sizeof(c->seq_topo_data), "%s", data);
+	if (!strcmp(mode, "eager")) {
+		c->seq_eager_ns = m->median_ns;
+		c->seq_eager_rows = m->rows;
+		c->seq_eager_mj = has_e ? m->energy_mj : -1;
+	} else if (!strcmp(mode, "graph")) {
+		c->seq_graph_ns = m->median_ns;
+		c->seq_graph_rows = m->rows;
+		c->seq_graph_mj = has_e ? m->energy_mj : -1;
+		if (has_e && m->has_pace)
+			c->seq_graph_pace_ns = m->pace_ns;
+	} else if (!strcmp(mode, "topology")) {
+		c->seq_topo_ns = m->median_ns;
+		c->seq_topo_rows = m->rows;
+		c->seq_topo_mj = has_e ? m->energy_mj : -1;
+		if (has_e && m->has_pace)
+			c->seq_topo_pace_ns = m->pace_ns;
+	}
 	return 0;
 }
 
 int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 {
-	sqlite3_stmt *st = NULL;
+	struct groups G = {c, gmap};
 	int rc;
-	if (kj_db_prepare(db, "SELECT id, name_id, tier FROM unique_kernel", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *tier = (const char *)sqlite3_column_text(st, 2);
-		int64_t uid = sqlite3_column_int64(st, 0);
-		int64_t name_id = kj_db_col_i64(st, 1, -1);
-		size_t g = new_group(c, uid, name_id, tier && *tier ? tier : name_tier(c, name_id));
-		if (g == (size_t)-1 || kj_imap_put(gmap, uid, g))
-			goto nomem;
-	}
-	sqlite3_finalize(st);
+	if ((rc = kj_store_a_unique_kernels_each(db, add_group, &G)) != 0)
+		return rc;
 	/* isolated replays: rows with a median whose replay succeeded (status ok or relocated,
 	 * as src/replay writes them; rows without a status count when they hold no error) */
-	if (kj_db_prepare(db,
-			  "SELECT unique_id, lower(cache), median_ns FROM replay_kernel"
-			  " WHERE median_ns IS NOT NULL AND median_ns > 0 AND (lower(status) IN"
-			  " ('ok', 'relocated') OR (status IS NULL AND (error IS NULL OR error = '')))",
-			  &st))
+	if (kj_store_a_replay_medians_each(db, add_median, &G))
 		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-		const char *cache = (const char *)sqlite3_column_text(st, 1);
-		double med = sqlite3_column_double(st, 2);
-		if (g == (size_t)-1 || !cache)
-			continue;
-		if (!strcmp(cache, "warm")) {
-			c->groups[g].warm_ns = med;
-			c->n_replay_warm_rows++;
-		} else if (!strcmp(cache, "cold")) {
-			c->groups[g].cold_ns = med;
-			c->n_replay_cold_rows++;
-		} else if (!strcmp(cache, "sequence")) {
-			c->groups[g].seq_ns = med;
-			c->n_replay_seq_rows++;
-		}
-	}
-	sqlite3_finalize(st);
-	/* runs replayed before each kernel's data was stored have no data column: unknown */
-	int has_data = kj_db_caps(db)->replay_energy_data;
-	if (kj_db_prepare(db,
-			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data"
-				     " FROM replay_energy"
-				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0"
-				   : "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL"
-				     " FROM replay_energy"
-				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
-			  &st))
+	if (kj_store_a_replay_energy_each(db, add_energy, &G))
 		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-		if (g == (size_t)-1 || !isfinite(sqlite3_column_double(st, 1)))
-			continue;
-		c->groups[g].energy_mj = sqlite3_column_double(st, 1);
-		/* mW; the power of the energy loop, from its own seconds where power_mw is absent */
-		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_double(st, 2) > 0) {
-			c->groups[g].power_mw = sqlite3_column_double(st, 2);
-			c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
-		}
-		c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
-		const char *data = (const char *)sqlite3_column_text(st, 3);
-		c->groups[g].data = KJ_CMP_DATA_UNKNOWN;
-		for (int k = 1; data && k < KJ_CMP_DATA_KINDS; k++)
-			if (!strcmp(data, kj_cmp_data_names[k]))
-				c->groups[g].data = k;
-		c->n_replay_energy_rows++;
-	}
-	sqlite3_finalize(st);
 	/* with the data out of L2 (older runs lack the table): each kernel's energy is the mean of
 	 * the two, as its time is, and its power that energy over the mean of its two times */
-	if (kj_db_caps(db)->replay_energy_cold) {
-		if (kj_db_prepare(db, "SELECT unique_id, energy_mj_per_launch, ns_per_launch FROM replay_energy_cold"
-				      " WHERE energy_mj_per_launch > 0", &st))
-			return KJ_EDB;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			size_t g = kj_imap_get(gmap, sqlite3_column_int64(st, 0));
-			struct cmp_group *gr = g == (size_t)-1 ? NULL : &c->groups[g];
-			if (!gr || gr->energy_mj < 0)
-				continue;
-			double cold_mj = sqlite3_column_double(st, 1), cold_ns = sqlite3_column_double(st, 2);
-			double warm_ns = gr->power_mw > 0 ? gr->energy_mj / gr->power_mw * 1e9 : -1;
-			if (!isfinite(cold_mj)) /* a figure no replay writes: not a measurement */
-				continue;
-			gr->energy_warm_mj = gr->energy_mj;
-			gr->energy_cold_mj = cold_mj;
-			gr->ec_ns = cold_ns > 0 ? cold_ns : -1;
-			gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;
-			if (warm_ns > 0 && cold_ns > 0)
-				gr->power_mw = gr->energy_mj / ((warm_ns + cold_ns) / 2) * 1e9;
-		}
-		sqlite3_finalize(st);
-	}
+	if (kj_db_caps(db)->replay_energy_cold && kj_store_a_replay_energy_cold_each(db, add_energy_cold, &G))
+		return KJ_EDB;
 	if ((rc = mark_waiters(db, c, gmap)) != 0)
 		return rc;
 	/* sequence replays: mean of the medians stored per mode */
@@ -309,60 +324,10 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	c->have_snapshot = kj_db_has_snapshot(db);
 	c->seq_topo_pace_ns = c->seq_graph_pace_ns = 0;
 	/* a sequence replay that faulted stores its modes without a time */
-	c->seq_failed_rows = 0;
-	if (!kj_db_prepare(db, "SELECT count(*) FROM replay_sequence WHERE median_ns IS NULL", &st)) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			c->seq_failed_rows = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
+	c->seq_failed_rows = kj_store_a_sequence_failed_rows(db);
 	/* launches the kept iteration's chain left out: the iteration's kernels less the replay's */
-	c->seq_left_out = -1;
-	if (!kj_db_prepare(db, "SELECT (SELECT count(*) FROM sequence_op s WHERE s.iteration = r.iteration"
-			       " AND s.op = 'kernel') - r.launches FROM replay_sequence r WHERE lower(r.mode) = 'graph'"
-			       " AND r.median_ns > 0 AND r.launches IS NOT NULL ORDER BY r.id DESC LIMIT 1", &st)) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			c->seq_left_out = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	/* columns added later (data, pace_ns) are read where the run has them */
-	char sql[400];
-	snprintf(sql, sizeof(sql), "SELECT lower(mode), avg(median_ns), count(*), avg(energy_mj), count(energy_mj), %s, %s"
-		 " FROM replay_sequence WHERE median_ns IS NOT NULL AND median_ns > 0 GROUP BY lower(mode)",
-		 kj_db_caps(db)->replay_sequence_data ? "max(data)" : "NULL",
-		 kj_db_caps(db)->replay_sequence_pace_ns ? "avg(pace_ns)" : "NULL");
-	if (kj_db_prepare(db, sql, &st))
+	c->seq_left_out = kj_store_a_sequence_left_out(db);
+	if (kj_store_a_sequence_modes_each(db, add_sequence_mode, c))
 		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *mode = (const char *)sqlite3_column_text(st, 0);
-		const char *data = (const char *)sqlite3_column_text(st, 5);
-		int has_e = sqlite3_column_int64(st, 4) > 0;
-		if (!mode)
-			continue;
-		if (data && !strcmp(mode, "graph"))
-			snprintf(c->seq_graph_data, sizeof(c->seq_graph_data), "%s", data);
-		else if (data && !strcmp(mode, "topology"))
-			snprintf(c->seq_topo_data, sizeof(c->seq_topo_data), "%s", data);
-		if (!strcmp(mode, "eager")) {
-			c->seq_eager_ns = sqlite3_column_double(st, 1);
-			c->seq_eager_rows = sqlite3_column_int64(st, 2);
-			c->seq_eager_mj = has_e ? sqlite3_column_double(st, 3) : -1;
-		} else if (!strcmp(mode, "graph")) {
-			c->seq_graph_ns = sqlite3_column_double(st, 1);
-			c->seq_graph_rows = sqlite3_column_int64(st, 2);
-			c->seq_graph_mj = has_e ? sqlite3_column_double(st, 3) : -1;
-			if (has_e && sqlite3_column_type(st, 6) != SQLITE_NULL)
-				c->seq_graph_pace_ns = sqlite3_column_double(st, 6);
-		} else if (!strcmp(mode, "topology")) {
-			c->seq_topo_ns = sqlite3_column_double(st, 1);
-			c->seq_topo_rows = sqlite3_column_int64(st, 2);
-			c->seq_topo_mj = has_e ? sqlite3_column_double(st, 3) : -1;
-			if (has_e && sqlite3_column_type(st, 6) != SQLITE_NULL)
-				c->seq_topo_pace_ns = sqlite3_column_double(st, 6);
-		}
-	}
-	sqlite3_finalize(st);
 	return load_topology(db, c);
-nomem:
-	sqlite3_finalize(st);
-	return KJ_ENOMEM;
 }

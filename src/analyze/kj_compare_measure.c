@@ -12,6 +12,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_quantile.h"
+#include "kj_store_a_iter.h"
 
 /* GPU activity time inside [a, b] that falls between the measured iterations: work no iteration
  * owns (an optimizer step outside a 'forward' range, say). The loop is one window only where the
@@ -142,6 +143,50 @@ static int add_loop_energy(struct kj_compare *c, const struct kj_power_sample *s
 	return 1;
 }
 
+/* awake_idle_mw's state: the device's activity (each start with the latest end up to it) and
+ * its clocked power samples; oom once out of memory. */
+struct awake {
+	struct awake_act {
+		int64_t start, end_max; /* an activity's start; the latest end up to it */
+	} *act;
+	struct awake_ps {
+		int64_t t, mw, clock;
+	} *ps;
+	size_t nact, cap, np, pcap;
+	int64_t maxclk;
+};
+
+/* Appends one activity of the device. */
+static int add_activity(void *ud, int64_t start_ns, int64_t end_ns)
+{
+	struct awake *A = ud;
+	struct awake_act *na = kj_grow(A->act, &A->cap, A->nact, sizeof(*A->act), 4096);
+	if (!na)
+		return KJ_ENOMEM;
+	A->act = na;
+	A->act[A->nact].start = start_ns;
+	A->act[A->nact].end_max = A->nact && A->act[A->nact - 1].end_max > end_ns ? A->act[A->nact - 1].end_max : end_ns;
+	A->nact++;
+	return 0;
+}
+
+/* Appends one clocked power sample of the device. */
+static int add_clocked(void *ud, int64_t t_ns, int64_t power_mw, int64_t sm_clock_mhz)
+{
+	struct awake *A = ud;
+	struct awake_ps *np_ = kj_grow(A->ps, &A->pcap, A->np, sizeof(*A->ps), 4096);
+	if (!np_)
+		return KJ_ENOMEM;
+	A->ps = np_;
+	A->ps[A->np].t = t_ns;
+	A->ps[A->np].mw = power_mw;
+	A->ps[A->np].clock = sm_clock_mhz;
+	if (sm_clock_mhz > A->maxclk)
+		A->maxclk = sm_clock_mhz;
+	A->np++;
+	return 0;
+}
+
 /* Power of a device that waits with its clocks up — what a launch-bound program's GPU draws
  * between kernels, well above deep idle. Taken from the run itself: the median of readings with
  * the SM clock within 10% of its highest reading and no GPU activity from 150 ms before the
@@ -149,49 +194,24 @@ static int add_loop_energy(struct kj_compare *c, const struct kj_power_sample *s
  * readings exist. */
 static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
 {
-	sqlite3_stmt *st = NULL;
-	struct {
-		int64_t start, end_max; /* an activity's start; the latest end up to it */
-	} *act = NULL, *na;
-	struct {
-		int64_t t, mw, clock;
-	} *ps = NULL, *np_;
-	size_t nact = 0, cap = 0, np = 0, pcap = 0, nq = 0;
-	int64_t maxclk = 0;
+	struct awake A = {0};
+	const struct awake_act *act;
+	const struct awake_ps *ps;
+	size_t nq = 0, np, nact;
+	int64_t maxclk;
 	double *q = NULL, med = -1;
+	int rc;
 	*nsel = 0;
-	if (kj_db_prepare(db, "SELECT start_ns, end_ns FROM gpu_activity WHERE device_id = ?"
-			  " AND start_ns IS NOT NULL ORDER BY start_ns", &st))
+	rc = kj_store_a_device_activity_each(db, dev, add_activity, &A);
+	if (rc == KJ_EDB)
 		return -1;
-	sqlite3_bind_int64(st, 1, dev);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (!(na = kj_grow(act, &cap, nact, sizeof(*act), 4096)))
-			goto out;
-		act = na;
-		int64_t e = sqlite3_column_int64(st, 1);
-		act[nact].start = sqlite3_column_int64(st, 0);
-		act[nact].end_max = nact && act[nact - 1].end_max > e ? act[nact - 1].end_max : e;
-		nact++;
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (kj_db_prepare(db, "SELECT t_ns, coalesce(power_mw, power_avg_mw), sm_clock_mhz FROM power_sample"
-			  " WHERE device_id = ? AND coalesce(power_mw, power_avg_mw) > 0 ORDER BY t_ns", &st))
+	if (rc || kj_store_a_clocked_power_each(db, dev, add_clocked, &A))
 		goto out;
-	sqlite3_bind_int64(st, 1, dev);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (sqlite3_column_type(st, 2) == SQLITE_NULL)
-			continue;
-		if (!(np_ = kj_grow(ps, &pcap, np, sizeof(*ps), 4096)))
-			goto out;
-		ps = np_;
-		ps[np].t = sqlite3_column_int64(st, 0);
-		ps[np].mw = sqlite3_column_int64(st, 1);
-		ps[np].clock = sqlite3_column_int64(st, 2);
-		if (ps[np].clock > maxclk)
-			maxclk = ps[np].clock;
-		np++;
-	}
+	act = A.act;
+	ps = A.ps;
+	np = A.np;
+	nact = A.nact;
+	maxclk = A.maxclk;
 	q = malloc((np ? np : 1) * sizeof(*q));
 	if (!q)
 		goto out;
@@ -211,11 +231,26 @@ static double awake_idle_mw(sqlite3 *db, int64_t dev, int64_t *nsel)
 	}
 	*nsel = (int64_t)nq;
 out:
-	sqlite3_finalize(st);
-	free(act);
-	free(ps);
+	free(A.act);
+	free(A.ps);
 	free(q);
 	return med;
+}
+
+/* add_idle's state: the run and the comparison whose deep idle power it sums. */
+struct idle_sum {
+	sqlite3 *db;
+	struct kj_compare *c;
+};
+
+/* Adds one device's idle power (where known) to the deep idle power. */
+static int add_idle(void *ud, int64_t device_id)
+{
+	struct idle_sum *I = ud;
+	double w = kj_energy_idle_mw(I->db, device_id);
+	if (w >= 0)
+		I->c->deep_idle_w = (I->c->deep_idle_w < 0 ? 0 : I->c->deep_idle_w) + w / 1000.0;
+	return 0;
 }
 
 /* Measured energy of every iteration from the samples of each GPU the run's work ran on (every
@@ -223,7 +258,6 @@ out:
  * kept windows. */
 int cmp_compute_energy(sqlite3 *db, struct kj_compare *c)
 {
-	sqlite3_stmt *st = NULL;
 	int64_t devs[64];
 	size_t nd = 0;
 	double idle_total = 0;
@@ -233,28 +267,14 @@ int cmp_compute_energy(sqlite3 *db, struct kj_compare *c)
 	c->idle_w = c->deep_idle_w = c->awake_idle_w = -1;
 	c->power_avg_w = c->power_min_w = c->power_max_w = -1;
 	/* the GPUs the run's work ran on: a GPU beside them, sampled too, may run another job */
-	if (kj_db_prepare(db,
-			  "SELECT DISTINCT device_id FROM power_sample WHERE device_id IS NOT NULL"
-			  " AND (device_id IN (SELECT DISTINCT device_id FROM gpu_activity)"
-			  "      OR NOT EXISTS (SELECT 1 FROM gpu_activity WHERE device_id IN"
-			  "                     (SELECT device_id FROM power_sample)))"
-			  " ORDER BY device_id",
-			  &st))
+	if (kj_store_a_power_devices(db, devs, 64, &nd))
 		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW && nd < 64)
-		devs[nd++] = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
 	c->n_devices_power = (int64_t)nd;
 	if (nd == 0) {
 		/* no samples: idle power may still be known for the run's devices */
-		if (kj_db_prepare(db, "SELECT device_id FROM idle_power", &st))
+		struct idle_sum I = {db, c};
+		if (kj_store_a_idle_devices_each(db, add_idle, &I))
 			return KJ_EDB;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			double w = kj_energy_idle_mw(db, sqlite3_column_int64(st, 0));
-			if (w >= 0)
-				c->deep_idle_w = (c->deep_idle_w < 0 ? 0 : c->deep_idle_w) + w / 1000.0;
-		}
-		sqlite3_finalize(st);
 		c->idle_w = c->deep_idle_w; /* no readings, so no awake idle */
 		return 0;
 	}

@@ -9,6 +9,7 @@
 #include "kj_compare_internal.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_store_a_iter.h"
 
 enum { M_KEY = 0, M_NAME = 1, M_ONLY_A = 2, M_ONLY_B = 3 };
 static const char *const match_names[] = {"name+geometry", "name", "only_a", "only_b"};
@@ -44,29 +45,37 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
+/* side_keys' maps: unique kernel id to its interned geometry text. */
+struct geometry {
+	struct kj_imap *geo;
+	struct kj_smap *gs;
+};
+
+/* Interns one unique kernel's geometry text under its id. */
+static int add_geometry(void *ud, int64_t unique_id, const char *geometry)
+{
+	struct geometry *G = ud;
+	size_t k = kj_smap_intern(G->gs, geometry);
+	if (k == (size_t)-1 || kj_imap_put(G->geo, unique_id, k))
+		return KJ_ENOMEM;
+	return 0;
+}
+
 /* name and "grid gx,gy,gz block bx,by,bz" of every group of a run */
 static int side_keys(sqlite3 *db, struct side *s)
 {
 	struct kj_compare *c = s->c;
 	struct kj_imap geo = {0};
 	struct kj_smap gs = {0};
-	sqlite3_stmt *st = NULL;
 	int rc = 0;
 	s->key = calloc(c->n_groups + 1, sizeof(char *));
 	s->name = calloc(c->n_groups + 1, sizeof(char *));
 	s->row = calloc(c->n_groups + 1, sizeof(size_t));
 	if (!s->key || !s->name || !s->row)
 		return KJ_ENOMEM;
-	if (kj_db_prepare(db, "SELECT id, printf('grid %d,%d,%d block %d,%d,%d', grid_x, grid_y, grid_z,"
-			      " block_x, block_y, block_z) FROM unique_kernel", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t k = kj_smap_intern(&gs, (const char *)sqlite3_column_text(st, 1));
-		if (k == (size_t)-1 || kj_imap_put(&geo, sqlite3_column_int64(st, 0), k)) {
-			rc = KJ_ENOMEM;
-			goto out;
-		}
-	}
+	struct geometry G = {&geo, &gs};
+	if ((rc = kj_store_a_geometry_each(db, add_geometry, &G)) != 0)
+		goto out;
 	for (size_t g = 0; g < c->n_groups; g++) {
 		const char *nm = cmp_group_name(c, &c->groups[g]);
 		size_t k = c->groups[g].unique_id >= 0 ? kj_imap_get(&geo, c->groups[g].unique_id) : (size_t)-1;
@@ -81,7 +90,6 @@ static int side_keys(sqlite3 *db, struct side *s)
 		snprintf(s->key[g], len, "%s | %s", nm, geom);
 	}
 out:
-	sqlite3_finalize(st);
 	kj_imap_free(&geo);
 	kj_smap_free(&gs);
 	return rc;
@@ -240,12 +248,8 @@ static json_t *run_json(sqlite3 *db, const char *path, const struct kj_compare *
 			char *cmd, size_t cl)
 {
 	json_t *r = json_object();
-	sqlite3_stmt *st = NULL;
-	gpu[0] = cmd[0] = 0;
-	if (!kj_db_prepare(db, "SELECT group_concat(name, ' + ') FROM (SELECT name FROM device ORDER BY id)", &st) &&
-	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-		snprintf(gpu, gl, "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	cmd[0] = 0;
+	kj_store_a_device_names(db, gpu, gl);
 	if (kj_db_meta_get(db, "command", cmd, cl))
 		cmd[0] = 0;
 	json_object_set_new(r, "path", json_string(path));

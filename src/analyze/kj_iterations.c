@@ -8,6 +8,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_grow.h"
+#include "kj_store_a_iter.h"
 
 int kj_range_is_internal(const char *domain, const char *name)
 {
@@ -87,59 +88,89 @@ static int cand_cmp(const void *a, const void *b)
 	return 0; /* qsort is not stable: names come in first-start order and ties are rare */
 }
 
+/* load_items' state: the array being filled and its capacity. */
+struct items_load {
+	struct kj_gpu_item **out;
+	size_t *n, cap;
+};
+
+/* Keeps one piece of GPU work with times, keyed by its call where that came before its start. */
+static int add_item(void *ud, const struct kj_store_a_item *r)
+{
+	struct items_load *L = ud;
+	struct kj_gpu_item it;
+	if (!r->has_times)
+		return 0;
+	int64_t s = r->start_ns, e = r->end_ns;
+	if (e < s)
+		return 0;
+	it.key_ns = s;
+	if (r->has_launch && r->launch_ns <= s)
+		it.key_ns = r->launch_ns;
+	it.dur_ns = e - s;
+	struct kj_gpu_item *v = kj_grow(*L->out, &L->cap, *L->n, sizeof(*v), 4096);
+	if (!v)
+		return KJ_ENOMEM;
+	*L->out = v;
+	(*L->out)[(*L->n)++] = it;
+	return 0;
+}
+
 /* GPU work of the run (of pid when >= 0), keyed by the time of the call that issued it. */
 static int load_items(sqlite3 *db, int64_t pid, struct kj_gpu_item **out, size_t *n)
 {
-	char sql[640];
-	const char *cl = kj_db_caps(db)->memcpy_launch_ns ? "launch_ns" : "NULL";
-	const char *sl = kj_db_caps(db)->memset_launch_ns ? "launch_ns" : "NULL";
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
+	struct items_load L = {out, n, 0};
 	int rc;
-	snprintf(sql, sizeof(sql),
-		 "SELECT launch_ns, start_ns, end_ns FROM kernel WHERE ?1 < 0 OR pid = ?1"
-		 " UNION ALL SELECT %s, start_ns, end_ns FROM memcpy WHERE ?1 < 0 OR pid = ?1"
-		 " UNION ALL SELECT %s, start_ns, end_ns FROM memset WHERE ?1 < 0 OR pid = ?1",
-		 cl, sl);
 	*out = NULL;
 	*n = 0;
-	if (kj_db_prepare(db, sql, &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct kj_gpu_item it;
-		if (sqlite3_column_type(st, 1) == SQLITE_NULL || sqlite3_column_type(st, 2) == SQLITE_NULL)
-			continue;
-		int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
-		if (e < s)
-			continue;
-		it.key_ns = s;
-		if (sqlite3_column_type(st, 0) != SQLITE_NULL && sqlite3_column_int64(st, 0) <= s)
-			it.key_ns = sqlite3_column_int64(st, 0);
-		it.dur_ns = e - s;
-		struct kj_gpu_item *v = kj_grow(*out, &cap, *n, sizeof(*v), 4096);
-		if (!v) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		*out = v;
-		(*out)[(*n)++] = it;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return KJ_EDB;
+	if ((rc = kj_store_a_items_each(db, pid, add_item, &L)) != 0)
+		return rc;
 	qsort(*out, *n, sizeof(**out), item_cmp);
+	return 0;
+}
+
+/* kj_iter_candidates' state: the candidates (distinct names) and every instance read. */
+struct cand_load {
+	struct kj_iter_candidate *c;
+	struct kj_range_inst *r;
+	size_t nc, capc, nr, capr;
+};
+
+/* Counts one top-level range instance under its (domain, name) candidate. */
+static int add_candidate(void *ud, const struct kj_store_a_top_range *t)
+{
+	struct cand_load *L = ud;
+	const char *dom = t->domain, *name = t->name;
+	size_t k;
+	for (k = 0; k < L->nc; k++) /* few distinct names at depth 0; a linear look-up is fine */
+		if (!strcmp(L->c[k].name, name) && !strcmp(L->c[k].domain, dom))
+			break;
+	if (k == L->nc) {
+		struct kj_iter_candidate *v = kj_grow(L->c, &L->capc, L->nc, sizeof(*v), 16);
+		if (!v)
+			return KJ_ENOMEM;
+		L->c = v;
+		memset(&L->c[L->nc], 0, sizeof(L->c[L->nc]));
+		snprintf(L->c[L->nc].name, sizeof(L->c[L->nc].name), "%s", name);
+		snprintf(L->c[L->nc].domain, sizeof(L->c[L->nc].domain), "%s", dom);
+		L->c[L->nc].internal = kj_range_is_internal(dom, name);
+		L->nc++;
+	}
+	L->c[k].instances++;
+	struct kj_range_inst *vr = kj_grow(L->r, &L->capr, L->nr, sizeof(*vr), 256);
+	if (!vr)
+		return KJ_ENOMEM;
+	L->r = vr;
+	L->r[L->nr++] = (struct kj_range_inst){t->start_ns, t->end_ns, k};
 	return 0;
 }
 
 int kj_iter_candidates(sqlite3 *db, int64_t pid, struct kj_iter_candidate **out, size_t *n)
 {
-	struct kj_iter_candidate *c = NULL;
-	struct kj_range_inst *r = NULL;
+	struct cand_load L = {0};
 	struct kj_gpu_item *items = NULL;
 	int64_t *gpu = NULL;
-	size_t nc = 0, capc = 0, nr = 0, capr = 0, nitems = 0;
-	sqlite3_stmt *st = NULL;
+	size_t nitems = 0;
 	int rc;
 
 	*out = NULL;
@@ -147,68 +178,29 @@ int kj_iter_candidates(sqlite3 *db, int64_t pid, struct kj_iter_candidate **out,
 	/* top level: depth 0, or every range above it never closed (it is on the thread's stack
 	 * from its start to the end of the run: an init range a library or a crashed step left
 	 * open would otherwise push every later range of the thread one level down) */
-	if (kj_db_prepare(db, "WITH u AS (SELECT pid, tid, start_ns FROM nvtx_range WHERE end_ns IS NULL"
-			      " AND start_ns IS NOT NULL) SELECT coalesce(domain, ''), name, start_ns, end_ns"
-			      " FROM nvtx_range r WHERE name IS NOT NULL AND name <> '' AND start_ns IS NOT NULL"
-			      " AND end_ns IS NOT NULL AND end_ns >= start_ns AND (?1 < 0 OR pid = ?1) AND"
-			      " (depth = 0 OR depth = (SELECT count(*) FROM u WHERE u.pid IS r.pid AND"
-			      " u.tid IS r.tid AND u.start_ns <= r.start_ns)) ORDER BY start_ns", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *dom = (const char *)sqlite3_column_text(st, 0);
-		const char *name = (const char *)sqlite3_column_text(st, 1);
-		size_t k;
-		for (k = 0; k < nc; k++) /* few distinct names at depth 0; a linear look-up is fine */
-			if (!strcmp(c[k].name, name) && !strcmp(c[k].domain, dom))
-				break;
-		if (k == nc) {
-			struct kj_iter_candidate *v = kj_grow(c, &capc, nc, sizeof(*v), 16);
-			if (!v)
-				goto nomem;
-			c = v;
-			memset(&c[nc], 0, sizeof(c[nc]));
-			snprintf(c[nc].name, sizeof(c[nc].name), "%s", name);
-			snprintf(c[nc].domain, sizeof(c[nc].domain), "%s", dom);
-			c[nc].internal = kj_range_is_internal(dom, name);
-			nc++;
-		}
-		c[k].instances++;
-		struct kj_range_inst *vr = kj_grow(r, &capr, nr, sizeof(*vr), 256);
-		if (!vr)
-			goto nomem;
-		r = vr;
-		r[nr++] = (struct kj_range_inst){sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), k};
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading NVTX ranges: %s", sqlite3_errmsg(db));
-		rc = KJ_EDB;
+	if ((rc = kj_store_a_top_ranges_each(db, pid, add_candidate, &L)) != 0)
 		goto out;
-	}
-	if (nc) {
+	if (L.nc) {
 		if ((rc = load_items(db, pid, &items, &nitems)) != 0)
 			goto out;
-		gpu = calloc(nc, sizeof(*gpu));
+		gpu = calloc(L.nc, sizeof(*gpu));
 		if (!gpu)
 			goto nomem;
-		kj_ranges_gpu_time(r, nr, items, nitems, gpu);
-		for (size_t k = 0; k < nc; k++)
-			c[k].gpu_ns = gpu[k];
-		qsort(c, nc, sizeof(*c), cand_cmp);
+		kj_ranges_gpu_time(L.r, L.nr, items, nitems, gpu);
+		for (size_t k = 0; k < L.nc; k++)
+			L.c[k].gpu_ns = gpu[k];
+		qsort(L.c, L.nc, sizeof(*L.c), cand_cmp);
 	}
-	*out = c;
-	*n = nc;
-	c = NULL;
+	*out = L.c;
+	*n = L.nc;
+	L.c = NULL;
 	rc = 0;
 	goto out;
 nomem:
 	rc = KJ_ENOMEM;
 out:
-	sqlite3_finalize(st);
-	free(c);
-	free(r);
+	free(L.c);
+	free(L.r);
 	free(items);
 	free(gpu);
 	return rc;
@@ -225,16 +217,7 @@ int kj_iter_default_range(sqlite3 *db, int64_t pid, char *name, size_t len, cons
 	name[0] = 0;
 	told[0] = 0;
 	if (kj_db_meta_get(db, "iteration_range", told, sizeof(told)) == 0 && told[0]) {
-		sqlite3_stmt *st = NULL;
-		int found = 0;
-		if (kj_db_prepare(db, "SELECT 1 FROM nvtx_range WHERE name = ?1 AND (?2 < 0 OR pid = ?2)"
-				      " LIMIT 1", &st) == 0) {
-			sqlite3_bind_text(st, 1, told, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, pid);
-			found = sqlite3_step(st) == SQLITE_ROW;
-			sqlite3_finalize(st);
-		}
-		if (found) {
+		if (kj_store_a_range_present(db, told, pid)) {
 			snprintf(name, len, "%s", told);
 			if (why)
 				*why = "named at run";

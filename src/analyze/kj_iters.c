@@ -8,6 +8,7 @@
 #include "kj_db.h"
 #include "kj_error.h"
 #include "kj_iterations.h"
+#include "kj_store_a_run.h"
 
 /* ---- iterations ---- */
 
@@ -58,10 +59,46 @@ nomem:
 	return KJ_ENOMEM;
 }
 
+/* kj_iters_find's state while it reads a region's instances. */
+struct iters_load {
+	struct kj_iters *out;
+	size_t cap;
+	int quiet;
+};
+
+/* Appends one instance of the region (an instance ending before its start is warned of and left
+ * out). */
+static int add_instance(void *ud, const struct kj_store_a_range *r)
+{
+	struct iters_load *L = ud;
+	struct kj_iters *out = L->out;
+	struct kj_iter it = {0};
+	it.start_ns = r->start_ns;
+	it.closed = r->has_end;
+	it.end_ns = it.closed ? r->end_ns : INT64_MAX;
+	if (it.closed && it.end_ns < it.start_ns) {
+		if (!L->quiet)
+			kj_warnf("region '%s': an instance ends before it starts"
+				 " (start %lld, end %lld ns); ignored",
+				 out->region, (long long)it.start_ns, (long long)it.end_ns);
+		return 0;
+	}
+	it.pid = r->pid;
+	it.tid = r->tid;
+	if (out->n == L->cap) {
+		struct kj_iter *nv = realloc(out->v, 2 * L->cap * sizeof(*nv));
+		if (!nv)
+			return KJ_ENOMEM;
+		out->v = nv;
+		L->cap *= 2;
+	}
+	out->v[out->n++] = it;
+	return 0;
+}
+
 int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t t1, int quiet,
 		  struct kj_iters *out)
 {
-	sqlite3_stmt *st = NULL;
 	size_t cap = 64;
 	int rc;
 
@@ -79,43 +116,10 @@ int kj_iters_find(sqlite3 *db, const char *region, int skip, int64_t t0, int64_t
 	if (!out->v)
 		return KJ_ENOMEM;
 	if (out->region[0]) {
-		if (kj_db_prepare(db,
-				  "SELECT start_ns, end_ns, pid, tid FROM nvtx_range"
-				  " WHERE name = ? AND start_ns IS NOT NULL ORDER BY start_ns",
-				  &st))
-			return KJ_EDB;
-		sqlite3_bind_text(st, 1, out->region, -1, SQLITE_TRANSIENT);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			struct kj_iter it = {0};
-			it.start_ns = sqlite3_column_int64(st, 0);
-			it.closed = sqlite3_column_type(st, 1) != SQLITE_NULL;
-			it.end_ns = it.closed ? sqlite3_column_int64(st, 1) : INT64_MAX;
-			if (it.closed && it.end_ns < it.start_ns) {
-				if (!quiet)
-					kj_warnf("region '%s': an instance ends before it starts"
-						 " (start %lld, end %lld ns); ignored",
-						 out->region, (long long)it.start_ns,
-						 (long long)it.end_ns);
-				continue;
-			}
-			it.pid = kj_db_col_i64(st, 2, 0);
-			it.tid = kj_db_col_i64(st, 3, 0);
-			if (out->n == cap) {
-				struct kj_iter *nv = realloc(out->v, 2 * cap * sizeof(*nv));
-				if (!nv) {
-					sqlite3_finalize(st);
-					return KJ_ENOMEM;
-				}
-				out->v = nv;
-				cap *= 2;
-			}
-			out->v[out->n++] = it;
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE) {
-			kj_errorf("database: reading NVTX ranges: %s", sqlite3_errmsg(db));
-			return KJ_EDB;
-		}
+		struct iters_load L = {out, cap, quiet};
+		rc = kj_store_a_ranges_named_each(db, out->region, add_instance, &L);
+		if (rc)
+			return rc;
 		if (out->n == 0 && region) {
 			kj_errorf("no NVTX range named '%s' in this run", region);
 			return KJ_ENOTFOUND;

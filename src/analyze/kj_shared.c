@@ -10,6 +10,7 @@
 #include "kj_error.h"
 #include "kj_grow.h"
 #include "kj_shared.h"
+#include "kj_store_a_run.h"
 
 void kj_shared_free(struct kj_shared *sh)
 {
@@ -29,11 +30,44 @@ static int meta_flag(sqlite3 *db, const char *key)
 	return v[0] == '1';
 }
 
+/* kj_shared_load's state: the watch being filled and its arrays' capacities. */
+struct shared_load {
+	struct kj_shared *out;
+	size_t cap_p, cap_u;
+};
+
+/* Files one foreign_activity interval under other processes or utilisation, noting its pid. */
+static int add_interval(void *ud, const struct kj_store_a_foreign *f)
+{
+	struct shared_load *L = ud;
+	struct kj_shared *out = L->out;
+	struct kj_shared_iv x = {f->device_id, f->pid, f->start_ns, f->end_ns};
+	int is_util = f->source && !strcmp(f->source, "utilization");
+	struct kj_shared_iv **v_ = is_util ? &out->util : &out->proc;
+	size_t *n_ = is_util ? &out->n_util : &out->n_proc;
+	struct kj_shared_iv *g = kj_grow(*v_, is_util ? &L->cap_u : &L->cap_p, *n_, sizeof(*g), 64);
+	if (!g)
+		return KJ_ENOMEM;
+	*v_ = g;
+	g[(*n_)++] = x;
+	if (!is_util && x.pid > 0) {
+		size_t k;
+		for (k = 0; k < out->n_pids; k++)
+			if (out->pids[k] == x.pid)
+				break;
+		if (k == out->n_pids) {
+			if (out->n_pids < KJ_SHARED_MAX_PIDS)
+				out->pids[out->n_pids++] = x.pid;
+			else
+				out->more_pids = 1;
+		}
+	}
+	return 0;
+}
+
 int kj_shared_load(sqlite3 *db, struct kj_shared *out)
 {
 	char v[64];
-	sqlite3_stmt *st = NULL;
-	size_t cap_p = 0, cap_u = 0;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -51,48 +85,16 @@ int kj_shared_load(sqlite3 *db, struct kj_shared *out)
 	} else {
 		return 0; /* a value this build does not know: say nothing rather than "alone" */
 	}
-	if (!kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'foreign_activity'")) {
-		out->watch = KJ_SHARED_NOT_WATCHED;
-		return 0;
-	}
 	if (!kj_db_meta_get(db, "gpu_watch_pid_match", v, sizeof(v)))
 		out->pid_match_by_time = !strcmp(v, "time");
 	/* only the GPUs the run's work ran on: another job on a GPU beside them shares nothing */
-	rc = kj_db_prepare(db, "SELECT device_id, COALESCE(pid, -1), start_ns, end_ns, source"
-			   " FROM foreign_activity WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL"
-			   " AND (device_id IS NULL OR device_id IN (SELECT DISTINCT device_id FROM gpu_activity)"
-			   "      OR NOT EXISTS (SELECT 1 FROM gpu_activity WHERE device_id IS NOT NULL))"
-			   " ORDER BY start_ns", &st);
-	if (rc)
-		return rc;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		struct kj_shared_iv x = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-					 sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
-		const char *src = (const char *)sqlite3_column_text(st, 4);
-		int is_util = src && !strcmp(src, "utilization");
-		struct kj_shared_iv **v_ = is_util ? &out->util : &out->proc;
-		size_t *n_ = is_util ? &out->n_util : &out->n_proc;
-		struct kj_shared_iv *g = kj_grow(*v_, is_util ? &cap_u : &cap_p, *n_, sizeof(*g), 64);
-		if (!g) {
-			rc = KJ_ENOMEM;
-			break;
-		}
-		*v_ = g;
-		g[(*n_)++] = x;
-		if (!is_util && x.pid > 0) {
-			size_t k;
-			for (k = 0; k < out->n_pids; k++)
-				if (out->pids[k] == x.pid)
-					break;
-			if (k == out->n_pids) {
-				if (out->n_pids < KJ_SHARED_MAX_PIDS)
-					out->pids[out->n_pids++] = x.pid;
-				else
-					out->more_pids = 1;
-			}
-		}
+	struct shared_load L = {out, 0, 0};
+	rc = kj_store_a_foreign_each(db, add_interval, &L);
+	if (rc == KJ_ENOTFOUND) {
+		out->watch = KJ_SHARED_NOT_WATCHED;
+		out->pid_match_by_time = 0;
+		return 0;
 	}
-	sqlite3_finalize(st);
 	if (rc)
 		kj_shared_free(out);
 	return rc;
