@@ -270,9 +270,9 @@ int kj_replay_plan_rank(sqlite3 *db, struct kj_replay_plan *plan, int energy, in
 		n -= skip;
 	}
 	for (size_t j = 0; j < n; j++) {
-		plan->iter_wall_ns += v[j].e - v[j].s;
-		plan->iter_first_ns = j == 0 || v[j].s < plan->iter_first_ns ? v[j].s : plan->iter_first_ns;
-		plan->iter_last_ns = v[j].e > plan->iter_last_ns ? v[j].e : plan->iter_last_ns;
+		plan->iter_wall_ns += v[j].end_ns - v[j].start_ns;
+		plan->iter_first_ns = j == 0 || v[j].start_ns < plan->iter_first_ns ? v[j].start_ns : plan->iter_first_ns;
+		plan->iter_last_ns = v[j].end_ns > plan->iter_last_ns ? v[j].end_ns : plan->iter_last_ns;
 	}
 	if (n) {
 		/* per unique kernel: its launches issued inside an iteration, and their traced time */
