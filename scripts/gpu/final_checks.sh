@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On a machine with two GPUs, at once: the GPU test suite on GPU 1 (the groups the store move
+# touched first), and on GPU 0 the tracing cost of this build's injection library against an
+# earlier build's (TURNS_BASE_INJECT, a libkjoule_inject.so), processes taking turns
+# (bench/trace_overhead/turns.py: plain, kjoule_default, kjoule_default_base). Logs under $OUT;
+# a short table last. usage: FC_SECONDS=S bash scripts/gpu/final_checks.sh
+set -u
+cd "$(dirname "$0")/../.."
+source scripts/device-env.sh
+OUT=${OUT:-/tmp/kjout}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+secs=${FC_SECONDS:-200}
+(
+	export CUDA_VISIBLE_DEVICES=1
+	cd "$KJ_BUILD" || exit 1
+	timeout $((secs - 10)) ctest -L gpu -R "replay|graph|harness|trace|signal" --timeout 100 --output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
+	left=$((secs - 10 - SECONDS))
+	[ $left -gt 20 ] && timeout $left ctest -L gpu -E "replay|graph|harness|trace|signal|multi_tp" --timeout 100 \
+		--output-on-failure > "$OUT/gpu_tests_b.log" 2>&1
+) &
+tests=$!
+if [ -n "${TURNS_BASE_INJECT:-}" ]; then
+	CUDA_VISIBLE_DEVICES=0 timeout $((secs - 5)) python3 bench/trace_overhead/turns.py --kjoule "$KJ_BUILD/kjoule" \
+		--configs kjoule_default kjoule_default_base --base-inject "$TURNS_BASE_INJECT" --rounds 400 --block 10 \
+		--seconds $((secs - 60)) --pin-cpu 6 --logs /tmp/turnlogs -o "$OUT/trace_cost_ab.json" > "$OUT/turns.log" 2>&1
+	echo "turns exit $?" >> "$OUT/turns.log"
+fi
+wait $tests
+echo "== GPU tests (GPU 1)"
+grep -hE "Test +#|tests passed|tests failed" "$OUT"/gpu_tests_*.log | sed 's/  */ /g' | tail -30
+echo "== tracing cost, this build against the base (GPU 0)"
+tail -n 8 "$OUT/turns.log"
+[ -f "$OUT/trace_cost_ab.json" ] && python3 bench/trace_overhead/pair.py "$OUT/trace_cost_ab.json" kjoule_default kjoule_default_base
