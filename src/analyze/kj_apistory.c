@@ -2,21 +2,22 @@
 #include "kj_apistory.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "kj_acts.h"
+#include "kj_api_alloc.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_store_a2_api.h"
 
 #define US(ns) ((double)(ns) / 1e3)
 
 static json_t *jus(double ns)
 {
-	if (!isfinite(ns))
-		return json_null();
-	return json_real(round(ns) / 1e3);
+	return kj_api_us_json(ns);
 }
 
 struct api_agg {
@@ -83,85 +84,86 @@ static json_t *stage(const char *name, int64_t t0, int64_t s, int64_t e, int kno
 	return o;
 }
 
-static int alloc_cmp(const void *a, const void *b)
+/* The token/decode ranges' figures: how many, their durations and the first one's name. */
+struct tokens {
+	int64_t n, sum_ns, min_ns, max_ns;
+	char name[256];
+};
+
+static int add_token(void *ud, const char *name, int64_t d)
 {
-	const int64_t *x = a, *y = b;
-	if (x[0] != y[0])
-		return x[0] < y[0] ? -1 : 1;
-	return x[1] < y[1] ? -1 : x[1] > y[1]; /* frees (negative) before allocations */
+	struct tokens *t = ud;
+	if (!t->n)
+		snprintf(t->name, sizeof(t->name), "%s", name);
+	if (!t->n || d < t->min_ns)
+		t->min_ns = d;
+	if (!t->n || d > t->max_ns)
+		t->max_ns = d;
+	t->sum_ns += d;
+	t->n++;
+	return 0;
 }
 
-static json_t *allocations(sqlite3 *db, int64_t t0, int64_t load_end)
+/* The one pass over API calls: per-name totals, loading counts, sync, overlap with the gaps. */
+struct api_pass {
+	struct kj_smap *names;
+	struct api_agg *agg;
+	size_t agg_cap;
+	struct gaps *gp;
+	int64_t first_iter;
+	int64_t load_calls, load_ns, sync_calls, sync_ns;
+};
+
+static int add_api_call(void *ud, const char *nm, int64_t s, int64_t e)
 {
-	sqlite3_stmt *st = NULL;
-	json_t *o = json_object();
-	int64_t *ev = NULL;
-	size_t n = 0, cap = 0;
-	int64_t count = 0, frees = 0, total = 0, at_load = -1;
-	if (kj_db_prepare(db,
-			  "SELECT alloc_ns, free_ns, coalesce(bytes, 0) FROM allocation WHERE"
-			  " alloc_ns IS NOT NULL",
-			  &st))
-		return o;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 2);
-		int has_free = sqlite3_column_type(st, 1) != SQLITE_NULL;
-		if (n + 2 > cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			int64_t *ne = realloc(ev, nc * 2 * sizeof(*ne));
-			if (!ne)
-				break;
-			ev = ne;
-			cap = nc;
-		}
-		ev[2 * n] = a;
-		ev[2 * n + 1] = b;
-		n++;
-		count++;
-		total += b;
-		if (has_free) {
-			ev[2 * n] = sqlite3_column_int64(st, 1);
-			ev[2 * n + 1] = -b;
-			n++;
-			frees++;
-		}
+	struct api_pass *p = ud;
+	int64_t d = e > s ? e - s : 0;
+	size_t ix = kj_smap_intern(p->names, nm ? nm : "?");
+	if (ix == (size_t)-1)
+		return KJ_ENOMEM;
+	if (ix >= p->agg_cap) {
+		size_t nc = p->agg_cap ? p->agg_cap * 2 : 64;
+		struct api_agg *na = realloc(p->agg, nc * sizeof(*na));
+		if (!na)
+			return KJ_ENOMEM;
+		memset(na + p->agg_cap, 0, (nc - p->agg_cap) * sizeof(*na));
+		p->agg = na;
+		p->agg_cap = nc;
 	}
-	sqlite3_finalize(st);
-	if (n)
-		qsort(ev, n, 2 * sizeof(*ev), alloc_cmp);
-	int64_t live = 0, peak = 0, peak_t = 0;
-	json_t *tl = json_array();
-	int64_t first = n ? ev[0] : 0, last = n ? ev[2 * (n - 1)] : 0;
-	int64_t span = last - first > 0 ? last - first : 1;
-	int next_pt = 0;
-	for (size_t i = 0; i < n; i++) {
-		live += ev[2 * i + 1];
-		if (live > peak) {
-			peak = live;
-			peak_t = ev[2 * i];
-		}
-		if (load_end >= 0 && ev[2 * i] <= load_end)
-			at_load = live;
-		/* up to 20 points of the live-bytes curve, evenly spaced in time */
-		int pt = (int)((double)(ev[2 * i] - first) * 19.0 / (double)span);
-		if (pt >= next_pt && (i + 1 == n || ev[2 * (i + 1)] != ev[2 * i])) {
-			json_t *p = json_object();
-			json_object_set_new(p, "t_us", jus((double)(ev[2 * i] - t0)));
-			json_object_set_new(p, "live_bytes", json_integer(live));
-			json_array_append_new(tl, p);
-			next_pt = pt + 1;
-		}
+	struct api_agg *a = &p->agg[ix];
+	a->count++;
+	a->total_ns += d;
+	if (d > a->max_ns)
+		a->max_ns = d;
+	if (p->first_iter >= 0 && s < p->first_iter) {
+		p->load_calls++;
+		p->load_ns += d;
 	}
-	free(ev);
-	json_object_set_new(o, "allocations", json_integer(count));
-	json_object_set_new(o, "frees", json_integer(frees));
-	json_object_set_new(o, "bytes_allocated", json_integer(total));
-	json_object_set_new(o, "peak_live_bytes", json_integer(peak));
-	json_object_set_new(o, "peak_at_us", count ? jus((double)(peak_t - t0)) : json_null());
-	json_object_set_new(o, "live_bytes_after_loading", at_load >= 0 ? json_integer(at_load) : json_null());
-	json_object_set_new(o, "live_bytes_at_end", json_integer(live));
-	json_object_set_new(o, "timeline", tl);
-	return o;
+	if (nm && strstr(nm, "Synchronize")) {
+		p->sync_calls++;
+		p->sync_ns += d;
+	}
+	for (int g = 0; g < p->gp->n; g++) {
+		struct gap *x = &p->gp->v[g];
+		int64_t ov = (e < x->e ? e : x->e) - (s > x->s ? s : x->s);
+		if (ov <= 0 && !(d == 0 && s >= x->s && s < x->e))
+			continue;
+		x->calls++;
+		int k;
+		for (k = 0; k < x->n_names && x->names[k] != ix; k++)
+			;
+		if (k == x->n_names) {
+			if (x->n_names == 4) {
+				x->other_calls++;
+				continue;
+			}
+			x->names[k] = ix;
+			x->n_names++;
+		}
+		x->cnt[k]++;
+		x->ov[k] += ov > 0 ? ov : 0;
+	}
+	return 0;
 }
 
 int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
@@ -173,7 +175,6 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 	struct api_agg *agg = NULL;
 	size_t agg_cap = 0;
 	struct gaps gp = {0};
-	sqlite3_stmt *st = NULL;
 	json_t *j = NULL;
 	int rc;
 
@@ -205,13 +206,9 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 
 	/* boundaries */
 	int64_t first_iter = it.whole_run ? -1 : it.v[0].start_ns;
-	int64_t first_api = kj_db_one_i64(db, "SELECT min(start_ns) FROM api_call", 0, -1);
-	int64_t first_alloc = kj_db_one_i64(db, "SELECT min(alloc_ns) FROM allocation", 0, -1);
-	if (first_alloc < 0)
-		first_alloc = kj_db_one_i64(db,
-					    "SELECT min(start_ns) FROM api_call WHERE name LIKE"
-					    " '%Alloc%' OR name LIKE '%MemCreate%'",
-					    0, -1);
+	struct kj_store_a2_api_bounds bounds;
+	kj_store_a2_api_bounds(db, &bounds);
+	int64_t first_api = bounds.first_api_ns, first_alloc = bounds.first_alloc_ns;
 	int64_t first_kernel = -1;
 	for (size_t k = 0; k < acts.n; k++)
 		if (acts.v[k].type == KJ_ACT_KERNEL) {
@@ -219,7 +216,7 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 			break;
 		}
 	/* without an API trace, initialisation starts with the traced process */
-	int64_t proc_start = kj_db_one_i64(db, "SELECT min(start_ns) FROM process", 0, -1);
+	int64_t proc_start = bounds.process_start_ns;
 	int64_t init_start = first_api >= 0 ? first_api
 			     : proc_start >= 0 && proc_start <= t0 ? proc_start : t0;
 
@@ -333,26 +330,10 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 	/* per token */
 	{
 		json_t *tk = json_object();
-		int64_t n = 0, sum = 0, mn = 0, mx = 0;
-		char name[256] = "";
-		if (kj_db_prepare(db,
-				  "SELECT name, end_ns - start_ns FROM nvtx_range WHERE end_ns IS NOT"
-				  " NULL AND start_ns IS NOT NULL AND (lower(name) LIKE '%token%' OR"
-				  " lower(name) LIKE '%decode%') ORDER BY start_ns",
-				  &st) == 0) {
-			while (sqlite3_step(st) == SQLITE_ROW) {
-				int64_t d = sqlite3_column_int64(st, 1);
-				if (!n)
-					snprintf(name, sizeof(name), "%s", sqlite3_column_text(st, 0));
-				if (!n || d < mn)
-					mn = d;
-				if (!n || d > mx)
-					mx = d;
-				sum += d;
-				n++;
-			}
-			sqlite3_finalize(st);
-		}
+		struct tokens t = {0};
+		kj_store_a2_token_ranges_each(db, add_token, &t);
+		int64_t n = t.n, sum = t.sum_ns, mn = t.min_ns, mx = t.max_ns;
+		const char *name = t.name;
 		json_object_set_new(tk, "ranges", json_integer(n));
 		json_object_set_new(tk, "first_name", n ? json_string(name) : json_null());
 		json_object_set_new(tk, "mean_us", n ? jus((double)sum / (double)n) : json_null());
@@ -383,74 +364,16 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 	/* one pass over API calls: per-name totals, loading counts, sync, overlap with gaps */
 	int64_t load_calls = 0, load_ns = 0, sync_calls = 0, sync_ns = 0;
 	if (has_api) {
-		if (kj_db_prepare(db,
-				  "SELECT name, start_ns, coalesce(end_ns, start_ns) FROM api_call WHERE"
-				  " start_ns IS NOT NULL ORDER BY start_ns",
-				  &st)) {
-			rc = KJ_EDB;
+		struct api_pass p = {&names, agg, agg_cap, &gp, first_iter, 0, 0, 0, 0};
+		rc = kj_store_a2_api_calls_each(db, add_api_call, &p);
+		agg = p.agg;
+		agg_cap = p.agg_cap;
+		load_calls = p.load_calls;
+		load_ns = p.load_ns;
+		sync_calls = p.sync_calls;
+		sync_ns = p.sync_ns;
+		if (rc)
 			goto done;
-		}
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			const char *nm = (const char *)sqlite3_column_text(st, 0);
-			int64_t s = sqlite3_column_int64(st, 1), e = sqlite3_column_int64(st, 2);
-			int64_t d = e > s ? e - s : 0;
-			size_t ix = kj_smap_intern(&names, nm ? nm : "?");
-			if (ix == (size_t)-1) {
-				rc = KJ_ENOMEM;
-				break;
-			}
-			if (ix >= agg_cap) {
-				size_t nc = agg_cap ? agg_cap * 2 : 64;
-				struct api_agg *na = realloc(agg, nc * sizeof(*na));
-				if (!na) {
-					rc = KJ_ENOMEM;
-					break;
-				}
-				memset(na + agg_cap, 0, (nc - agg_cap) * sizeof(*na));
-				agg = na;
-				agg_cap = nc;
-			}
-			agg[ix].count++;
-			agg[ix].total_ns += d;
-			if (d > agg[ix].max_ns)
-				agg[ix].max_ns = d;
-			if (first_iter >= 0 && s < first_iter) {
-				load_calls++;
-				load_ns += d;
-			}
-			if (nm && strstr(nm, "Synchronize")) {
-				sync_calls++;
-				sync_ns += d;
-			}
-			for (int g = 0; g < gp.n; g++) {
-				struct gap *x = &gp.v[g];
-				int64_t ov = (e < x->e ? e : x->e) - (s > x->s ? s : x->s);
-				if (ov <= 0 && !(d == 0 && s >= x->s && s < x->e))
-					continue;
-				x->calls++;
-				int k;
-				for (k = 0; k < x->n_names && x->names[k] != ix; k++)
-					;
-				if (k == x->n_names) {
-					if (x->n_names == 4) {
-						x->other_calls++;
-						continue;
-					}
-					x->names[k] = ix;
-					x->n_names++;
-				}
-				x->cnt[k]++;
-				x->ov[k] += ov > 0 ? ov : 0;
-			}
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_DONE && rc != KJ_ENOMEM) {
-			kj_errorf("database: reading API calls: %s", sqlite3_errmsg(db));
-			rc = KJ_EDB;
-		}
-		if (rc == KJ_ENOMEM)
-			goto done;
-		rc = 0;
 	}
 	{
 		json_t *ld = json_object();
@@ -497,7 +420,7 @@ int kj_api_story(sqlite3 *db, const struct kj_api_opts *o, json_t **out)
 		json_object_set_new(gi, "longest", gv);
 		json_object_set_new(j, "gpu_idle", gi);
 	}
-	json_object_set_new(j, "allocations", allocations(db, t0, first_kernel));
+	json_object_set_new(j, "allocations", kj_api_allocations_json(db, t0, first_kernel));
 	{
 		json_t *pa = json_array();
 		size_t *ord = malloc((names.n ? names.n : 1) * sizeof(*ord));

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kj_db.h"
 #include "kj_error.h"
 #include "kj_intervals.h"
 #include "kj_kernel_class.h"
+#include "kj_store_a2_kernels.h"
 
 #define KEY_WORDS 9
 
@@ -152,26 +152,17 @@ static int add_interval(struct builder *b, int64_t dev, int64_t s, int64_t e)
 	return 0;
 }
 
-static char *col_dup(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-	return t ? strdup((const char *)t) : NULL;
-}
-
 /* Account one timed-or-not launch in row s; returns whether it was timed. */
-static int account(struct builder *b, struct kj_kernel_stat *s, sqlite3_stmt *st, int c_start,
-		   int c_end, int64_t dev, int *err)
+static int account(struct builder *b, struct kj_kernel_stat *s, int has_times, int64_t t0, int64_t t1,
+		   int64_t dev, int *err)
 {
-	int64_t t0, t1, d;
+	int64_t d;
 	s->count++;
 	*err = 0;
-	if (sqlite3_column_type(st, c_start) == SQLITE_NULL ||
-	    sqlite3_column_type(st, c_end) == SQLITE_NULL) {
+	if (!has_times) {
 		b->r->untimed++;
 		return 0;
 	}
-	t0 = sqlite3_column_int64(st, c_start);
-	t1 = sqlite3_column_int64(st, c_end);
 	if (t1 < t0) {
 		b->r->untimed++;
 		return 0;
@@ -187,77 +178,60 @@ static int account(struct builder *b, struct kj_kernel_stat *s, sqlite3_stmt *st
 	return 1;
 }
 
+/* One kernel launch into its group. */
+static int add_launch(void *ud, const struct kj_store_a2_launch *l)
+{
+	struct builder *b = ud;
+	struct gkey k;
+	size_t idx;
+	int created, rc, err;
+	memset(&k, 0, sizeof(k));
+	if (l->has_unique) {
+		k.w[0] = 1;
+		k.w[1] = l->unique_id;
+	} else {
+		k.w[0] = 0;
+		k.w[1] = l->name_id;
+		for (int i = 0; i < 3; i++) {
+			k.w[2 + i] = l->grid[i];
+			k.w[5 + i] = l->block[i];
+		}
+		k.w[8] = l->shmem_dynamic;
+	}
+	if ((rc = group_get(b, &k, KJ_ACT_KERNEL, &idx, &created)))
+		return rc;
+	struct kj_kernel_stat *s = &b->r->rows[idx];
+	if (created) {
+		if (k.w[0] == 1)
+			s->unique_id = k.w[1];
+		b->name_ids[idx] = l->name_id;
+		for (int i = 0; i < 3; i++) {
+			s->grid[i] = l->grid[i];
+			s->block[i] = l->block[i];
+			s->cluster[i] = l->cluster[i];
+		}
+		s->shmem_dynamic = l->shmem_dynamic;
+		s->shmem_static = l->shmem_static;
+		s->registers = l->registers;
+	}
+	if (s->shmem_executed < 0) /* the first launch that has them */
+		s->shmem_executed = l->shmem_executed;
+	if (s->carveout < 0)
+		s->carveout = l->carveout;
+	if (l->has_launch_type) { /* CUPTI's launch types 1, 2: cooperative */
+		int coop = l->launch_type == 1 || l->launch_type == 2;
+		if (coop > s->cooperative)
+			s->cooperative = coop;
+	}
+	b->r->kernel_launches++;
+	if (account(b, s, l->has_times, l->start_ns, l->end_ns, l->device_id, &err))
+		b->r->kernel_ns += l->end_ns - l->start_ns;
+	return err;
+}
+
 static int scan_kernels(struct builder *b, sqlite3 *db)
 {
-	char sql[512];
-	/* older runs may lack kernel.shmem_executed / carveout (the L1/shared split) and launch_type */
-	snprintf(sql, sizeof(sql),
-		 "SELECT device_id, start_ns, end_ns, unique_id, name_id, grid_x, grid_y, grid_z,"
-		 " block_x, block_y, block_z, shmem_dynamic, shmem_static, registers, cluster_x,"
-		 " cluster_y, cluster_z, %s, %s FROM kernel%s",
-		 kj_db_caps(db)->kernel_shmem_executed ? "shmem_executed, carveout" : "NULL, NULL",
-		 kj_db_caps(db)->kernel_launch_type ? "launch_type" : "NULL",
-		 b->pid >= 0 ? " WHERE pid = ?1" : "");
-	sqlite3_stmt *st = NULL;
-	int rc = kj_db_prepare(db, sql, &st), step, err;
-
-	if (rc)
-		return rc;
-	if (b->pid >= 0)
-		sqlite3_bind_int64(st, 1, b->pid);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		struct gkey k;
-		size_t idx;
-		int created;
-		memset(&k, 0, sizeof(k));
-		if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
-			k.w[0] = 1;
-			k.w[1] = sqlite3_column_int64(st, 3);
-		} else {
-			k.w[0] = 0;
-			k.w[1] = kj_db_col_i64(st, 4, -1);
-			for (int i = 0; i < 7; i++)
-				k.w[2 + i] = kj_db_col_i64(st, 5 + i, -1);
-		}
-		if ((rc = group_get(b, &k, KJ_ACT_KERNEL, &idx, &created)))
-			goto out;
-		struct kj_kernel_stat *s = &b->r->rows[idx];
-		if (created) {
-			if (k.w[0] == 1)
-				s->unique_id = k.w[1];
-			b->name_ids[idx] = kj_db_col_i64(st, 4, -1);
-			for (int i = 0; i < 3; i++) {
-				s->grid[i] = kj_db_col_i64(st, 5 + i, -1);
-				s->block[i] = kj_db_col_i64(st, 8 + i, -1);
-				s->cluster[i] = kj_db_col_i64(st, 14 + i, -1);
-			}
-			s->shmem_dynamic = kj_db_col_i64(st, 11, -1);
-			s->shmem_static = kj_db_col_i64(st, 12, -1);
-			s->registers = kj_db_col_i64(st, 13, -1);
-		}
-		if (s->shmem_executed < 0) /* the first launch that has them */
-			s->shmem_executed = kj_db_col_i64(st, 17, -1);
-		if (s->carveout < 0)
-			s->carveout = kj_db_col_i64(st, 18, -1);
-		if (sqlite3_column_type(st, 19) != SQLITE_NULL) { /* CUPTI's launch types 1, 2: cooperative */
-			int64_t lt = sqlite3_column_int64(st, 19);
-			int coop = lt == 1 || lt == 2;
-			if (coop > s->cooperative)
-				s->cooperative = coop;
-		}
-		b->r->kernel_launches++;
-		if (account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err))
-			b->r->kernel_ns += sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1);
-		if ((rc = err))
-			goto out;
-	}
-	if (step != SQLITE_DONE) {
-		kj_errorf("database: reading kernels: %s", sqlite3_errmsg(db));
-		rc = KJ_EDB;
-	}
-out:
-	sqlite3_finalize(st);
-	return rc;
+	return kj_store_a2_launches_each(db, b->pid, add_launch, b);
 }
 
 static int64_t intern_kind(struct builder *b, const char *kind)
@@ -276,74 +250,56 @@ static int64_t intern_kind(struct builder *b, const char *kind)
 	return (int64_t)b->nkinds++;
 }
 
+/* A copy scan's builder and table. */
+struct copies_ctx {
+	struct builder *b;
+	int memset_table;
+};
+
+/* One memcpy or memset into its group. */
+static int add_copy(void *ud, const struct kj_store_a2_copy *c)
+{
+	struct copies_ctx *x = ud;
+	struct builder *b = x->b;
+	int memset_table = x->memset_table;
+	struct gkey k;
+	size_t idx;
+	int created, rc, err;
+	memset(&k, 0, sizeof(k));
+	k.w[0] = memset_table ? 3 : 2;
+	k.w[1] = intern_kind(b, c->kind);
+	if (k.w[1] == -2)
+		return KJ_ENOMEM;
+	k.w[2] = c->bytes;
+	if ((rc = group_get(b, &k, memset_table ? KJ_ACT_MEMSET : KJ_ACT_MEMCPY, &idx, &created)))
+		return rc;
+	struct kj_kernel_stat *s = &b->r->rows[idx];
+	if (created) {
+		s->bytes = k.w[2];
+		s->tier = KJ_TIER_COPY;
+		if (k.w[1] >= 0 && !(s->copy_kind = strdup(b->kinds[k.w[1]])))
+			return KJ_ENOMEM;
+	}
+	if (memset_table)
+		b->r->memsets++;
+	else
+		b->r->memcpys++;
+	account(b, s, c->has_times, c->start_ns, c->end_ns, c->device_id, &err);
+	return err;
+}
+
 /* memcpy grouped by (kind, bytes); memset by bytes. */
 static int scan_copies(struct builder *b, sqlite3 *db, int memset_table)
 {
-	char sql[160];
-	snprintf(sql, sizeof(sql), "%s%s",
-		 memset_table ? "SELECT device_id, start_ns, end_ns, bytes, NULL FROM memset"
-			      : "SELECT device_id, start_ns, end_ns, bytes, kind FROM memcpy",
-		 b->pid >= 0 ? " WHERE pid = ?1" : "");
-	sqlite3_stmt *st = NULL;
-	int rc = kj_db_prepare(db, sql, &st), step, err;
-
-	if (rc)
-		return rc;
-	if (b->pid >= 0)
-		sqlite3_bind_int64(st, 1, b->pid);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		struct gkey k;
-		size_t idx;
-		int created;
-		memset(&k, 0, sizeof(k));
-		k.w[0] = memset_table ? 3 : 2;
-		k.w[1] = intern_kind(b, (const char *)sqlite3_column_text(st, 4));
-		if (k.w[1] == -2) {
-			rc = KJ_ENOMEM;
-			goto out;
-		}
-		k.w[2] = kj_db_col_i64(st, 3, -1);
-		if ((rc = group_get(b, &k, memset_table ? KJ_ACT_MEMSET : KJ_ACT_MEMCPY, &idx,
-				    &created)))
-			goto out;
-		struct kj_kernel_stat *s = &b->r->rows[idx];
-		if (created) {
-			s->bytes = k.w[2];
-			s->tier = KJ_TIER_COPY;
-			if (k.w[1] >= 0 && !(s->copy_kind = strdup(b->kinds[k.w[1]]))) {
-				rc = KJ_ENOMEM;
-				goto out;
-			}
-		}
-		if (memset_table)
-			b->r->memsets++;
-		else
-			b->r->memcpys++;
-		account(b, s, st, 1, 2, kj_db_col_i64(st, 0, -1), &err);
-		if ((rc = err))
-			goto out;
-	}
-	if (step != SQLITE_DONE) {
-		kj_errorf("database: reading %s: %s", memset_table ? "memsets" : "memcpys",
-			  sqlite3_errmsg(db));
-		rc = KJ_EDB;
-	}
-out:
-	sqlite3_finalize(st);
-	return rc;
+	struct copies_ctx x = {b, memset_table};
+	return kj_store_a2_copies_each(db, memset_table, b->pid, add_copy, &x);
 }
 
 /* Names, keys and tiers of the kernel groups (one lookup per group, not per launch). */
 static int fill_names(struct builder *b, sqlite3 *db)
 {
-	sqlite3_stmt *uk = NULL, *nm = NULL;
-	int rc = kj_db_prepare(db,
-			       "SELECT u.key, u.keyed_by, u.tier, n.mangled, n.demangled"
-			       " FROM unique_kernel u LEFT JOIN kernel_name n ON n.id = u.name_id"
-			       " WHERE u.id = ?",
-			       &uk);
-	if (!rc)
-		rc = kj_db_prepare(db, "SELECT mangled, demangled FROM kernel_name WHERE id = ?", &nm);
+	struct kj_store_a2_names *nm = NULL;
+	int rc = kj_store_a2_names_open(db, &nm);
 	for (size_t i = 0; !rc && i < b->r->n; i++) {
 		struct kj_kernel_stat *s = &b->r->rows[i];
 		const char *dbtier = NULL;
@@ -361,25 +317,18 @@ static int fill_names(struct builder *b, sqlite3 *db)
 				rc = KJ_ENOMEM;
 			continue;
 		}
-		if (s->unique_id >= 0) {
-			sqlite3_reset(uk);
-			sqlite3_bind_int64(uk, 1, s->unique_id);
-			if (sqlite3_step(uk) == SQLITE_ROW) {
-				s->key = col_dup(uk, 0);
-				s->keyed_by = col_dup(uk, 1);
-				tier_copy = col_dup(uk, 2);
-				s->name = col_dup(uk, 3);
-				s->demangled = col_dup(uk, 4);
-			}
+		struct kj_store_a2_unique_name u;
+		if (s->unique_id >= 0 && kj_store_a2_names_unique(nm, s->unique_id, &u)) {
+			s->key = u.key;
+			s->keyed_by = u.keyed_by;
+			tier_copy = u.tier;
+			s->name = u.mangled;
+			s->demangled = u.demangled;
 		}
-		if (!s->name && b->name_ids[i] >= 0) {
-			sqlite3_reset(nm);
-			sqlite3_bind_int64(nm, 1, b->name_ids[i]);
-			if (sqlite3_step(nm) == SQLITE_ROW) {
-				s->name = col_dup(nm, 0);
-				free(s->demangled);
-				s->demangled = col_dup(nm, 1);
-			}
+		char *demangled = NULL;
+		if (!s->name && b->name_ids[i] >= 0 && kj_store_a2_names_of(nm, b->name_ids[i], &s->name, &demangled)) {
+			free(s->demangled);
+			s->demangled = demangled;
 		}
 		if (!s->name)
 			s->name = strdup("(unknown)");
@@ -392,8 +341,7 @@ static int fill_names(struct builder *b, sqlite3 *db)
 			rc = KJ_ENOMEM;
 		b->r->unique_kernels++;
 	}
-	sqlite3_finalize(uk);
-	sqlite3_finalize(nm);
+	kj_store_a2_names_close(nm);
 	return rc;
 }
 

@@ -11,6 +11,8 @@
 #include "kj_grow.h"
 #include "kj_intervals.h"
 #include "kj_iterations.h"
+#include "kj_store_a2_ranks.h"
+#include "kj_store_a_run.h"
 
 int kj_kernel_is_nccl(const char *name)
 {
@@ -37,32 +39,50 @@ static int ract_cmp(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* The NCCL flags being filled: one per kernel_name.id. */
+struct nccl_flags {
+	unsigned char *v;
+	size_t n;
+};
+
+static int mark_nccl(void *ud, int64_t id, const char *demangled, const char *mangled)
+{
+	struct nccl_flags *f = ud;
+	if (id >= 0 && (size_t)id < f->n)
+		f->v[id] = kj_kernel_is_nccl(mangled) || kj_kernel_is_nccl(demangled);
+	return 0;
+}
+
 /* NCCL flag per kernel_name.id (*nccl malloc'ed, *n slots). */
 static int load_nccl_names(sqlite3 *db, unsigned char **nccl, size_t *n)
 {
-	int64_t max = kj_db_one_i64(db, "SELECT coalesce(max(id), 0) FROM kernel_name", 0, 0);
-	sqlite3_stmt *st = NULL;
+	int64_t max = -1;
+	if (kj_store_a_kernel_name_max_id(db, &max))
+		max = 0;
 	*n = (size_t)(max > 0 ? max : 0) + 1;
 	*nccl = calloc(*n, 1);
 	if (!*nccl)
 		return KJ_ENOMEM;
-	if (kj_db_prepare(db, "SELECT id, mangled, demangled FROM kernel_name", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		if (id >= 0 && (size_t)id < *n)
-			(*nccl)[id] = kj_kernel_is_nccl((const char *)sqlite3_column_text(st, 1)) ||
-				      kj_kernel_is_nccl((const char *)sqlite3_column_text(st, 2));
-	}
-	sqlite3_finalize(st);
+	struct nccl_flags f = {*nccl, *n};
+	return kj_store_a_kernel_names_each(db, mark_nccl, &f) ? KJ_EDB : 0;
+}
+
+static int add_replay(void *ud, int64_t id, const char *cache, double median_ns)
+{
+	struct replays *r = ud;
+	if (id < 0 || (size_t)id >= r->n || !cache)
+		return 0;
+	if (!strcmp(cache, "warm"))
+		r->warm[id] = median_ns;
+	else if (!strcmp(cache, "cold"))
+		r->cold[id] = median_ns;
 	return 0;
 }
 
 /* The warm and cold medians of every replayed unique kernel (failed replays left out). */
 static int load_replays(sqlite3 *db, struct replays *r)
 {
-	int64_t max = kj_db_one_i64(db, "SELECT coalesce(max(id), 0) FROM unique_kernel", 0, 0);
-	sqlite3_stmt *st = NULL;
+	int64_t max = kj_store_a2_unique_kernel_max_id(db);
 	r->n = (size_t)(max > 0 ? max : 0) + 1;
 	r->warm = malloc(r->n * sizeof(double));
 	r->cold = malloc(r->n * sizeof(double));
@@ -70,22 +90,36 @@ static int load_replays(sqlite3 *db, struct replays *r)
 		return KJ_ENOMEM;
 	for (size_t i = 0; i < r->n; i++)
 		r->warm[i] = r->cold[i] = -1;
-	if (!kj_db_has_row(db, "SELECT 1 FROM replay_kernel LIMIT 1"))
+	return kj_store_a2_rank_replays_each(db, add_replay, r);
+}
+
+/* The activity being gathered for one process. */
+struct acts_ctx {
+	const unsigned char *nccl;
+	size_t nn, cap, n;
+	struct ract *v;
+};
+
+static int add_act(void *ud, const struct kj_store_a2_rank_act *r)
+{
+	struct acts_ctx *c = ud;
+	if (!r->has_times)
 		return 0;
-	if (kj_db_prepare(db, "SELECT unique_id, cache, median_ns FROM replay_kernel WHERE median_ns"
-			      " IS NOT NULL AND coalesce(status, 'ok') NOT IN ('failed', 'timeout')", &st))
-		return KJ_EDB;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		const char *cache = (const char *)sqlite3_column_text(st, 1);
-		if (id < 0 || (size_t)id >= r->n || !cache)
-			continue;
-		if (!strcmp(cache, "warm"))
-			r->warm[id] = sqlite3_column_double(st, 2);
-		else if (!strcmp(cache, "cold"))
-			r->cold[id] = sqlite3_column_double(st, 2);
-	}
-	sqlite3_finalize(st);
+	struct ract a = {.s = r->start_ns, .e = r->end_ns};
+	if (a.e < a.s)
+		return 0;
+	a.key = a.s;
+	if (r->has_launch && r->launch_ns <= a.s)
+		a.key = r->launch_ns;
+	a.uid = r->unique_id;
+	a.kind = r->kind;
+	if (a.kind == 0 && r->name_id >= 0 && (size_t)r->name_id < c->nn && c->nccl[r->name_id])
+		a.kind = 1;
+	struct ract *v = kj_grow(c->v, &c->cap, c->n, sizeof(*v), 1024);
+	if (!v)
+		return KJ_ENOMEM;
+	c->v = v;
+	c->v[c->n++] = a;
 	return 0;
 }
 
@@ -93,43 +127,32 @@ static int load_replays(sqlite3 *db, struct replays *r)
 static int load_acts(sqlite3 *db, int64_t pid, const unsigned char *nccl, size_t nn,
 		     struct ract **out, size_t *n)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int rc;
-	*out = NULL;
-	*n = 0;
-	if (kj_db_prepare(db, "SELECT start_ns, end_ns, launch_ns, name_id, unique_id, 0 FROM kernel"
-			      " WHERE pid = ?1 UNION ALL SELECT start_ns, end_ns, launch_ns, NULL, NULL,"
-			      " 2 FROM memcpy WHERE pid = ?1 UNION ALL SELECT start_ns, end_ns,"
-			      " launch_ns, NULL, NULL, 2 FROM memset WHERE pid = ?1", &st))
-		return KJ_EDB;
-	sqlite3_bind_int64(st, 1, pid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_type(st, 0) == SQLITE_NULL || sqlite3_column_type(st, 1) == SQLITE_NULL)
-			continue;
-		struct ract a = {.s = sqlite3_column_int64(st, 0), .e = sqlite3_column_int64(st, 1)};
-		if (a.e < a.s)
-			continue;
-		a.key = a.s;
-		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_int64(st, 2) <= a.s)
-			a.key = sqlite3_column_int64(st, 2);
-		int64_t name = kj_db_col_i64(st, 3, -1);
-		a.uid = kj_db_col_i64(st, 4, -1);
-		a.kind = sqlite3_column_int(st, 5);
-		if (a.kind == 0 && name >= 0 && (size_t)name < nn && nccl[name])
-			a.kind = 1;
-		struct ract *v = kj_grow(*out, &cap, *n, sizeof(*v), 1024);
-		if (!v) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		*out = v;
-		(*out)[(*n)++] = a;
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return KJ_EDB;
+	struct acts_ctx c = {.nccl = nccl, .nn = nn};
+	int rc = kj_store_a2_rank_acts_each(db, pid, add_act, &c);
+	*out = c.v;
+	*n = c.n;
+	if (rc)
+		return rc;
 	qsort(*out, *n, sizeof(**out), ract_cmp);
+	return 0;
+}
+
+/* The iteration instances being gathered. */
+struct iters_ctx {
+	struct kj_interval *v;
+	size_t n, cap;
+};
+
+static int add_iter(void *ud, int64_t start_ns, int has_end, int64_t end_ns)
+{
+	struct iters_ctx *c = ud;
+	struct kj_interval *v = kj_grow(c->v, &c->cap, c->n, sizeof(*v), 64);
+	if (!v)
+		return KJ_ENOMEM;
+	c->v = v;
+	v[c->n].start_ns = start_ns;
+	v[c->n].end_ns = has_end ? end_ns : INT64_MIN;
+	c->n++;
 	return 0;
 }
 
@@ -138,29 +161,15 @@ static int load_acts(sqlite3 *db, int64_t pid, const unsigned char *nccl, size_t
 static int load_iters(sqlite3 *db, struct kj_rank *r, int64_t first_ns, int64_t last_ns,
 		      struct kj_interval **iv, size_t *n)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
+	struct iters_ctx c = {0};
 	*iv = NULL;
 	*n = 0;
 	if (r->range[0]) {
-		if (kj_db_prepare(db, "SELECT start_ns, end_ns FROM nvtx_range WHERE name = ?1 AND pid = ?2"
-				      " AND start_ns IS NOT NULL AND (end_ns IS NULL OR end_ns >= start_ns)"
-				      " ORDER BY start_ns", &st))
-			return KJ_EDB;
-		sqlite3_bind_text(st, 1, r->range, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, r->pid);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct kj_interval *v = kj_grow(*iv, &cap, *n, sizeof(*v), 64);
-			if (!v) {
-				sqlite3_finalize(st);
-				return KJ_ENOMEM;
-			}
-			*iv = v;
-			v[*n].start_ns = sqlite3_column_int64(st, 0);
-			v[*n].end_ns = kj_db_col_i64(st, 1, INT64_MIN);
-			(*n)++;
-		}
-		sqlite3_finalize(st);
+		int rc = kj_store_a2_rank_ranges_each(db, r->range, r->pid, add_iter, &c);
+		*iv = c.v;
+		*n = c.n;
+		if (rc)
+			return rc;
 	}
 	if (*n == 0) {
 		r->range[0] = 0;
@@ -334,66 +343,52 @@ out:
 	return rc;
 }
 
+/* The job's ranks being gathered. */
+struct ranks_ctx {
+	struct kj_job *j;
+	size_t cap;
+};
+
+static int add_rank(void *ud, int64_t pid, int64_t device_id, int64_t n_devices)
+{
+	struct ranks_ctx *c = ud;
+	struct kj_job *j = c->j;
+	struct kj_rank *v = kj_grow(j->r, &c->cap, j->n, sizeof(*v), 8);
+	if (!v)
+		return KJ_ENOMEM;
+	j->r = v;
+	memset(&v[j->n], 0, sizeof(v[j->n]));
+	v[j->n].pid = pid;
+	v[j->n].device_id = device_id;
+	v[j->n].n_devices = n_devices;
+	j->n++;
+	return 0;
+}
+
 /* The processes with GPU work, by GPU then pid. */
 static int load_ranks(sqlite3 *db, struct kj_job *j)
 {
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int rc;
-	if (kj_db_prepare(db, "SELECT pid, min(device_id), count(DISTINCT device_id) FROM (SELECT pid,"
-			      " device_id FROM kernel UNION ALL SELECT pid, device_id FROM memcpy"
-			      " UNION ALL SELECT pid, device_id FROM memset) WHERE pid IS NOT NULL"
-			      " GROUP BY pid ORDER BY min(device_id), pid", &st))
-		return KJ_EDB;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct kj_rank *v = kj_grow(j->r, &cap, j->n, sizeof(*v), 8);
-		if (!v) {
-			sqlite3_finalize(st);
-			return KJ_ENOMEM;
-		}
-		j->r = v;
-		memset(&v[j->n], 0, sizeof(v[j->n]));
-		v[j->n].pid = sqlite3_column_int64(st, 0);
-		v[j->n].device_id = kj_db_col_i64(st, 1, -1);
-		v[j->n].n_devices = sqlite3_column_int64(st, 2);
-		j->n++;
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : KJ_EDB;
+	struct ranks_ctx c = {j, 0};
+	return kj_store_a2_ranks_each(db, add_rank, &c);
 }
 
 /* GPU type, death, and the job's mixed-type list for every rank. */
 static int rank_facts(sqlite3 *db, struct kj_job *j)
 {
-	sqlite3_stmt *st = NULL, *pr = NULL;
-	if (kj_db_prepare(db, "SELECT coalesce(d.name, ''), (SELECT coalesce(ended_cleanly, 0) FROM"
-			      " process WHERE pid = ?2) FROM (SELECT 1) LEFT JOIN device d ON d.id = ?1", &st))
-		return KJ_EDB;
-	/* how it ended: ingest's row for a process that did not close its trace starts "ended "
-	 * (kj_ingest_end.c); a run ingested before those rows existed has none */
-	if (kj_db_prepare(db, "SELECT what FROM problem WHERE pid = ?1 AND what LIKE 'ended %' ORDER BY id"
-			      " LIMIT 1", &pr)) {
-		sqlite3_finalize(st);
-		return KJ_EDB;
-	}
+	struct kj_store_a2_rank_reader *rd = NULL;
+	int rc = kj_store_a2_rank_reader_open(db, &rd);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < j->n; i++) {
 		struct kj_rank *r = &j->r[i];
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, r->device_id);
-		sqlite3_bind_int64(st, 2, r->pid);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			snprintf(r->gpu, sizeof(r->gpu), "%s", (const char *)sqlite3_column_text(st, 0));
-			r->died = sqlite3_column_int(st, 1) != 1;
-		}
+		int clean = 0;
+		if (kj_store_a2_rank_gpu(rd, r->device_id, r->pid, r->gpu, sizeof(r->gpu), &clean))
+			r->died = clean != 1;
 		if (r->died) {
 			j->n_died++;
 			snprintf(r->died_why, sizeof(r->died_why), "ended without closing its trace"
 				 " (killed, crashed or _exit; this run does not record how)");
-			sqlite3_reset(pr);
-			sqlite3_bind_int64(pr, 1, r->pid);
-			if (sqlite3_step(pr) == SQLITE_ROW && sqlite3_column_text(pr, 0))
-				snprintf(r->died_why, sizeof(r->died_why), "%s",
-					 (const char *)sqlite3_column_text(pr, 0));
+			kj_store_a2_rank_end(rd, r->pid, r->died_why, sizeof(r->died_why));
 		}
 		if (r->gpu[0] && !strstr(j->gpus, r->gpu)) {
 			size_t l = strlen(j->gpus);
@@ -401,11 +396,9 @@ static int rank_facts(sqlite3 *db, struct kj_job *j)
 			j->mixed_gpus = l > 0;
 		}
 	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(pr);
+	kj_store_a2_rank_reader_close(rd);
 	return 0;
 }
-
 
 int kj_ranks_list(sqlite3 *db, struct kj_job *out)
 {

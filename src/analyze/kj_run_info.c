@@ -13,6 +13,7 @@
 #include "kj_iterations.h"
 #include "kj_param_check.h"
 #include "kj_ranks.h"
+#include "kj_store_a2_info.h"
 
 /* Tables reported under "counts", with the key used in the report. */
 static const struct {
@@ -49,20 +50,19 @@ const char *kj_run_info_count_key(size_t i)
 }
 
 
+static int add_node_kind(void *ud, const char *type, int64_t count)
+{
+	json_object_set_new(ud, type, json_integer(count));
+	return 0;
+}
+
 /* How many graph nodes of each kind the program's graphs held ({} without graphs, or in runs
  * recorded before graphs were read). */
 static json_t *node_kinds_json(sqlite3 *db)
 {
 	json_t *o = json_object();
-	sqlite3_stmt *st = NULL;
-	if (o && kj_db_has_row(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graph_node'") &&
-	    kj_db_prepare(db, "SELECT type, count(*) FROM graph_node GROUP BY type ORDER BY count(*) DESC, type", &st) == 0) {
-		while (sqlite3_step(st) == SQLITE_ROW)
-			if (sqlite3_column_text(st, 0))
-				json_object_set_new(o, (const char *)sqlite3_column_text(st, 0),
-						    json_integer(sqlite3_column_int64(st, 1)));
-		sqlite3_finalize(st);
-	}
+	if (o)
+		kj_store_a2_graph_node_kinds_each(db, add_node_kind, o);
 	return o;
 }
 
@@ -113,44 +113,46 @@ static int parse_i64(const char *s, int64_t *v)
 	return 1;
 }
 
-static json_t *col_json(sqlite3_stmt *st, int i)
+static json_t *col_json(const struct kj_store_a2_cell *c)
 {
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_INTEGER:
-		return json_integer(sqlite3_column_int64(st, i));
-	case SQLITE_FLOAT:
-		return json_real(sqlite3_column_double(st, i));
-	case SQLITE_NULL:
+	switch (c->type) {
+	case KJ_CELL_INT:
+		return json_integer(c->i);
+	case KJ_CELL_REAL:
+		return json_real(c->real);
+	case KJ_CELL_NULL:
 		return json_null();
 	default:
-		return json_string((const char *)sqlite3_column_text(st, i));
+		return json_string(c->text);
 	}
 }
 
-/* Rows of sql as an array of objects keyed by column name. */
-static json_t *rows_json(sqlite3 *db, const char *sql)
+static int add_row(void *ud, const struct kj_store_a2_cell *cells, int n)
 {
-	sqlite3_stmt *st = NULL;
+	json_t *o = json_object();
+	for (int i = 0; i < n; i++)
+		json_object_set_new(o, cells[i].name, col_json(&cells[i]));
+	json_array_append_new(ud, o);
+	return 0;
+}
+
+/* The rows of one table as an array of objects keyed by column name. */
+static json_t *rows_json(sqlite3 *db, enum kj_store_a2_rows which)
+{
 	json_t *arr = json_array();
-	if (kj_db_prepare(db, sql, &st))
-		return arr;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		json_t *o = json_object();
-		for (int i = 0; i < sqlite3_column_count(st); i++)
-			json_object_set_new(o, sqlite3_column_name(st, i), col_json(st, i));
-		json_array_append_new(arr, o);
-	}
-	sqlite3_finalize(st);
+	kj_store_a2_info_rows_each(db, which, add_row, arr);
 	return arr;
 }
 
-static json_t *scalar_json(sqlite3 *db, const char *sql)
+static void take_scalar(void *ud, const struct kj_store_a2_cell *c)
 {
-	sqlite3_stmt *st = NULL;
+	*(json_t **)ud = col_json(c);
+}
+
+static json_t *scalar_json(sqlite3 *db, enum kj_store_a2_scalar which)
+{
 	json_t *v = NULL;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		v = col_json(st, 0);
-	sqlite3_finalize(st);
+	kj_store_a2_info_scalar(db, which, take_scalar, &v);
 	return v ? v : json_null();
 }
 
@@ -160,17 +162,10 @@ static json_t *scalar_json(sqlite3 *db, const char *sql)
 static void kept_iteration_copies(sqlite3 *db, json_t *o, json_t *missing)
 {
 	int with_table = kj_db_caps(db)->copy_data;
-	sqlite3_stmt *st = NULL;
-	char sql[512];
-	snprintf(sql, sizeof(sql), "SELECT count(*), %s FROM sequence_op s JOIN memcpy m ON m.correlation_id ="
-		 " s.correlation_id AND (s.pid IS NULL OR m.pid = s.pid) WHERE s.op = 'memcpy' AND m.kind = 'HtoD'",
-		 with_table ? "coalesce(sum(EXISTS(SELECT 1 FROM copy_data d WHERE d.memcpy_id = m.id)), 0)" : "0");
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_finalize(st);
+	int64_t n64, kept64;
+	if (kj_store_a2_kept_htod_copies(db, &n64, &kept64))
 		return;
-	}
-	long long n = sqlite3_column_int64(st, 0), kept = sqlite3_column_int64(st, 1);
-	sqlite3_finalize(st);
+	long long n = n64, kept = kept64;
 	if (!n)
 		return;
 	json_object_set_new(o, "kept_iteration_htod_copies",
@@ -297,23 +292,20 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 						"program stopped before it could write it"));
 	}
 	json_object_set_new(o, "processes",
-			    rows_json(db, "SELECT pid, ppid, exe, args, start_ns, end_ns, ended_cleanly,"
-					  " cupti_status FROM process ORDER BY pid"));
+			    rows_json(db, KJ_INFO_PROCESSES));
 	json_object_set_new(o, "devices",
-			    rows_json(db, "SELECT id, name, uuid, sm_count, power_limit_mw, memory_bytes,"
-					  " cc_major, cc_minor, driver_version, cuda_version, pci_bus_id"
-					  " FROM device ORDER BY id"));
+			    rows_json(db, KJ_INFO_DEVICES));
 	for (size_t i = 0; i < sizeof(count_tables) / sizeof(count_tables[0]); i++) {
 		n = kj_db_count(db, count_tables[i].table);
 		json_object_set_new(counts, count_tables[i].key, n >= 0 ? json_integer(n) : json_null());
 	}
 	json_object_set_new(counts, "module_bytes",
-			    scalar_json(db, "SELECT coalesce(sum(bytes), 0) FROM module"));
+			    scalar_json(db, KJ_INFO_MODULE_BYTES));
 	json_object_set_new(o, "counts", counts);
-	json_object_set_new(o, "gpu_first_start_ns", scalar_json(db, "SELECT min(start_ns) FROM gpu_activity"));
-	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, "SELECT max(end_ns) FROM gpu_activity"));
+	json_object_set_new(o, "gpu_first_start_ns", scalar_json(db, KJ_INFO_GPU_FIRST_START));
+	json_object_set_new(o, "gpu_last_end_ns", scalar_json(db, KJ_INFO_GPU_LAST_END));
 	json_object_set_new(o, "graph_launches",
-			    scalar_json(db, "SELECT count(*) FROM host_call WHERE op = 'graph_launch'"));
+			    scalar_json(db, KJ_INFO_GRAPH_LAUNCHES));
 	json_object_set_new(o, "graph_node_kinds", node_kinds_json(db));
 	json_object_set_new(o, "iteration", iteration_json(db));
 	json_object_set_new(o, "shared_gpu", shared_gpu);
@@ -379,9 +371,7 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 	}
 	kj_job_free(&job);
 	/* the L1/shared split each kernel ran with: replay asks each function for it */
-	json_t *split = kj_db_caps(db)->kernel_shmem_executed
-				? scalar_json(db, "SELECT EXISTS(SELECT 1 FROM kernel WHERE shmem_executed IS NOT NULL)")
-				: json_null();
+	json_t *split = scalar_json(db, KJ_INFO_SHMEM_SPLIT);
 	int have_split = json_integer_value(split) != 0;
 	json_decref(split);
 	if (COUNT("kernels") > 0 && !have_split)
@@ -391,16 +381,15 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 #undef COUNT
 	kept_iteration_copies(db, o, missing);
 	/* which module each captured launch's function came from (runs with launch_params.module_id) */
-	if (kj_db_caps(db)->launch_params_module_id) {
-		int64_t fn = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'", 0, 0);
-		int64_t known = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'function'"
-						  " AND module_id IS NOT NULL", 0, 0);
-		int64_t handles = kj_db_one_i64(db, "SELECT count(*) FROM launch_params WHERE handle_kind = 'kernel'", 0, 0);
+	struct kj_store_a2_launch_modules lm;
+	kj_store_a2_launch_modules(db, &lm);
+	if (lm.has_module_id) {
+		int64_t fn = lm.function_launches, known = lm.with_module, handles = lm.kernel_launches;
 		if (fn + handles > 0)
 			json_object_set_new(o, "launch_modules", json_pack("{s:I,s:I,s:I}", "function_launches", (json_int_t)fn,
 									   "with_module", (json_int_t)known,
 									   "kernel_handle_launches", (json_int_t)handles));
-	} else if (kj_db_one_i64(db, "SELECT count(*) FROM launch_params", 0, 0) > 0) {
+	} else if (lm.all_launches > 0) {
 		json_array_append_new(missing, json_string("which module each launch's function came from (launch_params "
 							   "has no module_id column): kernels of one name from several modules (JIT "
 							   "autotuners) replay from the first module whose function fits"));
@@ -421,6 +410,6 @@ json_t *kj_run_info_json(sqlite3 *db, const char *path, json_t *shared_gpu)
 	}
 	json_object_set_new(o, "not_captured", missing);
 	json_object_set_new(o, "problems",
-			    rows_json(db, "SELECT pid, t_ns, severity, what FROM problem ORDER BY id"));
+			    rows_json(db, KJ_INFO_PROBLEMS));
 	return o;
 }
