@@ -118,3 +118,24 @@ json_t *cmp_clocks_json(const struct kj_compare *c)
 			    k->sequence_mismatch == 1 ? json_string(k->why[1]) : json_null());
 	return o;
 }
+
+int cmp_clocks_program_capped(const struct kj_compare *c)
+{
+	const struct kj_clock_state *p = &c->clocks.program;
+	if (!p->recorded || p->readings <= 0)
+		return -1;
+	return kj_clock_verdict_of(p) >= KJ_CLOCK_PARTLY;
+}
+
+void cmp_clocks_time_note(const struct kj_compare *c, FILE *f)
+{
+	char t[320];
+	if (cmp_clocks_program_capped(c) != 1)
+		return;
+	side_text(&c->clocks.program, "reading", t, sizeof(t));
+	fprintf(f, "  ! the program ran capped or throttled (%s; SM clock median %.0f MHz): its kernels ran at the"
+		   " clocks the cap left them, their timing replays (a few launches each) at the clock a short burst"
+		   " gets, so the replayed times are short of the program's by what the cap took and"
+		   " explained_fraction reads low by as much (docs/analysis-compare.md, \"Clock state\")\n",
+		t, c->clocks.program.sm_clock_median_mhz);
+}

@@ -247,6 +247,10 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "naive_fraction", cmp_ratio_or_null(s.naive_fraction, s.have_warm && s.wall.mean > 0));
 	json_object_set_new(o, "predicted_wall_us", cmp_num_or_null(s.predicted_wall * NS_US, s.have_explained));
 	json_object_set_new(o, "explained_fraction", cmp_ratio_or_null(s.explained_fraction, s.have_explained));
+	{ /* the program ran capped: its kernels slower than their short timing replays */
+		int capped = cmp_clocks_program_capped(c);
+		json_object_set_new(o, "explained_program_capped", capped < 0 ? json_null() : json_boolean(capped));
+	}
 	json_object_set_new(o, "explained_fraction_warm", cmp_ratio_or_null(s.explained_fraction_warm, s.have_explained));
 	json_object_set_new(o, "kernel_overlap_fraction", cmp_ratio_or_null(s.kernel_overlap_frac, s.have_explained));
 	json_object_set_new(o, "explained_fraction_sequence",

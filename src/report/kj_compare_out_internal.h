@@ -24,6 +24,12 @@ json_t *cmp_shared_json(const struct kj_compare *c);
 /* kj_compare_clocks_out.c */
 /** @brief The energy section's clock-state lines; nothing for a run that recorded none of it. */
 void cmp_clocks_print(const struct kj_compare *c, FILE *f);
+/* 1 when the program's clock state over the kept iterations is capped or throttled (partly or
+ * throttled), 0 when clean, -1 when not recorded. */
+int cmp_clocks_program_capped(const struct kj_compare *c);
+/* Under explained_fraction: where the program ran capped, that its kernels ran slower than their
+ * short timing replays for it (nothing otherwise). */
+void cmp_clocks_time_note(const struct kj_compare *c, FILE *f);
 /** @brief energy_clock_state of compare's JSON (docs/analysis-compare.md); null where unknown. */
 json_t *cmp_clocks_json(const struct kj_compare *c);
 /* kj_compare_print.c */

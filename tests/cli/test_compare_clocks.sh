@@ -70,6 +70,11 @@ check "the shipped run (replayed before clock state was stored): replays not rec
 setclk "$dir/thr.kjdb" 0x5 0x1 0x0
 "$kj" compare "$dir/thr.kjdb" > "$dir/thr.txt" 2>/dev/null
 "$kj" compare "$dir/thr.kjdb" --json > "$dir/thr.json" 2>/dev/null
+check "throttled program: explained_fraction is said to read low (text and explained_program_capped)" \
+	'grep -q "^  ! the program ran capped or throttled (SW power cap in 7 of 7 readings.*explained_fraction reads low" "$dir/thr.txt" &&
+	 [ "$(jq "$dir/thr.json" "d[\"explained_program_capped\"]")" = True ]'
+check "... and not of the shipped run, whose program ran clean" \
+	'! grep -q "the program ran capped or throttled" "$dir/base.txt" && [ "$(jq "$dir/base.json" "d[\"explained_program_capped\"]")" = False ]'
 check "throttled program, clean replays: both energy errors not judged, the reason said" \
 	'grep -q "program               throttled: SW power cap in 7 of 7 readings" "$dir/thr.txt" &&
 	 grep -q "per-kernel replays    clean: no capping or throttling in 79 windows; SM clock median 1980 MHz (1965-1980)" "$dir/thr.txt" &&
