@@ -7,10 +7,10 @@
 
 #include "kj_cli.h"
 #include "kj_error.h"
+#include "kj_predict_against.h"
 #include "kj_predict_out.h"
 #include "kj_predict_step.h"
 #include "kj_sweep.h"
-#include "cmd_predict_run.h"
 
 static void usage(FILE *f)
 {

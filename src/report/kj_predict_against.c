@@ -1,7 +1,7 @@
 /* kjoule predict --model MODEL.yml --run RUN.kjdb: the operator sum against the step a traced run
  * measured (kjoule compare's iterations), in time and energy, and per kernel tier what the sum
  * holds against what the run's kernels took, so what the operators miss can be named. */
-#include "cmd_predict_run.h"
+#include "kj_predict_against.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
-/* kjoule predict --model ... --run RUN.kjdb: the operator sum against a traced step. */
-#ifndef CMD_PREDICT_RUN_H
-#define CMD_PREDICT_RUN_H
+/* kjoule predict --model ... --run RUN.kjdb (docs/sweep.md, "kjoule predict"): a model's step, the
+ * operator sum kj_predict_step() computed, against the step kjoule compare measures in a traced
+ * run, as one JSON object and as text. */
+#ifndef KJ_PREDICT_AGAINST_H
+#define KJ_PREDICT_AGAINST_H
 
 #include <jansson.h>
 #include <stdio.h>
