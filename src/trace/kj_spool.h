@@ -356,6 +356,9 @@ struct kj_rec_dropped {
  *   code 0                 siginfo's si_code (<= 0: sent by a process, > 0: by the kernel)
  *   pid 1234               the sender's pid (si_pid) when a process sent it, else 0
  *   t_ns 123               CLOCK_MONOTONIC when it arrived
+ *   info 1                 1: the handler got the signal's siginfo; 0: it was called without it (a
+ *                          handler installed later relayed the signal as a plain handler): code
+ *                          and pid are then 0 and say nothing (absent in older records)
  *   arg0 /usr/bin/python3  the sender's first three command-line words as /proc/PID/cmdline held
  *   arg1 /usr/bin/torchrun them when the signal arrived (absent when unreadable; control
  *   arg2 --nproc-per-node  characters replaced by '?', each cut at KJ_SIGNAL_ARG_MAX bytes)

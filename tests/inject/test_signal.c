@@ -88,6 +88,7 @@ static void dfl_term_recorded(void **state)
 	assert_non_null(strstr(rec, want));
 	assert_non_null(strstr(rec, "\nt_ns "));
 	assert_non_null(strstr(rec, "\narg0 ")); /* this test program, the sender */
+	assert_non_null(strstr(rec, "\ninfo 1\n"));
 	assert_non_null(strstr(rec, "test_signal"));
 }
 
@@ -181,6 +182,49 @@ static void chained_plain(void **state)
 	assert_false(read_record(pid, rec, sizeof(rec)));
 }
 
+/* A handler installed after kjoule's that relays to it as a plain handler (the signal alone, no
+ * siginfo): the record says so (info 0, no sender) instead of reading details that are not there,
+ * and the signal still ends the child as its default would. */
+static struct sigaction relayed;
+static void relay_plain(int sig)
+{
+	relayed.sa_sigaction(sig, NULL, NULL);
+}
+
+static void relay_without_info(void **state)
+{
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		close(ready[0]);
+		kj_signal_watch(dir);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = relay_plain;
+		sigaction(SIGTERM, &sa, &relayed);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 100; i++)
+			usleep(20000);
+		_exit(4);
+	}
+	close(ready[1]);
+	char c, rec[2048];
+	int st;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_non_null(strstr(rec, "\ninfo 0\n"));
+	assert_non_null(strstr(rec, "\npid 0\n"));
+	assert_non_null(strstr(rec, "\ncode 0\n"));
+}
+
 static void ignore_hup(void)
 {
 	signal(SIGHUP, SIG_IGN);
@@ -267,6 +311,7 @@ int main(void)
 		cmocka_unit_test(watch_twice),
 		cmocka_unit_test(chained_siginfo),
 		cmocka_unit_test(chained_plain),
+		cmocka_unit_test(relay_without_info),
 		cmocka_unit_test(ignored_left_alone),
 		cmocka_unit_test(fault_recorded),
 		cmocka_unit_test(forked_child_records_nothing),

@@ -162,13 +162,14 @@ static void test_crashes(void **state)
 	(void)state;
 	char t[300];
 	mk("crash");
-	for (int pid = 31; pid <= 35; pid++)
+	for (int pid = 31; pid <= 36; pid++)
 		write_spool("crash", pid, py, sizeof(py), 0);
 	write_record("crash", 31, KJ_SIGNAL_HEADER "\nsignal 11\ncode 1\npid 0\nt_ns 9\n");
 	write_record("crash", 32, KJ_SIGNAL_HEADER "\nsignal 6\ncode -6\npid 32\nt_ns 9\n");
 	write_record("crash", 33, KJ_SIGNAL_HEADER "\nsignal 7\ncode 2\npid 0\n");
 	write_record("crash", 34, KJ_SIGNAL_HEADER "\nsignal 15\ncode -6\npid 34\nfuture_key x y\n");
 	write_record("crash", 35, KJ_SIGNAL_HEADER "\nsignal 2\ncode 128\npid 0\n");
+	write_record("crash", 36, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 0\nt_ns 9\ninfo 0\n");
 	sqlite3 *db = ingest_dir("crash");
 	assert_string_equal(ended(db, 31, t, sizeof(t), NULL), "ended by SIGSEGV (a crash: address fault)");
 	assert_string_equal(ended(db, 32, t, sizeof(t), NULL),
@@ -176,6 +177,9 @@ static void test_crashes(void **state)
 	assert_non_null(strstr(ended(db, 33, t, sizeof(t), NULL), "ended by SIGBUS (a crash: bus error"));
 	assert_string_equal(ended(db, 34, t, sizeof(t), NULL), "ended by SIGTERM (raised by the process itself)");
 	assert_string_equal(ended(db, 35, t, sizeof(t), NULL), "ended by SIGINT (sent by the kernel: Ctrl-C at its terminal)");
+	assert_string_equal(ended(db, 36, t, sizeof(t), NULL),
+			    "ended by SIGTERM (who sent it is not known: it reached kjoule's handler through a handler"
+			    " installed after kjoule's, which did not pass on the signal's details)");
 	kj_db_close(db);
 }
 

@@ -110,17 +110,21 @@ static void write_record(int sig, const siginfo_t *si)
 	char buf[1024 + 3 * KJ_SIGNAL_ARG_MAX];
 	size_t n = 0, cap = sizeof(buf);
 	struct timespec ts;
+	/* the signal's details, where they came with it: a handler installed after ours that calls
+	 * ours as a plain handler (sig alone) hands over no siginfo, or one of another signal */
+	int info = si && si->si_signo == sig;
 	/* si_pid is meaningful only for a signal a process sent (kill, sigqueue, tgkill); for a
 	 * fault the union holds the address there instead */
-	int from_process = si && (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL);
+	int from_process = info && (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL);
 	pid_t sender = from_process ? si->si_pid : 0;
 	put_str(buf, &n, cap, KJ_SIGNAL_HEADER, 64);
 	put_nl(buf, &n, cap);
 	put_line(buf, &n, cap, "signal", sig);
-	put_line(buf, &n, cap, "code", si ? si->si_code : 0);
+	put_line(buf, &n, cap, "code", info ? si->si_code : 0);
 	put_line(buf, &n, cap, "pid", sender);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	put_line(buf, &n, cap, "t_ns", (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	put_line(buf, &n, cap, "info", info);
 	if (sender > 0 && sender != owner)
 		put_sender_args(buf, &n, cap, sender);
 	int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
