@@ -287,6 +287,22 @@ int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt)
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
 }
 
+int kj_db_col_has_i64(sqlite3_stmt *st, int i, int64_t *out)
+{
+	*out = sqlite3_column_int64(st, i);
+	return sqlite3_column_type(st, i) != SQLITE_NULL;
+}
+
+int kj_db_walk_end(sqlite3 *db, sqlite3_stmt *st, int rc, const char *what)
+{
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		kj_errorf("database: reading %s: %s", what, sqlite3_errmsg(db));
+		return KJ_EDB;
+	}
+	return 0;
+}
+
 int kj_db_realtime_offset(sqlite3 *db, int64_t *offset_ns)
 {
 	sqlite3_stmt *st = NULL;

@@ -59,6 +59,12 @@ int kj_db_has_snapshot(sqlite3 *db);
 int64_t kj_db_one_i64(sqlite3 *db, const char *sql, int64_t arg, int64_t dflt);
 /** @brief Column i of the current row as an integer, or dflt when it is NULL. */
 int64_t kj_db_col_i64(sqlite3_stmt *st, int i, int64_t dflt);
+/** @brief Column i of the current row into *out (0 where NULL, as sqlite3_column_int64 gives);
+ *  returns 1 when it holds a value, 0 when it is NULL. */
+int kj_db_col_has_i64(sqlite3_stmt *st, int i, int64_t *out);
+/** @brief The end of a walk over st's rows: finalizes st; rc, the last sqlite3_step's result,
+ *  other than SQLITE_DONE prints "database: reading WHAT: <error>" and returns KJ_EDB; else 0. */
+int kj_db_walk_end(sqlite3 *db, sqlite3_stmt *st, int rc, const char *what);
 /**
  * @brief What a run holds of the columns and tables added after the first schema, read once when
  *        it was opened. A run opened for writing has been migrated to KJ_SCHEMA_VERSION, so every

@@ -45,8 +45,7 @@ int kj_store_a2_launches_each(sqlite3 *db, int64_t pid, int (*fn)(void *ud, cons
 		l.registers = kj_db_col_i64(st, 13, -1);
 		l.shmem_executed = kj_db_col_i64(st, 17, -1);
 		l.carveout = kj_db_col_i64(st, 18, -1);
-		l.has_launch_type = sqlite3_column_type(st, 19) != SQLITE_NULL;
-		l.launch_type = sqlite3_column_int64(st, 19);
+		l.has_launch_type = kj_db_col_has_i64(st, 19, &l.launch_type);
 		rc = fn(ud, &l);
 	}
 	if (!rc && step != SQLITE_DONE) {

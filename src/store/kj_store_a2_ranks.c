@@ -46,8 +46,7 @@ int kj_store_a2_rank_acts_each(sqlite3 *db, int64_t pid, int (*fn)(void *ud, con
 		a.has_times = sqlite3_column_type(st, 0) != SQLITE_NULL && sqlite3_column_type(st, 1) != SQLITE_NULL;
 		a.start_ns = sqlite3_column_int64(st, 0);
 		a.end_ns = sqlite3_column_int64(st, 1);
-		a.has_launch = sqlite3_column_type(st, 2) != SQLITE_NULL;
-		a.launch_ns = sqlite3_column_int64(st, 2);
+		a.has_launch = kj_db_col_has_i64(st, 2, &a.launch_ns);
 		a.name_id = kj_db_col_i64(st, 3, -1);
 		a.unique_id = kj_db_col_i64(st, 4, -1);
 		a.kind = sqlite3_column_int(st, 5);

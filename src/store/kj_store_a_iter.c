@@ -65,12 +65,7 @@ int kj_store_a_top_ranges_each(sqlite3 *db, int64_t pid,
 			return stop;
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading NVTX ranges: %s", sqlite3_errmsg(db));
-		return KJ_EDB;
-	}
-	return 0;
+	return kj_db_walk_end(db, st, rc, "NVTX ranges");
 }
 
 int kj_store_a_range_present(sqlite3 *db, const char *name, int64_t pid)
@@ -109,12 +104,7 @@ int kj_store_a_region_ranges_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 			return stop;
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading NVTX ranges: %s", sqlite3_errmsg(db));
-		return KJ_EDB;
-	}
-	return 0;
+	return kj_db_walk_end(db, st, rc, "NVTX ranges");
 }
 
 int kj_store_a_captured_each(sqlite3 *db, int (*fn)(void *ud, const struct kj_store_a_captured *k), void *ud)

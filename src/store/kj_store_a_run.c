@@ -50,12 +50,7 @@ int kj_store_a_activity_each(sqlite3 *db, int (*fn)(void *ud, const struct kj_st
 			return stop;
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading GPU activity: %s", sqlite3_errmsg(db));
-		return KJ_EDB;
-	}
-	return 0;
+	return kj_db_walk_end(db, st, rc, "GPU activity");
 }
 
 int kj_store_a_run_extent(sqlite3 *db, int64_t *t0_ns, int64_t *t1_ns)
@@ -134,12 +129,7 @@ int kj_store_a_ranges_named_each(sqlite3 *db, const char *name,
 			return stop;
 		}
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		kj_errorf("database: reading NVTX ranges: %s", sqlite3_errmsg(db));
-		return KJ_EDB;
-	}
-	return 0;
+	return kj_db_walk_end(db, st, rc, "NVTX ranges");
 }
 
 int kj_store_a_graph_launches_each(sqlite3 *db, int (*fn)(void *ud, int64_t start_ns, int64_t pid), void *ud)

@@ -279,14 +279,10 @@ int kj_store_e_power_counters(sqlite3 *db, int64_t lo_ns, int64_t hi_ns,
 		struct kj_store_power_counter r;
 		r.device_id = sqlite3_column_int64(st, 0);
 		r.t_ns = sqlite3_column_int64(st, 1);
-		r.has_power = sqlite3_column_type(st, 2) != SQLITE_NULL;
-		r.power_mw = sqlite3_column_int64(st, 2);
-		r.has_energy = sqlite3_column_type(st, 3) != SQLITE_NULL;
-		r.energy_mj = sqlite3_column_int64(st, 3);
-		r.has_sm_clock = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		r.sm_clock_mhz = sqlite3_column_int64(st, 4);
-		r.has_mem_clock = sqlite3_column_type(st, 5) != SQLITE_NULL;
-		r.mem_clock_mhz = sqlite3_column_int64(st, 5);
+		r.has_power = kj_db_col_has_i64(st, 2, &r.power_mw);
+		r.has_energy = kj_db_col_has_i64(st, 3, &r.energy_mj);
+		r.has_sm_clock = kj_db_col_has_i64(st, 4, &r.sm_clock_mhz);
+		r.has_mem_clock = kj_db_col_has_i64(st, 5, &r.mem_clock_mhz);
 		int x = fn(ctx, &r);
 		if (x) {
 			sqlite3_finalize(st);

@@ -37,14 +37,10 @@ int kj_store_e_api_calls_in(sqlite3 *db, int64_t lo_ns, int64_t hi_ns,
 		r.tid = sqlite3_column_int64(st, 1);
 		r.name = (const char *)sqlite3_column_text(st, 2);
 		r.start_ns = sqlite3_column_int64(st, 3);
-		r.has_end = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		r.end_ns = sqlite3_column_int64(st, 4);
-		r.has_correlation = sqlite3_column_type(st, 5) != SQLITE_NULL;
-		r.correlation_id = sqlite3_column_int64(st, 5);
-		r.has_bytes = sqlite3_column_type(st, 6) != SQLITE_NULL;
-		r.bytes = sqlite3_column_int64(st, 6);
-		r.has_stream = sqlite3_column_type(st, 7) != SQLITE_NULL;
-		r.stream_id = sqlite3_column_int64(st, 7);
+		r.has_end = kj_db_col_has_i64(st, 4, &r.end_ns);
+		r.has_correlation = kj_db_col_has_i64(st, 5, &r.correlation_id);
+		r.has_bytes = kj_db_col_has_i64(st, 6, &r.bytes);
+		r.has_stream = kj_db_col_has_i64(st, 7, &r.stream_id);
 		int x = fn(ctx, &r);
 		if (x) {
 			sqlite3_finalize(st);
@@ -105,8 +101,7 @@ int kj_store_e_graph_calls_in(sqlite3 *db, int64_t lo_ns, int64_t hi_ns,
 		r.start_ns = sqlite3_column_int64(st, 3);
 		r.end_ns = sqlite3_column_int64(st, 4);
 		r.correlation_id = sqlite3_column_int64(st, 5);
-		r.has_graph_exec = sqlite3_column_type(st, 6) != SQLITE_NULL;
-		r.graph_exec_id = sqlite3_column_int64(st, 6);
+		r.has_graph_exec = kj_db_col_has_i64(st, 6, &r.graph_exec_id);
 		int x = fn(ctx, &r);
 		if (x) {
 			sqlite3_finalize(st);
@@ -134,8 +129,7 @@ int kj_store_e_nvtx_in(sqlite3 *db, int64_t lo_ns, int64_t hi_ns,
 		r.tid = sqlite3_column_int64(st, 1);
 		r.name = (const char *)sqlite3_column_text(st, 2);
 		r.start_ns = sqlite3_column_int64(st, 3);
-		r.has_end = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		r.end_ns = sqlite3_column_int64(st, 4);
+		r.has_end = kj_db_col_has_i64(st, 4, &r.end_ns);
 		r.depth = sqlite3_column_int64(st, 5);
 		int x = fn(ctx, &r);
 		if (x) {
@@ -200,21 +194,17 @@ int kj_store_e_gpu_work_in(sqlite3 *db, int64_t lo_ns, int64_t hi_ns,
 		r.pid = sqlite3_column_int64(st, 1);
 		r.device_id = sqlite3_column_int64(st, 2);
 		r.stream_id = sqlite3_column_int64(st, 3);
-		r.has_correlation = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		r.correlation_id = sqlite3_column_int64(st, 4);
+		r.has_correlation = kj_db_col_has_i64(st, 4, &r.correlation_id);
 		r.start_ns = sqlite3_column_int64(st, 5);
 		r.end_ns = sqlite3_column_int64(st, 6);
-		r.has_name_id = sqlite3_column_type(st, 7) != SQLITE_NULL;
-		r.name_id = sqlite3_column_int64(st, 7);
-		r.has_unique_id = sqlite3_column_type(st, 8) != SQLITE_NULL;
-		r.unique_id = sqlite3_column_int64(st, 8);
+		r.has_name_id = kj_db_col_has_i64(st, 7, &r.name_id);
+		r.has_unique_id = kj_db_col_has_i64(st, 8, &r.unique_id);
 		r.has_grid = sqlite3_column_type(st, 9) != SQLITE_NULL;
 		for (int k = 0; k < 3; k++) {
 			r.grid[k] = sqlite3_column_int64(st, 9 + k);
 			r.block[k] = sqlite3_column_int64(st, 12 + k);
 		}
-		r.has_bytes = sqlite3_column_type(st, 15) != SQLITE_NULL;
-		r.bytes = sqlite3_column_int64(st, 15);
+		r.has_bytes = kj_db_col_has_i64(st, 15, &r.bytes);
 		r.kind = (const char *)sqlite3_column_text(st, 16);
 		int x = fn(ctx, &r);
 		if (x) {

@@ -113,14 +113,10 @@ int kj_store_e_events(sqlite3 *db, int (*fn)(void *ctx, const struct kj_store_ev
 		struct kj_store_event e;
 		e.type = (const char *)sqlite3_column_text(st, 0);
 		e.name = (const char *)sqlite3_column_text(st, 1);
-		e.has_start = sqlite3_column_type(st, 2) != SQLITE_NULL;
-		e.start_ns = sqlite3_column_int64(st, 2);
-		e.has_end = sqlite3_column_type(st, 3) != SQLITE_NULL;
-		e.end_ns = sqlite3_column_int64(st, 3);
-		e.has_bytes = sqlite3_column_type(st, 4) != SQLITE_NULL;
-		e.bytes = sqlite3_column_int64(st, 4);
-		e.has_stream = sqlite3_column_type(st, 5) != SQLITE_NULL;
-		e.stream_id = sqlite3_column_int64(st, 5);
+		e.has_start = kj_db_col_has_i64(st, 2, &e.start_ns);
+		e.has_end = kj_db_col_has_i64(st, 3, &e.end_ns);
+		e.has_bytes = kj_db_col_has_i64(st, 4, &e.bytes);
+		e.has_stream = kj_db_col_has_i64(st, 5, &e.stream_id);
 		int x = fn(ctx, &e);
 		if (x) {
 			sqlite3_finalize(st);
