@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# On a GPU machine with two GPUs: the energy fidelity bench for the programs named, on GPU 0 and
-# GPU 1 at once (each program and its replays on one GPU), so each program's error is measured on
-# two cards of the same kind. Results: $OUT/energy_fidelity_${EF_TAG}_gpu0.json and _gpu1.json.
+# On a GPU machine with several GPUs: the energy fidelity bench for the programs named, on each GPU
+# of EF_GPUS (default "0 1") at once (each program and its replays on one GPU), so each program's
+# error is measured on cards of the same kind. Results: $OUT/energy_fidelity_${EF_TAG}_gpuN.json.
 #   EF_TAG=a bash scripts/gpu/energy_two_cards.sh PROGRAM ...
+#   EF_GPUS="2 3" EF_TAG=b bash scripts/gpu/energy_two_cards.sh PROGRAM ...   (a second pair at once)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 tag=${EF_TAG:-two}
+gpus=${EF_GPUS:-0 1}
+first=${gpus%% *}
 nvidia-smi --query-gpu=index,name,serial,power.draw,temperature.gpu,clocks.sm --format=csv
-CUDA_VISIBLE_DEVICES=0 EF_TAG=${tag}_gpu0 bash bench/energy_fidelity/device_run.sh "$@" > "${OUT:-/tmp}/ef_${tag}_gpu0.txt" 2>&1 &
-p0=$!
-# EF_ENV1="NAME=VALUE ...": extra environment for GPU 1's side only (a study of one setting)
-CUDA_VISIBLE_DEVICES=1 EF_TAG=${tag}_gpu1 env ${EF_ENV1:-} bash bench/energy_fidelity/device_run.sh "$@" > "${OUT:-/tmp}/ef_${tag}_gpu1.txt" 2>&1 &
-p1=$!
-wait $p0; r0=$?
-wait $p1; r1=$?
-for g in 0 1; do echo "== GPU $g"; tail -n 14 "${OUT:-/tmp}/ef_${tag}_gpu$g.txt"; done
-echo "rc gpu0=$r0 gpu1=$r1"
+pids=()
+for g in $gpus; do
+	extra=
+	# EF_ENV1="NAME=VALUE ...": extra environment for the second GPU of the list only (a study of one setting)
+	[ "$g" != "$first" ] && extra=${EF_ENV1:-}
+	CUDA_VISIBLE_DEVICES=$g EF_TAG=${tag}_gpu$g env $extra bash bench/energy_fidelity/device_run.sh "$@" \
+		> "${OUT:-/tmp}/ef_${tag}_gpu$g.txt" 2>&1 &
+	pids+=($!)
+done
+i=0 rcs=
+for g in $gpus; do
+	wait "${pids[$i]}"; rcs="$rcs gpu$g=$?"; i=$((i + 1))
+done
+for g in $gpus; do echo "== GPU $g"; tail -n 14 "${OUT:-/tmp}/ef_${tag}_gpu$g.txt"; done
+echo "rc$rcs"

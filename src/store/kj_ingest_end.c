@@ -19,6 +19,7 @@ struct sigrec {
 	int64_t sig, code, pid, t_ns; /* t_ns -1: not recorded */
 	int64_t info; /* 1 the signal's details reached the handler, 0 not, -1 not recorded (older) */
 	char arg[3][KJ_SIGNAL_ARG_MAX + 1];
+	char via[256]; /* the file of the handler that relayed it without its details; "" unknown */
 };
 
 static const struct {
@@ -86,6 +87,8 @@ static int sigrec_read(const char *path, struct sigrec *r, char *why, size_t len
 			num = &r->t_ns, lo = 0;
 		else if (!strcmp(l, "info"))
 			num = &r->info, lo = 0, hi = 1;
+		else if (!strcmp(l, "via"))
+			snprintf(r->via, sizeof(r->via), "%s", v);
 		else if (!strncmp(l, "arg", 3) && l[3] >= '0' && l[3] <= '2' && !l[4])
 			snprintf(r->arg[l[3] - '0'], sizeof(r->arg[0]), "%s", v);
 		/* other keys: a newer injection library's, skipped */
@@ -168,7 +171,8 @@ static void describe(const struct sigrec *r, int64_t victim, const char *sender,
 	const char *name = sig_name(r->sig, nb, sizeof(nb));
 	if (r->info == 0)
 		snprintf(out, len, "ended by %s (who sent it is not known: it reached kjoule's handler through a"
-			 " handler installed after kjoule's, which did not pass on the signal's details)", name);
+			 " handler installed after kjoule's%s%s, which did not pass on the signal's details)", name,
+			 r->via[0] ? ", in " : "", base_of(r->via));
 	else if (r->code <= 0 && r->pid > 0 && r->pid != victim)
 		snprintf(out, len, "ended by %s from pid %lld%s%s%s", name, (long long)r->pid,
 			 sender[0] ? " (" : "", sender, sender[0] ? ")" : "");

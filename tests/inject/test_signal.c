@@ -223,6 +223,13 @@ static void relay_without_info(void **state)
 	assert_non_null(strstr(rec, "\ninfo 0\n"));
 	assert_non_null(strstr(rec, "\npid 0\n"));
 	assert_non_null(strstr(rec, "\ncode 0\n"));
+	/* and names the file the relaying handler lives in: this test's executable */
+	char exe[1024], want[1100];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = 0;
+	snprintf(want, sizeof(want), "\nvia %s\n", exe);
+	assert_non_null(strstr(rec, want));
 }
 
 static void ignore_hup(void)

@@ -162,7 +162,7 @@ static void test_crashes(void **state)
 	(void)state;
 	char t[300];
 	mk("crash");
-	for (int pid = 31; pid <= 36; pid++)
+	for (int pid = 31; pid <= 37; pid++)
 		write_spool("crash", pid, py, sizeof(py), 0);
 	write_record("crash", 31, KJ_SIGNAL_HEADER "\nsignal 11\ncode 1\npid 0\nt_ns 9\n");
 	write_record("crash", 32, KJ_SIGNAL_HEADER "\nsignal 6\ncode -6\npid 32\nt_ns 9\n");
@@ -170,6 +170,7 @@ static void test_crashes(void **state)
 	write_record("crash", 34, KJ_SIGNAL_HEADER "\nsignal 15\ncode -6\npid 34\nfuture_key x y\n");
 	write_record("crash", 35, KJ_SIGNAL_HEADER "\nsignal 2\ncode 128\npid 0\n");
 	write_record("crash", 36, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 0\nt_ns 9\ninfo 0\n");
+	write_record("crash", 37, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 0\ninfo 0\nvia /usr/lib/x86_64-linux-gnu/libcuda.so.1\n");
 	sqlite3 *db = ingest_dir("crash");
 	assert_string_equal(ended(db, 31, t, sizeof(t), NULL), "ended by SIGSEGV (a crash: address fault)");
 	assert_string_equal(ended(db, 32, t, sizeof(t), NULL),
@@ -180,6 +181,9 @@ static void test_crashes(void **state)
 	assert_string_equal(ended(db, 36, t, sizeof(t), NULL),
 			    "ended by SIGTERM (who sent it is not known: it reached kjoule's handler through a handler"
 			    " installed after kjoule's, which did not pass on the signal's details)");
+	assert_string_equal(ended(db, 37, t, sizeof(t), NULL),
+			    "ended by SIGTERM (who sent it is not known: it reached kjoule's handler through a handler"
+			    " installed after kjoule's, in libcuda.so.1, which did not pass on the signal's details)");
 	kj_db_close(db);
 }
 

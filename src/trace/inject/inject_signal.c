@@ -12,6 +12,8 @@
  *    with its mask and flags, so the signal is blocked and restarts calls as it asked.
  *  - ignored (SIG_IGN): left alone, no handler of ours.
  * A handler the program installs later replaces ours: that signal is then the program's business.
+ * When a handler installed after ours relays the signal without its details, the record names the
+ * file that handler lives in ("via", from /proc/self/maps).
  * The handler uses async-signal-safe calls only (open, read, write, close, rename, getpid,
  * clock_gettime, sigaction, raise): no stdio, no malloc, no locks. The spool's buffered records
  * are not written out (that needs locks): up to its last 100 ms are lost, as with SIGKILL.
@@ -104,6 +106,52 @@ static void put_sender_args(char *buf, size_t *n, size_t cap, pid_t pid)
 	}
 }
 
+/* The file mapped at addr in this process (/proc/self/maps, read with read(2) alone): copied to
+ * out (cap bytes, "" when not found or unreadable). */
+static void mapped_file_of(uintptr_t addr, char *out, size_t cap)
+{
+	char buf[4096 + 512];
+	size_t have = 0;
+	out[0] = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = 0;
+			uintptr_t lo = 0, hi = 0;
+			char *c = line;
+			for (; *c && *c != '-'; c++)
+				lo = lo * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+			for (c += *c == '-'; *c && *c != ' '; c++)
+				hi = hi * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+			if (addr >= lo && addr < hi) {
+				const char *path = strchr(line, '/');
+				size_t n = 0;
+				if (path)
+					put_str(out, &n, cap - 1, path, cap - 1);
+				out[n] = 0;
+				close(fd);
+				return;
+			}
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have >= sizeof(buf) - 1) /* a line longer than the buffer: drop it */
+			have = 0;
+	}
+	close(fd);
+}
+
 /* The signal record of sig into tmp_path, renamed to rec_path when whole. */
 static void write_record(int sig, const siginfo_t *si)
 {
@@ -127,6 +175,19 @@ static void write_record(int sig, const siginfo_t *si)
 	put_line(buf, &n, cap, "info", info);
 	if (sender > 0 && sender != owner)
 		put_sender_args(buf, &n, cap, sender);
+	if (!info) { /* who relayed it: the file of the handler now installed for sig */
+		struct sigaction cur;
+		char file[512];
+		if (sigaction(sig, NULL, &cur) == 0) {
+			uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
+			mapped_file_of(h, file, sizeof(file));
+			if (file[0]) {
+				put_str(buf, &n, cap, "via ", 4);
+				put_str(buf, &n, cap, file, sizeof(file));
+				put_nl(buf, &n, cap);
+			}
+		}
+	}
 	int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
