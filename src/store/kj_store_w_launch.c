@@ -151,7 +151,7 @@ int kj_store_live_allocations(sqlite3 *db, int64_t pid, int64_t at_ns, kj_store_
 	if (kj_db_prepare(db,
 			  "SELECT id, address, bytes FROM allocation WHERE (?1 < 0 OR pid = ?1)"
 			  " AND address > 0 AND bytes > 0"
-			  " AND (?2 < 0 OR alloc_ns IS NULL OR alloc_ns <= ?2)"
+			  " AND (?2 < 0 OR alloc_ns IS NULL OR alloc_ns <= ?2 OR kind = 'graph')"
 			  " AND (?2 < 0 OR free_ns IS NULL OR free_ns > ?2)"
 			  " ORDER BY alloc_ns, id", &st))
 		return KJ_EDB;

@@ -43,7 +43,9 @@ void kj_store_launch_free(struct kj_store_launch *l);
 typedef int (*kj_store_alloc_fn)(int64_t id, uint64_t address, uint64_t bytes, void *ud);
 
 /** @brief The allocations of process pid (< 0: any) live at at_ns (< 0: all), with an address and
- *  bytes above 0, by allocation time then id.
+ *  bytes above 0, by allocation time then id. A graph memory node's allocation (kind 'graph') is
+ *  live at any time before its free: it is recorded when its graph is launched, after the
+ *  capture-time launches of the kernels that use it.
  *  @return 0, fn's non-zero return, or KJ_EDB (SQLite's message printed; sqlite3_errmsg(db)). */
 int kj_store_live_allocations(sqlite3 *db, int64_t pid, int64_t at_ns, kj_store_alloc_fn fn, void *ud);
 

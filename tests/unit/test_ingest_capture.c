@@ -70,33 +70,39 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 }
 
 #define MS 1000000LL
-/* Instance i of "step" runs from i*100 ms to i*100+80 ms. */
-static struct buf capture_spool(int64_t pid, int close_kind)
+/* Instance i of "step" runs from i*100 to i*100+80 units (ms; µs for steps shorter than the
+ * 1 ms a marker may be off its mark). */
+static struct buf capture_spool_in(int64_t pid, int close_kind, int64_t unit)
 {
 	struct buf b = {NULL, 0};
 	put_start(&b, pid);
 	put_string(&b, 1, "step");
 	for (uint32_t i = 0; i < 2; i++)
-		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
-	put_window(&b, 200 * MS, KJ_WINDOW_OPEN, 2);
+		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 0, 1);
+	put_window(&b, 200 * unit, KJ_WINDOW_OPEN, 2);
 	/* instance 2's start marker came, its end marker did not; instance 3 has both; 4 none */
-	put_marker(&b, 7, 2, 1, 200 * MS + 3000);
-	put_marker(&b, 8, 2, 1, 300 * MS + 2000);
-	put_marker(&b, 8, 4, 0, 380 * MS - 1000);
+	put_marker(&b, 7, 2, 1, 200 * unit + 3000);
+	put_marker(&b, 8, 2, 1, 300 * unit + 2000);
+	put_marker(&b, 8, 4, 0, 380 * unit - 1000);
 	for (uint32_t i = 2; i < 5; i++) {
 		if (i == 4 && close_kind != KJ_WINDOW_CLOSE) {
 			if (close_kind == KJ_WINDOW_AT_EXIT) {
-				put_mark(&b, 4, 400 * MS, 0, 1, 1); /* still open at exit */
-				put_window(&b, 450 * MS, KJ_WINDOW_AT_EXIT, 4);
+				put_mark(&b, 4, 400 * unit, 0, 1, 1); /* still open at exit */
+				put_window(&b, 450 * unit, KJ_WINDOW_AT_EXIT, 4);
 			}
 			return b; /* 0: killed inside the window */
 		}
-		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 1, 1);
+		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 1, 1);
 	}
-	put_window(&b, 480 * MS, KJ_WINDOW_CLOSE, 4);
+	put_window(&b, 480 * unit, KJ_WINDOW_CLOSE, 4);
 	for (uint32_t i = 5; i < 8; i++)
-		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
+		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 0, 1);
 	return b;
+}
+
+static struct buf capture_spool(int64_t pid, int close_kind)
+{
+	return capture_spool_in(pid, close_kind, MS);
 }
 
 static sqlite3 *ingest(struct buf *b, const char *name, const char *spec, struct kj_capture_summary *sum)
@@ -193,6 +199,23 @@ static void test_captured(void **state)
 	kj_db_close(db);
 }
 
+/* Steps of 80 µs, 100 µs apart: a marker-made range belongs to the mark it starts at, not to the
+ * mark before (its start lies within 1 ms of both): still three ranges, each ended. */
+static void test_captured_short_steps(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	struct buf b = capture_spool_in(501, KJ_WINDOW_CLOSE, 1000);
+	sqlite3 *db = ingest(&b, "short", "step@2:3", &sum);
+	assert_int_equal(sum.captured, 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step'"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NULL"), 0);
+	/* one range at each captured mark */
+	assert_int_equal(q1(db, "SELECT count(DISTINCT m.instance) FROM nvtx_range r, iteration_mark m WHERE"
+				" m.captured = 1 AND r.name = 'step' AND abs(r.start_ns - m.start_ns) < 5000"), 3);
+	kj_db_close(db);
+}
+
 static void test_killed_inside(void **state)
 {
 	(void)state;
@@ -275,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_captured),
+		cmocka_unit_test(test_captured_short_steps),
 		cmocka_unit_test(test_killed_inside),
 		cmocka_unit_test(test_open_at_exit),
 		cmocka_unit_test(test_profiler_start_without_stop),

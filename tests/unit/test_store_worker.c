@@ -34,9 +34,10 @@ static sqlite3 *make_run(const char *name)
 		 " stream_id, launch_ns, iteration, layout, params) VALUES"
 		 " (100, 10, 7, 55, 0, 16, NULL, 2, 1000, NULL, NULL, x'0102030405060708'),"
 		 " (101, 10, 7, 56, 1, 1, 64, 2, 2000, 1, NULL, x'01')");
-	exec(db, "INSERT INTO allocation(id, pid, address, bytes, alloc_ns, free_ns) VALUES"
-		 " (1, 7, 4096, 256, 10, NULL), (2, 7, 8192, 64, 5, 1200), (3, 7, 0, 99, 1, NULL),"
-		 " (4, 8, 16384, 64, 1, NULL), (5, 7, 32768, 64, 1500, NULL)");
+	exec(db, "INSERT INTO allocation(id, pid, address, bytes, alloc_ns, free_ns, kind) VALUES"
+		 " (1, 7, 4096, 256, 10, NULL, 'device'), (2, 7, 8192, 64, 5, 1200, 'device'), (3, 7, 0, 99, 1, NULL, 'device'),"
+		 " (4, 8, 16384, 64, 1, NULL, 'device'), (5, 7, 32768, 64, 1500, NULL, 'device'),"
+		 " (6, 7, 65536, 128, 1800, NULL, 'graph')");
 	exec(db, "INSERT INTO module(hash, format, bytes, codec, data) VALUES('aa', 'cubin', 4, NULL, x'11223344'),"
 		 " ('bb', 'cubin', 2, NULL, x'5566'), ('cc', 'cubin', 1, NULL, NULL)");
 	exec(db, "INSERT INTO module_function(hash, mangled) VALUES('aa', '_Z1kv'), ('bb', '_Z1kv'), ('cc', '_Z1kv')");
@@ -92,17 +93,19 @@ static int add_alloc(int64_t id, uint64_t address, uint64_t bytes, void *ud)
 	return 0;
 }
 
-/* The allocations live at the launch, of its process, none at address 0; by allocation time. */
+/* The allocations live at the launch, of its process, none at address 0; by allocation time. A
+ * graph memory node's allocation is live for the graph's life: recorded when the graph was
+ * launched, after its kernels' capture-time launches, it counts at any time. */
 static void test_live_allocations(void **state)
 {
 	(void)state;
 	sqlite3 *db = make_run("alloc.kjdb");
 	char s[256] = "";
 	assert_int_equal(kj_store_live_allocations(db, 7, 1000, add_alloc, s), 0);
-	assert_string_equal(s, "2:8192+64 1:4096+256 ");
+	assert_string_equal(s, "2:8192+64 1:4096+256 6:65536+128 ");
 	s[0] = 0;
 	assert_int_equal(kj_store_live_allocations(db, -1, -1, add_alloc, s), 0);
-	assert_string_equal(s, "4:16384+64 2:8192+64 1:4096+256 5:32768+64 ");
+	assert_string_equal(s, "4:16384+64 2:8192+64 1:4096+256 5:32768+64 6:65536+128 ");
 	kj_db_close(db);
 }
 

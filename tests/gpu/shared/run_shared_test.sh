@@ -27,7 +27,9 @@ cmpval() {
 # note FILE: the stand-in's own line (context time, steps, kernels) from its stdout
 note() { sed -n 's/^shared_target: /note target: /p' "$1" >&2; }
 wait_file() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
-procs_flagged() { q "$1" "SELECT count(*) FROM foreign_activity WHERE source = 'process'"; }
+# other processes on the GPU the run used (the watch lists every GPU; another test may be using
+# another GPU of the machine meanwhile)
+procs_flagged() { q "$1" "SELECT count(*) FROM foreign_activity WHERE source = 'process' AND device_id IN (SELECT DISTINCT device_id FROM kernel)"; }
 
 # 1. solo
 "$kj" run -o "$dir/solo.kjdb" -- "$target" 3 >"$dir/solo.out" 2>"$dir/solo.err"
