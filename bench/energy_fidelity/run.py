@@ -44,7 +44,7 @@ PROGRAMS = {
     "resnet_cudnn": ["python3", "examples/resnet_cudnn.py", "--iters", "320"],  # 150: ±1.7 % on saved buffers
     "jax_step": ["python3", "examples/jax_step.py", "--steps", "4500"],  # 3000: ±0.9-1.2 %
     "cuda_heat": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000"],
-    "cuda_heat_graph": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "3000", "--graph"],
+    "cuda_heat_graph": ["{build}/examples/cuda_heat/cuda_heat", "--steps", "6000", "--graph"],  # 3000: ±0.5-1.7 %
     "triton": ["python3", "examples/triton_ops.py", "--iters", "12000"],  # 6000: a 1.2 s loop, ±0.6-1.1 %
 }
 KIND = {"gpt_eager": "eager HF-style transformer", "gpt_graph": "the same in torch.cuda.graph",

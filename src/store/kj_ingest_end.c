@@ -19,7 +19,7 @@ struct sigrec {
 	int64_t sig, code, pid, t_ns; /* t_ns -1: not recorded */
 	int64_t info; /* 1 the signal's details reached the handler, 0 not, -1 not recorded (older) */
 	char arg[3][KJ_SIGNAL_ARG_MAX + 1];
-	char via[256]; /* the file of the handler that relayed it without its details; "" unknown */
+	char via[256]; /* the file of the code that relayed it without its details; "" unknown */
 };
 
 static const struct {
@@ -170,8 +170,8 @@ static void describe(const struct sigrec *r, int64_t victim, const char *sender,
 	char nb[32];
 	const char *name = sig_name(r->sig, nb, sizeof(nb));
 	if (r->info == 0)
-		snprintf(out, len, "ended by %s (who sent it is not known: it reached kjoule's handler through a"
-			 " handler installed after kjoule's%s%s, which did not pass on the signal's details)", name,
+		snprintf(out, len, "ended by %s (who sent it is not known: kjoule's handler was called by a handler"
+			 " installed after it%s%s, which did not pass on the signal's details)", name,
 			 r->via[0] ? ", in " : "", base_of(r->via));
 	else if (r->code <= 0 && r->pid > 0 && r->pid != victim)
 		snprintf(out, len, "ended by %s from pid %lld%s%s%s", name, (long long)r->pid,

@@ -189,6 +189,7 @@ static struct sigaction relayed;
 static void relay_plain(int sig)
 {
 	relayed.sa_sigaction(sig, NULL, NULL);
+	got_plain = sig; /* not a tail call: our handler returns here */
 }
 
 static void relay_without_info(void **state)

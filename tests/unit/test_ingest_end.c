@@ -179,11 +179,11 @@ static void test_crashes(void **state)
 	assert_string_equal(ended(db, 34, t, sizeof(t), NULL), "ended by SIGTERM (raised by the process itself)");
 	assert_string_equal(ended(db, 35, t, sizeof(t), NULL), "ended by SIGINT (sent by the kernel: Ctrl-C at its terminal)");
 	assert_string_equal(ended(db, 36, t, sizeof(t), NULL),
-			    "ended by SIGTERM (who sent it is not known: it reached kjoule's handler through a handler"
-			    " installed after kjoule's, which did not pass on the signal's details)");
+			    "ended by SIGTERM (who sent it is not known: kjoule's handler was called by a handler"
+			    " installed after it, which did not pass on the signal's details)");
 	assert_string_equal(ended(db, 37, t, sizeof(t), NULL),
-			    "ended by SIGTERM (who sent it is not known: it reached kjoule's handler through a handler"
-			    " installed after kjoule's, in libcuda.so.1, which did not pass on the signal's details)");
+			    "ended by SIGTERM (who sent it is not known: kjoule's handler was called by a handler"
+			    " installed after it, in libcuda.so.1, which did not pass on the signal's details)");
 	kj_db_close(db);
 }
 

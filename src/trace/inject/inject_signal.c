@@ -12,8 +12,9 @@
  *    with its mask and flags, so the signal is blocked and restarts calls as it asked.
  *  - ignored (SIG_IGN): left alone, no handler of ours.
  * A handler the program installs later replaces ours: that signal is then the program's business.
- * When a handler installed after ours relays the signal without its details, the record names the
- * file that handler lives in ("via", from /proc/self/maps).
+ * When code other than the kernel calls our handler without the signal's details (a handler
+ * installed after ours that relays it as a plain one), the record names the file that code lives
+ * in ("via": the handler's return address, looked up in /proc/self/maps).
  * The handler uses async-signal-safe calls only (open, read, write, close, rename, getpid,
  * clock_gettime, sigaction, raise): no stdio, no malloc, no locks. The spool's buffered records
  * are not written out (that needs locks): up to its last 100 ms are lost, as with SIGKILL.
@@ -152,8 +153,9 @@ static void mapped_file_of(uintptr_t addr, char *out, size_t cap)
 	close(fd);
 }
 
-/* The signal record of sig into tmp_path, renamed to rec_path when whole. */
-static void write_record(int sig, const siginfo_t *si)
+/* The signal record of sig into tmp_path, renamed to rec_path when whole; caller: the address our
+ * handler returns to (the kernel's signal trampoline, or the code that relayed the signal). */
+static void write_record(int sig, const siginfo_t *si, const void *caller)
 {
 	char buf[1024 + 3 * KJ_SIGNAL_ARG_MAX];
 	size_t n = 0, cap = sizeof(buf);
@@ -175,17 +177,16 @@ static void write_record(int sig, const siginfo_t *si)
 	put_line(buf, &n, cap, "info", info);
 	if (sender > 0 && sender != owner)
 		put_sender_args(buf, &n, cap, sender);
-	if (!info) { /* who relayed it: the file of the handler now installed for sig */
-		struct sigaction cur;
-		char file[512];
-		if (sigaction(sig, NULL, &cur) == 0) {
-			uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
-			mapped_file_of(h, file, sizeof(file));
-			if (file[0]) {
-				put_str(buf, &n, cap, "via ", 4);
-				put_str(buf, &n, cap, file, sizeof(file));
-				put_nl(buf, &n, cap);
-			}
+	if (!info && caller) { /* who relayed it: the file of the code that called our handler */
+		char file[512], libc[512];
+		mapped_file_of((uintptr_t)caller, file, sizeof(file));
+		/* the C library's signal trampoline: the kernel called us (a relay that ended in a tail
+		 * call returns there too), so nobody can be named */
+		mapped_file_of((uintptr_t)&raise, libc, sizeof(libc));
+		if (file[0] && strcmp(file, libc)) {
+			put_str(buf, &n, cap, "via ", 4);
+			put_str(buf, &n, cap, file, sizeof(file));
+			put_nl(buf, &n, cap);
 		}
 	}
 	int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -209,6 +210,7 @@ static void write_record(int sig, const siginfo_t *si)
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	const void *caller = __builtin_return_address(0);
 	int saved = errno;
 	size_t k = 0;
 	while (k < NWATCHED && watched[k] != sig)
@@ -227,7 +229,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	if (getpid() == owner)
-		write_record(sig, si);
+		write_record(sig, si, caller);
 	/* back to the default, then the same signal again: blocked while this handler runs, it is
 	 * delivered (and ends the process) as the handler returns */
 	sigaction(sig, p, NULL);
