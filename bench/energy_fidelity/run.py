@@ -70,7 +70,8 @@ KEEP = ["iterations", "wall_us", "busy_us", "kernels_per_iteration", "explained_
         "energy_predicted_insitu_time_j", "energy_error_insitu_time_pct", "energy_predicted_sequence_j",
         "energy_error_sequence_pct", "energy_sequence_data", "energy_kernels_time_coverage",
         "energy_clock_state", "energy_candidates", "energy_predicted_parts_j", "energy_error_parts_pct",
-        "energy_parts_method", "energy_replay_data", "energy_replay_data_shares", "explained_program_capped"]
+        "energy_parts_method", "energy_replay_data", "energy_replay_data_shares", "explained_program_capped",
+        "explained_fraction_program_clocks", "explained_program_clocks_kernel_share"]
 
 
 def children(pid):

@@ -73,6 +73,8 @@ struct cmp_group {
 	double energy_mj;            /* < 0: no replay energy; the mean of warm and cold where both */
 	double energy_warm_mj;       /* the warm replay's energy per launch; < 0: none */
 	double energy_cold_mj;       /* with the kernel's data out of L2 (replay_energy_cold); < 0: none */
+	double b2b_ns, b2b_mhz;      /* its back-to-back energy window under the power cap (time per
+				      * launch, mean SM clock: replay_energy_b2b); < 0: none */
 	double power_mw;             /* mean power while it was replayed for energy; < 0: unknown */
 	int data;                    /* what its energy replay ran on: a KJ_CMP_DATA_* */
 	int64_t launches;            /* in kept iterations */
@@ -183,6 +185,10 @@ struct cmp_summary {
 	int have_warm, have_cold, full_warm, full_cold, have_seq;
 	double predicted_wall, explained_fraction, naive_fraction, naive_error_pct;
 	double explained_fraction_seq; /* the same with in-sequence replay times */
+	/* explained_fraction with each kernel that was also measured under the power cap timed at
+	 * the program's SM clocks (kj_compare_clock_time.c); have_explained_clocks 0: not computed */
+	double explained_fraction_clocks, clocks_adjusted_share;
+	int have_explained_clocks, clocks_adjusted_kernels;
 	double kernel_overlap_frac;    /* kernel time that overlapped other kernels, of the kernel sum */
 	int have_explained;
 	double seq_eager, seq_graph, framework_host, launch_cost, sequence_fraction;
@@ -284,6 +290,12 @@ size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
 void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
 /* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
 void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
+/* explained_fraction at the program's clocks (s->explained_fraction_clocks and the rest), where the
+ * program ran capped or throttled and kernels have a back-to-back window under the cap: each such
+ * kernel's time t(f) = a + b/f through its warm replay at the timing replays' clock and its
+ * capped window, taken at the mean of 1/f over the program's readings. Call after the
+ * explained_fraction of cmp_summarize. */
+void cmp_explained_at_program_clocks(const struct kj_compare *c, struct cmp_summary *s);
 /* The prediction's basis (docs/analysis-compare.md, "Which prediction"): where the kept
  * iteration was launched as CUDA graphs and replayed whole with its recorded topology on the
  * program's saved buffers, clocks matching the program's, that replay predicts the iteration

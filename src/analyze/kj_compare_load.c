@@ -32,7 +32,7 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
 						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1,
 						    .energy_warm_mj = -1, .energy_cold_mj = -1,
-						    .ew_ns = -1, .ec_ns = -1};
+						    .ew_ns = -1, .ec_ns = -1, .b2b_ns = -1, .b2b_mhz = -1};
 	return c->n_groups++;
 }
 
@@ -164,6 +164,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		gr->standin_mw = standin && !alone && gr->power_mw > 0 ? gr->power_mw : -1;
 		gr->energy_mj = gr->energy_warm_mj = gr->energy_cold_mj = -1;
 		gr->power_mw = gr->ew_ns = gr->ec_ns = -1;
+		gr->b2b_ns = gr->b2b_mhz = -1;
 	}
 out:
 	if (fill)
@@ -245,6 +246,18 @@ static int add_energy(void *ud, const struct kj_store_a_replay_energy *e)
 	return 0;
 }
 
+/* A kernel's back-to-back window under the power cap, kept beside its paced energy. */
+static int add_energy_b2b(void *ud, int64_t unique_id, double ns, double mhz)
+{
+	struct groups *G = ud;
+	size_t g = kj_imap_get(G->gmap, unique_id);
+	if (g == (size_t)-1 || !isfinite(ns) || !isfinite(mhz))
+		return 0;
+	G->c->groups[g].b2b_ns = ns;
+	G->c->groups[g].b2b_mhz = mhz;
+	return 0;
+}
+
 /* One replayed energy per launch with the data out of L2: the kernel's energy becomes the mean
  * of the two, and its power that energy over the mean of the two times. */
 static int add_energy_cold(void *ud, int64_t unique_id, double cold_mj, double cold_ns)
@@ -314,6 +327,8 @@ int cmp_load_groups(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 	/* with the data out of L2 (older runs lack the table): each kernel's energy is the mean of
 	 * the two, as its time is, and its power that energy over the mean of its two times */
 	if (kj_db_caps(db)->replay_energy_cold && kj_store_a_replay_energy_cold_each(db, add_energy_cold, &G))
+		return KJ_EDB;
+	if (kj_db_caps(db)->replay_energy_b2b && kj_store_a_replay_energy_b2b_each(db, add_energy_b2b, &G))
 		return KJ_EDB;
 	if ((rc = mark_waiters(db, c, gmap)) != 0)
 		return rc;

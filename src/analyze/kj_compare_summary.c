@@ -161,6 +161,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			s->have_seq ? (s->wall.mean + (s->replay_seq - s->insitu_seq) * wall_share) / s->wall.mean
 				    : -1;
 		s->have_explained = ok;
+		cmp_explained_at_program_clocks(c, s);
 		s->naive_fraction = cmp_safe_div(s->replay_warm, s->wall.mean, &ok);
 		s->naive_error_pct = cmp_safe_div(100.0 * (s->replay_warm - s->wall.mean), s->wall.mean,
 					      &ok);

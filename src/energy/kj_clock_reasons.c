@@ -96,6 +96,7 @@ void kj_clock_state_of_windows(const struct kj_clock_window *w, size_t n, struct
 	memset(out, 0, sizeof(*out));
 	out->recorded = 1;
 	out->sm_clock_median_mhz = -1;
+	out->sm_clock_inv_mean = -1;
 	out->sm_clock_min_mhz = out->sm_clock_max_mhz = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (w[i].reasons >= 0) {

@@ -16,6 +16,7 @@ static void state_none(struct kj_clock_state *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->sm_clock_median_mhz = -1;
+	out->sm_clock_inv_mean = -1;
 	out->sm_clock_min_mhz = out->sm_clock_max_mhz = -1;
 }
 
@@ -64,6 +65,10 @@ int kj_clock_state_program(sqlite3 *db, int64_t device_id, int64_t t0_ns, int64_
 	if (!rc && out->clock_readings > 0) {
 		kj_sort_doubles(a.clk, (size_t)out->clock_readings);
 		out->sm_clock_median_mhz = kj_quantile_sorted(a.clk, (size_t)out->clock_readings, 0.5);
+		double inv = 0;
+		for (int64_t i = 0; i < out->clock_readings; i++)
+			inv += 1.0 / a.clk[i];
+		out->sm_clock_inv_mean = inv / (double)out->clock_readings;
 	}
 	free(a.clk);
 	return rc;

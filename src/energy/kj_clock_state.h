@@ -50,6 +50,8 @@ struct kj_clock_state {
 	uint64_t reasons;          /* every reason bit seen, ORed (benign ones included) */
 	int64_t clock_readings;    /* readings of the SM clock (samples, or windows' means) */
 	double sm_clock_median_mhz; /* their median; -1 when none */
+	double sm_clock_inv_mean;  /* the mean of 1/MHz over them (a kernel's time goes as 1/f where
+				    * the clock bounds it); -1 when none */
 	int sm_clock_min_mhz, sm_clock_max_mhz; /* -1 when none */
 };
 

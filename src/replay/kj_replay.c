@@ -324,6 +324,9 @@ void kj_replay_emit(FILE *f, const struct kj_replay_result *r)
 			r->energy_unc_mj, r->power_mw, r->idle_mw, r->dynamic_mj_per_launch,
 			r->method[0] ? r->method : "none", r->sm_clock_mean_mhz, r->sm_clock_min_mhz,
 			r->sm_clock_max_mhz, r->throttle_reasons, r->data[0] ? r->data : "unknown");
+	if (r->has_b2b)
+		fprintf(f, "KJ_ENERGY_B2B\tunique=%" PRId64 "\tns=%.3f\tmj=%.9g\tsm_mean=%.1f\n", r->unique_id,
+			r->b2b_ns_per_launch, r->b2b_mj_per_launch, r->b2b_sm_clock_mhz);
 	if (r->has_energy_cold)
 		fprintf(f, "KJ_ENERGY_COLD\tunique=%" PRId64 "\tlaunches=%" PRId64 "\tseconds=%.6f\tmj=%.9g\tunc=%.9g"
 			   "\tns=%.3f\tflush_mj=%.9g\tflush_unc=%.9g\n",
@@ -443,6 +446,13 @@ int kj_replay_parse_line(const char *line, struct kj_replay_result *r)
 		if (!field(line, "data", r->data, sizeof(r->data)) || !strcmp(r->data, "unknown"))
 			r->data[0] = '\0';
 		r->has_energy = 1;
+		return 1;
+	}
+	if (!strncmp(line, "KJ_ENERGY_B2B\t", 14)) {
+		if (field_dbl(line, "ns", &r->b2b_ns_per_launch) || field_dbl(line, "mj", &r->b2b_mj_per_launch) ||
+		    field_dbl(line, "sm_mean", &r->b2b_sm_clock_mhz))
+			return KJ_EINVAL;
+		r->has_b2b = 1;
 		return 1;
 	}
 	if (!strncmp(line, "KJ_ENERGY_COLD\t", 15)) {

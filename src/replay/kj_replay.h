@@ -131,6 +131,11 @@ struct kj_replay_result {
 	double sm_clock_mean_mhz;
 	int sm_clock_min_mhz, sm_clock_max_mhz;
 	int64_t throttle_reasons;
+	/* where a paced window replaced the back-to-back figures (the kernel drew the GPU into its
+	 * power cap back to back): the back-to-back window's time and energy per launch and its mean
+	 * SM clock, the kernel at the clock the cap left it */
+	int has_b2b;
+	double b2b_ns_per_launch, b2b_mj_per_launch, b2b_sm_clock_mhz;
 	/* energy with the kernel's data out of L2 (with the cold cache and --energy): a graph of
 	 * L2-flush and launch pairs less one of the flushes alone; flush_mj: the flush's own */
 	int has_energy_cold;

@@ -51,6 +51,11 @@ static int store_item(struct kj_store_r_batch *b, const struct kj_replay_plan *p
 			.data = r->data};
 		if (kj_store_r_batch_energy(b, &e))
 			return KJ_EDB;
+		/* the back-to-back window beside a paced one; an earlier replay's goes otherwise */
+		struct kj_store_r_energy_b2b q = {r->unique_id, r->b2b_ns_per_launch, r->b2b_mj_per_launch,
+						  r->b2b_sm_clock_mhz};
+		if (r->has_b2b ? kj_store_r_batch_energy_b2b(b, &q) : kj_store_r_batch_drop_energy_b2b(b, r->unique_id))
+			return KJ_EDB;
 	}
 	if (r->has_energy_cold) {
 		struct kj_store_r_energy_cold c = {r->unique_id, r->energy_cold_launches, r->energy_cold_seconds,

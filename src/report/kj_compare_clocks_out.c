@@ -127,7 +127,7 @@ int cmp_clocks_program_capped(const struct kj_compare *c)
 	return kj_clock_verdict_of(p) >= KJ_CLOCK_PARTLY;
 }
 
-void cmp_clocks_time_note(const struct kj_compare *c, FILE *f)
+void cmp_clocks_time_note(const struct kj_compare *c, const struct cmp_summary *s, FILE *f)
 {
 	char t[320];
 	if (cmp_clocks_program_capped(c) != 1)
@@ -138,4 +138,14 @@ void cmp_clocks_time_note(const struct kj_compare *c, FILE *f)
 		   " gets, so the replayed times are short of the program's by what the cap took and"
 		   " explained_fraction reads low by as much (docs/analysis-compare.md, \"Clock state\")\n",
 		t, c->clocks.program.sm_clock_median_mhz);
+	if (s->have_explained_clocks)
+		fprintf(f, "  explained_fraction at the program's clocks = %.4f  (%d kernel(s), %.1f%% of the replayed"
+			   " kernel time, measured also back to back under the cap: each timed at the program's SM"
+			   " clocks, its time going as a + b/f through its warm replay and its capped window;"
+			   " the other kernels at their replayed times)\n",
+			s->explained_fraction_clocks, s->clocks_adjusted_kernels, 100 * s->clocks_adjusted_share);
+	else
+		fprintf(f, "  (explained_fraction at the program's clocks: not computed: no kernel has a back-to-back"
+			   " window under the cap beside its timing replay; `kjoule replay --energy` keeps one where"
+			   " a kernel draws the GPU into its cap)\n");
 }

@@ -250,6 +250,10 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	{ /* the program ran capped: its kernels slower than their short timing replays */
 		int capped = cmp_clocks_program_capped(c);
 		json_object_set_new(o, "explained_program_capped", capped < 0 ? json_null() : json_boolean(capped));
+		json_object_set_new(o, "explained_fraction_program_clocks",
+				    cmp_ratio_or_null(s.explained_fraction_clocks, s.have_explained_clocks));
+		json_object_set_new(o, "explained_program_clocks_kernel_share",
+				    cmp_ratio_or_null(s.clocks_adjusted_share, s.have_explained_clocks));
 	}
 	json_object_set_new(o, "explained_fraction_warm", cmp_ratio_or_null(s.explained_fraction_warm, s.have_explained));
 	json_object_set_new(o, "kernel_overlap_fraction", cmp_ratio_or_null(s.kernel_overlap_frac, s.have_explained));

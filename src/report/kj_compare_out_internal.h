@@ -29,7 +29,7 @@ void cmp_clocks_print(const struct kj_compare *c, FILE *f);
 int cmp_clocks_program_capped(const struct kj_compare *c);
 /* Under explained_fraction: where the program ran capped, that its kernels ran slower than their
  * short timing replays for it (nothing otherwise). */
-void cmp_clocks_time_note(const struct kj_compare *c, FILE *f);
+void cmp_clocks_time_note(const struct kj_compare *c, const struct cmp_summary *s, FILE *f);
 /** @brief energy_clock_state of compare's JSON (docs/analysis-compare.md); null where unknown. */
 json_t *cmp_clocks_json(const struct kj_compare *c);
 /* kj_compare_print.c */

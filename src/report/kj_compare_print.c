@@ -133,7 +133,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			fprintf(f, "  explained_fraction_sequence = %.4f  (the same with in-sequence replay times)\n",
 				s.explained_fraction_seq);
 		if (s.have_explained)
-			cmp_clocks_time_note(c, f); /* kj_compare_clocks_out.c */
+			cmp_clocks_time_note(c, &s, f); /* kj_compare_clocks_out.c */
 		if (s.kernel_overlap_frac > KJ_CMP_OVERLAP_FRAC)
 			fprintf(f, "  ! kernels of several streams ran at once for %.0f%% of their time (Σ kernels %.1f us in"
 				   " %.1f us of GPU busy time): each in-situ time includes that sharing, which a kernel"

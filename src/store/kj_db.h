@@ -96,6 +96,7 @@ struct kj_db_caps {
 	unsigned char replay_energy_clocks;	/* replay_energy.sm_clock_{mean,min,max}_mhz, throttle_reasons */
 	unsigned char replay_energy_data;	/* replay_energy.data */
 	unsigned char replay_energy_cold;	/* the replay_energy_cold table (with ns_per_launch) */
+	unsigned char replay_energy_b2b;	/* the replay_energy_b2b table */
 	unsigned char replay_sequence_clocks;	/* replay_sequence's four clock columns */
 	unsigned char replay_sequence_data;	/* replay_sequence.data */
 	unsigned char replay_sequence_pace_ns;	/* replay_sequence.pace_ns */

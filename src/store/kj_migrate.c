@@ -196,6 +196,7 @@ static const struct {
 	CAP(replay_energy_clocks, "replay_energy", "sm_clock_mean_mhz", "sm_clock_min_mhz"),
 	CAP(replay_energy_data, "replay_energy", "data", NULL),
 	CAP(replay_energy_cold, "replay_energy_cold", "ns_per_launch", NULL),
+	CAP(replay_energy_b2b, "replay_energy_b2b", "sm_clock_mean_mhz", NULL),
 	CAP(replay_sequence_clocks, "replay_sequence", "sm_clock_mean_mhz", "sm_clock_min_mhz"),
 	CAP(replay_sequence_data, "replay_sequence", "data", NULL),
 	CAP(replay_sequence_pace_ns, "replay_sequence", "pace_ns", NULL),

@@ -85,6 +85,20 @@ int kj_store_a_replay_energy_cold_each(sqlite3 *db,
 	return rc;
 }
 
+int kj_store_a_replay_energy_b2b_each(sqlite3 *db, int (*fn)(void *ud, int64_t unique_id, double ns, double mhz),
+				      void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+	if (kj_db_prepare(db, "SELECT unique_id, ns_per_launch, sm_clock_mean_mhz FROM replay_energy_b2b"
+			      " WHERE ns_per_launch > 0 AND sm_clock_mean_mhz > 0", &st))
+		return KJ_EDB;
+	while (!rc && sqlite3_step(st) == SQLITE_ROW)
+		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1), sqlite3_column_double(st, 2));
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int kj_store_a_traced_means_each(sqlite3 *db, int (*fn)(void *ud, int64_t unique_id, double mean_ns), void *ud)
 {
 	sqlite3_stmt *st = NULL;

@@ -44,6 +44,13 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
  *        (mJ per launch) and time (ns per launch; 0 where NULL). Needs the table
  *        (kj_db_caps()->replay_energy_cold). @return 0, the callback's return, KJ_EDB.
  */
+/**
+ * @brief Every replay_energy_b2b row with a positive time and clock: unique_id, time per launch
+ *        (ns) and mean SM clock (MHz) of the back-to-back window a paced one replaced. The table
+ *        must exist (kj_db_caps()->replay_energy_b2b). @return 0, the callback's return, KJ_EDB.
+ */
+int kj_store_a_replay_energy_b2b_each(sqlite3 *db, int (*fn)(void *ud, int64_t unique_id, double ns, double mhz),
+				      void *ud);
 int kj_store_a_replay_energy_cold_each(sqlite3 *db,
 				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double ns_per_launch),
 				       void *ud);

@@ -10,7 +10,7 @@
 
 struct kj_store_r_batch {
 	sqlite3 *db;
-	sqlite3_stmt *k, *e, *v, *ec, *ecd;
+	sqlite3_stmt *k, *e, *v, *ec, *ecd, *eb, *ebd;
 	char when[32];
 };
 
@@ -84,6 +84,12 @@ int kj_store_r_batch_begin(sqlite3 *db, const char *when, struct kj_store_r_batc
 			  " energy_mj_per_launch, energy_unc_mj, ns_per_launch, flush_mj, flush_unc_mj,"
 			  " replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &b->ec) ||
 	    kj_db_prepare(db, "DELETE FROM replay_energy_cold WHERE unique_id = ?1", &b->ecd) ||
+	    kj_db_exec(db, KJ_REPLAY_ENERGY_B2B_TABLE, "create replay_energy_b2b") ||
+	    kj_db_prepare(db,
+			  "INSERT OR REPLACE INTO replay_energy_b2b(unique_id, ns_per_launch,"
+			  " energy_mj_per_launch, sm_clock_mean_mhz, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5)",
+			  &b->eb) ||
+	    kj_db_prepare(db, "DELETE FROM replay_energy_b2b WHERE unique_id = ?1", &b->ebd) ||
 	    kj_db_prepare(db,
 			  "INSERT OR REPLACE INTO replay_verify(unique_id, result, buffers, bytes,"
 			  " differing_bytes, replayed_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", &b->v)) {
@@ -180,6 +186,25 @@ int kj_store_r_batch_drop_energy_cold(struct kj_store_r_batch *b, int64_t unique
 	return step_done(b->db, b->ecd, "replay_energy_cold");
 }
 
+int kj_store_r_batch_energy_b2b(struct kj_store_r_batch *b, const struct kj_store_r_energy_b2b *r)
+{
+	sqlite3_stmt *eb = b->eb;
+	sqlite3_reset(eb);
+	sqlite3_bind_int64(eb, 1, r->unique_id);
+	sqlite3_bind_double(eb, 2, r->ns_per_launch);
+	sqlite3_bind_double(eb, 3, r->energy_mj_per_launch);
+	sqlite3_bind_double(eb, 4, r->sm_clock_mean_mhz);
+	sqlite3_bind_text(eb, 5, b->when, -1, SQLITE_STATIC);
+	return step_done(b->db, eb, "replay_energy_b2b");
+}
+
+int kj_store_r_batch_drop_energy_b2b(struct kj_store_r_batch *b, int64_t unique_id)
+{
+	sqlite3_reset(b->ebd);
+	sqlite3_bind_int64(b->ebd, 1, unique_id);
+	return step_done(b->db, b->ebd, "replay_energy_b2b");
+}
+
 int kj_store_r_batch_end(struct kj_store_r_batch *b, int commit)
 {
 	if (!b)
@@ -190,6 +215,8 @@ int kj_store_r_batch_end(struct kj_store_r_batch *b, int commit)
 	sqlite3_finalize(b->v);
 	sqlite3_finalize(b->ec);
 	sqlite3_finalize(b->ecd);
+	sqlite3_finalize(b->eb);
+	sqlite3_finalize(b->ebd);
 	free(b);
 	if (!commit) {
 		kj_db_exec(db, "ROLLBACK", "rollback replay results");

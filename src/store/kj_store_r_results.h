@@ -21,6 +21,13 @@
 	" seconds REAL, energy_mj_per_launch REAL, energy_unc_mj REAL, ns_per_launch REAL,"       \
 	" flush_mj REAL, flush_unc_mj REAL, replayed_at TEXT)"
 
+/** replay_energy_b2b: created by the first `replay --energy` (older runs lack it); a kernel whose
+ *  energy was measured spaced out because back to back it drew the GPU into its power cap keeps
+ *  its back-to-back window here: time and energy per launch at the SM clock the cap left it. */
+#define KJ_REPLAY_ENERGY_B2B_TABLE                                                                 \
+	"CREATE TABLE IF NOT EXISTS replay_energy_b2b(unique_id INTEGER PRIMARY KEY,"              \
+	" ns_per_launch REAL, energy_mj_per_launch REAL, sm_clock_mean_mhz REAL, replayed_at TEXT)"
+
 /** replay_topology and replay_graph_node: created by the first topology replay (older runs lack them). */
 #define KJ_REPLAY_TOPO_TABLES                                                                       \
 	"CREATE TABLE IF NOT EXISTS replay_topology(iteration INTEGER PRIMARY KEY, status TEXT,"   \
@@ -80,12 +87,18 @@ struct kj_store_r_energy_cold {
 	double seconds, energy_mj_per_launch, energy_unc_mj, ns_per_launch, flush_mj, flush_unc_mj;
 };
 
+/** One replay_energy_b2b row. */
+struct kj_store_r_energy_b2b {
+	int64_t unique_id;
+	double ns_per_launch, energy_mj_per_launch, sm_clock_mean_mhz;
+};
+
 /** One transaction of per-kernel results (opaque). */
 struct kj_store_r_batch;
 
 /**
- * @brief Begin one transaction of per-kernel results (BEGIN IMMEDIATE), creating replay_verify and
- *        replay_energy_cold where the run lacks them. Every row written carries replayed_at = when.
+ * @brief Begin one transaction of per-kernel results (BEGIN IMMEDIATE), creating replay_verify,
+ *        replay_energy_cold and replay_energy_b2b where the run lacks them. Every row written carries replayed_at = when.
  *        The run must have been opened for writing (so migrated).
  * @return 0 (*out to pass to kj_store_r_batch_end), or KJ_EDB (message printed; nothing written,
  *         the transaction rolled back).
@@ -102,6 +115,11 @@ int kj_store_r_batch_energy_cold(struct kj_store_r_batch *b, const struct kj_sto
 /** @brief Delete unique kernel unique_id's replay_energy_cold row (an earlier replay's cold figure
  *  that no longer stands beside a new energy). @return 0 or KJ_EDB (message printed). */
 int kj_store_r_batch_drop_energy_cold(struct kj_store_r_batch *b, int64_t unique_id);
+/** @brief INSERT OR REPLACE one replay_energy_b2b row. @return 0 or KJ_EDB (message printed). */
+int kj_store_r_batch_energy_b2b(struct kj_store_r_batch *b, const struct kj_store_r_energy_b2b *r);
+/** @brief Delete unique kernel unique_id's replay_energy_b2b row (an earlier replay's, when the new
+ *  energy was measured back to back). @return 0 or KJ_EDB (message printed). */
+int kj_store_r_batch_drop_energy_b2b(struct kj_store_r_batch *b, int64_t unique_id);
 /** @brief Commit (commit != 0) or roll back the batch and free it; accepts NULL (returns 0).
  *  @return 0, or KJ_EDB when the commit failed (message printed). */
 int kj_store_r_batch_end(struct kj_store_r_batch *b, int commit);

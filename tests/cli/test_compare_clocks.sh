@@ -31,7 +31,12 @@ check "kernels jsonl: the replayed kernels' replay_energy_clock says throttled a
 	ok = ok and all(r["replay_energy_clock"] is None for r in rows if r["kind"] != "kernel")
 	sys.exit(not ok)
 	PY'
+STANDIN_B2B=1 KJ_REPLAY_WORKER="$kw" "$kj" replay "$dir/s.kjdb" --energy --no-sequence --cache warm >/dev/null 2>&1
+check "a kernel paced under the cap: its back-to-back window stored beside (replay_energy_b2b)" \
+	'[ "$(q "$dir/s.kjdb" "SELECT count(*) FROM replay_energy_b2b b JOIN replay_kernel k ON k.unique_id = b.unique_id AND
+	 k.cache = '"'"'warm'"'"' WHERE b.sm_clock_mean_mhz = 1459 AND abs(b.ns_per_launch - 1.3 * k.median_ns) < 0.01")" = "$ne" ]'
 KJ_REPLAY_WORKER="$kw" "$kj" replay "$dir/s.kjdb" --energy --no-sequence --cache warm >/dev/null 2>&1
+check "... and a later replay measured back to back drops it" '[ "$(q "$dir/s.kjdb" "SELECT count(*) FROM replay_energy_b2b")" = 0 ]'
 check "an older worker's energy lines (no clock fields) store NULL, never 0" \
 	'[ "$(q "$dir/s.kjdb" "SELECT count(*) FROM replay_energy WHERE throttle_reasons IS NULL AND sm_clock_mean_mhz IS NULL")" = "$ne" ]'
 "$kj" compare "$dir/s.kjdb" > "$dir/s.txt" 2>/dev/null
@@ -92,6 +97,39 @@ check "... JSON: mismatch true, the reasons named, energy_error_judgeable false,
 	ok = ok and d["energy_error_pct"] == b["energy_error_pct"] and d["energy_predicted_j"] == b["energy_predicted_j"]
 	sys.exit(not ok)
 	PY'
+
+# --- explained_fraction at the program's clocks: the throttled copy, the program's readings at
+# 1800 MHz, and the largest replayed kernel's back-to-back window under the cap at 1500 MHz taking
+# 1.2 (b2b1) and 1.4 (b2b2) times its warm replay: the adjustment goes as the slope, so b2b2's is
+# twice b2b1's; without the window (thr) nothing is computed, and says so
+check "throttled program without a back-to-back window: no explained_fraction at the program's clocks, said why" \
+	'grep -q "explained_fraction at the program.s clocks: not computed: no kernel has a back-to-back window" "$dir/thr.txt" &&
+	 [ "$(jq "$dir/thr.json" "d[\"explained_fraction_program_clocks\"]")" = None ]'
+b2b() {
+	cp "$dir/thr.kjdb" "$1" && python3 - "$1" "$2" <<-"PY"
+	import sqlite3, sys
+	db = sqlite3.connect(sys.argv[1]); ratio = float(sys.argv[2])
+	db.execute("UPDATE power_sample SET sm_clock_mhz = 1800 WHERE sm_clock_mhz IS NOT NULL")
+	u, warm = db.execute("SELECT r.unique_id, r.median_ns FROM replay_kernel r JOIN (SELECT unique_id, count(*) n FROM kernel"
+	                     " GROUP BY unique_id) k USING (unique_id) WHERE r.cache = 'warm' ORDER BY k.n * r.median_ns DESC LIMIT 1").fetchone()
+	db.execute("CREATE TABLE replay_energy_b2b(unique_id INTEGER PRIMARY KEY, ns_per_launch REAL, energy_mj_per_launch REAL,"
+	           " sm_clock_mean_mhz REAL, replayed_at TEXT)")
+	db.execute("INSERT INTO replay_energy_b2b VALUES(?, ?, 1.0, 1500, 'now')", (u, warm * ratio))
+	db.commit()
+	PY
+	"$kj" compare "$1" --json > "$1.json" 2>/dev/null
+	"$kj" compare "$1" > "$1.txt" 2>/dev/null
+}
+b2b "$dir/b2b1.kjdb" 1.2
+b2b "$dir/b2b2.kjdb" 1.4
+# above: x the figure, e explained_fraction, sh the share of kernel time moved
+above() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); x=d["explained_fraction_program_clocks"]; sh=d["explained_program_clocks_kernel_share"]; sys.exit(not (x is not None and x > d["explained_fraction"] and 0 < sh < 1))' "$1"; }
+# doubles: the second file's adjustment is twice the first's
+doubles() { python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); d1=a["explained_fraction_program_clocks"]-a["explained_fraction"]; d2=b["explained_fraction_program_clocks"]-b["explained_fraction"]; sys.exit(not (d1 > 1e-4 and abs(d2/d1-2) < 0.01))' "$1" "$2"; }
+check "a kernel measured under the cap: explained_fraction at the program's clocks above explained_fraction, in text and JSON" \
+	'grep -q "explained_fraction at the program.s clocks = [0-9.]*  (1 kernel(s)" "$dir/b2b1.kjdb.txt" && above "$dir/b2b1.kjdb.json"'
+check "... its adjustment doubles with the slope (capped window 1.4 against 1.2 times the warm replay)" \
+	'doubles "$dir/b2b1.kjdb.json" "$dir/b2b2.kjdb.json"'
 
 setclk "$dir/rev.kjdb" 0x1 0x40 0x0
 "$kj" compare "$dir/rev.kjdb" > "$dir/rev.txt" 2>/dev/null

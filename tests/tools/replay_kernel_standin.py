@@ -11,7 +11,9 @@ STANDIN_KERNEL_S=S spends S seconds on each kernel (for --budget). With --energy
 KJ_ENERGY (0.4 mJ per 1000 + ID ns, 400 W) and, unless --no-cold-energy or --cache warm, also
 KJ_ENERGY_COLD at 1.5 times that (the flush 16 mJ); STANDIN_REASONS=MASK adds the clock state
 of its energy window (SM clock 1755 MHz mean, 1600-1980, NVML clocks-event reasons MASK), as the
-worker has since it records it (without it the line is an older worker's). A --sequence request
+worker has since it records it (without it the line is an older worker's); STANDIN_B2B=1 adds
+KJ_ENERGY_B2B (the back-to-back window beside a paced one: 1.3 times the warm median at 1459 MHz).
+A --sequence request
 goes to the sequence stand-in, tests/tools/replay_worker_standin.py."""
 import os
 import sys
@@ -65,6 +67,8 @@ def main():
             print(f"KJ_ENERGY\tunique={u}\tunroll=100\tlaunches=50000\tseconds=1.0\tmj={mj:.9g}\tunc={mj / 100:.9g}"
                   f"\tpower_mw=400000.000\tidle_mw=-1.000\tdyn=nan\tmethod=counter-edges{clocks()}"
                   + (f"\tdata={os.environ['STANDIN_DATA']}" if os.environ.get("STANDIN_DATA") else ""), flush=True)
+            if os.environ.get("STANDIN_B2B") == "1":
+                print(f"KJ_ENERGY_B2B\tunique={u}\tns={1.3 * t:.3f}\tmj={0.9 * mj:.9g}\tsm_mean=1459.0", flush=True)
             cache = argv[argv.index("--cache") + 1] if "--cache" in argv else "both"
             if "--no-cold-energy" not in argv and cache != "warm":
                 print(f"KJ_ENERGY_COLD\tunique={u}\tlaunches=20000\tseconds=2.0\tmj={1.5 * mj:.9g}"

@@ -236,6 +236,10 @@ static void test_stats_and_protocol(void **state)
 	r.energy_cold_ns_per_launch = 31.5;
 	r.flush_mj = 9.25;
 	r.flush_unc_mj = 0.01;
+	r.has_b2b = 1; /* paced under the cap: the back-to-back window kept beside */
+	r.b2b_ns_per_launch = 118.25;
+	r.b2b_mj_per_launch = 0.0974;
+	r.b2b_sm_clock_mhz = 1459.3;
 	snprintf(r.verify, sizeof(r.verify), "differs");
 	r.verify_buffers = 3;
 	r.verify_bytes = 786432;
@@ -254,7 +258,10 @@ static void test_stats_and_protocol(void **state)
 		line = strtok(NULL, "\n");
 	}
 	free(buf);
-	assert_int_equal(results, 5);
+	assert_int_equal(results, 6);
+	assert_true(q.has_b2b && fabs(q.b2b_ns_per_launch - 118.25) < 1e-9 && fabs(q.b2b_mj_per_launch - 0.0974) < 1e-12);
+	assert_true(fabs(q.b2b_sm_clock_mhz - 1459.3) < 1e-9);
+	assert_int_equal(kj_replay_parse_line("KJ_ENERGY_B2B\tunique=1\tns=x", &q), KJ_EINVAL);
 	assert_true(q.has_energy_cold && q.energy_cold_launches == 5000);
 	assert_true(fabs(q.energy_cold_mj_per_launch - 0.0171) < 1e-12 && fabs(q.flush_mj - 9.25) < 1e-12);
 	assert_true(fabs(q.energy_cold_ns_per_launch - 31.5) < 1e-9 && fabs(q.energy_cold_unc_mj - 0.0009) < 1e-12);

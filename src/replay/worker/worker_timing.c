@@ -288,6 +288,7 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 	memcpy(status, R->res.status, sizeof(status));
 	memcpy(error, R->res.error, sizeof(error));
 	double b2b_mhz = R->res.sm_clock_mean_mhz, b2b_mj = R->res.energy_mj_per_launch;
+	double b2b_ns = R->res.energy_launches > 0 ? R->res.seconds * 1e9 / (double)R->res.energy_launches : -1;
 	double ratios[2] = {1, 3};
 	size_t nratios = 2;
 	if (R->o.pace_duty > 0) {
@@ -329,6 +330,12 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 		R->res.power_mw = ns > 0 ? mj / (ns * 1e-9) : NAN;
 		R->res.dynamic_mj_per_launch = idle_mw >= 0 ? mj - idle_mw * ns * 1e-9 : NAN;
 		snprintf(R->res.method, sizeof(R->res.method), "paced 1:%.2g", ratios[i]);
+		if (b2b_ns > 0 && b2b_mhz > 0) { /* the kernel at the clock the cap left it, kept beside */
+			R->res.has_b2b = 1;
+			R->res.b2b_ns_per_launch = b2b_ns;
+			R->res.b2b_mj_per_launch = b2b_mj;
+			R->res.b2b_sm_clock_mhz = b2b_mhz;
+		}
 		g_paced_gap_ns = gap;
 		R->res.sm_clock_mean_mhz = a.sm_clock_mean_mhz;
 		R->res.sm_clock_min_mhz = a.sm_clock_min_mhz;
