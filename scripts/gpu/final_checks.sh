@@ -4,6 +4,9 @@
 # earlier build's (TURNS_BASE_INJECT, a libkjoule_inject.so), processes taking turns
 # (bench/trace_overhead/turns.py: plain, kjoule_default, kjoule_default_base). Logs under $OUT;
 # a short table last. usage: FC_SECONDS=S bash scripts/gpu/final_checks.sh
+# FC_ENERGY="PROGRAM ...": GPU 1 runs the energy bench for those programs instead (its result
+# $OUT/energy_fidelity_fc_gpu1.json), then the GPU tests FC_TESTS (a ctest -R pattern, default
+# gpu_signal); FC_COPIES=N: N processes per contestant in the tracing-cost turns
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/device-env.sh
@@ -13,6 +16,14 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 secs=${FC_SECONDS:-200}
 (
 	export CUDA_VISIBLE_DEVICES=1
+	if [ -n "${FC_ENERGY:-}" ]; then # the energy bench for these programs first, then the tests named
+		EF_TAG=fc_gpu1 EF_TIMEOUT=$((secs - 60)) bash bench/energy_fidelity/device_run.sh $FC_ENERGY > "$OUT/ef_fc.txt" 2>&1
+		cd "$KJ_BUILD" || exit 1
+		left=$((secs - 10 - SECONDS))
+		[ $left -gt 20 ] && timeout $left ctest -L gpu -R "${FC_TESTS:-gpu_signal}" --timeout 100 \
+			--output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
+		exit 0
+	fi
 	cd "$KJ_BUILD" || exit 1
 	timeout $((secs - 10)) ctest -L gpu -R "replay|graph|harness|trace|signal" --timeout 100 --output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
 	left=$((secs - 10 - SECONDS))
@@ -23,10 +34,12 @@ tests=$!
 if [ -n "${TURNS_BASE_INJECT:-}" ]; then
 	CUDA_VISIBLE_DEVICES=0 timeout $((secs - 5)) python3 bench/trace_overhead/turns.py --kjoule "$KJ_BUILD/kjoule" \
 		--configs kjoule_default kjoule_default_base --base-inject "$TURNS_BASE_INJECT" --rounds 400 --block 10 \
+		--copies "${FC_COPIES:-1}" \
 		--seconds $((secs - 60)) --pin-cpu 6 --logs /tmp/turnlogs -o "$OUT/trace_cost_ab.json" > "$OUT/turns.log" 2>&1
 	echo "turns exit $?" >> "$OUT/turns.log"
 fi
 wait $tests
+[ -f "$OUT/ef_fc.txt" ] && { echo "== energy bench (GPU 1)"; tail -n 6 "$OUT/ef_fc.txt"; }
 echo "== GPU tests (GPU 1)"
 grep -hE "Test +#|tests passed|tests failed" "$OUT"/gpu_tests_*.log | sed 's/  */ /g' | tail -30
 echo "== tracing cost, this build against the base (GPU 0)"
