@@ -7,7 +7,7 @@
 # own file; nothing is written without NCCL calls or without KJOULE_SPOOL.
 # usage: test_nccl_preload.sh KJOULE SRC_DIR BUILD_DIR
 set -u
-build=$3
+build=$(cd "$3" && pwd)
 . "$(dirname "$0")/lib.sh"
 lib=$build/src/trace/nccl/libkjoule_nccl.so
 bin=$build/tests/nccl
