@@ -2,7 +2,7 @@
 # libkjoule_nccl.so (src/trace/nccl) preloaded into programs built against a stand-in libnccl.so.2
 # (tests/tools/nccl): (a) a program linked to it, (b) a library linked to it that a program
 # dlopen()s RTLD_LOCAL (out of RTLD_NEXT's reach, as PyTorch loads NCCL), (c) a program without
-# NCCL. Each real call is made exactly once and its result passes through; p<pid>.nccl holds one
+# NCCL, (d) that library with the stand-in linked into it (no libnccl object to find). Each real call is made exactly once and its result passes through; p<pid>.nccl holds one
 # line per call with its bytes, communicator size, peer and group depth; a forked child writes its
 # own file; nothing is written without NCCL calls or without KJOULE_SPOOL.
 # usage: test_nccl_preload.sh KJOULE SRC_DIR BUILD_DIR
@@ -53,6 +53,12 @@ KJOULE_SPOOL=$sp LD_PRELOAD=$lib "$bin/kj_nccl_dlopen" "$bin/libkj_nccl_mid.so" 
 check "(b) runs; the fake got its 5 calls once each, results passed through" '[ $rc -eq 0 ] && grep -qx "calls 5" "$dir/b.out"'
 check "(b) nothing on stderr (found through the loaded libnccl)" '[ ! -s "$dir/b.err" ]'
 check "(b) the grouped calls at depth 1, the broadcast outside" '[ "$(tail -n +2 "$sp"/p*.nccl | cut -d" " -f3- | tr "\n" ";")" = "all_reduce 256 7 1024 2 -1 1;all_reduce 128 9 256 2 -1 1;broadcast 1 0 1 2 7 0;" ]'
+
+# (d) NCCL linked into the dlopen'ed library itself (no libnccl object; its functions exported)
+rm -f "$sp"/*
+KJOULE_SPOOL=$sp LD_PRELOAD=$lib "$bin/kj_nccl_dlopen" "$bin/libkj_nccl_static.so" >"$dir/s.out" 2>"$dir/s.err"; rc=$?
+check "(d) NCCL inside the library: its 5 calls once each, results passed through" '[ $rc -eq 0 ] && grep -qx "calls 5" "$dir/s.out" && [ ! -s "$dir/s.err" ]'
+check "(d) its 3 calls recorded" '[ "$(tail -n +2 "$sp"/p*.nccl | wc -l)" = 3 ]'
 
 # (c) no NCCL: runs normally, writes nothing
 rm -f "$sp"/*

@@ -1,7 +1,9 @@
 /* Finding the real NCCL functions behind libkjoule_nccl.so's wrappers (nccl_shim.h). It must never
  * break a program: the next definition in the global scope first (a program or library linked to
  * libnccl), else the libnccl object already loaded (PyTorch's case: libtorch_cuda.so dlopen'ed with
- * its libnccl RTLD_LOCAL, out of RTLD_NEXT's reach), reopened RTLD_NOLOAD, never loaded anew. */
+ * its libnccl RTLD_LOCAL, out of RTLD_NEXT's reach), else any loaded object that defines it (NCCL
+ * linked statically into a library that exports its functions), each reopened RTLD_NOLOAD, never
+ * loaded anew. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -22,34 +24,50 @@ static const char *const fn_names[KJ_FN_COUNT] = {
 static _Atomic(void *) found[KJ_FN_COUNT];
 static atomic_int complained[KJ_FN_COUNT];
 
-/* The first loaded object whose path holds "libnccl" and is not this library. */
-struct nccl_obj {
-	char path[4096];
+/* The search of the loaded objects for name: those whose path holds "libnccl" first, then any
+ * other (NCCL linked statically into a library that exports its functions), never this library. */
+struct nccl_search {
+	const char *name, *self; /* self: this library's path */
+	int any;                 /* 0: libnccl objects only; 1: every object */
+	void *found;
 };
 
-static int find_libnccl(struct dl_phdr_info *info, size_t size, void *ud)
+static int search_object(struct dl_phdr_info *info, size_t size, void *ud)
 {
-	struct nccl_obj *o = ud;
+	struct nccl_search *q = ud;
+	void *h, *p;
 	(void)size;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "libnccl") || strstr(info->dlpi_name, "libkjoule_nccl"))
+	if (!info->dlpi_name || !info->dlpi_name[0] || (q->self && !strcmp(info->dlpi_name, q->self)))
 		return 0;
-	snprintf(o->path, sizeof(o->path), "%s", info->dlpi_name);
+	if (!q->any && !strstr(info->dlpi_name, "libnccl"))
+		return 0;
+	h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return 0;
+	p = dlsym(h, q->name);
+	dlclose(h); /* RTLD_NOLOAD took a reference: give it back; the object stays loaded */
+	if (!p)
+		return 0;
+	Dl_info where;
+	if (q->self && dladdr(p, &where) && where.dli_fname && !strcmp(where.dli_fname, q->self))
+		return 0; /* our own wrapper, reached through the object's scope */
+	q->found = p;
 	return 1;
 }
 
-/* fn from the libnccl object already loaded, or NULL. */
-static void *from_loaded_libnccl(const char *name)
+/* name from the objects already loaded (never loading one), or NULL. */
+static void *from_loaded_objects(const char *name)
 {
-	struct nccl_obj o = {""};
-	void *h, *p;
-	if (!dl_iterate_phdr(find_libnccl, &o) || !o.path[0])
-		return NULL;
-	h = dlopen(o.path, RTLD_NOLOAD | RTLD_LAZY);
-	if (!h)
-		return NULL;
-	p = dlsym(h, name);
-	dlclose(h); /* RTLD_NOLOAD took a reference: give it back; the object stays loaded */
-	return p;
+	Dl_info me;
+	struct nccl_search q = {name, NULL, 0, NULL};
+	if (dladdr((void *)from_loaded_objects, &me) && me.dli_fname)
+		q.self = me.dli_fname;
+	dl_iterate_phdr(search_object, &q);
+	if (!q.found) {
+		q.any = 1;
+		dl_iterate_phdr(search_object, &q);
+	}
+	return q.found;
 }
 
 void *kj_nccl_real(enum kj_nccl_fn fn, int complain)
@@ -60,7 +78,7 @@ void *kj_nccl_real(enum kj_nccl_fn fn, int complain)
 	/* two threads may both look: they find the same address */
 	p = dlsym(RTLD_NEXT, fn_names[fn]);
 	if (!p)
-		p = from_loaded_libnccl(fn_names[fn]);
+		p = from_loaded_objects(fn_names[fn]);
 	if (p) {
 		atomic_store_explicit(&found[fn], p, memory_order_release);
 		return p;
