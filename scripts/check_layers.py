@@ -60,6 +60,8 @@ ALLOWED = {
     # kj_num.c; no SQLite, none of the floor libraries)
     "trace": [],
     "trace/inject": ["trace", "common:kj_map.h", "common:kj_capture_spec.h"],
+    # the NCCL call recorder (LD_PRELOADed into the traced program): the spool format alone
+    "trace/nccl": ["trace"],
 }
 
 # Folders of ALLOWED without a '/' that the build makes only with CUDA (KJ_WITH_CUDA): the

@@ -11,6 +11,7 @@
 #include "kj_grow.h"
 #include "kj_intervals.h"
 #include "kj_iterations.h"
+#include "kj_ranks_nccl.h"
 #include "kj_store_a2_ranks.h"
 #include "kj_store_a_run.h"
 
@@ -258,9 +259,26 @@ static int rank_energy(sqlite3 *db, struct kj_rank *r, int64_t t0, int64_t t1)
 	return 0;
 }
 
+/* The rank's NCCL bytes and bandwidth: its NCCL kernels (a[0..na), sorted by launch), those
+ * owned by iteration sk or later kept, matched with its recorded calls. */
+static int rank_nccl(sqlite3 *db, struct kj_rank *r, const struct ract *a, size_t na, const long *own, int sk,
+		     const char *absent)
+{
+	struct kj_nccl_kernel *k = malloc((na ? na : 1) * sizeof(*k));
+	size_t n = 0;
+	if (!k)
+		return KJ_ENOMEM;
+	for (size_t i = 0; i < na; i++)
+		if (a[i].kind == 1)
+			k[n++] = (struct kj_nccl_kernel){a[i].key, a[i].e - a[i].s, own[i] >= sk};
+	int rc = kj_rank_nccl_bytes(db, r, k, n, absent);
+	free(k);
+	return rc;
+}
+
 /* One rank: its range, iterations and figures. */
 static int analyze_rank(sqlite3 *db, const char *region, int skip, const unsigned char *nccl,
-			size_t nn, const struct replays *rp, struct kj_rank *r)
+			size_t nn, const struct replays *rp, const char *nccl_absent, struct kj_rank *r)
 {
 	struct ract *a = NULL;
 	struct kj_interval *iv = NULL, *sc = NULL;
@@ -335,6 +353,8 @@ static int analyze_rank(sqlite3 *db, const char *region, int skip, const unsigne
 	r->have_explained = s.covered > 0 && s.wall > 0;
 	r->explained_fraction = r->have_explained ? s.predicted / s.wall : 0;
 	rc = rank_energy(db, r, iv[sk].start_ns, iv[ni - 1].end_ns);
+	if (!rc)
+		rc = rank_nccl(db, r, a, na, own, sk, nccl_absent);
 out:
 	free(a);
 	free(iv);
@@ -420,11 +440,12 @@ int kj_job_analyze(sqlite3 *db, const char *region, int skip, struct kj_job *out
 		return rc;
 	if ((rc = load_nccl_names(db, &nccl, &nn)) || (rc = load_replays(db, &rp)))
 		goto done;
+	const char *nccl_absent = kj_nccl_calls_absent_why(db);
 	double busy_sum = 0, busy_max = 0;
 	out->energy_ok = 1;
 	for (size_t i = 0; i < out->n; i++) {
 		struct kj_rank *r = &out->r[i];
-		if ((rc = analyze_rank(db, region, skip, nccl, nn, &rp, r)))
+		if ((rc = analyze_rank(db, region, skip, nccl, nn, &rp, nccl_absent, r)))
 			goto done;
 		if (r->wall_ns > out->time_ns) {
 			out->time_ns = r->wall_ns;

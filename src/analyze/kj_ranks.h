@@ -33,6 +33,20 @@ struct kj_rank {
 	int energy_ok;          /* 0: its GPU has no usable samples over the window */
 	double energy_mj, energy_unc_mj; /* its GPU per iteration */
 	const char *energy_why; /* when not ok */
+	/* NCCL's recorded calls (libkjoule_nccl.so), each matched to the first NCCL kernel its process
+	 * launched at or after it; per measured iteration (docs/multi-gpu.md) */
+	int nccl_bytes_ok;      /* 0: nccl_bytes_why says why there is no figure */
+	double nccl_bytes;      /* algorithm bytes per iteration (nccl-tests' definition) */
+	double nccl_bus_bytes;  /* bus bytes per iteration (nccl-tests' factors) */
+	double nccl_matched_ns; /* the matched NCCL kernels' time per iteration */
+	int nccl_bw_ok;         /* 0: nccl_bw_why says why */
+	double nccl_bus_gbps;   /* bus bytes over the matched NCCL kernels' time, waits included */
+	const char *nccl_bytes_why, *nccl_bw_why;
+	char nccl_ops[160];     /* the ops per iteration, "all_reduce x2" with a times sign */
+	int64_t nccl_calls;     /* calls recorded over the whole run */
+	int64_t nccl_calls_unmatched;       /* of them, calls no later NCCL kernel of the process matched */
+	int64_t nccl_calls_unknown;         /* calls of the measured iterations of unknown size */
+	int64_t nccl_kernels_without_call;  /* NCCL kernels of the measured iterations no call matched */
 	int died;               /* the process never closed its trace (killed, crashed, _exit) */
 	char died_why[256];     /* how it ended, as ingest recorded it ("ended by SIGTERM from pid 7
 	                         * (torchrun)", "ended without closing its trace: SIGKILL ..."); a fixed

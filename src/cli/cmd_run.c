@@ -33,10 +33,18 @@ static int find_inject(char *out, size_t len)
 	return kj_cli_find_beside("KJ_INJECT_LIB", rel, R_OK, out, len);
 }
 
+/* libkjoule_nccl.so: $KJ_NCCL_LIB, else beside this binary (build tree or lib/). */
+static int find_nccl(char *out, size_t len)
+{
+	static const char *const rel[] = {"src/trace/nccl/libkjoule_nccl.so", "libkjoule_nccl.so",
+					  "../lib/libkjoule_nccl.so", "../lib/kjoule/libkjoule_nccl.so", NULL};
+	return kj_cli_find_beside("KJ_NCCL_LIB", rel, R_OK, out, len);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct kj_run_opts o;
-	char inject[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX], started_iso[40];
+	char inject[PATH_MAX], nccl[PATH_MAX], outdir[PATH_MAX], spool[PATH_MAX], started_iso[40];
 	char *base, *dcopy, *bcopy;
 	struct kj_sampler *sampler = NULL;
 	struct kj_ingest_stats stats;
@@ -91,7 +99,15 @@ int cmd_run(int argc, char **argv)
 			 "the program runs untraced");
 		traced = 0;
 	}
-	kj_run_env(&o, traced ? inject : NULL, spool);
+	const char *nccl_calls = "off";
+	if (traced && o.nccl_calls) {
+		nccl_calls = "on";
+		if (find_nccl(nccl, sizeof(nccl)) != 0) {
+			kj_warnf("run: libkjoule_nccl.so not found (set KJ_NCCL_LIB): NCCL's calls are not recorded");
+			nccl_calls = "missing";
+		}
+	}
+	kj_run_env(&o, traced ? inject : NULL, !strcmp(nccl_calls, "on") ? nccl : NULL, spool);
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
 					     .watch_interval_ms = o.watch_interval_ms};
@@ -155,7 +171,7 @@ int cmd_run(int argc, char **argv)
 		exit_code = 1;
 
 	struct kj_run_result res = {started_iso, start_ns, end_ns, status, exit_code, pid, kj_run_interrupts,
-				    rc == 1, traced, done_runs, run_span, run_pid};
+				    rc == 1, traced, nccl_calls, done_runs, run_span, run_pid};
 	if (kj_run_record(&o, &res, sampler, spool, outdir, base, &stats, &capture) != 0)
 		goto fail;
 	kj_run_spool_remove(spool);

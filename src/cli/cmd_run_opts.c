@@ -18,7 +18,7 @@ void kj_run_usage(FILE *f)
 		"                  [--capture NAME[@FIRST:COUNT] | --capture cuda-profiler-api]\n"
 		"                  [--snapshot-graphs[=MB]] [--copy-data KB]\n"
 		"                  [--no-power] [--no-watch] [--watch-interval-ms N]\n"
-		"                  [--power-interval-ms N] [--force] -- CMD [ARGS...]\n"
+		"                  [--power-interval-ms N] [--no-nccl-calls] [--force] -- CMD [ARGS...]\n"
 		"Runs CMD (no shell) with kjoule's CUPTI injection library and writes one run database.\n"
 		"  -o PATH             output (default kjoule.kjdb); refused if it exists, unless --force\n"
 		"  --params K          capture parameters of the first K launches of each unique kernel (1)\n"
@@ -47,6 +47,10 @@ void kj_run_usage(FILE *f)
 		"  --copy-data KB      keep the bytes of each host-to-device copy of up to KB KiB (default\n"
 		"                      64; 0: none), 256 MiB in all: a replayed iteration copies what the\n"
 		"                      program copied (token ids, positions, block tables of decode loops)\n"
+		"  --no-nccl-calls     do not record NCCL's calls (by default libkjoule_nccl.so is put\n"
+		"                      first in LD_PRELOAD and records each collective's and send/recv's\n"
+		"                      count, type and communicator size: compare's NCCL bytes and bus\n"
+		"                      bandwidth per rank; docs/multi-gpu.md)\n"
 		"  --no-power          do not sample GPU power and energy\n"
 		"  --no-watch          do not list the other processes on the GPUs (docs/energy.md)\n"
 		"  --watch-interval-ms N  list the processes on the GPUs every N ms (default 200)\n"
@@ -84,6 +88,7 @@ int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 	o->power_interval_ms = 5;
 	o->watch_interval_ms = 200;
 	o->runs = 1;
+	o->nccl_calls = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -133,6 +138,8 @@ int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 			o->snapshot_graphs = graphs;
 		} else if (!strcmp(a, "--force")) {
 			o->force = 1;
+		} else if (!strcmp(a, "--no-nccl-calls")) {
+			o->nccl_calls = 0;
 		} else if (!strcmp(a, "--no-power")) {
 			o->power = 0;
 		} else if (!strcmp(a, "--no-watch")) {

@@ -5,6 +5,51 @@
 #include <string.h>
 
 
+/* "8.4 MB" (decimal units, as bus bandwidths are given) into buf. */
+static const char *bytes_text(double b, char *buf, size_t len)
+{
+	if (b >= 1e9)
+		snprintf(buf, len, "%.2f GB", b / 1e9);
+	else if (b >= 1e6)
+		snprintf(buf, len, "%.2f MB", b / 1e6);
+	else if (b >= 1e3)
+		snprintf(buf, len, "%.2f kB", b / 1e3);
+	else
+		snprintf(buf, len, "%.0f B", b);
+	return buf;
+}
+
+/* Each rank's NCCL bytes per iteration and bus bandwidth, or why there are none; the calls and
+ * kernels the matching left over, counted. */
+static void print_nccl_bytes(const struct kj_job *j, FILE *f)
+{
+	fprintf(f, "  NCCL bytes per iteration (the recorded NCCL calls, each matched to the next NCCL kernel"
+		   " its process launched; bus bandwidth = bus bytes over the matched NCCL kernels' time,"
+		   " waits included):\n");
+	for (size_t i = 0; i < j->n; i++) {
+		const struct kj_rank *r = &j->r[i];
+		char lab[48], b1[32], b2[32];
+		kj_rank_label(j, r->pid, lab, sizeof(lab));
+		if (!r->nccl_bytes_ok) {
+			fprintf(f, "    %s: bytes not recorded: %s\n", lab, r->nccl_bytes_why ? r->nccl_bytes_why : "unknown");
+		} else {
+			fprintf(f, "    %s: %s (%s), bus %s", lab, bytes_text(r->nccl_bytes, b1, sizeof(b1)),
+				r->nccl_ops[0] ? r->nccl_ops : "no call", bytes_text(r->nccl_bus_bytes, b2, sizeof(b2)));
+			if (r->nccl_bw_ok)
+				fprintf(f, ", bus bandwidth %.2f GB/s over %.1f us of NCCL kernels\n", r->nccl_bus_gbps,
+					r->nccl_matched_ns * NS_US);
+			else
+				fprintf(f, ", bus bandwidth n/a: %s\n", r->nccl_bw_why ? r->nccl_bw_why : "unknown");
+		}
+		if (r->nccl_calls_unmatched)
+			fprintf(f, "    %s: %lld of %lld NCCL calls matched no NCCL kernel launched after them (left out)\n",
+				lab, (long long)r->nccl_calls_unmatched, (long long)r->nccl_calls);
+		if (r->nccl_calls && r->nccl_kernels_without_call)
+			fprintf(f, "    %s: %lld NCCL kernels of the measured iterations matched no recorded call (their"
+				   " time is left out of the bandwidth)\n", lab, (long long)r->nccl_kernels_without_call);
+	}
+}
+
 void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 {
 	const struct kj_job *j = &c->job;
@@ -30,8 +75,7 @@ void cmp_ranks_print(const struct kj_compare *c, FILE *f)
 	fprintf(f, "  busy: the union of each rank's own kernels and copies on its own GPU (never across"
 		   " GPUs); nccl: NCCL kernel time per iteration, measured in place (never replayed"
 		   " alone); exposed: the part of it no compute kernel of that rank overlapped\n");
-	fprintf(f, "  NCCL bytes moved: bytes not recorded (the trace keeps no NCCL message sizes),"
-		   " so no bus bandwidth\n");
+	print_nccl_bytes(j, f);
 	for (size_t i = 0; i < j->n; i++) {
 		const struct kj_rank *r = &j->r[i];
 		char lab[48];
@@ -84,8 +128,19 @@ json_t *cmp_ranks_json(const struct kj_compare *c)
 		json_object_set_new(x, "nccl_us", json_real(r->comm_ns * NS_US));
 		json_object_set_new(x, "nccl_exposed_us", json_real(r->comm_exposed_ns * NS_US));
 		json_object_set_new(x, "nccl_launches_per_iteration", json_real(r->comm_launches));
-		json_object_set_new(x, "nccl_bytes", json_null());
-		json_object_set_new(x, "nccl_bus_bandwidth_gbps", json_null());
+		json_object_set_new(x, "nccl_bytes_per_iteration", cmp_num_or_null(r->nccl_bytes, r->nccl_bytes_ok));
+		json_object_set_new(x, "nccl_bus_bytes_per_iteration",
+				    cmp_num_or_null(r->nccl_bus_bytes, r->nccl_bytes_ok));
+		json_object_set_new(x, "nccl_bytes_missing", r->nccl_bytes_ok ? json_null()
+						: json_string(r->nccl_bytes_why ? r->nccl_bytes_why : "unknown"));
+		json_object_set_new(x, "nccl_bus_bandwidth_gbps", cmp_num_or_null(r->nccl_bus_gbps, r->nccl_bw_ok));
+		json_object_set_new(x, "nccl_bandwidth_missing", r->nccl_bw_ok ? json_null()
+						: json_string(r->nccl_bw_why ? r->nccl_bw_why : "unknown"));
+		json_object_set_new(x, "nccl_matched_kernel_us", cmp_num_or_null(r->nccl_matched_ns * NS_US, r->nccl_bytes_ok));
+		json_object_set_new(x, "nccl_ops", json_string(r->nccl_ops));
+		json_object_set_new(x, "nccl_calls", json_integer(r->nccl_calls));
+		json_object_set_new(x, "nccl_calls_unmatched", json_integer(r->nccl_calls_unmatched));
+		json_object_set_new(x, "nccl_kernels_without_call", json_integer(r->nccl_kernels_without_call));
 		json_object_set_new(x, "explained_fraction", cmp_num_or_null(r->explained_fraction, r->have_explained));
 		json_object_set_new(x, "energy_mj", cmp_num_or_null(r->energy_mj, r->energy_ok));
 		json_object_set_new(x, "energy_unc_mj", cmp_num_or_null(r->energy_unc_mj, r->energy_ok));
@@ -105,6 +160,9 @@ json_t *cmp_ranks_json(const struct kj_compare *c)
 	json_object_set_new(o, "mixed_gpu_types", json_boolean(j->mixed_gpus));
 	json_object_set_new(o, "gpu_types", json_string(j->gpus));
 	json_object_set_new(o, "ranks_died", json_integer((json_int_t)j->n_died));
-	json_object_set_new(o, "nccl_bytes_note", json_string("bytes not recorded"));
+	json_object_set_new(o, "nccl_bytes_note",
+			    json_string("NCCL calls recorded by libkjoule_nccl.so, each matched to the next NCCL kernel"
+					" its process launched; bytes as nccl-tests defines them; bus bandwidth over the"
+					" matched NCCL kernels' time, waits included"));
 	return o;
 }

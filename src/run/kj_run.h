@@ -28,15 +28,18 @@ struct kj_run_opts {
 	int power_interval_ms;
 	int watch_interval_ms; /* 0: do not watch for other processes */
 	struct kj_capture_spec capture; /* --capture (mode KJ_CAPTURE_NONE: none) */
+	int nccl_calls; /* record NCCL's calls (libkjoule_nccl.so preloaded); 0: --no-nccl-calls */
 	char **cmd;
 };
 
 /**
  * @brief Set the environment the program starts with: with inject (the injection library's
  * path; NULL: untraced) the tracing variables (spool directory, parameters, API, snapshots,
- * copies, --capture); always NVLink multicast off unless the user chose (docs/multi-gpu.md).
+ * copies, --capture) and, with nccl (libkjoule_nccl.so's path; NULL: none), that library put
+ * first in LD_PRELOAD (before any value the user set); always NVLink multicast off unless the
+ * user chose (docs/multi-gpu.md).
  */
-void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *spool);
+void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *nccl, const char *spool);
 
 /** What the series of runs of the program did (filled by the command as it runs them). */
 struct kj_run_result {
@@ -48,6 +51,8 @@ struct kj_run_result {
 	int interrupts;           /* SIGINT/SIGTERM/SIGHUP received */
 	int descendants_left;     /* processes it started still ran 10 s after it ended */
 	int traced;               /* the injection library was found */
+	const char *nccl_calls;   /* meta nccl_calls: "on" (preloaded), "off" (--no-nccl-calls),
+	                           * "missing" (libkjoule_nccl.so not found) */
 	int done_runs;            /* runs that ended (of o->warmup + o->runs) */
 	const int64_t *run_span;  /* start and end of each run, 2 a run */
 	const pid_t *run_pid;     /* each run's process */

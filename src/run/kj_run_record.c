@@ -18,8 +18,19 @@
 #include "kj_sampler.h"
 #include "kj_store_w_run.h"
 
-void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *spool)
+void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *nccl, const char *spool)
 {
+	if (inject && nccl) {
+		/* NCCL's calls with their sizes (src/trace/nccl), first of any preload the user set */
+		const char *had = getenv("LD_PRELOAD");
+		size_t len = strlen(nccl) + (had ? strlen(had) : 0) + 2;
+		char *v = malloc(len);
+		if (v) {
+			snprintf(v, len, "%s%s%s", nccl, had && *had ? ":" : "", had ? had : "");
+			setenv("LD_PRELOAD", v, 1);
+			free(v);
+		}
+	}
 	if (inject) {
 		char k[16];
 		setenv("CUDA_INJECTION64_PATH", inject, 1);
@@ -150,6 +161,8 @@ static void write_facts(const struct kj_run_opts *o, const struct kj_run_result 
 		 o->snapshot_graphs, o->params_k ? o->copy_data_kb : 0, sampled ? o->watch_interval_ms : 0);
 	kj_db_meta_set(db, "capture", opts);
 	kj_db_meta_set(db, "traced", r->traced ? "1" : "0");
+	if (r->traced)
+		kj_db_meta_set(db, "nccl_calls", r->nccl_calls ? r->nccl_calls : "off");
 	if (!r->traced)
 		kj_db_problem(db, -1, -1, "error", "injection library not found: nothing was traced");
 	if (!sampled && o->power)

@@ -101,6 +101,7 @@ struct kj_db_caps {
 	unsigned char replay_sequence_data;	/* replay_sequence.data */
 	unsigned char replay_sequence_pace_ns;	/* replay_sequence.pace_ns */
 	unsigned char replay_kernel_reason;	/* replay_kernel.reason */
+	unsigned char nccl_call;		/* the nccl_call table */
 };
 
 /** @brief The answers for a handle of kj_db_open or kj_db_create (read once at open; valid until

@@ -475,7 +475,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	    (rc = ing_put_capture_ranges(&in)) != 0 ||
 	    (rc = ing_put_iteration(&in)) != 0 || (rc = ing_drop_own_copies(&in)) != 0)
 		goto out;
-	if ((rc = ing_finish_rows(&in)) != 0)
+	if ((rc = ing_finish_rows(&in)) != 0 || (rc = ing_put_nccl(&in)) != 0)
 		goto out;
 	if (stop != in.n) {
 		char what[256];

@@ -198,6 +198,11 @@ int ing_orphans_resolve(struct ingest *in);
  *  exit kjoule could not see). A record that is not one is warned about, naming file and line.
  *  @return 0 or KJ_EDB. */
 int ing_note_death(struct ingest *in);
+/* ---- NCCL's calls (kj_ingest_nccl.c) ---- */
+/** The p<pid>.nccl file beside the spool, when there is one, into nccl_call rows of the process.
+ *  A line that is not a call is a warning problem row naming the file and line; the rest are kept.
+ *  @return 0 or KJ_EDB. */
+int ing_put_nccl(struct ingest *in);
 /** Pass 2: the correlation of the record at offset (corr itself unless it was resolved). */
 uint32_t ing_orphan_correlation(const struct ingest *in, uint64_t offset, uint32_t corr);
 

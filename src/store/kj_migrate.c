@@ -201,6 +201,7 @@ static const struct {
 	CAP(replay_sequence_data, "replay_sequence", "data", NULL),
 	CAP(replay_sequence_pace_ns, "replay_sequence", "pace_ns", NULL),
 	CAP(replay_kernel_reason, "replay_kernel", "reason", NULL),
+	CAP(nccl_call, "nccl_call", "group_depth", NULL),
 #undef CAP
 };
 

@@ -153,3 +153,12 @@ const char kj_schema_capture_sql[] =
     " start_ns INTEGER, end_ns INTEGER, captured INTEGER, PRIMARY KEY(pid, name, instance));\n"
     "CREATE TABLE IF NOT EXISTS capture_window(pid INTEGER PRIMARY KEY, start_ns INTEGER,"
     " end_ns INTEGER, first_instance INTEGER, last_instance INTEGER, status TEXT);\n";
+
+/* NCCL's calls with their sizes (libkjoule_nccl.so's p<pid>.nccl files, kj_spool.h): created only
+ * when a process left one, so a reader takes its absence as "no NCCL call recorded"; meta
+ * nccl_calls says whether they were recorded at all (docs/schema.md). */
+const char kj_schema_nccl_sql[] =
+    "CREATE TABLE IF NOT EXISTS nccl_call(pid INTEGER, tid INTEGER, t_ns INTEGER, op TEXT,"
+    " count INTEGER, datatype INTEGER, bytes INTEGER, nranks INTEGER, peer INTEGER,"
+    " group_depth INTEGER);\n"
+    "CREATE INDEX IF NOT EXISTS nccl_call_by_pid ON nccl_call(pid, t_ns);\n";

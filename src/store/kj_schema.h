@@ -24,5 +24,8 @@ extern const char kj_schema_sql[];
 extern const char kj_schema_watch_sql[];
 /** @brief SQL that adds the tables of a --capture run (iteration_mark, capture_window); idempotent. */
 extern const char kj_schema_capture_sql[];
+/** @brief SQL that creates the NCCL call table (IF NOT EXISTS): made by ingest when a process
+ *  left a p<pid>.nccl file (docs/schema.md). */
+extern const char kj_schema_nccl_sql[];
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kj_db.h"
 #include "kj_error.h"
@@ -27,6 +28,37 @@ int kj_store_a2_rank_replays_each(sqlite3 *db, int (*fn)(void *ud, int64_t uniqu
 		rc = fn(ud, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
 			sqlite3_column_double(st, 2));
 	sqlite3_finalize(st);
+	return rc;
+}
+
+int kj_store_a2_nccl_calls_each(sqlite3 *db, int64_t pid,
+				int (*fn)(void *ud, const struct kj_store_a2_nccl_call *c), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0, step = SQLITE_DONE;
+	if (!kj_db_caps(db)->nccl_call)
+		return 0;
+	if (kj_db_prepare(db, "SELECT t_ns, op, count, datatype, bytes, nranks, peer, group_depth FROM nccl_call"
+			      " WHERE pid = ?1 ORDER BY t_ns, rowid", &st))
+		return KJ_EDB;
+	sqlite3_bind_int64(st, 1, pid);
+	while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct kj_store_a2_nccl_call c = {0};
+		const char *op = (const char *)sqlite3_column_text(st, 1);
+		c.t_ns = sqlite3_column_int64(st, 0);
+		if (op && strlen(op) < sizeof(c.op))
+			snprintf(c.op, sizeof(c.op), "%s", op);
+		c.count = sqlite3_column_int64(st, 2);
+		c.datatype = sqlite3_column_int64(st, 3);
+		c.bytes = kj_db_col_i64(st, 4, -1);
+		c.nranks = kj_db_col_i64(st, 5, -1);
+		c.peer = kj_db_col_i64(st, 6, -1);
+		c.group_depth = sqlite3_column_int64(st, 7);
+		rc = fn(ud, &c);
+	}
+	sqlite3_finalize(st);
+	if (!rc && step != SQLITE_DONE)
+		return KJ_EDB;
 	return rc;
 }
 

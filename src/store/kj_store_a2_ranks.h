@@ -56,6 +56,24 @@ int kj_store_a2_rank_ranges_each(sqlite3 *db, const char *name, int64_t pid,
 int kj_store_a2_ranks_each(sqlite3 *db, int (*fn)(void *ud, int64_t pid, int64_t device_id, int64_t n_devices),
 			   void *ud);
 
+/** One NCCL call of a process (nccl_call; kj_spool.h has the fields' meaning). */
+struct kj_store_a2_nccl_call {
+	int64_t t_ns;
+	char op[16];           /* "all_reduce", ...; "" when longer than that (not one kjoule writes) */
+	int64_t count, datatype;
+	int64_t bytes;         /* count x element size; -1 not known */
+	int64_t nranks;        /* -1 not known */
+	int64_t peer, group_depth;
+};
+
+/**
+ * @brief The NCCL calls of process pid, by time (then row order). Calls nothing when the run has
+ *        no nccl_call table (no call recorded: kj_db_caps' nccl_call).
+ * @return 0, the callback's return, or KJ_EDB.
+ */
+int kj_store_a2_nccl_calls_each(sqlite3 *db, int64_t pid,
+				int (*fn)(void *ud, const struct kj_store_a2_nccl_call *c), void *ud);
+
 /** Prepared lookups of a rank's GPU name and end (kj_store_a2_rank_reader_open). */
 struct kj_store_a2_rank_reader;
 

@@ -367,6 +367,19 @@ struct kj_rec_dropped {
 #define KJ_SIGNAL_SUFFIX ".signal"
 #define KJ_SIGNAL_ARG_MAX 200
 
+/* NCCL calls (libkjoule_nccl.so, src/trace/nccl; LD_PRELOADed by kjoule run): a text file
+ * p<pid>.nccl beside the process's spool, written only when the process called NCCL. Line 1 is
+ * KJ_NCCL_HEADER followed by " pid <pid>"; then one line per call, nine fields apart by spaces:
+ *   t_ns tid op count datatype bytes nranks peer group_depth
+ * t_ns CLOCK_MONOTONIC at the call's entry (launch_ns's clock); op one of all_reduce, all_gather,
+ * reduce_scatter, broadcast, reduce, send, recv; count as passed (all_gather's sendcount and
+ * reduce_scatter's recvcount: per rank); datatype ncclDataType_t's value; bytes count x element
+ * size (-1: datatype not known); nranks the communicator's size (-1: not known); peer the root
+ * (broadcast, reduce) or peer (send, recv), else -1; group_depth the ncclGroupStart nesting of the
+ * calling thread (0: outside a group). Readers skip nothing: a line that is not this is an error. */
+#define KJ_NCCL_HEADER "kjoule-nccl 1"
+#define KJ_NCCL_SUFFIX ".nccl"
+
 #define KJ_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
 #endif

@@ -217,7 +217,10 @@ static void test_compare_ranks(void **state)
 	assert_int_equal(json_array_size(json_object_get(job, "ranks")), 2);
 	json_t *r1 = json_array_get(json_object_get(job, "ranks"), 1);
 	assert_true(json_is_null(json_object_get(r1, "explained_fraction")));
-	assert_true(json_is_null(json_object_get(r1, "nccl_bytes")));
+	assert_true(json_is_null(json_object_get(r1, "nccl_bytes_per_iteration")));
+	assert_true(json_is_null(json_object_get(r1, "nccl_bus_bandwidth_gbps")));
+	assert_string_equal(json_string_value(json_object_get(r1, "nccl_bytes_missing")),
+			    "a run from a kjoule before NCCL calls were recorded");
 	assert_float_equal(json_real_value(json_object_get(job, "time_per_iteration_us")), 1200, 1e-6);
 	FILE *f = open_memstream(&text, &len);
 	kj_compare_print(c, f);
@@ -225,7 +228,7 @@ static void test_compare_ranks(void **state)
 	if (getenv("KJ_TEST_SHOW"))
 		fputs(text, stderr);
 	assert_non_null(strstr(text, "rank 1 (GPU 1)"));
-	assert_non_null(strstr(text, "bytes not recorded"));
+	assert_non_null(strstr(text, "rank 1 (GPU 1): bytes not recorded: a run from a kjoule before NCCL calls were recorded"));
 	assert_null(strstr(text, "nan"));
 	assert_null(strstr(text, "inf"));
 	free(text);

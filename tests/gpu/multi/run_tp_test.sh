@@ -5,6 +5,9 @@
 #  2. compare finds the 'step' iterations per rank (not the whole run), and its job section has
 #     two ranks, each on its own GPU, with iterations, NCCL time, busy <= wall, an energy figure
 #  3. the job's time is the slowest rank's, its energy the sum of the two GPUs'
+#  4. NCCL's calls recorded (libkjoule_nccl.so) for both ranks: each rank's bytes per iteration are
+#     tp_mlp.py's all_reduces (one of its (batch, hidden) bf16 output per layer), its bus bandwidth
+#     finite and > 0
 # usage: run_tp_test.sh KJOULE SRC_DIR — exit 77 without 2 GPUs or PyTorch.
 # KJ_TP_KEEP=DIR keeps the run and compare's outputs there.
 set -u
@@ -14,9 +17,12 @@ kj=$1 src=$2
 python3 -c 'import torch, torch.distributed' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 keep=${KJ_TP_KEEP:-$dir}
 run=$keep/tp.kjdb
+hidden=2048 layers=4 batch=256
+# each step all_reduces one (batch, hidden) bfloat16 tensor per layer (examples/tp_mlp.py)
+want_bytes=$((layers * batch * hidden * 2))
 timeout 240 "$kj" run --force -o "$run" -- env NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
 	NVSHMEM_DISABLE_NVLS=1 torchrun --standalone --nproc-per-node 2 "$src/examples/tp_mlp.py" \
-	--steps 20 >"$keep/run.log" 2>&1
+	--steps 20 --hidden $hidden --layers $layers --batch $batch >"$keep/run.log" 2>&1
 rc=$?
 check "kjoule run exits 0 (got $rc; $keep/run.log)" '[ $rc = 0 ]'
 check "two processes with kernels" '[ "$(q "$run" "SELECT count(DISTINCT pid) FROM kernel")" = 2 ]'
@@ -46,5 +52,11 @@ check "job time = slowest rank" '[ "$(py "print(abs(job[\"time_per_iteration_us\
 # (each figure is rounded to 0.001 mJ in the JSON: the sum of the rounded ones may differ by that per rank)
 check "job energy = sum of GPUs" '[ "$(py "print(abs(job[\"energy_per_iteration_mj\"] - sum(x[\"energy_mj\"] for x in r)) <= 0.0005 * (len(r) + 1))")" = True ]'
 check "text names the ranks" 'grep -q "rank 1 (GPU" "$keep/compare.txt"'
+check "NCCL calls were recorded (meta nccl_calls on)" '[ "$(q "$run" "SELECT value FROM meta WHERE key = \"nccl_calls\"")" = on ]'
+check "nccl_call rows for both ranks" '[ "$(q "$run" "SELECT count(DISTINCT pid) FROM nccl_call WHERE pid IN (SELECT pid FROM kernel)")" = 2 ]'
+check "each rank's all_reduces are bf16 (batch x hidden) on 2 ranks" '[ "$(q "$run" "SELECT count(*) FROM nccl_call WHERE op = \"all_reduce\" AND count = $((batch * hidden)) AND datatype = 9 AND bytes = $((batch * hidden * 2)) AND nranks = 2")" -ge $((2 * 19 * layers)) ]'
+check "NCCL bytes per iteration = $want_bytes per rank" '[ "$(py "print(all(x[\"nccl_bytes_per_iteration\"] == $want_bytes for x in r))")" = True ]'
+check "bus bandwidth finite and > 0 per rank" '[ "$(py "import math; print(all(isinstance(x[\"nccl_bus_bandwidth_gbps\"], float) and math.isfinite(x[\"nccl_bus_bandwidth_gbps\"]) and x[\"nccl_bus_bandwidth_gbps\"] > 0 for x in r))")" = True ]'
+check "ops per iteration: all_reduce x$layers" '[ "$(py "print(all(x[\"nccl_ops\"] == \"all_reduce \u00d7$layers\" for x in r))")" = True ]'
 sed -n '/^Ranks:/,$p' "$keep/compare.txt"
 exit 0
