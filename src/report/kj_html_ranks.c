@@ -17,7 +17,8 @@ static void rank_table(FILE *f, const struct kj_job *j)
 	fputs("<table class=\"kj-table sortable\" id=\"ranks-table\"><thead><tr><th class=\"l\">rank</th>"
 	      "<th>pid</th><th class=\"l\">GPU</th><th class=\"l\">iteration range</th><th>measured</th>"
 	      "<th>wall µs</th><th>GPU busy µs</th><th>busy % of wall</th><th>NCCL µs</th>"
-	      "<th>NCCL exposed µs</th><th>explained</th><th>energy mJ (its GPU)</th><th>± mJ</th>"
+	      "<th>NCCL exposed µs</th><th>NCCL MB</th><th>bus GB/s</th><th>explained</th>"
+	      "<th>energy mJ (its GPU)</th><th>± mJ</th>"
 	      "</tr></thead><tbody>\n", f);
 	for (size_t i = 0; i < j->n; i++) {
 		const struct kj_rank *r = &j->r[i];
@@ -40,6 +41,10 @@ static void rank_table(FILE *f, const struct kj_job *j)
 		fputs("</td><td>", f);
 		kj_html_fig(f, r->comm_exposed_ns * NS_US, 1, 1, NULL);
 		fputs("</td><td>", f);
+		kj_html_fig(f, r->nccl_bytes / 1e6, r->nccl_bytes_ok, 3, NULL);
+		fputs("</td><td>", f);
+		kj_html_fig(f, r->nccl_bus_gbps, r->nccl_bw_ok, 1, NULL);
+		fputs("</td><td>", f);
 		kj_html_fig(f, r->explained_fraction, r->have_explained, 3, NULL);
 		fputs("</td><td>", f);
 		kj_html_fig(f, r->energy_mj, r->energy_ok, 1, NULL);
@@ -50,7 +55,8 @@ static void rank_table(FILE *f, const struct kj_job *j)
 	fputs("</tbody></table>\n", f);
 }
 
-/* What the table cannot say in a cell: a rank without its own range, without energy, or dead. */
+/* What the table cannot say in a cell: a rank without its own range, without energy, without NCCL
+ * bytes or bandwidth, or dead; the NCCL ops it ran per iteration. */
 static void rank_notes(FILE *f, const struct kj_job *j)
 {
 	int any = 0;
@@ -58,11 +64,15 @@ static void rank_notes(FILE *f, const struct kj_job *j)
 		const struct kj_rank *r = &j->r[i];
 		char lab[48];
 		kj_rank_label(j, r->pid, lab, sizeof(lab));
-		const char *why[3] = {r->range[0] ? NULL : "no iteration range of its own; its whole run is one iteration",
+		const char *bw = r->nccl_bytes_ok && !r->nccl_bw_ok ? r->nccl_bw_why : NULL;
+		const char *why[6] = {r->range[0] ? NULL : "no iteration range of its own; its whole run is one iteration",
 				      r->energy_ok ? NULL : r->energy_why ? r->energy_why : "unknown",
-				      r->died ? r->died_why : NULL};
-		static const char *lead[3] = {": ", ": energy not measured: ", " died: "};
-		for (int k = 0; k < 3; k++) {
+				      r->died ? r->died_why : NULL,
+				      r->nccl_bytes_ok || !r->nccl_bytes_why ? NULL : r->nccl_bytes_why, bw,
+				      r->nccl_bytes_ok && r->nccl_ops[0] ? r->nccl_ops : NULL};
+		static const char *lead[6] = {": ", ": energy not measured: ", " died: ", ": NCCL bytes not known: ",
+					      ": NCCL bus bandwidth not known: ", ": NCCL calls per iteration: "};
+		for (int k = 0; k < 6; k++) {
 			if (!why[k])
 				continue;
 			fputs(any++ ? "<li>" : "<ul class=\"rank-notes\">\n<li>", f);

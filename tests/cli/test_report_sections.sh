@@ -95,8 +95,8 @@ lack "$J" 'id="capture"'
 need "$J" '<h2>Ranks: 2 processes with GPU work on 2 GPU(s)</h2>'
 # rank 0: wall 1000, busy 500, NCCL 300, exposed 200, explained 1.1, 500 mJ; rank 1: wall 1200,
 # busy 700, NCCL 150, exposed 100, no replay of its compute kernel, 346.7 mJ
-need "$J" '<td class="l" data-v="0">rank 0 (GPU 0)</td><td>101</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,000.0</td><td>500.0</td><td>50.0&#8239;%</td><td>300.0</td><td>200.0</td><td>1.100</td><td>500.0</td>'
-need "$J" '<td class="l" data-v="1">rank 1 (GPU 1)</td><td>102</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,200.0</td><td>700.0</td><td>58.3&#8239;%</td><td>150.0</td><td>100.0</td><td><span class="na">not measured</span></td><td>346.7</td>'
+need "$J" '<td class="l" data-v="0">rank 0 (GPU 0)</td><td>101</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,000.0</td><td>500.0</td><td>50.0&#8239;%</td><td>300.0</td><td>200.0</td><td><span class="na">not measured</span></td><td><span class="na">not measured</span></td><td>1.100</td><td>500.0</td>'
+need "$J" '<td class="l" data-v="1">rank 1 (GPU 1)</td><td>102</td><td class="l">NVIDIA H200</td><td class="l">step</td><td>3</td><td>1,200.0</td><td>700.0</td><td>58.3&#8239;%</td><td>150.0</td><td>100.0</td><td><span class="na">not measured</span></td><td><span class="na">not measured</span></td><td><span class="na">not measured</span></td><td>346.7</td>'
 # the job: the slowest rank's wall, energy summed with compare's bound, imbalance 600 / 450
 "$KJ" compare "$T/job.kjdb" --json >"$T/c.json" 2>/dev/null
 unc=$(fig "$(jq "$T/c.json" "j['job']['energy_unc_mj']")" 1)
@@ -106,6 +106,8 @@ need "$J" '<th class="l">load imbalance</th><td>1.333</td>'
 need "$J" '<th class="l">GPU types</th><td>one type</td>'
 need "$J" '<th class="l">ranks that died</th><td>0</td>'
 lack "$J" 'different GPU types'
+# no NCCL calls in this run: the two NCCL columns not measured, and the notes say why, per rank
+[ "$(grep -c '(GPU [01]): NCCL bytes not known: ' "$J")" = 2 ] || fail "ranks: the NCCL bytes' reason is not said per rank"
 # the chart: one bar group per rank, wall / busy / NCCL / exposed
 [ "$(sed -n '/id="chart-ranks"/,/<\/svg>/p' "$J" | grep -c 'text-anchor="end">rank ')" = 2 ] || fail "chart-ranks: not one group per rank"
 need "$J" $'wall: 1200.000 µs\nGPU busy (its own GPU): 700.000 µs\nNCCL kernels: 150.000 µs\nNCCL exposed (no compute overlapped): 100.000 µs'
