@@ -57,6 +57,22 @@ static int add_mark(void *ud, int64_t t0, int64_t t1, int captured)
 	return 0;
 }
 
+/* The captured mean against the whole run's, within their stated bounds or not (a steady program
+ * gives the same energy per iteration inside the window and over the run). */
+void kj_capture_agreement(struct kj_capture_stats *out)
+{
+	const struct kj_iter_set *a = &out->all, *c = &out->captured;
+	out->agreement_known = 0;
+	if (!a->measured || !c->measured || !(a->energy_j > 0) || !(c->energy_j > 0) ||
+	    !isfinite(a->uncertainty_j) || !isfinite(c->uncertainty_j))
+		return;
+	out->agreement_apart_pct = 100 * (c->energy_j - a->energy_j) / a->energy_j;
+	out->agreement_bound_pct = 100 * (a->uncertainty_j / a->energy_j + c->uncertainty_j / c->energy_j);
+	out->agreement_within = out->agreement_bound_pct > KJ_CAPTURE_AGREE_BOUND_PCT ? -1
+				: fabs(out->agreement_apart_pct) <= out->agreement_bound_pct;
+	out->agreement_known = isfinite(out->agreement_apart_pct) && isfinite(out->agreement_bound_pct);
+}
+
 static int iterations(sqlite3 *db, struct kj_capture_stats *out)
 {
 	struct kj_power_sample *s = NULL;
@@ -81,6 +97,7 @@ static int iterations(sqlite3 *db, struct kj_capture_stats *out)
 	acc_done(&cap, &out->captured);
 	if (!out->energy_why && !all.measured)
 		out->energy_why = "the power samples cover none of the iterations";
+	kj_capture_agreement(out);
 	return 0;
 }
 

@@ -15,6 +15,9 @@ struct kj_iter_set {
 	double uncertainty_j;    /* mean stated bound per instance; NAN when none */
 };
 
+/* Bounds (the two added, %) wider than this cannot tell a typical window from an atypical one. */
+#define KJ_CAPTURE_AGREE_BOUND_PCT 5.0
+
 struct kj_capture_stats {
 	int active;              /* 0: not a --capture run (the capture fields are unset) */
 	char spec[300];          /* meta.capture_range ("" when not recorded) */
@@ -23,6 +26,12 @@ struct kj_capture_stats {
 	struct kj_iter_set all;  /* every instance of the run */
 	struct kj_iter_set captured; /* the instances inside the window */
 	const char *energy_why;  /* when energy_j is NAN: why it was not measured */
+	/* the captured iterations' mean energy against the whole run's: apart (%, of the whole
+	 * run's), the two stated bounds added (%), and whether the difference lies within them;
+	 * agreement_known 0 where either set has no energy */
+	int agreement_known, agreement_within; /* within: -1 not judged (bounds wider than
+						* KJ_CAPTURE_AGREE_BOUND_PCT) */
+	double agreement_apart_pct, agreement_bound_pct;
 	/* the trace's size, for every run */
 	int64_t db_bytes;        /* the run database's file size; -1 unknown */
 	int64_t launches;        /* kernel records */
@@ -36,5 +45,13 @@ struct kj_capture_stats {
  * @return 0, or KJ_EDB.
  */
 int kj_capture_stats_of(sqlite3 *db, const char *path, struct kj_capture_stats *out);
+
+/**
+ * @brief The agreement_* fields of out from its two sets: the captured mean energy against the
+ *        whole run's (apart, % of the whole run's), their stated bounds added (%), within 1 or 0,
+ *        -1 (not judged) where that sum is over KJ_CAPTURE_AGREE_BOUND_PCT; agreement_known 0
+ *        where either set has no energy.
+ */
+void kj_capture_agreement(struct kj_capture_stats *out);
 
 #endif

@@ -52,6 +52,15 @@ void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 	fputs("\n", f);
 	print_set(f, "whole run, iterations", &s->all, s->energy_why);
 	print_set(f, "captured iterations", &s->captured, s->energy_why);
+	if (s->agreement_known)
+		fprintf(f, "  captured against the whole run: %+.2f%% (the two bounds added: +/- %.2f%%): %s\n",
+			s->agreement_apart_pct, s->agreement_bound_pct,
+			s->agreement_within < 0 ? "not judged: bounds this wide cannot tell (each iteration's window is"
+						  " short against the power readings; longer iterations or more of them narrow it)"
+			: s->agreement_within ? "within their bounds"
+					    : "outside their bounds: the captured iterations did not draw what the run's"
+					      " iterations drew on average (a program that changes over the run, or a window"
+					      " at its start)");
 }
 
 static json_t *num_or_null(double v)
@@ -95,6 +104,15 @@ json_t *kj_capture_json(const struct kj_capture_stats *s)
 	json_object_set_new(c, "captured", set_json(&s->captured));
 	if (s->energy_why)
 		json_object_set_new(c, "energy_why", json_string(s->energy_why));
+	if (s->agreement_known) {
+		json_t *g = json_object();
+		json_object_set_new(g, "apart_pct", json_real(s->agreement_apart_pct));
+		json_object_set_new(g, "bound_pct", json_real(s->agreement_bound_pct));
+		json_object_set_new(g, "within", s->agreement_within < 0 ? json_null() : json_boolean(s->agreement_within));
+		json_object_set_new(c, "energy_agreement", g);
+	} else {
+		json_object_set_new(c, "energy_agreement", json_null());
+	}
 	json_object_set_new(o, "capture", c);
 	return o;
 }

@@ -49,6 +49,11 @@ done
 need "$P" '<tr><td class="l">whole run</td><td>10</td><td>500.000&#8239;ms</td><td>10</td><td>19'
 need "$P" '<tr><td class="l">captured</td><td>2</td><td>500.000&#8239;ms</td><td>2</td><td>20'
 lack "$P" "Energy not measured"
+# the captured mean against the whole run's: apart by what the two means say, bounds too wide to judge
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; g=c["energy_agreement"]; a=c["whole_run"]["energy_j_mean"]; x=c["captured"]["energy_j_mean"]; sys.exit(not (abs(g["apart_pct"] - 100*(x-a)/a) < 1e-6 and g["bound_pct"] > 5 and g["within"] is None))' "$T/info.json" ||
+	fail "info --json: capture.energy_agreement is not the two means' difference, or judged on bounds too wide"
+need "$P" 'id="capture-agreement"'
+need "$P" 'not judged, bounds this wide cannot tell'
 need "$P" "re-create: <code>kjoule info $T/cap.kjdb"
 
 # the statuses, worded as kjoule info words them
