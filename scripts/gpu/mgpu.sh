@@ -8,9 +8,7 @@ keep=$(mktemp -d)
 nvidia-smi -L > "$OUT/facts.txt" 2>&1
 python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())' >> "$OUT/facts.txt" 2>&1
 echo "== test"
-KJ_TP_KEEP=$keep timeout 400 bash tests/gpu/multi/run_tp_test.sh "$kj" "$(pwd)" > "$OUT/tp_test.log" 2>&1
-t_rc=$?
-run=$keep/tp.kjdb
+tp_test "$keep" 400
 echo "== what the run holds"
 {
 	echo "-- processes"; sql "$run" "SELECT pid, ppid, exe, ended_cleanly, (SELECT count(*) FROM kernel k WHERE k.pid = p.pid), (SELECT group_concat(DISTINCT device_id) FROM kernel k WHERE k.pid = p.pid) FROM process p"

@@ -15,9 +15,7 @@ keep=$(mktemp -d)
 } > "$OUT/facts.txt" 2>&1
 
 echo "== 1. run_tp_test.sh (NCCL bytes checks)"
-KJ_TP_KEEP=$keep timeout 300 bash tests/gpu/multi/run_tp_test.sh "$kj" "$(pwd)" > "$OUT/tp_test.log" 2>&1
-t_rc=$?
-run=$keep/tp.kjdb
+tp_test "$keep" 300
 echo "== 2. what nccl_call holds"
 {
 	echo "-- meta nccl_calls"; sql "$run" "SELECT value FROM meta WHERE key = 'nccl_calls'"
