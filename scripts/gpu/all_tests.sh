@@ -5,9 +5,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source scripts/gpu/lib.sh
+multicast_off
 secs=${AT_SECONDS:-420}
 lane0="gpu_graph|gpu_capture|gpu_signal|gpu_heat|gpu_buffers|gpu_trace"
 lane1="gpu_replay|test_energy_gpu|test_pipeline_gpu|gpu_harness|gpu_shared|gpu_sweep"

@@ -10,9 +10,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/device-env.sh
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source scripts/gpu/lib.sh
+multicast_off
 secs=${FC_SECONDS:-200}
 (
 	export CUDA_VISIBLE_DEVICES=1

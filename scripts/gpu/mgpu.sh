@@ -3,19 +3,12 @@
 # what a torchrun job's run holds (docs/multi-gpu.md). Logs under $OUT (at most 8 files).
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/mgpu.sh
 set -u
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
-kj=$KJ_BUILD/kjoule
+source scripts/gpu/lib.sh
 keep=$(mktemp -d)
-sql() { python3 -c 'import sqlite3,sys
-for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r, sep="\t")' "$@"; }
-status_of() { [ "$1" = 0 ] && echo ok || echo "FAIL($1)"; }
 nvidia-smi -L > "$OUT/facts.txt" 2>&1
 python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())' >> "$OUT/facts.txt" 2>&1
 echo "== test"
-KJ_TP_KEEP=$keep timeout 400 bash tests/gpu/multi/run_tp_test.sh "$kj" "$(pwd)" > "$OUT/tp_test.log" 2>&1
-t_rc=$?
-run=$keep/tp.kjdb
+tp_test "$keep" 400
 echo "== what the run holds"
 {
 	echo "-- processes"; sql "$run" "SELECT pid, ppid, exe, ended_cleanly, (SELECT count(*) FROM kernel k WHERE k.pid = p.pid), (SELECT group_concat(DISTINCT device_id) FROM kernel k WHERE k.pid = p.pid) FROM process p"

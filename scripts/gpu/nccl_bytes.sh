@@ -5,13 +5,8 @@
 # --no-nccl-calls. Logs under $OUT (at most 8 files); a short table last; under 8 minutes.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/nccl_bytes.sh
 set -u
-OUT=${OUT:-/tmp/kjout}
-mkdir -p "$OUT"
-kj=$KJ_BUILD/kjoule
+source scripts/gpu/lib.sh
 keep=$(mktemp -d)
-sql() { python3 -c 'import sqlite3,sys
-for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r, sep="\t")' "$@"; }
-status_of() { [ "$1" = 0 ] && echo ok || echo "FAIL($1)"; }
 {
 	nvidia-smi -L
 	python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
@@ -20,9 +15,7 @@ status_of() { [ "$1" = 0 ] && echo ok || echo "FAIL($1)"; }
 } > "$OUT/facts.txt" 2>&1
 
 echo "== 1. run_tp_test.sh (NCCL bytes checks)"
-KJ_TP_KEEP=$keep timeout 300 bash tests/gpu/multi/run_tp_test.sh "$kj" "$(pwd)" > "$OUT/tp_test.log" 2>&1
-t_rc=$?
-run=$keep/tp.kjdb
+tp_test "$keep" 300
 echo "== 2. what nccl_call holds"
 {
 	echo "-- meta nccl_calls"; sql "$run" "SELECT value FROM meta WHERE key = 'nccl_calls'"

@@ -18,8 +18,7 @@
 #include "kj_iterations.h"
 #include "kj_spool.h"
 
-#include "spoolbuf.h"
-#include "tmpdir.h"
+#include "spool_fixture.h"
 
 static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end, int grid, uint64_t node)
 {
@@ -107,20 +106,6 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 	m.name_id = name;
 	m.tid = 42;
 	put(b, &m, sizeof(m), NULL, 0);
-}
-
-/* The start of every spool: the file record, then the process (pid, ppid, its text block). */
-static void put_start(struct buf *b, uint32_t pid, uint32_t ppid, const char *text, uint32_t text_len)
-{
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
-	put(b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = pid;
-	p.ppid = ppid;
-	p.text_len = text_len;
-	put(b, &p, sizeof(p), text, text_len);
 }
 
 /* A whole process's spool. Group A (kj_scale, grid 4096) has four parameter words: a device
@@ -252,13 +237,9 @@ static sqlite3 *ingest(struct buf *b, const char *name, const struct kj_ingest_o
 {
 	char path[256], dbpath[256];
 	sqlite3 *db = NULL;
-	FILE *f;
 	snprintf(path, sizeof(path), "%s/%s.spool", dir, name);
 	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(b->p, 1, b->n, f), b->n);
-	fclose(f);
+	write_buf(path, b);
 	assert_int_equal(kj_db_create(dbpath, &db), 0);
 	memset(st, 0, sizeof(*st));
 	assert_int_equal(kj_ingest_file(db, path, opts, st), 0);
@@ -289,14 +270,10 @@ static void test_complete_spool(void **state)
 {
 	(void)state;
 	struct buf b = make_spool();
-	struct kj_rec_text end;
 	struct kj_ingest_stats st;
 	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
 	char t[256];
-	memset(&end, 0, sizeof(end));
-	end.h.type = KJ_REC_END;
-	end.t_ns = 7000;
-	put(&b, &end, sizeof(end), NULL, 0);
+	put_end(&b, 7000);
 	sqlite3 *db = ingest(&b, "complete", &opts, &st);
 	assert_int_equal(st.kernels, 8);
 	assert_int_equal(q1(db, "SELECT count(*) FROM kernel"), 8);
@@ -460,27 +437,19 @@ static void test_iteration_capture(void **state)
 static void test_iteration_one_process(void **state)
 {
 	(void)state;
-	char sub[256], path[300], dbpath[300];
+	char path[300];
 	struct kj_ingest_stats st;
 	struct kj_ingest_opts opts = {1, KJ_ITERATION_AUTO, NULL, kj_iter_default_range};
-	sqlite3 *db = NULL;
 	char t[64];
-	snprintf(sub, sizeof(sub), "%s/job", dir);
-	assert_int_equal(mkdir(sub, 0700), 0);
+	mkdir_sub("job");
 	const int64_t pids[] = {900, 31};
 	for (int i = 0; i < 2; i++) {
 		struct buf b = make_spool_of(pids[i]);
-		snprintf(path, sizeof(path), "%s/p%lld.spool", sub, (long long)pids[i]);
-		FILE *f = fopen(path, "wb");
-		assert_non_null(f);
-		assert_int_equal(fwrite(b.p, 1, b.n, f), b.n);
-		fclose(f);
+		snprintf(path, sizeof(path), "%s/job/p%lld.spool", dir, (long long)pids[i]);
+		write_buf(path, &b);
 		free(b.p);
 	}
-	snprintf(dbpath, sizeof(dbpath), "%s/job.kjdb", dir);
-	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	memset(&st, 0, sizeof(st));
-	assert_int_equal(kj_ingest_dir(db, sub, &opts, &st), 0);
+	sqlite3 *db = ingest_sub("job", &opts, &st);
 	assert_int_equal(q1(db, "SELECT count(*) FROM process"), 2);
 	/* forward has 2 closed instances: the 2nd is kept, by pid 31 only */
 	assert_int_equal(q1(db, "SELECT count(DISTINCT pid) FROM sequence_op"), 1);

@@ -16,21 +16,13 @@
 #include "kj_ingest.h"
 #include "kj_spool.h"
 
-#include "spoolbuf.h"
-#include "tmpdir.h"
+#include "spool_fixture.h"
 
-static void put_start(struct buf *b, int64_t pid)
+/* The start of process pid's spool (python3 train.py). */
+static void put_train_start(struct buf *b, int64_t pid)
 {
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
 	const char text[] = "/usr/bin/python3\0python3\0train.py\0";
-	put(b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = pid;
-	p.ppid = 1;
-	p.text_len = sizeof(text);
-	put(b, &p, sizeof(p), text, sizeof(text));
+	put_start(b, (uint32_t)pid, 1, text, sizeof(text));
 }
 
 static void put_window(struct buf *b, int64_t t, uint32_t event, uint32_t instance)
@@ -75,7 +67,7 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 static struct buf capture_spool_in(int64_t pid, int close_kind, int64_t unit)
 {
 	struct buf b = {NULL, 0};
-	put_start(&b, pid);
+	put_train_start(&b, pid);
 	put_string(&b, 1, "step");
 	for (uint32_t i = 0; i < 2; i++)
 		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 0, 1);
@@ -110,13 +102,9 @@ static sqlite3 *ingest(struct buf *b, const char *name, const char *spec, struct
 	char path[256], dbpath[256];
 	sqlite3 *db = NULL;
 	struct kj_ingest_stats st;
-	FILE *f;
 	snprintf(path, sizeof(path), "%s/%s.spool", dir, name);
 	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, name);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(b->p, 1, b->n, f), b->n);
-	fclose(f);
+	write_buf(path, b);
 	assert_int_equal(kj_db_create(dbpath, &db), 0);
 	memset(&st, 0, sizeof(st));
 	assert_int_equal(kj_ingest_file(db, path, NULL, &st), 0);
@@ -249,7 +237,7 @@ static void test_profiler_start_without_stop(void **state)
 	(void)state;
 	struct kj_capture_summary sum;
 	struct buf b = {NULL, 0};
-	put_start(&b, 503);
+	put_train_start(&b, 503);
 	put_string(&b, 1, KJ_CAPTURE_PROFILER_TEXT);
 	put_window(&b, 10 * MS, KJ_WINDOW_OPEN, 0);
 	put_mark(&b, 0, 10 * MS, 0, 1, 1);
@@ -268,7 +256,7 @@ static void test_never_opened(void **state)
 	struct kj_capture_summary sum;
 	char v[64];
 	struct buf b = {NULL, 0};
-	put_start(&b, 504);
+	put_train_start(&b, 504);
 	put_string(&b, 1, "step");
 	for (uint32_t i = 0; i < 4; i++)
 		put_mark(&b, i, i * 100 * MS, i * 100 * MS + 80 * MS, 0, 1);
@@ -286,7 +274,7 @@ static void test_not_a_capture_run(void **state)
 	(void)state;
 	struct kj_capture_summary sum;
 	struct buf b = {NULL, 0};
-	put_start(&b, 505);
+	put_train_start(&b, 505);
 	sqlite3 *db = ingest(&b, "plain", NULL, &sum);
 	assert_false(sum.active);
 	assert_int_equal(kj_db_has_row(db, "SELECT 1 FROM iteration_mark"), 0); /* no table */

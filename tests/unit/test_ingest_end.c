@@ -18,76 +18,20 @@
 #include "kj_ingest.h"
 #include "kj_spool.h"
 
-#include "spoolbuf.h"
-#include "tmpdir.h"
+#include "spool_fixture.h"
 
 #define KILL_TEXT "ended without closing its trace: SIGKILL (kill -9, the OOM killer) or an exit kjoule could not see"
 
-/* A spool of process pid (text: exe NUL argv words NUL-separated), one kernel, closed when end. */
-static void write_spool(const char *sub, int pid, const char *text, size_t tlen, int end)
+/* A spool of process pid (its text block text, tlen bytes), one kernel, closed when end. */
+static void spool(const char *sub, int pid, const char *text, size_t tlen, int end)
 {
-	char path[400];
-	struct buf b = {0};
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
-	struct kj_rec_kernel k;
-	put(&b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = pid;
-	p.ppid = 1;
-	p.text_len = (uint32_t)tlen;
-	put(&b, &p, sizeof(p), text, tlen);
-	put_string(&b, 1, "k");
-	memset(&k, 0, sizeof(k));
-	k.h.type = KJ_REC_KERNEL;
-	k.start_ns = 100;
-	k.end_ns = 200;
-	k.name_id = 1;
-	k.correlation = 5;
-	k.grid[0] = k.block[0] = 1;
-	put(&b, &k, sizeof(k), NULL, 0);
-	if (end) {
-		struct kj_rec_text e;
-		memset(&e, 0, sizeof(e));
-		e.h.type = KJ_REC_END;
-		e.t_ns = 300;
-		put(&b, &e, sizeof(e), NULL, 0);
-	}
-	snprintf(path, sizeof(path), "%s/%s/p%d.spool", dir, sub, pid);
-	FILE *fp = fopen(path, "wb");
-	assert_non_null(fp);
-	assert_int_equal(fwrite(b.p, 1, b.n, fp), b.n);
-	fclose(fp);
-	free(b.p);
+	write_spool(sub, pid, text, tlen, "k", end);
 }
 
+/* pid's signal record holding text. */
 static void write_record(const char *sub, int pid, const char *text)
 {
-	char path[400];
-	snprintf(path, sizeof(path), "%s/%s/p%d" KJ_SIGNAL_SUFFIX, dir, sub, pid);
-	FILE *fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
-}
-
-static sqlite3 *ingest_dir(const char *sub)
-{
-	char d[400], dbpath[400];
-	sqlite3 *db = NULL;
-	snprintf(d, sizeof(d), "%s/%s", dir, sub);
-	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, sub);
-	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	assert_int_equal(kj_ingest_dir(db, d, NULL, NULL), 0);
-	return db;
-}
-
-static void mk(const char *sub)
-{
-	char d[400];
-	snprintf(d, sizeof(d), "%s/%s", dir, sub);
-	assert_int_equal(mkdir(d, 0700), 0);
+	write_beside(sub, pid, KJ_SIGNAL_SUFFIX, text);
 }
 
 /* The text of pid's only "ended " row into out ("" none); fails on two. */
@@ -119,14 +63,14 @@ static void test_kill_and_term(void **state)
 	(void)state;
 	char t[300];
 	int64_t tn = 0;
-	mk("job");
-	write_spool("job", 11, py, sizeof(py), 0);
-	write_spool("job", 12, py, sizeof(py), 0);
-	write_spool("job", 13, py, sizeof(py), 1);
+	mkdir_sub("job");
+	spool("job", 11, py, sizeof(py), 0);
+	spool("job", 12, py, sizeof(py), 0);
+	spool("job", 13, py, sizeof(py), 1);
 	write_record("job", 12, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 10\nt_ns 5000\n"
 				"arg0 /usr/bin/python3\narg1 /usr/local/bin/torchrun\narg2 --nproc-per-node\n");
 	write_record("job", 13, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 10\n");
-	sqlite3 *db = ingest_dir("job");
+	sqlite3 *db = ingest_sub("job", NULL, NULL);
 	assert_string_equal(ended(db, 11, t, sizeof(t), &tn), KILL_TEXT);
 	assert_int_equal(tn, -1);
 	assert_string_equal(ended(db, 12, t, sizeof(t), &tn), "ended by SIGTERM from pid 10 (torchrun)");
@@ -143,13 +87,13 @@ static void test_sender_from_process_table(void **state)
 	(void)state;
 	static const char launcher[] = "/usr/bin/python3\0python3\0-m\0torch.distributed.run\0--standalone";
 	char t[300];
-	mk("table");
-	write_spool("table", 20, launcher, sizeof(launcher), 1);
-	write_spool("table", 21, py, sizeof(py), 0);
-	write_spool("table", 22, py, sizeof(py), 0);
+	mkdir_sub("table");
+	spool("table", 20, launcher, sizeof(launcher), 1);
+	spool("table", 21, py, sizeof(py), 0);
+	spool("table", 22, py, sizeof(py), 0);
 	write_record("table", 21, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 20\nt_ns 7\n");
 	write_record("table", 22, KJ_SIGNAL_HEADER "\nsignal 1\ncode 0\npid 55\nt_ns 7\n");
-	sqlite3 *db = ingest_dir("table");
+	sqlite3 *db = ingest_sub("table", NULL, NULL);
 	assert_string_equal(ended(db, 21, t, sizeof(t), NULL), "ended by SIGTERM from pid 20 (torch.distributed.run)");
 	assert_string_equal(ended(db, 22, t, sizeof(t), NULL), "ended by SIGHUP from pid 55");
 	kj_db_close(db);
@@ -161,9 +105,9 @@ static void test_crashes(void **state)
 {
 	(void)state;
 	char t[300];
-	mk("crash");
+	mkdir_sub("crash");
 	for (int pid = 31; pid <= 37; pid++)
-		write_spool("crash", pid, py, sizeof(py), 0);
+		spool("crash", pid, py, sizeof(py), 0);
 	write_record("crash", 31, KJ_SIGNAL_HEADER "\nsignal 11\ncode 1\npid 0\nt_ns 9\n");
 	write_record("crash", 32, KJ_SIGNAL_HEADER "\nsignal 6\ncode -6\npid 32\nt_ns 9\n");
 	write_record("crash", 33, KJ_SIGNAL_HEADER "\nsignal 7\ncode 2\npid 0\n");
@@ -171,7 +115,7 @@ static void test_crashes(void **state)
 	write_record("crash", 35, KJ_SIGNAL_HEADER "\nsignal 2\ncode 128\npid 0\n");
 	write_record("crash", 36, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 0\nt_ns 9\ninfo 0\n");
 	write_record("crash", 37, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid 0\ninfo 0\nvia /usr/lib/x86_64-linux-gnu/libcuda.so.1\n");
-	sqlite3 *db = ingest_dir("crash");
+	sqlite3 *db = ingest_sub("crash", NULL, NULL);
 	assert_string_equal(ended(db, 31, t, sizeof(t), NULL), "ended by SIGSEGV (a crash: address fault)");
 	assert_string_equal(ended(db, 32, t, sizeof(t), NULL),
 			    "ended by SIGABRT (abort(): a failed assertion or a fatal error in the program or a library)");
@@ -192,14 +136,14 @@ static void test_bad_records(void **state)
 {
 	(void)state;
 	char t[300];
-	mk("bad");
+	mkdir_sub("bad");
 	for (int pid = 41; pid <= 44; pid++)
-		write_spool("bad", pid, py, sizeof(py), 0);
+		spool("bad", pid, py, sizeof(py), 0);
 	write_record("bad", 41, KJ_SIGNAL_HEADER "\nsignal x15\ncode 0\n");
 	write_record("bad", 42, "kjoule-signal 9\nsignal 15\n");
 	write_record("bad", 43, KJ_SIGNAL_HEADER "\ncode 0\npid 3\n");
 	write_record("bad", 44, KJ_SIGNAL_HEADER "\nsignal 15\ncode 0\npid -4\n");
-	sqlite3 *db = ingest_dir("bad");
+	sqlite3 *db = ingest_sub("bad", NULL, NULL);
 	assert_non_null(strstr(ended(db, 41, t, sizeof(t), NULL), "its signal record p41.signal is not one (line 2: signal: "));
 	assert_non_null(strstr(ended(db, 42, t, sizeof(t), NULL), "(line 1: not '" KJ_SIGNAL_HEADER "')"));
 	assert_non_null(strstr(ended(db, 43, t, sizeof(t), NULL), "(no 'signal' line)"));

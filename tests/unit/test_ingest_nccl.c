@@ -17,72 +17,14 @@
 #include "kj_ingest.h"
 #include "kj_spool.h"
 
-#include "spoolbuf.h"
-#include "tmpdir.h"
+#include "spool_fixture.h"
 
-/* A closed spool of process pid with one kernel. */
-static void write_spool(const char *sub, int pid)
-{
-	char path[400];
-	struct buf b = {0};
-	struct kj_rec_file f = {{KJ_REC_FILE, 0}, KJ_SPOOL_MAGIC, KJ_SPOOL_VERSION, 0};
-	struct kj_rec_process p;
-	struct kj_rec_kernel k;
-	struct kj_rec_text e;
-	put(&b, &f, sizeof(f), NULL, 0);
-	memset(&p, 0, sizeof(p));
-	p.h.type = KJ_REC_PROCESS;
-	p.pid = pid;
-	p.ppid = 1;
-	p.text_len = 2;
-	put(&b, &p, sizeof(p), "x", 2);
-	put_string(&b, 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-	memset(&k, 0, sizeof(k));
-	k.h.type = KJ_REC_KERNEL;
-	k.start_ns = 100;
-	k.end_ns = 200;
-	k.name_id = 1;
-	k.correlation = 5;
-	k.grid[0] = k.block[0] = 1;
-	put(&b, &k, sizeof(k), NULL, 0);
-	memset(&e, 0, sizeof(e));
-	e.h.type = KJ_REC_END;
-	e.t_ns = 300;
-	put(&b, &e, sizeof(e), NULL, 0);
-	snprintf(path, sizeof(path), "%s/%s/p%d.spool", dir, sub, pid);
-	FILE *fp = fopen(path, "wb");
-	assert_non_null(fp);
-	assert_int_equal(fwrite(b.p, 1, b.n, fp), b.n);
-	fclose(fp);
-	free(b.p);
-}
+#define NCCL_KERNEL "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
-static void write_calls(const char *sub, int pid, const char *text)
+/* A closed spool of process pid with one NCCL kernel. */
+static void nccl_spool(const char *sub, int pid)
 {
-	char path[400];
-	snprintf(path, sizeof(path), "%s/%s/p%d" KJ_NCCL_SUFFIX, dir, sub, pid);
-	FILE *fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
-}
-
-static void mkdir_sub(const char *sub)
-{
-	char d[400];
-	snprintf(d, sizeof(d), "%s/%s", dir, sub);
-	assert_int_equal(mkdir(d, 0700), 0);
-}
-
-static sqlite3 *ingest_now(const char *sub)
-{
-	char d[400], dbpath[400];
-	sqlite3 *db = NULL;
-	snprintf(d, sizeof(d), "%s/%s", dir, sub);
-	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, sub);
-	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	assert_int_equal(kj_ingest_dir(db, d, NULL, NULL), 0);
-	return db;
+	write_spool(sub, pid, "x", 2, NCCL_KERNEL, 1);
 }
 
 /* Two processes: 21's calls (a group of two sends, a broadcast with root 1, an unknown datatype)
@@ -91,15 +33,16 @@ static void test_calls_kept(void **state)
 {
 	(void)state;
 	mkdir_sub("ok");
-	write_spool("ok", 21);
-	write_spool("ok", 22);
-	write_calls("ok", 21, KJ_NCCL_HEADER " pid 21\n"
-			      "1000 21 all_reduce 1024 7 4096 2 -1 0\n"
-			      "1100 23 send 10 9 20 2 1 1\n"
-			      "1200 23 recv 10 9 20 2 1 1\n"
-			      "1300 21 broadcast 8 1 8 4 1 0\n"
-			      "1400 21 all_gather 5 42 -1 -1 -1 0\n");
-	sqlite3 *db = ingest_now("ok");
+	nccl_spool("ok", 21);
+	nccl_spool("ok", 22);
+	write_beside("ok", 21, KJ_NCCL_SUFFIX,
+		     KJ_NCCL_HEADER " pid 21\n"
+		     "1000 21 all_reduce 1024 7 4096 2 -1 0\n"
+		     "1100 23 send 10 9 20 2 1 1\n"
+		     "1200 23 recv 10 9 20 2 1 1\n"
+		     "1300 21 broadcast 8 1 8 4 1 0\n"
+		     "1400 21 all_gather 5 42 -1 -1 -1 0\n");
+	sqlite3 *db = ingest_sub("ok", NULL, NULL);
 	assert_int_equal(q1(db, "SELECT count(*) FROM nccl_call"), 5);
 	assert_int_equal(q1(db, "SELECT count(*) FROM nccl_call WHERE pid = 21"), 5);
 	assert_int_equal(q1(db, "SELECT count(*) FROM nccl_call WHERE pid = 21 AND tid = 21 AND t_ns = 1000 AND"
@@ -119,17 +62,18 @@ static void test_bad_lines(void **state)
 {
 	(void)state;
 	mkdir_sub("bad");
-	write_spool("bad", 31);
-	write_spool("bad", 32);
-	write_calls("bad", 31, KJ_NCCL_HEADER " pid 31\n"
-			       "1000 31 all_reduce 1024 7 4096 2 -1 0\n"
-			       "1100 31 all_to_all 1 7 4 2 -1 0\n"
-			       "1200 31 all_reduce 1024 7\n"
-			       "1300 31 all_reduce x 7 4 2 -1 0\n"
-			       "1400 31 all_reduce 2 7 8 2 -1 0\n"
-			       "1500 31 all_reduce 2 7 8 2");
-	write_calls("bad", 32, "kjoule-nccl 9 pid 32\n1000 32 all_reduce 1 7 4 2 -1 0\n");
-	sqlite3 *db = ingest_now("bad");
+	nccl_spool("bad", 31);
+	nccl_spool("bad", 32);
+	write_beside("bad", 31, KJ_NCCL_SUFFIX,
+		     KJ_NCCL_HEADER " pid 31\n"
+		     "1000 31 all_reduce 1024 7 4096 2 -1 0\n"
+		     "1100 31 all_to_all 1 7 4 2 -1 0\n"
+		     "1200 31 all_reduce 1024 7\n"
+		     "1300 31 all_reduce x 7 4 2 -1 0\n"
+		     "1400 31 all_reduce 2 7 8 2 -1 0\n"
+		     "1500 31 all_reduce 2 7 8 2");
+	write_beside("bad", 32, KJ_NCCL_SUFFIX, "kjoule-nccl 9 pid 32\n1000 32 all_reduce 1 7 4 2 -1 0\n");
+	sqlite3 *db = ingest_sub("bad", NULL, NULL);
 	assert_int_equal(q1(db, "SELECT count(*) FROM nccl_call WHERE pid = 31"), 2);
 	assert_int_equal(q1(db, "SELECT sum(t_ns) FROM nccl_call"), 2400);
 	assert_int_equal(q1(db, "SELECT count(*) FROM problem WHERE pid = 31 AND severity = 'warning' AND"
@@ -149,8 +93,8 @@ static void test_no_file(void **state)
 {
 	(void)state;
 	mkdir_sub("none");
-	write_spool("none", 41);
-	sqlite3 *db = ingest_now("none");
+	nccl_spool("none", 41);
+	sqlite3 *db = ingest_sub("none", NULL, NULL);
 	assert_int_equal(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = 'nccl_call'"), 0);
 	kj_db_close(db);
 }

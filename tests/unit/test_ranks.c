@@ -31,21 +31,10 @@
 #include "kj_ranks.h"
 #include "kj_timeline.h"
 
-#include "sqlexec.h"
+#include "ranks_fixture.h"
 #include "tmpdir.h"
-#define US 1000LL
 #define KILLED "ended without closing its trace: SIGKILL (kill -9, the OOM killer) or an exit kjoule could not see"
 #define TERMED "ended by SIGTERM from pid 100 (torchrun)"
-#define T0 1000000000LL
-
-static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid, int64_t s,
-		   int64_t e, int64_t launch)
-{
-	exec(db, "INSERT INTO kernel(pid, device_id, stream_id, start_ns, end_ns, name_id, unique_id,"
-		 " launch_ns) VALUES(%d, %d, %d, %lld, %lld, %d, %d, %lld)",
-	     pid, dev, stream, (long long)(T0 + s * US), (long long)(T0 + e * US), name, uid,
-	     (long long)(T0 + launch * US));
-}
 
 /* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died (a run ingested before kjoule
  * recorded how), 3 no power samples, 4 rank 0's ranges close on the host at o + 70, long before
@@ -53,20 +42,14 @@ static void kernel(sqlite3 *db, int pid, int dev, int stream, int name, int uid,
  * SIGTERMed by torchrun */
 static void make_job(const char *path, int variant)
 {
-	sqlite3 *db = NULL;
-	unlink(path);
-	assert_int_equal(kj_db_create(path, &db), 0);
-	exec(db, "INSERT INTO process(pid, exe, ended_cleanly) VALUES(100, 'torchrun', 1),"
-		 " (101, 'python3', %d), (102, 'python3', %d)", variant == 5 ? 0 : 1,
-	     variant == 2 || variant == 5 ? 0 : 1);
+	sqlite3 *db = ranks_db_create(path, variant == 5 ? 0 : 1, variant == 2 || variant == 5 ? 0 : 1,
+				      variant == 1 ? "NVIDIA H100 80GB HBM3" : "NVIDIA H200");
 	if (variant == 5)
 		exec(db, "INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'CUPTI dropped 3 activity"
 			 " records'), (102, 'warning', '" KILLED "'), (101, 'warning', '" TERMED "')");
 	if (variant == 2)
 		exec(db, "INSERT INTO problem(pid, severity, what) VALUES(102, 'error', 'process 102"
 			 " ended without closing its trace (killed, crashed or _exit)')");
-	exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-a', 'NVIDIA H200'),"
-		 " (1, 'GPU-b', '%s')", variant == 1 ? "NVIDIA H100 80GB HBM3" : "NVIDIA H200");
 	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'ampere_sgemm_128x64_tn'),"
 		 " (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)'),"
 		 " (3, 'vectorized_elementwise_kernel')");
@@ -81,16 +64,13 @@ static void make_job(const char *path, int variant)
 		     pid, pid, (long long)(T0 - 500 * US));
 		for (int i = 0; i < 4; i++) {
 			int64_t o = 2000LL * i + 10 * r;
-			exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES"
-				 " (%d, %d, 'step', %lld, %lld, 1)",
-			     pid, pid, (long long)(T0 + o * US),
-			     (long long)(T0 + (o + (r ? 1200 : variant == 4 ? 70 : 1000)) * US));
+			ranks_step(db, pid, o, r ? 1200 : variant == 4 ? 70 : 1000, 1);
 			if (r == 0) {
-				kernel(db, pid, 0, 1, 1, 1, o + 100, o + 400, o + 50);
-				kernel(db, pid, 0, 2, 2, 3, o + 300, o + 600, o + 60);
+				ranks_kernel(db, pid, 0, 1, 1, 1, o + 100, o + 400, o + 50);
+				ranks_kernel(db, pid, 0, 2, 2, 3, o + 300, o + 600, o + 60);
 			} else {
-				kernel(db, pid, 1, 1, 3, 2, o + 100, o + 700, o + 50);
-				kernel(db, pid, 1, 2, 2, 3, o + 650, o + 800, o + 60);
+				ranks_kernel(db, pid, 1, 1, 3, 2, o + 100, o + 700, o + 50);
+				ranks_kernel(db, pid, 1, 2, 2, 3, o + 650, o + 800, o + 60);
 			}
 		}
 	}
@@ -102,14 +82,6 @@ static void make_job(const char *path, int variant)
 			     d, (long long)(T0 + (k * 100LL - 50) * US), d ? 200000 : 300000,
 			     d ? 200000 : 300000, mj);
 		}
-	kj_db_close(db);
-}
-
-static void job_of(const char *path, struct kj_job *j)
-{
-	sqlite3 *db = NULL;
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_job_analyze(db, NULL, -1, j), 0);
 	kj_db_close(db);
 }
 
@@ -196,16 +168,13 @@ static void test_ranks_bad_input(void **state)
 static void test_compare_ranks(void **state)
 {
 	(void)state;
-	char path[300], *text = NULL;
-	size_t len = 0;
-	sqlite3 *db = NULL;
-	struct kj_compare *c = NULL;
-	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
+	char path[300];
+	struct compare_run cr;
 	snprintf(path, sizeof(path), "%s/job4.kjdb", dir);
 	make_job(path, 4);
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
-	json_t *js = kj_compare_json(c);
+	compare_run(path, &cr);
+	json_t *js = cr.js;
+	const char *text = cr.text;
 	json_t *it = json_object_get(js, "iterations");
 	assert_string_equal(json_string_value(json_object_get(it, "region")), "step");
 	assert_int_equal(json_integer_value(json_object_get(it, "overlapping")), 0); /* ranks side by side */
@@ -222,19 +191,11 @@ static void test_compare_ranks(void **state)
 	assert_string_equal(json_string_value(json_object_get(r1, "nccl_bytes_missing")),
 			    "a run from a kjoule before NCCL calls were recorded");
 	assert_float_equal(json_real_value(json_object_get(job, "time_per_iteration_us")), 1200, 1e-6);
-	FILE *f = open_memstream(&text, &len);
-	kj_compare_print(c, f);
-	fclose(f);
-	if (getenv("KJ_TEST_SHOW"))
-		fputs(text, stderr);
 	assert_non_null(strstr(text, "rank 1 (GPU 1)"));
 	assert_non_null(strstr(text, "rank 1 (GPU 1): bytes not recorded: a run from a kjoule before NCCL calls were recorded"));
 	assert_null(strstr(text, "nan"));
 	assert_null(strstr(text, "inf"));
-	free(text);
-	json_decref(js);
-	kj_compare_free(c);
-	kj_db_close(db);
+	compare_done(&cr);
 }
 
 /* Dead ranks: each one's reason is ingest's "ended " row, not the first problem of its pid; compare's
@@ -242,12 +203,9 @@ static void test_compare_ranks(void **state)
 static void test_ranks_death(void **state)
 {
 	(void)state;
-	char path[300], *text = NULL;
-	size_t len = 0;
-	sqlite3 *db = NULL;
+	char path[300];
 	struct kj_job j;
-	struct kj_compare *c = NULL;
-	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
+	struct compare_run cr;
 	snprintf(path, sizeof(path), "%s/job5.kjdb", dir);
 	make_job(path, 5);
 	job_of(path, &j);
@@ -256,23 +214,16 @@ static void test_ranks_death(void **state)
 	assert_string_equal(j.r[0].died_why, TERMED);
 	assert_string_equal(j.r[1].died_why, KILLED);
 	kj_job_free(&j);
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
-	json_t *js = kj_compare_json(c);
+	compare_run(path, &cr);
+	json_t *js = cr.js;
 	json_t *ranks = json_object_get(json_object_get(js, "job"), "ranks");
 	assert_true(json_is_true(json_object_get(json_array_get(ranks, 0), "died")));
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 0), "died_why")), TERMED);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 1), "died_why")), KILLED);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(js, "job"), "ranks_died")), 2);
-	FILE *f = open_memstream(&text, &len);
-	kj_compare_print(c, f);
-	fclose(f);
-	assert_non_null(strstr(text, "rank 1 (GPU 1) (pid 102) died: " KILLED "\n"));
-	assert_non_null(strstr(text, "rank 0 (GPU 0) (pid 101) died: " TERMED "\n"));
-	free(text);
-	json_decref(js);
-	kj_compare_free(c);
-	kj_db_close(db);
+	assert_non_null(strstr(cr.text, "rank 1 (GPU 1) (pid 102) died: " KILLED "\n"));
+	assert_non_null(strstr(cr.text, "rank 0 (GPU 0) (pid 101) died: " TERMED "\n"));
+	compare_done(&cr);
 }
 
 /* timeline --format chrome: one process per rank, named by rank and GPU; the launcher by its exe */

@@ -23,10 +23,8 @@
 #include "kj_db.h"
 #include "kj_ranks.h"
 
-#include "sqlexec.h"
+#include "ranks_fixture.h"
 #include "tmpdir.h"
-#define US 1000LL
-#define T0 1000000000LL
 #define NRANKS 2
 
 /* per rank: counts of the all_reduce, all_gather and reduce_scatter */
@@ -35,11 +33,10 @@ static const int dtypes[3] = {7, 9, 6};     /* float32, bfloat16, float16 */
 static const int dsize[3] = {4, 2, 2};
 static const char *const ops[3] = {"all_reduce", "all_gather", "reduce_scatter"};
 
+/* A kernel of pid on device dev, stream 1, its unique kernel that of its name. */
 static void kernel(sqlite3 *db, int pid, int dev, int name, int64_t s, int64_t e, int64_t launch)
 {
-	exec(db, "INSERT INTO kernel(pid, device_id, stream_id, start_ns, end_ns, name_id, unique_id, launch_ns)"
-		 " VALUES(%d, %d, 1, %lld, %lld, %d, %d, %lld)",
-	     pid, dev, (long long)(T0 + s * US), (long long)(T0 + e * US), name, name, (long long)(T0 + launch * US));
+	ranks_kernel(db, pid, dev, 1, name, name, s, e, launch);
 }
 
 static void call(sqlite3 *db, int pid, int64_t t, int op, int64_t count, int dt, int64_t bytes, int depth)
@@ -53,13 +50,8 @@ static void call(sqlite3 *db, int pid, int64_t t, int op, int64_t count, int dt,
  * 3 rank 1's all_reduce of an unknown datatype (bytes -1) */
 static void make_job(const char *path, int variant)
 {
-	sqlite3 *db = NULL;
-	unlink(path);
-	assert_int_equal(kj_db_create(path, &db), 0);
+	sqlite3 *db = ranks_db_create(path, 1, 1, "NVIDIA H200");
 	exec(db, "INSERT INTO meta(key, value) VALUES('nccl_calls', '%s')", variant == 1 ? "off" : "on");
-	exec(db, "INSERT INTO process(pid, exe, ended_cleanly) VALUES(100, 'torchrun', 1), (101, 'python3', 1),"
-		 " (102, 'python3', 1)");
-	exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-a', 'NVIDIA H200'), (1, 'GPU-b', 'NVIDIA H200')");
 	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'ampere_sgemm_128x64_tn'),"
 		 " (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'), (3, 'ncclDevKernel_AllGather_RING_LL')");
 	exec(db, "INSERT INTO unique_kernel(id, key, name_id, tier) VALUES(1, 'a', 1, 'gemm'),"
@@ -71,9 +63,7 @@ static void make_job(const char *path, int variant)
 		int pid = 101 + r;
 		for (int i = 0; i < 4; i++) {
 			int64_t o = 2000LL * i + 10 * r;
-			exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES"
-				 " (%d, %d, 'step', %lld, %lld, 0)", pid, pid, (long long)(T0 + o * US),
-			     (long long)(T0 + (o + 1000) * US));
+			ranks_step(db, pid, o, 1000, 0);
 			kernel(db, pid, r, 1, o + 100, o + 400, o + 50);
 			kernel(db, pid, r, 2, o + 450, o + 600, o + 300);
 			kernel(db, pid, r, 3, o + 650, o + 700, o + 620);
@@ -96,12 +86,13 @@ static void make_job(const char *path, int variant)
 	kj_db_close(db);
 }
 
-static void job_of(const char *path, struct kj_job *j)
+/* The job of make_job(path, variant), its run built at dir/job<variant>.kjdb, into j. */
+static void job_made(int variant, struct kj_job *j)
 {
-	sqlite3 *db = NULL;
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_job_analyze(db, NULL, -1, j), 0);
-	kj_db_close(db);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/job%d.kjdb", dir, variant);
+	make_job(path, variant);
+	job_of(path, j);
 }
 
 /* Per iteration bytes, bus bytes and bus bandwidth of rank r, from the counts inserted. */
@@ -118,11 +109,8 @@ static void expected(int r, double *alg, double *bus, double *gbps)
 static void test_bytes_and_bandwidth(void **state)
 {
 	(void)state;
-	char path[300];
 	struct kj_job j;
-	snprintf(path, sizeof(path), "%s/job0.kjdb", dir);
-	make_job(path, 0);
-	job_of(path, &j);
+	job_made(0, &j);
 	assert_int_equal(j.n, 2);
 	for (int r = 0; r < 2; r++) {
 		double alg, bus, gbps;
@@ -147,65 +135,47 @@ static void test_bytes_and_bandwidth(void **state)
 static void test_compare_output(void **state)
 {
 	(void)state;
-	char path[300], *text = NULL;
-	size_t len = 0;
-	sqlite3 *db = NULL;
-	struct kj_compare *c = NULL;
-	struct kj_compare_opts o = {.skip = -1, .top = 5, .quiet = 1};
+	char path[300];
+	struct compare_run cr;
 	double alg, bus, gbps;
 	snprintf(path, sizeof(path), "%s/job0c.kjdb", dir);
 	make_job(path, 0);
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_compare_compute(db, &o, &c), 0);
-	json_t *js = kj_compare_json(c);
+	compare_run(path, &cr);
+	json_t *js = cr.js;
+	const char *text = cr.text;
 	json_t *r1 = json_array_get(json_object_get(json_object_get(js, "job"), "ranks"), 1);
 	expected(1, &alg, &bus, &gbps);
 	assert_float_equal(json_real_value(json_object_get(r1, "nccl_bytes_per_iteration")), alg, 1e-3);
 	assert_float_equal(json_real_value(json_object_get(r1, "nccl_bus_bandwidth_gbps")), gbps, 1e-3);
 	assert_true(json_is_null(json_object_get(r1, "nccl_bytes_missing")));
 	assert_int_equal(json_integer_value(json_object_get(r1, "nccl_calls_unmatched")), 1);
-	FILE *f = open_memstream(&text, &len);
-	kj_compare_print(c, f);
-	fclose(f);
-	if (getenv("KJ_TEST_SHOW"))
-		fputs(text, stderr);
 	assert_non_null(strstr(text, "waits included"));
 	assert_non_null(strstr(text, "rank 0 (GPU 0): 1 of 13 NCCL calls matched no NCCL kernel"));
 	assert_non_null(strstr(text, "rank 0 (GPU 0): 3 NCCL kernels of the measured iterations matched no recorded call"));
 	assert_null(strstr(text, "nan"));
 	assert_null(strstr(text, "inf"));
-	free(text);
-	json_decref(js);
-	kj_compare_free(c);
-	kj_db_close(db);
+	compare_done(&cr);
 }
 
 /* No figure, with the reason: --no-nccl-calls; a rank without calls; a call of unknown size. */
 static void test_reasons(void **state)
 {
 	(void)state;
-	char path[300];
 	struct kj_job j;
-	snprintf(path, sizeof(path), "%s/job1.kjdb", dir);
-	make_job(path, 1);
-	job_of(path, &j);
+	job_made(1, &j);
 	for (int r = 0; r < 2; r++) {
 		assert_false(j.r[r].nccl_bytes_ok);
 		assert_false(j.r[r].nccl_bw_ok);
 		assert_string_equal(j.r[r].nccl_bytes_why, "traced with --no-nccl-calls");
 	}
 	kj_job_free(&j);
-	snprintf(path, sizeof(path), "%s/job2.kjdb", dir);
-	make_job(path, 2);
-	job_of(path, &j);
+	job_made(2, &j);
 	assert_true(j.r[0].nccl_bytes_ok);
 	assert_false(j.r[1].nccl_bytes_ok);
 	assert_string_equal(j.r[1].nccl_bytes_why, "no NCCL calls recorded (NCCL linked statically, or loaded so"
 						   " that kjoule could not see its calls)");
 	kj_job_free(&j);
-	snprintf(path, sizeof(path), "%s/job3.kjdb", dir);
-	make_job(path, 3);
-	job_of(path, &j);
+	job_made(3, &j);
 	assert_true(j.r[0].nccl_bytes_ok);
 	assert_false(j.r[1].nccl_bytes_ok);
 	assert_false(j.r[1].nccl_bw_ok);

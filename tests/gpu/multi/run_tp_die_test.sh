@@ -11,31 +11,18 @@
 set -u
 kj=$1 src=$2
 . "$(dirname "$0")/../lib.sh"
-[ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || { echo "fewer than 2 GPUs: skipped"; exit 77; }
-python3 -c 'import torch, torch.distributed' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
+need_two_gpus_torch
 keep=${KJ_TP_KEEP:-$dir}
 run=$keep/tp_die.kjdb
 kill_text='ended without closing its trace: SIGKILL (kill -9, the OOM killer) or an exit kjoule could not see'
-timeout 240 "$kj" run --force -o "$run" -- env NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-	NVSHMEM_DISABLE_NVLS=1 torchrun --standalone --nproc-per-node 2 "$src/examples/tp_mlp.py" \
-	--steps 40 --die-rank 1 --die-after 10 >"$keep/run_die.log" 2>&1
+tp_run "$kj" "$src" "$run" "$keep/run_die.log" --steps 40 --die-rank 1 --die-after 10
 rc=$?
 check "kjoule run ends by itself (got $rc; $keep/run_die.log)" '[ $rc != 124 ] && [ $rc != 137 ]'
 check "the run is kept" '[ -s "$run" ]'
 check "both ranks' kernels are in it" '[ "$(q "$run" "SELECT count(DISTINCT pid) FROM kernel")" = 2 ]'
 check "rank 1 killed itself (its message in the log)" 'grep -q "rank 1 kills itself" "$keep/run_die.log"'
-timeout 120 "$kj" compare "$run" >"$keep/compare_die.txt" 2>"$keep/compare_die.err"
-crc=$?
-check "compare exits 0 (got $crc)" '[ $crc = 0 ]'
-timeout 120 "$kj" compare --json "$run" >"$keep/compare_die.json" 2>>"$keep/compare_die.err"
-py() { python3 - "$keep/compare_die.json" <<PY
-import json, sys
-j = json.load(open(sys.argv[1]))
-job = j.get("job") or {}
-r = job.get("ranks") or []
-$1
-PY
-}
+tp_compare "$kj" "$run" "$keep/compare_die"
+py() { compare_py "$keep/compare_die.json" "$1"; }
 check "job section with two ranks" '[ "$(py "print(len(r))")" = 2 ]'
 check "rank 1 died by SIGKILL" '[ "$(py "print(r[1][\"died\"] is True and r[1][\"died_why\"])")" = "$kill_text" ]'
 why0=$(py 'print(r[0]["died_why"] if r[0]["died"] else "(closed its trace)")')

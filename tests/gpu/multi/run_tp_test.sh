@@ -13,34 +13,21 @@
 set -u
 kj=$1 src=$2
 . "$(dirname "$0")/../lib.sh"
-[ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] || { echo "fewer than 2 GPUs: skipped"; exit 77; }
-python3 -c 'import torch, torch.distributed' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
+need_two_gpus_torch
 keep=${KJ_TP_KEEP:-$dir}
 run=$keep/tp.kjdb
 hidden=2048 layers=4 batch=256
 # each step all_reduces one (batch, hidden) bfloat16 tensor per layer (examples/tp_mlp.py)
 want_bytes=$((layers * batch * hidden * 2))
-timeout 240 "$kj" run --force -o "$run" -- env NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-	NVSHMEM_DISABLE_NVLS=1 torchrun --standalone --nproc-per-node 2 "$src/examples/tp_mlp.py" \
-	--steps 20 --hidden $hidden --layers $layers --batch $batch >"$keep/run.log" 2>&1
+tp_run "$kj" "$src" "$run" "$keep/run.log" --steps 20 --hidden $hidden --layers $layers --batch $batch
 rc=$?
 check "kjoule run exits 0 (got $rc; $keep/run.log)" '[ $rc = 0 ]'
 check "two processes with kernels" '[ "$(q "$run" "SELECT count(DISTINCT pid) FROM kernel")" = 2 ]'
 check "kernels on two devices" '[ "$(q "$run" "SELECT count(DISTINCT device_id) FROM kernel")" = 2 ]'
 check "power samples of both devices" '[ "$(q "$run" "SELECT count(*) FROM (SELECT device_id FROM power_sample WHERE device_id IN (SELECT device_id FROM kernel) GROUP BY device_id)")" = 2 ]'
 check "NCCL kernels traced" '[ "$(q "$run" "SELECT count(*) FROM kernel k JOIN kernel_name n ON n.id = k.name_id WHERE n.mangled LIKE \"%nccl%Kernel%\"")" -gt 0 ]'
-timeout 120 "$kj" compare "$run" >"$keep/compare.txt" 2>"$keep/compare.err"
-crc=$?
-check "compare exits 0 (got $crc)" '[ $crc = 0 ]'
-timeout 120 "$kj" compare --json "$run" >"$keep/compare.json" 2>>"$keep/compare.err"
-py() { python3 - "$keep/compare.json" <<PY
-import json, sys
-j = json.load(open(sys.argv[1]))
-job = j.get("job") or {}
-r = job.get("ranks") or []
-$1
-PY
-}
+tp_compare "$kj" "$run" "$keep/compare"
+py() { compare_py "$keep/compare.json" "$1"; }
 check "iterations found per rank ('step', not the whole run)" '[ "$(py "print(j[\"iterations\"][\"region\"])")" = step ]'
 check "job section with two ranks" '[ "$(py "print(len(r))")" = 2 ]'
 check "ranks on different GPUs" '[ "$(py "print(len({x[\"device_id\"] for x in r}))")" = 2 ]'
