@@ -244,7 +244,12 @@ def main():
                     p.setdefault(k, r.get(k))
                 res["programs"][n] = p
             res["calls"] += r.get("calls") or [{"date": r.get("date"), "command": r.get("command"), "device": r.get("device")}]
-        last = json.load(open(a.combine[-1]))
+        # the last measured file's (a reanalyzed part may carry no device of its own)
+        last = {}
+        for path in a.combine:
+            r = json.load(open(path))
+            if r.get("device"):
+                last = r
         res.update({k: last.get(k) for k in ("device", "date", "command")})
     elif a.reanalyze:
         if not a.dbs:
@@ -258,6 +263,8 @@ def main():
             if not os.path.exists(db):
                 sys.exit(f"{a.reanalyze}: program {name}: no {db}")
             p["compare_rc"], p["compare"], p["compare_bad_numbers"] = analyze(kj, db)
+            # the row says its compare part is newer than its GPU part (kept through --combine)
+            p["reanalyzed"] = {k: res[k] for k in ("analysis_command", "analysis_date", "analysis_version")}
     else:
         names = a.programs or list(PROGRAMS)
         unknown = [n for n in names if base_and_data(n)[0] not in PROGRAMS or base_and_data(n)[1] not in ("fill", "snapshot")]

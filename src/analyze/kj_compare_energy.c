@@ -199,9 +199,10 @@ int kj_compare_kernel_energies(const struct kj_compare *c, struct kj_kernel_ener
 int cmp_chain_as_program(const struct cmp_summary *s)
 {
 	if (!s->e_seq_mode || strcmp(s->e_seq_mode, "graph") || s->n_graph_launches.mean <= 0 || !s->have_graph ||
-	    !(s->busy.mean > 0) || !(s->seq_graph > 0))
+	    !(s->busy.mean > 0) || !(s->seq_graph > 0) || !(s->e_seq > 0) || !(s->e_seq_pred > 0))
 		return 0;
-	return fabs(s->seq_graph / s->busy.mean - 1) <= KJ_CMP_CHAIN_AS_PROGRAM;
+	/* the energy the chain's time error can carry: its kernels' energy in that proportion */
+	return fabs(s->seq_graph / s->busy.mean - 1) * s->e_seq <= KJ_CMP_CHAIN_AS_PROGRAM * s->e_seq_pred;
 }
 
 void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s)
@@ -213,8 +214,9 @@ void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s)
 	if (!s->have_pred || !s->have_seq_e || !s->have_seq_err || !s->e_seq_mode)
 		return;
 	/* the recorded topology, or, where it could not be rebuilt (graph memory nodes), the linear
-	 * chain when the program launched graphs and the chain ran in the time the iteration's
-	 * kernels took in the program (nothing concurrent was serialized) */
+	 * chain when the program launched graphs and the chain ran close enough to the time the
+	 * iteration's kernels took in the program that its time error cannot move the energy by
+	 * more than 1 % of the prediction */
 	if (strcmp(s->e_seq_mode, "topology") && !cmp_chain_as_program(s))
 		return;
 	if (!s->e_seq_data || !strstr(s->e_seq_data, "snapshot") || c->clocks.sequence_mismatch == 1)

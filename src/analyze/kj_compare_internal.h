@@ -302,11 +302,12 @@ void cmp_explained_at_program_clocks(const struct kj_compare *c, struct cmp_summ
  * (s->e_basis_iter 1: e_pred, e_err_pct, have_err and e_judgeable become its); else the parts
  * do. Either way e_parts_* keep the parts' figures. Call after cmp_energy_candidates. */
 void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s);
-/* How far (a fraction) the linear chain's replayed time may be from the traced GPU busy time of
- * an iteration and still stand for a graph-launched iteration whose topology was not rebuilt. */
-#define KJ_CMP_CHAIN_AS_PROGRAM 0.02
-/* 1 when the iteration replay is that linear chain (the program launched graphs) and it ran
- * within KJ_CMP_CHAIN_AS_PROGRAM of the traced busy time; else 0. */
+/* A graph-launched iteration whose topology was not rebuilt is predicted by its linear chain when
+ * the chain's time error (its replayed time against the traced GPU busy time) can carry at most
+ * this share of the prediction's energy: |time off| × the chain's kernel energy. */
+#define KJ_CMP_CHAIN_AS_PROGRAM 0.01
+/* 1 when the iteration replay is that linear chain (the program launched graphs) and its time
+ * error carries at most KJ_CMP_CHAIN_AS_PROGRAM of the predicted energy; else 0. */
 int cmp_chain_as_program(const struct cmp_summary *s);
 
 /* What a kernel's energy replay ran on (replay_energy.data): unknown (runs replayed before it was
