@@ -179,9 +179,12 @@ def energy_error(r):
             f"{pct(r.num(f, 'summary/max_abs_error_pct'))}; {r.num(f, 'summary/within_5pct')} of "
             f"{len(judged)} judged program kinds within 5 % ({len(progs)} traced)")
     if "summary_snapshot" in r.load(f):
+        snap = [p for p in r.get(f, "programs").values() if p.get("data") == "snapshot"]
+        whole = sum((p.get("compare") or {}).get("energy_prediction_method") == "iteration_replay" for p in snap)
         text += (f"; replayed on their saved buffers (`kjoule run --snapshot`): median \\|error\\| "
                  f"{pct(r.num(f, 'summary_snapshot/median_abs_error_pct'))}, "
-                 f"{r.num(f, 'summary_snapshot/within_5pct')} of {r.num(f, 'summary_snapshot/judged')} within 5 %")
+                 f"{r.num(f, 'summary_snapshot/within_5pct')} of {r.num(f, 'summary_snapshot/judged')} within 5 %"
+                 + (f" ({whole} graph-launched ones predicted by their iteration replayed whole)" if whole else ""))
     return text, r.where(f), f
 
 
@@ -204,10 +207,15 @@ def energy_fidelity_table(r):
                                                     "energy_predicted_j", "energy_error_pct"))
         if None in (meas, unc, pred, err):
             raise Missing(f"bench/results/{f}: program {name} lacks a measured or predicted energy")
-        rows.append((p["kind"], f"{meas:.3f} J ± {unc:.2f} %", f"{pred:.3f} J", sgn(err),
+        # which figure predicts: the parts, or the iteration replayed whole (graph-launched
+        # iterations on their saved buffers), the parts' own error then beside it
+        basis = f"{pred:.3f} J"
+        if c.get("energy_prediction_method") == "iteration_replay" and c.get("energy_error_parts_pct") is not None:
+            basis += f" (iteration replayed whole; the parts {sgn(c['energy_error_parts_pct'])})"
+        rows.append((p["kind"], f"{meas:.3f} J ± {unc:.2f} %", basis, sgn(err),
                      "yes" if c.get("energy_error_judgeable") else f"no ({not_judged_why(c)})",
                      f"{p.get('replay_s', '—')} s" + (f" (stopped, exit {p['replay_rc']})" if p.get("replay_rc") else "")))
-    return table(("program", "measured per iteration", "predicted from the parts", "error", "judged",
+    return table(("program", "measured per iteration", "predicted", "error", "judged",
                   "replay"), rows)
 
 
