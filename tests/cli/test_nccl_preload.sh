@@ -47,6 +47,13 @@ check "(a) op, count, datatype, bytes, nranks, peer and group depth of each call
 check "(a) times rise and tids are the process's" 'tail -n +2 "$pa" | awk -v p="$(basename "$pa" .nccl | tr -d p)" "NR>1 && \$1<t {bad=1} {t=\$1} \$2!=p {bad=1} END {exit bad}"'
 check "(a) the forked child's one call is in its own file only" '[ "$(tail -n +2 "$pc" | cut -d" " -f3-)" = "all_reduce 77 2 308 2 -1 0" ] && ! grep -q "all_reduce 77 2 308" "$pa"'
 
+# (a') a process that ends without its exit handlers (_exit, or a signal): lines go out at a call
+# 200 ms or more after the last write, so three calls, a pause and a fourth are all in the file
+mkdir -p "$dir/abrupt"
+KJOULE_SPOOL=$dir/abrupt LD_PRELOAD=$lib "$bin/kj_nccl_direct" abrupt >/dev/null 2>&1
+check "(a') _exit after a pause: the 4 calls are in the file" '[ "$(tail -n +2 "$dir"/abrupt/p*.nccl 2>/dev/null | wc -l)" = 4 ]'
+rm -rf "$dir/abrupt"
+
 # (b) NCCL loaded RTLD_LOCAL under a dlopen'ed library
 rm -f "$sp"/*
 KJOULE_SPOOL=$sp LD_PRELOAD=$lib "$bin/kj_nccl_dlopen" "$bin/libkj_nccl_mid.so" >"$dir/b.out" 2>"$dir/b.err"; rc=$?

@@ -1,6 +1,6 @@
 /* The per-process NCCL call file of libkjoule_nccl.so (kj_spool.h, KJ_NCCL_HEADER): lines
- * buffered under a mutex, written every 256 lines and at exit (atexit and a destructor, whichever
- * comes first). The file is opened at the first call, so a process that never calls NCCL writes
+ * buffered under a mutex, written every 256 lines, at a call 200 ms or more after the last write,
+ * and at exit (atexit and a destructor, whichever comes first). The file is opened at the first call, so a process that never calls NCCL writes
  * nothing; nothing at all is recorded when KJOULE_SPOOL is unset (the library outside kjoule run).
  * A child forked without exec drops the parent's buffered lines and writes a file of its own. */
 #define _GNU_SOURCE
@@ -18,6 +18,9 @@
 
 #define LINES_PER_WRITE 256
 #define LINE_MAX_BYTES 160
+/* buffered lines go out at least this often, so a process that dies without running its exit
+ * handlers (a signal, _exit) loses at most the calls of its last 200 ms */
+#define WRITE_EVERY_NS 200000000LL
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char spool[4096];      /* KJOULE_SPOOL; "" when not recording */
@@ -25,6 +28,7 @@ static int fd = -1;
 static pid_t owner;           /* the process fd and buf belong to */
 static char buf[LINES_PER_WRITE * LINE_MAX_BYTES];
 static size_t used, lines;
+static long long last_write_ns; /* when the lines last went out (0: never) */
 static int failed;
 
 static const int type_bytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
@@ -114,8 +118,11 @@ void kj_nccl_record(const struct kj_nccl_call *c, int depth)
 			used += (size_t)n;
 			lines++;
 		}
-		if (lines >= LINES_PER_WRITE || sizeof(buf) - used < LINE_MAX_BYTES)
+		if (lines >= LINES_PER_WRITE || sizeof(buf) - used < LINE_MAX_BYTES ||
+		    t_ns - last_write_ns >= WRITE_EVERY_NS) {
 			write_out_locked();
+			last_write_ns = t_ns;
+		}
 	}
 	pthread_mutex_unlock(&lock);
 }

@@ -1,4 +1,5 @@
-/* Preload test (a): a program linked to the fake libnccl.so.2. Makes one call of each kind, a
+/* Preload test (a): a program linked to the fake libnccl.so.2 (with an argument: calls, a pause,
+ * a call and _exit, for the timed write). Makes one call of each kind, a
  * group, an unknown datatype, a failing broadcast, 300 all_reduces (past one buffered write), and
  * a forked child's one call. Prints "results ok" when every result passed through unchanged, then
  * "calls N" (the fake's count: each call reached it once). Exit 1 on a wrong result. */
@@ -9,10 +10,17 @@
 
 #include "nccl_calls.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int bad = 0;
 	void *comm = (void *)0x1;
+	if (argc > 1 && argv[1][0]) { /* "abrupt": three calls, 250 ms, a fourth, then _exit (no exit handlers) */
+		for (int i = 0; i < 3; i++)
+			bad |= ncclAllReduce(NULL, NULL, 4, 7, 0, comm, NULL);
+		usleep(250000);
+		bad |= ncclAllReduce(NULL, NULL, 4, 7, 0, comm, NULL);
+		_exit(bad ? 1 : 0);
+	}
 	bad |= ncclAllReduce(NULL, NULL, 1000, 7, 0, comm, NULL);  /* float32: 4000 bytes */
 	bad |= ncclGroupStart();
 	bad |= ncclSend(NULL, 10, 9, 1, comm, NULL);               /* bfloat16: 20, peer 1, depth 1 */
