@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, after ./scripts/device-prep.sh here: the energy fidelity bench for the
-# programs named (all by default), its result, logs and slim run databases under $OUT.
+# programs named (all by default), its result ($OUT/energy_fidelity_TAG.json) and one archive of
+# its logs and slim run databases ($OUT/ef_TAG.tar.xz) under $OUT.
 #   EF_TAG=name bash bench/energy_fidelity/device_run.sh [PROGRAM ...]
 # Under CUDA_VISIBLE_DEVICES the programs and their replays run on that GPU; two tags can run at
 # once on two GPUs (scripts/gpu/energy_two_cards.sh).
@@ -15,7 +16,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 timeout ${EF_TIMEOUT:-540} python3 bench/energy_fidelity/run.py --kjoule "$KJ_BUILD/kjoule" --logs "$logs" --slim "$slim" \
 	-o "$OUT/energy_fidelity_$tag.json" ${1:+--programs "$@"}
 rc=$?
-# the slim databases and the logs, one archive each (the image has xz, not zstd)
-tar -C /tmp -cJf "$OUT/ef_slim_$tag.tar.xz" "ef_slim_$tag"
-tar -C /tmp --exclude='*.kjdb' -czf "$OUT/ef_logs_$tag.tar.gz" "ef_logs_$tag"
+# the slim databases and the logs in one archive (the image has xz, not zstd): with the result,
+# two files a tag, so four GPUs' tags stay within the 8 files a device call brings back
+tar -C /tmp --exclude='ef_logs_*/*.kjdb' -cJf "$OUT/ef_$tag.tar.xz" "ef_slim_$tag" "ef_logs_$tag"
 exit $rc

@@ -15,13 +15,14 @@ for g in $gpus; do
 	extra=
 	# EF_ENV1="NAME=VALUE ...": extra environment for the second GPU of the list only (a study of one setting)
 	[ "$g" != "$first" ] && extra=${EF_ENV1:-}
+	# its table stays here (printed below; the result file has its figures): two files a GPU come back
 	CUDA_VISIBLE_DEVICES=$g EF_TAG=${tag}_gpu$g env $extra bash bench/energy_fidelity/device_run.sh "$@" \
-		> "${OUT:-/tmp}/ef_${tag}_gpu$g.txt" 2>&1 &
+		> "/tmp/ef_${tag}_gpu$g.txt" 2>&1 &
 	pids+=($!)
 done
 i=0 rcs=
 for g in $gpus; do
 	wait "${pids[$i]}"; rcs="$rcs gpu$g=$?"; i=$((i + 1))
 done
-for g in $gpus; do echo "== GPU $g"; tail -n 14 "${OUT:-/tmp}/ef_${tag}_gpu$g.txt"; done
+for g in $gpus; do echo "== GPU $g"; tail -n 14 "/tmp/ef_${tag}_gpu$g.txt"; done
 echo "rc$rcs"
