@@ -48,12 +48,11 @@ int kj_store_a2_launches_each(sqlite3 *db, int64_t pid, int (*fn)(void *ud, cons
 		l.has_launch_type = kj_db_col_has_i64(st, 19, &l.launch_type);
 		rc = fn(ud, &l);
 	}
-	if (!rc && step != SQLITE_DONE) {
-		kj_errorf("database: reading kernels: %s", sqlite3_errmsg(db));
-		rc = KJ_EDB;
+	if (rc) {
+		sqlite3_finalize(st);
+		return rc;
 	}
-	sqlite3_finalize(st);
-	return rc;
+	return kj_db_walk_end(db, st, step, "kernels");
 }
 
 int kj_store_a2_copies_each(sqlite3 *db, int memset_table, int64_t pid,
@@ -80,12 +79,11 @@ int kj_store_a2_copies_each(sqlite3 *db, int memset_table, int64_t pid,
 		c.kind = (const char *)sqlite3_column_text(st, 4);
 		rc = fn(ud, &c);
 	}
-	if (!rc && step != SQLITE_DONE) {
-		kj_errorf("database: reading %s: %s", memset_table ? "memsets" : "memcpys", sqlite3_errmsg(db));
-		rc = KJ_EDB;
+	if (rc) {
+		sqlite3_finalize(st);
+		return rc;
 	}
-	sqlite3_finalize(st);
-	return rc;
+	return kj_db_walk_end(db, st, step, memset_table ? "memsets" : "memcpys");
 }
 
 struct kj_store_a2_names {

@@ -56,17 +56,18 @@ int kj_store_a2_nccl_calls_each(sqlite3 *db, int64_t pid,
 		c.group_depth = sqlite3_column_int64(st, 7);
 		rc = fn(ud, &c);
 	}
-	sqlite3_finalize(st);
-	if (!rc && step != SQLITE_DONE)
-		return KJ_EDB;
-	return rc;
+	if (rc) {
+		sqlite3_finalize(st);
+		return rc;
+	}
+	return kj_db_walk_end(db, st, step, "NCCL calls");
 }
 
 int kj_store_a2_rank_acts_each(sqlite3 *db, int64_t pid, int (*fn)(void *ud, const struct kj_store_a2_rank_act *a),
 			       void *ud)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
+	int rc = 0, step = SQLITE_DONE;
 	if (kj_db_prepare(db, "SELECT start_ns, end_ns, launch_ns, name_id, unique_id, 0 FROM kernel"
 			      " WHERE pid = ?1 UNION ALL SELECT start_ns, end_ns, launch_ns, NULL, NULL,"
 			      " 2 FROM memcpy WHERE pid = ?1 UNION ALL SELECT start_ns, end_ns,"
@@ -84,10 +85,11 @@ int kj_store_a2_rank_acts_each(sqlite3 *db, int64_t pid, int (*fn)(void *ud, con
 		a.kind = sqlite3_column_int(st, 5);
 		rc = fn(ud, &a);
 	}
-	sqlite3_finalize(st);
-	if (!rc && step != SQLITE_DONE)
-		return KJ_EDB;
-	return rc;
+	if (rc) {
+		sqlite3_finalize(st);
+		return rc;
+	}
+	return kj_db_walk_end(db, st, step, "ranks' kernels and copies");
 }
 
 int kj_store_a2_rank_ranges_each(sqlite3 *db, const char *name, int64_t pid,
@@ -112,7 +114,7 @@ int kj_store_a2_ranks_each(sqlite3 *db, int (*fn)(void *ud, int64_t pid, int64_t
 			   void *ud)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
+	int rc = 0, step = SQLITE_DONE;
 	if (kj_db_prepare(db, "SELECT pid, min(device_id), count(DISTINCT device_id) FROM (SELECT pid,"
 			      " device_id FROM kernel UNION ALL SELECT pid, device_id FROM memcpy"
 			      " UNION ALL SELECT pid, device_id FROM memset) WHERE pid IS NOT NULL"
@@ -120,10 +122,11 @@ int kj_store_a2_ranks_each(sqlite3 *db, int (*fn)(void *ud, int64_t pid, int64_t
 		return KJ_EDB;
 	while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW)
 		rc = fn(ud, sqlite3_column_int64(st, 0), kj_db_col_i64(st, 1, -1), sqlite3_column_int64(st, 2));
-	sqlite3_finalize(st);
-	if (!rc && step != SQLITE_DONE)
-		return KJ_EDB;
-	return rc;
+	if (rc) {
+		sqlite3_finalize(st);
+		return rc;
+	}
+	return kj_db_walk_end(db, st, step, "ranks");
 }
 
 struct kj_store_a2_rank_reader {

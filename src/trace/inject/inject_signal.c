@@ -38,6 +38,8 @@ static const int watched[] = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT, SIGBUS,
 
 static struct sigaction prev[NWATCHED]; /* the action found at install; read-only after */
 static char rec_path[4096], tmp_path[4096];
+/* the C library's file, read at install: a caller there is its signal trampoline (the kernel) */
+static char libc_path[512];
 static pid_t owner; /* the process whose spool the paths are beside */
 
 /* Append s (up to max bytes, control characters as '?') to buf[*n..cap). */
@@ -178,12 +180,11 @@ static void write_record(int sig, const siginfo_t *si, const void *caller)
 	if (sender > 0 && sender != owner)
 		put_sender_args(buf, &n, cap, sender);
 	if (!info && caller) { /* who relayed it: the file of the code that called our handler */
-		char file[512], libc[512];
+		char file[512];
 		mapped_file_of((uintptr_t)caller, file, sizeof(file));
 		/* the C library's signal trampoline: the kernel called us (a relay that ended in a tail
 		 * call returns there too), so nobody can be named */
-		mapped_file_of((uintptr_t)&raise, libc, sizeof(libc));
-		if (file[0] && strcmp(file, libc)) {
+		if (file[0] && strcmp(file, libc_path)) {
 			put_str(buf, &n, cap, "via ", 4);
 			put_str(buf, &n, cap, file, sizeof(file));
 			put_nl(buf, &n, cap);
@@ -245,6 +246,7 @@ int kj_signal_watch(const char *dir)
 	    snprintf(tmp_path, sizeof(tmp_path), "%s.tmp", rec_path) >= (int)sizeof(tmp_path))
 		return 0;
 	owner = getpid();
+	mapped_file_of((uintptr_t)&raise, libc_path, sizeof(libc_path));
 	for (size_t k = 0; k < NWATCHED; k++) {
 		struct sigaction cur, sa;
 		if (sigaction(watched[k], NULL, &cur) != 0)
