@@ -1,10 +1,12 @@
 /* The ways compare can credit each replayed launch with energy, summed per iteration; the summary
  * adds idle power over the time no kernel runs and says which one it predicts with
  * (docs/analysis-compare.md, "Predicted: how each launch is credited"). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kj_compare_internal.h"
+#include "kj_energy_window.h"
 #include "kj_error.h"
 
 /* Where between its warm and its cold replay time a launch's time t lies: 0 at warm, 1 at cold,
@@ -194,6 +196,45 @@ int kj_compare_kernel_energies(const struct kj_compare *c, struct kj_kernel_ener
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+void cmp_energy_off_pace(const struct kj_compare *c, struct cmp_summary *s)
+{
+	double all = 0, off = 0, worst_mj = -1;
+	s->e_offpace_kernels = 0;
+	s->e_offpace_worst = NULL;
+	s->e_offpace_ratio = -1;
+	for (size_t g = 0; g < c->n_groups; g++) {
+		const struct cmp_group *gr = &c->groups[g];
+		double ratio, mj = gr->energy_mj >= 0 ? gr->energy_mj * (double)gr->launches : 0;
+		all += mj;
+		if (gr->e_paced || !kj_energy_window_off_pace(gr->ew_ns, gr->warm_ns, &ratio))
+			continue;
+		s->e_offpace_kernels++;
+		off += mj;
+		if (mj > worst_mj) {
+			worst_mj = mj;
+			s->e_offpace_worst = gr;
+			s->e_offpace_ratio = ratio;
+		}
+	}
+	s->e_offpace_share = all > 0 ? off / all : 0;
+	s->e_offpace = s->e_offpace_share > KJ_CMP_OFFPACE_JUDGE_FRAC;
+}
+
+const char *cmp_energy_off_pace_why(const struct kj_compare *c, const struct cmp_summary *s, char *buf, size_t len)
+{
+	if (!s->e_offpace_worst) {
+		snprintf(buf, len, "every energy window ran at its kernel's timed pace");
+		return buf;
+	}
+	int many = s->e_offpace_kernels > 1;
+	snprintf(buf, len, "the energy window%s of %d kernel%s (%.1f%% of the replayed kernels' energy) ran off "
+		 "%s timed launches (%s: %.2fx its timed latency): %s did other work; measure again "
+		 "with kjoule replay RUN --energy --kernel NAME", many ? "s" : "", s->e_offpace_kernels,
+		 many ? "s" : "", 100 * s->e_offpace_share, many ? "their" : "its",
+		 cmp_group_name(c, s->e_offpace_worst), s->e_offpace_ratio, many ? "those replays" : "that replay");
+	return buf;
 }
 
 int cmp_chain_as_program(const struct cmp_summary *s)

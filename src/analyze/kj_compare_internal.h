@@ -83,6 +83,8 @@ struct cmp_group {
 	double traced_mean_ns;       /* mean traced duration over the whole run (waiters only) */
 	char *waits_why;             /* why (malloc'ed), when waits */
 	double ew_ns, ec_ns;         /* ns per launch of the warm and the cold energy loops; < 0: none */
+	int e_paced;                 /* its warm energy was measured spaced out by idle (a difference of
+				      * two windows: ew_ns is no window's pace) */
 	double e_cand_mj[KJ_CMP_E_CANDIDATES]; /* its launches in kept iterations, credited each way */
 	int64_t e_cand_launches;     /* those launches */
 	double e_nocold_place_mj[2]; /* without a cold energy: Σ place × warm energy, by in-situ and
@@ -200,6 +202,9 @@ struct cmp_summary {
 /* More of the kernel time than this replayed only on stand-in data (its power is not the
  * program's: small integers draw a fraction of real data's power): the energy error is not judged. */
 #define KJ_CMP_STANDIN_JUDGE_FRAC 0.05
+/* More of the replayed kernels' energy than this from windows off their kernels' timed pace: the
+ * parts' energy error is not judged. */
+#define KJ_CMP_OFFPACE_JUDGE_FRAC 0.01
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
@@ -250,6 +255,14 @@ struct cmp_summary {
 	double e_parts_pred, e_parts_err_pct;
 	int have_parts_err;
 	int e_judgeable_data;      /* e_judgeable without the clock-state condition */
+	/* kernels whose energy window ran off the pace of their timed launches (kj_energy_window.h):
+	 * their energies are not theirs; above KJ_CMP_OFFPACE_JUDGE_FRAC of the kernels' energy the
+	 * parts are not judged (the iteration replayed whole still can be) */
+	int e_offpace_kernels;
+	double e_offpace_share;    /* their share of the replayed kernels' energy in kept iterations */
+	double e_offpace_ratio;    /* the window's time per launch over the timed, of the largest */
+	const struct cmp_group *e_offpace_worst; /* that kernel (the most energy among them) */
+	int e_offpace;             /* e_offpace_share > KJ_CMP_OFFPACE_JUDGE_FRAC */
 };
 
 /* kj_compare_load.c: one group per unique_kernel row (gmap: unique_id -> index into c->groups),
@@ -296,6 +309,12 @@ void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
  * capped window, taken at the mean of 1/f over the program's readings. Call after the
  * explained_fraction of cmp_summarize. */
 void cmp_explained_at_program_clocks(const struct kj_compare *c, struct cmp_summary *s);
+/* kj_compare_energy.c: the kernels whose energy window ran off their timed pace, their share of
+ * the replayed kernels' energy, the worst of them, and whether that share stops judging the parts
+ * (s->e_offpace_*). */
+void cmp_energy_off_pace(const struct kj_compare *c, struct cmp_summary *s);
+/* Why those kernels stop the parts being judged, in words, into buf; buf returned. */
+const char *cmp_energy_off_pace_why(const struct kj_compare *c, const struct cmp_summary *s, char *buf, size_t len);
 /* The prediction's basis (docs/analysis-compare.md, "Which prediction"): where the kept
  * iteration was launched as CUDA graphs and replayed whole with its recorded topology on the
  * program's saved buffers, clocks matching the program's, that replay predicts the iteration

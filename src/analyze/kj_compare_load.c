@@ -237,6 +237,7 @@ static int add_energy(void *ud, const struct kj_store_a_replay_energy *e)
 		c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
 	}
 	c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
+	c->groups[g].e_paced = e->method && !strncmp(e->method, "paced", 5);
 	const char *data = e->data;
 	c->groups[g].data = KJ_CMP_DATA_UNKNOWN;
 	for (int k = 1; data && k < KJ_CMP_DATA_KINDS; k++)

@@ -234,7 +234,9 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			s->kernel_sum.mean > 0 ? iter_stat(c, get_standin_ns, 0).mean / s->kernel_sum.mean : 0;
 		s->e_standin = s->e_standin_share > KJ_CMP_STANDIN_JUDGE_FRAC;
 		s->e_judgeable_data = s->e_unc_mean_pct <= KJ_CMP_ENERGY_JUDGE_PCT && !s->e_meas_short && !s->e_standin;
-		s->e_judgeable = s->e_judgeable_data && c->clocks.mismatch != 1; /* kj_compare_clocks.c */
+		cmp_energy_off_pace(c, s);
+		s->e_judgeable = s->e_judgeable_data && c->clocks.mismatch != 1 /* kj_compare_clocks.c */ &&
+				 !s->e_offpace;
 		double r = s->e_unc_mean_pct / KJ_CMP_ENERGY_JUDGE_PCT;
 		/* one window: its error is about fixed in joules, so its share falls as 1/n; windows
 		 * with independent edges: as 1/sqrt(n) */

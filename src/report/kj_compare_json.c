@@ -278,6 +278,22 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "sequence_kernels_overlapped", s.have_seq && s.have_eager
 				? json_boolean(cmp_sequence_overlapped(&s)) : json_null());
 	json_object_set_new(o, "energy_standin_share", s.have_meas ? json_real(s.e_standin_share) : json_null());
+	/* energy windows off their kernels' timed pace (their replays did other work) */
+	if (s.have_meas && s.have_kernels_e) {
+		json_t *op = json_object();
+		char why[400];
+		json_object_set_new(op, "kernels", json_integer(s.e_offpace_kernels));
+		json_object_set_new(op, "energy_share", json_real(s.e_offpace_share));
+		json_object_set_new(op, "worst_kernel", s.e_offpace_worst ? json_string(cmp_group_name(c, s.e_offpace_worst))
+									  : json_null());
+		json_object_set_new(op, "worst_ratio", cmp_num_or_null(s.e_offpace_ratio, s.e_offpace_worst != NULL));
+		json_object_set_new(op, "stops_judging", json_boolean(s.e_offpace));
+		json_object_set_new(op, "why", s.e_offpace ? json_string(cmp_energy_off_pace_why(c, &s, why, sizeof(why)))
+							   : json_null());
+		json_object_set_new(o, "energy_windows_off_pace", op);
+	} else {
+		json_object_set_new(o, "energy_windows_off_pace", json_null());
+	}
 	json_object_set_new(o, "energy_measured_span_ms", s.e_meas_short ? json_real(s.e_short_span_ms) : json_null());
 	json_object_set_new(o, "energy_kernels_j", cmp_num_or_null(s.e_kernels / 1000.0, s.have_kernels_e));
 	json_object_set_new(o, "energy_kernels_warm_j", cmp_num_or_null(s.e_kernels_warm / 1000.0, s.have_kernels_e));

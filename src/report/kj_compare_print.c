@@ -276,6 +276,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	double parts_pred = s.e_basis_iter ? s.e_parts_pred : s.e_pred;
 	double parts_err = s.e_basis_iter ? s.e_parts_err_pct : s.e_err_pct;
 	int parts_have_err = s.e_basis_iter ? s.have_parts_err : s.have_err;
+	char offpace[400];
 	if (s.have_pred) {
 		fprintf(f, "  predicted (kernels + idle)          %12.6f%s\n", parts_pred / 1000,
 			parts_have_err ? "" : "  (no measurement to compare)");
@@ -295,13 +296,15 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			parts_err, 100 * s.e_standin_share);
 	else if (parts_have_err && c->clocks.mismatch == 1) /* kj_compare_clocks.c */
 		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", parts_err, c->clocks.why[0]);
+	else if (parts_have_err && s.e_offpace)
+		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", parts_err, cmp_energy_off_pace_why(c, &s, offpace, sizeof(offpace)));
 	else if (parts_have_err && s.e_basis_iter)
 		fprintf(f, "  error vs measured                   %+11.2f%%  (the parts; the iteration replayed whole"
 			   " predicts this graph-launched iteration: below)\n", parts_err);
 	else if (parts_have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", parts_err);
 	if (s.have_cand) { /* their errors only where the measured figure can judge them */
-		int judged = parts_have_err && s.e_judgeable_data && c->clocks.mismatch != 1, first = 1;
+		int judged = parts_have_err && s.e_judgeable_data && c->clocks.mismatch != 1 && !s.e_offpace, first = 1;
 		fprintf(f, "    the same parts credited other ways (kernels + idle%s):",
 			judged ? "; off the measured" : parts_have_err ? "; not judged either" : "");
 		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {

@@ -48,11 +48,11 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 	int has_data = kj_db_caps(db)->replay_energy_data;
 	if (kj_db_prepare(db,
 			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data, method"
 				     " FROM replay_energy"
 				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0"
 				   : "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL, NULL"
 				     " FROM replay_energy"
 				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
 			  &st))
@@ -64,6 +64,7 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 		e.has_power = sqlite3_column_type(st, 2) != SQLITE_NULL;
 		e.power_mw = e.has_power ? sqlite3_column_double(st, 2) : 0;
 		e.data = (const char *)sqlite3_column_text(st, 3);
+		e.method = (const char *)sqlite3_column_text(st, 4);
 		rc = fn(ud, &e);
 	}
 	sqlite3_finalize(st);

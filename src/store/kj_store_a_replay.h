@@ -33,6 +33,8 @@ struct kj_store_a_replay_energy {
 	int has_power;             /* 0: power_mw NULL and not derivable from seconds */
 	double power_mw;           /* power_mw, else energy x launches / seconds */
 	const char *data;          /* the data it ran on, or NULL (older runs); valid during the callback */
+	const char *method;        /* how it was measured ("counter-edges", "paced 1:3", ...), or NULL
+				    * (older runs); valid during the callback */
 };
 
 /** @brief Every replay_energy row with an energy per launch >= 0. @return 0, the callback's return, KJ_EDB. */
