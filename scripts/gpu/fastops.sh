@@ -5,7 +5,7 @@
 # with the correctness check on, energy off: f_us, b_us and the answer's flops/bytes, with the
 # fraction of the roofline from the two ceilings. For comparison: the previous attention kernels
 # (KJ_SWEEP_ATTN=wmma) at head dim 128, and the other forward tiling (KJ_SWEEP_FA2_MT=2 at head dim
-# 128, =1 at 64); if MT=2 wins at 128, make it the default in kj_gpu_fa2.cu (fa2_fwd).
+# 128, =1 at 64); if MT=2 wins at 128, make it the default in kj_gpu_fa2_fwd.cu (fa2_fwd).
 # usage (device, repo root, after building): bash scripts/gpu/fastops.sh [WORKER]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,7 +1,8 @@
-/* The GPU harness's FlashAttention-2-style kernels (kj_gpu_fa2.cu: mma.sync, fp16/bf16, head sizes
- * 32, 64, 96 and 128), shared by the sweep worker's flash_atten and the pipeline worker's
- * attention phase. dt: 0 fp16, 1 bf16. q, k, v, o, dout, dq, dk, dv: [bh, l, d] row-major; lse
- * [bh, l] fp32 (natural log-sum-exp of the scaled scores). Launchers return a cudaError_t value. */
+/* The GPU harness's FlashAttention-2-style kernels (kj_gpu_fa2_fwd.cu, kj_gpu_fa2_bwd.cu: mma.sync,
+ * fp16/bf16, head sizes 32, 64, 96 and 128), shared by the sweep worker's flash_atten and the
+ * pipeline worker's attention phase. dt: 0 fp16, 1 bf16. q, k, v, o, dout, dq, dk, dv: [bh, l, d]
+ * row-major; lse [bh, l] fp32 (natural log-sum-exp of the scaled scores). Launchers return a
+ * cudaError_t value. */
 #ifndef KJ_GPU_FA2_H
 #define KJ_GPU_FA2_H
 

@@ -128,7 +128,7 @@ static double packs_of(double cols, int elem_bytes)
 }
 
 /* The layer-norm forward takes as long as its busiest thread: it walks a row's 16-byte packs in a
- * block-stride loop over row_threads' threads (worker_kernels.cu). (Softmax's forward has its own
+ * block-stride loop over row_threads' threads (worker_norm.cu). (Softmax's forward has its own
  * lane factor below; its backward none: a memory-bound row does not wait on its busiest lane.) */
 static double row_quantization(double packs)
 {
@@ -158,7 +158,7 @@ static double layernorm_bwd_imbalance(double cols, double packs, double rows, in
 /* Causal attention's CTAs: the forward's query block q (128 queries) reads the keys up to its
  * end, work q + 1; the backward's key block k (128 keys) visits the queries from its start on,
  * work nb - k. Launched query (key) block fastest, then head, as the worker's grid is, onto as
- * many slots as the kernels' launch bounds keep resident (kj_gpu_fa2.cu: two forward CTAs an SM,
+ * many slots as the kernels' launch bounds keep resident (kj_gpu_fa2_*.cu: two forward CTAs an SM,
  * one backward); the busiest slot's work over the average. */
 static double causal_attention_imbalance(double heads, double nb, int prop, int sm_count)
 {
@@ -221,14 +221,14 @@ double kj_predict_imbalance(const struct kj_sweep_op *op, const int64_t *v, int 
 	}
 	if (!strcmp(n, "softmax") && l >= 0 && !prop) {
 		/* the forward's warp takes ceil(packs / 32) packs a lane and computes an exponential on
-		 * every slot of them, filled or not (worker_kernels.cu, softmax_fwd_warp_k); its backward
+		 * every slot of them, filled or not (worker_softmax.cu, softmax_fwd_warp_k); its backward
 		 * is memory-bound and waits on no lane (with a factor there, held-out rows were predicted
 		 * slow). Without it, rows 32 columns past a 256-multiple were predicted 7 % fast. */
 		double packs = packs_of((double)v[l], elem_bytes);
 		return packs >= 1 && packs <= 256 ? ceil(packs / 32) * 32 / packs : 1.0;
 	}
 	if (!strcmp(n, "flash_atten") && sm_count > 0 && mp >= 0 && b >= 0 && h >= 0 && l >= 0) {
-		/* a length off the kernel's tiles computes whole tiles (kj_gpu_fa2.cu): the forward 128
+		/* a length off the kernel's tiles computes whole tiles (kj_gpu_fa2_*.cu): the forward 128
 		 * queries a CTA against tiles of 64 keys, the backward 128 keys a CTA against tiles of 32
 		 * queries; held-out lengths 32 past a 256-multiple were predicted 7 % fast without this.
 		 * cuDNN's fused attention (the worker's default since) also steps every 128 of the length

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sweep worker's flash-attention (kj_gpu_fa2.cu), layer-norm backward (worker_norm_bwd.cuh) and
-# bias-gradient column-sum (worker_colsum.cuh) kernels run on the CPU by
+# The sweep worker's flash-attention (kj_gpu_fa2_fwd.cu, kj_gpu_fa2_bwd.cu), layer-norm backward
+# (worker_norm_bwd.cuh) and bias-gradient column-sum (worker_colsum.cuh) kernels run on the CPU by
 # tests/tools/{fa2,ln,colsum}_emu.cpp (warp instructions emulated, one thread per
 # CUDA thread) against double references, quick case lists. Needs g++ with C++20 and the CUDA
 # headers (for the fp16/bf16 types); exits 77 (skipped) without them.

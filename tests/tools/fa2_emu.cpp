@@ -1,5 +1,5 @@
-// Checks the flash-attention kernels of src/gpu/kj_gpu_fa2.cu on a CPU: the kernel bodies,
-// unchanged, run with the host stand-ins of fa2_emu.h (one std::thread per CUDA thread, warp
+// Checks the flash-attention kernels of src/gpu/kj_gpu_fa2_fwd.cu and _bwd.cu on a CPU: the kernel
+// bodies, unchanged, run with the host stand-ins of fa2_emu.h (one std::thread per CUDA thread, warp
 // instructions emulated per the PTX ISA fragment layouts) against a double-precision reference,
 // forward (o, lse) and backward (dq, dk, dv), causal and not, over head sizes 32/64/96/128 and
 // sequence lengths that are not multiples of the tiles. No GPU needed. Build and run:
@@ -16,7 +16,8 @@
 #undef __global__
 #define __global__
 #define __launch_bounds__(...)
-#include "kj_gpu_fa2.cu"
+#include "kj_gpu_fa2_fwd.cu"
+#include "kj_gpu_fa2_bwd.cu"
 
 static uint64_t rng = 12345;
 static float urand()

@@ -1,4 +1,4 @@
-// Host stand-ins for the PTX helpers of src/gpu/kj_gpu_fa2.cu (included there under
+// Host stand-ins for the PTX helpers of src/gpu/kj_gpu_fa2_dev.cuh (included there under
 // FA2_EMU by tests/tools/fa2_emu.cpp): every CUDA thread of a CTA is a std::thread; the warp-wide
 // instructions (ldmatrix, mma.sync m16n8k16, shfl.xor) meet at a per-warp barrier and compute
 // their results from all 32 lanes' operands exactly as the PTX ISA lays the fragments out;

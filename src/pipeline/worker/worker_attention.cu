@@ -257,7 +257,7 @@ static int attn_split_launch(const T *q, const T *k, const T *v, T *o, float *ws
 	return (int)cudaGetLastError();
 }
 
-// the GPU harness's fused attention (src/gpu/kj_gpu_fa2.cu), and cuDNN's (src/gpu/kj_gpu_sdpa.c),
+// the GPU harness's fused attention (src/gpu/kj_gpu_fa2_*.cu), and cuDNN's (src/gpu/kj_gpu_sdpa.c),
 // tried first for the fused cases; both shared with the sweep worker
 #include "kj_gpu_fa2.h"
 #include "kj_gpu_sdpa.h"

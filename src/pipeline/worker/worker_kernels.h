@@ -22,7 +22,7 @@ int kjw_pool(const void *x, void *y, int dtype, int64_t NC, int64_t H, int64_t W
 int kjw_norm(const void *x, void *y, int dtype, int kind, const float *a, const float *b, int64_t N,
 	     int64_t C, int64_t HW, cudaStream_t s);
 int kjw_act(const void *x, const void *b, void *y, int dtype, int op, size_t n, int64_t HW, cudaStream_t s);
-/* 1 when the GPU harness's fused FlashAttention-2-style kernel (src/gpu/kj_gpu_fa2.cu)
+/* 1 when the GPU harness's fused FlashAttention-2-style kernel (src/gpu/kj_gpu_fa2_*.cu)
  * runs this attention: fp16/bf16, head size 32/64/96/128, self-attention (Sq == Skv), BH <= 65535;
  * it then needs a float scratch of BH * Sq (the log-sum-exp it writes). */
 int kjw_attention_fused(int dtype, int64_t BH, int64_t Sq, int64_t Skv, int D);

@@ -1,7 +1,8 @@
 /* kjoule-sweep-worker: flash_atten (mp, b, h, l, dim): causal fused attention over b*h/mp heads of
  * size dim/h, scale 1/sqrt(dim/h); forward o (and the row log-sum-exp), backward dq, dk, dv.
- * cuDNN's fused attention (kj_gpu_sdpa.c) by default, else kjoule's kernels (worker_attn.cu,
- * kj_gpu_fa2.cu). Checked on whole heads (the first and the last) in double. */
+ * cuDNN's fused attention (kj_gpu_sdpa.c) by default, else kjoule's kernels (worker_attn.cu picks:
+ * kj_gpu_fa2_fwd.cu/_bwd.cu, worker_attn_wmma.cu, worker_attn_fp32.cu). Checked on whole heads
+ * (the first and the last) in double. */
 #include "ops_common.h"
 
 struct attn {

@@ -1,6 +1,7 @@
 /* Internals of kjoule-sweep-worker shared by its files: the worker context (stream, cuBLASLt,
  * buffers of the operator in flight), the operator interface every op file fills in, and the
- * device kernels' extern "C" launchers (worker_kernels.cu, worker_attn.cu). */
+ * device kernels' extern "C" launchers (worker_norm.cu, worker_softmax.cu, worker_elem.cu,
+ * worker_train.cu, worker_colsum.cu, worker_attn.cu, worker_moe.cu). */
 #ifndef KJ_SWEEP_WORKER_H
 #define KJ_SWEEP_WORKER_H
 
@@ -155,7 +156,7 @@ const struct sw_op *sw_op_find(const char *name);
 int sw_op_count(void);
 const struct sw_op *sw_op_at(int i);
 
-/* ---- device launchers (worker_kernels.cu, worker_attn.cu); return a cudaError_t value ---- */
+/* ---- device launchers (the worker_*.cu files); return a cudaError_t value ---- */
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -1,5 +1,5 @@
-// kjoule-sweep-worker: layer norm / RMS norm backward kernels (included by worker_kernels.cu after
-// warp_sum; tests/tools/ln_emu.cpp runs them on a CPU).
+// kjoule-sweep-worker: layer norm / RMS norm backward kernels (included by worker_norm.cu after
+// worker_memops.cuh's warp_sum; tests/tools/ln_emu.cpp runs them on a CPU).
 #ifndef KJ_SWEEP_WORKER_NORM_BWD_CUH
 #define KJ_SWEEP_WORKER_NORM_BWD_CUH
 
