@@ -8,6 +8,7 @@ over rounds, with the quartiles. The turns method (turns.py) pairs finer, inside
 this one takes programs that cannot take turns (JAX, a compiled decode loop), start-up included.
 Writes a JSON result (bench/results style): device, date, commands, every run's wall time."""
 import argparse
+import os
 import datetime
 import json
 import random
@@ -77,6 +78,37 @@ def main():
         contestants["cupti_only"] = ["env", "KJOULE_COST_STUDY=1024"] + db("act") + ["--no-params", "--"] + cmd
     walls = {k: [] for k in contestants}
     failed = {k: 0 for k in contestants}
+
+    def write(rounds):
+        """Ratios so far, and the result file written (aside, then renamed), so that a run cut
+        short keeps every round that finished."""
+        ratios = {}
+        for k in [c for c in contestants if c != "plain"]:
+            r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
+            ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
+        if ratios["capture_late"]["median"] and ratios["full_trace"]["median"]:
+            r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
+            ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
+        # inside the window against CUPTI's floor: kjoule's own cost where it traces
+        for k in ("capture_inside", "full_trace", "no_params"):
+            if k in walls and "cupti_only" in walls:
+                r = [x / c for x, c in zip(walls[k], walls["cupti_only"]) if x and c]
+                if r:
+                    ratios[f"{k}_over_cupti_only"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
+        try:
+            dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True).stdout.strip()
+        except OSError:
+            dev = None
+        res = {"workload": a.name, "metric": a.metric or "wall_s", "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+               "method": "whole runs alternating in a new order each round; ratio per round to the untraced run"
+                         + (f"; each run's own {a.metric} (its steady loop), not its wall time" if a.metric else ""),
+               "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": walls, "ratios": ratios}
+        with open(a.output + ".tmp", "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(a.output + ".tmp", a.output)
+        return ratios
+
     t_end = time.perf_counter() + a.seconds
     rounds = 0
     while rounds < a.max_rounds and time.perf_counter() < t_end:
@@ -91,33 +123,13 @@ def main():
             if rc != 0:
                 failed[k] += 1
             row[k] = w if rc == 0 else None
+            print(f"  round {rounds + 1} {k}: {w} (rc {rc})", flush=True)
         for k in contestants:
             walls[k].append(row[k])
         rounds += 1
-    ratios = {}
-    for k in [c for c in contestants if c != "plain"]:
-        r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
-        ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
-    if ratios["capture_late"]["median"] and ratios["full_trace"]["median"]:
-        r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
-        ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
-    # inside the window against CUPTI's floor: kjoule's own cost where it traces
-    for k in ("capture_inside", "full_trace", "no_params"):
-        if k in walls and "cupti_only" in walls:
-            r = [x / c for x, c in zip(walls[k], walls["cupti_only"]) if x and c]
-            if r:
-                ratios[f"{k}_over_cupti_only"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
-    try:
-        dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
-    except OSError:
-        dev = None
-    res = {"workload": a.name, "metric": a.metric or "wall_s", "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "method": "whole runs alternating in a new order each round; ratio per round to the untraced run"
-                     + (f"; each run's own {a.metric} (its steady loop), not its wall time" if a.metric else ""),
-           "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": walls, "ratios": ratios}
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
+        write(rounds)
+        print(f"{a.name}: round {rounds} done", flush=True)
+    ratios = write(rounds)
     show = lambda k: ratios.get(k, {}).get("median")
     print(f"{a.name}: rounds {rounds}, capture_late/plain {show('capture_late')}, full/plain {show('full_trace')}, "
           f"inside/cupti_only {show('capture_inside_over_cupti_only')}, failed {failed}")

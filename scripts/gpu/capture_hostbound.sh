@@ -13,6 +13,7 @@ mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
 s=${CHB_S:-400}
+export PYTHONUNBUFFERED=1 # each run said as it ends: a call cut short still shows its rounds
 mkdir -p "$tmp/j" "$tmp/d"
 CUDA_VISIBLE_DEVICES=0 timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step \
 	--capture step@1000000:20 --inside 3 --metric median_ms --seconds "$s" --timeout 80 --tmp "$tmp/j" \

@@ -233,6 +233,56 @@ static void relay_without_info(void **state)
 	assert_non_null(strstr(rec, want));
 }
 
+#if defined(__x86_64__)
+/* A relay that ends in a tail call without the signal's details (rsi cleared, then a jump to
+ * kjoule's handler): our handler returns to the C library's signal trampoline, as the kernel's own
+ * call does. The record then names the file of the handler installed now, the relay's. */
+void (*tail_target)(int, siginfo_t *, void *);
+__attribute__((naked)) static void relay_tail(int sig __attribute__((unused)))
+{
+	__asm__ volatile("xor %esi, %esi\n\txor %edx, %edx\n\tjmp *tail_target(%rip)");
+}
+
+static void relay_tail_call(void **state)
+{
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa, ours;
+		close(ready[0]);
+		kj_signal_watch(dir);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = relay_tail;
+		sigaction(SIGTERM, &sa, &ours);
+		tail_target = ours.sa_sigaction;
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 100; i++)
+			usleep(20000);
+		_exit(4);
+	}
+	close(ready[1]);
+	char c, rec[2048];
+	int st;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_non_null(strstr(rec, "\ninfo 0\n"));
+	char exe[1024], want[1100];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = 0;
+	snprintf(want, sizeof(want), "\nvia %s\n", exe);
+	assert_non_null(strstr(rec, want));
+}
+#endif
+
 static void ignore_hup(void)
 {
 	signal(SIGHUP, SIG_IGN);
@@ -320,6 +370,9 @@ int main(void)
 		cmocka_unit_test(chained_siginfo),
 		cmocka_unit_test(chained_plain),
 		cmocka_unit_test(relay_without_info),
+#if defined(__x86_64__)
+		cmocka_unit_test(relay_tail_call),
+#endif
 		cmocka_unit_test(ignored_left_alone),
 		cmocka_unit_test(fault_recorded),
 		cmocka_unit_test(forked_child_records_nothing),

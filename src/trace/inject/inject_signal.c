@@ -155,6 +155,21 @@ static void mapped_file_of(uintptr_t addr, char *out, size_t cap)
 	close(fd);
 }
 
+static void on_signal(int sig, siginfo_t *si, void *uc);
+
+/* The file of the handler installed now for sig, where it is not ours (a handler installed after
+ * ours, which relays to it), into out; "" where there is none. */
+static void relay_file(int sig, char *out, size_t cap)
+{
+	struct sigaction cur;
+	out[0] = 0;
+	if (sigaction(sig, NULL, &cur) != 0)
+		return;
+	uintptr_t h = (cur.sa_flags & SA_SIGINFO) ? (uintptr_t)cur.sa_sigaction : (uintptr_t)cur.sa_handler;
+	if (h > (uintptr_t)SIG_IGN && h != (uintptr_t)on_signal)
+		mapped_file_of(h, out, cap);
+}
+
 /* The signal record of sig into tmp_path, renamed to rec_path when whole; caller: the address our
  * handler returns to (the kernel's signal trampoline, or the code that relayed the signal). */
 static void write_record(int sig, const siginfo_t *si, const void *caller)
@@ -179,11 +194,14 @@ static void write_record(int sig, const siginfo_t *si, const void *caller)
 	put_line(buf, &n, cap, "info", info);
 	if (sender > 0 && sender != owner)
 		put_sender_args(buf, &n, cap, sender);
-	if (!info && caller) { /* who relayed it: the file of the code that called our handler */
-		char file[512];
-		mapped_file_of((uintptr_t)caller, file, sizeof(file));
-		/* the C library's signal trampoline: the kernel called us (a relay that ended in a tail
-		 * call returns there too), so nobody can be named */
+	if (!info) { /* who relayed it: the file of the code that called our handler */
+		char file[512] = "";
+		if (caller)
+			mapped_file_of((uintptr_t)caller, file, sizeof(file));
+		/* the C library's signal trampoline: a relay that ended in a tail call returns there
+		 * too. The kernel calls the relay, the action installed now: name the file it lives in */
+		if (!file[0] || !strcmp(file, libc_path))
+			relay_file(sig, file, sizeof(file));
 		if (file[0] && strcmp(file, libc_path)) {
 			put_str(buf, &n, cap, "via ", 4);
 			put_str(buf, &n, cap, file, sizeof(file));
