@@ -185,13 +185,18 @@ def energy_error(r):
                  f"{pct(r.num(f, 'summary_snapshot/median_abs_error_pct'))}, "
                  f"{r.num(f, 'summary_snapshot/within_5pct')} of {r.num(f, 'summary_snapshot/judged')} within 5 %"
                  + (f" ({whole} graph-launched ones predicted by their iteration replayed whole)" if whole else ""))
+    rep = r.load(f).get("summary_repeat")
+    if rep and rep.get("both_judged"):
+        text += (f"; the same bench on a second card: {rep['within_2_points']} of {rep['both_judged']} programs "
+                 f"within 2 points of the first (largest difference {rep['max_abs_diff_points']:.2f} points)")
     return text, r.where(f), f
 
 
 def not_judged_why(c):
     """Why compare did not judge a program's energy error, from its JSON: the clock states apart
     (compare's own sentence), else the measured figure's uncertainty over 1 %."""
-    why = (c.get("energy_clock_state") or {}).get("not_judged_reason")
+    why = (c.get("energy_clock_state") or {}).get("not_judged_reason") or \
+        (c.get("energy_windows_off_pace") or {}).get("why")
     if why:
         return why
     return f"measured to ±{c['energy_measured_mean_unc_pct']:.2f} %, over 1 %"
@@ -212,11 +217,19 @@ def energy_fidelity_table(r):
         basis = f"{pred:.3f} J"
         if c.get("energy_prediction_method") == "iteration_replay" and c.get("energy_error_parts_pct") is not None:
             basis += f" (iteration replayed whole; the parts {sgn(c['energy_error_parts_pct'])})"
+        # the same program on a second card of the same kind, where the bench ran there too
+        q = ((r.load(f).get("repeat") or {}).get("programs") or {}).get(name)
+        second = "—"
+        if q and q.get("error_pct") is not None:
+            second = sgn(q["error_pct"]) + ("" if q.get("judged") else " (not judged)")
+            if q.get("diff_points") is not None:
+                second += f", {abs(q['diff_points']):.2f} points apart"
         rows.append((p["kind"], f"{meas:.3f} J ± {unc:.2f} %", basis, sgn(err),
                      "yes" if c.get("energy_error_judgeable") else f"no ({not_judged_why(c)})",
+                     second,
                      f"{p.get('replay_s', '—')} s" + (f" (stopped, exit {p['replay_rc']})" if p.get("replay_rc") else "")))
     return table(("program", "measured per iteration", "predicted", "error", "judged",
-                  "replay"), rows)
+                  "second card", "replay"), rows)
 
 
 def window_energy(r):
