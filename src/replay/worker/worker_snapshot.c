@@ -1,5 +1,6 @@
 /* kjoule-replay-worker: a run's --snapshot buffers copied into the re-created regions, and
  * --verify's bit-for-bit comparison of a launch's outputs with the after-launch snapshot. */
+#include "kj_overlay.h"
 #include "replay_worker.h"
 
 /* A snapshot row's bytes (decompressed when zstd), or NULL. *owned: caller frees. */
@@ -63,11 +64,22 @@ static int keep_row(int64_t id, void *buf, size_t bytes)
 
 /* Overlay the run's --snapshot data where it falls inside the re-created regions: the buffers
  * as they were before launches, this kernel's own launch last (other launches' data is still
- * better than random: valid indices, real values). *exact: rows of this very launch applied. */
+ * better than random: valid indices, real values). Rows every byte of which a later row
+ * overwrites are left out (kj_overlay_visible): the memory ends the same, without copying (and
+ * decompressing) what the kernel never sees. *exact: rows of this very launch applied. */
 int apply_snapshot(struct replay *R, int *applied, int *exact)
 {
 	struct kj_store_rows *st = NULL, *row_data = NULL;
 	struct kj_store_snap_row place, data;
+	struct snap_place {
+		int64_t id, correlation;
+		int has_correlation;
+		CUdeviceptr dst;
+	} *pl = NULL;
+	uint64_t *addr = NULL;
+	size_t *len = NULL, n = 0, cap = 0;
+	unsigned char *keep = NULL;
+	int rc = 0;
 	*applied = 0;
 	if (exact)
 		*exact = 0;
@@ -75,44 +87,72 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 	 * snapshot table: nothing to apply (neither is an error) */
 	/* the rows' places first, sorted without their data (a sort would copy every blob, a graph
 	 * program's whole saved pool, for each kernel: 1.7 s a kernel on a 370 MB snapshot); the
-	 * data only of the rows inside this kernel's regions, by id */
+	 * data only of the rows inside this kernel's regions that show in the end, by id */
 	kj_store_snap_places_open(R->db, R->k.pid, R->k.correlation, &st);
 	kj_store_snap_data_open(R->db, &row_data);
-	if (!st || !row_data) {
-		kj_store_rows_close(st);
-		kj_store_rows_close(row_data);
-		return 0;
-	}
+	if (!st || !row_data)
+		goto out;
 	while (kj_store_snap_places_next(st, &place)) {
-		uint64_t addr = place.address;
-		size_t bytes = place.bytes;
-		int owned;
-		CUdeviceptr dst = region_address(R, addr, bytes);
+		CUdeviceptr dst = region_address(R, place.address, place.bytes);
 		if (!dst)
 			continue;
-		int64_t row = place.id;
-		const void *buf = kept_row(row, &bytes);
-		owned = 0;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 256;
+			void *p1 = realloc(pl, c * sizeof(*pl)), *p2 = p1 ? realloc(addr, c * sizeof(*addr)) : NULL;
+			if (p1)
+				pl = p1;
+			if (p2)
+				addr = p2;
+			void *p3 = p2 ? realloc(len, c * sizeof(*len)) : NULL;
+			if (p3)
+				len = p3;
+			if (!p1 || !p2 || !p3) {
+				rc = KJ_ENOMEM;
+				goto out;
+			}
+			cap = c;
+		}
+		pl[n] = (struct snap_place){place.id, place.correlation, place.has_correlation, dst};
+		addr[n] = place.address;
+		len[n] = place.bytes;
+		n++;
+	}
+	if (n && !(keep = malloc(n))) {
+		rc = KJ_ENOMEM;
+		goto out;
+	}
+	kj_overlay_visible(addr, len, n, keep); /* out of memory: all kept */
+	for (size_t i = 0; i < n; i++) {
+		size_t bytes = len[i];
+		int owned = 0;
+		if (!keep[i])
+			continue;
+		const void *buf = kept_row(pl[i].id, &bytes);
 		if (!buf) {
-			if (!kj_store_snap_data_get(row_data, row, &data))
+			if (!kj_store_snap_data_get(row_data, pl[i].id, &data))
 				continue;
 			buf = snapshot_bytes(&data, &bytes, &owned);
 			if (!buf)
 				continue;
-			if (owned && keep_row(row, (void *)buf, bytes))
+			if (owned && keep_row(pl[i].id, (void *)buf, bytes))
 				owned = 0;
 		}
-		if (cuMemcpyHtoD(dst, buf, bytes) == CUDA_SUCCESS) {
+		if (cuMemcpyHtoD(pl[i].dst, buf, bytes) == CUDA_SUCCESS) {
 			(*applied)++;
-			if (exact && place.has_correlation && place.correlation == R->k.correlation)
+			if (exact && pl[i].has_correlation && pl[i].correlation == R->k.correlation)
 				(*exact)++;
 		}
 		if (owned)
 			free((void *)buf);
 	}
+out:
 	kj_store_rows_close(st);
 	kj_store_rows_close(row_data);
-	return 0;
+	free(pl);
+	free(addr);
+	free(len);
+	free(keep);
+	return rc;
 }
 
 /* After the one checked launch on the snapshot's inputs: compare every buffer with its
