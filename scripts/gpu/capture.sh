@@ -6,7 +6,8 @@
 # defaults, a capture window that never opens), and whole runs alternating
 # (bench/trace_overhead/capture_pairs.py) for examples/jax_step.py and the compiled decode loop
 # (examples/hf_decode.py --cache static); 3. a 10,000-step run with --capture step@5000:20 against
-# the full trace: database sizes and bytes per launch. Writes $OUT/capture_overhead.json and prints
+# the full trace: database sizes and bytes per launch, and compare, replay --energy and report run on
+# the captured one (exit code and seconds each). Writes $OUT/capture_overhead.json and prints
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
 #   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_S (100), CAP_DECODE_S
@@ -58,6 +59,17 @@ for mode in capture full; do
 	"$kj" info "$tmp/steps_$mode.kjdb" >>"$OUT/capture_steps10k.log" 2>&1
 	cat "$tmp/steps_$mode.err" >>"$OUT/capture_steps10k.log"
 done
+# the captured database must carry the rest of the product: compare, replay (with energy) and report
+for step in compare replay report; do
+	case $step in
+	compare) args=() ;;
+	replay) args=(--energy --budget 60) ;;
+	report) args=(-o "$tmp/steps_report.html") ;;
+	esac
+	t0=$(date +%s.%N)
+	timeout 120 "$kj" $step "$tmp/steps_capture.kjdb" "${args[@]}" >>"$OUT/capture_steps10k.log" 2>&1
+	echo "$step $? $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >>"$tmp/steps_tools.txt"
+done
 
 python3 - "$OUT" "$tmp" "$test_rc" <<'PY'
 import json, os, sqlite3, sys
@@ -87,6 +99,12 @@ for mode in ("capture", "full"):
                                  "iteration_marks": marks, "meta": meta}
     except Exception as e:
         res["steps10k"][mode] = {"error": str(e)}
+# compare, replay and report on the captured database: exit code and seconds each
+try:
+    res["steps10k"]["tools_on_capture"] = {l.split()[0]: {"rc": int(l.split()[1]), "seconds": float(l.split()[2])}
+                                           for l in open(os.path.join(tmp, "steps_tools.txt")) if l.strip()}
+except Exception as e:
+    res["steps10k"]["tools_on_capture"] = {"error": str(e)}
 json.dump(res, open(os.path.join(out, "capture_overhead.json"), "w"), indent=1)
 print("\n== capture: summary")
 print(f"{'measure':44s} value")
@@ -103,4 +121,5 @@ for mode in ("capture", "full"):
     s = res["steps10k"].get(mode, {})
     print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "
           f"{s.get('bytes_per_launch')}")
+print(f"{'10k steps captured: compare/replay/report':44s} {json.dumps(res['steps10k'].get('tools_on_capture'))}")
 PY
