@@ -283,6 +283,109 @@ static void relay_tail_call(void **state)
 }
 #endif
 
+/* A child whose SIGTERM handler, installed after kjoule's, is relay (relaying to ours, saved in
+ * `relayed` and `tail_target`), with kjoule's handler put back in front when reassert. */
+static pid_t relay_child(void (*relay)(int), int reassert)
+{
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		close(ready[0]);
+		kj_signal_watch(dir);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = relay;
+		sigaction(SIGTERM, &sa, &relayed);
+#if defined(__x86_64__)
+		tail_target = relayed.sa_sigaction;
+#endif
+		char n = (char)(reassert ? kj_signal_reassert() : 0);
+		if (write(ready[1], &n, 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 100 && !got_plain; i++)
+			usleep(20000);
+		_exit(got_plain ? 5 : 4);
+	}
+	close(ready[1]);
+	char n = 0;
+	assert_int_equal(read(ready[0], &n, 1), 1);
+	close(ready[0]);
+	assert_int_equal(n, reassert ? 1 : 0);
+	return pid;
+}
+
+/* Put back in front of a relay that drops the signal's details, kjoule's handler still records
+ * the sender: the relay runs (as the kernel would have run it), passes the signal on, and the
+ * child dies by it. */
+static void reassert_keeps_sender(void (*relay)(int))
+{
+	char rec[2048], want[64];
+	int st;
+	got_plain = 0;
+	pid_t pid = relay_child(relay, 1);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_non_null(strstr(rec, "\ninfo 1\n"));
+	snprintf(want, sizeof(want), "\npid %ld\n", (long)getpid());
+	assert_non_null(strstr(rec, want));
+	assert_null(strstr(rec, "\nvia "));
+}
+
+static void reassert_plain_relay(void **state)
+{
+	(void)state;
+	reassert_keeps_sender(relay_plain);
+}
+
+#if defined(__x86_64__)
+static void reassert_tail_relay(void **state)
+{
+	(void)state;
+	reassert_keeps_sender(relay_tail);
+}
+#endif
+
+/* A later handler that keeps the signal (the program's own) still does so behind ours: the child
+ * sees it and exits by itself, and nothing is recorded. */
+static void reassert_program_handler(void **state)
+{
+	(void)state;
+	char rec[64];
+	int st;
+	pid_t pid = relay_child(on_plain, 1);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 5);
+	assert_false(read_record(pid, rec, sizeof(rec)));
+}
+
+/* A signal the program set back to its default after ours: left alone. */
+static void reassert_leaves_default(void **state)
+{
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		kj_signal_watch(dir);
+		signal(SIGTERM, SIG_DFL);
+		char n = (char)kj_signal_reassert();
+		_exit(n == 0 ? 0 : 6);
+	}
+	close(ready[0]);
+	close(ready[1]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void ignore_hup(void)
 {
 	signal(SIGHUP, SIG_IGN);
@@ -373,6 +476,12 @@ int main(void)
 #if defined(__x86_64__)
 		cmocka_unit_test(relay_tail_call),
 #endif
+		cmocka_unit_test(reassert_plain_relay),
+#if defined(__x86_64__)
+		cmocka_unit_test(reassert_tail_relay),
+#endif
+		cmocka_unit_test(reassert_program_handler),
+		cmocka_unit_test(reassert_leaves_default),
 		cmocka_unit_test(ignored_left_alone),
 		cmocka_unit_test(fault_recorded),
 		cmocka_unit_test(forked_child_records_nothing),

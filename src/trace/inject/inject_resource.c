@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inject_signal.h"
 #include "inject.h"
 #include "inject_fncache.h"
 
@@ -209,6 +210,8 @@ void kj_handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 	switch (id) {
 	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
 		put_device(rd->context);
+		/* the driver may have put its own signal handlers in front of ours by now */
+		kj_signal_reassert();
 		break;
 	case CUPTI_CBID_RESOURCE_MODULE_LOADED:
 		put_module(rd->resourceDescriptor);

@@ -12,6 +12,9 @@
  *    with its mask and flags, so the signal is blocked and restarts calls as it asked.
  *  - ignored (SIG_IGN): left alone, no handler of ours.
  * A handler the program installs later replaces ours: that signal is then the program's business.
+ * One a library installs after ours by the time a CUDA context exists (the driver's, CUPTI's) is
+ * put back behind ours (kj_signal_reassert, at context creation): ours is called first and keeps
+ * the signal's details for when that handler passes the signal on to ours without them.
  * When code other than the kernel calls our handler without the signal's details (a handler
  * installed after ours that relays it as a plain one), the record names the file that code lives
  * in ("via": the handler's return address, looked up in /proc/self/maps).
@@ -37,10 +40,23 @@ static const int watched[] = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT, SIGBUS,
 #define NWATCHED (sizeof(watched) / sizeof(watched[0]))
 
 static struct sigaction prev[NWATCHED]; /* the action found at install; read-only after */
+/* A handler a library installed after ours (kj_signal_reassert), put back behind ours: ours is
+ * called first, keeps the signal's details, and calls it; when it passes the signal on to ours
+ * without them (a plain call, a tail call), ours takes them from the first call. */
+static struct sigaction outer[NWATCHED];
+static volatile sig_atomic_t has_outer[NWATCHED], in_outer[NWATCHED];
+static siginfo_t *outer_si[NWATCHED];
+static void *outer_uc[NWATCHED];
 static char rec_path[4096], tmp_path[4096];
 /* the C library's file, read at install: a caller there is its signal trampoline (the kernel) */
 static char libc_path[512];
 static pid_t owner; /* the process whose spool the paths are beside */
+static int watched_here[NWATCHED]; /* ours was installed on it by kj_signal_watch */
+
+static int watching(size_t k)
+{
+	return watched_here[k];
+}
 
 /* Append s (up to max bytes, control characters as '?') to buf[*n..cap). */
 static void put_str(char *buf, size_t *n, size_t cap, const char *s, size_t max)
@@ -236,6 +252,22 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		k++;
 	if (k == NWATCHED)
 		return;
+	if (has_outer[k] && !in_outer[k]) { /* the later handler first, its details kept */
+		in_outer[k] = 1;
+		outer_si[k] = si;
+		outer_uc[k] = uc;
+		if (outer[k].sa_flags & SA_SIGINFO)
+			outer[k].sa_sigaction(sig, si, uc);
+		else if (outer[k].sa_handler != SIG_DFL && outer[k].sa_handler != SIG_IGN)
+			outer[k].sa_handler(sig);
+		in_outer[k] = 0;
+		errno = saved;
+		return;
+	}
+	if (in_outer[k] && !(si && si->si_signo == sig)) { /* passed on without them */
+		si = outer_si[k];
+		uc = outer_uc[k];
+	}
 	const struct sigaction *p = &prev[k];
 	if (p->sa_flags & SA_SIGINFO) {
 		p->sa_sigaction(sig, si, uc);
@@ -272,6 +304,7 @@ int kj_signal_watch(const char *dir)
 		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN)
 			continue;
 		if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal) {
+			watched_here[k] = 1;
 			n++; /* watched already: ours must never become its own previous action */
 			continue;
 		}
@@ -288,8 +321,39 @@ int kj_signal_watch(const char *dir)
 			sa.sa_mask = cur.sa_mask;
 			sa.sa_flags = cur.sa_flags | SA_SIGINFO;
 		}
+		if (sigaction(watched[k], &sa, NULL) == 0) {
+			watched_here[k] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+int kj_signal_reassert(void)
+{
+	int n = 0;
+	if (!owner || getpid() != owner)
+		return 0;
+	for (size_t k = 0; k < NWATCHED; k++) {
+		struct sigaction cur, sa;
+		if (has_outer[k] || sigaction(watched[k], NULL, &cur) != 0)
+			continue;
+		int ours = (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal;
+		int plain = !(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN);
+		/* still ours; or set back to the default or ignored: the program's business, as is a
+		 * signal we never watched (its previous action is unknown here) */
+		if (ours || plain || !watching(k))
+			continue;
+		outer[k] = cur;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		sa.sa_mask = cur.sa_mask;
+		sa.sa_flags = (cur.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
+		has_outer[k] = 1;
 		if (sigaction(watched[k], &sa, NULL) == 0)
 			n++;
+		else
+			has_outer[k] = 0;
 	}
 	return n;
 }

@@ -13,4 +13,15 @@
  */
 int kj_signal_watch(const char *dir);
 
+/**
+ * @brief Put kjoule's handler back in front of a handler installed after it by a library (the
+ *        CUDA driver's or CUPTI's, at context creation), so that a signal's sender is still
+ *        known when that handler passes the signal on to ours without its details. Ours then
+ *        calls it first, as the kernel would have, with the signal's details; it behaves as
+ *        before. Each signal once; signals set back to the default or ignored are left alone.
+ *        Call after kj_signal_watch, at points where CUDA may have installed handlers.
+ * @return the number of signals put back behind ours by this call.
+ */
+int kj_signal_reassert(void);
+
 #endif
