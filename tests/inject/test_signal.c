@@ -364,6 +364,28 @@ static void reassert_program_handler(void **state)
 	assert_false(read_record(pid, rec, sizeof(rec)));
 }
 
+/* A fault's handler installed after ours stays in front (it may leave by siglongjmp): only the
+ * signals other processes send are put back behind ours. */
+static void reassert_leaves_faults(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kj_signal_watch(dir);
+		signal(SIGSEGV, on_plain);
+		signal(SIGHUP, on_plain);
+		int n = kj_signal_reassert();
+		struct sigaction cur;
+		sigaction(SIGSEGV, NULL, &cur);
+		_exit(n == 1 && cur.sa_handler == on_plain ? 0 : 6);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* A signal the program set back to its default after ours: left alone. */
 static void reassert_leaves_default(void **state)
 {
@@ -482,6 +504,7 @@ int main(void)
 #endif
 		cmocka_unit_test(reassert_program_handler),
 		cmocka_unit_test(reassert_leaves_default),
+		cmocka_unit_test(reassert_leaves_faults),
 		cmocka_unit_test(ignored_left_alone),
 		cmocka_unit_test(fault_recorded),
 		cmocka_unit_test(forked_child_records_nothing),

@@ -336,7 +336,10 @@ int kj_signal_reassert(void)
 		return 0;
 	for (size_t k = 0; k < NWATCHED; k++) {
 		struct sigaction cur, sa;
-		if (has_outer[k] || sigaction(watched[k], NULL, &cur) != 0)
+		/* only the signals other processes send, whose sender is the point; a fault's handler
+		 * may leave by siglongjmp (memory probes), which a handler in front of it must not see */
+		int sent = watched[k] == SIGTERM || watched[k] == SIGINT || watched[k] == SIGHUP;
+		if (!sent || has_outer[k] || sigaction(watched[k], NULL, &cur) != 0)
 			continue;
 		int ours = (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal;
 		int plain = !(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN);

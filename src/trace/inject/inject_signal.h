@@ -18,7 +18,8 @@ int kj_signal_watch(const char *dir);
  *        CUDA driver's or CUPTI's, at context creation), so that a signal's sender is still
  *        known when that handler passes the signal on to ours without its details. Ours then
  *        calls it first, as the kernel would have, with the signal's details; it behaves as
- *        before. Each signal once; signals set back to the default or ignored are left alone.
+ *        before. SIGTERM, SIGINT and SIGHUP only (a fault's handler may leave by siglongjmp),
+ *        each once; signals set back to the default or ignored are left alone.
  *        Call after kj_signal_watch, at points where CUDA may have installed handlers.
  * @return the number of signals put back behind ours by this call.
  */
