@@ -195,13 +195,15 @@ static int replay_one(struct replay *R)
 	if ((rc = map_allocations(R)))
 		return rc;
 	CU(cuStreamCreate(&R->stream, CU_STREAM_NON_BLOCKING));
-	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact)))
-		return rc;
 	/* a kernel whose own launch was not saved runs on the fill alone: other launches' buffers,
 	 * saved at other moments (an arena's regions not yet written among them), drew far less
-	 * power than either (docs/replay.md, "Data"); KJOULE_REPLAY_OTHER_SAVED=1 keeps them */
+	 * power than either (docs/replay.md, "Data"); KJOULE_REPLAY_OTHER_SAVED=1 keeps them. Without
+	 * rows of its own launch nothing is laid over the fill at all */
 	const char *other = getenv("KJOULE_REPLAY_OTHER_SAVED");
-	if (applied && !exact && !(other && !strcmp(other, "1"))) {
+	int own_only = !(other && !strcmp(other, "1"));
+	if ((rc = fill_regions(R)) || (rc = apply_snapshot(R, &applied, &exact, own_only)))
+		return rc;
+	if (applied && !exact && own_only) {
 		if ((rc = fill_regions(R)))
 			return rc;
 		applied = 0;

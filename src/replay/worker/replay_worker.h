@@ -186,7 +186,10 @@ void topology_per_node(struct replay *R, struct topo *tp, CUstream s);
 /** Release what topology_run made; accepts NULL. */
 void topology_free(struct topo *tp);
 /* worker_snapshot.c */
-int apply_snapshot(struct replay *R, int *applied, int *exact);
+/** The run's saved buffers overlaid on the re-created regions (see worker_snapshot.c); with
+ *  own_only, nothing at all unless rows of this very launch are among them (the caller then runs
+ *  the kernel on the fill alone: other launches' rows would be wiped again). */
+int apply_snapshot(struct replay *R, int *applied, int *exact, int own_only);
 void verify_outputs(struct replay *R, int exact_inputs);
 /* worker_timing.c (the CUPTI kernel records of the last cupti_start..cupti_stop) */
 #ifdef KJ_WITH_CUPTI

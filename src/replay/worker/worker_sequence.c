@@ -123,7 +123,7 @@ int sequence_run(struct replay *R, int64_t iteration, int graph)
 	 * later gets them only with its prefix, which computes its inputs from them */
 	int applied, pmoved = 0;
 	if (R->o.seq_first <= 0 || prefix)
-		apply_snapshot(R, &applied, NULL);
+		apply_snapshot(R, &applied, NULL, 0);
 	if ((rc = seq_gpu_ready(R, &S, &moved)))
 		goto fail;
 	if (prefix) {

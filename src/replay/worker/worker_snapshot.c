@@ -66,8 +66,9 @@ static int keep_row(int64_t id, void *buf, size_t bytes)
  * as they were before launches, this kernel's own launch last (other launches' data is still
  * better than random: valid indices, real values). Rows every byte of which a later row
  * overwrites are left out (kj_overlay_visible): the memory ends the same, without copying (and
- * decompressing) what the kernel never sees. *exact: rows of this very launch applied. */
-int apply_snapshot(struct replay *R, int *applied, int *exact)
+ * decompressing) what the kernel never sees. *exact: rows of this very launch applied. With
+ * own_only and no rows of this launch, nothing is laid over (the caller keeps the fill). */
+int apply_snapshot(struct replay *R, int *applied, int *exact, int own_only)
 {
 	struct kj_store_rows *st = NULL, *row_data = NULL;
 	struct kj_store_snap_row place, data;
@@ -80,6 +81,7 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 	size_t *len = NULL, n = 0, cap = 0;
 	unsigned char *keep = NULL;
 	int rc = 0;
+	size_t own = 0; /* rows of this very launch among them */
 	*applied = 0;
 	if (exact)
 		*exact = 0;
@@ -115,8 +117,11 @@ int apply_snapshot(struct replay *R, int *applied, int *exact)
 		pl[n] = (struct snap_place){place.id, place.correlation, place.has_correlation, dst};
 		addr[n] = place.address;
 		len[n] = place.bytes;
+		own += place.has_correlation && place.correlation == R->k.correlation;
 		n++;
 	}
+	if (own_only && !own)
+		goto out; /* the kernel runs on the fill: nothing to copy */
 	if (n && !(keep = malloc(n))) {
 		rc = KJ_ENOMEM;
 		goto out;
