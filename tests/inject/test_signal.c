@@ -192,95 +192,8 @@ static void relay_plain(int sig)
 	got_plain = sig; /* not a tail call: our handler returns here */
 }
 
-static void relay_without_info(void **state)
-{
-	(void)state;
-	assert_int_equal(pipe(ready), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct sigaction sa;
-		close(ready[0]);
-		kj_signal_watch(dir);
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = relay_plain;
-		sigaction(SIGTERM, &sa, &relayed);
-		if (write(ready[1], "x", 1) != 1)
-			_exit(3);
-		for (int i = 0; i < 100; i++)
-			usleep(20000);
-		_exit(4);
-	}
-	close(ready[1]);
-	char c, rec[2048];
-	int st;
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	assert_int_equal(kill(pid, SIGTERM), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGTERM);
-	assert_true(read_record(pid, rec, sizeof(rec)));
-	assert_non_null(strstr(rec, "\ninfo 0\n"));
-	assert_non_null(strstr(rec, "\npid 0\n"));
-	assert_non_null(strstr(rec, "\ncode 0\n"));
-	/* and names the file the relaying handler lives in: this test's executable */
-	char exe[1024], want[1100];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(n > 0);
-	exe[n] = 0;
-	snprintf(want, sizeof(want), "\nvia %s\n", exe);
-	assert_non_null(strstr(rec, want));
-}
-
 #if defined(__x86_64__)
-/* A relay that ends in a tail call without the signal's details (rsi cleared, then a jump to
- * kjoule's handler): our handler returns to the C library's signal trampoline, as the kernel's own
- * call does. The record then names the file of the handler installed now, the relay's. */
-void (*tail_target)(int, siginfo_t *, void *);
-__attribute__((naked)) static void relay_tail(int sig __attribute__((unused)))
-{
-	__asm__ volatile("xor %esi, %esi\n\txor %edx, %edx\n\tjmp *tail_target(%rip)");
-}
-
-static void relay_tail_call(void **state)
-{
-	(void)state;
-	assert_int_equal(pipe(ready), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct sigaction sa, ours;
-		close(ready[0]);
-		kj_signal_watch(dir);
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = relay_tail;
-		sigaction(SIGTERM, &sa, &ours);
-		tail_target = ours.sa_sigaction;
-		if (write(ready[1], "x", 1) != 1)
-			_exit(3);
-		for (int i = 0; i < 100; i++)
-			usleep(20000);
-		_exit(4);
-	}
-	close(ready[1]);
-	char c, rec[2048];
-	int st;
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
-	assert_int_equal(kill(pid, SIGTERM), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGTERM);
-	assert_true(read_record(pid, rec, sizeof(rec)));
-	assert_non_null(strstr(rec, "\ninfo 0\n"));
-	char exe[1024], want[1100];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(n > 0);
-	exe[n] = 0;
-	snprintf(want, sizeof(want), "\nvia %s\n", exe);
-	assert_non_null(strstr(rec, want));
-}
+void (*tail_target)(int, siginfo_t *, void *); /* kjoule's handler, for relay_tail */
 #endif
 
 /* A child whose SIGTERM handler, installed after kjoule's, is relay (relaying to ours, saved in
@@ -314,6 +227,51 @@ static pid_t relay_child(void (*relay)(int), int reassert)
 	assert_int_equal(n, reassert ? 1 : 0);
 	return pid;
 }
+
+
+/* The record of a SIGTERM relayed to ours without its details: info 0, no sender, and the file
+ * of the relay (this test's executable) named; the child dies by the signal. */
+static void relayed_record_names_relay(void (*relay)(int))
+{
+	char rec[2048], exe[1024], want[1100];
+	int st;
+	pid_t pid = relay_child(relay, 0);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, sizeof(rec)));
+	assert_non_null(strstr(rec, "\ninfo 0\n"));
+	assert_non_null(strstr(rec, "\npid 0\n"));
+	assert_non_null(strstr(rec, "\ncode 0\n"));
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = 0;
+	snprintf(want, sizeof(want), "\nvia %s\n", exe);
+	assert_non_null(strstr(rec, want));
+}
+
+static void relay_without_info(void **state)
+{
+	(void)state;
+	relayed_record_names_relay(relay_plain);
+}
+
+#if defined(__x86_64__)
+/* A relay that ends in a tail call without the signal's details (rsi cleared, then a jump to
+ * kjoule's handler): our handler returns to the C library's signal trampoline, as the kernel's own
+ * call does. The record then names the file of the handler installed now, the relay's. */
+__attribute__((naked)) static void relay_tail(int sig __attribute__((unused)))
+{
+	__asm__ volatile("xor %esi, %esi\n\txor %edx, %edx\n\tjmp *tail_target(%rip)");
+}
+
+static void relay_tail_call(void **state)
+{
+	(void)state;
+	relayed_record_names_relay(relay_tail);
+}
+#endif
 
 /* Put back in front of a relay that drops the signal's details, kjoule's handler still records
  * the sender: the relay runs (as the kernel would have run it), passes the signal on, and the
