@@ -252,6 +252,7 @@ void cmp_energy_basis(const struct kj_compare *c, struct cmp_summary *s)
 	s->e_parts_pred = s->e_pred;
 	s->e_parts_err_pct = s->e_err_pct;
 	s->have_parts_err = s->have_err;
+	s->e_parts_judgeable = s->e_judgeable;
 	if (!s->have_pred || !s->have_seq_e || !s->have_seq_err || !s->e_seq_mode)
 		return;
 	/* the recorded topology, or, where it could not be rebuilt (graph memory nodes), the linear

@@ -254,6 +254,7 @@ struct cmp_summary {
 	int e_basis_iter;
 	double e_parts_pred, e_parts_err_pct;
 	int have_parts_err;
+	int e_parts_judgeable;     /* the parts' error is judged (e_judgeable before the basis moved) */
 	int e_judgeable_data;      /* e_judgeable without the clock-state condition */
 	/* kernels whose energy window ran off the pace of their timed launches (kj_energy_window.h):
 	 * their energies are not theirs; above KJ_CMP_OFFPACE_JUDGE_FRAC of the kernels' energy the

@@ -12,16 +12,16 @@
 
 const char *kj_nccl_calls_absent_why(sqlite3 *db)
 {
+	static const char unseen[] = "no NCCL calls recorded (NCCL linked statically, or loaded so that kjoule"
+				     " could not see its calls)";
 	char v[32] = "";
 	if (kj_db_meta_get(db, "nccl_calls", v, sizeof(v)) != 0 || !v[0])
-		return kj_db_caps(db)->nccl_call ? "no NCCL calls recorded (NCCL linked statically, or loaded so that"
-						   " kjoule could not see its calls)"
-						 : "a run from a kjoule before NCCL calls were recorded";
+		return kj_db_caps(db)->nccl_call ? unseen : "a run from a kjoule before NCCL calls were recorded";
 	if (!strcmp(v, "off"))
 		return "traced with --no-nccl-calls";
 	if (!strcmp(v, "missing"))
 		return "libkjoule_nccl.so was not found when the run was traced";
-	return "no NCCL calls recorded (NCCL linked statically, or loaded so that kjoule could not see its calls)";
+	return unseen;
 }
 
 int kj_nccl_call_bytes(const char *op, int64_t bytes, int64_t nranks, double *alg, double *bus)

@@ -99,15 +99,17 @@ int cmd_run(int argc, char **argv)
 			 "the program runs untraced");
 		traced = 0;
 	}
-	const char *nccl_calls = "off";
+	const char *nccl_calls = "off", *nccl_lib = NULL;
 	if (traced && o.nccl_calls) {
-		nccl_calls = "on";
-		if (find_nccl(nccl, sizeof(nccl)) != 0) {
+		if (find_nccl(nccl, sizeof(nccl)) == 0) {
+			nccl_calls = "on";
+			nccl_lib = nccl;
+		} else {
 			kj_warnf("run: libkjoule_nccl.so not found (set KJ_NCCL_LIB): NCCL's calls are not recorded");
 			nccl_calls = "missing";
 		}
 	}
-	kj_run_env(&o, traced ? inject : NULL, !strcmp(nccl_calls, "on") ? nccl : NULL, spool);
+	kj_run_env(&o, traced ? inject : NULL, nccl_lib, spool);
 	if (o.power) {
 		struct kj_sampler_opts so = {.interval_us = o.power_interval_ms * 1000,
 					     .watch_interval_ms = o.watch_interval_ms};

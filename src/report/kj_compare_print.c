@@ -304,7 +304,7 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 	else if (parts_have_err)
 		fprintf(f, "  error vs measured                   %+11.2f%%\n", parts_err);
 	if (s.have_cand) { /* their errors only where the measured figure can judge them */
-		int judged = parts_have_err && s.e_judgeable_data && c->clocks.mismatch != 1 && !s.e_offpace, first = 1;
+		int judged = parts_have_err && s.e_parts_judgeable, first = 1;
 		fprintf(f, "    the same parts credited other ways (kernels + idle%s):",
 			judged ? "; off the measured" : parts_have_err ? "; not judged either" : "");
 		for (int k = 0; k < KJ_CMP_E_CANDIDATES; k++) {

@@ -55,22 +55,22 @@ static int parse_line(char *line, struct nccl_line *c, char *why, size_t len)
 	return 0;
 }
 
-/* A warning problem row of the process naming file and line (line 0: the file as a whole). */
+/* A warning problem row of the process: "FILE: line N: what" (line 0: the file as a whole). */
+static int nccl_problem(struct ingest *in, const char *path, long line, const char *what)
+{
+	char text[700];
+	const char *base = strrchr(path, '/');
+	snprintf(text, sizeof(text), "%.300s: line %ld: %.340s", base ? base + 1 : path, line, what);
+	kj_warnf("%s", text);
+	return kj_db_problem(in->db, in->pid, -1, "warning", text);
+}
+
+/* A line that is not a call: left out, with why. */
 static int bad_line(struct ingest *in, const char *path, long line, const char *why)
 {
-	if (line <= 1 && strstr(why, "left out")) {
-		char what[700];
-		const char *base = strrchr(path, '/');
-		snprintf(what, sizeof(what), "%.300s: line %ld: %.200s", base ? base + 1 : path, line, why);
-		kj_warnf("%s", what);
-		return kj_db_problem(in->db, in->pid, -1, "warning", what);
-	}
-	char what[700];
-	const char *base = strrchr(path, '/');
-	snprintf(what, sizeof(what), "%.300s: line %ld: not an NCCL call (%.200s); the line is left out",
-		 base ? base + 1 : path, line, why);
-	kj_warnf("%s", what);
-	return kj_db_problem(in->db, in->pid, -1, "warning", what);
+	char what[300];
+	snprintf(what, sizeof(what), "not an NCCL call (%.200s); the line is left out", why);
+	return nccl_problem(in, path, line, what);
 }
 
 int ing_put_nccl(struct ingest *in)
@@ -89,12 +89,12 @@ int ing_put_nccl(struct ingest *in)
 		if (err == ENOENT)
 			return 0;
 		snprintf(why, sizeof(why), "cannot be read (%s): its calls are left out", strerror(err));
-		return bad_line(in, path, 0, why);
+		return nccl_problem(in, path, 0, why);
 	}
 	snprintf(head, sizeof(head), KJ_NCCL_HEADER " pid ");
 	if (!fgets(line, sizeof(line), f) || strncmp(line, head, strlen(head))) {
 		fclose(f);
-		return bad_line(in, path, 1, "not a kjoule NCCL call file (its first line is not '" KJ_NCCL_HEADER " pid PID'): its calls are left out");
+		return nccl_problem(in, path, 1, "not a kjoule NCCL call file (its first line is not '" KJ_NCCL_HEADER " pid PID'): its calls are left out");
 	}
 	no = 1;
 	if (kj_db_exec(in->db, kj_schema_nccl_sql, "NCCL call table") ||

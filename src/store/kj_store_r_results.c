@@ -179,11 +179,17 @@ int kj_store_r_batch_energy_cold(struct kj_store_r_batch *b, const struct kj_sto
 	return step_done(b->db, ec, "replay_energy_cold");
 }
 
+/* One unique kernel's row out of table, by its prepared DELETE st. */
+static int drop_row(struct kj_store_r_batch *b, sqlite3_stmt *st, int64_t unique_id, const char *table)
+{
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, unique_id);
+	return step_done(b->db, st, table);
+}
+
 int kj_store_r_batch_drop_energy_cold(struct kj_store_r_batch *b, int64_t unique_id)
 {
-	sqlite3_reset(b->ecd);
-	sqlite3_bind_int64(b->ecd, 1, unique_id);
-	return step_done(b->db, b->ecd, "replay_energy_cold");
+	return drop_row(b, b->ecd, unique_id, "replay_energy_cold");
 }
 
 int kj_store_r_batch_energy_b2b(struct kj_store_r_batch *b, const struct kj_store_r_energy_b2b *r)
@@ -200,9 +206,7 @@ int kj_store_r_batch_energy_b2b(struct kj_store_r_batch *b, const struct kj_stor
 
 int kj_store_r_batch_drop_energy_b2b(struct kj_store_r_batch *b, int64_t unique_id)
 {
-	sqlite3_reset(b->ebd);
-	sqlite3_bind_int64(b->ebd, 1, unique_id);
-	return step_done(b->db, b->ebd, "replay_energy_b2b");
+	return drop_row(b, b->ebd, unique_id, "replay_energy_b2b");
 }
 
 int kj_store_r_batch_end(struct kj_store_r_batch *b, int commit)

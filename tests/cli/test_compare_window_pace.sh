@@ -69,6 +69,9 @@ check "the parts are not judged" \
 	'[ "$(val "$dir/slow.json" energy_windows_off_pace.stops_judging)" = True ] && [ "$(val "$dir/slow.json" energy_error_judgeable)" = False ]'
 check "the text says why, and how to measure again" \
 	'grep -q "not judged (.*ran off its timed launches (gemm(): 1.80x its timed latency).*--energy --kernel NAME" "$dir/slow.txt"'
+check "the parts' other credits are not judged either" \
+	'grep -q "credited other ways (kernels + idle; not judged either)" "$dir/slow.txt"'
+check "on pace they are" '"$kj" compare "$dir/on.kjdb" --skip 0 2>/dev/null | grep -q "credited other ways (kernels + idle; off the measured)"'
 check "the JSON says why" '"$kj" compare "$dir/slow.kjdb" --skip 0 --json 2>/dev/null | grep -q "\"why\": \"the energy window of 1 kernel"'
 
 mk "$dir/paced.kjdb" 5.4 "paced 1:1" && "$kj" compare "$dir/paced.kjdb" --skip 0 --json > "$dir/paced.json" 2>/dev/null

@@ -322,48 +322,52 @@ static void reassert_program_handler(void **state)
 	assert_false(read_record(pid, rec, sizeof(rec)));
 }
 
+/* body run in a forked child; its return value, the child's exit status */
+static int in_child(int (*body)(void))
+{
+	int st;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(body());
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* 0 when only SIGHUP's later handler was put behind ours, SIGSEGV's left in front */
+static int faults_left(void)
+{
+	struct sigaction cur;
+	kj_signal_watch(dir);
+	signal(SIGSEGV, on_plain);
+	signal(SIGHUP, on_plain);
+	int n = kj_signal_reassert();
+	sigaction(SIGSEGV, NULL, &cur);
+	return n == 1 && cur.sa_handler == on_plain ? 0 : 6;
+}
+
 /* A fault's handler installed after ours stays in front (it may leave by siglongjmp): only the
  * signals other processes send are put back behind ours. */
 static void reassert_leaves_faults(void **state)
 {
 	(void)state;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		kj_signal_watch(dir);
-		signal(SIGSEGV, on_plain);
-		signal(SIGHUP, on_plain);
-		int n = kj_signal_reassert();
-		struct sigaction cur;
-		sigaction(SIGSEGV, NULL, &cur);
-		_exit(n == 1 && cur.sa_handler == on_plain ? 0 : 6);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(in_child(faults_left), 0);
+}
+
+/* 0 when a signal set back to its default after ours is left alone */
+static int default_left(void)
+{
+	kj_signal_watch(dir);
+	signal(SIGTERM, SIG_DFL);
+	return kj_signal_reassert() == 0 ? 0 : 6;
 }
 
 /* A signal the program set back to its default after ours: left alone. */
 static void reassert_leaves_default(void **state)
 {
 	(void)state;
-	assert_int_equal(pipe(ready), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(ready[0]);
-		kj_signal_watch(dir);
-		signal(SIGTERM, SIG_DFL);
-		char n = (char)kj_signal_reassert();
-		_exit(n == 0 ? 0 : 6);
-	}
-	close(ready[0]);
-	close(ready[1]);
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(in_child(default_left), 0);
 }
 
 static void ignore_hup(void)

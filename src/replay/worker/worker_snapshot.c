@@ -1,5 +1,6 @@
 /* kjoule-replay-worker: a run's --snapshot buffers copied into the re-created regions, and
  * --verify's bit-for-bit comparison of a launch's outputs with the after-launch snapshot. */
+#include "kj_grow.h"
 #include "kj_overlay.h"
 #include "replay_worker.h"
 
@@ -72,16 +73,14 @@ int apply_snapshot(struct replay *R, int *applied, int *exact, int own_only)
 {
 	struct kj_store_rows *st = NULL, *row_data = NULL;
 	struct kj_store_snap_row place, data;
-	struct snap_place {
-		int64_t id, correlation;
-		int has_correlation;
+	struct place_in {
+		struct kj_store_snap_row row; /* no data */
 		CUdeviceptr dst;
-	} *pl = NULL;
+	} *pl = NULL; /* the places inside the regions */
 	uint64_t *addr = NULL;
-	size_t *len = NULL, n = 0, cap = 0;
+	size_t *len = NULL, n = 0, cap = 0, own = 0; /* own: rows of this very launch among them */
 	unsigned char *keep = NULL;
 	int rc = 0;
-	size_t own = 0; /* rows of this very launch among them */
 	*applied = 0;
 	if (exact)
 		*exact = 0;
@@ -95,36 +94,30 @@ int apply_snapshot(struct replay *R, int *applied, int *exact, int own_only)
 	if (!st || !row_data)
 		goto out;
 	while (kj_store_snap_places_next(st, &place)) {
-		CUdeviceptr dst = region_address(R, place.address, place.bytes);
-		if (!dst)
+		CUdeviceptr to = region_address(R, place.address, place.bytes);
+		if (!to)
 			continue;
-		if (n == cap) {
-			size_t c = cap ? 2 * cap : 256;
-			void *p1 = realloc(pl, c * sizeof(*pl)), *p2 = p1 ? realloc(addr, c * sizeof(*addr)) : NULL;
-			if (p1)
-				pl = p1;
-			if (p2)
-				addr = p2;
-			void *p3 = p2 ? realloc(len, c * sizeof(*len)) : NULL;
-			if (p3)
-				len = p3;
-			if (!p1 || !p2 || !p3) {
-				rc = KJ_ENOMEM;
-				goto out;
-			}
-			cap = c;
+		struct place_in *grown = kj_grow(pl, &cap, n, sizeof(*pl), 256);
+		if (!grown) {
+			rc = KJ_ENOMEM;
+			goto out;
 		}
-		pl[n] = (struct snap_place){place.id, place.correlation, place.has_correlation, dst};
-		addr[n] = place.address;
-		len[n] = place.bytes;
+		pl = grown;
+		pl[n++] = (struct place_in){place, to};
 		own += place.has_correlation && place.correlation == R->k.correlation;
-		n++;
 	}
 	if (own_only && !own)
 		goto out; /* the kernel runs on the fill: nothing to copy */
-	if (n && !(keep = malloc(n))) {
+	addr = malloc((n ? n : 1) * sizeof(*addr));
+	len = malloc((n ? n : 1) * sizeof(*len));
+	keep = malloc(n ? n : 1);
+	if (!addr || !len || !keep) {
 		rc = KJ_ENOMEM;
 		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		addr[i] = pl[i].row.address;
+		len[i] = pl[i].row.bytes;
 	}
 	kj_overlay_visible(addr, len, n, keep); /* out of memory: all kept */
 	for (size_t i = 0; i < n; i++) {
@@ -132,19 +125,20 @@ int apply_snapshot(struct replay *R, int *applied, int *exact, int own_only)
 		int owned = 0;
 		if (!keep[i])
 			continue;
-		const void *buf = kept_row(pl[i].id, &bytes);
+		const struct kj_store_snap_row *p = &pl[i].row;
+		const void *buf = kept_row(p->id, &bytes);
 		if (!buf) {
-			if (!kj_store_snap_data_get(row_data, pl[i].id, &data))
+			if (!kj_store_snap_data_get(row_data, p->id, &data))
 				continue;
 			buf = snapshot_bytes(&data, &bytes, &owned);
 			if (!buf)
 				continue;
-			if (owned && keep_row(pl[i].id, (void *)buf, bytes))
+			if (owned && keep_row(p->id, (void *)buf, bytes))
 				owned = 0;
 		}
 		if (cuMemcpyHtoD(pl[i].dst, buf, bytes) == CUDA_SUCCESS) {
 			(*applied)++;
-			if (exact && pl[i].has_correlation && pl[i].correlation == R->k.correlation)
+			if (exact && p->has_correlation && p->correlation == R->k.correlation)
 				(*exact)++;
 		}
 		if (owned)

@@ -53,11 +53,6 @@ static char libc_path[512];
 static pid_t owner; /* the process whose spool the paths are beside */
 static int watched_here[NWATCHED]; /* ours was installed on it by kj_signal_watch */
 
-static int watching(size_t k)
-{
-	return watched_here[k];
-}
-
 /* Append s (up to max bytes, control characters as '?') to buf[*n..cap). */
 static void put_str(char *buf, size_t *n, size_t cap, const char *s, size_t max)
 {
@@ -243,6 +238,19 @@ static void write_record(int sig, const siginfo_t *si, const void *caller)
 		unlink(tmp_path);
 }
 
+/* Action a for sig as the kernel would take it: its handler called, with the signal's details
+ * where it asked for them; an ignored signal dropped. 0 only for the default action (not taken). */
+static int take_action(const struct sigaction *a, int sig, siginfo_t *si, void *uc)
+{
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, si, uc);
+	else if (a->sa_handler == SIG_DFL)
+		return 0;
+	else if (a->sa_handler != SIG_IGN)
+		a->sa_handler(sig);
+	return 1;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	const void *caller = __builtin_return_address(0);
@@ -256,10 +264,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		in_outer[k] = 1;
 		outer_si[k] = si;
 		outer_uc[k] = uc;
-		if (outer[k].sa_flags & SA_SIGINFO)
-			outer[k].sa_sigaction(sig, si, uc);
-		else if (outer[k].sa_handler != SIG_DFL && outer[k].sa_handler != SIG_IGN)
-			outer[k].sa_handler(sig);
+		take_action(&outer[k], sig, si, uc);
 		in_outer[k] = 0;
 		errno = saved;
 		return;
@@ -269,16 +274,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		uc = outer_uc[k];
 	}
 	const struct sigaction *p = &prev[k];
-	if (p->sa_flags & SA_SIGINFO) {
-		p->sa_sigaction(sig, si, uc);
+	if (take_action(p, sig, si, uc))
 		return;
-	}
-	if (p->sa_handler == SIG_IGN)
-		return;
-	if (p->sa_handler != SIG_DFL) {
-		p->sa_handler(sig);
-		return;
-	}
 	if (getpid() == owner)
 		write_record(sig, si, caller);
 	/* back to the default, then the same signal again: blocked while this handler runs, it is
@@ -345,7 +342,7 @@ int kj_signal_reassert(void)
 		int plain = !(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN);
 		/* still ours; or set back to the default or ignored: the program's business, as is a
 		 * signal we never watched (its previous action is unknown here) */
-		if (ours || plain || !watching(k))
+		if (ours || plain || !watched_here[k])
 			continue;
 		outer[k] = cur;
 		memset(&sa, 0, sizeof(sa));
