@@ -6,7 +6,8 @@
 # defaults; --no-params; CUPTI's activity records alone (KJOULE_COST_STUDY=1024). The JAX step on
 # GPU 0 and the compiled decode loop on GPU 1 at once. Files in $OUT: capture_pairs_jax.json,
 # capture_pairs_decode.json and their logs.
-#   env: CHB_S (seconds of rounds each, 400); CHB_GPUS (the two GPUs, default "0 1")
+#   env: CHB_S (seconds of rounds each, 400); CHB_GPUS (the two GPUs, default "0 1"); CHB_ONLY (jax
+#   or decode: that program alone, on the first GPU of CHB_GPUS)
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -14,17 +15,20 @@ kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
 s=${CHB_S:-400}
 read -r gj gd <<<"${CHB_GPUS:-0 1}"
+only=${CHB_ONLY:-}
+[ "$only" = decode ] && gd=$gj
+pj= pd=
 export PYTHONUNBUFFERED=1 # each run said as it ends: a call cut short still shows its rounds
 mkdir -p "$tmp/j" "$tmp/d"
-CUDA_VISIBLE_DEVICES=$gj timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step \
+[ "$only" != decode ] && CUDA_VISIBLE_DEVICES=$gj timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step \
 	--capture step@1000000:20 --inside 3 --metric median_ms --seconds "$s" --timeout 80 --tmp "$tmp/j" \
 	-o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 400 >"$OUT/capture_pairs_jax.log" 2>&1 &
-pj=$!
-CUDA_VISIBLE_DEVICES=$gd timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled \
+[ "$only" != decode ] && pj=$!
+[ "$only" != jax ] && CUDA_VISIBLE_DEVICES=$gd timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled \
 	--capture request@1000000:20 --inside 3 --metric ms_per_request --seconds "$s" --timeout 120 --tmp "$tmp/d" \
 	-o "$OUT/capture_pairs_decode.json" -- python3 examples/hf_decode.py --requests 8 --warmup 2 >"$OUT/capture_pairs_decode.log" 2>&1 &
-pd=$!
-wait $pj; wait $pd
+[ "$only" != jax ] && pd=$!
+wait $pj $pd
 python3 - "$OUT" <<'PY'
 import json, os, sys
 for k in ("jax", "decode"):

@@ -128,8 +128,21 @@ static int step3(sqlite3 *db)
 	return kj_db_exec(db, step3_reasons, "migrate: replay_kernel.reason") ? KJ_EDB : 0;
 }
 
+/* Step 3 -> 4: the index that reads the saved buffers' places without their data (replay asks
+ * for them once a kernel; a run's whole saved data is read once here), and the one by launch
+ * that runs of schema 1 lacked. Frozen. */
+static const char step4_indexes[] =
+    "CREATE INDEX IF NOT EXISTS snapshot_by_launch ON snapshot(pid, correlation_id);\n"
+    "CREATE INDEX IF NOT EXISTS snapshot_places ON snapshot(pid, phase, correlation_id, address, bytes, codec)"
+    " WHERE data IS NOT NULL;\n";
+
+static int step4(sqlite3 *db)
+{
+	return kj_db_exec(db, step4_indexes, "migrate: schema 4 indexes") ? KJ_EDB : 0;
+}
+
 /* The steps, in order: steps[i] takes a run from schema i + 1 to i + 2. */
-static int (*const steps[])(sqlite3 *) = {step2, step3};
+static int (*const steps[])(sqlite3 *) = {step2, step3, step4};
 
 int kj_db_migrate_steps(sqlite3 *db, int from, int to)
 {

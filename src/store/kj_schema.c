@@ -97,6 +97,10 @@ const char kj_schema_sql[] =
     " bytes INTEGER, correlation_id INTEGER, codec TEXT, data BLOB, phase TEXT,"
     " copy_correlation_id INTEGER);\n"
     "CREATE INDEX snapshot_by_launch ON snapshot(pid, correlation_id);\n"
+    /* the saved rows' places without their data: phase lies past the blob in the row, and
+     * SQLite reads a row's blob pages to reach it (2-4 s a replayed kernel on 8 GB saved) */
+    "CREATE INDEX snapshot_places ON snapshot(pid, phase, correlation_id, address, bytes, codec)"
+    " WHERE data IS NOT NULL;\n"
     "CREATE TABLE clock_sync(pid INTEGER, trace_ns INTEGER, monotonic_ns INTEGER,"
     " realtime_ns INTEGER);\n"
     "CREATE TABLE power_sample(id INTEGER PRIMARY KEY, device_id INTEGER, t_ns INTEGER,"

@@ -7,8 +7,9 @@
  *     lack columns and tables added during 0.1, which readers probe for (kj_db_has_column).
  *  2: kjoule 0.9.0: the tables and columns of 0.1 complete (replay_energy.data aside).
  *  3: replay_energy.data, the replay tables replay created on the fly, replay_kernel.reason.
+ *  4: the index snapshot_places (the saved buffers' places read without their data).
  *  kj_migrate.c brings older runs up on a writable open; docs/schema.md keeps the list. */
-#define KJ_SCHEMA_VERSION 3
+#define KJ_SCHEMA_VERSION 4
 /** @brief replay_kernel.reason: why a kernel was not measured, as a code (the error column says it
  *  in words). A condition setter not replayed alone; a worker killed at its time limit. */
 #define KJ_REASON_COND_SETTER "cond_setter"

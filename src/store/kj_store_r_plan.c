@@ -39,7 +39,7 @@ int64_t kj_store_r_launch_params_count(sqlite3 *db)
 
 int kj_store_r_has_after_snapshot(sqlite3 *db)
 {
-	return kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE phase = 'after' LIMIT 1");
+	return kj_db_has_row(db, "SELECT 1 FROM snapshot WHERE phase = 'after' AND data IS NOT NULL LIMIT 1");
 }
 
 int kj_store_r_has_sequence(sqlite3 *db)

@@ -34,7 +34,7 @@ static void make_oldest(const char *path)
 	sqlite3_close(db);
 }
 
-/* Every table's columns, in order, as one text. */
+/* Every table's columns, in order, and every index's definition, as one text. */
 static void layout(sqlite3 *db, char *out, size_t len)
 {
 	sqlite3_stmt *st = NULL;
@@ -44,6 +44,12 @@ static void layout(sqlite3 *db, char *out, size_t len)
 					     " WHERE m.type = 'table' ORDER BY m.name, p.name", -1, &st, NULL), SQLITE_OK);
 	while (sqlite3_step(st) == SQLITE_ROW && used < len)
 		used += (size_t)snprintf(out + used, len - used, "%s.%s ", sqlite3_column_text(st, 0),
+					 sqlite3_column_text(st, 1));
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+					     " ORDER BY name", -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW && used < len)
+		used += (size_t)snprintf(out + used, len - used, "%s: %s; ", sqlite3_column_text(st, 0),
 					 sqlite3_column_text(st, 1));
 	sqlite3_finalize(st);
 }
