@@ -192,7 +192,12 @@ int main(int argc, char **argv)
 		2.0 * 8192 * 8192 * 8192 / t_big / 1e12);
 
 	struct kj_sampler_opts so = {.interval_us = 5000};
-	int gpu0 = 0;
+	char why[160];
+	int gpu0 = gemm_load_nvml_index(why, sizeof(why));
+	if (gpu0 < 0) {
+		fprintf(stderr, "energy_accuracy: %s\n", why);
+		return 1;
+	}
 	so.nvml_indices = &gpu0;
 	so.n_indices = 1;
 	if (kj_sampler_start(&so, &s))

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "gemm_load.h"
+#include "kj_gpu.h"
 
 struct gemm_load {
 	int m, n, k;
@@ -40,6 +41,16 @@ int gemm_load_have_gpu(void)
 {
 	int n = 0;
 	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+int gemm_load_nvml_index(char *why, size_t why_len)
+{
+	char pci[32];
+	if (cudaDeviceGetPCIBusId(pci, (int)sizeof(pci), 0) != cudaSuccess) {
+		snprintf(why, why_len, "the CUDA device's PCI bus id is not known");
+		return -1;
+	}
+	return kj_gpu_nvml_index_by_pci(pci, why, why_len);
 }
 
 const char *gemm_load_device_name(void)

@@ -2,6 +2,7 @@
 #ifndef KJ_GEMM_LOAD_H
 #define KJ_GEMM_LOAD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct gemm_load;
@@ -20,6 +21,9 @@ int gemm_load_graph_launch(struct gemm_load *g);
 double gemm_load_time(struct gemm_load *g, int reps);
 /** @brief 1 if a CUDA GPU is present. */
 int gemm_load_have_gpu(void);
+/** @brief The NVML index of the CUDA device the loads run on (CUDA_VISIBLE_DEVICES renumbers
+ *  CUDA's devices, not NVML's), found by its PCI bus id; -1 with why filled when not found. */
+int gemm_load_nvml_index(char *why, size_t why_len);
 /** @brief Device name. */
 const char *gemm_load_device_name(void);
 

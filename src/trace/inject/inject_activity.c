@@ -10,6 +10,7 @@
 
 #include "inject.h"
 #include "inject_cupti_study.h"
+#include "inject_signal.h"
 
 #define ACT_BUF (8u << 20)
 #define FLUSH_MS 200 /* default; KJOULE_FLUSH_MS (50..5000) sets another */
@@ -145,6 +146,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	CUpti_Activity *rec = NULL;
 	size_t dropped = 0;
 	(void)size;
+	/* the driver or CUPTI may install a signal handler after the context exists: put ours back
+	 * in front of it here as well (three sigaction queries a buffer once done) */
+	kj_signal_reassert();
 	while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		switch (rec->kind) {
 		case CUPTI_ACTIVITY_KIND_KERNEL:

@@ -20,7 +20,8 @@ int kj_signal_watch(const char *dir);
  *        calls it first, as the kernel would have, with the signal's details; it behaves as
  *        before. SIGTERM, SIGINT and SIGHUP only (a fault's handler may leave by siglongjmp),
  *        each once; signals set back to the default or ignored are left alone.
- *        Call after kj_signal_watch, at points where CUDA may have installed handlers.
+ *        Call after kj_signal_watch, at points where CUDA may have installed handlers (context
+ *        creation, each completed activity buffer).
  * @return the number of signals put back behind ours by this call.
  */
 int kj_signal_reassert(void);

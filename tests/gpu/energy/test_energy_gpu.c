@@ -45,7 +45,12 @@ int main(void)
 		return 77;
 	}
 	struct kj_sampler_opts so = {.interval_us = 5000};
-	int idx = 0;
+	char why[160];
+	int idx = gemm_load_nvml_index(why, sizeof(why)); /* the GPU the load runs on */
+	if (idx < 0) {
+		printf("FAIL: %s\n", why);
+		return 1;
+	}
 	so.nvml_indices = &idx;
 	so.n_indices = 1;
 	if (kj_sampler_start(&so, &s)) {
