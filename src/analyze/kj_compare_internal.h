@@ -205,6 +205,10 @@ struct cmp_summary {
 /* More of the replayed kernels' energy than this from windows off their kernels' timed pace: the
  * parts' energy error is not judged. */
 #define KJ_CMP_OFFPACE_JUDGE_FRAC 0.01
+/* Less of the kernel time than this with a replayed energy (the rest scaled up from it): the
+ * parts' energy error is not judged, since it no longer tests the parts. bench/energy_fidelity's
+ * judged programs had 0.83-1.0; replays a budget stopped at 0.40-0.49 read +7.6 to +12.1 %. */
+#define KJ_CMP_ENERGY_COVER_JUDGE_FRAC 0.80
 	/* energy, mJ per iteration */
 	struct stat3 e_meas;
 	int have_meas;
@@ -231,6 +235,8 @@ struct cmp_summary {
 				    * warm × this */
 	int have_cold_e;
 	int e_extrapolated;        /* e_kernels scaled up from that share (< 99.9 %) */
+	int e_sparse;              /* that share is under KJ_CMP_ENERGY_COVER_JUDGE_FRAC: the parts
+				    * are not judged (the iteration replayed whole still can be) */
 	int have_kernels_e, have_idle_e, have_pred, have_err;
 	/* the gap split: each kernel at its replayed power over its in-situ time (the time part of
 	 * the gap removed, the power part left), plus the same idle term */

@@ -276,6 +276,9 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 			s->e_extrapolated = 1;
 		}
 		s->have_kernels_e = 1;
+		s->e_sparse = s->e_kernels_time_cov < KJ_CMP_ENERGY_COVER_JUDGE_FRAC;
+		if (s->e_sparse)
+			s->e_judgeable = 0;
 	}
 	if (c->idle_w >= 0) {
 		/* idle power over the time no kernel runs (copies count as idle here) */

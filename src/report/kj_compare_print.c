@@ -296,6 +296,11 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 			parts_err, 100 * s.e_standin_share);
 	else if (parts_have_err && c->clocks.mismatch == 1) /* kj_compare_clocks.c */
 		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", parts_err, c->clocks.why[0]);
+	else if (parts_have_err && s.e_sparse)
+		fprintf(f, "  error vs measured                   not judged (%+.2f%%: the kernels with a replayed energy hold"
+			   " %.1f%% of the kernel time, under %.0f%%; the rest is scaled up from them, so the error"
+			   " does not test the parts: replay with a larger --budget, or --all)\n", parts_err,
+			100 * s.e_kernels_time_cov, 100 * KJ_CMP_ENERGY_COVER_JUDGE_FRAC);
 	else if (parts_have_err && s.e_offpace)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%%: %s)\n", parts_err, cmp_energy_off_pace_why(c, &s, offpace, sizeof(offpace)));
 	else if (parts_have_err && s.e_basis_iter)

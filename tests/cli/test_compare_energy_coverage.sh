@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# compare does not judge the parts' energy when the kernels with a replayed energy hold less than
+# 80 % of the iteration's kernel time (the rest is scaled up from them, so the error no longer
+# tests the parts), says so and how to replay more; at 80 % or more it judges, saying the figure
+# is extrapolated. Runs built here.
+# usage: test_compare_energy_coverage.sh KJOULE SRC_DIR BUILD_DIR
+set -u
+kj=$1 src=$2
+. "$(dirname "$0")/lib.sh"
+# 200 forwards of 10 ms back to back from 10 s, each with a 4.5 ms kernel (gemm) and a 0.5 ms one (norm)
+python3 - "$dir/spec.json" <<'PY'
+import json, sys
+k, n = [], []
+for i in range(200):
+    t = 10_000_000_000 + i * 10_000_000
+    n.append({"name": "forward", "start": t, "end": t + 10_000_000})
+    k.append({"name": "_Z4gemmv", "start": t + 1_000_000, "end": t + 5_500_000, "unique": "g"})
+    k.append({"name": "_Z4normv", "start": t + 6_000_000, "end": t + 6_500_000, "unique": "n"})
+json.dump({"kernels": k, "nvtx": n}, open(sys.argv[1], "w"))
+PY
+mk() { # mk DB KERNEL...: the kernels named (mangled) replayed with an energy, the others not replayed
+	rm -f "$1"
+	python3 "$src/tests/tools/kjgen.py" -o "$1" --spec "$dir/spec.json" >/dev/null || return 1
+	python3 - "$@" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+dev = db.execute("SELECT min(id) FROM device").fetchone()[0]
+if dev is None:
+    db.execute("INSERT INTO device(id, uuid, name) VALUES(1, 'GPU-test', 'test')"); dev = 1
+db.execute("UPDATE kernel SET device_id = ?", (dev,))
+rows, e = [], 0.0
+for i in range(3000):  # a reading every 5 ms: 125 W idle, 300 W over the forwards
+    t = i * 5_000_000
+    w = 300 if 10e9 <= t < 12e9 else 125
+    e += w * 5
+    rows.append((dev, t, w * 1000, w * 1000, int(e), 1 if i % 20 == 0 else 0, 1980))
+db.executemany("INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj,"
+               " energy_updated, sm_clock_mhz) VALUES(?,?,?,?,?,?,?)", rows)
+db.execute("INSERT INTO idle_power(device_id, median_mw, p10_mw, p90_mw, samples, measured_ns, source)"
+           " VALUES(?, 80000, 79000, 81000, 100, 0, 'test')", (dev,))
+for name, ns in (("_Z4gemmv", 4_500_000), ("_Z4normv", 500_000)):
+    if name not in sys.argv[2:]:
+        continue
+    u = db.execute("SELECT k.unique_id FROM kernel k JOIN kernel_name n ON n.id = k.name_id"
+                   " WHERE n.mangled = ? LIMIT 1", (name,)).fetchone()[0]
+    mj = 400 * ns / 1e6  # 400 W over its timed time
+    db.execute("INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status) VALUES(?, 'warm', 10, ?, 'ok')", (u, ns))
+    db.execute("INSERT INTO replay_energy(unique_id, unroll, launches, seconds, energy_mj_per_launch, power_mw,"
+               " method, data) VALUES(?, 10, 1000, ?, ?, 400000, 'counter-edges', 'saved')", (u, ns * 1000 / 1e9, mj))
+db.commit()
+PY
+}
+val() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): v = v[k] if v is not None else None
+print("null" if v is None else round(v, 2) if isinstance(v, float) else v)' "$1" "$2"; }
+run() { # run NAME KERNEL...: the run made, compare's JSON in NAME.json and its text in NAME.txt
+	local name=$1
+	shift
+	mk "$dir/$name.kjdb" "$@" || return 1
+	"$kj" compare "$dir/$name.kjdb" --skip 0 --json > "$dir/$name.json" 2>/dev/null
+	"$kj" compare "$dir/$name.kjdb" --skip 0 > "$dir/$name.txt" 2>/dev/null
+}
+
+run all _Z4gemmv _Z4normv
+check "every kernel with an energy: coverage 1" '[ "$(val "$dir/all.json" energy_kernels_time_coverage)" = 1.0 ]'
+check "every kernel with an energy: judged" \
+	'[ "$(val "$dir/all.json" energy_coverage_stops_judging)" = False ] && [ "$(val "$dir/all.json" energy_error_judgeable)" = True ]'
+
+run most _Z4gemmv
+check "the 4.5 ms kernel alone: coverage 0.9" '[ "$(val "$dir/most.json" energy_kernels_time_coverage)" = 0.9 ]'
+check "at 90 %: judged" \
+	'[ "$(val "$dir/most.json" energy_coverage_stops_judging)" = False ] && [ "$(val "$dir/most.json" energy_error_judgeable)" = True ]'
+check "at 90 %: the text says the kernels' figure is extrapolated" 'grep -q "(extrapolated: replayed kernels hold 90.0% of kernel time" "$dir/most.txt"'
+
+run few _Z4normv
+check "the 0.5 ms kernel alone: coverage 0.1" '[ "$(val "$dir/few.json" energy_kernels_time_coverage)" = 0.1 ]'
+check "at 10 %: not judged" \
+	'[ "$(val "$dir/few.json" energy_coverage_stops_judging)" = True ] && [ "$(val "$dir/few.json" energy_error_judgeable)" = False ]'
+check "the text says why and how to replay more" \
+	'grep -q "not judged (.*the kernels with a replayed energy hold 10.0% of the kernel time, under 80%.*larger --budget, or --all)" "$dir/few.txt"'
+check "the parts' other credits are not judged either" 'grep -q "credited other ways (kernels + idle; not judged either)" "$dir/few.txt"'
+check "no inf or NaN in the JSON" '! grep -qiE "\b(inf|nan)\b" "$dir/few.json"'
+finish
