@@ -5,6 +5,9 @@
 # (scripts/gpu/capture_hostbound.sh) on GPU 3, written into $OUT as they go. Files back: the energy
 # results and archives (4), the capture pairs' result and log, the GPU tests' logs (2).
 #   usage: FOUR_S=580 bash scripts/gpu/four_cards.sh PROGRAM ...
+# The energy figures made here are a check, not the bench's result: with the host's other GPUs busy
+# the replays ran 2.5-4 s a kernel instead of 1-2 s, covered less of the kernel time, and the
+# measured loops' uncertainty rose over 1 % (docs/replay.md); run the bench alone for its result.
 set -u
 cd "$(dirname "$0")/../.."
 source scripts/device-env.sh
