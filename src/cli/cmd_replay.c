@@ -11,6 +11,7 @@
 #include "kj_cli.h"
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_replay_pace.h"
 #include "kj_replay_run.h"
 
 static void usage(FILE *f)
@@ -168,6 +169,13 @@ static int parse_args(int argc, char **argv, struct kj_replay_opts *o)
 	    (strcmp(o->cache, "warm") && strcmp(o->cache, "cold") && strcmp(o->cache, "both")) ||
 	    (o->timer && strcmp(o->timer, "cupti") && strcmp(o->timer, "events"))) {
 		usage(stderr);
+		return 2;
+	}
+	double ratios[KJ_PACE_RATIOS_MAX];
+	size_t nratios;
+	char why[256];
+	if (kj_pace_ratios(ratios, &nratios, why, sizeof(why))) {
+		fprintf(stderr, "kjoule replay: %s\n", why);
 		return 2;
 	}
 	if (o->dry_run && !o->sequence) {

@@ -89,6 +89,37 @@ int kj_num_f64(const char *s, double lo, double hi, double *out, char *why, size
 	return f64_in(s, lo, hi, 0, out, why, whylen);
 }
 
+int kj_num_f64_list(const char *s, double lo, double hi, double *out, size_t max, size_t *n, char *why,
+		    size_t whylen)
+{
+	double v[16];
+	size_t k = 0;
+	char item[64];
+	if (!s || !*s)
+		return refuse(why, whylen, s ? s : "", "is not a list of numbers");
+	for (const char *p = s;; k++) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (k >= max || k >= sizeof(v) / sizeof(v[0])) {
+			char most[64];
+			snprintf(most, sizeof(most), "has more than %zu numbers", max);
+			return refuse(why, whylen, s, most);
+		}
+		if (len >= sizeof(item))
+			return refuse(why, whylen, s, "has an item too long to be a number");
+		memcpy(item, p, len);
+		item[len] = 0;
+		if (f64_in(item, lo, hi, 0, &v[k], why, whylen))
+			return KJ_EINVAL;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	memcpy(out, v, (k + 1) * sizeof(*out));
+	*n = k + 1;
+	return 0;
+}
+
 int kj_num_f64_above(const char *s, double lo, double hi, double *out, char *why, size_t whylen)
 {
 	return f64_in(s, lo, hi, 1, out, why, whylen);

@@ -27,4 +27,12 @@ int kj_num_f64(const char *s, double lo, double hi, double *out, char *why, size
  */
 int kj_num_f64_above(const char *s, double lo, double hi, double *out, char *why, size_t whylen);
 
+/**
+ * @brief A comma-separated list of one to max numbers, each as kj_num_f64 takes it ("1,3", "0.5");
+ *        no empty item, no spaces. Into out[0..*n).
+ * @return 0, or KJ_EINVAL with the reason in why, naming the item (out and *n untouched).
+ */
+int kj_num_f64_list(const char *s, double lo, double hi, double *out, size_t max, size_t *n, char *why,
+		    size_t whylen);
+
 #endif

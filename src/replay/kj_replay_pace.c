@@ -7,6 +7,7 @@
 
 #include "kj_db.h"
 #include "kj_error.h"
+#include "kj_num.h"
 #include "kj_quantile.h"
 #include "kj_store_r_seq.h"
 
@@ -113,4 +114,22 @@ int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p)
 	rc = kj_pace_decide(l, n, p);
 	free(l);
 	return rc;
+}
+
+int kj_pace_ratios(double out[KJ_PACE_RATIOS_MAX], size_t *n, char *why, size_t whylen)
+{
+	const char *env = getenv(KJ_PACE_RATIOS_ENV);
+	if (!env) {
+		out[0] = 1;
+		out[1] = 3;
+		*n = 2;
+		return 0;
+	}
+	char item[160];
+	if (kj_num_f64_list(env, 0.25, 16, out, KJ_PACE_RATIOS_MAX, n, item, sizeof(item))) {
+		snprintf(why, whylen, "%s=%s: %s (the spacings to try, each 0.25 to 16, at most %d: e.g. 1,3)",
+			 KJ_PACE_RATIOS_ENV, env, item, KJ_PACE_RATIOS_MAX);
+		return KJ_EINVAL;
+	}
+	return 0;
 }

@@ -39,4 +39,19 @@ int kj_pace_decide(const struct kj_pace_launch *l, size_t n, struct kj_pace *p);
  */
 int kj_pace_load(sqlite3 *db, int64_t iteration, struct kj_pace *p);
 
+/* A kernel that drew the GPU into its power cap back to back is measured again spaced out
+ * (docs/energy.md, "Paced energy under the power cap"): the spacings tried, in order, as idle
+ * time per unit of the kernel's time, until one leaves the cap. KJOULE_REPLAY_PACE_RATIOS=R[,R]
+ * in replay's environment sets another list (each 0.25 to 16, at most 4), for a study of how
+ * the spacing moves the energy; the default is 1, then 3. */
+#define KJ_PACE_RATIOS_ENV "KJOULE_REPLAY_PACE_RATIOS"
+#define KJ_PACE_RATIOS_MAX 4
+
+/**
+ * @brief The spacings to try: KJOULE_REPLAY_PACE_RATIOS's list, or 1 then 3 where it is unset.
+ * @return 0 (out[0..*n) filled), or KJ_EINVAL with the reason in why when the variable is set but
+ *         malformed (out and *n untouched).
+ */
+int kj_pace_ratios(double out[KJ_PACE_RATIOS_MAX], size_t *n, char *why, size_t whylen);
+
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kjoule replay refuses clearly, before any GPU work, what a run cannot give: --verify without
-# buffer snapshots, --sequence without a captured iteration, an unknown kernel pattern.
+# buffer snapshots, --sequence without a captured iteration, an unknown kernel pattern, a malformed
+# KJOULE_REPLAY_PACE_RATIOS.
 # Uses a copy of the shipped example run. usage: test_replay_refusals.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1 src=$2
@@ -21,6 +22,11 @@ check "--sequence without a captured iteration refused, naming --params-iteratio
 cp "$run" "$dir/r2.kjdb"
 "$kj" replay "$dir/r2.kjdb" --kernel 'no_such_kernel_anywhere' >"$dir/out" 2>"$dir/err"; rc=$?
 check "a pattern matching nothing refused" '[ $rc -ne 0 ] && [ -s "$dir/err" ]'
+cp "$run" "$dir/r3.kjdb"
+KJOULE_REPLAY_PACE_RATIOS=1,x "$kj" replay "$dir/r3.kjdb" --energy >"$dir/out" 2>"$dir/err"; rc=$?
+check "a malformed KJOULE_REPLAY_PACE_RATIOS refused (exit 2), naming the variable and the item" \
+	'[ $rc -eq 2 ] && grep -q "KJOULE_REPLAY_PACE_RATIOS=1,x: .x. is not a number" "$dir/err"'
+check "and the file untouched" 'cmp -s "$run" "$dir/r3.kjdb"'
 # replay opens the run for writing, which brings it to the current schema first (docs/schema.md):
 # the refusal leaves every row of every table it had as it was
 rows() {

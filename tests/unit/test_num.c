@@ -74,11 +74,46 @@ static void test_f64(void **state)
 	assert_int_equal(kj_num_f64_above("100.5", 0, 100, &v, why, sizeof(why)), KJ_EINVAL);
 }
 
+static void test_f64_list(void **state)
+{
+	(void)state;
+	double v[4] = {-1, -1, -1, -1};
+	size_t n = 99;
+	char why[128];
+	assert_int_equal(kj_num_f64_list("1,3", 0.25, 16, v, 4, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 2);
+	assert_float_equal(v[0], 1, 0);
+	assert_float_equal(v[1], 3, 0);
+	assert_int_equal(kj_num_f64_list("0.5", 0.25, 16, v, 4, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 1);
+	assert_float_equal(v[0], 0.5, 0);
+	/* refused, naming the item; nothing written */
+	static const struct {
+		const char *s, *why;
+	} bad[] = {{"", "'' is not a list of numbers"},
+		   {"1,", "'' is not a number"},
+		   {",3", "'' is not a number"},
+		   {"1, 3", "' 3' is not a number"},
+		   {"1,x", "'x' is not a number"},
+		   {"1,32", "'32' is not in 0.25..16"},
+		   {"1,2,3,4,5", "'1,2,3,4,5' has more than 4 numbers"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v[0] = 42;
+		n = 99;
+		assert_int_equal(kj_num_f64_list(bad[i].s, 0.25, 16, v, 4, &n, why, sizeof(why)), KJ_EINVAL);
+		assert_string_equal(why, bad[i].why);
+		assert_float_equal(v[0], 42, 0);
+		assert_int_equal(n, 99);
+	}
+	assert_int_equal(kj_num_f64_list(NULL, 0.25, 16, v, 4, &n, why, sizeof(why)), KJ_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_i64),
 		cmocka_unit_test(test_f64),
+		cmocka_unit_test(test_f64_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,9 +168,39 @@ static void test_shipped_run(void **state)
 	kj_db_close(db);
 }
 
+/* The spacings a capped kernel is measured at: 1 then 3 by default; KJOULE_REPLAY_PACE_RATIOS's list
+ * when set; a malformed one refused naming the variable and the item, the defaults untouched. */
+static void test_ratios(void **state)
+{
+	(void)state;
+	double r[KJ_PACE_RATIOS_MAX] = {0};
+	size_t n = 0;
+	char why[256];
+	unsetenv(KJ_PACE_RATIOS_ENV);
+	assert_int_equal(kj_pace_ratios(r, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 2);
+	assert_float_equal(r[0], 1, 0);
+	assert_float_equal(r[1], 3, 0);
+	setenv(KJ_PACE_RATIOS_ENV, "3", 1);
+	assert_int_equal(kj_pace_ratios(r, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 1);
+	assert_float_equal(r[0], 3, 0);
+	setenv(KJ_PACE_RATIOS_ENV, "0.5,2,6", 1);
+	assert_int_equal(kj_pace_ratios(r, &n, why, sizeof(why)), 0);
+	assert_int_equal(n, 3);
+	assert_float_equal(r[2], 6, 0);
+	setenv(KJ_PACE_RATIOS_ENV, "1,0.1", 1);
+	n = 7;
+	assert_int_equal(kj_pace_ratios(r, &n, why, sizeof(why)), KJ_EINVAL);
+	assert_int_equal(n, 7);
+	assert_non_null(strstr(why, "KJOULE_REPLAY_PACE_RATIOS=1,0.1: '0.1' is not in 0.25..16"));
+	unsetenv(KJ_PACE_RATIOS_ENV);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ratios),
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_shipped_run),

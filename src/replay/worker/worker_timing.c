@@ -5,6 +5,7 @@
 #include "kj_clock_state.h"
 #include "kj_energy_window.h"
 #include "kj_gpu_harness_cu.h"
+#include "kj_replay_pace.h"
 #include "replay_worker.h"
 
 /* ---- timing ---- */
@@ -292,8 +293,13 @@ static void measure_energy_paced(struct replay *R, double idle_mw)
 	memcpy(error, R->res.error, sizeof(error));
 	double b2b_mhz = R->res.sm_clock_mean_mhz, b2b_mj = R->res.energy_mj_per_launch;
 	double b2b_ns = R->res.energy_launches > 0 ? R->res.seconds * 1e9 / (double)R->res.energy_launches : -1;
-	double ratios[2] = {1, 3};
-	size_t nratios = 2;
+	double ratios[KJ_PACE_RATIOS_MAX];
+	size_t nratios = 0;
+	char why[256];
+	if (kj_pace_ratios(ratios, &nratios, why, sizeof(why))) { /* replay refused it before: defaults */
+		kj_warnf("%s; spacing 1:1, then 1:3", why);
+		ratios[0] = 1, ratios[1] = 3, nratios = 2;
+	}
 	if (R->o.pace_duty > 0) {
 		if (R->o.pace_duty >= 0.95)
 			return;
