@@ -1,6 +1,7 @@
 /* The ways compare can credit each replayed launch with energy, summed per iteration; the summary
  * adds idle power over the time no kernel runs and says which one it predicts with
  * (docs/analysis-compare.md, "Predicted: how each launch is credited"). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,31 @@ void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s)
 					       ? 100.0 * (s->e_cand_pred[k] - s->e_meas.mean) / s->e_meas.mean : NAN;
 	}
 	s->have_cand = 1;
+}
+
+void cmp_energy_parts_unc(const struct kj_compare *c, struct cmp_summary *s)
+{
+	double var = 0, n = (double)(s->n ? s->n : 1), r1 = s->have_cold_e ? s->e_cold_ratio - 1 : 0;
+	s->e_kernels_unc = -1;
+	if (!s->have_cand)
+		return;
+	for (size_t g = 0; g < c->n_groups; g++) {
+		const struct cmp_group *gr = &c->groups[g];
+		if (gr->e_cand_launches <= 0 || gr->energy_mj < 0)
+			continue;
+		double f = s->e_method == KJ_CMP_E_PLACE_SEQ ? place(gr, gr->seq_ns) : 0.5, u;
+		if (gr->warm_unc_mj < 0 || (gr->energy_cold_mj >= 0 && gr->cold_unc_mj < 0))
+			return; /* a replayed energy without its uncertainty */
+		if (gr->energy_cold_mj >= 0)
+			u = sqrt((1 - f) * gr->warm_unc_mj * (1 - f) * gr->warm_unc_mj +
+				 f * gr->cold_unc_mj * f * gr->cold_unc_mj);
+		else /* its cold figure is its warm one times the run's cold/warm ratio */
+			u = gr->warm_unc_mj * (1 + f * r1);
+		double per_iteration = u * (double)gr->launches / n;
+		var += per_iteration * per_iteration;
+	}
+	double cov = s->e_kernels_time_cov;
+	s->e_kernels_unc = sqrt(var) * (cov > 0 && cov < 0.999 ? 1 / cov : 1);
 }
 
 double cmp_energy_group_mj(const struct kj_compare *c, const struct cmp_summary *s, const struct cmp_group *g)

@@ -73,6 +73,7 @@ struct cmp_group {
 	double energy_mj;            /* < 0: no replay energy; the mean of warm and cold where both */
 	double energy_warm_mj;       /* the warm replay's energy per launch; < 0: none */
 	double energy_cold_mj;       /* with the kernel's data out of L2 (replay_energy_cold); < 0: none */
+	double warm_unc_mj, cold_unc_mj; /* their uncertainties per launch; < 0: unknown */
 	double b2b_ns, b2b_mhz;      /* its back-to-back energy window under the power cap (time per
 				      * launch, mean SM clock: replay_energy_b2b); < 0: none */
 	double power_mw;             /* mean power while it was replayed for energy; < 0: unknown */
@@ -245,6 +246,8 @@ struct cmp_summary {
 	int have_cand;
 	int e_method;              /* the candidate e_pred uses (KJ_CMP_E_*) */
 	double e_kernels_pred;     /* its kernels' part (e_pred less idle) */
+	double e_kernels_unc;      /* the replayed energies' own uncertainty in that part (mJ per
+				    * iteration, cmp_energy_parts_unc); < 0: unknown */
 	double e_kernels_insitu, e_pred_insitu, e_insitu_err_pct;
 	int have_pred_insitu, have_insitu_err;
 	/* the iteration replayed as one graph (topology replay where there is one, else the linear
@@ -310,6 +313,10 @@ size_t *cmp_top_groups(const struct kj_compare *c, size_t *n_out);
 void cmp_energy_add_launch(struct cmp_iter *x, struct cmp_group *gr, int64_t d_ns);
 /* Each candidate's prediction (kernels, extrapolated as e_kernels is, + idle) and its error. */
 void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s);
+/* s->e_kernels_unc: each replayed kernel's warm and cold-L2 uncertainties, weighted as
+ * s->e_method weights its two energies; a kernel's launches err together (one measurement),
+ * kernels independently; scaled up as the kernels' part is. -1 where one is unknown. */
+void cmp_energy_parts_unc(const struct kj_compare *c, struct cmp_summary *s);
 /* explained_fraction at the program's clocks (s->explained_fraction_clocks and the rest), where the
  * program ran capped or throttled and kernels have a back-to-back window under the cap: each such
  * kernel's time t(f) = a + b/f through its warm replay at the timing replays' clock and its

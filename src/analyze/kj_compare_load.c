@@ -32,6 +32,7 @@ static size_t new_group(struct kj_compare *c, int64_t unique_id, int64_t name_id
 						    .warm_ns = -1, .cold_ns = -1, .seq_ns = -1,
 						    .energy_mj = -1, .power_mw = -1, .standin_mw = -1,
 						    .energy_warm_mj = -1, .energy_cold_mj = -1,
+						    .warm_unc_mj = -1, .cold_unc_mj = -1,
 						    .ew_ns = -1, .ec_ns = -1, .b2b_ns = -1, .b2b_mhz = -1};
 	return c->n_groups++;
 }
@@ -163,6 +164,7 @@ static int mark_waiters(sqlite3 *db, struct kj_compare *c, struct kj_imap *gmap)
 		gr->standin = standin;
 		gr->standin_mw = standin && !alone && gr->power_mw > 0 ? gr->power_mw : -1;
 		gr->energy_mj = gr->energy_warm_mj = gr->energy_cold_mj = -1;
+		gr->warm_unc_mj = gr->cold_unc_mj = -1;
 		gr->power_mw = gr->ew_ns = gr->ec_ns = -1;
 		gr->b2b_ns = gr->b2b_mhz = -1;
 	}
@@ -237,6 +239,7 @@ static int add_energy(void *ud, const struct kj_store_a_replay_energy *e)
 		c->groups[g].ew_ns = c->groups[g].energy_mj / c->groups[g].power_mw * 1e9;
 	}
 	c->groups[g].energy_warm_mj = c->groups[g].energy_mj;
+	c->groups[g].warm_unc_mj = isfinite(e->unc_mj) && e->unc_mj >= 0 ? e->unc_mj : -1;
 	c->groups[g].e_paced = e->method && !strncmp(e->method, "paced", 5);
 	const char *data = e->data;
 	c->groups[g].data = KJ_CMP_DATA_UNKNOWN;
@@ -261,7 +264,7 @@ static int add_energy_b2b(void *ud, int64_t unique_id, double ns, double mhz)
 
 /* One replayed energy per launch with the data out of L2: the kernel's energy becomes the mean
  * of the two, and its power that energy over the mean of the two times. */
-static int add_energy_cold(void *ud, int64_t unique_id, double cold_mj, double cold_ns)
+static int add_energy_cold(void *ud, int64_t unique_id, double cold_mj, double cold_unc_mj, double cold_ns)
 {
 	struct groups *G = ud;
 	size_t g = kj_imap_get(G->gmap, unique_id);
@@ -273,6 +276,7 @@ static int add_energy_cold(void *ud, int64_t unique_id, double cold_mj, double c
 		return 0;
 	gr->energy_warm_mj = gr->energy_mj;
 	gr->energy_cold_mj = cold_mj;
+	gr->cold_unc_mj = isfinite(cold_unc_mj) && cold_unc_mj >= 0 ? cold_unc_mj : -1;
 	gr->ec_ns = cold_ns > 0 ? cold_ns : -1;
 	gr->energy_mj = (gr->energy_warm_mj + cold_mj) / 2;
 	if (warm_ns > 0 && cold_ns > 0)

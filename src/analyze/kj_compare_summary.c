@@ -331,6 +331,7 @@ void cmp_summarize(const struct kj_compare *c, struct cmp_summary *s)
 	} else {
 		s->e_kernels_pred = s->e_kernels;
 	}
+	cmp_energy_parts_unc(c, s);
 	cmp_energy_basis(c, s);
 	/* each kernel at its replayed power over its in-situ time: one of the ways to credit it */
 	s->e_kernels_insitu = s->have_cand ? s->e_cand_kernels[KJ_CMP_E_POWER_TIME] : NAN;

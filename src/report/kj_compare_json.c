@@ -302,6 +302,9 @@ json_t *kj_compare_json(const struct kj_compare *c)
 	json_object_set_new(o, "energy_cold_ratio", cmp_num_or_null(s.e_cold_ratio, s.have_kernels_e && s.have_cold_e));
 	json_object_set_new(o, "energy_kernels_coverage", cmp_ratio_or_null(s.cov_energy, s.n_kernels.mean > 0));
 	json_object_set_new(o, "energy_kernels_time_coverage", cmp_ratio_or_null(s.e_kernels_time_cov, s.have_kernels_e));
+	/* the replayed energies' own uncertainty in the kernels' part of the parts' prediction */
+	json_object_set_new(o, "energy_kernels_predicted_unc_j", cmp_num_or_null(s.e_kernels_unc / 1000.0,
+										  s.have_cand && s.e_kernels_unc >= 0));
 	/* true: that coverage is too low for the parts' energy error to be judged */
 	json_object_set_new(o, "energy_coverage_stops_judging", s.have_kernels_e ? json_boolean(s.e_sparse) : json_null());
 	json_object_set_new(o, "energy_kernels_extrapolated", json_boolean(s.e_extrapolated));

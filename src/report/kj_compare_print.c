@@ -286,6 +286,13 @@ void kj_compare_print(const struct kj_compare *c, FILE *f)
 				  " in-sequence replay time lies (that replay keeps the iteration's L2 state)"
 				: "each kernel at the mean of its warm- and cold-L2 replayed energies (no in-sequence"
 				  " replay, or no cold-L2 energy, to place it by)");
+		if (s.e_kernels_unc >= 0)
+			fprintf(f, "    the replayed energies' own uncertainty: ± %.6f (%.2f%% of the prediction; each"
+				   " kernel's warm and cold-L2 windows, weighted as above; idle power's not counted)\n",
+				s.e_kernels_unc / 1000, parts_pred > 0 ? 100 * s.e_kernels_unc / parts_pred : 0.0);
+		else
+			fprintf(f, "    the replayed energies' own uncertainty: unknown (a replayed energy was stored"
+				   " without its uncertainty)\n");
 	}
 	if (parts_have_err && s.e_meas_short)
 		fprintf(f, "  error vs measured                   not judged (%+.2f%% against a figure the loop is too"

@@ -48,11 +48,13 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 	int has_data = kj_db_caps(db)->replay_energy_data;
 	if (kj_db_prepare(db,
 			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data, method"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data, method,"
+				     " energy_unc_mj"
 				     " FROM replay_energy"
 				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0"
 				   : "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL, NULL"
+				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL, NULL,"
+				     " energy_unc_mj"
 				     " FROM replay_energy"
 				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
 			  &st))
@@ -65,6 +67,7 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 		e.power_mw = e.has_power ? sqlite3_column_double(st, 2) : 0;
 		e.data = (const char *)sqlite3_column_text(st, 3);
 		e.method = (const char *)sqlite3_column_text(st, 4);
+		e.unc_mj = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 5);
 		rc = fn(ud, &e);
 	}
 	sqlite3_finalize(st);
@@ -72,16 +75,19 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 }
 
 int kj_store_a_replay_energy_cold_each(sqlite3 *db,
-				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double ns_per_launch),
+				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double unc_mj,
+						 double ns_per_launch),
 				       void *ud)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
-	if (kj_db_prepare(db, "SELECT unique_id, energy_mj_per_launch, ns_per_launch FROM replay_energy_cold"
-			      " WHERE energy_mj_per_launch > 0", &st))
+	if (kj_db_prepare(db, "SELECT unique_id, energy_mj_per_launch, ns_per_launch, energy_unc_mj FROM"
+			      " replay_energy_cold WHERE energy_mj_per_launch > 0", &st))
 		return KJ_EDB;
 	while (!rc && sqlite3_step(st) == SQLITE_ROW)
-		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1), sqlite3_column_double(st, 2));
+		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1),
+			sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 3),
+			sqlite3_column_double(st, 2));
 	sqlite3_finalize(st);
 	return rc;
 }

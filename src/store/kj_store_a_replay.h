@@ -35,6 +35,7 @@ struct kj_store_a_replay_energy {
 	const char *data;          /* the data it ran on, or NULL (older runs); valid during the callback */
 	const char *method;        /* how it was measured ("counter-edges", "paced 1:3", ...), or NULL
 				    * (older runs); valid during the callback */
+	double unc_mj;             /* energy_unc_mj, its uncertainty per launch; < 0 unknown */
 };
 
 /** @brief Every replay_energy row with an energy per launch >= 0. @return 0, the callback's return, KJ_EDB. */
@@ -43,7 +44,8 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 
 /**
  * @brief Every replay_energy_cold row with a positive energy per launch: unique_id, energy
- *        (mJ per launch) and time (ns per launch; 0 where NULL). Needs the table
+ *        (mJ per launch), its uncertainty (mJ per launch; < 0 where NULL) and time (ns per
+ *        launch; 0 where NULL). Needs the table
  *        (kj_db_caps()->replay_energy_cold). @return 0, the callback's return, KJ_EDB.
  */
 /**
@@ -54,7 +56,8 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 int kj_store_a_replay_energy_b2b_each(sqlite3 *db, int (*fn)(void *ud, int64_t unique_id, double ns, double mhz),
 				      void *ud);
 int kj_store_a_replay_energy_cold_each(sqlite3 *db,
-				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double ns_per_launch),
+				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double unc_mj,
+						 double ns_per_launch),
 				       void *ud);
 
 /** @brief Each unique kernel's mean traced time (ns) over its launches with end >= start. Quiet

@@ -2,7 +2,8 @@
 # compare does not judge the parts' energy when the kernels with a replayed energy hold less than
 # 80 % of the iteration's kernel time (the rest is scaled up from them, so the error no longer
 # tests the parts), says so and how to replay more; at 80 % or more it judges, saying the figure
-# is extrapolated. Runs built here.
+# is extrapolated. The kernels' part of the prediction carries the replayed energies' own
+# uncertainty. Runs built here.
 # usage: test_compare_energy_coverage.sh KJOULE SRC_DIR BUILD_DIR
 set -u
 kj=$1 src=$2
@@ -80,4 +81,31 @@ check "the text says why and how to replay more" \
 	'grep -q "not judged (.*the kernels with a replayed energy hold 10.0% of the kernel time, under 80%.*larger --budget, or --all)" "$dir/few.txt"'
 check "the parts' other credits are not judged either" 'grep -q "credited other ways (kernels + idle; not judged either)" "$dir/few.txt"'
 check "no inf or NaN in the JSON" '! grep -qiE "\b(inf|nan)\b" "$dir/few.json"'
+
+# the replayed energies' own uncertainty in the kernels' part: unknown where the rows lack it; with
+# 200 and 100 mJ a launch, one launch each an iteration, no cold-L2 energies (the mean: each at
+# its warm), sqrt(200^2 + 100^2) mJ
+check "a replayed energy without its uncertainty: unknown, and said" \
+	'[ "$(val "$dir/all.json" energy_kernels_predicted_unc_j)" = null ] && grep -q "own uncertainty: unknown" "$dir/all.txt"'
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
+db.execute("UPDATE replay_energy SET energy_unc_mj = CASE WHEN unique_id = (SELECT k.unique_id FROM kernel k JOIN kernel_name n ON n.id = k.name_id WHERE n.mangled = ? LIMIT 1) THEN 200 ELSE 100 END", ("_Z4gemmv",))
+db.commit()' "$dir/all.kjdb"
+"$kj" compare "$dir/all.kjdb" --skip 0 --json > "$dir/unc.json" 2>/dev/null
+"$kj" compare "$dir/all.kjdb" --skip 0 > "$dir/unc.txt" 2>/dev/null
+check "the kernels' uncertainty: 100 sqrt(5) mJ an iteration" \
+	'python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[\"energy_kernels_predicted_unc_j\"]; sys.exit(not (v and abs(v - 5 ** 0.5 / 10) < 1e-3))" "$dir/unc.json"'
+check "and its line in the text" 'grep -q "own uncertainty: ± 0.223607" "$dir/unc.txt"'
+# placed by the in-sequence times (gemm 3/4 of the way from warm to cold, norm 1/2): gemm
+# sqrt((200/4)^2 + (400*3/4)^2), norm sqrt((100/2)^2 + (100/2)^2), together sqrt(97500) mJ
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
+for name, warm, cold, seq, unc in (("_Z4gemmv", 4_500_000, 5_500_000, 5_250_000, 400), ("_Z4normv", 500_000, 700_000, 600_000, 100)):
+    u = db.execute("SELECT k.unique_id FROM kernel k JOIN kernel_name n ON n.id = k.name_id WHERE n.mangled = ? LIMIT 1", (name,)).fetchone()[0]
+    db.execute("INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status) VALUES(?, \"cold\", 10, ?, \"ok\")", (u, cold))
+    db.execute("INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status) VALUES(?, \"sequence\", 10, ?, \"ok\")", (u, seq))
+    db.execute("INSERT INTO replay_energy_cold(unique_id, launches, seconds, energy_mj_per_launch, energy_unc_mj, ns_per_launch) VALUES(?, 1000, 1, ?, ?, ?)", (u, 500 * cold / 1e6, unc, cold))
+db.commit()' "$dir/all.kjdb"
+"$kj" compare "$dir/all.kjdb" --skip 0 --json > "$dir/placed.json" 2>/dev/null
+check "placed: the method is placed_in_sequence" '[ "$(val "$dir/placed.json" energy_prediction_method)" = placed_in_sequence ]'
+check "placed: each window weighted as placed, sqrt(97500) mJ an iteration" \
+	'python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[\"energy_kernels_predicted_unc_j\"]; sys.exit(not (v and abs(v - 97500 ** 0.5 / 1000) < 1e-3))" "$dir/placed.json"'
 finish
