@@ -172,6 +172,10 @@ void kj_html_energy(struct kj_html_ctx *x)
 	kj_html_fig(f, ei, hei, 3, NULL);
 	fputs("</td></tr>\n<tr><td class=\"l\">predicted = kernels + idle</td><td>", f);
 	kj_html_fig(f, ep, hep, 3, NULL);
+	double pu = 0; /* the parts' own uncertainty, where the parts predict */
+	const char *pm = json_string_value(json_object_get(j, "energy_prediction_method"));
+	if (hep && kj_html_jnum(j, "energy_kernels_predicted_unc_j", &pu) && pm && strcmp(pm, "iteration_replay"))
+		fprintf(f, " <span id=\"energy-parts-unc\" title=\"the replayed energies' own uncertainty\">± %.3f</span>", pu);
 	fputs("</td></tr>\n<tr><td class=\"l\">error of the prediction</td><td>", f);
 	kj_html_fig(f, ee, hee, 1, "%");
 	fputs("</td></tr>\n", f);

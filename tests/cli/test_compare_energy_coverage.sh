@@ -95,6 +95,8 @@ db.commit()' "$dir/all.kjdb"
 check "the kernels' uncertainty: 100 sqrt(5) mJ an iteration" \
 	'python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[\"energy_kernels_predicted_unc_j\"]; sys.exit(not (v and abs(v - 5 ** 0.5 / 10) < 1e-3))" "$dir/unc.json"'
 check "and its line in the text" 'grep -q "own uncertainty: ± 0.223607" "$dir/unc.txt"'
+"$kj" report "$dir/all.kjdb" --skip 0 -o "$dir/unc.html" >/dev/null 2>&1
+check "and beside the prediction in the report" 'grep -q "id=\"energy-parts-unc\"[^>]*>± 0.224<" "$dir/unc.html"'
 # placed by the in-sequence times (gemm 3/4 of the way from warm to cold, norm 1/2): gemm
 # sqrt((200/4)^2 + (400*3/4)^2), norm sqrt((100/2)^2 + (100/2)^2), together sqrt(97500) mJ
 python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
