@@ -139,7 +139,7 @@ void cmp_energy_candidates(const struct kj_compare *c, struct cmp_summary *s)
 
 void cmp_energy_parts_unc(const struct kj_compare *c, struct cmp_summary *s)
 {
-	double var = 0, n = (double)(s->n ? s->n : 1), r1 = s->have_cold_e ? s->e_cold_ratio - 1 : 0;
+	double sum = 0, n = (double)(s->n ? s->n : 1), r1 = s->have_cold_e ? s->e_cold_ratio - 1 : 0;
 	s->e_kernels_unc = -1;
 	if (!s->have_cand)
 		return;
@@ -151,15 +151,13 @@ void cmp_energy_parts_unc(const struct kj_compare *c, struct cmp_summary *s)
 		if (gr->warm_unc_mj < 0 || (gr->energy_cold_mj >= 0 && gr->cold_unc_mj < 0))
 			return; /* a replayed energy without its uncertainty */
 		if (gr->energy_cold_mj >= 0)
-			u = sqrt((1 - f) * gr->warm_unc_mj * (1 - f) * gr->warm_unc_mj +
-				 f * gr->cold_unc_mj * f * gr->cold_unc_mj);
+			u = hypot((1 - f) * gr->warm_unc_mj, f * gr->cold_unc_mj);
 		else /* its cold figure is its warm one times the run's cold/warm ratio */
 			u = gr->warm_unc_mj * (1 + f * r1);
-		double per_iteration = u * (double)gr->launches / n;
-		var += per_iteration * per_iteration;
+		sum = hypot(sum, u * (double)gr->launches / n); /* per iteration */
 	}
 	double cov = s->e_kernels_time_cov;
-	s->e_kernels_unc = sqrt(var) * (cov > 0 && cov < 0.999 ? 1 / cov : 1);
+	s->e_kernels_unc = sum * (cov > 0 && cov < 0.999 ? 1 / cov : 1);
 }
 
 double cmp_energy_group_mj(const struct kj_compare *c, const struct cmp_summary *s, const struct cmp_group *g)

@@ -44,20 +44,13 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
+	char sql[400];
 	/* runs replayed before each kernel's data was stored have no data column: unknown */
-	int has_data = kj_db_caps(db)->replay_energy_data;
-	if (kj_db_prepare(db,
-			  has_data ? "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), data, method,"
-				     " energy_unc_mj"
-				     " FROM replay_energy"
-				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0"
-				   : "SELECT unique_id, energy_mj_per_launch,"
-				     " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), NULL, NULL,"
-				     " energy_unc_mj"
-				     " FROM replay_energy"
-				     " WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
-			  &st))
+	snprintf(sql, sizeof(sql), "SELECT unique_id, energy_mj_per_launch,"
+		 " coalesce(power_mw, energy_mj_per_launch * launches / nullif(seconds, 0)), %s, energy_unc_mj"
+		 " FROM replay_energy WHERE energy_mj_per_launch IS NOT NULL AND energy_mj_per_launch >= 0",
+		 kj_db_caps(db)->replay_energy_data ? "data, method" : "NULL, NULL");
+	if (kj_db_prepare(db, sql, &st))
 		return KJ_EDB;
 	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
 		struct kj_store_a_replay_energy e;

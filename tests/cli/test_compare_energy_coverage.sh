@@ -22,23 +22,10 @@ PY
 mk() { # mk DB KERNEL...: the kernels named (mangled) replayed with an energy, the others not replayed
 	rm -f "$1"
 	python3 "$src/tests/tools/kjgen.py" -o "$1" --spec "$dir/spec.json" >/dev/null || return 1
+	python3 "$src/tests/tools/kjpower.py" "$1" || return 1
 	python3 - "$@" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-dev = db.execute("SELECT min(id) FROM device").fetchone()[0]
-if dev is None:
-    db.execute("INSERT INTO device(id, uuid, name) VALUES(1, 'GPU-test', 'test')"); dev = 1
-db.execute("UPDATE kernel SET device_id = ?", (dev,))
-rows, e = [], 0.0
-for i in range(3000):  # a reading every 5 ms: 125 W idle, 300 W over the forwards
-    t = i * 5_000_000
-    w = 300 if 10e9 <= t < 12e9 else 125
-    e += w * 5
-    rows.append((dev, t, w * 1000, w * 1000, int(e), 1 if i % 20 == 0 else 0, 1980))
-db.executemany("INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj,"
-               " energy_updated, sm_clock_mhz) VALUES(?,?,?,?,?,?,?)", rows)
-db.execute("INSERT INTO idle_power(device_id, median_mw, p10_mw, p90_mw, samples, measured_ns, source)"
-           " VALUES(?, 80000, 79000, 81000, 100, 0, 'test')", (dev,))
 for name, ns in (("_Z4gemmv", 4_500_000), ("_Z4normv", 500_000)):
     if name not in sys.argv[2:]:
         continue

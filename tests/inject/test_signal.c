@@ -228,19 +228,25 @@ static pid_t relay_child(void (*relay)(int), int reassert)
 	return pid;
 }
 
+/* SIGTERM sent to the relay child made with relay_child(relay, reassert): it dies by the signal,
+ * and its record is read into rec. */
+static void term_relay_child(void (*relay)(int), int reassert, char *rec, size_t len)
+{
+	int st;
+	pid_t pid = relay_child(relay, reassert);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_true(read_record(pid, rec, len));
+}
 
 /* The record of a SIGTERM relayed to ours without its details: info 0, no sender, and the file
  * of the relay (this test's executable) named; the child dies by the signal. */
 static void relayed_record_names_relay(void (*relay)(int))
 {
 	char rec[2048], exe[1024], want[1100];
-	int st;
-	pid_t pid = relay_child(relay, 0);
-	assert_int_equal(kill(pid, SIGTERM), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGTERM);
-	assert_true(read_record(pid, rec, sizeof(rec)));
+	term_relay_child(relay, 0, rec, sizeof(rec));
 	assert_non_null(strstr(rec, "\ninfo 0\n"));
 	assert_non_null(strstr(rec, "\npid 0\n"));
 	assert_non_null(strstr(rec, "\ncode 0\n"));
@@ -279,14 +285,8 @@ static void relay_tail_call(void **state)
 static void reassert_keeps_sender(void (*relay)(int))
 {
 	char rec[2048], want[64];
-	int st;
 	got_plain = 0;
-	pid_t pid = relay_child(relay, 1);
-	assert_int_equal(kill(pid, SIGTERM), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGTERM);
-	assert_true(read_record(pid, rec, sizeof(rec)));
+	term_relay_child(relay, 1, rec, sizeof(rec));
 	assert_non_null(strstr(rec, "\ninfo 1\n"));
 	snprintf(want, sizeof(want), "\npid %ld\n", (long)getpid());
 	assert_non_null(strstr(rec, want));

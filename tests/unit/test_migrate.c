@@ -34,24 +34,26 @@ static void make_oldest(const char *path)
 	sqlite3_close(db);
 }
 
+/* Each row of sql (two text columns) appended to out[*used..len) as fmt puts them. */
+static void append_rows(sqlite3 *db, const char *sql, const char *fmt, char *out, size_t len, size_t *used)
+{
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW && *used < len)
+		*used += (size_t)snprintf(out + *used, len - *used, fmt, sqlite3_column_text(st, 0),
+					  sqlite3_column_text(st, 1));
+	sqlite3_finalize(st);
+}
+
 /* Every table's columns, in order, and every index's definition, as one text. */
 static void layout(sqlite3 *db, char *out, size_t len)
 {
-	sqlite3_stmt *st = NULL;
 	size_t used = 0;
 	out[0] = '\0';
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p"
-					     " WHERE m.type = 'table' ORDER BY m.name, p.name", -1, &st, NULL), SQLITE_OK);
-	while (sqlite3_step(st) == SQLITE_ROW && used < len)
-		used += (size_t)snprintf(out + used, len - used, "%s.%s ", sqlite3_column_text(st, 0),
-					 sqlite3_column_text(st, 1));
-	sqlite3_finalize(st);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-					     " ORDER BY name", -1, &st, NULL), SQLITE_OK);
-	while (sqlite3_step(st) == SQLITE_ROW && used < len)
-		used += (size_t)snprintf(out + used, len - used, "%s: %s; ", sqlite3_column_text(st, 0),
-					 sqlite3_column_text(st, 1));
-	sqlite3_finalize(st);
+	append_rows(db, "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p"
+			" WHERE m.type = 'table' ORDER BY m.name, p.name", "%s.%s ", out, len, &used);
+	append_rows(db, "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name",
+		    "%s: %s; ", out, len, &used);
 }
 
 static char *slurp(const char *path, long *n)

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "inject_signal.h"
 #include "inject.h"
 #include "inject_fncache.h"
+#include "inject_signal.h"
 
 void kj_put_allocation(uint64_t ptr, uint64_t bytes, int op, uint32_t corr, int via)
 {
