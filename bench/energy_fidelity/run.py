@@ -36,7 +36,7 @@ from graphs_bench import bad_numbers, timed  # noqa: E402  (one copy each)
 # The program kinds (name: command; {build} is the folder of --kjoule). Loops long enough for the
 # energy counter (updates every ~100 ms) to measure the loop's window to well under 1 %.
 PROGRAMS = {
-    "gpt_eager": ["python3", "examples/gpt_graph.py", "--mode", "eager", "--iters", "300"],
+    "gpt_eager": ["python3", "examples/gpt_graph.py", "--mode", "eager", "--iters", "600"],  # 300: ±0.56-0.82 %
     "gpt_graph": ["python3", "examples/gpt_graph.py", "--mode", "graph", "--iters", "1500"],  # 1000: ±0.8-1.2 %
     # the traced decode loop's requests take 250-315 ms until about the tenth, then 64-70 ms with
     # the same 6,148 kernels (17.1 ms busy): ten warm-up requests leave the steady ones measured

@@ -19,14 +19,14 @@ secs=${FC_SECONDS:-200}
 		EF_TAG=fc_gpu1 EF_TIMEOUT=$((secs - 60)) bash bench/energy_fidelity/device_run.sh $FC_ENERGY > "$OUT/ef_fc.txt" 2>&1
 		cd "$KJ_BUILD" || exit 1
 		left=$((secs - 10 - SECONDS))
-		[ $left -gt 20 ] && timeout $left ctest -L gpu -R "${FC_TESTS:-gpu_signal}" --timeout 100 \
+		[ $left -gt 20 ] && timeout $left ctest -L gpu -R "${FC_TESTS:-gpu_signal}" --timeout 300 \
 			--output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
 		exit 0
 	fi
 	cd "$KJ_BUILD" || exit 1
-	timeout $((secs - 10)) ctest -L gpu -R "replay|graph|harness|trace|signal" --timeout 100 --output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
+	timeout $((secs - 10)) ctest -L gpu -R "replay|graph|harness|trace|signal" --timeout 300 --output-on-failure > "$OUT/gpu_tests_a.log" 2>&1
 	left=$((secs - 10 - SECONDS))
-	[ $left -gt 20 ] && timeout $left ctest -L gpu -E "replay|graph|harness|trace|signal|multi_tp" --timeout 100 \
+	[ $left -gt 20 ] && timeout $left ctest -L gpu -E "replay|graph|harness|trace|signal|multi_tp" --timeout 300 \
 		--output-on-failure > "$OUT/gpu_tests_b.log" 2>&1
 ) &
 tests=$!
