@@ -176,21 +176,22 @@ int cmd_kernels(int argc, char **argv)
 		kj_warnf("%s: process %lld ran no kernels, memcpys or memsets", path, (long long)pid);
 	else if (r->n == 0)
 		kj_warnf("%s: the run holds no kernels, memcpys or memsets", path);
+	/* each kernel's replay clock state and energy per launch, for every format */
+	if ((c = kj_kernels_extras_read(db, &x))) {
+		kj_errorf("%s: %s", path, kj_strerror(c));
+		goto out;
+	}
 	switch (fmt) {
 	case FMT_TABLE: {
-		const int fixed = 14 + 9 + 13 + 11 * 3 + 8 + 14 * 2;
+		const int fixed = 14 + 9 + 13 + 11 * 3 + 8 + 14 * 2 + (x.n_energies ? 11 * 2 : 0);
 		int w = term_width() - fixed;
-		kj_kernels_print_table(stdout, r, rows, n, wide ? 0 : (size_t)(w < 30 ? 30 : w));
+		kj_kernels_print_table(stdout, r, rows, n, wide ? 0 : (size_t)(w < 30 ? 30 : w), &x);
 		break;
 	}
 	case FMT_CSV:
-		kj_kernels_print_csv(stdout, rows, n);
+		kj_kernels_print_csv(stdout, rows, n, &x);
 		break;
 	case FMT_JSONL:
-		if ((c = kj_kernels_extras_read(db, &x))) {
-			kj_errorf("%s: %s", path, kj_strerror(c));
-			goto out;
-		}
 		if (kj_kernels_print_jsonl(stdout, rows, n, &x)) {
 			kj_errorf("%s", kj_strerror(KJ_ENOMEM));
 			goto out;

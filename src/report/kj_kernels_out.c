@@ -57,13 +57,41 @@ static void display_name(char *buf, size_t len, const struct kj_kernel_stat *s, 
 	snprintf(buf, len, "%.*s", (int)l, n);
 }
 
-void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj_kernel_stat **rows,
-			    size_t n, size_t namew)
+static int by_energy_id(const void *a, const void *b)
 {
-	char name[4096], tot[32], mean[32], mn[32], mx[32], g[64], b[64];
+	int64_t x = ((const struct kj_kernel_energy *)a)->unique_id, y = ((const struct kj_kernel_energy *)b)->unique_id;
+	return x < y ? -1 : x > y;
+}
 
-	fprintf(f, "%-13s %8s %12s %10s %10s %10s %7s %-13s %-13s %s\n", "TIER", "COUNT", "TOTAL_us",
-	           "MEAN_us", "MIN_us", "MAX_us", "BUSY%", "GRID", "BLOCK", "NAME");
+/* A kernel's energy per launch from x (NULL when x holds none for it). */
+static const struct kj_kernel_energy *energy_of(const struct kj_kernels_extras *x, const struct kj_kernel_stat *s)
+{
+	if (!x || !x->n_energies || s->kind != KJ_ACT_KERNEL || s->unique_id < 0)
+		return NULL;
+	struct kj_kernel_energy key = {.unique_id = s->unique_id};
+	return bsearch(&key, x->energies, x->n_energies, sizeof(key), by_energy_id);
+}
+
+/* One energy figure (mJ) into buf: four decimals, or "-" when not known (< 0). */
+static void fmt_mj(char *buf, size_t len, double mj)
+{
+	if (mj >= 0 && isfinite(mj))
+		snprintf(buf, len, "%.4f", mj);
+	else
+		snprintf(buf, len, "-");
+}
+
+void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj_kernel_stat **rows,
+			    size_t n, size_t namew, const struct kj_kernels_extras *x)
+{
+	char name[4096], tot[32], mean[32], mn[32], mx[32], g[64], b[64], alone[32] = "", insitu[32] = "";
+	const int energy = x && x->n_energies > 0;
+
+	fprintf(f, "%-13s %8s %12s %10s %10s %10s %7s ", "TIER", "COUNT", "TOTAL_us", "MEAN_us", "MIN_us",
+		   "MAX_us", "BUSY%");
+	if (energy)
+		fprintf(f, "%10s %10s ", "ALONE_mJ", "INSITU_mJ");
+	fprintf(f, "%-13s %-13s %s\n", "GRID", "BLOCK", "NAME");
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
 		fmt_us(tot, sizeof(tot), s->total_ns);
@@ -78,8 +106,15 @@ void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj
 			snprintf(b, sizeof(b), "-");
 		}
 		display_name(name, sizeof(name), s, namew);
-		fprintf(f, "%-13s %8" PRId64 " %12s %10s %10s %10s %6.2f%% %-13s %-13s %s\n", s->tier,
-		           s->count, tot, mean, mn, mx, 100.0 * s->share_of_busy, g, b, name);
+		fprintf(f, "%-13s %8" PRId64 " %12s %10s %10s %10s %6.2f%% ", s->tier, s->count, tot, mean, mn,
+			   mx, 100.0 * s->share_of_busy);
+		if (energy) {
+			const struct kj_kernel_energy *e = energy_of(x, s);
+			fmt_mj(alone, sizeof(alone), e ? e->predicted_mj : -1);
+			fmt_mj(insitu, sizeof(insitu), e ? e->in_situ_mj : -1);
+			fprintf(f, "%10s %10s ", alone, insitu);
+		}
+		fprintf(f, "%-13s %-13s %s\n", g, b, name);
 	}
 	fmt_us(tot, sizeof(tot), r->busy_ns);
 	fmt_us(mean, sizeof(mean), r->span_ns);
@@ -90,6 +125,10 @@ void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj
 	if (r->untimed)
 		fprintf(f, "# %" PRId64 " rows without valid timestamps are counted but not timed\n",
 		           r->untimed);
+	if (energy)
+		fprintf(f, "# energy per launch over the measured iterations (compare's): ALONE_mJ as its replays "
+			   "predict it, INSITU_mJ as it ran in the program (the measured energy less idle, shared "
+			   "out in proportion to ALONE_mJ); '-': not replayed with energy\n");
 }
 
 /* One CSV field (kj_csv_put_str) and its separator. */
@@ -111,12 +150,12 @@ static const char *kind_name(enum kj_activity_kind k)
 	return k == KJ_ACT_MEMCPY ? "memcpy" : k == KJ_ACT_MEMSET ? "memset" : "kernel";
 }
 
-void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n)
+void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n, const struct kj_kernels_extras *x)
 {
 	char a[32], b[32], c[32], g[64], bl[64];
 	fprintf(f, "kind,tier,count,total_us,mean_us,min_us,max_us,share_of_busy,grid,block,shmem,"
 	           "shmem_static,registers,shmem_executed,carveout,unique_id,key,keyed_by,bytes,copy_kind,name,"
-	           "demangled\n");
+	           "demangled,energy_predicted_mj_per_launch,energy_in_situ_mj_per_launch\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
 		fmt_us(a, sizeof(a), s->total_ns);
@@ -142,7 +181,14 @@ void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n)
 		csv_i64(f, s->bytes);
 		csv_field(f, s->copy_kind, 0);
 		csv_field(f, s->name, 0);
-		csv_field(f, s->demangled, 1);
+		csv_field(f, s->demangled, 0);
+		const struct kj_kernel_energy *e = energy_of(x, s);
+		if (e && e->predicted_mj >= 0 && isfinite(e->predicted_mj))
+			fprintf(f, "%.4f", e->predicted_mj);
+		fputc(',', f);
+		if (e && e->in_situ_mj >= 0 && isfinite(e->in_situ_mj))
+			fprintf(f, "%.4f", e->in_situ_mj);
+		fputc('\n', f);
 	}
 }
 
@@ -195,12 +241,6 @@ static json_t *clock_json(const struct kj_clock_window *w, size_t nw, int64_t un
 	json_object_set_new(o, "sm_clock_min_mhz", c->sm_clock_min_mhz > 0 ? json_integer(c->sm_clock_min_mhz) : json_null());
 	json_object_set_new(o, "sm_clock_max_mhz", c->sm_clock_max_mhz > 0 ? json_integer(c->sm_clock_max_mhz) : json_null());
 	return o;
-}
-
-static int by_energy_id(const void *a, const void *b)
-{
-	int64_t x = ((const struct kj_kernel_energy *)a)->unique_id, y = ((const struct kj_kernel_energy *)b)->unique_id;
-	return x < y ? -1 : x > y;
 }
 
 /* A kernel's energy per launch, predicted and in situ (compare's), as JSON numbers or nulls. */

@@ -10,13 +10,15 @@
 
 /**
  * @brief rows[0..n) as an aligned table to f, names cut to namew columns (0: whole), then the
- * report's totals line (and its untimed line when some rows had no valid timestamps).
+ * report's totals line (and its untimed line when some rows had no valid timestamps). Where x
+ * holds kernel energies, two columns more: each kernel's energy per launch alone and in situ.
  */
 void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj_kernel_stat **rows,
-			    size_t n, size_t namew);
+			    size_t n, size_t namew, const struct kj_kernels_extras *x);
 
-/** @brief rows[0..n) as CSV to f, header first; a value the run lacks is an empty field. */
-void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n);
+/** @brief rows[0..n) as CSV to f, header first, each kernel's energy per launch from x last; a
+ *  value the run lacks is an empty field. */
+void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n, const struct kj_kernels_extras *x);
 
 /**
  * @brief rows[0..n) as one compact JSON object per line to f, with each kernel's replay clock

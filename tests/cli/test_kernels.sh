@@ -159,6 +159,38 @@ mine = [r for r in rows if r.get("unique_id") == top["unique_id"]]
 assert mine and abs(mine[0]["energy_in_situ_mj_per_launch"] - top["energy_in_situ_mj_per_launch"]) < 1e-3 * top["energy_in_situ_mj_per_launch"], (mine, top)
 PY
 
+# The same figures in the table (two columns more, only where a kernel has them) and the CSV
+"$KJ" kernels "$BLOOM" --format csv > "$T/bloom.csv" 2>>"$T/err" || fail "kernels csv on the shipped run"
+"$KJ" kernels "$BLOOM" --wide > "$T/bloom.txt" 2>>"$T/err" || fail "kernels table on the shipped run"
+python3 - "$T/bloom.jsonl" "$T/bloom.csv" "$T/bloom.txt" <<'PY' || fail "kernels' table or csv energies are not its jsonl's"
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+byid = {r["unique_id"]: r for r in rows if r["kind"] == "kernel"}
+c = list(csv.DictReader(open(sys.argv[2])))
+seen = 0
+for r in c:
+    if r["kind"] != "kernel":
+        assert r["energy_in_situ_mj_per_launch"] == "", r
+        continue
+    j = byid[int(r["unique_id"])]
+    for k in ("energy_predicted_mj_per_launch", "energy_in_situ_mj_per_launch"):
+        if j[k] is None:
+            assert r[k] == "", (k, r)
+        else:
+            assert abs(float(r[k]) - j[k]) < 1e-4, (k, r[k], j[k])
+            seen += 1
+assert seen >= 20, seen
+lines = open(sys.argv[3]).read().splitlines()
+hdr = lines[0].split()
+assert hdr[7:9] == ["ALONE_mJ", "INSITU_mJ"], hdr
+top = lines[1].split()
+j = [r for r in rows if r["kind"] == "kernel"][0]
+assert abs(float(top[7]) - j["energy_predicted_mj_per_launch"]) < 1e-4 and abs(float(top[8]) - j["energy_in_situ_mj_per_launch"]) < 1e-4, (top, j)
+assert any(l.startswith("# energy per launch") for l in lines), "no legend"
+PY
+"$KJ" kernels "$T/spec.kjdb" > "$T/spec.txt" 2>&1 || fail "kernels table without replays"
+grep -q "ALONE_mJ\|# energy per launch" "$T/spec.txt" && fail "energy columns shown for a run never replayed"
+
 # Bad options: exit 2 with usage
 for args in "--format xml" "--top 0" "--top abc" "--top" "--sort foo" "--tier bogus" "--bogus" "-x"; do
 	# shellcheck disable=SC2086
