@@ -13,6 +13,11 @@ Set NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 off) where the machine's NVLink multicast is not to be used (docs/multi-gpu-sweep.md).
 --model-yml FILE writes the MODEL.yml of one decode step (tp = world size, mode inference) for
 `kjoule predict --model`.
+
+--cuda-graph: each decode position's step (its all-reduces included) captured once into a CUDA
+graph after the first round, which warms up eagerly; later rounds replay the graphs, as serving
+engines do, so a decode step is the GPU's work rather than PyTorch's launches (eager decode at
+batch 1 spends most of a step on the host).
 """
 import argparse
 import math
@@ -32,6 +37,8 @@ def parse():
     ap.add_argument("--nvtx", choices=["phase", "step"], default="phase",
                     help="range names: prefill/decode (phase) or one name 'step' for both")
     ap.add_argument("--model-yml", help="write the MODEL.yml of a decode step here (rank 0)")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="decode steps replayed as CUDA graphs after the first round (one graph a position)")
     return ap.parse_args()
 
 
@@ -101,23 +108,56 @@ def main():
         return rms(x[:, -1:], norm_f) @ lm_head.t()
 
     total = a.prompt + a.decode_steps
+    graphs = []  # --cuda-graph: (graph, its logits) per decode position, captured after round 0
+
+    def new_cache():
+        return [(torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt),
+                 torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt)) for _ in layers]
+
+    def capture(cache, static_ids):
+        # warm-up on a side stream (the all-reduces' communicator already exists), then one graph
+        # a position: each reads and writes the same cache and input tensors when replayed
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for t in range(min(2, a.decode_steps)):
+                forward(static_ids, cache, a.prompt + t)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        for t in range(a.decode_steps):
+            gr = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(gr):
+                out = forward(static_ids, cache, a.prompt + t)
+            graphs.append((gr, out))
+        torch.cuda.synchronize()
+
+    name = lambda phase: "step" if a.nvtx == "step" else phase
     with torch.inference_mode():
+        cache = new_cache() if a.cuda_graph else None
+        static_ids = torch.zeros(a.batch, 1, dtype=torch.long, device=dev)
         for r in range(a.repeat):
-            cache = [(torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt),
-                      torch.empty(a.batch, nh, total, hd, device=dev, dtype=dt)) for _ in layers]
+            if not a.cuda_graph:
+                cache = new_cache()
+            if a.cuda_graph and r == 1:
+                capture(cache, static_ids)
             ids = torch.randint(0, a.vocab, (a.batch, a.prompt), device=dev, generator=g)
-            torch.cuda.nvtx.range_push("step" if a.nvtx == "step" else "prefill")
+            torch.cuda.nvtx.range_push(name("prefill"))
             logits = forward(ids, cache, 0)
             torch.cuda.nvtx.range_pop()
             for t in range(a.decode_steps):
                 nxt = logits.argmax(-1)
-                torch.cuda.nvtx.range_push("step" if a.nvtx == "step" else "decode")
-                logits = forward(nxt, cache, a.prompt + t)
+                torch.cuda.nvtx.range_push(name("decode"))
+                if graphs:
+                    static_ids.copy_(nxt)
+                    graphs[t][0].replay()
+                    logits = graphs[t][1]
+                else:
+                    logits = forward(nxt, cache, a.prompt + t)
                 torch.cuda.nvtx.range_pop()
             torch.cuda.synchronize()
     if rank == 0:
         print(f"llama7b_tp: tp {tp}, {a.layers} layers, prompt {a.prompt}, {a.decode_steps} decode steps x "
-              f"{a.repeat}, batch {a.batch}: done", flush=True)
+              f"{a.repeat}, batch {a.batch}{', decode as CUDA graphs' if a.cuda_graph else ''}: done", flush=True)
         if a.model_yml:
             with open(a.model_yml, "w") as f:
                 f.write(f"# one decode step of examples/llama7b_tp.py (attention over the cache not modelled)\n"

@@ -2,8 +2,12 @@
 """Several GPUs of one machine: the five NCCL collectives swept over 2 GPUs (9 training sizes,
 8 KiB..512 MiB in steps of 4, and 5 held-out sizes between and past them, 16 KiB..1 GiB), fitted,
 the held-out sizes predicted; bus bandwidth at 1 GiB against the NVLink peak; then a tensor-parallel
-LLaMA (examples/llama7b_tp.py) and a DDP GPT-2 (examples/ddp_train.py) under `kjoule run` with
-torchrun, `kjoule compare` and `kjoule predict --model ... --run` of each. Every step has its own
+LLaMA (examples/llama7b_tp.py; tp_graph: its decode steps replayed as CUDA graphs) and a DDP GPT-2
+(examples/ddp_train.py) under `kjoule run` with torchrun (--programs picks them), `kjoule compare`,
+the operators `kjoule predict --model` needs for each program's MODEL.yml swept on one GPU on a small
+grid around its shapes (bench/predict_step's grids; --no-op-sweeps leaves them out), one fit of
+those and the collectives, `kjoule predict --model ... --run` of each, and for those named by
+--replay a `kjoule replay` and compare again: each rank's explained_fraction. Every step has its own
 timeout and log; a failed step is recorded and the rest go on. Writes one JSON (bench/results
 style: device, date, command, raw numbers).
 
@@ -165,6 +169,54 @@ def reanalyze(a, kj):
     return res
 
 
+def grid_config():
+    """bench/predict_step/run.py's sweep config of a small grid around a model's shape (one copy)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "predict_step", "run.py")
+    spec = importlib.util.spec_from_file_location("predict_step_run", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.config
+
+
+def sweep_operators(kj, w, yml, log_dir, steps, done):
+    """Every operator `kjoule predict --model yml` needs but the collectives, swept on one GPU on a
+    small grid around the model's shape (bench/predict_step's grids) into w/train beside the
+    collectives' rows; done: the (op, shape) already swept, updated. Returns one entry per
+    operator: op, shape, count, sweep rc."""
+    empty = os.path.join(w, "empty_models")
+    os.makedirs(empty, exist_ok=True)
+    with open(os.path.join(empty, "models.json"), "w") as f:
+        f.write('{"models": []}\n')
+    rc, out = step("operators of " + os.path.basename(yml), [kj, "predict", "--models", empty, "--model", yml,
+                                                           "--gpu", "G", "--json"], log_dir, 30, steps)
+    j = json_of(out) if rc == 0 else None
+    config, entries = grid_config(), []
+    for t in (j or {}).get("operators", []):
+        if t.get("tier") == "communication":
+            continue
+        key = (t["op"], t["shape"])
+        e = {"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None}
+        if key not in done:
+            text, _ = config(t["op"], t["columns"], [int(x) for x in t["shape"].split(",")])
+            cfg = os.path.join(w, f"op_{t['op']}_{t['shape'].replace(',', 'x')}.yml")
+            open(cfg, "w").write(text)
+            done[key], _ = step(f"sweep {t['op']} {t['shape']}", [kj, "sweep", cfg, "--precision", "fp16", "--energy",
+                                                                 "--gpu-name", "G", "--out", os.path.join(w, "train"),
+                                                                 "--timeout", "60"], log_dir, 90, steps)
+        e["sweep_rc"] = done[key]
+        entries.append(e)
+    return entries
+
+
+def ranks_explained(comp):
+    """Each rank's explained_fraction from compare's JSON job section (None where not computed)."""
+    job = (comp or {}).get("job") or {}
+    return [{"rank": r.get("rank"), "explained_fraction": r.get("explained_fraction"),
+             "busy_us": r.get("busy_us"), "nccl_exposed_us": r.get("nccl_exposed_us")}
+            for r in job.get("ranks") or []]
+
+
 def table(sweep, progs):
     """The short table: held-out errors per collective, busbw at the largest size, the programs."""
     print("\nop              held-out time MAPE  energy MAPE  (in grid: time, energy)  busbw@largest (GB/s, % of 450)")
@@ -180,7 +232,9 @@ def table(sweep, progs):
               f"{bw if bw is not None else '-'} ({s['of_nvlink_peak_pct']} %)")
     for name, p in progs.items():
         ag = ((p.get("predict") or {}).get("against") or {})
-        print(f"{name}: run rc {p['run_rc']}; predict errors {ag.get('errors_pct')}")
+        ef = [r["explained_fraction"] for r in p.get("ranks_after_replay") or []]
+        print(f"{name}: run rc {p['run_rc']}; predict errors {ag.get('errors_pct')}"
+              + (f"; explained_fraction per rank after replay {ef}" if ef else ""))
 
 
 def main():
@@ -191,6 +245,13 @@ def main():
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--skip-programs", action="store_true")
+    ap.add_argument("--programs", nargs="+", choices=["tp", "tp_graph", "ddp"], default=["tp", "tp_graph", "ddp"],
+                    help="the traced programs (tp_graph: the TP decode replayed as CUDA graphs)")
+    ap.add_argument("--no-op-sweeps", action="store_true",
+                    help="predict the programs from the collectives alone (no operator sweeps)")
+    ap.add_argument("--replay", nargs="*", default=["tp", "tp_graph"],
+                    help="programs replayed after their trace (kjoule replay --budget 100), then compared"
+                         " again for each rank's explained_fraction")
     ap.add_argument("--held-ops", nargs="+", help="the collectives whose held-out sizes are swept and predicted (all)")
     ap.add_argument("--reanalyze", help="an earlier result: refit its training rows and predict its held-out "
                     "sizes with this build, on the CPU")
@@ -252,22 +313,40 @@ def main():
     save(res, a.out)  # kept so far, should a later step run past the caller's limit
     # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
     progs = {}
+    swept = {}  # (op, shape) -> the sweep's rc: one sweep serves programs of the same shapes
+    decode_steps = 16
+    tp_args = ["--layers", str(a.layers), "--prompt", "128", "--decode-steps", str(decode_steps), "--repeat", "3"]
     if not a.skip_programs:
-        for name, script, region, extra in (
-                ("tp", "examples/llama7b_tp.py", "decode",
-                 ["--layers", str(a.layers), "--prompt", "128", "--decode-steps", "16", "--repeat", "3"]),
-                ("ddp", "examples/ddp_train.py", "step", ["--steps", "10", "--warmup", "3", "--batch", "8"])):
+        # name, script, region, its arguments, iterations compare and predict skip (tp_graph: the
+        # first round's decode steps, eager before the graphs are captured)
+        for name, script, region, extra, skip in (
+                ("tp", "examples/llama7b_tp.py", "decode", tp_args, 1),
+                ("tp_graph", "examples/llama7b_tp.py", "decode", tp_args + ["--cuda-graph"], decode_steps),
+                ("ddp", "examples/ddp_train.py", "step", ["--steps", "10", "--warmup", "3", "--batch", "8"], 1)):
+            if name not in a.programs:
+                continue
             db, yml = os.path.join(w, f"{name}.kjdb"), os.path.join(w, f"{name}.yml")
             rc, _ = step(f"run {name}", [kj, "run", "--force", "-o", db, "--", "torchrun", "--standalone",
                                          "--nproc-per-node", str(g), script, *extra, "--model-yml", yml],
                          a.log_dir, 150, steps)
-            p = {"script": script, "region": region, "run_rc": rc}
-            rc, out = step(f"compare {name}", [kj, "compare", db, "--region", region, "--json"], a.log_dir, 90, steps)
+            p = {"script": script, "args": extra, "region": region, "skip": skip, "run_rc": rc}
+            sel = ["--region", region, "--skip", str(skip)]
+            rc, out = step(f"compare {name}", [kj, "compare", db, *sel, "--json"], a.log_dir, 90, steps)
             p["compare"] = json_of(out) if rc == 0 else None
+            if not a.no_op_sweeps and os.path.exists(yml):
+                # the model's own operators beside the collectives, then one fit of both
+                p["operators"] = sweep_operators(kj, w, yml, a.log_dir, steps, swept)
+                step(f"fit with {name}'s operators", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o",
+                                                     os.path.join(w, "models"), "--gpu", "G"], a.log_dir, 180, steps)
             rc, out = step(f"predict {name}", [kj, "predict", "--model", yml, "--gpu", "G", "--models",
-                                               os.path.join(w, "models"), "--run", db, "--region", region, "--json"],
+                                               os.path.join(w, "models"), "--run", db, *sel, "--json"],
                            a.log_dir, 60, steps)
             p["predict"] = json_of(out)
+            if name in (a.replay or []):
+                rc, _ = step(f"replay {name}", [kj, "replay", db, "--budget", "100"], a.log_dir, 150, steps)
+                p["replay_rc"] = rc
+                rc, out = step(f"compare {name} after replay", [kj, "compare", db, *sel, "--json"], a.log_dir, 90, steps)
+                p["ranks_after_replay"] = ranks_explained(json_of(out) if rc == 0 else None)
             progs[name] = p
             res["programs"] = progs
             save(res, a.out)
