@@ -17,7 +17,9 @@ for o in --layers --prompt --batch; do
 	python3 "$SRC/examples/llama7b_tp.py" --help | grep -q -- "$o" || fail "llama7b_tp lacks $o"
 done
 # NVTX ranges and NVLink multicast off, as the docs say
-grep -q 'range_push("step" if a.nvtx == "step" else "decode")' "$SRC/examples/llama7b_tp.py" || fail "no decode range"
+grep -q 'range_push(name("decode"))' "$SRC/examples/llama7b_tp.py" &&
+	grep -q 'name = lambda phase: "step" if a.nvtx == "step" else phase' "$SRC/examples/llama7b_tp.py" || fail "no decode range"
+python3 "$SRC/examples/llama7b_tp.py" --help | grep -q -- "--cuda-graph" || fail "llama7b_tp lacks --cuda-graph"
 grep -q 'range_push("step")' "$SRC/examples/ddp_train.py" || fail "no step range"
 for f in examples/llama7b_tp.py examples/ddp_train.py scripts/slurm/nccl_sweep.sbatch scripts/slurm/torchrun.sbatch \
 	scripts/gpu/multi_gpu.sh; do
