@@ -1,0 +1,60 @@
+# bench/event_cost/costs.py on stand-in capture_pairs results whose true costs are known: each
+# traced setting's us_per_event is the untraced run's of the same round plus a fixed cost, while the
+# rounds' base drifts by far more than that cost (only pairing within a round recovers it); one run
+# fails (None). The per-kind costs, kjoule's share beyond CUPTI's, and a program's breakdown come
+# out as planted; a file of another workload or metric is refused, naming it, nothing written.
+set -u
+KJ=$1 SRC=$2
+. "$SRC/tests/cli/lib.sh"
+C="$SRC/bench/event_cost/costs.py"
+python3 - "$T" <<'P' || fail "cannot write the stand-ins"
+import json, random, sys
+t = sys.argv[1]
+random.seed(7)
+true = {"kernel": {"full_trace": 0.9, "no_params": 0.6, "cupti_only": 0.5, "capture_inside": 0.95, "capture_late": 0.05},
+        "nvtx": {"full_trace": 0.3, "no_params": 0.3, "cupti_only": 0.2, "capture_inside": 0.3, "capture_late": 0.1},
+        "graph": {"full_trace": 2.0, "no_params": 1.5, "cupti_only": 1.2, "capture_inside": 2.1, "capture_late": 0.2},
+        "host": {"full_trace": 1.0, "no_params": 0.8, "cupti_only": 0.7, "capture_inside": 1.0, "capture_late": 0.1}}
+for k, c in true.items():
+    base = [3.0 + 4.0 * random.random() for _ in range(9)]  # drifts by 4 us, costs are under 2.1
+    v = {"plain": base}
+    for s, x in c.items():
+        v[s] = [b + x for b in base]
+    v["full_trace"][4] = None
+    json.dump({"workload": "event_" + k, "metric": "us_per_event", "device": "stand-in", "values": v},
+              open(f"{t}/{k}.json", "w"))
+# a program of 10 steps: 13 kernels, 18 NVTX ranges, 1 graph launch a step; its full trace costs
+# 13*0.9 + 18*0.3 + 2.0 = 19.1 us a step more (metric in ms)
+base = [1.0 + 0.5 * random.random() for _ in range(7)]
+json.dump({"workload": "jax_step", "metric": "median_ms",
+           "values": {"plain": base, "full_trace": [b + 0.0191 for b in base], "cupti_only": base,
+                      "capture_late": base}}, open(f"{t}/prog.json", "w"))
+json.dump({"workload": "jax_step", "metric": "median_ms", "values": {"plain": [1.0]}}, open(f"{t}/other.json", "w"))
+P
+expect 0 python3 "$C" "$T/kernel.json" "$T/nvtx.json" "$T/graph.json" "$T/host.json" \
+	--program "jax:kernel=13,nvtx=18,graph=1,host=0:$T/prog.json" -o "$T/r.json"
+tail -1 "$T/out" | grep -q "^jax: predicted" || fail "table last: $(tail -2 "$T/out")"
+python3 - "$T/r.json" <<'P' || fail "costs not as planted: $(head -c 600 "$T/r.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["costs_us_per_event"]
+near = lambda a, b: a is not None and abs(a - b) < 1e-9
+assert near(c["kernel"]["full_trace"]["median"], 0.9) and c["kernel"]["full_trace"]["rounds"] == 8, c["kernel"]
+assert near(c["graph"]["capture_late"]["median"], 0.2) and near(c["host"]["no_params"]["median"], 0.8)
+assert near(c["kernel"]["kjoule_beyond_cupti"]["median"], 0.4) and near(c["nvtx"]["kjoule_beyond_cupti"]["median"], 0.1)
+p = r["programs"][0]
+assert near(p["sum_us"]["full_trace"], 13 * 0.9 + 18 * 0.3 + 2.0), p
+assert near(p["by_kind_us"]["nvtx"]["full_trace"], 18 * 0.3) and near(p["sum_us"]["capture_late"], 13 * 0.05 + 18 * 0.1 + 0.2)
+assert abs(p["measured_us"]["full_trace"] - 19.1) < 1e-6, p["measured_us"]
+assert r["device"] == "stand-in" and r["date"] and r["command"] and set(r["raw"]) == {"kernel", "nvtx", "graph", "host"}
+P
+# refusals: another workload, a second file of one kind, a bad program count; nothing written
+expect 1 python3 "$C" "$T/other.json" -o "$T/bad.json"
+grep -q "other.json: workload 'jax_step' is not event_KIND" "$T/err" || fail "refusal does not name the file: $(cat "$T/err")"
+[ ! -e "$T/bad.json" ] || fail "a refused run wrote its output"
+expect 1 python3 "$C" "$T/kernel.json" "$T/kernel.json" -o "$T/bad.json"
+grep -q "a second result for kind 'kernel'" "$T/err" || fail "duplicate kind not refused: $(cat "$T/err")"
+expect 1 python3 "$C" "$T/kernel.json" --program "x:kernel=many" -o "$T/bad.json"
+grep -q "count of 'kernel' is no number" "$T/err" || fail "bad count not refused: $(cat "$T/err")"
+[ ! -e "$T/bad.json" ] || fail "a refused run wrote its output"
+finish
