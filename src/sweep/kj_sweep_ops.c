@@ -99,6 +99,31 @@ static double linear4_bytes(const int64_t *v, int p, int e) { return gemm_bytes(
 static double linearf_flops(const int64_t *v, int p) { return gemm_flops(V(1) * V(2), (double)KJ_SWEEP_VOCAB / V(0), V(3), 0, p); }
 static double linearf_bytes(const int64_t *v, int p, int e) { return gemm_bytes(V(1) * V(2), (double)KJ_SWEEP_VOCAB / V(0), V(3), 0, p, e); }
 
+/* ---- LLaMA's gated FFN and output layer: mp, b, l, dim, intermediate_size (vocab) ---------- */
+/* ffn_gate_up: gate and up projections fused, column-parallel, dim -> 2*intermediate/mp, no bias */
+static double ffn_gate_up_flops(const int64_t *v, int p) { return gemm_flops(V(1) * V(2), 2.0 * V(4) / V(0), V(3), 0, p); }
+static double ffn_gate_up_bytes(const int64_t *v, int p, int e) { return gemm_bytes(V(1) * V(2), 2.0 * V(4) / V(0), V(3), 0, p, e); }
+/* ffn_down: row-parallel, intermediate/mp -> dim, no bias */
+static double ffn_down_flops(const int64_t *v, int p) { return gemm_flops(V(1) * V(2), V(3), V(4) / V(0), 0, p); }
+static double ffn_down_bytes(const int64_t *v, int p, int e) { return gemm_bytes(V(1) * V(2), V(3), V(4) / V(0), 0, p, e); }
+/* lm_head: the output layer of a vocabulary of its own (column vocab), vocab-parallel, no bias */
+static double lm_head_flops(const int64_t *v, int p) { return gemm_flops(V(1) * V(2), V(4) / V(0), V(3), 0, p); }
+static double lm_head_bytes(const int64_t *v, int p, int e) { return gemm_bytes(V(1) * V(2), V(4) / V(0), V(3), 0, p, e); }
+
+/* ---- silu_mul: mp, b, l, intermediate_size — silu(gate) * up over [b*l, intermediate/mp] ------ */
+static double silu_mul_flops(const int64_t *v, int prop)
+{
+	double n = V(1) * V(2) * V(3) / V(0);
+	/* fwd: sigmoid (4), two products; bwd: sigmoid, silu' (4), three products */
+	return prop == KJ_FWD ? 6.0 * n : 10.0 * n;
+}
+
+static double silu_mul_bytes(const int64_t *v, int prop, int e)
+{
+	double n = V(1) * V(2) * V(3) / V(0);
+	return (prop == KJ_FWD ? 3.0 : 5.0) * n * e; /* gate, up, y | dy, gate, up, dgate, dup */
+}
+
 /* ---- gelu: mp, b, l, dim — on the FFN intermediate [b*l, 4*dim/mp], tanh form ----------------- */
 static double gelu_flops(const int64_t *v, int prop)
 {
@@ -358,6 +383,10 @@ static const struct kj_sweep_op ops[] = {
 	{"linear_final", C4("mp", "b", "l", "dim"), linearf_flops, linearf_bytes, 0, 0},
 	{"flash_atten", C5("mp", "b", "h", "l", "dim"), flash_flops, flash_bytes, 1, 0},
 	{"gelu", C4("mp", "b", "l", "dim"), gelu_flops, gelu_bytes, 0, 0},
+	{"ffn_gate_up", C5("mp", "b", "l", "dim", "intermediate_size"), ffn_gate_up_flops, ffn_gate_up_bytes, 0, 0},
+	{"silu_mul", C4("mp", "b", "l", "intermediate_size"), silu_mul_flops, silu_mul_bytes, 0, 0},
+	{"ffn_down", C5("mp", "b", "l", "dim", "intermediate_size"), ffn_down_flops, ffn_down_bytes, 0, 0},
+	{"lm_head", C5("mp", "b", "l", "dim", "vocab"), lm_head_flops, lm_head_bytes, 0, 0},
 	{"RoPE", C5("mp", "b", "h", "l", "dim"), rope_flops, rope_bytes, 0, 0},
 	{"res_add", C3("b", "l", "dim"), res_add_flops, res_add_bytes, 0, 0},
 	{"parallel_cross_entropy_128", C3("mp", "b", "l"), xent_flops, xent_bytes, 0, 0},

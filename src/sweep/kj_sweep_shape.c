@@ -58,7 +58,7 @@ int kj_sweep_shape_valid(const struct kj_sweep_op *op, const int64_t *v, char *w
 {
 	int mp = col_of(op, "mp"), h = col_of(op, "h"), dim = col_of(op, "dim");
 	int inter = col_of(op, "intermediate_size"), ex = col_of(op, "moe_num_experts");
-	int topk = col_of(op, "top_k");
+	int topk = col_of(op, "top_k"), vocab = col_of(op, "vocab");
 	const char *rule = NULL;
 	if (mp >= 0 && h >= 0 && v[h] % v[mp])
 		rule = "mp must divide h";
@@ -68,6 +68,8 @@ int kj_sweep_shape_valid(const struct kj_sweep_op *op, const int64_t *v, char *w
 		rule = "mp must divide dim";
 	else if (mp >= 0 && inter >= 0 && v[inter] % v[mp])
 		rule = "mp must divide intermediate_size";
+	else if (mp >= 0 && vocab >= 0 && v[vocab] % v[mp])
+		rule = "mp must divide vocab";
 	else if (topk >= 0 && ex >= 0 && v[topk] > v[ex])
 		rule = "top_k must not exceed moe_num_experts";
 	else if (mp >= 0 && dim >= 0 && !strcmp(op->name, "embedding") && KJ_SWEEP_VOCAB % v[mp])

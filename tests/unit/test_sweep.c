@@ -30,9 +30,11 @@ static void test_ops_table(void **state)
 		"embedding", "layernorm", "RMSlayernorm", "linear1", "linear2", "linear3", "linear4",
 		"linear_final", "flash_atten", "gelu", "RoPE", "res_add", "parallel_cross_entropy_128",
 		"softmax", "fillmask", "baddbmm", "bmm", "ScaledUpperTriangMaskedSoftmax", "moe",
-		"firstStage_optimizer", "middleStage_optimizer", "lastStage_optimizer", "master_copies"};
-	/* the seed's 22, master_copies and the five NCCL collectives */
-	assert_int_equal(kj_sweep_op_count(), 28);
+		"firstStage_optimizer", "middleStage_optimizer", "lastStage_optimizer", "master_copies",
+		"ffn_gate_up", "silu_mul", "ffn_down", "lm_head"};
+	/* the seed's 22, master_copies, LLaMA's gated FFN and output layer (4) and the five NCCL
+	 * collectives */
+	assert_int_equal(kj_sweep_op_count(), 32);
 	for (size_t i = 0; i < sizeof(seed) / sizeof(seed[0]); i++) {
 		const struct kj_sweep_op *op = kj_sweep_op_find(seed[i]);
 		assert_non_null(op);
@@ -73,6 +75,26 @@ static void test_ops_formulas(void **state)
 	double fwd = 4.0 * 1 * 8 * 1024.0 * 1024 * 128 / 2;
 	assert_true(fa->flops(a, KJ_FWD) == fwd);
 	assert_true(fa->flops(a, KJ_BWD) == 2.5 * fwd);
+	/* LLaMA's gated FFN at Vicuna-7B's sizes, mp 2, one token: gate and up fused dim -> 2*I/mp,
+	 * down I/mp -> dim, silu(gate)*up over I/mp; the output layer over its own vocabulary */
+	int64_t g[] = {2, 1, 1, 4096, 11008}, sm[] = {2, 1, 1, 11008}, lm[] = {2, 1, 1, 4096, 32000};
+	assert_true(kj_sweep_op_find("ffn_gate_up")->flops(g, KJ_FWD) == 2.0 * 1 * 11008 * 4096);
+	assert_true(kj_sweep_op_find("ffn_gate_up")->bytes(g, KJ_FWD, 2) == (4096 + 4096.0 * 11008 + 11008) * 2);
+	assert_true(kj_sweep_op_find("ffn_down")->flops(g, KJ_FWD) == 2.0 * 4096 * 5504);
+	assert_true(kj_sweep_op_find("ffn_down")->bytes(g, KJ_FWD, 2) == (5504 + 5504.0 * 4096 + 4096) * 2);
+	assert_true(kj_sweep_op_find("silu_mul")->bytes(sm, KJ_FWD, 2) == 3.0 * 5504 * 2);
+	assert_true(kj_sweep_op_find("silu_mul")->bytes(sm, KJ_BWD, 2) == 5.0 * 5504 * 2);
+	assert_true(kj_sweep_op_find("lm_head")->flops(lm, KJ_FWD) == 2.0 * 16000 * 4096);
+	char rule[128];
+	int64_t odd[] = {3, 1, 1, 4096, 32000};
+	assert_false(kj_sweep_shape_valid(kj_sweep_op_find("lm_head"), odd, rule, sizeof(rule)));
+	assert_string_equal(rule, "mp must divide dim");
+	int64_t oddv[] = {2, 1, 1, 4096, 32001};
+	assert_false(kj_sweep_shape_valid(kj_sweep_op_find("lm_head"), oddv, rule, sizeof(rule)));
+	assert_string_equal(rule, "mp must divide vocab");
+	int64_t oddi[] = {2, 1, 1, 4096, 11007};
+	assert_false(kj_sweep_shape_valid(kj_sweep_op_find("ffn_down"), oddi, rule, sizeof(rule)));
+	assert_string_equal(rule, "mp must divide intermediate_size");
 	/* an optimizer has no backward */
 	const struct kj_sweep_op *opt = kj_sweep_op_find("middleStage_optimizer");
 	int64_t o[] = {1, 1024, 2};

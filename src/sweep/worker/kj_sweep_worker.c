@@ -17,7 +17,8 @@ static const struct sw_op *const g_ops[] = {
 	&sw_op_layernorm, &sw_op_rmsnorm, &sw_op_softmax, &sw_op_flash_atten, &sw_op_gelu,
 	&sw_op_res_add, &sw_op_rope, &sw_op_embedding, &sw_op_bmm, &sw_op_baddbmm, &sw_op_fillmask,
 	&sw_op_masked_softmax, &sw_op_cross_entropy, &sw_op_moe, &sw_op_opt_first, &sw_op_opt_middle,
-	&sw_op_opt_last, &sw_op_master_copies,
+	&sw_op_opt_last, &sw_op_master_copies, &sw_op_ffn_gate_up, &sw_op_silu_mul, &sw_op_ffn_down,
+	&sw_op_lm_head,
 };
 
 int sw_op_count(void)
@@ -243,6 +244,8 @@ static const struct {
 	{"lastStage_optimizer", {8, 256, 2}}, {"master_copies", {8, 256, 2}},
 	{"linear1", {1, 1, 37, 202}},
 	{"moe", {2, 2, 32, 128, 4, 512, 2}},
+	{"ffn_gate_up", {2, 2, 64, 256, 688}}, {"ffn_down", {2, 2, 64, 256, 688}},
+	{"silu_mul", {2, 2, 64, 688}},	  {"lm_head", {2, 2, 32, 256, 1000}},
 };
 
 static int selftest(struct sw_ctx *c, const char *only)

@@ -1,12 +1,13 @@
 /* kjoule-sweep-worker: elementwise and gather operators: gelu (mp, b, l, dim: the FFN activation
- * [b*l, 4*dim/mp], tanh form), res_add (b, l, dim), RoPE (mp, b, h, l, dim: x [l, b*h/mp, dim/h],
+ * [b*l, 4*dim/mp], tanh form), silu_mul (mp, b, l, intermediate_size: LLaMA's silu(gate) * up over
+ * [b*l, intermediate/mp]), res_add (b, l, dim), RoPE (mp, b, h, l, dim: x [l, b*h/mp, dim/h],
  * rotate-half), embedding (mp, b, l, dim: rows of a [vocab/mp, dim] table). Checked on windows of
  * elements (first and last 64 Ki) or sampled rows against double references. */
 #include "ops_common.h"
 
 #define WIN ((int64_t)1 << 16)
 
-enum { GELU, RES, ROPE, EMB };
+enum { GELU, RES, ROPE, EMB, SILU };
 
 struct elem {
 	int kind, dt;
@@ -30,6 +31,11 @@ static int elem_setup(struct sw_ctx *c, int p, const int64_t *v, void **state, i
 		break;
 	case RES:
 		e->n = v[0] * v[1] * v[2];
+		break;
+	case SILU:
+		if (v[3] % v[0])
+			return sw_fail(c, "shape", "mp must divide intermediate_size");
+		e->n = v[1] * v[2] * (v[3] / v[0]);
 		break;
 	case ROPE:
 		if (v[2] % v[0] || v[4] % v[2])
@@ -59,7 +65,7 @@ static int elem_setup(struct sw_ctx *c, int p, const int64_t *v, void **state, i
 		return KJ_EGPU;
 	if (kind != EMB && !(e->dx = sw_alloc(c, n, e->dt, 1.f)))
 		return KJ_EGPU;
-	if (kind == RES && (!(e->z = sw_alloc(c, n, e->dt, 1.f)) || !(e->dz = sw_alloc(c, n, e->dt, 1.f))))
+	if ((kind == RES || kind == SILU) && (!(e->z = sw_alloc(c, n, e->dt, 1.f)) || !(e->dz = sw_alloc(c, n, e->dt, 1.f))))
 		return KJ_EGPU;
 	if (kind == ROPE) {
 		size_t tn = (size_t)(e->l * e->d / 2);
@@ -89,6 +95,7 @@ static int gelu_setup(struct sw_ctx *c, int p, const int64_t *v, void **s) { ret
 static int res_setup(struct sw_ctx *c, int p, const int64_t *v, void **s) { return elem_setup(c, p, v, s, RES); }
 static int rope_setup(struct sw_ctx *c, int p, const int64_t *v, void **s) { return elem_setup(c, p, v, s, ROPE); }
 static int emb_setup(struct sw_ctx *c, int p, const int64_t *v, void **s) { return elem_setup(c, p, v, s, EMB); }
+static int silu_setup(struct sw_ctx *c, int p, const int64_t *v, void **s) { return elem_setup(c, p, v, s, SILU); }
 
 static int elem_fwd(struct sw_ctx *c, void *st)
 {
@@ -98,6 +105,8 @@ static int elem_fwd(struct sw_ctx *c, void *st)
 		return SW_LAUNCH(c, kj_sw_gelu_fwd(e->dt, e->x, e->y, e->n, c->stream), "gelu kernel");
 	case RES:
 		return SW_LAUNCH(c, kj_sw_add(e->dt, e->x, e->z, e->y, e->n, c->stream), "add kernel");
+	case SILU:
+		return SW_LAUNCH(c, kj_sw_silu_mul_fwd(e->dt, e->x, e->z, e->y, e->n, c->stream), "silu_mul kernel");
 	case ROPE:
 		return SW_LAUNCH(c, kj_sw_rope(e->dt, e->x, e->cs, e->sn, e->y, e->l, e->bh, e->d, 0, c->stream),
 				 "rope kernel");
@@ -118,6 +127,9 @@ static int elem_bwd(struct sw_ctx *c, void *st)
 		return SW_LAUNCH(c, kj_sw_gelu_bwd(e->dt, e->x, e->dy, e->dx, e->n, c->stream), "gelu backward kernel");
 	case RES:
 		return SW_LAUNCH(c, kj_sw_add(e->dt, e->dy, e->dz, e->dx, e->n, c->stream), "add backward kernel");
+	case SILU: /* dgate into dx, dup into dz */
+		return SW_LAUNCH(c, kj_sw_silu_mul_bwd(e->dt, e->x, e->z, e->dy, e->dx, e->dz, e->n, c->stream),
+				 "silu_mul backward kernel");
 	case ROPE:
 		return SW_LAUNCH(c, kj_sw_rope(e->dt, e->dy, e->cs, e->sn, e->dx, e->l, e->bh, e->d, 1, c->stream),
 				 "rope backward kernel");
@@ -147,6 +159,11 @@ static int check_window(struct sw_ctx *c, struct elem *e, int64_t off, int64_t l
 		} else if (e->kind == RES) {
 			sw_acc(y[i], x[i] + z[i], acc, acc + 1);
 			sw_acc(dx[i], dy[i] + dz[i], acc + 2, acc + 3);
+		} else if (e->kind == SILU) { /* x gate, z up; dx dgate, dz dup */
+			double sg = 1.0 / (1.0 + exp(-x[i])), silu = x[i] * sg;
+			sw_acc(y[i], silu * z[i], acc, acc + 1);
+			sw_acc(dx[i], dy[i] * z[i] * (sg + x[i] * sg * (1.0 - sg)), acc + 2, acc + 3);
+			sw_acc(dz[i], dy[i] * silu, acc + 2, acc + 3);
 		} else {
 			int64_t g = off + i, row = g / e->d, j = g % e->d, h = e->d / 2, pos = row / e->bh;
 			int64_t jj = j % h;
@@ -233,6 +250,8 @@ static void elem_teardown(struct sw_ctx *c, void *s)
 
 const struct sw_op sw_op_gelu = {"gelu", {"mp", "b", "l", "dim", NULL}, 4, gelu_setup, elem_fwd, elem_bwd,
 				 elem_check, elem_teardown};
+const struct sw_op sw_op_silu_mul = {"silu_mul", {"mp", "b", "l", "intermediate_size", NULL}, 4, silu_setup, elem_fwd,
+				     elem_bwd, elem_check, elem_teardown};
 const struct sw_op sw_op_res_add = {"res_add", {"b", "l", "dim", NULL}, 3, res_setup, elem_fwd, elem_bwd,
 				    elem_check, elem_teardown};
 const struct sw_op sw_op_rope = {"RoPE", {"mp", "b", "h", "l", "dim", NULL}, 5, rope_setup, elem_fwd, elem_bwd,

@@ -1,4 +1,5 @@
-/* kjoule-sweep-worker: the GEMM operators (linear1-4, linear_final, bmm, baddbmm) as lists of
+/* kjoule-sweep-worker: the GEMM operators (linear1-4, linear_final, bmm, baddbmm; LLaMA's
+ * ffn_gate_up, ffn_down and lm_head) as lists of
  * cuBLASLt products over named buffers; forward and backward as Megatron computes them, checked
  * on sampled output elements against double dot products of the same device inputs. The
  * column-parallel linears with a bias (linear1, linear3) add it in the forward GEMM's epilogue and
@@ -48,10 +49,18 @@ static int64_t sizes_linear(struct gemm_op *g, int64_t M, int64_t N, int64_t K, 
 	return 0;
 }
 
-enum { L1, L2, L3, L4, LF, BMM, BADDBMM };
+enum { L1, L2, L3, L4, LF, BMM, BADDBMM, FGU, FDN, LMH };
 
 static int shapes(struct sw_ctx *c, int kind, const int64_t *v, struct gemm_op *g, int64_t *n)
 {
+	if (kind >= FGU) { /* LLaMA's: mp, b, l, dim and the intermediate size (vocab for lm_head) */
+		int64_t mp = v[0], M = v[1] * v[2], dim = v[3], w = v[4];
+		int64_t N = kind == FGU ? 2 * w / mp : kind == FDN ? dim : w / mp;
+		int64_t K = kind == FDN ? w / mp : dim;
+		if (N < 1 || K < 1)
+			return sw_fail(c, "shape", "mp larger than the dimension it divides");
+		return (int)sizes_linear(g, M, N, K, 0, n);
+	}
 	if (kind <= LF) {
 		int64_t mp = v[0], M = v[1] * v[2], dim = v[3], N = 0, K = 0;
 		switch (kind) {
@@ -320,3 +329,6 @@ GEMM_OP(linear4, "linear4", L4, "mp", "b", "l", "dim")
 GEMM_OP(linear_final, "linear_final", LF, "mp", "b", "l", "dim")
 GEMM_OP(bmm, "bmm", BMM, "mp", "b", "h", "l", "dim")
 GEMM_OP(baddbmm, "baddbmm", BADDBMM, "mp", "b", "h", "l", "dim")
+GEMM_OP(ffn_gate_up, "ffn_gate_up", FGU, "mp", "b", "l", "dim", "intermediate_size")
+GEMM_OP(ffn_down, "ffn_down", FDN, "mp", "b", "l", "dim", "intermediate_size")
+GEMM_OP(lm_head, "lm_head", LMH, "mp", "b", "l", "dim", "vocab")

@@ -149,9 +149,9 @@ int sw_ceilings(struct sw_ctx *c);
 /* ---- the operators (ops_*.c) ---- */
 extern const struct sw_op sw_op_linear1, sw_op_linear2, sw_op_linear3, sw_op_linear4,
 	sw_op_linear_final, sw_op_bmm, sw_op_baddbmm, sw_op_layernorm, sw_op_rmsnorm, sw_op_softmax,
-	sw_op_masked_softmax, sw_op_fillmask, sw_op_gelu, sw_op_res_add, sw_op_rope, sw_op_embedding,
-	sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle, sw_op_opt_last, sw_op_moe,
-	sw_op_master_copies;
+	sw_op_masked_softmax, sw_op_fillmask, sw_op_gelu, sw_op_silu_mul, sw_op_res_add, sw_op_rope,
+	sw_op_embedding, sw_op_cross_entropy, sw_op_flash_atten, sw_op_opt_first, sw_op_opt_middle,
+	sw_op_opt_last, sw_op_moe, sw_op_master_copies, sw_op_ffn_gate_up, sw_op_ffn_down, sw_op_lm_head;
 const struct sw_op *sw_op_find(const char *name);
 int sw_op_count(void);
 const struct sw_op *sw_op_at(int i);
@@ -178,6 +178,9 @@ int kj_sw_colsum(int dt, const void *x, float *part, void *out, int64_t rows, in
 int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s);
 int kj_sw_gelu_bwd(int dt, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s);
 int kj_sw_add(int dt, const void *a, const void *b, void *y, int64_t n, cudaStream_t s);
+int kj_sw_silu_mul_fwd(int dt, const void *g, const void *u, void *y, int64_t n, cudaStream_t s);
+int kj_sw_silu_mul_bwd(int dt, const void *g, const void *u, const void *dy, void *dg, void *du, int64_t n,
+		       cudaStream_t s);
 int kj_sw_rope(int dt, const void *x, const float *cosv, const float *sinv, void *y, int64_t l,
 	       int64_t bh, int64_t d, int inverse, cudaStream_t s);
 int kj_sw_embedding_fwd(int dt, const int *ids, const void *table, void *y, int64_t n, int64_t dim,

@@ -1,4 +1,5 @@
-// kjoule-sweep-worker: elementwise kernels (GELU, residual add, RoPE, embedding) and their launchers.
+// kjoule-sweep-worker: elementwise kernels (GELU, SiLU-and-multiply, residual add, RoPE, embedding) and
+// their launchers.
 //
 // GELU forward and backward, add, RoPE (rotate-half), embedding gather and its scatter-add
 // backward; each extern "C" launcher returns a cudaError_t value.
@@ -59,6 +60,64 @@ __global__ void add_k(const T *a, const T *b, T *y, int64_t n)
 			f[i] += g[i];
 		st16(y + p * N, f);
 	}
+}
+
+// ---- silu_mul: y = silu(g) * u; backward dg = dy * u * silu'(g), du = dy * silu(g) ----
+template <typename T>
+__global__ void silu_mul_fwd_k(const T *g, const T *u, T *y, int64_t n)
+{
+	const int N = Vec<T>::N;
+	PACK_LOOP(n, N)
+	{
+		float a[Vec<T>::N], b[Vec<T>::N];
+		ld16(g + p * N, a);
+		ld16(u + p * N, b);
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			a[i] = a[i] / (1.f + __expf(-a[i])) * b[i];
+		st16(y + p * N, a);
+	}
+}
+
+template <typename T>
+__global__ void silu_mul_bwd_k(const T *g, const T *u, const T *dy, T *dg, T *du, int64_t n)
+{
+	const int N = Vec<T>::N;
+	PACK_LOOP(n, N)
+	{
+		float a[Vec<T>::N], b[Vec<T>::N], d[Vec<T>::N];
+		ld16(g + p * N, a);
+		ld16(u + p * N, b);
+		ld16(dy + p * N, d);
+#pragma unroll
+		for (int i = 0; i < N; i++) {
+			float sg = 1.f / (1.f + __expf(-a[i])), silu = a[i] * sg;
+			float grad_g = d[i] * b[i] * (sg + a[i] * sg * (1.f - sg));
+			b[i] = d[i] * silu;
+			a[i] = grad_g;
+		}
+		st16(dg + p * N, a);
+		st16(du + p * N, b);
+	}
+}
+
+extern "C" int kj_sw_silu_mul_fwd(int dt, const void *g, const void *u, void *y, int64_t n, cudaStream_t s)
+{
+	DISPATCH(dt, {
+		silu_mul_fwd_k<T><<<grid_for((size_t)(n / Vec<T>::N), 256), 256, 0, s>>>((const T *)g, (const T *)u,
+											  (T *)y, n);
+	});
+	return (int)cudaGetLastError();
+}
+
+extern "C" int kj_sw_silu_mul_bwd(int dt, const void *g, const void *u, const void *dy, void *dg, void *du, int64_t n,
+				  cudaStream_t s)
+{
+	DISPATCH(dt, {
+		silu_mul_bwd_k<T><<<grid_for((size_t)(n / Vec<T>::N), 256), 256, 0, s>>>(
+			(const T *)g, (const T *)u, (const T *)dy, (T *)dg, (T *)du, n);
+	});
+	return (int)cudaGetLastError();
 }
 
 extern "C" int kj_sw_gelu_fwd(int dt, const void *x, void *y, int64_t n, cudaStream_t s)
