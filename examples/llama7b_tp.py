@@ -163,7 +163,8 @@ def main():
                 f.write(f"# one decode step of examples/llama7b_tp.py (attention over the cache not modelled)\n"
                         f"layers: {a.layers}\nhidden: {a.hidden}\nheads: {a.heads}\nseq: 1\n"
                         f"batch: {a.batch}\ntp: {tp}\nmode: inference\nprecision: fp16\nnorm: RMSlayernorm\n"
-                        f"rope: true\n")
+                        f"rope: true\nffn: swiglu\nintermediate: {a.intermediate}\nvocab: {a.vocab}\n"
+                        f"lm_head: replicated\n")
     dist.destroy_process_group()
 
 

@@ -10,13 +10,15 @@
 #include "kj_predict.h"
 #include "kj_yaml.h"
 
-static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp", "tp", "dp"};
+static const char *const int_keys[] = {"layers", "hidden", "heads", "seq", "batch", "mp", "tp", "dp",
+					"intermediate", "vocab"};
 #define NINT ((int)(sizeof(int_keys) / sizeof(int_keys[0])))
 
 /* the value of one key into m; returns 0 or writes err */
 static int set_key(struct kj_model_spec *m, const char *k, const char *val, char *msg, size_t len)
 {
-	int64_t *dst[] = {&m->layers, &m->hidden, &m->heads, &m->seq, &m->batch, &m->mp, &m->tp, &m->dp};
+	int64_t *dst[] = {&m->layers, &m->hidden, &m->heads, &m->seq,  &m->batch,
+			  &m->mp,     &m->tp,     &m->dp,    &m->intermediate, &m->vocab};
 	for (int i = 0; i < NINT; i++)
 		if (!strcmp(k, int_keys[i])) {
 			char *end;
@@ -26,7 +28,7 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 				snprintf(msg, len, "'%s' is not a positive integer", val);
 				return -1;
 			}
-			if (i >= 6 && x > 65536) {
+			if ((i == 6 || i == 7) && x > 65536) {
 				snprintf(msg, len, "%lld GPUs is more than kjoule models (65536)", x);
 				return -1;
 			}
@@ -41,7 +43,9 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 		     {"norm", "RMSlayernorm", "layernorm", &m->rms},
 		     {"rope", "true", "false", &m->rope},
 		     {"attention", "flash", "unfused", &m->flash},
-		     {"master_copies", "true", "false", &m->master_copies}};
+		     {"master_copies", "true", "false", &m->master_copies},
+		     {"ffn", "swiglu", "gelu", &m->swiglu},
+		     {"lm_head", "replicated", "parallel", &m->lm_head_replicated}};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (!strcmp(k, words[i].key)) {
 			if (strcmp(val, words[i].a) && strcmp(val, words[i].b)) {
@@ -63,7 +67,7 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 		return 0;
 	}
 	snprintf(msg, len, "unknown key (known: layers, hidden, heads, seq, batch, mp, tp, dp, precision, "
-		 "mode, optimizer, norm, rope, attention, master_copies, gpu)");
+		 "mode, optimizer, norm, rope, attention, master_copies, ffn, intermediate, vocab, lm_head, gpu)");
 	return -1;
 }
 
@@ -136,6 +140,27 @@ int kj_model_load(const char *path, struct kj_model_spec *m, char *err, size_t l
 		rc = KJ_EINVAL;
 		goto out;
 	}
+	/* LLaMA's gated FFN (its width split over the tp ranks; modelled for inference: the
+	 * optimizer's operators count a GELU FFN's parameters) and an output layer of its own */
+	const struct {
+		int bad;
+		const char *key, *why;
+	} rules[] = {
+		{!m->swiglu && m->intermediate, "intermediate", "intermediate is the width of ffn: swiglu; add ffn: swiglu"},
+		{m->swiglu && !m->intermediate, "ffn", "ffn: swiglu needs intermediate (its width)"},
+		{m->swiglu && m->train, "ffn", "ffn: swiglu is modelled for mode inference (the optimizer's operators "
+					      "count a GELU FFN's parameters)"},
+		{m->swiglu && m->intermediate % m->mp != 0, "intermediate", "mp must divide intermediate"},
+		{m->lm_head_replicated && !m->vocab, "lm_head", "lm_head: replicated needs vocab (the output layer's rows)"},
+		{m->vocab && !m->lm_head_replicated && m->vocab % m->mp != 0, "vocab",
+		 "mp must divide vocab (lm_head: parallel; replicated keeps it whole)"},
+	};
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (rules[i].bad) {
+			snprintf(err, len, "%s: key '%s': %s", path, rules[i].key, rules[i].why);
+			rc = KJ_EINVAL;
+			goto out;
+		}
 	if (m->heads % m->mp || m->hidden % m->heads) {
 		snprintf(err, len, "%s: key '%s': mp must divide heads and heads must divide hidden "
 			 "(layers %lld, hidden %lld, heads %lld, mp %lld)", path,
@@ -196,10 +221,19 @@ int kj_model_terms(const struct kj_model_spec *m, struct kj_model_term *t, int c
 	}
 	n = add(t, n, cap, "linear2", L, 0, mp, b, l, d, 0);
 	n = add(t, n, cap, "res_add", 2 * L, 0, b, l, d, 0, 0);
-	n = add(t, n, cap, "linear3", L, 0, mp, b, l, d, 0);
-	n = add(t, n, cap, "gelu", L, 0, mp, b, l, d, 0);
-	n = add(t, n, cap, "linear4", L, 0, mp, b, l, d, 0);
-	n = add(t, n, cap, "linear_final", 1, 0, mp, b, l, d, 0);
+	if (m->swiglu) { /* LLaMA's gated FFN: gate and up fused, silu(gate) * up, down */
+		n = add(t, n, cap, "ffn_gate_up", L, 0, mp, b, l, d, m->intermediate);
+		n = add(t, n, cap, "silu_mul", L, 0, mp, b, l, m->intermediate, 0);
+		n = add(t, n, cap, "ffn_down", L, 0, mp, b, l, d, m->intermediate);
+	} else {
+		n = add(t, n, cap, "linear3", L, 0, mp, b, l, d, 0);
+		n = add(t, n, cap, "gelu", L, 0, mp, b, l, d, 0);
+		n = add(t, n, cap, "linear4", L, 0, mp, b, l, d, 0);
+	}
+	if (m->vocab) /* an output layer of the model's own vocabulary, on every rank when replicated */
+		n = add(t, n, cap, "lm_head", 1, 0, m->lm_head_replicated ? 1 : mp, b, l, d, m->vocab);
+	else
+		n = add(t, n, cap, "linear_final", 1, 0, mp, b, l, d, 0);
 	if (m->train) {
 		n = add(t, n, cap, "parallel_cross_entropy_128", 1, 0, mp, b, l, 0, 0);
 		/* one pipeline stage holding everything: the last stage's parameters (layers, final
@@ -240,6 +274,10 @@ const char *kj_model_op_tier(const char *op)
 		   {"linear3", "gemm"},
 		   {"linear4", "gemm"},
 		   {"linear_final", "gemm"},
+		   {"ffn_gate_up", "gemm"},
+		   {"ffn_down", "gemm"},
+		   {"lm_head", "gemm"},
+		   {"silu_mul", "elementwise"},
 		   {"bmm", "gemm"},
 		   {"baddbmm", "gemm"},
 		   {"moe", "gemm"},

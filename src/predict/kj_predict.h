@@ -138,6 +138,10 @@ struct kj_model_spec {
 	int rope;         /* rotary embeddings on q and k */
 	int flash;        /* attention: flash_atten (1) or baddbmm + masked softmax + bmm (0) */
 	int master_copies; /* the optimizer leaves the half copies to separate casts (master_copies) */
+	int swiglu;       /* ffn: swiglu (LLaMA's gated FFN of width intermediate) or gelu (4 x hidden) */
+	int64_t intermediate; /* the gated FFN's width (ffn: swiglu); 0 otherwise */
+	int64_t vocab;    /* the output layer's vocabulary (lm_head); 0: the table's linear_final */
+	int lm_head_replicated; /* lm_head: replicated (every rank holds all of it) or parallel */
 	char gpu[128];    /* optional */
 };
 /** One operator of the model: its shape and how many times a step calls it. */

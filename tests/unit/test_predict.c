@@ -183,12 +183,86 @@ static void test_model_terms(void **state)
 	assert_non_null(strstr(err, "d.yml:6: key 'precision': unknown precision 'fp8'"));
 }
 
+/* LLaMA's gated FFN and an output layer of the model's own vocabulary, replicated or split */
+static void test_model_swiglu(void **state)
+{
+	(void)state;
+	struct kj_model_spec m;
+	struct kj_model_term t[32];
+	char err[512];
+	const char *llama = "layers: 4\nhidden: 4096\nheads: 32\nseq: 1\nbatch: 2\ntp: 2\nmode: inference\n"
+			    "ffn: swiglu\nintermediate: 11008\nvocab: 32000\n";
+	char text[512];
+	snprintf(text, sizeof(text), "%slm_head: replicated\n", llama);
+	assert_int_equal(kj_model_load(write_file("l.yml", text), &m, err, sizeof(err)), 0);
+	int n = kj_model_terms(&m, t, 32), seen = 0;
+	for (int i = 0; i < n; i++) {
+		const char *op = t[i].op->name;
+		/* the GELU FFN and the table's output layer are gone */
+		assert_true(strcmp(op, "linear3") && strcmp(op, "gelu") && strcmp(op, "linear4") && strcmp(op, "linear_final"));
+		if (!strcmp(op, "ffn_gate_up") || !strcmp(op, "ffn_down")) {
+			assert_int_equal(t[i].count, 4);
+			assert_int_equal(t[i].v[0], 2); /* mp */
+			assert_int_equal(t[i].v[1] * t[i].v[2], 2); /* b x l tokens */
+			assert_int_equal(t[i].v[4], 11008);
+			seen++;
+		} else if (!strcmp(op, "silu_mul")) {
+			assert_int_equal(t[i].v[3], 11008);
+			assert_int_equal(t[i].count, 4);
+			seen++;
+		} else if (!strcmp(op, "lm_head")) {
+			assert_int_equal(t[i].v[0], 1); /* replicated: every rank holds all of it */
+			assert_int_equal(t[i].v[4], 32000);
+			assert_int_equal(t[i].count, 1);
+			seen++;
+		}
+		assert_string_not_equal(kj_model_op_tier(op), "other");
+	}
+	assert_int_equal(seen, 4);
+	/* split over the ranks by default */
+	assert_int_equal(kj_model_load(write_file("p.yml", llama), &m, err, sizeof(err)), 0);
+	n = kj_model_terms(&m, t, 32);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(t[i].op->name, "lm_head"))
+			assert_int_equal(t[i].v[0], 2);
+	/* refusals, each naming the key */
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nmode: inference\nffn: swiglu\n",
+		 "key 'ffn': ffn: swiglu needs intermediate"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nmode: inference\nintermediate: 2816\n",
+		 "key 'intermediate': intermediate is the width of ffn: swiglu"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nffn: swiglu\nintermediate: 2816\n",
+		 "key 'ffn': ffn: swiglu is modelled for mode inference"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nmp: 2\nmode: inference\nffn: swiglu\n"
+		 "intermediate: 2817\n", "key 'intermediate': mp must divide intermediate"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nmp: 2\nvocab: 32001\n",
+		 "key 'vocab': mp must divide vocab"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nlm_head: replicated\n",
+		 "key 'lm_head': lm_head: replicated needs vocab"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nffn: geglu\n",
+		 "key 'ffn': 'geglu' is neither swiglu nor gelu"},
+		{"layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\nintermediate: 0\n",
+		 "key 'intermediate': '0' is not a positive integer"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(kj_model_load(write_file("bad.yml", bad[i].text), &m, err, sizeof(err)), KJ_EINVAL);
+		if (!strstr(err, bad[i].want))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err, bad[i].want);
+	}
+	/* a vocabulary of 70,000 with mp 1 is no GPU count: allowed */
+	assert_int_equal(kj_model_load(write_file("v.yml", "layers: 2\nhidden: 1024\nheads: 8\nseq: 8\nbatch: 1\n"
+						  "vocab: 70000\n"), &m, err, sizeof(err)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sm_table),
 		cmocka_unit_test(test_features),
 		cmocka_unit_test(test_model_terms),
+		cmocka_unit_test(test_model_swiglu),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
