@@ -6,6 +6,8 @@
 # (bench/multi_gpu/run.py does those steps, each with its own timeout). Files in $OUT:
 # multi_gpu.json (the result), multi_gpu.log (every step's output), topo.txt, build.txt.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/multi_gpu.sh
+#   MG_PROGRAMS (run.py --programs: tp tp_graph ddp), MG_REPLAY (run.py --replay), MG_HELD_OPS:
+#   within one 600 s call, e.g. MG_HELD_OPS=all_reduce MG_PROGRAMS=tp_graph MG_REPLAY=tp_graph
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -47,5 +49,6 @@ for op in all_reduce all_gather reduce_scatter broadcast send_recv; do
 	printf '%-16s ' "$op"; timeout ${MG_CHECK_S:-90} "$kj" sweep "/tmp/kj_rf_$op.yml" --gpus 2 2>&1 | tail -1
 done | tee -a "$OUT/build.txt"
 timeout ${MG_BENCH_S:-470} python3 bench/multi_gpu/run.py --kjoule "$kj" --work /tmp/kj_multi_gpu --log-dir "$OUT" \
-	--gpus 2 --layers "${LAYERS:-8}" ${MG_HELD_OPS:+--held-ops $MG_HELD_OPS} -o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
+	--gpus 2 --layers "${LAYERS:-8}" ${MG_HELD_OPS:+--held-ops $MG_HELD_OPS} ${MG_PROGRAMS:+--programs $MG_PROGRAMS} \
+	${MG_REPLAY:+--replay $MG_REPLAY} -o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
 echo "exit ${PIPESTATUS[0]}"
