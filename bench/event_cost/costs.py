@@ -25,16 +25,11 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
+from capture_pairs import quartiles  # noqa: E402  (one copy)
+
 KINDS = ("kernel", "nvtx", "graph", "host")
 SETTINGS = ("full_trace", "no_params", "cupti_only", "capture_inside", "capture_late")
-
-
-def quartiles(xs):
-    xs = sorted(xs)
-    if len(xs) < 4:
-        return [xs[0], xs[-1]] if xs else [None, None]
-    q = statistics.quantiles(xs, n=4)
-    return [q[0], q[2]]
 
 
 def paired(a, b):

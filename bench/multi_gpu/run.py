@@ -23,6 +23,7 @@ held-out figures, bus bandwidth, programs) kept, analysis_command/date/version r
 import argparse
 import csv
 import datetime
+import functools
 import glob
 import json
 import os
@@ -169,8 +170,10 @@ def reanalyze(a, kj):
     return res
 
 
+@functools.lru_cache(maxsize=None)
 def grid_config():
-    """bench/predict_step/run.py's sweep config of a small grid around a model's shape (one copy)."""
+    """bench/predict_step/run.py's sweep config of a small grid around a model's shape (one copy),
+    its module loaded once."""
     import importlib.util
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "predict_step", "run.py")
     spec = importlib.util.spec_from_file_location("predict_step_run", path)

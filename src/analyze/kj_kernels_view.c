@@ -25,14 +25,6 @@ int kj_kernels_select(const struct kj_kernel_report *r, const char *tier, long t
 	return 0;
 }
 
-/* Stops the walk at the first replay_energy row (1). */
-static int first_energy_row(void *ud, const struct kj_store_a_replay_energy *e)
-{
-	(void)ud;
-	(void)e;
-	return 1;
-}
-
 int kj_kernels_extras_read(sqlite3 *db, struct kj_kernels_extras *x)
 {
 	int recorded = 0, rc;
@@ -45,7 +37,7 @@ int kj_kernels_extras_read(sqlite3 *db, struct kj_kernels_extras *x)
 	}
 	/* compare only where some kernel was replayed with energy: on a large run it costs
 	 * several times the kernel table itself */
-	if (kj_store_a_replay_energy_each(db, first_energy_row, NULL) != 1)
+	if (!kj_store_a_has_replay_energy(db))
 		return 0;
 	struct kj_compare_opts co = {.skip = -1, .top = 10, .quiet = 1};
 	struct kj_compare *cmp = NULL;

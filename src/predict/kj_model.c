@@ -28,7 +28,7 @@ static int set_key(struct kj_model_spec *m, const char *k, const char *val, char
 				snprintf(msg, len, "'%s' is not a positive integer", val);
 				return -1;
 			}
-			if ((i == 6 || i == 7) && x > 65536) {
+			if ((!strcmp(k, "tp") || !strcmp(k, "dp")) && x > 65536) { /* GPU counts */
 				snprintf(msg, len, "%lld GPUs is more than kjoule models (65536)", x);
 				return -1;
 			}

@@ -72,13 +72,19 @@ static const struct kj_kernel_energy *energy_of(const struct kj_kernels_extras *
 	return bsearch(&key, x->energies, x->n_energies, sizeof(key), by_energy_id);
 }
 
-/* One energy figure (mJ) into buf: four decimals, or "-" when not known (< 0). */
-static void fmt_mj(char *buf, size_t len, double mj)
+/* An energy figure is known when it is finite and not negative (compare's -1: none). */
+static int mj_known(double mj)
 {
-	if (mj >= 0 && isfinite(mj))
+	return mj >= 0 && isfinite(mj);
+}
+
+/* One energy figure (mJ) into buf: four decimals, or unknown when not known. */
+static void fmt_mj(char *buf, size_t len, double mj, const char *unknown)
+{
+	if (mj_known(mj))
 		snprintf(buf, len, "%.4f", mj);
 	else
-		snprintf(buf, len, "-");
+		snprintf(buf, len, "%s", unknown);
 }
 
 void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj_kernel_stat **rows,
@@ -110,8 +116,8 @@ void kj_kernels_print_table(FILE *f, const struct kj_kernel_report *r, struct kj
 			   mx, 100.0 * s->share_of_busy);
 		if (energy) {
 			const struct kj_kernel_energy *e = energy_of(x, s);
-			fmt_mj(alone, sizeof(alone), e ? e->predicted_mj : -1);
-			fmt_mj(insitu, sizeof(insitu), e ? e->in_situ_mj : -1);
+			fmt_mj(alone, sizeof(alone), e ? e->predicted_mj : -1, "-");
+			fmt_mj(insitu, sizeof(insitu), e ? e->in_situ_mj : -1, "-");
 			fprintf(f, "%10s %10s ", alone, insitu);
 		}
 		fprintf(f, "%-13s %-13s %s\n", g, b, name);
@@ -152,7 +158,7 @@ static const char *kind_name(enum kj_activity_kind k)
 
 void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n, const struct kj_kernels_extras *x)
 {
-	char a[32], b[32], c[32], g[64], bl[64];
+	char a[32], b[32], c[32], g[64], bl[64], alone[32], insitu[32];
 	fprintf(f, "kind,tier,count,total_us,mean_us,min_us,max_us,share_of_busy,grid,block,shmem,"
 	           "shmem_static,registers,shmem_executed,carveout,unique_id,key,keyed_by,bytes,copy_kind,name,"
 	           "demangled,energy_predicted_mj_per_launch,energy_in_situ_mj_per_launch\n");
@@ -183,12 +189,9 @@ void kj_kernels_print_csv(FILE *f, struct kj_kernel_stat **rows, size_t n, const
 		csv_field(f, s->name, 0);
 		csv_field(f, s->demangled, 0);
 		const struct kj_kernel_energy *e = energy_of(x, s);
-		if (e && e->predicted_mj >= 0 && isfinite(e->predicted_mj))
-			fprintf(f, "%.4f", e->predicted_mj);
-		fputc(',', f);
-		if (e && e->in_situ_mj >= 0 && isfinite(e->in_situ_mj))
-			fprintf(f, "%.4f", e->in_situ_mj);
-		fputc('\n', f);
+		fmt_mj(alone, sizeof(alone), e ? e->predicted_mj : -1, "");
+		fmt_mj(insitu, sizeof(insitu), e ? e->in_situ_mj : -1, "");
+		fprintf(f, "%s,%s\n", alone, insitu);
 	}
 }
 
@@ -243,23 +246,21 @@ static json_t *clock_json(const struct kj_clock_window *w, size_t nw, int64_t un
 	return o;
 }
 
-/* A kernel's energy per launch, predicted and in situ (compare's), as JSON numbers or nulls. */
-static void energy_json(json_t *o, const struct kj_kernel_energy *e, size_t ne, int64_t unique_id)
+/* A kernel's energy per launch, predicted and in situ (compare's; k from energy_of), as JSON
+ * numbers or nulls. */
+static void energy_json(json_t *o, const struct kj_kernel_energy *k)
 {
-	struct kj_kernel_energy key = {.unique_id = unique_id};
-	const struct kj_kernel_energy *k = ne ? bsearch(&key, e, ne, sizeof(*e), by_energy_id) : NULL;
 	json_object_set_new(o, "energy_predicted_mj_per_launch",
-			    k && k->predicted_mj >= 0 ? jreal(k->predicted_mj, 1e4) : json_null());
+			    k && mj_known(k->predicted_mj) ? jreal(k->predicted_mj, 1e4) : json_null());
 	json_object_set_new(o, "energy_in_situ_mj_per_launch",
-			    k && k->in_situ_mj >= 0 ? jreal(k->in_situ_mj, 1e4) : json_null());
+			    k && mj_known(k->in_situ_mj) ? jreal(k->in_situ_mj, 1e4) : json_null());
 }
 
 int kj_kernels_print_jsonl(FILE *f, struct kj_kernel_stat **rows, size_t n,
 			   const struct kj_kernels_extras *x)
 {
 	const struct kj_clock_window *w = x->windows;
-	const struct kj_kernel_energy *e = x->energies;
-	size_t nw = x->n_windows, ne = x->n_energies;
+	size_t nw = x->n_windows;
 	for (size_t i = 0; i < n; i++) {
 		const struct kj_kernel_stat *s = rows[i];
 		json_t *o = json_object();
@@ -292,7 +293,7 @@ int kj_kernels_print_jsonl(FILE *f, struct kj_kernel_stat **rows, size_t n,
 		json_object_set_new(o, "copy_kind", jstr(s->copy_kind));
 		json_object_set_new(o, "replay_energy_clock",
 				    s->kind == KJ_ACT_KERNEL && s->unique_id >= 0 ? clock_json(w, nw, s->unique_id) : json_null());
-		energy_json(o, e, ne, s->kind == KJ_ACT_KERNEL ? s->unique_id : -1);
+		energy_json(o, energy_of(x, s));
 		text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 		json_decref(o);
 		if (!text)

@@ -67,6 +67,11 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
 	return rc;
 }
 
+int kj_store_a_has_replay_energy(sqlite3 *db)
+{
+	return kj_db_has_row(db, "SELECT 1 FROM replay_energy WHERE energy_mj_per_launch >= 0 LIMIT 1");
+}
+
 int kj_store_a_replay_energy_cold_each(sqlite3 *db,
 				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double unc_mj,
 						 double ns_per_launch),

@@ -42,12 +42,10 @@ struct kj_store_a_replay_energy {
 int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct kj_store_a_replay_energy *e),
 				  void *ud);
 
-/**
- * @brief Every replay_energy_cold row with a positive energy per launch: unique_id, energy
- *        (mJ per launch), its uncertainty (mJ per launch; < 0 where NULL) and time (ns per
- *        launch; 0 where NULL). Needs the table
- *        (kj_db_caps()->replay_energy_cold). @return 0, the callback's return, KJ_EDB.
- */
+/** @brief 1 when some kernel was replayed with energy (a replay_energy row that
+ *  kj_store_a_replay_energy_each gives), 0 otherwise (runs never replayed included). */
+int kj_store_a_has_replay_energy(sqlite3 *db);
+
 /**
  * @brief Every replay_energy_b2b row with a positive time and clock: unique_id, time per launch
  *        (ns) and mean SM clock (MHz) of the back-to-back window a paced one replaced. The table
@@ -55,6 +53,12 @@ int kj_store_a_replay_energy_each(sqlite3 *db, int (*fn)(void *ud, const struct 
  */
 int kj_store_a_replay_energy_b2b_each(sqlite3 *db, int (*fn)(void *ud, int64_t unique_id, double ns, double mhz),
 				      void *ud);
+/**
+ * @brief Every replay_energy_cold row with a positive energy per launch: unique_id, energy
+ *        (mJ per launch), its uncertainty (mJ per launch; < 0 where NULL) and time (ns per
+ *        launch; 0 where NULL). Needs the table
+ *        (kj_db_caps()->replay_energy_cold). @return 0, the callback's return, KJ_EDB.
+ */
 int kj_store_a_replay_energy_cold_each(sqlite3 *db,
 				       int (*fn)(void *ud, int64_t unique_id, double energy_mj, double unc_mj,
 						 double ns_per_launch),
