@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--inside", type=int, metavar="FIRST",
                     help="also a window that opens at instance FIRST and stays open (inside the window),"
                          " CUPTI's activity records alone (KJOULE_COST_STUDY=1024) and --no-params")
+    ap.add_argument("--leave-out", nargs="*", default=[], metavar="NAME",
+                    help="contestants not run (plain and capture_late always are), e.g. full_trace no_params")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -76,6 +78,10 @@ def main():
         contestants["capture_inside"] = db("inside") + ["--capture", f"{name}@{a.inside}:100000000", "--"] + cmd
         contestants["no_params"] = db("np") + ["--no-params", "--"] + cmd
         contestants["cupti_only"] = ["env", "KJOULE_COST_STUDY=1024"] + db("act") + ["--no-params", "--"] + cmd
+    for k in a.leave_out:
+        if k in ("plain", "capture_late") or k not in contestants:
+            ap.error(f"--leave-out {k}: not a contestant that can be left out ({', '.join(list(contestants)[2:])})")
+        del contestants[k]
     walls = {k: [] for k in contestants}
     failed = {k: 0 for k in contestants}
 
@@ -86,7 +92,7 @@ def main():
         for k in [c for c in contestants if c != "plain"]:
             r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
             ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
-        if ratios["capture_late"]["median"] and ratios["full_trace"]["median"]:
+        if ratios["capture_late"]["median"] and (ratios.get("full_trace") or {}).get("median"):
             r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
             ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
         # inside the window against CUPTI's floor: kjoule's own cost where it traces

@@ -16,16 +16,18 @@ tmp=$(mktemp -d)
 s=${CHB_S:-400}
 read -r gj gd <<<"${CHB_GPUS:-0 1}"
 only=${CHB_ONLY:-}
+leave=()
+[ -n "${CHB_LEAVE_OUT:-}" ] && leave=(--leave-out ${CHB_LEAVE_OUT})
 [ "$only" = decode ] && gd=$gj
 pj= pd=
 export PYTHONUNBUFFERED=1 # each run said as it ends: a call cut short still shows its rounds
 mkdir -p "$tmp/j" "$tmp/d"
 [ "$only" != decode ] && CUDA_VISIBLE_DEVICES=$gj timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step \
-	--capture step@1000000:20 --inside 3 --metric median_ms --seconds "$s" --timeout 80 --tmp "$tmp/j" \
+	--capture step@1000000:20 --inside 3 --metric median_ms --seconds "$s" --timeout 80 --tmp "$tmp/j" "${leave[@]}" \
 	-o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 400 >"$OUT/capture_pairs_jax.log" 2>&1 &
 [ "$only" != decode ] && pj=$!
 [ "$only" != jax ] && CUDA_VISIBLE_DEVICES=$gd timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled \
-	--capture request@1000000:20 --inside 3 --metric ms_per_request --seconds "$s" --timeout 120 --tmp "$tmp/d" \
+	--capture request@1000000:20 --inside 3 --metric ms_per_request --seconds "$s" --timeout 120 --tmp "$tmp/d" "${leave[@]}" \
 	-o "$OUT/capture_pairs_decode.json" -- python3 examples/hf_decode.py --requests 8 --warmup 2 >"$OUT/capture_pairs_decode.log" 2>&1 &
 [ "$only" != jax ] && pd=$!
 wait $pj $pd

@@ -47,7 +47,9 @@ int kj_store_a_top_ranges_each(sqlite3 *db, int64_t pid,
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
-	if (kj_db_prepare(db, "WITH u AS (SELECT pid, tid, start_ns FROM nvtx_range WHERE end_ns IS NULL"
+	/* u, the ranges never closed, is made once (MATERIALIZED): left a view, SQLite read the whole
+	 * table again for each nested range, and 40,000 NVTX ranges inside 20 steps took 100 s */
+	if (kj_db_prepare(db, "WITH u AS MATERIALIZED (SELECT pid, tid, start_ns FROM nvtx_range WHERE end_ns IS NULL"
 			      " AND start_ns IS NOT NULL) SELECT coalesce(domain, ''), name, start_ns, end_ns"
 			      " FROM nvtx_range r WHERE name IS NOT NULL AND name <> '' AND start_ns IS NOT NULL"
 			      " AND end_ns IS NOT NULL AND end_ns >= start_ns AND (?1 < 0 OR pid = ?1) AND"

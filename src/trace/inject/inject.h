@@ -111,10 +111,9 @@ static inline int kj_recording_now(void)
 /** Read KJOULE_CAPTURE (before the activity kinds and callbacks start): a bad value is a problem
  *  of the run and everything is traced. @return 1 when a capture range is set. */
 int kj_capture_init(void);
-/** Enable the callbacks the capture range needs (NVTX ranges, or cu/cudaProfilerStart/Stop). */
+/** Enable the callbacks a cuda-profiler-api range needs (cu/cudaProfilerStart/Stop); an NVTX range
+ *  is followed by kjoule's NVTX hooks (inject_nvtx.h). */
 void kj_capture_subscribe(CUpti_SubscriberHandle sub);
-/** An NVTX callback: instances of the range counted, the window opened and closed. */
-void kj_capture_nvtx(CUpti_CallbackId id, const void *data);
 /** A cu/cudaProfilerStart or Stop call (cuda-profiler-api): @return 1 when it was one. */
 int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb);
 /** At exit: instances still open written with end 0; an open window closed (KJ_WINDOW_AT_EXIT). */

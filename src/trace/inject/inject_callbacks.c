@@ -82,10 +82,6 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		kj_handle_resource(id, data);
 		return;
 	}
-	if (domain == CUPTI_CB_DOMAIN_NVTX) {
-		kj_capture_nvtx(id, data);
-		return;
-	}
 	const CUpti_CallbackData *cb = data;
 	int recording = kj_recording_now();
 	if (kj_capture_profiler_call(domain, id, cb))

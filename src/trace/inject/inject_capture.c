@@ -4,17 +4,17 @@
  * it ends (KJ_REC_ITER_MARK). The window opens at the start of instance FIRST of the NVTX range
  * NAME (counted from 0) and closes at the end of instance FIRST+COUNT-1, or spans the first
  * cudaProfilerStart .. cudaProfilerStop; KJ_REC_WINDOW records say when. NVTX ranges are followed
- * through CUPTI's NVTX callbacks (kjoule's NVTX injection hands NVTX to CUPTI), per thread and per
- * domain: an instance is a range named NAME that is not inside another NAME on its stack. */
+ * through kjoule's own NVTX hooks (inject_nvtx.c), per thread and per domain: an instance is a
+ * range named NAME that is not inside another NAME on its stack. */
 #define _GNU_SOURCE
 #include <cupti.h>
-#include <generated_nvtx_meta.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "inject.h"
+#include "inject_nvtx.h"
 #include "kj_capture_spec.h"
 
 int kj_recording = 1;
@@ -56,18 +56,42 @@ static int profiler_slot = -1; /* the cudaProfilerStart..Stop window open now */
 static const void *reg_names[REG_MAX];
 static int nreg;
 
-int kj_capture_init(void)
+static pthread_once_t parse_once = PTHREAD_ONCE_INIT;
+static int parse_failed;
+static char parse_why[300];
+static int nvtx_ready; /* the NVTX hooks count instances from here on (kj_capture_init) */
+
+static void parse(void)
 {
 	const char *text = getenv("KJOULE_CAPTURE");
-	char why[300];
-	if (!text || !*text)
-		return 0;
-	if (kj_capture_parse(text, &spec, why, sizeof(why)) != 0) {
-		kj_spool_problem("KJOULE_CAPTURE ignored, everything traced: %s", why);
+	if (text && *text && kj_capture_parse(text, &spec, parse_why, sizeof(parse_why)) != 0)
+		parse_failed = 1;
+}
+
+int kj_capture_wants_nvtx(void)
+{
+	pthread_once(&parse_once, parse);
+	return spec.mode == KJ_CAPTURE_NVTX;
+}
+
+int kj_capture_nvtx_on(void)
+{
+	return __atomic_load_n(&nvtx_ready, __ATOMIC_ACQUIRE);
+}
+
+int kj_capture_init(void)
+{
+	pthread_once(&parse_once, parse);
+	if (parse_failed) {
+		kj_spool_problem("KJOULE_CAPTURE ignored, everything traced: %s", parse_why);
 		return 0;
 	}
+	if (spec.mode == KJ_CAPTURE_NONE)
+		return 0;
 	name_sid = kj_spool_string(spec.mode == KJ_CAPTURE_NVTX ? spec.name : KJ_CAPTURE_PROFILER_TEXT);
 	kj_recording = 0;
+	if (spec.mode == KJ_CAPTURE_NVTX)
+		__atomic_store_n(&nvtx_ready, 1, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -174,17 +198,17 @@ static void instance_end(int slot, int64_t t, int closes_window)
 	pthread_mutex_unlock(&lock);
 }
 
-static int is_name(const char *s)
+int kj_capture_named(const char *s)
 {
 	return s && s[0] == spec.name[0] && !strcmp(s, spec.name);
 }
 
-static int attr_is_name(const nvtxEventAttributes_t *a)
+int kj_capture_attr_named(const nvtxEventAttributes_t *a)
 {
 	if (!a)
 		return 0;
 	if (a->messageType == NVTX_MESSAGE_TYPE_ASCII)
-		return is_name(a->message.ascii);
+		return kj_capture_named(a->message.ascii);
 	if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED)
 		for (int i = 0; i < __atomic_load_n(&nreg, __ATOMIC_ACQUIRE); i++)
 			if (reg_names[i] == (const void *)a->message.registered)
@@ -207,7 +231,7 @@ static struct dstack *stack_of(const void *domain)
 	return s;
 }
 
-static void push(const void *domain, int named)
+void kj_capture_push(const void *domain, int named)
 {
 	struct dstack *s = stack_of(domain);
 	if (!s)
@@ -219,7 +243,7 @@ static void push(const void *domain, int named)
 	s->depth++;
 }
 
-static void pop(const void *domain)
+void kj_capture_pop(const void *domain)
 {
 	struct dstack *s = stack_of(domain);
 	if (!s || s->depth == 0)
@@ -232,14 +256,17 @@ static void pop(const void *domain)
 	}
 }
 
-static void range_start(int named, const void *ret)
+int kj_capture_range_open(int named)
 {
-	if (!named)
+	return named ? instance_begin(kj_now_ns(), 1) : -1;
+}
+
+void kj_capture_range_tie(int slot, uint64_t id)
+{
+	if (slot < 0)
 		return;
-	int slot = instance_begin(kj_now_ns(), 1);
-	uint64_t id = ret ? *(const nvtxRangeId_t *)ret : 0;
 	pthread_mutex_lock(&lock);
-	for (int i = 0; i < SE_MAX && slot >= 0; i++)
+	for (int i = 0; i < SE_MAX; i++)
 		if (!se_tab[i].id) {
 			se_tab[i].id = id ? id : UINT64_MAX;
 			se_tab[i].slot = slot;
@@ -248,7 +275,7 @@ static void range_start(int named, const void *ret)
 	pthread_mutex_unlock(&lock);
 }
 
-static void range_end(uint64_t id)
+void kj_capture_range_end(uint64_t id)
 {
 	int slot = -1;
 	pthread_mutex_lock(&lock);
@@ -262,64 +289,14 @@ static void range_end(uint64_t id)
 	instance_end(slot, kj_now_ns(), 1);
 }
 
-void kj_capture_nvtx(CUpti_CallbackId id, const void *data)
+void kj_capture_string_registered(const void *handle)
 {
-	const CUpti_NvtxData *d = data;
-	const void *p = d ? d->functionParams : NULL;
-	if (spec.mode != KJ_CAPTURE_NVTX || !p)
-		return;
-	switch (id) {
-	case CUPTI_CBID_NVTX_nvtxRangePushA:
-		push(NULL, is_name(((const nvtxRangePushA_params *)p)->message));
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangePushW:
-		push(NULL, 0);
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangePushEx:
-		push(NULL, attr_is_name(((const nvtxRangePushEx_params *)p)->eventAttrib));
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangePop:
-		pop(NULL);
-		break;
-	case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
-		const nvtxDomainRangePushEx_params *q = p;
-		push(q->domain, attr_is_name(q->core.eventAttrib));
-		break;
+	pthread_mutex_lock(&lock);
+	if (nreg < REG_MAX) {
+		reg_names[nreg] = handle;
+		__atomic_store_n(&nreg, nreg + 1, __ATOMIC_RELEASE);
 	}
-	case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-		pop(((const nvtxDomainRangePop_params *)p)->domain);
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangeStartA:
-		range_start(is_name(((const nvtxRangeStartA_params *)p)->message), d->functionReturnValue);
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-		range_start(attr_is_name(((const nvtxRangeStartEx_params *)p)->eventAttrib), d->functionReturnValue);
-		break;
-	case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-		range_start(attr_is_name(((const nvtxDomainRangeStartEx_params *)p)->core.eventAttrib),
-			    d->functionReturnValue);
-		break;
-	case CUPTI_CBID_NVTX_nvtxRangeEnd:
-		range_end(((const nvtxRangeEnd_params *)p)->id);
-		break;
-	case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-		range_end(((const nvtxDomainRangeEnd_params *)p)->core.id);
-		break;
-	case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA: {
-		const nvtxDomainRegisterStringA_params *q = p;
-		if (is_name(q->string) && d->functionReturnValue) {
-			pthread_mutex_lock(&lock);
-			if (nreg < REG_MAX) {
-				reg_names[nreg] = *(const void *const *)d->functionReturnValue;
-				__atomic_store_n(&nreg, nreg + 1, __ATOMIC_RELEASE);
-			}
-			pthread_mutex_unlock(&lock);
-		}
-		break;
-	}
-	default:
-		break;
-	}
+	pthread_mutex_unlock(&lock);
 }
 
 int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
@@ -362,27 +339,12 @@ int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, c
 
 void kj_capture_subscribe(CUpti_SubscriberHandle sub)
 {
-	static const CUpti_CallbackId nvtx_ids[] = {
-		CUPTI_CBID_NVTX_nvtxRangePushA,        CUPTI_CBID_NVTX_nvtxRangePushW,
-		CUPTI_CBID_NVTX_nvtxRangePushEx,       CUPTI_CBID_NVTX_nvtxRangePop,
-		CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,
-		CUPTI_CBID_NVTX_nvtxRangeStartA,       CUPTI_CBID_NVTX_nvtxRangeStartEx,
-		CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
-		CUPTI_CBID_NVTX_nvtxDomainRangeEnd,    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
-	};
-	if (spec.mode == KJ_CAPTURE_NVTX) {
-		for (size_t i = 0; i < sizeof(nvtx_ids) / sizeof(nvtx_ids[0]); i++)
-			if (cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_NVTX, nvtx_ids[i]) != CUPTI_SUCCESS) {
-				kj_spool_problem("--capture %s: CUPTI refused the NVTX callbacks: the window "
-						 "never opens", spec.name);
-				break;
-			}
-	} else if (spec.mode == KJ_CAPTURE_PROFILER) {
-		cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-		cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
-		cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-		cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-	}
+	if (spec.mode != KJ_CAPTURE_PROFILER)
+		return; /* NVTX ranges: kjoule's NVTX hooks (inject_nvtx.c), not CUPTI's NVTX callbacks */
+	cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+	cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+	cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+	cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
 }
 
 void kj_capture_at_exit(void)

@@ -1,8 +1,7 @@
 /* Entry points of the injection library: InitializeInjection (CUDA_INJECTION64_PATH) and the
- * NVTX injection hooks, which forward to CUPTI's so NVTX ranges reach CUPTI's MARKER activity. */
+ * NVTX's injection entry points are in inject_nvtx.c. */
 #define _GNU_SOURCE
 #include <cupti.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,23 +131,3 @@ KJ_EXPORT int InitializeInjection(void)
 	return 1;
 }
 
-/* NVTX_INJECTION64_PATH may name this library too: hand NVTX over to CUPTI's hooks. */
-static void *cupti_symbol(const char *name)
-{
-	void *h = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libcupti.so", RTLD_LAZY | RTLD_NOLOAD);
-	return h ? dlsym(h, name) : NULL;
-}
-
-KJ_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
-{
-	int (*fn)(void *) = (int (*)(void *))cupti_symbol("InitializeInjectionNvtx2");
-	return fn ? fn(get_export_table) : 0;
-}
-
-KJ_EXPORT int InitializeInjectionNvtx(void *get_export_table)
-{
-	int (*fn)(void *) = (int (*)(void *))cupti_symbol("InitializeInjectionNvtx");
-	return fn ? fn(get_export_table) : 0;
-}
