@@ -3,7 +3,8 @@
 # host read of a device scalar), from bench/event_cost's loops run untraced and traced, whole runs
 # alternating in a new order each round (bench/trace_overhead/capture_pairs.py: untraced; capture
 # window never opened; window open from the fourth block; defaults; --no-params; CUPTI's records
-# alone), then bench/event_cost/costs.py into $OUT/trace_event_costs.json. With the JAX step's own
+# alone; each kind's result in $OUT/event_KIND.json as its rounds end), then bench/event_cost/costs.py
+# into $OUT/trace_event_costs.json. With the JAX step's own
 # pairs (scripts/gpu/capture_hostbound.sh's capture_pairs_jax.json) in EC_PAIRS_DIR, its step's
 # breakdown by kind against its measured cost as well.
 #   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 2000), EC_PAIRS_DIR
@@ -21,9 +22,9 @@ for k in kernel nvtx graph host; do
 	[ $k = host ] && n=$((n / 4)) # each waits for its copy: a block of the same length
 	timeout $((s + 120)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name "event_$k" \
 		--capture step@1000000:20 --inside 3 --metric us_per_event --seconds "$s" --timeout 60 --tmp "$tmp" \
-		-o "$tmp/event_$k.json" -- "$prog" "$k" "$n" 40 >"$tmp/event_$k.log" 2>&1
+		-o "$OUT/event_$k.json" -- "$prog" "$k" "$n" 40 >"$tmp/event_$k.log" 2>&1
 	tail -n 1 "$tmp/event_$k.log"
-	[ -f "$tmp/event_$k.json" ] && files+=("$tmp/event_$k.json")
+	[ -f "$OUT/event_$k.json" ] && files+=("$OUT/event_$k.json")
 done
 progs=()
 # events per step of the JAX step (examples/jax_step.py, as traced: 13 kernels, 18 NVTX ranges and
