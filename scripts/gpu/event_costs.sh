@@ -27,9 +27,9 @@ for k in kernel nvtx graph host; do
 	[ -f "$OUT/event_$k.json" ] && files+=("$OUT/event_$k.json")
 done
 progs=()
-# events per step of the JAX step (examples/jax_step.py, as traced: 13 kernels, 18 NVTX ranges and
-# one graph launch a step); the decode loop's counts per request are read off its run before they
-# are added here
+# events per step of the JAX step (examples/jax_step.py, as traced: one graph launch running 13
+# kernels as graph nodes, so no kernel launch call of their own, and 18 NVTX ranges); the decode
+# loop's counts per request are read off its run before they are added here
 pd=${EC_PAIRS_DIR:-}
-[ -n "$pd" ] && [ -f "$pd/capture_pairs_jax.json" ] && progs+=(--program "jax_step:kernel=13,nvtx=18,graph=1,host=0:$pd/capture_pairs_jax.json")
+[ -n "$pd" ] && [ -f "$pd/capture_pairs_jax.json" ] && progs+=(--program "jax_step:kernel=0,nvtx=18,graph=1,host=0:$pd/capture_pairs_jax.json")
 [ ${#files[@]} -gt 0 ] && python3 bench/event_cost/costs.py "${files[@]}" "${progs[@]}" -o "$OUT/trace_event_costs.json"
