@@ -154,6 +154,8 @@ uint32_t kj_thread_id(void);
 #include <cupti.h>
 /** Turn the callbacks of graph launch/instantiate/upload, copies and memsets on or off. */
 int kj_issue_enable(CUpti_SubscriberHandle sub, int on);
+/** The same but for graph instantiations, which outside a --capture window are still followed. */
+int kj_issue_enable_window(CUpti_SubscriberHandle sub, int on);
 /** A table over the driver's callback ids: of_name(the id's CUPTI name) for each (calloc'd; NULL
  *  when out of memory). */
 uint8_t *kj_driver_cbid_table(int (*of_name)(const char *name));

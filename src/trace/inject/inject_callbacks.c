@@ -14,6 +14,8 @@
 
 static __thread uint64_t tl_node;
 static __thread int tl_in_launch;
+static uint8_t *capture_call; /* --capture: per driver id, 1 cuStreamBeginCapture*, 2 cuStreamEndCapture* */
+static void on_stream_capture(CUpti_CallbackId id, const CUpti_CallbackData *cb);
 
 /* A launch into a capturing stream made graph node nid (GRAPHNODE_CREATED inside the launch). */
 void kj_launch_node_created(uint64_t nid)
@@ -91,6 +93,10 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		kj_api_record(domain, id, cb);
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
+	if (capture_call && id < CUPTI_DRIVER_TRACE_CBID_SIZE && capture_call[id]) {
+		on_stream_capture(id, cb);
+		return;
+	}
 	if (is_launch(id)) {
 		if (cb->callbackSite == CUPTI_API_ENTER) {
 			tl_in_launch = 1;
@@ -136,17 +142,20 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 
 static CUpti_SubscriberHandle subscriber;
 
-/* The driver calls kjoule always follows: launches, mappings, events, memsets, the generic
- * node maker (conditional nodes' bodies) and module loads (which module a function came from). */
-static const CUpti_CallbackId driver_ids[] = {
+/* The driver calls kjoule follows, in three sets. Launches: parameters, and graph nodes made by a
+ * launch into a capturing stream. Window calls: event records and waits, memsets' destinations
+ * (with inject_issue.c's graph launches and uploads, copies and memsets) -- records that only a
+ * --capture window keeps. Always: mappings, the generic node maker (conditional nodes' bodies) and
+ * module loads (which module a function came from), which later iterations need. */
+static const CUpti_CallbackId launch_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-	CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+};
+static const CUpti_CallbackId window_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuEventRecord,
 	CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags,
@@ -165,6 +174,10 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
 	CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+};
+static const CUpti_CallbackId always_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+	CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphConditionalHandleCreate,
@@ -173,6 +186,21 @@ static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
 	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
 };
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int in_ids(const CUpti_CallbackId *ids, size_t n, CUpti_CallbackId id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
+}
+
+static void enable_ids(const CUpti_CallbackId *ids, size_t n, int on)
+{
+	for (size_t i = 0; i < n; i++)
+		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
+}
 
 /* --snapshot follows its own copies, to know their correlation */
 static int snapshot_copy_id(CUpti_CallbackId id)
@@ -182,12 +210,9 @@ static int snapshot_copy_id(CUpti_CallbackId id)
 
 static int is_base_driver_id(CUpti_CallbackId id)
 {
-	if (kj_issue_op(id))
-		return 1;
-	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
-		if (driver_ids[i] == id)
-			return 1;
-	return snapshot_copy_id(id);
+	return kj_issue_op(id) || in_ids(launch_ids, COUNT(launch_ids), id) ||
+	       in_ids(window_ids, COUNT(window_ids), id) || in_ids(always_ids, COUNT(always_ids), id) ||
+	       snapshot_copy_id(id);
 }
 
 /* Switches the API-record callbacks of `bits` (KJ_API_*) on or off; the driver calls kjoule
@@ -222,13 +247,79 @@ static const CUpti_CallbackId resource_ids[] = {
 /* The callbacks every trace has: launches, mappings, events, memsets, modules, graph nodes. */
 static void set_base_callbacks(int on)
 {
-	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
-		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
+	enable_ids(launch_ids, COUNT(launch_ids), on);
+	enable_ids(window_ids, COUNT(window_ids), on);
+	enable_ids(always_ids, COUNT(always_ids), on);
 	for (size_t i = 0; i < sizeof(resource_ids) / sizeof(resource_ids[0]); i++)
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_ids[i]);
 	kj_issue_enable(subscriber, on);
 	if (snapshot_copy_id(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
 		cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+}
+
+/* ---- --capture: outside the window, CUPTI's dispatch is spared where nothing is kept ----
+ * An enabled callback costs the program's thread CUPTI's dispatch (about a microsecond on an H200,
+ * bench/results/trace_event_costs.json) even when kjoule keeps nothing. Outside the window the
+ * window calls are off, and the launches are on only while a stream is being captured (a launch
+ * then makes a graph node whose parameters a graph launched in the window runs; a node made while
+ * they are off is read at instantiation, as a node added by hand). */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static int callbacks_open = 1;  /* the window's callbacks are on (always without --capture) */
+static int streams_capturing;   /* stream captures begun and not yet ended */
+
+static int capture_call_of_name(const char *name)
+{
+	if (!name)
+		return 0;
+	return !strncmp(name, "cuStreamBeginCapture", 20) ? 1 : !strncmp(name, "cuStreamEndCapture", 18) ? 2 : 0;
+}
+
+/* Under window_lock: the window's callbacks, and the launches, as the window and captures want. */
+static void apply_window(void)
+{
+	enable_ids(window_ids, COUNT(window_ids), callbacks_open);
+	kj_issue_enable_window(subscriber, callbacks_open);
+	if (snapshot_copy_id(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
+		cuptiEnableCallback(callbacks_open, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+				    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+	enable_ids(launch_ids, COUNT(launch_ids), callbacks_open || streams_capturing > 0);
+}
+
+/* A stream capture began or ended (at the call's exit): counted, the launches switched with it.
+ * An end that fails because the capture broke (CUDA_ERROR_STREAM_CAPTURE_*) ends it too. */
+static void on_stream_capture(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	CUresult r = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
+	if (cb->callbackSite != CUPTI_API_EXIT)
+		return;
+	pthread_mutex_lock(&window_lock);
+	int before = streams_capturing;
+	if (capture_call[id] == 1 && r == CUDA_SUCCESS)
+		streams_capturing++;
+	else if (capture_call[id] == 2 && streams_capturing > 0 &&
+		 (r == CUDA_SUCCESS ||
+		  (r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)))
+		streams_capturing--;
+	if (!callbacks_open && (before > 0) != (streams_capturing > 0))
+		enable_ids(launch_ids, COUNT(launch_ids), streams_capturing > 0);
+	pthread_mutex_unlock(&window_lock);
+}
+
+/* --capture at start (the window closed): captures followed, the window's callbacks off. */
+static void start_window_callbacks(void)
+{
+	capture_call = kj_driver_cbid_table(capture_call_of_name);
+	if (!capture_call) {
+		kj_spool_problem("--capture: out of memory: the callbacks stay on outside the window");
+		return;
+	}
+	for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+		if (capture_call[id])
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+	pthread_mutex_lock(&window_lock);
+	callbacks_open = 0;
+	apply_window();
+	pthread_mutex_unlock(&window_lock);
 }
 
 /* Cost studies only (bench/api_cost/api_toggle.py, bench/trace_overhead/turn_worker.py, through
@@ -286,6 +377,8 @@ int kj_callbacks_start(void)
 	set_base_callbacks(1);
 	set_api_callbacks(kj_cfg.api, kj_recording_now());
 	kj_capture_subscribe(subscriber);
+	if (!kj_recording_now())
+		start_window_callbacks();
 	/* cost studies of programs that cannot call kjoule_cost_study_set_api themselves (JAX, compiled
 	 * loops; bench/trace_overhead/capture_pairs.py): KJOULE_COST_STUDY=BITS holds for the whole run */
 	const char *study = getenv("KJOULE_COST_STUDY");
@@ -296,6 +389,12 @@ int kj_callbacks_start(void)
 
 void kj_callbacks_window(int open)
 {
+	if (subscriber && capture_call) {
+		pthread_mutex_lock(&window_lock);
+		callbacks_open = open;
+		apply_window();
+		pthread_mutex_unlock(&window_lock);
+	}
 	if (subscriber && kj_cfg.api) {
 		set_api_callbacks(kj_cfg.api, open);
 		kj_capture_subscribe(subscriber); /* cudaProfilerStart/Stop are runtime calls too */

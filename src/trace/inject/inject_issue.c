@@ -49,7 +49,7 @@ uint8_t *kj_driver_cbid_table(int (*of_name)(const char *name))
 	return t;
 }
 
-int kj_issue_enable(CUpti_SubscriberHandle sub, int on)
+static int enable_ops(CUpti_SubscriberHandle sub, int on, int but_instantiate)
 {
 	if (!op_of) {
 		op_count = CUPTI_DRIVER_TRACE_CBID_SIZE;
@@ -58,9 +58,19 @@ int kj_issue_enable(CUpti_SubscriberHandle sub, int on)
 			return -1;
 	}
 	for (uint32_t id = 1; id < op_count; id++)
-		if (op_of[id])
+		if (op_of[id] && !(but_instantiate && op_of[id] == KJ_ISSUE_GRAPH_INSTANTIATE))
 			cuptiEnableCallback(on, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
 	return 0;
+}
+
+int kj_issue_enable(CUpti_SubscriberHandle sub, int on)
+{
+	return enable_ops(sub, on, 0);
+}
+
+int kj_issue_enable_window(CUpti_SubscriberHandle sub, int on)
+{
+	return enable_ops(sub, on, 1);
 }
 
 static __thread int64_t tl_issue_start;

@@ -1,8 +1,9 @@
 // A program of known steps for kjoule run --capture: --steps N steps, each inside an NVTX range
 // "step" (nvtxRangePushA/Pop), each launching --launches K kernels that take the step's number as a
 // parameter, so a trace tells which steps' kernels it holds. --profiler A:B calls cudaProfilerStart
-// before step A and cudaProfilerStop after step B (B < 0: never stops). Prints {"ok": true} when
-// the GPU's sums check out.
+// before step A and cudaProfilerStop after step B (B < 0: never stops). --graph captures the K
+// launches (each adding 1) into a CUDA graph once, before step 0, and launches the graph in each
+// step instead. Prints {"ok": true} when the GPU's sums check out.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -20,16 +21,18 @@ __global__ void step_kernel(float *x, int n, int step)
 
 int main(int argc, char **argv)
 {
-	int steps = 10, launches = 4, pstart = -1, pstop = -1, n = 1 << 16;
+	int steps = 10, launches = 4, pstart = -1, pstop = -1, n = 1 << 16, graph = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--launches") && i + 1 < argc)
 			launches = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--graph"))
+			graph = 1;
 		else if (!strcmp(argv[i], "--profiler") && i + 1 < argc && sscanf(argv[++i], "%d:%d", &pstart, &pstop) == 2)
 			;
 		else {
-			fprintf(stderr, "usage: capture_target [--steps N] [--launches K] [--profiler A:B]\n");
+			fprintf(stderr, "usage: capture_target [--steps N] [--launches K] [--profiler A:B] [--graph]\n");
 			return 2;
 		}
 	}
@@ -37,16 +40,30 @@ int main(int argc, char **argv)
 	if (cudaMalloc(&x, n * sizeof(float)) != cudaSuccess)
 		return 1;
 	cudaMemset(x, 0, n * sizeof(float));
+	cudaStream_t st = NULL;
+	cudaGraphExec_t exec = NULL;
+	if (graph) {
+		cudaGraph_t g;
+		if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
+		    cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+			return 1;
+		for (int k = 0; k < launches; k++)
+			step_kernel<<<(n + 255) / 256, 256, 0, st>>>(x, n, 0);
+		if (cudaStreamEndCapture(st, &g) != cudaSuccess || cudaGraphInstantiate(&exec, g, 0) != cudaSuccess)
+			return 1;
+	}
 	double want = 0;
 	for (int s = 0; s < steps; s++) {
 		if (s == pstart)
 			cudaProfilerStart();
 		nvtxRangePushA("step");
-		for (int k = 0; k < launches; k++)
+		if (graph)
+			cudaGraphLaunch(exec, st);
+		for (int k = 0; k < launches && !graph; k++)
 			step_kernel<<<(n + 255) / 256, 256>>>(x, n, s);
 		cudaDeviceSynchronize();
 		nvtxRangePop();
-		want += (double)launches * (s + 1);
+		want += (double)launches * (graph ? 1 : s + 1);
 		if (s == pstop)
 			cudaProfilerStop();
 	}

@@ -2,7 +2,10 @@
 # usage: run_capture_test.sh KJOULE CAPTURE_TARGET [PYTHON_PROGRAM ARGS...] — exit 77 without a GPU.
 # kjoule run --capture step@5:3 on 10 NVTX steps of 4 kernels each: exactly 3 captured iterations
 # (instances 5, 6, 7), their 12 kernels and no other, every instance marked; cuda-profiler-api
-# over steps 3..5, and a start without a stop; a range that never opens. With a Python program
+# over steps 3..5, and a start without a stop; a range that never opens; a CUDA graph captured
+# before the window (its launches' callbacks on only while the stream is captured) and launched in
+# each step: the window's 12 kernels carry the parameters of the launches that made their nodes,
+# and copies and event records outside the window leave no record. With a Python program
 # (scripts/gpu/capture.sh passes examples/torch_steps.py's user), the same window checks.
 set -u
 kj=$1 target=$2
@@ -43,6 +46,15 @@ db=$dir/nostop.kjdb
 "$kj" run --capture cuda-profiler-api -o "$db" -- "$target" --steps 10 --launches 4 --profiler 7:-1 >"$dir/nostop.out" 2>"$dir/nostop.err"
 check "profiler, no stop: status start_without_stop, said" "[ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = start_without_stop ] && grep -q 'without cudaProfilerStop' '$dir/nostop.err'"
 check "profiler, no stop: steps 7..9 kept (12 kernels)" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+
+db=$dir/graph.kjdb
+"$kj" run --capture step@5:3 -o "$db" -- "$target" --steps 10 --launches 4 --graph >"$dir/graph.out" 2>"$dir/graph.err"
+rc=$?
+check "graph: the program ran and checked itself (rc $rc)" "[ $rc = 0 ] && grep -q '\"ok\": true' '$dir/graph.out'"
+check "graph: the window's 12 kernels, each a graph's" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel WHERE graph_id IS NOT NULL')\" = 12 ] && [ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+check "graph: their parameters came with the launches that made their nodes, before the window" \
+	"[ \"\$(q '$db' 'SELECT count(*) FROM launch_params p JOIN (SELECT DISTINCT unique_id FROM kernel) k ON k.unique_id = p.unique_id WHERE p.correlation_id < 3221225472')\" -ge 1 ]"
+check "graph: no copy or memset recorded outside the window" "[ \"\$(q '$db' 'SELECT count(*) FROM memcpy m, capture_window w WHERE m.start_ns < w.start_ns')\" = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM memset m, capture_window w WHERE m.start_ns < w.start_ns')\" = 0 ]"
 
 db=$dir/never.kjdb
 "$kj" run --capture step@50:3 -o "$db" -- "$target" --steps 10 >"$dir/never.out" 2>"$dir/never.err"
