@@ -165,8 +165,7 @@ static const struct {
 	{CORE2, NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, (NvtxFunctionPointer)register_string_a},
 };
 
-/* kjoule's hooks in front of the ones in one NVTX library's table (CUPTI's, or none). */
-static void install(NvtxGetExportTableFunc_t get_export_table)
+void kj_nvtx_hooks_install(NvtxGetExportTableFunc_t get_export_table)
 {
 	const NvtxExportTableCallbacks *cb = get_export_table(NVTX_ETID_CALLBACKS);
 	static int said;
@@ -216,7 +215,7 @@ KJ_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table
 	if (!fn || !fn(get_export_table))
 		return 0;
 	if (kj_capture_wants_nvtx())
-		install(get_export_table);
+		kj_nvtx_hooks_install(get_export_table);
 	return 1;
 }
 

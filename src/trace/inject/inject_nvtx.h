@@ -6,6 +6,11 @@
 #include <nvtx3/nvToolsExt.h>
 #include <stdint.h>
 
+/** kjoule's hooks in front of those in one NVTX library's table (CUPTI's, or none): the push, pop,
+ *  start, end and string-registration entries of the core and domain modules. A slot that already
+ *  holds the hook is left alone; one whose function differs from what the first table held there
+ *  is left to it, and said once (kj_spool_problem). */
+void kj_nvtx_hooks_install(NvtxGetExportTableFunc_t get_export_table);
 /** 1 when KJOULE_CAPTURE names an NVTX range (parsed once; no spool needed): the hooks go in. */
 int kj_capture_wants_nvtx(void);
 /** 1 once the capture state is ready (kj_capture_init at cuInit): instances are counted from then. */
