@@ -604,7 +604,31 @@ def tracing_capture(r):
             f"with `--capture step@5000:20` keeps {cap('kernels')} kernels in a {cap('db_bytes') / 1e6:.2f} MB "
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
-            f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + rerun(r, f) + ".")
+            f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + rerun(r, f) + ". "
+            + capture_tools(r, f) + " " + capture_energy(r, f))
+
+
+def capture_tools(r, f):
+    """compare, replay and report on the captured 10,000-step database, where measured."""
+    t = r.load(f).get("steps10k", {}).get("tools_on_capture")
+    if not isinstance(t, dict) or not all(k in t for k in ("compare", "replay", "report")):
+        return "`compare`, `replay` and `report` on the captured database are not measured in this result."
+    ok = [k for k in ("compare", "replay", "report") if t[k].get("rc") == 0]
+    return (f"Of `compare`, `replay --energy` and `report` on the captured database, {', '.join(ok) or 'none'} exited 0 "
+            "(" + ", ".join(f"{k} {t[k]['seconds']:.0f} s" for k in ("compare", "replay", "report")) + ").")
+
+
+def capture_energy(r, f):
+    """The steady loop's captured iterations against the whole run's energy, where measured."""
+    e = r.load(f).get("energy_steady")
+    g = (e or {}).get("energy_agreement")
+    if not isinstance(g, dict):
+        return ("The captured iterations' energy against the whole run's is not measured in this result"
+                + (f" ({e['energy_why']})" if e and e.get("energy_why") else "") + ".")
+    verdict = {True: "within", False: "outside", None: "not judged against"}[g.get("within")]
+    return (f"On a steady training loop ({e['program']}, `--capture {e['capture']}`), the captured iterations' mean "
+            f"energy lies {pct(g['apart_pct'], 2)} from the whole run's, {verdict} the two bounds added "
+            f"({pct(g['bound_pct'], 2)}).")
 
 
 def rerun(r, f):

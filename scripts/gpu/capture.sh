@@ -7,11 +7,14 @@
 # (bench/trace_overhead/capture_pairs.py) for examples/jax_step.py and the compiled decode loop
 # (examples/hf_decode.py --cache static); 3. a 10,000-step run with --capture step@5000:20 against
 # the full trace: database sizes and bytes per launch, and compare, replay --energy and report run on
-# the captured one (exit code and seconds each). Writes $OUT/capture_overhead.json and prints
+# the captured one (exit code and seconds each); 4. on a steady training loop (examples/gpt_train.py,
+# 400 steps, --capture step@150:50), the captured iterations' mean energy against the whole run's
+# (compare --json's capture.energy_agreement). Writes $OUT/capture_overhead.json and prints
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
 #   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_S (100), CAP_DECODE_S
-#   (110), CAP_STEPS_S (60 a run); 0 leaves the JAX or decode pairs out
+#   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out); 0 leaves the JAX or decode
+#   pairs out
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -71,6 +74,14 @@ for step in compare replay report; do
 	echo "$step $? $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >>"$tmp/steps_tools.txt"
 done
 
+echo "== 4. energy: captured iterations against the whole run, on a steady training loop"
+if [ "${CAP_ENERGY_S:-150}" -gt 0 ]; then
+	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture step@150:50 -o "$tmp/energy.kjdb" -- python3 examples/gpt_train.py \
+		--layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400 --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
+		timeout 120 "$kj" compare "$tmp/energy.kjdb" --json >"$OUT/capture_energy_compare.json" 2>>"$tmp/energy.err" ||
+		{ echo "  energy: failed or cut short"; tail -3 "$tmp/energy.err"; }
+fi
+
 python3 - "$OUT" "$tmp" "$test_rc" <<'PY'
 import json, os, sqlite3, sys
 out, tmp, test_rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -105,7 +116,16 @@ try:
                                            for l in open(os.path.join(tmp, "steps_tools.txt")) if l.strip()}
 except Exception as e:
     res["steps10k"]["tools_on_capture"] = {"error": str(e)}
-json.dump(res, open(os.path.join(out, "capture_overhead.json"), "w"), indent=1)
+# the steady loop's captured iterations against the whole run (energy)
+e = load("capture_energy_compare.json")
+cap = e.get("capture") if isinstance(e, dict) else None
+res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400",
+                        "capture": "step@150:50", "error": e.get("error") if isinstance(e, dict) else None,
+                        "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
+                        "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
+with open(os.path.join(out, "capture_overhead.json.tmp"), "w") as f:
+    json.dump(res, f, indent=1)
+os.replace(os.path.join(out, "capture_overhead.json.tmp"), os.path.join(out, "capture_overhead.json"))
 print("\n== capture: summary")
 print(f"{'measure':44s} value")
 print(f"{'GPU test exit code':44s} {test_rc}")
@@ -122,4 +142,5 @@ for mode in ("capture", "full"):
     print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "
           f"{s.get('bytes_per_launch')}")
 print(f"{'10k steps captured: compare/replay/report':44s} {json.dumps(res['steps10k'].get('tools_on_capture'))}")
+print(f"{'steady loop: captured vs whole-run energy':44s} {json.dumps(res['energy_steady'].get('energy_agreement'))}")
 PY
