@@ -13,6 +13,8 @@ NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 to 
 multicast off (the script sets them where unset).
 """
 import argparse
+import json
+import time
 
 
 def parse():
@@ -26,6 +28,9 @@ def parse():
     ap.add_argument("--warmup", type=int, default=3, help="steps before the measured ones (also in a 'step' range)")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     ap.add_argument("--model-yml", help="write the MODEL.yml of a step here (rank 0)")
+    ap.add_argument("--timing", action="store_true",
+                    help="every rank prints one JSON line: its mean ms a measured step (the GPU waited for before"
+                         " and after the measured steps)")
     return ap.parse_args()
 
 
@@ -77,7 +82,11 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     g = torch.Generator(device="cuda").manual_seed(rank)
     ids = torch.randint(0, V, (a.batch, a.seq + 1), device="cuda", generator=g)
+    t0 = None
     for i in range(a.warmup + a.steps):
+        if a.timing and i == a.warmup:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
         torch.cuda.nvtx.range_push("step")
         logits = model(ids[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, V).float(), ids[:, 1:].reshape(-1))
@@ -86,6 +95,9 @@ def main():
         opt.zero_grad(set_to_none=True)
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
+    if a.timing:
+        step_ms = (time.perf_counter() - t0) * 1e3 / a.steps if t0 is not None and a.steps > 0 else None
+        print(json.dumps({"rank": rank, "step_ms": step_ms, "steps": a.steps}), flush=True)
     if rank == 0:
         n = sum(p.numel() for p in model.parameters())
         print(f"ddp_train: dp {dp}, {a.layers} x {a.hidden}, {n / 1e6:.1f} M parameters, "

@@ -20,7 +20,9 @@ engines do, so a decode step is the GPU's work rather than PyTorch's launches (e
 batch 1 spends most of a step on the host).
 """
 import argparse
+import json
 import math
+import time
 
 
 def parse():
@@ -37,6 +39,9 @@ def parse():
     ap.add_argument("--nvtx", choices=["phase", "step"], default="phase",
                     help="range names: prefill/decode (phase) or one name 'step' for both")
     ap.add_argument("--model-yml", help="write the MODEL.yml of a decode step here (rank 0)")
+    ap.add_argument("--timing", action="store_true",
+                    help="every rank prints one JSON line: its decode ms a step and prefill ms (median over the rounds"
+                         " after the first; the GPU waited for around each phase)")
     ap.add_argument("--cuda-graph", action="store_true",
                     help="decode steps replayed as CUDA graphs after the first round (one graph a position)")
     return ap.parse_args()
@@ -132,6 +137,7 @@ def main():
         torch.cuda.synchronize()
 
     name = lambda phase: "step" if a.nvtx == "step" else phase
+    decode_ms, prefill_ms = [], []
     with torch.inference_mode():
         cache = new_cache() if a.cuda_graph else None
         static_ids = torch.zeros(a.batch, 1, dtype=torch.long, device=dev)
@@ -141,9 +147,15 @@ def main():
             if a.cuda_graph and r == 1:
                 capture(cache, static_ids)
             ids = torch.randint(0, a.vocab, (a.batch, a.prompt), device=dev, generator=g)
+            if a.timing:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
             torch.cuda.nvtx.range_push(name("prefill"))
             logits = forward(ids, cache, 0)
             torch.cuda.nvtx.range_pop()
+            if a.timing:
+                torch.cuda.synchronize()
+                t1 = time.perf_counter()
             for t in range(a.decode_steps):
                 nxt = logits.argmax(-1)
                 torch.cuda.nvtx.range_push(name("decode"))
@@ -155,6 +167,13 @@ def main():
                     logits = forward(nxt, cache, a.prompt + t)
                 torch.cuda.nvtx.range_pop()
             torch.cuda.synchronize()
+            if a.timing and r >= (2 if a.cuda_graph else 1):  # past warm-up (and the round that captures)
+                prefill_ms.append((t1 - t0) * 1e3)
+                decode_ms.append((time.perf_counter() - t1) * 1e3 / max(1, a.decode_steps))
+    if a.timing:
+        med = lambda v: sorted(v)[len(v) // 2] if v else None
+        print(json.dumps({"rank": rank, "decode_ms_per_step": med(decode_ms), "prefill_ms": med(prefill_ms),
+                          "rounds": len(decode_ms)}), flush=True)
     if rank == 0:
         print(f"llama7b_tp: tp {tp}, {a.layers} layers, prompt {a.prompt}, {a.decode_steps} decode steps x "
               f"{a.repeat}, batch {a.batch}{', decode as CUDA graphs' if a.cuda_graph else ''}: done", flush=True)
