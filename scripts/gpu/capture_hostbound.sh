@@ -19,6 +19,10 @@ only=${CHB_ONLY:-}
 leave=()
 [ -n "${CHB_LEAVE_OUT:-}" ] && leave=(--leave-out ${CHB_LEAVE_OUT})
 [ "$only" = decode ] && gd=$gj
+# one GPU and both programs: one after the other (never two programs on one GPU: they would time-slice)
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+serial=0
+[ -z "$only" ] && [ "${ngpu:-0}" -lt 2 ] && { serial=1; gd=$gj; echo "one GPU: the JAX step, then the decode loop, $s s each"; }
 pj= pd=
 export PYTHONUNBUFFERED=1 # each run said as it ends: a call cut short still shows its rounds
 mkdir -p "$tmp/j" "$tmp/d"
@@ -26,6 +30,7 @@ mkdir -p "$tmp/j" "$tmp/d"
 	--capture step@1000000:20 --inside 3 --metric median_ms --seconds "$s" --timeout 80 --tmp "$tmp/j" "${leave[@]}" \
 	-o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 400 >"$OUT/capture_pairs_jax.log" 2>&1 &
 [ "$only" != decode ] && pj=$!
+[ "$serial" = 1 ] && wait $pj
 [ "$only" != jax ] && CUDA_VISIBLE_DEVICES=$gd timeout $((s + 90)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled \
 	--capture request@1000000:20 --inside 3 --metric ms_per_request --seconds "$s" --timeout 120 --tmp "$tmp/d" "${leave[@]}" \
 	-o "$OUT/capture_pairs_decode.json" -- python3 examples/hf_decode.py --requests 8 --warmup 2 >"$OUT/capture_pairs_decode.log" 2>&1 &
