@@ -7,7 +7,9 @@
 # GPU 0 and the compiled decode loop on GPU 1 at once. Files in $OUT: capture_pairs_jax.json,
 # capture_pairs_decode.json and their logs.
 #   env: CHB_S (seconds of rounds each, 400); CHB_GPUS (the two GPUs, default "0 1"); CHB_ONLY (jax
-#   or decode: that program alone, on the first GPU of CHB_GPUS)
+#   or decode: that program alone, on the first GPU of CHB_GPUS); CHB_LEAVE_OUT (contestants not
+#   run, e.g. "full_trace no_params"). On a machine of one GPU without CHB_ONLY, the two programs
+#   run one after the other on it (2 x CHB_S seconds).
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
