@@ -640,6 +640,22 @@ def rerun(r, f):
             + f" ({g['seconds']:.0f} s)")
 
 
+def jax_turns(r):
+    """The JAX step taking turns (capture_overhead.json's turns_jax_step), where measured."""
+    f = "capture_overhead.json"
+    t = (r.load(f).get("turns_jax_step") or {})
+    sm = t.get("summary") or {}
+    need = ("kjoule_default", "kjoule_capture_late", "cupti_activity_only")
+    if not all(isinstance(sm.get(k), dict) and isinstance(sm[k].get("ratio_to_plain"), (int, float)) for k in need):
+        return "The JAX step taking turns in live processes (many rounds; `scripts/gpu/capture.sh` part 2c) is not measured yet."
+    g = lambda k: sm[k]["ratio_to_plain"]
+    q = lambda k: f"{ratio(sm[k]['ratio_q25'])}–{ratio(sm[k]['ratio_q75'])}"
+    return (f"Taking turns in live processes ({t.get('rounds')} rounds, `bench/results/{f}`): a window that never "
+            f"opens costs {ratio(g('kjoule_capture_late'))} (quartiles {q('kjoule_capture_late')}), the defaults "
+            f"(as inside a window) {ratio(g('kjoule_default'))}, CUPTI alone {ratio(g('cupti_activity_only'))}: the "
+            f"defaults {pct((g('kjoule_default') / g('cupti_activity_only') - 1) * 100)} beyond CUPTI.")
+
+
 def tracing_hostbound(r):
     """A capture window on the jitted JAX step, before and after kjoule's own NVTX hooks
     (capture_hostbound.json), and the cost per event kind (trace_event_costs.json)."""
@@ -655,6 +671,7 @@ def tracing_hostbound(r):
             f"{ratio(old('capture_inside'), 2)} ({r.num(f, 'jax_step_cupti_nvtx_callbacks/rounds')} rounds). So few rounds "
             f"do not judge the targets (1.02× outside the window, CUPTI + 5 % inside); "
             + (r.get(f, "decode_compiled_not_measured") if r.load(f).get("decode_compiled") is None else "") + ".")
+    text += " " + jax_turns(r)
     rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; **one round per kind**, a paired "
             "difference of two runs' medians over 37 blocks, so a difference is not told apart from the host's own "
             "speed phases, which move host-bound timings by up to 30 % between runs):", "",

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One contestant of bench/trace_overhead/turns.py: builds its model (--model bloom560m: BLOOM-560M,
 random fp16 weights, seq 5, as examples/bloom560m.py; --model gpt2m: examples/gpt_graph.py's
-GPT-2-medium-shaped decoder, eager, fp16, batch 4 x 128), one NVTX range "forward" per forward,
-then waits on stdin for turns.
+GPT-2-medium-shaped decoder, eager, fp16, batch 4 x 128; --model jax_step: examples/jax_step.py's
+jitted transformer block, a host-bound step of one graph launch; torch makes no CUDA context then),
+one NVTX range "forward" per forward, then waits on stdin for turns.
 
 Protocol, one line each way:
   coordinator -> worker   "go N"   run N forwards, each synchronised and timed
@@ -15,14 +16,38 @@ import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import torch  # noqa: E402
 from bloom560m import build_bloom560m, timed_forward  # noqa: E402
 
 
+def build_jax_step():
+    """examples/jax_step.py's step, compiled: (forward returning a JAX array, None)."""
+    from jax_step import block, init  # first: it keeps XLA from taking the GPU's memory up front
+    import jax
+    p = init(jax.random.PRNGKey(0), 1024, 4096)
+    x = jax.random.normal(jax.random.PRNGKey(1), (8, 512, 1024), jax.numpy.bfloat16)
+    step = jax.jit(lambda p, x: block(p, x, 16))
+    step(p, x).block_until_ready()  # compile (XLA autotunes here)
+    return (lambda input_ids=None: step(p, x)), None
+
+
+def timed_jax(forward):
+    """One JAX step inside the NVTX range "forward", waited for: wall ms (its launch and its run)."""
+    t0 = time.perf_counter()
+    torch.cuda.nvtx.range_push("forward")
+    y = forward()
+    torch.cuda.nvtx.range_pop()
+    y.block_until_ready()
+    return (time.perf_counter() - t0) * 1e3
+
+
 def build(model_name, seq_len):
     """(forward taking input_ids=..., ids) of the chosen workload, on the GPU, in eval mode."""
+    if model_name == "jax_step":
+        return build_jax_step()
     if model_name == "gpt2m":
         from gpt_graph import GPT
         torch.manual_seed(0)
@@ -48,7 +73,7 @@ def say(obj, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=["bloom560m", "gpt2m"], default="bloom560m")
+    ap.add_argument("--model", choices=["bloom560m", "gpt2m", "jax_step"], default="bloom560m")
     ap.add_argument("--seq-len", type=int, default=5, help="BLOOM-560M's sequence length")
     ap.add_argument("--torch-profiler", action="store_true",
                     help="torch.profiler (CPU+CUDA) on from the first turn to the end, as a user would profile a run")
@@ -69,7 +94,8 @@ def main():
         lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
         if lib.kjoule_cost_study_set_api(a.kjoule_cost) < 0:
             sys.exit("turn_worker.py --kjoule-cost: kjoule's CUPTI subscriber is not active")
-    torch.cuda.synchronize()
+    if a.model != "jax_step":  # torch makes no CUDA context beside JAX's
+        torch.cuda.synchronize()
     if a.pin_cpu is not None:
         os.sched_setaffinity(0, {a.pin_cpu})  # 0: the calling thread only
     say({"ready": True, "pid": os.getpid()}, out)
@@ -85,7 +111,8 @@ def main():
                 from torch.profiler import ProfilerActivity, profile
                 prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
                 prof.__enter__()
-            say({"ms": [timed_forward(model, ids)[0] for _ in range(int(word[1]))]}, out)
+            timed = (lambda: timed_jax(model)) if a.model == "jax_step" else (lambda: timed_forward(model, ids)[0])
+            say({"ms": [timed() for _ in range(int(word[1]))]}, out)
     say({"vmhwm_mb": peak_rss_mb()}, out)
     if prof is not None:  # digesting the events is not tracing cost, and takes minutes here
         out.close()

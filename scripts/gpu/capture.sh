@@ -12,7 +12,8 @@
 # (compare --json's capture.energy_agreement). Writes $OUT/capture_overhead.json and prints
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
-#   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_S (100), CAP_DECODE_S
+#   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
+#   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_JAX_S (100), CAP_DECODE_S
 #   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out); 0 leaves the JAX or decode
 #   pairs out
 set -u
@@ -40,6 +41,15 @@ timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj"
 	--configs kjoule_default kjoule_capture_late --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 	>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 tail -4 "$tmp/turns.log" | sed 's/^/  /'
+
+echo "== 2c. turns: the JAX step (plain, defaults, --no-params, a window never open, CUPTI alone)"
+if [ "${CAP_JAX_TURNS_S:-150}" -gt 0 ]; then
+	timeout ${CAP_JAX_TURNS_S:-150} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model jax_step --pin-cpu "${TURNS_PIN:-6}" \
+		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only \
+		--seconds $(( ${CAP_JAX_TURNS_S:-150} - 40 )) --rounds 400 -o "$OUT/capture_turns_jax.json" \
+		>"$tmp/turns_jax.log" 2>&1 || echo "  turns (JAX): failed or cut short (rc $?)"
+	tail -6 "$tmp/turns_jax.log" | sed 's/^/  /'
+fi
 
 echo "== 2b. whole runs alternating: JAX step, compiled decode loop"
 [ "${CAP_JAX_S:-100}" -gt 0 ] && timeout ${CAP_JAX_S:-100} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
@@ -95,6 +105,9 @@ res = {"what": "kjoule run --capture: cost outside the window and trace size (sc
 t = load("capture_turns_gpt2m.json")
 summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
 res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
+tj = load("capture_turns_jax.json")
+res["turns_jax_step"] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
+                         "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
 for k in ("jax", "decode"):
     p = load(f"capture_pairs_{k}.json")
     res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "metric", "rounds", "failed_runs", "ratios", "error")}
