@@ -15,7 +15,9 @@
 #   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
 #   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_JAX_S (100), CAP_DECODE_S
 #   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out); 0 leaves the JAX or decode
-#   pairs out
+#   pairs out; a part whose limit is 0 is not run. CAP_KEEP=bench/results/capture_overhead.json keeps
+#   the parts not measured in this call from that earlier result (named under kept_from_previous), so
+#   the parts can be measured in calls of their own
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -30,17 +32,22 @@ if [ ! -x "$target" ]; then # a build without the GPU tests: compile the program
 fi
 
 echo "== 1. GPU test"
-timeout ${CAP_TEST_S:-170} bash tests/gpu/capture/run_capture_test.sh "$kj" "$target" \
-	python3 examples/gpt_train.py --layers 4 --hidden 512 --heads 8 --seq 256 --batch 4 --steps 10 --warmup 0 \
-	>"$OUT/capture_test.log" 2>&1
-test_rc=$?
-grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
+test_rc=-1 # not run
+if [ "${CAP_TEST_S:-170}" -gt 0 ]; then
+	timeout ${CAP_TEST_S:-170} bash tests/gpu/capture/run_capture_test.sh "$kj" "$target" \
+		python3 examples/gpt_train.py --layers 4 --hidden 512 --heads 8 --seq 256 --batch 4 --steps 10 --warmup 0 \
+		>"$OUT/capture_test.log" 2>&1
+	test_rc=$?
+	grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
+fi
 
 echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open)"
-timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-	--configs kjoule_default kjoule_capture_late --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
-	>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
-tail -4 "$tmp/turns.log" | sed 's/^/  /'
+if [ "${CAP_TURNS_S:-130}" -gt 0 ]; then
+	timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
+		--configs kjoule_default kjoule_capture_late --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+		>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
+	tail -4 "$tmp/turns.log" | sed 's/^/  /'
+fi
 
 echo "== 2c. turns: the JAX step (plain, defaults, --no-params, a window never open, CUPTI alone)"
 if [ "${CAP_JAX_TURNS_S:-150}" -gt 0 ]; then
@@ -63,7 +70,7 @@ tail -1 "$tmp/pairs_jax.log" | sed 's/^/  /'
 tail -1 "$tmp/pairs_decode.log" | sed 's/^/  /'
 
 echo "== 3. 10,000 steps: --capture step@5000:20 against the full trace"
-for mode in capture full; do
+[ "${CAP_STEPS_S:-60}" -gt 0 ] && for mode in capture full; do
 	opt=; [ "$mode" = capture ] && opt="--capture step@5000:20"
 	t0=$(date +%s.%N)
 	timeout ${CAP_STEPS_S:-60} "$kj" run --force $opt -o "$tmp/steps_$mode.kjdb" -- "$target" --steps 10000 --launches 4 \
@@ -73,7 +80,7 @@ for mode in capture full; do
 	cat "$tmp/steps_$mode.err" >>"$OUT/capture_steps10k.log"
 done
 # the captured database must carry the rest of the product: compare, replay (with energy) and report
-for step in compare replay report; do
+[ "${CAP_STEPS_S:-60}" -gt 0 ] && for step in compare replay report; do
 	case $step in
 	compare) args=() ;;
 	replay) args=(--energy --budget 60) ;;
@@ -100,8 +107,23 @@ def load(name):
         return json.load(open(os.path.join(out, name)))
     except Exception as e:
         return {"error": str(e)}
-res = {"what": "kjoule run --capture: cost outside the window and trace size (scripts/gpu/capture.sh)",
-       "gpu_test_rc": test_rc, "steps10k": {}}
+import datetime, subprocess
+try:
+    dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+except (OSError, IndexError):
+    dev = "unknown"
+limits = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CAP_"))
+res = {"benchmark": "capture_overhead", "device": dev,
+       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+       "command": f"{limits} bash scripts/gpu/capture.sh".strip(),
+       "what": "kjoule run --capture: cost outside the window and trace size (scripts/gpu/capture.sh)",
+       "gpu_test_rc": test_rc if test_rc >= 0 else None, "steps10k": {}}
+try:  # the GPU test's checks, one line each ("ok ..." or "FAIL ...")
+    res["gpu_test_checks"] = [l.rstrip("\n") for l in open(os.path.join(out, "capture_test.log"))
+                              if l.startswith(("ok ", "FAIL "))] if test_rc >= 0 else None
+except OSError:
+    res["gpu_test_checks"] = None
 t = load("capture_turns_gpt2m.json")
 summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
 res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
@@ -136,6 +158,36 @@ res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 10
                         "capture": "step@150:50", "error": e.get("error") if isinstance(e, dict) else None,
                         "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
                         "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
+# CAP_KEEP (a previous capture_overhead.json): the parts not measured in this call are kept from it
+def unmeasured(v):
+    if v is None or v == {} or v == []:
+        return True
+    if isinstance(v, dict):
+        if v.get("error"):
+            return True
+        return all(unmeasured(x) for k, x in v.items() if k not in ("device", "rounds", "program", "capture"))
+    return False
+keep = os.environ.get("CAP_KEEP")
+if keep and os.path.exists(keep):
+    prev = json.load(open(keep))
+    kept = []
+    for k, v in prev.items():
+        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note") or k.startswith("gpu_test"):
+            continue
+        if k not in res or unmeasured(res[k]):
+            res[k] = v
+            kept.append(k)
+    for k in ("capture", "full"):  # the 10,000-step databases, as a pair
+        if unmeasured(res["steps10k"].get(k)) and k in prev.get("steps10k", {}):
+            res["steps10k"] = prev["steps10k"]
+            kept.append("steps10k")
+            break
+    if test_rc < 0:  # the GPU test not run in this call
+        res["gpu_test_rc"] = prev.get("gpu_test_rc")
+        res["gpu_test_checks"] = prev.get("gpu_test_checks")
+        res["gpu_test_rerun"] = prev.get("gpu_test_rerun")
+        kept.append("gpu_test")
+    res["kept_from_previous"] = {"file": keep, "date": prev.get("date"), "parts": sorted(set(kept))}
 with open(os.path.join(out, "capture_overhead.json.tmp"), "w") as f:
     json.dump(res, f, indent=1)
 os.replace(os.path.join(out, "capture_overhead.json.tmp"), os.path.join(out, "capture_overhead.json"))
