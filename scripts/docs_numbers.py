@@ -640,6 +640,23 @@ def rerun(r, f):
             + f" ({g['seconds']:.0f} s)")
 
 
+def capture_diag(r):
+    """The JAX step once per setting (capture_diag.json): what CUPTI's NVTX callbacks cost it."""
+    f = "capture_diag.json"
+    runs = [x for x in r.get(f, "runs") if x["program"] == "jax_step" and x["rc"] == 0 and x.get("output")]
+    ms = {}
+    for x in runs:
+        ms.setdefault(x["setting"], []).append(x["output"]["median_ms"])
+    need = ("plain", "full", "late", "prof")
+    if not all(k in ms for k in need):
+        raise Missing(f"bench/results/{f}: no JAX step run of every setting ({', '.join(need)})")
+    m = lambda k: f"{sorted(ms[k])[len(ms[k]) // 2]:.2f}"
+    return (f"Run once per setting in turn ({r.where(f)}, `bench/results/{f}`, the build that used CUPTI's NVTX callbacks), "
+            f"the JAX step took {m('late')} ms a step under an NVTX window that never opens (CUPTI's NVTX callbacks on), "
+            f"{m('prof')} ms under a cuda-profiler-api window that never opens (no NVTX callbacks), {m('full')} ms traced "
+            f"whole and {m('plain')} ms untraced.")
+
+
 def jax_turns(r):
     """The JAX step taking turns (capture_overhead.json's turns_jax_step), where measured."""
     f = "capture_overhead.json"
@@ -671,7 +688,7 @@ def tracing_hostbound(r):
             f"{ratio(old('capture_inside'), 2)} ({r.num(f, 'jax_step_cupti_nvtx_callbacks/rounds')} rounds). So few rounds "
             f"do not judge the targets (1.02× outside the window, CUPTI + 5 % inside); "
             + (r.get(f, "decode_compiled_not_measured") if r.load(f).get("decode_compiled") is None else "") + ".")
-    text += " " + jax_turns(r)
+    text += " " + jax_turns(r) + " " + capture_diag(r)
     rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; **one round per kind**, a paired "
             "difference of two runs' medians over 37 blocks, so a difference is not told apart from the host's own "
             "speed phases, which move host-bound timings by up to 30 % between runs):", "",
