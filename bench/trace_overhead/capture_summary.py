@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""scripts/gpu/capture.sh's result: capture_overhead.json from the files its parts left in OUT (the
+GPU test's log, the turns and pairs results, the energy compare) and the 10,000-step databases in
+TMP, with the device, date and command. Run as: capture_summary.py OUT TMP TEST_RC (TEST_RC -1: the
+GPU test was not run). With CAP_KEEP naming an earlier capture_overhead.json, every part not
+measured in this call (absent, or holding only an error or nothing) is taken from it, and the
+result names those parts under kept_from_previous. Written aside and renamed into place; prints a
+short table last."""
+import datetime
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+out, tmp, test_rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception as e:
+        return {"error": str(e)}
+try:
+    dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+except (OSError, IndexError):
+    dev = "unknown"
+limits = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CAP_"))
+res = {"benchmark": "capture_overhead", "device": dev,
+       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+       "command": f"{limits} bash scripts/gpu/capture.sh".strip(),
+       "what": "kjoule run --capture: cost outside the window and trace size (scripts/gpu/capture.sh)",
+       "gpu_test_rc": test_rc if test_rc >= 0 else None, "steps10k": {}}
+try:  # the GPU test's checks, one line each ("ok ..." or "FAIL ...")
+    res["gpu_test_checks"] = [l.rstrip("\n") for l in open(os.path.join(out, "capture_test.log"))
+                              if l.startswith(("ok ", "FAIL "))] if test_rc >= 0 else None
+except OSError:
+    res["gpu_test_checks"] = None
+t = load("capture_turns_gpt2m.json")
+summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
+res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
+tj = load("capture_turns_jax.json")
+res["turns_jax_step"] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
+                         "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
+for k in ("jax", "decode"):
+    p = load(f"capture_pairs_{k}.json")
+    res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "metric", "rounds", "failed_runs", "ratios", "error")}
+for mode in ("capture", "full"):
+    db = os.path.join(tmp, f"steps_{mode}.kjdb")
+    try:
+        c = sqlite3.connect(db)
+        kernels = c.execute("SELECT count(*) FROM kernel").fetchone()[0]
+        meta = dict(c.execute("SELECT key, value FROM meta WHERE key LIKE 'capture_%'").fetchall())
+        marks = c.execute("SELECT count(*) FROM iteration_mark").fetchone()[0] if mode == "capture" else None
+        size = os.path.getsize(db)
+        res["steps10k"][mode] = {"db_bytes": size, "kernels": kernels, "bytes_per_launch": size / kernels if kernels else None,
+                                 "iteration_marks": marks, "meta": meta}
+    except Exception as e:
+        res["steps10k"][mode] = {"error": str(e)}
+# compare, replay and report on the captured database: exit code and seconds each
+try:
+    res["steps10k"]["tools_on_capture"] = {l.split()[0]: {"rc": int(l.split()[1]), "seconds": float(l.split()[2])}
+                                           for l in open(os.path.join(tmp, "steps_tools.txt")) if l.strip()}
+except Exception as e:
+    res["steps10k"]["tools_on_capture"] = {"error": str(e)}
+# the steady loop's captured iterations against the whole run (energy)
+e = load("capture_energy_compare.json")
+cap = e.get("capture") if isinstance(e, dict) else None
+res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400",
+                        "capture": "step@150:50", "error": e.get("error") if isinstance(e, dict) else None,
+                        "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
+                        "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
+# CAP_KEEP (a previous capture_overhead.json): the parts not measured in this call are kept from it
+def unmeasured(v):
+    if v is None or v == {} or v == []:
+        return True
+    if isinstance(v, dict):
+        if v.get("error"):
+            return True
+        return all(unmeasured(x) for k, x in v.items() if k not in ("device", "rounds", "program", "capture"))
+    return False
+keep = os.environ.get("CAP_KEEP")
+if keep and os.path.exists(keep):
+    prev = json.load(open(keep))
+    kept = []
+    for k, v in prev.items():
+        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note") or k.startswith("gpu_test"):
+            continue
+        if k not in res or unmeasured(res[k]):
+            res[k] = v
+            kept.append(k)
+    for k in ("capture", "full"):  # the 10,000-step databases, as a pair
+        if unmeasured(res["steps10k"].get(k)) and k in prev.get("steps10k", {}):
+            res["steps10k"] = prev["steps10k"]
+            kept.append("steps10k")
+            break
+    if test_rc < 0:  # the GPU test not run in this call
+        res["gpu_test_rc"] = prev.get("gpu_test_rc")
+        res["gpu_test_checks"] = prev.get("gpu_test_checks")
+        res["gpu_test_rerun"] = prev.get("gpu_test_rerun")
+        kept.append("gpu_test")
+    res["kept_from_previous"] = {"file": keep, "date": prev.get("date"), "parts": sorted(set(kept))}
+with open(os.path.join(out, "capture_overhead.json.tmp"), "w") as f:
+    json.dump(res, f, indent=1)
+os.replace(os.path.join(out, "capture_overhead.json.tmp"), os.path.join(out, "capture_overhead.json"))
+print("\n== capture: summary")
+print(f"{'measure':44s} value")
+print(f"{'GPU test exit code':44s} {test_rc}")
+def ratio(d, k):
+    v = (d.get("ratios") or {}).get(k, {}) if isinstance(d, dict) else {}
+    return v.get("median") if isinstance(v, dict) else None
+for k in ("jax", "decode"):
+    d = res[f"pairs_{k}"]
+    print(f"{k + ': capture (window never open) / plain':44s} {ratio(d, 'capture_late')}  rounds {d.get('rounds')}")
+    print(f"{k + ': full trace / plain':44s} {ratio(d, 'full_trace')}")
+print(f"{'gpt2m turns summary':44s} {json.dumps(summ)[:200]}")
+for mode in ("capture", "full"):
+    s = res["steps10k"].get(mode, {})
+    print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "
+          f"{s.get('bytes_per_launch')}")
+print(f"{'10k steps captured: compare/replay/report':44s} {json.dumps(res['steps10k'].get('tools_on_capture'))}")
+print(f"{'steady loop: captured vs whole-run energy':44s} {json.dumps(res['energy_steady'].get('energy_agreement'))}")
