@@ -26,7 +26,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
-from capture_pairs import quartiles  # noqa: E402  (one copy)
+from capture_pairs import summary, write_json  # noqa: E402  (one copy)
 
 KINDS = ("kernel", "nvtx", "graph", "host")
 SETTINGS = ("full_trace", "no_params", "cupti_only", "capture_inside", "capture_late")
@@ -34,8 +34,7 @@ SETTINGS = ("full_trace", "no_params", "cupti_only", "capture_inside", "capture_
 
 def paired(a, b):
     """Per round a - b where both ran; the median, quartiles and count (None figures when none)."""
-    d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
-    return {"median": statistics.median(d) if d else None, "quartiles": quartiles(d), "rounds": len(d)}
+    return summary([x - y for x, y in zip(a, b) if x is not None and y is not None])
 
 
 def load(path):
@@ -129,9 +128,7 @@ def main():
                      "round (capture_pairs.py); cost per event = median over rounds of the paired difference of "
                      "the loops' us_per_event",
            "costs_us_per_event": costs, "programs": progs, "raw": runs}
-    with open(a.output + ".tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(a.output + ".tmp", a.output)
+    write_json(a.output, res)
     fmt = lambda x: f"{x:8.3f}" if isinstance(x, (int, float)) else "       -"
     print(f"{'kind':8s} {'plain':>8s} " + " ".join(f"{s:>14s}" for s in SETTINGS + ('kjoule_beyond_cupti',)))
     for k, c in costs.items():

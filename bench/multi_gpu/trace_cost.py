@@ -16,14 +16,11 @@ import argparse
 import datetime
 import json
 import os
-import random
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
-from capture_pairs import quartiles  # noqa: E402  (one copy)
+from capture_pairs import alternate, gpu_name, summary, write_json  # noqa: E402  (one copy)
 
 
 def run_once(cmd, timeout, metric):
@@ -47,10 +44,8 @@ def run_once(cmd, timeout, metric):
 
 
 def paired(a, b):
-    """Per round a / b where both ran: median, quartiles, count (None figures when none)."""
-    r = [x / y for x, y in zip(a, b) if x is not None and y is not None]
-    return {"median": statistics.median(r) if r else None, "quartiles": quartiles(r) if r else [None, None],
-            "rounds": len(r)}
+    """Per round a / b where both ran, summarised (a round's figure may be None: failed)."""
+    return summary([x / y for x, y in zip(a, b) if x is not None and y is not None])
 
 
 def main():
@@ -86,38 +81,28 @@ def main():
             e = {k: paired(col(k, r), col("plain", r)) for k in contestants if k != "plain"}
             e["kjoule_default_over_cupti_only"] = paired(col("kjoule_default", r), col("cupti_only", r))
             per_rank[r] = e
-        try:
-            dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True).stdout.strip()
-        except OSError:
-            dev = None
-        res = {"benchmark": "multi_gpu_trace_cost", "workload": a.name, "metric": a.metric, "device": dev or "unknown",
-               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "method": "whole runs alternating in a new order each round; per rank, the ratio of a traced run's "
-                         f"{a.metric} to the untraced run's of the same round; median and quartiles over rounds",
-               "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": values,
-               "ratios_per_rank": per_rank}
-        with open(a.output + ".tmp", "w") as f:
-            json.dump(res, f, indent=1)
-        os.replace(a.output + ".tmp", a.output)
+        write_json(a.output, {
+            "benchmark": "multi_gpu_trace_cost", "workload": a.name, "metric": a.metric, "device": gpu_name() or "unknown",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "method": "whole runs alternating in a new order each round; per rank, the ratio of a traced run's "
+                      f"{a.metric} to the untraced run's of the same round; median and quartiles over rounds",
+            "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": values,
+            "ratios_per_rank": per_rank})
         return per_rank
 
-    t_end = time.perf_counter() + a.seconds
-    rounds = 0
-    while rounds < a.max_rounds and time.perf_counter() < t_end:
-        order = list(contestants)
-        random.shuffle(order)
-        row = {}
-        for k in order:
-            got, rc = run_once(contestants[k], a.timeout, a.metric)
-            ok = rc == 0 and bool(got)
-            failed[k] += not ok
-            row[k] = got if ok else None
-            print(f"  round {rounds + 1} {k}: {got} (rc {rc})", flush=True)
+    def run(k, rnd):
+        got, rc = run_once(contestants[k], a.timeout, a.metric)
+        ok = rc == 0 and bool(got)
+        failed[k] += not ok
+        print(f"  round {rnd} {k}: {got} (rc {rc})", flush=True)
+        return got if ok else None
+
+    def on_round(rounds, row):
         for k in contestants:
             values[k].append(row[k])
-        rounds += 1
         write(rounds)
+
+    rounds = alternate(contestants, run, a.seconds, a.max_rounds, on_round)
     per_rank = write(rounds)
     fmt = lambda d: f"{d['median']:.3f} [{d['quartiles'][0]:.3f}, {d['quartiles'][1]:.3f}]" if d["median"] else "-"
     print(f"{'rank':5s} {'defaults':>24s} {'--no-params':>24s} {'CUPTI alone':>24s} {'defaults/CUPTI':>24s}")

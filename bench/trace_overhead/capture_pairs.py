@@ -26,6 +26,47 @@ def quartiles(xs):
     return [q[0], q[2]]
 
 
+def summary(xs):
+    """Median, quartiles and count of per-round figures (None figures when there are none)."""
+    return {"median": statistics.median(xs) if xs else None, "quartiles": quartiles(xs), "rounds": len(xs)}
+
+
+def ratios(a, b):
+    """Per round a / b where both ran, summarised."""
+    return summary([x / y for x, y in zip(a, b) if x and y])
+
+
+def gpu_name():
+    """'NAME, DRIVER' of the machine's GPUs (one line each, nvidia-smi), or None."""
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip() or None
+    except OSError:
+        return None
+
+
+def write_json(path, obj):
+    """obj into path, written aside and renamed into place."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def alternate(names, run, seconds, max_rounds, on_round):
+    """Rounds in which every contestant runs once, in a new order each round, while seconds last
+    and up to max_rounds: run(name, round) gives its figure (None: failed); on_round(rounds, row)
+    after each round, row mapping every name to its figure. Returns the rounds done."""
+    t_end = time.perf_counter() + seconds
+    rounds = 0
+    while rounds < max_rounds and time.perf_counter() < t_end:
+        order = list(names)
+        random.shuffle(order)
+        row = {k: run(k, rounds + 1) for k in order}
+        rounds += 1
+        on_round(rounds, row)
+    return rounds
+
+
 def run_once(cmd, timeout, metric=None):
     """(the run's wall time in s, or with metric the figure of that name in the last JSON line the
     program printed; its exit status)."""
@@ -88,55 +129,41 @@ def main():
     def write(rounds):
         """Ratios so far, and the result file written (aside, then renamed), so that a run cut
         short keeps every round that finished."""
-        ratios = {}
-        for k in [c for c in contestants if c != "plain"]:
-            r = [t / p for t, p in zip(walls[k], walls["plain"]) if t and p]
-            ratios[k] = {"median": statistics.median(r) if r else None, "quartiles": quartiles(r), "rounds": len(r)}
-        if ratios["capture_late"]["median"] and (ratios.get("full_trace") or {}).get("median"):
-            r = [c / f for c, f in zip(walls["capture_late"], walls["full_trace"]) if c and f]
-            ratios["capture_late_over_full"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
+        out = {k: ratios(walls[k], walls["plain"]) for k in contestants if k != "plain"}
+        if out["capture_late"]["median"] and (out.get("full_trace") or {}).get("median"):
+            out["capture_late_over_full"] = ratios(walls["capture_late"], walls["full_trace"])
         # inside the window against CUPTI's floor: kjoule's own cost where it traces
         for k in ("capture_inside", "full_trace", "no_params"):
             if k in walls and "cupti_only" in walls:
-                r = [x / c for x, c in zip(walls[k], walls["cupti_only"]) if x and c]
-                if r:
-                    ratios[f"{k}_over_cupti_only"] = {"median": statistics.median(r), "quartiles": quartiles(r), "rounds": len(r)}
-        try:
-            dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True).stdout.strip()
-        except OSError:
-            dev = None
-        res = {"workload": a.name, "metric": a.metric or "wall_s", "device": dev, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-               "method": "whole runs alternating in a new order each round; ratio per round to the untraced run"
-                         + (f"; each run's own {a.metric} (its steady loop), not its wall time" if a.metric else ""),
-               "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": walls, "ratios": ratios}
-        with open(a.output + ".tmp", "w") as f:
-            json.dump(res, f, indent=1)
-        os.replace(a.output + ".tmp", a.output)
-        return ratios
+                r = ratios(walls[k], walls["cupti_only"])
+                if r["rounds"]:
+                    out[f"{k}_over_cupti_only"] = r
+        write_json(a.output, {
+            "workload": a.name, "metric": a.metric or "wall_s", "device": gpu_name(),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "method": "whole runs alternating in a new order each round; ratio per round to the untraced run"
+                      + (f"; each run's own {a.metric} (its steady loop), not its wall time" if a.metric else ""),
+            "commands": contestants, "rounds": rounds, "failed_runs": failed, "values": walls, "ratios": out})
+        return out
 
-    t_end = time.perf_counter() + a.seconds
-    rounds = 0
-    while rounds < a.max_rounds and time.perf_counter() < t_end:
-        order = list(contestants)
-        random.shuffle(order)
-        row = {}
-        for k in order:
-            try:
-                w, rc = run_once(contestants[k], a.timeout, a.metric)
-            except subprocess.TimeoutExpired:
-                w, rc = None, -1
-            if rc != 0:
-                failed[k] += 1
-            row[k] = w if rc == 0 else None
-            print(f"  round {rounds + 1} {k}: {w} (rc {rc})", flush=True)
+    def run(k, rnd):
+        try:
+            w, rc = run_once(contestants[k], a.timeout, a.metric)
+        except subprocess.TimeoutExpired:
+            w, rc = None, -1
+        failed[k] += rc != 0
+        print(f"  round {rnd} {k}: {w} (rc {rc})", flush=True)
+        return w if rc == 0 else None
+
+    def on_round(rounds, row):
         for k in contestants:
             walls[k].append(row[k])
-        rounds += 1
         write(rounds)
         print(f"{a.name}: round {rounds} done", flush=True)
-    ratios = write(rounds)
-    show = lambda k: ratios.get(k, {}).get("median")
+
+    rounds = alternate(contestants, run, a.seconds, a.max_rounds, on_round)
+    out = write(rounds)
+    show = lambda k: out.get(k, {}).get("median")
     print(f"{a.name}: rounds {rounds}, capture_late/plain {show('capture_late')}, full/plain {show('full_trace')}, "
           f"inside/cupti_only {show('capture_inside_over_cupti_only')}, failed {failed}")
     return 0 if rounds and all(v < rounds for v in failed.values()) else 1

@@ -10,8 +10,10 @@ import datetime
 import json
 import os
 import sqlite3
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capture_pairs import gpu_name, write_json  # noqa: E402  (one copy)
 
 out, tmp, test_rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def load(name):
@@ -19,11 +21,7 @@ def load(name):
         return json.load(open(os.path.join(out, name)))
     except Exception as e:
         return {"error": str(e)}
-try:
-    dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines()[0]
-except (OSError, IndexError):
-    dev = "unknown"
+dev = (gpu_name() or "unknown").splitlines()[0]
 limits = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("CAP_"))
 res = {"benchmark": "capture_overhead", "device": dev,
        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -99,9 +97,7 @@ if keep and os.path.exists(keep):
         res["gpu_test_rerun"] = prev.get("gpu_test_rerun")
         kept.append("gpu_test")
     res["kept_from_previous"] = {"file": keep, "date": prev.get("date"), "parts": sorted(set(kept))}
-with open(os.path.join(out, "capture_overhead.json.tmp"), "w") as f:
-    json.dump(res, f, indent=1)
-os.replace(os.path.join(out, "capture_overhead.json.tmp"), os.path.join(out, "capture_overhead.json"))
+write_json(os.path.join(out, "capture_overhead.json"), res)
 print("\n== capture: summary")
 print(f"{'measure':44s} value")
 print(f"{'GPU test exit code':44s} {test_rc}")
