@@ -1,6 +1,7 @@
-/* inject_callbacks.c under --capture, on a stand-in CUPTI that records which callbacks are on:
+/* inject_callbacks.c (with inject_issue.c's calls) under --capture, on a stand-in CUPTI that
+ * records which callbacks are on:
  * outside the window the calls whose records only the window keeps (event records, memsets, and
- * inject_issue.c's graph launches and copies) are off, launches are off but while a stream is being
+ * inject_issue.c's graph launches) are off, graph instantiations stay on, launches are off but while a stream is being
  * captured (a failed begin, or an end with no capture going, changes nothing; an end whose capture
  * broke ends it; two captures at once keep them on until both end), and module loads and mappings
  * stay on; the window turns everything on, and closing it leaves launches on while a capture goes. */
@@ -18,7 +19,7 @@
 /* ---- the stand-in CUPTI ---- */
 static CUpti_CallbackFunc cb;
 static char on[CUPTI_CB_DOMAIN_SIZE][CUPTI_DRIVER_TRACE_CBID_SIZE + CUPTI_RUNTIME_TRACE_CBID_SIZE];
-static int issue_on, issue_window_on, launches_handled;
+static int launches_handled;
 
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *ud)
 {
@@ -40,6 +41,8 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, const char
 	*name = id == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2 ? "cuStreamBeginCapture_v2"
 		: id == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture     ? "cuStreamEndCapture"
 		: id == CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice          ? "cuCtxGetDevice"
+		: id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch           ? "cuGraphLaunch"
+		: id == CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags ? "cuGraphInstantiateWithFlags"
 								      : "cuSomethingElse";
 	return CUPTI_SUCCESS;
 }
@@ -64,16 +67,6 @@ int kj_capture_profiler_call(CUpti_CallbackDomain d, CUpti_CallbackId id, const 
 void kj_capture_subscribe(CUpti_SubscriberHandle s) { (void)s; }
 void kj_copy_handle(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
 int kj_copy_init(void) { return 0; }
-uint8_t *kj_driver_cbid_table(int (*of_name)(const char *name))
-{
-	uint8_t *t = calloc(CUPTI_DRIVER_TRACE_CBID_SIZE, 1);
-	for (uint32_t id = 1; t && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++) {
-		const char *name = NULL;
-		if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS)
-			t[id] = (uint8_t)of_name(name);
-	}
-	return t;
-}
 void kj_graph_on_add_node(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
 void kj_graph_on_cond_handle(const CUpti_CallbackData *c) { (void)c; }
 void kj_handle_event(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
@@ -81,10 +74,13 @@ void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)
 void kj_handle_memory(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
 void kj_handle_memset(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
 void kj_handle_resource(CUpti_CallbackId id, const CUpti_ResourceData *r) { (void)id, (void)r; }
-int kj_issue_enable(CUpti_SubscriberHandle s, int o) { (void)s; issue_on = o; issue_window_on = o; return 0; }
-int kj_issue_enable_window(CUpti_SubscriberHandle s, int o) { (void)s; issue_window_on = o; return 0; }
-void kj_issue_handle(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; }
-int kj_issue_op(uint32_t id) { (void)id; return 0; }
+CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { (void)e; *id = 0; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetGraphId(CUgraph g, uint32_t *id) { (void)g; *id = 0; return CUPTI_SUCCESS; }
+void kj_graph_on_instantiate(const CUpti_CallbackData *c) { (void)c; }
+int64_t kj_now_ns(void) { return 0; }
+int kj_snapshot_graph(CUstream st, uint32_t corr) { (void)st, (void)corr; return 0; }
+void kj_spool_write(const void *rec, size_t size) { (void)rec, (void)size; }
+uint32_t kj_thread_id(void) { return 1; }
 uint32_t kj_launch_correlation(void) { return 0; }
 int kj_module_load_call(CUpti_CallbackId id, const CUpti_CallbackData *c) { (void)id, (void)c; return 0; }
 void kj_put_graphnode(uint64_t n, uint64_t c) { (void)n, (void)c; }
@@ -97,6 +93,8 @@ void kj_spool_problem(const char *fmt, ...) { (void)fmt; }
 #define MEMSET CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async
 #define BEGIN CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2
 #define END CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture
+#define GRAPH_LAUNCH CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch
+#define INSTANTIATE CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags
 
 /* A driver call as CUPTI reports it: enter, then exit with result r. */
 static void call(CUpti_CallbackId id, CUresult r)
@@ -117,7 +115,8 @@ static void test_outside_the_window(void **state)
 	assert_false(on[DRV][LAUNCH]);
 	assert_false(on[DRV][EVENT]);
 	assert_false(on[DRV][MEMSET]);
-	assert_false(issue_window_on);
+	assert_false(on[DRV][GRAPH_LAUNCH]);
+	assert_true(on[DRV][INSTANTIATE]);
 	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData]);
 	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuMemMap]);
 	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode]);
@@ -161,7 +160,7 @@ static void test_the_window(void **state)
 	assert_true(on[DRV][LAUNCH]);
 	assert_true(on[DRV][EVENT]);
 	assert_true(on[DRV][MEMSET]);
-	assert_true(issue_window_on);
+	assert_true(on[DRV][GRAPH_LAUNCH]);
 	call(BEGIN, CUDA_SUCCESS);
 	launches_handled = 0;
 	call(LAUNCH, CUDA_SUCCESS);
@@ -170,7 +169,8 @@ static void test_the_window(void **state)
 	kj_callbacks_window(0); /* closed while a capture goes: launches stay on */
 	assert_true(on[DRV][LAUNCH]);
 	assert_false(on[DRV][EVENT]);
-	assert_false(issue_window_on);
+	assert_false(on[DRV][GRAPH_LAUNCH]);
+	assert_true(on[DRV][INSTANTIATE]);
 	call(END, CUDA_SUCCESS);
 	assert_false(on[DRV][LAUNCH]);
 	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData]);

@@ -256,9 +256,9 @@ void kj_capture_pop(const void *domain)
 	}
 }
 
-int kj_capture_range_open(int named)
+int kj_capture_range_open(void)
 {
-	return named ? instance_begin(kj_now_ns(), 1) : -1;
+	return instance_begin(kj_now_ns(), 1);
 }
 
 void kj_capture_range_tie(int slot, uint64_t id)

@@ -75,7 +75,7 @@ static nvtxRangeId_t NVTX_API start_a(const char *message)
 {
 	nvtxRangeStartA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype);
 	int named = kj_capture_nvtx_on() && kj_capture_named(message);
-	int slot = named ? kj_capture_range_open(1) : -1;
+	int slot = named ? kj_capture_range_open() : -1;
 	return started(named, f ? f(message) : 0, slot);
 }
 
@@ -83,7 +83,7 @@ static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 {
 	nvtxRangeStartEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartEx, nvtxRangeStartEx_impl_fntype);
 	int named = kj_capture_nvtx_on() && kj_capture_attr_named(a);
-	int slot = named ? kj_capture_range_open(1) : -1;
+	int slot = named ? kj_capture_range_open() : -1;
 	return started(named, f ? f(a) : 0, slot);
 }
 
@@ -119,7 +119,7 @@ static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEv
 	nvtxDomainRangeStartEx_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, nvtxDomainRangeStartEx_impl_fntype);
 	int named = kj_capture_nvtx_on() && kj_capture_attr_named(a);
-	int slot = named ? kj_capture_range_open(1) : -1;
+	int slot = named ? kj_capture_range_open() : -1;
 	return started(named, f ? f(d, a) : 0, slot);
 }
 

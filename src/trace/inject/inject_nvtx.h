@@ -21,9 +21,10 @@ int kj_capture_attr_named(const nvtxEventAttributes_t *a);
 /** A push (before the range is handed on) or a pop (after) of DOMAIN (NULL: the default domain). */
 void kj_capture_push(const void *domain, int named);
 void kj_capture_pop(const void *domain);
-/** A start/end range named as the capture range: opened before it is handed on (the slot, or -1),
+/** A start/end range named as the capture range: opened before it is handed on (the slot, or -1
+ *  when too many are open),
  *  then tied to the id NVTX returned; ended after. */
-int kj_capture_range_open(int named);
+int kj_capture_range_open(void);
 void kj_capture_range_tie(int slot, uint64_t id);
 void kj_capture_range_end(uint64_t id);
 /** A registered string whose text is the capture range's name: its handle. */
