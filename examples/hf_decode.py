@@ -37,6 +37,25 @@ class TokenRanges(LogitsProcessor):
             self.open = False
 
 
+def build_decoder(layers=8, hidden=1024, heads=16, kv_heads=8, batch=4, prompt=64, new_tokens=32,
+                  cache="static"):
+    """The Llama-shaped model on the GPU (random fp16 weights, seed 0), a batch of prompts, their
+    mask and generate()'s arguments: (model, ids, mask, gen)."""
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=hidden, intermediate_size=int(hidden * 2.75) // 64 * 64,
+                      num_hidden_layers=layers, num_attention_heads=heads,
+                      num_key_value_heads=kv_heads, vocab_size=32000,
+                      max_position_embeddings=prompt + new_tokens + 64)
+    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.float16).eval()
+    ids = torch.randint(3, cfg.vocab_size, (batch, prompt), device="cuda")
+    mask = torch.ones_like(ids)
+    gen = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+               pad_token_id=0, eos_token_id=None)
+    if cache == "static":
+        gen["cache_implementation"] = "static"
+    return model, ids, mask, gen
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--layers", type=int, default=8)
@@ -52,18 +71,8 @@ def main():
     ap.add_argument("--token-ranges", action="store_true")
     a = ap.parse_args()
 
-    torch.manual_seed(0)
-    cfg = LlamaConfig(hidden_size=a.hidden, intermediate_size=int(a.hidden * 2.75) // 64 * 64,
-                      num_hidden_layers=a.layers, num_attention_heads=a.heads,
-                      num_key_value_heads=a.kv_heads, vocab_size=32000,
-                      max_position_embeddings=a.prompt + a.new_tokens + 64)
-    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.float16).eval()
-    ids = torch.randint(3, cfg.vocab_size, (a.batch, a.prompt), device="cuda")
-    mask = torch.ones_like(ids)
-    gen = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False,
-               pad_token_id=0, eos_token_id=None)
-    if a.cache == "static":
-        gen["cache_implementation"] = "static"
+    model, ids, mask, gen = build_decoder(a.layers, a.hidden, a.heads, a.kv_heads, a.batch, a.prompt,
+                                          a.new_tokens, a.cache)
     ranges = TokenRanges() if a.token_ranges else None
     if ranges:
         gen["logits_processor"] = LogitsProcessorList([ranges])

@@ -626,9 +626,15 @@ def capture_energy(r, f):
         return ("The captured iterations' energy against the whole run's is not measured in this result"
                 + (f" ({e['energy_why']})" if e and e.get("energy_why") else "") + ".")
     verdict = {True: "within", False: "outside", None: "not judged against"}[g.get("within")]
-    return (f"On a steady training loop ({e['program']}, `--capture {e['capture']}`), the captured iterations' mean "
-            f"energy lies {pct(g['apart_pct'], 2)} from the whole run's, {verdict} the two bounds added "
-            f"({pct(g['bound_pct'], 2)}).")
+    w, c = e.get("whole_run") or {}, e.get("captured") or {}
+    sets = ""
+    if all(isinstance(x.get(k), (int, float)) for x in (w, c) for k in ("energy_j_mean", "span_s")):
+        sets = (f" ({c['instances']} captured over {c['span_s']:.2f} s: {c['energy_j_mean']:.2f} ± {c['energy_unc_j_mean']:.2f} J "
+                f"each; the whole run's {w['instances']} over {w['span_s']:.1f} s, its first {w.get('warmup_left_out', 0)} left out "
+                f"as warm-up: {w['energy_j_mean']:.2f} ± {w['energy_unc_j_mean']:.2f} J each)")
+    return (f"On a steady training loop ({e['program']}, `--capture {e['capture']}`), the captured iterations' "
+            f"energy per iteration lies {pct(g['apart_pct'], 2)} from the whole run's{sets}, {verdict} the two bounds "
+            f"added ({pct(g['bound_pct'], 2)}).")
 
 
 def rerun(r, f):
@@ -657,17 +663,18 @@ def capture_diag(r):
             f"whole and {m('plain')} ms untraced.")
 
 
-def jax_turns(r):
-    """The JAX step taking turns (capture_overhead.json's turns_jax_step), where measured."""
+def host_turns(r, key="turns_jax_step", what="The JAX step", part="2c"):
+    """A host-bound program taking turns (capture_overhead.json's turns_jax_step or turns_decode),
+    where measured."""
     f = "capture_overhead.json"
-    t = (r.load(f).get("turns_jax_step") or {})
+    t = (r.load(f).get(key) or {})
     sm = t.get("summary") or {}
     need = ("kjoule_default", "kjoule_capture_late", "cupti_activity_only")
     if not all(isinstance(sm.get(k), dict) and isinstance(sm[k].get("ratio_to_plain"), (int, float)) for k in need):
-        return "The JAX step taking turns in live processes (many rounds; `scripts/gpu/capture.sh` part 2c) is not measured yet."
+        return f"{what} taking turns in live processes (many rounds; `scripts/gpu/capture.sh` part {part}) is not measured yet."
     g = lambda k: sm[k]["ratio_to_plain"]
     q = lambda k: f"{ratio(sm[k]['ratio_q25'])}–{ratio(sm[k]['ratio_q75'])}"
-    return (f"Taking turns in live processes ({t.get('rounds')} rounds, `bench/results/{f}`): a window that never "
+    return (f"{what} taking turns in live processes ({t.get('rounds')} rounds, `bench/results/{f}`): a window that never "
             f"opens costs {ratio(g('kjoule_capture_late'))} (quartiles {q('kjoule_capture_late')}), the defaults "
             f"(as inside a window) {ratio(g('kjoule_default'))}, CUPTI alone {ratio(g('cupti_activity_only'))}: the "
             f"defaults {pct((g('kjoule_default') / g('cupti_activity_only') - 1) * 100)} beyond CUPTI.")
@@ -688,7 +695,8 @@ def tracing_hostbound(r):
             f"{ratio(old('capture_inside'), 2)} ({r.num(f, 'jax_step_cupti_nvtx_callbacks/rounds')} rounds). So few rounds "
             f"do not judge the targets (1.02× outside the window, CUPTI + 5 % inside); "
             + (r.get(f, "decode_compiled_not_measured") if r.load(f).get("decode_compiled") is None else "") + ".")
-    text += " " + jax_turns(r) + " " + capture_diag(r)
+    text += (" " + host_turns(r) + " " + host_turns(r, "turns_decode", "The compiled decode loop", "2d") + " "
+             + capture_diag(r))
     rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; **one round per kind**, a paired "
             "difference of two runs' medians over 37 blocks, so a difference is not told apart from the host's own "
             "speed phases, which move host-bound timings by up to 30 % between runs):", "",

@@ -35,10 +35,11 @@ except OSError:
     res["gpu_test_checks"] = None
 t = load("capture_turns_gpt2m.json")
 summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
-res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds")}
-tj = load("capture_turns_jax.json")
-res["turns_jax_step"] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
-                         "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
+res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds_done", t.get("rounds"))}
+for key, name in (("turns_jax_step", "capture_turns_jax.json"), ("turns_decode", "capture_turns_decode.json")):
+    tj = load(name)
+    res[key] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
+                "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
 for k in ("jax", "decode"):
     p = load(f"capture_pairs_{k}.json")
     res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "metric", "rounds", "failed_runs", "ratios", "error")}
@@ -109,6 +110,11 @@ for k in ("jax", "decode"):
     print(f"{k + ': capture (window never open) / plain':44s} {ratio(d, 'capture_late')}  rounds {d.get('rounds')}")
     print(f"{k + ': full trace / plain':44s} {ratio(d, 'full_trace')}")
 print(f"{'gpt2m turns summary':44s} {json.dumps(summ)[:200]}")
+for key in ("turns_jax_step", "turns_decode"):
+    sm = res[key].get("summary") or {}
+    print(f"{key + ' (ratio to plain)':44s} " + " ".join(f"{k} {v.get('ratio_to_plain'):.3f}" for k, v in sm.items()
+                                                         if isinstance(v, dict) and isinstance(v.get('ratio_to_plain'), (int, float)))
+          + f"  rounds {res[key].get('rounds')}")
 for mode in ("capture", "full"):
     s = res["steps10k"].get(mode, {})
     print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "

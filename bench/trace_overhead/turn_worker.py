@@ -2,8 +2,10 @@
 """One contestant of bench/trace_overhead/turns.py: builds its model (--model bloom560m: BLOOM-560M,
 random fp16 weights, seq 5, as examples/bloom560m.py; --model gpt2m: examples/gpt_graph.py's
 GPT-2-medium-shaped decoder, eager, fp16, batch 4 x 128; --model jax_step: examples/jax_step.py's
-jitted transformer block, a host-bound step of one graph launch; torch makes no CUDA context then),
-one NVTX range "forward" per forward, then waits on stdin for turns.
+jitted transformer block, a host-bound step of one graph launch; torch makes no CUDA context then;
+--model decode: examples/hf_decode.py's compiled decode loop, one generate() request of 32 tokens
+a forward, its compilation done by three requests before the worker is ready), one NVTX range
+"forward" per forward, then waits on stdin for turns.
 
 Protocol, one line each way:
   coordinator -> worker   "go N"   run N forwards, each synchronised and timed
@@ -44,10 +46,23 @@ def timed_jax(forward):
     return (time.perf_counter() - t0) * 1e3
 
 
+def build_decode():
+    """examples/hf_decode.py's static-cache decode loop, compiled: (forward = one request, ids)."""
+    from hf_decode import build_decoder
+    model, ids, mask, gen = build_decoder()
+    forward = lambda input_ids: model.generate(input_ids=input_ids, attention_mask=mask, **gen)
+    with torch.inference_mode():
+        for _ in range(3):  # torch.compile and CUDA graph capture happen here, not in a turn
+            forward(ids)
+    return forward, ids
+
+
 def build(model_name, seq_len):
     """(forward taking input_ids=..., ids) of the chosen workload, on the GPU, in eval mode."""
     if model_name == "jax_step":
         return build_jax_step()
+    if model_name == "decode":
+        return build_decode()
     if model_name == "gpt2m":
         from gpt_graph import GPT
         torch.manual_seed(0)
@@ -73,7 +88,7 @@ def say(obj, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=["bloom560m", "gpt2m", "jax_step"], default="bloom560m")
+    ap.add_argument("--model", choices=["bloom560m", "gpt2m", "jax_step", "decode"], default="bloom560m")
     ap.add_argument("--seq-len", type=int, default=5, help="BLOOM-560M's sequence length")
     ap.add_argument("--torch-profiler", action="store_true",
                     help="torch.profiler (CPU+CUDA) on from the first turn to the end, as a user would profile a run")

@@ -35,7 +35,10 @@ WORKLOADS = {"bloom560m": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/t
              "gpt2m": "GPT-2-medium-shaped decoder (24 x 1024, 16 heads) eager, batch 4 x 128, fp16 "
                       "(examples/gpt_graph.py's model, bench/trace_overhead/turn_worker.py --model gpt2m)",
              "jax_step": "examples/jax_step.py's jitted transformer block (bf16, batch 8 x 512, dim 1024), host-bound: "
-                         "one graph launch a step (bench/trace_overhead/turn_worker.py --model jax_step)"}
+                         "one graph launch a step (bench/trace_overhead/turn_worker.py --model jax_step)",
+             "decode": "examples/hf_decode.py's compiled decode loop (Llama-shaped, 8 x 1024, static cache, "
+                       "torch.compile + CUDA graphs), one request of 32 tokens a turn's forward, host-bound "
+                       "(bench/trace_overhead/turn_worker.py --model decode)"}
 
 
 def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):

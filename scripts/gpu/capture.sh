@@ -13,8 +13,9 @@
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
 #   env: each part's limit in seconds, CAP_TEST_S (170), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
-#   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_JAX_S (100), CAP_DECODE_S
-#   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out); 0 leaves the JAX or decode
+#   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_DECODE_TURNS_S (200: the
+#   compiled decode loop taking turns, --model decode; its compilation takes most of a minute), CAP_JAX_S (100), CAP_DECODE_S
+#   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out; CAP_ENERGY_DB=PATH keeps its database); 0 leaves the JAX or decode
 #   pairs out; a part whose limit is 0 is not run. CAP_KEEP=bench/results/capture_overhead.json keeps
 #   the parts not measured in this call from that earlier result (named under kept_from_previous), so
 #   the parts can be measured in calls of their own
@@ -41,10 +42,10 @@ if [ "${CAP_TEST_S:-170}" -gt 0 ]; then
 	grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
 fi
 
-echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open)"
+echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open, CUPTI alone)"
 if [ "${CAP_TURNS_S:-130}" -gt 0 ]; then
 	timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-		--configs kjoule_default kjoule_capture_late --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+		--configs kjoule_default kjoule_capture_late cupti_activity_only --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 		>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 	tail -4 "$tmp/turns.log" | sed 's/^/  /'
 fi
@@ -58,16 +59,29 @@ if [ "${CAP_JAX_TURNS_S:-150}" -gt 0 ]; then
 	tail -6 "$tmp/turns_jax.log" | sed 's/^/  /'
 fi
 
+echo "== 2d. turns: the compiled decode loop (plain, defaults, --no-params, a window never open, CUPTI alone)"
+if [ "${CAP_DECODE_TURNS_S:-200}" -gt 0 ]; then
+	timeout ${CAP_DECODE_TURNS_S:-200} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model decode --pin-cpu "${TURNS_PIN:-6}" \
+		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only --block 5 \
+		--seconds $(( ${CAP_DECODE_TURNS_S:-200} - 90 )) --rounds 400 -o "$OUT/capture_turns_decode.json" \
+		>"$tmp/turns_decode.log" 2>&1 || echo "  turns (decode): failed or cut short (rc $?)"
+	tail -6 "$tmp/turns_decode.log" | sed 's/^/  /'
+fi
+
 echo "== 2b. whole runs alternating: JAX step, compiled decode loop"
-[ "${CAP_JAX_S:-100}" -gt 0 ] && timeout ${CAP_JAX_S:-100} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
+if [ "${CAP_JAX_S:-100}" -gt 0 ]; then
+	timeout ${CAP_JAX_S:-100} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name jax_step --capture step@1000000:20 \
 	--seconds $(( ${CAP_JAX_S:-100} - 20 )) --timeout 60 --tmp "$tmp" -o "$OUT/capture_pairs_jax.json" -- python3 examples/jax_step.py --steps 30 \
 	>"$tmp/pairs_jax.log" 2>&1 || echo "  jax pairs: failed or cut short (rc $?)"
-tail -1 "$tmp/pairs_jax.log" | sed 's/^/  /'
-[ "${CAP_DECODE_S:-110}" -gt 0 ] && timeout ${CAP_DECODE_S:-110} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled --capture request@1000000:20 \
+	tail -1 "$tmp/pairs_jax.log" | sed 's/^/  /'
+fi
+if [ "${CAP_DECODE_S:-110}" -gt 0 ]; then
+	timeout ${CAP_DECODE_S:-110} python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name decode_compiled --capture request@1000000:20 \
 	--seconds $(( ${CAP_DECODE_S:-110} - 20 )) --timeout 80 --tmp "$tmp" -o "$OUT/capture_pairs_decode.json" -- \
 	python3 examples/hf_decode.py --requests 4 --warmup 1 \
 	>"$tmp/pairs_decode.log" 2>&1 || echo "  decode pairs: failed or cut short (rc $?)"
-tail -1 "$tmp/pairs_decode.log" | sed 's/^/  /'
+	tail -1 "$tmp/pairs_decode.log" | sed 's/^/  /'
+fi
 
 echo "== 3. 10,000 steps: --capture step@5000:20 against the full trace"
 [ "${CAP_STEPS_S:-60}" -gt 0 ] && for mode in capture full; do
@@ -97,6 +111,7 @@ if [ "${CAP_ENERGY_S:-150}" -gt 0 ]; then
 		--layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400 --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
 		timeout 120 "$kj" compare "$tmp/energy.kjdb" --json >"$OUT/capture_energy_compare.json" 2>>"$tmp/energy.err" ||
 		{ echo "  energy: failed or cut short"; tail -3 "$tmp/energy.err"; }
+	[ -n "${CAP_ENERGY_DB:-}" ] && [ -f "$tmp/energy.kjdb" ] && cp "$tmp/energy.kjdb" "$CAP_ENERGY_DB"
 fi
 
 python3 bench/trace_overhead/capture_summary.py "$OUT" "$tmp" "$test_rc"

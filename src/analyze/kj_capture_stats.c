@@ -10,50 +10,71 @@
 #include "kj_db.h"
 #include "kj_energy.h"
 #include "kj_error.h"
+#include "kj_iterations.h"
 #include "kj_store_a_run.h"
 
-/* Running sums of one set. */
+/* One set of iterations as it is read: count, summed wall time, first start and last end. */
 struct acc {
-	int64_t n, measured;
-	double wall_ns, energy_j, unc_j;
+	int64_t n;
+	double wall_ns;
+	int64_t first_ns, last_ns;
 };
 
-static void acc_done(const struct acc *a, struct kj_iter_set *s)
+static void acc_add(struct acc *a, int64_t t0, int64_t t1)
 {
-	s->instances = a->n;
-	s->measured = a->measured;
-	s->wall_ms = a->n ? a->wall_ns / (double)a->n / 1e6 : NAN;
-	s->energy_j = a->measured ? a->energy_j / (double)a->measured : NAN;
-	s->uncertainty_j = a->measured ? a->unc_j / (double)a->measured : NAN;
+	if (!a->n || t0 < a->first_ns)
+		a->first_ns = t0;
+	if (!a->n || t1 > a->last_ns)
+		a->last_ns = t1;
+	a->n++;
+	a->wall_ns += (double)(t1 - t0);
 }
 
-/* iterations()'s state: the power samples, idle power and the two sets' sums. */
+/* The set's figures: its energy is the span's (first start to last end) shared by its instances,
+ * so the counter's whole periods inside the span measure it, not each instance's short window. */
+static void acc_done(const struct acc *a, const struct kj_power_sample *s, size_t n, double idle,
+		     struct kj_iter_set *out)
+{
+	struct kj_window_energy we;
+	out->instances = a->n;
+	out->wall_ms = a->n ? a->wall_ns / (double)a->n / 1e6 : NAN;
+	out->span_s = a->n ? (double)(a->last_ns - a->first_ns) / 1e9 : NAN;
+	out->measured = 0;
+	out->energy_j = out->uncertainty_j = NAN;
+	if (!a->n || !n || a->last_ns <= a->first_ns ||
+	    kj_energy_window(s, n, a->first_ns, a->last_ns, idle, &we) || !we.ok || !isfinite(we.energy_j) ||
+	    !isfinite(we.uncertainty_j))
+		return;
+	out->measured = a->n;
+	out->energy_j = we.energy_j / (double)a->n;
+	out->uncertainty_j = we.uncertainty_j / (double)a->n;
+}
+
+/* iterations()'s state: how many warm-up instances the whole run's set leaves out, and the sets. */
 struct marks {
-	const struct kj_power_sample *s;
-	size_t n;
-	double idle;
-	struct acc *all, *cap;
+	int64_t seen, skip;
+	struct acc all, cap;
 };
 
-/* Adds one closed iteration to the whole run's set and, when captured, to the captured set. */
+/* Adds one closed iteration to the whole run's set (past the warm-up) and, when captured, to the
+ * captured set. */
 static int add_mark(void *ud, int64_t t0, int64_t t1, int captured)
 {
-	const struct marks *M = ud;
-	struct acc *sets[2] = {M->all, captured ? M->cap : NULL};
-	struct kj_window_energy we;
-	int ok = M->n && t1 > t0 && kj_energy_window(M->s, M->n, t0, t1, M->idle, &we) == 0 && we.ok &&
-		 isfinite(we.energy_j);
-	for (int i = 0; i < 2; i++) {
-		if (!sets[i])
-			continue;
-		sets[i]->n++;
-		sets[i]->wall_ns += (double)(t1 - t0);
-		if (ok) {
-			sets[i]->measured++;
-			sets[i]->energy_j += we.energy_j;
-			sets[i]->unc_j += isfinite(we.uncertainty_j) ? we.uncertainty_j : 0;
-		}
-	}
+	struct marks *M = ud;
+	if (t1 < t0)
+		return 0;
+	if (M->seen++ >= M->skip)
+		acc_add(&M->all, t0, t1);
+	if (captured)
+		acc_add(&M->cap, t0, t1);
+	return 0;
+}
+
+/* Counts closed iteration marks. */
+static int count_mark(void *ud, int64_t t0, int64_t t1, int captured)
+{
+	(void)captured;
+	*(int64_t *)ud += t1 >= t0;
 	return 0;
 }
 
@@ -73,12 +94,11 @@ void kj_capture_agreement(struct kj_capture_stats *out)
 	out->agreement_known = isfinite(out->agreement_apart_pct) && isfinite(out->agreement_bound_pct);
 }
 
-static int iterations(sqlite3 *db, struct kj_capture_stats *out)
+static int iterations(sqlite3 *db, int skip, struct kj_capture_stats *out)
 {
 	struct kj_power_sample *s = NULL;
 	size_t n = 0;
-	struct acc all = {0}, cap = {0};
-	int64_t dev = kj_store_a_iteration_device(db);
+	int64_t dev = kj_store_a_iteration_device(db), closed = 0;
 	double idle = -1;
 	if (dev < 0)
 		out->energy_why = "no power samples of the traced GPU (--no-power, no NVML, or several GPUs "
@@ -87,21 +107,29 @@ static int iterations(sqlite3 *db, struct kj_capture_stats *out)
 		out->energy_why = "the run has no power samples";
 	else
 		idle = kj_energy_idle_mw(db, dev);
-	struct marks M = {s, n, idle, &all, &cap};
-	if (kj_store_a_iteration_marks_each(db, add_mark, &M)) {
+	struct marks M = {0};
+	if (kj_store_a_iteration_marks_each(db, dev, count_mark, &closed)) {
 		free(s);
 		return KJ_EDB;
 	}
+	M.skip = skip >= 0 ? skip : kj_iter_default_skip((size_t)closed);
+	if (M.skip >= closed && closed)
+		M.skip = closed - 1; /* the whole run keeps its last instance at least */
+	out->all_skipped = M.skip;
+	if (kj_store_a_iteration_marks_each(db, dev, add_mark, &M)) {
+		free(s);
+		return KJ_EDB;
+	}
+	acc_done(&M.all, s, n, idle, &out->all);
+	acc_done(&M.cap, s, n, idle, &out->captured);
 	free(s);
-	acc_done(&all, &out->all);
-	acc_done(&cap, &out->captured);
-	if (!out->energy_why && !all.measured)
-		out->energy_why = "the power samples cover none of the iterations";
+	if (!out->energy_why && !out->all.measured)
+		out->energy_why = "the power samples do not cover the iterations";
 	kj_capture_agreement(out);
 	return 0;
 }
 
-int kj_capture_stats_of(sqlite3 *db, const char *path, struct kj_capture_stats *out)
+int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out)
 {
 	struct stat sb;
 	memset(out, 0, sizeof(*out));
@@ -110,7 +138,7 @@ int kj_capture_stats_of(sqlite3 *db, const char *path, struct kj_capture_stats *
 	out->launches = kj_store_a_kernel_count(db);
 	out->bytes_per_launch = out->launches > 0 && out->db_bytes >= 0
 					? (double)out->db_bytes / (double)out->launches : NAN;
-	out->all.wall_ms = out->all.energy_j = out->all.uncertainty_j = NAN;
+	out->all.wall_ms = out->all.span_s = out->all.energy_j = out->all.uncertainty_j = NAN;
 	out->captured = out->all;
 	if (!kj_store_a_has_capture_status(db))
 		return 0;
@@ -118,5 +146,5 @@ int kj_capture_stats_of(sqlite3 *db, const char *path, struct kj_capture_stats *
 	kj_db_meta_get(db, "capture_range", out->spec, sizeof(out->spec));
 	kj_db_meta_get(db, "capture_status", out->status, sizeof(out->status));
 	kj_store_a_capture_window(db, &out->window_start_ns, &out->window_end_ns);
-	return iterations(db, out);
+	return iterations(db, skip, out);
 }

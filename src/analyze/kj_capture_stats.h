@@ -6,13 +6,17 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-/** One set of iterations: how many, their mean wall time, their mean energy. */
+/** One set of iterations: how many, their mean wall time, their energy per instance. The energy
+ *  is the set's span's (first start to last end, the time between instances included) over its
+ *  instances: a span holds many of the energy counter's periods where one short instance holds
+ *  none, so its bound is the span's, not a sum of per-instance guesses. */
 struct kj_iter_set {
 	int64_t instances;       /* iteration marks (ended ones) */
 	double wall_ms;          /* mean wall time per instance; NAN when none */
-	int64_t measured;        /* instances whose energy the power samples cover */
-	double energy_j;         /* mean energy per instance over those; NAN when none */
-	double uncertainty_j;    /* mean stated bound per instance; NAN when none */
+	double span_s;           /* first start to last end; NAN when none */
+	int64_t measured;        /* instances the power samples cover: all of them (span measured) or 0 */
+	double energy_j;         /* the span's energy / instances; NAN when not measured */
+	double uncertainty_j;    /* the span's stated bound / instances; NAN when not measured */
 };
 
 /* Bounds (the two added, %) wider than this cannot tell a typical window from an atypical one. */
@@ -23,7 +27,8 @@ struct kj_capture_stats {
 	char spec[300];          /* meta.capture_range ("" when not recorded) */
 	char status[32];         /* meta.capture_status */
 	int64_t window_start_ns, window_end_ns; /* -1: none */
-	struct kj_iter_set all;  /* every instance of the run */
+	struct kj_iter_set all;  /* every instance of the run past the warm-up */
+	int64_t all_skipped;     /* the warm-up instances left out of all (first ones by start) */
 	struct kj_iter_set captured; /* the instances inside the window */
 	const char *energy_why;  /* when energy_j is NAN: why it was not measured */
 	/* the captured iterations' mean energy against the whole run's: apart (%, of the whole
@@ -39,12 +44,14 @@ struct kj_capture_stats {
 };
 
 /**
- * @brief Fill out for the run db (read from path, whose size is the trace's size). The energy of
- *        each instance is its window's (kj_energy_window) on the device its process used (the one
- *        device with samples when the run names none); the means are over the instances measured.
+ * @brief Fill out for the run db (read from path, whose size is the trace's size). Each set's
+ *        energy is its span's (kj_energy_window) on the device of the traced process (the one
+ *        device with samples when the run names none), over the iterations of the processes on that
+ *        device. The whole run's set leaves out the first skip instances (< 0: kj_iter_default_skip,
+ *        as compare), never all of them; the captured set keeps every captured instance.
  * @return 0, or KJ_EDB.
  */
-int kj_capture_stats_of(sqlite3 *db, const char *path, struct kj_capture_stats *out);
+int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
 
 /**
  * @brief The agreement_* fields of out from its two sets: the captured mean energy against the

@@ -230,7 +230,7 @@ int cmd_info(int argc, char **argv)
 		goto out;
 	}
 	struct kj_capture_stats cs;
-	if (kj_capture_stats_of(db, argv[optind], &cs) == 0) {
+	if (kj_capture_stats_of(db, argv[optind], -1, &cs) == 0) {
 		json_t *cj = kj_capture_json(&cs); /* trace size, and a --capture run's iterations */
 		if (cj)
 			json_object_update(o, cj);

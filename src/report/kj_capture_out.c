@@ -13,10 +13,10 @@ static void print_set(FILE *f, const char *label, const struct kj_iter_set *s, c
 		fputs("\n", f);
 		return;
 	}
-	fprintf(f, ", %.3f ms wall each", s->wall_ms);
+	fprintf(f, ", %.3f ms wall each, over %.3f s", s->wall_ms, s->span_s);
 	if (s->measured)
-		fprintf(f, ", %.4g J each (+/- %.2g J; %lld measured)", s->energy_j, s->uncertainty_j,
-			(long long)s->measured);
+		fprintf(f, ", %.4g J each (+/- %.2g J: the span's energy over its iterations)", s->energy_j,
+			s->uncertainty_j);
 	else
 		fprintf(f, ", energy not measured: %s", why ? why : "no power samples cover them");
 	fputs("\n", f);
@@ -50,13 +50,15 @@ void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 	if (kj_capture_status_words(s->status))
 		fprintf(f, ": %s", kj_capture_status_words(s->status));
 	fputs("\n", f);
-	print_set(f, "whole run, iterations", &s->all, s->energy_why);
+	char label[64];
+	snprintf(label, sizeof(label), "whole run, iterations (first %lld left out)", (long long)s->all_skipped);
+	print_set(f, s->all_skipped ? label : "whole run, iterations", &s->all, s->energy_why);
 	print_set(f, "captured iterations", &s->captured, s->energy_why);
 	if (s->agreement_known)
 		fprintf(f, "  captured against the whole run: %+.2f%% (the two bounds added: +/- %.2f%%): %s\n",
 			s->agreement_apart_pct, s->agreement_bound_pct,
-			s->agreement_within < 0 ? "not judged: bounds this wide cannot tell (each iteration's window is"
-						  " short against the power readings; longer iterations or more of them narrow it)"
+			s->agreement_within < 0 ? "not judged: bounds this wide cannot tell (the captured span is"
+						  " short against the energy counter's period; capture more iterations)"
 			: s->agreement_within ? "within their bounds"
 					    : "outside their bounds: the captured iterations did not draw what the run's"
 					      " iterations drew on average (a program that changes over the run, or a window"
@@ -73,6 +75,7 @@ static json_t *set_json(const struct kj_iter_set *s)
 	json_t *o = json_object();
 	json_object_set_new(o, "instances", json_integer(s->instances));
 	json_object_set_new(o, "wall_ms_mean", num_or_null(s->wall_ms));
+	json_object_set_new(o, "span_s", num_or_null(s->span_s));
 	json_object_set_new(o, "energy_instances", json_integer(s->measured));
 	json_object_set_new(o, "energy_j_mean", num_or_null(s->energy_j));
 	json_object_set_new(o, "energy_unc_j_mean", num_or_null(s->uncertainty_j));
@@ -101,6 +104,7 @@ json_t *kj_capture_json(const struct kj_capture_stats *s)
 	json_object_set_new(c, "window_start_ns", s->window_start_ns >= 0 ? json_integer(s->window_start_ns) : json_null());
 	json_object_set_new(c, "window_end_ns", s->window_end_ns >= 0 ? json_integer(s->window_end_ns) : json_null());
 	json_object_set_new(c, "whole_run", set_json(&s->all));
+	json_object_set_new(json_object_get(c, "whole_run"), "warmup_left_out", json_integer(s->all_skipped));
 	json_object_set_new(c, "captured", set_json(&s->captured));
 	if (s->energy_why)
 		json_object_set_new(c, "energy_why", json_string(s->energy_why));

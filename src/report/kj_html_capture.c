@@ -2,6 +2,7 @@
  * was captured, its status, and the whole run's iterations beside the captured ones, the figures
  * `kjoule info` and `kjoule compare` print (kj_capture_stats). Other runs get no section. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kj_capture_out.h"
 #include "kj_html.h"
@@ -15,7 +16,9 @@ static void set_row(FILE *f, const char *label, const struct kj_iter_set *s)
 	kj_html_esc(f, label);
 	fprintf(f, "</td><td>%lld</td><td>", (long long)s->instances);
 	kj_html_fig(f, s->wall_ms, s->instances > 0, 3, "ms");
-	fprintf(f, "</td><td>%lld</td><td>", (long long)s->measured);
+	fputs("</td><td>", f);
+	kj_html_fig(f, s->span_s, s->instances > 0, 3, "s");
+	fputs("</td><td>", f);
 	kj_html_fig(f, s->energy_j, s->measured > 0, 3, "J");
 	fputs("</td><td>", f);
 	kj_html_fig(f, s->uncertainty_j, s->measured > 0, 3, "J");
@@ -37,7 +40,7 @@ void kj_html_capture(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
 	struct kj_capture_stats s;
-	if (kj_capture_stats_of(x->db, x->o->run_path, &s) || !s.active)
+	if (kj_capture_stats_of(x->db, x->o->run_path, x->o->skip, &s) || !s.active)
 		return;
 	const char *words = kj_capture_status_words(s.status);
 	fputs("<section id=\"capture\"><h2>Capture: the traced iterations and the whole run</h2>\n"
@@ -54,11 +57,13 @@ void kj_html_capture(struct kj_html_ctx *x)
 	fputs("</td></tr>\n<tr><th class=\"l\">window</th><td class=\"l\">", f);
 	window_cell(f, &s);
 	fputs("</td></tr>\n</tbody></table>\n", f);
-	fputs("<h3>Iterations: the whole run beside the captured ones (means per iteration)</h3>\n"
+	fputs("<h3>Iterations: the whole run beside the captured ones (per iteration)</h3>\n"
 	      "<table class=\"kj-table\" id=\"capture-iterations\"><thead><tr><th class=\"l\">iterations</th>"
-	      "<th>instances</th><th>wall</th><th>with energy</th><th>energy</th><th>± bound</th>"
+	      "<th>instances</th><th>wall (mean)</th><th>span</th><th>energy</th><th>± bound</th>"
 	      "</tr></thead><tbody>\n", f);
-	set_row(f, "whole run", &s.all);
+	char all_label[64];
+	snprintf(all_label, sizeof(all_label), "whole run (first %lld left out)", (long long)s.all_skipped);
+	set_row(f, s.all_skipped ? all_label : "whole run", &s.all);
 	set_row(f, "captured", &s.captured);
 	fputs("</tbody></table>\n", f);
 	if (!s.all.measured || !s.captured.measured) {
@@ -80,7 +85,9 @@ void kj_html_capture(struct kj_html_ctx *x)
 					     : "outside their bounds: the captured iterations are not the run's typical ones");
 	fputs("<p>Every instance of the range leaves an iteration mark, captured or not, and power is "
 	      "sampled through the whole run: the whole run's figures cover the iterations the trace "
-	      "left out. The rest of this page is the captured iterations'.</p>\n", f);
+	      "left out. A set's energy per iteration is its span's (first start to last end, the time "
+	      "between iterations included) over its iterations. The rest of this page is the captured "
+	      "iterations'.</p>\n", f);
 	kj_html_source(f, "meta capture_range, capture_status; capture_window; iteration_mark; power_sample "
 			  "over each instance's window",
 		       kj_html_cmd(x, "info", "   /   kjoule compare RUN"));

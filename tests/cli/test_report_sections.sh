@@ -33,28 +33,48 @@ lack "$P" 'id="ranks"'
 need "$P" '<th class="l">captured</th><td class="l"><code>forward@3:2</code>'
 need "$P" '<th class="l">status</th><td class="l"><code>captured</code></td>'
 need "$P" '<th class="l">window</th><td class="l">1.100&#8239;s</td>' # start of 3 to end of 4
-# its figures are info's: instances, mean wall, instances with energy, mean energy and bound
+# its figures are info's: instances, mean wall, span, energy per iteration and bound
 "$KJ" info "$T/cap.kjdb" --json >"$T/info.json"
-for set in whole_run:"whole run" captured:captured; do
+for set in whole_run:"whole run (first 1 left out)" captured:captured; do
 	key=${set%%:*} lab=${set#*:}
 	c="j['capture']['$key']"
 	row="<tr><td class=\"l\">$lab</td><td>$(jq "$T/info.json" "$c['instances']")</td>"
 	row="$row<td>$(fig "$(jq "$T/info.json" "$c['wall_ms_mean']")" 3)&#8239;ms</td>"
-	row="$row<td>$(jq "$T/info.json" "$c['energy_instances']")</td>"
+	row="$row<td>$(fig "$(jq "$T/info.json" "$c['span_s']")" 3)&#8239;s</td>"
 	row="$row<td>$(fig "$(jq "$T/info.json" "$c['energy_j_mean']")" 3)&#8239;J</td>"
 	row="$row<td>$(fig "$(jq "$T/info.json" "$c['energy_unc_j_mean']")" 3)&#8239;J</td></tr>"
 	need "$P" "$row"
 done
-# and by hand: 10 instances of 500 ms, 2 captured, a 400 W counter: 200 J each
-need "$P" '<tr><td class="l">whole run</td><td>10</td><td>500.000&#8239;ms</td><td>10</td><td>19'
-need "$P" '<tr><td class="l">captured</td><td>2</td><td>500.000&#8239;ms</td><td>2</td><td>20'
+# and by hand: 10 instances of 500 ms every 600 ms, the first left out as warm-up, 2 captured; a
+# 400 W counter: the whole run's 9 span 5.3 s (235.6 J each), the captured 2 span 1.1 s (220 J each)
+need "$P" '<tr><td class="l">whole run (first 1 left out)</td><td>9</td><td>500.000&#8239;ms</td><td>5.300&#8239;s</td>'
+need "$P" '<tr><td class="l">captured</td><td>2</td><td>500.000&#8239;ms</td><td>1.100&#8239;s</td>'
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; w=c["whole_run"]; x=c["captured"]; sys.exit(not (abs(w["energy_j_mean"] - 400*5.3/9) <= w["energy_unc_j_mean"] and abs(x["energy_j_mean"] - 400*1.1/2) <= x["energy_unc_j_mean"] and w["warmup_left_out"] == 1))' "$T/info.json" ||
+	fail "info --json: the capture sets' energies are not the 400 W spans' within their bounds"
 lack "$P" "Energy not measured"
-# the captured mean against the whole run's: apart by what the two means say, bounds too wide to judge
+# the captured against the whole run: apart by what the two say, bounds too wide to judge
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; g=c["energy_agreement"]; a=c["whole_run"]["energy_j_mean"]; x=c["captured"]["energy_j_mean"]; sys.exit(not (abs(g["apart_pct"] - 100*(x-a)/a) < 1e-6 and g["bound_pct"] > 5 and g["within"] is None))' "$T/info.json" ||
-	fail "info --json: capture.energy_agreement is not the two means' difference, or judged on bounds too wide"
+	fail "info --json: capture.energy_agreement is not the two sets' difference, or judged on bounds too wide"
 need "$P" 'id="capture-agreement"'
 need "$P" 'not judged, bounds this wide cannot tell'
 need "$P" "re-create: <code>kjoule info $T/cap.kjdb"
+
+# a steady loop of 16 ms iterations (tests/tools/mkreportsec.py capture steady: 8 J a 20 ms cycle by
+# construction, a 2 s warm-up instance first): each iteration is far shorter than the energy
+# counter's 100 ms period, the captured 50 span about 1 s, so the two agree within bounds of a few %
+$GEN -o "$T/steady.kjdb" --kernels 300 --nvtx 0 --power 1 >/dev/null
+$MK capture "$T/steady.kjdb" steady
+"$KJ" compare "$T/steady.kjdb" --json >"$T/steady.json" 2>"$T/steady.err" || fail "compare on the steady loop: $(cat "$T/steady.err")"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; g=c["energy_agreement"]; w=c["whole_run"]; x=c["captured"]
+ok = (w["instances"] == 399 and x["instances"] == 50 and g["within"] is True and g["bound_pct"] < 3
+      and abs(w["energy_j_mean"] - 400 * (0.02 * 398 + 0.016) / 399) <= w["energy_unc_j_mean"]
+      and abs(x["energy_j_mean"] - 400 * (0.02 * 49 + 0.016) / 50) <= x["energy_unc_j_mean"])
+sys.exit(not ok)' "$T/steady.json" ||
+	fail "steady loop: the captured iterations and the whole run (warm-up left out) do not agree within bounds under 3 %: $(cat "$T/steady.json" | tr -d '\n ' | grep -o '"capture".*')"
+# the warm-up kept (--skip 0) makes the whole run's iterations dearer than the captured: outside
+"$KJ" compare "$T/steady.kjdb" --json --skip 0 >"$T/steady0.json" 2>/dev/null
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]["energy_agreement"]; sys.exit(not (g["within"] is False and g["apart_pct"] < -15))' "$T/steady0.json" ||
+	fail "steady loop, --skip 0: a 2 s warm-up among 20 ms cycles is not told apart"
 
 # the statuses, worded as kjoule info words them
 $GEN -o "$T/never.kjdb" --kernels 0 --power 80 >/dev/null
@@ -63,7 +83,7 @@ expect 0 "$KJ" report "$T/never.kjdb" -o "$T/never.html" --quiet
 page_ok "$T/never.html"
 need "$T/never.html" '<code>never_opened</code>: nothing was captured (no kernels are recorded; this is not an empty program)'
 need "$T/never.html" 'none: the window never opened'
-need "$T/never.html" '<tr><td class="l">captured</td><td>0</td><td><span class="na">not measured</span></td><td>0</td><td><span class="na">not measured</span>'
+need "$T/never.html" '<tr><td class="l">captured</td><td>0</td><td><span class="na">not measured</span></td><td><span class="na">not measured</span></td><td><span class="na">not measured</span>'
 need "$T/never.html" '<p>Energy not measured for the captured iterations: no iteration was captured.</p>'
 expect 0 "$KJ" info "$T/never.kjdb"
 has "never_opened: nothing was captured (no kernels are recorded; this is not an empty program)"

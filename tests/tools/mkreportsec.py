@@ -5,6 +5,9 @@
                                      apart, from 0.2 s) with iteration marks, instances 3 and 4
                                      captured (none for never_opened), meta capture_*; the power
                                      counter of kjgen (--power 80) covers them all
+  mkreportsec.py capture DB steady   a steady loop under step@150:50: a 2 s warm-up instance, then
+                                     399 of 16 ms every 20 ms, 150..199 captured; power read every
+                                     10 ms at a constant 400 W, the energy counter moving every 100 ms
   mkreportsec.py job DB VARIANT      two ranks on two GPUs, as tests/unit/test_ranks.c builds them
                                      (figures by hand there): variant plain, or odd (rank 1 on
                                      another GPU type, died, and its GPU without power samples)
@@ -21,11 +24,36 @@ MS = 1_000_000
 US = 1000
 
 
+def steady(db):
+    """The steady loop of the docstring: 8 J a 20 ms cycle, by construction."""
+    start = [T0 + 200 * MS]
+    for i in range(1, 400):
+        start.append(T0 + 200 * MS + 2004 * MS + (i - 1) * 20 * MS)
+    end = [T0 + 2200 * MS] + [s + 16 * MS for s in start[1:]]
+    for i, (s, e) in enumerate(zip(start, end)):
+        db.execute("INSERT INTO iteration_mark(pid, name, instance, start_ns, end_ns, captured)"
+                   " VALUES(4242, 'step', ?, ?, ?, ?)", (i, s, e, 1 if 150 <= i < 200 else 0))
+    db.execute("INSERT INTO capture_window(pid, start_ns, end_ns, first_instance, last_instance, status)"
+               " VALUES(4242, ?, ?, 150, 199, 'captured')", (start[150], end[199]))
+    db.execute("DELETE FROM power_sample")
+    last = -1
+    for k in range(1300):  # 13 s of reads, 10 ms apart, from T0
+        period = k // 10  # the counter moves every 100 ms: 40 J at 400 W
+        db.execute("INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj, energy_updated)"
+                   " VALUES(0, ?, 400000, 400000, ?, ?)", (T0 + k * 10 * MS + 3 * MS, period * 40000,
+                                                           1 if period != last else 0))
+        last = period
+    for k, v in (("capture_range", "step@150:50"), ("capture_status", "captured"), ("iteration_range", "step")):
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (k, v))
+
+
 def capture(db, status):
     sql, _ = kjgen.read_schema(kjgen.SRC, "kj_schema_capture_sql")
     db.executescript(sql)
     db.execute("DELETE FROM iteration_mark")
     db.execute("DELETE FROM capture_window")
+    if status == "steady":
+        return steady(db)
     for i in range(10):
         s = T0 + 200 * MS + i * 600 * MS
         cap = status != "never_opened" and i in (3, 4)

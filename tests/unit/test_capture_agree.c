@@ -15,8 +15,10 @@ static struct kj_capture_stats sets(double a, double ua, double c, double uc)
 {
 	struct kj_capture_stats s;
 	memset(&s, 0, sizeof(s));
-	s.all = (struct kj_iter_set){10, 5.0, 10, a, ua};
-	s.captured = (struct kj_iter_set){2, 5.0, 2, c, uc};
+	s.all = (struct kj_iter_set){.instances = 10, .wall_ms = 5.0, .span_s = 0.05, .measured = 10,
+				     .energy_j = a, .uncertainty_j = ua};
+	s.captured = (struct kj_iter_set){.instances = 2, .wall_ms = 5.0, .span_s = 0.01, .measured = 2,
+					  .energy_j = c, .uncertainty_j = uc};
 	kj_capture_agreement(&s);
 	return s;
 }
