@@ -59,6 +59,13 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
         # --capture with a window that never opens in the run: the cost outside the window (each
         # forward's range boundaries followed, no activity, no per-launch records)
         "kjoule_capture_late": traced("cl", "--capture", "forward@1000000000:20"),
+        # the same without the power sampler (what reading NVML beside the program costs it)
+        "kjoule_capture_late_no_power": traced("cln", "--capture", "forward@1000000000:20", "--no-power"),
+        "kjoule_capture_late_no_watch": traced("clw", "--capture", "forward@1000000000:20", "--no-watch"),
+        # the same with CUPTI's allocation records off outside the window too (the one activity kind
+        # a window leaves on): KJOULE_CUPTI_STUDY=kernels_only keeps the kernel records alone
+        "kjoule_capture_late_no_alloc": lambda k: ["env", "KJOULE_CUPTI_STUDY=kernels_only"] + traced(
+            "cla", "--capture", "forward@1000000000:20")(k),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
         # the defaults less the watch for other processes on the GPU (issue 16)
