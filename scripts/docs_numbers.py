@@ -729,15 +729,22 @@ def tracing_hostbound(r):
                if r.load(f).get("decode_compiled") is None else "") + ".")
     text += (" " + host_turns(r) + " " + host_turns(r, "turns_decode", "The compiled decode loop", "2d") + " "
              + capture_outside(r) + " " + capture_diag(r))
-    rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; **one round per kind**, a paired "
-            "difference of two runs' medians over 37 blocks, so a difference is not told apart from the host's own "
-            "speed phases, which move host-bound timings by up to 30 % between runs):", "",
+    raw = r.get(e, "raw")
+    turns = all((raw[k] or {}).get("method") == "turns" for k in raw)
+    how = (f"live processes taking turns, at least {min(int(raw[k].get('rounds') or 0) for k in raw)} rounds a kind, "
+           "each the paired difference of one round's block medians" if turns else
+           "**one round per kind**, a paired difference of two runs' medians over 37 blocks, so a difference is not "
+           "told apart from the host's own speed phases, which move host-bound timings by up to 30 % between runs")
+    rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; {how}):", "",
             "| event | untraced | traced whole | `--no-params` | CUPTI alone | inside a window | outside a window |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     names = {"kernel": "empty kernel launch", "nvtx": "NVTX push + pop", "graph": "graph launch (1 kernel)",
-             "host": "4-byte device-to-host read, waited for"}
-    for k in ("kernel", "nvtx", "graph", "host"):
-        c = lambda s: f"{r.num(e, f'costs_us_per_event/{k}/{s}/median'):+.2f}"
+             "graph64": "graph launch (64 kernels)", "host": "4-byte device-to-host read, waited for"}
+    costs = r.get(e, "costs_us_per_event")
+    for k in (k for k in names if k in costs):
+        def c(s, k=k):
+            v = (costs[k].get(s) or {}).get("median")
+            return f"{v:+.2f}" if isinstance(v, (int, float)) else "not measured"
         rows.append(f"| {names[k]} | {r.num(e, f'costs_us_per_event/{k}/plain_us_per_event'):.3f} | {c('full_trace')} "
                     f"| {c('no_params')} | {c('cupti_only')} | {c('capture_inside')} | {c('capture_late')} |")
     p = lambda s: r.num(e, f"programs/0/sum_us/{s}")

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """kjoule's cost per traced event, by kind, from bench/trace_overhead/capture_pairs.py results of
-bench/event_cost's loops (one result a kind: kernel, nvtx, graph, host; metric us_per_event):
+bench/event_cost's loops (one result a kind: kernel, nvtx, graph, graph64, host; metric
+us_per_event), or from bench/trace_overhead/turns.py results of `event_cost --serve KIND EVENTS`
+(workload event_KIND; many rounds in live processes, where whole runs give few):
 
   per kind and setting, the median over rounds of (the traced run's us_per_event - the untraced
   run's of the same round), with quartiles: full_trace (defaults), no_params, cupti_only (CUPTI's
@@ -22,13 +24,18 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
 from capture_pairs import summary, write_json  # noqa: E402  (one copy)
 
-KINDS = ("kernel", "nvtx", "graph", "host")
+KINDS = ("kernel", "nvtx", "graph", "graph64", "host")
+# turns.py's contestants -> the settings here
+TURN_SETTINGS = {"plain": "plain", "kjoule_default": "full_trace", "kjoule_no_params": "no_params",
+                 "cupti_activity_only": "cupti_only", "kjoule_capture_inside": "capture_inside",
+                 "kjoule_capture_late": "capture_late"}
 SETTINGS = ("full_trace", "no_params", "cupti_only", "capture_inside", "capture_late")
 
 
@@ -37,12 +44,36 @@ def paired(a, b):
     return summary([x - y for x, y in zip(a, b) if x is not None and y is not None])
 
 
+def from_turns(path, r):
+    """A turns.py result of `event_cost --serve KIND EVENTS` as capture_pairs' shape: per setting, the
+    per-round median block (its first drop_first forwards left out) in us per event."""
+    try:
+        cmd = shlex.split(r.get("worker_cmd") or "")
+        i = cmd.index("--serve")
+        events = int(cmd[i + 2])
+    except (ValueError, IndexError):
+        sys.exit(f"{path}: a turns result whose worker_cmd is not `event_cost --serve KIND EVENTS`")
+    drop = int(r.get("drop_first") or 0)
+    blocks = r.get("forward_ms_per_round") or {}
+    vals = {}
+    for name, setting in TURN_SETTINGS.items():
+        if name in blocks:
+            vals[setting] = [statistics.median(b[drop:]) * 1000.0 / events if len(b) > drop else None
+                             for b in blocks[name]]
+    return {"workload": r.get("workload", "").split(":")[0].strip(), "metric": "us_per_event", "values": vals,
+            "device": r.get("device"), "rounds": r.get("rounds_done"), "events_per_block": events,
+            "method": "turns", "worker_cmd": r.get("worker_cmd"), "command": r.get("command")}
+
+
 def load(path):
-    """(kind, result) of one capture_pairs result of an event_cost loop; exits naming the file."""
+    """(kind, result) of one capture_pairs result of an event_cost loop, or of a turns.py result of
+    `event_cost --serve` (workload event_KIND); exits naming the file."""
     try:
         r = json.load(open(path))
     except (OSError, ValueError) as e:
         sys.exit(f"{path}: not readable as JSON: {e}")
+    if isinstance(r, dict) and r.get("benchmark") == "trace_overhead (turns)":
+        r = from_turns(path, r)
     vals = r.get("values") if isinstance(r, dict) else None
     name = r.get("workload", "") if isinstance(r, dict) else ""
     kind = name[len("event_"):] if name.startswith("event_") else None
@@ -124,8 +155,9 @@ def main():
     res = {"benchmark": "trace_event_costs", "device": first.get("device"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
-           "method": "per kind, an event_cost loop untraced and traced, whole runs alternating in a new order each "
-                     "round (capture_pairs.py); cost per event = median over rounds of the paired difference of "
+           "method": "per kind, an event_cost loop untraced and traced: whole runs alternating in a new order each "
+                     "round (capture_pairs.py), or live processes taking turns (turns.py with event_cost --serve; "
+                     "raw.KIND.method 'turns'); cost per event = median over rounds of the paired difference of "
                      "the loops' us_per_event",
            "costs_us_per_event": costs, "programs": progs, "raw": runs}
     write_json(a.output, res)

@@ -18,6 +18,7 @@ import functools
 import json
 import math
 import os
+import shlex
 import random
 import statistics
 import subprocess
@@ -41,10 +42,12 @@ WORKLOADS = {"bloom560m": "BLOOM-560M seq 5 batch 1 fp16 (bench/trace_overhead/t
                        "(bench/trace_overhead/turn_worker.py --model decode)"}
 
 
-def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
+def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None, worker_cmd=None):
     """Command line of each contestant; copy k of a traced one writes its own database.
-    base_inject: another build's injection library, for the *_base contestants (A/B in one run)."""
-    w = [sys.executable, worker, f"--model={model}"] + ([f"--pin-cpu={pin}"] if pin is not None else [])
+    base_inject: another build's injection library, for the *_base contestants (A/B in one run).
+    worker_cmd: another worker's command line (a list) instead of turn_worker.py's."""
+    w = list(worker_cmd) if worker_cmd else (
+        [sys.executable, worker, f"--model={model}"] + ([f"--pin-cpu={pin}"] if pin is not None else []))
     traced = lambda name, *opts: lambda k: [kjoule, "run", "--force", "-o", f"{tmp}/{name}{k}.kjdb", *opts, "--"] + w
     plain = lambda *opts: lambda k: w + list(opts)
     with_cost = lambda make, bits: lambda k: make(k) + [f"--kjoule-cost={bits}"]
@@ -59,6 +62,8 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None):
         # --capture with a window that never opens in the run: the cost outside the window (each
         # forward's range boundaries followed, no activity, no per-launch records)
         "kjoule_capture_late": traced("cl", "--capture", "forward@1000000000:20"),
+        # a window open from the first forward on: the cost inside a window
+        "kjoule_capture_inside": traced("ci", "--capture", "forward@0:1000000000"),
         # the same without the power sampler (what reading NVML beside the program costs it)
         "kjoule_capture_late_no_power": traced("cln", "--capture", "forward@1000000000:20", "--no-power"),
         "kjoule_capture_late_no_watch": traced("clw", "--capture", "forward@1000000000:20", "--no-watch"),
@@ -206,7 +211,8 @@ def write(a, blocks, rss, order):
                                         for c, v in by_config.items()}
     result = {"benchmark": "trace_overhead (turns)", "device": device(),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-              "command": " ".join(sys.argv), "workload": WORKLOADS[a.model],
+              "command": " ".join(sys.argv), "workload": a.workload or WORKLOADS[a.model],
+              "worker_cmd": a.worker_cmd,
               "rounds_done": len(blocks["plain"]), "block": a.block, "warmup_turns": a.warmup_turns,
               "drop_first": a.drop_first, "pin_cpu": a.pin_cpu, "copies": a.copies,
               "estimator": "per round, each contestant's block median forward over plain's block median"
@@ -248,13 +254,20 @@ def main():
     ap.add_argument("--logs", help="folder for the contestants' stderr (default: a temporary one)")
     ap.add_argument("--model", choices=sorted(WORKLOADS), default="bloom560m",
                     help="the workload every contestant runs (turn_worker.py --model)")
+    ap.add_argument("--worker-cmd", help="another worker speaking turn_worker.py's protocol (one command line, "
+                    "e.g. bench/event_cost's `event_cost --serve KIND EVENTS`); --model and --pin-cpu then do not apply")
+    ap.add_argument("--workload", help="with --worker-cmd: the workload's name in the result (for event_cost: "
+                    "event_KIND, which bench/event_cost/costs.py reads)")
     ap.add_argument("--base-inject", help="another build's libkjoule_inject.so for the *_base contestants")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
-    every_in = lambda folder: contestants(a.kjoule, folder, a.pin_cpu, a.worker, a.model, a.base_inject)
+    if bool(a.worker_cmd) != bool(a.workload):
+        ap.error("--worker-cmd and --workload go together")
+    worker_cmd = shlex.split(a.worker_cmd) if a.worker_cmd else None
+    every_in = lambda folder: contestants(a.kjoule, folder, a.pin_cpu, a.worker, a.model, a.base_inject, worker_cmd)
     every = every_in(tmp)
     every.update(with_cupti_study(every_in, a.configs, tmp))
     unknown = [c for c in a.configs if c not in every or c == "plain" or (c.endswith("_base") and not a.base_inject)]

@@ -48,6 +48,39 @@ assert near(p["by_kind_us"]["nvtx"]["full_trace"], 18 * 0.3) and near(p["sum_us"
 assert abs(p["measured_us"]["full_trace"] - 19.1) < 1e-6, p["measured_us"]
 assert r["device"] == "stand-in" and r["date"] and r["command"] and set(r["raw"]) == {"kernel", "nvtx", "graph", "host"}
 P
+# a turns.py result of `event_cost --serve graph64 400` (live processes taking turns): each block's
+# ms is 400 events at the round's base plus the setting's cost; the first forward of each turn is
+# the GPU switching between processes (far slower) and left out (drop_first 1)
+python3 - "$T" <<'P' || fail "cannot write the turns stand-in"
+import json, random, sys
+t = sys.argv[1]
+random.seed(3)
+cost = {"kjoule_default": 1.5, "cupti_activity_only": 1.0, "kjoule_capture_late": 0.25, "kjoule_capture_inside": 1.6}
+blocks = {n: [] for n in ["plain", *cost]}
+for r in range(12):
+    base = 2.0 + 3.0 * random.random()
+    for n in blocks:
+        us = base + cost.get(n, 0.0)
+        blocks[n].append([us * 400 / 1000 * 50, us * 400 / 1000])  # two forwards a turn
+json.dump({"benchmark": "trace_overhead (turns)", "workload": "event_graph64: event_cost --serve graph64 400",
+           "worker_cmd": "/x/event_cost --serve graph64 400", "device": "stand-in", "rounds_done": 12,
+           "drop_first": 1, "forward_ms_per_round": blocks}, open(f"{t}/turns_graph64.json", "w"))
+json.dump({"benchmark": "trace_overhead (turns)", "workload": "event_graph64", "worker_cmd": "python3 w.py",
+           "forward_ms_per_round": blocks}, open(f"{t}/turns_bad.json", "w"))
+P
+expect 0 python3 "$C" "$T/turns_graph64.json" "$T/kernel.json" -o "$T/rt.json"
+python3 - "$T/rt.json" <<'P' || fail "turns costs not as planted: $(head -c 600 "$T/rt.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["costs_us_per_event"]["graph64"]
+near = lambda a, b: a is not None and abs(a - b) < 1e-9
+assert near(c["full_trace"]["median"], 1.5) and near(c["capture_late"]["median"], 0.25), c
+assert near(c["capture_inside"]["median"], 1.6) and near(c["kjoule_beyond_cupti"]["median"], 0.5), c
+assert c["full_trace"]["rounds"] == 12 and "no_params" not in c, c
+assert r["raw"]["graph64"]["method"] == "turns" and r["raw"]["graph64"]["events_per_block"] == 400
+P
+expect 1 python3 "$C" "$T/turns_bad.json" -o "$T/bad.json"
+grep -q "turns_bad.json: a turns result whose worker_cmd is not" "$T/err" || fail "a turns result of another worker not refused: $(cat "$T/err")"
 # refusals: another workload, a second file of one kind, a bad program count; nothing written
 expect 1 python3 "$C" "$T/other.json" -o "$T/bad.json"
 grep -q "other.json: workload 'jax_step' is not event_KIND" "$T/err" || fail "refusal does not name the file: $(cat "$T/err")"

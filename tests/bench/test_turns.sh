@@ -52,6 +52,21 @@ assert d["verdict"]["kjoule_default"]["met_by_median"] is True, d["verdict"]
 assert d["verdict"]["kjoule_default_extra_over_torch_profiler_extra"]["met_by_median"] is True
 assert len(d["runs"]) == 1 and d["runs"]["turns.json"]["copies"] == 2
 PY
+# another worker's command line (as event_cost --serve): its workload name and command kept, the
+# window contestants run under kjoule run as the others
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker-cmd "python3 $SRC/tests/tools/turn_standin.py --x" \
+	--workload "event_kernel: stand-in" --configs kjoule_capture_inside kjoule_capture_late --rounds 20 --block 4 \
+	--warmup-turns 1 --logs "$T/logs3" -o "$T/wc.json" >"$T/out" 2>"$T/err" || fail "turns.py --worker-cmd failed: $(tail -5 "$T/err")"
+python3 - "$T/wc.json" <<'PY' || fail "turns.py --worker-cmd result: $(head -c 400 "$T/wc.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workload"] == "event_kernel: stand-in" and d["worker_cmd"].endswith("turn_standin.py --x"), d["workload"]
+for c in ("kjoule_capture_inside", "kjoule_capture_late"):
+    assert 1.07 <= d["summary"][c]["ratio_to_plain"] <= 1.13, d["summary"][c]
+PY
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker-cmd "python3 x.py" --configs kjoule_default \
+	-o "$T/half.json" >"$T/out" 2>&1
+[ $? -ne 0 ] && grep -q "worker-cmd and --workload go together" "$T/out" || fail "--worker-cmd without --workload taken"
 # a worker that dies: a clear message naming it, not a hang
 printf 'import sys\nprint("{\\"ready\\": true}", flush=True)\nsys.exit(3)\n' > "$T/dies.py"
 python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker "$T/dies.py" --configs kjoule_default \
