@@ -258,10 +258,13 @@ def main():
                     "e.g. bench/event_cost's `event_cost --serve KIND EVENTS`); --model and --pin-cpu then do not apply")
     ap.add_argument("--workload", help="with --worker-cmd: the workload's name in the result (for event_cost: "
                     "event_KIND, which bench/event_cost/costs.py reads)")
+    ap.add_argument("--keep-dbs", action="store_true",
+                    help="keep the traced contestants' run databases (in a temporary folder, named on stderr)")
     ap.add_argument("--base-inject", help="another build's libkjoule_inject.so for the *_base contestants")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="kj-turns-")
+    print(f"turns.py: the run databases go to {tmp}" + ("" if a.keep_dbs else " (removed at the end)"), file=sys.stderr)
     logs = a.logs or tmp
     os.makedirs(logs, exist_ok=True)
     if bool(a.worker_cmd) != bool(a.workload):
@@ -313,6 +316,11 @@ def main():
                 c.proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 c.proc.kill()
+        if not a.keep_dbs:  # the traced contestants' databases: gigabytes over a long call
+            for folder, _, files in os.walk(tmp):
+                for f in files:
+                    if f.endswith(".kjdb"):
+                        os.remove(os.path.join(folder, f))
     s = write(a, blocks, rss, order)
     print(f"{'contestant':26s} {'ratio':>6s} {'q25':>6s} {'q75':>6s} {'pool10':>6s} {'pool25':>6s} {'pool50':>6s}"
           f" {'block ms':>9s} {'+RSS MB':>8s}")

@@ -9,7 +9,8 @@
 # bench/event_cost/costs.py into $OUT/trace_event_costs.json. With the JAX step's own pairs
 # (scripts/gpu/capture_hostbound.sh's capture_pairs_jax.json) in EC_PAIRS_DIR, its step's breakdown
 # by kind against its measured cost as well.
-#   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 2000), EC_KINDS (default
+#   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 500 taking turns, 2000 in
+#   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
 #   "kernel nvtx graph graph64 host"), EC_WHOLE, EC_PAIRS_DIR
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/event_costs.sh
 set -u
@@ -22,6 +23,7 @@ tmp=$(mktemp -d)
 files=()
 for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 	n=${EC_EVENTS:-2000}
+	[ -z "${EC_WHOLE:-}" ] && n=${EC_EVENTS:-500} # a turn is 5 blocks: 2,500 events, a few ms
 	[ $k = host ] && n=$((n / 4)) # each waits for its copy: a block of the same length
 	[ $k = graph64 ] && n=$((n / 20)) # each runs 64 kernels on the GPU
 	if [ -n "${EC_WHOLE:-}" ]; then
@@ -30,7 +32,7 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 			-o "$OUT/event_$k.json" -- "$prog" "$k" "$n" 40 >"$tmp/event_$k.log" 2>&1
 	else
 		timeout $((s + 60)) python3 bench/trace_overhead/turns.py --kjoule "$kj" --worker-cmd "$prog --serve $k $n" \
-			--workload "event_$k: bench/event_cost/event_cost --serve $k $n" --block 5 --rounds 2000 --seconds "$s" \
+			--workload "event_$k: bench/event_cost/event_cost --serve $k $n" --block 5 --rounds 400 --seconds "$s" \
 			--configs kjoule_default kjoule_no_params cupti_activity_only kjoule_capture_inside kjoule_capture_late \
 			--logs "$tmp/logs_$k" -o "$OUT/event_$k.json" >"$tmp/event_$k.log" 2>&1
 	fi

@@ -64,6 +64,16 @@ assert d["workload"] == "event_kernel: stand-in" and d["worker_cmd"].endswith("t
 for c in ("kjoule_capture_inside", "kjoule_capture_late"):
     assert 1.07 <= d["summary"][c]["ratio_to_plain"] <= 1.13, d["summary"][c]
 PY
+# the traced contestants' databases are removed at the end, kept with --keep-dbs
+d=$(sed -n 's/^turns.py: the run databases go to \([^ ]*\).*/\1/p' "$T/err")
+[ -n "$d" ] && [ -d "$d" ] || fail "turns.py did not name its databases' folder: $(head -3 "$T/err")"
+[ -z "$(find "$d" -name '*.kjdb')" ] || fail "databases left behind in $d: $(find "$d" -name '*.kjdb')"
+python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker-cmd "python3 $SRC/tests/tools/turn_standin.py" \
+	--workload w --configs kjoule_default --rounds 2 --block 2 --warmup-turns 0 --keep-dbs --logs "$T/logs4" \
+	-o "$T/keep.json" >"$T/out" 2>"$T/err" || fail "turns.py --keep-dbs failed: $(tail -3 "$T/err")"
+d=$(sed -n 's/^turns.py: the run databases go to \([^ ]*\).*/\1/p' "$T/err")
+[ -n "$(find "$d" -name '*.kjdb' 2>/dev/null)" ] || fail "--keep-dbs: no database kept in '$d'"
+rm -rf "$d"
 python3 "$SRC/bench/trace_overhead/turns.py" --kjoule "$K" --worker-cmd "python3 x.py" --configs kjoule_default \
 	-o "$T/half.json" >"$T/out" 2>&1
 [ $? -ne 0 ] && grep -q "worker-cmd and --workload go together" "$T/out" || fail "--worker-cmd without --workload taken"
