@@ -602,7 +602,11 @@ def tracing_capture(r):
             f"(quartiles {ratio(q('kjoule_capture_late', 'ratio_q25'))}–{ratio(q('kjoule_capture_late', 'ratio_q75'))}) "
             f"against the defaults' {ratio(t('kjoule_default'))}"
             + (f" and CUPTI's activity records alone {ratio(t('cupti_activity_only'))} (the defaults "
-               f"{pct((t('kjoule_default') / t('cupti_activity_only') - 1) * 100)} beyond CUPTI, over {r.num(f, 'turns_gpt2m/rounds')} rounds)"
+               f"{pct((t('kjoule_default') / t('cupti_activity_only') - 1) * 100)} beyond CUPTI"
+               + (f", `--no-params` {pct((t('kjoule_no_params') / t('cupti_activity_only') - 1) * 100)}"
+                  if isinstance((r.load(f)["turns_gpt2m"]["summary"].get("kjoule_no_params") or {}).get("ratio_to_plain"), (int, float))
+                  else "")
+               + f", over {r.num(f, 'turns_gpt2m/rounds')} rounds)"
                if isinstance((r.load(f)["turns_gpt2m"]["summary"].get("cupti_activity_only") or {}).get("ratio_to_plain"), (int, float))
                else "") + ". A program of 10,000 steps of 4 launches traced "
             f"with `--capture step@5000:20` keeps {cap('kernels')} kernels in a {cap('db_bytes') / 1e6:.2f} MB "

@@ -42,10 +42,10 @@ if [ "${CAP_TEST_S:-170}" -gt 0 ]; then
 	grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
 fi
 
-echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, capture window never open, CUPTI alone)"
+echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, --no-params, capture window never open, CUPTI alone)"
 if [ "${CAP_TURNS_S:-130}" -gt 0 ]; then
 	timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-		--configs kjoule_default kjoule_capture_late cupti_activity_only --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 		>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 	tail -4 "$tmp/turns.log" | sed 's/^/  /'
 fi
