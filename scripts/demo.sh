@@ -14,18 +14,29 @@ fi
 echo "== kjoule info $run"; "$kj" info "$run"
 echo; echo "== kjoule kernels $run --top 15"; "$kj" kernels "$run" --top 15
 echo; echo "== kjoule compare $run"; "$kj" compare "$run"
-# the graph-launched run ships compressed (1,004 forwards: 30 MB as a database); unpacked beside
-# the binary, built aside and renamed into place
-graphrun=$(dirname "$kj")/gpt_graph.kjdb
-if [ ! -s "$graphrun" ] || [ examples/runs/gpt_graph.kjdb.xz -nt "$graphrun" ]; then
-	xz -dc examples/runs/gpt_graph.kjdb.xz > "$graphrun.part"
-	mv -f "$graphrun.part" "$graphrun"
-fi
+# unpack NAME: a run shipped compressed (examples/runs/NAME.kjdb.xz), unpacked beside the binary
+# once (again when the shipped one is newer), built aside and renamed into place; prints its path
+unpack() {
+	local to
+	to=$(dirname "$kj")/$1.kjdb
+	if [ ! -s "$to" ] || [ "examples/runs/$1.kjdb.xz" -nt "$to" ]; then
+		xz -dc "examples/runs/$1.kjdb.xz" > "$to.part"
+		mv -f "$to.part" "$to"
+	fi
+	echo "$to"
+}
+# the graph-launched run ships compressed (1,004 forwards: 30 MB as a database)
+graphrun=$(unpack gpt_graph)
 echo; echo "== a program captured in a CUDA graph: kjoule compare $graphrun"
 echo "   (GPT-2-medium shape in torch.cuda.graph, 1,004 forwards on an H200: each forward is one graph"
 echo "    launch whose kernels run after the NVTX range closed; they belong to the iteration that"
 echo "    launched them)"
 "$kj" compare "$graphrun" | sed -n '1,16p;/^Sequence replay/,/^Tiers/p'
+caprun=$(unpack gpt_train_capture)
+echo; echo "== a few steps of a long job: kjoule info $caprun"
+echo "   (a GPT training loop of 400 steps on an H200 under --capture step@150:50: 50 steps traced, every"
+echo "    step marked, power sampled throughout)"
+"$kj" info "$caprun" | sed -n '/^trace size/,$p'
 shipped=examples/runs/bloom560m.kjdb
 page=$(dirname "$kj")/bloom560m_report.html
 "$kj" report "$graphrun" -o "$(dirname "$kj")/gpt_graph_report.html" --quiet

@@ -1,0 +1,33 @@
+# The --capture run shipped in examples/runs (a GPT training loop of 400 steps on an H200 under
+# --capture step@150:50): info and compare read its two sets of iterations as the run recorded them
+# (50 captured, 399 over the whole run past its one warm-up step), every figure finite, and the
+# captured steps' energy agrees with the whole run's within bounds of a few % (a steady loop); with
+# the warm-up kept (--skip 0, its first step holds seconds of start-up) the two are told apart.
+# report renders its Capture section.
+set -u
+KJ=$1 SRC=$2
+. "$SRC/tests/cli/lib.sh"
+xz -dc "$SRC/examples/runs/gpt_train_capture.kjdb.xz" >"$T/cap.kjdb" || fail "cannot unpack the shipped run"
+expect 0 "$KJ" info "$T/cap.kjdb" --json
+cp "$T/out" "$T/info.json"
+python3 - "$T/info.json" <<'P' || fail "info --json on the shipped capture run: $(grep -A30 '"capture"' "$T/info.json" | head -40)"
+import json, math, sys
+c = json.load(open(sys.argv[1]))["capture"]
+w, x, g = c["whole_run"], c["captured"], c["energy_agreement"]
+assert c["range"] == "step@150:50" and c["status"] == "captured", c
+assert x["instances"] == 50 and x["energy_instances"] == 50, x
+assert w["instances"] == 399 and w["warmup_left_out"] == 1, w
+for s in (w, x):
+    for k in ("wall_ms_mean", "span_s", "energy_j_mean", "energy_unc_j_mean"):
+        assert isinstance(s[k], float) and math.isfinite(s[k]) and s[k] > 0, (k, s)
+assert x["span_s"] < w["span_s"] and x["energy_unc_j_mean"] < 0.05 * x["energy_j_mean"], (x, w)
+assert g["within"] is True and g["bound_pct"] < 5 and abs(g["apart_pct"]) <= g["bound_pct"], g
+P
+expect 0 "$KJ" compare "$T/cap.kjdb" --json --skip 0
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]; assert g["whole_run"]["warmup_left_out"] == 0 and g["energy_agreement"]["within"] is False, g' "$T/out" ||
+	fail "compare --skip 0: the start-up step kept, the whole run still agrees with the captured steps"
+expect 0 "$KJ" report "$T/cap.kjdb" -o "$T/cap.html" --quiet
+grep -q 'id="capture-agreement"' "$T/cap.html" || fail "the report has no capture agreement"
+grep -q "within their bounds" "$T/cap.html" || fail "the report does not say the two agree"
+sed '/<script>/,/<\/script>/d' "$T/cap.html" | grep -Eqw 'NaN|-?inf|Infinity' && fail "NaN or inf in the report"
+finish
