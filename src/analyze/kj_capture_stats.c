@@ -50,31 +50,28 @@ static void acc_done(const struct acc *a, const struct kj_power_sample *s, size_
 	out->uncertainty_j = we.uncertainty_j / (double)a->n;
 }
 
-/* iterations()'s state: how many warm-up instances the whole run's set leaves out, and the sets. */
+/* The closed iteration marks, read once in start order. */
 struct marks {
-	int64_t seen, skip;
-	struct acc all, cap;
+	struct mark {
+		int64_t t0, t1;
+		int captured;
+	} *v;
+	size_t n, cap;
 };
 
-/* Adds one closed iteration to the whole run's set (past the warm-up) and, when captured, to the
- * captured set. */
-static int add_mark(void *ud, int64_t t0, int64_t t1, int captured)
+static int keep_mark(void *ud, int64_t t0, int64_t t1, int captured)
 {
 	struct marks *M = ud;
 	if (t1 < t0)
 		return 0;
-	if (M->seen++ >= M->skip)
-		acc_add(&M->all, t0, t1);
-	if (captured)
-		acc_add(&M->cap, t0, t1);
-	return 0;
-}
-
-/* Counts closed iteration marks. */
-static int count_mark(void *ud, int64_t t0, int64_t t1, int captured)
-{
-	(void)captured;
-	*(int64_t *)ud += t1 >= t0;
+	if (M->n == M->cap) {
+		size_t cap = M->cap ? 2 * M->cap : 256;
+		struct mark *v = realloc(M->v, cap * sizeof(*v));
+		if (!v)
+			return KJ_ENOMEM;
+		M->v = v, M->cap = cap;
+	}
+	M->v[M->n++] = (struct mark){t0, t1, captured};
 	return 0;
 }
 
@@ -98,7 +95,7 @@ static int iterations(sqlite3 *db, int skip, struct kj_capture_stats *out)
 {
 	struct kj_power_sample *s = NULL;
 	size_t n = 0;
-	int64_t dev = kj_store_a_iteration_device(db), closed = 0;
+	int64_t dev = kj_store_a_iteration_device(db);
 	double idle = -1;
 	if (dev < 0)
 		out->energy_why = "no power samples of the traced GPU (--no-power, no NVML, or several GPUs "
@@ -108,20 +105,26 @@ static int iterations(sqlite3 *db, int skip, struct kj_capture_stats *out)
 	else
 		idle = kj_energy_idle_mw(db, dev);
 	struct marks M = {0};
-	if (kj_store_a_iteration_marks_each(db, dev, count_mark, &closed)) {
+	struct acc all = {0}, cap = {0};
+	int rc = kj_store_a_iteration_marks_each(db, dev, keep_mark, &M);
+	if (rc) {
+		free(M.v);
 		free(s);
-		return KJ_EDB;
+		return rc;
 	}
-	M.skip = skip >= 0 ? skip : kj_iter_default_skip((size_t)closed);
-	if (M.skip >= closed && closed)
-		M.skip = closed - 1; /* the whole run keeps its last instance at least */
-	out->all_skipped = M.skip;
-	if (kj_store_a_iteration_marks_each(db, dev, add_mark, &M)) {
-		free(s);
-		return KJ_EDB;
+	size_t skip_n = skip >= 0 ? (size_t)skip : (size_t)kj_iter_default_skip(M.n);
+	if (skip_n >= M.n && M.n)
+		skip_n = M.n - 1; /* the whole run keeps its last instance at least */
+	out->all_skipped = (int64_t)skip_n;
+	for (size_t i = 0; i < M.n; i++) { /* the whole run past its warm-up; the captured ones */
+		if (i >= skip_n)
+			acc_add(&all, M.v[i].t0, M.v[i].t1);
+		if (M.v[i].captured)
+			acc_add(&cap, M.v[i].t0, M.v[i].t1);
 	}
-	acc_done(&M.all, s, n, idle, &out->all);
-	acc_done(&M.cap, s, n, idle, &out->captured);
+	free(M.v);
+	acc_done(&all, s, n, idle, &out->all);
+	acc_done(&cap, s, n, idle, &out->captured);
 	free(s);
 	if (!out->energy_why && !out->all.measured)
 		out->energy_why = "the power samples do not cover the iterations";

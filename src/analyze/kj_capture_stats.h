@@ -49,7 +49,7 @@ struct kj_capture_stats {
  *        device with samples when the run names none), over the iterations of the processes on that
  *        device. The whole run's set leaves out the first skip instances (< 0: kj_iter_default_skip,
  *        as compare), never all of them; the captured set keeps every captured instance.
- * @return 0, or KJ_EDB.
+ * @return 0, KJ_EDB, or KJ_ENOMEM.
  */
 int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
 

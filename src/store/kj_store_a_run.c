@@ -241,19 +241,14 @@ int kj_store_a_iteration_marks_each(sqlite3 *db, int64_t device_id,
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
-	/* the processes that used the device, where the run names any; else every process */
-	int by_device = device_id >= 0 &&
-			kj_db_one_i64(db, "SELECT count(*) FROM iteration_mark m JOIN process_device pd ON pd.pid = m.pid"
-					  " WHERE pd.device_id = ?1",
-				      device_id, 0) > 0;
-	if (kj_db_prepare(db, by_device ? "SELECT start_ns, end_ns, captured FROM iteration_mark WHERE end_ns IS NOT NULL"
-					  " AND pid IN (SELECT pid FROM process_device WHERE device_id = ?1) ORDER BY start_ns"
-					: "SELECT start_ns, end_ns, captured FROM iteration_mark WHERE end_ns IS NOT NULL"
-					  " ORDER BY start_ns",
+	/* the processes that used the device, where the run names any for it; else every process */
+	if (kj_db_prepare(db, "SELECT start_ns, end_ns, captured FROM iteration_mark WHERE end_ns IS NOT NULL AND"
+			  " (?1 < 0 OR pid IN (SELECT pid FROM process_device WHERE device_id = ?1) OR NOT EXISTS"
+			  " (SELECT 1 FROM iteration_mark m JOIN process_device pd ON pd.pid = m.pid"
+			  " WHERE pd.device_id = ?1)) ORDER BY start_ns",
 			  &st))
 		return KJ_EDB;
-	if (by_device)
-		sqlite3_bind_int64(st, 1, device_id);
+	sqlite3_bind_int64(st, 1, device_id);
 	while (!rc && sqlite3_step(st) == SQLITE_ROW)
 		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2));
 	sqlite3_finalize(st);

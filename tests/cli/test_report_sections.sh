@@ -75,6 +75,27 @@ sys.exit(not ok)' "$T/steady.json" ||
 "$KJ" compare "$T/steady.kjdb" --json --skip 0 >"$T/steady0.json" 2>/dev/null
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]["energy_agreement"]; sys.exit(not (g["within"] is False and g["apart_pct"] < -15))' "$T/steady0.json" ||
 	fail "steady loop, --skip 0: a 2 s warm-up among 20 ms cycles is not told apart"
+# a second process on another GPU marks 30 iterations of its own: the power of the first GPU
+# measures the first process's iterations only
+python3 - "$T/steady.kjdb" <<'P' || fail "cannot add the second process"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO process_device(pid, ordinal, device_id) VALUES(5555, 0, 1)")
+for i in range(30):
+    s = 1_000_000_000 + 300_000_000 + i * 300_000_000
+    db.execute("INSERT INTO iteration_mark(pid, name, instance, start_ns, end_ns, captured)"
+               " VALUES(5555, 'step', ?, ?, ?, 0)", (i, s, s + 100_000_000))
+db.commit()
+P
+"$KJ" info "$T/steady.kjdb" --json >"$T/steady2.json" 2>/dev/null
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; assert c["whole_run"]["instances"] == 399 and c["energy_agreement"]["within"] is True, c' "$T/steady2.json" ||
+	fail "steady loop: another GPU's process's iterations counted against the first GPU's power"
+# a run that names no process's GPU: every process's iterations count
+cp "$T/steady.kjdb" "$T/nodev.kjdb"
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute("DELETE FROM process_device"); db.commit()' "$T/nodev.kjdb"
+"$KJ" info "$T/nodev.kjdb" --json >"$T/nodev.json" 2>/dev/null
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; assert c["whole_run"]["instances"] == 429, c["whole_run"]' "$T/nodev.json" ||
+	fail "a run naming no process's GPU: its iterations not all counted"
 
 # the statuses, worded as kjoule info words them
 $GEN -o "$T/never.kjdb" --kernels 0 --power 80 >/dev/null

@@ -274,6 +274,12 @@ static int capture_call_of_name(const char *name)
 	return !strncmp(name, "cuStreamBeginCapture", 20) ? 1 : !strncmp(name, "cuStreamEndCapture", 18) ? 2 : 0;
 }
 
+/* Under window_lock: the launches on inside the window or while a stream is being captured. */
+static void apply_launches(void)
+{
+	enable_ids(launch_ids, COUNT(launch_ids), callbacks_open || streams_capturing > 0);
+}
+
 /* Under window_lock: the window's callbacks, and the launches, as the window and captures want. */
 static void apply_window(void)
 {
@@ -282,7 +288,7 @@ static void apply_window(void)
 	if (snapshot_copy_id(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
 		cuptiEnableCallback(callbacks_open, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
 				    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
-	enable_ids(launch_ids, COUNT(launch_ids), callbacks_open || streams_capturing > 0);
+	apply_launches();
 }
 
 /* A stream capture began or ended (at the call's exit): counted, the launches switched with it.
@@ -301,7 +307,7 @@ static void on_stream_capture(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		  (r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)))
 		streams_capturing--;
 	if (!callbacks_open && (before > 0) != (streams_capturing > 0))
-		enable_ids(launch_ids, COUNT(launch_ids), streams_capturing > 0);
+		apply_launches();
 	pthread_mutex_unlock(&window_lock);
 }
 

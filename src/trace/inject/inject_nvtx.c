@@ -61,12 +61,19 @@ static int NVTX_API pop(void)
 	return r;
 }
 
-/* A start/end range: counted (window opened) before CUPTI sees it, tied to the id it returns. */
-static nvtxRangeId_t started(int named, nvtxRangeId_t id, int slot)
+/* A start/end range: counted (window opened) before CUPTI sees it: its slot, or -1 when it is not
+ * the capture range (or too many are open). */
+static int opening(int named)
+{
+	return named ? kj_capture_range_open() : -1;
+}
+
+/* ... then tied to the id CUPTI returned (one of kjoule's own when no tool below gives any). */
+static nvtxRangeId_t started(int slot, nvtxRangeId_t id)
 {
 	if (!id)
 		id = __atomic_add_fetch(&own_ids, 1, __ATOMIC_RELAXED);
-	if (named)
+	if (slot >= 0)
 		kj_capture_range_tie(slot, id);
 	return id;
 }
@@ -74,17 +81,15 @@ static nvtxRangeId_t started(int named, nvtxRangeId_t id, int slot)
 static nvtxRangeId_t NVTX_API start_a(const char *message)
 {
 	nvtxRangeStartA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype);
-	int named = kj_capture_nvtx_on() && kj_capture_named(message);
-	int slot = named ? kj_capture_range_open() : -1;
-	return started(named, f ? f(message) : 0, slot);
+	int slot = opening(kj_capture_nvtx_on() && kj_capture_named(message));
+	return started(slot, f ? f(message) : 0);
 }
 
 static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 {
 	nvtxRangeStartEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartEx, nvtxRangeStartEx_impl_fntype);
-	int named = kj_capture_nvtx_on() && kj_capture_attr_named(a);
-	int slot = named ? kj_capture_range_open() : -1;
-	return started(named, f ? f(a) : 0, slot);
+	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
+	return started(slot, f ? f(a) : 0);
 }
 
 static void NVTX_API end(nvtxRangeId_t id)
@@ -118,9 +123,8 @@ static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEv
 {
 	nvtxDomainRangeStartEx_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, nvtxDomainRangeStartEx_impl_fntype);
-	int named = kj_capture_nvtx_on() && kj_capture_attr_named(a);
-	int slot = named ? kj_capture_range_open() : -1;
-	return started(named, f ? f(d, a) : 0, slot);
+	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
+	return started(slot, f ? f(d, a) : 0);
 }
 
 static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)

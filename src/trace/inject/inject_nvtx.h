@@ -22,8 +22,7 @@ int kj_capture_attr_named(const nvtxEventAttributes_t *a);
 void kj_capture_push(const void *domain, int named);
 void kj_capture_pop(const void *domain);
 /** A start/end range named as the capture range: opened before it is handed on (the slot, or -1
- *  when too many are open),
- *  then tied to the id NVTX returned; ended after. */
+ *  when too many are open), then tied to the id NVTX returned (a slot < 0: nothing); ended after. */
 int kj_capture_range_open(void);
 void kj_capture_range_tie(int slot, uint64_t id);
 void kj_capture_range_end(uint64_t id);
