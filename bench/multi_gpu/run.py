@@ -24,13 +24,15 @@ import argparse
 import csv
 import datetime
 import functools
-import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
+from capture_pairs import gpu_name, write_json  # noqa: E402  (one copy)
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv"]
 NVLINK4_GBPS = 450.0  # H100/H200 SXM NVLink 4: 18 links x 25 GB/s, per direction
@@ -77,13 +79,6 @@ def json_of(text):
         return json.loads(text[i:]) if i >= 0 else None
     except ValueError:
         return None
-
-
-def save(res, path):
-    """The result so far into path, renamed into place."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 def predict_held(kj, models, op, g, e, log_dir, steps):
@@ -166,7 +161,7 @@ def reanalyze(a, kj):
     res["analysis_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
     res["analysis_version"] = subprocess.run([kj, "--version"], capture_output=True, text=True).stdout.strip()
     res["analysis_steps"] = steps
-    save(res, a.out)
+    write_json(a.out, res)
     return res
 
 
@@ -273,12 +268,8 @@ def main():
     res = {"bench": "multi_gpu", "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "gpus": g, "steps": steps,
            "nvlink_peak_gbps_per_direction": NVLINK4_GBPS}
-    try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-        res["device"] = smi.stdout.strip().splitlines()[:g] if smi.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
-        res["device"] = None
+    name = gpu_name()
+    res["device"] = name.splitlines()[:g] if name else None
     # 1. sweeps: training sizes and held-out sizes, every collective
     for op in OPS:
         for kind, b0, stepf, b1 in (("train", 8192, 4, 512 << 20), ("held", 16384, 16, 1 << 30)):
@@ -313,7 +304,7 @@ def main():
                      "busbw_at_largest_gbps": float(top["busbw(GB/s)"]) if top else None,
                      "of_nvlink_peak_pct": round(100 * float(top["busbw(GB/s)"]) / NVLINK4_GBPS, 1) if top else None}
     res["sweep"] = sweep
-    save(res, a.out)  # kept so far, should a later step run past the caller's limit
+    write_json(a.out, res)  # kept so far, should a later step run past the caller's limit
     # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
     progs = {}
     swept = {}  # (op, shape) -> the sweep's rc: one sweep serves programs of the same shapes
@@ -352,9 +343,9 @@ def main():
                 p["ranks_after_replay"] = ranks_explained(json_of(out) if rc == 0 else None)
             progs[name] = p
             res["programs"] = progs
-            save(res, a.out)
+            write_json(a.out, res)
     res["programs"] = progs
-    save(res, a.out)
+    write_json(a.out, res)
     table(sweep, progs)
     bad = [s for s in steps if s["rc"] != 0]
     print(f"{len(steps) - len(bad)}/{len(steps)} steps ok" + (f"; failed: {[s['step'] for s in bad][:8]}" if bad else ""))

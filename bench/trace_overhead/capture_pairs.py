@@ -10,6 +10,7 @@ Writes a JSON result (bench/results style): device, date, commands, every run's 
 import argparse
 import os
 import datetime
+import functools
 import json
 import random
 import statistics
@@ -36,8 +37,9 @@ def ratios(a, b):
     return summary([x / y for x, y in zip(a, b) if x and y])
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_name():
-    """'NAME, DRIVER' of the machine's GPUs (one line each, nvidia-smi), or None."""
+    """'NAME, DRIVER' of the machine's GPUs (one line each, nvidia-smi, asked once), or None."""
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                               capture_output=True, text=True).stdout.strip() or None

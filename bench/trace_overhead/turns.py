@@ -14,7 +14,6 @@ kjoule or CUPTI. Writes a JSON result file (device, date, command, raw numbers) 
 after every 10 rounds."""
 import argparse
 import datetime
-import functools
 import json
 import math
 import os
@@ -28,6 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from capture_pairs import gpu_name, write_json  # noqa: E402  (one copy)
 from summarize import ALL_TARGETS  # noqa: E402
 WORKER = os.path.join(HERE, "turn_worker.py")
 
@@ -131,16 +131,6 @@ class Contestant:
         raise SystemExit(f"turns.py: contestant {self.name} ended early (exit {self.proc.wait()}); see its log")
 
 
-@functools.lru_cache(maxsize=None)
-def device():
-    """The GPU's name and driver, asked once."""
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "unknown (no nvidia-smi)"
-
-
 def config_of(process):
     """'kjoule_default#2' -> 'kjoule_default': the copies of one contestant share its figures."""
     return process.split("#")[0]
@@ -209,7 +199,7 @@ def write(a, blocks, rss, order):
             by_config.setdefault(config_of(proc), []).append(mb)
         summary["rss_over_plain_mb"] = {c: statistics.median(v) - statistics.median(by_config["plain"])
                                         for c, v in by_config.items()}
-    result = {"benchmark": "trace_overhead (turns)", "device": device(),
+    result = {"benchmark": "trace_overhead (turns)", "device": gpu_name() or "unknown (no nvidia-smi)",
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
               "command": " ".join(sys.argv), "workload": a.workload or WORKLOADS[a.model],
               "worker_cmd": a.worker_cmd,
@@ -220,10 +210,7 @@ def write(a, blocks, rss, order):
               "targets": ALL_TARGETS,
               "summary": summary, "ratio_per_round": ratios, "order_per_round": order,
               "peak_rss_mb": rss, "forward_ms_per_round": blocks}
-    tmp = a.output + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, a.output)
+    write_json(a.output, result)
     return summary
 
 
