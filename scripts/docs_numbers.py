@@ -589,6 +589,13 @@ def sweep_step_offgrid(r):
             f"the heaviest operators first until the bench's time was spent, against the models' figures: {at} (the others were not reached).")
 
 
+def turn_ratio(summary, contestant):
+    """A turns.py summary's ratio to untraced for one contestant, or None where it did not run."""
+    v = (summary or {}).get(contestant)
+    x = v.get("ratio_to_plain") if isinstance(v, dict) else None
+    return x if isinstance(x, (int, float)) else None
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -597,18 +604,18 @@ def tracing_capture(r):
     cap, full = (lambda k: r.num(f, f"steps10k/capture/{k}")), (lambda k: r.num(f, f"steps10k/full/{k}"))
     checks = r.get(f, "gpu_test_checks")
     failed = [c[5:] for c in checks if c.startswith("FAIL")]
+    sm = r.load(f)["turns_gpt2m"]["summary"]
+    cupti, no_params = turn_ratio(sm, "cupti_activity_only"), turn_ratio(sm, "kjoule_no_params")
+    beside = ""
+    if cupti is not None:  # CUPTI alone and --no-params, where this result has them
+        beside = (f" and CUPTI's activity records alone {ratio(cupti)} (the defaults "
+                  f"{pct((t('kjoule_default') / cupti - 1) * 100)} beyond CUPTI"
+                  + (f", `--no-params` {pct((no_params / cupti - 1) * 100)}" if no_params is not None else "")
+                  + f", over {r.num(f, 'turns_gpt2m/rounds')} rounds)")
     return (f"Measured ({r.where(f)}, `bench/results/{f}`): on the GPT-2-medium-shaped eager forward, taking "
             f"turns, a window that never opens costs {ratio(t('kjoule_capture_late'))} "
             f"(quartiles {ratio(q('kjoule_capture_late', 'ratio_q25'))}–{ratio(q('kjoule_capture_late', 'ratio_q75'))}) "
-            f"against the defaults' {ratio(t('kjoule_default'))}"
-            + (f" and CUPTI's activity records alone {ratio(t('cupti_activity_only'))} (the defaults "
-               f"{pct((t('kjoule_default') / t('cupti_activity_only') - 1) * 100)} beyond CUPTI"
-               + (f", `--no-params` {pct((t('kjoule_no_params') / t('cupti_activity_only') - 1) * 100)}"
-                  if isinstance((r.load(f)["turns_gpt2m"]["summary"].get("kjoule_no_params") or {}).get("ratio_to_plain"), (int, float))
-                  else "")
-               + f", over {r.num(f, 'turns_gpt2m/rounds')} rounds)"
-               if isinstance((r.load(f)["turns_gpt2m"]["summary"].get("cupti_activity_only") or {}).get("ratio_to_plain"), (int, float))
-               else "") + ". A program of 10,000 steps of 4 launches traced "
+            f"against the defaults' {ratio(t('kjoule_default'))}" + beside + ". A program of 10,000 steps of 4 launches traced "
             f"with `--capture step@5000:20` keeps {cap('kernels')} kernels in a {cap('db_bytes') / 1e6:.2f} MB "
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
@@ -678,9 +685,9 @@ def host_turns(r, key="turns_jax_step", what="The JAX step", part="2c"):
     t = (r.load(f).get(key) or {})
     sm = t.get("summary") or {}
     need = ("kjoule_default", "kjoule_capture_late", "cupti_activity_only")
-    if not all(isinstance(sm.get(k), dict) and isinstance(sm[k].get("ratio_to_plain"), (int, float)) for k in need):
+    if any(turn_ratio(sm, k) is None for k in need):
         return f"{what} taking turns in live processes (many rounds; `scripts/gpu/capture.sh` part {part}) is not measured yet."
-    g = lambda k: sm[k]["ratio_to_plain"]
+    g = lambda k: turn_ratio(sm, k)
     q = lambda k: f"{ratio(sm[k]['ratio_q25'])}–{ratio(sm[k]['ratio_q75'])}"
     beyond = (g('kjoule_default') / g('cupti_activity_only') - 1) * 100
     beyond = 0.0 if abs(beyond) < 0.05 else beyond  # no "-0.0 %"
@@ -694,10 +701,7 @@ def capture_outside(r):
     """Where a window that never opens costs (capture_outside.json), where measured."""
     f = "capture_outside.json"
     pr = r.load(f).get("programs") or {}
-    sm = lambda p: (pr.get(p) or {}).get("summary") or {}
-    def g(p, k):
-        v = sm(p).get(k)
-        return v["ratio_to_plain"] if isinstance(v, dict) and isinstance(v.get("ratio_to_plain"), (int, float)) else None
+    g = lambda p, k: turn_ratio((pr.get(p) or {}).get("summary"), k)
     if g("decode", "kjoule_capture_late") is None:
         return "Where a window that never opens costs the decode loop is not measured yet (`scripts/gpu/capture_outside.sh`)."
     opt = lambda p, k, what: f", {what} {ratio(g(p, k))}" if g(p, k) is not None else ""
