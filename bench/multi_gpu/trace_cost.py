@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
-from capture_pairs import alternate, gpu_name, summary, write_json  # noqa: E402  (one copy)
+from capture_pairs import alternate, gpu_name, ratios, write_json  # noqa: E402  (one copy)
 
 
 def run_once(cmd, timeout, metric):
@@ -41,11 +41,6 @@ def run_once(cmd, timeout, metric):
         if isinstance(r, int) and not isinstance(r, bool) and isinstance(v, (int, float)) and v > 0:
             got[str(r)] = float(v)
     return got, p.returncode
-
-
-def paired(a, b):
-    """Per round a / b where both ran, summarised (a round's figure may be None: failed)."""
-    return summary([x / y for x, y in zip(a, b) if x is not None and y is not None])
 
 
 def main():
@@ -78,8 +73,8 @@ def main():
         col = lambda k, r: [row.get(r) if row else None for row in values[k]]
         per_rank = {}
         for r in ranks:
-            e = {k: paired(col(k, r), col("plain", r)) for k in contestants if k != "plain"}
-            e["kjoule_default_over_cupti_only"] = paired(col("kjoule_default", r), col("cupti_only", r))
+            e = {k: ratios(col(k, r), col("plain", r)) for k in contestants if k != "plain"}
+            e["kjoule_default_over_cupti_only"] = ratios(col("kjoule_default", r), col("cupti_only", r))
             per_rank[r] = e
         write_json(a.output, {
             "benchmark": "multi_gpu_trace_cost", "workload": a.name, "metric": a.metric, "device": gpu_name() or "unknown",
