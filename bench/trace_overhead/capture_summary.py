@@ -33,10 +33,9 @@ try:  # the GPU test's checks, one line each ("ok ..." or "FAIL ...")
                               if l.startswith(("ok ", "FAIL "))] if test_rc >= 0 else None
 except OSError:
     res["gpu_test_checks"] = None
-t = load("capture_turns_gpt2m.json")
-summ = t.get("summary", t.get("ratios", {})) if isinstance(t, dict) else {}
-res["turns_gpt2m"] = {"summary": summ, "device": t.get("device"), "rounds": t.get("rounds_done", t.get("rounds"))}
-for key, name in (("turns_jax_step", "capture_turns_jax.json"), ("turns_decode", "capture_turns_decode.json")):
+TURNS = (("turns_gpt2m", "capture_turns_gpt2m.json"), ("turns_jax_step", "capture_turns_jax.json"),
+         ("turns_decode", "capture_turns_decode.json"))
+for key, name in TURNS:
     tj = load(name)
     res[key] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
                 "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
@@ -109,8 +108,7 @@ for k in ("jax", "decode"):
     d = res[f"pairs_{k}"]
     print(f"{k + ': capture (window never open) / plain':44s} {ratio(d, 'capture_late')}  rounds {d.get('rounds')}")
     print(f"{k + ': full trace / plain':44s} {ratio(d, 'full_trace')}")
-print(f"{'gpt2m turns summary':44s} {json.dumps(summ)[:200]}")
-for key in ("turns_jax_step", "turns_decode"):
+for key, _ in TURNS:
     sm = res[key].get("summary") or {}
     print(f"{key + ' (ratio to plain)':44s} " + " ".join(f"{k} {v.get('ratio_to_plain'):.3f}" for k, v in sm.items()
                                                          if isinstance(v, dict) and isinstance(v.get('ratio_to_plain'), (int, float)))
