@@ -29,7 +29,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
 from capture_pairs import gpu_name, write_json  # noqa: E402  (one copy)
@@ -44,6 +46,7 @@ CFG = """{{"kernel_name": "{op}", "columns_name": ['gpus', 'bytes', 'F_dur(us)',
 # a collective's CSV columns, in the sweep's order (kjoule sweep --energy)
 CSV_COLS = ["gpus", "bytes", "F_dur(us)", "B_dur(us)", "F_energy(uJ)", "F_energy_unc(uJ)", "B_energy(uJ)",
             "B_energy_unc(uJ)", "status", "algbw(GB/s)", "busbw(GB/s)"]
+LOG_LOCK = threading.Lock()
 
 
 def step(name, cmd, log_dir, timeout, steps, env=None):
@@ -59,10 +62,11 @@ def step(name, cmd, log_dir, timeout, steps, env=None):
     except OSError as e:
         rc, out = "cannot start", str(e)
     dt = time.time() - t0
-    with open(os.path.join(log_dir, "multi_gpu.log"), "a") as f:
-        f.write(f"\n===== {name} (rc {rc}, {dt:.1f} s): {' '.join(cmd)}\n{out[-20000:]}\n")
-    steps.append({"step": name, "rc": rc, "seconds": round(dt, 1)})
-    print(f"== {name}: rc {rc} in {dt:.1f} s", flush=True)
+    with LOG_LOCK:  # steps may run side by side (operator sweeps on several GPUs)
+        with open(os.path.join(log_dir, "multi_gpu.log"), "a") as f:
+            f.write(f"\n===== {name} (rc {rc}, {dt:.1f} s): {' '.join(cmd)}\n{out[-20000:]}\n")
+        steps.append({"step": name, "rc": rc, "seconds": round(dt, 1)})
+        print(f"== {name}: rc {rc} in {dt:.1f} s", flush=True)
     return rc, out
 
 
@@ -117,6 +121,23 @@ def model_kind(models, op):
     return None
 
 
+def write_train_csvs(src, sweep, data):
+    """The collectives' training rows of result src (its sweep section) written back into DATA as
+    the sweep's CSVs; exits naming the entry where a row or a collective is missing."""
+    os.makedirs(data, exist_ok=True)
+    for op, s in sweep.items():
+        if op not in OPS or not s.get("train_rows"):
+            sys.exit(f"{src}: sweep.{op}: " + ("not a collective" if op not in OPS else "no train_rows"))
+        with open(os.path.join(data, f"G_{op}_fp16_1_1.csv"), "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(CSV_COLS)
+            for i, r in enumerate(s["train_rows"]):
+                miss = [c for c in CSV_COLS if c not in r]
+                if miss:
+                    sys.exit(f"{src}: sweep.{op}.train_rows[{i}]: no {', '.join(miss)}")
+                wr.writerow([r[c] for c in CSV_COLS])
+
+
 def reanalyze(a, kj):
     """The earlier result a.reanalyze refitted and re-predicted by this build; exits naming the
     problem (nothing written) where the result lacks rows or fit fails."""
@@ -131,18 +152,7 @@ def reanalyze(a, kj):
     w = tempfile.mkdtemp(prefix="kj_multi_gpu_re.")
     log_dir = a.log_dir or w
     data = os.path.join(w, "train", "sampling_data")
-    os.makedirs(data)
-    for op, s in sweep.items():
-        if op not in OPS or not s.get("train_rows"):
-            sys.exit(f"{src}: sweep.{op}: " + ("not a collective" if op not in OPS else "no train_rows"))
-        with open(os.path.join(data, f"G_{op}_fp16_1_1.csv"), "w", newline="") as f:
-            wr = csv.writer(f)
-            wr.writerow(CSV_COLS)
-            for i, r in enumerate(s["train_rows"]):
-                miss = [c for c in CSV_COLS if c not in r]
-                if miss:
-                    sys.exit(f"{src}: sweep.{op}.train_rows[{i}]: no {', '.join(miss)}")
-                wr.writerow([r[c] for c in CSV_COLS])
+    write_train_csvs(src, sweep, data)
     steps = []
     models = os.path.join(w, "models")
     rc, out = step("fit", [kj, "fit", data, "-o", models, "--gpu", "G"], log_dir, 120, steps)
@@ -177,11 +187,12 @@ def grid_config():
     return mod.config
 
 
-def sweep_operators(kj, w, yml, log_dir, steps, done):
+def sweep_operators(kj, w, yml, log_dir, steps, done, gpus=1):
     """Every operator `kjoule predict --model yml` needs but the collectives, swept on one GPU on a
-    small grid around the model's shape (bench/predict_step's grids) into w/train beside the
-    collectives' rows; done: the (op, shape) already swept, updated. Returns one entry per
-    operator: op, shape, count, sweep rc."""
+    small grid around the model's shape (bench/predict_step's grids) at the model's precision into
+    w/train beside the collectives' rows; GPUS operators at a time, each on its own GPU (--device);
+    done: the (op, shape) already swept, updated. Returns one entry per operator: op, shape, count,
+    sweep rc."""
     empty = os.path.join(w, "empty_models")
     os.makedirs(empty, exist_ok=True)
     with open(os.path.join(empty, "models.json"), "w") as f:
@@ -189,21 +200,40 @@ def sweep_operators(kj, w, yml, log_dir, steps, done):
     rc, out = step("operators of " + os.path.basename(yml), [kj, "predict", "--models", empty, "--model", yml,
                                                            "--gpu", "G", "--json"], log_dir, 30, steps)
     j = json_of(out) if rc == 0 else None
-    config, entries = grid_config(), []
+    precision = (j or {}).get("precision") or "fp16"
+    config, entries, todo = grid_config(), [], []
     for t in (j or {}).get("operators", []):
         if t.get("tier") == "communication":
             continue
         key = (t["op"], t["shape"])
-        e = {"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None}
-        if key not in done:
-            text, _ = config(t["op"], t["columns"], [int(x) for x in t["shape"].split(",")])
-            cfg = os.path.join(w, f"op_{t['op']}_{t['shape'].replace(',', 'x')}.yml")
-            open(cfg, "w").write(text)
-            done[key], _ = step(f"sweep {t['op']} {t['shape']}", [kj, "sweep", cfg, "--precision", "fp16", "--energy",
-                                                                 "--gpu-name", "G", "--out", os.path.join(w, "train"),
-                                                                 "--timeout", "60"], log_dir, 90, steps)
-        e["sweep_rc"] = done[key]
-        entries.append(e)
+        entries.append({"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None, "key": key})
+        if key in done or key in [k for k, _ in todo]:
+            continue
+        text, _ = config(t["op"], t["columns"], [int(x) for x in t["shape"].split(",")])
+        cfg = os.path.join(w, f"op_{t['op']}_{t['shape'].replace(',', 'x')}.yml")
+        open(cfg, "w").write(text)
+        todo.append((key, cfg))
+    free = list(range(max(1, gpus)))  # the GPUs no sweep holds now
+    lock = threading.Lock()
+
+    def one(item):
+        key, cfg = item
+        with lock:
+            dev = free.pop()
+        try:
+            rc, _ = step(f"sweep {key[0]} {key[1]}", [kj, "sweep", cfg, "--precision", precision, "--energy",
+                                                     "--device", str(dev), "--gpu-name", "G", "--out",
+                                                     os.path.join(w, "train"), "--timeout", "60"], log_dir, 90, steps)
+        finally:
+            with lock:
+                free.append(dev)
+        return key, rc
+
+    with ThreadPoolExecutor(max_workers=max(1, gpus)) as pool:
+        for key, rc in pool.map(one, todo):
+            done[key] = rc
+    for e in entries:
+        e["sweep_rc"] = done.get(e.pop("key"))
     return entries
 
 
@@ -251,6 +281,10 @@ def main():
                     help="programs replayed after their trace (kjoule replay --budget 100), then compared"
                          " again for each rank's explained_fraction")
     ap.add_argument("--held-ops", nargs="+", help="the collectives whose held-out sizes are swept and predicted (all)")
+    ap.add_argument("--keep", metavar="OLD.json", help="an earlier result of the same kind of machine: its collectives "
+                    "(rows, held-out figures, models refitted from its rows) and its programs are kept, no collective "
+                    "is swept, and only --programs run (each replacing its earlier entry)")
+    ap.add_argument("--op-gpus", type=int, default=1, help="operator sweeps side by side, one a GPU (1)")
     ap.add_argument("--reanalyze", help="an earlier result: refit its training rows and predict its held-out "
                     "sizes with this build, on the CPU")
     ap.add_argument("-o", "--out", required=True)
@@ -270,8 +304,20 @@ def main():
            "nvlink_peak_gbps_per_direction": NVLINK4_GBPS}
     name = gpu_name()
     res["device"] = name.splitlines()[:g] if name else None
+    kept = None
+    if a.keep:
+        try:
+            kept = json.load(open(a.keep))
+        except (OSError, ValueError) as e:
+            sys.exit(f"{a.keep}: {e}")
+        if not isinstance(kept.get("sweep"), dict) or kept.get("gpus") != g:
+            sys.exit(f"{a.keep}: no 'sweep' of collectives over {g} GPUs: not a multi_gpu result to keep")
+        write_train_csvs(a.keep, kept["sweep"], os.path.join(w, "train", "sampling_data"))
+        res["kept"] = {"from": a.keep, "date": kept.get("date"), "command": kept.get("command"),
+                       "device": kept.get("device"), "steps": kept.get("steps"),
+                       "what": "the collectives' sweep; the programs not run by this command"}
     # 1. sweeps: training sizes and held-out sizes, every collective
-    for op in OPS:
+    for op in (OPS if not kept else []):
         for kind, b0, stepf, b1 in (("train", 8192, 4, 512 << 20), ("held", 16384, 16, 1 << 30)):
             if kind == "held" and a.held_ops and op not in a.held_ops:
                 continue
@@ -282,9 +328,9 @@ def main():
                  a.log_dir, 75, steps, env)
     step("fit", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o", os.path.join(w, "models"),
                  "--gpu", "G"], a.log_dir, 120, steps)
-    sweep = {}
+    sweep = dict(kept["sweep"]) if kept else {}
     models = os.path.join(w, "models")
-    for op in OPS:
+    for op in (OPS if not kept else []):
         train = rows(os.path.join(w, "train", "sampling_data", f"G_{op}_fp16_1_1.csv"))
         held = rows(os.path.join(w, "held", "sampling_data", f"G_{op}_fp16_1_1.csv"))
         preds = []
@@ -306,17 +352,19 @@ def main():
     res["sweep"] = sweep
     write_json(a.out, res)  # kept so far, should a later step run past the caller's limit
     # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
-    progs = {}
+    progs = dict((kept or {}).get("programs") or {})
     swept = {}  # (op, shape) -> the sweep's rc: one sweep serves programs of the same shapes
     decode_steps = 16
     tp_args = ["--layers", str(a.layers), "--prompt", "128", "--decode-steps", str(decode_steps), "--repeat", "3"]
     if not a.skip_programs:
         # name, script, region, its arguments, iterations compare and predict skip (tp_graph: the
-        # first round's decode steps, eager before the graphs are captured)
+        # first round's decode steps, eager before the graphs are captured); DDP at batch 16 so
+        # that the GPU's work hides the host's launches (at 8 a traced step idled a third of its
+        # time), as the sum of operators predicts the GPU's work
         for name, script, region, extra, skip in (
                 ("tp", "examples/llama7b_tp.py", "decode", tp_args, 1),
                 ("tp_graph", "examples/llama7b_tp.py", "decode", tp_args + ["--cuda-graph"], decode_steps),
-                ("ddp", "examples/ddp_train.py", "step", ["--steps", "10", "--warmup", "3", "--batch", "8"], 1)):
+                ("ddp", "examples/ddp_train.py", "step", ["--steps", "10", "--warmup", "3", "--batch", "16"], 1)):
             if name not in a.programs:
                 continue
             db, yml = os.path.join(w, f"{name}.kjdb"), os.path.join(w, f"{name}.yml")
@@ -329,7 +377,7 @@ def main():
             p["compare"] = json_of(out) if rc == 0 else None
             if not a.no_op_sweeps and os.path.exists(yml):
                 # the model's own operators beside the collectives, then one fit of both
-                p["operators"] = sweep_operators(kj, w, yml, a.log_dir, steps, swept)
+                p["operators"] = sweep_operators(kj, w, yml, a.log_dir, steps, swept, a.op_gpus)
                 step(f"fit with {name}'s operators", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o",
                                                      os.path.join(w, "models"), "--gpu", "G"], a.log_dir, 180, steps)
             rc, out = step(f"predict {name}", [kj, "predict", "--model", yml, "--gpu", "G", "--models",

@@ -7,7 +7,10 @@
 # multi_gpu.json (the result), multi_gpu.log (every step's output), topo.txt, build.txt.
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/multi_gpu.sh
 #   MG_PROGRAMS (run.py --programs: tp tp_graph ddp), MG_REPLAY (run.py --replay), MG_HELD_OPS:
-#   within one 600 s call, e.g. MG_HELD_OPS=all_reduce MG_PROGRAMS=tp_graph MG_REPLAY=tp_graph
+#   within one 600 s call, e.g. MG_HELD_OPS=all_reduce MG_PROGRAMS=tp_graph MG_REPLAY=tp_graph;
+#   MG_KEEP (run.py --keep: an earlier result's collectives and programs kept, only MG_PROGRAMS run),
+#   MG_OP_GPUS (operator sweeps side by side, one a GPU; default: every GPU), MG_CHECKS=0 (no check
+#   of each collective's data)
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -44,11 +47,12 @@ fi
 timeout 30 "$kj" sweep configs/sweep/collect/all_reduce.yml --gpus $((ngpu + 1)) -o /tmp/kj_refused >/tmp/kj_refused.txt 2>&1
 echo "more GPUs than present: exit $? ($(tail -1 /tmp/kj_refused.txt))"
 # a check of each collective's data (run_function: small integers, expected sums) on 2 GPUs
-for op in all_reduce all_gather reduce_scatter broadcast send_recv; do
+for op in $([ "${MG_CHECKS:-1}" = 1 ] && echo all_reduce all_gather reduce_scatter broadcast send_recv); do
 	sed 's/"run": "get_one"/"run": "run_function"/' "configs/sweep/test/$op.yml" >"/tmp/kj_rf_$op.yml"
 	printf '%-16s ' "$op"; timeout ${MG_CHECK_S:-90} "$kj" sweep "/tmp/kj_rf_$op.yml" --gpus 2 2>&1 | tail -1
 done | tee -a "$OUT/build.txt"
 timeout ${MG_BENCH_S:-470} python3 bench/multi_gpu/run.py --kjoule "$kj" --work /tmp/kj_multi_gpu --log-dir "$OUT" \
 	--gpus 2 --layers "${LAYERS:-8}" ${MG_HELD_OPS:+--held-ops $MG_HELD_OPS} ${MG_PROGRAMS:+--programs $MG_PROGRAMS} \
-	${MG_REPLAY:+--replay $MG_REPLAY} -o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
+	${MG_REPLAY:+--replay $MG_REPLAY} ${MG_KEEP:+--keep $MG_KEEP} --op-gpus "${MG_OP_GPUS:-$ngpu}" \
+	-o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
 echo "exit ${PIPESTATUS[0]}"

@@ -17,7 +17,7 @@ tr=(torchrun --standalone --nproc-per-node 2)
 for p in ${MGC_PROGRAMS:-tp ddp}; do
 	case $p in
 	tp) metric=decode_ms_per_step args=(examples/llama7b_tp.py --layers 8 --prompt 128 --decode-steps 16 --repeat 4 --timing) ;;
-	ddp) metric=step_ms args=(examples/ddp_train.py --steps 10 --warmup 3 --batch 8 --timing) ;;
+	ddp) metric=step_ms args=(examples/ddp_train.py --steps 10 --warmup 3 --batch 16 --timing) ;;
 	*) echo "unknown program $p"; continue ;;
 	esac
 	timeout $((s + 240)) python3 bench/multi_gpu/trace_cost.py --kjoule "$kj" --name "$p" --metric "$metric" --seconds "$s" \

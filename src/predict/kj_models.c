@@ -119,6 +119,30 @@ static void found(const json_t *e, const json_t *grid, const struct kj_sweep_op 
 	out->found = 1;
 }
 
+/* The index of models' entry for (gpu tag, op, precision, prop, target) into *at; 0 when none.
+ * A collective's model serves every precision (its shape counts bytes): one fitted at another
+ * precision is taken where none was fitted at this one. */
+static int find_model(json_t *models, const char *tag, const char *op, const char *precision,
+		      const char *prop, const char *target, size_t *at)
+{
+	json_t *e;
+	size_t i;
+	int other = 0;
+	json_array_foreach(models, i, e) {
+		if (!is(e, "gpu", tag) || !is(e, "op", op) || !is(e, "prop", prop) || !is(e, "target", target))
+			continue;
+		if (is(e, "precision", precision)) {
+			*at = i;
+			return 1;
+		}
+		if (!other && is(e, "kind", KJ_COLL_MODEL_KIND)) {
+			*at = i;
+			other = 1;
+		}
+	}
+	return other;
+}
+
 int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_sweep_op *op,
 		      int precision, int prop, const char *target, const int64_t *v,
 		      struct kj_prediction *out, char *err, size_t len)
@@ -129,76 +153,72 @@ int kj_models_predict(struct kj_models *m, const char *gpu, const struct kj_swee
 	kj_sweep_gpu_tag(gpu, tag, sizeof(tag));
 	memset(out, 0, sizeof(*out));
 	out->mape_pct = out->size_mape_pct = -1;
-	json_array_foreach(models, i, e) {
-		if (!is(e, "gpu", tag) || !is(e, "op", op->name) ||
-		    !is(e, "precision", kj_precision_name(precision)) ||
-		    !is(e, "prop", prop ? "bwd" : "fwd") || !is(e, "target", target))
-			continue;
-		if (is(e, "kind", KJ_COLL_MODEL_KIND)) { /* a collective: its points, per GPU count */
-			json_t *grid;
-			int rc = kj_coll_predict(e, m->dir, op, v, &out->value, &grid, err, len);
-			if (rc)
-				return rc;
-			found(e, grid, op, target, v, out);
-			json_decref(grid);
-			return 0;
-		}
-		json_t *fv = json_object_get(e, "features");
-		if (json_integer_value(fv) != KJ_PREDICT_FEATURES) {
-			snprintf(err, len, "%s/models.json: model %s was fitted on features version %lld, this "
-				 "kjoule computes version %d: run kjoule fit again", m->dir,
-				 json_string_value(json_object_get(e, "model")),
-				 json_is_integer(fv) ? (long long)json_integer_value(fv) : 1LL, KJ_PREDICT_FEATURES);
-			return KJ_EINVAL;
-		}
-		int form = kj_baseline_form(json_string_value(json_object_get(e, "baseline")));
-		int trees = json_is_true(json_object_get(e, "trees"));
-		json_t *w = json_object_get(e, "linear");
-		if (form < 0 || !json_is_array(w)) {
-			snprintf(err, len, "%s/models.json: model %s: no baseline form or weights", m->dir,
-				 json_string_value(json_object_get(e, "svg")));
-			return KJ_EINVAL;
-		}
-		if (trees && !m->loaded[i]) {
-			char path[4200];
-			snprintf(path, sizeof(path), "%s/%s", m->dir,
-				 json_string_value(json_object_get(e, "model")));
-			int rc = kj_xgb_open(path, &m->loaded[i], err, len);
-			if (rc)
-				return rc;
-		}
-		float f[KJ_PREDICT_NF], r = 0;
-		double terms[KJ_BASE_MAX];
-		int sm = (int)json_integer_value(json_object_get(e, "sm_count"));
-		json_t *l2 = json_object_get(e, "l2_bytes");
-		kj_predict_features(op, v, prop, kj_precision_bytes(precision), sm,
-				    json_is_number(l2) ? json_number_value(l2) : -1.0, f);
-		if (trees) {
-			int rc = kj_xgb_predict(m->loaded[i], f, 1, KJ_PREDICT_NF, &r, err, len);
-			if (rc)
-				return rc;
-		}
-		int p = kj_baseline_terms(form, f, op->ncolumns, terms);
-		if ((int)json_array_size(w) != p) {
-			snprintf(err, len, "%s/models.json: model %s: %zu baseline weights, its form takes %d",
-				 m->dir, json_string_value(json_object_get(e, "svg")), json_array_size(w), p);
-			return KJ_EINVAL;
-		}
-		double lin = 0;
-		for (int k = 0; k < p; k++)
-			lin += json_number_value(json_array_get(w, k)) * terms[k];
-		out->value = exp(lin + r);
-		if (is(e, "predicts", "power_w")) { /* an energy model of power: times the time model's */
-			struct kj_prediction tp;
-			int rc = kj_models_predict(m, gpu, op, precision, prop, "time", v, &tp, err, len);
-			if (rc)
-				return rc;
-			if (!tp.found)
-				return 0; /* not found: no time, no energy */
-			out->value *= tp.value;
-		}
-		found(e, e, op, target, v, out);
+	if (!find_model(models, tag, op->name, kj_precision_name(precision), prop ? "bwd" : "fwd", target, &i))
+		return 0;
+	e = json_array_get(models, i);
+	if (is(e, "kind", KJ_COLL_MODEL_KIND)) { /* a collective: its points, per GPU count */
+		json_t *grid;
+		int rc = kj_coll_predict(e, m->dir, op, v, &out->value, &grid, err, len);
+		if (rc)
+			return rc;
+		found(e, grid, op, target, v, out);
+		json_decref(grid);
 		return 0;
 	}
+	json_t *fv = json_object_get(e, "features");
+	if (json_integer_value(fv) != KJ_PREDICT_FEATURES) {
+		snprintf(err, len, "%s/models.json: model %s was fitted on features version %lld, this "
+			 "kjoule computes version %d: run kjoule fit again", m->dir,
+			 json_string_value(json_object_get(e, "model")),
+			 json_is_integer(fv) ? (long long)json_integer_value(fv) : 1LL, KJ_PREDICT_FEATURES);
+		return KJ_EINVAL;
+	}
+	int form = kj_baseline_form(json_string_value(json_object_get(e, "baseline")));
+	int trees = json_is_true(json_object_get(e, "trees"));
+	json_t *w = json_object_get(e, "linear");
+	if (form < 0 || !json_is_array(w)) {
+		snprintf(err, len, "%s/models.json: model %s: no baseline form or weights", m->dir,
+			 json_string_value(json_object_get(e, "svg")));
+		return KJ_EINVAL;
+	}
+	if (trees && !m->loaded[i]) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", m->dir,
+			 json_string_value(json_object_get(e, "model")));
+		int rc = kj_xgb_open(path, &m->loaded[i], err, len);
+		if (rc)
+			return rc;
+	}
+	float f[KJ_PREDICT_NF], r = 0;
+	double terms[KJ_BASE_MAX];
+	int sm = (int)json_integer_value(json_object_get(e, "sm_count"));
+	json_t *l2 = json_object_get(e, "l2_bytes");
+	kj_predict_features(op, v, prop, kj_precision_bytes(precision), sm,
+			    json_is_number(l2) ? json_number_value(l2) : -1.0, f);
+	if (trees) {
+		int rc = kj_xgb_predict(m->loaded[i], f, 1, KJ_PREDICT_NF, &r, err, len);
+		if (rc)
+			return rc;
+	}
+	int p = kj_baseline_terms(form, f, op->ncolumns, terms);
+	if ((int)json_array_size(w) != p) {
+		snprintf(err, len, "%s/models.json: model %s: %zu baseline weights, its form takes %d",
+			 m->dir, json_string_value(json_object_get(e, "svg")), json_array_size(w), p);
+		return KJ_EINVAL;
+	}
+	double lin = 0;
+	for (int k = 0; k < p; k++)
+		lin += json_number_value(json_array_get(w, k)) * terms[k];
+	out->value = exp(lin + r);
+	if (is(e, "predicts", "power_w")) { /* an energy model of power: times the time model's */
+		struct kj_prediction tp;
+		int rc = kj_models_predict(m, gpu, op, precision, prop, "time", v, &tp, err, len);
+		if (rc)
+			return rc;
+		if (!tp.found)
+			return 0; /* not found: no time, no energy */
+		out->value *= tp.value;
+	}
+	found(e, e, op, target, v, out);
 	return 0;
 }

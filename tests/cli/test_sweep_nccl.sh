@@ -127,6 +127,17 @@ params = L * (12 * d * d + 7 * d + 2 * d + 4 * d) + 2 * d + V * d
 g = params * 2
 assert ar == [(g // (25 << 20), "2,%d" % (25 << 20)), (1, "2,%d" % (g - g // (25 << 20) * (25 << 20)))], (ar, g)
 P
+cp "$T/out" "$T/dp.json"
+# a bf16 model's all-reduces take the collective's model fitted at fp16 (its shape counts bytes)
+expect 0 "$KJ" predict --gpu H --op all_reduce --precision fp16 --prop fwd --shape 2,$((25 << 20)) --models "$T/models" --json
+python3 - "$T/dp.json" "$T/out" <<'P' || fail "dp all-reduce at bf16: $(head -c 600 "$T/dp.json")"
+import json, sys
+j, one = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ar = [o for o in j["operators"] if o["op"] == "all_reduce"]
+assert all(o["fwd_us"] is not None and o["fwd_uj"] is not None for o in ar), ar
+assert abs(ar[0]["fwd_us"] - one["time_us"]) <= 1e-6 * one["time_us"], (ar[0], one)
+assert "all_reduce" not in (j.get("missing_models") or ""), j.get("missing_models")
+P
 # strict: tp against mp, dp in inference, zero, words
 printf 'layers: 2\nhidden: 64\nheads: 4\nseq: 8\nbatch: 1\nmp: 2\ntp: 4\n' >"$T/b1.yml"
 expect 1 "$KJ" predict --model "$T/b1.yml" --gpu H --models "$T/models"
