@@ -44,6 +44,9 @@ def parse():
                          " after the first; the GPU waited for around each phase)")
     ap.add_argument("--cuda-graph", action="store_true",
                     help="decode steps replayed as CUDA graphs after the first round (one graph a position)")
+    ap.add_argument("--destroy-after-graphs", action="store_true",
+                    help="call destroy_process_group even after --cuda-graph captured the all-reduces (it hangs:"
+                         " pytorch/pytorch#115388; to show that it does untraced too)")
     return ap.parse_args()
 
 
@@ -184,6 +187,13 @@ def main():
                         f"batch: {a.batch}\ntp: {tp}\nmode: inference\nprecision: fp16\nnorm: RMSlayernorm\n"
                         f"rope: true\nffn: swiglu\nintermediate: {a.intermediate}\nvocab: {a.vocab}\n"
                         f"lm_head: replicated\n")
+    if graphs and not a.destroy_after_graphs:
+        # ncclCommDestroy hangs once a communicator's collectives were captured into CUDA graphs
+        # (pytorch/pytorch#115388), traced or not: the graphs are freed and the process group is
+        # left to the interpreter's exit
+        graphs.clear()
+        torch.cuda.synchronize()
+        return
     dist.destroy_process_group()
 
 

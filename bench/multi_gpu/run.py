@@ -206,7 +206,8 @@ def sweep_operators(kj, w, yml, log_dir, steps, done, gpus=1):
         if t.get("tier") == "communication":
             continue
         key = (t["op"], t["shape"])
-        entries.append({"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None, "key": key})
+        entries.append({"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None, "key": key,
+                        "csv": f"G_{t['op']}_{precision}_1_1.csv"})
         if key in done or key in [k for k, _ in todo]:
             continue
         text, _ = config(t["op"], t["columns"], [int(x) for x in t["shape"].split(",")])
@@ -235,6 +236,35 @@ def sweep_operators(kj, w, yml, log_dir, steps, done, gpus=1):
     for e in entries:
         e["sweep_rc"] = done.get(e.pop("key"))
     return entries
+
+
+def operator_rows(w, entries):
+    """The sweep CSVs' rows of a program's operators ({file name: rows}), kept in the result so
+    that --keep can fit them again without sweeping."""
+    data = os.path.join(w, "train", "sampling_data")
+    return {e["csv"]: rows(os.path.join(data, e["csv"])) for e in entries if e.get("csv")}
+
+
+def restore_operators(progs, w, done):
+    """The kept programs' operator rows written back into w/train/sampling_data (rows of one file
+    from several programs merged, each once), and their swept (op, shape) marked done."""
+    data = os.path.join(w, "train", "sampling_data")
+    os.makedirs(data, exist_ok=True)
+    files = {}
+    for p in progs.values():
+        for name, rs in (p.get("operator_rows") or {}).items():
+            have = files.setdefault(name, [])
+            have.extend(r for r in rs if r not in have)
+        for e in p.get("operators") or []:
+            if e.get("sweep_rc") == 0 and (p.get("operator_rows") or {}).get(e.get("csv")):
+                done[(e["op"], e["shape"])] = 0
+    for name, rs in files.items():
+        if not rs:
+            continue
+        with open(os.path.join(data, name), "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=list(rs[0].keys()))
+            wr.writeheader()
+            wr.writerows(rs)
 
 
 def ranks_explained(comp):
@@ -354,6 +384,7 @@ def main():
     # 2. the programs: tensor-parallel LLaMA and DDP GPT-2 under kjoule run + torchrun
     progs = dict((kept or {}).get("programs") or {})
     swept = {}  # (op, shape) -> the sweep's rc: one sweep serves programs of the same shapes
+    restore_operators(progs, w, swept)
     decode_steps = 16
     tp_args = ["--layers", str(a.layers), "--prompt", "128", "--decode-steps", str(decode_steps), "--repeat", "3"]
     if not a.skip_programs:
@@ -378,6 +409,7 @@ def main():
             if not a.no_op_sweeps and os.path.exists(yml):
                 # the model's own operators beside the collectives, then one fit of both
                 p["operators"] = sweep_operators(kj, w, yml, a.log_dir, steps, swept, a.op_gpus)
+                p["operator_rows"] = operator_rows(w, p["operators"])
                 step(f"fit with {name}'s operators", [kj, "fit", os.path.join(w, "train", "sampling_data"), "-o",
                                                      os.path.join(w, "models"), "--gpu", "G"], a.log_dir, 180, steps)
             rc, out = step(f"predict {name}", [kj, "predict", "--model", yml, "--gpu", "G", "--models",
