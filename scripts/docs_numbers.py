@@ -97,7 +97,13 @@ class Results:
 
 
 def short_device(d):
-    """'NVIDIA H100 80GB HBM3, 580.159.04' -> 'H100'; every GPU named, joined by ' / '; else as given."""
+    """'NVIDIA H100 80GB HBM3, 580.159.04' -> 'H100'; every GPU named, joined by ' / '; else as given.
+    A list (one entry a GPU, as the several-GPU benchmarks write it) -> '2x H200' where all match."""
+    if isinstance(d, list):
+        names = [short_device(x) for x in d if isinstance(x, str)]
+        if names and len(set(names)) == 1:
+            return f"{len(names)}x {names[0]}" if len(names) > 1 else names[0]
+        return " / ".join(names) if names else "?"
     out = []
     for name in re.findall(r"\b([HABLG]\d{2,3}[A-Za-z]*)\b", d):
         if name not in out:

@@ -276,6 +276,24 @@ static int rank_nccl(sqlite3 *db, struct kj_rank *r, const struct ract *a, size_
 	return rc;
 }
 
+/* The iterations iv[0..ni) as the GPU ran them: each lasts until its own work (a[i] with
+ * own[i] = its index) is done, and starts at its range's start or, where the host ran ahead and
+ * queued it, when the iteration before it ended. Instances follow each other without overlap,
+ * and a host that runs ahead of its GPU (CUDA graphs, no synchronisation) no longer shrinks its
+ * iterations to their launches while the last one collects the queued work. */
+static void gpu_iterations(struct kj_interval *iv, size_t ni, const struct ract *a, size_t na, const long *own)
+{
+	for (size_t i = 0; i < na; i++)
+		if (own[i] >= 0 && a[i].e > iv[own[i]].end_ns)
+			iv[own[i]].end_ns = a[i].e;
+	for (size_t k = 1; k < ni; k++) {
+		if (iv[k].start_ns < iv[k - 1].end_ns)
+			iv[k].start_ns = iv[k - 1].end_ns;
+		if (iv[k].end_ns < iv[k].start_ns)
+			iv[k].end_ns = iv[k].start_ns;
+	}
+}
+
 /* One rank: its range, iterations and figures. */
 static int analyze_rank(sqlite3 *db, const char *region, int skip, const unsigned char *nccl,
 			size_t nn, const struct replays *rp, const char *nccl_absent, struct kj_rank *r)
@@ -303,16 +321,9 @@ static int analyze_rank(sqlite3 *db, const char *region, int skip, const unsigne
 		rc = KJ_ENOMEM;
 		goto out;
 	}
-	/* an iteration lasts until its own work is done, never past the next instance's start */
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0; i < na; i++) /* each launch's iteration, by the range it was launched in */
 		own[i] = kj_intervals_holding(iv, ni, a[i].key, 4);
-		if (own[i] < 0)
-			continue;
-		int64_t cap = (size_t)own[i] + 1 < ni ? iv[own[i] + 1].start_ns : INT64_MAX;
-		int64_t e = a[i].e < cap ? a[i].e : cap;
-		if (e > iv[own[i]].end_ns)
-			iv[own[i]].end_ns = e;
-	}
+	gpu_iterations(iv, ni, a, na, own);
 	int sk = skip >= 0 ? skip : kj_iter_default_skip(ni);
 	if ((size_t)sk >= ni)
 		sk = (int)ni - 1;

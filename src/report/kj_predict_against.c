@@ -49,6 +49,45 @@ static json_t *tier_row(const struct kj_tier_sum *ts, const json_t *run_tier)
 	return r;
 }
 
+/* The measured step of compare's JSON c (new references, json null where unknown): for one
+ * process, its iterations' wall, energy, kernel sum and the energy's uncertainty; for a job of
+ * several ranks, which the model predicts one rank of, the job's time per iteration (the slowest
+ * rank's), its energy per GPU (the GPUs' sum over their count) and the ranks' mean kernel sum. */
+static void measured_step(const json_t *c, json_t **wall, json_t **energy, json_t **ksum, json_t **unc,
+			  json_t **basis)
+{
+	const json_t *job = json_object_get(c, "job");
+	const json_t *ranks = json_object_get(job, "ranks"), *r;
+	size_t n = json_array_size(ranks), i;
+	if (n < 2) {
+		*wall = json_incref(json_object_get(c, "wall_us"));
+		*energy = json_incref(json_object_get(c, "energy_measured_j"));
+		*ksum = json_incref(json_object_get(c, "kernel_sum_us"));
+		*unc = json_incref(json_object_get(c, "energy_measured_mean_unc_pct"));
+		*basis = json_string("the iterations' mean wall and energy (kjoule compare)");
+		return;
+	}
+	const json_t *t = json_object_get(job, "time_per_iteration_us");
+	const json_t *e = json_object_get(job, "energy_per_iteration_mj");
+	const json_t *u = json_object_get(job, "energy_unc_mj");
+	double ks = 0;
+	int ks_ok = 1;
+	json_array_foreach(ranks, i, r) {
+		const json_t *k = json_object_get(r, "kernel_sum_us");
+		ks_ok &= json_is_number(k);
+		ks += json_number_value(k);
+	}
+	*wall = json_is_number(t) ? json_real(json_number_value(t)) : json_null();
+	*energy = json_is_number(e) ? json_real(json_number_value(e) / 1e3 / (double)n) : json_null();
+	*unc = json_is_number(e) && json_is_number(u) && json_number_value(e) > 0
+		? json_real(100.0 * json_number_value(u) / json_number_value(e)) : json_null();
+	*ksum = ks_ok ? json_real(ks / (double)n) : json_null();
+	char b[200];
+	snprintf(b, sizeof(b), "a job of %zu ranks, the model one rank: time per iteration of the slowest rank, "
+		 "energy per GPU (the job's over its %zu GPUs), kernel sum the ranks' mean", n, n);
+	*basis = json_string(b);
+}
+
 json_t *kj_predict_against_run(const char *run, const char *region, int skip, const struct kj_tier_sum *tiers,
 			       int ntiers, double time_us, int time_ok, double energy_uj, int energy_ok,
 			       const char *gpu)
@@ -72,8 +111,8 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 		return NULL;
 	}
 
-	json_t *wall = json_object_get(c, "wall_us"), *energy = json_object_get(c, "energy_measured_j");
-	json_t *ksum = json_object_get(c, "kernel_sum_us");
+	json_t *wall, *energy, *ksum, *unc, *basis;
+	measured_step(c, &wall, &energy, &ksum, &unc, &basis);
 	double e_j = energy_uj / 1e6;
 	json_t *out = json_object();
 	json_object_set_new(out, "run", json_string(run));
@@ -87,7 +126,8 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 	json_t *m = json_object();
 	set_or_null(m, "step_time_us", wall);
 	set_or_null(m, "step_energy_j", energy);
-	set_or_null(m, "step_energy_mean_unc_pct", json_object_get(c, "energy_measured_mean_unc_pct"));
+	set_or_null(m, "step_energy_mean_unc_pct", unc);
+	set_or_null(m, "basis", basis);
 	set_or_null(m, "energy_too_short", json_object_get(c, "energy_measured_too_short"));
 	set_or_null(m, "kernel_sum_us", ksum);
 	set_or_null(m, "idle_us", json_object_get(c, "idle_us"));
@@ -137,6 +177,11 @@ json_t *kj_predict_against_run(const char *run, const char *region, int skip, co
 		}
 	}
 	json_object_set_new(out, "tiers", rows);
+	json_decref(wall);
+	json_decref(energy);
+	json_decref(ksum);
+	json_decref(unc);
+	json_decref(basis);
 	json_decref(c);
 	return out;
 }
@@ -171,6 +216,9 @@ void kj_predict_against_print(const json_t *a, FILE *f)
 		json_string_value(json_object_get(a, "run")), region ? region : "?",
 		(long long)json_integer_value(json_object_get(it, "measured")),
 		(long long)json_integer_value(json_object_get(it, "skipped")), dev ? dev : "GPU not recorded");
+	const char *basis = json_string_value(json_object_get(m, "basis"));
+	if (basis && !strncmp(basis, "a job", 5))
+		fprintf(f, "  measured: %s\n", basis);
 	fprintf(f, "  %-22s %12s %12s %10s\n", "", "predicted", "measured", "error");
 	fprintf(f, "  %-22s %12s %12s %10s\n", "time a step (ms)", cell(json_object_get(pred, "time_us"), 1e3, x, sizeof(x)),
 		cell(json_object_get(m, "step_time_us"), 1e3, y, sizeof(y)), pct_cell(json_object_get(e, "time"), z, sizeof(z)));

@@ -28,6 +28,8 @@
 
 #include "kj_compare_out.h"
 #include "kj_db.h"
+#include "kj_predict_against.h" /* with kj_predict_step.h, of the predict floor */
+#include "kj_predict_step.h"
 #include "kj_ranks.h"
 #include "kj_timeline.h"
 
@@ -39,7 +41,8 @@
 /* variant: 0 plain, 1 rank 1 on another GPU type, 2 rank 1 died (a run ingested before kjoule
  * recorded how), 3 no power samples, 4 rank 0's ranges close on the host at o + 70, long before
  * its GPU work ends (GPU-bound), 5 rank 1 SIGKILLed (another problem of its first), rank 0 then
- * SIGTERMed by torchrun */
+ * SIGTERMed by torchrun, 6 rank 0's host runs ahead: its four ranges at 20 i, 10 long, its work
+ * queued back to back on the GPU, iteration i's [1000 i + 100, 1000 i + 1000) */
 static void make_job(const char *path, int variant)
 {
 	sqlite3 *db = ranks_db_create(path, variant == 5 ? 0 : 1, variant == 2 || variant == 5 ? 0 : 1,
@@ -64,6 +67,12 @@ static void make_job(const char *path, int variant)
 		     pid, pid, (long long)(T0 - 500 * US));
 		for (int i = 0; i < 4; i++) {
 			int64_t o = 2000LL * i + 10 * r;
+			if (variant == 6 && r == 0) {
+				ranks_step(db, pid, 20LL * i, 10, 1);
+				ranks_kernel(db, pid, 0, 1, 1, 1, 1000LL * i + 100, 1000LL * i + 400, 20LL * i + 2);
+				ranks_kernel(db, pid, 0, 2, 2, 3, 1000LL * i + 300, 1000LL * i + 1000, 20LL * i + 4);
+				continue;
+			}
 			ranks_step(db, pid, o, r ? 1200 : variant == 4 ? 70 : 1000, 1);
 			if (r == 0) {
 				ranks_kernel(db, pid, 0, 1, 1, 1, o + 100, o + 400, o + 50);
@@ -128,6 +137,49 @@ static void test_ranks_by_hand(void **state)
 	assert_false(j.mixed_gpus);
 	assert_int_equal(j.n_died, 0);
 	kj_job_free(&j);
+}
+
+/* A rank whose host runs ahead of its GPU (its ranges over long before their work runs): each
+ * iteration lasts from the end of the one before to the end of its own work, 1000 us, not its
+ * range's launches with the queued work all in the last one. */
+static void test_ranks_host_ahead(void **state)
+{
+	(void)state;
+	char path[300];
+	struct kj_job j;
+	snprintf(path, sizeof(path), "%s/job6.kjdb", dir);
+	make_job(path, 6);
+	job_of(path, &j);
+	assert_int_equal(j.n, 2);
+	const struct kj_rank *a = &j.r[0], *b = &j.r[1];
+	assert_int_equal(a->n_iters, 4);
+	assert_int_equal(a->n_kept, 3);
+	assert_float_equal(a->wall_ns, 1000 * US, 1);
+	assert_float_equal(a->busy_ns, 900 * US, 1);
+	assert_float_equal(b->wall_ns, 1200 * US, 1); /* the other rank as it was */
+	kj_job_free(&j);
+}
+
+/* predict --run on a job of two ranks: the model predicts one rank, so it is judged against the
+ * job's time per iteration (the slowest rank's 1200 us), its energy per GPU ((500 + 346.7) / 2 mJ)
+ * and the ranks' mean kernel sum ((600 + 750) / 2 us), never the two ranks' iterations mixed. */
+static void test_predict_against_job(void **state)
+{
+	(void)state;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/job_pred.kjdb", dir);
+	make_job(path, 0);
+	json_t *a = kj_predict_against_run(path, "step", -1, NULL, 0, 600.0, 1, 211675.0, 1, "G");
+	assert_non_null(a);
+	json_t *m = json_object_get(a, "measured");
+	assert_float_equal(json_number_value(json_object_get(m, "step_time_us")), 1200, 1e-6);
+	assert_float_equal(json_number_value(json_object_get(m, "step_energy_j")), (500 + 346.7) / 2 / 1e3, 0.01);
+	assert_float_equal(json_number_value(json_object_get(m, "kernel_sum_us")), 675, 1e-6);
+	assert_non_null(strstr(json_string_value(json_object_get(m, "basis")), "a job of 2 ranks"));
+	json_t *e = json_object_get(a, "errors_pct");
+	assert_float_equal(json_number_value(json_object_get(e, "time")), -50, 1e-6);
+	assert_float_equal(json_number_value(json_object_get(e, "time_vs_kernel_sum")), 100.0 * (600 - 675) / 675, 1e-6);
+	json_decref(a);
 }
 
 static void test_ranks_bad_input(void **state)
@@ -269,6 +321,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ranks_by_hand),
+		cmocka_unit_test(test_ranks_host_ahead),
+		cmocka_unit_test(test_predict_against_job),
 		cmocka_unit_test(test_ranks_bad_input),
 		cmocka_unit_test(test_compare_ranks),
 		cmocka_unit_test(test_ranks_death),
