@@ -337,7 +337,7 @@ def readme_headline(r):
         ("predictor error, a whole GPT training step from operator sweeps, against the step run untraced",
          "; ".join(f"{p}: time {sgn(t)}, energy {sgn(en)}" for p, t, en in steps),
          r.where("predict_step_programs.json"), src("predict_step_programs.json")),
-        ("several GPUs: NCCL collectives swept on 2 GPUs; a tensor-parallel program traced under torchrun",
+        ("several GPUs: NCCL collectives swept on 2 GPUs; a tensor-parallel decode in CUDA graphs traced and replayed under torchrun",
          readme_multi_gpu(r), r.where("multi_gpu.json"), src("multi_gpu.json")),
         ("analysis speed on a run of 1,000,000 launches, one CPU core",
          f"ingest {speed_ingest(r)} s, compare {speed(r, 'analysis_speed.json', 'compare'):.1f} s, "
@@ -774,14 +774,56 @@ def readme_multi_gpu(r):
     """The README's row for several GPUs (multi_gpu.json)."""
     f = "multi_gpu.json"
     ar = lambda k: r.num(f, f"sweep/all_reduce/{k}")
-    job = lambda p, k: r.num(f, f"programs/{p}/compare/job/{k}")
+    after = r.get(f, "programs/tp_graph/ranks_after_replay")
+    ef = [x["explained_fraction"] for x in after if isinstance(x.get("explained_fraction"), (int, float))]
+    if len(ef) != len(after) or not ef:
+        raise Missing(f"bench/results/{f}: programs.tp_graph: a rank without explained_fraction after replay")
     return (f"all_reduce bus bandwidth {ar('busbw_at_largest_gbps'):.0f} GB/s at {ar('largest_bytes') / 2**30:.0f} GiB "
             f"({pct(ar('of_nvlink_peak_pct'))} of NVLink's {r.num(f, 'nvlink_peak_gbps_per_direction')} GB/s), "
             f"held-out sizes predicted to {pct(ar('held_out_summary/time_mape_pct'))} in time, "
-            f"{pct(ar('held_out_summary/energy_mape_pct'))} in energy; "
-            f"tensor-parallel decode: {job('tp', 'energy_per_iteration_mj') / 1000:.2f} J a step summed over "
-            f"{job('tp', 'gpus')} GPUs, one rank waiting {r.num(f, 'programs/tp/compare/job/ranks/1/nccl_exposed_us') / 1000:.1f} ms "
-            f"a step inside its all-reduces")
+            f"{pct(ar('held_out_summary/energy_mape_pct'))} in energy; tensor-parallel decode in CUDA graphs "
+            f"(all-reduces captured): explained {', '.join(f'{x:.3f}' for x in ef)} per rank after replay")
+
+
+def multi_gpu_programs(r):
+    """The traced programs of multi_gpu.json: per rank and for the job, explained after replay,
+    and `predict --model --run` against the job (tiers where the operators' sum misses)."""
+    f = "multi_gpu.json"
+    names = {"tp_graph": "Tensor-parallel LLaMA decode, CUDA graphs (`examples/llama7b_tp.py --cuda-graph`, "
+                         "8 layers, 2 ranks)",
+             "ddp": "DDP GPT-2 training step (`examples/ddp_train.py`, batch 16 a rank, 2 ranks)"}
+    out = [f"Measured on {r.where(f)} (`bench/results/{f}`):", ""]
+    for name, title in names.items():
+        if name not in r.get(f, "programs"):
+            continue
+        P = f"programs/{name}"
+        job = r.get(f, f"{P}/compare/job")
+        ranks = job["ranks"]
+        out += [f"**{title}**", "", "| rank | wall (µs) | busy (µs) | NCCL (µs) | NCCL exposed (µs) | energy (mJ) | explained after replay |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        after = {x["rank"]: x.get("explained_fraction") for x in (r.get(f, P).get("ranks_after_replay") or [])}
+        for x in ranks:
+            e = after.get(x["rank"])
+            out.append(f"| {x['rank']} | {x['wall_us']:.0f} | {x['busy_us']:.0f} | {x['nccl_us']:.0f} | "
+                       f"{x['nccl_exposed_us']:.0f} | {x['energy_mj']:.0f} ± {x['energy_unc_mj']:.0f} | "
+                       + (f"{e:.3f}" if isinstance(e, (int, float)) else "not replayed") + " |")
+        ag = r.get(f, f"{P}/predict/against")
+        m, pr, er = ag["measured"], ag["predicted"], ag["errors_pct"]
+        out += ["", f"The job: {job['time_per_iteration_us']:.0f} µs an iteration (rank {job['slowest_rank']}, the "
+                f"slowest), {job['energy_per_iteration_mj']:.0f} ± {job['energy_unc_mj']:.0f} mJ over its "
+                f"{job['gpus']} GPUs, load imbalance {job['load_imbalance']:.3f}. `kjoule predict --model` (the "
+                f"program's MODEL.yml, its operators swept on one GPU and the collectives on two) predicts "
+                f"{pr['time_us']:.0f} µs and {pr['energy_j'] * 1e3:.0f} mJ a rank: {sgn(er['time'])} against the "
+                f"job's time, {sgn(er['time_vs_kernel_sum'])} against the ranks' mean kernel sum "
+                f"({m['kernel_sum_us']:.0f} µs), {sgn(er['energy'])} in energy per GPU. By tier, µs an iteration:", "",
+                "| tier | predicted | measured | launches |", "| --- | --- | --- | --- |"]
+        for t in ag["tiers"]:
+            pv = t["predicted_us"]
+            out.append(f"| {t['tier']} | {pv:.0f} | {t['measured_us']:.0f} | {t['launches_per_iteration']:.0f} |"
+                       if isinstance(pv, (int, float)) else
+                       f"| {t['tier']} | - | {t['measured_us']:.0f} | {t['launches_per_iteration']:.0f} |")
+        out.append("")
+    return "\n".join(out).rstrip()
 
 
 def multi_gpu_heldout(r):
@@ -823,6 +865,7 @@ GENERATORS = {
     "tracing-capture": tracing_capture,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,
+    "multi-gpu-programs": multi_gpu_programs,
     "sweep-step-offgrid": sweep_step_offgrid,
     "energy-shared": energy_shared,
     "readme-headline": readme_headline,
