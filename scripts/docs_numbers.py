@@ -744,16 +744,23 @@ def tracing_hostbound(r):
     text += (" " + host_turns(r) + " " + host_turns(r, "turns_decode", "The compiled decode loop", "2d") + " "
              + capture_outside(r) + " " + capture_diag(r))
     raw = r.get(e, "raw")
-    turns = all((raw[k] or {}).get("method") == "turns" for k in raw)
-    how = (f"live processes taking turns, at least {min(int(raw[k].get('rounds') or 0) for k in raw)} rounds a kind, "
-           "each the paired difference of one round's block medians" if turns else
-           "**one round per kind**, a paired difference of two runs' medians over 37 blocks, so a difference is not "
-           "told apart from the host's own speed phases, which move host-bound timings by up to 30 % between runs")
+    names = {"kernel": "empty kernel launch", "nvtx": "NVTX push + pop", "graph": "graph launch (1 kernel)",
+             "graph64": "graph launch (64 kernels)", "host": "4-byte device-to-host read, waited for"}
+    turns = [k for k in raw if (raw[k] or {}).get("method") == "turns"]
+    whole = [k for k in raw if k not in turns]
+    how = []
+    if turns:
+        how.append(f"{', '.join(names.get(k, k) for k in turns)}: live processes taking turns, at least "
+                   f"{min(int(raw[k].get('rounds') or 0) for k in turns)} rounds a kind, each the paired difference "
+                   "of one round's block medians")
+    if whole:
+        how.append(f"{', '.join(names.get(k, k) for k in whole)}: **one round of whole runs**, a paired difference "
+                   "of two runs' medians over 37 blocks, so a difference is not told apart from the host's own speed "
+                   "phases, which move host-bound timings by up to 30 % between runs")
+    how = "; ".join(how)
     rows = ["", "Cost per traced event, µs (" + r.where(e) + f", `bench/results/{e}`; {how}):", "",
             "| event | untraced | traced whole | `--no-params` | CUPTI alone | inside a window | outside a window |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
-    names = {"kernel": "empty kernel launch", "nvtx": "NVTX push + pop", "graph": "graph launch (1 kernel)",
-             "graph64": "graph launch (64 kernels)", "host": "4-byte device-to-host read, waited for"}
     costs = r.get(e, "costs_us_per_event")
     for k in (k for k in names if k in costs):
         def c(s, k=k):
