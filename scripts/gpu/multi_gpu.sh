@@ -10,7 +10,7 @@
 #   within one 600 s call, e.g. MG_HELD_OPS=all_reduce MG_PROGRAMS=tp_graph MG_REPLAY=tp_graph;
 #   MG_KEEP (run.py --keep: an earlier result's collectives and programs kept, only MG_PROGRAMS run),
 #   MG_OP_GPUS (operator sweeps side by side, one a GPU; default: every GPU), MG_CHECKS=0 (no check
-#   of each collective's data)
+#   of each collective's data), MG_DBS (programs whose run databases come back in $OUT, xz'd in parts)
 set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
@@ -56,3 +56,9 @@ timeout ${MG_BENCH_S:-470} python3 bench/multi_gpu/run.py --kjoule "$kj" --work 
 	${MG_REPLAY:+--replay $MG_REPLAY} ${MG_KEEP:+--keep $MG_KEEP} --op-gpus "${MG_OP_GPUS:-$ngpu}" \
 	-o "$OUT/multi_gpu.json" 2>&1 | grep -vE "^== predict " | tail -40
 echo "exit ${PIPESTATUS[0]}"
+# the named programs' run databases brought back, xz'd in parts under the 16 MB a file comes back in
+# (join: cat P.kjdb.xz.part* | xz -d > P.kjdb)
+for p in ${MG_DBS:-}; do
+	db=/tmp/kj_multi_gpu/$p.kjdb
+	[ -f "$db" ] && timeout 120 xz -T0 -9 -c "$db" | split -b 15M -d - "$OUT/$p.kjdb.xz.part"
+done
