@@ -22,6 +22,8 @@ batch 1 spends most of a step on the host).
 import argparse
 import json
 import math
+import os
+import sys
 import time
 
 
@@ -44,6 +46,10 @@ def parse():
                          " after the first; the GPU waited for around each phase)")
     ap.add_argument("--cuda-graph", action="store_true",
                     help="decode steps replayed as CUDA graphs after the first round (one graph a position)")
+    ap.add_argument("--serve", action="store_true",
+                    help="take turns with other jobs (bench/trace_overhead/turns.py's protocol, examples/rank_turns.py):"
+                         " after a prefill and a warm-up (and the graphs' capture), each turn runs N decode steps")
+    ap.add_argument("--kjoule-cost", type=int, help="kjoule's cost study bits, set in every rank (turns.py)")
     ap.add_argument("--destroy-after-graphs", action="store_true",
                     help="call destroy_process_group even after --cuda-graph captured the all-reduces (it hangs:"
                          " pytorch/pytorch#115388; to show that it does untraced too)")
@@ -59,6 +65,11 @@ def main():
     from nccl_ranks import init_rank
 
     rank, tp, _ = init_rank()
+    if a.serve:  # the protocol's stream kept apart before anything is printed
+        import rank_turns
+        out = rank_turns.protocol_stdout() if rank == 0 else None
+        if rank:
+            os.dup2(2, 1)
     local = torch.cuda.current_device()
     if a.heads % tp or a.intermediate % tp:
         raise SystemExit(f"tp {tp} must divide heads {a.heads} and intermediate {a.intermediate}")
@@ -140,6 +151,39 @@ def main():
         torch.cuda.synchronize()
 
     name = lambda phase: "step" if a.nvtx == "step" else phase
+    if a.serve:
+        with torch.inference_mode():
+            cache = new_cache()
+            static_ids = torch.zeros(a.batch, 1, dtype=torch.long, device=dev)
+            forward(torch.randint(0, a.vocab, (a.batch, a.prompt), device=dev, generator=g), cache, 0)
+            for t in range(a.decode_steps):  # eager warm-up
+                forward(static_ids, cache, a.prompt + t)
+            if a.cuda_graph:
+                capture(cache, static_ids)
+            if a.kjoule_cost is not None:
+                rank_turns.kjoule_cost_study(a.kjoule_cost)
+            torch.cuda.synchronize()
+            at = [0]
+
+            def step():  # the next decode position, cycling over the cache's
+                t = at[0] % a.decode_steps
+                at[0] += 1
+                torch.cuda.nvtx.range_push(name("decode"))
+                if graphs:
+                    graphs[t][0].replay()
+                else:
+                    forward(static_ids, cache, a.prompt + t)
+                torch.cuda.nvtx.range_pop()
+
+            share, gather = rank_turns.torch_channel(dist, torch)
+            rank_turns.serve(rank, tp, step, torch.cuda.synchronize, share, gather,
+                             lines=sys.stdin if rank == 0 else None, out=out)
+        if graphs:  # as below: no destroy_process_group once collectives were captured
+            graphs.clear()
+            torch.cuda.synchronize()
+            return
+        dist.destroy_process_group()
+        return
     decode_ms, prefill_ms = [], []
     with torch.inference_mode():
         cache = new_cache() if a.cuda_graph else None
