@@ -527,6 +527,8 @@ int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opt
 		free(names[i]);
 	}
 	free(names);
+	if (!first)
+		first = kj_ingest_clock_check(db);
 	return first;
 }
 

@@ -62,6 +62,11 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
  * @brief Ingest every p<pid>.spool file of a directory, then fill unique_kernel.launches.
  * @return 0 or the first error; files that fail are named on stderr and the rest still ingested.
  */
+/* Every process whose kernels start before the calls that launched them (beyond a few
+ * microseconds of slack) gets a warning row in `problem`: its GPU timestamps are off the host
+ * clock. 0, or an error code of the database. */
+int kj_ingest_clock_check(sqlite3 *db);
+
 int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
 		  struct kj_ingest_stats *stats);
 

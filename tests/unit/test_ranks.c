@@ -28,6 +28,7 @@
 
 #include "kj_compare_out.h"
 #include "kj_db.h"
+#include "kj_ingest.h"
 #include "kj_predict_against.h" /* with kj_predict_step.h, of the predict floor */
 #include "kj_predict_step.h"
 #include "kj_ranks.h"
@@ -42,7 +43,8 @@
  * recorded how), 3 no power samples, 4 rank 0's ranges close on the host at o + 70, long before
  * its GPU work ends (GPU-bound), 5 rank 1 SIGKILLed (another problem of its first), rank 0 then
  * SIGTERMed by torchrun, 6 rank 0's host runs ahead: its four ranges at 20 i, 10 long, its work
- * queued back to back on the GPU, iteration i's [1000 i + 100, 1000 i + 1000) */
+ * queued back to back on the GPU, iteration i's [1000 i + 100, 1000 i + 1000), 7 rank 1's
+ * compute kernels start 50 us before their launch call (its GPU clock off the host's) */
 static void make_job(const char *path, int variant)
 {
 	sqlite3 *db = ranks_db_create(path, variant == 5 ? 0 : 1, variant == 2 || variant == 5 ? 0 : 1,
@@ -78,7 +80,7 @@ static void make_job(const char *path, int variant)
 				ranks_kernel(db, pid, 0, 1, 1, 1, o + 100, o + 400, o + 50);
 				ranks_kernel(db, pid, 0, 2, 2, 3, o + 300, o + 600, o + 60);
 			} else {
-				ranks_kernel(db, pid, 1, 1, 3, 2, o + 100, o + 700, o + 50);
+				ranks_kernel(db, pid, 1, 1, 3, 2, o + 100, o + 700, o + (variant == 7 ? 150 : 50));
 				ranks_kernel(db, pid, 1, 2, 2, 3, o + 650, o + 800, o + 60);
 			}
 		}
@@ -180,6 +182,35 @@ static void test_predict_against_job(void **state)
 	assert_float_equal(json_number_value(json_object_get(e, "time")), -50, 1e-6);
 	assert_float_equal(json_number_value(json_object_get(e, "time_vs_kernel_sum")), 100.0 * (600 - 675) / 675, 1e-6);
 	json_decref(a);
+}
+
+/* A process whose kernels start before their launch calls is named in a warning (4 of its 8
+ * kernels, by up to 50 us); a process whose clock agrees is not. */
+static void test_clock_check(void **state)
+{
+	(void)state;
+	char path[300];
+	sqlite3 *db = NULL;
+	for (int variant = 0; variant <= 7; variant += 7) {
+		snprintf(path, sizeof(path), "%s/job_clock%d.kjdb", dir, variant);
+		make_job(path, variant);
+		assert_int_equal(kj_db_open(path, 1, &db), 0);
+		assert_int_equal(kj_ingest_clock_check(db), 0);
+		sqlite3_stmt *st = NULL;
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT pid, what FROM problem WHERE what LIKE "
+						    "'%before the call that launched them%'", -1, &st, NULL), SQLITE_OK);
+		int rows = 0;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			rows++;
+			assert_int_equal(sqlite3_column_int64(st, 0), 102);
+			const char *what = (const char *)sqlite3_column_text(st, 1);
+			assert_non_null(strstr(what, "4 of 8 kernels"));
+			assert_non_null(strstr(what, "by up to 50 us"));
+		}
+		sqlite3_finalize(st);
+		assert_int_equal(rows, variant == 7 ? 1 : 0);
+		kj_db_close(db);
+	}
 }
 
 static void test_ranks_bad_input(void **state)
@@ -323,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_ranks_by_hand),
 		cmocka_unit_test(test_ranks_host_ahead),
 		cmocka_unit_test(test_predict_against_job),
+		cmocka_unit_test(test_clock_check),
 		cmocka_unit_test(test_ranks_bad_input),
 		cmocka_unit_test(test_compare_ranks),
 		cmocka_unit_test(test_ranks_death),
