@@ -44,7 +44,9 @@ if [ "$ngpu" -lt 2 ]; then
 	echo "fewer than 2 GPUs: nothing to measure"; exit 1
 fi
 # a sweep asking for more GPUs than the machine has: refused before any work (exit 2)
-timeout 30 "$kj" sweep configs/sweep/collect/all_reduce.yml --gpus $((ngpu + 1)) -o /tmp/kj_refused >/tmp/kj_refused.txt 2>&1
+# (the config's next count on its gpus axis above the machine's, so that the machine's count refuses it)
+more=$(for n in 2 4 8 16; do [ $n -gt "$ngpu" ] && echo $n && break; done)
+timeout 30 "$kj" sweep configs/sweep/collect/all_reduce.yml --gpus "$more" -o /tmp/kj_refused >/tmp/kj_refused.txt 2>&1
 echo "more GPUs than present: exit $? ($(tail -1 /tmp/kj_refused.txt))"
 # a check of each collective's data (run_function: small integers, expected sums) on 2 GPUs
 for op in $([ "${MG_CHECKS:-1}" = 1 ] && echo all_reduce all_gather reduce_scatter broadcast send_recv); do
