@@ -27,13 +27,15 @@ def say(obj, out):
 
 
 def peak_rss_mb():
+    """The process's peak resident memory in MB (-1.0 where /proc says nothing)."""
     try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
     except OSError:
         pass
-    return None
+    return -1.0
 
 
 def timed_steps(n, step, sync, clock=time.perf_counter):
@@ -97,8 +99,8 @@ def torch_channel(dist, torch):
 
 def kjoule_cost_study(bits):
     """turns.py's cupti_activity_only contestant: kjoule's callbacks set by its cost study (the
-    injection library the driver loaded, in this rank)."""
+    injection library the driver loaded, in this process)."""
     import ctypes
-    lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+    lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
     if lib.kjoule_cost_study_set_api(bits) < 0:
         raise SystemExit("--kjoule-cost: kjoule's CUPTI subscriber is not active")

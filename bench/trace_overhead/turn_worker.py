@@ -15,7 +15,6 @@ The worker says {"ready": true} once the model is built. While another contestan
 this one does nothing on the GPU; so all contestants see the same host, block by block.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -23,6 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import torch  # noqa: E402
 from bloom560m import build_bloom560m, timed_forward  # noqa: E402
+from rank_turns import kjoule_cost_study, peak_rss_mb, protocol_stdout, say  # noqa: E402  (one copy)
 
 
 def build_jax_step():
@@ -73,19 +73,6 @@ def build(model_name, seq_len):
     return build_bloom560m(seq_len)
 
 
-def peak_rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return -1.0
-
-
-def say(obj, out):
-    out.write(json.dumps(obj) + "\n")
-    out.flush()
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", choices=["bloom560m", "gpt2m", "jax_step", "decode"], default="bloom560m")
@@ -101,14 +88,10 @@ def main():
                          "started earlier (CUDA's, CUPTI's, kjoule's, torch's) stay free")
     a = ap.parse_args()
     # the protocol runs on a duplicate of stdout taken before anything else can write to it
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
+    out = protocol_stdout()
     model, ids = build(a.model, a.seq_len)
     if a.kjoule_cost is not None:
-        import ctypes
-        lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])  # the copy the driver loaded
-        if lib.kjoule_cost_study_set_api(a.kjoule_cost) < 0:
-            sys.exit("turn_worker.py --kjoule-cost: kjoule's CUPTI subscriber is not active")
+        kjoule_cost_study(a.kjoule_cost)
     if a.model != "jax_step":  # torch makes no CUDA context beside JAX's
         torch.cuda.synchronize()
     if a.pin_cpu is not None:
