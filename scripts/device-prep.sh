@@ -27,4 +27,13 @@ done
 		mkdir -p ".carry-stash/$(dirname "$f")" && mv -f ".carry/build/$f" ".carry-stash/$f"
 	done
 find .carry/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
+# tree and carry over 62 MiB together: what few device calls use (the pipeline's worker and GPU
+# test, the API cost bench) waits in the stash too; KJ_CARRY_ALL=1 keeps them
+tracked=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+if [ -z "${KJ_CARRY_ALL:-}" ] && [ $((tracked + $(du -sb .carry | cut -f1))) -gt $((62 << 20)) ]; then
+	for f in kjoule-pipeline-worker tests/gpu/pipeline/test_pipeline_gpu bench/api_cost/api_cost; do
+		[ -f ".carry/build/$f" ] && mkdir -p ".carry-stash/$(dirname "$f")" && mv -f ".carry/build/$f" ".carry-stash/$f" &&
+			echo "device-prep: $f left out of .carry (over 62 MiB with the tree; KJ_CARRY_ALL=1 keeps it)"
+	done
+fi
 du -sh .carry
