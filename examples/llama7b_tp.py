@@ -20,6 +20,7 @@ engines do, so a decode step is the GPU's work rather than PyTorch's launches (e
 batch 1 spends most of a step on the host).
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -151,6 +152,17 @@ def main():
         torch.cuda.synchronize()
 
     name = lambda phase: "step" if a.nvtx == "step" else phase
+
+    def leave():
+        """The process group destroyed; but ncclCommDestroy hangs once a communicator's collectives
+        were captured into CUDA graphs (pytorch/pytorch#115388), traced or not: then the graphs are
+        freed and the group is left to the interpreter's exit (--destroy-after-graphs: destroyed)."""
+        if graphs and not a.destroy_after_graphs:
+            graphs.clear()
+            torch.cuda.synchronize()
+            return
+        dist.destroy_process_group()
+
     if a.serve:
         with torch.inference_mode():
             cache = new_cache()
@@ -163,11 +175,10 @@ def main():
             if a.kjoule_cost is not None:
                 rank_turns.kjoule_cost_study(a.kjoule_cost)
             torch.cuda.synchronize()
-            at = [0]
+            positions = itertools.cycle(range(a.decode_steps))
 
             def step():  # the next decode position, cycling over the cache's
-                t = at[0] % a.decode_steps
-                at[0] += 1
+                t = next(positions)
                 torch.cuda.nvtx.range_push(name("decode"))
                 if graphs:
                     graphs[t][0].replay()
@@ -178,11 +189,7 @@ def main():
             share, gather = rank_turns.torch_channel(dist, torch)
             rank_turns.serve(rank, tp, step, torch.cuda.synchronize, share, gather,
                              lines=sys.stdin if rank == 0 else None, out=out)
-        if graphs:  # as below: no destroy_process_group once collectives were captured
-            graphs.clear()
-            torch.cuda.synchronize()
-            return
-        dist.destroy_process_group()
+        leave()
         return
     decode_ms, prefill_ms = [], []
     with torch.inference_mode():
@@ -231,14 +238,7 @@ def main():
                         f"batch: {a.batch}\ntp: {tp}\nmode: inference\nprecision: fp16\nnorm: RMSlayernorm\n"
                         f"rope: true\nffn: swiglu\nintermediate: {a.intermediate}\nvocab: {a.vocab}\n"
                         f"lm_head: replicated\n")
-    if graphs and not a.destroy_after_graphs:
-        # ncclCommDestroy hangs once a communicator's collectives were captured into CUDA graphs
-        # (pytorch/pytorch#115388), traced or not: the graphs are freed and the process group is
-        # left to the interpreter's exit
-        graphs.clear()
-        torch.cuda.synchronize()
-        return
-    dist.destroy_process_group()
+    leave()
 
 
 if __name__ == "__main__":

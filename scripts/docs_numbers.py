@@ -796,9 +796,11 @@ def multi_gpu_programs(r):
     """The traced programs of multi_gpu.json: per rank and for the job, explained after replay,
     and `predict --model --run` against the job (tiers where the operators' sum misses)."""
     f = "multi_gpu.json"
-    names = {"tp_graph": "Tensor-parallel LLaMA decode, CUDA graphs (`examples/llama7b_tp.py --cuda-graph`, "
-                         "8 layers, 2 ranks)",
-             "ddp": "DDP GPT-2 training step (`examples/ddp_train.py`, batch 16 a rank, 2 ranks)"}
+    # a program's title, from the arguments it ran with (run.py's "args")
+    arg = lambda p, flag: p["args"][p["args"].index(flag) + 1]
+    names = {"tp_graph": lambda p: f"Tensor-parallel LLaMA decode, CUDA graphs (`examples/llama7b_tp.py --cuda-graph`, "
+                                   f"{arg(p, '--layers')} layers",
+             "ddp": lambda p: f"DDP GPT-2 training step (`examples/ddp_train.py`, batch {arg(p, '--batch')} a rank"}
     out = [f"Measured on {r.where(f)} (`bench/results/{f}`):", ""]
     for name, title in names.items():
         if name not in r.get(f, "programs"):
@@ -806,7 +808,7 @@ def multi_gpu_programs(r):
         P = f"programs/{name}"
         job = r.get(f, f"{P}/compare/job")
         ranks = job["ranks"]
-        out += [f"**{title}**", "", "| rank | wall (µs) | busy (µs) | NCCL (µs) | NCCL exposed (µs) | energy (mJ) | explained after replay |",
+        out += [f"**{title(r.get(f, P))}, {len(ranks)} ranks)**", "", "| rank | wall (µs) | busy (µs) | NCCL (µs) | NCCL exposed (µs) | energy (mJ) | explained after replay |",
                 "| --- | --- | --- | --- | --- | --- | --- |"]
         after = {x["rank"]: x.get("explained_fraction") for x in (r.get(f, P).get("ranks_after_replay") or [])}
         for x in ranks:
@@ -825,10 +827,8 @@ def multi_gpu_programs(r):
                 f"({m['kernel_sum_us']:.0f} µs), {sgn(er['energy'])} in energy per GPU. By tier, µs an iteration:", "",
                 "| tier | predicted | measured | launches |", "| --- | --- | --- | --- |"]
         for t in ag["tiers"]:
-            pv = t["predicted_us"]
-            out.append(f"| {t['tier']} | {pv:.0f} | {t['measured_us']:.0f} | {t['launches_per_iteration']:.0f} |"
-                       if isinstance(pv, (int, float)) else
-                       f"| {t['tier']} | - | {t['measured_us']:.0f} | {t['launches_per_iteration']:.0f} |")
+            pv = f"{t['predicted_us']:.0f}" if isinstance(t["predicted_us"], (int, float)) else "-"
+            out.append(f"| {t['tier']} | {pv} | {t['measured_us']:.0f} | {t['launches_per_iteration']:.0f} |")
         out.append("")
     return "\n".join(out).rstrip()
 

@@ -26,6 +26,7 @@ import datetime
 import functools
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -201,40 +202,36 @@ def sweep_operators(kj, w, yml, log_dir, steps, done, gpus=1):
                                                            "--gpu", "G", "--json"], log_dir, 30, steps)
     j = json_of(out) if rc == 0 else None
     precision = (j or {}).get("precision") or "fp16"
-    config, entries, todo = grid_config(), [], []
+    config, entries, todo = grid_config(), [], {}
     for t in (j or {}).get("operators", []):
         if t.get("tier") == "communication":
             continue
         key = (t["op"], t["shape"])
-        entries.append({"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None, "key": key,
+        entries.append({"op": t["op"], "shape": t["shape"], "count": t["count"], "sweep_rc": None,
                         "csv": f"G_{t['op']}_{precision}_1_1.csv"})
-        if key in done or key in [k for k, _ in todo]:
+        if key in done or key in todo:
             continue
         text, _ = config(t["op"], t["columns"], [int(x) for x in t["shape"].split(",")])
-        cfg = os.path.join(w, f"op_{t['op']}_{t['shape'].replace(',', 'x')}.yml")
-        open(cfg, "w").write(text)
-        todo.append((key, cfg))
-    free = list(range(max(1, gpus)))  # the GPUs no sweep holds now
-    lock = threading.Lock()
+        todo[key] = os.path.join(w, f"op_{t['op']}_{t['shape'].replace(',', 'x')}.yml")
+        open(todo[key], "w").write(text)
+    free = queue.Queue()  # the GPUs no sweep holds now
+    for dev in range(max(1, gpus)):
+        free.put(dev)
 
-    def one(item):
-        key, cfg = item
-        with lock:
-            dev = free.pop()
+    def one(key):
+        dev = free.get()
         try:
-            rc, _ = step(f"sweep {key[0]} {key[1]}", [kj, "sweep", cfg, "--precision", precision, "--energy",
+            rc, _ = step(f"sweep {key[0]} {key[1]}", [kj, "sweep", todo[key], "--precision", precision, "--energy",
                                                      "--device", str(dev), "--gpu-name", "G", "--out",
                                                      os.path.join(w, "train"), "--timeout", "60"], log_dir, 90, steps)
         finally:
-            with lock:
-                free.append(dev)
+            free.put(dev)
         return key, rc
 
     with ThreadPoolExecutor(max_workers=max(1, gpus)) as pool:
-        for key, rc in pool.map(one, todo):
-            done[key] = rc
+        done.update(pool.map(one, todo))
     for e in entries:
-        e["sweep_rc"] = done.get(e.pop("key"))
+        e["sweep_rc"] = done.get((e["op"], e["shape"]))
     return entries
 
 
@@ -346,8 +343,9 @@ def main():
         res["kept"] = {"from": a.keep, "date": kept.get("date"), "command": kept.get("command"),
                        "device": kept.get("device"), "steps": kept.get("steps"),
                        "what": "the collectives' sweep; the programs not run by this command"}
+    swept_ops = [] if kept else OPS  # the collectives this command sweeps
     # 1. sweeps: training sizes and held-out sizes, every collective
-    for op in (OPS if not kept else []):
+    for op in swept_ops:
         for kind, b0, stepf, b1 in (("train", 8192, 4, 512 << 20), ("held", 16384, 16, 1 << 30)):
             if kind == "held" and a.held_ops and op not in a.held_ops:
                 continue
@@ -360,7 +358,7 @@ def main():
                  "--gpu", "G"], a.log_dir, 120, steps)
     sweep = dict(kept["sweep"]) if kept else {}
     models = os.path.join(w, "models")
-    for op in (OPS if not kept else []):
+    for op in swept_ops:
         train = rows(os.path.join(w, "train", "sampling_data", f"G_{op}_fp16_1_1.csv"))
         held = rows(os.path.join(w, "held", "sampling_data", f"G_{op}_fp16_1_1.csv"))
         preds = []

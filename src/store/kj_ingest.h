@@ -59,16 +59,20 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 		   struct kj_ingest_stats *stats);
 
 /**
- * @brief Ingest every p<pid>.spool file of a directory, then fill unique_kernel.launches.
+ * @brief Ingest every p<pid>.spool file of a directory, then fill unique_kernel.launches and
+ * check each process's clock (kj_ingest_clock_check).
  * @return 0 or the first error; files that fail are named on stderr and the rest still ingested.
  */
-/* Every process whose kernels start before the calls that launched them (beyond a few
- * microseconds of slack) gets a warning row in `problem`: its GPU timestamps are off the host
- * clock. 0, or an error code of the database. */
-int kj_ingest_clock_check(sqlite3 *db);
-
 int kj_ingest_dir(sqlite3 *db, const char *dir, const struct kj_ingest_opts *opts,
 		  struct kj_ingest_stats *stats);
+
+/**
+ * @brief Every process whose kernels start before the calls that launched them (beyond a few
+ * microseconds of slack) gets a warning row in `problem`: its GPU timestamps are off the host
+ * clock. kj_ingest_dir runs it last.
+ * @return 0 or KJ_EDB.
+ */
+int kj_ingest_clock_check(sqlite3 *db);
 
 /** What a --capture run captured, over all its processes (kj_ingest_capture_finish). */
 struct kj_capture_summary {

@@ -17,14 +17,15 @@ int kj_ingest_clock_check(sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = kj_db_prepare(db,
-			       "SELECT pid, count(*), sum(start_ns < launch_ns - ?1), min(start_ns - launch_ns)"
-			       " FROM kernel WHERE launch_ns IS NOT NULL AND start_ns IS NOT NULL GROUP BY pid"
-			       " HAVING sum(start_ns < launch_ns - ?1) > 0 ORDER BY pid",
+			       "SELECT pid, count(*), sum(start_ns < launch_ns - ?1) AS early,"
+			       " min(start_ns - launch_ns) FROM kernel WHERE launch_ns IS NOT NULL AND start_ns IS"
+			       " NOT NULL GROUP BY pid HAVING early > 0 ORDER BY pid",
 			       &st);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(st, 1, KJ_CLOCK_SLACK_NS);
-	while (!rc && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+	int step = SQLITE_DONE;
+	while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		long long pid = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
 		long long early = sqlite3_column_int64(st, 2);
 		double worst_us = -(double)sqlite3_column_int64(st, 3) / 1e3;
@@ -37,7 +38,8 @@ int kj_ingest_clock_check(sqlite3 *db)
 			 pid, early, n, worst_us);
 		rc = kj_db_problem(db, pid, -1, "warning", what);
 	}
-	rc = rc == SQLITE_DONE ? 0 : rc ? rc : 0;
+	if (!rc && step != SQLITE_DONE)
+		rc = KJ_EDB;
 	sqlite3_finalize(st);
 	return rc;
 }
