@@ -78,6 +78,7 @@ def main():
         gen["logits_processor"] = LogitsProcessorList([ranges])
 
     times = []
+    first, differ = None, 0  # greedy decoding of one prompt: every request's tokens are the same
     with torch.inference_mode():
         for r in range(a.warmup + a.requests):
             torch.cuda.synchronize()
@@ -90,12 +91,17 @@ def main():
             torch.cuda.synchronize()
             if r >= a.warmup:
                 times.append(time.perf_counter() - t0)
+            if first is None:
+                first = out.clone()
+            elif not torch.equal(out, first):
+                differ += 1
     new = out.shape[1] - a.prompt
     ms = 1e3 * sorted(times)[len(times) // 2]
     print(json.dumps({"model": "llama-shaped", "layers": a.layers, "hidden": a.hidden,
                       "batch": a.batch, "prompt": a.prompt, "new_tokens": new,
                       "cache": a.cache, "requests": a.requests, "ms_per_request": ms,
                       "ms_per_token": ms / new, "tokens_per_s": a.batch * new / (ms / 1e3),
+                      "requests_unlike_the_first": differ,
                       "torch": torch.__version__}))
 
 

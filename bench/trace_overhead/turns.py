@@ -64,6 +64,8 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None, w
         "kjoule_capture_late": traced("cl", "--capture", "forward@1000000000:20"),
         # a window open from the first forward on: the cost inside a window
         "kjoule_capture_inside": traced("ci", "--capture", "forward@0:1000000000"),
+        # the same with CUPTI kept in the program outside the window (--capture-attached)
+        "kjoule_capture_late_attached": traced("clt", "--capture", "forward@1000000000:20", "--capture-attached"),
         # the same without the power sampler (what reading NVML beside the program costs it)
         "kjoule_capture_late_no_power": traced("cln", "--capture", "forward@1000000000:20", "--no-power"),
         "kjoule_capture_late_no_watch": traced("clw", "--capture", "forward@1000000000:20", "--no-watch"),
@@ -71,6 +73,18 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None, w
         # a window leaves on): KJOULE_CUPTI_STUDY=kernels_only keeps the kernel records alone
         "kjoule_capture_late_no_alloc": lambda k: ["env", "KJOULE_CUPTI_STUDY=kernels_only"] + traced(
             "cla", "--capture", "forward@1000000000:20")(k),
+        # the same with nothing of CUPTI's on from cuInit (KJOULE_COST_STUDY=512: no callbacks, no
+        # activity kind ever enabled): what CUPTI being loaded and subscribed costs by itself
+        "kjoule_capture_late_cupti_idle": lambda k: ["env", "KJOULE_COST_STUDY=512"] + traced(
+            "clc", "--capture", "forward@1000000000:20")(k),
+        # the same without libkjoule_nccl.so in LD_PRELOAD
+        "kjoule_capture_late_no_nccl": traced("clq", "--capture", "forward@1000000000:20", "--no-nccl-calls"),
+        # the same with CUPTI's buffers asked for every 5 s instead of every 200 ms
+        "kjoule_capture_late_flush5000": lambda k: ["env", "KJOULE_FLUSH_MS=5000"] + traced(
+            "clf", "--capture", "forward@1000000000:20")(k),
+        # kjoule run with an injection library that does nothing at all: the parent, its sampler
+        # and the environment it sets, without CUPTI
+        "kjoule_noop_inject": lambda k: ["env", f"KJ_INJECT_LIB={noop_inject(tmp)}"] + traced("nop")(k),
         "kjoule_api_all": traced("aa", "--api=all"),
         "kjoule_default_no_power": traced("dnp", "--no-power"),
         # the defaults less the watch for other processes on the GPU (issue 16)
@@ -87,6 +101,17 @@ def contestants(kjoule, tmp, pin, worker, model="bloom560m", base_inject=None, w
         "kjoule_default_base": with_base(traced("db")),
         "kjoule_no_params_base": with_base(traced("npb", "--no-params")),
     }
+
+
+def noop_inject(tmp):
+    """An injection library whose InitializeInjection does nothing, built once in tmp: its path."""
+    path = os.path.join(tmp, "libnoop_inject.so")
+    if not os.path.exists(path):
+        src = os.path.join(tmp, "noop_inject.c")
+        with open(src, "w") as f:
+            f.write("int InitializeInjection(void);\nint InitializeInjection(void) { return 1; }\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", path, src], check=True)
+    return path
 
 
 def with_cupti_study(every_in, configs, tmp):

@@ -3,8 +3,10 @@
 # live processes (bench/trace_overhead/turns.py): the compiled decode loop (turn_worker.py --model
 # decode) and the GPT-2-medium-shaped eager forward, each untraced, under a window that never opens,
 # the same without the power sampler, without the watch for other processes (decode), with CUPTI's
-# allocation records off too (decode, KJOULE_CUPTI_STUDY=kernels_only), and kjoule loaded with its
-# tracing off (the cost study's 512: CUPTI attached, kjoule's threads running). Writes
+# allocation records off too (decode, KJOULE_CUPTI_STUDY=kernels_only), with nothing of CUPTI's ever
+# enabled (decode, KJOULE_COST_STUDY=512 from cuInit), without libkjoule_nccl.so preloaded, with
+# CUPTI's buffers asked for every 5 s, and under an injection library that does nothing (decode:
+# the parent and its environment without CUPTI). Writes
 # $OUT/capture_outside.json (both programs' turns, device, date, command) and prints a table last.
 #   env: CO_DECODE_S (250), CO_GPT2M_S (150): each program's limit, its build included; 0 leaves it
 #   out. CO_DECODE_CONFIGS / CO_GPT2M_CONFIGS: the contestants besides plain.
@@ -13,7 +15,7 @@ set -u
 OUT=${OUT:-/tmp/kjout}
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
-dcfg=${CO_DECODE_CONFIGS:-kjoule_capture_late kjoule_capture_late_no_power kjoule_capture_late_no_watch kjoule_capture_late_no_alloc kjoule_off}
+dcfg=${CO_DECODE_CONFIGS:-kjoule_capture_late kjoule_capture_late_no_alloc kjoule_capture_late_cupti_idle kjoule_capture_late_no_nccl kjoule_capture_late_flush5000 kjoule_noop_inject}
 gcfg=${CO_GPT2M_CONFIGS:-kjoule_capture_late kjoule_capture_late_no_power kjoule_off}
 run() { # NAME MODEL LIMIT BLOCK CONFIGS...
 	local name=$1 model=$2 limit=$3 block=$4

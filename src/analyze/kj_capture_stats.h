@@ -27,6 +27,9 @@ struct kj_capture_stats {
 	char spec[300];          /* meta.capture_range ("" when not recorded) */
 	char status[32];         /* meta.capture_status */
 	int64_t window_start_ns, window_end_ns; /* -1: none */
+	int64_t detaches;        /* periods CUPTI was out of the processes outside the window; -1:
+				  * not recorded (a run of an older tracer) */
+	double detached_s;       /* their length summed over the processes; NAN when not recorded */
 	struct kj_iter_set all;  /* every instance of the run past the warm-up */
 	int64_t all_skipped;     /* the warm-up instances left out of all (first ones by start) */
 	struct kj_iter_set captured; /* the instances inside the window */

@@ -33,5 +33,8 @@ void kj_run_capture_say(const struct kj_capture_summary *c, const struct kj_capt
 		fprintf(stderr, "; cudaProfilerStart without cudaProfilerStop: the window ended at exit");
 	else if (spec->mode == KJ_CAPTURE_NVTX && c->captured < spec->count)
 		fprintf(stderr, "; %lld asked", (long long)spec->count);
+	if (c->detaches > 0)
+		fprintf(stderr, "; CUPTI out of the program for %.1f s outside the window (%lld period%s)",
+			(double)c->detached_ns / 1e9, (long long)c->detaches, c->detaches == 1 ? "" : "s");
 	fputc('\n', stderr);
 }

@@ -15,7 +15,7 @@ void kj_run_usage(FILE *f)
 	fprintf(f,
 		"usage: kjoule run [-o RUN.kjdb] [--params K | --no-params] [--api[=all]] [--runs N --warmup W]\n"
 		"                  [--params-iteration N|auto|none] [--iteration-range NAME] [--snapshot[=MB]]\n"
-		"                  [--capture NAME[@FIRST:COUNT] | --capture cuda-profiler-api]\n"
+		"                  [--capture NAME[@FIRST:COUNT] [--capture-attached] | --capture cuda-profiler-api]\n"
 		"                  [--snapshot-graphs[=MB]] [--copy-data KB]\n"
 		"                  [--no-power] [--no-watch] [--watch-interval-ms N]\n"
 		"                  [--power-interval-ms N] [--no-nccl-calls] [--force] -- CMD [ARGS...]\n"
@@ -33,6 +33,9 @@ void kj_run_usage(FILE *f)
 		"                      NAME (counted from 0, as --skip counts: FIRST instances are skipped;\n"
 		"                      default @0:1); outside them only each instance's start and end and\n"
 		"                      the power samples are kept (docs/tracing.md, capture ranges)\n"
+		"  --capture-attached  with --capture NAME@...: keep CUPTI in the program outside the window\n"
+		"                      (by default it is taken out once the program has settled and put\n"
+		"                      back one instance before the window: CUPTI costs every CUDA call)\n"
 		"  --capture cuda-profiler-api  trace only from cudaProfilerStart to cudaProfilerStop\n"
 		"  --iteration-range NAME  the NVTX range that marks iterations, for every analysis\n"
 		"                      (default: the top-level user range holding the most GPU work)\n"
@@ -77,6 +80,17 @@ static int parse_capture(const char *text, struct kj_run_opts *o)
 	return 0;
 }
 
+/* --capture-attached means something only beside an NVTX --capture range. */
+static int check_capture_attached(const struct kj_run_opts *o)
+{
+	if (o->capture_attached && o->capture.mode != KJ_CAPTURE_NVTX) {
+		kj_errorf("run: --capture-attached goes with --capture NAME[@FIRST:COUNT] (CUPTI is taken out "
+			  "of the program only outside such a window)");
+		return -1;
+	}
+	return 0;
+}
+
 int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -94,7 +108,7 @@ int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--")) {
 			o->cmd = argv + i + 1;
-			return argv[i + 1] ? 0 : -1;
+			return argv[i + 1] ? check_capture_attached(o) : -1;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			kj_run_usage(stdout);
 			exit(0);
@@ -176,12 +190,14 @@ int kj_run_parse(int argc, char **argv, struct kj_run_opts *o)
 			if (parse_capture(a[9] == '=' ? a + 10 : next, o) != 0)
 				return -1;
 			i += a[9] != '=';
+		} else if (!strcmp(a, "--capture-attached")) {
+			o->capture_attached = 1;
 		} else if (!strcmp(a, "--iteration-range") && next) {
 			o->iteration_range = next;
 			i++;
 		} else if (a[0] != '-') {
 			o->cmd = argv + i; /* CMD without "--" */
-			return 0;
+			return check_capture_attached(o);
 		} else {
 			kj_errorf("run: unknown or incomplete option '%s'", a);
 			return -1;

@@ -50,6 +50,9 @@ void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 	if (kj_capture_status_words(s->status))
 		fprintf(f, ": %s", kj_capture_status_words(s->status));
 	fputs("\n", f);
+	if (s->detaches > 0)
+		fprintf(f, "  CUPTI out of the program outside the window: %.1f s in %lld period%s\n", s->detached_s,
+			(long long)s->detaches, s->detaches == 1 ? "" : "s");
 	char label[64];
 	snprintf(label, sizeof(label), "whole run, iterations (first %lld left out)", (long long)s->all_skipped);
 	print_set(f, s->all_skipped ? label : "whole run, iterations", &s->all, s->energy_why);
@@ -103,6 +106,8 @@ json_t *kj_capture_json(const struct kj_capture_stats *s)
 	json_object_set_new(c, "status", json_string(s->status));
 	json_object_set_new(c, "window_start_ns", s->window_start_ns >= 0 ? json_integer(s->window_start_ns) : json_null());
 	json_object_set_new(c, "window_end_ns", s->window_end_ns >= 0 ? json_integer(s->window_end_ns) : json_null());
+	json_object_set_new(c, "cupti_detaches", s->detaches >= 0 ? json_integer(s->detaches) : json_null());
+	json_object_set_new(c, "cupti_detached_s", num_or_null(s->detached_s));
 	json_object_set_new(c, "whole_run", set_json(&s->all));
 	json_object_set_new(json_object_get(c, "whole_run"), "warmup_left_out", json_integer(s->all_skipped));
 	json_object_set_new(c, "captured", set_json(&s->captured));

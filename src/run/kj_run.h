@@ -28,6 +28,7 @@ struct kj_run_opts {
 	int power_interval_ms;
 	int watch_interval_ms; /* 0: do not watch for other processes */
 	struct kj_capture_spec capture; /* --capture (mode KJ_CAPTURE_NONE: none) */
+	int capture_attached; /* --capture-attached: CUPTI stays in the program outside the window */
 	int nccl_calls; /* record NCCL's calls (libkjoule_nccl.so preloaded); 0: --no-nccl-calls */
 	char **cmd;
 };

@@ -51,6 +51,10 @@ void kj_run_env(const struct kj_run_opts *o, const char *inject, const char *ncc
 		} else {
 			unsetenv("KJOULE_CAPTURE");
 		}
+		if (o->capture_attached)
+			setenv("KJOULE_CAPTURE_DETACH", "0", 1);
+		else
+			unsetenv("KJOULE_CAPTURE_DETACH");
 	}
 	/* NVLink multicast (NVLS) off in the program and every process it starts, unless the user
 	 * chose: its multicast objects are not supported on every lent machine (docs/multi-gpu.md) */

@@ -83,12 +83,15 @@ struct kj_capture_summary {
 	int64_t captured;        /* of them, inside the window */
 	int64_t processes_opened;/* processes whose window opened */
 	int64_t window_start_ns, window_end_ns; /* earliest open, latest close; -1: none */
+	int64_t detaches;        /* periods CUPTI was out of a process, outside the window */
+	int64_t detached_ns;     /* their length, summed over the processes */
 };
 
 /**
  * @brief After every spool file of a --capture run is in: windows never closed are marked
  * unclosed_at_exit (start_without_stop for cuda-profiler-api), and meta gets capture_range,
- * capture_status, capture_instances, capture_marks and the window's bounds; a problem row says
+ * capture_status, capture_instances, capture_marks, the window's bounds and how long CUPTI was
+ * out of the processes (capture_detaches, capture_detached_ns); a problem row says
  * when the window never opened or never closed.
  * @param spec the --capture text, or NULL: meta.capture_range, if any
  * @return 0 (out->active 0 when the run is not a --capture run), or KJ_EDB.

@@ -16,12 +16,34 @@ static int ensure_tables(sqlite3 *db)
 	return kj_db_exec(db, kj_schema_capture_sql, "capture tables");
 }
 
+/* CUPTI out of the process outside the window: a period opens at its detach, closes at its
+ * attach (end_ns NULL: still out when the process ended). */
+static int put_detached(struct ingest *in, const struct kj_rec_window *r)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = r->event == KJ_WINDOW_DETACH
+		? kj_db_prepare(in->db, "INSERT OR REPLACE INTO cupti_detached(pid, start_ns, end_ns,"
+				" after_instance, before_instance) VALUES(?1, ?2, NULL, ?3, NULL)", &st)
+		: kj_db_prepare(in->db, "UPDATE cupti_detached SET end_ns = ?2, before_instance = ?3"
+				" WHERE pid = ?1 AND end_ns IS NULL", &st);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, in->pid);
+	sqlite3_bind_int64(st, 2, r->t_ns);
+	sqlite3_bind_int64(st, 3, r->instance);
+	rc = ing_step_done(in, st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int ing_put_window(struct ingest *in, const struct kj_rec_window *r)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
 	if ((rc = ensure_tables(in->db)) != 0)
 		return rc;
+	if (r->event == KJ_WINDOW_DETACH || r->event == KJ_WINDOW_ATTACH)
+		return put_detached(in, r);
 	if (r->event == KJ_WINDOW_OPEN)
 		rc = kj_db_prepare(in->db, "INSERT OR REPLACE INTO capture_window(pid, start_ns, end_ns,"
 				   " first_instance, last_instance, status) VALUES(?1, ?2, NULL, ?3, NULL, 'open')", &st);
@@ -186,6 +208,13 @@ int kj_ingest_capture_finish(sqlite3 *db, const char *spec_text, struct kj_captu
 		set_i64(db, "capture_window_start_ns", out->window_start_ns);
 	if (out->window_end_ns >= 0)
 		set_i64(db, "capture_window_end_ns", out->window_end_ns);
+	/* a period still open at the end lasted to the process's last instance */
+	out->detaches = kj_db_one_i64(db, "SELECT count(*) FROM cupti_detached", 0, 0);
+	out->detached_ns = kj_db_one_i64(db, "SELECT coalesce(sum(coalesce(d.end_ns, (SELECT max(m.end_ns)"
+				      " FROM iteration_mark m WHERE m.pid = d.pid)) - d.start_ns), 0)"
+				      " FROM cupti_detached d", 0, 0);
+	set_i64(db, "capture_detaches", out->detaches);
+	set_i64(db, "capture_detached_ns", out->detached_ns);
 	if (!strcmp(out->status, "never_opened")) {
 		snprintf(why, sizeof(why), "--capture %s: the window never opened (%lld instances of the range "
 			 "seen): nothing was captured", out->spec, (long long)out->instances);

@@ -156,7 +156,9 @@ const char kj_schema_capture_sql[] =
     "CREATE TABLE IF NOT EXISTS iteration_mark(pid INTEGER, name TEXT, instance INTEGER,"
     " start_ns INTEGER, end_ns INTEGER, captured INTEGER, PRIMARY KEY(pid, name, instance));\n"
     "CREATE TABLE IF NOT EXISTS capture_window(pid INTEGER PRIMARY KEY, start_ns INTEGER,"
-    " end_ns INTEGER, first_instance INTEGER, last_instance INTEGER, status TEXT);\n";
+    " end_ns INTEGER, first_instance INTEGER, last_instance INTEGER, status TEXT);\n"
+    "CREATE TABLE IF NOT EXISTS cupti_detached(pid INTEGER, start_ns INTEGER, end_ns INTEGER,"
+    " after_instance INTEGER, before_instance INTEGER, PRIMARY KEY(pid, start_ns));\n";
 
 /* NCCL's calls with their sizes (libkjoule_nccl.so's p<pid>.nccl files, kj_spool.h): created only
  * when a process left one, so a reader takes its absence as "no NCCL call recorded"; meta

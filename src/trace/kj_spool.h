@@ -318,6 +318,9 @@ enum kj_window_event {
 	KJ_WINDOW_OPEN = 1,      /* activity recording on: the first captured instance started */
 	KJ_WINDOW_CLOSE = 2,     /* off again: the last captured instance ended (or cudaProfilerStop) */
 	KJ_WINDOW_AT_EXIT = 3,   /* the process ended with the window still open: closed here */
+	KJ_WINDOW_DETACH = 4,    /* outside the window, CUPTI taken out of the process (cuptiFinalize)
+				  * after instance `instance` ended: nothing is followed until ... */
+	KJ_WINDOW_ATTACH = 5,    /* ... CUPTI is put back, at the start of instance `instance` */
 };
 
 /* --capture (KJOULE_CAPTURE): activity and per-launch records are kept only inside the window;

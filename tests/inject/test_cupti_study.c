@@ -37,6 +37,13 @@ static void test_items_combine(void **state)
 	assert_int_equal(kj_cupti_study_parse("shared_buf,kernels_only", &s, err, sizeof(err)), 0);
 	assert_int_equal(s.shared_buf + s.kernels_only, 2);
 	assert_int_equal(s.pinned, 0);
+	assert_int_equal(s.no_activity + s.no_subscribe + s.no_nvtx, 0);
+	assert_int_equal(kj_cupti_study_parse("no_nvtx,no_subscribe", &s, err, sizeof(err)), 0);
+	assert_int_equal(s.no_nvtx + s.no_subscribe, 2);
+	assert_int_equal(s.no_activity + s.kernels_only, 0);
+	assert_int_equal(kj_cupti_study_parse("no_activity", &s, err, sizeof(err)), 0);
+	assert_int_equal(s.no_activity, 1);
+	assert_int_equal(s.no_nvtx + s.no_subscribe, 0);
 }
 
 static void test_bad_items_refused_whole(void **state)

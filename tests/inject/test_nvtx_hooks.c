@@ -53,6 +53,8 @@ int kj_capture_range_open(void) { ev("cap open"); return 3; }
 void kj_capture_range_tie(int slot, uint64_t id) { ev("cap tie %d %llu", slot, (unsigned long long)id); }
 void kj_capture_range_end(uint64_t id) { ev("cap end %llu", (unsigned long long)id); }
 void kj_capture_string_registered(const void *h) { ev("cap string %p", h); }
+static int cupti_out;
+int kj_cupti_detached(void) { return cupti_out; }
 void kj_spool_problem(const char *fmt, ...)
 {
 	(void)fmt;
@@ -177,6 +179,31 @@ static void test_empty_slot_gives_own_ids(void **state)
 	nevents = 0;
 }
 
+/* CUPTI out of the process (inject_detach.c): the hooks count and call nothing below, since a
+ * call into CUPTI would attach it again; back in, the tool is called as before. */
+static void test_cupti_out_not_called(void **state)
+{
+	(void)state;
+	cupti_out = 1;
+	nevents = 0;
+	assert_int_equal(CALL(&a, core, NVTX_CBID_CORE_RangePushA, nvtxRangePushA_impl_fntype)("step"),
+			 NVTX_NO_PUSH_POP_TRACKING);
+	expect(1, "cap push - 1");
+	CALL(&a, core, NVTX_CBID_CORE_RangePop, nvtxRangePop_impl_fntype)();
+	expect(1, "cap pop -");
+	nvtxRangeId_t id = CALL(&a, core, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype)("step");
+	assert_true(id != 0 && id != 1234); /* one of kjoule's own */
+	char tie[64], end[64];
+	snprintf(tie, sizeof(tie), "cap tie 3 %llu", (unsigned long long)id);
+	snprintf(end, sizeof(end), "cap end %llu", (unsigned long long)id);
+	expect(2, "cap open", tie);
+	CALL(&a, core, NVTX_CBID_CORE_RangeEnd, nvtxRangeEnd_impl_fntype)(id);
+	expect(1, end);
+	cupti_out = 0;
+	assert_int_equal(CALL(&a, core, NVTX_CBID_CORE_RangePushA, nvtxRangePushA_impl_fntype)("step"), 7);
+	expect(2, "cap push - 1", "tool push step");
+}
+
 static void test_domains_and_strings(void **state)
 {
 	(void)state;
@@ -243,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_push_pop_order_and_results),
 		cmocka_unit_test(test_start_end_tied_to_the_tools_id),
 		cmocka_unit_test(test_empty_slot_gives_own_ids),
+		cmocka_unit_test(test_cupti_out_not_called),
 		cmocka_unit_test(test_domains_and_strings),
 		cmocka_unit_test(test_not_ready_only_the_tool),
 		cmocka_unit_test(test_tables_same_other_and_twice),

@@ -4,7 +4,9 @@
  * inject_issue.c's graph launches) are off, graph instantiations stay on, launches are off but while a stream is being
  * captured (a failed begin, or an end with no capture going, changes nothing; an end whose capture
  * broke ends it; two captures at once keep them on until both end), and module loads and mappings
- * stay on; the window turns everything on, and closing it leaves launches on while a capture goes. */
+ * stay on; the window turns everything on, and closing it leaves launches on while a capture goes.
+ * Asking for CUPTI's detach turns every driver call on until the asking thread's next call exits
+ * (there, and only there, the detach runs); called off, the callbacks are as outside the window. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +34,12 @@ CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s, CUpti
 {
 	(void)s;
 	on[d][id] = (char)enable;
+	return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
+{
+	(void)s;
+	memset(on[d], (char)enable, sizeof(on[d]));
 	return CUPTI_SUCCESS;
 }
 CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, const char **name)
@@ -86,6 +94,12 @@ int kj_module_load_call(CUpti_CallbackId id, const CUpti_CallbackData *c) { (voi
 void kj_put_graphnode(uint64_t n, uint64_t c) { (void)n, (void)c; }
 void kj_snapshot_after(void) {}
 void kj_spool_problem(const char *fmt, ...) { (void)fmt; }
+static int detach_pending, detaches;
+void kj_detach_setup_event(void) {}
+static int graphs_in_window;
+void kj_detach_graph_in_window(void) { graphs_in_window++; }
+int kj_detach_pending(void) { return detach_pending; }
+void kj_detach_now(void) { detaches++; detach_pending = 0; }
 
 #define DRV CUPTI_CB_DOMAIN_DRIVER_API
 #define LAUNCH CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
@@ -138,6 +152,8 @@ static void test_launches_follow_stream_captures(void **state)
 	launches_handled = 0;
 	call(LAUNCH, CUDA_SUCCESS); /* no graph node made: nothing kept outside the window */
 	assert_int_equal(launches_handled, 0);
+	call(INSTANTIATE, CUDA_SUCCESS); /* outside the window a graph is not CUPTI's */
+	assert_int_equal(graphs_in_window, 0);
 	call(BEGIN, CUDA_SUCCESS); /* a second capture, on another stream */
 	call(END, CUDA_SUCCESS);
 	assert_true(on[DRV][LAUNCH]);
@@ -165,6 +181,9 @@ static void test_the_window(void **state)
 	launches_handled = 0;
 	call(LAUNCH, CUDA_SUCCESS);
 	assert_int_equal(launches_handled, 1); /* inside the window every launch is kept */
+	graphs_in_window = 0;
+	call(GRAPH_LAUNCH, CUDA_SUCCESS);
+	assert_true(graphs_in_window > 0); /* a graph CUPTI instruments: no detach after this window */
 	kj_recording = 0;
 	kj_callbacks_window(0); /* closed while a capture goes: launches stay on */
 	assert_true(on[DRV][LAUNCH]);
@@ -176,12 +195,45 @@ static void test_the_window(void **state)
 	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData]);
 }
 
+static void test_detach_trigger(void **state)
+{
+	(void)state;
+	detach_pending = 1;
+	kj_callbacks_detach_trigger(1);
+	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice]); /* any call will do */
+	CUpti_CallbackData d;
+	CUresult r = CUDA_SUCCESS;
+	memset(&d, 0, sizeof(d));
+	d.functionReturnValue = &r;
+	d.callbackSite = CUPTI_API_ENTER;
+	cb(NULL, DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, &d);
+	assert_int_equal(detaches, 0); /* not at a call's entry */
+	d.callbackSite = CUPTI_API_EXIT;
+	cb(NULL, DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, &d);
+	assert_int_equal(detaches, 1);
+	detach_pending = 1;
+	cb(NULL, DRV, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, &d);
+	assert_int_equal(detaches, 1); /* once per request */
+	detach_pending = 0;
+	kj_callbacks_detach_trigger(0); /* called off: as outside the window again */
+	assert_false(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice]);
+	assert_false(on[DRV][LAUNCH]);
+	assert_false(on[DRV][EVENT]);
+	assert_false(on[DRV][GRAPH_LAUNCH]);
+	assert_true(on[DRV][INSTANTIATE]);
+	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData]);
+	assert_true(on[DRV][CUPTI_DRIVER_TRACE_CBID_cuMemMap]);
+	assert_true(on[DRV][BEGIN]);
+	assert_true(on[DRV][END]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_outside_the_window),
 		cmocka_unit_test(test_launches_follow_stream_captures),
 		cmocka_unit_test(test_the_window),
+		cmocka_unit_test(test_detach_trigger),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

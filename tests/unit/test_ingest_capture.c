@@ -281,6 +281,34 @@ static void test_not_a_capture_run(void **state)
 	kj_db_close(db);
 }
 
+/* CUPTI out of the process outside the window: a period before the window (after instance 0,
+ * back at 1), one after it never closed (still out at exit: it lasts to the last instance's end);
+ * the run sums them; a run without periods says 0, not nothing. */
+static void test_detached_periods(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	char v[64];
+	struct buf b = capture_spool(503, KJ_WINDOW_CLOSE);
+	put_window(&b, 90 * MS, KJ_WINDOW_DETACH, 0);
+	put_window(&b, 100 * MS, KJ_WINDOW_ATTACH, 1);
+	put_window(&b, 590 * MS, KJ_WINDOW_DETACH, 5);
+	sqlite3 *db = ingest(&b, "detached", "step@2:3", &sum);
+	assert_int_equal(sum.detaches, 2);
+	assert_int_equal(sum.detached_ns, 10 * MS + (780 - 590) * MS);
+	assert_int_equal(q1(db, "SELECT before_instance FROM cupti_detached WHERE after_instance = 0"), 1);
+	assert_int_equal(q1(db, "SELECT count(*) FROM cupti_detached WHERE end_ns IS NULL AND after_instance = 5"), 1);
+	assert_string_equal(meta(db, "capture_detaches", v, sizeof(v)), "2");
+	assert_string_equal(meta(db, "capture_detached_ns", v, sizeof(v)), "200000000");
+	assert_string_equal(sum.status, "captured"); /* the window itself is untouched */
+	kj_db_close(db);
+	b = capture_spool(504, KJ_WINDOW_CLOSE);
+	db = ingest(&b, "attached", "step@2:3", &sum);
+	assert_int_equal(sum.detaches, 0);
+	assert_string_equal(meta(db, "capture_detaches", v, sizeof(v)), "0");
+	kj_db_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_profiler_start_without_stop),
 		cmocka_unit_test(test_never_opened),
 		cmocka_unit_test(test_not_a_capture_run),
+		cmocka_unit_test(test_detached_periods),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -74,8 +74,40 @@ void kj_activity_window(int open);
 /** Ask the flush thread to hand CUPTI's completed buffers over now (not on this thread). */
 void kj_activity_flush_soon(void);
 
+/** --capture, outside the window: CUPTI's buffers handed over for the last time before CUPTI is
+ *  detached; the flush thread leaves CUPTI alone until kj_activity_reattached. */
+void kj_activity_detach(void);
+void kj_activity_reattached(void);
+
 /* ---- callbacks (inject_callbacks.c) ---- */
+/** Subscribe and enable what a trace follows; again after a detach (inject_detach.c). */
 int kj_callbacks_start(void);
+/** inject_detach.c: on (1), every driver call's exit on this thread reaches the subscriber, whose
+ *  next exit detaches CUPTI; off (0), the driver callbacks are as the window wants again. */
+void kj_callbacks_detach_trigger(int on);
+/** After cuptiFinalize: the subscriber is gone; the next kj_callbacks_start makes a new one. */
+void kj_callbacks_forget(void);
+
+/* ---- --capture: CUPTI out of the process outside the window (inject_detach.c) ---- */
+/** A module, context, graph node, graph instantiation, stream capture or allocation was seen:
+ *  the program has not settled yet. Any thread. */
+void kj_detach_setup_event(void);
+/** A graph was launched, uploaded or instantiated inside the window: CUPTI instrumented it, and a
+ *  detach after the window would leave it writing to CUPTI's freed buffers. */
+void kj_detach_graph_in_window(void);
+/** An instance of the capture range ended (under the capture lock). may_detach: outside the
+ *  window and not about to open it; after_window: the window has closed. Asks for the detach once
+ *  the program has settled (after the window, only where no graph ran inside it). */
+void kj_detach_instance_ended(int64_t instance, int may_detach, int after_window);
+/** Inside the subscriber, at a driver call's exit on the thread that asked: detach now. */
+void kj_detach_now(void);
+/** At the start of `instance` (under the capture lock): CUPTI attached again if it was out. */
+void kj_detach_reattach(int64_t instance);
+/** 1 while CUPTI is out of the process; 1 while the detach is asked for and not yet done. */
+int kj_cupti_detached(void);
+int kj_detach_pending(void);
+/** inject_capture.c: a KJ_REC_WINDOW record of `event` at t. */
+void kj_put_window(int64_t t, int event, int64_t instance);
 /** --capture: the API-record callbacks (--api) on while the window is open, off outside it. */
 void kj_callbacks_window(int open);
 /** Correlation id of the last driver call the injection itself made on this thread. */

@@ -27,6 +27,8 @@ static int flush_ms(void)
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t flusher;
 static int flush_stopped;
+static int cupti_out; /* --capture: CUPTI detached (inject_detach.c); under flush_lock */
+static int flusher_started;
 /* kj_activity_flush_soon wakes the flush thread before its period is up */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -107,6 +109,7 @@ static void put_memset(const CUpti_ActivityMemset4 *m)
 
 static void put_memory(const CUpti_ActivityMemory4 *m)
 {
+	kj_detach_setup_event();
 	struct kj_rec_memory r;
 	memset(&r, 0, sizeof(r));
 	r.h.type = KJ_REC_MEMORY;
@@ -251,7 +254,8 @@ static void *flush_loop(void *arg)
 			pthread_mutex_unlock(&flush_lock);
 			return NULL;
 		}
-		cuptiActivityFlushAll(0);
+		if (!cupti_out) /* a CUPTI call would attach it again */
+			cuptiActivityFlushAll(0);
 		pthread_mutex_unlock(&flush_lock);
 	}
 }
@@ -327,10 +331,14 @@ int kj_activity_start(int capture)
 	 * every buffer whose records are complete, full or not; CUPTI allows it from a thread of
 	 * the client's at a regular interval. A killed program loses at most ~FLUSH_MS of records. */
 	cuptiActivityFlushPeriod(flush_ms());
-	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+	if (flusher_started) /* attached again after a detach: the thread is there */
+		return 0;
+	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0) {
 		pthread_detach(flusher);
-	else
+		flusher_started = 1;
+	} else {
 		kj_spool_problem("no periodic flush of GPU activity: a killed program loses its records");
+	}
 	return 0;
 }
 
@@ -361,6 +369,22 @@ void kj_activity_flush(void)
 {
 	pthread_mutex_lock(&flush_lock);
 	flush_stopped = 1;
+	if (!cupti_out) /* detached: handed over at the detach */
+		cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_unlock(&flush_lock);
+}
+
+void kj_activity_detach(void)
+{
+	pthread_mutex_lock(&flush_lock);
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cupti_out = 1;
+	pthread_mutex_unlock(&flush_lock);
+}
+
+void kj_activity_reattached(void)
+{
+	pthread_mutex_lock(&flush_lock);
+	cupti_out = 0;
 	pthread_mutex_unlock(&flush_lock);
 }

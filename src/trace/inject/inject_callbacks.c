@@ -44,12 +44,14 @@ uint32_t kj_last_own_correlation(void)
 
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
 static int cost_empty_handler; /* cost studies: KJ_COST_EMPTY_HANDLER */
+static __thread int tl_detach_here; /* this thread asked for CUPTI's detach (inject_detach.c) */
 
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
 			      const void *data)
 {
 	(void)userdata;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) { /* module loads may happen inside our own calls */
+		kj_detach_setup_event();
 		kj_handle_resource(id, data);
 		return;
 	}
@@ -70,10 +72,17 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 				? KJ_SELF_ENTER
 				: KJ_SELF_EXIT,
 			    t);
+	/* the exit site of a driver call: where CUPTI's documentation asks cuptiFinalize to run */
+	if (tl_detach_here && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && kj_detach_pending()) {
+		tl_detach_here = 0;
+		kj_detach_now();
+	}
 	tl_busy = 0;
 }
 
 static __thread int tl_launch_deferred; /* outside a --capture window: launch looked at on exit */
+static int is_setup_call(CUpti_CallbackId id);
 
 /* Outside a --capture window (kj_recording 0) only what later iterations need is followed: module
  * loads, mappings, graph instantiations and the launches that make graph nodes (their parameters
@@ -126,6 +135,10 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		kj_graph_on_cond_handle(cb);
 		return;
 	}
+	if (is_setup_call(id))
+		kj_detach_setup_event(); /* the program is still setting up */
+	if (recording && kj_issue_op(id) >= KJ_ISSUE_GRAPH_LAUNCH && kj_issue_op(id) <= KJ_ISSUE_GRAPH_UPLOAD)
+		kj_detach_graph_in_window();
 	if (kj_module_load_call(id, cb))
 		return;
 	kj_handle_memory(id, cb);
@@ -194,6 +207,13 @@ static int in_ids(const CUpti_CallbackId *ids, size_t n, CUpti_CallbackId id)
 		if (ids[i] == id)
 			return 1;
 	return 0;
+}
+
+/* A driver call of a program still setting up: a mapping, a graph node added or instantiated, a
+ * module loaded (inject_detach.c waits for a stretch without them). */
+static int is_setup_call(CUpti_CallbackId id)
+{
+	return in_ids(always_ids, COUNT(always_ids), id) || kj_issue_op(id) == KJ_ISSUE_GRAPH_INSTANTIATE;
 }
 
 static void enable_ids(const CUpti_CallbackId *ids, size_t n, int on)
@@ -298,6 +318,7 @@ static void on_stream_capture(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	CUresult r = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
 	if (cb->callbackSite != CUPTI_API_EXIT)
 		return;
+	kj_detach_setup_event();
 	pthread_mutex_lock(&window_lock);
 	int before = streams_capturing;
 	if (capture_call[id] == 1 && r == CUDA_SUCCESS)
@@ -314,7 +335,8 @@ static void on_stream_capture(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 /* --capture at start (the window closed): captures followed, the window's callbacks off. */
 static void start_window_callbacks(void)
 {
-	capture_call = kj_driver_cbid_table(capture_call_of_name);
+	if (!capture_call) /* kept over a detach: other threads may still read it */
+		capture_call = kj_driver_cbid_table(capture_call_of_name);
 	if (!capture_call) {
 		kj_spool_problem("--capture: out of memory: the callbacks stay on outside the window");
 		return;
@@ -391,6 +413,35 @@ int kj_callbacks_start(void)
 	if (study && *study)
 		kjoule_cost_study_set_api(atoi(study));
 	return 0;
+}
+
+void kj_callbacks_detach_trigger(int on)
+{
+	if (!subscriber)
+		return;
+	if (on) {
+		tl_detach_here = 1;
+		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+		return;
+	}
+	/* back to what the closed window wants: the domain off, then what is followed outside it */
+	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+	enable_ids(always_ids, COUNT(always_ids), 1);
+	kj_issue_enable(subscriber, 1);
+	for (uint32_t id = 1; capture_call && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+		if (capture_call[id])
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+	pthread_mutex_lock(&window_lock);
+	apply_window();
+	pthread_mutex_unlock(&window_lock);
+}
+
+void kj_callbacks_forget(void)
+{
+	subscriber = NULL;
+	pthread_mutex_lock(&window_lock);
+	streams_capturing = 0;
+	pthread_mutex_unlock(&window_lock);
 }
 
 void kj_callbacks_window(int open)

@@ -95,7 +95,7 @@ int kj_capture_init(void)
 	return 1;
 }
 
-static void put_window(int64_t t, int event, int64_t instance)
+void kj_put_window(int64_t t, int event, int64_t instance)
 {
 	struct kj_rec_window r;
 	memset(&r, 0, sizeof(r));
@@ -126,7 +126,7 @@ static void put_mark(int slot, int64_t end_ns, int captured)
 /* Under lock. Activity on, then the per-launch records. */
 static void window_open(int64_t t, int64_t instance)
 {
-	put_window(t, KJ_WINDOW_OPEN, instance);
+	kj_put_window(t, KJ_WINDOW_OPEN, instance);
 	kj_activity_window(1);
 	kj_callbacks_window(1);
 	__atomic_store_n(&kj_recording, 1, __ATOMIC_RELEASE);
@@ -152,7 +152,7 @@ static void window_close(int64_t t, int64_t instance)
 			cuThreadExchangeStreamCaptureMode(&mode);
 	}
 	kj_activity_window(0);
-	put_window(t, KJ_WINDOW_CLOSE, instance);
+	kj_put_window(t, KJ_WINDOW_CLOSE, instance);
 	window = WINDOW_DONE;
 	kj_activity_flush_soon();
 }
@@ -164,6 +164,9 @@ static int instance_begin(int64_t t, int opens_window)
 	int slot = -1;
 	pthread_mutex_lock(&lock);
 	int64_t instance = next_instance++;
+	/* CUPTI back one instance ahead of the window (inject_detach.c) */
+	if (spec.mode == KJ_CAPTURE_NVTX && window == WINDOW_NOT_YET && instance + 1 >= spec.first)
+		kj_detach_reattach(instance);
 	if (opens_window && window == WINDOW_NOT_YET && instance == spec.first)
 		window_open(t, instance);
 	for (int i = 0; i < OPEN_MAX; i++)
@@ -195,6 +198,9 @@ static void instance_end(int slot, int64_t t, int closes_window)
 	if (window == WINDOW_OPEN &&
 	    (closes_window == 2 || (closes_window && instance == spec.first + spec.count - 1)))
 		window_close(t, instance);
+	else if (spec.mode == KJ_CAPTURE_NVTX && window != WINDOW_OPEN)
+		kj_detach_instance_ended(instance, window == WINDOW_DONE || next_instance + 1 < spec.first,
+					 window == WINDOW_DONE);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -358,7 +364,7 @@ void kj_capture_at_exit(void)
 			open_tab[i].used = 0;
 		}
 	if (window == WINDOW_OPEN) {
-		put_window(kj_now_ns(), KJ_WINDOW_AT_EXIT, next_instance ? next_instance - 1 : 0);
+		kj_put_window(kj_now_ns(), KJ_WINDOW_AT_EXIT, next_instance ? next_instance - 1 : 0);
 		window = WINDOW_DONE; /* the final flush keeps what the window recorded */
 	}
 	pthread_mutex_unlock(&lock);

@@ -1,6 +1,7 @@
 /* The KJOULE_CUPTI_STUDY list parsed; see inject_cupti_study.h. Pure: no CUPTI calls here. */
 #include "inject_cupti_study.h"
 
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,12 @@ static int item(const char *it, struct kj_cupti_study *s)
 		s->cupti_clock = 1;
 	else if (!strcmp(it, "kernels_only"))
 		s->kernels_only = 1;
+	else if (!strcmp(it, "no_activity"))
+		s->no_activity = 1;
+	else if (!strcmp(it, "no_subscribe"))
+		s->no_subscribe = 1;
+	else if (!strcmp(it, "no_nvtx"))
+		s->no_nvtx = 1;
 	else if (!strncmp(it, "devbuf=", 7) && (v = positive(it + 7, 1024)) > 0)
 		s->devbuf_bytes = (size_t)v << 20;
 	else if (!strncmp(it, "prealloc=", 9) && (v = positive(it + 9, 64)) > 0)
@@ -54,9 +61,24 @@ int kj_cupti_study_parse(const char *text, struct kj_cupti_study *out, char *err
 	for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save))
 		if (item(it, &s) != 0) {
 			snprintf(err, err_len, "unknown item '%s' (pinned, devbuf=MB, prealloc=N, "
-				 "shared_buf, cupti_clock, kernels_only)", it);
+				 "shared_buf, cupti_clock, kernels_only, no_activity, no_subscribe, no_nvtx)", it);
 			return -1;
 		}
 	*out = s;
 	return 0;
+}
+
+static struct kj_cupti_study env_study;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void parse_env(void)
+{
+	char err[160];
+	kj_cupti_study_parse(getenv("KJOULE_CUPTI_STUDY"), &env_study, err, sizeof(err));
+}
+
+const struct kj_cupti_study *kj_cupti_study_of_env(void)
+{
+	pthread_once(&env_once, parse_env);
+	return &env_study;
 }

@@ -7,6 +7,10 @@
  *   shared_buf    one activity buffer for all threads instead of one per thread
  *   cupti_clock   CUPTI's own timestamps instead of CLOCK_MONOTONIC through a callback
  *   kernels_only  kernel records only: no copies, memsets, allocations or NVTX ranges
+ *   no_activity   CUPTI's activity API never started (no GPU records at all)
+ *   no_subscribe  no CUPTI callback subscriber (no launch, module, graph or device records)
+ *   no_nvtx       NVTX not handed to CUPTI (no NVTX ranges, no --capture instances)
+ * The last three take CUPTI apart piece by piece, to find which piece a program pays for.
  * An unknown or malformed item is refused with its text; nothing of the list then applies. A run
  * under any list names it among the run's problems (kj_activity_start), so its figures are never
  * taken for kjoule's defaults. */
@@ -22,10 +26,17 @@ struct kj_cupti_study {
 	int shared_buf;
 	int cupti_clock;
 	int kernels_only;
+	int no_activity;
+	int no_subscribe;
+	int no_nvtx;
 };
 
 /** Parse TEXT (NULL or empty: all defaults) into *OUT. 0 on success; -1 with the offending item
  * in ERR otherwise, and *OUT left all defaults. */
 int kj_cupti_study_parse(const char *text, struct kj_cupti_study *out, char *err, size_t err_len);
+
+/** KJOULE_CUPTI_STUDY of this process, parsed once (all defaults when unset or malformed; the
+ * activity start names a malformed list as a problem of the run). */
+const struct kj_cupti_study *kj_cupti_study_of_env(void);
 
 #endif

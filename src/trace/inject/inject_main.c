@@ -11,6 +11,7 @@
 
 #include "inject.h"
 #include "inject_cost_self.h"
+#include "inject_cupti_study.h"
 #include "inject_signal.h"
 
 #define KJ_EXPORT __attribute__((visibility("default")))
@@ -74,7 +75,8 @@ static void at_exit(void)
 		return;
 	kj_capture_at_exit();
 	kj_activity_flush();
-	put_clock();
+	if (!kj_cupti_detached()) /* cuptiGetTimestamp would attach CUPTI again */
+		put_clock();
 	kj_spool_close(1);
 	kj_self_report();
 }
@@ -115,9 +117,16 @@ static void start(void)
 	put_process();
 	put_clock();
 	capture = kj_capture_init();
-	if (kj_activity_start(capture) != 0)
+	const struct kj_cupti_study *study = kj_cupti_study_of_env();
+	if (study->no_activity)
+		kj_spool_problem("KJOULE_CUPTI_STUDY=no_activity: no GPU activity recorded");
+	else if (kj_activity_start(capture) != 0)
 		kj_spool_problem("GPU activity is not recorded in process %ld", (long)getpid());
-	kj_callbacks_start();
+	if (study->no_subscribe)
+		kj_spool_problem("KJOULE_CUPTI_STUDY=no_subscribe: no launches, modules, graphs or devices "
+				 "recorded");
+	else
+		kj_callbacks_start();
 	atexit(at_exit);
 	pthread_atfork(NULL, NULL, in_forked_child);
 	/* a signal that kills the process leaves a note of which one, and who sent it */

@@ -7,7 +7,9 @@
  *
  * Every library that carries NVTX v3 (torch, XLA, the program itself) has its own table of hooks
  * and initialises it on its first NVTX call; CUPTI installs the same hook in each, so one "next"
- * per slot serves them all. A table whose slot holds another hook is left to CUPTI, said once. */
+ * per slot serves them all. A table whose slot holds another hook is left to CUPTI, said once.
+ * While CUPTI is out of the process (inject_detach.c) the hooks count and call nothing below:
+ * a call into CUPTI would attach it again. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,6 +17,7 @@
 
 #include "inject.h"
 #include "inject_nvtx.h"
+#include "inject_cupti_study.h"
 
 #define KJ_EXPORT __attribute__((visibility("default")))
 
@@ -33,7 +36,7 @@ static int NVTX_API push_a(const char *message)
 	nvtxRangePushA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushA, nvtxRangePushA_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, kj_capture_named(message));
-	return f ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
+	return f && !kj_cupti_detached() ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API push_w(const wchar_t *message)
@@ -41,7 +44,7 @@ static int NVTX_API push_w(const wchar_t *message)
 	nvtxRangePushW_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushW, nvtxRangePushW_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, 0);
-	return f ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
+	return f && !kj_cupti_detached() ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
@@ -49,13 +52,13 @@ static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
 	nvtxRangePushEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushEx, nvtxRangePushEx_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, kj_capture_attr_named(a));
-	return f ? f(a) : NVTX_NO_PUSH_POP_TRACKING;
+	return f && !kj_cupti_detached() ? f(a) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API pop(void)
 {
 	nvtxRangePop_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePop, nvtxRangePop_impl_fntype);
-	int r = f ? f() : NVTX_NO_PUSH_POP_TRACKING;
+	int r = f && !kj_cupti_detached() ? f() : NVTX_NO_PUSH_POP_TRACKING;
 	if (kj_capture_nvtx_on())
 		kj_capture_pop(NULL);
 	return r;
@@ -82,20 +85,20 @@ static nvtxRangeId_t NVTX_API start_a(const char *message)
 {
 	nvtxRangeStartA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype);
 	int slot = opening(kj_capture_nvtx_on() && kj_capture_named(message));
-	return started(slot, f ? f(message) : 0);
+	return started(slot, f && !kj_cupti_detached() ? f(message) : 0);
 }
 
 static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 {
 	nvtxRangeStartEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartEx, nvtxRangeStartEx_impl_fntype);
 	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
-	return started(slot, f ? f(a) : 0);
+	return started(slot, f && !kj_cupti_detached() ? f(a) : 0);
 }
 
 static void NVTX_API end(nvtxRangeId_t id)
 {
 	nvtxRangeEnd_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeEnd, nvtxRangeEnd_impl_fntype);
-	if (f)
+	if (f && !kj_cupti_detached())
 		f(id);
 	if (kj_capture_nvtx_on())
 		kj_capture_range_end(id);
@@ -107,13 +110,13 @@ static int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttribut
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangePushEx, nvtxDomainRangePushEx_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(d, kj_capture_attr_named(a));
-	return f ? f(d, a) : NVTX_NO_PUSH_POP_TRACKING;
+	return f && !kj_cupti_detached() ? f(d, a) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 {
 	nvtxDomainRangePop_impl_fntype f = NEXT(CORE2, NVTX_CBID_CORE2_DomainRangePop, nvtxDomainRangePop_impl_fntype);
-	int r = f ? f(d) : NVTX_NO_PUSH_POP_TRACKING;
+	int r = f && !kj_cupti_detached() ? f(d) : NVTX_NO_PUSH_POP_TRACKING;
 	if (kj_capture_nvtx_on())
 		kj_capture_pop(d);
 	return r;
@@ -124,13 +127,13 @@ static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEv
 	nvtxDomainRangeStartEx_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, nvtxDomainRangeStartEx_impl_fntype);
 	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
-	return started(slot, f ? f(d, a) : 0);
+	return started(slot, f && !kj_cupti_detached() ? f(d, a) : 0);
 }
 
 static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
 	nvtxDomainRangeEnd_impl_fntype f = NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeEnd, nvtxDomainRangeEnd_impl_fntype);
-	if (f)
+	if (f && !kj_cupti_detached())
 		f(d, id);
 	if (kj_capture_nvtx_on())
 		kj_capture_range_end(id);
@@ -141,7 +144,7 @@ static nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t d, const
 {
 	nvtxDomainRegisterStringA_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, nvtxDomainRegisterStringA_impl_fntype);
-	nvtxStringHandle_t h = f ? f(d, text) : NULL;
+	nvtxStringHandle_t h = f && !kj_cupti_detached() ? f(d, text) : NULL;
 	if (!h)
 		h = (nvtxStringHandle_t)(uintptr_t)__atomic_add_fetch(&own_ids, 1, __ATOMIC_RELAXED);
 	if (kj_capture_named(text))
@@ -214,6 +217,8 @@ static void *cupti_symbol(const char *name)
 /* Called by each NVTX library at its first call. 1: the hooks are in; 0: NVTX stays a no-op. */
 KJ_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 {
+	if (kj_cupti_study_of_env()->no_nvtx)
+		return 0; /* a cost study: NVTX left to itself */
 	int (*fn)(NvtxGetExportTableFunc_t) =
 		(int (*)(NvtxGetExportTableFunc_t))cupti_symbol("InitializeInjectionNvtx2");
 	if (!fn || !fn(get_export_table))

@@ -3,7 +3,9 @@
 // parameter, so a trace tells which steps' kernels it holds. --profiler A:B calls cudaProfilerStart
 // before step A and cudaProfilerStop after step B (B < 0: never stops). --graph captures the K
 // launches (each adding 1) into a CUDA graph once, before step 0, and launches the graph in each
-// step instead. Prints {"ok": true} when the GPU's sums check out.
+// step instead. --step-ms M sleeps M ms inside each step (a program that settles, for CUPTI's
+// detach outside the window); --alloc-at S allocates and clears 64 MiB more at step S. Prints
+// {"ok": true} when the GPU's sums check out.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 __global__ void step_kernel(float *x, int n, int step)
 {
@@ -21,7 +24,7 @@ __global__ void step_kernel(float *x, int n, int step)
 
 int main(int argc, char **argv)
 {
-	int steps = 10, launches = 4, pstart = -1, pstop = -1, n = 1 << 16, graph = 0;
+	int steps = 10, launches = 4, pstart = -1, pstop = -1, n = 1 << 16, graph = 0, step_ms = 0, alloc_at = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = atoi(argv[++i]);
@@ -29,10 +32,15 @@ int main(int argc, char **argv)
 			launches = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--graph"))
 			graph = 1;
+		else if (!strcmp(argv[i], "--step-ms") && i + 1 < argc)
+			step_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--alloc-at") && i + 1 < argc)
+			alloc_at = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--profiler") && i + 1 < argc && sscanf(argv[++i], "%d:%d", &pstart, &pstop) == 2)
 			;
 		else {
-			fprintf(stderr, "usage: capture_target [--steps N] [--launches K] [--profiler A:B] [--graph]\n");
+			fprintf(stderr, "usage: capture_target [--steps N] [--launches K] [--profiler A:B] [--graph] "
+					"[--step-ms M] [--alloc-at S]\n");
 			return 2;
 		}
 	}
@@ -53,10 +61,15 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	double want = 0;
+	void *more = NULL;
 	for (int s = 0; s < steps; s++) {
 		if (s == pstart)
 			cudaProfilerStart();
 		nvtxRangePushA("step");
+		if (s == alloc_at && (cudaMalloc(&more, 64 << 20) != cudaSuccess || cudaMemset(more, 1, 64 << 20) != cudaSuccess))
+			return 1;
+		if (step_ms > 0)
+			usleep((useconds_t)step_ms * 1000);
 		if (graph)
 			cudaGraphLaunch(exec, st);
 		for (int k = 0; k < launches && !graph; k++)
@@ -70,6 +83,7 @@ int main(int argc, char **argv)
 	float got = 0;
 	cudaMemcpy(&got, x, sizeof(float), cudaMemcpyDeviceToHost);
 	cudaFree(x);
+	cudaFree(more);
 	/* exact while the sum stays under 2^24; past it (10,000 steps of 4 launches: 2.0e8) each float
 	 * addition rounds, by at most half the spacing there: allow 1 % */
 	int ok = want < 16777216.0 ? got == (float)want : fabs((double)got - want) <= 0.01 * want;

@@ -7,6 +7,12 @@
 # each step: the window's 12 kernels carry the parameters of the launches that made their nodes,
 # and copies and event records outside the window leave no record. With a Python program
 # (scripts/gpu/capture.sh passes examples/torch_steps.py's user), the same window checks.
+# A program that settles (40 steps of 60 ms, window step@30:3): CUPTI is taken out once it has
+# settled and put back at instance 29; the window's kernels are all there, a graph's with their
+# parameters; an allocation made while CUPTI was out is said; --capture-attached keeps it in; CUPTI
+# is taken out again after a window no graph ran in, never after one a graph ran in (the graph's
+# later launches would fault). Where transformers is installed, the compiled decode loop of
+# examples/hf_decode.py (CUDA graphs) decodes every request alike with the window late in the run.
 set -u
 kj=$1 target=$2
 shift 2
@@ -29,7 +35,7 @@ if [ "$(q "$db" "SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns 
 	q "$db" "SELECT instance, start_ns, end_ns, captured FROM iteration_mark ORDER BY instance" | sed 's/^/    /'
 fi
 "$kj" info "$db" >"$dir/nvtx.info" 2>&1
-check "nvtx: info shows the whole run beside the captured iterations" "grep -q 'whole run, iterations *10' '$dir/nvtx.info' && grep -q 'captured iterations *3' '$dir/nvtx.info' && grep -q 'bytes per kernel launch' '$dir/nvtx.info'"
+check "nvtx: info shows the whole run (its warm-up left out) beside the captured iterations" "grep -q 'whole run, iterations (first 1 left out) *9' '$dir/nvtx.info' && grep -q 'captured iterations *3' '$dir/nvtx.info' && grep -q 'bytes per kernel launch' '$dir/nvtx.info'"
 "$kj" compare "$db" --json >"$dir/nvtx.json" 2>/dev/null
 check "nvtx: compare --json has the capture and only finite numbers" \
 	"python3 -c 'import json, sys; d = json.load(open(sys.argv[1]), parse_constant=lambda c: sys.exit(1)); sys.exit(0 if d[\"capture\"][\"captured\"][\"instances\"] == 3 else 1)' '$dir/nvtx.json'"
@@ -60,6 +66,41 @@ db=$dir/never.kjdb
 "$kj" run --capture step@50:3 -o "$db" -- "$target" --steps 10 >"$dir/never.out" 2>"$dir/never.err"
 check "never: said, and the database says so" "grep -q 'window never opened' '$dir/never.err' && [ \"\$(q '$db' \"SELECT value FROM meta WHERE key='capture_status'\")\" = never_opened ]"
 check "never: no kernels, 10 instances marked" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM iteration_mark')\" = 10 ]"
+
+for mode in eager graph; do
+	db=$dir/detach_$mode.kjdb
+	extra=
+	[ $mode = graph ] && extra=--graph
+	"$kj" run --capture step@30:3 -o "$db" -- "$target" --steps 40 --launches 4 --step-ms 60 $extra >"$dir/detach_$mode.out" 2>"$dir/detach_$mode.err"
+	rc=$?
+	check "detach $mode: the program ran and checked itself (rc $rc)" "[ $rc = 0 ] && grep -q '\"ok\": true' '$dir/detach_$mode.out'"
+	check "detach $mode: CUPTI taken out once and put back at instance 29, said" \
+		"[ \"\$(q '$db' 'SELECT count(*) FROM cupti_detached WHERE end_ns IS NOT NULL AND before_instance = 29')\" = 1 ] && grep -q 'CUPTI out of the program' '$dir/detach_$mode.err'"
+	check "detach $mode: exactly instances 30, 31, 32 captured" "[ \"\$(q '$db' \"SELECT group_concat(instance, ',') FROM (SELECT instance FROM iteration_mark WHERE captured = 1 ORDER BY instance)\")\" = 30,31,32 ]"
+	check "detach $mode: the window's 12 kernels, launched inside it" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ] && [ \"\$(q '$db' 'SELECT count(*) FROM kernel k WHERE NOT EXISTS (SELECT 1 FROM iteration_mark m WHERE m.captured = 1 AND k.launch_ns BETWEEN m.start_ns AND m.end_ns)')\" = 0 ]"
+	check "detach $mode: every kernel's unique kernel has its parameters" "[ \"\$(q '$db' 'SELECT count(*) FROM (SELECT DISTINCT unique_id FROM kernel) k WHERE NOT EXISTS (SELECT 1 FROM launch_params p WHERE p.unique_id = k.unique_id)')\" = 0 ]"
+	check "detach $mode: no problem but the detach's own notes" "[ \"\$(q '$db' \"SELECT count(*) FROM problem WHERE severity = 'error'\")\" = 0 ]"
+	check "detach $mode: no memory change said where the program allocated nothing" "[ \"\$(q '$db' \"SELECT count(*) FROM problem WHERE what LIKE '%memory in use changed%'\")\" = 0 ]"
+	after=1
+	[ $mode = graph ] && after=0
+	check "detach $mode: taken out again after the window: $after" "[ \"\$(q '$db' 'SELECT count(*) FROM cupti_detached WHERE after_instance >= 32')\" = $after ]"
+done
+db=$dir/detach_alloc.kjdb
+"$kj" run --capture step@30:3 -o "$db" -- "$target" --steps 40 --launches 4 --step-ms 60 --alloc-at 25 >"$dir/detach_alloc.out" 2>"$dir/detach_alloc.err"
+check "detach alloc: memory allocated while CUPTI was out is said" "[ \"\$(q '$db' \"SELECT count(*) FROM problem WHERE what LIKE '%memory in use changed%'\")\" = 1 ]"
+db=$dir/attached.kjdb
+"$kj" run --capture step@30:3 --capture-attached -o "$db" -- "$target" --steps 40 --launches 4 --step-ms 60 >"$dir/attached.out" 2>"$dir/attached.err"
+check "attached: CUPTI never taken out, the window's 12 kernels" "[ \"\$(q '$db' 'SELECT count(*) FROM cupti_detached')\" = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" = 12 ]"
+
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
+if python3 -c 'import torch, transformers' 2>/dev/null; then
+	db=$dir/decode.kjdb
+	timeout 240 "$kj" run --capture request@55:2 -o "$db" -- python3 "$repo/examples/hf_decode.py" --requests 60 >"$dir/decode.out" 2>"$dir/decode.err"
+	rc=$?
+	check "decode: the compiled decode loop ran (rc $rc), CUPTI out before the window" "[ $rc = 0 ] && [ \"\$(q '$db' 'SELECT count(*) FROM cupti_detached WHERE before_instance = 54')\" = 1 ]"
+	check "decode: every request decoded the same tokens" "grep -q '\"requests_unlike_the_first\": 0' '$dir/decode.out'"
+	check "decode: the window's kernels recorded" "[ \"\$(q '$db' 'SELECT count(*) FROM kernel')\" -gt 0 ]"
+fi
 
 if [ $# -gt 0 ]; then # a Python program with NVTX steps named "step"
 	db=$dir/py.kjdb
