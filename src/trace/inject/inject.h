@@ -82,8 +82,8 @@ void kj_activity_reattached(void);
 /* ---- callbacks (inject_callbacks.c) ---- */
 /** Subscribe and enable what a trace follows; again after a detach (inject_detach.c). */
 int kj_callbacks_start(void);
-/** inject_detach.c: on (1), every driver call's exit on this thread reaches the subscriber, whose
- *  next exit detaches CUPTI; off (0), the driver callbacks are as the window wants again. */
+/** inject_detach.c: on (1), every driver call reaches the subscriber, and the next one's exit, on
+ *  any thread, detaches CUPTI; off (0), the driver callbacks are as the window wants again. */
 void kj_callbacks_detach_trigger(int on);
 /** After cuptiFinalize: the subscriber is gone; the next kj_callbacks_start makes a new one. */
 void kj_callbacks_forget(void);
@@ -99,7 +99,8 @@ void kj_detach_graph_in_window(void);
  *  window and not about to open it; after_window: the window has closed. Asks for the detach once
  *  the program has settled (after the window, only where no graph ran inside it). */
 void kj_detach_instance_ended(int64_t instance, int may_detach, int after_window);
-/** Inside the subscriber, at a driver call's exit on the thread that asked: detach now. */
+/** Inside the subscriber, at a driver call's exit (the first thread to get there does it): detach
+ *  now; a no-op where it is no longer asked for. */
 void kj_detach_now(void);
 /** At the start of `instance` (under the capture lock): CUPTI attached again if it was out. */
 void kj_detach_reattach(int64_t instance);

@@ -44,7 +44,6 @@ uint32_t kj_last_own_correlation(void)
 
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
 static int cost_empty_handler; /* cost studies: KJ_COST_EMPTY_HANDLER */
-static __thread int tl_detach_here; /* this thread asked for CUPTI's detach (inject_detach.c) */
 
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
 			      const void *data)
@@ -72,12 +71,12 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 				? KJ_SELF_ENTER
 				: KJ_SELF_EXIT,
 			    t);
-	/* the exit site of a driver call: where CUPTI's documentation asks cuptiFinalize to run */
-	if (tl_detach_here && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
-	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && kj_detach_pending()) {
-		tl_detach_here = 0;
+	/* the exit site of a driver call, on whichever thread makes one first (a framework may launch
+	 * from other threads than the one that ends its ranges): where CUPTI's documentation asks
+	 * cuptiFinalize to run */
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && kj_detach_pending())
 		kj_detach_now();
-	}
 	tl_busy = 0;
 }
 
@@ -420,7 +419,6 @@ void kj_callbacks_detach_trigger(int on)
 	if (!subscriber)
 		return;
 	if (on) {
-		tl_detach_here = 1;
 		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 		return;
 	}

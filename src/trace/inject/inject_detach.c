@@ -5,8 +5,8 @@
  * API, callback subscriber or NVTX hooks is left in (docs/tracing.md). So once the program has
  * settled (QUIET_INSTANCES instances of the range ended and QUIET_NS passed without a module load,
  * context, graph node, graph instantiation, stream capture or allocation), CUPTI is detached
- * (cuptiFinalize, at the exit of the program's next driver call, where CUPTI's documentation
- * asks for it), and attached again at the start of instance FIRST-1, one instance before the
+ * (cuptiFinalize, at the exit of the program's next driver call on any thread, where CUPTI's
+ * documentation asks for it), and attached again at the start of instance FIRST-1, one instance before the
  * window opens, so the attach's own cost stays outside it. After the window closes it is detached
  * again the same way, unless a CUDA graph ran inside the window: CUPTI instruments a graph it
  * sees launched while kernels are recorded, and after a detach that graph's kernels wrote to
