@@ -3,7 +3,8 @@
 # (50 captured, 399 over the whole run past its one warm-up step), every figure finite, and the
 # captured steps' energy agrees with the whole run's within bounds of a few % (a steady loop); with
 # the warm-up kept (--skip 0, its first step holds seconds of start-up) the two are told apart.
-# report renders its Capture section.
+# report renders its Capture section. Its tracer never took CUPTI out (no period recorded: null,
+# not 0); the same run saying two periods shows them in info and compare.
 set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
@@ -22,7 +23,15 @@ for s in (w, x):
         assert isinstance(s[k], float) and math.isfinite(s[k]) and s[k] > 0, (k, s)
 assert x["span_s"] < w["span_s"] and x["energy_unc_j_mean"] < 0.05 * x["energy_j_mean"], (x, w)
 assert g["within"] is True and g["bound_pct"] < 5 and abs(g["apart_pct"]) <= g["bound_pct"], g
+assert c["cupti_detaches"] is None and c["cupti_detached_s"] is None, c
 P
+cp "$T/cap.kjdb" "$T/out_periods.kjdb"
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", [("capture_detaches", "2"), ("capture_detached_ns", "1500000000")]); c.commit()' "$T/out_periods.kjdb"
+expect 0 "$KJ" info "$T/out_periods.kjdb"
+has "CUPTI out of the program outside the window: 1.5 s in 2 periods"
+expect 0 "$KJ" compare "$T/out_periods.kjdb" --json
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; assert c["cupti_detaches"] == 2 and c["cupti_detached_s"] == 1.5, c' "$T/out" ||
+	fail "compare --json does not carry the periods CUPTI was out"
 expect 0 "$KJ" compare "$T/cap.kjdb" --json --skip 0
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]; assert g["whole_run"]["warmup_left_out"] == 0 and g["energy_agreement"]["within"] is False, g' "$T/out" ||
 	fail "compare --skip 0: the start-up step kept, the whole run still agrees with the captured steps"
