@@ -110,10 +110,11 @@ void kj_detach_now(void)
 	}
 	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
 	kj_activity_detach(); /* CUPTI's buffers handed over, the flush thread kept off CUPTI */
-	kj_put_window(kj_now_ns(), KJ_WINDOW_DETACH, detached_at_instance);
+	int64_t t = kj_now_ns();
 	CUptiResult r = cuptiFinalize();
-	kj_callbacks_forget();
 	if (r == CUPTI_SUCCESS) {
+		kj_put_window(t, KJ_WINDOW_DETACH, detached_at_instance);
+		kj_callbacks_forget();
 		/* after the finalize: CUPTI's own device buffers (12 MiB on an H200) are freed by it */
 		used_at_detach = memory_in_use(&used_known);
 		__atomic_store_n(&detached, 1, __ATOMIC_RELEASE);
@@ -122,9 +123,9 @@ void kj_detach_now(void)
 		cuptiGetResultString(r, &msg);
 		kj_spool_problem("--capture: CUPTI could not be detached outside the window (cuptiFinalize: "
 				 "%s): it stays attached and costs the program throughout", msg ? msg : "?");
-		allowed = 0;
+		allowed = 0; /* CUPTI and its subscriber stay as they were: the trigger off again */
 		kj_activity_reattached();
-		kj_callbacks_start();
+		kj_callbacks_detach_trigger(0);
 	}
 	pthread_mutex_unlock(&attach_lock);
 }
