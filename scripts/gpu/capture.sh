@@ -12,7 +12,7 @@
 # (compare --json's capture.energy_agreement). Writes $OUT/capture_overhead.json and prints
 # a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
-#   env: each part's limit in seconds, CAP_TEST_S (300: the test now runs the compiled decode loop too), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
+#   env: each part's limit in seconds, CAP_TEST_S (300: the test runs the compiled decode loop too), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
 #   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_DECODE_TURNS_S (200: the
 #   compiled decode loop taking turns, --model decode; its compilation takes most of a minute), CAP_JAX_S (100), CAP_DECODE_S
 #   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out; CAP_ENERGY_DB=PATH keeps its database); 0 leaves the JAX or decode
