@@ -16,6 +16,14 @@ from capture_pairs import write_json  # noqa: E402
 KEEP = ("workload", "command", "date", "rounds_done", "block", "estimator", "summary", "ratio_per_round")
 
 
+def print_ratios(label, turns, width=32):
+    """One line per contestant of a turns result: its ratio to untraced, quartiles and rounds."""
+    for c, v in (turns.get("summary") or {}).items():
+        if isinstance(v, dict) and isinstance(v.get("ratio_to_plain"), (int, float)):
+            print(f"{label:8s} {c:{width}s} {v['ratio_to_plain']:6.3f} {v['ratio_q25']:6.3f} {v['ratio_q75']:6.3f}  "
+                  f"{turns.get('rounds_done')}")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -35,10 +43,7 @@ def main():
     write_json(os.path.join(out, "capture_outside.json"), res)
     print(f"{'program':8s} {'contestant':32s} {'ratio':>6s} {'q25':>6s} {'q75':>6s}  rounds")
     for name, p in res["programs"].items():
-        for c, v in (p.get("summary") or {}).items():
-            if isinstance(v, dict) and isinstance(v.get("ratio_to_plain"), (int, float)):
-                print(f"{name:8s} {c:32s} {v['ratio_to_plain']:6.3f} {v['ratio_q25']:6.3f} {v['ratio_q75']:6.3f}  "
-                      f"{p.get('rounds_done')}")
+        print_ratios(name, p)
         if "error" in p:
             print(f"{name:8s} {p['error']}")
 

@@ -14,8 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_pairs import write_json  # noqa: E402
-
-KEEP = ("workload", "command", "date", "rounds_done", "block", "estimator", "summary", "ratio_per_round")
+from outside_summary import KEEP, print_ratios  # noqa: E402  (one copy)
 
 
 def main():
@@ -36,12 +35,9 @@ def main():
         res["device"] = res["device"] or t.get("device")
         res["runs"].append({k: t.get(k) for k in KEEP})
     write_json(out, res)
-    print(f"{'run':4s} {'contestant':52s} {'ratio':>6s} {'q25':>6s} {'q75':>6s}  rounds")
+    print(f"{'run':8s} {'contestant':52s} {'ratio':>6s} {'q25':>6s} {'q75':>6s}  rounds")
     for i, run in enumerate(res["runs"]):
-        for c, v in run["summary"].items():
-            if isinstance(v, dict) and isinstance(v.get("ratio_to_plain"), (int, float)):
-                print(f"{i:<4d} {c:52s} {v['ratio_to_plain']:6.3f} {v['ratio_q25']:6.3f} {v['ratio_q75']:6.3f}  "
-                      f"{run.get('rounds_done')}")
+        print_ratios(str(i), run, 52)
 
 
 if __name__ == "__main__":

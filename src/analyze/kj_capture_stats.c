@@ -149,7 +149,7 @@ int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_captu
 	kj_db_meta_get(db, "capture_range", out->spec, sizeof(out->spec));
 	kj_db_meta_get(db, "capture_status", out->status, sizeof(out->status));
 	kj_store_a_capture_window(db, &out->window_start_ns, &out->window_end_ns);
-	char n[32] = "", ns[32] = "";
+	char n[32] = "", ns[32] = ""; /* absent: a run of a tracer that never took CUPTI out */
 	out->detaches = -1;
 	out->detached_s = NAN;
 	if (kj_db_meta_get(db, "capture_detaches", n, sizeof(n)) == 0 && n[0] &&

@@ -1,9 +1,10 @@
 /* inject_detach.c over stand-ins of CUPTI, the driver and the rest of the injection library:
  * the detach is asked for only once the program has settled (two quiet instances and a second
  * without a setup event), never where the window is about to open, never after a window a graph
- * ran in, never with KJOULE_CAPTURE_DETACH=0; a detach that CUPTI refuses leaves everything as it
- * was, says so and is not tried again; the attach again compares device memory in use and says a
- * change; an attach while the detach is only asked for calls the trigger off. */
+ * ran in, nor before two instances have ended after the last setup event however long ago it was;
+ * a detach that CUPTI refuses leaves everything as it was, says so and is not tried again; the
+ * attach again compares device memory in use and says a change; an attach while the detach is
+ * only asked for calls the trigger off. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +67,14 @@ static void instances(int64_t *i, int n, int may_detach, int after_window)
 	}
 }
 
+/* Seconds after the last setup event, three quiet instances: the detach is asked for. */
+static void ask_for_detach(int64_t *i)
+{
+	now_ns += 5 * SEC;
+	instances(i, 3, 1, 0);
+	assert_true(kj_detach_pending());
+}
+
 static void test_settles_then_detaches_once(void **state)
 {
 	(void)state;
@@ -104,9 +113,7 @@ static void test_memory_change_said(void **state)
 {
 	(void)state;
 	int64_t i = 100;
-	now_ns += 5 * SEC;
-	instances(&i, 3, 1, 0);
-	assert_true(kj_detach_pending());
+	ask_for_detach(&i);
 	kj_detach_now();
 	assert_true(kj_cupti_detached());
 	mem_free -= 64 << 20; /* the program allocated 64 MiB while CUPTI was out */
@@ -133,13 +140,28 @@ static void test_after_a_window_with_graphs_never(void **state)
 	assert_false(kj_cupti_detached());
 }
 
+/* Long after a setup event, time alone does not do: two instances must end after it. */
+static void test_two_instances_after_an_event(void **state)
+{
+	(void)state;
+	now_ns += 5 * SEC;
+	kj_detach_setup_event();
+	now_ns += 2 * SEC;
+	int before = triggers_on;
+	kj_detach_instance_ended(500, 1, 0); /* the instance the event fell in */
+	kj_detach_instance_ended(501, 1, 0);
+	assert_int_equal(triggers_on, before);
+	kj_detach_instance_ended(502, 1, 0);
+	assert_int_equal(triggers_on, before + 1);
+	kj_detach_reattach(503); /* called off again */
+	assert_false(kj_detach_pending());
+}
+
 static void test_refused_detach_stays_attached(void **state)
 {
 	(void)state;
 	int64_t i = 400;
-	now_ns += 5 * SEC;
-	instances(&i, 3, 1, 0);
-	assert_true(kj_detach_pending());
+	ask_for_detach(&i);
 	int offs = triggers_off, ons = triggers_on, dets = windows[KJ_WINDOW_DETACH], probs = problems;
 	finalize_result = CUPTI_ERROR_UNKNOWN;
 	kj_detach_now();
@@ -157,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_settles_then_detaches_once),
 		cmocka_unit_test(test_memory_change_said),
 		cmocka_unit_test(test_after_a_window_with_graphs_never),
+		cmocka_unit_test(test_two_instances_after_an_event),
 		cmocka_unit_test(test_refused_detach_stays_attached),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

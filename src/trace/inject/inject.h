@@ -82,8 +82,9 @@ void kj_activity_reattached(void);
 /* ---- callbacks (inject_callbacks.c) ---- */
 /** Subscribe and enable what a trace follows; again after a detach (inject_detach.c). */
 int kj_callbacks_start(void);
-/** inject_detach.c: on (1), every driver call reaches the subscriber, and the next one's exit, on
- *  any thread, detaches CUPTI; off (0), the driver callbacks are as the window wants again. */
+/** inject_detach.c, outside the window only: on (1), every driver call reaches the subscriber, and
+ *  the next one's exit, on any thread, detaches CUPTI; off (0), the driver callbacks are a closed
+ *  window's again, as at the start. */
 void kj_callbacks_detach_trigger(int on);
 /** After cuptiFinalize: the subscriber is gone; the next kj_callbacks_start makes a new one. */
 void kj_callbacks_forget(void);

@@ -274,11 +274,10 @@ static void set_attribute(CUpti_ActivityAttribute a, const char *what, void *val
  * CUPTI keeps its own clock. */
 static int apply_study(void)
 {
-	struct kj_cupti_study s;
-	char err[160];
-	const char *list = getenv("KJOULE_CUPTI_STUDY");
-	if (kj_cupti_study_parse(list, &s, err, sizeof(err)) != 0) {
-		kj_spool_problem("KJOULE_CUPTI_STUDY ignored: %s", err);
+	const char *why = NULL, *list = getenv("KJOULE_CUPTI_STUDY");
+	struct kj_cupti_study s = *kj_cupti_study_of_env(&why); /* a copy: CUPTI takes the sizes by pointer */
+	if (why) {
+		kj_spool_problem("KJOULE_CUPTI_STUDY ignored: %s", why);
 		return 0;
 	}
 	if (s.pinned) {

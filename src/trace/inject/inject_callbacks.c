@@ -81,7 +81,7 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 }
 
 static __thread int tl_launch_deferred; /* outside a --capture window: launch looked at on exit */
-static int is_setup_call(CUpti_CallbackId id);
+static int is_always_call(CUpti_CallbackId id);
 
 /* Outside a --capture window (kj_recording 0) only what later iterations need is followed: module
  * loads, mappings, graph instantiations and the launches that make graph nodes (their parameters
@@ -134,15 +134,16 @@ static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const voi
 		kj_graph_on_cond_handle(cb);
 		return;
 	}
-	if (is_setup_call(id))
+	int op = kj_issue_op(id);
+	if (op == KJ_ISSUE_GRAPH_INSTANTIATE || is_always_call(id))
 		kj_detach_setup_event(); /* the program is still setting up */
-	if (recording && kj_issue_op(id) >= KJ_ISSUE_GRAPH_LAUNCH && kj_issue_op(id) <= KJ_ISSUE_GRAPH_UPLOAD)
+	if (recording && op >= KJ_ISSUE_GRAPH_LAUNCH && op <= KJ_ISSUE_GRAPH_UPLOAD)
 		kj_detach_graph_in_window();
 	if (kj_module_load_call(id, cb))
 		return;
 	kj_handle_memory(id, cb);
 	if (!recording) {
-		if (kj_issue_op(id) == KJ_ISSUE_GRAPH_INSTANTIATE)
+		if (op == KJ_ISSUE_GRAPH_INSTANTIATE)
 			kj_issue_handle(id, cb);
 		return;
 	}
@@ -208,11 +209,11 @@ static int in_ids(const CUpti_CallbackId *ids, size_t n, CUpti_CallbackId id)
 	return 0;
 }
 
-/* A driver call of a program still setting up: a mapping, a graph node added or instantiated, a
- * module loaded (inject_detach.c waits for a stretch without them). */
-static int is_setup_call(CUpti_CallbackId id)
+/* Mappings, node makers and module loads: followed outside the window too, and each a sign that the
+ * program is still setting up (inject_detach.c). */
+static int is_always_call(CUpti_CallbackId id)
 {
-	return in_ids(always_ids, COUNT(always_ids), id) || kj_issue_op(id) == KJ_ISSUE_GRAPH_INSTANTIATE;
+	return in_ids(always_ids, COUNT(always_ids), id);
 }
 
 static void enable_ids(const CUpti_CallbackId *ids, size_t n, int on)
@@ -230,7 +231,7 @@ static int snapshot_copy_id(CUpti_CallbackId id)
 static int is_base_driver_id(CUpti_CallbackId id)
 {
 	return kj_issue_op(id) || in_ids(launch_ids, COUNT(launch_ids), id) ||
-	       in_ids(window_ids, COUNT(window_ids), id) || in_ids(always_ids, COUNT(always_ids), id) ||
+	       in_ids(window_ids, COUNT(window_ids), id) || is_always_call(id) ||
 	       snapshot_copy_id(id);
 }
 
@@ -422,16 +423,11 @@ void kj_callbacks_detach_trigger(int on)
 		cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
 		return;
 	}
-	/* back to what the closed window wants: the domain off, then what is followed outside it */
+	/* back to what the closed window wants, as at the start: the domain off, then the base
+	 * callbacks and the window's state over them */
 	cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-	enable_ids(always_ids, COUNT(always_ids), 1);
-	kj_issue_enable(subscriber, 1);
-	for (uint32_t id = 1; capture_call && id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
-		if (capture_call[id])
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-	pthread_mutex_lock(&window_lock);
-	apply_window();
-	pthread_mutex_unlock(&window_lock);
+	set_base_callbacks(1);
+	start_window_callbacks();
 }
 
 void kj_callbacks_forget(void)

@@ -1,8 +1,9 @@
 /* The KJOULE_CUPTI_STUDY list parsed; see inject_cupti_study.h. Pure: no CUPTI calls here. */
 #include "inject_cupti_study.h"
 
-#include <pthread.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +19,30 @@ static long long positive(const char *text, long long max)
 	return v;
 }
 
+/* the items that switch one thing on, by name */
+static const struct {
+	const char *name;
+	size_t offset;
+} flags[] = {
+	{"pinned", offsetof(struct kj_cupti_study, pinned)},
+	{"shared_buf", offsetof(struct kj_cupti_study, shared_buf)},
+	{"cupti_clock", offsetof(struct kj_cupti_study, cupti_clock)},
+	{"kernels_only", offsetof(struct kj_cupti_study, kernels_only)},
+	{"no_activity", offsetof(struct kj_cupti_study, no_activity)},
+	{"no_subscribe", offsetof(struct kj_cupti_study, no_subscribe)},
+	{"no_nvtx", offsetof(struct kj_cupti_study, no_nvtx)},
+};
+
 /* One item into *S; 0, or -1 when the item is not one the header lists. */
 static int item(const char *it, struct kj_cupti_study *s)
 {
 	long long v;
-	if (!strcmp(it, "pinned"))
-		s->pinned = 1;
-	else if (!strcmp(it, "shared_buf"))
-		s->shared_buf = 1;
-	else if (!strcmp(it, "cupti_clock"))
-		s->cupti_clock = 1;
-	else if (!strcmp(it, "kernels_only"))
-		s->kernels_only = 1;
-	else if (!strcmp(it, "no_activity"))
-		s->no_activity = 1;
-	else if (!strcmp(it, "no_subscribe"))
-		s->no_subscribe = 1;
-	else if (!strcmp(it, "no_nvtx"))
-		s->no_nvtx = 1;
-	else if (!strncmp(it, "devbuf=", 7) && (v = positive(it + 7, 1024)) > 0)
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (!strcmp(it, flags[i].name)) {
+			*(int *)((char *)s + flags[i].offset) = 1;
+			return 0;
+		}
+	if (!strncmp(it, "devbuf=", 7) && (v = positive(it + 7, 1024)) > 0)
 		s->devbuf_bytes = (size_t)v << 20;
 	else if (!strncmp(it, "prealloc=", 9) && (v = positive(it + 9, 64)) > 0)
 		s->prealloc = (size_t)v;
@@ -69,16 +75,19 @@ int kj_cupti_study_parse(const char *text, struct kj_cupti_study *out, char *err
 }
 
 static struct kj_cupti_study env_study;
+static char env_why[160];
+static int env_refused;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void parse_env(void)
 {
-	char err[160];
-	kj_cupti_study_parse(getenv("KJOULE_CUPTI_STUDY"), &env_study, err, sizeof(err));
+	env_refused = kj_cupti_study_parse(getenv("KJOULE_CUPTI_STUDY"), &env_study, env_why, sizeof(env_why)) != 0;
 }
 
-const struct kj_cupti_study *kj_cupti_study_of_env(void)
+const struct kj_cupti_study *kj_cupti_study_of_env(const char **why)
 {
 	pthread_once(&env_once, parse_env);
+	if (why)
+		*why = env_refused ? env_why : NULL;
 	return &env_study;
 }

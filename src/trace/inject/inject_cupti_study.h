@@ -35,8 +35,8 @@ struct kj_cupti_study {
  * in ERR otherwise, and *OUT left all defaults. */
 int kj_cupti_study_parse(const char *text, struct kj_cupti_study *out, char *err, size_t err_len);
 
-/** KJOULE_CUPTI_STUDY of this process, parsed once (all defaults when unset or malformed; the
- * activity start names a malformed list as a problem of the run). */
-const struct kj_cupti_study *kj_cupti_study_of_env(void);
+/** KJOULE_CUPTI_STUDY of this process, parsed once: all defaults when unset or malformed, and
+ * then, where why is given, *why says what was refused (NULL when nothing was). */
+const struct kj_cupti_study *kj_cupti_study_of_env(const char **why);
 
 #endif

@@ -6,17 +6,17 @@
  * settled (QUIET_INSTANCES instances of the range ended and QUIET_NS passed without a module load,
  * context, graph node, graph instantiation, stream capture or allocation), CUPTI is detached
  * (cuptiFinalize, at the exit of the program's next driver call on any thread, where CUPTI's
- * documentation asks for it), and attached again at the start of instance FIRST-1, one instance before the
- * window opens, so the attach's own cost stays outside it. After the window closes it is detached
- * again the same way, unless a CUDA graph ran inside the window: CUPTI instruments a graph it
- * sees launched while kernels are recorded, and after a detach that graph's kernels wrote to
- * CUPTI's freed buffers ("unspecified launch failure" on an H200, driver 580: a CUDA program and
- * a compiled decode loop; pytorch/pytorch#112507 met the same). A graph that only ran while
- * kernels were not recorded is untouched: the detach before the window is safe for it (the same
- * programs, checked by tests/gpu/capture). What happens while it is out is not seen: a module loaded, a graph
- * instantiated or memory allocated then. Device memory in use is compared before and after, and a
- * change is said in the run's problems. KJOULE_CAPTURE_DETACH=0 (`kjoule run --capture-attached`)
- * keeps CUPTI in throughout. */
+ * documentation asks for it), and attached again at the start of instance FIRST-1, one instance
+ * before the window opens, so the attach's own cost stays outside it. After the window closes it
+ * is detached again the same way, unless a CUDA graph ran inside the window: CUPTI instruments a
+ * graph it sees launched while kernels are recorded, and after a detach that graph's kernels
+ * wrote to CUPTI's freed buffers ("unspecified launch failure" on an H200, driver 580: a CUDA
+ * program and a compiled decode loop; pytorch/pytorch#112507 met the same). A graph that only ran
+ * while kernels were not recorded is untouched: the detach before the window is safe for it (the
+ * same programs, checked by tests/gpu/capture). What happens while it is out is not seen: a module
+ * loaded, a graph instantiated or memory allocated then. Device memory in use is compared before
+ * and after, and a change is said in the run's problems. KJOULE_CAPTURE_DETACH=0 (`kjoule run
+ * --capture-attached`) keeps CUPTI in throughout. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti.h>
@@ -34,10 +34,9 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static int allowed = 1;
 static int pending, detached;
-static uint64_t setup_events;  /* atomic */
-static int64_t last_setup_ns;  /* atomic */
-static uint64_t events_at_last_end;
-static int quiet;
+static int64_t last_setup_ns;  /* atomic: the last setup event's time */
+static int64_t setup_seen_ns;  /* last_setup_ns at the previous instance's end */
+static int quiet;              /* instances ended since the last setup event */
 static int graphs_in_window; /* atomic */
 static int64_t detached_at_instance;
 static size_t used_at_detach;
@@ -51,7 +50,6 @@ static void read_env(void)
 
 void kj_detach_setup_event(void)
 {
-	__atomic_add_fetch(&setup_events, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&last_setup_ns, kj_now_ns(), __ATOMIC_RELAXED);
 }
 
@@ -81,16 +79,16 @@ void kj_detach_graph_in_window(void)
 void kj_detach_instance_ended(int64_t instance, int may_detach, int after_window)
 {
 	pthread_once(&env_once, read_env);
-	uint64_t now = __atomic_load_n(&setup_events, __ATOMIC_RELAXED);
-	if (now != events_at_last_end) {
-		events_at_last_end = now;
+	int64_t last = __atomic_load_n(&last_setup_ns, __ATOMIC_RELAXED);
+	if (last != setup_seen_ns) {
+		setup_seen_ns = last;
 		quiet = 0;
 	} else {
 		quiet++;
 	}
 	if (!allowed || !may_detach || quiet < QUIET_INSTANCES ||
 	    (after_window && __atomic_load_n(&graphs_in_window, __ATOMIC_RELAXED)) ||
-	    kj_now_ns() - __atomic_load_n(&last_setup_ns, __ATOMIC_RELAXED) < QUIET_NS)
+	    kj_now_ns() - last < QUIET_NS)
 		return;
 	pthread_mutex_lock(&attach_lock);
 	if (!pending && !detached) {

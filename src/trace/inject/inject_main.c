@@ -117,7 +117,7 @@ static void start(void)
 	put_process();
 	put_clock();
 	capture = kj_capture_init();
-	const struct kj_cupti_study *study = kj_cupti_study_of_env();
+	const struct kj_cupti_study *study = kj_cupti_study_of_env(NULL);
 	if (study->no_activity)
 		kj_spool_problem("KJOULE_CUPTI_STUDY=no_activity: no GPU activity recorded");
 	else if (kj_activity_start(capture) != 0)

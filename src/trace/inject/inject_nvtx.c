@@ -29,36 +29,39 @@ static char have_next[2][sizeof(next_hook[0]) / sizeof(next_hook[0][0])];
 static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t own_ids; /* range ids and string handles when no tool below gives any */
 
-#define NEXT(mod, id, type) ((type)__atomic_load_n(&next_hook[mod][id], __ATOMIC_ACQUIRE))
+/* The hook below a slot (CUPTI's), or NULL while CUPTI is out of the process: a call into it would
+ * attach CUPTI again. Read after kjoule's own counting, which may put CUPTI back. */
+#define NEXT(mod, id, type) \
+	(kj_cupti_detached() ? (type)NULL : (type)__atomic_load_n(&next_hook[mod][id], __ATOMIC_ACQUIRE))
 
 static int NVTX_API push_a(const char *message)
 {
-	nvtxRangePushA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushA, nvtxRangePushA_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, kj_capture_named(message));
-	return f && !kj_cupti_detached() ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
+	nvtxRangePushA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushA, nvtxRangePushA_impl_fntype);
+	return f ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API push_w(const wchar_t *message)
 {
-	nvtxRangePushW_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushW, nvtxRangePushW_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, 0);
-	return f && !kj_cupti_detached() ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
+	nvtxRangePushW_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushW, nvtxRangePushW_impl_fntype);
+	return f ? f(message) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
 {
-	nvtxRangePushEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushEx, nvtxRangePushEx_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(NULL, kj_capture_attr_named(a));
-	return f && !kj_cupti_detached() ? f(a) : NVTX_NO_PUSH_POP_TRACKING;
+	nvtxRangePushEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePushEx, nvtxRangePushEx_impl_fntype);
+	return f ? f(a) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API pop(void)
 {
 	nvtxRangePop_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangePop, nvtxRangePop_impl_fntype);
-	int r = f && !kj_cupti_detached() ? f() : NVTX_NO_PUSH_POP_TRACKING;
+	int r = f ? f() : NVTX_NO_PUSH_POP_TRACKING;
 	if (kj_capture_nvtx_on())
 		kj_capture_pop(NULL);
 	return r;
@@ -83,22 +86,22 @@ static nvtxRangeId_t started(int slot, nvtxRangeId_t id)
 
 static nvtxRangeId_t NVTX_API start_a(const char *message)
 {
-	nvtxRangeStartA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype);
 	int slot = opening(kj_capture_nvtx_on() && kj_capture_named(message));
-	return started(slot, f && !kj_cupti_detached() ? f(message) : 0);
+	nvtxRangeStartA_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartA, nvtxRangeStartA_impl_fntype);
+	return started(slot, f ? f(message) : 0);
 }
 
 static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 {
-	nvtxRangeStartEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartEx, nvtxRangeStartEx_impl_fntype);
 	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
-	return started(slot, f && !kj_cupti_detached() ? f(a) : 0);
+	nvtxRangeStartEx_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeStartEx, nvtxRangeStartEx_impl_fntype);
+	return started(slot, f ? f(a) : 0);
 }
 
 static void NVTX_API end(nvtxRangeId_t id)
 {
 	nvtxRangeEnd_impl_fntype f = NEXT(CORE, NVTX_CBID_CORE_RangeEnd, nvtxRangeEnd_impl_fntype);
-	if (f && !kj_cupti_detached())
+	if (f)
 		f(id);
 	if (kj_capture_nvtx_on())
 		kj_capture_range_end(id);
@@ -106,17 +109,17 @@ static void NVTX_API end(nvtxRangeId_t id)
 
 static int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	nvtxDomainRangePushEx_impl_fntype f =
-		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangePushEx, nvtxDomainRangePushEx_impl_fntype);
 	if (kj_capture_nvtx_on())
 		kj_capture_push(d, kj_capture_attr_named(a));
-	return f && !kj_cupti_detached() ? f(d, a) : NVTX_NO_PUSH_POP_TRACKING;
+	nvtxDomainRangePushEx_impl_fntype f =
+		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangePushEx, nvtxDomainRangePushEx_impl_fntype);
+	return f ? f(d, a) : NVTX_NO_PUSH_POP_TRACKING;
 }
 
 static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 {
 	nvtxDomainRangePop_impl_fntype f = NEXT(CORE2, NVTX_CBID_CORE2_DomainRangePop, nvtxDomainRangePop_impl_fntype);
-	int r = f && !kj_cupti_detached() ? f(d) : NVTX_NO_PUSH_POP_TRACKING;
+	int r = f ? f(d) : NVTX_NO_PUSH_POP_TRACKING;
 	if (kj_capture_nvtx_on())
 		kj_capture_pop(d);
 	return r;
@@ -124,16 +127,16 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 
 static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
+	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
 	nvtxDomainRangeStartEx_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeStartEx, nvtxDomainRangeStartEx_impl_fntype);
-	int slot = opening(kj_capture_nvtx_on() && kj_capture_attr_named(a));
-	return started(slot, f && !kj_cupti_detached() ? f(d, a) : 0);
+	return started(slot, f ? f(d, a) : 0);
 }
 
 static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
 {
 	nvtxDomainRangeEnd_impl_fntype f = NEXT(CORE2, NVTX_CBID_CORE2_DomainRangeEnd, nvtxDomainRangeEnd_impl_fntype);
-	if (f && !kj_cupti_detached())
+	if (f)
 		f(d, id);
 	if (kj_capture_nvtx_on())
 		kj_capture_range_end(id);
@@ -144,7 +147,7 @@ static nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t d, const
 {
 	nvtxDomainRegisterStringA_impl_fntype f =
 		NEXT(CORE2, NVTX_CBID_CORE2_DomainRegisterStringA, nvtxDomainRegisterStringA_impl_fntype);
-	nvtxStringHandle_t h = f && !kj_cupti_detached() ? f(d, text) : NULL;
+	nvtxStringHandle_t h = f ? f(d, text) : NULL;
 	if (!h)
 		h = (nvtxStringHandle_t)(uintptr_t)__atomic_add_fetch(&own_ids, 1, __ATOMIC_RELAXED);
 	if (kj_capture_named(text))
@@ -217,7 +220,7 @@ static void *cupti_symbol(const char *name)
 /* Called by each NVTX library at its first call. 1: the hooks are in; 0: NVTX stays a no-op. */
 KJ_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 {
-	if (kj_cupti_study_of_env()->no_nvtx)
+	if (kj_cupti_study_of_env(NULL)->no_nvtx)
 		return 0; /* a cost study: NVTX left to itself */
 	int (*fn)(NvtxGetExportTableFunc_t) =
 		(int (*)(NvtxGetExportTableFunc_t))cupti_symbol("InitializeInjectionNvtx2");
