@@ -330,6 +330,9 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		default:
 			break; /* unknown record types of newer injection libraries are skipped */
 		}
+		if (rc == KJ_EINVAL)
+			kj_errorf("%s: the record at byte %zu (type %u, %u bytes) does not hold what its"
+				  " header says", in->path, off, h->type, h->size);
 		off += h->size;
 	}
 	*stop = off;
@@ -444,6 +447,7 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 		rc = KJ_EINVAL;
 		goto out;
 	}
+	in.spool_version = f->version;
 	in.corr = kj_map_new();
 	in.nodes = kj_map_new();
 	in.clones = kj_map_new();

@@ -22,7 +22,8 @@ struct launch_info {
 	uint64_t key;        /* unique key, set by classify() */
 	int64_t launch_ns;
 	int64_t unique_id;
-	const struct kj_word_diff *diffs;
+	const struct kj_word_diff *diffs; /* ndiff words replaced in the group's block, or */
+	const unsigned char *block;       /* the launch's whole block (NULL: diffs say it) */
 	uint32_t group;      /* index into ingest.groups */
 	uint32_t tid, stream, correlation, ndiff;
 };
@@ -98,6 +99,7 @@ struct ingest {
 	size_t ngitems, cap_gitems, norphans;
 	struct kj_map *orphans;          /* record offset -> correlation given to it */
 	int saw_end, truncated;
+	uint32_t spool_version;          /* the file's KJ_SPOOL_VERSION */
 	struct kj_ingest_stats *stats;
 };
 

@@ -36,10 +36,15 @@ char *ing_layout_text(const uint32_t *layout, uint32_t n)
 int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 {
 	uint64_t gi;
-	if (sizeof(*l) + (size_t)l->ndiff * sizeof(struct kj_word_diff) > l->h.size)
+	size_t diffs = (size_t)l->ndiff * sizeof(struct kj_word_diff);
+	uint32_t block_len = in->spool_version >= 3 ? l->block_len : 0; /* version 2: the stream's slot */
+	if (sizeof(*l) + diffs + block_len > l->h.size)
 		return KJ_EINVAL;
 	if (!kj_map_get(in->group_index, l->group, &gi))
 		return 0; /* a group record always comes first; without it the launch is not keyed */
+	/* a whole block is its group's length, beside a reference to compare it with */
+	if (block_len && (!in->groups[gi].ref || block_len != in->groups[gi].rec->blob_len))
+		return KJ_EINVAL;
 	struct launch_info *nl = kj_grow(in->launches, &in->cap_launches, in->nlaunches, sizeof(*nl), 4096);
 	if (!nl)
 		return KJ_ENOMEM;
@@ -48,11 +53,11 @@ int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 	memset(li, 0, sizeof(*li));
 	li->launch_ns = l->launch_ns;
 	li->tid = l->tid;
-	li->stream = l->stream;
-	li->correlation = l->correlation;
+	li->correlation = l->correlation; /* the stream comes from the kernel's record */
 	li->group = (uint32_t)gi;
 	li->ndiff = l->ndiff;
 	li->diffs = (const struct kj_word_diff *)(l + 1);
+	li->block = block_len ? (const unsigned char *)(l + 1) + diffs : NULL;
 	return kj_map_put(in->corr, l->correlation, in->nlaunches++);
 }
 
@@ -136,18 +141,51 @@ struct word_stat {
 	int any_host;     /* some value (the reference included) looks like a host address */
 };
 
-static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
+/* Word w of a block of len bytes (w < (len + 7) / 8; a last partial word zero-padded). */
+static uint64_t block_word(const unsigned char *block, uint32_t len, uint32_t w)
 {
 	uint64_t v = 0;
+	uint32_t n = len - w * 8 < 8 ? len - w * 8 : 8;
+	memcpy(&v, block + (size_t)w * 8, n);
+	return v;
+}
+
+static uint64_t word_value(const struct group_info *g, const struct launch_info *l, uint32_t w)
+{
+	if (l->block)
+		return block_word(l->block, g->rec->blob_len, w);
 	for (uint32_t i = 0; i < l->ndiff; i++)
 		if (l->diffs[i].word == w)
 			return l->diffs[i].value;
-	if (g->ref) {
-		uint32_t len = g->rec->blob_len;
-		uint32_t n = len - w * 8 < 8 ? len - w * 8 : 8;
-		memcpy(&v, g->ref + w * 8, n);
+	return g->ref ? block_word(g->ref, g->rec->blob_len, w) : 0;
+}
+
+/* The words of launch l that differ from its group's reference block, one a call, in either form
+ * the spool gives them: 1 with *w and *v set, 0 when no more are left (*at starts at 0). A word
+ * outside the group's block is skipped. */
+static int next_changed_word(const struct group_info *g, const struct launch_info *l, uint32_t *at,
+			     uint32_t *w, uint64_t *v)
+{
+	uint32_t len = g->ref ? g->rec->blob_len : 0, words = (len + 7) / 8;
+	if (l->block) {
+		while (*at < words) {
+			uint32_t i = (*at)++;
+			uint64_t mine = block_word(l->block, len, i);
+			if (mine != block_word(g->ref, len, i)) {
+				*w = i, *v = mine;
+				return 1;
+			}
+		}
+		return 0;
 	}
-	return v;
+	while (*at < l->ndiff) {
+		const struct kj_word_diff *d = &l->diffs[(*at)++];
+		if (d->word < words) {
+			*w = d->word, *v = d->value;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static uint64_t mix64(uint64_t h, uint64_t v)
@@ -172,11 +210,12 @@ int ing_classify(struct ingest *in)
 	for (size_t i = 0; i < in->nlaunches && !rc; i++) {
 		const struct launch_info *l = &in->launches[i];
 		const struct group_info *g = &in->groups[l->group];
-		for (uint32_t d = 0; d < l->ndiff; d++) {
-			uint64_t wkey = ((uint64_t)l->group << 24) | l->diffs[d].word, si;
-			uint64_t v = l->diffs[d].value;
+		uint32_t at = 0, word;
+		uint64_t v;
+		while (next_changed_word(g, l, &at, &word, &v)) {
+			uint64_t wkey = ((uint64_t)l->group << 24) | word, si;
 			struct word_stat *ws;
-			if (l->diffs[d].word >= (1u << 24) || !g->ref || l->diffs[d].word * 8 >= g->rec->blob_len)
+			if (word >= (1u << 24))
 				continue;
 			if (!kj_map_get(index, wkey, &si)) {
 				if (nstats == cap) {
@@ -191,9 +230,7 @@ int ing_classify(struct ingest *in)
 				si = nstats++;
 				ws = &stats[si];
 				memset(ws, 0, sizeof(*ws));
-				struct launch_info none;
-				memset(&none, 0, sizeof(none));
-				ws->values[0] = word_value(g, &none, l->diffs[d].word);
+				ws->values[0] = block_word(g->ref, g->rec->blob_len, word);
 				ws->n = 1;
 				ws->all_pointer = is_device_pointer(in, ws->values[0]);
 				ws->any_host = !ws->all_pointer && looks_like_host_address(ws->values[0]);
@@ -268,8 +305,8 @@ int ing_put_launch_params(struct ingest *in, const struct launch_info *l, int64_
 		free(layout);
 		return KJ_ENOMEM;
 	}
-	memcpy(blob, g->ref, r->blob_len);
-	for (uint32_t d = 0; d < l->ndiff; d++) {
+	memcpy(blob, l->block ? l->block : g->ref, r->blob_len);
+	for (uint32_t d = 0; !l->block && d < l->ndiff; d++) {
 		uint32_t w = l->diffs[d].word;
 		if ((uint64_t)w * 8 >= r->blob_len)
 			continue;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define KJ_SPOOL_MAGIC 0x6C6F6F70736A6BULL /* "kjspool" */
-#define KJ_SPOOL_VERSION 2
+#define KJ_SPOOL_VERSION 3 /* 3: a launch may carry its whole parameter block */
 
 enum kj_rec_type {
 	KJ_REC_FILE = 1,      /* first record: magic, version */
@@ -129,16 +129,22 @@ struct kj_rec_api {
 	int64_t stream;  /* -1 unknown */
 };
 
-/* One launch. Its parameter block is the group's reference block with these 8-byte words
- * replaced (word i covers bytes 8i..8i+7; a last partial word is zero-padded). Without parameter
- * capture (--no-params) ndiff is 0 and the group has no block. */
+/* One launch. Its parameter block is either written whole (block_len bytes, its group's
+ * length: the tracer copies it and leaves the comparison with the group's to the ingest, off the
+ * program's thread), or given as the group's reference block with ndiff 8-byte words replaced
+ * (word i covers bytes 8i..8i+7; a last partial word is zero-padded; block_len 0; spool version 2
+ * wrote only this form, with 0 in block_len's place). The group's first launch carries neither:
+ * its block is the group's. Without parameter capture (--no-params) both are 0 and the group has
+ * no block. */
+#define KJ_PARAM_MAX_BYTES 32768 /* CUDA's limit on a kernel's parameter block */
+
 struct kj_rec_launch {
 	struct kj_rec_hdr h;
 	uint64_t group;
 	int64_t launch_ns;
 	uint32_t correlation, tid;
-	uint32_t stream, ndiff;
-	/* followed by ndiff struct kj_word_diff */
+	uint32_t block_len, ndiff;
+	/* followed by ndiff struct kj_word_diff, then block_len bytes */
 };
 
 struct kj_word_diff {

@@ -244,6 +244,8 @@ def main():
         ap.error("--nested L needs --functions of at least 2L + 1")
     os.makedirs(a.dir, exist_ok=True)
     base = 0x7F0000000000
+    # spool version 2, kept for the older files' sake: launches carry the words that differ from
+    # their group's block, and the field version 3 reads as a whole block's length held a stream (7)
     out = [rec(FILE, struct.pack("<QII", MAGIC, 2, 0))]
     text = b"/usr/bin/python3\0python3\0infer.py\0"
     out.append(rec(PROCESS, struct.pack("<qqqqII", a.pid, 1, 0, 0, len(text), 0) + text))

@@ -44,18 +44,39 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 	put(b, &k, corr == 21 ? KJ_REC_KERNEL_MIN_SIZE : sizeof(k), NULL, 0);
 }
 
+/* The form put_launch writes: 0 the words that differ from the group's block (spool version 2),
+ * 1 the launch's whole block (as the tracer writes it now), 2 a whole block one word short. */
+static int launch_form;
+
+/* the reference blocks put_group wrote, for the whole blocks put_launch builds */
+static struct {
+	uint64_t group;
+	int nwords;
+	uint64_t ref[16];
+} refs[8];
+
 /* a launch of group g; diffs: pairs (word, value) */
 static void put_launch(struct buf *b, uint32_t corr, uint64_t g, int64_t t, int ndiff, const uint64_t *diffs)
 {
 	struct kj_rec_launch l;
 	struct kj_word_diff d[8];
+	uint64_t block[16];
 	memset(&l, 0, sizeof(l));
 	l.h.type = KJ_REC_LAUNCH;
 	l.group = g;
 	l.launch_ns = t;
 	l.correlation = corr;
 	l.tid = 42;
-	l.stream = 0; /* as the tracer writes it: the stream comes from the kernel's record */
+	for (size_t r = 0; launch_form && r < sizeof(refs) / sizeof(refs[0]); r++) {
+		if (refs[r].group != g || !refs[r].nwords)
+			continue;
+		memcpy(block, refs[r].ref, sizeof(block));
+		for (int i = 0; i < ndiff; i++)
+			block[diffs[2 * i]] = diffs[2 * i + 1];
+		l.block_len = (uint32_t)(refs[r].nwords - (launch_form == 2)) * 8;
+		put(b, &l, sizeof(l), block, l.block_len);
+		return;
+	}
 	l.ndiff = (uint32_t)ndiff;
 	for (int i = 0; i < ndiff; i++) {
 		d[i].word = (uint32_t)diffs[2 * i];
@@ -82,6 +103,12 @@ static void put_group(struct buf *b, uint64_t g, int grid, int nwords, const uin
 	r.g.flags = grid == 2048 ? KJ_GROUP_COOPERATIVE : 0; /* as the graph node's attribute said */
 	r.g.nparams = (uint32_t)nwords;
 	r.g.blob_len = (uint32_t)nwords * 8;
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+		if (refs[i].group == g || !refs[i].nwords) {
+			refs[i].group = g, refs[i].nwords = nwords;
+			memcpy(refs[i].ref, ref, (size_t)nwords * 8);
+			break;
+		}
 	for (int i = 0; i < nwords; i++)
 		r.layout[2 * i] = (uint32_t)i * 8, r.layout[2 * i + 1] = 8;
 	/* header with its layout, then the block: sizes computed like the injection library does */
@@ -237,8 +264,9 @@ static sqlite3 *ingest(struct buf *b, const char *name, const struct kj_ingest_o
 {
 	char path[256], dbpath[256];
 	sqlite3 *db = NULL;
-	snprintf(path, sizeof(path), "%s/%s.spool", dir, name);
-	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, name);
+	const char *form = launch_form ? "whole_" : "";
+	snprintf(path, sizeof(path), "%s/%s%s.spool", dir, form, name);
+	snprintf(dbpath, sizeof(dbpath), "%s/%s%s.kjdb", dir, form, name);
 	write_buf(path, b);
 	assert_int_equal(kj_db_create(dbpath, &db), 0);
 	memset(st, 0, sizeof(*st));
@@ -527,6 +555,29 @@ static void test_graph_edge_types(void **state)
 	free(b.p);
 }
 
+/* Launches that carry their whole parameter block (the tracer leaves the comparison with the
+ * group's block to the ingest) give the same unique kernels and parameter blocks as launches that
+ * carry only the words that differ; a block of another length than its group's is refused. */
+static void test_whole_blocks(void **state)
+{
+	launch_form = 1;
+	test_complete_spool(state);
+	test_recurring_sizes_and_counters(state);
+	test_iteration_capture(state);
+	launch_form = 2;
+	struct buf b = make_spool();
+	char path[256], dbpath[256];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/short_block.spool", dir);
+	snprintf(dbpath, sizeof(dbpath), "%s/short_block.kjdb", dir);
+	write_buf(path, &b);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
+	kj_db_close(db);
+	free(b.p);
+	launch_form = 0;
+}
+
 static void test_truncated_spool(void **state)
 {
 	(void)state;
@@ -644,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_iteration_one_process),
 		cmocka_unit_test(test_snapshot_records),
 		cmocka_unit_test(test_graph_edge_types),
+		cmocka_unit_test(test_whole_blocks),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),

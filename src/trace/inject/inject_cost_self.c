@@ -41,7 +41,7 @@ uint64_t kj_self_add(enum kj_self_part part, uint64_t t0)
 void kj_self_report(void)
 {
 	static const char *const names[KJ_SELF_N] = {"probe", "lookup", "fn_tl", "fn_shared", "fn_query",
-						     "gather", "group", "diff", "write",
+						     "gather", "group", "write",
 						     "launch_enter", "launch_exit", "other"};
 	if (!kj_cost_self)
 		return;

@@ -14,7 +14,6 @@ enum kj_self_part {
 	KJ_SELF_FN_QUERY,  /* ... asked of the driver */
 	KJ_SELF_GATHER,  /* the parameter block copied out of the launch's arguments */
 	KJ_SELF_GROUP,   /* the launch group found (or made) */
-	KJ_SELF_DIFF,    /* the words that differ from the group's first launch */
 	KJ_SELF_WRITE,   /* the launch record appended to the spool */
 	KJ_SELF_ENTER,   /* a launch callback's entry, whole */
 	KJ_SELF_EXIT,    /* a launch callback's exit, whole */
