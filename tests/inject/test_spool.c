@@ -20,7 +20,7 @@
 
 #define THREADS 4
 #define PER_THREAD 30000
-#define BIG (3u << 19) /* 1.5 MiB: larger than one spool buffer */
+#define BIG (KJ_SPOOL_BUF_BYTES + KJ_SPOOL_BUF_BYTES / 2) /* larger than one spool buffer */
 
 struct test_rec {
 	struct kj_rec_hdr h;
@@ -101,8 +101,37 @@ static void test_spool_threads(void **state)
 	rmdir(dir);
 }
 
+/* A thread recording faster than the 100 ms flush period but slower than the disk never writes
+ * the buffer out itself: the flush thread is woken when the buffer is half full. Four buffers'
+ * worth go in over about half a second, 64 KiB a millisecond or two. */
+static void test_flush_thread_keeps_up(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kj_spool_test.XXXXXX", path[256];
+	static unsigned char payload[4096];
+	struct stat st;
+	size_t total = 0;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(kj_spool_open(dir), 0);
+	for (uint32_t i = 0; total < 4 * (size_t)KJ_SPOOL_BUF_BYTES; i++) {
+		struct test_rec r = {{0x7000, 0}, 0, i};
+		kj_spool_write2(&r, sizeof(r), payload, sizeof(payload));
+		total += sizeof(r) + sizeof(payload);
+		if (i % 16 == 15)
+			usleep(1500);
+	}
+	assert_int_equal(kj_spool_caller_writes(), 0);
+	kj_spool_close(1);
+	snprintf(path, sizeof(path), "%s/p%ld.spool", dir, (long)getpid());
+	assert_int_equal(stat(path, &st), 0);
+	assert_true((size_t)st.st_size > total);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_spool_threads)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_flush_thread_keeps_up),
+					   cmocka_unit_test(test_spool_threads)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@ struct kj_inject_config {
 extern struct kj_inject_config kj_cfg;
 
 /* ---- spool writer (inject_spool.c) ---- */
+#define KJ_SPOOL_BUF_BYTES (4u << 20) /* each of the two buffers */
 /** Open <dir>/p<pid>.spool exclusively (no symlinks followed); start the flush thread. */
 int kj_spool_open(const char *dir);
 /** Append one record (hdr.size already set, padded to 8). Thread-safe. */
@@ -47,6 +48,9 @@ void kj_spool_write(const void *rec, size_t size);
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
 /** Write what is buffered to the file now. */
 void kj_spool_flush(void);
+/** How often a recording thread found the buffer full and wrote it out itself (the flush thread
+ *  fell a buffer behind, or a record was larger than a buffer). */
+uint64_t kj_spool_caller_writes(void);
 /** In a child forked without exec: forget the parent's spool without writing to it. */
 void kj_spool_abandon(void);
 /** Final flush, END record, close. Idempotent. */

@@ -1,7 +1,8 @@
-/* Spool writer: one buffered, append-only file per process. The buffer is written out when
- * full and by a flush thread every 100 ms, so a killed process loses at most that much. Two
- * buffers: the full one is swapped out under the records' lock and written under the file's,
- * so threads recording meanwhile fill the other one instead of waiting for the write. */
+/* Spool writer: one buffered, append-only file per process. A flush thread writes the buffer
+ * out every 100 ms, so a killed process loses at most that much, and as soon as it is half full,
+ * so the program's threads do not wait for a write unless the disk falls a whole buffer behind.
+ * Two buffers: the one written out is swapped out under the records' lock and written under the
+ * file's, so threads recording meanwhile fill the other one instead of waiting for the write. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,13 +15,16 @@
 
 #include "inject.h"
 
-#define SPOOL_BUF (1u << 20)
+#define SPOOL_BUF KJ_SPOOL_BUF_BYTES
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* buf, used */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* buf, used, kicked */
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; /* the file, the buffer out */
+static pthread_cond_t kick = PTHREAD_COND_INITIALIZER;    /* the flush thread: half full */
 static int fd = -1;
 static unsigned char *bufs[2], *buf; /* buf: the one records go into */
 static size_t used;
+static int kicked; /* the flush thread was woken for this buffer */
+static uint64_t caller_writes;
 static pthread_t flusher;
 static volatile int stopping;
 static int write_failed;
@@ -73,20 +77,37 @@ static void flush_locked(void)
 	pthread_mutex_lock(&lock);
 }
 
+/* With lock held, after a record went in: wake the flush thread once the buffer is half full. */
+static void kick_if_half(void)
+{
+	if (!kicked && used >= SPOOL_BUF / 2) {
+		kicked = 1;
+		pthread_cond_signal(&kick);
+	}
+}
+
+static unsigned opened; /* kj_spool_open's count: a flush thread of an earlier open stops */
+
 static void *flush_loop(void *arg)
 {
-	(void)arg;
-	struct timespec ts = {0, 100 * 1000 * 1000};
-	while (!stopping) {
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&lock);
-		if (!used) {
-			pthread_mutex_unlock(&lock);
+	unsigned mine = (unsigned)(uintptr_t)arg;
+	pthread_mutex_lock(&lock);
+	while (!stopping && mine == opened) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000L)
+			until.tv_sec++, until.tv_nsec -= 1000000000L;
+		while (!kicked && !stopping && pthread_cond_timedwait(&kick, &lock, &until) == 0)
+			;
+		kicked = 0;
+		if (stopping || !used)
 			continue;
-		}
 		swap_out_unlock();
 		pthread_mutex_unlock(&wlock);
+		pthread_mutex_lock(&lock);
 	}
+	pthread_mutex_unlock(&lock);
 	return NULL;
 }
 
@@ -111,13 +132,17 @@ int kj_spool_open(const char *dir)
 		return -1;
 	}
 	buf = bufs[0];
+	pthread_mutex_lock(&lock);
+	used = 0, kicked = 0, caller_writes = 0, stopping = 0, write_failed = 0;
+	opened++;
+	pthread_mutex_unlock(&lock);
 	memset(&f, 0, sizeof(f));
 	f.h.type = KJ_REC_FILE;
 	f.h.size = sizeof(f);
 	f.magic = KJ_SPOOL_MAGIC;
 	f.version = KJ_SPOOL_VERSION;
 	kj_spool_write(&f, sizeof(f));
-	if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+	if (pthread_create(&flusher, NULL, flush_loop, (void *)(uintptr_t)opened) == 0)
 		pthread_detach(flusher);
 	return 0;
 }
@@ -128,6 +153,7 @@ int kj_spool_open(const char *dir)
 static int make_room(size_t n)
 {
 	while (fd >= 0 && used + n > SPOOL_BUF) {
+		caller_writes++;
 		swap_out_unlock();
 		if (n > SPOOL_BUF)
 			return 1;
@@ -148,6 +174,7 @@ void kj_spool_write(const void *rec, size_t size)
 	if (fd >= 0) {
 		memcpy(buf + used, rec, size);
 		used += size;
+		kick_if_half();
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -171,6 +198,7 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 		memcpy(buf + used + head_size, payload, payload_size);
 		memset(buf + used + head_size + payload_size, 0, total - head_size - payload_size);
 		used += total;
+		kick_if_half();
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -196,6 +224,7 @@ void kj_spool_close(int clean)
 	}
 	stopping = 1;
 	pthread_mutex_lock(&lock);
+	pthread_cond_signal(&kick);
 	flush_locked();
 	pthread_mutex_lock(&wlock); /* the flush thread may be writing a buffer it swapped out */
 	if (used)
@@ -291,6 +320,14 @@ void kj_spool_problem(const char *fmt, ...)
 	r.t_ns = kj_now_ns();
 	r.len = (uint32_t)strlen(text);
 	kj_spool_write2(&r, sizeof(r), text, r.len);
+}
+
+uint64_t kj_spool_caller_writes(void)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t n = caller_writes;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 void kj_spool_abandon(void)
