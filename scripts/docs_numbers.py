@@ -602,6 +602,22 @@ def turn_ratio(summary, contestant):
     return x if isinstance(x, (int, float)) else None
 
 
+def beyond(t, a, b):
+    """A's cost beyond B's from one turns result t (its summary and, where kept, its per-round
+    ratios): paired round by round with a 95 % interval where the rounds are kept, else the ratio of
+    the two medians."""
+    per = (t or {}).get("ratio_per_round") or {}
+    if a in per and b in per:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "trace_overhead"))
+        from turns import paired  # noqa: E402  (the one estimator the turns use)
+        p = paired(per[a], per[b])
+        return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
+                f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")
+    sm = (t or {}).get("summary") or {}
+    x = turn_ratio(sm, a) / turn_ratio(sm, b) - 1
+    return pct(0.0 if abs(x) < 0.0005 else x * 100)
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -610,18 +626,21 @@ def tracing_capture(r):
     cap, full = (lambda k: r.num(f, f"steps10k/capture/{k}")), (lambda k: r.num(f, f"steps10k/full/{k}"))
     checks = r.get(f, "gpu_test_checks")
     failed = [c[5:] for c in checks if c.startswith("FAIL")]
-    sm = r.load(f)["turns_gpt2m"]["summary"]
+    tg = r.load(f)["turns_gpt2m"]
+    sm = tg["summary"]
     cupti, no_params = turn_ratio(sm, "cupti_activity_only"), turn_ratio(sm, "kjoule_no_params")
+    attached = turn_ratio(sm, "kjoule_capture_late_attached")
     beside = ""
     if cupti is not None:  # CUPTI alone and --no-params, where this result has them
         beside = (f" and CUPTI's activity records alone {ratio(cupti)} (the defaults "
-                  f"{pct((t('kjoule_default') / cupti - 1) * 100)} beyond CUPTI"
-                  + (f", `--no-params` {pct((no_params / cupti - 1) * 100)}" if no_params is not None else "")
-                  + f", over {r.num(f, 'turns_gpt2m/rounds')} rounds)")
+                  f"{beyond(tg, 'kjoule_default', 'cupti_activity_only')} beyond CUPTI"
+                  + (f", `--no-params` {beyond(tg, 'kjoule_no_params', 'cupti_activity_only')}" if no_params is not None else "")
+                  + f"; over {r.num(f, 'turns_gpt2m/rounds')} rounds)")
+    kept_in = (f" ({ratio(attached)} with CUPTI kept in, `--capture-attached`)" if attached is not None else "")
     return (f"Measured ({r.where(f)}, `bench/results/{f}`): on the GPT-2-medium-shaped eager forward, taking "
             f"turns, a window that never opens costs {ratio(t('kjoule_capture_late'))} "
-            f"(quartiles {ratio(q('kjoule_capture_late', 'ratio_q25'))}–{ratio(q('kjoule_capture_late', 'ratio_q75'))}) "
-            f"against the defaults' {ratio(t('kjoule_default'))}" + beside + ". A program of 10,000 steps of 4 launches traced "
+            f"(quartiles {ratio(q('kjoule_capture_late', 'ratio_q25'))}–{ratio(q('kjoule_capture_late', 'ratio_q75'))})"
+            f"{kept_in} against the defaults' {ratio(t('kjoule_default'))}" + beside + ". A program of 10,000 steps of 4 launches traced "
             f"with `--capture step@5000:20` keeps {cap('kernels')} kernels in a {cap('db_bytes') / 1e6:.2f} MB "
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
@@ -695,12 +714,12 @@ def host_turns(r, key="turns_jax_step", what="The JAX step", part="2c"):
         return f"{what} taking turns in live processes (many rounds; `scripts/gpu/capture.sh` part {part}) is not measured yet."
     g = lambda k: turn_ratio(sm, k)
     q = lambda k: f"{ratio(sm[k]['ratio_q25'])}–{ratio(sm[k]['ratio_q75'])}"
-    beyond = (g('kjoule_default') / g('cupti_activity_only') - 1) * 100
-    beyond = 0.0 if abs(beyond) < 0.05 else beyond  # no "-0.0 %"
+    kept_in = (f" ({ratio(g('kjoule_capture_late_attached'))} with CUPTI kept in)"
+               if g("kjoule_capture_late_attached") is not None else "")
     return (f"{what} taking turns in live processes ({t.get('rounds')} rounds, `bench/results/{f}`): a window that never "
-            f"opens costs {ratio(g('kjoule_capture_late'))} (quartiles {q('kjoule_capture_late')}), the defaults "
+            f"opens costs {ratio(g('kjoule_capture_late'))} (quartiles {q('kjoule_capture_late')}){kept_in}, the defaults "
             f"(as inside a window) {ratio(g('kjoule_default'))}, CUPTI alone {ratio(g('cupti_activity_only'))}: the "
-            f"defaults {pct(beyond)} beyond CUPTI.")
+            f"defaults {beyond(t, 'kjoule_default', 'cupti_activity_only')} beyond CUPTI.")
 
 
 def capture_outside(r):

@@ -38,7 +38,8 @@ TURNS = (("turns_gpt2m", "capture_turns_gpt2m.json"), ("turns_jax_step", "captur
 for key, name in TURNS:
     tj = load(name)
     res[key] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
-                "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error")}
+                "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error"),
+                "ratio_per_round": tj.get("ratio_per_round")}  # raw: pairs of contestants (turns.paired)
 for k in ("jax", "decode"):
     p = load(f"capture_pairs_{k}.json")
     res[f"pairs_{k}"] = {kk: p.get(kk) for kk in ("workload", "device", "metric", "rounds", "failed_runs", "ratios", "error")}
@@ -63,8 +64,9 @@ except Exception as e:
 # the steady loop's captured iterations against the whole run (energy)
 e = load("capture_energy_compare.json")
 cap = e.get("capture") if isinstance(e, dict) else None
-res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400",
-                        "capture": "step@150:50", "error": e.get("error") if isinstance(e, dict) else None,
+res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps "
+                                   + os.environ.get("CAP_ENERGY_STEPS", "400"),
+                        "capture": os.environ.get("CAP_ENERGY_CAPTURE", "step@150:50"), "error": e.get("error") if isinstance(e, dict) else None,
                         "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
                         "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
 # CAP_KEEP (a previous capture_overhead.json): the parts not measured in this call are kept from it

@@ -16,11 +16,19 @@
 #   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_DECODE_TURNS_S (200: the
 #   compiled decode loop taking turns, --model decode; its compilation takes most of a minute), CAP_JAX_S (100), CAP_DECODE_S
 #   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out; CAP_ENERGY_DB=PATH keeps its database); 0 leaves the JAX or decode
-#   pairs out; a part whose limit is 0 is not run. CAP_KEEP=bench/results/capture_overhead.json keeps
+#   pairs out; a part whose limit is 0 is not run. CAP_TURNS_CONFIGS: the turns' contestants besides
+#   plain (default: kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only;
+#   kjoule_capture_late_attached keeps CUPTI in), CAP_TURNS_COPIES (1): processes per contestant.
+#   CAP_ENERGY_CAPTURE (step@150:50) and CAP_ENERGY_STEPS (400): the steady loop's window and length.
+#   CAP_KEEP=bench/results/capture_overhead.json keeps
 #   the parts not measured in this call from that earlier result (named under kept_from_previous), so
 #   the parts can be measured in calls of their own
 set -u
 OUT=${OUT:-/tmp/kjout}
+configs=${CAP_TURNS_CONFIGS:-kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only}
+copies=${CAP_TURNS_COPIES:-1}
+energy_capture=${CAP_ENERGY_CAPTURE:-step@150:50} energy_steps=${CAP_ENERGY_STEPS:-400}
+export CAP_ENERGY_CAPTURE=$energy_capture CAP_ENERGY_STEPS=$energy_steps # for capture_summary.py
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
@@ -42,27 +50,27 @@ if [ "${CAP_TEST_S:-300}" -gt 0 ]; then
 	grep -E "^(ok|FAIL)" "$OUT/capture_test.log" | sed 's/^/  /'
 fi
 
-echo "== 2a. turns: GPT-2-medium shape eager (plain, defaults, --no-params, capture window never open, CUPTI alone)"
+echo "== 2a. turns: GPT-2-medium shape eager (plain, $configs)"
 if [ "${CAP_TURNS_S:-130}" -gt 0 ]; then
 	timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+		--configs $configs --copies "$copies" --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 		>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 	tail -4 "$tmp/turns.log" | sed 's/^/  /'
 fi
 
-echo "== 2c. turns: the JAX step (plain, defaults, --no-params, a window never open, CUPTI alone)"
+echo "== 2c. turns: the JAX step (plain, $configs)"
 if [ "${CAP_JAX_TURNS_S:-150}" -gt 0 ]; then
 	timeout ${CAP_JAX_TURNS_S:-150} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model jax_step --pin-cpu "${TURNS_PIN:-6}" \
-		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only \
+		--configs $configs --copies "$copies" \
 		--seconds $(( ${CAP_JAX_TURNS_S:-150} - 40 )) --rounds 400 -o "$OUT/capture_turns_jax.json" \
 		>"$tmp/turns_jax.log" 2>&1 || echo "  turns (JAX): failed or cut short (rc $?)"
 	tail -6 "$tmp/turns_jax.log" | sed 's/^/  /'
 fi
 
-echo "== 2d. turns: the compiled decode loop (plain, defaults, --no-params, a window never open, CUPTI alone)"
+echo "== 2d. turns: the compiled decode loop (plain, $configs)"
 if [ "${CAP_DECODE_TURNS_S:-200}" -gt 0 ]; then
 	timeout ${CAP_DECODE_TURNS_S:-200} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model decode --pin-cpu "${TURNS_PIN:-6}" \
-		--configs kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only --block 5 \
+		--configs $configs --copies "$copies" --block 5 \
 		--seconds $(( ${CAP_DECODE_TURNS_S:-200} - 90 )) --rounds 400 -o "$OUT/capture_turns_decode.json" \
 		>"$tmp/turns_decode.log" 2>&1 || echo "  turns (decode): failed or cut short (rc $?)"
 	tail -6 "$tmp/turns_decode.log" | sed 's/^/  /'
@@ -107,8 +115,8 @@ done
 
 echo "== 4. energy: captured iterations against the whole run, on a steady training loop"
 if [ "${CAP_ENERGY_S:-150}" -gt 0 ]; then
-	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture step@150:50 -o "$tmp/energy.kjdb" -- python3 examples/gpt_train.py \
-		--layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps 400 --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
+	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture "$energy_capture" -o "$tmp/energy.kjdb" -- python3 examples/gpt_train.py \
+		--layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps "$energy_steps" --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
 		timeout 120 "$kj" compare "$tmp/energy.kjdb" --json >"$OUT/capture_energy_compare.json" 2>>"$tmp/energy.err" ||
 		{ echo "  energy: failed or cut short"; tail -3 "$tmp/energy.err"; }
 	[ -n "${CAP_ENERGY_DB:-}" ] && [ -f "$tmp/energy.kjdb" ] && cp "$tmp/energy.kjdb" "$CAP_ENERGY_DB"

@@ -81,6 +81,8 @@ void kj_capture_agreement(struct kj_capture_stats *out)
 {
 	const struct kj_iter_set *a = &out->all, *c = &out->captured;
 	out->agreement_known = 0;
+	out->captured_slower_pct = a->instances && c->instances && a->wall_ms > 0
+					   ? 100 * (c->wall_ms - a->wall_ms) / a->wall_ms : NAN;
 	if (!a->measured || !c->measured || !(a->energy_j > 0) || !(c->energy_j > 0) ||
 	    !isfinite(a->uncertainty_j) || !isfinite(c->uncertainty_j))
 		return;

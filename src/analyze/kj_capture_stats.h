@@ -40,6 +40,9 @@ struct kj_capture_stats {
 	int agreement_known, agreement_within; /* within: -1 not judged (bounds wider than
 						* KJ_CAPTURE_AGREE_BOUND_PCT) */
 	double agreement_apart_pct, agreement_bound_pct;
+	/* the captured iterations' mean wall time against the whole run's (%, of the whole run's):
+	 * tracing's cost on the program's threads inside the window; NAN when either set is empty */
+	double captured_slower_pct;
 	/* the trace's size, for every run */
 	int64_t db_bytes;        /* the run database's file size; -1 unknown */
 	int64_t launches;        /* kernel records */

@@ -57,15 +57,27 @@ void kj_capture_print(const struct kj_capture_stats *s, FILE *f)
 	snprintf(label, sizeof(label), "whole run, iterations (first %lld left out)", (long long)s->all_skipped);
 	print_set(f, s->all_skipped ? label : "whole run, iterations", &s->all, s->energy_why);
 	print_set(f, "captured iterations", &s->captured, s->energy_why);
+	if (isfinite(s->captured_slower_pct))
+		fprintf(f, "  captured iterations' wall time against the whole run's: %+.1f%%\n",
+			s->captured_slower_pct);
 	if (s->agreement_known)
 		fprintf(f, "  captured against the whole run: %+.2f%% (the two bounds added: +/- %.2f%%): %s\n",
-			s->agreement_apart_pct, s->agreement_bound_pct,
-			s->agreement_within < 0 ? "not judged: bounds this wide cannot tell (the captured span is"
-						  " short against the energy counter's period; capture more iterations)"
-			: s->agreement_within ? "within their bounds"
-					    : "outside their bounds: the captured iterations did not draw what the run's"
-					      " iterations drew on average (a program that changes over the run, or a window"
-					      " at its start)");
+			s->agreement_apart_pct, s->agreement_bound_pct, kj_capture_agreement_words(s));
+}
+
+const char *kj_capture_agreement_words(const struct kj_capture_stats *s)
+{
+	if (s->agreement_within < 0)
+		return "not judged: bounds this wide cannot tell (the captured span is short against the"
+		       " energy counter's period; capture more iterations)";
+	if (s->agreement_within)
+		return "within their bounds";
+	if (s->captured_slower_pct > s->agreement_bound_pct)
+		return "outside their bounds: the captured iterations ran slower than the run's by more than"
+		       " that (tracing's cost on the program's threads inside the window), so their energy is"
+		       " the traced program's";
+	return "outside their bounds: the captured iterations did not draw what the run's iterations"
+	       " drew on average (a program that changes over the run, or a window at its start)";
 }
 
 static json_t *num_or_null(double v)
@@ -111,6 +123,7 @@ json_t *kj_capture_json(const struct kj_capture_stats *s)
 	json_object_set_new(c, "whole_run", set_json(&s->all));
 	json_object_set_new(json_object_get(c, "whole_run"), "warmup_left_out", json_integer(s->all_skipped));
 	json_object_set_new(c, "captured", set_json(&s->captured));
+	json_object_set_new(c, "captured_slower_pct", num_or_null(s->captured_slower_pct));
 	if (s->energy_why)
 		json_object_set_new(c, "energy_why", json_string(s->energy_why));
 	if (s->agreement_known) {
@@ -118,6 +131,7 @@ json_t *kj_capture_json(const struct kj_capture_stats *s)
 		json_object_set_new(g, "apart_pct", json_real(s->agreement_apart_pct));
 		json_object_set_new(g, "bound_pct", json_real(s->agreement_bound_pct));
 		json_object_set_new(g, "within", s->agreement_within < 0 ? json_null() : json_boolean(s->agreement_within));
+		json_object_set_new(g, "verdict", json_string(kj_capture_agreement_words(s)));
 		json_object_set_new(c, "energy_agreement", g);
 	} else {
 		json_object_set_new(c, "energy_agreement", json_null());

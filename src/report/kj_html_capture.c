@@ -79,10 +79,7 @@ void kj_html_capture(struct kj_html_ctx *x)
 	if (s.agreement_known)
 		fprintf(f, "<p id=\"capture-agreement\">The captured iterations against the whole run: %+.2f&#8239;%% "
 			   "(the two bounds added: ±%.2f&#8239;%%): %s.</p>\n",
-			s.agreement_apart_pct, s.agreement_bound_pct,
-			s.agreement_within < 0 ? "not judged, bounds this wide cannot tell"
-			: s.agreement_within ? "within their bounds"
-					     : "outside their bounds: the captured iterations are not the run's typical ones");
+			s.agreement_apart_pct, s.agreement_bound_pct, kj_capture_agreement_words(&s));
 	fputs("<p>Every instance of the range leaves an iteration mark, captured or not, and power is "
 	      "sampled through the whole run: the whole run's figures cover the iterations the trace "
 	      "left out. A set's energy per iteration is its span's (first start to last end, the time "

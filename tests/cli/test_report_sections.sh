@@ -56,7 +56,7 @@ lack "$P" "Energy not measured"
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; g=c["energy_agreement"]; a=c["whole_run"]["energy_j_mean"]; x=c["captured"]["energy_j_mean"]; sys.exit(not (abs(g["apart_pct"] - 100*(x-a)/a) < 1e-6 and g["bound_pct"] > 5 and g["within"] is None))' "$T/info.json" ||
 	fail "info --json: capture.energy_agreement is not the two sets' difference, or judged on bounds too wide"
 need "$P" 'id="capture-agreement"'
-need "$P" 'not judged, bounds this wide cannot tell'
+need "$P" 'not judged: bounds this wide cannot tell'
 need "$P" "re-create: <code>kjoule info $T/cap.kjdb"
 
 # a steady loop of 16 ms iterations (tests/tools/mkreportsec.py capture steady: 8 J a 20 ms cycle by
@@ -75,6 +75,21 @@ sys.exit(not ok)' "$T/steady.json" ||
 "$KJ" compare "$T/steady.kjdb" --json --skip 0 >"$T/steady0.json" 2>/dev/null
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]["energy_agreement"]; sys.exit(not (g["within"] is False and g["apart_pct"] < -15))' "$T/steady0.json" ||
 	fail "steady loop, --skip 0: a 2 s warm-up among 20 ms cycles is not told apart"
+# the same loop with its captured iterations slowed by tracing (20 ms every 24 ms: 9.6 J each against
+# 8 J): outside the bounds, and the verdict names the captured iterations' slower pace as the cause,
+# where a window that is merely atypical (the warm-up kept) is not blamed on tracing
+$GEN -o "$T/traced.kjdb" --kernels 300 --nvtx 0 --power 1 >/dev/null
+$MK capture "$T/traced.kjdb" traced
+"$KJ" compare "$T/traced.kjdb" --json >"$T/traced.json" 2>/dev/null
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; g=c["energy_agreement"]
+ok = (g["within"] is False and 15 < g["apart_pct"] < 20 and abs(c["captured_slower_pct"] - 100 * (20 / (16 + 4 * 50 / 399) - 1)) < 0.5
+      and "tracing" in g["verdict"])
+sys.exit(not ok)' "$T/traced.json" || fail "traced window: the slower captured iterations are not named: $(tr -d '\n ' <"$T/traced.json" | grep -o '"capture".*')"
+"$KJ" info "$T/traced.kjdb" >"$T/traced.txt" 2>&1
+need "$T/traced.txt" "captured iterations' wall time against the whole run's: +"
+need "$T/traced.txt" "tracing's cost on the program's threads inside the window"
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]["energy_agreement"]; sys.exit("tracing" in g["verdict"])' "$T/steady0.json" ||
+	fail "steady loop, --skip 0: an atypical window blamed on tracing"
 # a second process on another GPU marks 30 iterations of its own: the power of the first GPU
 # measures the first process's iterations only
 python3 - "$T/steady.kjdb" <<'P' || fail "cannot add the second process"

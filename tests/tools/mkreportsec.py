@@ -8,6 +8,8 @@
   mkreportsec.py capture DB steady   a steady loop under step@150:50: a 2 s warm-up instance, then
                                      399 of 16 ms every 20 ms, 150..199 captured; power read every
                                      10 ms at a constant 400 W, the energy counter moving every 100 ms
+  mkreportsec.py capture DB traced   the same loop with its captured iterations slowed by tracing:
+                                     150..199 of 20 ms every 24 ms (9.6 J each, 8 J elsewhere)
   mkreportsec.py job DB VARIANT      two ranks on two GPUs, as tests/unit/test_ranks.c builds them
                                      (figures by hand there): variant plain, or odd (rank 1 on
                                      another GPU type, died, and its GPU without power samples)
@@ -24,15 +26,20 @@ MS = 1_000_000
 US = 1000
 
 
-def steady(db):
-    """The steady loop of the docstring: 8 J a 20 ms cycle, by construction."""
-    start = [T0 + 200 * MS]
+def steady(db, traced=False):
+    """The steady loop of the docstring: 8 J a 20 ms cycle, by construction; traced: the captured
+    cycles 24 ms (their iterations 20 ms), as tracing slows a host-bound loop."""
+    captured = range(150, 200)
+    start, end = [T0 + 200 * MS], [T0 + 2200 * MS]
+    t = T0 + 200 * MS + 2004 * MS
     for i in range(1, 400):
-        start.append(T0 + 200 * MS + 2004 * MS + (i - 1) * 20 * MS)
-    end = [T0 + 2200 * MS] + [s + 16 * MS for s in start[1:]]
+        slow = traced and i in captured
+        start.append(t)
+        end.append(t + (20 if slow else 16) * MS)
+        t += (24 if slow else 20) * MS
     for i, (s, e) in enumerate(zip(start, end)):
         db.execute("INSERT INTO iteration_mark(pid, name, instance, start_ns, end_ns, captured)"
-                   " VALUES(4242, 'step', ?, ?, ?, ?)", (i, s, e, 1 if 150 <= i < 200 else 0))
+                   " VALUES(4242, 'step', ?, ?, ?, ?)", (i, s, e, 1 if i in captured else 0))
     db.execute("INSERT INTO capture_window(pid, start_ns, end_ns, first_instance, last_instance, status)"
                " VALUES(4242, ?, ?, 150, 199, 'captured')", (start[150], end[199]))
     db.execute("DELETE FROM power_sample")
@@ -52,8 +59,8 @@ def capture(db, status):
     db.executescript(sql)
     db.execute("DELETE FROM iteration_mark")
     db.execute("DELETE FROM capture_window")
-    if status == "steady":
-        return steady(db)
+    if status in ("steady", "traced"):
+        return steady(db, status == "traced")
     for i in range(10):
         s = T0 + 200 * MS + i * 600 * MS
         cap = status != "never_opened" and i in (3, 4)
