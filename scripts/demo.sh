@@ -34,8 +34,8 @@ echo "    launched them)"
 "$kj" compare "$graphrun" | sed -n '1,16p;/^Sequence replay/,/^Tiers/p'
 caprun=$(unpack gpt_train_capture)
 echo; echo "== a few steps of a long job: kjoule info $caprun"
-echo "   (a GPT training loop of 400 steps on an H200 under --capture step@150:50: 50 steps traced, every"
-echo "    step marked, power sampled throughout)"
+echo "   (a GPT training loop of 500 steps on an H200 under --capture step@100:200: 200 steps traced, every"
+echo "    step marked, power sampled throughout, CUPTI taken out of the program after the window)"
 "$kj" info "$caprun" | sed -n '/^trace size/,$p'
 shipped=examples/runs/bloom560m.kjdb
 page=$(dirname "$kj")/bloom560m_report.html

@@ -672,9 +672,17 @@ def capture_energy(r, f):
         sets = (f" ({c['instances']} captured over {c['span_s']:.2f} s: {c['energy_j_mean']:.2f} ± {c['energy_unc_j_mean']:.2f} J "
                 f"each; the whole run's {w['instances']} over {w['span_s']:.1f} s, its first {w.get('warmup_left_out', 0)} left out "
                 f"as warm-up: {w['energy_j_mean']:.2f} ± {w['energy_unc_j_mean']:.2f} J each)")
+    pace = ""
+    if all(isinstance(x.get("wall_ms_mean"), (int, float)) for x in (w, c)):
+        slower = (c["wall_ms_mean"] / w["wall_ms_mean"] - 1) * 100
+        pace = (f" The captured iterations took {c['wall_ms_mean']:.2f} ms each against the whole run's "
+                f"{w['wall_ms_mean']:.2f} ms ({'+' if slower > 0 else ''}{pct(slower)}"
+                + (": tracing's cost inside the window)" if slower > 0 else ")")
+                + (", more than the bounds: their energy is the traced program's." if g.get("within") is False
+                   and slower > g["bound_pct"] else "."))
     return (f"On a steady training loop ({e['program']}, `--capture {e['capture']}`), the captured iterations' "
             f"energy per iteration lies {pct(g['apart_pct'], 2)} from the whole run's{sets}, {verdict} the two bounds "
-            f"added ({pct(g['bound_pct'], 2)}).")
+            f"added ({pct(g['bound_pct'], 2)}).{pace}")
 
 
 def rerun(r, f):
