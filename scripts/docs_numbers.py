@@ -618,6 +618,22 @@ def beyond(t, a, b):
     return pct(0.0 if abs(x) < 0.0005 else x * 100)
 
 
+def tracing_whole_blocks(r):
+    """The A/B of the whole-block build against the one that compared words on the program's thread
+    (trace_whole_blocks.json)."""
+    f = "trace_whole_blocks.json"
+    t = r.load(f)
+    sm = t.get("summary") or {}
+    return (f"Since then the launch handler copies each launch's whole parameter block into the spool and the "
+            f"ingest finds the words that differ. Taking turns on the GPT-2-medium-shaped eager forward ({r.where(f)}, "
+            f"`bench/results/{f}`, {t.get('copies')} processes per contestant, {t.get('rounds_done')} rounds), defaults cost "
+            f"{ratio(turn_ratio(sm, 'kjoule_default'))} against {ratio(turn_ratio(sm, 'kjoule_default_base'))} for the build "
+            f"that compared on the program's thread: paired, {beyond(t, 'kjoule_default', 'kjoule_default_base')} "
+            f"beside it. Over CUPTI's activity records alone ({ratio(turn_ratio(sm, 'cupti_activity_only'))}) the defaults "
+            f"add {beyond(t, 'kjoule_default', 'cupti_activity_only')} and `--no-params` "
+            f"{beyond(t, 'kjoule_no_params', 'cupti_activity_only')}.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -932,6 +948,7 @@ def multi_gpu_heldout(r):
 
 GENERATORS = {
     "tracing-capture": tracing_capture,
+    "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,
     "multi-gpu-programs": multi_gpu_programs,
