@@ -31,6 +31,9 @@ import subprocess
 import sys
 import textwrap
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "trace_overhead"))
+from turns import paired  # noqa: E402  (the one estimator the turns use)
+
 BEGIN = re.compile(r"<!-- kj:gen ([A-Za-z0-9_.-]+) -->\n")
 END = "<!-- kj:end -->"
 MINUS = "\u2212"
@@ -608,8 +611,6 @@ def beyond(t, a, b):
     the two medians."""
     per = (t or {}).get("ratio_per_round") or {}
     if a in per and b in per:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "trace_overhead"))
-        from turns import paired  # noqa: E402  (the one estimator the turns use)
         p = paired(per[a], per[b])
         return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
                 f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")

@@ -4,7 +4,8 @@ GPU test's log, the turns and pairs results, the energy compare) and the 10,000-
 TMP, with the device, date and command. Run as: capture_summary.py OUT TMP TEST_RC (TEST_RC -1: the
 GPU test was not run). With CAP_KEEP naming an earlier capture_overhead.json, every part not
 measured in this call (absent, or holding only an error or nothing) is taken from it, and the
-result names those parts under kept_from_previous. Written aside and renamed into place; prints a
+result names those parts under kept_from_previous. The steady loop's program and window are
+capture.sh's (KJ_CAP_ENERGY_PROGRAM, KJ_CAP_ENERGY_CAPTURE). Written aside and renamed into place; prints a
 short table last."""
 import datetime
 import json
@@ -64,9 +65,7 @@ except Exception as e:
 # the steady loop's captured iterations against the whole run (energy)
 e = load("capture_energy_compare.json")
 cap = e.get("capture") if isinstance(e, dict) else None
-res["energy_steady"] = {"program": "examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps "
-                                   + os.environ.get("CAP_ENERGY_STEPS", "400"),
-                        "capture": os.environ.get("CAP_ENERGY_CAPTURE", "step@150:50"), "error": e.get("error") if isinstance(e, dict) else None,
+res["energy_steady"] = {"program": os.environ.get("KJ_CAP_ENERGY_PROGRAM"), "capture": os.environ.get("KJ_CAP_ENERGY_CAPTURE"), "error": e.get("error") if isinstance(e, dict) else None,
                         "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
                         "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
 # CAP_KEEP (a previous capture_overhead.json): the parts not measured in this call are kept from it

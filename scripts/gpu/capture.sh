@@ -27,8 +27,9 @@ set -u
 OUT=${OUT:-/tmp/kjout}
 configs=${CAP_TURNS_CONFIGS:-kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only}
 copies=${CAP_TURNS_COPIES:-1}
-energy_capture=${CAP_ENERGY_CAPTURE:-step@150:50} energy_steps=${CAP_ENERGY_STEPS:-400}
-export CAP_ENERGY_CAPTURE=$energy_capture CAP_ENERGY_STEPS=$energy_steps # for capture_summary.py
+# the steady loop and its window, named once: capture_summary.py reads them back
+export KJ_CAP_ENERGY_CAPTURE=${CAP_ENERGY_CAPTURE:-step@150:50}
+export KJ_CAP_ENERGY_PROGRAM="examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps ${CAP_ENERGY_STEPS:-400}"
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
@@ -115,8 +116,8 @@ done
 
 echo "== 4. energy: captured iterations against the whole run, on a steady training loop"
 if [ "${CAP_ENERGY_S:-150}" -gt 0 ]; then
-	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture "$energy_capture" -o "$tmp/energy.kjdb" -- python3 examples/gpt_train.py \
-		--layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps "$energy_steps" --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
+	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture "$KJ_CAP_ENERGY_CAPTURE" -o "$tmp/energy.kjdb" -- \
+		python3 $KJ_CAP_ENERGY_PROGRAM --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
 		timeout 120 "$kj" compare "$tmp/energy.kjdb" --json >"$OUT/capture_energy_compare.json" 2>>"$tmp/energy.err" ||
 		{ echo "  energy: failed or cut short"; tail -3 "$tmp/energy.err"; }
 	[ -n "${CAP_ENERGY_DB:-}" ] && [ -f "$tmp/energy.kjdb" ] && cp "$tmp/energy.kjdb" "$CAP_ENERGY_DB"

@@ -60,7 +60,8 @@ struct kj_capture_stats {
 int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
 
 /**
- * @brief The agreement_* fields of out from its two sets: the captured mean energy against the
+ * @brief The agreement_* fields and captured_slower_pct of out from its two sets: the captured
+ *        iterations' mean wall time against the whole run's, and their mean energy against the
  *        whole run's (apart, % of the whole run's), their stated bounds added (%), within 1 or 0,
  *        -1 (not judged) where that sum is over KJ_CAPTURE_AGREE_BOUND_PCT; agreement_known 0
  *        where either set has no energy.

@@ -28,7 +28,7 @@ assert c["captured_slower_pct"] > g["bound_pct"] and "tracing" in g["verdict"], 
 assert c["cupti_detaches"] == 1 and 0 < c["cupti_detached_s"] < w["span_s"], c
 P
 expect 0 "$KJ" info "$T/cap.kjdb"
-has "s in 1 period"
+has "s in 1 period$"
 has "captured iterations' wall time against the whole run's: +"
 cp "$T/cap.kjdb" "$T/out_periods.kjdb"
 python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", [("capture_detaches", "2"), ("capture_detached_ns", "1500000000")]); c.commit()' "$T/out_periods.kjdb"

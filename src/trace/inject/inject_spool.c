@@ -15,8 +15,6 @@
 
 #include "inject.h"
 
-#define SPOOL_BUF KJ_SPOOL_BUF_BYTES
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;  /* buf, used, kicked */
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; /* the file, the buffer out */
 static pthread_cond_t kick = PTHREAD_COND_INITIALIZER;    /* the flush thread: half full */
@@ -80,7 +78,7 @@ static void flush_locked(void)
 /* With lock held, after a record went in: wake the flush thread once the buffer is half full. */
 static void kick_if_half(void)
 {
-	if (!kicked && used >= SPOOL_BUF / 2) {
+	if (!kicked && used >= KJ_SPOOL_BUF_BYTES / 2) {
 		kicked = 1;
 		pthread_cond_signal(&kick);
 	}
@@ -122,8 +120,8 @@ int kj_spool_open(const char *dir)
 			strerror(errno));
 		return -1;
 	}
-	bufs[0] = malloc(SPOOL_BUF);
-	bufs[1] = malloc(SPOOL_BUF);
+	bufs[0] = malloc(KJ_SPOOL_BUF_BYTES);
+	bufs[1] = malloc(KJ_SPOOL_BUF_BYTES);
 	if (!bufs[0] || !bufs[1]) {
 		free(bufs[0]);
 		free(bufs[1]);
@@ -152,10 +150,10 @@ int kj_spool_open(const char *dir)
  * the record straight to the file, after the ones before it, and releases wlock. */
 static int make_room(size_t n)
 {
-	while (fd >= 0 && used + n > SPOOL_BUF) {
+	while (fd >= 0 && used + n > KJ_SPOOL_BUF_BYTES) {
 		caller_writes++;
 		swap_out_unlock();
-		if (n > SPOOL_BUF)
+		if (n > KJ_SPOOL_BUF_BYTES)
 			return 1;
 		pthread_mutex_unlock(&wlock);
 		pthread_mutex_lock(&lock);
