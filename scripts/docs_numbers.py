@@ -121,7 +121,8 @@ def sgn(x, digits=1, unit=" %"):
 
 
 def pct(x, digits=1):
-    return f"{x:.{digits}f} %"
+    s = f"{x:.{digits}f}"
+    return (s[1:] if float(s) == 0 and s.startswith("-") else s) + " %"
 
 
 def ratio(x, digits=3):
@@ -635,6 +636,24 @@ def tracing_whole_blocks(r):
             f"{beyond(t, 'kjoule_no_params', 'cupti_activity_only')}.")
 
 
+def tracing_spool_append(r):
+    """Two ways of appending the launch record, against the current one (trace_spool_append.json)."""
+    f = "trace_spool_append.json"
+    calls = r.get(f, "cost_self/calls")
+    part = lambda label, setting, k: next(x for x in calls[label]["runs"] if x["setting"] == setting)["parts"][k]["mean_ns"]
+    t = r.load(f)["turns_warm_ahead"]
+    return (f"Appending the launch record is the handler's largest part. Two ways of making it cheaper were "
+            f"measured and left out ({r.where(f)}, `bench/results/{f}`, the GPT-2-medium-shaped eager forward, "
+            f"defaults): the payload written with non-temporal stores took {part('stream', 'defaults', 'write'):.0f} ns a "
+            f"launch against {part('current', 'defaults', 'write'):.0f} ns (the fence that must follow them, which waits for "
+            f"memory, the likely reason); prefetching the spool buffer's next 4 KB after each record took "
+            f"{part('warm_ahead', 'defaults', 'write'):.0f} ns, and taking turns against the current build "
+            f"({t.get('copies')} processes per contestant, {t.get('rounds_done')} rounds) it cost "
+            f"{beyond(t, 'kjoule_default', 'kjoule_default_base')} beside it: no gain the turns can see. "
+            f"In the same turns the current build's defaults cost {beyond(t, 'kjoule_default_base', 'cupti_activity_only')} "
+            f"beyond CUPTI's activity records alone.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -662,7 +681,7 @@ def tracing_capture(r):
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
             f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + rerun(r, f) + ". "
-            + capture_tools(r, f) + " " + capture_energy(r, f))
+            + capture_tools(r, f))
 
 
 def capture_tools(r, f):
@@ -675,31 +694,33 @@ def capture_tools(r, f):
             "(" + ", ".join(f"{k} {t[k]['seconds']:.0f} s" for k in ("compare", "replay", "report")) + ").")
 
 
-def capture_energy(r, f):
-    """The steady loop's captured iterations against the whole run's energy, where measured."""
-    e = r.load(f).get("energy_steady")
-    g = (e or {}).get("energy_agreement")
-    if not isinstance(g, dict):
-        return ("The captured iterations' energy against the whole run's is not measured in this result"
-                + (f" ({e['energy_why']})" if e and e.get("energy_why") else "") + ".")
-    verdict = {True: "within", False: "outside", None: "not judged against"}[g.get("within")]
-    w, c = e.get("whole_run") or {}, e.get("captured") or {}
-    sets = ""
-    if all(isinstance(x.get(k), (int, float)) for x in (w, c) for k in ("energy_j_mean", "span_s")):
-        sets = (f" ({c['instances']} captured over {c['span_s']:.2f} s: {c['energy_j_mean']:.2f} ± {c['energy_unc_j_mean']:.2f} J "
-                f"each; the whole run's {w['instances']} over {w['span_s']:.1f} s, its first {w.get('warmup_left_out', 0)} left out "
-                f"as warm-up: {w['energy_j_mean']:.2f} ± {w['energy_unc_j_mean']:.2f} J each)")
-    pace = ""
-    if all(isinstance(x.get("wall_ms_mean"), (int, float)) for x in (w, c)):
-        slower = (c["wall_ms_mean"] / w["wall_ms_mean"] - 1) * 100
-        pace = (f" The captured iterations took {c['wall_ms_mean']:.2f} ms each against the whole run's "
-                f"{w['wall_ms_mean']:.2f} ms ({'+' if slower > 0 else ''}{pct(slower)}"
-                + (": tracing's cost inside the window)" if slower > 0 else ")")
-                + (", more than the bounds: their energy is the traced program's." if g.get("within") is False
-                   and slower > g["bound_pct"] else "."))
-    return (f"On a steady training loop ({e['program']}, `--capture {e['capture']}`), the captured iterations' "
-            f"energy per iteration lies {pct(g['apart_pct'], 2)} from the whole run's{sets}, {verdict} the two bounds "
-            f"added ({pct(g['bound_pct'], 2)}).{pace}")
+CAPTURE_LOOPS = {"eager_hostbound": "the eager step of the small shape (host-paced)",
+                 "eager_gpubound": "the same model with 4\u00d7 the tokens a step (GPU-paced, at the power limit)",
+                 "cuda_graph": "the small shape's step replayed as one CUDA graph (GPU-paced, at the power limit)"}
+
+
+def tracing_capture_energy(r):
+    """Each steady loop's captured iterations against the whole run's energy (capture_energy.json)."""
+    f = "capture_energy.json"
+    rows = []
+    for name, what in CAPTURE_LOOPS.items():
+        l = r.get(f, f"loops/{name}")
+        g, c, w = l.get("energy_agreement"), l.get("captured") or {}, l.get("whole_run") or {}
+        if not isinstance(g, dict):
+            raise Missing(f"bench/results/{f}: loops/{name} has no energy_agreement ({l.get('energy_why') or l.get('error')})")
+        said = l.get("program_says") or {}
+        nvml = said.get("energy_j_per_step_nvml")
+        verdict = {True: "within", False: "**outside**", None: "not judged"}[g.get("within")]
+        rows.append(f"| {what}: `{l['program'].removeprefix('examples/gpt_train.py ')}`, `{l['capture']}` | "
+                    f"{c['energy_j_mean']:.2f} \u00b1 {c['energy_unc_j_mean']:.2f} J ({c['instances']}) | "
+                    f"{w['energy_j_mean']:.2f} \u00b1 {w['energy_unc_j_mean']:.2f} J ({w['instances']}) | "
+                    f"{sgn(g['apart_pct'], 2)} | {pct(g['bound_pct'], 2)}: {verdict} | {sgn(l['captured_slower_pct'], 1)} | "
+                    + (f"{nvml:.2f} J" if isinstance(nvml, (int, float)) else "\u2014") + " |")
+    return (f"Measured ({r.where(f)}, `bench/results/{f}`; each loop one run of `kjoule run --capture`, CUPTI "
+            "taken out outside the window):\n\n"
+            "| loop | captured: energy per iteration (instances) | whole run, first left out | apart | bounds added | "
+            "captured iterations' wall time against the run's | the program's own NVML energy per step, all its steps |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
 
 
 def rerun(r, f):
@@ -949,6 +970,8 @@ def multi_gpu_heldout(r):
 
 GENERATORS = {
     "tracing-capture": tracing_capture,
+    "tracing-capture-energy": tracing_capture_energy,
+    "tracing-spool-append": tracing_spool_append,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,

@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """scripts/gpu/capture.sh's result: capture_overhead.json from the files its parts left in OUT (the
-GPU test's log, the turns and pairs results, the energy compare) and the 10,000-step databases in
+GPU test's log, the turns and pairs results) and the 10,000-step databases in
 TMP, with the device, date and command. Run as: capture_summary.py OUT TMP TEST_RC (TEST_RC -1: the
 GPU test was not run). With CAP_KEEP naming an earlier capture_overhead.json, every part not
 measured in this call (absent, or holding only an error or nothing) is taken from it, and the
-result names those parts under kept_from_previous. The steady loop's program and window are
-capture.sh's (KJ_CAP_ENERGY_PROGRAM, KJ_CAP_ENERGY_CAPTURE). Written aside and renamed into place; prints a
+result names those parts under kept_from_previous. Written aside and renamed into place; prints a
 short table last."""
 import datetime
 import json
@@ -62,12 +61,6 @@ try:
                                            for l in open(os.path.join(tmp, "steps_tools.txt")) if l.strip()}
 except Exception as e:
     res["steps10k"]["tools_on_capture"] = {"error": str(e)}
-# the steady loop's captured iterations against the whole run (energy)
-e = load("capture_energy_compare.json")
-cap = e.get("capture") if isinstance(e, dict) else None
-res["energy_steady"] = {"program": os.environ.get("KJ_CAP_ENERGY_PROGRAM"), "capture": os.environ.get("KJ_CAP_ENERGY_CAPTURE"), "error": e.get("error") if isinstance(e, dict) else None,
-                        "energy_agreement": (cap or {}).get("energy_agreement"), "energy_why": (cap or {}).get("energy_why"),
-                        "whole_run": (cap or {}).get("whole_run"), "captured": (cap or {}).get("captured")}
 # CAP_KEEP (a previous capture_overhead.json): the parts not measured in this call are kept from it
 def unmeasured(v):
     if v is None or v == {} or v == []:
@@ -82,7 +75,7 @@ if keep and os.path.exists(keep):
     prev = json.load(open(keep))
     kept = []
     for k, v in prev.items():
-        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note") or k.startswith("gpu_test"):
+        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note", "energy_steady") or k.startswith("gpu_test"):
             continue
         if k not in res or unmeasured(res[k]):
             res[k] = v
@@ -119,4 +112,3 @@ for mode in ("capture", "full"):
     print(f"{'10k steps ' + mode + ': DB bytes, kernels, B/launch':44s} {s.get('db_bytes')} {s.get('kernels')} "
           f"{s.get('bytes_per_launch')}")
 print(f"{'10k steps captured: compare/replay/report':44s} {json.dumps(res['steps10k'].get('tools_on_capture'))}")
-print(f"{'steady loop: captured vs whole-run energy':44s} {json.dumps(res['energy_steady'].get('energy_agreement'))}")

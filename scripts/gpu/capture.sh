@@ -7,19 +7,17 @@
 # (bench/trace_overhead/capture_pairs.py) for examples/jax_step.py and the compiled decode loop
 # (examples/hf_decode.py --cache static); 3. a 10,000-step run with --capture step@5000:20 against
 # the full trace: database sizes and bytes per launch, and compare, replay --energy and report run on
-# the captured one (exit code and seconds each); 4. on a steady training loop (examples/gpt_train.py,
-# 400 steps, --capture step@150:50), the captured iterations' mean energy against the whole run's
-# (compare --json's capture.energy_agreement). Writes $OUT/capture_overhead.json and prints
-# a table last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
+# the captured one (exit code and seconds each). The captured iterations' energy against the whole
+# run's is scripts/gpu/capture_energy.sh's. Writes $OUT/capture_overhead.json and prints a table
+# last. Ends within 8 minutes; each step has its own timeout and its log in $OUT.
 # usage (device, repo root): source scripts/device-env.sh; bash scripts/gpu/capture.sh
 #   env: each part's limit in seconds, CAP_TEST_S (300: the test runs the compiled decode loop too), CAP_TURNS_S (130), CAP_JAX_TURNS_S (150: the
 #   JAX step taking turns, bench/trace_overhead/turn_worker.py --model jax_step), CAP_DECODE_TURNS_S (200: the
 #   compiled decode loop taking turns, --model decode; its compilation takes most of a minute), CAP_JAX_S (100), CAP_DECODE_S
-#   (110), CAP_STEPS_S (60 a run), CAP_ENERGY_S (150; 0 leaves it out; CAP_ENERGY_DB=PATH keeps its database); 0 leaves the JAX or decode
+#   (110), CAP_STEPS_S (60 a run); 0 leaves the JAX or decode
 #   pairs out; a part whose limit is 0 is not run. CAP_TURNS_CONFIGS: the turns' contestants besides
 #   plain (default: kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only;
 #   kjoule_capture_late_attached keeps CUPTI in), CAP_TURNS_COPIES (1): processes per contestant.
-#   CAP_ENERGY_CAPTURE (step@150:50) and CAP_ENERGY_STEPS (400): the steady loop's window and length.
 #   CAP_KEEP=bench/results/capture_overhead.json keeps
 #   the parts not measured in this call from that earlier result (named under kept_from_previous), so
 #   the parts can be measured in calls of their own
@@ -27,9 +25,6 @@ set -u
 OUT=${OUT:-/tmp/kjout}
 configs=${CAP_TURNS_CONFIGS:-kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only}
 copies=${CAP_TURNS_COPIES:-1}
-# the steady loop and its window, named once: capture_summary.py reads them back
-export KJ_CAP_ENERGY_CAPTURE=${CAP_ENERGY_CAPTURE:-step@150:50}
-export KJ_CAP_ENERGY_PROGRAM="examples/gpt_train.py --layers 8 --hidden 1024 --heads 16 --seq 512 --batch 8 --steps ${CAP_ENERGY_STEPS:-400}"
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
@@ -113,14 +108,5 @@ done
 	timeout 120 "$kj" $step "$tmp/steps_capture.kjdb" "${args[@]}" >>"$OUT/capture_steps10k.log" 2>&1
 	echo "$step $? $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >>"$tmp/steps_tools.txt"
 done
-
-echo "== 4. energy: captured iterations against the whole run, on a steady training loop"
-if [ "${CAP_ENERGY_S:-150}" -gt 0 ]; then
-	timeout ${CAP_ENERGY_S:-150} "$kj" run --force --capture "$KJ_CAP_ENERGY_CAPTURE" -o "$tmp/energy.kjdb" -- \
-		python3 $KJ_CAP_ENERGY_PROGRAM --warmup 0 >"$tmp/energy.out" 2>"$tmp/energy.err" &&
-		timeout 120 "$kj" compare "$tmp/energy.kjdb" --json >"$OUT/capture_energy_compare.json" 2>>"$tmp/energy.err" ||
-		{ echo "  energy: failed or cut short"; tail -3 "$tmp/energy.err"; }
-	[ -n "${CAP_ENERGY_DB:-}" ] && [ -f "$tmp/energy.kjdb" ] && cp "$tmp/energy.kjdb" "$CAP_ENERGY_DB"
-fi
 
 python3 bench/trace_overhead/capture_summary.py "$OUT" "$tmp" "$test_rc"
