@@ -667,9 +667,13 @@ def tracing_capture(r):
     cupti, no_params = turn_ratio(sm, "cupti_activity_only"), turn_ratio(sm, "kjoule_no_params")
     attached = turn_ratio(sm, "kjoule_capture_late_attached")
     beside = ""
-    if cupti is not None:  # CUPTI alone and --no-params, where this result has them
-        beside = (f" and CUPTI's activity records alone {ratio(cupti)} (the defaults "
-                  f"{beyond(tg, 'kjoule_default', 'cupti_activity_only')} beyond CUPTI"
+    inside = turn_ratio(sm, "kjoule_capture_inside")
+    if cupti is not None:  # CUPTI alone, a window open throughout and --no-params, where this result has them
+        beside = (f" and CUPTI's activity records alone {ratio(cupti)} ("
+                  + (f"inside a window open throughout, {ratio(inside)}: "
+                     f"{beyond(tg, 'kjoule_capture_inside', 'cupti_activity_only')} beyond CUPTI; "
+                     if inside is not None else "")
+                  + f"the defaults {beyond(tg, 'kjoule_default', 'cupti_activity_only')} beyond CUPTI"
                   + (f", `--no-params` {beyond(tg, 'kjoule_no_params', 'cupti_activity_only')}" if no_params is not None else "")
                   + f"; over {r.num(f, 'turns_gpt2m/rounds')} rounds)")
     kept_in = (f" ({ratio(attached)} with CUPTI kept in, `--capture-attached`)" if attached is not None else "")
