@@ -717,12 +717,13 @@ def tracing_capture_energy(r):
         verdict = {True: "within", False: "**outside**", None: "not judged"}[g.get("within")]
         rows.append(f"| {what}: `{l['program'].removeprefix('examples/gpt_train.py ')}`, `{l['capture']}` | "
                     f"{c['energy_j_mean']:.2f} \u00b1 {c['energy_unc_j_mean']:.2f} J ({c['instances']}) | "
-                    f"{w['energy_j_mean']:.2f} \u00b1 {w['energy_unc_j_mean']:.2f} J ({w['instances']}) | "
+                    f"{w['energy_j_mean']:.2f} \u00b1 {w['energy_unc_j_mean']:.2f} J ({w['instances']}, first "
+                    f"{w['warmup_left_out']} left out) | "
                     f"{sgn(g['apart_pct'], 2)} | {pct(g['bound_pct'], 2)}: {verdict} | {sgn(l['captured_slower_pct'], 1)} | "
                     + (f"{nvml:.2f} J" if isinstance(nvml, (int, float)) else "\u2014") + " |")
     return (f"Measured ({r.where(f)}, `bench/results/{f}`; each loop one run of `kjoule run --capture`, CUPTI "
             "taken out outside the window):\n\n"
-            "| loop | captured: energy per iteration (instances) | whole run, first left out | apart | bounds added | "
+            "| loop | captured: energy per iteration (instances) | whole run, warm-up left out | apart | bounds added | "
             "captured iterations' wall time against the run's | the program's own NVML energy per step, all its steps |\n"
             "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
 

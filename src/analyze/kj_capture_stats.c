@@ -50,6 +50,12 @@ static void acc_done(const struct acc *a, const struct kj_power_sample *s, size_
 	out->uncertainty_j = we.uncertainty_j / (double)a->n;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* The closed iteration marks, read once in start order. */
 struct marks {
 	struct mark {
@@ -57,13 +63,19 @@ struct marks {
 		int captured;
 	} *v;
 	size_t n, cap;
+	int64_t pid;     /* the first mark's process */
+	int one_process; /* every mark is that process's */
 };
 
-static int keep_mark(void *ud, int64_t t0, int64_t t1, int captured)
+static int keep_mark(void *ud, int64_t pid, int64_t t0, int64_t t1, int captured)
 {
 	struct marks *M = ud;
 	if (t1 < t0)
 		return 0;
+	if (!M->n)
+		M->pid = pid, M->one_process = 1;
+	else if (pid != M->pid)
+		M->one_process = 0;
 	if (M->n == M->cap) {
 		size_t cap = M->cap ? 2 * M->cap : 256;
 		struct mark *v = realloc(M->v, cap * sizeof(*v));
@@ -73,6 +85,38 @@ static int keep_mark(void *ud, int64_t t0, int64_t t1, int captured)
 	}
 	M->v[M->n++] = (struct mark){t0, t1, captured};
 	return 0;
+}
+
+size_t kj_capture_warmup(const int64_t *wall_ns, size_t n)
+{
+	size_t k = (size_t)kj_iter_default_skip(n);
+	if (k >= n / 10) /* a tenth leaves no room for more */
+		return k;
+	int64_t *sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return k;
+	memcpy(sorted, wall_ns, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_i64);
+	double median = n % 2 ? (double)sorted[n / 2] : ((double)sorted[n / 2 - 1] + (double)sorted[n / 2]) / 2;
+	free(sorted);
+	while (k < n / 10 && (double)wall_ns[k] > KJ_CAPTURE_WARMUP_X_MEDIAN * median)
+		k++;
+	return k;
+}
+
+/* kj_capture_warmup of the marks' wall times where they are one process's; else (several
+ * processes' steps interleave in start order, and one's steady steps may be another's slow ones),
+ * or where they cannot be copied, the default skip. */
+static size_t warmup_of(const struct marks *M)
+{
+	int64_t *wall = M->one_process ? malloc((M->n ? M->n : 1) * sizeof(*wall)) : NULL;
+	if (!wall)
+		return (size_t)kj_iter_default_skip(M->n);
+	for (size_t i = 0; i < M->n; i++)
+		wall[i] = M->v[i].t1 - M->v[i].t0;
+	size_t k = kj_capture_warmup(wall, M->n);
+	free(wall);
+	return k;
 }
 
 /* The captured mean against the whole run's, within their stated bounds or not (a steady program
@@ -114,7 +158,7 @@ static int iterations(sqlite3 *db, int skip, struct kj_capture_stats *out)
 		free(s);
 		return rc;
 	}
-	size_t skip_n = skip >= 0 ? (size_t)skip : (size_t)kj_iter_default_skip(M.n);
+	size_t skip_n = skip >= 0 ? (size_t)skip : warmup_of(&M);
 	if (skip_n >= M.n && M.n)
 		skip_n = M.n - 1; /* the whole run keeps its last instance at least */
 	out->all_skipped = (int64_t)skip_n;

@@ -4,6 +4,7 @@
 #define KJ_CAPTURE_STATS_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /** One set of iterations: how many, their mean wall time, their energy per instance. The energy
@@ -21,6 +22,8 @@ struct kj_iter_set {
 
 /* Bounds (the two added, %) wider than this cannot tell a typical window from an atypical one. */
 #define KJ_CAPTURE_AGREE_BOUND_PCT 5.0
+/* a whole run's leading instance longer than this many median instances is warm-up */
+#define KJ_CAPTURE_WARMUP_X_MEDIAN 2.0
 
 struct kj_capture_stats {
 	int active;              /* 0: not a --capture run (the capture fields are unset) */
@@ -53,11 +56,20 @@ struct kj_capture_stats {
  * @brief Fill out for the run db (read from path, whose size is the trace's size). Each set's
  *        energy is its span's (kj_energy_window) on the device of the traced process (the one
  *        device with samples when the run names none), over the iterations of the processes on that
- *        device. The whole run's set leaves out the first skip instances (< 0: kj_iter_default_skip,
- *        as compare), never all of them; the captured set keeps every captured instance.
+ *        device. The whole run's set leaves out the first skip instances (< 0: kj_capture_warmup
+ *        where the instances are one process's, else kj_iter_default_skip), never all of them; the captured set keeps every captured instance.
  * @return 0, KJ_EDB, or KJ_ENOMEM.
  */
 int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
+
+/**
+ * @brief The whole run's warm-up among n instances in start order of these wall times: as compare
+ *        (kj_iter_default_skip), then every instance straight after it that took over
+ *        KJ_CAPTURE_WARMUP_X_MEDIAN times the median instance (the program's first steps:
+ *        compilation, autotuning, allocation), while that leaves out at most a tenth of them. A set's energy is
+ *        its span's, so one such step would weigh as many steady ones.
+ */
+size_t kj_capture_warmup(const int64_t *wall_ns, size_t n);
 
 /**
  * @brief The agreement_* fields and captured_slower_pct of out from its two sets: the captured

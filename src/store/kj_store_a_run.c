@@ -237,12 +237,13 @@ int64_t kj_store_a_iteration_device(sqlite3 *db)
 }
 
 int kj_store_a_iteration_marks_each(sqlite3 *db, int64_t device_id,
-				    int (*fn)(void *ud, int64_t start_ns, int64_t end_ns, int captured), void *ud)
+				    int (*fn)(void *ud, int64_t pid, int64_t start_ns, int64_t end_ns, int captured),
+				    void *ud)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0;
 	/* the processes that used the device, where the run names any for it; else every process */
-	if (kj_db_prepare(db, "SELECT start_ns, end_ns, captured FROM iteration_mark WHERE end_ns IS NOT NULL AND"
+	if (kj_db_prepare(db, "SELECT pid, start_ns, end_ns, captured FROM iteration_mark WHERE end_ns IS NOT NULL AND"
 			  " (?1 < 0 OR pid IN (SELECT pid FROM process_device WHERE device_id = ?1) OR NOT EXISTS"
 			  " (SELECT 1 FROM iteration_mark m JOIN process_device pd ON pd.pid = m.pid"
 			  " WHERE pd.device_id = ?1)) ORDER BY start_ns",
@@ -250,7 +251,8 @@ int kj_store_a_iteration_marks_each(sqlite3 *db, int64_t device_id,
 		return KJ_EDB;
 	sqlite3_bind_int64(st, 1, device_id);
 	while (!rc && sqlite3_step(st) == SQLITE_ROW)
-		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2));
+		rc = fn(ud, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+			sqlite3_column_int(st, 3));
 	sqlite3_finalize(st);
 	return rc;
 }

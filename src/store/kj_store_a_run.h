@@ -121,12 +121,13 @@ void kj_store_a_capture_window(sqlite3 *db, int64_t *start_ns, int64_t *end_ns);
 int64_t kj_store_a_iteration_device(sqlite3 *db);
 
 /**
- * @brief Every closed iteration mark by start: start_ns, end_ns and whether it was captured; only
- *        those of the processes that used device_id where the run names any (device_id < 0: all).
+ * @brief Every closed iteration mark by start: its process, start_ns, end_ns and whether it was
+ *        captured; only those of the processes that used device_id where the run names any
+ *        (device_id < 0: all).
  * @return 0, the callback's non-zero return, or KJ_EDB (message printed).
  */
 int kj_store_a_iteration_marks_each(sqlite3 *db, int64_t device_id,
-				    int (*fn)(void *ud, int64_t start_ns, int64_t end_ns, int captured),
+				    int (*fn)(void *ud, int64_t pid, int64_t start_ns, int64_t end_ns, int captured),
 				    void *ud);
 
 #endif

@@ -1,5 +1,6 @@
 /* kj_capture_agreement: the captured iterations' mean energy against the whole run's, judged
- * within their two stated bounds, and not judged where those bounds are too wide to tell. */
+ * within their two stated bounds, and not judged where those bounds are too wide to tell.
+ * kj_capture_warmup: the whole run's warm-up, the first instance and the slow ones straight after. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,6 +60,34 @@ static void test_unknown(void **state)
 	assert_int_equal(s.agreement_known, 0);
 }
 
+/* 40 instances of 10 ms; the ones named in slow take ms each instead */
+static size_t warmup(size_t n, const size_t *slow, size_t nslow, int64_t ms)
+{
+	int64_t wall[64];
+	for (size_t i = 0; i < n; i++)
+		wall[i] = 10000000;
+	for (size_t i = 0; i < nslow; i++)
+		wall[slow[i]] = ms * 1000000;
+	return kj_capture_warmup(wall, n);
+}
+
+static void test_warmup(void **state)
+{
+	(void)state;
+	const size_t lead[] = {0, 1, 2}, late[] = {0, 2, 3}, many[] = {0, 1, 2, 3, 4, 5, 6};
+	assert_int_equal(warmup(40, NULL, 0, 0), 1);       /* steady: the first only, as compare */
+	assert_int_equal(warmup(40, lead, 3, 300), 3);     /* the slow ones straight after the first */
+	assert_int_equal(warmup(40, late, 3, 300), 1);     /* the second is steady: the run ends there */
+	assert_int_equal(warmup(40, lead, 3, 20), 1);      /* twice the median is not over it */
+	assert_int_equal(warmup(40, lead, 3, 21), 3);
+	assert_int_equal(warmup(40, many, 7, 300), 4);     /* never more than a tenth */
+	assert_int_equal(warmup(19, lead, 3, 300), 1);     /* under twenty: a tenth is the first alone */
+	assert_int_equal(warmup(20, lead, 3, 300), 2);
+	assert_int_equal(warmup(3, lead, 3, 300), 0);      /* as compare: none of three */
+	const size_t mid[] = {0, 1, 2, 20};                /* the median is of the sorted walls */
+	assert_int_equal(warmup(40, mid, 4, 150), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -66,6 +95,7 @@ int main(void)
 		cmocka_unit_test(test_outside),
 		cmocka_unit_test(test_too_wide),
 		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_warmup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
