@@ -75,7 +75,7 @@ if keep and os.path.exists(keep):
     prev = json.load(open(keep))
     kept = []
     for k, v in prev.items():
-        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note", "energy_steady") or k.startswith("gpu_test"):
+        if k in ("date", "command", "device", "benchmark", "kept_from_previous", "note") or k.startswith("gpu_test"):
             continue
         if k not in res or unmeasured(res[k]):
             res[k] = v
