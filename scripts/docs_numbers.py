@@ -698,6 +698,7 @@ def capture_tools(r, f):
             "(" + ", ".join(f"{k} {t[k]['seconds']:.0f} s" for k in ("compare", "replay", "report")) + ").")
 
 
+# the words for each loop scripts/gpu/capture_energy.sh runs; a loop of the result without them fails
 CAPTURE_LOOPS = {"eager_hostbound": "the eager step of the small shape (host-paced)",
                  "eager_gpubound": "the same model with 4\u00d7 the tokens a step (GPU-paced, at the power limit)",
                  "cuda_graph": "the small shape's step replayed as one CUDA graph (GPU-paced, at the power limit)"}
@@ -707,8 +708,10 @@ def tracing_capture_energy(r):
     """Each steady loop's captured iterations against the whole run's energy (capture_energy.json)."""
     f = "capture_energy.json"
     rows = []
-    for name, what in CAPTURE_LOOPS.items():
-        l = r.get(f, f"loops/{name}")
+    for name, l in r.get(f, "loops").items():
+        what = CAPTURE_LOOPS.get(name)
+        if what is None:
+            raise Missing(f"bench/results/{f}: loop {name} has no words in docs_numbers.py's CAPTURE_LOOPS")
         g, c, w = l.get("energy_agreement"), l.get("captured") or {}, l.get("whole_run") or {}
         if not isinstance(g, dict):
             raise Missing(f"bench/results/{f}: loops/{name} has no energy_agreement ({l.get('energy_why') or l.get('error')})")

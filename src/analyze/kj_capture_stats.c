@@ -11,6 +11,7 @@
 #include "kj_energy.h"
 #include "kj_error.h"
 #include "kj_iterations.h"
+#include "kj_quantile.h"
 #include "kj_store_a_run.h"
 
 /* One set of iterations as it is read: count, summed wall time, first start and last end. */
@@ -50,12 +51,6 @@ static void acc_done(const struct acc *a, const struct kj_power_sample *s, size_
 	out->uncertainty_j = we.uncertainty_j / (double)a->n;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* The closed iteration marks, read once in start order. */
 struct marks {
 	struct mark {
@@ -87,19 +82,19 @@ static int keep_mark(void *ud, int64_t pid, int64_t t0, int64_t t1, int captured
 	return 0;
 }
 
-size_t kj_capture_warmup(const int64_t *wall_ns, size_t n)
+size_t kj_capture_warmup(const double *wall_ns, size_t n)
 {
 	size_t k = (size_t)kj_iter_default_skip(n);
 	if (k >= n / 10) /* a tenth leaves no room for more */
 		return k;
-	int64_t *sorted = malloc(n * sizeof(*sorted));
+	double *sorted = malloc(n * sizeof(*sorted));
 	if (!sorted)
 		return k;
 	memcpy(sorted, wall_ns, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_i64);
-	double median = n % 2 ? (double)sorted[n / 2] : ((double)sorted[n / 2 - 1] + (double)sorted[n / 2]) / 2;
+	kj_sort_doubles(sorted, n);
+	double median = kj_quantile_sorted(sorted, n, 0.5);
 	free(sorted);
-	while (k < n / 10 && (double)wall_ns[k] > KJ_CAPTURE_WARMUP_X_MEDIAN * median)
+	while (k < n / 10 && wall_ns[k] > KJ_CAPTURE_WARMUP_X_MEDIAN * median)
 		k++;
 	return k;
 }
@@ -109,11 +104,11 @@ size_t kj_capture_warmup(const int64_t *wall_ns, size_t n)
  * or where they cannot be copied, the default skip. */
 static size_t warmup_of(const struct marks *M)
 {
-	int64_t *wall = M->one_process ? malloc((M->n ? M->n : 1) * sizeof(*wall)) : NULL;
+	double *wall = M->one_process ? malloc((M->n ? M->n : 1) * sizeof(*wall)) : NULL;
 	if (!wall)
 		return (size_t)kj_iter_default_skip(M->n);
 	for (size_t i = 0; i < M->n; i++)
-		wall[i] = M->v[i].t1 - M->v[i].t0;
+		wall[i] = (double)(M->v[i].t1 - M->v[i].t0);
 	size_t k = kj_capture_warmup(wall, M->n);
 	free(wall);
 	return k;

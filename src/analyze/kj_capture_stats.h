@@ -57,7 +57,8 @@ struct kj_capture_stats {
  *        energy is its span's (kj_energy_window) on the device of the traced process (the one
  *        device with samples when the run names none), over the iterations of the processes on that
  *        device. The whole run's set leaves out the first skip instances (< 0: kj_capture_warmup
- *        where the instances are one process's, else kj_iter_default_skip), never all of them; the captured set keeps every captured instance.
+ *        where the instances are one process's, else kj_iter_default_skip), never all of them; the
+ *        captured set keeps every captured instance.
  * @return 0, KJ_EDB, or KJ_ENOMEM.
  */
 int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
@@ -66,10 +67,10 @@ int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_captu
  * @brief The whole run's warm-up among n instances in start order of these wall times: as compare
  *        (kj_iter_default_skip), then every instance straight after it that took over
  *        KJ_CAPTURE_WARMUP_X_MEDIAN times the median instance (the program's first steps:
- *        compilation, autotuning, allocation), while that leaves out at most a tenth of them. A set's energy is
- *        its span's, so one such step would weigh as many steady ones.
+ *        compilation, autotuning, allocation), while that leaves out at most a tenth of them. A
+ *        set's energy is its span's, so one such step would weigh as many steady ones.
  */
-size_t kj_capture_warmup(const int64_t *wall_ns, size_t n);
+size_t kj_capture_warmup(const double *wall_ns, size_t n);
 
 /**
  * @brief The agreement_* fields and captured_slower_pct of out from its two sets: the captured

@@ -63,11 +63,11 @@ static void test_unknown(void **state)
 /* 40 instances of 10 ms; the ones named in slow take ms each instead */
 static size_t warmup(size_t n, const size_t *slow, size_t nslow, int64_t ms)
 {
-	int64_t wall[64];
+	double wall[64];
 	for (size_t i = 0; i < n; i++)
-		wall[i] = 10000000;
+		wall[i] = 10e6;
 	for (size_t i = 0; i < nslow; i++)
-		wall[slow[i]] = ms * 1000000;
+		wall[slow[i]] = (double)ms * 1e6;
 	return kj_capture_warmup(wall, n);
 }
 
