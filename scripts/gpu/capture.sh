@@ -18,6 +18,8 @@
 #   pairs out; a part whose limit is 0 is not run. CAP_TURNS_CONFIGS: the turns' contestants besides
 #   plain (default: kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only;
 #   kjoule_capture_late_attached keeps CUPTI in), CAP_TURNS_COPIES (1): processes per contestant.
+#   CAP_BASE_INJECT: another build's libkjoule_inject.so for the *_base contestants of the GPT-2
+#   turns (kjoule_default_base in CAP_TURNS_CONFIGS), paired with the current build round by round.
 #   CAP_KEEP=bench/results/capture_overhead.json keeps
 #   the parts not measured in this call from that earlier result (named under kept_from_previous), so
 #   the parts can be measured in calls of their own
@@ -25,6 +27,8 @@ set -u
 OUT=${OUT:-/tmp/kjout}
 configs=${CAP_TURNS_CONFIGS:-kjoule_default kjoule_no_params kjoule_capture_late cupti_activity_only}
 copies=${CAP_TURNS_COPIES:-1}
+base_inject=()
+[ -n "${CAP_BASE_INJECT:-}" ] && base_inject=(--base-inject "$CAP_BASE_INJECT")
 mkdir -p "$OUT"
 kj=$KJ_BUILD/kjoule
 tmp=$(mktemp -d)
@@ -49,7 +53,7 @@ fi
 echo "== 2a. turns: GPT-2-medium shape eager (plain, $configs)"
 if [ "${CAP_TURNS_S:-130}" -gt 0 ]; then
 	timeout ${CAP_TURNS_S:-130} python3 bench/trace_overhead/turns.py --kjoule "$kj" --model gpt2m --pin-cpu "${TURNS_PIN:-6}" \
-		--configs $configs --copies "$copies" --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
+		--configs $configs --copies "$copies" "${base_inject[@]}" --seconds $(( ${CAP_TURNS_S:-130} - 30 )) --rounds 400 -o "$OUT/capture_turns_gpt2m.json" \
 		>"$tmp/turns.log" 2>&1 || echo "  turns: failed or cut short (rc $?)"
 	tail -4 "$tmp/turns.log" | sed 's/^/  /'
 fi
