@@ -654,6 +654,25 @@ def tracing_spool_append(r):
             f"beyond CUPTI's activity records alone.")
 
 
+def tracing_stage_ring(r):
+    """Per-thread rings of launch records against the shared spool buffer (trace_stage_ring.json)."""
+    f = "trace_stage_ring.json"
+    calls = r.get(f, "cost_self/calls")
+    part = lambda label, setting, k: next(x for x in calls[label]["runs"] if x["setting"] == setting)["parts"][k]["mean_ns"]
+    t = r.load(f)["turns_ring"]
+    return (f"A third way was measured and left out ({r.where(f)}, `bench/results/{f}`): each launching thread "
+            f"appending its launch records to a ring of its own, with no lock and lines its core keeps, drained "
+            f"into the spool in bulk. The append took {part('ring', 'no-params', 'write'):.0f} ns a launch with "
+            f"`--no-params` against {part('shared', 'no-params', 'write'):.0f} ns for the shared buffer, and "
+            f"{part('ring', 'defaults', 'write'):.0f} ns with the defaults. Taking turns "
+            f"({t.get('copies')} processes per contestant, {t.get('rounds_done')} rounds) the ring build's defaults cost "
+            f"{beyond(t, 'kjoule_default', 'kjoule_default_base')} beside the current build's: no gain. So the "
+            f"lock and the buffer's cold lines are not where the append's time goes. In these turns the current "
+            f"build's defaults cost {beyond(t, 'kjoule_default_base', 'cupti_activity_only')} beyond CUPTI's "
+            f"activity records alone, and a window open throughout (the ring build) "
+            f"{beyond(t, 'kjoule_capture_inside', 'cupti_activity_only')}.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -980,6 +999,7 @@ GENERATORS = {
     "tracing-capture": tracing_capture,
     "tracing-capture-energy": tracing_capture_energy,
     "tracing-spool-append": tracing_spool_append,
+    "tracing-stage-ring": tracing_stage_ring,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,

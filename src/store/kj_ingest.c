@@ -121,23 +121,14 @@ static int add_graph_memset(struct ingest *in, const struct kj_rec_graph_memset 
 
 /* A launch's stream, from its kernel's activity record (the launch callback does not ask CUPTI
  * for the stream id: that would cost every launch): launch_params and iteration sequences need
- * it to keep kernels, copies and memsets on their streams. The tracer writes a launch's record
- * before its kernel's (a thread's ring of launch records is moved to the spool before a CUPTI
- * buffer's records); a kernel met before its launch all the same keeps its stream here until
- * the launch comes (ing_add_launch). */
-static int note_launch_stream(struct ingest *in, const struct kj_rec_kernel *k)
+ * it to keep kernels, copies and memsets on their streams. An activity record always comes after
+ * its launch's record: the launch is written in the API call, the activity when CUPTI hands its
+ * buffer over. */
+static void note_launch_stream(struct ingest *in, const struct kj_rec_kernel *k)
 {
 	uint64_t v;
-	if (k->graph_node_id)
-		return 0;
-	if (kj_map_get(in->corr, k->correlation, &v)) {
-		if (!in->launches[v].stream)
-			in->launches[v].stream = k->stream;
-		return 0;
-	}
-	if (!in->early_streams && !(in->early_streams = kj_map_new()))
-		return KJ_ENOMEM;
-	return kj_map_put(in->early_streams, k->correlation, k->stream) ? KJ_ENOMEM : 0;
+	if (!k->graph_node_id && kj_map_get(in->corr, k->correlation, &v) && !in->launches[v].stream)
+		in->launches[v].stream = k->stream;
 }
 
 /* Walk the records of the file; pass 1 collects strings, launches and graph nodes, pass 2
@@ -187,7 +178,7 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 		case KJ_REC_KERNEL:
 			if (pass == 1 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
 				const struct kj_rec_kernel *k = r;
-				rc = note_launch_stream(in, k);
+				note_launch_stream(in, k);
 				ing_orphan_note(in, k->graph_node_id, k->correlation);
 			}
 			if (pass == 3 && h->size >= KJ_REC_KERNEL_MIN_SIZE) {
@@ -392,7 +383,6 @@ static void ingest_free(struct ingest *in)
 	free(in->issues);
 	kj_map_free(in->issue_index);
 	kj_map_free(in->corr);
-	kj_map_free(in->early_streams);
 	kj_map_free(in->nodes);
 	kj_map_free(in->clones);
 	kj_map_free(in->orphans);

@@ -66,7 +66,6 @@ struct ingest {
 	size_t nranges, cap_ranges;
 	const struct kj_ingest_opts *opts;
 	struct kj_map *corr;    /* correlation -> index into launches */
-	struct kj_map *early_streams; /* a kernel's correlation met before its launch -> stream */
 	struct kj_map *nodes;   /* graph node id -> correlation of the launch that made it */
 	struct kj_map *clones;  /* cloned node id -> original node id */
 	struct kj_map *node_corrs; /* correlation of a launch that made a graph node -> 1 */

@@ -58,9 +58,6 @@ int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 	li->ndiff = l->ndiff;
 	li->diffs = (const struct kj_word_diff *)(l + 1);
 	li->block = block_len ? (const unsigned char *)(l + 1) + diffs : NULL;
-	uint64_t stream;
-	if (in->early_streams && kj_map_get(in->early_streams, l->correlation, &stream))
-		li->stream = (uint32_t)stream;
 	return kj_map_put(in->corr, l->correlation, in->nlaunches++);
 }
 

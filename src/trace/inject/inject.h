@@ -46,9 +46,7 @@ int kj_spool_open(const char *dir);
 void kj_spool_write(const void *rec, size_t size);
 /** Append a record given as header part + payload part (payload padded to 8 here). */
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
-/** Append bytes that are already whole records (a, then b), as one piece. Thread-safe. */
-void kj_spool_write_raw(const void *a, size_t a_size, const void *b, size_t b_size);
-/** Write what is buffered (the threads' rings included) to the file now. */
+/** Write what is buffered to the file now. */
 void kj_spool_flush(void);
 /** How often a recording thread found the buffer full and wrote it out itself (the flush thread
  *  fell a buffer behind, or a record was larger than a buffer). */
@@ -57,15 +55,6 @@ uint64_t kj_spool_caller_writes(void);
 void kj_spool_abandon(void);
 /** Final flush, END record, close. Idempotent. */
 void kj_spool_close(int clean);
-/* ---- per-thread rings of launch records in front of the spool (inject_stage.c) ---- */
-#define KJ_STAGE_BYTES (64u << 10) /* each thread's ring; a power of two */
-/** Append a record (header part + payload, padded to 8 here) to this thread's ring: no lock on
- *  the way. Its records reach the spool in the order written, after the thread's earlier ones. */
-void kj_stage_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
-/** Move every thread's ring into the spool (the flush thread, a CUPTI buffer's handover, close). */
-void kj_stage_drain_all(void);
-/** In a child forked without exec: record nothing more. */
-void kj_stage_abandon(void);
 /** Id of an interned string (by content), writing a STRING record the first time. */
 uint32_t kj_spool_string(const char *s);
 /** Report a problem once per distinct text (also printed to stderr once). */

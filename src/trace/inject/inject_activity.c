@@ -152,9 +152,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	/* the driver or CUPTI may install a signal handler after the context exists: put ours back
 	 * in front of it here as well (three sigaction queries a buffer once done) */
 	kj_signal_reassert();
-	/* the launches' records before their kernels': the ingest takes a kernel's stream to its
-	 * launch as it meets the kernel */
-	kj_stage_drain_all();
 	while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		switch (rec->kind) {
 		case CUPTI_ACTIVITY_KIND_KERNEL:

@@ -1,8 +1,8 @@
 #define _GNU_SOURCE
 /* Launches: each function's facts (name, parameter layout), launch groups (function + geometry)
  * and each launch's parameter block. Runs on the program's own threads: a few hash lookups, the
- * block's copy and an append to the thread's own ring (inject_stage.c), nothing more (the ingest
- * compares the block with its group's first launch's). */
+ * block's copy and a buffered append, nothing more (the ingest compares the block with its
+ * group's first launch's). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -283,7 +283,7 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	else if (blob && g->ref && g->blob_len == fi->total) {
 		rec.block_len = fi->total;
 	}
-	kj_stage_write2(&rec, sizeof(rec), blob, rec.block_len);
+	kj_spool_write2(&rec, sizeof(rec), blob, rec.block_len);
 	kj_self_add(KJ_SELF_WRITE, t);
 out:
 	if (blob && blob != stackblob)

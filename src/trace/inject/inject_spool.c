@@ -99,12 +99,6 @@ static void *flush_loop(void *arg)
 		while (!kicked && !stopping && pthread_cond_timedwait(&kick, &lock, &until) == 0)
 			;
 		kicked = 0;
-		if (stopping)
-			continue;
-		/* the launching threads' rings first (their lock comes before the records') */
-		pthread_mutex_unlock(&lock);
-		kj_stage_drain_all();
-		pthread_mutex_lock(&lock);
 		if (stopping || !used)
 			continue;
 		swap_out_unlock();
@@ -207,27 +201,8 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	pthread_mutex_unlock(&lock);
 }
 
-void kj_spool_write_raw(const void *a, size_t a_size, const void *b, size_t b_size)
-{
-	pthread_mutex_lock(&lock);
-	if (make_room(a_size + b_size)) {
-		write_all(a, a_size);
-		write_all(b, b_size);
-		pthread_mutex_unlock(&wlock);
-		return;
-	}
-	if (fd >= 0) {
-		memcpy(buf + used, a, a_size);
-		memcpy(buf + used + a_size, b, b_size);
-		used += a_size + b_size;
-		kick_if_half();
-	}
-	pthread_mutex_unlock(&lock);
-}
-
 void kj_spool_flush(void)
 {
-	kj_stage_drain_all();
 	pthread_mutex_lock(&lock);
 	flush_locked();
 	pthread_mutex_unlock(&lock);
@@ -238,7 +213,6 @@ void kj_spool_close(int clean)
 	struct kj_rec_text end;
 	if (fd < 0)
 		return;
-	kj_stage_drain_all();
 	if (clean) {
 		memset(&end, 0, sizeof(end));
 		end.h.type = KJ_REC_END;
@@ -358,7 +332,6 @@ void kj_spool_abandon(void)
 {
 	/* in a child forked without exec: the buffer holds the parent's records, the descriptor is
 	 * the parent's file; drop both without writing anything */
-	kj_stage_abandon();
 	used = 0;
 	stopping = 1;
 	if (fd >= 0)
