@@ -9,13 +9,17 @@ us_per_event), or from bench/trace_overhead/turns.py results of `event_cost --se
   activity records alone), capture_inside (inside a capture window), capture_late (outside one);
   and kjoule's own share beyond CUPTI's: full_trace - cupti_only, per round.
 
-With --program NAME:kernel=K,nvtx=N,graph=G,host=H[:PAIRS.json] (events per step of a program),
-the breakdown of its tracing cost per step: count x cost per kind, summed; and where PAIRS.json
-(capture_pairs.py on the program itself, metric its step time in ms) is given, the sum against the
-measured cost per step (full_trace - plain, median over rounds).
+With --program NAME:@EVENTS.json[:MEASURED] (the events per step of a program as traced,
+bench/event_cost/program_events.py's result), the breakdown of its tracing cost per step: count x
+cost per kind, summed, a graph launch of k kernels priced between the launch of one kernel's graph
+and of 64 kernels' (graph64), linearly in k; and where MEASURED is given, the sum against the
+measured cost per step under each setting. MEASURED is capture_pairs.py on the program itself
+(metric its step time in ms: the median over rounds of traced - plain), or turns.py's result on it,
+whole or as the object KEY of a JSON file (FILE#KEY, e.g. capture_overhead.json#turns_jax_step:
+(the median over rounds of the ratio to plain - 1) x plain's median step).
 
-    python3 bench/event_cost/costs.py kernel.json nvtx.json graph.json host.json \\
-        --program jax_step:kernel=13,nvtx=18,graph=1,host=0:capture_pairs_jax.json -o RESULT.json
+    python3 bench/event_cost/costs.py kernel.json nvtx.json graph.json graph64.json host.json \\
+        --program jax_step:@jax_events.json:capture_overhead.json#turns_jax_step -o RESULT.json
 
 Writes one JSON (bench/results style: device, date, command, the raw per-kind files) aside and
 renames it into place; prints a short table last. A file that is no capture_pairs result of an
@@ -96,25 +100,71 @@ def costs_of(r):
     return out
 
 
-def program(spec, costs):
-    """NAME:kind=count,...[:PAIRS.json] -> its breakdown per step (us)."""
-    parts = spec.split(":")
-    if len(parts) not in (2, 3):
-        sys.exit(f"--program {spec!r}: expected NAME:kind=count,...[:PAIRS.json]")
-    counts = {}
-    for item in parts[1].split(","):
-        k, _, n = item.partition("=")
+PRICED = ("kernel", "nvtx", "graph", "host")
+
+
+def graph_cost(costs, s, kernels):
+    """One graph launch of `kernels` kernels under setting s: the 1-kernel graph's cost, plus the
+    64-kernel graph's share per further kernel; None when unmeasured."""
+    one = ((costs.get("graph") or {}).get(s) or {}).get("median")
+    many = ((costs.get("graph64") or {}).get(s) or {}).get("median")
+    if one is None or (kernels > 1 and many is None):
+        return None
+    return one + (kernels - 1) * (many - one) / 63.0 if kernels > 1 else one
+
+
+def measured(path, spec):
+    """Per setting, the measured cost per step (us) of a capture_pairs result, or of a turns result
+    (FILE or FILE#KEY), and where it came from."""
+    file, _, key = path.partition("#")
+    try:
+        p = json.load(open(file))
+        if key:
+            p = p[key]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"--program {spec!r}: {path}: not readable: {e}")
+    out = {}
+    if "ratio_per_round" in p and "summary" in p:  # turns
         try:
-            counts[k] = float(n)
-        except ValueError:
-            sys.exit(f"--program {spec!r}: count of {k!r} is no number: {n!r}")
-        if k not in KINDS or counts[k] < 0:
-            sys.exit(f"--program {spec!r}: {k!r} is not one of {', '.join(KINDS)} with a count >= 0")
-    res = {"name": parts[0], "events_per_step": counts, "by_kind_us": {}, "sum_us": {}}
-    for s in ("full_trace", "cupti_only", "capture_late"):
+            plain_ms = p["summary"]["plain"]["block_median_ms"]
+        except (KeyError, TypeError):
+            sys.exit(f"--program {spec!r}: {path}: a turns result without plain's block_median_ms")
+        for c, s in TURN_SETTINGS.items():
+            per = [x for x in (p["ratio_per_round"].get(c) or []) if x is not None]
+            if c != "plain" and per:
+                out[s] = (statistics.median(per) - 1.0) * plain_ms * 1000.0
+        return out, {"from": os.path.basename(file) + (f"#{key}" if key else ""), "method": "turns",
+                     "rounds": p.get("rounds", p.get("rounds_done")), "plain_step_us": plain_ms * 1000.0}
+    v = p.get("values")
+    if not isinstance(v, dict) or "plain" not in v:
+        sys.exit(f"--program {spec!r}: {path}: neither a turns nor a capture_pairs result")
+    scale = 1000.0 if p.get("metric", "").endswith("_ms") else 1e6 if p.get("metric") in (None, "wall_s") else 1.0
+    for s in SETTINGS:
+        if s in v:
+            d = paired(v[s], v["plain"])
+            out[s] = d["median"] * scale if d["median"] is not None else None
+    return out, {"from": os.path.basename(file), "method": "whole runs", "metric": p.get("metric"),
+                 "rounds": p.get("rounds")}
+
+
+def program(spec, costs):
+    """NAME:@EVENTS.json[:MEASURED] -> its breakdown per step (us)."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not parts[1].startswith("@"):
+        sys.exit(f"--program {spec!r}: expected NAME:@EVENTS.json[:MEASURED]")
+    try:
+        ev = json.load(open(parts[1][1:]))
+        counts = {k: float(ev["events_per_step"][k]) for k in PRICED + ("graph_kernels",)}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"--program {spec!r}: {parts[1][1:]}: no events per step (program_events.py): {e}")
+    res = {"name": parts[0], "events_per_step": ev["events_per_step"], "events_from": os.path.basename(parts[1][1:]),
+           "by_kind_us": {}, "sum_us": {}}
+    for s in SETTINGS:
         total, known = 0.0, True
-        for k, n in counts.items():
-            c = ((costs.get(k) or {}).get(s) or {}).get("median")
+        for k in PRICED:
+            n = counts[k]
+            c = (graph_cost(costs, s, counts["graph_kernels"]) if k == "graph"
+                 else ((costs.get(k) or {}).get(s) or {}).get("median"))
             res["by_kind_us"].setdefault(k, {})[s] = n * c if c is not None else None
             if c is None and n > 0:
                 known = False
@@ -122,25 +172,14 @@ def program(spec, costs):
                 total += n * c
         res["sum_us"][s] = total if known else None
     if len(parts) == 3:
-        try:
-            p = json.load(open(parts[2]))
-            v = p["values"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            sys.exit(f"--program {spec!r}: {parts[2]}: no capture_pairs result: {e}")
-        scale = 1000.0 if p.get("metric", "").endswith("_ms") else 1e6 if p.get("metric") in (None, "wall_s") else 1.0
-        for s in ("full_trace", "cupti_only", "capture_late"):
-            if s in v:
-                d = paired(v[s], v["plain"])
-                res.setdefault("measured_us", {})[s] = d["median"] * scale if d["median"] is not None else None
-        res["measured_from"] = os.path.basename(parts[2])
-        res["metric"] = p.get("metric")
+        res["measured_us"], res["measured"] = measured(parts[2], spec)
     return res
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="capture_pairs.py results of event_cost loops, one a kind")
-    ap.add_argument("--program", action="append", default=[], help="NAME:kernel=K,nvtx=N,graph=G,host=H[:PAIRS.json]")
+    ap.add_argument("--program", action="append", default=[], help="NAME:@EVENTS.json[:MEASURED]")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     runs = {}

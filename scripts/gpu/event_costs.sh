@@ -6,12 +6,13 @@
 # (bench/trace_overhead/turns.py with `event_cost --serve KIND EVENTS`: hundreds of rounds a kind);
 # EC_WHOLE=1 runs whole runs alternating instead (bench/trace_overhead/capture_pairs.py: a few rounds
 # a kind). Each kind's result in $OUT/event_KIND.json as its rounds end, then
-# bench/event_cost/costs.py into $OUT/trace_event_costs.json. With the JAX step's own pairs
-# (scripts/gpu/capture_hostbound.sh's capture_pairs_jax.json) in EC_PAIRS_DIR, its step's breakdown
-# by kind against its measured cost as well.
+# bench/event_cost/costs.py into $OUT/trace_event_costs.json, with the breakdown of the host-bound
+# programs' steps by kind against their measured cost (below).
 #   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 500 taking turns, 2000 in
 #   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
-#   "kernel nvtx graph graph64 host"), EC_WHOLE, EC_PAIRS_DIR
+#   "kernel nvtx graph graph64 host"), EC_WHOLE, EC_PROGRAMS (the turn worker's models to break
+#   down, "jax_step decode"), EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost
+#   per step taking turns is, bench/results/capture_overhead.json)
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/event_costs.sh
 set -u
 OUT=${OUT:-/tmp/kjout}
@@ -39,10 +40,17 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 	tail -n 1 "$tmp/event_$k.log"
 	[ -f "$OUT/event_$k.json" ] && files+=("$OUT/event_$k.json")
 done
+# the events one step of each host-bound program makes, read off a traced run of the turn worker
+# (bench/event_cost/program_events.py: per instance of its NVTX range "forward"), priced by kind
+# against its cost per step measured taking turns (EC_TURNS: a capture_overhead.json with
+# turns_jax_step and turns_decode, scripts/gpu/capture.sh's)
 progs=()
-# events per step of the JAX step (examples/jax_step.py, as traced: one graph launch running 13
-# kernels as graph nodes, so no kernel launch call of their own, and 18 NVTX ranges); the decode
-# loop's counts per request are read off its run before they are added here
-pd=${EC_PAIRS_DIR:-}
-[ -n "$pd" ] && [ -f "$pd/capture_pairs_jax.json" ] && progs+=(--program "jax_step:kernel=0,nvtx=18,graph=1,host=0:$pd/capture_pairs_jax.json")
+turns=${EC_TURNS:-bench/results/capture_overhead.json}
+for p in ${EC_PROGRAMS:-jax_step decode}; do
+	printf 'go %s\nquit\n' "${EC_PROGRAM_STEPS:-30}" | timeout 300 "$kj" run --force -o "$tmp/$p.kjdb" -- \
+		python3 bench/trace_overhead/turn_worker.py --model "$p" >"$tmp/$p.log" 2>&1 ||
+		{ echo "  $p: traced run failed (rc $?): $(tail -n 2 "$tmp/$p.log")"; continue; }
+	python3 bench/event_cost/program_events.py "$tmp/$p.kjdb" --range forward --name "$p" -o "$OUT/events_$p.json" &&
+		progs+=(--program "$p:@$OUT/events_$p.json:$turns#turns_$p")
+done
 [ ${#files[@]} -gt 0 ] && python3 bench/event_cost/costs.py "${files[@]}" "${progs[@]}" -o "$OUT/trace_event_costs.json"

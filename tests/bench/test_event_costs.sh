@@ -1,8 +1,9 @@
 # bench/event_cost/costs.py on stand-in capture_pairs results whose true costs are known: each
 # traced setting's us_per_event is the untraced run's of the same round plus a fixed cost, while the
 # rounds' base drifts by far more than that cost (only pairing within a round recovers it); one run
-# fails (None). The per-kind costs, kjoule's share beyond CUPTI's, and a program's breakdown come
-# out as planted; a file of another workload or metric is refused, naming it, nothing written.
+# fails (None). The per-kind costs, kjoule's share beyond CUPTI's, and a program's breakdown (a
+# graph launch of many kernels priced between the one-kernel and 64-kernel graphs; measured from
+# whole runs or from turns) come out as planted; a file of another workload or metric is refused, naming it, nothing written.
 set -u
 KJ=$1 SRC=$2
 . "$SRC/tests/cli/lib.sh"
@@ -14,7 +15,8 @@ random.seed(7)
 true = {"kernel": {"full_trace": 0.9, "no_params": 0.6, "cupti_only": 0.5, "capture_inside": 0.95, "capture_late": 0.05},
         "nvtx": {"full_trace": 0.3, "no_params": 0.3, "cupti_only": 0.2, "capture_inside": 0.3, "capture_late": 0.1},
         "graph": {"full_trace": 2.0, "no_params": 1.5, "cupti_only": 1.2, "capture_inside": 2.1, "capture_late": 0.2},
-        "host": {"full_trace": 1.0, "no_params": 0.8, "cupti_only": 0.7, "capture_inside": 1.0, "capture_late": 0.1}}
+        "host": {"full_trace": 1.0, "no_params": 0.8, "cupti_only": 0.7, "capture_inside": 1.0, "capture_late": 0.1},
+        "graph64": {"full_trace": 65.0, "no_params": 60.0, "cupti_only": 40.0, "capture_inside": 66.0, "capture_late": 0.5}}
 for k, c in true.items():
     base = [3.0 + 4.0 * random.random() for _ in range(9)]  # drifts by 4 us, costs are under 2.1
     v = {"plain": base}
@@ -23,17 +25,26 @@ for k, c in true.items():
     v["full_trace"][4] = None
     json.dump({"workload": "event_" + k, "metric": "us_per_event", "device": "stand-in", "values": v},
               open(f"{t}/{k}.json", "w"))
-# a program of 10 steps: 13 kernels, 18 NVTX ranges, 1 graph launch a step; its full trace costs
-# 13*0.9 + 18*0.3 + 2.0 = 19.1 us a step more (metric in ms)
+# a program of 10 steps: 13 kernels, 18 NVTX ranges, 1 graph launch of one kernel a step; its full
+# trace costs 13*0.9 + 18*0.3 + 2.0 = 19.1 us a step more (metric in ms)
 base = [1.0 + 0.5 * random.random() for _ in range(7)]
 json.dump({"workload": "jax_step", "metric": "median_ms",
            "values": {"plain": base, "full_trace": [b + 0.0191 for b in base], "cupti_only": base,
                       "capture_late": base}}, open(f"{t}/prog.json", "w"))
+ev = lambda k, n, g, gk, h: {"name": "p", "events_per_step": {"kernel": k, "nvtx": n, "graph": g, "graph_kernels": gk,
+                                                              "host": h, "other_copies": 0}}
+json.dump(ev(13, 18, 1, 1, 0), open(f"{t}/prog_events.json", "w"))
+# a decode-like program: 2 graph launches of 33 kernels and 1 host read a step, measured taking
+# turns (a plain step of 2 ms; defaults 1.05x, CUPTI alone 1.04x every round), inside a bigger file
+json.dump(ev(0, 0, 2, 33, 1), open(f"{t}/dec_events.json", "w"))
+json.dump({"other": 1, "turns_dec": {"summary": {"plain": {"block_median_ms": 2.0}}, "rounds": 5,
+           "ratio_per_round": {"plain": [1.0] * 5, "kjoule_default": [1.05] * 5, "cupti_activity_only": [1.04] * 5}}},
+          open(f"{t}/overhead.json", "w"))
 json.dump({"workload": "jax_step", "metric": "median_ms", "values": {"plain": [1.0]}}, open(f"{t}/other.json", "w"))
 P
-expect 0 python3 "$C" "$T/kernel.json" "$T/nvtx.json" "$T/graph.json" "$T/host.json" \
-	--program "jax:kernel=13,nvtx=18,graph=1,host=0:$T/prog.json" -o "$T/r.json"
-tail -1 "$T/out" | grep -q "^jax: predicted" || fail "table last: $(tail -2 "$T/out")"
+expect 0 python3 "$C" "$T/kernel.json" "$T/nvtx.json" "$T/graph.json" "$T/host.json" "$T/graph64.json" \
+	--program "jax:@$T/prog_events.json:$T/prog.json" --program "dec:@$T/dec_events.json:$T/overhead.json#turns_dec" -o "$T/r.json"
+tail -1 "$T/out" | grep -q "^dec: predicted" || fail "table last: $(tail -2 "$T/out")"
 python3 - "$T/r.json" <<'P' || fail "costs not as planted: $(head -c 600 "$T/r.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -46,7 +57,15 @@ p = r["programs"][0]
 assert near(p["sum_us"]["full_trace"], 13 * 0.9 + 18 * 0.3 + 2.0), p
 assert near(p["by_kind_us"]["nvtx"]["full_trace"], 18 * 0.3) and near(p["sum_us"]["capture_late"], 13 * 0.05 + 18 * 0.1 + 0.2)
 assert abs(p["measured_us"]["full_trace"] - 19.1) < 1e-6, p["measured_us"]
-assert r["device"] == "stand-in" and r["date"] and r["command"] and set(r["raw"]) == {"kernel", "nvtx", "graph", "host"}
+# a graph launch of 33 kernels: the 1-kernel graph's cost and 32/63 of the way to the 64-kernel one's
+d = r["programs"][1]
+g33 = lambda one, many: one + 32 * (many - one) / 63
+assert near(d["sum_us"]["full_trace"], 2 * g33(2.0, 65.0) + 1.0), d
+assert near(d["by_kind_us"]["graph"]["cupti_only"], 2 * g33(1.2, 40.0)), d
+assert abs(d["measured_us"]["full_trace"] - 100.0) < 1e-6 and abs(d["measured_us"]["cupti_only"] - 80.0) < 1e-6, d
+assert d["measured"]["method"] == "turns" and d["measured"]["from"] == "overhead.json#turns_dec", d
+assert r["device"] == "stand-in" and r["date"] and r["command"]
+assert set(r["raw"]) == {"kernel", "nvtx", "graph", "host", "graph64"}
 P
 # a turns.py result of `event_cost --serve graph64 400` (live processes taking turns): each block's
 # ms is 400 events at the round's base plus the setting's cost; the first forward of each turn is
@@ -87,7 +106,11 @@ grep -q "other.json: workload 'jax_step' is not event_KIND" "$T/err" || fail "re
 [ ! -e "$T/bad.json" ] || fail "a refused run wrote its output"
 expect 1 python3 "$C" "$T/kernel.json" "$T/kernel.json" -o "$T/bad.json"
 grep -q "a second result for kind 'kernel'" "$T/err" || fail "duplicate kind not refused: $(cat "$T/err")"
-expect 1 python3 "$C" "$T/kernel.json" --program "x:kernel=many" -o "$T/bad.json"
-grep -q "count of 'kernel' is no number" "$T/err" || fail "bad count not refused: $(cat "$T/err")"
+expect 1 python3 "$C" "$T/kernel.json" --program "x:kernel=13" -o "$T/bad.json"
+grep -q "expected NAME:@EVENTS.json" "$T/err" || fail "counts typed in not refused: $(cat "$T/err")"
+expect 1 python3 "$C" "$T/kernel.json" --program "x:@$T/prog.json" -o "$T/bad.json"
+grep -q "prog.json: no events per step" "$T/err" || fail "a file of no events not refused: $(cat "$T/err")"
+expect 1 python3 "$C" "$T/kernel.json" --program "x:@$T/prog_events.json:$T/overhead.json#nope" -o "$T/bad.json"
+grep -q "overhead.json#nope: not readable" "$T/err" || fail "a missing measured key not refused: $(cat "$T/err")"
 [ ! -e "$T/bad.json" ] || fail "a refused run wrote its output"
 finish
