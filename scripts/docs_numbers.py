@@ -620,6 +620,17 @@ def beyond(t, a, b):
     return pct(0.0 if abs(x) < 0.0005 else x * 100)
 
 
+def same_work_beyond_cupti(t):
+    """The defaults and a window open throughout, which do the same work on each launch, pooled (the
+    mean of the two contestants' ratios in each round) and paired with CUPTI alone round by round."""
+    per = t["ratio_per_round"]
+    pooled = [(a + b) / 2 if a is not None and b is not None else None
+              for a, b in zip(per["kjoule_default"], per["kjoule_capture_inside"])]
+    p = paired(pooled, per["cupti_activity_only"])
+    return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
+            f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")
+
+
 def tracing_whole_blocks(r):
     """The A/B of the whole-block build against the one that compared words on the program's thread
     (trace_whole_blocks.json)."""
@@ -704,7 +715,27 @@ def tracing_capture(r):
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
             f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + rerun(r, f) + ". "
-            + capture_tools(r, f))
+            + capture_tools(r, f) + " " + capture_inside_pooled(r, tg))
+
+
+def turns_copies(r, f):
+    """Processes per contestant of a capture.sh result's GPT-2 turns (CAP_TURNS_COPIES, 1 unset)."""
+    m = re.search(r"CAP_TURNS_COPIES=(\d+)", r.get(f, "command"))
+    return int(m.group(1)) if m else 1
+
+
+def capture_inside_pooled(r, tg):
+    """The eager forward inside a window: the two settings that do its work, pooled, in this result
+    and in capture_inside_gpt2m.json (another call, more processes a contestant)."""
+    g = "capture_inside_gpt2m.json"
+    t3 = r.load(g)
+    return (f"The defaults and a window open throughout do the same work on each launch: pooled, they cost "
+            f"{same_work_beyond_cupti(tg)} beyond CUPTI here ({turns_copies(r, 'capture_overhead.json')} processes a "
+            f"contestant), and {same_work_beyond_cupti(t3)} in another call with {t3['copies']} processes a "
+            f"contestant ({r.where(g)}, `bench/results/{g}`; there the defaults alone "
+            f"{beyond(t3, 'kjoule_default', 'cupti_activity_only')}, the window alone "
+            f"{beyond(t3, 'kjoule_capture_inside', 'cupti_activity_only')}, `--no-params` "
+            f"{beyond(t3, 'kjoule_no_params', 'cupti_activity_only')}).")
 
 
 def capture_tools(r, f):
@@ -937,11 +968,17 @@ def hostbound_breakdown(r, e):
         rows.append(f"| {what[k]}: {events(p)} | {cell(p, 'cupti_only')} | {cell(p, 'full_trace')} | {own} |")
     lo = min(share(progs[k], "cupti_only") for k in progs)
     hi = max(share(progs[k], "cupti_only") for k in progs)
+    c = "trace_event_cold.json"
+    cold = lambda k, s: r.num(c, f"costs_us_per_event/{k}/{s}/median")
     rows += ["", f"The event loops price {pct(lo * 100)} to {pct(hi * 100)} of what CUPTI costs these programs a "
-             "step. The rest is not in the loops: in a loop of one event kind CUPTI's code and data stay in the "
-             "CPU's caches, while in a program they run between the framework's own work (likely, not measured), "
-             "and the calls the five kinds leave out (the decode loop's other copies and memsets) are not priced. "
-             "kjoule's own share beyond CUPTI is within the 5 % both programs are held to (the turns above)."]
+             "step, and kjoule's own share beyond CUPTI is within the 5 % both programs are held to (the turns "
+             "above). Where the rest of CUPTI's cost goes is not found. The calls the five kinds leave out (the "
+             "decode loop's other copies and memsets) are not priced. Data caches taken from CUPTI between "
+             "launches, as a framework's own work would take them, did not raise its cost: with 256 KiB of other "
+             f"memory read before each launch (the kind `kernel_cold`; {r.where(c)}, `bench/results/{c}`, "
+             f"{r.num(c, 'raw/kernel_cold/rounds')} rounds), CUPTI alone cost {cold('kernel_cold', 'cupti_only'):.2f} µs "
+             f"a launch against {cold('kernel', 'cupti_only'):.2f} µs with the caches warm in the same call, and the "
+             f"defaults {cold('kernel_cold', 'full_trace'):.2f} against {cold('kernel', 'full_trace'):.2f} µs."]
     return rows
 
 

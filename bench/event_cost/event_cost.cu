@@ -9,6 +9,9 @@
  *           costs a graph's nodes, beside its launch)
  *   host:   a 4-byte device-to-host copy waited for (a host read of a device scalar, as a decode
  *           loop's argmax().item())
+ *   kernel_cold: an empty kernel launch after reading 256 KiB of other memory, a byte a cache line
+ *           (as a framework's own work between two launches takes the CPU's caches from the
+ *           tracer's code and data; the read costs the same traced or not)
  * usage: event_cost KIND [EVENTS_PER_BLOCK [BLOCKS]]  (defaults 2000 and 40) — prints one JSON
  * line: kind, events, blocks, us_per_event (median over the blocks after the first three),
  * us_per_event_min, us_per_event_max. Exit 2 on bad arguments, 1 on a CUDA error.
@@ -28,10 +31,23 @@
 
 __global__ void empty_kernel(void) {}
 
-enum kind { KERNEL, NVTX, GRAPH, HOST, GRAPH64 };
+enum kind { KERNEL, NVTX, GRAPH, HOST, GRAPH64, KERNEL_COLD };
 
-static const char *const kind_names[] = {"kernel", "nvtx", "graph", "host", "graph64"};
-#define N_KINDS 5
+static const char *const kind_names[] = {"kernel", "nvtx", "graph", "host", "graph64", "kernel_cold"};
+#define N_KINDS 6
+
+#define COLD_BYTES (256 << 10)
+static unsigned char cold[COLD_BYTES];
+static volatile unsigned cold_sink;
+
+/* Reads a byte of each cache line of cold: the caches then hold it instead of what ran before. */
+static void cool_caches(void)
+{
+	unsigned sum = 0;
+	for (size_t i = 0; i < COLD_BYTES; i += 64)
+		sum += ((volatile unsigned char *)cold)[i];
+	cold_sink = sum;
+}
 
 static double now_us(void)
 {
@@ -61,6 +77,10 @@ static int block(enum kind k, long n, cudaStream_t s, cudaGraphExec_t g, int *de
 	for (long i = 0; i < n; i++) {
 		switch (k) {
 		case KERNEL:
+			empty_kernel<<<1, 1, 0, s>>>();
+			break;
+		case KERNEL_COLD:
+			cool_caches();
 			empty_kernel<<<1, 1, 0, s>>>();
 			break;
 		case NVTX:
@@ -184,7 +204,7 @@ int main(int argc, char **argv)
 			bits = end != argv[4] + 14 && !*end && v >= 0 && v < 65536 ? (int)v : -1;
 		}
 		if (k < 0 || n < 1 || argc > 5 || (argc == 5 && bits < 0)) {
-			fprintf(stderr, "usage: event_cost --serve kernel|nvtx|graph|graph64|host EVENTS_PER_BLOCK"
+			fprintf(stderr, "usage: event_cost --serve kernel|nvtx|graph|graph64|host|kernel_cold EVENTS_PER_BLOCK"
 					" [--kjoule-cost=BITS]\n");
 			return 2;
 		}
@@ -197,7 +217,7 @@ int main(int argc, char **argv)
 	int k = argc > 1 ? kind_of(argv[1]) : -1;
 	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000, blocks = argc > 3 ? strtol(argv[3], NULL, 10) : 40;
 	if (k < 0 || argc > 4 || n < 1 || blocks < 4) {
-		fprintf(stderr, "usage: event_cost kernel|nvtx|graph|graph64|host [EVENTS_PER_BLOCK [BLOCKS >= 4]]\n");
+		fprintf(stderr, "usage: event_cost kernel|nvtx|graph|graph64|host|kernel_cold [EVENTS_PER_BLOCK [BLOCKS >= 4]]\n");
 		return 2;
 	}
 	cudaStream_t s;

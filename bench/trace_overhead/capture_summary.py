@@ -38,7 +38,7 @@ TURNS = (("turns_gpt2m", "capture_turns_gpt2m.json"), ("turns_jax_step", "captur
 for key, name in TURNS:
     tj = load(name)
     res[key] = {"summary": tj.get("summary", tj.get("ratios", {})), "device": tj.get("device"),
-                "rounds": tj.get("rounds_done", tj.get("rounds")), "error": tj.get("error"),
+                "rounds": tj.get("rounds_done", tj.get("rounds")), "copies": tj.get("copies"), "error": tj.get("error"),
                 "ratio_per_round": tj.get("ratio_per_round")}  # raw: pairs of contestants (turns.paired)
 for k in ("jax", "decode"):
     p = load(f"capture_pairs_{k}.json")

@@ -10,8 +10,8 @@
 # programs' steps by kind against their measured cost (below).
 #   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 500 taking turns, 2000 in
 #   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
-#   "kernel nvtx graph graph64 host"), EC_WHOLE, EC_PROGRAMS (the turn worker's models to break
-#   down, "jax_step decode"), EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost
+#   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads), EC_WHOLE, EC_PROGRAMS (the turn worker's models to break
+#   down, "jax_step decode"; set empty: none), EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost
 #   per step taking turns is, bench/results/capture_overhead.json)
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/event_costs.sh
 set -u
@@ -27,6 +27,7 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 	[ -z "${EC_WHOLE:-}" ] && n=${EC_EVENTS:-500} # a turn is 5 blocks: 2,500 events, a few ms
 	[ $k = host ] && n=$((n / 4)) # each waits for its copy: a block of the same length
 	[ $k = graph64 ] && n=$((n / 20)) # each runs 64 kernels on the GPU
+	[ $k = kernel_cold ] && n=$((n / 5)) # each reads 256 KiB first
 	if [ -n "${EC_WHOLE:-}" ]; then
 		timeout $((s + 120)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name "event_$k" \
 			--capture step@1000000:20 --inside 3 --metric us_per_event --seconds "$s" --timeout 60 --tmp "$tmp" \
@@ -46,7 +47,7 @@ done
 # turns_jax_step and turns_decode, scripts/gpu/capture.sh's)
 progs=()
 turns=${EC_TURNS:-bench/results/capture_overhead.json}
-for p in ${EC_PROGRAMS:-jax_step decode}; do
+for p in ${EC_PROGRAMS-jax_step decode}; do
 	printf 'go %s\nquit\n' "${EC_PROGRAM_STEPS:-30}" | timeout 300 "$kj" run --force -o "$tmp/$p.kjdb" -- \
 		python3 bench/trace_overhead/turn_worker.py --model "$p" >"$tmp/$p.log" 2>&1 ||
 		{ echo "  $p: traced run failed (rc $?): $(tail -n 2 "$tmp/$p.log")"; continue; }
