@@ -13,13 +13,16 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kjoule compare RUN.kjdb [--region NAME] [--skip N] [--top N] [--json]"
-		" [-o DIR] [--quiet]\n"
+		"usage: kjoule compare RUN.kjdb [--region NAME] [--skip N] [--whole-skip N] [--top N]"
+		" [--json] [-o DIR] [--quiet]\n"
 		"  per iteration (instances of an NVTX range; default: the range named at run, else\n"
 		"  the top-level user range holding the most GPU work, else the whole run): wall, GPU span/busy/idle, Σ kernels, Σ replays,\n"
 		"  sequence replays, measured and predicted energy, tiers, top kernels, NVTX ranges.\n"
 		"  --region NAME  NVTX range that delimits one iteration\n"
 		"  --skip N       warm-up instances to leave out (default 1 when more than 3)\n"
+		"  --whole-skip N a --capture run's whole-run set: its first N instances left out\n"
+		"                 (default: --skip's N where given, else the warm-up rule of\n"
+		"                 docs/tracing.md)\n"
 		"  --top N        kernels to list (default 10)\n"
 		"  --json         print one JSON object instead of the text report\n"
 		"  -o DIR         also write full_model_timing.json, comparison_report.json,\n"
@@ -34,19 +37,24 @@ int cmd_compare(int argc, char **argv)
 		{"region", required_argument, NULL, 'r'}, {"skip", required_argument, NULL, 's'},
 		{"top", required_argument, NULL, 't'},    {"json", no_argument, NULL, 'j'},
 		{"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+		{"help", no_argument, NULL, 'h'},         {"whole-skip", required_argument, NULL, 'w'},
+		{NULL, 0, NULL, 0}};
 	struct kj_compare_opts o = {.region = NULL, .skip = -1, .top = 10, .quiet = 0};
 	const char *outdir = NULL;
-	int json = 0, c;
+	int json = 0, c, whole_skip = -1;
 	sqlite3 *db = NULL;
 	struct kj_compare *cmp = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:s:t:jo:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:s:t:jo:qhw:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': o.region = optarg; break;
 		case 's':
 			if (kj_cli_parse_count("compare", "--skip", optarg, &o.skip))
+				return 2;
+			break;
+		case 'w':
+			if (kj_cli_parse_count("compare", "--whole-skip", optarg, &whole_skip))
 				return 2;
 			break;
 		case 't':
@@ -71,7 +79,7 @@ int cmd_compare(int argc, char **argv)
 		return 1;
 	}
 	struct kj_capture_stats cs; /* a --capture run: the whole run's iterations beside the captured */
-	if (kj_capture_stats_of(db, argv[optind], o.skip, &cs) != 0)
+	if (kj_capture_stats_of(db, argv[optind], whole_skip >= 0 ? whole_skip : o.skip, &cs) != 0)
 		cs.active = 0;
 	if (json) {
 		json_t *j = kj_compare_json(cmp);

@@ -14,7 +14,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kjoule report RUN.kjdb [-o REPORT.html] [--region NAME] [--skip N] [--rows N]\n"
+		"usage: kjoule report RUN.kjdb [-o REPORT.html] [--region NAME] [--skip N] [--whole-skip N]\n"
+		"                     [--rows N]\n"
 		"  one HTML page (inline SVG, no network, printable): run facts and what was not\n"
 		"  captured, the per-iteration split of the wall (GPU busy / idle / host only) with\n"
 		"  the replay figures, energy measured against predicted by tier + idle, the power\n"
@@ -23,6 +24,8 @@ static void usage(FILE *f)
 		"  -o FILE        output (default: RUN with .kjdb replaced by .html)\n"
 		"  --region NAME  NVTX range that delimits one iteration (default as compare)\n"
 		"  --skip N       warm-up instances to leave out (default as compare)\n"
+		"  --whole-skip N a --capture run's whole-run set: its first N instances left out\n"
+		"                 (default: --skip's N where given, else as compare)\n"
 		"  --rows N       kernel-table rows (default 300; the rest are summarised)\n"
 		"  --quiet        no warnings on stderr\n");
 }
@@ -44,19 +47,23 @@ int cmd_report(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'}, {"region", required_argument, NULL, 'r'},
 		{"skip", required_argument, NULL, 's'},   {"rows", required_argument, NULL, 'n'},
 		{"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}};
-	struct job j = {.o = {.skip = -1}};
+		{"whole-skip", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0}};
+	struct job j = {.o = {.skip = -1, .whole_skip = -1}};
 	const char *out = NULL;
 	char defout[1024];
 	int c, rc = 1;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:r:s:n:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:r:s:n:qhw:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'r': j.o.region = optarg; break;
 		case 's':
 			if (kj_cli_parse_count("report", "--skip", optarg, &j.o.skip))
+				return 2;
+			break;
+		case 'w':
+			if (kj_cli_parse_count("report", "--whole-skip", optarg, &j.o.whole_skip))
 				return 2;
 			break;
 		case 'n':

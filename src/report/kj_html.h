@@ -11,6 +11,7 @@ struct kj_html_opts {
 	const char *run_path;  /* shown in the title and in every "re-create with" command */
 	const char *region;    /* iteration region (NULL: compare's default) */
 	int skip;              /* warm-up instances (< 0: compare's default) */
+	int whole_skip;        /* a --capture run's whole-run set: first instances left out (< 0: skip) */
 	const json_t *info;    /* `kjoule info --json` object for the header, or NULL */
 	int max_table_rows;    /* kernel-table rows written (<= 0: 300); the rest are summarised */
 	int quiet;             /* 1: compare's warnings off */

@@ -5,7 +5,8 @@
 # ones take about 13), every figure finite. Tracing slowed the captured steps by more than the energy
 # bounds, and their energy lies outside the bounds: the verdict names tracing's cost as the cause;
 # with the warm-up kept (--skip 0, its first step holds seconds of start-up) the window is told apart
-# as atypical instead. report renders its Capture section. The period CUPTI was out is shown; the
+# as atypical instead; --whole-skip leaves out a long start of the whole run's set alone. report
+# renders its Capture section. The period CUPTI was out is shown; the
 # same run saying two periods shows them in info and compare.
 set -u
 KJ=$1 SRC=$2
@@ -41,6 +42,14 @@ python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["capture"]; assert c
 expect 0 "$KJ" compare "$T/cap.kjdb" --json --skip 0
 python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]; a=g["energy_agreement"]; assert g["whole_run"]["warmup_left_out"] == 0 and a["within"] is False and "tracing" not in a["verdict"], g' "$T/out" ||
 	fail "compare --skip 0: the start-up step kept, the window is not told apart as atypical"
+# --whole-skip sets the whole run's set alone: a long start left out there, every captured step kept
+expect 0 "$KJ" compare "$T/cap.kjdb" --json --skip 0 --whole-skip 100
+python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["capture"]; w=g["whole_run"]; assert w["warmup_left_out"] == 100 and w["instances"] == 400 and g["captured"]["instances"] == 200, g' "$T/out" ||
+	fail "compare --whole-skip 100 does not leave out the whole run's first 100 alone"
+expect 2 "$KJ" compare "$T/cap.kjdb" --whole-skip=-3
+grep -q -- "--whole-skip" "$T/err" || fail "a bad --whole-skip is not named: $(cat "$T/err")"
+expect 0 "$KJ" report "$T/cap.kjdb" -o "$T/cap100.html" --quiet --whole-skip 100
+grep -q "whole run (first 100 left out)" "$T/cap100.html" || fail "report --whole-skip 100: the whole run's row does not say so"
 expect 0 "$KJ" report "$T/cap.kjdb" -o "$T/cap.html" --quiet
 grep -q 'id="capture-agreement"' "$T/cap.html" || fail "the report has no capture agreement"
 grep -q "tracing&#39;s cost\|tracing's cost" "$T/cap.html" || fail "the report does not name tracing's cost as why the two differ"
