@@ -647,11 +647,17 @@ def tracing_whole_blocks(r):
             f"{beyond(t, 'kjoule_no_params', 'cupti_activity_only')}.")
 
 
+def handler_part(r, f):
+    """part(label, setting, part name) -> mean ns of that part of the launch handler in a result
+    gathered by cost_self_json.py under cost_self."""
+    calls = r.get(f, "cost_self/calls")
+    return lambda label, setting, k: next(x for x in calls[label]["runs"] if x["setting"] == setting)["parts"][k]["mean_ns"]
+
+
 def tracing_spool_append(r):
     """Two ways of appending the launch record, against the current one (trace_spool_append.json)."""
     f = "trace_spool_append.json"
-    calls = r.get(f, "cost_self/calls")
-    part = lambda label, setting, k: next(x for x in calls[label]["runs"] if x["setting"] == setting)["parts"][k]["mean_ns"]
+    part = handler_part(r, f)
     t = r.load(f)["turns_warm_ahead"]
     return (f"Appending the launch record is the handler's largest part. Two ways of making it cheaper were "
             f"measured and left out ({r.where(f)}, `bench/results/{f}`, the GPT-2-medium-shaped eager forward, "
@@ -668,8 +674,7 @@ def tracing_spool_append(r):
 def tracing_stage_ring(r):
     """Per-thread rings of launch records against the shared spool buffer (trace_stage_ring.json)."""
     f = "trace_stage_ring.json"
-    calls = r.get(f, "cost_self/calls")
-    part = lambda label, setting, k: next(x for x in calls[label]["runs"] if x["setting"] == setting)["parts"][k]["mean_ns"]
+    part = handler_part(r, f)
     t = r.load(f)["turns_ring"]
     return (f"A third way was measured and left out ({r.where(f)}, `bench/results/{f}`): each launching thread "
             f"appending its launch records to a ring of its own, with no lock and lines its core keeps, drained "
