@@ -87,9 +87,12 @@ int ing_put_iter_mark(struct ingest *in, const struct kj_rec_iter_mark *r)
 
 /* The captured instances as nvtx_range rows: CUPTI's NVTX records are switched on and off inside
  * the callbacks of the first and last captured instance, so their own start or end marker may be
- * missing. A marker-made range that starts within 1 ms of the mark, and within half the
- * instance's length, is the instance (its missing end filled from the mark); else the mark
- * becomes a range. cudaProfilerStart..Stop windows
+ * missing. A marker-made range that starts inside the instance as its mark bounds it (kjoule's
+ * hook times the start before CUPTI sees the push, and the end after it sees the pop; the first
+ * instance's marker comes as late as switching CUPTI's records on takes), or before it by at most
+ * 1 ms and half the instance's length, is the instance (its missing end filled from the mark);
+ * else the mark becomes a range. A mark without an end takes a marker up to 1 ms after its start.
+ * cudaProfilerStart..Stop windows
  * become ranges of domain 'kjoule', so compare takes them as iterations. */
 int ing_capture_ranges(struct ingest *in)
 {
@@ -101,7 +104,7 @@ int ing_capture_ranges(struct ingest *in)
 	if ((rc = kj_db_prepare(in->db, "SELECT name, start_ns, end_ns FROM iteration_mark WHERE pid = ?"
 				" AND captured = 1 ORDER BY instance", &marks)) != 0 ||
 	    (rc = kj_db_prepare(in->db, "SELECT id, end_ns FROM nvtx_range WHERE pid = ?1 AND name = ?2"
-				" AND start_ns BETWEEN ?3 - ?4 AND ?3 + ?4 AND id <> ?5"
+				" AND start_ns BETWEEN ?3 - ?4 AND ?6 AND id <> ?5"
 				" ORDER BY abs(start_ns - ?3) LIMIT 1", &find)) != 0 ||
 	    (rc = kj_db_prepare(in->db, "UPDATE nvtx_range SET end_ns = ?2 WHERE id = ?1", &fill)) != 0 ||
 	    (rc = kj_db_prepare(in->db, "INSERT INTO nvtx_range(pid, tid, domain, name, start_ns, end_ns,"
@@ -118,11 +121,12 @@ int ing_capture_ranges(struct ingest *in)
 		sqlite3_bind_int64(find, 1, in->pid);
 		sqlite3_bind_text(find, 2, name ? name : "", -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(find, 3, start);
-		/* within 1 ms of the mark, and within half the instance: a short step's marker range
-		 * must not be taken for the instance before it */
+		/* before the mark by at most 1 ms and half the instance; after it, up to its end: a
+		 * short step's marker range must not be taken for the instance before it */
 		int64_t tol = have_end && end > start && (end - start) / 2 < 1000000 ? (end - start) / 2 : 1000000;
 		sqlite3_bind_int64(find, 4, tol);
 		sqlite3_bind_int64(find, 5, matched);
+		sqlite3_bind_int64(find, 6, have_end && end > start ? end : start + tol);
 		if (!profiler && sqlite3_step(find) == SQLITE_ROW) {
 			matched = sqlite3_column_int64(find, 0);
 			if (sqlite3_column_type(find, 1) == SQLITE_NULL && have_end) {

@@ -62,6 +62,8 @@ static void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name
 }
 
 #define MS 1000000LL
+static int64_t first_marker_late_ns = 3000; /* instance 2's start marker after its mark */
+
 /* Instance i of "step" runs from i*100 to i*100+80 units (ms; µs for steps shorter than the
  * 1 ms a marker may be off its mark). */
 static struct buf capture_spool_in(int64_t pid, int close_kind, int64_t unit)
@@ -73,7 +75,7 @@ static struct buf capture_spool_in(int64_t pid, int close_kind, int64_t unit)
 		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 0, 1);
 	put_window(&b, 200 * unit, KJ_WINDOW_OPEN, 2);
 	/* instance 2's start marker came, its end marker did not; instance 3 has both; 4 none */
-	put_marker(&b, 7, 2, 1, 200 * unit + 3000);
+	put_marker(&b, 7, 2, 1, 200 * unit + first_marker_late_ns);
 	put_marker(&b, 8, 2, 1, 300 * unit + 2000);
 	put_marker(&b, 8, 4, 0, 380 * unit - 1000);
 	for (uint32_t i = 2; i < 5; i++) {
@@ -204,6 +206,23 @@ static void test_captured_short_steps(void **state)
 	kj_db_close(db);
 }
 
+/* The same short steps, the first captured instance's marker 50 µs after its mark (switching
+ * CUPTI's records on took that long), over half the 80 µs instance: still its range. */
+static void test_captured_short_steps_late_marker(void **state)
+{
+	(void)state;
+	struct kj_capture_summary sum;
+	first_marker_late_ns = 50000;
+	struct buf b = capture_spool_in(502, KJ_WINDOW_CLOSE, 1000);
+	first_marker_late_ns = 3000;
+	sqlite3 *db = ingest(&b, "short_late", "step@2:3", &sum);
+	assert_int_equal(sum.captured, 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step'"), 3);
+	assert_int_equal(q1(db, "SELECT count(*) FROM nvtx_range WHERE name = 'step' AND end_ns IS NULL"), 0);
+	assert_int_equal(q1(db, "SELECT min(start_ns) FROM nvtx_range WHERE name = 'step'"), 200 * 1000 + 50000);
+	kj_db_close(db);
+}
+
 static void test_killed_inside(void **state)
 {
 	(void)state;
@@ -315,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_captured),
 		cmocka_unit_test(test_captured_short_steps),
+		cmocka_unit_test(test_captured_short_steps_late_marker),
 		cmocka_unit_test(test_killed_inside),
 		cmocka_unit_test(test_open_at_exit),
 		cmocka_unit_test(test_profiler_start_without_stop),
