@@ -720,22 +720,25 @@ def tracing_capture(r):
             f"database; traced whole, {full('kernels')} kernels in {full('db_bytes') / 1e6:.2f} MB "
             f"({full('bytes_per_launch'):.0f} bytes a launch). The GPU test passed {len(checks) - len(failed)} of "
             f"{len(checks)} checks" + (f"; failed: {'; '.join(failed)}" if failed else "") + rerun(r, f) + ". "
-            + capture_tools(r, f) + " " + capture_inside_pooled(r, tg))
+            + capture_tools(r, f) + " " + capture_inside_pooled(r, f, tg))
 
 
-def turns_copies(r, f):
-    """Processes per contestant of a capture.sh result's GPT-2 turns (CAP_TURNS_COPIES, 1 unset)."""
+def turns_copies(r, f, t):
+    """Processes per contestant of a capture.sh result's GPT-2 turns t: as kept (copies), else from
+    its command (CAP_TURNS_COPIES, 1 unset)."""
+    if t.get("copies"):
+        return t["copies"]
     m = re.search(r"CAP_TURNS_COPIES=(\d+)", r.get(f, "command"))
     return int(m.group(1)) if m else 1
 
 
-def capture_inside_pooled(r, tg):
+def capture_inside_pooled(r, f, tg):
     """The eager forward inside a window: the two settings that do its work, pooled, in this result
     and in capture_inside_gpt2m.json (another call, more processes a contestant)."""
     g = "capture_inside_gpt2m.json"
     t3 = r.load(g)
     return (f"The defaults and a window open throughout do the same work on each launch: pooled, they cost "
-            f"{same_work_beyond_cupti(tg)} beyond CUPTI here ({turns_copies(r, 'capture_overhead.json')} processes a "
+            f"{same_work_beyond_cupti(tg)} beyond CUPTI here ({turns_copies(r, f, tg)} processes a "
             f"contestant), and {same_work_beyond_cupti(t3)} in another call with {t3['copies']} processes a "
             f"contestant ({r.where(g)}, `bench/results/{g}`; there the defaults alone "
             f"{beyond(t3, 'kjoule_default', 'cupti_activity_only')}, the window alone "

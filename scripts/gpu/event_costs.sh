@@ -10,9 +10,10 @@
 # programs' steps by kind against their measured cost (below).
 #   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 500 taking turns, 2000 in
 #   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
-#   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads), EC_WHOLE, EC_PROGRAMS (the turn worker's models to break
-#   down, "jax_step decode"; set empty: none), EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost
-#   per step taking turns is, bench/results/capture_overhead.json)
+#   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads), EC_WHOLE,
+#   EC_PROGRAMS (the turn worker's models to break down, "jax_step decode"; set empty: none),
+#   EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost per step taking turns is,
+#   bench/results/capture_overhead.json)
 # usage (device): source scripts/device-env.sh; bash scripts/gpu/event_costs.sh
 set -u
 OUT=${OUT:-/tmp/kjout}

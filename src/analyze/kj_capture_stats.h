@@ -63,6 +63,13 @@ struct kj_capture_stats {
  */
 int kj_capture_stats_of(sqlite3 *db, const char *path, int skip, struct kj_capture_stats *out);
 
+/** The whole run's skip of compare and report: --whole-skip where given (>= 0), else --skip's
+ *  (< 0 when neither: kj_capture_stats_of's warm-up rule). */
+static inline int kj_capture_whole_skip(int whole_skip, int skip)
+{
+	return whole_skip >= 0 ? whole_skip : skip;
+}
+
 /**
  * @brief The whole run's warm-up among n instances in start order of these wall times: as compare
  *        (kj_iter_default_skip), then every instance straight after it that took over

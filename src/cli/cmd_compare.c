@@ -79,7 +79,7 @@ int cmd_compare(int argc, char **argv)
 		return 1;
 	}
 	struct kj_capture_stats cs; /* a --capture run: the whole run's iterations beside the captured */
-	if (kj_capture_stats_of(db, argv[optind], whole_skip >= 0 ? whole_skip : o.skip, &cs) != 0)
+	if (kj_capture_stats_of(db, argv[optind], kj_capture_whole_skip(whole_skip, o.skip), &cs) != 0)
 		cs.active = 0;
 	if (json) {
 		json_t *j = kj_compare_json(cmp);

@@ -40,8 +40,8 @@ void kj_html_capture(struct kj_html_ctx *x)
 {
 	FILE *f = x->f;
 	struct kj_capture_stats s;
-	int whole_skip = x->o->whole_skip >= 0 ? x->o->whole_skip : x->o->skip;
-	if (kj_capture_stats_of(x->db, x->o->run_path, whole_skip, &s) || !s.active)
+	if (kj_capture_stats_of(x->db, x->o->run_path, kj_capture_whole_skip(x->o->whole_skip, x->o->skip), &s) ||
+	    !s.active)
 		return;
 	const char *words = kj_capture_status_words(s.status);
 	fputs("<section id=\"capture\"><h2>Capture: the traced iterations and the whole run</h2>\n"
