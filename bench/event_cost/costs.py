@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kjoule's cost per traced event, by kind, from bench/trace_overhead/capture_pairs.py results of
-bench/event_cost's loops (one result a kind: kernel, nvtx, graph, graph64, host, kernel_cold; metric
-us_per_event), or from bench/trace_overhead/turns.py results of `event_cost --serve KIND EVENTS`
-(workload event_KIND; many rounds in live processes, where whole runs give few):
+bench/event_cost's loops (one result a kind: kernel, nvtx, graph, graph64, host, kernel_cold,
+kernel_block; metric us_per_event), or from bench/trace_overhead/turns.py results of
+`event_cost --serve KIND EVENTS` (workload event_KIND; many rounds in live processes, where whole
+runs give few):
 
   per kind and setting, the median over rounds of (the traced run's us_per_event - the untraced
   run's of the same round), with quartiles: full_trace (defaults), no_params, cupti_only (CUPTI's
@@ -35,7 +36,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trace_overhead"))
 from capture_pairs import summary, write_json  # noqa: E402  (one copy)
 
-KINDS = ("kernel", "nvtx", "graph", "graph64", "host", "kernel_cold")
+KINDS = ("kernel", "nvtx", "graph", "graph64", "host", "kernel_cold", "kernel_block")
 # turns.py's contestants -> the settings here
 TURN_SETTINGS = {"plain": "plain", "kjoule_default": "full_trace", "kjoule_no_params": "no_params",
                  "cupti_activity_only": "cupti_only", "kjoule_capture_inside": "capture_inside",

@@ -12,6 +12,9 @@
  *   kernel_cold: an empty kernel launch after reading 256 KiB of other memory, a byte a cache line
  *           (as a framework's own work between two launches takes the CPU's caches from the
  *           tracer's code and data; the read costs the same traced or not)
+ *   kernel_block: as kernel_cold, an empty kernel that takes a 512-byte block by value (64 words,
+ *           half of them zero, one changing with every launch), as a framework's elementwise
+ *           kernels take their tensors' offsets and strides: what a tracer pays for the block
  * usage: event_cost KIND [EVENTS_PER_BLOCK [BLOCKS]]  (defaults 2000 and 40) — prints one JSON
  * line: kind, events, blocks, us_per_event (median over the blocks after the first three),
  * us_per_event_min, us_per_event_max. Exit 2 on bad arguments, 1 on a CUDA error.
@@ -31,10 +34,20 @@
 
 __global__ void empty_kernel(void) {}
 
-enum kind { KERNEL, NVTX, GRAPH, HOST, GRAPH64, KERNEL_COLD };
+struct words512 {
+	unsigned long long w[64];
+};
 
-static const char *const kind_names[] = {"kernel", "nvtx", "graph", "host", "graph64", "kernel_cold"};
-#define N_KINDS 6
+__global__ void block_kernel(struct words512 b)
+{
+	(void)b;
+}
+
+enum kind { KERNEL, NVTX, GRAPH, HOST, GRAPH64, KERNEL_COLD, KERNEL_BLOCK };
+
+static const char *const kind_names[] = {"kernel",  "nvtx",        "graph",       "host",
+					 "graph64", "kernel_cold", "kernel_block"};
+#define N_KINDS 7
 
 #define COLD_BYTES (256 << 10)
 static unsigned char cold[COLD_BYTES];
@@ -74,6 +87,9 @@ static int by_value(const void *a, const void *b)
 /* One block of n events of kind k on stream s; 0, or 1 on a CUDA error. */
 static int block(enum kind k, long n, cudaStream_t s, cudaGraphExec_t g, int *dev, int *host)
 {
+	static struct words512 words;
+	for (int w = 0; w < 64; w += 2)
+		words.w[w] = 0x7f0000001000ULL + (unsigned long long)w * 4096;
 	for (long i = 0; i < n; i++) {
 		switch (k) {
 		case KERNEL:
@@ -82,6 +98,11 @@ static int block(enum kind k, long n, cudaStream_t s, cudaGraphExec_t g, int *de
 		case KERNEL_COLD:
 			cool_caches();
 			empty_kernel<<<1, 1, 0, s>>>();
+			break;
+		case KERNEL_BLOCK:
+			cool_caches();
+			words.w[0]++;
+			block_kernel<<<1, 1, 0, s>>>(words);
 			break;
 		case NVTX:
 			nvtxRangePushA("event");
@@ -204,7 +225,7 @@ int main(int argc, char **argv)
 			bits = end != argv[4] + 14 && !*end && v >= 0 && v < 65536 ? (int)v : -1;
 		}
 		if (k < 0 || n < 1 || argc > 5 || (argc == 5 && bits < 0)) {
-			fprintf(stderr, "usage: event_cost --serve kernel|nvtx|graph|graph64|host|kernel_cold EVENTS_PER_BLOCK"
+			fprintf(stderr, "usage: event_cost --serve kernel|nvtx|graph|graph64|host|kernel_cold|kernel_block EVENTS_PER_BLOCK"
 					" [--kjoule-cost=BITS]\n");
 			return 2;
 		}
@@ -217,7 +238,7 @@ int main(int argc, char **argv)
 	int k = argc > 1 ? kind_of(argv[1]) : -1;
 	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 2000, blocks = argc > 3 ? strtol(argv[3], NULL, 10) : 40;
 	if (k < 0 || argc > 4 || n < 1 || blocks < 4) {
-		fprintf(stderr, "usage: event_cost kernel|nvtx|graph|graph64|host|kernel_cold [EVENTS_PER_BLOCK [BLOCKS >= 4]]\n");
+		fprintf(stderr, "usage: event_cost kernel|nvtx|graph|graph64|host|kernel_cold|kernel_block [EVENTS_PER_BLOCK [BLOCKS >= 4]]\n");
 		return 2;
 	}
 	cudaStream_t s;

@@ -10,7 +10,9 @@
 # programs' steps by kind against their measured cost (below).
 #   env: EC_S (seconds of rounds a kind, 60), EC_EVENTS (events a block, 500 taking turns, 2000 in
 #   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
-#   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads), EC_WHOLE,
+#   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads;
+#   kernel_block: the same with a 512-byte parameter block), EC_BASE_INJECT (another build's
+#   libkjoule_inject.so, run as the contestant kjoule_default_base beside the defaults), EC_WHOLE,
 #   EC_PROGRAMS (the turn worker's models to break down, "jax_step decode"; set empty: none),
 #   EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost per step taking turns is,
 #   bench/results/capture_overhead.json)
@@ -28,7 +30,7 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 	[ -z "${EC_WHOLE:-}" ] && n=${EC_EVENTS:-500} # a turn is 5 blocks: 2,500 events, a few ms
 	[ $k = host ] && n=$((n / 4)) # each waits for its copy: a block of the same length
 	[ $k = graph64 ] && n=$((n / 20)) # each runs 64 kernels on the GPU
-	[ $k = kernel_cold ] && n=$((n / 5)) # each reads 256 KiB first
+	[ $k = kernel_cold ] || [ $k = kernel_block ] && n=$((n / 5)) # each reads 256 KiB first
 	if [ -n "${EC_WHOLE:-}" ]; then
 		timeout $((s + 120)) python3 bench/trace_overhead/capture_pairs.py --kjoule "$kj" --name "event_$k" \
 			--capture step@1000000:20 --inside 3 --metric us_per_event --seconds "$s" --timeout 60 --tmp "$tmp" \
@@ -37,6 +39,7 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 		timeout $((s + 60)) python3 bench/trace_overhead/turns.py --kjoule "$kj" --worker-cmd "$prog --serve $k $n" \
 			--workload "event_$k: bench/event_cost/event_cost --serve $k $n" --block 5 --rounds 400 --seconds "$s" \
 			--configs kjoule_default kjoule_no_params cupti_activity_only kjoule_capture_inside kjoule_capture_late \
+			${EC_BASE_INJECT:+kjoule_default_base --base-inject "$EC_BASE_INJECT"} \
 			--logs "$tmp/logs_$k" -o "$OUT/event_$k.json" >"$tmp/event_$k.log" 2>&1
 	fi
 	tail -n 1 "$tmp/event_$k.log"

@@ -46,6 +46,9 @@ int kj_spool_open(const char *dir);
 void kj_spool_write(const void *rec, size_t size);
 /** Append a record given as header part + payload part (payload padded to 8 here). */
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
+/** Asks for the lines the next record will be written to (and the spool's lock) in this core's
+ *  cache, without the lock: a launch calls it first, so their fetch overlaps its other work. */
+void kj_spool_warm_tail(void);
 /** Write what is buffered to the file now. */
 void kj_spool_flush(void);
 /** How often a recording thread found the buffer full and wrote it out itself (the flush thread
@@ -173,9 +176,9 @@ struct kj_launch {
 void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb);
 /** Correlation of the last launch recorded on this thread (not a graph node's). */
 uint32_t kj_launch_correlation(void);
-/** Record a launch: its group (function + geometry) the first time, then a launch record with the
- *  parameter words that differ from the group's. Runs on the program's thread: lookups and a
- *  buffered append only. */
+/** Record a launch: its group (function + geometry) the first time, then a launch record with its
+ *  whole parameter block (the ingest finds the words that differ from the group's). Runs on the
+ *  program's thread: lookups, the block's copy and a buffered append only. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l);
 /** --snapshot: a graph kernel node's parameter words kept for the buffers saved before the
  *  graph's first launch. */

@@ -14,6 +14,7 @@
 #include "kj_map.h"
 #include "inject_fncache.h"
 #include "inject_cost_self.h"
+#include "inject_param_block.h"
 
 /* ---- per-handle function facts (inject_fncache.c caches them) ---- */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -88,17 +89,25 @@ static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kj_map *groups; /* group id -> struct group * */
 
 #define TL_CACHE 256 /* per-thread direct-mapped cache in front of the shared map */
-static __thread struct group *tl_group[TL_CACHE];
+/* A slot holds what a launch needs of its group, so a hit reads this thread's slot alone. */
+struct group_slot {
+	uint64_t id;
+	struct group *g;
+	uint32_t ref_len; /* the group's reference block's length, 0 without one */
+};
+static __thread struct group_slot tl_group[TL_CACHE];
 
-/* The group of id, created (with ref as its reference block) when new: *created tells which. */
-static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t len, int *created)
+/* The slot of group id, the group created (with ref as its reference block) when new: *created
+ * tells which. NULL when it cannot be made. */
+static const struct group_slot *group_get(uint64_t id, const unsigned char *ref, uint32_t len,
+					  int *created)
 {
-	struct group *g = tl_group[id & (TL_CACHE - 1)];
+	struct group_slot *slot = &tl_group[id & (TL_CACHE - 1)];
+	struct group *g = NULL;
 	uint64_t v;
 	*created = 0;
-	if (g && g->id == id)
-		return g;
-	g = NULL;
+	if (slot->g && slot->id == id)
+		return slot;
 	pthread_mutex_lock(&group_lock);
 	if (!groups && !(groups = kj_map_new()))
 		goto out;
@@ -126,9 +135,12 @@ static struct group *group_get(uint64_t id, const unsigned char *ref, uint32_t l
 	*created = 1;
 out:
 	pthread_mutex_unlock(&group_lock);
-	if (g)
-		tl_group[id & (TL_CACHE - 1)] = g;
-	return g;
+	if (!g)
+		return NULL;
+	slot->id = id;
+	slot->g = g;
+	slot->ref_len = g->ref ? g->blob_len : 0;
+	return slot;
 }
 
 /* ---- launches ---- */
@@ -143,30 +155,9 @@ uint32_t kj_thread_id(void)
 	return tl_tid;
 }
 
-/* Copy the parameter block into blob (fi->total bytes). 0 ok, -1 unknown layout. */
 static int gather_params(const struct fninfo *fi, const struct kj_launch *l, unsigned char *blob)
 {
-	if (l->params) {
-		for (uint32_t i = 0; i < fi->nparams; i++)
-			if (l->params[i])
-				memcpy(blob + fi->layout[2 * i], l->params[i], fi->layout[2 * i + 1]);
-		return 0;
-	}
-	if (l->extra) {
-		void *buf = NULL;
-		size_t size = 0;
-		for (void **e = l->extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-			if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
-				buf = e[1];
-			else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE)
-				size = *(size_t *)e[1];
-		}
-		if (buf && size >= fi->total) {
-			memcpy(blob, buf, fi->total);
-			return 0;
-		}
-	}
-	return -1;
+	return kj_param_block_gather(fi->layout, fi->nparams, fi->total, l->params, l->extra, blob);
 }
 
 static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
@@ -223,7 +214,6 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
 	if (!blob)
 		return;
 	memset(&l, 0, sizeof(l));
-	memset(blob, 0, fi->total);
 	l.f = f;
 	l.params = params;
 	l.extra = extra;
@@ -240,12 +230,13 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
  * at ingest: comparing here cost the program's thread about 0.35 us a launch. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
+	kj_spool_warm_tail(); /* its lines come in while the rest is found */
 	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
 	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
 	unsigned char *blob = NULL;
 	struct kj_rec_launch rec;
-	struct group *g;
+	const struct group_slot *slot;
 	int created;
 
 	if (!fi)
@@ -253,13 +244,10 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	t = kj_self_add(KJ_SELF_LOOKUP, t);
 	if (kj_cfg.params_k > 0 && fi->total && fi->total <= KJ_PARAM_MAX_BYTES) {
 		blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
-		if (blob) {
-			memset(blob, 0, fi->total);
-			if (gather_params(fi, l, blob) != 0) {
-				if (blob != stackblob)
-					free(blob);
-				blob = NULL;
-			}
+		if (blob && gather_params(fi, l, blob) != 0) {
+			if (blob != stackblob)
+				free(blob);
+			blob = NULL;
 		}
 	}
 	t = kj_self_add(KJ_SELF_GATHER, t);
@@ -270,17 +258,17 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	rec.tid = kj_thread_id();
 	if (!l->graph_node)
 		tl_corr = correlation;
-	g = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
-	if (!g)
+	slot = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
+	if (!slot)
 		goto out;
-	rec.group = g->id;
+	rec.group = slot->id;
 	t = kj_self_add(KJ_SELF_GROUP, t);
 	if (created) {
-		put_group(fi, l, g, correlation, ctx, rec.launch_ns);
+		put_group(fi, l, slot->g, correlation, ctx, rec.launch_ns);
 		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
-	else if (blob && g->ref && g->blob_len == fi->total) {
+	else if (blob && slot->ref_len == fi->total) {
 		rec.block_len = fi->total;
 	}
 	kj_spool_write2(&rec, sizeof(rec), blob, rec.block_len);
