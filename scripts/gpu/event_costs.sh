@@ -12,7 +12,9 @@
 #   whole runs; a quarter of it for host, a twentieth for graph64), EC_KINDS (default
 #   "kernel nvtx graph graph64 host"; kernel_cold: a launch after 256 KiB of other reads;
 #   kernel_block: the same with a 512-byte parameter block), EC_BASE_INJECT (another build's
-#   libkjoule_inject.so, run as the contestant kjoule_default_base beside the defaults), EC_WHOLE,
+#   libkjoule_inject.so, run as the contestant kjoule_default_base beside the defaults), EC_COPIES
+#   (processes per contestant taking turns, 1), EC_CONFIGS (the contestants besides plain, turns.py's
+#   names), EC_WHOLE,
 #   EC_PROGRAMS (the turn worker's models to break down, "jax_step decode"; set empty: none),
 #   EC_PROGRAM_STEPS (30 steps traced each), EC_TURNS (where their cost per step taking turns is,
 #   bench/results/capture_overhead.json)
@@ -38,7 +40,8 @@ for k in ${EC_KINDS:-kernel nvtx graph graph64 host}; do
 	else
 		timeout $((s + 60)) python3 bench/trace_overhead/turns.py --kjoule "$kj" --worker-cmd "$prog --serve $k $n" \
 			--workload "event_$k: bench/event_cost/event_cost --serve $k $n" --block 5 --rounds 400 --seconds "$s" \
-			--configs kjoule_default kjoule_no_params cupti_activity_only kjoule_capture_inside kjoule_capture_late \
+			--copies "${EC_COPIES:-1}" \
+			--configs ${EC_CONFIGS:-kjoule_default kjoule_no_params cupti_activity_only kjoule_capture_inside kjoule_capture_late} \
 			${EC_BASE_INJECT:+kjoule_default_base --base-inject "$EC_BASE_INJECT"} \
 			--logs "$tmp/logs_$k" -o "$OUT/event_$k.json" >"$tmp/event_$k.log" 2>&1
 	fi
