@@ -689,6 +689,39 @@ def tracing_stage_ring(r):
             f"{beyond(t, 'kjoule_capture_inside', 'cupti_activity_only')}.")
 
 
+def tracing_launch_lean(r):
+    """The leaner launch handler against the previous build, and the warm-ahead trial
+    (trace_launch_lean.json)."""
+    f = "trace_launch_lean.json"
+    d = r.load(f)
+    lean, ahead_l, ahead_p = d["lean_vs_previous"], d["warm_ahead_vs_lean"], d["warm_ahead_vs_previous"]
+    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
+    g, ga = lean["turns_gpt2m"], ahead_p["turns_gpt2m"]
+    return (f"The handler was then made leaner ({r.where(f)}, `bench/results/{f}`): the parameter block is "
+            f"copied once (each parameter to its offset and only the gaps between them zeroed, where the "
+            f"block was cleared whole first), a thread's group cache slot holds what a launch needs (a hit "
+            f"reads nothing else), and the spool's next lines and its lock are asked for at the start of the "
+            f"launch's handling, so that their fetch overlaps the lookups. A loop of empty kernels each taking "
+            f"a 512-byte block by value, launched after 256 KiB of other reads (`event_cost kernel_block`, "
+            f"{lean['event_kernel_block'].get('copies')} process a contestant), took "
+            f"{new_old(lean['event_kernel_block'])} per launch beside the previous build under the defaults, and "
+            f"the same loop without parameters (`kernel_cold`) {new_old(lean['event_kernel_cold'])}. On the "
+            f"GPT-2-medium-shaped eager forward ({g.get('copies')} processes a contestant) the two builds did "
+            f"not differ: {new_old(g)}; there the defaults cost "
+            f"{beyond(g, 'kjoule_default', 'cupti_activity_only')} and a window open throughout "
+            f"{beyond(g, 'kjoule_capture_inside', 'cupti_activity_only')} beyond CUPTI's activity records alone, "
+            f"the two pooled {same_work_beyond_cupti(g)}: the eager forward inside a window still costs about "
+            f"the 3 % it is held to, with an interval past it. "
+            f"Asking, after each record, for the buffer's next 1 KiB as well was measured and left out: on "
+            f"`kernel_block` ({ahead_l['event_kernel_block'].get('copies')} processes a contestant) it took "
+            f"{new_old(ahead_l['event_kernel_block'])} beside the lean build and "
+            f"{new_old(ahead_p['event_kernel_block'])} beside the previous one, but the GPT-2 forward took "
+            f"{new_old(ga)} beside the previous build, where the defaults cost "
+            f"{beyond(ga, 'kjoule_default', 'cupti_activity_only')} and a window open throughout "
+            f"{beyond(ga, 'kjoule_capture_inside', 'cupti_activity_only')} beyond CUPTI alone. Each interval "
+            f"covers the rounds only; processes of one contestant differ by more (the process lottery above).")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -1086,6 +1119,7 @@ GENERATORS = {
     "tracing-capture-energy": tracing_capture_energy,
     "tracing-spool-append": tracing_spool_append,
     "tracing-stage-ring": tracing_stage_ring,
+    "tracing-launch-lean": tracing_launch_lean,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,

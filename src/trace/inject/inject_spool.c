@@ -28,6 +28,12 @@ static volatile int stopping;
 static int write_failed;
 static unsigned char *tail_hint; /* buf + used as last left, read without the lock to warm it */
 
+/* With lock held, after buf or used changed. */
+static void note_tail(void)
+{
+	__atomic_store_n(&tail_hint, buf + used, __ATOMIC_RELAXED);
+}
+
 /* A hint that the line at p will be written soon: the write needs it in this core's cache, and
  * asking now lets the fetch overlap other work instead of waiting at the write. */
 static inline void warm_for_write(const void *p)
@@ -37,23 +43,6 @@ static inline void warm_for_write(const void *p)
 #else
 	__builtin_prefetch(p, 1, 3);
 #endif
-}
-
-#define WARM_AHEAD 1024 /* bytes past the tail kept asked for: a few launch records */
-static const unsigned char *warmed_buf; /* the buffer warmed in, and up to where */
-static size_t warmed_to;
-
-/* With lock held, after a record went in: the tail for kj_spool_warm_tail, and the lines up to
- * WARM_AHEAD past it asked for now, so the next records (the next launch's, written after the
- * program's own work between two launches) find them in this core's cache. */
-static void note_tail(void)
-{
-	__atomic_store_n(&tail_hint, buf + used, __ATOMIC_RELAXED);
-	if (warmed_buf != buf || warmed_to < used)
-		warmed_buf = buf, warmed_to = used & ~(size_t)63;
-	size_t end = used + WARM_AHEAD < KJ_SPOOL_BUF_BYTES ? used + WARM_AHEAD : KJ_SPOOL_BUF_BYTES;
-	for (; warmed_to < end; warmed_to += 64)
-		warm_for_write(buf + warmed_to);
 }
 
 void kj_spool_warm_tail(void)
@@ -101,7 +90,7 @@ static void swap_out_unlock(void)
 	size_t n = used;
 	buf = buf == bufs[0] ? bufs[1] : bufs[0];
 	used = 0;
-	__atomic_store_n(&tail_hint, buf, __ATOMIC_RELAXED); /* warmed by the next record's writer */
+	note_tail();
 	pthread_mutex_unlock(&lock);
 	if (n && fd >= 0)
 		write_all(out, n);
@@ -173,7 +162,7 @@ int kj_spool_open(const char *dir)
 	pthread_mutex_lock(&lock);
 	buf = bufs[0];
 	used = 0, kicked = 0, caller_writes = 0, stopping = 0, write_failed = 0;
-	__atomic_store_n(&tail_hint, buf, __ATOMIC_RELAXED);
+	note_tail();
 	opened++;
 	pthread_mutex_unlock(&lock);
 	memset(&f, 0, sizeof(f));
