@@ -722,6 +722,25 @@ def tracing_launch_lean(r):
             f"covers the rounds only; processes of one contestant differ by more (the process lottery above).")
 
 
+def tracing_launch_parts(r):
+    """Where the defaults' cost beyond CUPTI goes: CUPTI's dispatch of kjoule's callbacks, the
+    handlers without parameters, the parameter blocks (trace_launch_parts.json)."""
+    f = "trace_launch_parts.json"
+    t = r.load(f)["turns_gpt2m"]
+    sm = t.get("summary") or {}
+    return (f"Where the defaults' cost beyond CUPTI goes on the same forward ({r.where(f)}, `bench/results/{f}`, "
+            f"{t.get('copies')} processes a contestant, {t.get('rounds_done')} rounds; CUPTI's activity records alone "
+            f"{ratio(turn_ratio(sm, 'cupti_activity_only'))}, the defaults {ratio(turn_ratio(sm, 'kjoule_default'))}): "
+            f"kjoule's callbacks enabled but returning at once cost "
+            f"{beyond(t, 'kjoule_empty_handlers', 'cupti_activity_only')} beyond CUPTI alone (CUPTI's dispatch of "
+            f"them); its handlers without parameters (`--no-params`) "
+            f"{beyond(t, 'kjoule_no_params', 'kjoule_empty_handlers')} beyond that; the parameter blocks (the "
+            f"defaults over `--no-params`) {beyond(t, 'kjoule_default', 'kjoule_no_params')}; in all "
+            f"{beyond(t, 'kjoule_default', 'cupti_activity_only')}. So kjoule's own code on the launching thread, "
+            f"not CUPTI's dispatch of it, is most of the cost, and the parameter blocks, written whole into the "
+            f"spool at every launch, about half of it.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -1120,6 +1139,7 @@ GENERATORS = {
     "tracing-spool-append": tracing_spool_append,
     "tracing-stage-ring": tracing_stage_ring,
     "tracing-launch-lean": tracing_launch_lean,
+    "tracing-launch-parts": tracing_launch_parts,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
     "multi-gpu-heldout": multi_gpu_heldout,
