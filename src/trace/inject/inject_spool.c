@@ -52,7 +52,7 @@ void kj_spool_warm_tail(void)
 	warm_for_write(&used);
 	if (p) {
 		warm_for_write(p);
-		warm_for_write(p + 64);
+		warm_for_write((const void *)((uintptr_t)p + 64)); /* may lie past the buffer: a hint */
 	}
 }
 
