@@ -14,6 +14,19 @@ if [ -d .carry-stash ]; then
 fi
 cmake -S . -B .carry/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build .carry/build -j"$(nproc)" >/dev/null
+# KJ_PREP_BASE=REV: REV's injection library too, as .carry/base/libkjoule_inject.so, for an A/B
+# of the two builds on the device (scripts/gpu/inject_ab.sh, AB_BASE=.carry/base/libkjoule_inject.so)
+if [ -n "${KJ_PREP_BASE:-}" ]; then
+	base_tree=$(mktemp -d)
+	git worktree add --detach "$base_tree" "$KJ_PREP_BASE" >/dev/null
+	cmake -S "$base_tree" -B "$base_tree/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$base_tree/build" --target kjoule_inject -j"$(nproc)" >/dev/null
+	mkdir -p .carry/base
+	cp "$base_tree/build/src/trace/inject/libkjoule_inject.so" .carry/base/libkjoule_inject.so
+	strip --strip-debug .carry/base/libkjoule_inject.so
+	git worktree remove --force "$base_tree"
+	echo "device-prep: .carry/base/libkjoule_inject.so is $(git rev-parse --short "$KJ_PREP_BASE")'s"
+fi
 mkdir -p .carry/lib
 for lib in libjansson.so.4 libyaml-0.so.2 libcmocka.so.0 libxgboost.so.0 libdmlc.so.0; do
 	src=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF}' | head -n 1 || true)

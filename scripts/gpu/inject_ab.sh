@@ -9,7 +9,8 @@
 #   env: AB_BASE (required), AB_COPIES (processes a contestant, 3), AB_EVENT_S (seconds of
 #   event rounds, 65; 0 leaves them out), AB_TURNS_S (seconds of GPT-2 turns, 330; 0 leaves them
 #   out), AB_TESTS (ctest -R of the GPU tests, "gpu_trace|gpu_capture"; empty: none)
-# usage (device): source scripts/device-env.sh; AB_BASE=OTHER/libkjoule_inject.so bash scripts/gpu/inject_ab.sh
+# usage: here, KJ_PREP_BASE=REV ./scripts/device-prep.sh builds REV's library beside this build's;
+# then (device): source scripts/device-env.sh; AB_BASE=.carry/base/libkjoule_inject.so bash scripts/gpu/inject_ab.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/kjout}
