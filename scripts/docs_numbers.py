@@ -606,15 +606,19 @@ def turn_ratio(summary, contestant):
     return x if isinstance(x, (int, float)) else None
 
 
+def paired_pct(p):
+    """A paired ratio p (turns.paired) as a cost in %, with its rounds and 95 % interval."""
+    return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
+            f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")
+
+
 def beyond(t, a, b):
     """A's cost beyond B's from one turns result t (its summary and, where kept, its per-round
     ratios): paired round by round with a 95 % interval where the rounds are kept, else the ratio of
     the two medians."""
     per = (t or {}).get("ratio_per_round") or {}
     if a in per and b in per:
-        p = paired(per[a], per[b])
-        return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
-                f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")
+        return paired_pct(paired(per[a], per[b]))
     sm = (t or {}).get("summary") or {}
     x = turn_ratio(sm, a) / turn_ratio(sm, b) - 1
     return pct(0.0 if abs(x) < 0.0005 else x * 100)
@@ -626,9 +630,7 @@ def same_work_beyond_cupti(t):
     per = t["ratio_per_round"]
     pooled = [(a + b) / 2 if a is not None and b is not None else None
               for a, b in zip(per["kjoule_default"], per["kjoule_capture_inside"])]
-    p = paired(pooled, per["cupti_activity_only"])
-    return (f"{pct((p['median'] - 1) * 100)} (paired over {p['rounds']} rounds, 95 % "
-            f"{pct((p['ci95'][0] - 1) * 100)} to {pct((p['ci95'][1] - 1) * 100)})")
+    return paired_pct(paired(pooled, per["cupti_activity_only"]))
 
 
 def tracing_whole_blocks(r):

@@ -123,10 +123,11 @@ int ing_capture_ranges(struct ingest *in)
 		sqlite3_bind_int64(find, 3, start);
 		/* before the mark by at most 1 ms and half the instance; after it, up to its end: a
 		 * short step's marker range must not be taken for the instance before it */
-		int64_t tol = have_end && end > start && (end - start) / 2 < 1000000 ? (end - start) / 2 : 1000000;
+		int spans = have_end && end > start;
+		int64_t tol = spans && (end - start) / 2 < 1000000 ? (end - start) / 2 : 1000000;
 		sqlite3_bind_int64(find, 4, tol);
 		sqlite3_bind_int64(find, 5, matched);
-		sqlite3_bind_int64(find, 6, have_end && end > start ? end : start + tol);
+		sqlite3_bind_int64(find, 6, spans ? end : start + tol);
 		if (!profiler && sqlite3_step(find) == SQLITE_ROW) {
 			matched = sqlite3_column_int64(find, 0);
 			if (sqlite3_column_type(find, 1) == SQLITE_NULL && have_end) {
