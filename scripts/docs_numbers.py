@@ -743,6 +743,32 @@ def tracing_launch_parts(r):
             f"spool at every launch, about half of it.")
 
 
+def tracing_block_refs(r):
+    """The trial that sent a block its thread sent before as a hash, against main's launch path
+    (trace_block_refs.json); not merged."""
+    f = "trace_block_refs.json"
+    d = r.load(f)
+    ev, g = d["event_kernel_block"], d["turns_gpt2m"]
+    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
+    tests = "; ".join(x.strip() for x in d.get("gpu_tests") or []) or "not run"
+
+    def verdict(t, where):
+        per = t["ratio_per_round"]
+        lo, hi = paired(per["kjoule_default"], per["kjoule_default_base"])["ci95"]
+        return (f"{where} the hash costs more than the bytes it saves" if lo > 1 else
+                f"{where} it saves more than the hash costs" if hi < 1 else
+                f"{where} the two do not differ beyond the rounds' interval")
+    return (f"Sending a block its thread had sent before as a 64-bit hash of it, the ingest finding the "
+            f"block again by that hash, was tried and not merged ({r.where(f)}, `bench/results/{f}`, "
+            f"{g.get('copies')} processes a contestant; `gpu_trace` with it: {tests}). It "
+            f"writes fewer bytes but hashes every block: on `kernel_block` it took {new_old(ev)} per "
+            f"launch beside the build that sends each block whole, and on the GPT-2 forward "
+            f"{new_old(g)}, where the whole-block build cost "
+            f"{beyond(g, 'kjoule_default_base', 'cupti_activity_only')} beyond CUPTI alone and the trial "
+            f"{beyond(g, 'kjoule_default', 'cupti_activity_only')}: {verdict(ev, 'on the loop')}, "
+            f"{verdict(g, 'on the forward')}.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -1141,6 +1167,7 @@ GENERATORS = {
     "tracing-spool-append": tracing_spool_append,
     "tracing-stage-ring": tracing_stage_ring,
     "tracing-launch-lean": tracing_launch_lean,
+    "tracing-block-refs": tracing_block_refs,
     "tracing-launch-parts": tracing_launch_parts,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,
