@@ -1,7 +1,7 @@
 /* Pacing of a graph iteration's energy replay (kj_replay_pace): the decision on synthetic
  * launch cadences (a host-synchronised loop, back to back, too few launches, long pauses), the
  * same read from small runs written here, and the shipped graph-launched run checked against its
- * own database. (The paced period's protocol line: test_replay.c.) */
+ * own database. (The paced period's protocol line: test_replay_plan.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,23 +1,9 @@
-/* compare, timeline and api on run databases built here with hand-computed decompositions.
- *
- * The main run (times in us; the database holds ns = us * 1000): four 'step' ranges (depth 0) at
- * 0, 2000, 4000, 6000, each 1000 long, so the first is skipped as warm-up by default. In each,
- * relative to its start o:
- *   K1 unique 1 (gemm) stream 1 [100, 300) launched at 50
- *   K2 unique 2 (norm) stream 2 [200, 400) launched at 60   (overlaps K1 by 100)
- *   K1 again             stream 1 [600, 700) launched at 550
- *   memcpy HtoD 100 B    stream 1 [800, 850) (no launch time: its start assigns it)
- *   'layer' range (depth 1) [40, 500): launches K1 and K2 -> GPU busy [100, 400) = 300
- *   cuStreamSynchronize [860, 900)
- * Per iteration, by hand: wall 1000; busy = |[100,400) u [600,700) u [800,850)| = 450;
- * span 750; idle in span 300; host-only 250; kernel sum 500; copy sum 50; overlap 100.
- * Replay warm: unique 1 150, unique 2 180 -> Σ = 480 (in situ 500), naive error -52%. Cold:
- * unique 1 only, 250 -> Σ 500 over 2/3 of launches (unique 2's cold replay failed and is
- * ignored). Isolated estimate (mean of warm and cold, warm without cold): 2 x 200 + 180 = 580;
- * with the 100 us overlap back in the wall, predicted wall 1000 + 100 + 80 = 1180.
- * Sequence replay eager 900, graph 600 -> framework/host 100, launch cost 300.
- * Energy: constant 200 W -> 0.2 J measured; replay 10 + 10 + 20 mJ = 0.04 J; idle 100 W over the
- * non-kernel time 1000 - 400 = 600 us -> 0.06 J; predicted 0.1 J, error -50%. */
+/* compare on run databases built here (compare_fixture.h): the main run's decomposition of an
+ * iteration's time worked out by hand (busy, idle, host-only, overlap, the replay sums and the
+ * predicted wall, energy, tiers, regions), missing inputs as null, a run without NVTX as one
+ * iteration, ranges left open, overlapping or spilling work, empty runs, the interval union,
+ * instances per process and the output folder. (Energy: test_report_compare_energy.c; timeline
+ * and api: test_report_timeline_api.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,140 +16,13 @@
 #include <unistd.h>
 
 #include "kj_acts.h"
-#include "kj_apistory_out.h"
 #include "kj_compare_out.h"
 #include "kj_db.h"
 #include "kj_error.h"
-#include "kj_html.h"
-#include "kj_replay.h"
-#include "kj_store_r_results.h"
-#include "kj_timeline.h"
 
+#include "compare_fixture.h"
 #include "sqlexec.h"
 #include "tmpdir.h"
-#define US 1000LL /* ns per us */
-#define T0 1000000000LL
-
-static void kernel(sqlite3 *db, int64_t corr, int stream, int uid, int64_t s, int64_t e,
-		   int64_t launch)
-{
-	exec(db,
-	     "INSERT INTO kernel(pid, device_id, stream_id, correlation_id, start_ns, end_ns,"
-	     " name_id, unique_id, launch_ns, launch_tid) VALUES(7, 0, %d, %lld, %lld, %lld, %d, %d,"
-	     " %lld, 8)",
-	     stream, (long long)corr, (long long)(T0 + s * US), (long long)(T0 + e * US), uid, uid,
-	     (long long)(T0 + launch * US));
-	exec(db,
-	     "INSERT INTO api_call(pid, tid, domain, name, start_ns, end_ns, correlation_id)"
-	     " VALUES(7, 8, 'driver', 'cuLaunchKernel', %lld, %lld, %lld)",
-	     (long long)(T0 + launch * US), (long long)(T0 + (launch + 5) * US), (long long)corr);
-}
-
-static void make_main(const char *path, int with_power)
-{
-	sqlite3 *db = NULL;
-	unlink(path);
-	assert_int_equal(kj_db_create(path, &db), 0);
-	exec(db, "INSERT INTO process(pid, exe) VALUES(7, 'python3')");
-	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'ampere_sgemm_128x64_tn'),"
-		 " (2, 'vectorized_layer_norm_kernel')");
-	exec(db, "INSERT INTO unique_kernel(id, key, name_id, tier) VALUES(1, 'a', 1, 'gemm'),"
-		 " (2, 'b', 2, 'norm')");
-	int64_t corr = 1;
-	for (int i = 0; i < 4; i++) {
-		int64_t o = 2000LL * i;
-		exec(db,
-		     "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES"
-		     " (7, 8, 'step', %lld, %lld, 0), (7, 8, 'layer', %lld, %lld, 1)",
-		     (long long)(T0 + o * US), (long long)(T0 + (o + 1000) * US),
-		     (long long)(T0 + (o + 40) * US), (long long)(T0 + (o + 500) * US));
-		kernel(db, corr++, 1, 1, o + 100, o + 300, o + 50);
-		kernel(db, corr++, 2, 2, o + 200, o + 400, o + 60);
-		kernel(db, corr++, 1, 1, o + 600, o + 700, o + 550);
-		exec(db,
-		     "INSERT INTO memcpy(pid, device_id, stream_id, start_ns, end_ns, bytes, kind)"
-		     " VALUES(7, 0, 1, %lld, %lld, 100, 'HtoD')",
-		     (long long)(T0 + (o + 800) * US), (long long)(T0 + (o + 850) * US));
-		exec(db,
-		     "INSERT INTO api_call(pid, tid, name, start_ns, end_ns) VALUES(7, 8,"
-		     " 'cuStreamSynchronize', %lld, %lld)",
-		     (long long)(T0 + (o + 860) * US), (long long)(T0 + (o + 900) * US));
-	}
-	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns) VALUES"
-		 " (1, 'warm', 10, 150000), (2, 'warm', 10, 180000), (1, 'cold', 10, 250000),"
-		 " (1, 'sequence', 20, 160000), (2, 'sequence', 20, 170000)");
-	/* a failed replay is not a measurement */
-	exec(db, "INSERT INTO replay_kernel(unique_id, cache, runs, median_ns, status, error) VALUES"
-		 " (2, 'cold', 3, 999000, 'failed', 'illegal address')");
-	exec(db, "INSERT INTO replay_sequence(iteration, mode, runs, median_ns) VALUES"
-		 " (1, 'eager', 5, 900000), (1, 'graph', 5, 600000)");
-	if (with_power) {
-		exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-x', 'test')");
-		exec(db, "INSERT INTO replay_energy(unique_id, energy_mj_per_launch) VALUES(1, 10),"
-			 " (2, 20)");
-		exec(db, "INSERT INTO idle_power(device_id, median_mw, samples) VALUES(0, 100000, 10)");
-		/* 200 W inside the iterations (the first 1000 us of every 2000), idle 100 W between
-		 * them: one sample per 100 us, the counter gaining 20 or 10 mJ per sample */
-		for (int k = 0, mj = 1000; k <= 80; k++) {
-			int inside = k > 0 && ((k - 1) % 20) < 10;
-			mj += k > 0 ? (inside ? 20 : 10) : 0;
-			exec(db,
-			     "INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw,"
-			     " energy_mj, energy_updated) VALUES(0, %lld, %d, %d, %d, 1)",
-			     (long long)(T0 + (k * 100LL - 50) * US), inside ? 200000 : 100000, inside ? 200000 : 100000, mj);
-		}
-	}
-	kj_db_close(db);
-}
-
-/* compare's JSON of a run; *text (when asked) gets its text report, which must never print NaN
- * or inf */
-static json_t *compare_json_text(const char *path, const char *region, int skip, int expect_rc, char **text)
-{
-	sqlite3 *db = NULL;
-	struct kj_compare *c = NULL;
-	struct kj_compare_opts o = {.region = region, .skip = skip, .top = 5, .quiet = 1};
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	assert_int_equal(kj_compare_compute(db, &o, &c), expect_rc);
-	json_t *j = c ? kj_compare_json(c) : NULL;
-	if (c) {
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
-		kj_compare_print(c, f);
-		fclose(f);
-		assert_null(strstr(buf, "nan"));
-		assert_null(strstr(buf, "inf "));
-		if (text)
-			*text = buf;
-		else
-			free(buf);
-	}
-	kj_compare_free(c);
-	kj_db_close(db);
-	return j;
-}
-
-static json_t *compare_json(const char *path, const char *region, int skip, int expect_rc)
-{
-	return compare_json_text(path, region, skip, expect_rc, NULL);
-}
-
-static double jnum(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_number(v)) {
-		fprintf(stderr, "field %s is not a number\n", k);
-		fail();
-	}
-	return json_number_value(v);
-}
-
-static int near(double a, double b)
-{
-	return fabs(a - b) < 1e-6 * (fabs(b) + 1);
-}
-#define NEAR(a, b) assert_true(near((a), (double)(b)))
 
 static void test_decomposition_by_hand(void **state)
 {
@@ -285,92 +144,6 @@ static void test_decomposition_by_hand(void **state)
 	/* skipping everything is refused, an absent region too */
 	assert_null(compare_json(p, "step", 4, KJ_EINVAL));
 	assert_null(compare_json(p, "nope", -1, KJ_ENOTFOUND));
-}
-
-/* The report page of a run (region step, first instance skipped), malloc'ed. */
-static char *report_page(const char *path)
-{
-	sqlite3 *db = NULL;
-	char *page = NULL;
-	size_t len = 0;
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	FILE *f = open_memstream(&page, &len);
-	struct kj_html_opts ho = {.run_path = path, .region = "step", .skip = 1, .quiet = 1};
-	assert_int_equal(kj_html_report_write(db, &ho, f), 0);
-	fclose(f);
-	kj_db_close(db);
-	return page;
-}
-
-/* Cold-L2 energies: each kernel at the mean of its warm and cold energy, as its time is; kernels
- * without a cold one at their warm energy × the ratio of those with one. */
-static void test_cold_energy_mean(void **state)
-{
-	(void)state;
-	char p[256];
-	sqlite3 *db = NULL;
-	snprintf(p, sizeof(p), "%s/cold_energy.kjdb", dir);
-	make_main(p, 1);
-	/* an older run: no replay_energy_cold table, the warm figures alone */
-	json_t *j = compare_json(p, "step", 1, 0);
-	NEAR(jnum(j, "energy_kernels_j"), 0.04);
-	assert_true(json_is_null(json_object_get(j, "energy_kernels_cold_j")));
-	json_decref(j);
-	char *page = report_page(p);
-	assert_null(strstr(page, "id=\"energy-kernels-cold\""));
-	free(page);
-	/* unique 1 (2 launches, 10 mJ warm) at 30 mJ cold; unique 2 (1 launch, 20 mJ) has none */
-	assert_int_equal(kj_db_open(p, 1, &db), 0);
-	exec(db, KJ_REPLAY_ENERGY_COLD_TABLE);
-	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(1, 30, 250000)");
-	/* an infinite figure (no replay writes one) is no measurement: unique 2 stays without */
-	exec(db, "INSERT INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 9e999, 1)");
-	kj_db_close(db);
-	char *text = NULL;
-	j = compare_json_text(p, "step", 1, 0, &text);
-	NEAR(jnum(j, "energy_kernels_warm_j"), 0.04);
-	NEAR(jnum(j, "energy_cold_ratio"), 3);                 /* 60 / 20 mJ */
-	NEAR(jnum(j, "energy_kernels_cold_j"), 0.12);           /* 60 + 20 x 3 */
-	NEAR(jnum(j, "energy_kernels_j"), 0.08);                /* 2 x 20 + 20 x (1 + 3) / 2 */
-	NEAR(jnum(j, "energy_cold_time_coverage"), 0.6);        /* 300 of 500 us */
-	/* the mean of warm and cold, each kernel: one of the ways compare shows */
-	NEAR(jnum(json_object_get(json_object_get(j, "energy_candidates"), "mean_warm_cold"), "predicted_j"),
-	     0.08 + jnum(j, "energy_idle_j"));
-	/* the prediction places each kernel between its warm and cold energy by its in-sequence
-	 * time: unique 1 at 160 us between 150 warm and 250 cold (0.1): 10 + 0.1 x 20 = 12 mJ, twice;
-	 * unique 2 (no cold time) half way to its cold figure, its warm 20 mJ x the ratio 3: 40 mJ */
-	assert_string_equal(json_string_value(json_object_get(j, "energy_prediction_method")), "placed_in_sequence");
-	NEAR(jnum(j, "energy_kernels_predicted_j"), 0.064);
-	NEAR(jnum(j, "energy_predicted_j"), 0.064 + jnum(j, "energy_idle_j"));
-	assert_non_null(strstr(text, "the rest at their warm energy × 3.000"));
-	free(text);
-	/* the report's energy table has both sums beside the mean */
-	page = report_page(p);
-	assert_non_null(strstr(page, "id=\"energy-kernels-warm\""));
-	assert_non_null(strstr(page, "holding 60.0 % of kernel time, cold/warm 3.000"));
-	free(page);
-	json_t *top = json_object_get(j, "top_kernels");
-	for (size_t i = 0; i < json_array_size(top); i++) {
-		json_t *k = json_array_get(top, i);
-		if (jnum(k, "energy_warm_mj_per_launch") == 10) {
-			NEAR(jnum(k, "energy_cold_mj_per_launch"), 30);
-			NEAR(jnum(k, "energy_mj_per_launch"), 20);
-		} else {
-			assert_true(json_is_null(json_object_get(k, "energy_cold_mj_per_launch")));
-		}
-	}
-	json_decref(j);
-	/* both measured: the plain sum of the means, the same total here */
-	assert_int_equal(kj_db_open(p, 1, &db), 0);
-	exec(db, "INSERT OR REPLACE INTO replay_energy_cold(unique_id, energy_mj_per_launch, ns_per_launch) VALUES(2, 60, 300000)");
-	kj_db_close(db);
-	j = compare_json_text(p, "step", 1, 0, &text);
-	NEAR(jnum(j, "energy_kernels_j"), 0.08);
-	NEAR(jnum(j, "energy_kernels_cold_j"), 0.12);
-	NEAR(jnum(j, "energy_cold_time_coverage"), 1);
-	assert_null(strstr(text, "the rest at"));
-	free(text);
-	json_decref(j);
 }
 
 static void test_missing_inputs_are_null(void **state)
@@ -575,130 +348,6 @@ static void test_write_dir(void **state)
 	kj_db_close(db);
 }
 
-static void test_chrome_trace_fields(void **state)
-{
-	(void)state;
-	char p[256], tp[300];
-	sqlite3 *db = NULL;
-	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
-	snprintf(tp, sizeof(tp), "%s/trace.json", dir);
-	make_main(p, 1);
-	assert_int_equal(kj_db_open(p, 0, &db), 0);
-	FILE *f = fopen(tp, "w");
-	struct kj_timeline_opts o = {.format = KJ_TL_CHROME, .iteration = -1, .quiet = 1,
-				     .run_path = "a \"quoted\"\\path"};
-	assert_int_equal(kj_timeline_write(db, &o, f), 0);
-	fclose(f);
-	json_error_t err;
-	json_t *j = json_load_file(tp, 0, &err);
-	if (!j)
-		fprintf(stderr, "%s line %d\n", err.text, err.line);
-	assert_non_null(j);
-	json_t *ev = json_object_get(j, "traceEvents");
-	size_t nx_kernel = 0, nx_api = 0, ns = 0, nf = 0, nc = 0, nnvtx = 0;
-	for (size_t i = 0; i < json_array_size(ev); i++) {
-		json_t *e = json_array_get(ev, i);
-		const char *ph = json_string_value(json_object_get(e, "ph"));
-		assert_non_null(ph);
-		assert_true(json_is_number(json_object_get(e, "ts")));
-		assert_true(json_is_integer(json_object_get(e, "pid")));
-		assert_true(json_is_integer(json_object_get(e, "tid")));
-		assert_true(json_is_string(json_object_get(e, "name")));
-		if (!strcmp(ph, "X")) {
-			assert_true(json_is_number(json_object_get(e, "dur")));
-			const char *cat = json_string_value(json_object_get(e, "cat"));
-			if (!strcmp(cat, "kernel"))
-				nx_kernel++;
-			else if (!strcmp(cat, "cuda_api"))
-				nx_api++;
-			else if (!strcmp(cat, "nvtx"))
-				nnvtx++;
-		} else if (!strcmp(ph, "s")) {
-			ns++;
-		} else if (!strcmp(ph, "f")) {
-			nf++;
-			assert_string_equal(json_string_value(json_object_get(e, "bp")), "e");
-		} else if (!strcmp(ph, "C")) {
-			nc++;
-		}
-	}
-	assert_int_equal(nx_kernel, 12);
-	assert_int_equal(nx_api, 16);
-	assert_int_equal(nnvtx, 8);
-	assert_int_equal(ns, 12);
-	assert_int_equal(nf, 12);
-	assert_true(nc >= 81 * 2);
-	/* the first kernel starts 100 us after the run's first event (the first API call at 50) */
-	json_decref(j);
-
-	/* ascii and svg of iteration 1 */
-	char *buf = NULL;
-	size_t len = 0;
-	f = open_memstream(&buf, &len);
-	o.format = KJ_TL_SVG;
-	o.iteration = 1;
-	assert_int_equal(kj_timeline_write(db, &o, f), 0);
-	fclose(f);
-	size_t bars = 0;
-	for (char *q = buf; (q = strstr(q, "<rect class=\"k\"")); q++)
-		bars++;
-	assert_int_equal(bars, 4);
-	free(buf);
-	f = open_memstream(&buf, &len);
-	o.format = KJ_TL_ASCII;
-	o.width = 40;
-	assert_int_equal(kj_timeline_write(db, &o, f), 0);
-	fclose(f);
-	assert_non_null(strstr(buf, "gpu0 s1"));
-	assert_non_null(strstr(buf, "gpu0 s2"));
-	assert_non_null(strstr(buf, "G"));
-	free(buf);
-	o.iteration = 9;
-	f = open_memstream(&buf, &len);
-	assert_int_equal(kj_timeline_write(db, &o, f), KJ_ENOTFOUND);
-	fclose(f);
-	free(buf);
-	kj_db_close(db);
-}
-
-static void test_api_story(void **state)
-{
-	(void)state;
-	char p[256];
-	sqlite3 *db = NULL;
-	json_t *j = NULL;
-	struct kj_api_opts o = {.skip = -1, .gaps = 3, .quiet = 1};
-	snprintf(p, sizeof(p), "%s/main.kjdb", dir);
-	make_main(p, 0);
-	assert_int_equal(kj_db_open(p, 0, &db), 0);
-	assert_int_equal(kj_api_story(db, &o, &j), 0);
-	assert_true(json_is_true(json_object_get(j, "api_traced")));
-	json_t *k = json_object_get(j, "kernels_per_iteration");
-	NEAR(jnum(k, "mean"), 3);
-	NEAR(jnum(json_object_get(j, "bytes"), "h2d"), 400);
-	json_t *sy = json_object_get(j, "synchronization");
-	NEAR(jnum(sy, "calls"), 4);
-	NEAR(jnum(sy, "time_us"), 160);
-	/* GPU idle: between iterations 850 -> 2100 is the longest gap (1250 us) */
-	json_t *g = json_array_get(json_object_get(json_object_get(j, "gpu_idle"), "longest"), 0);
-	NEAR(jnum(g, "duration_us"), 1250);
-	json_t *pa = json_object_get(j, "per_api");
-	assert_int_equal(json_array_size(pa), 2);
-	json_decref(j);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	assert_int_equal(kj_api_jsonl(db, f), 0);
-	fclose(f);
-	size_t lines = 0;
-	for (char *q = buf; *q; q++)
-		lines += *q == '\n';
-	/* 16 API calls, 12 kernels, 4 copies, 8 NVTX ranges */
-	assert_int_equal(lines, 40);
-	free(buf);
-	kj_db_close(db);
-}
-
 /* Two processes (torchrun ranks) with overlapping 'forward' instances: each rank's work goes to
  * its own instance, never to the other rank's that started later; a process without instances of
  * its own is attributed by time alone, as before. */
@@ -724,120 +373,16 @@ static void test_owner_per_process(void **state)
 	assert_int_equal(kj_iters_owner_of(&it, 150, 1), 1); /* one process: unchanged */
 }
 
-/* 40 steps of 1 ms, one every 2 ms: 500 W inside each, 100 W (idle) between. The power readings
- * average the whole loop (300 W, as NVML's do over longer than a step), the counter gains 3 J
- * every 10 ms. Each window's own figure spreads the idle over the windows (300 W x 1 ms); the
- * counter over the loop less idle power between the steps gives what a step drew. */
-static void test_loop_energy(void **state)
-{
-	(void)state;
-	char path[256];
-	sqlite3 *db = NULL;
-	snprintf(path, sizeof(path), "%s/loop.kjdb", dir);
-	unlink(path);
-	assert_int_equal(kj_db_create(path, &db), 0);
-	exec(db, "INSERT INTO process(pid, exe) VALUES(7, 'python3')");
-	exec(db, "INSERT INTO kernel_name(id, mangled) VALUES(1, 'k')");
-	exec(db, "INSERT INTO unique_kernel(id, key, name_id, tier) VALUES(1, 'a', 1, 'gemm')");
-	exec(db, "INSERT INTO device(id, uuid, name) VALUES(0, 'GPU-x', 'test')");
-	exec(db, "INSERT INTO idle_power(device_id, median_mw, samples) VALUES(0, 100000, 10)");
-	for (int i = 0; i < 40; i++) {
-		int64_t o = 10000 + 2000LL * i;
-		exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES (7, 8, 'step', %lld, %lld, 0)",
-		     (long long)(T0 + o * US), (long long)(T0 + (o + 1000) * US));
-		kernel(db, i + 1, 1, 1, o + 20, o + 980, o + 10);
-	}
-	for (int k = 0; k <= 110; k++) /* one reading a millisecond, from 0 to 110 ms */
-		exec(db, "INSERT INTO power_sample(device_id, t_ns, power_mw, power_avg_mw, energy_mj, energy_updated)"
-			 " VALUES(0, %lld, 300000, 300000, %d, %d)",
-		     (long long)(T0 + k * 1000LL * US), 1000 + 3000 * (k / 10), k % 10 == 0);
-	kj_db_close(db);
-	char *txt = NULL;
-	json_t *j = compare_json_text(path, "step", 1, 0, &txt);
-	assert_non_null(j);
-	assert_string_equal(json_string_value(json_object_get(j, "energy_measured_basis")), "loop");
-	double win = jnum(j, "energy_measured_windows_j"), loop = jnum(j, "energy_measured_loop_j");
-	assert_true(fabs(win - 0.300) < 0.006);   /* 300 W x 1 ms */
-	assert_true(fabs(loop - 0.500) < 0.010);  /* what a step drew */
-	NEAR(jnum(j, "energy_measured_j"), loop);
-	assert_true(fabs(jnum(j, "energy_loop_outside_pct") - 100.0 * 38 / 77) < 0.5); /* 38 gaps of 1 ms in 77 ms */
-	json_decref(j);
-	/* the text names the basis and keeps the windows' figure beside it */
-	assert_non_null(strstr(txt, "the loop of 39 iterations as one window"));
-	assert_non_null(strstr(txt, "each iteration's own window: 0.30"));
-	free(txt);
-	/* so does the report page */
-	assert_int_equal(kj_db_open(path, 0, &db), 0);
-	char *page = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&page, &len);
-	struct kj_html_opts ho = {.run_path = path, .region = "step", .skip = 1, .quiet = 1};
-	assert_int_equal(kj_html_report_write(db, &ho, f), 0);
-	fclose(f);
-	kj_db_close(db);
-	assert_non_null(strstr(page, "id=\"energy-measured-loop\""));
-	assert_non_null(strstr(page, "each iteration's own window: 0.30"));
-	free(page);
-	/* a kernel no iteration owns, between two of them (an optimizer step outside the 'step'
-	 * range): the time between iterations is not idle, the loop is no window for them */
-	assert_int_equal(kj_db_open(path, 1, &db), 0);
-	exec(db, "INSERT INTO nvtx_range(pid, tid, name, start_ns, end_ns, depth) VALUES (7, 8, 'other', %lld, %lld, 0)",
-	     (long long)(T0 + 41000 * US), (long long)(T0 + 41900 * US));
-	kernel(db, 100, 1, 1, 41100, 41800, 41050);
-	kj_db_close(db);
-	j = compare_json(path, "step", 1, 0);
-	assert_string_equal(json_string_value(json_object_get(j, "energy_measured_basis")), "windows");
-	json_decref(j);
-}
-
-/* Each kernel's energy as it ran in the program: the prediction scaled so that all kernels sum to
- * the measured energy less idle. */
-static void test_in_situ_energy(void **state)
-{
-	(void)state;
-	char p[256];
-	snprintf(p, sizeof(p), "%s/insitu.kjdb", dir);
-	make_main(p, 1);
-	json_t *j = compare_json(p, "step", 1, 0);
-	double meas = jnum(j, "energy_measured_j"), idle = jnum(j, "energy_idle_j");
-	double kpred = jnum(j, "energy_kernels_predicted_j"), sum = 0, sum_pred = 0;
-	json_t *top = json_object_get(j, "top_kernels"), *k;
-	size_t i;
-	assert_int_equal(json_array_size(top), 2); /* every kernel of the run */
-	json_array_foreach(top, i, k) {
-		double pe = jnum(k, "energy_predicted_mj"), ie = jnum(k, "energy_in_situ_mj");
-		assert_true(pe > 0 && ie > 0);
-		/* one factor for all: in situ / predicted alike */
-		NEAR(ie / pe, (meas - idle) / kpred);
-		NEAR(jnum(k, "energy_in_situ_mj_per_launch") * jnum(k, "count_per_iteration"), ie);
-		sum += ie;
-		sum_pred += pe;
-	}
-	NEAR(sum_pred / 1000, kpred);
-	NEAR(sum / 1000, meas - idle);
-	json_decref(j);
-	/* the report's energy chart and kernel table carry them */
-	char *page = report_page(p);
-	assert_non_null(strstr(page, "in situ (as it ran in the program)"));
-	assert_non_null(strstr(page, "<th>in-situ mJ / iter</th>"));
-	free(page);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intervals),
 		cmocka_unit_test(test_owner_per_process),
 		cmocka_unit_test(test_decomposition_by_hand),
-		cmocka_unit_test(test_loop_energy),
-		cmocka_unit_test(test_in_situ_energy),
-		cmocka_unit_test(test_cold_energy_mean),
 		cmocka_unit_test(test_missing_inputs_are_null),
 		cmocka_unit_test(test_whole_run_unclosed_overlap),
 		cmocka_unit_test(test_empty_and_no_kernels),
 		cmocka_unit_test(test_write_dir),
-		cmocka_unit_test(test_chrome_trace_fields),
-		cmocka_unit_test(test_api_story),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
