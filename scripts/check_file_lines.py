@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check that no .c/.cu file under src/ is longer than the limit (600 lines), but for the files
+"""Check that no .c/.cu file of the tree (src/, tests/, bench/, examples/, fuzz/; hidden folders
+and build trees left out) is longer than the limit (600 lines), but for the files
 listed in scripts/file_lines_debts.txt, each at no more lines than the count listed there.
 
 A debt line is `PATH LINES # why it is still long, and what would split it`. The check fails
@@ -45,8 +46,10 @@ def main():
     rel_debts = os.path.relpath(debts_path, root)
 
     lengths = {}
-    for d, dirs, files in os.walk(os.path.join(root, "src")):
-        dirs.sort()
+    for d, dirs, files in os.walk(root):
+        # hidden folders (.git, .carry) and build trees (a CMakeCache.txt) hold no sources of ours
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and
+                         not os.path.exists(os.path.join(d, x, "CMakeCache.txt")))
         for name in sorted(files):
             if name.endswith(SOURCE_EXT):
                 p = os.path.join(d, name)
