@@ -769,6 +769,41 @@ def tracing_block_refs(r):
             f"{verdict(g, 'on the forward')}.")
 
 
+def over_copies(t, a, b, resamples=10000):
+    """A's cost beyond B's over processes: each process's ratio to untraced (turns.py's
+    ratio_per_copy), the mean of A's over the mean of B's, with a 95 % interval from resampling
+    each contestant's processes (a fixed seed, so the text is the same each time)."""
+    import random
+    sm = t["summary"]
+    xa, xb = list(sm[a]["ratio_per_copy"].values()), list(sm[b]["ratio_per_copy"].values())
+    mean = lambda v: sum(v) / len(v)
+    rng = random.Random(0)
+    boot = sorted(mean([rng.choice(xa) for _ in xa]) / mean([rng.choice(xb) for _ in xb])
+                  for _ in range(resamples))
+    lo, hi = boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+    return (f"{pct((mean(xa) / mean(xb) - 1) * 100)} (over {len(xa)} and {len(xb)} processes, 95 % "
+            f"{pct((lo - 1) * 100)} to {pct((hi - 1) * 100)})")
+
+
+def tracing_eager_six(r):
+    """The defaults and --no-params beside CUPTI alone with six processes a contestant, bounded over
+    rounds and over processes (trace_eager_six.json)."""
+    f = "trace_eager_six.json"
+    t = r.load(f)["turns_gpt2m"]
+    sm = t["summary"]
+    spread = lambda c: (min(sm[c]["ratio_per_copy"].values()), max(sm[c]["ratio_per_copy"].values()))
+    dlo, dhi = spread("kjoule_default")
+    clo, chi = spread("cupti_activity_only")
+    return (f"With six processes a contestant ({r.where(f)}, `bench/results/{f}`, {t.get('rounds_done')} "
+            f"rounds), the process lottery can be averaged and bounded: the defaults' processes ran "
+            f"between {ratio(dlo)} and {ratio(dhi)} the untraced forward, CUPTI alone's between "
+            f"{ratio(clo)} and {ratio(chi)}. The defaults cost {beyond(t, 'kjoule_default', 'cupti_activity_only')} "
+            f"beyond CUPTI alone, round by round, and {over_copies(t, 'kjoule_default', 'cupti_activity_only')} "
+            f"process by process; `--no-params` {beyond(t, 'kjoule_no_params', 'cupti_activity_only')} and "
+            f"{over_copies(t, 'kjoule_no_params', 'cupti_activity_only')}; the parameter blocks (the defaults "
+            f"over `--no-params`) {beyond(t, 'kjoule_default', 'kjoule_no_params')}.")
+
+
 def tracing_capture(r):
     """What a capture window costs outside it, and the database it leaves (capture_overhead.json)."""
     f = "capture_overhead.json"
@@ -1168,6 +1203,7 @@ GENERATORS = {
     "tracing-stage-ring": tracing_stage_ring,
     "tracing-launch-lean": tracing_launch_lean,
     "tracing-block-refs": tracing_block_refs,
+    "tracing-eager-six": tracing_eager_six,
     "tracing-launch-parts": tracing_launch_parts,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,

@@ -84,4 +84,22 @@ grep -q "bench/result[s]/ingest_speed_$W.json: named by when it was made ('inges
 grep -q "bench/result[s]/notes/call3_probe.txt: named by when it was made" "$T/err" || fail "call3: $(cat "$T/err")"
 grep -q "docs/limits.md:[0-9]*: bench/result[s]/predict_accuracy_third.json is not there" "$T/err" || fail "dangling: $(cat "$T/err")"
 grep -q "predict_accuracy_ninth" "$T/err" && fail "a COMMIT: reference was taken for a missing file"
+# over_copies: one contestant's processes against another's (mean over mean, resampled processes)
+python3 - "$SRC/scripts" <<'P' || fail "over_copies"
+import sys
+sys.path.insert(0, sys.argv[1])
+from docs_numbers import over_copies
+t = lambda a, b: {"summary": {"a": {"ratio_per_copy": dict(enumerate(a))}, "b": {"ratio_per_copy": dict(enumerate(b))}}}
+same = [1.10, 1.14, 1.12]
+# the same processes: no cost, an interval about it as wide below as above
+text = over_copies(t(same, same), "a", "b")
+assert text == "0.0 % (over 3 and 3 processes, 95 % -2.4 % to 2.4 %)", text
+# every process of a 5 % slower: 5 % whichever processes are drawn
+slow = [x * 1.05 for x in [1.1] * 4]
+assert over_copies(t(slow, [1.1] * 3), "a", "b") == "5.0 % (over 4 and 3 processes, 95 % 5.0 % to 5.0 %)"
+# spread processes: the interval holds the estimate and is wider than zero; a before b
+text = over_copies(t([1.20, 1.15, 1.25], [1.10, 1.14, 1.12]), "a", "b")
+est, lo, hi = (float(x) for x in __import__("re").findall(r"(-?\d+\.\d) %", text))
+assert lo < est < hi and est > 0, text
+P
 finish
