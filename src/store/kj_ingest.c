@@ -156,6 +156,10 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_launch))
 				rc = ing_add_launch(in, r);
 			break;
+		case KJ_REC_LAUNCH_SAME:
+			if (pass == 1 && h->size >= sizeof(struct kj_rec_launch_same))
+				rc = ing_add_launch_same(in, r);
+			break;
 		case KJ_REC_GRAPHNODE:
 			if (pass == 1 && h->size >= sizeof(struct kj_rec_graphnode)) {
 				const struct kj_rec_graphnode *g = r;
@@ -369,6 +373,7 @@ static void ingest_free(struct ingest *in)
 	free(in->groups);
 	free(in->ranges);
 	kj_map_free(in->group_index);
+	kj_map_free(in->block_by_hash);
 	free(in->markers);
 	free(in->seqops);
 	free(in->msets);
@@ -455,13 +460,14 @@ int kj_ingest_file(sqlite3 *db, const char *path, const struct kj_ingest_opts *o
 	in.devices = kj_map_new();
 	in.allocs = kj_map_new();
 	in.group_index = kj_map_new();
+	in.block_by_hash = kj_map_new();
 	in.mset_index = kj_map_new();
 	in.issue_index = kj_map_new();
 	in.node_corrs = kj_map_new();
 	in.graph_rows = kj_map_new();
 	in.orphans = kj_map_new();
 	if (!in.orphans || !in.graph_rows || !in.issue_index || !in.node_corrs || !in.corr || !in.nodes || !in.clones || !in.uniques || !in.devices || !in.allocs ||
-	    !in.group_index || !in.mset_index) {
+	    !in.group_index || !in.block_by_hash || !in.mset_index) {
 		rc = KJ_ENOMEM;
 		goto out;
 	}

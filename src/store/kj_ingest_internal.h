@@ -62,6 +62,7 @@ struct ingest {
 	struct group_info *groups;
 	size_t ngroups, cap_groups;
 	struct kj_map *group_index; /* group id -> index into groups */
+	struct kj_map *block_by_hash; /* kj_block_hash of a whole block -> its bytes in the spool */
 	struct range *ranges;   /* device allocations ever made, sorted by base */
 	size_t nranges, cap_ranges;
 	const struct kj_ingest_opts *opts;
@@ -172,6 +173,8 @@ const struct kj_rec_graph_memset *ing_graph_memset_of(struct ingest *in, uint64_
 /* kj_ingest_unique.c */
 int ing_add_group(struct ingest *in, const struct kj_rec_group *g);
 int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l);
+/** A launch whose block is a whole block of its group read before, named by its hash. */
+int ing_add_launch_same(struct ingest *in, const struct kj_rec_launch_same *l);
 int ing_add_range(struct ingest *in, const struct kj_rec_memory *m);
 int ing_classify(struct ingest *in);
 char *ing_layout_text(const uint32_t *layout, uint32_t n);

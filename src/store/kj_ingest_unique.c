@@ -1,5 +1,6 @@
 /* Spool ingest: launches, groups and allocation ranges collected in pass 1; unique kernels
  * decided from the parameter words (pointer / junk / parameter), and their launch parameters. */
+#include "kj_block_hash.h"
 #include "kj_ingest_internal.h"
 
 #include <dirent.h>
@@ -33,11 +34,44 @@ char *ing_layout_text(const uint32_t *layout, uint32_t n)
 }
 
 
+/* A whole block of group (its launch's or its own) becomes one a later launch may name by hash:
+ * the first block of a hash is kept. */
+static int note_block(struct ingest *in, uint64_t group, const unsigned char *block, uint32_t len)
+{
+	uint64_t h = kj_block_hash(group, block, len), v;
+	if (kj_map_get(in->block_by_hash, h, &v))
+		return 0;
+	return kj_map_put(in->block_by_hash, h, (uint64_t)(uintptr_t)block);
+}
+
+/* A new launch of group gi, its block (or NULL: the group's block with diffs replaced). */
+static int add_launch_info(struct ingest *in, uint64_t gi, int64_t launch_ns, uint32_t tid,
+			   uint32_t correlation, uint32_t ndiff, const struct kj_word_diff *diffs,
+			   const unsigned char *block)
+{
+	struct launch_info *nl = kj_grow(in->launches, &in->cap_launches, in->nlaunches, sizeof(*nl), 4096);
+	if (!nl)
+		return KJ_ENOMEM;
+	in->launches = nl;
+	struct launch_info *li = &in->launches[in->nlaunches];
+	memset(li, 0, sizeof(*li));
+	li->launch_ns = launch_ns;
+	li->tid = tid;
+	li->correlation = correlation; /* the stream comes from the kernel's record */
+	li->group = (uint32_t)gi;
+	li->ndiff = ndiff;
+	li->diffs = diffs;
+	li->block = block;
+	return kj_map_put(in->corr, correlation, in->nlaunches++);
+}
+
 int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 {
 	uint64_t gi;
 	size_t diffs = (size_t)l->ndiff * sizeof(struct kj_word_diff);
 	uint32_t block_len = in->spool_version >= 3 ? l->block_len : 0; /* version 2: the stream's slot */
+	const unsigned char *block = block_len ? (const unsigned char *)(l + 1) + diffs : NULL;
+	int rc;
 	if (sizeof(*l) + diffs + block_len > l->h.size)
 		return KJ_EINVAL;
 	if (!kj_map_get(in->group_index, l->group, &gi))
@@ -45,20 +79,23 @@ int ing_add_launch(struct ingest *in, const struct kj_rec_launch *l)
 	/* a whole block is its group's length, beside a reference to compare it with */
 	if (block_len && (!in->groups[gi].ref || block_len != in->groups[gi].rec->blob_len))
 		return KJ_EINVAL;
-	struct launch_info *nl = kj_grow(in->launches, &in->cap_launches, in->nlaunches, sizeof(*nl), 4096);
-	if (!nl)
-		return KJ_ENOMEM;
-	in->launches = nl;
-	struct launch_info *li = &in->launches[in->nlaunches];
-	memset(li, 0, sizeof(*li));
-	li->launch_ns = l->launch_ns;
-	li->tid = l->tid;
-	li->correlation = l->correlation; /* the stream comes from the kernel's record */
-	li->group = (uint32_t)gi;
-	li->ndiff = l->ndiff;
-	li->diffs = (const struct kj_word_diff *)(l + 1);
-	li->block = block_len ? (const unsigned char *)(l + 1) + diffs : NULL;
-	return kj_map_put(in->corr, l->correlation, in->nlaunches++);
+	if (block && (rc = note_block(in, l->group, block, block_len)) != 0)
+		return rc;
+	return add_launch_info(in, gi, l->launch_ns, l->tid, l->correlation, l->ndiff,
+			       (const struct kj_word_diff *)(l + 1), block);
+}
+
+int ing_add_launch_same(struct ingest *in, const struct kj_rec_launch_same *l)
+{
+	uint64_t gi, v;
+	if (!kj_map_get(in->group_index, l->group, &gi))
+		return 0;
+	/* the block it names is its group's length, and came before it */
+	if (!in->groups[gi].ref || l->block_len != in->groups[gi].rec->blob_len ||
+	    !kj_map_get(in->block_by_hash, l->block_hash, &v))
+		return KJ_EINVAL;
+	return add_launch_info(in, gi, l->launch_ns, l->tid, l->correlation, 0, NULL,
+			       (const unsigned char *)(uintptr_t)v);
 }
 
 int ing_add_group(struct ingest *in, const struct kj_rec_group *g)
@@ -75,6 +112,11 @@ int ing_add_group(struct ingest *in, const struct kj_rec_group *g)
 	gi->rec = g;
 	gi->layout = (const uint32_t *)(g + 1);
 	gi->ref = g->blob_len ? (const unsigned char *)g + head : NULL;
+	if (gi->ref) {
+		int rc = note_block(in, g->group, gi->ref, g->blob_len);
+		if (rc)
+			return rc;
+	}
 	return kj_map_put(in->group_index, g->group, in->ngroups++);
 }
 

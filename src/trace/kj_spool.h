@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define KJ_SPOOL_MAGIC 0x6C6F6F70736A6BULL /* "kjspool" */
-#define KJ_SPOOL_VERSION 3 /* 3: a launch may carry its whole parameter block */
+#define KJ_SPOOL_VERSION 4 /* 3: a launch may carry its whole parameter block; 4: or name one sent before */
 
 enum kj_rec_type {
 	KJ_REC_FILE = 1,      /* first record: magic, version */
@@ -42,6 +42,7 @@ enum kj_rec_type {
 	KJ_REC_COND_HANDLE,   /* a graph conditional handle the program made (cuGraphConditionalHandleCreate) */
 	KJ_REC_WINDOW,        /* --capture: the recording window opened or closed */
 	KJ_REC_ITER_MARK,     /* --capture: one instance of the capture range, inside the window or not */
+	KJ_REC_LAUNCH_SAME,   /* a launch whose parameter block is one its thread sent before (kj_rec_launch_same) */
 };
 
 struct kj_rec_hdr {
@@ -145,6 +146,18 @@ struct kj_rec_launch {
 	uint32_t correlation, tid;
 	uint32_t block_len, ndiff;
 	/* followed by ndiff struct kj_word_diff, then block_len bytes */
+};
+
+/* A launch whose parameter block equals a whole block of its group that came before it in the
+ * spool (a launch's, or the group's own), named by kj_block_hash (kj_block_hash.h): a loop sends
+ * each distinct block once instead of at every launch. block_len is the group's length. */
+struct kj_rec_launch_same {
+	struct kj_rec_hdr h;
+	uint64_t group;
+	int64_t launch_ns;
+	uint32_t correlation, tid;
+	uint64_t block_hash;
+	uint32_t block_len, pad;
 };
 
 struct kj_word_diff {

@@ -1,6 +1,7 @@
 /* inject_launch.c's launch records over a stand-in driver and spool: a group's first launch sends
  * the group (geometry, layout, its block as the reference) and a launch record without a block;
- * every later launch of the group sends its own whole block, as the kernel received it; another
+ * a later launch of the group sends its own whole block, as the kernel received it, or, when its
+ * thread sent that block before into the same spool file, a reference to it by its hash; another
  * geometry or function is another group, found again from this thread's cache (where two groups
  * share a slot too) and from another thread; without parameter capture no block is sent; a block the layout cannot read (neither
  * params nor a buffer) is sent as none. */
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "inject.h"
+#include "kj_block_hash.h"
 
 /* ---- the stand-in driver: function 0x100 takes (int, pointer, 24-byte struct); 0x200 none ---- */
 static const uint32_t layout_a[] = {0, 4, 8, 8, 16, 24};
@@ -72,6 +74,8 @@ void kj_snapshot_graph_words(const unsigned char *blob, uint32_t len) { (void)bl
 uint32_t kj_spool_string(const char *s) { return (uint32_t)strlen(s); }
 int64_t kj_now_ns(void) { return 1000; }
 void kj_spool_warm_tail(void) {}
+static unsigned spool_opened = 1;
+unsigned kj_spool_opened(void) { return spool_opened; }
 
 #define MAXREC 64
 static struct {
@@ -94,6 +98,14 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	recs[nrec].payload_size = payload_size;
 	nrec++;
 	pthread_mutex_unlock(&rec_lock);
+}
+
+void kj_spool_write(const void *rec, size_t size)
+{
+	unsigned char copy[512];
+	assert_true(size <= sizeof(copy));
+	memcpy(copy, rec, size);
+	kj_spool_write2(copy, size, NULL, 0);
 }
 
 /* ---- launches ---- */
@@ -128,6 +140,18 @@ static const struct kj_rec_launch *launch_rec(int i)
 {
 	assert_int_equal(recs[i].type, KJ_REC_LAUNCH);
 	return (const struct kj_rec_launch *)recs[i].head;
+}
+
+static const struct kj_rec_launch_same *same_rec(int i)
+{
+	assert_int_equal(recs[i].type, KJ_REC_LAUNCH_SAME);
+	return (const struct kj_rec_launch_same *)recs[i].head;
+}
+
+/* The group of record i, a launch's in either form. */
+static uint64_t group_of(int i)
+{
+	return recs[i].type == KJ_REC_LAUNCH_SAME ? same_rec(i)->group : launch_rec(i)->group;
 }
 
 static void *other_thread(void *arg)
@@ -173,18 +197,39 @@ static void test_groups_and_blocks(void **state)
 	assert_true(launch_rec(4)->group != group_a);
 	assert_int_equal(launch_rec(4)->block_len, 0);
 
-	launch(0x100, 4, &a, 13); /* back to the first: found, not made again */
+	launch(0x100, 4, &a, 13); /* back to the first group, with its first block: named by hash */
 	assert_int_equal(nrec, 6);
-	assert_int_equal(launch_rec(5)->group, group_a);
-	assert_int_equal(launch_rec(5)->block_len, 40);
+	assert_int_equal(same_rec(5)->group, group_a);
+	assert_int_equal(same_rec(5)->correlation, 13);
+	assert_int_equal(same_rec(5)->block_len, 40);
+	block_of(&a, want);
+	assert_true(same_rec(5)->block_hash == kj_block_hash(group_a, want, 40));
 
-	assert_int_equal(pthread_create(&t, NULL, other_thread, &b), 0); /* another thread's cache */
-	pthread_join(t, NULL);
+	launch(0x100, 4, &b, 14); /* b's block, sent whole before on this thread: named too */
 	assert_int_equal(nrec, 7);
-	assert_int_equal(launch_rec(6)->group, group_a);
-	assert_int_equal(launch_rec(6)->block_len, 40);
 	block_of(&b, want);
-	assert_memory_equal(recs[6].payload, want, 40);
+	assert_true(same_rec(6)->block_hash == kj_block_hash(group_a, want, 40));
+
+	b.n = 7; /* a block not sent before goes whole */
+	launch(0x100, 4, &b, 15);
+	assert_int_equal(nrec, 8);
+	assert_int_equal(launch_rec(7)->block_len, 40);
+	block_of(&b, want);
+	assert_memory_equal(recs[7].payload, want, 40);
+
+	assert_int_equal(pthread_create(&t, NULL, other_thread, &b), 0); /* another thread sends it whole */
+	pthread_join(t, NULL);
+	assert_int_equal(nrec, 9);
+	assert_int_equal(launch_rec(8)->group, group_a);
+	assert_int_equal(launch_rec(8)->block_len, 40);
+	assert_memory_equal(recs[8].payload, want, 40);
+
+	spool_opened++; /* a new spool file (a forked child's): nothing refers to the old one's */
+	launch(0x100, 4, &b, 16);
+	assert_int_equal(nrec, 10);
+	assert_int_equal(launch_rec(9)->block_len, 40);
+	launch(0x100, 4, &b, 17);
+	assert_int_equal(same_rec(10)->correlation, 17);
 }
 
 /* Two groups that share a slot of this thread's cache are still told apart. */
@@ -197,11 +242,11 @@ static void test_slot_shared(void **state)
 	kj_cfg.params_k = 1;
 	nrec = 0;
 	launch(0x100, 1000, &a, 30);
-	first = launch_rec(nrec - 1)->group;
+	first = group_of(nrec - 1);
 	for (uint32_t gx = 1001; gx < 20000 && !grid; gx++) { /* a grid whose group takes first's slot */
 		nrec = 0;
 		launch(0x100, gx, &a, 31);
-		uint64_t id = launch_rec(nrec - 1)->group;
+		uint64_t id = group_of(nrec - 1);
 		if (id != first && (id & 255) == (first & 255))
 			grid = gx, other = id;
 	}
@@ -211,10 +256,11 @@ static void test_slot_shared(void **state)
 	launch(0x100, grid, &a, 33);
 	launch(0x100, 1000, &a, 34);
 	assert_int_equal(nrec, 3);
-	assert_int_equal(launch_rec(0)->group, first);
-	assert_int_equal(launch_rec(1)->group, other);
-	assert_int_equal(launch_rec(2)->group, first);
+	assert_int_equal(group_of(0), first);
+	assert_int_equal(group_of(1), other);
+	assert_int_equal(group_of(2), first);
 }
+
 
 static void test_no_block(void **state)
 {

@@ -17,6 +17,7 @@
 #include "kj_ingest.h"
 #include "kj_iterations.h"
 #include "kj_spool.h"
+#include "kj_block_hash.h"
 
 #include "spool_fixture.h"
 
@@ -45,8 +46,23 @@ static void put_kernel(struct buf *b, uint32_t corr, int64_t start, int64_t end,
 }
 
 /* The form put_launch writes: 0 the words that differ from the group's block (spool version 2),
- * 1 the launch's whole block (as the tracer writes it now), 2 a whole block one word short. */
+ * 1 the launch's whole block, 2 a whole block one word short, 3 as the tracer writes it now: a
+ * whole block the first time it is seen (the group's own counts), after that its hash
+ * (KJ_REC_LAUNCH_SAME); 4 as 3 with every hash one off (a block the spool does not hold). */
 static int launch_form;
+static uint64_t seen[256]; /* forms 3 and 4: the hashes of the blocks sent whole */
+static int nseen, nsame;
+
+/* forms 3 and 4: 1 when a block of hash h was sent whole, else noted */
+static int sent_before(uint64_t h)
+{
+	for (int i = 0; i < nseen; i++)
+		if (seen[i] == h)
+			return 1;
+	assert_true(nseen < 256);
+	seen[nseen++] = h;
+	return 0;
+}
 
 /* the reference blocks put_group wrote, for the whole blocks put_launch builds */
 static struct {
@@ -74,6 +90,23 @@ static void put_launch(struct buf *b, uint32_t corr, uint64_t g, int64_t t, int 
 		for (int i = 0; i < ndiff; i++)
 			block[diffs[2 * i]] = diffs[2 * i + 1];
 		l.block_len = (uint32_t)(refs[r].nwords - (launch_form == 2)) * 8;
+		if (launch_form >= 3) {
+			uint64_t h = kj_block_hash(g, (const unsigned char *)block, l.block_len);
+			if (sent_before(h)) {
+				struct kj_rec_launch_same same;
+				memset(&same, 0, sizeof(same));
+				same.h.type = KJ_REC_LAUNCH_SAME;
+				same.group = g;
+				same.launch_ns = t;
+				same.correlation = corr;
+				same.tid = 42;
+				same.block_hash = h + (launch_form == 4);
+				same.block_len = l.block_len;
+				put(b, &same, sizeof(same), NULL, 0);
+				nsame++;
+				return;
+			}
+		}
 		put(b, &l, sizeof(l), block, l.block_len);
 		return;
 	}
@@ -111,6 +144,8 @@ static void put_group(struct buf *b, uint64_t g, int grid, int nwords, const uin
 		}
 	for (int i = 0; i < nwords; i++)
 		r.layout[2 * i] = (uint32_t)i * 8, r.layout[2 * i + 1] = 8;
+	if (launch_form >= 3)
+		(void)sent_before(kj_block_hash(g, (const unsigned char *)ref, r.g.blob_len));
 	/* header with its layout, then the block: sizes computed like the injection library does */
 	size_t head = sizeof(r.g) + (size_t)nwords * 2 * sizeof(uint32_t);
 	unsigned char tmp[512];
@@ -149,6 +184,7 @@ static struct buf make_spool_of(int64_t pid)
 	const uint64_t ref_b[1] = {3};
 	const uint64_t d11[] = {0, PTR2, 2, 0x7ffd00000002ULL};
 	const uint64_t d12[] = {1, 7, 2, 0x7ffd00000003ULL};
+	nseen = 0; /* a new spool: no block sent yet */
 	put_start(&b, (uint32_t)pid, 1, text, sizeof(text));
 	put_string(&b, 1, "_Z8kj_scalePKfPfif");
 	put_string(&b, 2, "forward");
@@ -264,7 +300,7 @@ static sqlite3 *ingest(struct buf *b, const char *name, const struct kj_ingest_o
 {
 	char path[256], dbpath[256];
 	sqlite3 *db = NULL;
-	const char *form = launch_form ? "whole_" : "";
+	const char *form = launch_form >= 3 ? "same_" : launch_form ? "whole_" : "";
 	snprintf(path, sizeof(path), "%s/%s%s.spool", dir, form, name);
 	snprintf(dbpath, sizeof(dbpath), "%s/%s%s.kjdb", dir, form, name);
 	write_buf(path, b);
@@ -392,6 +428,7 @@ static void test_recurring_sizes_and_counters(void **state)
 	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
 	/* the first launch's size is BLOOM's embedding, 250880 x 1024: 64 KiB aligned, not a heap address */
 	const uint64_t ref[3] = {250880ULL * 1024, 1000, 7};
+	nseen = 0; /* a new spool: no block sent yet */
 	put_start(&b, 77, 0, NULL, 0);
 	put_string(&b, 1, "_Z8kj_scalePKfPfif");
 	put_group(&b, 0xD, 64, 3, ref);
@@ -578,6 +615,54 @@ static void test_whole_blocks(void **state)
 	launch_form = 0;
 }
 
+/* Launches that name a block sent before by its hash (the tracer sends each distinct block of a
+ * group once) give the same unique kernels and parameter blocks as whole blocks; a hash the spool
+ * holds no block for is refused. */
+static void test_blocks_by_hash(void **state)
+{
+	launch_form = 3;
+	nsame = 0;
+	test_complete_spool(state);
+	test_recurring_sizes_and_counters(state);
+	test_iteration_capture(state);
+	assert_true(nsame >= 10); /* the form was used, not only whole blocks */
+
+	/* a block other than the group's sent whole, then named: the named launch has its block */
+	struct buf r = {NULL, 0};
+	struct kj_ingest_stats st;
+	struct kj_ingest_opts opts = {1, 0, NULL, NULL};
+	const uint64_t ref[2] = {PTR1, 64}, other[] = {1, 128};
+	int named = nsame;
+	nseen = 0;
+	put_start(&r, 77, 0, NULL, 0);
+	put_string(&r, 1, "_Z8kj_scalePKfPfif");
+	put_group(&r, 0xF, 8, 2, ref);
+	for (uint32_t i = 0; i < 4; i++) { /* sizes 64, 128, 128, 64: all but the second named */
+		put_launch(&r, 500 + i, 0xF, 100 + 10 * i, i == 1 || i == 2 ? 1 : 0, other);
+		put_kernel(&r, 500 + i, 1000 + 100 * i, 1050 + 100 * i, 8, 0);
+	}
+	assert_int_equal(nsame - named, 3);
+	sqlite3 *db1 = ingest(&r, "named", &opts, &st);
+	assert_int_equal(q1(db1, "SELECT count(DISTINCT unique_id) FROM kernel WHERE correlation_id >= 500"), 2);
+	assert_int_equal(q_unique(db1, "u.id", 502), q_unique(db1, "u.id", 501));
+	assert_int_equal(q_unique(db1, "u.id", 503), q_unique(db1, "u.id", 500));
+	assert_true(q_unique(db1, "u.id", 502) != q_unique(db1, "u.id", 500));
+	kj_db_close(db1);
+	free(r.p);
+	launch_form = 4;
+	struct buf b = make_spool();
+	char path[256], dbpath[256];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/unknown_hash.spool", dir);
+	snprintf(dbpath, sizeof(dbpath), "%s/unknown_hash.kjdb", dir);
+	write_buf(path, &b);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
+	kj_db_close(db);
+	free(b.p);
+	launch_form = 0;
+}
+
 static void test_truncated_spool(void **state)
 {
 	(void)state;
@@ -696,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_records),
 		cmocka_unit_test(test_graph_edge_types),
 		cmocka_unit_test(test_whole_blocks),
+		cmocka_unit_test(test_blocks_by_hash),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_cubin_symbols),

@@ -46,6 +46,9 @@ int kj_spool_open(const char *dir);
 void kj_spool_write(const void *rec, size_t size);
 /** Append a record given as header part + payload part (payload padded to 8 here). */
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
+/** How many spool files this process has opened: a new count is a new file (a forked child's),
+ *  where no record refers to an earlier file's. */
+unsigned kj_spool_opened(void);
 /** Asks for the lines the next record will be written to (and the spool's lock) in this core's
  *  cache, without the lock: a launch calls it first, so their fetch overlaps its other work. */
 void kj_spool_warm_tail(void);

@@ -15,6 +15,7 @@
 #include "inject_fncache.h"
 #include "inject_cost_self.h"
 #include "inject_param_block.h"
+#include "kj_block_hash.h"
 
 /* ---- per-handle function facts (inject_fncache.c caches them) ---- */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -145,6 +146,47 @@ out:
 
 /* ---- launches ---- */
 
+/* The hashes of the blocks this thread sent whole (its launches' and the groups it made), in a
+ * direct-mapped table made on its first need and cleared when a new spool file is opened (a forked
+ * child's): a block found there is sent as a reference to the earlier one. */
+#define SEEN_SLOTS 4096
+static __thread uint64_t *tl_seen;
+static __thread unsigned tl_seen_spool;
+
+/* 1 when this thread sent a block of hash h into the current spool file; else notes it, 0. */
+static int sent_before(uint64_t h)
+{
+	unsigned spool = kj_spool_opened();
+	if (!tl_seen || tl_seen_spool != spool) {
+		if (!tl_seen && !(tl_seen = calloc(SEEN_SLOTS, sizeof(*tl_seen))))
+			return 0;
+		if (tl_seen_spool != spool)
+			memset(tl_seen, 0, SEEN_SLOTS * sizeof(*tl_seen));
+		tl_seen_spool = spool;
+	}
+	uint64_t *slot = &tl_seen[h & (SEEN_SLOTS - 1)];
+	if (*slot == h)
+		return 1;
+	*slot = h;
+	return 0;
+}
+
+/* A launch whose block this thread sent before: its record names the block by hash. */
+static void put_same(const struct kj_rec_launch *rec, uint64_t h, uint32_t len)
+{
+	struct kj_rec_launch_same same;
+	memset(&same, 0, sizeof(same));
+	same.h.type = KJ_REC_LAUNCH_SAME;
+	same.h.size = sizeof(same);
+	same.group = rec->group;
+	same.launch_ns = rec->launch_ns;
+	same.correlation = rec->correlation;
+	same.tid = rec->tid;
+	same.block_hash = h;
+	same.block_len = len;
+	kj_spool_write(&same, sizeof(same));
+}
+
 static __thread uint32_t tl_corr;
 static __thread uint32_t tl_tid;
 
@@ -265,10 +307,18 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	t = kj_self_add(KJ_SELF_GROUP, t);
 	if (created) {
 		put_group(fi, l, slot->g, correlation, ctx, rec.launch_ns);
+		if (slot->ref_len)
+			(void)sent_before(kj_block_hash(slot->id, blob, slot->ref_len));
 		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
 	else if (blob && slot->ref_len == fi->total) {
+		uint64_t h = kj_block_hash(slot->id, blob, fi->total);
+		if (sent_before(h)) {
+			put_same(&rec, h, fi->total);
+			kj_self_add(KJ_SELF_WRITE, t);
+			goto out;
+		}
 		rec.block_len = fi->total;
 	}
 	kj_spool_write2(&rec, sizeof(rec), blob, rec.block_len);

@@ -120,7 +120,7 @@ static void *flush_loop(void *arg)
 {
 	unsigned mine = (unsigned)(uintptr_t)arg;
 	pthread_mutex_lock(&lock);
-	while (!stopping && mine == opened) {
+	while (!stopping && mine == __atomic_load_n(&opened, __ATOMIC_ACQUIRE)) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += 100 * 1000 * 1000;
@@ -137,6 +137,11 @@ static void *flush_loop(void *arg)
 	}
 	pthread_mutex_unlock(&lock);
 	return NULL;
+}
+
+unsigned kj_spool_opened(void)
+{
+	return __atomic_load_n(&opened, __ATOMIC_ACQUIRE);
 }
 
 int kj_spool_open(const char *dir)
@@ -163,7 +168,7 @@ int kj_spool_open(const char *dir)
 	buf = bufs[0];
 	used = 0, kicked = 0, caller_writes = 0, stopping = 0, write_failed = 0;
 	note_tail();
-	opened++;
+	__atomic_add_fetch(&opened, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);
 	memset(&f, 0, sizeof(f));
 	f.h.type = KJ_REC_FILE;
