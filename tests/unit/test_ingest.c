@@ -592,6 +592,21 @@ static void test_graph_edge_types(void **state)
 	free(b.p);
 }
 
+/* The complete spool in the current launch form, as file NAME.spool: its ingest is refused. */
+static void refused_spool(const char *name)
+{
+	struct buf b = make_spool();
+	char path[256], dbpath[256];
+	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/%s.spool", dir, name);
+	snprintf(dbpath, sizeof(dbpath), "%s/%s.kjdb", dir, name);
+	write_buf(path, &b);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
+	kj_db_close(db);
+	free(b.p);
+}
+
 /* Launches that carry their whole parameter block (the tracer leaves the comparison with the
  * group's block to the ingest) give the same unique kernels and parameter blocks as launches that
  * carry only the words that differ; a block of another length than its group's is refused. */
@@ -602,16 +617,7 @@ static void test_whole_blocks(void **state)
 	test_recurring_sizes_and_counters(state);
 	test_iteration_capture(state);
 	launch_form = 2;
-	struct buf b = make_spool();
-	char path[256], dbpath[256];
-	sqlite3 *db;
-	snprintf(path, sizeof(path), "%s/short_block.spool", dir);
-	snprintf(dbpath, sizeof(dbpath), "%s/short_block.kjdb", dir);
-	write_buf(path, &b);
-	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
-	kj_db_close(db);
-	free(b.p);
+	refused_spool("short_block");
 	launch_form = 0;
 }
 
@@ -650,16 +656,7 @@ static void test_blocks_by_hash(void **state)
 	kj_db_close(db1);
 	free(r.p);
 	launch_form = 4;
-	struct buf b = make_spool();
-	char path[256], dbpath[256];
-	sqlite3 *db;
-	snprintf(path, sizeof(path), "%s/unknown_hash.spool", dir);
-	snprintf(dbpath, sizeof(dbpath), "%s/unknown_hash.kjdb", dir);
-	write_buf(path, &b);
-	assert_int_equal(kj_db_create(dbpath, &db), 0);
-	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
-	kj_db_close(db);
-	free(b.p);
+	refused_spool("unknown_hash");
 	launch_form = 0;
 }
 
