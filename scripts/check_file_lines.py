@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check that no .c/.cu file of the tree (src/, tests/, bench/, examples/, fuzz/; hidden folders
-and build trees left out) is longer than the limit (600 lines), but for the files
-listed in scripts/file_lines_debts.txt, each at no more lines than the count listed there.
+and build trees left out) is longer than the limit (600 lines), but for the files listed in
+scripts/file_lines_debts.txt, each at no more lines than the count listed there.
 
 A debt line is `PATH LINES # why it is still long, and what would split it`. The check fails
 (exit 1) on a file over the limit that is not listed, on a listed file that has grown past its

@@ -26,6 +26,7 @@ import glob
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -773,7 +774,6 @@ def over_copies(t, a, b, resamples=10000):
     """A's cost beyond B's over processes: each process's ratio to untraced (turns.py's
     ratio_per_copy), the mean of A's over the mean of B's, with a 95 % interval from resampling
     each contestant's processes (a fixed seed, so the text is the same each time)."""
-    import random
     sm = t["summary"]
     xa, xb = list(sm[a]["ratio_per_copy"].values()), list(sm[b]["ratio_per_copy"].values())
     mean = lambda v: sum(v) / len(v)
@@ -786,7 +786,7 @@ def over_copies(t, a, b, resamples=10000):
 
 
 def tracing_eager_six(r):
-    """The defaults and --no-params beside CUPTI alone with six processes a contestant, bounded over
+    """The defaults and --no-params beside CUPTI alone with several processes a contestant, bounded over
     rounds and over processes (trace_eager_six.json)."""
     f = "trace_eager_six.json"
     t = r.load(f)["turns_gpt2m"]
@@ -794,7 +794,7 @@ def tracing_eager_six(r):
     spread = lambda c: (min(sm[c]["ratio_per_copy"].values()), max(sm[c]["ratio_per_copy"].values()))
     dlo, dhi = spread("kjoule_default")
     clo, chi = spread("cupti_activity_only")
-    return (f"With six processes a contestant ({r.where(f)}, `bench/results/{f}`, {t.get('rounds_done')} "
+    return (f"With {t.get('copies')} processes a contestant ({r.where(f)}, `bench/results/{f}`, {t.get('rounds_done')} "
             f"rounds), the process lottery can be averaged and bounded: the defaults' processes ran "
             f"between {ratio(dlo)} and {ratio(dhi)} the untraced forward, CUPTI alone's between "
             f"{ratio(clo)} and {ratio(chi)}. The defaults cost {beyond(t, 'kjoule_default', 'cupti_activity_only')} "
