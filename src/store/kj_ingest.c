@@ -19,9 +19,12 @@
 #include "kj_grow.h"
 
 
+/* The tracer numbers a file's strings 1, 2, ... as it writes them, so no id can pass the count of
+ * string records the file has room for: a larger one is a damaged record, refused before the
+ * tables grow to it (an id near 2^27 would ask for gigabytes). */
 static int add_string(struct ingest *in, const struct kj_rec_string *s)
 {
-	if (sizeof(*s) + s->len > s->h.size || s->id > 100000000)
+	if (sizeof(*s) + s->len > s->h.size || s->id > in->n / sizeof(*s))
 		return KJ_EINVAL;
 	if (s->id >= in->nstrings) {
 		size_t n = in->nstrings ? in->nstrings : 256;

@@ -216,8 +216,10 @@ int ing_orphans_resolve(struct ingest *in)
 		if (in->issues[i].op == KJ_ISSUE_GRAPH_LAUNCH)
 			L.v[L.n++] = (struct glaunch){in->issues[i].exec_id, in->issues[i].correlation,
 						      in->issues[i].start_ns};
-	qsort(L.v, L.n, sizeof(*L.v), by_exec_host);
-	qsort(it, n, sizeof(*it), by_exec_start);
+	if (L.n) /* an empty list may be NULL, which qsort must not get */
+		qsort(L.v, L.n, sizeof(*L.v), by_exec_host);
+	if (n)
+		qsort(it, n, sizeof(*it), by_exec_start);
 	for (size_t a = 0; a < n;) {
 		size_t b = a, la, lb;
 		while (b < n && it[b].exec == it[a].exec)

@@ -204,7 +204,8 @@ int ing_classify(struct ingest *in)
 	int rc = 0;
 	if (!index)
 		return KJ_ENOMEM;
-	qsort(in->ranges, in->nranges, sizeof(*in->ranges), cmp_range);
+	if (in->nranges) /* none: ranges may be NULL, which qsort must not get */
+		qsort(in->ranges, in->nranges, sizeof(*in->ranges), cmp_range);
 	for (size_t i = 0; i < in->nlaunches; i++)
 		in->groups[in->launches[i].group].launches++;
 	for (size_t i = 0; i < in->nlaunches && !rc; i++) {

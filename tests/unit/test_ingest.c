@@ -338,6 +338,29 @@ static void test_not_a_spool(void **state)
 	kj_db_close(db);
 }
 
+/* A string record whose id no file of this size could reach (the tracer numbers strings 1, 2, ...)
+ * is damaged: refused and named, before the ingest's tables grow to the id (50,000,000 would ask
+ * for 1.5 GiB). */
+static void test_string_id_past_the_file(void **state)
+{
+	(void)state;
+	char path[256], dbpath[256];
+	struct buf b = {NULL, 0};
+	sqlite3 *db;
+	const char text[] = "/usr/bin/python3\0python3\0";
+	put_start(&b, 77, 1, text, sizeof(text));
+	put_string(&b, 1, "forward");
+	put_string(&b, 50000000, "damaged");
+	put_end(&b, 1000);
+	snprintf(path, sizeof(path), "%s/p77.spool", dir);
+	snprintf(dbpath, sizeof(dbpath), "%s/p77.kjdb", dir);
+	write_buf(path, &b);
+	assert_int_equal(kj_db_create(dbpath, &db), 0);
+	assert_int_equal(kj_ingest_file(db, path, NULL, NULL), KJ_EINVAL);
+	kj_db_close(db);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_whole_blocks),
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
+		cmocka_unit_test(test_string_id_past_the_file),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -1,0 +1,44 @@
+/* The spool fuzzer's seed corpus: the whole synthetic process the ingest tests use
+ * (tests/unit/process_spool_fixture.h), once in each form a launch's parameters take, and a copy
+ * cut short inside a record. usage: make_seeds DIR */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "kj_db.h"
+#include "kj_ingest.h"
+#include "kj_spool.h"
+
+#include "process_spool_fixture.h"
+
+static void write_seed(const char *out, const char *name, const struct buf *b, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", out, name);
+	FILE *fp = fopen(path, "wb");
+	if (!fp || fwrite(b->p, 1, n, fp) != n || fclose(fp)) {
+		fprintf(stderr, "make_seeds: %s: cannot write\n", path);
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: make_seeds DIR\n");
+		return 2;
+	}
+	for (launch_form = 0; launch_form <= 2; launch_form++) {
+		char name[64];
+		struct buf b = make_spool();
+		snprintf(name, sizeof(name), "process_form%d.spool", launch_form);
+		write_seed(argv[1], name, &b, b.n);
+		if (launch_form == 1) /* the process killed inside its last record */
+			write_seed(argv[1], "process_cut.spool", &b, b.n - 5);
+		free(b.p);
+	}
+	return 0;
+}
