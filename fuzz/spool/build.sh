@@ -16,5 +16,6 @@ clang -g -O1 -std=c11 "${inc[@]}" -Itests/unit fuzz/spool/make_seeds.c src/store
 echo "built $out/fuzz_spool"
 if [ "${1:-}" = run ]; then
 	"$out/make_spool_seeds" "$out/spool-corpus"
-	"$out/fuzz_spool" -max_total_time="${SECONDS_TO_RUN:-60}" -max_len=8192 "$out/spool-corpus"
+	"$out/fuzz_spool" -max_total_time="${SECONDS_TO_RUN:-60}" -max_len=8192 -artifact_prefix="$out/" \
+		"$out/spool-corpus"
 fi
