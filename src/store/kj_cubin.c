@@ -252,8 +252,13 @@ unsigned char *kj_cubin_image(const char *codec, const void *data, size_t len, s
 	unsigned long long size = len;
 	if (zstd) {
 		size = ZSTD_getFrameContentSize(data, len);
-		if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+		if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
 			size = bytes;
+		} else if (bytes && size != bytes) {
+			/* a damaged frame (or row): never allocate what it claims */
+			*why = "the compressed image's size is not its row's";
+			return NULL;
+		}
 	}
 	unsigned char *img = malloc(size + 1);
 	if (!img) {

@@ -51,7 +51,8 @@ int kj_cubin_function_facts(const void *image, size_t bytes, void (*fn)(const st
  * @brief A stored module image (`module.codec`, `data`, `bytes`) as the driver takes it: decompressed
  *        when codec is "zstd" (bytes: its size where the frame does not say), copied otherwise, and
  *        NUL-terminated (PTX). Free with free(); *out_len is its size without the NUL.
- * @return the image, or NULL with *why set (zstd's error name, or "out of memory").
+ * @return the image, or NULL with *why set (zstd's error name, a frame whose size is not `bytes`
+ *         (when bytes is not 0), or "out of memory").
  */
 unsigned char *kj_cubin_image(const char *codec, const void *data, size_t len, size_t bytes, size_t *out_len,
 			      const char **why);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "kj_cubin.h"
 
@@ -86,11 +87,41 @@ static void test_cubin_reqntid(void **state)
 	free(p);
 }
 
+/* A stored image comes back as it was stored; a frame whose size is not its row's is damaged and
+ * refused, before anything the size claims is allocated. */
+static void test_stored_image(void **state)
+{
+	(void)state;
+	unsigned char raw[3000], z[4096];
+	size_t n = 0;
+	const char *why = NULL;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (unsigned char)(i * 7 % 251);
+	size_t zn = ZSTD_compress(z, sizeof(z), raw, sizeof(raw), 3);
+	assert_false(ZSTD_isError(zn));
+	unsigned char *img = kj_cubin_image("zstd", z, zn, sizeof(raw), &n, &why);
+	assert_non_null(img);
+	assert_int_equal(n, sizeof(raw));
+	assert_memory_equal(img, raw, sizeof(raw));
+	assert_int_equal(img[n], 0);
+	free(img);
+	why = NULL;
+	assert_null(kj_cubin_image("zstd", z, zn, sizeof(raw) + 1, &n, &why));
+	assert_non_null(why);
+	assert_non_null(strstr(why, "size"));
+	/* a row that gives no size: the frame's own */
+	img = kj_cubin_image("zstd", z, zn, 0, &n, &why);
+	assert_non_null(img);
+	assert_int_equal(n, sizeof(raw));
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cubin_reqntid),
 		cmocka_unit_test(test_cubin_symbols),
+		cmocka_unit_test(test_stored_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
