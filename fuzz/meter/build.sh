@@ -12,5 +12,6 @@ clang -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fsanitize=fuz
 echo "built $out/fuzz_meter"
 if [ "${1:-}" = run ]; then
 	cp tests/data/meter/*.csv "$out/meter-corpus/"
-	"$out/fuzz_meter" -max_total_time="${SECONDS_TO_RUN:-60}" -max_len=4096 "$out/meter-corpus"
+	"$out/fuzz_meter" -max_total_time="${SECONDS_TO_RUN:-60}" -max_len=4096 -artifact_prefix="$out/" \
+		"$out/meter-corpus"
 fi
