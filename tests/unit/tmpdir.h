@@ -9,13 +9,13 @@
 
 static char dir[] = "/tmp/kjtest_XXXXXX";
 
-static int tmpdir_setup(void **state)
+static inline int tmpdir_setup(void **state)
 {
 	(void)state;
 	return mkdtemp(dir) ? 0 : -1;
 }
 
-static int tmpdir_teardown(void **state)
+static inline int tmpdir_teardown(void **state)
 {
 	(void)state;
 	char cmd[300];
