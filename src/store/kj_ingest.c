@@ -24,7 +24,7 @@
  * tables grow to it (an id near 2^27 would ask for gigabytes). */
 static int add_string(struct ingest *in, const struct kj_rec_string *s)
 {
-	if (sizeof(*s) + s->len > s->h.size || s->id > in->n / sizeof(*s))
+	if (!ing_payload_fits(&s->h, sizeof(*s), s->len) || s->id > in->n / sizeof(*s))
 		return KJ_EINVAL;
 	if (s->id >= in->nstrings) {
 		size_t n = in->nstrings ? in->nstrings : 256;
@@ -249,8 +249,8 @@ static int walk(struct ingest *in, int pass, size_t *stop)
 				rc = add_memset_dst(in, r);
 			break;
 		case KJ_REC_COPY_ARGS:
-			if (pass == 1 && h->size >= sizeof(struct kj_rec_copy_args) &&
-			    h->size >= sizeof(struct kj_rec_copy_args) + ((const struct kj_rec_copy_args *)r)->data_bytes)
+			if (pass == 1 && ing_payload_fits(h, sizeof(struct kj_rec_copy_args),
+							  ((const struct kj_rec_copy_args *)r)->data_bytes))
 				rc = add_copy_args(in, r);
 			break;
 		case KJ_REC_GRAPH_MEMSET:

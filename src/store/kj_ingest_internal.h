@@ -129,6 +129,12 @@ void ing_bind_dims(sqlite3_stmt *st, int col, const uint32_t grid[3], const uint
 int64_t ing_device_id(struct ingest *in, uint32_t ordinal);
 int64_t ing_name_id(struct ingest *in, uint32_t sid);
 int ing_step_done(struct ingest *in, sqlite3_stmt *st);
+/** 1 when a record of h->size bytes holds its head (`head` bytes) and the `payload` bytes its head
+ *  says follow it; computed without overflow, so a damaged 64-bit size cannot pass. */
+static inline int ing_payload_fits(const struct kj_rec_hdr *h, size_t head, uint64_t payload)
+{
+	return h->size >= head && payload <= h->size - head;
+}
 const char *ing_str(const struct ingest *in, uint32_t id);
 /* kj_ingest.c */
 /** The host call that issued the work of this correlation (a graph launch, a copy), or NULL. */

@@ -360,7 +360,7 @@ int ing_put_module(struct ingest *in, const struct kj_rec_module *m)
 	char hash[33];
 	sqlite3_stmt *st;
 	int have = 0;
-	if (sizeof(*m) + m->bytes > m->h.size)
+	if (!ing_payload_fits(&m->h, sizeof(*m), m->bytes))
 		return KJ_EINVAL;
 	module_hash(img, m->bytes, hash);
 	st = in->st[S_MODULE_FIND];
@@ -404,7 +404,7 @@ int ing_put_snapshot(struct ingest *in, const struct kj_rec_snapshot *r)
 	sqlite3_stmt *st = in->st[S_SNAPSHOT];
 	void *z;
 	int rc;
-	if (sizeof(*r) + r->bytes > r->h.size)
+	if (!ing_payload_fits(&r->h, sizeof(*r), r->bytes))
 		return KJ_EINVAL;
 	sqlite3_bind_int64(st, 1, in->pid);
 	sqlite3_bind_int64(st, 2, (int64_t)r->address);
@@ -516,7 +516,7 @@ int ing_put_text(struct ingest *in, const struct kj_rec_text *t, const char *sev
 {
 	char *what;
 	int rc;
-	if (sizeof(*t) + t->len > t->h.size)
+	if (!ing_payload_fits(&t->h, sizeof(*t), t->len))
 		return KJ_EINVAL;
 	what = strndup((const char *)(t + 1), t->len);
 	if (!what)

@@ -359,6 +359,35 @@ static void test_string_id_past_the_file(void **state)
 	free(b.p);
 }
 
+/* A module or snapshot record whose 64-bit size runs past its record (a damaged size near 2^64
+ * wraps the sum of head and payload) is refused, never hashed, compressed or read past the file. */
+static void test_payload_size_past_the_record(void **state)
+{
+	(void)state;
+	const char text[] = "/usr/bin/python3\0python3\0";
+	struct kj_rec_module m;
+	struct kj_rec_snapshot r;
+	const unsigned char payload[16] = {0x7f, 'E', 'L', 'F'};
+	for (int kind = 0; kind < 2; kind++) {
+		struct buf b = {NULL, 0};
+		put_start(&b, 78, 1, text, sizeof(text));
+		if (kind == 0) {
+			memset(&m, 0, sizeof(m));
+			m.h.type = KJ_REC_MODULE;
+			m.bytes = UINT64_MAX - sizeof(m) + 1 + sizeof(payload); /* head + bytes wraps to 16 */
+			put(&b, &m, sizeof(m), payload, sizeof(payload));
+		} else {
+			memset(&r, 0, sizeof(r));
+			r.h.type = KJ_REC_SNAPSHOT;
+			r.bytes = UINT64_MAX - 7;
+			put(&b, &r, sizeof(r), payload, sizeof(payload));
+		}
+		put_end(&b, 1000);
+		assert_refused(kind == 0 ? "p78_module" : "p78_snapshot", b.p, b.n);
+		free(b.p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_spool),
 		cmocka_unit_test(test_not_a_spool),
 		cmocka_unit_test(test_string_id_past_the_file),
+		cmocka_unit_test(test_payload_size_past_the_record),
 	};
 	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
