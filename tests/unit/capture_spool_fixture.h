@@ -1,6 +1,6 @@
 /* Unit tests and seed makers that write a --capture run's spool include this (after cmocka.h and
- * spool_fixture.h's own needs): its records written by hand (put_train_start, put_window, put_mark,
- * put_nvtx_marker) and a whole process of eight "step" instances with a window over 2-4
+ * spool_fixture.h's own needs): its records written by hand (put_train_start, put_window, put_mark;
+ * spool_fixture.h's put_marker) and a whole process of eight "step" instances with a window over 2-4
  * (capture_spool, capture_spool_in), as the injection library writes them: one iteration mark per
  * instance, NVTX markers of which the first captured instance lost its end. */
 #ifndef KJ_TEST_CAPTURE_SPOOL_FIXTURE_H
@@ -44,17 +44,6 @@ static inline void put_mark(struct buf *b, uint32_t instance, int64_t start, int
 	put(b, &m, sizeof(m), NULL, 0);
 }
 
-static inline void put_nvtx_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name, int64_t t)
-{
-	struct kj_rec_marker m;
-	memset(&m, 0, sizeof(m));
-	m.h.type = KJ_REC_MARKER;
-	m.t_ns = t;
-	m.id = id;
-	m.flags = flags;
-	m.name_id = name;
-	put(b, &m, sizeof(m), NULL, 0);
-}
 
 #define MS 1000000LL
 static int64_t first_marker_late_ns = 3000; /* instance 2's start marker after its mark */
@@ -70,9 +59,9 @@ static inline struct buf capture_spool_in(int64_t pid, int close_kind, int64_t u
 		put_mark(&b, i, i * 100 * unit, i * 100 * unit + 80 * unit, 0, 1);
 	put_window(&b, 200 * unit, KJ_WINDOW_OPEN, 2);
 	/* instance 2's start marker came, its end marker did not; instance 3 has both; 4 none */
-	put_nvtx_marker(&b, 7, 2, 1, 200 * unit + first_marker_late_ns);
-	put_nvtx_marker(&b, 8, 2, 1, 300 * unit + 2000);
-	put_nvtx_marker(&b, 8, 4, 0, 380 * unit - 1000);
+	put_marker(&b, 7, 2, 1, 200 * unit + first_marker_late_ns);
+	put_marker(&b, 8, 2, 1, 300 * unit + 2000);
+	put_marker(&b, 8, 4, 0, 380 * unit - 1000);
 	for (uint32_t i = 2; i < 5; i++) {
 		if (i == 4 && close_kind != KJ_WINDOW_CLOSE) {
 			if (close_kind == KJ_WINDOW_AT_EXIT) {

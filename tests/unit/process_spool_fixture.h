@@ -119,18 +119,6 @@ static inline void put_group(struct buf *b, uint64_t g, int grid, int nwords, co
 #define PTR1 0x7f0000000100ULL
 #define PTR2 0x7f0000080000ULL
 
-static inline void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name, int64_t t)
-{
-	struct kj_rec_marker m;
-	memset(&m, 0, sizeof(m));
-	m.h.type = KJ_REC_MARKER;
-	m.t_ns = t;
-	m.id = id;
-	m.flags = flags;
-	m.name_id = name;
-	m.tid = 42;
-	put(b, &m, sizeof(m), NULL, 0);
-}
 
 /* A whole process's spool. Group A (kj_scale, grid 4096) has four parameter words: a device
  * pointer, a size, a junk word (stack garbage) and a constant; launches 10 and 11 differ only in

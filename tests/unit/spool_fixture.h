@@ -1,6 +1,6 @@
 /* Unit tests that ingest hand-written spools include this (after cmocka.h): the records every
- * spool starts and ends with (put_start, put_end), a buffer written whole to a file (write_buf),
- * and for a job's folder under `dir` (tmpdir.h): the folder made (mkdir_sub), a one-kernel spool
+ * spool starts and ends with (put_start, put_end), NVTX markers (put_marker), a buffer written
+ * whole to a file (write_buf), and for a job's folder under `dir` (tmpdir.h): the folder made (mkdir_sub), a one-kernel spool
  * of a process (write_spool), a text file beside it (write_beside) and the folder ingested into a
  * new database (ingest_sub). Each fails the test when a step does not succeed. */
 #ifndef KJ_TEST_SPOOL_FIXTURE_H
@@ -42,6 +42,20 @@ static inline void put_end(struct buf *b, int64_t t_ns)
 	e.h.type = KJ_REC_END;
 	e.t_ns = t_ns;
 	put(b, &e, sizeof(e), NULL, 0);
+}
+
+/* An NVTX marker of thread 42: flags 2 opens range `id` named by string `name`, 4 closes it. */
+static inline void put_marker(struct buf *b, uint32_t id, uint32_t flags, uint32_t name, int64_t t)
+{
+	struct kj_rec_marker m;
+	memset(&m, 0, sizeof(m));
+	m.h.type = KJ_REC_MARKER;
+	m.t_ns = t;
+	m.id = id;
+	m.flags = flags;
+	m.name_id = name;
+	m.tid = 42;
+	put(b, &m, sizeof(m), NULL, 0);
 }
 
 /* b's bytes into a new file at path (the buffer stays the caller's). */
