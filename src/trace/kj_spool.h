@@ -130,11 +130,12 @@ struct kj_rec_api {
 };
 
 /* One launch. Its parameter block is either written whole (block_len bytes, its group's
- * length), or given as the group's reference block with ndiff 8-byte words replaced (word i covers
- * bytes 8i..8i+7; a last partial word is zero-padded; block_len 0). The tracer sends the words
- * when they take at most half the block's bytes, else the block (spool version 2 wrote only the
- * words, with 0 in block_len's place). The group's first launch carries neither: its block is the
- * group's. Without parameter capture (--no-params) both are 0 and the group has no block. */
+ * length: the tracer copies it and leaves the comparison with the group's to the ingest, off the
+ * program's thread), or given as the group's reference block with ndiff 8-byte words replaced
+ * (word i covers bytes 8i..8i+7; a last partial word is zero-padded; block_len 0; spool version 2
+ * wrote only this form, with 0 in block_len's place). The group's first launch carries neither:
+ * its block is the group's. Without parameter capture (--no-params) both are 0 and the group has
+ * no block. */
 #define KJ_PARAM_MAX_BYTES 32768 /* CUDA's limit on a kernel's parameter block */
 
 struct kj_rec_launch {

@@ -1,7 +1,6 @@
 /* inject_launch.c's launch records over a stand-in driver and spool: a group's first launch sends
  * the group (geometry, layout, its block as the reference) and a launch record without a block;
- * every later launch of the group sends its own block, as the kernel received it: whole when it
- * is small or mostly differs, else as the words that differ from the reference; another
+ * every later launch of the group sends its own whole block, as the kernel received it; another
  * geometry or function is another group, found again from this thread's cache (where two groups
  * share a slot too) and from another thread; without parameter capture no block is sent; a block the layout cannot read (neither
  * params nor a buffer) is sent as none. */
@@ -17,19 +16,13 @@
 
 #include "inject.h"
 
-/* ---- the stand-in driver: function 0x100 takes (int, pointer, 24-byte struct); 0x200 none;
- * 0x300 one 256-byte struct (as a cuBLAS kernel takes its arguments) ---- */
+/* ---- the stand-in driver: function 0x100 takes (int, pointer, 24-byte struct); 0x200 none ---- */
 static const uint32_t layout_a[] = {0, 4, 8, 8, 16, 24};
-#define BIG 256
 CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
-	if ((uintptr_t)f != 0x100 && (uintptr_t)f != 0x200 && (uintptr_t)f != 0x300)
+	if ((uintptr_t)f != 0x100 && (uintptr_t)f != 0x200)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if ((uintptr_t)f == 0x300 && i == 0) {
-		*off = 0, *size = BIG;
-		return CUDA_SUCCESS;
-	}
-	if ((uintptr_t)f != 0x100 || i >= 3)
+	if ((uintptr_t)f == 0x200 || i >= 3)
 		return CUDA_ERROR_INVALID_VALUE;
 	*off = layout_a[2 * i], *size = layout_a[2 * i + 1];
 	return CUDA_SUCCESS;
@@ -84,7 +77,7 @@ void kj_spool_warm_tail(void) {}
 static struct {
 	uint32_t type;
 	unsigned char head[512];
-	unsigned char payload[BIG];
+	unsigned char payload[256];
 	size_t payload_size;
 } recs[MAXREC];
 static int nrec;
@@ -249,69 +242,12 @@ static void test_no_block(void **state)
 	assert_int_equal(launch_rec(2)->block_len, 0);
 }
 
-static void launch_big(const unsigned char *block, uint32_t corr)
-{
-	void *params[] = {(void *)block};
-	struct kj_launch l;
-	memset(&l, 0, sizeof(l));
-	l.f = 0x300;
-	l.grid[0] = l.grid[1] = l.grid[2] = 1;
-	l.block[0] = 256, l.block[1] = l.block[2] = 1;
-	l.params = params;
-	kj_launch_record(corr, NULL, &l);
-}
-
-/* A large block sends the words that differ from its group's first block when they take at most
- * half its bytes, and the whole block when more differ. */
-static void test_changed_words(void **state)
-{
-	(void)state;
-	unsigned char first[BIG], next[BIG];
-	uint64_t p = 0x7f0000001000ULL;
-	kj_cfg.params_k = 1;
-	nrec = 0;
-	for (int i = 0; i < BIG; i++)
-		first[i] = (unsigned char)i;
-	launch_big(first, 50);
-	assert_int_equal(nrec, 2);
-	assert_int_equal(((const struct kj_rec_group *)recs[0].head)->blob_len, BIG);
-
-	memcpy(next, first, BIG); /* two pointers differ: words 3 and 30 */
-	memcpy(next + 24, &p, 8);
-	next[247] = 0xee;
-	launch_big(next, 51);
-	assert_int_equal(nrec, 3);
-	assert_int_equal(launch_rec(2)->block_len, 0);
-	assert_int_equal(launch_rec(2)->ndiff, 2);
-	assert_int_equal(recs[2].payload_size, 2 * sizeof(struct kj_word_diff));
-	const struct kj_word_diff *d = (const struct kj_word_diff *)recs[2].payload;
-	uint64_t w30;
-	memcpy(&w30, next + 240, 8);
-	assert_int_equal(d[0].word, 3);
-	assert_true(d[0].value == p);
-	assert_int_equal(d[1].word, 30);
-	assert_true(d[1].value == w30);
-
-	launch_big(first, 52); /* the first block again: nothing differs */
-	assert_int_equal(launch_rec(3)->ndiff, 0);
-	assert_int_equal(launch_rec(3)->block_len, 0);
-
-	for (int i = 0; i < BIG; i++) /* every word differs: the whole block */
-		next[i] = (unsigned char)(255 - i);
-	launch_big(next, 53);
-	assert_int_equal(nrec, 5);
-	assert_int_equal(launch_rec(4)->ndiff, 0);
-	assert_int_equal(launch_rec(4)->block_len, BIG);
-	assert_memory_equal(recs[4].payload, next, BIG);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_groups_and_blocks),
 		cmocka_unit_test(test_slot_shared),
 		cmocka_unit_test(test_no_block),
-		cmocka_unit_test(test_changed_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 #define _GNU_SOURCE
 /* Launches: each function's facts (name, parameter layout), launch groups (function + geometry)
  * and each launch's parameter block. Runs on the program's own threads: a few hash lookups, the
- * block's copy, its comparison with the group's first block and a buffered append, nothing more
- * (the ingest splits groups into unique kernels). */
+ * block's copy and a buffered append, nothing more (the ingest compares the block with its
+ * group's first launch's). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +15,6 @@
 #include "inject_fncache.h"
 #include "inject_cost_self.h"
 #include "inject_param_block.h"
-#include "inject_param_diff.h"
 
 /* ---- per-handle function facts (inject_fncache.c caches them) ---- */
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -95,7 +94,6 @@ struct group_slot {
 	uint64_t id;
 	struct group *g;
 	uint32_t ref_len; /* the group's reference block's length, 0 without one */
-	const unsigned char *ref; /* the group's reference block (never changes once made) */
 };
 static __thread struct group_slot tl_group[TL_CACHE];
 
@@ -142,7 +140,6 @@ out:
 	slot->id = id;
 	slot->g = g;
 	slot->ref_len = g->ref ? g->blob_len : 0;
-	slot->ref = g->ref;
 	return slot;
 }
 
@@ -227,13 +224,10 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
 		free(blob);
 }
 
-#define DIFFS_MAX 128 /* words a launch may send as such: 2 KiB on the stack */
-
 /* Every launch: a group record the first time its function and geometry are seen, then a launch
- * record with its parameter block: whole when it is small (under KJ_PARAM_DIFF_MIN_BYTES) or
- * mostly differs from the group's first block, else as the words that differ (a 64-byte stretch
- * compared at a time; a cuBLAS kernel's large block differs in a few pointer words). The
- * unique-kernel split (which words are sizes, which are pointers or junk) is decided at ingest. */
+ * record with its whole parameter block. Which words differ from the group's first launch, and
+ * the unique-kernel split (which words are sizes, which are pointers or junk), are decided later,
+ * at ingest: comparing here cost the program's thread about 0.35 us a launch. */
 void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
 	kj_spool_warm_tail(); /* its lines come in while the rest is found */
@@ -241,9 +235,6 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
 	unsigned char *blob = NULL;
-	struct kj_word_diff diffs[DIFFS_MAX];
-	const void *payload = NULL;
-	uint32_t payload_len = 0;
 	struct kj_rec_launch rec;
 	const struct group_slot *slot;
 	int created;
@@ -278,23 +269,9 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
 	else if (blob && slot->ref_len == fi->total) {
-		payload = blob;
-		payload_len = rec.block_len = fi->total;
-		/* the words that differ from the group's first block when they take at most half the
-		 * block's bytes (a GEMM's 1720-byte block differs in a few pointers) */
-		uint32_t cap = fi->total / (2 * (uint32_t)sizeof(diffs[0])), n = UINT32_MAX;
-		if (cap > DIFFS_MAX)
-			cap = DIFFS_MAX;
-		if (fi->total >= KJ_PARAM_DIFF_MIN_BYTES)
-			n = kj_param_words_changed(blob, slot->ref, fi->total, diffs, cap);
-		if (n != UINT32_MAX) {
-			rec.block_len = 0;
-			rec.ndiff = n;
-			payload = diffs;
-			payload_len = n * sizeof(diffs[0]);
-		}
+		rec.block_len = fi->total;
 	}
-	kj_spool_write2(&rec, sizeof(rec), payload, payload_len);
+	kj_spool_write2(&rec, sizeof(rec), blob, rec.block_len);
 	kj_self_add(KJ_SELF_WRITE, t);
 out:
 	if (blob && blob != stackblob)
