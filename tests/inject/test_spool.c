@@ -1,5 +1,6 @@
 /* The injection library's spool writer under load: four threads write records of many sizes,
- * some larger than a buffer, while the flush thread swaps the two buffers out; every record must
+ * some larger than a buffer, two of them in place (reserved, filled, committed), while the flush
+ * thread swaps the two buffers out; every record must
  * land whole, once, and each thread's in the order it wrote them. Each asks for the buffer's tail
  * first, as a launch does, and so does the test before the spool is open and after it is closed:
  * the hint never reads what it points at. */
@@ -29,20 +30,31 @@ struct test_rec {
 	uint32_t thread, seq;
 };
 
+/* The payload bytes of thread t's i-th record: 0..1023, now and then one larger than a buffer. */
+static size_t payload_bytes(uint32_t t, uint32_t i)
+{
+	return t == 0 && i % 5000 == 4999 ? BIG : (i * 37u + t * 11u) % 1024;
+}
+
 static void *writer(void *arg)
 {
 	uint32_t t = (uint32_t)(uintptr_t)arg;
 	unsigned char payload[4096];
 	for (uint32_t i = 0; i < PER_THREAD; i++) {
 		struct test_rec r = {{0x7000 + t, 0}, t, i};
-		size_t n = (i * 37u + t * 11u) % 1024; /* 0..1023 bytes of payload */
-		if (t == 0 && i % 5000 == 4999)
-			n = BIG; /* now and then one record larger than a buffer */
+		size_t n = payload_bytes(t, i);
 		unsigned char *p = n > sizeof(payload) ? malloc(n) : payload;
 		assert_non_null(p);
 		memset(p, (int)((t * 31 + i) & 0xff), n);
 		kj_spool_warm_tail(); /* as a launch does first, while others write and buffers swap */
-		kj_spool_write2(&r, sizeof(r), p, n);
+		if (t % 2 == 1) { /* written in place, as a launch's block; room for more than it uses */
+			unsigned char *at = kj_spool_reserve(sizeof(r), n + 16);
+			assert_non_null(at);
+			memset(at, (int)((t * 31 + i) & 0xff), n);
+			kj_spool_commit(&r, sizeof(r), n);
+		} else {
+			kj_spool_write2(&r, sizeof(r), p, n);
+		}
 		if (p != payload)
 			free(p);
 	}
@@ -63,6 +75,7 @@ static void test_spool_threads(void **state)
 		pthread_join(th[t], NULL);
 	kj_spool_close(1);
 	kj_spool_warm_tail(); /* and after it */
+	assert_null(kj_spool_reserve(sizeof(struct test_rec), 8)); /* no spool: no room */
 
 	snprintf(path, sizeof(path), "%s/p%ld.spool", dir, (long)getpid());
 	FILE *f = fopen(path, "rb");
@@ -90,10 +103,11 @@ static void test_spool_threads(void **state)
 			assert_true(r->thread < THREADS && h->type == 0x7000 + r->thread);
 			assert_int_equal(r->seq, next[r->thread]); /* whole, once, in order */
 			next[r->thread]++;
-			size_t n = h->size - sizeof(*r);
+			size_t room = h->size - sizeof(*r), n = payload_bytes(r->thread, r->seq);
 			unsigned char want = (unsigned char)((r->thread * 31 + r->seq) & 0xff);
-			for (size_t k = 0; k < n && k < 1024; k++) /* the payload (and its padding) */
-				assert_true(buf[off + sizeof(*r) + k] == want || k + 8 > n);
+			assert_int_equal(room, KJ_REC_ALIGN(sizeof(*r) + n) - sizeof(*r));
+			for (size_t k = 0; k < room && k < 1100; k++) /* the payload, then zeros */
+				assert_true(buf[off + sizeof(*r) + k] == (k < n ? want : 0));
 		}
 		off += h->size;
 	}
