@@ -2,10 +2,8 @@
  * the group (geometry, layout, its block as the reference) and a launch record without a block;
  * every later launch of the group sends its own whole block, as the kernel received it; another
  * geometry or function is another group, found again from this thread's cache (where two groups
- * share a slot too) and from another thread (a launch whose group this thread's cache holds has
- * its block gathered in place in the spool); without parameter capture no block is sent; a block
- * the layout cannot read (neither params nor a buffer) is sent as none; a launch with no spool to
- * go into is dropped. */
+ * share a slot too) and from another thread; without parameter capture no block is sent; a block the layout cannot read (neither
+ * params nor a buffer) is sent as none. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,22 +94,6 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	recs[nrec].payload_size = payload_size;
 	nrec++;
 	pthread_mutex_unlock(&rec_lock);
-}
-
-/* A record whose payload is written in place: reserved in a scratch record, kept at commit. */
-static unsigned char reserved[4096];
-static int reserve_refused; /* as a spool that is gone */
-unsigned char *kj_spool_reserve(size_t head_size, size_t payload_size)
-{
-	assert_true(head_size + payload_size <= sizeof(reserved));
-	if (reserve_refused)
-		return NULL;
-	memset(reserved, 0xcd, sizeof(reserved)); /* bytes the gather does not write show */
-	return reserved + head_size;
-}
-void kj_spool_commit(void *head, size_t head_size, size_t payload_size)
-{
-	kj_spool_write2(head, head_size, reserved + head_size, payload_size);
 }
 
 /* ---- launches ---- */
@@ -260,35 +242,12 @@ static void test_no_block(void **state)
 	assert_int_equal(launch_rec(2)->block_len, 0);
 }
 
-/* A launch whose record finds no spool to go into is dropped whole, and the next one is recorded. */
-static void test_spool_gone(void **state)
-{
-	(void)state;
-	struct args a = {5, (void *)0x7000, {1}};
-	unsigned char want[40];
-	kj_cfg.params_k = 1;
-	nrec = 0;
-	launch(0x100, 77, &a, 60);
-	assert_int_equal(nrec, 2);
-	reserve_refused = 1;
-	launch(0x100, 77, &a, 61);
-	reserve_refused = 0;
-	assert_int_equal(nrec, 2);
-	launch(0x100, 77, &a, 62);
-	assert_int_equal(nrec, 3);
-	assert_int_equal(launch_rec(2)->correlation, 62);
-	assert_int_equal(launch_rec(2)->block_len, 40);
-	block_of(&a, want);
-	assert_memory_equal(recs[2].payload, want, 40);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_groups_and_blocks),
 		cmocka_unit_test(test_slot_shared),
 		cmocka_unit_test(test_no_block),
-		cmocka_unit_test(test_spool_gone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

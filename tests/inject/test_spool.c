@@ -1,9 +1,8 @@
 /* The injection library's spool writer under load: four threads write records of many sizes,
- * some larger than a buffer, two of them in place (reserved, filled, committed), while the flush
- * thread swaps the two buffers out; every record must
- * land whole, once, and each thread's in the order it wrote them. Each asks for the buffer's tail
- * first, as a launch does, and so does the test before the spool is open and after it is closed:
- * the hint never reads what it points at. */
+ * some larger than a buffer, while the flush thread swaps the two buffers out; every record must
+ * land whole, once, each thread's in the order it wrote them, its padding zero. Each asks for the
+ * buffer's tail first, as a launch does, and so does the test before the spool is open and after
+ * it is closed: the hint never reads what it points at. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -47,14 +46,7 @@ static void *writer(void *arg)
 		assert_non_null(p);
 		memset(p, (int)((t * 31 + i) & 0xff), n);
 		kj_spool_warm_tail(); /* as a launch does first, while others write and buffers swap */
-		if (t % 2 == 1) { /* written in place, as a launch's block; room for more than it uses */
-			unsigned char *at = kj_spool_reserve(sizeof(r), n + 16);
-			assert_non_null(at);
-			memset(at, (int)((t * 31 + i) & 0xff), n);
-			kj_spool_commit(&r, sizeof(r), n);
-		} else {
-			kj_spool_write2(&r, sizeof(r), p, n);
-		}
+		kj_spool_write2(&r, sizeof(r), p, n);
 		if (p != payload)
 			free(p);
 	}
@@ -75,7 +67,6 @@ static void test_spool_threads(void **state)
 		pthread_join(th[t], NULL);
 	kj_spool_close(1);
 	kj_spool_warm_tail(); /* and after it */
-	assert_null(kj_spool_reserve(sizeof(struct test_rec), 8)); /* no spool: no room */
 
 	snprintf(path, sizeof(path), "%s/p%ld.spool", dir, (long)getpid());
 	FILE *f = fopen(path, "rb");

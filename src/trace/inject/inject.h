@@ -46,14 +46,6 @@ int kj_spool_open(const char *dir);
 void kj_spool_write(const void *rec, size_t size);
 /** Append a record given as header part + payload part (payload padded to 8 here). */
 void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
-/** Room for a record of head_size + payload_size bytes in the buffer, so that its payload can be
- *  written in place: returns where the payload goes, with the spool's lock held, and the caller
- *  then calls kj_spool_commit with the record's head and the payload bytes it wrote (at most
- *  payload_size). NULL, the lock not held, when there is no spool or the record is larger than a
- *  buffer. */
-unsigned char *kj_spool_reserve(size_t head_size, size_t payload_size);
-/** Completes the record kj_spool_reserve made room for (hdr.size set here) and releases the lock. */
-void kj_spool_commit(void *head, size_t head_size, size_t payload_size);
 /** Asks for the lines the next record will be written to (and the spool's lock) in this core's
  *  cache, without the lock: a launch calls it first, so their fetch overlaps its other work. */
 void kj_spool_warm_tail(void);

@@ -224,16 +224,24 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
 		free(blob);
 }
 
-/* A launch whose group this thread's cache did not hold: its block gathered on the stack, the
- * group found in the shared map or made (with that block as its reference), then the record. */
-static __attribute__((noinline)) void launch_record_slow(const struct fninfo *fi, uint64_t id,
-							  struct kj_rec_launch *rec, CUcontext ctx,
-							  const struct kj_launch *l, uint64_t t)
+/* Every launch: a group record the first time its function and geometry are seen, then a launch
+ * record with its whole parameter block. Which words differ from the group's first launch, and
+ * the unique-kernel split (which words are sizes, which are pointers or junk), are decided later,
+ * at ingest: comparing here cost the program's thread about 0.35 us a launch. */
+void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
+	kj_spool_warm_tail(); /* its lines come in while the rest is found */
+	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
+	struct fninfo *fi = lookup_fn(l->f);
 	unsigned char stackblob[4096];
 	unsigned char *blob = NULL;
+	struct kj_rec_launch rec;
 	const struct group_slot *slot;
 	int created;
+
+	if (!fi)
+		return;
+	t = kj_self_add(KJ_SELF_LOOKUP, t);
 	if (kj_cfg.params_k > 0 && fi->total && fi->total <= KJ_PARAM_MAX_BYTES) {
 		blob = fi->total <= sizeof(stackblob) ? stackblob : malloc(fi->total);
 		if (blob && gather_params(fi, l, blob) != 0) {
@@ -243,41 +251,6 @@ static __attribute__((noinline)) void launch_record_slow(const struct fninfo *fi
 		}
 	}
 	t = kj_self_add(KJ_SELF_GATHER, t);
-	slot = group_get(id, blob, blob ? fi->total : 0, &created);
-	if (!slot)
-		goto out;
-	rec->group = slot->id;
-	t = kj_self_add(KJ_SELF_GROUP, t);
-	if (created) {
-		put_group(fi, l, slot->g, rec->correlation, ctx, rec->launch_ns);
-		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
-			kj_snapshot_before(l->stream, rec->correlation, blob, fi->total);
-	} else if (blob && slot->ref_len == fi->total) {
-		rec->block_len = fi->total;
-	}
-	kj_spool_write2(rec, sizeof(*rec), blob, rec->block_len);
-	kj_self_add(KJ_SELF_WRITE, t);
-out:
-	if (blob && blob != stackblob)
-		free(blob);
-}
-
-/* Every launch: a group record the first time its function and geometry are seen, then a launch
- * record with its whole parameter block. Which words differ from the group's first launch, and
- * the unique-kernel split (which words are sizes, which are pointers or junk), are decided later,
- * at ingest: comparing here costs the program's thread more than writing the block
- * (bench/results/trace_word_diffs.json). When this thread's cache holds the group, the block is
- * gathered straight into the spool's buffer, with no copy on the stack. */
-void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
-{
-	kj_spool_warm_tail(); /* its lines come in while the rest is found */
-	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
-	struct fninfo *fi = lookup_fn(l->f);
-	struct kj_rec_launch rec;
-
-	if (!fi)
-		return;
-	t = kj_self_add(KJ_SELF_LOOKUP, t);
 	memset(&rec, 0, sizeof(rec));
 	rec.h.type = KJ_REC_LAUNCH;
 	rec.launch_ns = kj_now_ns();
@@ -285,26 +258,24 @@ void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launc
 	rec.tid = kj_thread_id();
 	if (!l->graph_node)
 		tl_corr = correlation;
-	uint64_t id = group_id(fi, l);
-	const struct group_slot *slot = &tl_group[id & (TL_CACHE - 1)];
-	if (!slot->g || slot->id != id) {
-		launch_record_slow(fi, id, &rec, ctx, l, t);
-		return;
-	}
-	rec.group = id;
+	slot = group_get(group_id(fi, l), blob, blob ? fi->total : 0, &created);
+	if (!slot)
+		goto out;
+	rec.group = slot->id;
 	t = kj_self_add(KJ_SELF_GROUP, t);
-	if (kj_cfg.params_k > 0 && slot->ref_len && slot->ref_len == fi->total) {
-		unsigned char *at = kj_spool_reserve(sizeof(rec), fi->total);
-		if (!at)
-			return; /* no spool */
-		if (gather_params(fi, l, at) == 0)
-			rec.block_len = fi->total;
-		t = kj_self_add(KJ_SELF_GATHER, t);
-		kj_spool_commit(&rec, sizeof(rec), rec.block_len);
-	} else {
-		kj_spool_write2(&rec, sizeof(rec), NULL, 0);
+	if (created) {
+		put_group(fi, l, slot->g, correlation, ctx, rec.launch_ns);
+		if (kj_cfg.snapshot_bytes > 0 && blob && !l->graph_node && !kj_cfg.snapshot_graphs_only)
+			kj_snapshot_before(l->stream, correlation, blob, fi->total);
 	}
+	else if (blob && slot->ref_len == fi->total) {
+		rec.block_len = fi->total;
+	}
+	kj_spool_write2(&rec, sizeof(rec), blob, rec.block_len);
 	kj_self_add(KJ_SELF_WRITE, t);
+out:
+	if (blob && blob != stackblob)
+		free(blob);
 }
 
 uint32_t kj_launch_correlation(void)

@@ -234,35 +234,6 @@ void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t p
 	pthread_mutex_unlock(&lock);
 }
 
-unsigned char *kj_spool_reserve(size_t head_size, size_t payload_size)
-{
-	size_t total = KJ_REC_ALIGN(head_size + payload_size);
-	pthread_mutex_lock(&lock);
-	if (total > KJ_SPOOL_BUF_BYTES || fd < 0) {
-		pthread_mutex_unlock(&lock);
-		return NULL;
-	}
-	(void)make_room(total); /* fits a buffer: returns 0, with lock held */
-	if (fd < 0) {
-		pthread_mutex_unlock(&lock);
-		return NULL;
-	}
-	return buf + used + head_size;
-}
-
-void kj_spool_commit(void *head, size_t head_size, size_t payload_size)
-{
-	size_t total = KJ_REC_ALIGN(head_size + payload_size);
-	struct kj_rec_hdr *h = head;
-	h->size = (uint32_t)total;
-	memcpy(buf + used, head, head_size);
-	memset(buf + used + head_size + payload_size, 0, total - head_size - payload_size);
-	used += total;
-	note_tail();
-	kick_if_half();
-	pthread_mutex_unlock(&lock);
-}
-
 void kj_spool_flush(void)
 {
 	pthread_mutex_lock(&lock);
