@@ -770,6 +770,43 @@ def tracing_block_refs(r):
             f"{verdict(g, 'on the forward')}.")
 
 
+def tracing_launch_trials(r):
+    """Two trials on the parameter blocks' path, each measured against the build that gathers a block
+    on the stack and sends it whole, and not kept (trace_word_diffs.json, trace_spool_in_place.json),
+    with the spool's bytes a launch from the CPU harness (launch_path.json)."""
+    fw, fs, fl = "trace_word_diffs.json", "trace_spool_in_place.json", "launch_path.json"
+    w, sp, lp = r.load(fw), r.load(fs), r.load(fl)
+    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
+    tests = lambda d: "; ".join(x.strip() for x in d.get("gpu_tests") or [] if "tests passed" in x
+                                or "tests failed" in x) or "not run"
+    bytes_of = lambda modes: modes["defaults"][0]["spool_bytes_per_launch"]
+    whole, words = bytes_of(lp["modes"]), bytes_of(lp["others"]["word_diffs"]["modes"])
+    null = sorted(lp["others"]["word_diffs"]["ratio_per_pair"]["no_params"]
+                  + lp["others"]["spool_in_place"]["ratio_per_pair"]["no_params"])
+    g1, g2 = w["turns_gpt2m"], sp["turns_gpt2m"]
+    return (f"Two more changes to the parameter blocks' path were measured and not kept; each stays on "
+            f"a branch. Sending, for a block of 128 bytes or more, only the words that differ from its "
+            f"group's first block when they take at most half its bytes (branch `trial-word-diffs`; "
+            f"{r.where(fw)}, `bench/results/{fw}`, {g1.get('copies')} processes a contestant; GPU tests "
+            f"with it: {tests(w)}) cut the spool from {whole:.0f} to {words:.0f} bytes a launch on the "
+            f"shipped BLOOM-560M run's kept iteration (`bench/results/{fl}`), but took "
+            f"{new_old(w['event_kernel_block'])} per launch on `kernel_block` and {new_old(g1)} on the "
+            f"GPT-2 forward beside the whole-block build: comparing a block costs about what writing it "
+            f"does. Gathering the block straight into the spool's buffer instead of onto the stack "
+            f"(branch `trial-spool-in-place`; {r.where(fs)}, `bench/results/{fs}`; GPU tests with it: "
+            f"{tests(sp)}) took {new_old(sp['event_kernel_block'])} on `kernel_block`, "
+            f"{new_old(sp['event_kernel_cold'])} on `kernel_cold` and {new_old(g2)} on the GPT-2 forward: "
+            f"no gain. "
+            f"In these turns the defaults cost {beyond(g1, 'kjoule_default_base', 'cupti_activity_only')} "
+            f"and {beyond(g2, 'kjoule_default_base', 'cupti_activity_only')} beyond CUPTI alone, and a "
+            f"window open throughout {beyond(g1, 'kjoule_capture_inside', 'cupti_activity_only')} and "
+            f"{beyond(g2, 'kjoule_capture_inside', 'cupti_activity_only')}. The CPU harness "
+            f"(`bench/launch_path`, the launch path over a stand-in driver) could not tell the builds' "
+            f"times apart on the shared development machine ({lp['device']}, {lp['cpus']} CPUs): the "
+            f"same code against itself (`--no-params`) ranged {null[0]:.2f} to {null[-1]:.2f} over "
+            f"{len(null)} pairs.")
+
+
 def over_copies(t, a, b, resamples=10000):
     """A's cost beyond B's over processes: each process's ratio to untraced (turns.py's
     ratio_per_copy), the mean of A's over the mean of B's, with a 95 % interval from resampling
@@ -1204,6 +1241,7 @@ GENERATORS = {
     "tracing-launch-lean": tracing_launch_lean,
     "tracing-block-refs": tracing_block_refs,
     "tracing-eager-six": tracing_eager_six,
+    "tracing-launch-trials": tracing_launch_trials,
     "tracing-launch-parts": tracing_launch_parts,
     "tracing-whole-blocks": tracing_whole_blocks,
     "tracing-hostbound": tracing_hostbound,

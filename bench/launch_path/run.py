@@ -5,10 +5,11 @@ library's launch path (launch_path), with and without parameters, with warm cach
 program's reads between launches; writes one JSON result (device: this CPU).
 
 usage: run.py --launch-path BUILD/bench/launch_path/launch_path [--run RUN.kjdb] [--rounds N]
-              [--repeats N] [--other OTHER_BUILD/launch_path --other-name NAME]
+              [--repeats N] [--other NAME=OTHER_BUILD/launch_path ...]
               [-o bench/results/launch_path.json]
---other: another build's harness (another launch path) taking turns with this one, process by
-process, each mode; the result then holds both and each pair's ratio."""
+--other: another build's harness (another launch path, built from this launch_path.c and that
+tree's src/trace/inject) taking turns with this one, process by process, each mode; the result
+then holds each and its ratio to this build pair by pair. May be given more than once."""
 import argparse
 import datetime
 import json
@@ -60,8 +61,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=5, help="processes a mode, alternating")
     ap.add_argument("--cold-kib", type=int, default=256)
-    ap.add_argument("--other", help="another build's launch_path, taking turns with this one")
-    ap.add_argument("--other-name", default="other")
+    ap.add_argument("--other", action="append", default=[], metavar="NAME=PATH",
+                    help="another build's launch_path, taking turns with this one")
     ap.add_argument("-o", "--out", default=os.path.join(ROOT, "bench/results/launch_path.json"))
     a = ap.parse_args()
     modes = {"defaults": [], "no_params": ["--no-params"],
@@ -71,8 +72,11 @@ def main():
         it_file = os.path.join(tmp, "iteration.txt")
         n, it = dump_iteration(a.run, it_file)
         builds = {"this": a.launch_path}
-        if a.other:
-            builds[a.other_name] = a.other
+        for o in a.other:
+            name, sep, path = o.partition("=")
+            if not sep or not name or name == "this" or not os.access(path, os.X_OK):
+                sys.exit(f"run.py: --other {o}: not NAME=PATH of an executable harness")
+            builds[name] = path
         runs = {b: {m: [] for m in modes} for b in builds}
         for _ in range(a.repeats):
             for m, extra in modes.items():
@@ -82,7 +86,7 @@ def main():
                                          capture_output=True, text=True).stdout
                     runs[b][m].append(json.loads(out))
     res = {"benchmark": "launch_path: the launch handler on the CPU over a stand-in driver",
-           "device": cpu_model(), "date": datetime.date.today().isoformat(),
+           "device": cpu_model(), "cpus": os.cpu_count(), "date": datetime.date.today().isoformat(),
            "command": " ".join(["bench/launch_path/run.py"] + sys.argv[1:]),
            "run": os.path.relpath(a.run, ROOT), "iteration": it, "launches": n,
            "what": "ns_per_launch: kj_launch_record timed around each call (two clock_gettime "
@@ -91,11 +95,11 @@ def main():
                    "spool_bytes_per_launch_blocks_whole: the same spool with every block sent whole",
            "builds": {b: os.path.relpath(os.path.abspath(e), ROOT) for b, e in builds.items()},
            "modes": runs["this"]}
-    if a.other:
-        res["other"] = {"name": a.other_name, "modes": runs[a.other_name],
-                        "ratio_per_pair": {m: [o["ns_per_launch"]["median"] / t["ns_per_launch"]["median"]
-                                               for t, o in zip(runs["this"][m], runs[a.other_name][m])]
-                                           for m in modes}}
+    res["others"] = {b: {"modes": runs[b],
+                         "ratio_per_pair": {m: [o["ns_per_launch"]["median"] / t["ns_per_launch"]["median"]
+                                                for t, o in zip(runs["this"][m], runs[b][m])]
+                                            for m in modes}}
+                     for b in builds if b != "this"}
     tmp_out = a.out + ".tmp"
     with open(tmp_out, "w") as f:
         json.dump(res, f, indent=1)
@@ -106,10 +110,11 @@ def main():
             med = sorted(r["ns_per_launch"]["median"] for r in rs)[len(rs) // 2]
             print(f"{b:8s} {m:16s} {med:8.1f} ns a launch  {rs[0]['spool_bytes_per_launch']:7.1f} bytes "
                   f"(blocks whole {rs[0]['spool_bytes_per_launch_blocks_whole']:.1f})")
-    for m, per in res.get("other", {}).get("ratio_per_pair", {}).items():
-        per = sorted(per)
-        print(f"{a.other_name} / this, {m}: median {per[len(per) // 2]:.3f} over {len(per)} pairs "
-              f"({per[0]:.3f} to {per[-1]:.3f})")
+    for b, o in res["others"].items():
+        for m, per in o["ratio_per_pair"].items():
+            per = sorted(per)
+            print(f"{b} / this, {m}: median {per[len(per) // 2]:.3f} over {len(per)} pairs "
+                  f"({per[0]:.3f} to {per[-1]:.3f})")
 
 
 if __name__ == "__main__":
