@@ -47,43 +47,7 @@ CUresult cuFuncGetName(const char **name, CUfunction f)
 	*name = names[i];
 	return CUDA_SUCCESS;
 }
-CUresult cuKernelGetName(const char **name, CUkernel k)
-{
-	(void)name, (void)k;
-	return CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
-{
-	(void)k, (void)i, (void)off, (void)size;
-	return CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
-{
-	(void)a, (void)f;
-	*v = 32;
-	return CUDA_SUCCESS;
-}
-CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t ptsz, uint32_t *id)
-{
-	(void)c, (void)s, (void)ptsz;
-	*id = 7;
-	return CUPTI_SUCCESS;
-}
-
-/* ---- the rest of the injection library, stood in ---- */
-struct kj_inject_config kj_cfg = {.params_k = 1};
-int kj_module_of_function(CUfunction f, uint32_t *module_id, uint64_t *content)
-{
-	(void)f;
-	*module_id = 1, *content = 0;
-	return 0;
-}
-int kj_snapshot_before(CUstream s, uint32_t corr, const unsigned char *blob, uint32_t len)
-{
-	(void)s, (void)corr, (void)blob, (void)len;
-	return 0;
-}
-void kj_snapshot_graph_words(const unsigned char *blob, uint32_t len) { (void)blob, (void)len; }
+#include "launch_stand_ins.h" /* the rest of what the launch path calls */
 
 /* ---- the launch records' bytes, as sent and as they would be with every block whole (the
  * harness is linked with --wrap=kj_spool_write2,--wrap=kj_spool_commit) ---- */
