@@ -784,6 +784,7 @@ def tracing_launch_trials(r):
     null = sorted(lp["others"]["word_diffs"]["ratio_per_pair"]["no_params"]
                   + lp["others"]["spool_in_place"]["ratio_per_pair"]["no_params"])
     g1, g2 = w["turns_gpt2m"], sp["turns_gpt2m"]
+    ins = lp["instructions_per_launch"]
     return (f"Two more changes to the parameter blocks' path were measured and not kept; each stays on "
             f"a branch. Sending, for a block of 128 bytes or more, only the words that differ from its "
             f"group's first block when they take at most half its bytes (branch `trial-word-diffs`; "
@@ -804,7 +805,12 @@ def tracing_launch_trials(r):
             f"(`bench/launch_path`, the launch path over a stand-in driver) could not tell the builds' "
             f"times apart on the shared development machine ({lp['device']}, {lp['cpus']} CPUs): the "
             f"same code against itself (`--no-params`) ranged {null[0]:.2f} to {null[-1]:.2f} over "
-            f"{len(null)} pairs.")
+            f"{len(null)} pairs. Counted instead (valgrind's callgrind, which that noise does not move), "
+            f"the launch record executes {ins['this']['defaults']:.0f} instructions a launch with the "
+            f"defaults and {ins['this']['no_params']:.0f} without parameters; with the words compared "
+            f"{ins['word_diffs']['defaults']:.0f}, and with the block gathered into the spool "
+            f"{ins['spool_in_place']['defaults']:.0f}, which did not make the forward faster: a launch's "
+            f"cost on a real program is not its instruction count alone.")
 
 
 def over_copies(t, a, b, resamples=10000):

@@ -20,14 +20,26 @@
 #define MAXP 64
 #define MAXL 65536
 
-/* ---- the stand-in driver: function 0x1000 + i has the layout the iteration gave it ---- */
+/* ---- the stand-in driver: function handle(i) has the layout the iteration gave it ---- */
 static uint32_t layout[MAXF][2 * MAXP], nparams[MAXF], nfn;
 static char names[MAXF][24];
 
+/* Handles spaced as a driver's function objects are in its heap, not 1 apart: the injection's
+ * per-thread caches index by them. */
+#define HANDLE_BASE ((uintptr_t)0x7f3a40000000ULL)
+#define HANDLE_STRIDE ((uintptr_t)0x2c0)
+static uintptr_t handle(uint32_t i)
+{
+	return HANDLE_BASE + i * HANDLE_STRIDE;
+}
+
 static int fn_index(CUfunction f, uint32_t *i)
 {
-	*i = (uint32_t)((uintptr_t)f - 0x1000);
-	return (uintptr_t)f >= 0x1000 && *i < nfn;
+	uintptr_t h = (uintptr_t)f;
+	if (h < HANDLE_BASE || (h - HANDLE_BASE) % HANDLE_STRIDE)
+		return 0;
+	*i = (uint32_t)((h - HANDLE_BASE) / HANDLE_STRIDE);
+	return *i < nfn;
 }
 CUresult cuFuncGetParamInfo(CUfunction f, size_t p, size_t *off, size_t *size)
 {
@@ -138,7 +150,7 @@ static void load(const char *path)
 				die(path, ln, "block shorter than its layout");
 			x->params[p] = x->block + layout[fn][2 * p];
 		}
-		x->l.f = 0x1000 + fn;
+		x->l.f = handle(fn);
 		memcpy(x->l.grid, g, sizeof(g));
 		memcpy(x->l.block, b, sizeof(b));
 		x->l.shmem = sh;

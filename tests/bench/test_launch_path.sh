@@ -3,8 +3,9 @@
 # record with its whole block (the build sends blocks whole, so the two byte counts agree), and
 # without parameters 40 bytes a launch and nothing more a block; the byte counts do not depend on
 # the round count beyond the group records. A malformed line is refused, naming file and line, and
-# run.py writes its result from the shipped BLOOM-560M run (into a scratch file), refusing an
-# --other that is not NAME=PATH.
+# run.py writes its result from the shipped BLOOM-560M run (into a scratch file), with valgrind its
+# instructions a launch too (more with parameters than without), refusing an --other that is not
+# NAME=PATH.
 set -u
 KJ=$1 SRC=$2 BUILD=${3:-}
 . "$SRC/tests/cli/lib.sh"
@@ -58,6 +59,15 @@ has "no_params_cold"
 check "run.py's result names the run" '[ "$(field "$T/lp.json" run)" = examples/runs/bloom560m.kjdb ]'
 kept=$(q "$SRC/examples/runs/bloom560m.kjdb" "SELECT count(*) FROM launch_params WHERE iteration IS NOT NULL")
 check "run.py replayed the shipped run's kept iteration ($kept launches)" '[ "$(field "$T/lp.json" launches)" = "$kept" ]'
+if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+	expect 0 python3 "$SRC/bench/launch_path/run.py" --launch-path "$LP" --rounds 2 --repeats 1 --instructions -o "$T/ins.json"
+	d=$(field "$T/ins.json" instructions_per_launch/this/defaults)
+	n=$(field "$T/ins.json" instructions_per_launch/this/no_params)
+	python3 -c "import sys; d, n = map(float, sys.argv[1:]); sys.exit(0 if d > n > 50 else 1)" "$d" "$n" ||
+		fail "instructions a launch: $d with parameters, $n without"
+else
+	echo "no valgrind: --instructions not checked"
+fi
 expect 1 python3 "$SRC/bench/launch_path/run.py" --launch-path "$LP" --other "$LP" -o "$T/bad.json"
 grep -q "not NAME=PATH" "$T/err" || fail "an --other without a name not refused: $(cat "$T/err")"
 check "nothing written for the refused --other" '[ ! -e "$T/bad.json" ]'
