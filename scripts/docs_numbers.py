@@ -698,7 +698,6 @@ def tracing_launch_lean(r):
     f = "trace_launch_lean.json"
     d = r.load(f)
     lean, ahead_l, ahead_p = d["lean_vs_previous"], d["warm_ahead_vs_lean"], d["warm_ahead_vs_previous"]
-    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
     g, ga = lean["turns_gpt2m"], ahead_p["turns_gpt2m"]
     return (f"The handler was then made leaner ({r.where(f)}, `bench/results/{f}`): the parameter block is "
             f"copied once (each parameter to its offset and only the gaps between them zeroed, where the "
@@ -707,19 +706,19 @@ def tracing_launch_lean(r):
             f"launch's handling, so that their fetch overlaps the lookups. A loop of empty kernels each taking "
             f"a 512-byte block by value, launched after 256 KiB of other reads (`event_cost kernel_block`, "
             f"{lean['event_kernel_block'].get('copies')} process a contestant), took "
-            f"{new_old(lean['event_kernel_block'])} per launch beside the previous build under the defaults, and "
-            f"the same loop without parameters (`kernel_cold`) {new_old(lean['event_kernel_cold'])}. On the "
+            f"{over_base(lean['event_kernel_block'])} per launch beside the previous build under the defaults, and "
+            f"the same loop without parameters (`kernel_cold`) {over_base(lean['event_kernel_cold'])}. On the "
             f"GPT-2-medium-shaped eager forward ({g.get('copies')} processes a contestant) the two builds did "
-            f"not differ: {new_old(g)}; there the defaults cost "
+            f"not differ: {over_base(g)}; there the defaults cost "
             f"{beyond(g, 'kjoule_default', 'cupti_activity_only')} and a window open throughout "
             f"{beyond(g, 'kjoule_capture_inside', 'cupti_activity_only')} beyond CUPTI's activity records alone, "
             f"the two pooled {same_work_beyond_cupti(g)}: the eager forward inside a window still costs about "
             f"the 3 % it is held to, with an interval past it. "
             f"Asking, after each record, for the buffer's next 1 KiB as well was measured and left out: on "
             f"`kernel_block` ({ahead_l['event_kernel_block'].get('copies')} processes a contestant) it took "
-            f"{new_old(ahead_l['event_kernel_block'])} beside the lean build and "
-            f"{new_old(ahead_p['event_kernel_block'])} beside the previous one, but the GPT-2 forward took "
-            f"{new_old(ga)} beside the previous build, where the defaults cost "
+            f"{over_base(ahead_l['event_kernel_block'])} beside the lean build and "
+            f"{over_base(ahead_p['event_kernel_block'])} beside the previous one, but the GPT-2 forward took "
+            f"{over_base(ga)} beside the previous build, where the defaults cost "
             f"{beyond(ga, 'kjoule_default', 'cupti_activity_only')} and a window open throughout "
             f"{beyond(ga, 'kjoule_capture_inside', 'cupti_activity_only')} beyond CUPTI alone. Each interval "
             f"covers the rounds only; processes of one contestant differ by more (the process lottery above).")
@@ -750,8 +749,7 @@ def tracing_block_refs(r):
     f = "trace_block_refs.json"
     d = r.load(f)
     ev, g = d["event_kernel_block"], d["turns_gpt2m"]
-    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
-    tests = "; ".join(x.strip() for x in d.get("gpu_tests") or []) or "not run"
+    tests = gpu_tests_line(d)
 
     def verdict(t, where):
         per = t["ratio_per_round"]
@@ -762,12 +760,23 @@ def tracing_block_refs(r):
     return (f"Sending a block its thread had sent before as a 64-bit hash of it, the ingest finding the "
             f"block again by that hash, was tried and not merged ({r.where(f)}, `bench/results/{f}`, "
             f"{g.get('copies')} processes a contestant; `gpu_trace` with it: {tests}). It "
-            f"writes fewer bytes but hashes every block: on `kernel_block` it took {new_old(ev)} per "
+            f"writes fewer bytes but hashes every block: on `kernel_block` it took {over_base(ev)} per "
             f"launch beside the build that sends each block whole, and on the GPT-2 forward "
-            f"{new_old(g)}, where the whole-block build cost "
+            f"{over_base(g)}, where the whole-block build cost "
             f"{beyond(g, 'kjoule_default_base', 'cupti_activity_only')} beyond CUPTI alone and the trial "
             f"{beyond(g, 'kjoule_default', 'cupti_activity_only')}: {verdict(ev, 'on the loop')}, "
             f"{verdict(g, 'on the forward')}.")
+
+
+def over_base(t):
+    """The current build's defaults beyond the other build's (`kjoule_default_base`) in turns t."""
+    return beyond(t, "kjoule_default", "kjoule_default_base")
+
+
+def gpu_tests_line(d):
+    """The GPU tests' summary lines of an A/B result (its `gpu_tests`), or "not run"."""
+    return "; ".join(x.strip() for x in d.get("gpu_tests") or []
+                     if "tests passed" in x or "tests failed" in x) or "not run"
 
 
 def tracing_launch_trials(r):
@@ -776,9 +785,6 @@ def tracing_launch_trials(r):
     with the spool's bytes a launch from the CPU harness (launch_path.json)."""
     fw, fs, fl = "trace_word_diffs.json", "trace_spool_in_place.json", "launch_path.json"
     w, sp, lp = r.load(fw), r.load(fs), r.load(fl)
-    new_old = lambda t: beyond(t, "kjoule_default", "kjoule_default_base")
-    tests = lambda d: "; ".join(x.strip() for x in d.get("gpu_tests") or [] if "tests passed" in x
-                                or "tests failed" in x) or "not run"
     bytes_of = lambda modes: modes["defaults"][0]["spool_bytes_per_launch"]
     whole, words = bytes_of(lp["modes"]), bytes_of(lp["others"]["word_diffs"]["modes"])
     null = sorted(lp["others"]["word_diffs"]["ratio_per_pair"]["no_params"]
@@ -789,14 +795,14 @@ def tracing_launch_trials(r):
             f"a branch. Sending, for a block of 128 bytes or more, only the words that differ from its "
             f"group's first block when they take at most half its bytes (branch `trial-word-diffs`; "
             f"{r.where(fw)}, `bench/results/{fw}`, {g1.get('copies')} processes a contestant; GPU tests "
-            f"with it: {tests(w)}) cut the spool from {whole:.0f} to {words:.0f} bytes a launch on the "
+            f"with it: {gpu_tests_line(w)}) cut the spool from {whole:.0f} to {words:.0f} bytes a launch on the "
             f"shipped BLOOM-560M run's kept iteration (`bench/results/{fl}`), but took "
-            f"{new_old(w['event_kernel_block'])} per launch on `kernel_block` and {new_old(g1)} on the "
+            f"{over_base(w['event_kernel_block'])} per launch on `kernel_block` and {over_base(g1)} on the "
             f"GPT-2 forward beside the whole-block build: comparing a block costs about what writing it "
             f"does. Gathering the block straight into the spool's buffer instead of onto the stack "
             f"(branch `trial-spool-in-place`; {r.where(fs)}, `bench/results/{fs}`; GPU tests with it: "
-            f"{tests(sp)}) took {new_old(sp['event_kernel_block'])} on `kernel_block`, "
-            f"{new_old(sp['event_kernel_cold'])} on `kernel_cold` and {new_old(g2)} on the GPT-2 forward: "
+            f"{gpu_tests_line(sp)}) took {over_base(sp['event_kernel_block'])} on `kernel_block`, "
+            f"{over_base(sp['event_kernel_cold'])} on `kernel_cold` and {over_base(g2)} on the GPT-2 forward: "
             f"no gain. "
             f"In these turns the defaults cost {beyond(g1, 'kjoule_default_base', 'cupti_activity_only')} "
             f"and {beyond(g2, 'kjoule_default_base', 'cupti_activity_only')} beyond CUPTI alone, and a "

@@ -59,15 +59,17 @@ CUresult cuFuncGetName(const char **name, CUfunction f)
 	*name = names[i];
 	return CUDA_SUCCESS;
 }
+
 #include "launch_stand_ins.h" /* the rest of what the launch path calls */
 
 /* ---- the launch records' bytes, as sent and as they would be with every block whole (the
- * harness is linked with --wrap=kj_spool_write2,--wrap=kj_spool_commit) ---- */
+ * harness is linked with --wrap=kj_spool_write2) ---- */
 static uint32_t current_len; /* the launch being recorded: its block's bytes */
 static int group_made;        /* ... made its group (its record then carries no block) */
 static uint64_t sent_bytes, whole_bytes;
 
-static void count(const void *head, size_t head_size, size_t payload_size)
+void __real_kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
+void __wrap_kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size)
 {
 	const struct kj_rec_launch *r = head;
 	if (r->h.type == KJ_REC_GROUP)
@@ -77,21 +79,7 @@ static void count(const void *head, size_t head_size, size_t payload_size)
 		sent_bytes += sent;
 		whole_bytes += group_made || !kj_cfg.params_k ? sent : KJ_REC_ALIGN(head_size + current_len);
 	}
-}
-
-void __real_kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size);
-void __wrap_kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size)
-{
-	count(head, head_size, payload_size);
 	__real_kj_spool_write2(head, head_size, payload, payload_size);
-}
-
-/* records written in place (a build that has kj_spool_commit; a weak stand-in otherwise) */
-void __real_kj_spool_commit(void *head, size_t head_size, size_t payload_size) __attribute__((weak));
-void __wrap_kj_spool_commit(void *head, size_t head_size, size_t payload_size)
-{
-	count(head, head_size, payload_size);
-	__real_kj_spool_commit(head, head_size, payload_size);
 }
 
 /* ---- the iteration ---- */

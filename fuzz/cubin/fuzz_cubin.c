@@ -8,6 +8,8 @@
 
 #include "kj_cubin.h"
 
+static volatile size_t sink; /* what the callbacks read, kept so that the reads are made */
+
 static void on_name(const char *name, void *ud)
 {
 	size_t *total = ud;
@@ -32,5 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(img);
 	img = kj_cubin_image("none", data, size, size, &out_len, &why);
 	free(img);
-	return total == (size_t)-1;
+	sink = total;
+	return 0;
 }

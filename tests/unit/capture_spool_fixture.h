@@ -44,7 +44,6 @@ static inline void put_mark(struct buf *b, uint32_t instance, int64_t start, int
 	put(b, &m, sizeof(m), NULL, 0);
 }
 
-
 #define MS 1000000LL
 static int64_t first_marker_late_ns = 3000; /* instance 2's start marker after its mark */
 

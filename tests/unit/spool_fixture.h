@@ -1,8 +1,9 @@
 /* Unit tests that ingest hand-written spools include this (after cmocka.h): the records every
  * spool starts and ends with (put_start, put_end), NVTX markers (put_marker), a buffer written
- * whole to a file (write_buf), and for a job's folder under `dir` (tmpdir.h): the folder made (mkdir_sub), a one-kernel spool
- * of a process (write_spool), a text file beside it (write_beside) and the folder ingested into a
- * new database (ingest_sub). Each fails the test when a step does not succeed. */
+ * whole to a file (write_buf), and for a job's folder under `dir` (tmpdir.h): the folder made
+ * (mkdir_sub), a one-kernel spool of a process (write_spool), a text file beside it (write_beside)
+ * and the folder ingested into a new database (ingest_sub). Each fails the test when a step does
+ * not succeed. */
 #ifndef KJ_TEST_SPOOL_FIXTURE_H
 #define KJ_TEST_SPOOL_FIXTURE_H
 
