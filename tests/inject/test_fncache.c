@@ -1,5 +1,6 @@
 /* inject_fncache.c: one driver query per handle until a module unload, then one more; facts of a
  * handle the driver gave to another function after an unload are not served from before it. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include "inject_fncache.h"
+#include "inject_thread.h"
 
 static int queries;
 static uint32_t driver_layout[1 << 12]; /* what the "driver" says of each handle now (total bytes) */
@@ -63,12 +65,39 @@ static void test_many_handles(void **state)
 	assert_int_equal(queries, 10000);
 }
 
+static struct fninfo *thread_found;
+static void *thread_lookup(void *arg)
+{
+	thread_found = kj_fncache_lookup((uintptr_t)arg, fake_query);
+	thread_found = kj_fncache_lookup((uintptr_t)arg, fake_query); /* its own cache now */
+	return NULL;
+}
+
+/* each thread's cache goes with the thread; the facts stay in the shared table for the others */
+static void test_thread_cache_freed_at_exit(void **state)
+{
+	(void)state;
+	pthread_t t;
+	queries = 0;
+	driver_layout[3] = 40;
+	for (int round = 0; round < 3; round++) { /* a new thread each round: a new cache */
+		assert_int_equal(pthread_create(&t, NULL, thread_lookup, (void *)(uintptr_t)0x30), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_non_null(thread_found);
+		assert_int_equal(thread_found->total, 40);
+	}
+	assert_int_equal(queries, 1);
+	assert_int_equal(kj_fncache_lookup(0x30, fake_query)->total, 40);
+	assert_int_equal(queries, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_query_per_handle),
 		cmocka_unit_test(test_unload_rereads),
 		cmocka_unit_test(test_many_handles),
+		cmocka_unit_test(test_thread_cache_freed_at_exit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kj_spool.h"
+#include "inject_hot.h"
 
 /* kj_inject_config.api bits. KJOULE_API_DOMAINS (cost studies) sets all but KJ_API_QUERIES. */
 enum {

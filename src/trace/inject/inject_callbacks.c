@@ -45,7 +45,7 @@ uint32_t kj_last_own_correlation(void)
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
 static int cost_empty_handler; /* cost studies: KJ_COST_EMPTY_HANDLER */
 
-static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+KJ_HOT static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
 			      const void *data)
 {
 	(void)userdata;
@@ -56,6 +56,17 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
 	}
 	if (cost_empty_handler)
 		return;
+	/* a launch's exit with nothing to do there -- no graph node made, no --api or --snapshot, no
+	 * detach waiting: most launches. What dispatch() would do for it, without its checks. */
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && tl_in_launch && !tl_node && !tl_busy &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && !kj_cfg.api &&
+	    kj_cfg.snapshot_bytes <= 0 && is_launch(id) && !kj_detach_pending()) {
+		uint64_t t = kj_self_tick();
+		tl_in_launch = 0;
+		if (t)
+			kj_self_add(KJ_SELF_EXIT, t);
+		return;
+	}
 	if (tl_busy) { /* our own call; --snapshot wants its copies' correlation */
 		if (kj_cfg.snapshot_bytes > 0 && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
 		    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
@@ -86,7 +97,7 @@ static int is_always_call(CUpti_CallbackId id);
 /* Outside a --capture window (kj_recording 0) only what later iterations need is followed: module
  * loads, mappings, graph instantiations and the launches that make graph nodes (their parameters
  * are what a graph launched inside the window runs); per-launch and per-call records are not. */
-static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data)
+KJ_HOT static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data)
 {
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
 		kj_handle_resource(id, data);

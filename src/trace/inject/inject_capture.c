@@ -15,6 +15,7 @@
 
 #include "inject.h"
 #include "inject_nvtx.h"
+#include "inject_thread.h"
 #include "kj_capture_spec.h"
 
 int kj_recording = 1;
@@ -40,7 +41,7 @@ struct dstack {
 	const void *domain;
 	int depth, inst_depth, slot;
 };
-static __thread struct dstack tl_stacks[STACKS];
+static __thread struct dstack *tl_stacks; /* STACKS, on the heap (inject_thread.h) */
 static __thread int tl_nstacks;
 
 /* start/end ranges named NAME that are open: their NVTX id -> open_tab slot */
@@ -224,6 +225,11 @@ int kj_capture_attr_named(const nvtxEventAttributes_t *a)
 
 static struct dstack *stack_of(const void *domain)
 {
+	if (!tl_stacks) { /* first use, or the thread's exit freed them */
+		tl_nstacks = 0;
+		if (!kj_thread_calloc((void **)&tl_stacks, STACKS * sizeof(*tl_stacks)))
+			return NULL;
+	}
 	for (int i = 0; i < tl_nstacks; i++)
 		if (tl_stacks[i].domain == domain)
 			return &tl_stacks[i];
@@ -305,7 +311,7 @@ void kj_capture_string_registered(const void *handle)
 	pthread_mutex_unlock(&lock);
 }
 
-int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
+KJ_HOT int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	int start, stop;
 	if (spec.mode != KJ_CAPTURE_PROFILER || cb->callbackSite != CUPTI_API_ENTER)

@@ -1,6 +1,7 @@
 /* Cost studies only: kjoule's launch handler timed part by part (inject_cost_self.h); built into
  * the library only with -DKJ_COST_SELF=ON. */
 #include "inject_cost_self.h"
+#include "inject_thread.h"
 
 #ifdef KJ_COST_SELF
 #include <stdio.h>
@@ -50,7 +51,8 @@ void kj_self_report(void)
 	for (int i = 0; i < KJ_SELF_N; i++)
 		fprintf(stderr, " %s %llu x %.1f ns;", names[i], (unsigned long long)calls[i],
 			calls[i] ? (double)ticks[i] * ns_per_tick / (double)calls[i] : 0.0);
-	fprintf(stderr, "\n");
+	int st = kj_thread_tls_static();
+	fprintf(stderr, " thread-local block %s;\n", st > 0 ? "static" : st == 0 ? "dynamic" : "unknown");
 }
 #else
 typedef int kj_cost_self_not_built; /* ISO C wants a declaration in every file */

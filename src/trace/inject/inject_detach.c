@@ -58,7 +58,7 @@ int kj_cupti_detached(void)
 	return __atomic_load_n(&detached, __ATOMIC_ACQUIRE);
 }
 
-int kj_detach_pending(void)
+KJ_HOT int kj_detach_pending(void)
 {
 	return __atomic_load_n(&pending, __ATOMIC_ACQUIRE);
 }

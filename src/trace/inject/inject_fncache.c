@@ -7,16 +7,19 @@
 
 #include "kj_map.h"
 #include "inject_cost_self.h"
+#include "inject_hot.h"
+#include "inject_thread.h"
 
 static uint32_t fn_gen;
 static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kj_map *fns; /* handle -> struct fninfo * */
 
 #define TL_CACHE 256
-static __thread struct {
+struct fn_slot {
 	uintptr_t handle;
 	struct fninfo *fi;
-} tl_fn[TL_CACHE];
+};
+static __thread struct fn_slot *tl_fn; /* TL_CACHE slots, on the heap (inject_thread.h) */
 
 void kj_fncache_invalidate(void)
 {
@@ -49,19 +52,22 @@ out:
 	return fi;
 }
 
-struct fninfo *kj_fncache_lookup(uintptr_t handle, kj_fn_query query)
+KJ_HOT struct fninfo *kj_fncache_lookup(uintptr_t handle, kj_fn_query query)
 {
 	uint64_t t = kj_self_tick();
 	uint32_t gen = __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE);
-	size_t slot = (handle >> 4) & (TL_CACHE - 1);
-	if (tl_fn[slot].handle == handle && tl_fn[slot].fi && tl_fn[slot].fi->gen == gen) {
-		kj_self_add(KJ_SELF_FN_TL, t);
-		return tl_fn[slot].fi;
+	struct fn_slot *cache = tl_fn, *slot = NULL;
+	if (cache || (cache = kj_thread_calloc((void **)&tl_fn, TL_CACHE * sizeof(*cache)))) {
+		slot = &cache[(handle >> 4) & (TL_CACHE - 1)];
+		if (slot->handle == handle && slot->fi && slot->fi->gen == gen) {
+			kj_self_add(KJ_SELF_FN_TL, t);
+			return slot->fi;
+		}
 	}
 	struct fninfo *fi = lookup_shared(handle, query, gen, t);
-	if (fi) {
-		tl_fn[slot].handle = handle;
-		tl_fn[slot].fi = fi;
+	if (fi && slot) {
+		slot->handle = handle;
+		slot->fi = fi;
 	}
 	return fi;
 }

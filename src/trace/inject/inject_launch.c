@@ -13,6 +13,7 @@
 #include "inject.h"
 #include "kj_map.h"
 #include "inject_fncache.h"
+#include "inject_thread.h"
 #include "inject_cost_self.h"
 #include "inject_param_block.h"
 
@@ -95,14 +96,18 @@ struct group_slot {
 	struct group *g;
 	uint32_t ref_len; /* the group's reference block's length, 0 without one */
 };
-static __thread struct group_slot tl_group[TL_CACHE];
+static __thread struct group_slot *tl_group; /* TL_CACHE slots, on the heap (inject_thread.h) */
+static __thread struct group_slot tl_group_spare; /* the one slot when those cannot be had */
 
 /* The slot of group id, the group created (with ref as its reference block) when new: *created
  * tells which. NULL when it cannot be made. */
-static const struct group_slot *group_get(uint64_t id, const unsigned char *ref, uint32_t len,
+KJ_HOT static const struct group_slot *group_get(uint64_t id, const unsigned char *ref, uint32_t len,
 					  int *created)
 {
-	struct group_slot *slot = &tl_group[id & (TL_CACHE - 1)];
+	struct group_slot *cache = tl_group;
+	if (!cache)
+		cache = kj_thread_calloc((void **)&tl_group, TL_CACHE * sizeof(*cache));
+	struct group_slot *slot = cache ? &cache[id & (TL_CACHE - 1)] : &tl_group_spare;
 	struct group *g = NULL;
 	uint64_t v;
 	*created = 0;
@@ -148,7 +153,7 @@ out:
 static __thread uint32_t tl_corr;
 static __thread uint32_t tl_tid;
 
-uint32_t kj_thread_id(void)
+KJ_HOT uint32_t kj_thread_id(void)
 {
 	if (!tl_tid)
 		tl_tid = (uint32_t)gettid();
@@ -160,7 +165,7 @@ static int gather_params(const struct fninfo *fi, const struct kj_launch *l, uns
 	return kj_param_block_gather(fi->layout, fi->nparams, fi->total, l->params, l->extra, blob);
 }
 
-static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
+KJ_HOT static uint64_t group_id(const struct fninfo *fi, const struct kj_launch *l)
 {
 	uint64_t h = fi->sig_hash;
 	for (int i = 0; i < 3; i++) {
@@ -228,7 +233,7 @@ void kj_graph_node_param_words(uintptr_t f, void **params, void **extra)
  * record with its whole parameter block. Which words differ from the group's first launch, and
  * the unique-kernel split (which words are sizes, which are pointers or junk), are decided later,
  * at ingest: comparing here cost the program's thread about 0.35 us a launch. */
-void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
+KJ_HOT void kj_launch_record(uint32_t correlation, CUcontext ctx, const struct kj_launch *l)
 {
 	kj_spool_warm_tail(); /* its lines come in while the rest is found */
 	uint64_t t = kj_self_add(KJ_SELF_PROBE, kj_self_tick());
@@ -283,7 +288,7 @@ uint32_t kj_launch_correlation(void)
 	return tl_corr;
 }
 
-void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
+KJ_HOT void kj_handle_launch(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	struct kj_launch l;
 	memset(&l, 0, sizeof(l));

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "inject_param_block.h"
+#include "inject_hot.h"
 
-int kj_param_block_gather(const uint32_t *layout, uint32_t nparams, uint32_t total, void **params,
+KJ_HOT int kj_param_block_gather(const uint32_t *layout, uint32_t nparams, uint32_t total, void **params,
 			  void **extra, unsigned char *blob)
 {
 	if (params) {

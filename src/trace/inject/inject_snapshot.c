@@ -17,6 +17,7 @@
 
 #include "inject.h"
 #include "kj_map.h"
+#include "inject_thread.h"
 
 #define SNAP_MAX_BUFFERS 64
 #define SNAP_CHUNK (64ull << 20) /* one spool record holds at most this much */
@@ -25,7 +26,7 @@ struct snap_range {
 	uint64_t base, bytes;
 };
 
-static __thread struct snap_range tl_pending[SNAP_MAX_BUFFERS];
+static __thread struct snap_range *tl_pending; /* SNAP_MAX_BUFFERS, on the heap (inject_thread.h) */
 static __thread int tl_npending;
 static __thread uint32_t tl_pending_corr;
 static int64_t used_bytes; /* under snap_lock */
@@ -132,7 +133,8 @@ int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob
 		found[n++] = r;
 		total += r.bytes;
 	}
-	if (!n)
+	if (!n || (!tl_pending && !kj_thread_calloc((void **)&tl_pending,
+						     SNAP_MAX_BUFFERS * sizeof(*tl_pending))))
 		return 0;
 	int fits = reserve(2 * total, "later launch groups have no buffer snapshot");
 	if (!fits)
@@ -146,7 +148,7 @@ int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob
 	return n;
 }
 
-void kj_snapshot_after(void)
+KJ_HOT void kj_snapshot_after(void)
 {
 	if (!tl_npending)
 		return;
@@ -234,7 +236,8 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 			found[kept++] = found[i];
 	n = kept;
 	int saved = 0;
-	if (n && cuCtxSynchronize() == CUDA_SUCCESS) {
+	if (n && (tl_pending || kj_thread_calloc((void **)&tl_pending, SNAP_MAX_BUFFERS * sizeof(*tl_pending))) &&
+	    cuCtxSynchronize() == CUDA_SUCCESS) {
 		/* copy_out works on the thread's pending list: no eager launch is pending here */
 		for (size_t i = 0; i < n; i += SNAP_MAX_BUFFERS) {
 			int m = n - i < SNAP_MAX_BUFFERS ? (int)(n - i) : SNAP_MAX_BUFFERS;

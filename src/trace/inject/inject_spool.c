@@ -45,7 +45,7 @@ static inline void warm_for_write(const void *p)
 #endif
 }
 
-void kj_spool_warm_tail(void)
+KJ_HOT void kj_spool_warm_tail(void)
 {
 	const unsigned char *p = __atomic_load_n(&tail_hint, __ATOMIC_RELAXED);
 	warm_for_write(&lock);
@@ -56,7 +56,7 @@ void kj_spool_warm_tail(void)
 	}
 }
 
-int64_t kj_now_ns(void)
+KJ_HOT int64_t kj_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -209,7 +209,7 @@ void kj_spool_write(const void *rec, size_t size)
 	pthread_mutex_unlock(&lock);
 }
 
-void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size)
+KJ_HOT void kj_spool_write2(void *head, size_t head_size, const void *payload, size_t payload_size)
 {
 	static const unsigned char zeros[8];
 	size_t total = KJ_REC_ALIGN(head_size + payload_size);
