@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Gathers scripts/gpu/cost_self.sh output (one line per run: model, setting, the process's median
-forward time, and each part of kjoule's launch handler as calls x mean ns) into one JSON result.
+forward time, each part of kjoule's launch handler as calls x mean ns, and where the loader put the
+library's thread-local block where the line says) into one JSON result.
 
 usage: cost_self_json.py --device NAME [--device-of LABEL=NAME ...] --date ISO --command CMD [--note TEXT]
        LABEL=FILE ... -o OUT.json
@@ -13,6 +14,7 @@ import sys
 
 LINE = re.compile(r"^(\S+) (\S+): forward_ms_median ([0-9.]+) n (\d+) \|(.*)$")
 PART = re.compile(r"^\s*(\w+) (\d+) x ([0-9.]+) ns$")
+TLS = re.compile(r"^\s*thread-local block (static|dynamic|unknown)$")
 
 
 def parse(path):
@@ -26,14 +28,20 @@ def parse(path):
             m = LINE.match(line)
             if not m:
                 sys.exit(f"{path}:{no}: not a cost_self.sh run line: {line[:80]!r}")
-            parts = {}
+            parts, tls = {}, None
             for item in filter(str.strip, m.group(5).split(";")):
-                p = PART.match(item)
+                p, t = PART.match(item), TLS.match(item)
+                if t:
+                    tls = t.group(1)
+                    continue
                 if not p:
                     sys.exit(f"{path}:{no}: not 'part calls x ns': {item.strip()!r}")
                 parts[p.group(1)] = {"calls": int(p.group(2)), "mean_ns": float(p.group(3))}
-            runs.append({"model": m.group(1), "setting": m.group(2), "forward_ms_median": float(m.group(3)),
-                         "forwards": int(m.group(4)), "parts": parts})
+            run = {"model": m.group(1), "setting": m.group(2), "forward_ms_median": float(m.group(3)),
+                   "forwards": int(m.group(4)), "parts": parts}
+            if tls:
+                run["thread_local_block"] = tls
+            runs.append(run)
     return runs
 
 

@@ -145,6 +145,7 @@ python3 "$SRC/bench/trace_overhead/pair.py" "$T/ab.json" kjoule_default nobody >
 cat > "$T/cs.txt" <<'TXT'
 bloom560m plain: forward_ms_median 11.224 n 400 |
 bloom560m defaults: forward_ms_median 12.645 n 400 |  probe 10 x 21.5 ns; diff 10 x 429.0 ns;
+gpt2m defaults: forward_ms_median 5.809 n 400 |  probe 10 x 39.0 ns; launch_exit 10 x 39.2 ns; thread-local block static;
 TXT
 python3 "$SRC/bench/trace_overhead/cost_self_json.py" --device H200 --device-of b=H100 --date 2026-11-27 \
 	--command "cost_self.sh" a="$T/cs.txt" b="$T/cs.txt" -o "$T/cs.json" || fail "cost_self_json.py failed"
@@ -153,7 +154,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 a, b = d["calls"]["a"], d["calls"]["b"]
 assert (a["device"], b["device"]) == ("H200", "H100"), (a["device"], b["device"])
-assert [r["setting"] for r in a["runs"]] == ["plain", "defaults"]
+assert [r["setting"] for r in a["runs"]] == ["plain", "defaults", "defaults"]
+assert "thread_local_block" not in a["runs"][1] and a["runs"][2]["thread_local_block"] == "static"
+assert a["runs"][2]["parts"]["launch_exit"] == {"calls": 10, "mean_ns": 39.2}
 assert a["runs"][0]["parts"] == {} and a["runs"][1]["parts"]["diff"] == {"calls": 10, "mean_ns": 429.0}
 assert a["runs"][1]["forward_ms_median"] == 12.645 and a["runs"][1]["forwards"] == 400
 PY
