@@ -45,8 +45,8 @@ uint32_t kj_last_own_correlation(void)
 static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
 static int cost_empty_handler; /* cost studies: KJ_COST_EMPTY_HANDLER */
 
-KJ_HOT static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
-			      const void *data)
+KJ_HOT static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId id, const void *data)
 {
 	(void)userdata;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE) { /* module loads may happen inside our own calls */

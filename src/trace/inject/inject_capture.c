@@ -311,7 +311,8 @@ void kj_capture_string_registered(const void *handle)
 	pthread_mutex_unlock(&lock);
 }
 
-KJ_HOT int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id, const CUpti_CallbackData *cb)
+KJ_HOT int kj_capture_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId id,
+				    const CUpti_CallbackData *cb)
 {
 	int start, stop;
 	if (spec.mode != KJ_CAPTURE_PROFILER || cb->callbackSite != CUPTI_API_ENTER)

@@ -101,8 +101,8 @@ static __thread struct group_slot tl_group_spare; /* the one slot when those can
 
 /* The slot of group id, the group created (with ref as its reference block) when new: *created
  * tells which. NULL when it cannot be made. */
-KJ_HOT static const struct group_slot *group_get(uint64_t id, const unsigned char *ref, uint32_t len,
-					  int *created)
+KJ_HOT static const struct group_slot *group_get(uint64_t id, const unsigned char *ref,
+						 uint32_t len, int *created)
 {
 	struct group_slot *cache = tl_group;
 	if (!cache)

@@ -6,8 +6,8 @@
 #include "inject_param_block.h"
 #include "inject_hot.h"
 
-KJ_HOT int kj_param_block_gather(const uint32_t *layout, uint32_t nparams, uint32_t total, void **params,
-			  void **extra, unsigned char *blob)
+KJ_HOT int kj_param_block_gather(const uint32_t *layout, uint32_t nparams, uint32_t total,
+				 void **params, void **extra, unsigned char *blob)
 {
 	if (params) {
 		uint32_t at = 0; /* bytes of blob written so far */

@@ -33,6 +33,13 @@ static int64_t used_bytes; /* under snap_lock */
 static int budget_told;
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* This thread's pending list, made at its first use; NULL when memory runs out (nothing is saved). */
+static struct snap_range *pending_list(void)
+{
+	return tl_pending ? tl_pending
+			  : kj_thread_calloc((void **)&tl_pending, SNAP_MAX_BUFFERS * sizeof(*tl_pending));
+}
+
 /* The allocation holding address v, if v points into device memory. */
 static int device_range(uint64_t v, struct snap_range *r)
 {
@@ -133,8 +140,7 @@ int kj_snapshot_before(CUstream stream, uint32_t corr, const unsigned char *blob
 		found[n++] = r;
 		total += r.bytes;
 	}
-	if (!n || (!tl_pending && !kj_thread_calloc((void **)&tl_pending,
-						     SNAP_MAX_BUFFERS * sizeof(*tl_pending))))
+	if (!n || !pending_list())
 		return 0;
 	int fits = reserve(2 * total, "later launch groups have no buffer snapshot");
 	if (!fits)
@@ -224,7 +230,7 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 	}
 	graph_nwords = 0;
 	pthread_mutex_unlock(&graph_lock);
-	if (!n) {
+	if (!n || !pending_list()) {
 		free(found);
 		return 0;
 	}
@@ -236,8 +242,7 @@ int kj_snapshot_graph(CUstream stream, uint32_t corr)
 			found[kept++] = found[i];
 	n = kept;
 	int saved = 0;
-	if (n && (tl_pending || kj_thread_calloc((void **)&tl_pending, SNAP_MAX_BUFFERS * sizeof(*tl_pending))) &&
-	    cuCtxSynchronize() == CUDA_SUCCESS) {
+	if (n && cuCtxSynchronize() == CUDA_SUCCESS) {
 		/* copy_out works on the thread's pending list: no eager launch is pending here */
 		for (size_t i = 0; i < n; i += SNAP_MAX_BUFFERS) {
 			int m = n - i < SNAP_MAX_BUFFERS ? (int)(n - i) : SNAP_MAX_BUFFERS;
