@@ -57,7 +57,8 @@ KJ_HOT static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain
 	if (cost_empty_handler)
 		return;
 	/* a launch's exit with nothing to do there -- no graph node made, no --api or --snapshot, no
-	 * detach waiting: most launches. What dispatch() would do for it, without its checks. */
+	 * detach waiting: most launches. What dispatch()'s launch-exit branch would do for it, without
+	 * the checks before that branch; a change to that branch is a change here too. */
 	if (domain == CUPTI_CB_DOMAIN_DRIVER_API && tl_in_launch && !tl_node && !tl_busy &&
 	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT && !kj_cfg.api &&
 	    kj_cfg.snapshot_bytes <= 0 && is_launch(id) && !kj_detach_pending()) {
@@ -123,7 +124,7 @@ KJ_HOT static void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, co
 			tl_launch_deferred = !recording;
 			if (recording)
 				kj_handle_launch(id, cb);
-		} else {
+		} else { /* its common case is answered in callback() before this (keep the two alike) */
 			/* a launch into a capturing stream created a graph node: remember its key */
 			if (tl_node) {
 				if (tl_launch_deferred)

@@ -225,11 +225,10 @@ int kj_capture_attr_named(const nvtxEventAttributes_t *a)
 
 static struct dstack *stack_of(const void *domain)
 {
-	if (!tl_stacks) { /* first use, or the thread's exit freed them */
+	if (!tl_stacks) /* first use, or the thread's exit freed them */
 		tl_nstacks = 0;
-		if (!kj_thread_calloc((void **)&tl_stacks, STACKS * sizeof(*tl_stacks)))
-			return NULL;
-	}
+	if (!kj_thread_array((void **)&tl_stacks, STACKS * sizeof(*tl_stacks)))
+		return NULL;
 	for (int i = 0; i < tl_nstacks; i++)
 		if (tl_stacks[i].domain == domain)
 			return &tl_stacks[i];

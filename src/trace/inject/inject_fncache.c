@@ -56,8 +56,8 @@ KJ_HOT struct fninfo *kj_fncache_lookup(uintptr_t handle, kj_fn_query query)
 {
 	uint64_t t = kj_self_tick();
 	uint32_t gen = __atomic_load_n(&fn_gen, __ATOMIC_ACQUIRE);
-	struct fn_slot *cache = tl_fn, *slot = NULL;
-	if (cache || (cache = kj_thread_calloc((void **)&tl_fn, TL_CACHE * sizeof(*cache)))) {
+	struct fn_slot *cache = kj_thread_array((void **)&tl_fn, TL_CACHE * sizeof(*cache)), *slot = NULL;
+	if (cache) {
 		slot = &cache[(handle >> 4) & (TL_CACHE - 1)];
 		if (slot->handle == handle && slot->fi && slot->fi->gen == gen) {
 			kj_self_add(KJ_SELF_FN_TL, t);

@@ -104,9 +104,7 @@ static __thread struct group_slot tl_group_spare; /* the one slot when those can
 KJ_HOT static const struct group_slot *group_get(uint64_t id, const unsigned char *ref,
 						 uint32_t len, int *created)
 {
-	struct group_slot *cache = tl_group;
-	if (!cache)
-		cache = kj_thread_calloc((void **)&tl_group, TL_CACHE * sizeof(*cache));
+	struct group_slot *cache = kj_thread_array((void **)&tl_group, TL_CACHE * sizeof(*cache));
 	struct group_slot *slot = cache ? &cache[id & (TL_CACHE - 1)] : &tl_group_spare;
 	struct group *g = NULL;
 	uint64_t v;

@@ -36,8 +36,7 @@ static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 /* This thread's pending list, made at its first use; NULL when memory runs out (nothing is saved). */
 static struct snap_range *pending_list(void)
 {
-	return tl_pending ? tl_pending
-			  : kj_thread_calloc((void **)&tl_pending, SNAP_MAX_BUFFERS * sizeof(*tl_pending));
+	return kj_thread_array((void **)&tl_pending, SNAP_MAX_BUFFERS * sizeof(*tl_pending));
 }
 
 /* The allocation holding address v, if v points into device memory. */

@@ -12,6 +12,13 @@
  *  NULL when memory runs out: the caller then goes without its cache. */
 void *kj_thread_calloc(void **owner, size_t size);
 
+/** This thread's array at *owner, made by kj_thread_calloc at its first use (or after the thread's
+ *  exit handlers freed it); NULL when memory runs out. */
+static inline void *kj_thread_array(void **owner, size_t size)
+{
+	return *owner ? *owner : kj_thread_calloc(owner, size);
+}
+
 /** 1 if this library's thread-local block lies in the static TLS (one load an access), 0 if
  *  glibc placed it dynamically (a call an access), -1 if it cannot tell on this machine. */
 int kj_thread_tls_static(void);
